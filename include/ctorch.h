@@ -1,0 +1,8 @@
+/* ctorch: PyTorch's core in C11. The one header a user includes. */
+#ifndef CTORCH_H
+#define CTORCH_H
+
+#include "ctorch/core.h"
+#include "ctorch/memory.h"
+
+#endif /* CTORCH_H */

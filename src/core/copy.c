@@ -1,0 +1,464 @@
+/* Copies and dtype conversions: copy_, contiguous, clone, to, fill_, item. */
+#include <math.h>
+#include <string.h>
+
+#include "dtype.h"
+#include "loop.h"
+
+/* ------------------------------------------------------------------ loops */
+
+void ct_loop2(int ndim, const int64_t *shape, char *dst, const int64_t *dst_strides, size_t dst_esize,
+              const char *src, const int64_t *src_strides, size_t src_esize, ct_loop2_fn fn, void *ctx) {
+    int64_t sh[CT_MAX_DIMS], ds[CT_MAX_DIMS], ss[CT_MAX_DIMS];
+    int n = 0;
+    /* Drop size-1 dims, convert to byte strides, then merge neighbours that are
+     * contiguous with each other in both operands (innermost last). */
+    for (int i = 0; i < ndim; i++) {
+        if (shape[i] == 0)
+            return;
+        if (shape[i] == 1)
+            continue;
+        sh[n] = shape[i];
+        ds[n] = dst_strides[i] * (int64_t)dst_esize;
+        ss[n] = src_strides ? src_strides[i] * (int64_t)src_esize : 0;
+        if (n > 0 && ds[n - 1] == ds[n] * sh[n] && ss[n - 1] == ss[n] * sh[n]) {
+            sh[n - 1] *= sh[n];
+            ds[n - 1] = ds[n];
+            ss[n - 1] = ss[n];
+            continue;
+        }
+        n++;
+    }
+    if (n == 0) {
+        fn(dst, src, 1, 0, 0, ctx);
+        return;
+    }
+    int64_t idx[CT_MAX_DIMS] = {0};
+    int inner = n - 1;
+    for (;;) {
+        fn(dst, src, sh[inner], ds[inner], ss[inner], ctx);
+        int d = inner - 1;
+        for (; d >= 0; d--) {
+            dst += ds[d];
+            src += ss[d];
+            if (++idx[d] < sh[d])
+                break;
+            dst -= ds[d] * sh[d];
+            src -= ss[d] * sh[d];
+            idx[d] = 0;
+        }
+        if (d < 0)
+            return;
+    }
+}
+
+bool ct_broadcast_strides(const ct_tensor *src, const int64_t *shape, int ndim, int64_t *out) {
+    if (src->ndim > ndim)
+        return false;
+    int lead = ndim - src->ndim;
+    for (int i = 0; i < ndim; i++) {
+        if (i < lead) {
+            out[i] = 0;
+            continue;
+        }
+        int64_t s = src->shape[i - lead];
+        if (s == shape[i])
+            out[i] = s == 1 ? 0 : src->strides[i - lead];
+        else if (s == 1)
+            out[i] = 0;
+        else
+            return false;
+    }
+    return true;
+}
+
+/* ------------------------------------------------------------------ casts */
+
+/* Note [Casts]
+ * Conversions follow PyTorch's CPU casts:
+ * - to bool: x != 0 (NaN is true);
+ * - between integers: two's-complement wrap-around;
+ * - float to integer: truncation toward zero. C leaves NaN, inf and out-of-range values
+ *   undefined; ctorch defines them as x86 PyTorch behaves for uint8 and int64: the
+ *   value goes through int64 (NaN, inf and out-of-range become INT64_MIN) and wraps
+ *   to the destination's width. uint64 takes values in [2^63, 2^64) directly.
+ * - to float16/bfloat16: through float32, rounding to nearest even. */
+static inline int64_t f2i64(double v) {
+    if (!(v > -9223372036854775808.0 && v < 9223372036854775808.0))
+        return INT64_MIN;
+    return (int64_t)v;
+}
+static inline uint64_t f2u64(double v) {
+    if (v >= 9223372036854775808.0 && v < 18446744073709551616.0)
+        return (uint64_t)v;
+    return (uint64_t)f2i64(v);
+}
+
+/* Load to a "compute" value: floats widen to float/double, half types to float. */
+#define LOAD_CT_DTYPE_BOOL(p) (*(const uint8_t *)(p) != 0)
+#define LOAD_CT_DTYPE_UINT8(p) (*(const uint8_t *)(p))
+#define LOAD_CT_DTYPE_INT8(p) (*(const int8_t *)(p))
+#define LOAD_CT_DTYPE_INT16(p) (*(const int16_t *)(p))
+#define LOAD_CT_DTYPE_INT32(p) (*(const int32_t *)(p))
+#define LOAD_CT_DTYPE_INT64(p) (*(const int64_t *)(p))
+#define LOAD_CT_DTYPE_UINT16(p) (*(const uint16_t *)(p))
+#define LOAD_CT_DTYPE_UINT32(p) (*(const uint32_t *)(p))
+#define LOAD_CT_DTYPE_UINT64(p) (*(const uint64_t *)(p))
+#define LOAD_CT_DTYPE_FLOAT16(p) ct_half_to_float(*(const uint16_t *)(p))
+#define LOAD_CT_DTYPE_BFLOAT16(p) ct_bfloat16_to_float(*(const uint16_t *)(p))
+#define LOAD_CT_DTYPE_FLOAT32(p) (*(const float *)(p))
+#define LOAD_CT_DTYPE_FLOAT64(p) (*(const double *)(p))
+
+/* Is the source a floating type (needs the float-to-integer rules)? */
+#define ISF_CT_DTYPE_BOOL 0
+#define ISF_CT_DTYPE_UINT8 0
+#define ISF_CT_DTYPE_INT8 0
+#define ISF_CT_DTYPE_INT16 0
+#define ISF_CT_DTYPE_INT32 0
+#define ISF_CT_DTYPE_INT64 0
+#define ISF_CT_DTYPE_UINT16 0
+#define ISF_CT_DTYPE_UINT32 0
+#define ISF_CT_DTYPE_UINT64 0
+#define ISF_CT_DTYPE_FLOAT16 1
+#define ISF_CT_DTYPE_BFLOAT16 1
+#define ISF_CT_DTYPE_FLOAT32 1
+#define ISF_CT_DTYPE_FLOAT64 1
+
+/* Store a compute value v (of a source that is floating when F is 1). */
+#define STORE_INT(T, v, F) ((F) ? (T)f2i64((double)(v)) : (T)(v))
+#define STORE_CT_DTYPE_BOOL(p, v, F) (*(uint8_t *)(p) = (uint8_t)((v) != 0))
+#define STORE_CT_DTYPE_UINT8(p, v, F) (*(uint8_t *)(p) = STORE_INT(uint8_t, v, F))
+#define STORE_CT_DTYPE_INT8(p, v, F) (*(int8_t *)(p) = STORE_INT(int8_t, v, F))
+#define STORE_CT_DTYPE_INT16(p, v, F) (*(int16_t *)(p) = STORE_INT(int16_t, v, F))
+#define STORE_CT_DTYPE_INT32(p, v, F) (*(int32_t *)(p) = STORE_INT(int32_t, v, F))
+#define STORE_CT_DTYPE_INT64(p, v, F) (*(int64_t *)(p) = STORE_INT(int64_t, v, F))
+#define STORE_CT_DTYPE_UINT16(p, v, F) (*(uint16_t *)(p) = STORE_INT(uint16_t, v, F))
+#define STORE_CT_DTYPE_UINT32(p, v, F) (*(uint32_t *)(p) = STORE_INT(uint32_t, v, F))
+#define STORE_CT_DTYPE_UINT64(p, v, F) (*(uint64_t *)(p) = (F) ? f2u64((double)(v)) : (uint64_t)(v))
+#define STORE_CT_DTYPE_FLOAT16(p, v, F) (*(uint16_t *)(p) = ct_float_to_half((float)(v)))
+#define STORE_CT_DTYPE_BFLOAT16(p, v, F) (*(uint16_t *)(p) = ct_float_to_bfloat16((float)(v)))
+#define STORE_CT_DTYPE_FLOAT32(p, v, F) (*(float *)(p) = (float)(v))
+#define STORE_CT_DTYPE_FLOAT64(p, v, F) (*(double *)(p) = (double)(v))
+
+#define CAST_FN(D, S)                                                                                     \
+    static void cast_##D##_##S(char *dst, const char *src, int64_t n, int64_t ds, int64_t ss, void *ctx) { \
+        (void)ctx;                                                                                        \
+        for (int64_t i = 0; i < n; i++)                                                                   \
+            STORE_##D(dst + i * ds, LOAD_##S(src + i * ss), ISF_##S);                                     \
+    }
+#define CAST_ROW(D, T)                 \
+    CAST_FN(D, CT_DTYPE_BOOL)          \
+    CAST_FN(D, CT_DTYPE_UINT8)         \
+    CAST_FN(D, CT_DTYPE_INT8)          \
+    CAST_FN(D, CT_DTYPE_INT16)         \
+    CAST_FN(D, CT_DTYPE_INT32)         \
+    CAST_FN(D, CT_DTYPE_INT64)         \
+    CAST_FN(D, CT_DTYPE_UINT16)        \
+    CAST_FN(D, CT_DTYPE_UINT32)        \
+    CAST_FN(D, CT_DTYPE_UINT64)        \
+    CAST_FN(D, CT_DTYPE_FLOAT16)       \
+    CAST_FN(D, CT_DTYPE_BFLOAT16)      \
+    CAST_FN(D, CT_DTYPE_FLOAT32)       \
+    CAST_FN(D, CT_DTYPE_FLOAT64)
+CT_FOR_EACH_DTYPE(CAST_ROW)
+
+#define CAST_ENTRY(D, S) [S] = cast_##D##_##S,
+#define CAST_TABLE_ROW(D, T)               \
+    [D] = {CAST_ENTRY(D, CT_DTYPE_BOOL)     \
+           CAST_ENTRY(D, CT_DTYPE_UINT8)    \
+           CAST_ENTRY(D, CT_DTYPE_INT8)     \
+           CAST_ENTRY(D, CT_DTYPE_INT16)    \
+           CAST_ENTRY(D, CT_DTYPE_INT32)    \
+           CAST_ENTRY(D, CT_DTYPE_INT64)    \
+           CAST_ENTRY(D, CT_DTYPE_UINT16)   \
+           CAST_ENTRY(D, CT_DTYPE_UINT32)   \
+           CAST_ENTRY(D, CT_DTYPE_UINT64)   \
+           CAST_ENTRY(D, CT_DTYPE_FLOAT16)  \
+           CAST_ENTRY(D, CT_DTYPE_BFLOAT16) \
+           CAST_ENTRY(D, CT_DTYPE_FLOAT32)  \
+           CAST_ENTRY(D, CT_DTYPE_FLOAT64)},
+static const ct_loop2_fn cast_table[CT_DTYPE_COUNT][CT_DTYPE_COUNT] = {CT_FOR_EACH_DTYPE(CAST_TABLE_ROW)};
+
+/* Same-dtype copies move bytes; a contiguous run is one memcpy. */
+static void copy_bytes(char *dst, const char *src, int64_t n, int64_t ds, int64_t ss, void *ctx) {
+    size_t esz = (size_t)(uintptr_t)ctx;
+    if (ds == (int64_t)esz && ss == (int64_t)esz) {
+        memcpy(dst, src, (size_t)n * esz);
+        return;
+    }
+    switch (esz) {
+    case 1: for (int64_t i = 0; i < n; i++) dst[i * ds] = src[i * ss]; break;
+    case 2: for (int64_t i = 0; i < n; i++) memcpy(dst + i * ds, src + i * ss, 2); break;
+    case 4: for (int64_t i = 0; i < n; i++) memcpy(dst + i * ds, src + i * ss, 4); break;
+    default: for (int64_t i = 0; i < n; i++) memcpy(dst + i * ds, src + i * ss, esz); break;
+    }
+}
+
+ct_loop2_fn ct_cast_loop(ct_dtype dst, ct_dtype src) { return cast_table[dst][src]; }
+
+double ct_load_double(const void *p, ct_dtype d) {
+    double out = 0;
+    cast_table[CT_DTYPE_FLOAT64][d]((char *)&out, p, 1, 0, 0, NULL);
+    return out;
+}
+
+int64_t ct_load_int64(const void *p, ct_dtype d) {
+    int64_t out = 0;
+    cast_table[CT_DTYPE_INT64][d]((char *)&out, p, 1, 0, 0, NULL);
+    return out;
+}
+
+void ct_store_double(void *p, ct_dtype d, double v) { cast_table[d][CT_DTYPE_FLOAT64](p, (const char *)&v, 1, 0, 0, NULL); }
+
+void ct_store_int64(void *p, ct_dtype d, int64_t v) { cast_table[d][CT_DTYPE_INT64](p, (const char *)&v, 1, 0, 0, NULL); }
+
+void ct_store_scalar(void *p, ct_dtype d, ct_scalar s) {
+    if (s.type == CT_SCALAR_FLOAT)
+        ct_store_double(p, d, s.v.f);
+    else if (s.type == CT_SCALAR_INT)
+        ct_store_int64(p, d, s.v.i);
+    else
+        ct_store_int64(p, d, s.v.b ? 1 : 0);
+}
+
+/* ------------------------------------------------------------------ copy_ */
+
+static bool ranges_overlap(const ct_tensor *a, const ct_tensor *b) {
+    if (a->storage != b->storage || a->numel == 0 || b->numel == 0)
+        return false;
+    return true; /* conservative: any two views of one storage may overlap */
+}
+
+static void copy_into(ct_tensor *dst, const ct_tensor *src, const int64_t *src_strides) {
+    size_t desz = ct_dtype_size(dst->dtype), sesz = ct_dtype_size(src->dtype);
+    ct_loop2_fn fn;
+    void *ctx = NULL;
+    if (dst->dtype == src->dtype) {
+        fn = copy_bytes;
+        ctx = (void *)(uintptr_t)desz;
+    } else {
+        fn = cast_table[dst->dtype][src->dtype];
+    }
+    ct_loop2(dst->ndim, dst->shape, ct_tensor_ptr(dst), dst->strides, desz, ct_tensor_ptr(src), src_strides, sesz,
+             fn, ctx);
+}
+
+ct_tensor *ct_copy_(ct_tensor *dst, const ct_tensor *src) {
+    CT_CHECK_ARG("copy_", dst);
+    CT_CHECK_ARG("copy_", src);
+    int64_t sstr[CT_MAX_DIMS];
+    if (!ct_broadcast_strides(src, dst->shape, dst->ndim, sstr)) {
+        char a[256], b[256];
+        ct_error(CT_ERROR_VALUE, "copy_", "the source of shape %s cannot be broadcast to the destination's shape %s",
+                 ct_shape_str(src->shape, src->ndim, a, sizeof a), ct_shape_str(dst->shape, dst->ndim, b, sizeof b));
+        return NULL;
+    }
+    if (dst->device.type != src->device.type) {
+        ct_error(CT_ERROR_DEVICE, "copy_", "copies between device types %d and %d are not supported in this build",
+                 (int)src->device.type, (int)dst->device.type);
+        return NULL;
+    }
+    ct_tensor_bump_version(dst);
+    if (dst->device.type == CT_DEVICE_META || dst->numel == 0)
+        return ct_tensor_ref(dst);
+    if (ranges_overlap(dst, src) && !(dst == src)) {
+        /* Read everything before writing anything. */
+        ct_scope_begin();
+        ct_tensor *tmp = ct_clone(src);
+        if (!tmp) {
+            ct_scope_end();
+            return NULL;
+        }
+        ct_broadcast_strides(tmp, dst->shape, dst->ndim, sstr);
+        copy_into(dst, tmp, sstr);
+        ct_scope_end();
+    } else if (dst != src) {
+        copy_into(dst, src, sstr);
+    }
+    return ct_tensor_ref(dst);
+}
+
+ct_tensor *ct_clone(const ct_tensor *t) {
+    CT_CHECK_ARG("clone", t);
+    ct_tensor *out = ct_tensor_new("clone", t->shape, NULL, t->ndim, t->dtype, t->device);
+    if (!out)
+        return NULL;
+    if (t->device.type != CT_DEVICE_META && t->numel > 0)
+        copy_into(out, t, t->strides);
+    return out;
+}
+
+ct_tensor *ct_contiguous(const ct_tensor *t) {
+    CT_CHECK_ARG("contiguous", t);
+    if (ct_tensor_is_contiguous(t))
+        return ct_tensor_ref(t);
+    return ct_clone(t);
+}
+
+ct_tensor *ct_to_dtype(const ct_tensor *t, ct_dtype dtype) {
+    CT_CHECK_ARG("to", t);
+    if (!ct_dtype_valid(dtype)) {
+        ct_error(CT_ERROR_TYPE, "to", "invalid dtype %d", (int)dtype);
+        return NULL;
+    }
+    if (dtype == t->dtype)
+        return ct_tensor_ref(t);
+    ct_tensor *out = ct_tensor_new("to", t->shape, NULL, t->ndim, dtype, t->device);
+    if (!out)
+        return NULL;
+    if (t->device.type != CT_DEVICE_META && t->numel > 0)
+        copy_into(out, t, t->strides);
+    return out;
+}
+
+ct_tensor *ct_to_device(const ct_tensor *t, ct_device device) {
+    CT_CHECK_ARG("to_device", t);
+    if (ct_device_equal(t->device, device))
+        return ct_tensor_ref(t);
+    if (!ct_check_device("to_device", device))
+        return NULL;
+    ct_tensor *out = ct_tensor_new("to_device", t->shape, NULL, t->ndim, t->dtype, device);
+    if (!out)
+        return NULL;
+    if (device.type == CT_DEVICE_CPU && t->device.type == CT_DEVICE_META) {
+        ct_error(CT_ERROR_DEVICE, "to_device", "cannot copy out of meta tensor; it has no data");
+        return NULL;
+    }
+    return out; /* CPU -> META keeps only the metadata */
+}
+
+/* ------------------------------------------------------------------ fills */
+
+static void fill_bytes(char *dst, const char *src, int64_t n, int64_t ds, int64_t ss, void *ctx) {
+    (void)ss;
+    size_t esz = (size_t)(uintptr_t)ctx;
+    for (int64_t i = 0; i < n; i++)
+        memcpy(dst + i * ds, src, esz);
+}
+
+static void fill_impl(ct_tensor *t, ct_scalar value) {
+    ct_tensor_bump_version(t);
+    if (t->device.type == CT_DEVICE_META || t->numel == 0)
+        return;
+    char one[16];
+    ct_store_scalar(one, t->dtype, value);
+    size_t esz = ct_dtype_size(t->dtype);
+    bool zero = true;
+    for (size_t i = 0; i < esz; i++)
+        zero = zero && one[i] == 0;
+    if (zero && ct_tensor_is_contiguous(t)) {
+        memset(ct_tensor_ptr(t), 0, (size_t)t->numel * esz);
+    } else {
+        ct_loop2(t->ndim, t->shape, ct_tensor_ptr(t), t->strides, esz, one, NULL, 0, fill_bytes,
+                 (void *)(uintptr_t)esz);
+    }
+}
+
+ct_tensor *ct_fill_(ct_tensor *t, ct_scalar value) {
+    CT_CHECK_ARG("fill_", t);
+    fill_impl(t, value);
+    return ct_tensor_ref(t);
+}
+
+ct_tensor *ct_zero_(ct_tensor *t) { return ct_fill_(t, ct_scalar_int(0)); }
+
+static ct_dtype infer_scalar_dtype(ct_scalar v) {
+    return v.type == CT_SCALAR_BOOL ? CT_DTYPE_BOOL : v.type == CT_SCALAR_INT ? CT_DTYPE_INT64 : ct_get_default_dtype();
+}
+
+ct_tensor *ct_full(const int64_t *shape, int ndim, ct_scalar value, ct_dtype dtype, ct_device device) {
+    if (dtype == CT_DTYPE_UNDEFINED)
+        dtype = infer_scalar_dtype(value);
+    ct_tensor *t = ct_tensor_new("full", shape, NULL, ndim, dtype, device);
+    if (!t)
+        return NULL;
+    fill_impl(t, value);
+    return t;
+}
+
+ct_tensor *ct_zeros(const int64_t *shape, int ndim, ct_dtype dtype, ct_device device) {
+    return ct_full(shape, ndim, ct_scalar_int(0), dtype, device);
+}
+ct_tensor *ct_ones(const int64_t *shape, int ndim, ct_dtype dtype, ct_device device) {
+    return ct_full(shape, ndim, ct_scalar_int(1), dtype, device);
+}
+ct_tensor *ct_scalar_tensor(ct_scalar value, ct_dtype dtype, ct_device device) {
+    return ct_full(NULL, 0, value, dtype, device);
+}
+ct_tensor *ct_zeros_like(const ct_tensor *t, ct_dtype dtype) {
+    CT_CHECK_ARG("zeros_like", t);
+    return ct_zeros(t->shape, t->ndim, dtype == CT_DTYPE_UNDEFINED ? t->dtype : dtype, t->device);
+}
+ct_tensor *ct_ones_like(const ct_tensor *t, ct_dtype dtype) {
+    CT_CHECK_ARG("ones_like", t);
+    return ct_ones(t->shape, t->ndim, dtype == CT_DTYPE_UNDEFINED ? t->dtype : dtype, t->device);
+}
+ct_tensor *ct_full_like(const ct_tensor *t, ct_scalar value, ct_dtype dtype) {
+    CT_CHECK_ARG("full_like", t);
+    return ct_full(t->shape, t->ndim, value, dtype == CT_DTYPE_UNDEFINED ? t->dtype : dtype, t->device);
+}
+
+/* ------------------------------------------------------------------ elements */
+
+static ct_status element_ptr(const char *op, const ct_tensor *t, const int64_t *index, char **out) {
+    CT_CHECK_ARG_STATUS(op, t);
+    if (t->device.type != CT_DEVICE_CPU)
+        return ct_error(CT_ERROR_DEVICE, op, "element access needs a CPU tensor");
+    if (t->ndim > 0 && !index)
+        return ct_error(CT_ERROR_NULL_ARGUMENT, op, "index is NULL for a %d-d tensor", t->ndim);
+    int64_t off = 0;
+    for (int i = 0; i < t->ndim; i++) {
+        int64_t k = index[i] < 0 ? index[i] + t->shape[i] : index[i];
+        if (k < 0 || k >= t->shape[i])
+            return ct_error(CT_ERROR_INDEX, op, "index %lld is out of bounds for dimension %d with size %lld",
+                            (long long)index[i], i, (long long)t->shape[i]);
+        off += k * t->strides[i];
+    }
+    *out = ct_tensor_ptr(t) + off * (int64_t)ct_dtype_size(t->dtype);
+    return CT_OK;
+}
+
+ct_status ct_tensor_get(const ct_tensor *t, const int64_t *index, double *out) {
+    char *p = NULL;
+    ct_status st = element_ptr("get", t, index, &p);
+    if (st == CT_OK)
+        *out = ct_load_double(p, t->dtype);
+    return st;
+}
+
+ct_status ct_tensor_set(ct_tensor *t, const int64_t *index, double value) {
+    char *p = NULL;
+    ct_status st = element_ptr("set", t, index, &p);
+    if (st == CT_OK) {
+        ct_store_double(p, t->dtype, value);
+        ct_tensor_bump_version(t);
+    }
+    return st;
+}
+
+static ct_status item_ptr(const char *op, const ct_tensor *t, char **p) {
+    CT_CHECK_ARG_STATUS(op, t);
+    if (t->numel != 1)
+        return ct_error(CT_ERROR_VALUE, op, "a Tensor with %lld elements cannot be converted to Scalar",
+                        (long long)t->numel);
+    if (t->device.type != CT_DEVICE_CPU)
+        return ct_error(CT_ERROR_DEVICE, op, "item needs a CPU tensor");
+    *p = ct_tensor_ptr(t);
+    return CT_OK;
+}
+
+ct_status ct_item_double(const ct_tensor *t, double *out) {
+    char *p = NULL;
+    ct_status st = item_ptr("item", t, &p);
+    if (st == CT_OK)
+        *out = ct_load_double(p, t->dtype);
+    return st;
+}
+
+ct_status ct_item_int64(const ct_tensor *t, int64_t *out) {
+    char *p = NULL;
+    ct_status st = item_ptr("item", t, &p);
+    if (st == CT_OK)
+        *out = ct_load_int64(p, t->dtype);
+    return st;
+}

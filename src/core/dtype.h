@@ -1,0 +1,35 @@
+/* Internal dtype helpers: validity, element load/store through double/int64. */
+#ifndef CT_DTYPE_H
+#define CT_DTYPE_H
+
+#include "ctorch/core.h"
+
+static inline bool ct_dtype_valid(ct_dtype d) { return (int)d >= 0 && (int)d < CT_DTYPE_COUNT; }
+
+/* X-macro over every dtype: X(enum, C storage type). */
+#define CT_FOR_EACH_DTYPE(X)          \
+    X(CT_DTYPE_BOOL, uint8_t)         \
+    X(CT_DTYPE_UINT8, uint8_t)        \
+    X(CT_DTYPE_INT8, int8_t)          \
+    X(CT_DTYPE_INT16, int16_t)        \
+    X(CT_DTYPE_INT32, int32_t)        \
+    X(CT_DTYPE_INT64, int64_t)        \
+    X(CT_DTYPE_UINT16, uint16_t)      \
+    X(CT_DTYPE_UINT32, uint32_t)      \
+    X(CT_DTYPE_UINT64, uint64_t)      \
+    X(CT_DTYPE_FLOAT16, uint16_t)     \
+    X(CT_DTYPE_BFLOAT16, uint16_t)    \
+    X(CT_DTYPE_FLOAT32, float)        \
+    X(CT_DTYPE_FLOAT64, double)
+
+/* Reads one element as double (integers above 2^53 lose precision). */
+double ct_load_double(const void *p, ct_dtype d);
+/* Reads one integral/bool element exactly (uint64 above INT64_MAX wraps). */
+int64_t ct_load_int64(const void *p, ct_dtype d);
+/* Writes value converted as PyTorch's casts do (see Note [Casts] in copy.c). */
+void ct_store_double(void *p, ct_dtype d, double value);
+void ct_store_int64(void *p, ct_dtype d, int64_t value);
+/* Writes a scalar converted to d. */
+void ct_store_scalar(void *p, ct_dtype d, ct_scalar s);
+
+#endif /* CT_DTYPE_H */

@@ -1,0 +1,78 @@
+/* Note [Errors]
+ * ctorch never aborts on user input. A failing function sets a thread-local status and
+ * message and returns NULL or the status. Messages read "op: what went wrong" so a
+ * user can act on them. A NULL tensor argument means an earlier call failed: the
+ * callee returns NULL and leaves the earlier message in place, so a chain such as
+ * ct_add(ct_mul(a, b), c) reports its first failure. Only CT_ASSERT (broken internal
+ * invariants) stops the process. */
+#include "error.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#define CT_ERROR_CAP 1024
+
+static _Thread_local ct_status tl_status = CT_OK;
+static _Thread_local char tl_message[CT_ERROR_CAP];
+
+ct_status ct_error(ct_status status, const char *op, const char *fmt, ...) {
+    int n = snprintf(tl_message, sizeof tl_message, "%s: ", op ? op : "ctorch");
+    if (n < 0 || (size_t)n >= sizeof tl_message)
+        n = 0;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(tl_message + n, sizeof tl_message - (size_t)n, fmt, ap);
+    va_end(ap);
+    tl_status = status;
+    return status;
+}
+
+ct_status ct_error_null(const char *op) {
+    if (tl_status == CT_OK)
+        ct_error(CT_ERROR_NULL_ARGUMENT, op, "got a NULL argument");
+    return tl_status;
+}
+
+const char *ct_last_error(void) { return tl_status == CT_OK ? "" : tl_message; }
+ct_status ct_last_status(void) { return tl_status; }
+void ct_clear_error(void) {
+    tl_status = CT_OK;
+    tl_message[0] = '\0';
+}
+
+const char *ct_status_name(ct_status status) {
+    switch (status) {
+    case CT_OK: return "ok";
+    case CT_ERROR_VALUE: return "value error";
+    case CT_ERROR_INDEX: return "index error";
+    case CT_ERROR_TYPE: return "type error";
+    case CT_ERROR_DEVICE: return "device error";
+    case CT_ERROR_OUT_OF_MEMORY: return "out of memory";
+    case CT_ERROR_IO: return "i/o error";
+    case CT_ERROR_FORMAT: return "format error";
+    case CT_ERROR_NOT_IMPLEMENTED: return "not implemented";
+    case CT_ERROR_NULL_ARGUMENT: return "null argument";
+    case CT_ERROR_RUNTIME: return "runtime error";
+    }
+    return "unknown status";
+}
+
+void ct_assert_fail(const char *expr, const char *file, int line) {
+    fprintf(stderr, "ctorch internal error: %s (%s:%d); please report this\n", expr, file, line);
+    abort();
+}
+
+void *ct_xmalloc(const char *op, size_t n) {
+    void *p = malloc(n ? n : 1);
+    if (!p)
+        ct_error(CT_ERROR_OUT_OF_MEMORY, op, "could not allocate %zu bytes", n);
+    return p;
+}
+
+void *ct_xcalloc(const char *op, size_t n, size_t size) {
+    void *p = calloc(n ? n : 1, size ? size : 1);
+    if (!p)
+        ct_error(CT_ERROR_OUT_OF_MEMORY, op, "could not allocate %zu x %zu bytes", n, size);
+    return p;
+}

@@ -1,0 +1,506 @@
+/* Tensors, storages, reference counts and scopes. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "dtype.h"
+#include "tensor_impl.h"
+
+/* ------------------------------------------------------------------ storage */
+
+ct_storage *ct_storage_new(size_t nbytes, ct_device device) {
+    ct_storage *s = ct_xcalloc("storage", 1, sizeof *s);
+    if (!s)
+        return NULL;
+    atomic_init(&s->refcount, 1);
+    atomic_init(&s->version, 0);
+    s->nbytes = nbytes;
+    s->device = device;
+    if (device.type != CT_DEVICE_META && nbytes > 0) {
+        s->data = ct_alloc(device, nbytes);
+        if (!s->data) {
+            free(s);
+            return NULL;
+        }
+    }
+    return s;
+}
+
+ct_storage *ct_storage_from_blob(void *data, size_t nbytes, void (*deleter)(void *, void *), void *ctx) {
+    ct_storage *s = ct_xcalloc("from_blob", 1, sizeof *s);
+    if (!s)
+        return NULL;
+    atomic_init(&s->refcount, 1);
+    atomic_init(&s->version, 0);
+    s->data = data;
+    s->nbytes = nbytes;
+    s->device = CT_CPU;
+    s->deleter = deleter ? deleter : NULL;
+    s->deleter_ctx = ctx;
+    s->external = true;
+    return s;
+}
+
+void ct_storage_retain(ct_storage *s) { atomic_fetch_add_explicit(&s->refcount, 1, memory_order_relaxed); }
+
+void ct_storage_release(ct_storage *s) {
+    if (!s || atomic_fetch_sub_explicit(&s->refcount, 1, memory_order_acq_rel) != 1)
+        return;
+    if (s->external) {
+        if (s->deleter)
+            s->deleter(s->deleter_ctx, s->data);
+    } else if (s->data) {
+        ct_free(s->device, s->data);
+    }
+    free(s);
+}
+
+/* ------------------------------------------------------------------ shapes */
+
+int64_t ct_shape_numel(const int64_t *shape, int ndim) {
+    int64_t n = 1;
+    for (int i = 0; i < ndim; i++) {
+        if (shape[i] < 0)
+            return -1;
+        if (shape[i] != 0 && n > INT64_MAX / shape[i])
+            return -1;
+        n *= shape[i];
+    }
+    return n;
+}
+
+int64_t ct_contiguous_strides(const int64_t *shape, int ndim, int64_t *strides) {
+    int64_t n = 1;
+    for (int i = ndim - 1; i >= 0; i--) {
+        strides[i] = n;
+        int64_t s = shape[i] > 1 ? shape[i] : 1;
+        if (n > INT64_MAX / s)
+            return -1;
+        n *= s;
+    }
+    return ct_shape_numel(shape, ndim);
+}
+
+bool ct_strides_contiguous(const int64_t *shape, const int64_t *strides, int ndim) {
+    int64_t expected = 1;
+    for (int i = ndim - 1; i >= 0; i--) {
+        if (shape[i] == 0)
+            return true;
+        if (shape[i] != 1 && strides[i] != expected)
+            return false;
+        expected *= shape[i];
+    }
+    return true;
+}
+
+int ct_wrap_dim(const char *op, int64_t dim, int ndim, int *out) {
+    int64_t n = ndim > 0 ? ndim : 1; /* a 0-d tensor accepts dims -1 and 0, as PyTorch */
+    if (dim < -n || dim >= n) {
+        ct_error(CT_ERROR_INDEX, op, "Dimension out of range (expected to be in range of [%lld, %lld], but got %lld)",
+                 (long long)-n, (long long)(n - 1), (long long)dim);
+        return -1;
+    }
+    *out = (int)(dim < 0 ? dim + n : dim);
+    return 0;
+}
+
+const char *ct_shape_str(const int64_t *shape, int ndim, char *buf, size_t cap) {
+    size_t len = 0;
+    if (cap == 0)
+        return buf;
+    buf[0] = '\0';
+    len += (size_t)snprintf(buf + len, cap - len, "[");
+    for (int i = 0; i < ndim && len < cap; i++)
+        len += (size_t)snprintf(buf + len, cap - len, i ? ", %lld" : "%lld", (long long)shape[i]);
+    if (len < cap)
+        snprintf(buf + len, cap - len, "]");
+    return buf;
+}
+
+/* ------------------------------------------------------------------ scopes */
+
+/* Note [Scopes]
+ * Each thread keeps one stack of owned references and a stack of scope marks. A new
+ * tensor is pushed on the reference stack when a scope is open; ct_scope_end releases
+ * everything pushed since its mark. ct_keep retains the tensor and pushes it again
+ * below the mark, so the scope's own release leaves the enclosing scope one
+ * reference. Pushing is O(1), so a loop body in a scope stays flat in memory. */
+typedef struct {
+    ct_tensor **refs;
+    size_t nrefs, cap;
+    size_t *marks;
+    int nmarks, markcap;
+} scope_stack;
+
+static _Thread_local scope_stack tl_scopes;
+
+static bool scope_push(ct_tensor *t) {
+    scope_stack *s = &tl_scopes;
+    if (s->nrefs == s->cap) {
+        size_t cap = s->cap ? s->cap * 2 : 256;
+        ct_tensor **r = realloc(s->refs, cap * sizeof *r);
+        if (!r)
+            return false;
+        s->refs = r;
+        s->cap = cap;
+    }
+    s->refs[s->nrefs++] = t;
+    return true;
+}
+
+void ct_scope_begin(void) {
+    scope_stack *s = &tl_scopes;
+    if (s->nmarks == s->markcap) {
+        int cap = s->markcap ? s->markcap * 2 : 16;
+        size_t *m = realloc(s->marks, (size_t)cap * sizeof *m);
+        CT_ASSERT(m != NULL); /* a few bytes; nothing sensible to do without them */
+        s->marks = m;
+        s->markcap = cap;
+    }
+    s->marks[s->nmarks++] = s->nrefs;
+}
+
+void ct_scope_end(void) {
+    scope_stack *s = &tl_scopes;
+    if (s->nmarks == 0)
+        return; /* unbalanced end: ignored rather than freeing the caller's tensors */
+    size_t mark = s->marks[--s->nmarks];
+    while (s->nrefs > mark)
+        ct_release(s->refs[--s->nrefs]);
+    if (s->nmarks == 0) {
+        free(s->refs);
+        free(s->marks);
+        memset(s, 0, sizeof *s);
+    }
+}
+
+int ct_scope_depth(void) { return tl_scopes.nmarks; }
+
+ct_tensor *ct_scope_adopt(ct_tensor *t) {
+    if (!t || tl_scopes.nmarks == 0)
+        return t;
+    if (!scope_push(t)) {
+        ct_release(t);
+        ct_error(CT_ERROR_OUT_OF_MEMORY, "scope", "could not record a tensor in the current scope");
+        return NULL;
+    }
+    return t;
+}
+
+ct_tensor *ct_keep(ct_tensor *t) {
+    scope_stack *s = &tl_scopes;
+    if (!t || s->nmarks == 0)
+        return t;
+    atomic_fetch_add_explicit(&t->refcount, 1, memory_order_relaxed);
+    if (s->nmarks == 1)
+        return t; /* the caller owns the extra reference */
+    /* Insert below the innermost mark: shift that scope's entries up by one. */
+    if (!scope_push(t)) {
+        ct_release(t);
+        ct_error(CT_ERROR_OUT_OF_MEMORY, "keep", "could not record a tensor in the enclosing scope");
+        return NULL;
+    }
+    size_t mark = s->marks[s->nmarks - 1];
+    memmove(&s->refs[mark + 1], &s->refs[mark], (s->nrefs - 1 - mark) * sizeof *s->refs);
+    s->refs[mark] = t;
+    s->marks[s->nmarks - 1] = mark + 1;
+    return t;
+}
+
+ct_tensor *ct_retain(ct_tensor *t) {
+    if (t)
+        atomic_fetch_add_explicit(&t->refcount, 1, memory_order_relaxed);
+    return t;
+}
+
+void ct_release(ct_tensor *t) {
+    if (!t || atomic_fetch_sub_explicit(&t->refcount, 1, memory_order_acq_rel) != 1)
+        return;
+    if (t->grad_fn && t->grad_fn_release)
+        t->grad_fn_release(t->grad_fn);
+    ct_release(t->grad);
+    ct_release(t->base);
+    ct_storage_release(t->storage);
+    free(t);
+}
+
+/* ------------------------------------------------------------------ tensors */
+
+ct_tensor *ct_tensor_make(ct_storage *storage, int64_t offset, const int64_t *shape, const int64_t *strides,
+                          int ndim, ct_dtype dtype, ct_device device) {
+    if (ndim < 0 || ndim > CT_MAX_DIMS) {
+        ct_error(CT_ERROR_VALUE, "tensor", "ctorch supports at most %d dimensions, got %d", CT_MAX_DIMS, ndim);
+        return NULL;
+    }
+    ct_tensor *t = ct_xcalloc("tensor", 1, sizeof *t);
+    if (!t)
+        return NULL;
+    atomic_init(&t->refcount, 1);
+    t->ndim = ndim;
+    t->dtype = dtype;
+    t->device = device;
+    t->offset = offset;
+    if (ndim > 0)
+        memcpy(t->shape, shape, (size_t)ndim * sizeof *shape);
+    if (strides) {
+        if (ndim > 0)
+            memcpy(t->strides, strides, (size_t)ndim * sizeof *strides);
+    } else {
+        ct_contiguous_strides(t->shape, ndim, t->strides);
+    }
+    t->numel = ct_shape_numel(t->shape, ndim);
+    ct_storage_retain(storage);
+    t->storage = storage;
+    return ct_scope_adopt(t);
+}
+
+ct_tensor *ct_tensor_make_view(const ct_tensor *t, int64_t offset, const int64_t *shape, const int64_t *strides,
+                               int ndim) {
+    ct_tensor *v = ct_tensor_make(t->storage, offset, shape, strides, ndim, t->dtype, t->device);
+    if (!v)
+        return NULL;
+    v->is_view = true;
+    /* A view keeps the tensor it views alive; chains collapse to the root base. */
+    v->base = ct_retain((ct_tensor *)(t->base ? t->base : t));
+    v->requires_grad = t->requires_grad;
+    v->inference = t->inference;
+    return v;
+}
+
+ct_tensor *ct_tensor_ref(const ct_tensor *t) {
+    ct_tensor *r = ct_retain((ct_tensor *)t);
+    return ct_scope_adopt(r);
+}
+
+static bool check_shape(const char *op, const int64_t *shape, int ndim, int64_t elem_size, int64_t *numel) {
+    if (ndim < 0 || ndim > CT_MAX_DIMS) {
+        ct_error(CT_ERROR_VALUE, op, "ctorch supports 0 to %d dimensions, got %d", CT_MAX_DIMS, ndim);
+        return false;
+    }
+    if (ndim > 0 && !shape) {
+        ct_error(CT_ERROR_NULL_ARGUMENT, op, "shape is NULL but ndim is %d", ndim);
+        return false;
+    }
+    for (int i = 0; i < ndim; i++)
+        if (shape[i] < 0) {
+            char buf[256];
+            ct_error(CT_ERROR_VALUE, op, "Trying to create tensor with negative dimension %lld: %s",
+                     (long long)shape[i], ct_shape_str(shape, ndim, buf, sizeof buf));
+            return false;
+        }
+    int64_t n = ct_shape_numel(shape, ndim);
+    if (n < 0 || (elem_size > 0 && n > INT64_MAX / elem_size)) {
+        char buf[256];
+        ct_error(CT_ERROR_VALUE, op, "the number of elements of shape %s overflows",
+                 ct_shape_str(shape, ndim, buf, sizeof buf));
+        return false;
+    }
+    *numel = n;
+    return true;
+}
+
+static bool check_dtype(const char *op, ct_dtype dtype) {
+    if (!ct_dtype_valid(dtype)) {
+        ct_error(CT_ERROR_TYPE, op, "invalid dtype %d", (int)dtype);
+        return false;
+    }
+    return true;
+}
+
+bool ct_check_device(const char *op, ct_device device) {
+    if (device.type == CT_DEVICE_CPU || device.type == CT_DEVICE_META)
+        return true;
+    if (device.type == CT_DEVICE_CUDA) {
+        ct_error(CT_ERROR_DEVICE, op, "ctorch was built without CUDA support or no CUDA device is available");
+        return false;
+    }
+    ct_error(CT_ERROR_DEVICE, op, "unknown device type %d", (int)device.type);
+    return false;
+}
+
+ct_tensor *ct_tensor_new(const char *op, const int64_t *shape, const int64_t *strides, int ndim, ct_dtype dtype,
+                         ct_device device) {
+    int64_t numel;
+    if (!check_dtype(op, dtype) || !check_shape(op, shape, ndim, (int64_t)ct_dtype_size(dtype), &numel) ||
+        !ct_check_device(op, device))
+        return NULL;
+    int64_t span = numel; /* elements the storage must hold */
+    if (strides && numel > 0) {
+        span = 1;
+        for (int i = 0; i < ndim; i++) {
+            if (strides[i] < 0) {
+                ct_error(CT_ERROR_VALUE, op, "strides must be non-negative, got %lld at dim %d",
+                         (long long)strides[i], i);
+                return NULL;
+            }
+            int64_t ext = (shape[i] - 1);
+            if (strides[i] != 0 && ext > (INT64_MAX - span) / strides[i]) {
+                ct_error(CT_ERROR_VALUE, op, "the storage size of these strides overflows");
+                return NULL;
+            }
+            span += ext * strides[i];
+        }
+    }
+    size_t esz = ct_dtype_size(dtype);
+    if ((uint64_t)span > SIZE_MAX / esz || span > INT64_MAX / (int64_t)esz) {
+        ct_error(CT_ERROR_VALUE, op, "the storage size overflows");
+        return NULL;
+    }
+    ct_storage *s = ct_storage_new((size_t)span * esz, device);
+    if (!s) {
+        if (ct_last_status() == CT_OK)
+            ct_error(CT_ERROR_OUT_OF_MEMORY, op, "could not allocate %lld bytes", (long long)(span * (int64_t)esz));
+        return NULL;
+    }
+    ct_tensor *t = ct_tensor_make(s, 0, shape, strides, ndim, dtype, device);
+    ct_storage_release(s);
+    return t;
+}
+
+ct_tensor *ct_empty(const int64_t *shape, int ndim, ct_dtype dtype, ct_device device) {
+    return ct_tensor_new("empty", shape, NULL, ndim, dtype, device);
+}
+
+ct_tensor *ct_empty_strided(const int64_t *shape, const int64_t *strides, int ndim, ct_dtype dtype,
+                            ct_device device) {
+    if (!strides) {
+        ct_error(CT_ERROR_NULL_ARGUMENT, "empty_strided", "strides is NULL");
+        return NULL;
+    }
+    return ct_tensor_new("empty_strided", shape, strides, ndim, dtype, device);
+}
+
+ct_tensor *ct_from_blob(void *data, const int64_t *shape, const int64_t *strides, int ndim, ct_dtype dtype,
+                        void (*deleter)(void *ctx, void *data), void *ctx) {
+    int64_t numel;
+    if (!check_dtype("from_blob", dtype) ||
+        !check_shape("from_blob", shape, ndim, (int64_t)ct_dtype_size(dtype), &numel))
+        return NULL;
+    if (!data && numel > 0) {
+        ct_error(CT_ERROR_NULL_ARGUMENT, "from_blob", "data is NULL for %lld elements", (long long)numel);
+        return NULL;
+    }
+    int64_t span = numel;
+    if (strides && numel > 0) {
+        span = 1;
+        for (int i = 0; i < ndim; i++) {
+            if (strides[i] < 0) {
+                ct_error(CT_ERROR_VALUE, "from_blob", "strides must be non-negative");
+                return NULL;
+            }
+            span += (shape[i] - 1) * strides[i];
+        }
+    }
+    ct_storage *s = ct_storage_from_blob(data, (size_t)span * ct_dtype_size(dtype), deleter, ctx);
+    if (!s)
+        return NULL;
+    ct_tensor *t = ct_tensor_make(s, 0, shape, strides, ndim, dtype, CT_CPU);
+    ct_storage_release(s);
+    return t;
+}
+
+ct_tensor *ct_from_data(const void *data, const int64_t *shape, int ndim, ct_dtype dtype) {
+    ct_tensor *t = ct_tensor_new("from_data", shape, NULL, ndim, dtype, CT_CPU);
+    if (!t)
+        return NULL;
+    size_t nbytes = (size_t)t->numel * ct_dtype_size(dtype);
+    if (nbytes) {
+        if (!data) {
+            ct_error(CT_ERROR_NULL_ARGUMENT, "from_data", "data is NULL for %lld elements", (long long)t->numel);
+            return NULL; /* t stays owned by the scope, or leaks a few bytes without one */
+        }
+        memcpy(t->storage->data, data, nbytes);
+    }
+    return t;
+}
+
+ct_tensor *ct_empty_like(const ct_tensor *t, ct_dtype dtype) {
+    CT_CHECK_ARG("empty_like", t);
+    return ct_empty(t->shape, t->ndim, dtype == CT_DTYPE_UNDEFINED ? t->dtype : dtype, t->device);
+}
+
+/* ------------------------------------------------------------------ properties */
+
+int ct_tensor_dim(const ct_tensor *t) { return t ? t->ndim : -1; }
+
+int64_t ct_tensor_size(const ct_tensor *t, int dim) {
+    int d;
+    if (!t) {
+        ct_error_null("size");
+        return -1;
+    }
+    if (t->ndim == 0) {
+        ct_error(CT_ERROR_INDEX, "size", "dimension specified as %d but tensor has no dimensions", dim);
+        return -1;
+    }
+    if (ct_wrap_dim("size", dim, t->ndim, &d))
+        return -1;
+    return t->shape[d];
+}
+
+int64_t ct_tensor_stride(const ct_tensor *t, int dim) {
+    int d;
+    if (!t) {
+        ct_error_null("stride");
+        return -1;
+    }
+    if (t->ndim == 0) {
+        ct_error(CT_ERROR_INDEX, "stride", "dimension specified as %d but tensor has no dimensions", dim);
+        return -1;
+    }
+    if (ct_wrap_dim("stride", dim, t->ndim, &d))
+        return -1;
+    return t->strides[d];
+}
+
+const int64_t *ct_tensor_shape(const ct_tensor *t) { return t ? t->shape : NULL; }
+const int64_t *ct_tensor_strides(const ct_tensor *t) { return t ? t->strides : NULL; }
+int64_t ct_tensor_numel(const ct_tensor *t) { return t ? t->numel : -1; }
+ct_dtype ct_tensor_dtype(const ct_tensor *t) { return t ? t->dtype : CT_DTYPE_UNDEFINED; }
+ct_device ct_tensor_device(const ct_tensor *t) { return t ? t->device : CT_CPU; }
+size_t ct_tensor_element_size(const ct_tensor *t) { return t ? ct_dtype_size(t->dtype) : 0; }
+int64_t ct_tensor_storage_offset(const ct_tensor *t) { return t ? t->offset : -1; }
+size_t ct_tensor_storage_nbytes(const ct_tensor *t) { return t ? t->storage->nbytes : 0; }
+void *ct_tensor_data(const ct_tensor *t) { return t ? ct_tensor_ptr(t) : NULL; }
+bool ct_tensor_is_contiguous(const ct_tensor *t) {
+    return t && ct_strides_contiguous(t->shape, t->strides, t->ndim);
+}
+bool ct_tensor_shares_storage(const ct_tensor *a, const ct_tensor *b) {
+    return a && b && a->storage == b->storage;
+}
+int64_t ct_tensor_version(const ct_tensor *t) { return t ? (int64_t)atomic_load(&t->storage->version) : -1; }
+void ct_tensor_bump_version(ct_tensor *t) {
+    if (t)
+        atomic_fetch_add(&t->storage->version, 1);
+}
+bool ct_tensor_requires_grad(const ct_tensor *t) { return t && t->requires_grad; }
+
+ct_tensor *ct_tensor_set_requires_grad(ct_tensor *t, bool requires_grad) {
+    CT_CHECK_ARG("requires_grad_", t);
+    if (requires_grad && !ct_dtype_is_floating(t->dtype)) {
+        ct_error(CT_ERROR_TYPE, "requires_grad_", "only Tensors of floating point dtype can require gradients, got %s",
+                 ct_dtype_name(t->dtype));
+        return NULL;
+    }
+    if (requires_grad && t->inference) {
+        ct_error(CT_ERROR_RUNTIME, "requires_grad_",
+                 "setting requires_grad=True on an inference tensor created outside InferenceMode is not allowed");
+        return NULL;
+    }
+    t->requires_grad = requires_grad;
+    return t;
+}
+
+const char *ct_device_str(ct_device device, char *buf, size_t cap) {
+    if (!buf || cap == 0)
+        return "";
+    switch (device.type) {
+    case CT_DEVICE_CPU: snprintf(buf, cap, "cpu"); break;
+    case CT_DEVICE_META: snprintf(buf, cap, "meta"); break;
+    case CT_DEVICE_CUDA: snprintf(buf, cap, "cuda:%d", (int)device.index); break;
+    default: snprintf(buf, cap, "unknown"); break;
+    }
+    return buf;
+}
+
+const char *ct_version(void) { return CT_VERSION_STRING; }

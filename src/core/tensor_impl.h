@@ -1,0 +1,89 @@
+/* Internal layout of tensors and storages. Never included by public headers. */
+#ifndef CT_TENSOR_IMPL_H
+#define CT_TENSOR_IMPL_H
+
+#include <stdatomic.h>
+
+#include "ctorch.h"
+#include "error.h"
+
+/* Note [Dimension limit]
+ * Shapes live inline in the tensor so that creating a view costs one allocation. The
+ * public API never exposes this number: callers pass (pointer, ndim) pairs and get
+ * errors past the limit, so raising it later changes no signature. */
+#define CT_MAX_DIMS 8
+
+typedef struct ct_storage {
+    atomic_int refcount;
+    void *data;        /* NULL for META storages and empty ones */
+    size_t nbytes;
+    ct_device device;
+    /* Who frees data: the allocator (deleter == NULL) or the owner of a blob. */
+    void (*deleter)(void *ctx, void *data);
+    void *deleter_ctx;
+    bool external; /* data came from ct_from_blob (or a mapping), not the allocator */
+    /* Note [Version counter]
+     * PyTorch shares one version counter among a tensor and all its views. Every view
+     * in ctorch shares its base's storage, so the counter lives here. */
+    atomic_llong version;
+} ct_storage;
+
+struct ct_tensor {
+    atomic_int refcount;
+    int ndim;
+    ct_dtype dtype;
+    ct_device device;
+    ct_storage *storage;
+    int64_t offset; /* in elements */
+    int64_t shape[CT_MAX_DIMS];
+    int64_t strides[CT_MAX_DIMS]; /* in elements */
+    int64_t numel;
+    bool requires_grad;
+    bool is_view;
+    bool inference; /* created under inference mode */
+    ct_tensor *grad;  /* strong reference or NULL */
+    void *grad_fn;    /* autograd node; released through grad_fn_release */
+    void (*grad_fn_release)(void *grad_fn);
+    int32_t output_nr; /* which output of grad_fn this tensor is */
+    ct_tensor *base;  /* for views: the tensor they view (strong reference) */
+};
+
+/* Storage */
+ct_storage *ct_storage_new(size_t nbytes, ct_device device);
+ct_storage *ct_storage_from_blob(void *data, size_t nbytes, void (*deleter)(void *, void *), void *ctx);
+void ct_storage_retain(ct_storage *s);
+void ct_storage_release(ct_storage *s);
+
+/* Creates a tensor object over storage (which it retains) and registers it with the
+ * innermost scope. strides NULL means contiguous. Checks the shape, not the bounds. */
+ct_tensor *ct_tensor_make(ct_storage *storage, int64_t offset, const int64_t *shape, const int64_t *strides,
+                          int ndim, ct_dtype dtype, ct_device device);
+/* A view of t: shares storage, marks is_view, keeps base. */
+ct_tensor *ct_tensor_make_view(const ct_tensor *t, int64_t offset, const int64_t *shape, const int64_t *strides,
+                               int ndim);
+/* Allocates an uninitialised tensor after validating dtype, shape, strides (NULL:
+ * contiguous) and device; errors name op. */
+ct_tensor *ct_tensor_new(const char *op, const int64_t *shape, const int64_t *strides, int ndim, ct_dtype dtype,
+                         ct_device device);
+/* Sets a device error naming op for devices this build cannot use. */
+bool ct_check_device(const char *op, ct_device device);
+/* Registers a freshly owned reference with the innermost scope (no-op without one). */
+ct_tensor *ct_scope_adopt(ct_tensor *t);
+/* A new reference to t, registered with the innermost scope (what in-place ops return). */
+ct_tensor *ct_tensor_ref(const ct_tensor *t);
+
+/* Helpers */
+static inline char *ct_tensor_ptr(const ct_tensor *t) {
+    return t->storage->data ? (char *)t->storage->data + t->offset * (int64_t)ct_dtype_size(t->dtype) : NULL;
+}
+/* Contiguous strides for shape; returns the number of elements, or -1 on overflow. */
+int64_t ct_contiguous_strides(const int64_t *shape, int ndim, int64_t *strides);
+/* Number of elements of shape, -1 on negative size or overflow (no error set). */
+int64_t ct_shape_numel(const int64_t *shape, int ndim);
+bool ct_strides_contiguous(const int64_t *shape, const int64_t *strides, int ndim);
+/* Wraps a possibly negative dim into [0, ndim); sets an IndexError naming op on failure. */
+int ct_wrap_dim(const char *op, int64_t dim, int ndim, int *out);
+/* Writes "[2, 3]" into buf. */
+const char *ct_shape_str(const int64_t *shape, int ndim, char *buf, size_t cap);
+
+#endif /* CT_TENSOR_IMPL_H */

@@ -1,0 +1,26 @@
+/* Shared helpers for the cmocka tests. */
+#ifndef CT_TESTUTIL_H
+#define CT_TESTUTIL_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "ctorch.h"
+
+/* Asserts t is non-NULL, printing ctorch's error otherwise. */
+#define CT_ASSERT_OK(t) ct_test_assert_ok((t) != NULL, #t, __FILE__, __LINE__)
+/* Asserts the expression returned NULL/error with status st and a message containing needle. */
+#define CT_ASSERT_ERR(ok, st, needle) ct_test_assert_err((ok), (st), (needle), #ok, __FILE__, __LINE__)
+
+void ct_test_assert_ok(int ok, const char *expr, const char *file, int line);
+void ct_test_assert_err(int ok, ct_status st, const char *needle, const char *expr, const char *file, int line);
+/* Element at a flat (row-major logical) index, as double. */
+double ct_test_at(const ct_tensor *t, int64_t flat);
+/* Asserts the tensor's shape equals shape[0..ndim). */
+void ct_test_assert_shape(const ct_tensor *t, const int64_t *shape, int ndim, const char *file, int line);
+#define CT_ASSERT_SHAPE(t, ...) ct_test_assert_shape((t), CT_SHAPE(__VA_ARGS__), __FILE__, __LINE__)
+
+#endif
