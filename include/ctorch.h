@@ -4,5 +4,6 @@
 
 #include "ctorch/core.h"
 #include "ctorch/memory.h"
+#include "ctorch/io.h"
 
 #endif /* CTORCH_H */

@@ -2,17 +2,35 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "commands.h"
 #include "ctorch.h"
 
-static int cmd_info(void) {
-    fputs(ct_build_info(), stdout);
-    printf("  threads:    %d\n", ct_get_num_threads());
-    return 0;
+static const struct {
+    const char *name;
+    int (*fn)(int, char **);
+    const char *help;
+} commands[] = {
+    {"info", ct_cmd_info, "build configuration, devices, threads and a short tensor demo"},
+    {"inspect", ct_cmd_inspect, "FILE: names, dtypes, shapes and sizes in a checkpoint"},
+};
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: ctorch <command> [args]\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].help);
 }
 
 int main(int argc, char **argv) {
-    if (argc < 2 || strcmp(argv[1], "info") == 0)
-        return cmd_info();
-    fprintf(stderr, "ctorch: unknown command '%s'\n", argv[1]);
+    if (argc < 2)
+        return ct_cmd_info(argc - 1, argv + 1); /* the default job */
+    if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "help") == 0) {
+        usage(stdout);
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (strcmp(argv[1], commands[i].name) == 0)
+            return commands[i].fn(argc - 1, argv + 1);
+    fprintf(stderr, "ctorch: unknown command '%s'\n\n", argv[1]);
+    usage(stderr);
     return 2;
 }

@@ -1,0 +1,91 @@
+/* ctorch io: checkpoints in safetensors and PyTorch .pt formats.
+ *
+ * Loaded files become a tree of ct_value nodes: tensors, dicts (insertion-ordered,
+ * string or integer keys), lists, tuples, ints, floats, strings, bools and None. A
+ * state_dict is a dict of tensors; a training checkpoint is any nesting of these.
+ * Nothing a file names is ever executed: see docs/serialization.md. */
+#ifndef CTORCH_IO_H
+#define CTORCH_IO_H
+
+#include "core.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct ct_value ct_value;
+
+typedef enum ct_value_type {
+    CT_VALUE_NONE = 0,
+    CT_VALUE_BOOL,
+    CT_VALUE_INT,
+    CT_VALUE_FLOAT,
+    CT_VALUE_STRING,
+    CT_VALUE_BYTES,
+    CT_VALUE_TENSOR,
+    CT_VALUE_LIST,
+    CT_VALUE_TUPLE,
+    CT_VALUE_DICT,
+} ct_value_type;
+
+/* ------------------------------------------------------------ loading */
+
+/* Reads a checkpoint, choosing the format by content (safetensors, torch.save zip),
+ * never by file name. NULL on error (ct_last_error says what and where). */
+CT_API ct_value *ct_load(const char *path);
+CT_API ct_value *ct_load_safetensors(const char *path);
+CT_API ct_value *ct_load_pt(const char *path);
+/* Same, from memory (the bytes are copied as needed; buf may be freed afterwards). */
+CT_API ct_value *ct_load_buffer(const void *buf, size_t len);
+
+/* ------------------------------------------------------------ saving */
+
+/* dict: a CT_VALUE_DICT of name -> contiguous or strided tensor. metadata: NULL or a dict
+ * of string -> string, stored as "__metadata__". */
+CT_API ct_status ct_save_safetensors(const char *path, const ct_value *dict, const ct_value *metadata);
+/* Any ct_value tree, written as torch.save does (zip, 64-byte aligned records) so that
+ * torch.load(path, weights_only=True) reads it back. Shared storages stay shared. */
+CT_API ct_status ct_save_pt(const char *path, const ct_value *obj);
+
+/* ------------------------------------------------------------ values */
+
+CT_API void ct_value_free(ct_value *v);
+CT_API ct_value_type ct_value_kind(const ct_value *v);
+CT_API const char *ct_value_type_name(ct_value_type type);
+
+/* Scalars (0 / NULL for the wrong kind). */
+CT_API bool ct_value_bool(const ct_value *v);
+CT_API int64_t ct_value_int(const ct_value *v);
+CT_API double ct_value_float(const ct_value *v); /* ints convert */
+/* Strings and bytes: NUL-terminated, length in *len if len is not NULL. */
+CT_API const char *ct_value_str(const ct_value *v, size_t *len);
+/* A new reference (owned by the innermost scope) to the tensor, or NULL. */
+CT_API ct_tensor *ct_value_tensor(const ct_value *v);
+
+/* Containers: lists, tuples and dicts. */
+CT_API int64_t ct_value_len(const ct_value *v);
+/* i-th element of a list/tuple, i-th value of a dict (borrowed). */
+CT_API ct_value *ct_value_at(const ct_value *v, int64_t i);
+/* i-th key of a dict (borrowed; a string or int value). */
+CT_API ct_value *ct_value_key_at(const ct_value *v, int64_t i);
+/* Dict lookup by string key (borrowed), NULL when absent. */
+CT_API ct_value *ct_value_get(const ct_value *v, const char *key);
+
+/* Builders: the container takes ownership of every value added to it. */
+CT_API ct_value *ct_value_none(void);
+CT_API ct_value *ct_value_new_bool(bool b);
+CT_API ct_value *ct_value_new_int(int64_t i);
+CT_API ct_value *ct_value_new_float(double f);
+CT_API ct_value *ct_value_new_str(const char *s);
+CT_API ct_value *ct_value_new_tensor(ct_tensor *t); /* retains t */
+CT_API ct_value *ct_value_new_list(void);
+CT_API ct_value *ct_value_new_tuple(void);
+CT_API ct_value *ct_value_new_dict(void);
+CT_API ct_status ct_value_append(ct_value *list_or_tuple, ct_value *item);
+/* Sets (or replaces) a string key, keeping first-insertion order. */
+CT_API ct_status ct_value_set(ct_value *dict, const char *key, ct_value *item);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* CTORCH_IO_H */

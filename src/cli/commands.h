@@ -1,0 +1,8 @@
+/* The ctorch CLI's subcommands: one function each, argv[0] is the subcommand. */
+#ifndef CT_CLI_COMMANDS_H
+#define CT_CLI_COMMANDS_H
+
+int ct_cmd_info(int argc, char **argv);
+int ct_cmd_inspect(int argc, char **argv);
+
+#endif
