@@ -5,5 +5,7 @@
 #include "ctorch/core.h"
 #include "ctorch/memory.h"
 #include "ctorch/io.h"
+#include "ctorch/dispatch.h"
+#include "ctorch/ops.h"
 
 #endif /* CTORCH_H */

@@ -41,6 +41,9 @@ struct ct_tensor {
     bool requires_grad;
     bool is_view;
     bool inference; /* created under inference mode */
+    /* A 0-d tensor made from a C scalar argument (ct_add_scalar's b): it takes part in
+     * type promotion only when of a higher category, like PyTorch's wrapped numbers. */
+    bool wrapped_number;
     ct_tensor *grad;  /* strong reference or NULL */
     void *grad_fn;    /* autograd node; released through grad_fn_release */
     void (*grad_fn_release)(void *grad_fn);

@@ -1,0 +1,56 @@
+/* ctorch operators: the public functions generated from ctorch/ops.def.
+ *
+ * Each line of the op table expands, by its signature class, to the prototypes below
+ * (NAME is the op's name). All follow the ownership and error rules of core.h:
+ * results are new references owned by the innermost scope, NULL on error. */
+#ifndef CTORCH_OPS_H
+#define CTORCH_OPS_H
+
+#include "core.h"
+#include "dispatch.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* UNARY: out = NAME(a); in place; into out. */
+#define CT_DECL_UNARY(name)                                                  \
+    CT_API ct_tensor *ct_##name(const ct_tensor *a);                         \
+    CT_API ct_tensor *ct_##name##_(ct_tensor *a);                            \
+    CT_API ct_tensor *ct_##name##_out(const ct_tensor *a, ct_tensor *out);
+
+/* BINARY: out = a NAME b with broadcasting and type promotion; b may be a scalar. */
+#define CT_DECL_BINARY(name)                                                 \
+    CT_API ct_tensor *ct_##name(const ct_tensor *a, const ct_tensor *b);     \
+    CT_API ct_tensor *ct_##name##_(ct_tensor *a, const ct_tensor *b);        \
+    CT_API ct_tensor *ct_##name##_out(const ct_tensor *a, const ct_tensor *b, ct_tensor *out); \
+    CT_API ct_tensor *ct_##name##_scalar(const ct_tensor *a, ct_scalar b);   \
+    CT_API ct_tensor *ct_##name##_scalar_(ct_tensor *a, ct_scalar b);
+
+/* BINARY_ALPHA: BINARY, plus out = a NAME alpha * b. */
+#define CT_DECL_BINARY_ALPHA(name)                                           \
+    CT_DECL_BINARY(name)                                                     \
+    CT_API ct_tensor *ct_##name##_alpha(const ct_tensor *a, const ct_tensor *b, ct_scalar alpha); \
+    CT_API ct_tensor *ct_##name##_alpha_(ct_tensor *a, const ct_tensor *b, ct_scalar alpha);      \
+    CT_API ct_tensor *ct_##name##_alpha_out(const ct_tensor *a, const ct_tensor *b, ct_scalar alpha, ct_tensor *out);
+
+#define CT_OP(name, sig, family, flags) CT_DECL_##sig(name)
+#include "ops.def"
+#undef CT_OP
+
+/* ------------------------------------------------------------ type promotion */
+
+/* torch.promote_types: CT_DTYPE_UNDEFINED with an error for pairs PyTorch refuses
+ * (uint16/uint32/uint64 with another non-float dtype). */
+CT_API ct_dtype ct_promote_types(ct_dtype a, ct_dtype b);
+/* torch.result_type over tensors, where 0-d tensors and wrapped scalars
+ * (ct_NAME_scalar's argument) take part only when they are of a higher category. */
+CT_API ct_dtype ct_result_type(const ct_tensor *const *tensors, int n);
+/* torch.can_cast: can a value of dtype from be stored in to without a category change
+ * (float -> int, int -> bool, ...)? */
+CT_API bool ct_can_cast(ct_dtype from, ct_dtype to);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* CTORCH_OPS_H */

@@ -1,0 +1,82 @@
+/* Inner-loop building blocks for the CPU elementwise kernels. */
+#ifndef CT_CPU_LOOPS_H
+#define CT_CPU_LOOPS_H
+
+#include <math.h>
+#include <string.h>
+
+#include "cpu/iter.h"
+#include "ops/op_info.h"
+
+/* Arguments a family kernel passes to its loops. */
+typedef struct ct_loop_params {
+    double alpha;    /* add/sub's alpha and other float parameters */
+    int64_t ialpha;  /* the same for integer compute dtypes */
+    double p[3];     /* extra scalar parameters (leaky_relu's slope, ...) */
+} ct_loop_params;
+
+/* Per-op loop tables, indexed by compute dtype (NULL: dtype not supported). */
+#define CT_OP(name, sig, family, flags) extern const ct_cpu_loop ct_cpu_loops_##name[CT_DTYPE_COUNT];
+#include "ctorch/ops.def"
+#undef CT_OP
+
+static inline float ct_h2f(uint16_t h) { return ct_half_to_float(h); }
+static inline uint16_t ct_f2h(float f) { return ct_float_to_half(f); }
+static inline float ct_b2f(uint16_t b) { return ct_bfloat16_to_float(b); }
+static inline uint16_t ct_f2b(float f) { return ct_float_to_bfloat16(f); }
+
+/* Unary loop over storage type T computing in C type CT (x is the loaded value).
+ * The contiguous case is a plain indexed loop the compiler can vectorize. */
+#define CT_UNARY_LOOP(fname, T, CT, LOAD, STORE, EXPR)                                    \
+    static void fname(char **d, const int64_t *s, int64_t n, const void *params) {        \
+        const ct_loop_params *P = params;                                                 \
+        (void)P;                                                                          \
+        if (s[0] == (int64_t)sizeof(T) && s[1] == (int64_t)sizeof(T)) {                   \
+            T *restrict o = (T *)d[0];                                                    \
+            const T *restrict a = (const T *)d[1];                                        \
+            for (int64_t i = 0; i < n; i++) {                                             \
+                CT x = LOAD(a[i]);                                                        \
+                o[i] = STORE(EXPR);                                                       \
+            }                                                                             \
+        } else {                                                                          \
+            for (int64_t i = 0; i < n; i++) {                                             \
+                CT x = LOAD(*(const T *)(d[1] + i * s[1]));                               \
+                *(T *)(d[0] + i * s[0]) = STORE(EXPR);                                    \
+            }                                                                             \
+        }                                                                                 \
+    }
+
+/* Binary loop: inputs of storage type T (compute type CT), output of type OT. */
+#define CT_BINARY_LOOP(fname, T, CT, OT, LOAD, STORE, EXPR)                               \
+    static void fname(char **d, const int64_t *s, int64_t n, const void *params) {        \
+        const ct_loop_params *P = params;                                                 \
+        (void)P;                                                                          \
+        if (s[0] == (int64_t)sizeof(OT) && s[1] == (int64_t)sizeof(T) &&                  \
+            s[2] == (int64_t)sizeof(T)) {                                                 \
+            OT *restrict o = (OT *)d[0];                                                  \
+            const T *restrict pa = (const T *)d[1];                                       \
+            const T *restrict pb = (const T *)d[2];                                       \
+            for (int64_t i = 0; i < n; i++) {                                             \
+                CT a = LOAD(pa[i]), b = LOAD(pb[i]);                                      \
+                o[i] = STORE(EXPR);                                                       \
+            }                                                                             \
+        } else if (s[0] == (int64_t)sizeof(OT) && s[1] == (int64_t)sizeof(T) && s[2] == 0) { \
+            OT *restrict o = (OT *)d[0];                                                  \
+            const T *restrict pa = (const T *)d[1];                                       \
+            const CT b = LOAD(*(const T *)d[2]);                                          \
+            for (int64_t i = 0; i < n; i++) {                                             \
+                CT a = LOAD(pa[i]);                                                       \
+                o[i] = STORE(EXPR);                                                       \
+            }                                                                             \
+        } else {                                                                          \
+            for (int64_t i = 0; i < n; i++) {                                             \
+                CT a = LOAD(*(const T *)(d[1] + i * s[1]));                               \
+                CT b = LOAD(*(const T *)(d[2] + i * s[2]));                               \
+                *(OT *)(d[0] + i * s[0]) = STORE(EXPR);                                   \
+            }                                                                             \
+        }                                                                                 \
+    }
+
+#define CT_ID(x) (x)
+
+#endif /* CT_CPU_LOOPS_H */

@@ -1,0 +1,52 @@
+/* CPU loops of the unary elementwise ops. */
+#include "cpu/loops.h"
+
+/* The generic expressions compare unsigned values with 0; that is intended. */
+#pragma GCC diagnostic ignored "-Wtype-limits"
+
+/* Float ops: float32/float64 natively, float16/bfloat16 computed in float32. */
+#define CT_FLOAT_UNARY(name, EXPR_F, EXPR_D)                                                  \
+    CT_UNARY_LOOP(name##_f32, float, float, CT_ID, CT_ID, EXPR_F)                             \
+    CT_UNARY_LOOP(name##_f64, double, double, CT_ID, CT_ID, EXPR_D)                           \
+    CT_UNARY_LOOP(name##_f16, uint16_t, float, ct_h2f, ct_f2h, EXPR_F)                        \
+    CT_UNARY_LOOP(name##_bf16, uint16_t, float, ct_b2f, ct_f2b, EXPR_F)                       \
+    const ct_cpu_loop ct_cpu_loops_##name[CT_DTYPE_COUNT] = {                                 \
+        [CT_DTYPE_FLOAT32] = name##_f32, [CT_DTYPE_FLOAT64] = name##_f64,                     \
+        [CT_DTYPE_FLOAT16] = name##_f16, [CT_DTYPE_BFLOAT16] = name##_bf16};
+
+/* Ops defined for every numeric dtype, written once with a generic expression. */
+#define CT_ALL_UNARY(name, EXPR)                                                              \
+    CT_UNARY_LOOP(name##_u8, uint8_t, uint8_t, CT_ID, CT_ID, EXPR)                            \
+    CT_UNARY_LOOP(name##_i8, int8_t, int8_t, CT_ID, CT_ID, EXPR)                              \
+    CT_UNARY_LOOP(name##_i16, int16_t, int16_t, CT_ID, CT_ID, EXPR)                           \
+    CT_UNARY_LOOP(name##_i32, int32_t, int32_t, CT_ID, CT_ID, EXPR)                           \
+    CT_UNARY_LOOP(name##_i64, int64_t, int64_t, CT_ID, CT_ID, EXPR)                           \
+    CT_UNARY_LOOP(name##_u16, uint16_t, uint16_t, CT_ID, CT_ID, EXPR)                         \
+    CT_UNARY_LOOP(name##_u32, uint32_t, uint32_t, CT_ID, CT_ID, EXPR)                         \
+    CT_UNARY_LOOP(name##_u64, uint64_t, uint64_t, CT_ID, CT_ID, EXPR)                         \
+    CT_UNARY_LOOP(name##_f32, float, float, CT_ID, CT_ID, EXPR)                               \
+    CT_UNARY_LOOP(name##_f64, double, double, CT_ID, CT_ID, EXPR)                             \
+    CT_UNARY_LOOP(name##_f16, uint16_t, float, ct_h2f, ct_f2h, EXPR)                          \
+    CT_UNARY_LOOP(name##_bf16, uint16_t, float, ct_b2f, ct_f2b, EXPR)                         \
+    const ct_cpu_loop ct_cpu_loops_##name[CT_DTYPE_COUNT] = {                                 \
+        [CT_DTYPE_UINT8] = name##_u8,   [CT_DTYPE_INT8] = name##_i8,                          \
+        [CT_DTYPE_INT16] = name##_i16,  [CT_DTYPE_INT32] = name##_i32,                        \
+        [CT_DTYPE_INT64] = name##_i64,  [CT_DTYPE_UINT16] = name##_u16,                       \
+        [CT_DTYPE_UINT32] = name##_u32, [CT_DTYPE_UINT64] = name##_u64,                       \
+        [CT_DTYPE_FLOAT32] = name##_f32, [CT_DTYPE_FLOAT64] = name##_f64,                     \
+        [CT_DTYPE_FLOAT16] = name##_f16, [CT_DTYPE_BFLOAT16] = name##_bf16};
+
+/* Unsigned negation wraps, as in PyTorch. */
+CT_ALL_UNARY(neg, -x)
+/* abs of an unsigned value is itself; the generic expression covers it (x < 0 is false). */
+CT_ALL_UNARY(abs, x < 0 ? -x : x)
+/* relu keeps NaN (NaN > 0 is false, so the comparison form would drop it). */
+CT_ALL_UNARY(relu, x > 0 ? x : (x != x ? x : 0))
+
+CT_FLOAT_UNARY(exp, expf(x), exp(x))
+CT_FLOAT_UNARY(log, logf(x), log(x))
+CT_FLOAT_UNARY(sqrt, sqrtf(x), sqrt(x))
+CT_FLOAT_UNARY(sin, sinf(x), sin(x))
+CT_FLOAT_UNARY(cos, cosf(x), cos(x))
+CT_FLOAT_UNARY(tanh, tanhf(x), tanh(x))
+CT_FLOAT_UNARY(sigmoid, 1.0f / (1.0f + expf(-x)), 1.0 / (1.0 + exp(-x)))

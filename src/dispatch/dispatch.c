@@ -1,0 +1,353 @@
+/* The dispatcher: key sets, per-(op, key) kernel tables, run-time overrides. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "call.h"
+#include "dispatch_internal.h"
+#include "ops/op_info.h"
+
+/* Note [Kernel tables]
+ * Each (op, key) slot holds an immutable array of kernels: the default first, then the
+ * overrides in the order they were added. A call runs the last entry; ct_call_next
+ * steps one entry down. Registering or removing an override builds a new array and
+ * swaps the slot's pointer atomically, so dispatch reads one pointer and takes no lock.
+ * Replaced arrays are kept on a retired list until exit: a call on another thread may
+ * still be reading one, and overrides change rarely. */
+typedef struct kernel_entry {
+    ct_kernel_fn fn;
+    void *user_data;
+    int64_t handle; /* 0 for the default */
+} kernel_entry;
+
+typedef struct kernel_stack {
+    int n;
+    struct kernel_stack *retired_next;
+    kernel_entry e[];
+} kernel_stack;
+
+static _Atomic(kernel_stack *) slots[CT_OP_COUNT][CT_KEY_COUNT];
+static kernel_stack *retired;
+static pthread_mutex_t override_lock = PTHREAD_MUTEX_INITIALIZER;
+static int64_t next_handle = 1;
+
+/* Per-key fallbacks, used when an op has no kernel at a key. */
+static ct_kernel_fn key_fallback[CT_KEY_COUNT];
+
+static const char *const key_names[CT_KEY_COUNT] = {
+    [CT_KEY_CPU] = "CPU",           [CT_KEY_META] = "Meta",   [CT_KEY_CUDA] = "CUDA",
+    [CT_KEY_AUTOGRAD] = "Autograd", [CT_KEY_AUTOCAST] = "Autocast", [CT_KEY_TRACE] = "Trace",
+    [CT_KEY_LOGGING] = "Logging",
+};
+
+const char *ct_dispatch_key_name(ct_dispatch_key key) {
+    return (int)key >= 0 && key < CT_KEY_COUNT ? key_names[key] : "Undefined";
+}
+
+ct_dispatch_key ct_keyset_highest(ct_keyset ks) {
+    if (!ks)
+        return CT_KEY_COUNT;
+    return (ct_dispatch_key)(31 - __builtin_clz(ks));
+}
+
+/* ------------------------------------------------------------------ TLS */
+
+static _Thread_local ct_keyset tls_included;
+static _Thread_local ct_keyset tls_excluded;
+static ct_keyset global_included; /* logging switched on for every thread */
+
+ct_keyset ct_tls_included(void) { return tls_included; }
+ct_keyset ct_tls_excluded(void) { return tls_excluded; }
+void ct_tls_set_included(ct_keyset ks) { tls_included = ks; }
+void ct_tls_set_excluded(ct_keyset ks) { tls_excluded = ks; }
+void ct_dispatch_set_global_key(ct_dispatch_key key, bool on) {
+    if (on)
+        global_included |= CT_KEYSET(key);
+    else
+        global_included &= ~CT_KEYSET(key);
+}
+
+/* ------------------------------------------------------------------ tables */
+
+static kernel_stack *stack_new(int n) {
+    kernel_stack *s = calloc(1, sizeof *s + (size_t)n * sizeof(kernel_entry));
+    if (s)
+        s->n = n;
+    return s;
+}
+
+void ct_dispatch_register_default(ct_op op, ct_dispatch_key key, ct_kernel_fn fn, void *user_data) {
+    kernel_stack *s = stack_new(1);
+    CT_ASSERT(s != NULL);
+    s->e[0] = (kernel_entry){fn, user_data, 0};
+    kernel_stack *old = atomic_exchange(&slots[op][key], s);
+    CT_ASSERT(old == NULL); /* defaults are registered once, at start-up */
+}
+
+void ct_dispatch_register_fallback(ct_dispatch_key key, ct_kernel_fn fn) { key_fallback[key] = fn; }
+
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+
+/* Keys an op may have no kernel at simply pass the call on. */
+static ct_status fallthrough(ct_keyset ks, ct_call *call, void *user_data) {
+    (void)user_data;
+    return ct_redispatch(ct_keyset_below(ks, (ct_dispatch_key)call->cur_key), call);
+}
+
+static void dispatch_init(void) {
+    key_fallback[CT_KEY_AUTOGRAD] = fallthrough;
+    key_fallback[CT_KEY_AUTOCAST] = fallthrough;
+    key_fallback[CT_KEY_TRACE] = fallthrough;
+    ct_register_default_kernels();
+    ct_op_logging_init_from_env();
+}
+
+void ct_dispatch_ensure_init(void) { pthread_once(&init_once, dispatch_init); }
+
+static bool op_valid(ct_op op) { return op >= 0 && op < CT_OP_COUNT; }
+
+int64_t ct_op_override(ct_op op, ct_dispatch_key key, ct_kernel_fn kernel, void *user_data, uint32_t flags) {
+    ct_dispatch_ensure_init();
+    if (!op_valid(op)) {
+        ct_error(CT_ERROR_VALUE, "op_override", "unknown op id %d", (int)op);
+        return -1;
+    }
+    if ((int)key < 0 || key >= CT_KEY_COUNT) {
+        ct_error(CT_ERROR_VALUE, "op_override", "unknown dispatch key %d", (int)key);
+        return -1;
+    }
+    if (!kernel) {
+        ct_error(CT_ERROR_NULL_ARGUMENT, "op_override", "kernel is NULL");
+        return -1;
+    }
+    pthread_mutex_lock(&override_lock);
+    kernel_stack *old = atomic_load(&slots[op][key]);
+    int n_old = old ? old->n : 0;
+    bool has_override = old && (old->n > 1 || old->e[0].handle != 0);
+    if (has_override && !(flags & CT_OVERRIDE_ALLOW_MULTIPLE)) {
+        pthread_mutex_unlock(&override_lock);
+        ct_error(CT_ERROR_RUNTIME, "op_override",
+                 "%s already has an override at key %s; pass CT_OVERRIDE_ALLOW_MULTIPLE to stack another",
+                 ct_op_name(op), ct_dispatch_key_name(key));
+        return -1;
+    }
+    /* Slot 0 is always the default (possibly NULL) so ct_call_next can reach it. */
+    int base = old ? 0 : 1;
+    kernel_stack *s = stack_new(n_old + base + 1);
+    if (!s) {
+        pthread_mutex_unlock(&override_lock);
+        ct_error(CT_ERROR_OUT_OF_MEMORY, "op_override", "could not allocate the kernel table");
+        return -1;
+    }
+    if (old)
+        memcpy(s->e, old->e, (size_t)n_old * sizeof(kernel_entry));
+    int64_t handle = next_handle++;
+    s->e[n_old + base] = (kernel_entry){kernel, user_data, handle};
+    atomic_store(&slots[op][key], s);
+    if (old) {
+        old->retired_next = retired;
+        retired = old;
+    }
+    pthread_mutex_unlock(&override_lock);
+    return handle;
+}
+
+ct_status ct_op_override_remove(int64_t handle) {
+    if (handle <= 0)
+        return ct_error(CT_ERROR_VALUE, "op_override_remove", "invalid override handle %lld", (long long)handle);
+    pthread_mutex_lock(&override_lock);
+    for (int op = 0; op < CT_OP_COUNT; op++)
+        for (int key = 0; key < CT_KEY_COUNT; key++) {
+            kernel_stack *old = atomic_load(&slots[op][key]);
+            if (!old)
+                continue;
+            for (int i = 0; i < old->n; i++) {
+                if (old->e[i].handle != handle)
+                    continue;
+                kernel_stack *s = stack_new(old->n - 1);
+                if (!s) {
+                    pthread_mutex_unlock(&override_lock);
+                    return ct_error(CT_ERROR_OUT_OF_MEMORY, "op_override_remove", "out of memory");
+                }
+                memcpy(s->e, old->e, (size_t)i * sizeof(kernel_entry));
+                memcpy(s->e + i, old->e + i + 1, (size_t)(old->n - i - 1) * sizeof(kernel_entry));
+                atomic_store(&slots[op][key], s);
+                old->retired_next = retired;
+                retired = old;
+                pthread_mutex_unlock(&override_lock);
+                return CT_OK;
+            }
+        }
+    pthread_mutex_unlock(&override_lock);
+    return ct_error(CT_ERROR_VALUE, "op_override_remove", "no override with handle %lld", (long long)handle);
+}
+
+/* ------------------------------------------------------------------ dispatch */
+
+static ct_status run_entry(ct_keyset ks, ct_call *call, ct_dispatch_key key, int pos) {
+    kernel_stack *s = atomic_load_explicit(&slots[call->op][key], memory_order_acquire);
+    int saved_key = call->cur_key, saved_pos = call->cur_pos;
+    ct_status st;
+    /* Skip empty default slots (an override stacked over "no kernel"). */
+    while (s && pos >= 0 && !s->e[pos].fn)
+        pos--;
+    call->cur_key = (int)key;
+    call->cur_pos = pos;
+    if (s && pos >= 0) {
+        st = s->e[pos].fn(ks, call, s->e[pos].user_data);
+    } else if (key_fallback[key]) {
+        st = key_fallback[key](ks, call, NULL);
+    } else {
+        st = ct_error(CT_ERROR_NOT_IMPLEMENTED, ct_op_name(call->op),
+                      "no kernel for this op at dispatch key %s", ct_dispatch_key_name(key));
+    }
+    call->cur_key = saved_key;
+    call->cur_pos = saved_pos;
+    return st;
+}
+
+ct_status ct_redispatch(ct_keyset ks, ct_call *call) {
+    if (!call)
+        return ct_error_null("redispatch");
+    ct_dispatch_key key = ct_keyset_highest(ks);
+    if (key == CT_KEY_COUNT)
+        return ct_error(CT_ERROR_RUNTIME, ct_op_name(call->op), "no dispatch key left to run this op");
+    kernel_stack *s = atomic_load_explicit(&slots[call->op][key], memory_order_acquire);
+    return run_entry(ks, call, key, s ? s->n - 1 : -1);
+}
+
+ct_status ct_call_next(ct_keyset ks, ct_call *call) {
+    if (!call)
+        return ct_error_null("call_next");
+    ct_dispatch_key key = (ct_dispatch_key)call->cur_key;
+    if (call->cur_pos <= 0) /* below the default: continue with the next key down */
+        return ct_redispatch(ct_keyset_below(ks, key), call);
+    return run_entry(ks, call, key, call->cur_pos - 1);
+}
+
+/* Backend key from the inputs' devices (the highest wins: CUDA over CPU), plus the
+ * functionality keys the inputs and this thread ask for. */
+ct_keyset ct_call_keyset(const ct_call *call) {
+    ct_keyset ks = 0;
+    bool requires_grad = false;
+    for (int i = 0; i < call->nin; i++) {
+        const ct_tensor *t = call->in[i];
+        if (!t)
+            continue;
+        ks |= CT_KEYSET(ct_backend_key(t->device));
+        requires_grad |= t->requires_grad;
+    }
+    for (int i = 0; i < call->nlist; i++) {
+        const ct_tensor *t = call->list[i];
+        if (!t)
+            continue;
+        ks |= CT_KEYSET(ct_backend_key(t->device));
+        requires_grad |= t->requires_grad;
+    }
+    if (call->mode != CT_CALL_FUNCTIONAL)
+        for (int i = 0; i < call->nout; i++)
+            if (call->out[i]) {
+                ks |= CT_KEYSET(ct_backend_key(call->out[i]->device));
+                requires_grad |= call->out[i]->requires_grad;
+            }
+    if (!ks)
+        ks = CT_KEYSET(CT_KEY_CPU);
+    if (requires_grad)
+        ks |= CT_KEYSET(CT_KEY_AUTOGRAD);
+    ks |= tls_included | global_included;
+    return ks & ~tls_excluded;
+}
+
+ct_status ct_dispatch(ct_call *call) {
+    ct_dispatch_ensure_init();
+    ct_keyset ks = ct_call_keyset(call);
+    ct_scope_begin(); /* the kernels' temporaries; outputs are held by the call */
+    ct_status st = ct_redispatch(ks, call);
+    ct_scope_end();
+    if (st != CT_OK)
+        ct_call_clear_outputs(call);
+    else if (call->mode != CT_CALL_FUNCTIONAL)
+        for (int i = 0; i < call->nout; i++)
+            if (call->out[i])
+                ct_tensor_bump_version(call->out[i]);
+    return st;
+}
+
+ct_tensor *ct_dispatch_1(ct_call *call) {
+    if (ct_dispatch(call) != CT_OK)
+        return NULL;
+    ct_tensor *r = ct_call_take_output(call, 0);
+    ct_call_clear_outputs(call);
+    return r;
+}
+
+ct_tensor *ct_call_take_output(ct_call *call, int i) {
+    ct_tensor *t = call->out[i];
+    call->out[i] = NULL;
+    if (!t) {
+        ct_error(CT_ERROR_RUNTIME, ct_op_name(call->op), "the kernel produced no output %d", i);
+        return NULL;
+    }
+    return ct_scope_adopt(t);
+}
+
+void ct_call_clear_outputs(ct_call *call) {
+    for (int i = 0; i < CT_CALL_MAX_OUT; i++) {
+        ct_release(call->out[i]);
+        call->out[i] = NULL;
+    }
+}
+
+/* ------------------------------------------------------------------ accessors */
+
+ct_op ct_call_op(const ct_call *c) { return c ? c->op : -1; }
+int ct_call_num_inputs(const ct_call *c) { return c ? c->nin : 0; }
+const ct_tensor *ct_call_input(const ct_call *c, int i) { return c && i >= 0 && i < c->nin ? c->in[i] : NULL; }
+int ct_call_num_scalars(const ct_call *c) { return c ? c->nscalars : 0; }
+ct_scalar ct_call_scalar(const ct_call *c, int i) {
+    return c && i >= 0 && i < c->nscalars ? c->s[i] : ct_scalar_int(0);
+}
+int ct_call_num_ints(const ct_call *c) { return c ? c->nints : 0; }
+int64_t ct_call_int(const ct_call *c, int i) { return c && i >= 0 && i < c->nints ? c->ints[i] : 0; }
+bool ct_call_is_inplace(const ct_call *c) { return c && c->mode == CT_CALL_INPLACE; }
+bool ct_call_has_out(const ct_call *c) { return c && c->mode == CT_CALL_OUT; }
+int ct_call_num_outputs(const ct_call *c) { return c ? c->nout : 0; }
+ct_tensor *ct_call_output(const ct_call *c, int i) {
+    return c && i >= 0 && i < CT_CALL_MAX_OUT ? c->out[i] : NULL;
+}
+
+ct_status ct_call_set_output(ct_call *c, int i, ct_tensor *t) {
+    if (!c || !t)
+        return ct_error_null("call_set_output");
+    if (i < 0 || i >= CT_CALL_MAX_OUT)
+        return ct_error(CT_ERROR_INDEX, "call_set_output", "output index %d out of range", i);
+    if (c->mode != CT_CALL_FUNCTIONAL)
+        return ct_error(CT_ERROR_RUNTIME, ct_op_name(c->op),
+                        "this call writes into given outputs; a kernel must not replace them");
+    ct_retain(t);
+    ct_release(c->out[i]);
+    c->out[i] = t;
+    if (i >= c->nout)
+        c->nout = i + 1;
+    return CT_OK;
+}
+
+/* ------------------------------------------------------------------ names */
+
+static const char *const op_names[CT_OP_COUNT] = {
+#define CT_OP(name, sig, family, flags) #name,
+#include "ctorch/ops.def"
+#undef CT_OP
+};
+
+ct_op ct_op_find(const char *name) {
+    if (!name)
+        return -1;
+    for (int i = 0; i < CT_OP_COUNT; i++)
+        if (strcmp(op_names[i], name) == 0)
+            return i;
+    return -1;
+}
+
+const char *ct_op_name(ct_op op) { return op_valid(op) ? op_names[op] : "unknown_op"; }

@@ -1,0 +1,23 @@
+/* Dispatcher internals shared by src/dispatch and src/ops. */
+#ifndef CT_DISPATCH_INTERNAL_H
+#define CT_DISPATCH_INTERNAL_H
+
+#include "call.h"
+
+static inline ct_dispatch_key ct_backend_key(ct_device d) {
+    return d.type == CT_DEVICE_CUDA ? CT_KEY_CUDA : d.type == CT_DEVICE_META ? CT_KEY_META : CT_KEY_CPU;
+}
+
+/* Runs the one-time set-up (default kernels, logging from the environment). */
+void ct_dispatch_ensure_init(void);
+/* A kernel used for every op that has none of its own at key (logging, fall-through). */
+void ct_dispatch_register_fallback(ct_dispatch_key key, ct_kernel_fn fn);
+/* Turns a functionality key on or off for every thread. */
+void ct_dispatch_set_global_key(ct_dispatch_key key, bool on);
+
+/* Defined by src/ops: fills the default kernel tables from the op table. */
+void ct_register_default_kernels(void);
+/* Defined by src/dispatch/logging.c. */
+void ct_op_logging_init_from_env(void);
+
+#endif /* CT_DISPATCH_INTERNAL_H */

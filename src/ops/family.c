@@ -1,0 +1,109 @@
+/* Kernels shared by whole op families: one shape/dtype rule and one CPU driver per
+ * family, specialised by each op's loop table. The same kernel serves the META
+ * backend: the iterator computes the output's shape and dtype and nothing runs. */
+#include <string.h>
+
+#include "cpu/loops.h"
+#include "dispatch/dispatch_internal.h"
+#include "ops/op_info.h"
+
+const ct_op_info ct_op_table[CT_OP_COUNT] = {
+#define CT_OP(name, sig, family, flags) {#name, CT_SIG_##sig, CT_FAM_##family, flags},
+#include "ctorch/ops.def"
+#undef CT_OP
+};
+
+static ct_status check_dtype_flags(const ct_op_info *info, ct_dtype compute, const ct_call *call) {
+    if ((info->flags & CT_OPF_NO_BOOL) && compute == CT_DTYPE_BOOL) {
+        if (call->op == CT_OP_neg)
+            return ct_error(CT_ERROR_TYPE, info->name,
+                            "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to "
+                            "invert a mask, use the `~` or `logical_not()` operator instead.");
+        if (call->op == CT_OP_sub)
+            return ct_error(CT_ERROR_TYPE, info->name,
+                            "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or "
+                            "`logical_xor()` operator instead.");
+        return ct_error(CT_ERROR_TYPE, info->name, "not implemented for 'bool'");
+    }
+    if ((info->flags & CT_OPF_NO_INT) && ct_dtype_is_integral(compute, false))
+        return ct_error(CT_ERROR_TYPE, info->name, "not implemented for '%s'", ct_dtype_name(compute));
+    return CT_OK;
+}
+
+static void family_config(const ct_op_info *info, ct_iter_config *cfg) {
+    switch (info->family) {
+    case CT_FAM_UNARY_FLOAT:
+    case CT_FAM_BINARY_FLOAT: cfg->promote_int_to_float = true; break;
+    case CT_FAM_COMPARE: cfg->out_kind = CT_ITER_OUT_BOOL; break;
+    default: break;
+    }
+}
+
+static ct_status fill_params(const ct_call *call, ct_dtype compute, ct_loop_params *p) {
+    memset(p, 0, sizeof *p);
+    p->alpha = 1.0;
+    p->ialpha = 1;
+    if (call->nscalars > 0 && ct_op_table[call->op].sig == CT_SIG_BINARY_ALPHA) {
+        ct_scalar a = call->s[0];
+        if (!ct_dtype_is_floating(compute) && a.type == CT_SCALAR_FLOAT)
+            return ct_error(CT_ERROR_TYPE, ct_op_name(call->op),
+                            "For integral input tensors, argument alpha must not be a floating point number.");
+        if (compute == CT_DTYPE_BOOL && a.type == CT_SCALAR_INT && a.v.i != 0 && a.v.i != 1)
+            return ct_error(CT_ERROR_TYPE, ct_op_name(call->op),
+                            "Boolean alpha only supported for Boolean results.");
+        p->alpha = ct_scalar_to_double(a);
+        p->ialpha = a.type == CT_SCALAR_INT ? a.v.i : a.type == CT_SCALAR_BOOL ? a.v.b : (int64_t)a.v.f;
+    }
+    return CT_OK;
+}
+
+/* The kernel of every elementwise family op, for CPU and META. */
+static ct_status elementwise_kernel(ct_keyset ks, ct_call *call, void *user_data) {
+    (void)ks;
+    const ct_op_info *info = &ct_op_table[call->op];
+    const ct_cpu_loop *loops = user_data;
+    ct_iter_config cfg = ct_iter_config_default();
+    cfg.op = info->name;
+    cfg.nin = call->nin;
+    for (int i = 0; i < call->nin; i++)
+        cfg.in[i] = call->in[i];
+    if (call->mode != CT_CALL_FUNCTIONAL)
+        cfg.out = call->out[0];
+    cfg.inplace = call->mode == CT_CALL_INPLACE;
+    family_config(info, &cfg);
+
+    ct_iter it;
+    ct_status st = ct_iter_build(&it, &cfg);
+    if (st != CT_OK)
+        return st;
+    ct_loop_params params;
+    st = check_dtype_flags(info, it.compute_dtype, call);
+    if (st == CT_OK)
+        st = fill_params(call, it.compute_dtype, &params);
+    ct_cpu_loop loop = loops ? loops[it.compute_dtype] : NULL;
+    if (st == CT_OK && !loop)
+        st = ct_error(CT_ERROR_TYPE, info->name, "not implemented for '%s'", ct_dtype_name(it.compute_dtype));
+    if (st != CT_OK) {
+        ct_iter_abort(&it);
+        return st;
+    }
+    ct_iter_run(&it, loop, &params);
+    ct_tensor *out = ct_iter_finish(&it);
+    if (!out)
+        return ct_last_status();
+    if (call->mode == CT_CALL_FUNCTIONAL) {
+        call->out[0] = out; /* the iterator's reference moves to the call */
+        call->nout = 1;
+    } else {
+        ct_release(out); /* the call already holds the given output */
+    }
+    return CT_OK;
+}
+
+void ct_register_default_kernels(void) {
+#define CT_OP(name, sig, family, flags)                                                          \
+    ct_dispatch_register_default(CT_OP_##name, CT_KEY_CPU, elementwise_kernel, (void *)ct_cpu_loops_##name); \
+    ct_dispatch_register_default(CT_OP_##name, CT_KEY_META, elementwise_kernel, (void *)ct_cpu_loops_##name);
+#include "ctorch/ops.def"
+#undef CT_OP
+}

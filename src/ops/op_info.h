@@ -1,0 +1,38 @@
+/* The op table as data: signature, family and flags of every op. */
+#ifndef CT_OP_INFO_H
+#define CT_OP_INFO_H
+
+#include "dispatch/call.h"
+
+/* Flags of an op (the last column of ops.def). */
+enum {
+    CT_OPF_NO_BOOL = 1u << 0,  /* bool inputs are an error */
+    CT_OPF_NO_INT = 1u << 1,   /* integer inputs are an error */
+    CT_OPF_NONDIFF = 1u << 2,  /* not differentiable (autograd refuses requires_grad inputs) */
+};
+
+typedef enum ct_op_sig {
+    CT_SIG_UNARY,
+    CT_SIG_BINARY,
+    CT_SIG_BINARY_ALPHA,
+} ct_op_sig;
+
+typedef enum ct_op_family {
+    CT_FAM_UNARY_FLOAT,
+    CT_FAM_UNARY_SAME,
+    CT_FAM_BINARY_ARITH,
+    CT_FAM_BINARY_FLOAT,
+    CT_FAM_COMPARE,
+    CT_FAM_COUNT
+} ct_op_family;
+
+typedef struct ct_op_info {
+    const char *name;
+    ct_op_sig sig;
+    ct_op_family family;
+    uint32_t flags;
+} ct_op_info;
+
+extern const ct_op_info ct_op_table[CT_OP_COUNT];
+
+#endif /* CT_OP_INFO_H */
