@@ -1,0 +1,257 @@
+#include "opinfo.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/dtype.h"
+#include "tensor_impl.h"
+#include "ctorch/ops.h"
+
+/* A small deterministic generator, independent of the library's RNG. */
+static uint64_t lcg_state = 88172645463325252ull;
+static double lcg_unit(void) {
+    lcg_state ^= lcg_state << 13;
+    lcg_state ^= lcg_state >> 7;
+    lcg_state ^= lcg_state << 17;
+    return (double)(lcg_state >> 11) / 9007199254740992.0;
+}
+
+static double draw(const ct_opinfo *info, ct_dtype d) {
+    double lo = info->lo, hi = info->hi;
+    if (d == CT_BOOL)
+        return lcg_unit() < 0.5 ? 0.0 : 1.0;
+    if (!ct_dtype_is_signed(d) && lo < 0)
+        lo = 0;
+    double v = lo + (hi - lo) * lcg_unit();
+    if (!ct_dtype_is_floating(d) || info->integer_inputs)
+        v = floor(v);
+    return v;
+}
+
+/* A tensor of shape with random values; non-contiguous (a strided window into a
+ * bigger buffer, innermost stride 2) when strided is set. */
+static ct_tensor *sample(const ct_opinfo *info, const int64_t *shape, int ndim, ct_dtype d, bool strided) {
+    ct_tensor *t;
+    if (strided && ndim > 0) {
+        int64_t big[CT_MAX_DIMS];
+        for (int i = 0; i < ndim; i++)
+            big[i] = shape[i];
+        big[ndim - 1] = shape[ndim - 1] * 2;
+        ct_tensor *base = ct_zeros(big, ndim, d, CT_CPU);
+        int64_t strides[CT_MAX_DIMS];
+        int64_t s = 1;
+        for (int i = ndim - 1; i >= 0; i--) {
+            strides[i] = i == ndim - 1 ? 2 : s;
+            s *= big[i];
+        }
+        /* A view over base's bytes; base stays alive through the scope. */
+        t = ct_from_blob(ct_tensor_data(base), shape, strides, ndim, d, NULL, NULL);
+    } else {
+        t = ct_empty(shape, ndim, d, CT_CPU);
+    }
+    int64_t n = ct_tensor_numel(t);
+    for (int64_t i = 0; i < n; i++) {
+        int64_t idx[CT_MAX_DIMS], r = i;
+        for (int k = ndim - 1; k >= 0; k--) {
+            idx[k] = r % shape[k];
+            r /= shape[k];
+        }
+        ct_tensor_set(t, idx, draw(info, d));
+    }
+    return t;
+}
+
+static ct_dtype expected_dtype(const ct_opinfo *info, const ct_tensor *a, const ct_tensor *b) {
+    const ct_tensor *ops[2] = {a, b};
+    ct_dtype r = ct_result_type(ops, b ? 2 : 1);
+    if (info->out == CT_OPINFO_OUT_FLOAT && !ct_dtype_is_floating(r))
+        r = ct_get_default_dtype();
+    if (info->out == CT_OPINFO_OUT_BOOL)
+        r = CT_BOOL;
+    return r;
+}
+
+static double tolerance(ct_dtype d) {
+    switch (d) {
+    case CT_F16: return 2e-3;
+    case CT_BF16: return 1.6e-2;
+    case CT_F32: return 2e-6;
+    case CT_F64: return 1e-13;
+    default: return 0;
+    }
+}
+
+/* Compares got against the reference applied to the inputs' values (converted to the
+ * compute dtype first, the way the kernel sees them). */
+static void check_values(const ct_opinfo *info, const ct_tensor *got, const ct_tensor *a, const ct_tensor *b,
+                         const char *what) {
+    const ct_tensor *ops[2] = {a, b};
+    ct_dtype compute = ct_result_type(ops, b ? 2 : 1);
+    if (info->out == CT_OPINFO_OUT_FLOAT && !ct_dtype_is_floating(compute))
+        compute = ct_get_default_dtype();
+    ct_dtype od = ct_tensor_dtype(got);
+    int nd = ct_tensor_dim(got);
+    const int64_t *shape = ct_tensor_shape(got);
+    int64_t n = ct_tensor_numel(got);
+    for (int64_t i = 0; i < n; i++) {
+        int64_t idx[CT_MAX_DIMS], r = i;
+        for (int k = nd - 1; k >= 0; k--) {
+            idx[k] = r % shape[k];
+            r /= shape[k];
+        }
+        double x[2] = {0, 0};
+        for (int j = 0; j < (b ? 2 : 1); j++) {
+            const ct_tensor *t = ops[j];
+            int tnd = ct_tensor_dim(t);
+            int64_t tidx[CT_MAX_DIMS];
+            for (int k = 0; k < tnd; k++) {
+                int64_t s = ct_tensor_shape(t)[k];
+                tidx[k] = s == 1 ? 0 : idx[nd - tnd + k];
+            }
+            double v;
+            ct_tensor_get(t, tidx, &v);
+            char buf[16];
+            ct_store_double(buf, compute, v); /* round to the compute dtype */
+            x[j] = ct_load_double(buf, compute);
+        }
+        double want = info->ref(x[0], x[1]);
+        char ob[16];
+        ct_store_double(ob, od, want);
+        double want_rounded = ct_load_double(ob, od);
+        double v;
+        ct_tensor_get(got, idx, &v);
+        bool ok;
+        if (isnan(want_rounded))
+            ok = isnan(v);
+        else if (isinf(want_rounded))
+            ok = v == want_rounded;
+        else {
+            double tol = tolerance(od);
+            ok = fabs(v - want_rounded) <= tol * (1 + fabs(want_rounded));
+        }
+        if (!ok)
+            fail_msg("%s %s [%s]: element %lld: got %.17g, want %.17g (inputs %.17g, %.17g)", info->name, what,
+                     ct_dtype_name(od), (long long)i, v, want_rounded, x[0], x[1]);
+    }
+}
+
+static void check_meta(const ct_opinfo *info, const ct_tensor *got, const ct_tensor *a, const ct_tensor *b) {
+    ct_tensor *ma = ct_empty(ct_tensor_shape(a), ct_tensor_dim(a), ct_tensor_dtype(a), CT_META);
+    ct_tensor *mb = b ? ct_empty(ct_tensor_shape(b), ct_tensor_dim(b), ct_tensor_dtype(b), CT_META) : NULL;
+    ct_tensor *m = b ? info->b(ma, mb) : info->u(ma);
+    if (!m)
+        fail_msg("%s on META failed: %s", info->name, ct_last_error());
+    assert_true(ct_tensor_device(m).type == CT_DEVICE_META);
+    assert_int_equal(ct_tensor_dtype(m), ct_tensor_dtype(got));
+    assert_int_equal(ct_tensor_dim(m), ct_tensor_dim(got));
+    for (int k = 0; k < ct_tensor_dim(m); k++)
+        assert_int_equal(ct_tensor_shape(m)[k], ct_tensor_shape(got)[k]);
+}
+
+static void check_variants(const ct_opinfo *info, const ct_tensor *got, const ct_tensor *a, const ct_tensor *b) {
+    /* out= into a fresh tensor of the result's dtype and shape. */
+    ct_tensor *out = ct_empty(ct_tensor_shape(got), ct_tensor_dim(got), ct_tensor_dtype(got), CT_CPU);
+    ct_tensor *r = b ? info->b_out(a, b, out) : info->u_out(a, out);
+    if (!r)
+        fail_msg("%s_out failed: %s", info->name, ct_last_error());
+    check_values(info, out, a, b, "out=");
+    /* In place, when the result fits in a. */
+    bool fits = ct_tensor_dtype(got) == ct_tensor_dtype(a) && ct_tensor_dim(got) == ct_tensor_dim(a);
+    for (int k = 0; fits && k < ct_tensor_dim(a); k++)
+        fits = ct_tensor_shape(got)[k] == ct_tensor_shape(a)[k];
+    ct_tensor *self = ct_clone(a);
+    int64_t v0 = ct_tensor_version(self);
+    r = b ? info->b_(self, b) : info->u_(self);
+    if (fits) {
+        if (!r)
+            fail_msg("%s_ failed: %s", info->name, ct_last_error());
+        assert_ptr_equal(ct_tensor_data(r), ct_tensor_data(self));
+        assert_true(ct_tensor_version(self) > v0);
+        check_values(info, self, a, b, "in-place");
+    } else if (r) {
+        /* Allowed only when the result dtype can be cast back into self (e.g. int + bool). */
+        assert_true(ct_can_cast(ct_tensor_dtype(got), ct_tensor_dtype(self)) || ct_tensor_dim(got) != ct_tensor_dim(a));
+    } else {
+        ct_clear_error();
+    }
+}
+
+static void run_one(const ct_opinfo *info, const int64_t *sa, int na, const int64_t *sb, int nb, ct_dtype da,
+                    ct_dtype db, bool strided) {
+    ct_scope_begin();
+    ct_tensor *a = sample(info, sa, na, da, strided);
+    ct_tensor *b = info->b ? sample(info, sb, nb, db, strided) : NULL;
+    ct_tensor *got = info->b ? info->b(a, b) : info->u(a);
+    if (!got)
+        fail_msg("%s(%s%s%s) failed: %s", info->name, ct_dtype_name(da), b ? ", " : "", b ? ct_dtype_name(db) : "",
+                 ct_last_error());
+    ct_dtype want = expected_dtype(info, a, b);
+    if (ct_tensor_dtype(got) != want)
+        fail_msg("%s: result dtype %s, expected %s", info->name, ct_dtype_name(ct_tensor_dtype(got)),
+                 ct_dtype_name(want));
+    check_values(info, got, a, b, "functional");
+    check_meta(info, got, a, b);
+    check_variants(info, got, a, b);
+    ct_scope_end();
+}
+
+static bool promotable(ct_dtype a, ct_dtype b) {
+    ct_dtype r = ct_promote_types(a, b);
+    ct_clear_error();
+    return r != CT_DTYPE_UNDEFINED;
+}
+
+void ct_opinfo_run(const ct_opinfo *info) {
+    static const struct {
+        int na, nb;
+        int64_t a[3], b[3];
+    } shapes[] = {
+        {2, 2, {3, 4}, {3, 4}}, {2, 1, {3, 4}, {4}},    {2, 2, {3, 1}, {1, 4}}, {3, 2, {2, 3, 4}, {3, 1}},
+        {0, 1, {0}, {3}},       {1, 0, {5}, {0}},       {0, 0, {0}, {0}},       {2, 1, {0, 3}, {3}},
+        {1, 1, {37}, {37}},
+    };
+    for (int d = 0; d < CT_DTYPE_COUNT; d++) {
+        if (!(info->dtypes & CT_DT(d)))
+            continue;
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+            for (int strided = 0; strided < 2; strided++)
+                run_one(info, shapes[s].a, shapes[s].na, shapes[s].b, shapes[s].nb, (ct_dtype)d, (ct_dtype)d,
+                        strided);
+    }
+    /* Mixed dtypes (binary): every supported pair that promotes. */
+    if (info->b)
+        for (int da = 0; da < CT_DTYPE_COUNT; da++)
+            for (int db = 0; db < CT_DTYPE_COUNT; db++) {
+                if (da == db || !(info->dtypes & CT_DT(da)) || !(info->dtypes & CT_DT(db)) ||
+                    !promotable((ct_dtype)da, (ct_dtype)db))
+                    continue;
+                const ct_tensor *probe[2];
+                ct_scope_begin();
+                probe[0] = ct_zeros(CT_SHAPE(1), (ct_dtype)da, CT_CPU);
+                probe[1] = ct_zeros(CT_SHAPE(1), (ct_dtype)db, CT_CPU);
+                ct_dtype r = ct_result_type(probe, 2);
+                ct_scope_end();
+                if (!(info->dtypes & CT_DT(r)) && info->out != CT_OPINFO_OUT_FLOAT)
+                    continue;
+                run_one(info, shapes[1].a, shapes[1].na, shapes[1].b, shapes[1].nb, (ct_dtype)da, (ct_dtype)db,
+                        false);
+            }
+
+    /* Error inputs. */
+    ct_scope_begin();
+    ct_tensor *a = ct_zeros(CT_SHAPE(2, 3), CT_F32, CT_CPU);
+    ct_tensor *bad = ct_zeros(CT_SHAPE(4), CT_F32, CT_CPU);
+    if (info->b) {
+        CT_ASSERT_ERR(info->b(a, bad) != NULL, CT_ERROR_VALUE, "must match the size of tensor");
+        CT_ASSERT_ERR(info->b(NULL, a) != NULL, CT_ERROR_NULL_ARGUMENT, info->name);
+        CT_ASSERT_ERR(info->b(a, NULL) != NULL, CT_ERROR_NULL_ARGUMENT, info->name);
+        CT_ASSERT_ERR(info->b_out(a, a, bad) != NULL, CT_ERROR_VALUE, "shape");
+        ct_tensor *small = ct_zeros(CT_SHAPE(3), CT_F32, CT_CPU);
+        CT_ASSERT_ERR(info->b_(small, a) != NULL, CT_ERROR_VALUE, "doesn't match the broadcast shape");
+    } else {
+        CT_ASSERT_ERR(info->u(NULL) != NULL, CT_ERROR_NULL_ARGUMENT, info->name);
+        CT_ASSERT_ERR(info->u_out(a, bad) != NULL, CT_ERROR_VALUE, "shape");
+    }
+    ct_scope_end();
+}
