@@ -524,8 +524,10 @@ static bool build_repr(const char *op, const ct_tensor *t, strbuf *sb) {
         ct_scope_end();
     }
     if (ok && sb->failed) {
-        ct_error(CT_ERROR_OUT_OF_MEMORY, op, "could not allocate the string for a tensor of %lld elements",
-                 (long long)t->numel);
+        ct_error(CT_ERROR_OUT_OF_MEMORY, op,
+                 "could not build the text of a tensor of %lld elements (out of memory, or precision %d is "
+                 "too large to format)",
+                 (long long)t->numel, o.precision);
         ok = false;
     }
     if (!ok)
