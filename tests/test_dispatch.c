@@ -1,0 +1,188 @@
+/* The dispatcher: op look-up, overrides (unconditional, conditional, stacked,
+ * removed), logging, META and key sets. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+static int calls;
+
+/* Replaces add on CPU: writes a + b + 100 so the test can tell it ran. */
+static ct_status add_plus_100(ct_keyset ks, ct_call *call, void *ud) {
+    (void)ks;
+    calls++;
+    assert_ptr_equal(ud, &calls);
+    const ct_tensor *a = ct_call_input(call, 0), *b = ct_call_input(call, 1);
+    ct_scope_begin();
+    ct_tensor *r = ct_add_scalar(ct_add(a, b), ct_scalar_int(100));
+    ct_status st = r ? ct_call_set_output(call, 0, r) : ct_last_status();
+    ct_scope_end();
+    return st;
+}
+
+/* Handles only large inputs; passes small ones to the kernel it replaced. */
+static ct_status mul_large_only(ct_keyset ks, ct_call *call, void *ud) {
+    (void)ud;
+    const ct_tensor *a = ct_call_input(call, 0);
+    if (ct_tensor_numel(a) < 1000)
+        return ct_call_next(ks, call);
+    calls++;
+    ct_tensor *r = ct_zeros(ct_tensor_shape(a), ct_tensor_dim(a), ct_tensor_dtype(a), CT_CPU);
+    return ct_call_set_output(call, 0, r);
+}
+
+static void test_op_find(void **state) {
+    (void)state;
+    assert_int_equal(ct_op_find("add"), CT_OP_add);
+    assert_string_equal(ct_op_name(CT_OP_sigmoid), "sigmoid");
+    assert_int_equal(ct_op_find("no_such_op"), -1);
+    assert_int_equal(ct_op_find(NULL), -1);
+    assert_string_equal(ct_op_name(-5), "unknown_op");
+}
+
+static void test_unconditional_override_and_removal(void **state) {
+    (void)state;
+    ct_scope_begin();
+    ct_tensor *a = ct_ones(CT_SHAPE(3), CT_F32, CT_CPU);
+    calls = 0;
+    /* The override computes with other ops (add), which run their own kernels. */
+    int64_t h = ct_op_override(CT_OP_mul, CT_KEY_CPU, add_plus_100, &calls, 0);
+    assert_true(h > 0);
+    ct_tensor *r = ct_mul(a, a); /* now computes a + a + 100 */
+    CT_ASSERT_OK(r);
+    assert_true(ct_test_at(r, 0) == 102.0);
+    assert_int_equal(calls, 1);
+    /* A second override at the same place needs ALLOW_MULTIPLE. */
+    CT_ASSERT_ERR(ct_op_override(CT_OP_mul, CT_KEY_CPU, add_plus_100, &calls, 0) > 0, CT_ERROR_RUNTIME,
+                  "already has an override");
+    assert_int_equal(ct_op_override_remove(h), CT_OK);
+    r = ct_mul(a, a);
+    assert_true(ct_test_at(r, 0) == 1.0);
+    assert_int_equal(calls, 1);
+    CT_ASSERT_ERR(ct_op_override_remove(h) == CT_OK, CT_ERROR_VALUE, "no override with handle");
+    ct_scope_end();
+}
+
+static void test_conditional_override(void **state) {
+    (void)state;
+    ct_scope_begin();
+    calls = 0;
+    int64_t h = ct_op_override(CT_OP_mul, CT_KEY_CPU, mul_large_only, NULL, 0);
+    assert_true(h > 0);
+    ct_tensor *small = ct_full(CT_SHAPE(10), ct_scalar_float(3), CT_F32, CT_CPU);
+    ct_tensor *big = ct_full(CT_SHAPE(2000), ct_scalar_float(3), CT_F32, CT_CPU);
+    assert_true(ct_test_at(ct_mul(small, small), 0) == 9.0); /* fell back to the default */
+    assert_int_equal(calls, 0);
+    assert_true(ct_test_at(ct_mul(big, big), 0) == 0.0); /* the override ran */
+    assert_int_equal(calls, 1);
+    /* Stacked: the newest runs first, and ct_call_next walks down the stack. */
+    int64_t h2 = ct_op_override(CT_OP_mul, CT_KEY_CPU, mul_large_only, NULL, CT_OVERRIDE_ALLOW_MULTIPLE);
+    assert_true(h2 > h);
+    assert_true(ct_test_at(ct_mul(small, small), 0) == 9.0);
+    assert_int_equal(ct_op_override_remove(h), CT_OK); /* remove the lower one first */
+    assert_true(ct_test_at(ct_mul(big, big), 0) == 0.0);
+    assert_int_equal(ct_op_override_remove(h2), CT_OK);
+    assert_true(ct_test_at(ct_mul(big, big), 0) == 9.0);
+    ct_scope_end();
+}
+
+static void test_override_errors(void **state) {
+    (void)state;
+    CT_ASSERT_ERR(ct_op_override(-1, CT_KEY_CPU, mul_large_only, NULL, 0) > 0, CT_ERROR_VALUE, "unknown op");
+    CT_ASSERT_ERR(ct_op_override(CT_OP_add, (ct_dispatch_key)99, mul_large_only, NULL, 0) > 0, CT_ERROR_VALUE,
+                  "unknown dispatch key");
+    CT_ASSERT_ERR(ct_op_override(CT_OP_add, CT_KEY_CPU, NULL, NULL, 0) > 0, CT_ERROR_NULL_ARGUMENT, "kernel");
+    CT_ASSERT_ERR(ct_op_override_remove(0) == CT_OK, CT_ERROR_VALUE, "invalid override handle");
+}
+
+/* An override on the META key: lets a user see every op a model would run. */
+static ct_status count_meta(ct_keyset ks, ct_call *call, void *ud) {
+    (*(int *)ud)++;
+    return ct_call_next(ks, call);
+}
+
+static void test_meta_backend(void **state) {
+    (void)state;
+    ct_scope_begin();
+    int seen = 0;
+    int64_t h = ct_op_override(CT_OP_exp, CT_KEY_META, count_meta, &seen, 0);
+    int64_t before = ct_memory_allocated(CT_CPU);
+    ct_tensor *x = ct_empty(CT_SHAPE(4096, 4096), CT_F32, CT_META);
+    ct_tensor *w = ct_empty(CT_SHAPE(4096), CT_I32, CT_META);
+    ct_tensor *y = ct_exp(ct_add(x, w));
+    CT_ASSERT_SHAPE(y, 4096, 4096);
+    assert_int_equal(ct_tensor_dtype(y), CT_F32);
+    assert_true(ct_tensor_device(y).type == CT_DEVICE_META);
+    assert_null(ct_tensor_data(y));
+    assert_int_equal(ct_memory_allocated(CT_CPU), before); /* no data anywhere */
+    assert_int_equal(seen, 1);
+    ct_op_override_remove(h);
+    ct_scope_end();
+}
+
+static void test_logging_to_file(void **state) {
+    (void)state;
+    char path[] = "/tmp/ct_log_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    ct_scope_begin();
+    assert_int_equal(ct_set_op_logging(true, path), CT_OK);
+    assert_true(ct_op_logging_enabled());
+    ct_tensor *a = ct_ones(CT_SHAPE(2, 3), CT_F32, CT_CPU);
+    ct_tensor *b = ct_ones(CT_SHAPE(3), CT_I64, CT_CPU);
+    ct_add(a, b);
+    ct_mul_(a, a);
+    ct_add(a, ct_ones(CT_SHAPE(5), CT_F32, CT_CPU)); /* an error is logged too */
+    ct_clear_error();
+    assert_int_equal(ct_set_op_logging(false, NULL), CT_OK);
+    ct_sub(a, a); /* not logged */
+    ct_scope_end();
+    FILE *f = fopen(path, "r");
+    char buf[2048] = {0};
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    unlink(path);
+    assert_true(n > 0);
+    assert_non_null(strstr(buf, "[ct] add(f32[2, 3] cpu, i64[3] cpu) -> f32[2, 3] cpu\n"));
+    assert_non_null(strstr(buf, "[ct] mul_(f32[2, 3] cpu, f32[2, 3] cpu) -> f32[2, 3] cpu\n"));
+    assert_non_null(strstr(buf, "-> error: add: The size of tensor"));
+    assert_null(strstr(buf, "sub"));
+    CT_ASSERT_ERR(ct_set_op_logging(true, "/nonexistent-dir/x.log") == CT_OK, CT_ERROR_IO, "cannot open");
+    ct_set_op_logging(false, NULL);
+}
+
+static void test_keysets(void **state) {
+    (void)state;
+    ct_keyset ks = CT_KEYSET(CT_KEY_CPU) | CT_KEYSET(CT_KEY_AUTOGRAD) | CT_KEYSET(CT_KEY_LOGGING);
+    assert_int_equal(ct_keyset_highest(ks), CT_KEY_LOGGING);
+    assert_int_equal(ct_keyset_highest(ct_keyset_below(ks, CT_KEY_LOGGING)), CT_KEY_AUTOGRAD);
+    assert_int_equal(ct_keyset_highest(ct_keyset_below(ks, CT_KEY_AUTOGRAD)), CT_KEY_CPU);
+    assert_int_equal(ct_keyset_highest(0), CT_KEY_COUNT);
+    assert_string_equal(ct_dispatch_key_name(CT_KEY_AUTOGRAD), "Autograd");
+}
+
+static void test_device_mismatch(void **state) {
+    (void)state;
+    ct_scope_begin();
+    ct_tensor *a = ct_ones(CT_SHAPE(3), CT_F32, CT_CPU);
+    ct_tensor *m = ct_empty(CT_SHAPE(3), CT_F32, CT_META);
+    CT_ASSERT_ERR(ct_add(a, m) != NULL, CT_ERROR_DEVICE, "Expected all tensors to be on the same device");
+    /* a 0-d CPU tensor may join a tensor on another device, as in PyTorch */
+    ct_tensor *r = ct_add(m, ct_ones(NULL, 0, CT_F32, CT_CPU));
+    CT_ASSERT_OK(r);
+    assert_true(ct_tensor_device(r).type == CT_DEVICE_META);
+    ct_scope_end();
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_op_find),          cmocka_unit_test(test_unconditional_override_and_removal),
+        cmocka_unit_test(test_conditional_override), cmocka_unit_test(test_override_errors),
+        cmocka_unit_test(test_meta_backend),     cmocka_unit_test(test_logging_to_file),
+        cmocka_unit_test(test_keysets),          cmocka_unit_test(test_device_mismatch),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
