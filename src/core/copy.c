@@ -75,18 +75,32 @@ bool ct_broadcast_strides(const ct_tensor *src, const int64_t *shape, int ndim, 
 /* ------------------------------------------------------------------ casts */
 
 /* Note [Casts]
- * Conversions follow PyTorch's CPU casts:
- * - to bool: x != 0 (NaN is true);
- * - between integers: two's-complement wrap-around;
+ * Conversions follow PyTorch's CPU casts (checked bit for bit against PyTorch 1.13 by
+ * tests/test_dtype.c; docs/dtypes.md lists the rules and the departures):
+ * - to bool: x != 0 (NaN is true, -0.0 is false);
+ * - between integers: two's-complement wrap-around (modulo 2^N);
  * - float to integer: truncation toward zero. C leaves NaN, inf and out-of-range values
- *   undefined; ctorch defines them as x86 PyTorch behaves for uint8 and int64: the
- *   value goes through int64 (NaN, inf and out-of-range become INT64_MIN) and wraps
- *   to the destination's width. uint64 takes values in [2^63, 2^64) directly.
- * - to float16/bfloat16: through float32, rounding to nearest even. */
+ *   undefined; ctorch defines them as x86-64 PyTorch consistently behaves:
+ *     int8, int16, int32: through int32 (the 32-bit truncating instruction): NaN, inf
+ *       and values outside int32 become INT32_MIN, then wrap (so 0 for int8/int16);
+ *     uint8, int64: through int64 (c10 converts to uint8 via int64 on purpose): NaN,
+ *       inf and values outside int64 become INT64_MIN, then wrap;
+ *     uint16, uint32 (no such dtypes in PyTorch 1.13): through int64, as uint8;
+ *     uint64: values in [2^63, 2^64) convert directly, others as int64.
+ * - integer to float: rounded to nearest even; to float16/bfloat16 through float32
+ *   (a double rounding, as PyTorch does), and float64 to float16/bfloat16 too.
+ * - NaN to bfloat16 is always 0x7fc0 (c10::BFloat16's; PyTorch's vectorised contiguous
+ *   float32 path writes 0xffff instead, its strided path 0x7fc0).
+ * - same dtype: bytes are moved, never converted, so NaN payloads survive. */
 static inline int64_t f2i64(double v) {
     if (!(v > -9223372036854775808.0 && v < 9223372036854775808.0))
         return INT64_MIN;
     return (int64_t)v;
+}
+static inline int32_t f2i32(double v) {
+    if (!(v > -2147483649.0 && v < 2147483648.0))
+        return INT32_MIN;
+    return (int32_t)v;
 }
 static inline uint64_t f2u64(double v) {
     if (v >= 9223372036854775808.0 && v < 18446744073709551616.0)
@@ -126,11 +140,12 @@ static inline uint64_t f2u64(double v) {
 
 /* Store a compute value v (of a source that is floating when F is 1). */
 #define STORE_INT(T, v, F) ((F) ? (T)f2i64((double)(v)) : (T)(v))
+#define STORE_INT32(T, v, F) ((F) ? (T)f2i32((double)(v)) : (T)(v))
 #define STORE_CT_DTYPE_BOOL(p, v, F) (*(uint8_t *)(p) = (uint8_t)((v) != 0))
 #define STORE_CT_DTYPE_UINT8(p, v, F) (*(uint8_t *)(p) = STORE_INT(uint8_t, v, F))
-#define STORE_CT_DTYPE_INT8(p, v, F) (*(int8_t *)(p) = STORE_INT(int8_t, v, F))
-#define STORE_CT_DTYPE_INT16(p, v, F) (*(int16_t *)(p) = STORE_INT(int16_t, v, F))
-#define STORE_CT_DTYPE_INT32(p, v, F) (*(int32_t *)(p) = STORE_INT(int32_t, v, F))
+#define STORE_CT_DTYPE_INT8(p, v, F) (*(int8_t *)(p) = STORE_INT32(int8_t, v, F))
+#define STORE_CT_DTYPE_INT16(p, v, F) (*(int16_t *)(p) = STORE_INT32(int16_t, v, F))
+#define STORE_CT_DTYPE_INT32(p, v, F) (*(int32_t *)(p) = STORE_INT32(int32_t, v, F))
 #define STORE_CT_DTYPE_INT64(p, v, F) (*(int64_t *)(p) = STORE_INT(int64_t, v, F))
 #define STORE_CT_DTYPE_UINT16(p, v, F) (*(uint16_t *)(p) = STORE_INT(uint16_t, v, F))
 #define STORE_CT_DTYPE_UINT32(p, v, F) (*(uint32_t *)(p) = STORE_INT(uint32_t, v, F))
@@ -179,22 +194,32 @@ CT_FOR_EACH_DTYPE(CAST_ROW)
            CAST_ENTRY(D, CT_DTYPE_FLOAT64)},
 static const ct_loop2_fn cast_table[CT_DTYPE_COUNT][CT_DTYPE_COUNT] = {CT_FOR_EACH_DTYPE(CAST_TABLE_ROW)};
 
-/* Same-dtype copies move bytes; a contiguous run is one memcpy. */
-static void copy_bytes(char *dst, const char *src, int64_t n, int64_t ds, int64_t ss, void *ctx) {
-    size_t esz = (size_t)(uintptr_t)ctx;
-    if (ds == (int64_t)esz && ss == (int64_t)esz) {
-        memcpy(dst, src, (size_t)n * esz);
-        return;
+/* Same-dtype copies move bytes, whatever the dtype: a contiguous run is one memcpy. */
+#define COPY_SAME_FN(N)                                                                               \
+    static void copy_same_##N(char *dst, const char *src, int64_t n, int64_t ds, int64_t ss, void *ctx) { \
+        (void)ctx;                                                                                    \
+        if (ds == N && ss == N) {                                                                     \
+            memcpy(dst, src, (size_t)n * N);                                                          \
+            return;                                                                                   \
+        }                                                                                             \
+        for (int64_t i = 0; i < n; i++)                                                               \
+            memcpy(dst + i * ds, src + i * ss, N);                                                    \
     }
-    switch (esz) {
-    case 1: for (int64_t i = 0; i < n; i++) dst[i * ds] = src[i * ss]; break;
-    case 2: for (int64_t i = 0; i < n; i++) memcpy(dst + i * ds, src + i * ss, 2); break;
-    case 4: for (int64_t i = 0; i < n; i++) memcpy(dst + i * ds, src + i * ss, 4); break;
-    default: for (int64_t i = 0; i < n; i++) memcpy(dst + i * ds, src + i * ss, esz); break;
+COPY_SAME_FN(1)
+COPY_SAME_FN(2)
+COPY_SAME_FN(4)
+COPY_SAME_FN(8)
+
+ct_loop2_fn ct_cast_loop(ct_dtype dst, ct_dtype src) {
+    if (dst != src)
+        return cast_table[dst][src];
+    switch (ct_dtype_size(dst)) {
+    case 1: return copy_same_1;
+    case 2: return copy_same_2;
+    case 4: return copy_same_4;
+    default: return copy_same_8;
     }
 }
-
-ct_loop2_fn ct_cast_loop(ct_dtype dst, ct_dtype src) { return cast_table[dst][src]; }
 
 double ct_load_double(const void *p, ct_dtype d) {
     double out = 0;
@@ -230,17 +255,8 @@ static bool ranges_overlap(const ct_tensor *a, const ct_tensor *b) {
 }
 
 static void copy_into(ct_tensor *dst, const ct_tensor *src, const int64_t *src_strides) {
-    size_t desz = ct_dtype_size(dst->dtype), sesz = ct_dtype_size(src->dtype);
-    ct_loop2_fn fn;
-    void *ctx = NULL;
-    if (dst->dtype == src->dtype) {
-        fn = copy_bytes;
-        ctx = (void *)(uintptr_t)desz;
-    } else {
-        fn = cast_table[dst->dtype][src->dtype];
-    }
-    ct_loop2(dst->ndim, dst->shape, ct_tensor_ptr(dst), dst->strides, desz, ct_tensor_ptr(src), src_strides, sesz,
-             fn, ctx);
+    ct_loop2(dst->ndim, dst->shape, ct_tensor_ptr(dst), dst->strides, ct_dtype_size(dst->dtype), ct_tensor_ptr(src),
+             src_strides, ct_dtype_size(src->dtype), ct_cast_loop(dst->dtype, src->dtype), NULL);
 }
 
 ct_tensor *ct_copy_(ct_tensor *dst, const ct_tensor *src) {

@@ -104,8 +104,8 @@ float ct_half_to_float(uint16_t h) {
     uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
     uint32_t exp = (h >> 10) & 0x1fu;
     uint32_t mant = h & 0x3ffu;
-    if (exp == 0x1f) /* inf / NaN */
-        return bits_f32(sign | 0x7f800000u | (mant << 13));
+    if (exp == 0x1f) /* inf, or NaN: payload kept and made quiet, as c10::Half does */
+        return bits_f32(sign | 0x7f800000u | (mant << 13) | (mant ? 0x00400000u : 0u));
     if (exp == 0) {
         if (mant == 0)
             return bits_f32(sign);
