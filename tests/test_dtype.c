@@ -312,9 +312,9 @@ static void test_casts_strided_and_broadcast(void **state) {
     (void)state;
     int n = parse_rows(rows, 1024);
     mismatches = 0;
-    ct_scope_begin();
     for (int i = 0; i < n; i++) {
         const cast_row *r = &rows[i];
+        ct_scope_begin(); /* the blobs below live on this iteration's stack */
         size_t ss = ct_dtype_size(r->src);
         /* Source: 4 copies, 3 elements apart. */
         uint64_t sbuf[12] = {0};
@@ -343,6 +343,12 @@ static void test_casts_strided_and_broadcast(void **state) {
             const char *p = ct_tensor_data(base);
             for (int k = 0; k < 6; k++)
                 check_cell(r, (ct_dtype)d, bits_at(p + (size_t)k * ds, ds), "broadcast copy_", NULL);
+            /* The strided source broadcast over rows of a (3, 4) destination. */
+            ct_tensor *rowsdst = ct_zeros(CT_SHAPE(3, 4), (ct_dtype)d, CT_CPU);
+            CT_ASSERT_OK(ct_copy_(rowsdst, src));
+            for (int k = 0; k < 12; k++)
+                check_cell(r, (ct_dtype)d, bits_at((const char *)ct_tensor_data(rowsdst) + (size_t)k * ds, ds),
+                           "row broadcast copy_", NULL);
             /* The strided source through to_dtype and contiguous. */
             ct_tensor *conv = ct_contiguous(ct_to_dtype(src, (ct_dtype)d));
             CT_ASSERT_OK(conv);
@@ -350,8 +356,8 @@ static void test_casts_strided_and_broadcast(void **state) {
                 check_cell(r, (ct_dtype)d, bits_at((const char *)ct_tensor_data(conv) + (size_t)k * ds, ds),
                            "strided to_dtype", NULL);
         }
+        ct_scope_end();
     }
-    ct_scope_end();
     assert_int_equal(mismatches, 0);
 }
 
