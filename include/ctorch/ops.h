@@ -34,9 +34,32 @@ extern "C" {
     CT_API ct_tensor *ct_##name##_alpha_(ct_tensor *a, const ct_tensor *b, ct_scalar alpha);      \
     CT_API ct_tensor *ct_##name##_alpha_out(const ct_tensor *a, const ct_tensor *b, ct_scalar alpha, ct_tensor *out);
 
+/* BINARY_PLAIN: out = NAME(a, b), and into out (no in-place or scalar forms). */
+#define CT_DECL_BINARY_PLAIN(name)                                           \
+    CT_API ct_tensor *ct_##name(const ct_tensor *a, const ct_tensor *b);     \
+    CT_API ct_tensor *ct_##name##_out(const ct_tensor *a, const ct_tensor *b, ct_tensor *out);
+
+/* CUSTOM: the prototypes are written out below, with the op's own arguments. */
+#define CT_DECL_CUSTOM(name)
+
 #define CT_OP(name, sig, family, flags) CT_DECL_##sig(name)
 #include "ops.def"
 #undef CT_OP
+
+/* ------------------------------------------------------------ linear algebra */
+
+/* matmul with PyTorch's rules: 1-D x 1-D is a dot product, 2-D x 1-D a matrix-vector
+ * product, 1-D operands get a dimension prepended/appended and removed after, and
+ * batch dimensions broadcast. */
+CT_API ct_tensor *ct_matmul(const ct_tensor *a, const ct_tensor *b);
+/* beta * c + alpha * (a @ b), c broadcast to (n, m). */
+CT_API ct_tensor *ct_addmm(const ct_tensor *c, const ct_tensor *a, const ct_tensor *b, ct_scalar beta,
+                           ct_scalar alpha);
+/* beta * c + alpha * (a @ b) for batches (b, n, k) @ (b, k, m). */
+CT_API ct_tensor *ct_baddbmm(const ct_tensor *c, const ct_tensor *a, const ct_tensor *b, ct_scalar beta,
+                             ct_scalar alpha);
+/* x @ w^T + bias (bias may be NULL), as torch.nn.functional.linear. */
+CT_API ct_tensor *ct_linear(const ct_tensor *x, const ct_tensor *w, const ct_tensor *bias);
 
 /* ------------------------------------------------------------ type promotion */
 

@@ -15,8 +15,19 @@ typedef struct ct_loop_params {
     double p[3];     /* extra scalar parameters (leaky_relu's slope, ...) */
 } ct_loop_params;
 
-/* Per-op loop tables, indexed by compute dtype (NULL: dtype not supported). */
-#define CT_OP(name, sig, family, flags) extern const ct_cpu_loop ct_cpu_loops_##name[CT_DTYPE_COUNT];
+/* Per-op loop tables of the elementwise families, indexed by compute dtype (NULL:
+ * dtype not supported); kernels of CUSTOM ops. */
+#define CT_LOOPS_DECL(name) extern const ct_cpu_loop ct_cpu_loops_##name[CT_DTYPE_COUNT];
+#define CT_KERNEL_DECL_UNARY_FLOAT(name) CT_LOOPS_DECL(name)
+#define CT_KERNEL_DECL_UNARY_SAME(name) CT_LOOPS_DECL(name)
+#define CT_KERNEL_DECL_BINARY_ARITH(name) CT_LOOPS_DECL(name)
+#define CT_KERNEL_DECL_BINARY_FLOAT(name) CT_LOOPS_DECL(name)
+#define CT_KERNEL_DECL_COMPARE(name) CT_LOOPS_DECL(name)
+#define CT_KERNEL_DECL_CUSTOM(name)                                          \
+    ct_status ct_cpu_##name(ct_keyset ks, ct_call *call, void *user_data);  \
+    ct_status ct_meta_##name(ct_keyset ks, ct_call *call, void *user_data);
+#define CT_KERNEL_DECL_COMPOSITE(name)
+#define CT_OP(name, sig, family, flags) CT_KERNEL_DECL_##family(name)
 #include "ctorch/ops.def"
 #undef CT_OP
 

@@ -100,10 +100,21 @@ static ct_status elementwise_kernel(ct_keyset ks, ct_call *call, void *user_data
     return CT_OK;
 }
 
-void ct_register_default_kernels(void) {
-#define CT_OP(name, sig, family, flags)                                                          \
+#define CT_REGISTER_LOOPS(name)                                                                        \
     ct_dispatch_register_default(CT_OP_##name, CT_KEY_CPU, elementwise_kernel, (void *)ct_cpu_loops_##name); \
     ct_dispatch_register_default(CT_OP_##name, CT_KEY_META, elementwise_kernel, (void *)ct_cpu_loops_##name);
+#define CT_REGISTER_UNARY_FLOAT(name) CT_REGISTER_LOOPS(name)
+#define CT_REGISTER_UNARY_SAME(name) CT_REGISTER_LOOPS(name)
+#define CT_REGISTER_BINARY_ARITH(name) CT_REGISTER_LOOPS(name)
+#define CT_REGISTER_BINARY_FLOAT(name) CT_REGISTER_LOOPS(name)
+#define CT_REGISTER_COMPARE(name) CT_REGISTER_LOOPS(name)
+#define CT_REGISTER_CUSTOM(name)                                                       \
+    ct_dispatch_register_default(CT_OP_##name, CT_KEY_CPU, ct_cpu_##name, NULL);       \
+    ct_dispatch_register_default(CT_OP_##name, CT_KEY_META, ct_meta_##name, NULL);
+#define CT_REGISTER_COMPOSITE(name)
+
+void ct_register_default_kernels(void) {
+#define CT_OP(name, sig, family, flags) CT_REGISTER_##family(name)
 #include "ctorch/ops.def"
 #undef CT_OP
 }

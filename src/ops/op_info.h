@@ -15,6 +15,8 @@ typedef enum ct_op_sig {
     CT_SIG_UNARY,
     CT_SIG_BINARY,
     CT_SIG_BINARY_ALPHA,
+    CT_SIG_BINARY_PLAIN,
+    CT_SIG_CUSTOM,
 } ct_op_sig;
 
 typedef enum ct_op_family {
@@ -23,6 +25,8 @@ typedef enum ct_op_family {
     CT_FAM_BINARY_ARITH,
     CT_FAM_BINARY_FLOAT,
     CT_FAM_COMPARE,
+    CT_FAM_CUSTOM,    /* its own kernels: ct_cpu_NAME and ct_meta_NAME */
+    CT_FAM_COMPOSITE, /* no kernel of its own: its function calls other ops */
     CT_FAM_COUNT
 } ct_op_family;
 

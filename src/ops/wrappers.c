@@ -97,6 +97,22 @@ static ct_tensor *call_binary_scalar(ct_op op, const ct_tensor *a, ct_scalar b, 
         return call_binary(CT_OP_##name, a, b, &alpha, out, CT_CALL_OUT);                             \
     }
 
+#define CT_DEF_BINARY_PLAIN(name)                                                             \
+    ct_tensor *ct_##name(const ct_tensor *a, const ct_tensor *b) {                            \
+        CT_CHECK_ARG(#name, a);                                                               \
+        CT_CHECK_ARG(#name, b);                                                               \
+        return call_binary(CT_OP_##name, a, b, NULL, NULL, CT_CALL_FUNCTIONAL);               \
+    }                                                                                         \
+    ct_tensor *ct_##name##_out(const ct_tensor *a, const ct_tensor *b, ct_tensor *out) {      \
+        CT_CHECK_ARG(#name "_out", a);                                                        \
+        CT_CHECK_ARG(#name "_out", b);                                                        \
+        CT_CHECK_ARG(#name "_out", out);                                                      \
+        return call_binary(CT_OP_##name, a, b, NULL, out, CT_CALL_OUT);                       \
+    }
+
+/* CUSTOM ops write their wrappers by hand, next to their shape rules. */
+#define CT_DEF_CUSTOM(name)
+
 #define CT_OP(name, sig, family, flags) CT_DEF_##sig(name)
 #include "ctorch/ops.def"
 #undef CT_OP

@@ -1,0 +1,195 @@
+/* CPU matrix products: OpenBLAS for float32/float64, float16/bfloat16 through
+ * float32, plain loops for integers. */
+#include <string.h>
+
+#include "core/dtype.h"
+#include "core/loop.h"
+#include "cpu/loops.h"
+#include "ops/linalg.h"
+
+#ifdef CT_HAVE_OPENBLAS
+#include <cblas.h>
+#endif
+
+/* A matrix operand: base pointer and element strides of its two dims. */
+typedef struct {
+    const char *p;
+    int64_t s0, s1;
+} mat;
+
+static int64_t max1(int64_t x) { return x > 1 ? x : 1; }
+
+/* Can BLAS read m (rows x cols) directly, as row-major or as a transposed row-major
+ * matrix? Sets trans and the leading dimension. Size-1 dims may carry any stride, so
+ * they are normalised first. */
+static bool blas_layout(mat m, int64_t rows, int64_t cols, bool *trans, int64_t *ld) {
+    int64_t s0 = rows == 1 ? max1(cols) : m.s0, s1 = cols == 1 ? 1 : m.s1;
+    if (s1 == 1 && s0 >= max1(cols)) {
+        *trans = false;
+        *ld = s0;
+        return true;
+    }
+    s0 = rows == 1 ? 1 : m.s0;
+    s1 = cols == 1 ? max1(rows) : m.s1;
+    if (s0 == 1 && s1 >= max1(rows)) {
+        *trans = true;
+        *ld = s1;
+        return true;
+    }
+    return false;
+}
+
+/* C (n x m, contiguous rows, row stride ldc) = alpha * A (n x k) @ B (k x m) + beta * C.
+ * When beta is 0, C's old contents are ignored (NaN included), as BLAS does. */
+static void gemm_generic(ct_dtype dt, int64_t n, int64_t m, int64_t k, mat A, mat B, char *C, int64_t ldc,
+                         double alpha, double beta) {
+    size_t esz = ct_dtype_size(dt);
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t j = 0; j < m; j++) {
+            char *cp = C + (size_t)(i * ldc + j) * esz;
+            if (ct_dtype_is_floating(dt)) {
+                double acc = 0;
+                for (int64_t p = 0; p < k; p++)
+                    acc += ct_load_double(A.p + (size_t)(i * A.s0 + p * A.s1) * esz, dt) *
+                           ct_load_double(B.p + (size_t)(p * B.s0 + j * B.s1) * esz, dt);
+                double old = beta != 0 ? ct_load_double(cp, dt) * beta : 0;
+                ct_store_double(cp, dt, alpha * acc + old);
+            } else {
+                uint64_t acc = 0; /* wraps like the element type would */
+                for (int64_t p = 0; p < k; p++)
+                    acc += (uint64_t)ct_load_int64(A.p + (size_t)(i * A.s0 + p * A.s1) * esz, dt) *
+                           (uint64_t)ct_load_int64(B.p + (size_t)(p * B.s0 + j * B.s1) * esz, dt);
+                int64_t ia = (int64_t)alpha, ib = (int64_t)beta;
+                uint64_t old = ib != 0 ? (uint64_t)ct_load_int64(cp, dt) * (uint64_t)ib : 0;
+                ct_store_int64(cp, dt, (int64_t)(acc * (uint64_t)ia + old));
+            }
+        }
+}
+
+static void gemm(ct_dtype dt, int64_t n, int64_t m, int64_t k, mat A, mat B, char *C, int64_t ldc, double alpha,
+                 double beta) {
+    if (n == 0 || m == 0)
+        return;
+#ifdef CT_HAVE_OPENBLAS
+    bool ta, tb;
+    int64_t lda, ldb;
+    if ((dt == CT_DTYPE_FLOAT32 || dt == CT_DTYPE_FLOAT64) && k > 0 && blas_layout(A, n, k, &ta, &lda) &&
+        blas_layout(B, k, m, &tb, &ldb)) {
+        if (dt == CT_DTYPE_FLOAT32)
+            cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)n, (int)m,
+                        (int)k, (float)alpha, (const float *)A.p, (int)lda, (const float *)B.p, (int)ldb, (float)beta,
+                        (float *)C, (int)ldc);
+        else
+            cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)n, (int)m,
+                        (int)k, alpha, (const double *)A.p, (int)lda, (const double *)B.p, (int)ldb, beta,
+                        (double *)C, (int)ldc);
+        return;
+    }
+#endif
+    gemm_generic(dt, n, m, k, A, B, C, ldc, alpha, beta);
+}
+
+/* out (contiguous) = beta * out + alpha * a @ b over a batch (ndim 2 or 3). */
+static ct_status batched_product(const ct_tensor *a, const ct_tensor *b, ct_tensor *out, double alpha, double beta) {
+    ct_scope_begin();
+    ct_dtype dt = a->dtype;
+    bool low = dt == CT_DTYPE_FLOAT16 || dt == CT_DTYPE_BFLOAT16;
+    /* Note [Reduced-precision GEMM]: float16/bfloat16 products accumulate in float32
+     * (OpenBLAS sgemm) and round once, which is what PyTorch's CPU path does too. */
+    const ct_tensor *A = low ? ct_to_dtype(a, CT_DTYPE_FLOAT32) : a;
+    const ct_tensor *B = low ? ct_to_dtype(b, CT_DTYPE_FLOAT32) : b;
+    ct_tensor *C = low ? ct_to_dtype(out, CT_DTYPE_FLOAT32) : out;
+    if (!A || !B || !C) {
+        ct_scope_end();
+        return ct_last_status();
+    }
+    ct_dtype cdt = C->dtype;
+    size_t esz = ct_dtype_size(cdt);
+    bool batched = out->ndim == 3;
+    int64_t nb = batched ? out->shape[0] : 1;
+    int64_t n = out->shape[batched], m = out->shape[batched + 1], k = A->shape[A->ndim - 1];
+    for (int64_t i = 0; i < nb; i++) {
+        mat ma = {ct_tensor_ptr(A) + (batched ? i * A->strides[0] : 0) * (int64_t)esz, A->strides[batched],
+                  A->strides[batched + 1]};
+        mat mb = {ct_tensor_ptr(B) + (batched ? i * B->strides[0] : 0) * (int64_t)esz, B->strides[batched],
+                  B->strides[batched + 1]};
+        char *pc = ct_tensor_ptr(C) + (batched ? i * C->strides[0] : 0) * (int64_t)esz;
+        if (k == 0) { /* an empty sum: C = beta * C */
+            for (int64_t r = 0; r < n * m; r++) {
+                char *cp = pc + (size_t)r * esz;
+                ct_store_double(cp, cdt, beta != 0 ? beta * ct_load_double(cp, cdt) : 0.0);
+            }
+            continue;
+        }
+        gemm(cdt, n, m, k, ma, mb, pc, m, alpha, beta);
+    }
+    if (low && !ct_copy_(out, C)) {
+        ct_scope_end();
+        return ct_last_status();
+    }
+    ct_scope_end();
+    return CT_OK;
+}
+
+/* Runs a product into call->out[0], through a contiguous temporary when the given
+ * output is not contiguous. c (addmm's input) is copied in first when beta != 0. */
+static ct_status product_kernel(ct_call *call, const ct_tensor *c, const ct_tensor *a, const ct_tensor *b,
+                                double alpha, double beta) {
+    ct_status st = ct_linalg_prepare_out(call, CT_CPU);
+    if (st)
+        return st;
+    ct_tensor *out = call->out[0];
+    ct_scope_begin();
+    ct_tensor *work = ct_tensor_is_contiguous(out) ? out : ct_empty(out->shape, out->ndim, out->dtype, CT_CPU);
+    if (work && c && beta != 0 && !ct_copy_(work, c))
+        work = NULL;
+    st = work ? batched_product(a, b, work, alpha, c ? beta : 0.0) : ct_last_status();
+    if (st == CT_OK && work != out && !ct_copy_(out, work))
+        st = ct_last_status();
+    ct_scope_end();
+    return st;
+}
+
+ct_status ct_cpu_mm(ct_keyset ks, ct_call *call, void *ud) {
+    (void)ks, (void)ud;
+    return product_kernel(call, NULL, call->in[0], call->in[1], 1.0, 0.0);
+}
+
+ct_status ct_cpu_bmm(ct_keyset ks, ct_call *call, void *ud) { return ct_cpu_mm(ks, call, ud); }
+
+ct_status ct_cpu_addmm(ct_keyset ks, ct_call *call, void *ud) {
+    (void)ks, (void)ud;
+    return product_kernel(call, call->in[0], call->in[1], call->in[2], ct_scalar_to_double(call->s[1]),
+                          ct_scalar_to_double(call->s[0]));
+}
+
+ct_status ct_cpu_baddbmm(ct_keyset ks, ct_call *call, void *ud) { return ct_cpu_addmm(ks, call, ud); }
+
+ct_status ct_cpu_dot(ct_keyset ks, ct_call *call, void *ud) {
+    (void)ks, (void)ud;
+    ct_status st = ct_linalg_prepare_out(call, CT_CPU);
+    if (st)
+        return st;
+    const ct_tensor *a = call->in[0], *b = call->in[1];
+    ct_dtype dt = a->dtype;
+    int64_t n = a->shape[0];
+    const char *pa = ct_tensor_ptr(a), *pb = ct_tensor_ptr(b);
+    char *po = ct_tensor_ptr(call->out[0]);
+    if (n == 0) {
+        ct_store_int64(po, dt, 0);
+        return CT_OK;
+    }
+#ifdef CT_HAVE_OPENBLAS
+    if (dt == CT_DTYPE_FLOAT32) {
+        *(float *)po = cblas_sdot((int)n, (const float *)pa, (int)a->strides[0], (const float *)pb, (int)b->strides[0]);
+        return CT_OK;
+    }
+    if (dt == CT_DTYPE_FLOAT64) {
+        *(double *)po = cblas_ddot((int)n, (const double *)pa, (int)a->strides[0], (const double *)pb, (int)b->strides[0]);
+        return CT_OK;
+    }
+#endif
+    mat ma = {pa, 0, a->strides[0]}, mb = {pb, b->strides[0], 0};
+    gemm_generic(dt, 1, 1, n, ma, mb, po, 1, 1.0, 0.0);
+    return CT_OK;
+}

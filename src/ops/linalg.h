@@ -1,0 +1,13 @@
+/* Shape rules of the matrix products, shared by the CPU, META (and CUDA) kernels. */
+#ifndef CT_OPS_LINALG_H
+#define CT_OPS_LINALG_H
+
+#include "dispatch/call.h"
+
+/* Validates a matrix product call (mm, bmm, dot, addmm, baddbmm) and gives the
+ * output's shape and dtype. */
+ct_status ct_linalg_out_shape(const ct_call *call, int64_t *shape, int *ndim, ct_dtype *dtype);
+/* Allocates the output on device (or checks the out= tensor) and sets call->out[0]. */
+ct_status ct_linalg_prepare_out(ct_call *call, ct_device device);
+
+#endif
