@@ -197,6 +197,69 @@ static void test_reshape_view_or_copy(void **state) {
     ct_scope_end();
 }
 
+/* Every factorisation of 24 as a target, on every input layout: whenever view
+ * succeeds its strides must reproduce the input's element order, and reshape always
+ * does, sharing storage exactly when view succeeds. */
+static void test_view_reshape_sweep(void **state) {
+    (void)state;
+    ct_scope_begin();
+    ct_tensor *in[NIN + 3];
+    inputs_234(in);
+    in[NIN] = ct_expand(SEQ(1, 3, 1), CT_SHAPE(2, 3, 4));
+    in[NIN + 1] = ct_unsqueeze(ct_permute(SEQ(4, 3, 2), CT_SHAPE(2, 1, 0)), 1);
+    in[NIN + 2] = ct_select(ct_unfold(SEQ(2, 3, 10), 2, 4, 2), 3, 1);
+    static const int64_t targets[][5] = {{24}, {2, 12}, {12, 2}, {4, 6}, {6, 4}, {3, 8}, {8, 3}, {2, 3, 4}, {4, 3, 2},
+                                         {2, 2, 6}, {6, 2, 2}, {2, 6, 2}, {1, 24}, {24, 1}, {2, 1, 12}, {3, 2, 2, 2},
+                                         {2, 3, 2, 2}, {2, 2, 3, 2}, {2, 2, 2, 3}, {1, 2, 1, 3, 4}};
+    int viewed = 0, copied = 0;
+    for (int k = 0; k < NIN + 3; k++) {
+        CT_ASSERT_OK(in[k]);
+        assert_int_equal(ct_tensor_numel(in[k]), 24);
+        for (size_t c = 0; c < sizeof targets / sizeof targets[0]; c++) {
+            int n = 0;
+            while (n < 5 && targets[c][n])
+                n++;
+            ct_tensor *v = ct_view(in[k], targets[c], n);
+            if (v) {
+                CHECK_ORDER(v, in[k]);
+                assert_true(ct_tensor_shares_storage(v, in[k]));
+                viewed++;
+            } else {
+                assert_non_null(strstr(ct_last_error(), "Use .reshape(...) instead."));
+                ct_clear_error();
+                copied++;
+            }
+            ct_tensor *r = ct_reshape(in[k], targets[c], n);
+            CHECK_ORDER(r, in[k]);
+            assert_int_equal(ct_tensor_shares_storage(r, in[k]), v != NULL);
+        }
+    }
+    assert_true(viewed > 20 && copied > 20); /* both paths were exercised */
+    ct_scope_end();
+}
+
+/* Offsets and strides count elements, whatever their size. */
+static void test_views_other_dtypes(void **state) {
+    (void)state;
+    ct_scope_begin();
+    static const ct_dtype dtypes[] = {CT_BOOL, CT_U8, CT_I16, CT_F16, CT_BF16, CT_I32, CT_I64, CT_F32};
+    for (size_t i = 0; i < sizeof dtypes / sizeof dtypes[0]; i++) {
+        ct_tensor *x = ct_zeros(CT_SHAPE(3, 4), dtypes[i], CT_CPU);
+        CT_ASSERT_OK(x);
+        ct_tensor *col = ct_select(ct_t(x), 0, 2); /* x[:, 2] */
+        assert_int_equal(ct_tensor_set(col, CT_INDEX(2), 1.0), CT_OK);
+        ct_tensor *flat = ct_view(x, CT_SHAPE(12));
+        for (int64_t k = 0; k < 12; k++)
+            assert_true(ct_test_at(flat, k) == (k == 10 ? 1.0 : 0.0));
+        ct_tensor *d = ct_diagonal(x, -1, 0, 1);
+        assert_int_equal(ct_tensor_set(d, CT_INDEX(1), 1.0), CT_OK); /* x[2, 1] */
+        assert_true(get(x, CT_INDEX(2, 1)) == 1.0);
+        assert_int_equal(ct_tensor_storage_offset(ct_narrow(flat, 0, 5, 2)), 5);
+        assert_true(ct_test_at(ct_narrow(flat, 0, 9, 2), 0) == 1.0);
+    }
+    ct_scope_end();
+}
+
 /* ------------------------------------------------------------------ reordering */
 
 static void map_permute(const int64_t *o, int64_t *i, const void *ctx) {
@@ -1037,6 +1100,8 @@ int main(void) {
         cmocka_unit_test(test_view_contiguous),
         cmocka_unit_test(test_view_noncontiguous),
         cmocka_unit_test(test_reshape_view_or_copy),
+        cmocka_unit_test(test_view_reshape_sweep),
+        cmocka_unit_test(test_views_other_dtypes),
         cmocka_unit_test(test_permute),
         cmocka_unit_test(test_transpose_t),
         cmocka_unit_test(test_movedim),
