@@ -15,7 +15,8 @@ where ops is ';'-separated "name args..." with names
     sel dim index        select(dim, index)
     ex S...              expand(S...)
     us dim               unsqueeze(dim)
-and "-" stands for an empty list (0-d shape).
+and "-" stands for an empty list (0-d shape). gen_views.py extends the same language
+to every view op.
 """
 import torch
 
@@ -76,12 +77,14 @@ def ints(s):
     return [] if s.strip() in ("", "-") else [int(v) for v in s.split()]
 
 
-def build(ops):
+def build(ops, extra=None):
     x = None
     for op in ops.split(";"):
         name, *rest = op.split(" ", 1)
         args = ints(rest[0]) if rest else []
-        if name == "base":
+        if extra is not None and name in extra:
+            x = extra[name](x, args)
+        elif name == "base":
             n = 1
             for s in args:
                 n *= s
@@ -108,14 +111,19 @@ def fmt(v):
     return " ".join(str(i) for i in v) if len(v) else "-"
 
 
-for ops, target in CASES:
-    x = build(ops)
-    root = x._base if x._base is not None else x
-    try:
-        y = x.reshape(ints(target))
-    except RuntimeError as e:
-        print(f"{ops}|{target}|err|{str(e).splitlines()[0]}")
-        continue
-    view = y._base is root
-    assert torch.equal(y.flatten(), x.flatten())
-    print(f"{ops}|{target}|{int(view)}|{fmt(y.shape)}|{fmt(y.stride())}|{y.storage_offset()}")
+def main():
+    for ops, target in CASES:
+        x = build(ops)
+        root = x._base if x._base is not None else x
+        try:
+            y = x.reshape(ints(target))
+        except RuntimeError as e:
+            print(f"{ops}|{target}|err|{str(e).splitlines()[0]}")
+            continue
+        view = y._base is root
+        assert torch.equal(y.flatten(), x.flatten())
+        print(f"{ops}|{target}|{int(view)}|{fmt(y.shape)}|{fmt(y.stride())}|{y.storage_offset()}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,6 +1,9 @@
-/* ct_reshape against torch.reshape (PyTorch 1.13): for each recorded case, whether the
- * result is a view, its shape, strides and storage offset, or the error it raises.
- * The cases and their format are described in tests/golden/gen_reshape.py. */
+/* View ops against PyTorch 1.13, case by case.
+ *
+ * reshape_golden.txt (tests/golden/gen_reshape.py): whether torch.reshape returned a
+ * view, the result's shape, strides and storage offset, or the error it raised.
+ * views_golden.txt (tests/golden/gen_views.py): the same metadata plus the element
+ * values for chains of every view op. Both scripts describe the op language. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,6 +62,30 @@ static ct_tensor *apply_op(ct_tensor *x, const char *op) {
         return ct_expand(x, a, n);
     if (strcmp(name, "us") == 0)
         return ct_unsqueeze(x, (int)a[0]);
+    if (strcmp(name, "narrow") == 0)
+        return ct_narrow(x, (int)a[0], a[1], a[2]);
+    if (strcmp(name, "unfold") == 0)
+        return ct_unfold(x, (int)a[0], a[1], a[2]);
+    if (strcmp(name, "diag") == 0)
+        return ct_diagonal(x, a[0], (int)a[1], (int)a[2]);
+    if (strcmp(name, "sq") == 0)
+        return ct_squeeze(x);
+    if (strcmp(name, "sqd") == 0)
+        return ct_squeeze_dim(x, (int)a[0]);
+    if (strcmp(name, "flat") == 0)
+        return ct_flatten(x, (int)a[0], (int)a[1]);
+    if (strcmp(name, "unflat") == 0)
+        return ct_unflatten(x, (int)a[0], a + 1, n - 1);
+    if (strcmp(name, "mv") == 0)
+        return ct_movedim(x, (int)a[0], (int)a[1]);
+    if (strcmp(name, "t") == 0)
+        return ct_t(x);
+    if (strcmp(name, "view") == 0)
+        return ct_view(x, a, n);
+    if (strcmp(name, "rs") == 0)
+        return ct_reshape(x, a, n);
+    if (strcmp(name, "as") == 0)
+        return ct_as_strided(x, a + 1, a + 1 + a[0], (int)a[0], a[1 + 2 * a[0]]);
     fail_msg("unknown op '%s'", name);
     return NULL;
 }
@@ -126,9 +153,9 @@ static void check_case(char *line, int lineno) {
     ct_scope_end();
 }
 
-static void test_reshape_matches_torch(void **state) {
-    (void)state;
-    const char *path = CT_TEST_DATA_DIR "/reshape_golden.txt";
+typedef void (*case_fn)(char *line, int lineno);
+
+static int run_file(const char *path, case_fn check) {
     FILE *f = fopen(path, "r");
     if (!f)
         fail_msg("cannot open %s", path);
@@ -139,16 +166,82 @@ static void test_reshape_matches_torch(void **state) {
         line[strcspn(line, "\r\n")] = '\0';
         if (!line[0] || line[0] == '#')
             continue;
-        check_case(line, lineno);
+        check(line, lineno);
         cases++;
     }
     fclose(f);
-    assert_true(cases >= 40);
+    return cases;
+}
+
+static void test_reshape_matches_torch(void **state) {
+    (void)state;
+    assert_true(run_file(CT_TEST_DATA_DIR "/reshape_golden.txt", check_case) >= 40);
+}
+
+/* Where ctorch words an error differently on purpose (docs/tensors.md), the part of
+ * torch's message to look for. */
+static const char *expected_part(const char *torch_msg) {
+    const char *p = strstr(torch_msg, "(expected to be in range of");
+    if (p)
+        return p; /* narrow's start: "start out of range (...)" instead of "Dimension ..." */
+    if (strncmp(torch_msg, "expand(", 7) == 0 && (p = strstr(torch_msg, "): ")))
+        return p + 3; /* torch prints the tensor type before the message */
+    return torch_msg;
+}
+
+static void check_view_case(char *line, int lineno) {
+    char *f[6];
+    int nf = split(line, f, 6, '|');
+    ct_scope_begin();
+    char desc[512], *ops[8];
+    snprintf(desc, sizeof desc, "%s", f[0]);
+    int nops = split(f[0], ops, 8, ';');
+    ct_tensor *base = apply_op(NULL, ops[0]), *y = base;
+    CT_ASSERT_OK(base);
+    for (int i = 1; i < nops && y; i++)
+        y = apply_op(y, ops[i]);
+    if (nf == 3 && strcmp(f[1], "err") == 0) {
+        const char *want = expected_part(f[2]);
+        if (y || !strstr(ct_last_error(), want))
+            fail_msg("line %d (%s): expected error '%s', got '%s'", lineno, desc, want, y ? "success" : ct_last_error());
+        ct_clear_error();
+        ct_scope_end();
+        return;
+    }
+    assert_int_equal(nf, 6);
+    if (!y)
+        fail_msg("line %d (%s): unexpected error '%s'", lineno, desc, ct_last_error());
+    int64_t shape[16], strides[16], vals[64];
+    int ns = parse_ints(f[1], shape, 16), nst = parse_ints(f[2], strides, 16), nv = parse_ints(f[5], vals, 64);
+    assert_int_equal(ct_tensor_dim(y), ns);
+    assert_int_equal(nst, ns);
+    for (int i = 0; i < ns; i++)
+        if (ct_tensor_shape(y)[i] != shape[i] || ct_tensor_strides(y)[i] != strides[i])
+            fail_msg("line %d (%s): dim %d is size %lld stride %lld, torch has %lld, %lld", lineno, desc, i,
+                     (long long)ct_tensor_shape(y)[i], (long long)ct_tensor_strides(y)[i], (long long)shape[i],
+                     (long long)strides[i]);
+    if (ct_tensor_storage_offset(y) != strtoll(f[3], NULL, 10))
+        fail_msg("line %d (%s): storage offset %lld, torch has %s", lineno, desc,
+                 (long long)ct_tensor_storage_offset(y), f[3]);
+    if (ct_tensor_shares_storage(y, base) != (strcmp(f[4], "1") == 0))
+        fail_msg("line %d (%s): storage sharing differs from torch", lineno, desc);
+    assert_int_equal(ct_tensor_numel(y), nv);
+    for (int64_t k = 0; k < nv; k++)
+        if (ct_test_at(y, k) != (double)vals[k])
+            fail_msg("line %d (%s): element %lld is %g, torch has %lld", lineno, desc, (long long)k,
+                     ct_test_at(y, k), (long long)vals[k]);
+    ct_scope_end();
+}
+
+static void test_views_match_torch(void **state) {
+    (void)state;
+    assert_true(run_file(CT_TEST_DATA_DIR "/views_golden.txt", check_view_case) >= 90);
 }
 
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_reshape_matches_torch),
+        cmocka_unit_test(test_views_match_torch),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
