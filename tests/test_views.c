@@ -708,7 +708,8 @@ static void test_diagonal(void **state) {
                 int a = pairs[p][0], b = pairs[p][1];
                 const int64_t *sh = ct_tensor_shape(in[k]);
                 int64_t rows = sh[a], cols = sh[b];
-                int64_t n = off >= 0 ? (cols - off < rows ? cols - off : rows) : (rows + off < cols ? rows + off : cols);
+                int64_t n = off >= 0 ? (cols - off < rows ? cols - off : rows)
+                                     : (rows + off < cols ? rows + off : cols);
                 if (n < 0)
                     n = 0;
                 ct_tensor *v = ct_diagonal(in[k], off, a - (p == 3 ? 3 : 0), b);
@@ -791,7 +792,8 @@ static void test_storage_and_version_sharing(void **state) {
         ct_expand(x, CT_SHAPE(2, 4, 6)),  ct_squeeze(x),                  ct_squeeze_dim(x, 0),
         ct_unsqueeze(x, 1),               ct_flatten(x, 0, 1),            ct_unflatten(x, 1, CT_SHAPE(2, 3)),
         ct_narrow(x, 1, 2, 3),            ct_slice(x, 0, 1, 4, 2),        ct_select(x, 1, 3),
-        ct_unfold(x, 1, 2, 2),            ct_diagonal(x, 1, 0, 1),        ct_as_strided(x, CT_INDEX(5), CT_INDEX(5), 1, 0),
+        ct_unfold(x, 1, 2, 2),            ct_diagonal(x, 1, 0, 1),
+        ct_as_strided(x, CT_INDEX(5), CT_INDEX(5), 1, 0),
         ct_alias(x),                      ct_view_as(x, x),               ct_reshape_as(x, x),
         ct_expand_as(x, x),
     };
@@ -1017,7 +1019,8 @@ static void test_errors_slicing(void **state) {
     CT_ASSERT_ERR(ct_slice(NULL, 0, 0, 1, 1) != NULL, CT_ERROR_NULL_ARGUMENT, "slice");
     CT_ASSERT_ERR(ct_narrow(x, 0, 1, 2) != NULL, CT_ERROR_VALUE, "start (1) + length (2) exceeds dimension size (2).");
     CT_ASSERT_ERR(ct_narrow(x, 0, 0, -1) != NULL, CT_ERROR_VALUE, "start (0) + length (-1) exceeds");
-    CT_ASSERT_ERR(ct_narrow(x, -1, -1, 2) != NULL, CT_ERROR_VALUE, "start (2) + length (2) exceeds dimension size (3).");
+    CT_ASSERT_ERR(ct_narrow(x, -1, -1, 2) != NULL, CT_ERROR_VALUE,
+                  "start (2) + length (2) exceeds dimension size (3).");
     CT_ASSERT_ERR(ct_narrow(x, 0, INT64_MAX, 1) != NULL, CT_ERROR_INDEX, "start out of range");
     CT_ASSERT_ERR(ct_narrow(x, 0, 3, 0) != NULL, CT_ERROR_INDEX, "[-2, 1], but got 3");
     CT_ASSERT_ERR(ct_narrow(x, 0, -3, 1) != NULL, CT_ERROR_INDEX, "but got -3");

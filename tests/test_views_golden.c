@@ -203,7 +203,8 @@ static void check_view_case(char *line, int lineno) {
     if (nf == 3 && strcmp(f[1], "err") == 0) {
         const char *want = expected_part(f[2]);
         if (y || !strstr(ct_last_error(), want))
-            fail_msg("line %d (%s): expected error '%s', got '%s'", lineno, desc, want, y ? "success" : ct_last_error());
+            fail_msg("line %d (%s): expected error '%s', got '%s'", lineno, desc, want,
+                     y ? "success" : ct_last_error());
         ct_clear_error();
         ct_scope_end();
         return;

@@ -92,7 +92,8 @@ static bool infer_size(const char *op, const int64_t *shape, int ndim, int64_t n
         return true;
     }
 invalid:
-    ct_error(CT_ERROR_VALUE, op, "shape '%s' is invalid for input of size %lld", ct_shape_str(shape, ndim, buf, sizeof buf),
+    ct_error(CT_ERROR_VALUE, op, "shape '%s' is invalid for input of size %lld",
+             ct_shape_str(shape, ndim, buf, sizeof buf),
              (long long)numel);
     return false;
 }
@@ -472,7 +473,8 @@ ct_tensor *ct_unflatten(const ct_tensor *t, int dim, const int64_t *sizes, int n
                      "Provided sizes %s don't multiply up to the size of dim %d (%lld) in the input tensor",
                      ct_shape_str(sizes, nsizes, buf, sizeof buf), d, (long long)t->shape[d]);
         else if (strstr(ct_last_error(), "only one dimension can be inferred"))
-            ct_error(CT_ERROR_VALUE, "unflatten", "unflatten got an unexpected error: only one dimension can be inferred");
+            ct_error(CT_ERROR_VALUE, "unflatten",
+                     "unflatten got an unexpected error: only one dimension can be inferred");
         return NULL;
     }
     int64_t size[CT_MAX_DIMS];
