@@ -137,6 +137,13 @@ static void test_view_contiguous(void **state) {
     CT_ASSERT_STRIDES(ct_view(z, CT_SHAPE(3, 0)), 1, 1);
     CT_ASSERT_SHAPE(ct_view(z, CT_SHAPE(-1, 5)), 0, 5);
     CT_ASSERT_STRIDES(ct_view(ct_slice(z, 1, 0, 2, 1), CT_SHAPE(0, 2)), 3, 1);
+    /* sizes whose product overflows are fine next to a zero */
+    CT_ASSERT_SHAPE(ct_view(z, CT_SHAPE(INT64_C(1) << 40, 0, INT64_C(1) << 40, INT64_C(1) << 40)),
+                    INT64_C(1) << 40, 0, INT64_C(1) << 40, INT64_C(1) << 40);
+    /* ... but, as in PyTorch, the running product must not overflow before it */
+    CT_ASSERT_ERR(ct_view(z, CT_SHAPE(INT64_C(1) << 40, INT64_C(1) << 40, 0)) != NULL, CT_ERROR_VALUE, "overflows");
+    CT_ASSERT_ERR(ct_reshape(z, CT_SHAPE(INT64_C(1) << 40, INT64_C(1) << 40, 0)) != NULL, CT_ERROR_VALUE,
+                  "overflows");
     ct_scope_end();
 }
 
@@ -1047,6 +1054,10 @@ static void test_errors_slicing(void **state) {
     CT_ASSERT_ERR(ct_unfold(ct_empty(CT_SHAPE(1, 1, 1, 1, 1, 1, 1, 1), CT_F32, CT_CPU), 0, 1, 1) != NULL,
                   CT_ERROR_VALUE, "at most 8 dimensions");
     CT_ASSERT_ERR(ct_unfold(NULL, 0, 1, 1) != NULL, CT_ERROR_NULL_ARGUMENT, "unfold");
+    ct_tensor *huge = ct_as_strided(x, CT_INDEX(INT64_C(1) << 40, 0), CT_INDEX(1, 1), 2, 0);
+    CT_ASSERT_OK(huge);
+    CT_ASSERT_ERR(ct_unfold(huge, 0, INT64_C(1) << 39, 1) != NULL, CT_ERROR_VALUE,
+                  "unfold: the number of elements of shape [549755813889, 0, 549755813888] overflows");
     CT_ASSERT_ERR(ct_diagonal(x, 0, 0, 0) != NULL, CT_ERROR_VALUE, "diagonal dimensions cannot be identical 0, 0");
     CT_ASSERT_ERR(ct_diagonal(x, 0, -1, 1) != NULL, CT_ERROR_VALUE, "diagonal dimensions cannot be identical -1, 1");
     CT_ASSERT_ERR(ct_diagonal(x, 0, 0, 2) != NULL, CT_ERROR_INDEX, "[-2, 1], but got 2");
@@ -1075,6 +1086,8 @@ static void test_errors_as_strided_alias(void **state) {
     CT_ASSERT_ERR(ct_as_strided(x, CT_INDEX(3), CT_INDEX(INT64_MAX / 2), 1, 0) != NULL, CT_ERROR_VALUE,
                   "overflowed");
     CT_ASSERT_ERR(ct_as_strided(x, CT_INDEX(1), CT_INDEX(1), 1, INT64_MAX) != NULL, CT_ERROR_VALUE, "overflowed");
+    CT_ASSERT_ERR(ct_as_strided(x, CT_INDEX(INT64_C(1) << 40, INT64_C(1) << 40, 0), CT_INDEX(0, 0, 1), 3, 0) != NULL,
+                  CT_ERROR_VALUE, "overflowed");
     CT_ASSERT_ERR(ct_as_strided(x, CT_INDEX(1, 1, 1, 1, 1, 1, 1, 1, 1), CT_INDEX(1, 1, 1, 1, 1, 1, 1, 1, 1), 9, 0) !=
                       NULL,
                   CT_ERROR_VALUE, "at most 8");

@@ -2,8 +2,8 @@
  *
  * Every function here (except the copy path of reshape and flatten) returns a tensor
  * made by ct_tensor_make_view, so it shares the input's storage and therefore its
- * version counter (Note [Version counter] in tensor_impl.h). Nothing reads or writes
- * element data, which is why all of them work on META tensors too. */
+ * version counter (Note [Version counter] in tensor_impl.h). Apart from that copy,
+ * nothing here touches element data, which is why all of them work on META tensors. */
 #include <string.h>
 
 #include "tensor_impl.h"
@@ -34,14 +34,25 @@ static bool check_list(const char *op, const char *what, const int64_t *list, in
     return true;
 }
 
-/* Stride arithmetic that cannot trap: strides of tensors without elements are
- * unconstrained (as_strided accepts any), so their products may leave int64. Such
- * metadata is never used to reach an element; wrapping like PyTorch's arithmetic
- * keeps the sanitizers quiet without changing any reachable result. */
+/* Stride arithmetic that cannot trap: the sizes and strides of tensors without
+ * elements are unconstrained (as_strided accepts any stride, a view of an empty tensor
+ * any sizes), so their products may leave int64. Such metadata never reaches an
+ * element, so two's complement wrapping is as good as any value and keeps the
+ * behaviour defined. */
 static int64_t wmul(int64_t a, int64_t b) { return (int64_t)((uint64_t)a * (uint64_t)b); }
 static int64_t wadd(int64_t a, int64_t b) { return (int64_t)((uint64_t)a + (uint64_t)b); }
 
-static ct_tensor *view_of(const ct_tensor *t, int64_t offset, const int64_t *shape, const int64_t *strides, int ndim) {
+/* Sizes are multiplied left to right and must stay in int64 at every step, as
+ * PyTorch's numel check does: (0, 2^40, 2^40) is a valid empty shape, (2^40, 2^40, 0)
+ * is not. */
+static ct_tensor *view_of(const char *op, const ct_tensor *t, int64_t offset, const int64_t *shape,
+                          const int64_t *strides, int ndim) {
+    if (ct_shape_numel(shape, ndim) < 0) {
+        char buf[256];
+        ct_error(CT_ERROR_VALUE, op, "the number of elements of shape %s overflows",
+                 ct_shape_str(shape, ndim, buf, sizeof buf));
+        return NULL;
+    }
     return ct_tensor_make_view(t, offset, shape, strides, ndim);
 }
 
@@ -125,7 +136,7 @@ static bool view_strides(const int64_t *oshape, const int64_t *ostrides, int ond
         int64_t s = 1;
         for (int i = nndim - 1; i >= 0; i--) {
             out[i] = s;
-            s *= nshape[i] > 1 ? nshape[i] : 1;
+            s = wmul(s, nshape[i] > 1 ? nshape[i] : 1);
         }
         return true;
     }
@@ -159,6 +170,12 @@ static bool plan_reshape(const char *op, const ct_tensor *t, const int64_t *shap
                          int64_t *strides, bool *viewable) {
     if (!check_list(op, "shape", shape, ndim) || !infer_size(op, shape, ndim, t->numel, size))
         return false;
+    if (ct_shape_numel(size, ndim) < 0) { /* see view_of */
+        char buf[256];
+        ct_error(CT_ERROR_VALUE, op, "the number of elements of shape %s overflows",
+                 ct_shape_str(size, ndim, buf, sizeof buf));
+        return false;
+    }
     *viewable = view_strides(t->shape, t->strides, t->ndim, t->numel, size, ndim, strides);
     return true;
 }
@@ -175,7 +192,7 @@ ct_tensor *ct_view(const ct_tensor *t, const int64_t *shape, int ndim) {
                  "across two contiguous subspaces). Use .reshape(...) instead.");
         return NULL;
     }
-    return view_of(t, t->offset, size, strides, ndim);
+    return view_of("view", t, t->offset, size, strides, ndim);
 }
 
 ct_tensor *ct_reshape(const ct_tensor *t, const int64_t *shape, int ndim) {
@@ -185,7 +202,7 @@ ct_tensor *ct_reshape(const ct_tensor *t, const int64_t *shape, int ndim) {
     if (!plan_reshape("reshape", t, shape, ndim, size, strides, &viewable))
         return NULL;
     if (viewable)
-        return view_of(t, t->offset, size, strides, ndim);
+        return view_of("reshape", t, t->offset, size, strides, ndim);
     /* As torch.reshape: a contiguous copy reinterpreted in the new shape. The result
      * owns its storage and is not a view of anything (torch's _unsafe_view). */
     ct_scope_begin();
@@ -241,7 +258,7 @@ ct_tensor *ct_permute(const ct_tensor *t, const int64_t *dims, int ndim) {
         size[i] = t->shape[d];
         strides[i] = t->strides[d];
     }
-    return view_of(t, t->offset, size, strides, ndim);
+    return view_of("permute", t, t->offset, size, strides, ndim);
 }
 
 static ct_tensor *transpose_impl(const char *op, const ct_tensor *t, int dim0, int dim1) {
@@ -257,7 +274,7 @@ static ct_tensor *transpose_impl(const char *op, const ct_tensor *t, int dim0, i
         strides[a] = t->strides[b];
         strides[b] = t->strides[a];
     }
-    return view_of(t, t->offset, size, strides, t->ndim);
+    return view_of(op, t, t->offset, size, strides, t->ndim);
 }
 
 ct_tensor *ct_transpose(const ct_tensor *t, int dim0, int dim1) {
@@ -293,7 +310,7 @@ ct_tensor *ct_movedim(const ct_tensor *t, int source, int destination) {
         strides[i] = t->strides[from];
         from++;
     }
-    return view_of(t, t->offset, size, strides, t->ndim);
+    return view_of("movedim", t, t->offset, size, strides, t->ndim);
 }
 
 /* ------------------------------------------------------------------ expand / squeeze */
@@ -353,12 +370,7 @@ ct_tensor *ct_expand(const ct_tensor *t, const int64_t *shape, int ndim) {
         size[i] = target;
         strides[i] = stride;
     }
-    if (ct_shape_numel(size, ndim) < 0) {
-        ct_error(CT_ERROR_VALUE, "expand", "the number of elements of shape %s overflows",
-                 ct_shape_str(size, ndim, want, sizeof want));
-        return NULL;
-    }
-    return view_of(t, t->offset, size, strides, ndim);
+    return view_of("expand", t, t->offset, size, strides, ndim);
 }
 
 ct_tensor *ct_expand_as(const ct_tensor *t, const ct_tensor *other) {
@@ -378,7 +390,7 @@ ct_tensor *ct_squeeze(const ct_tensor *t) {
         strides[n] = t->strides[i];
         n++;
     }
-    return view_of(t, t->offset, size, strides, n);
+    return view_of("squeeze", t, t->offset, size, strides, n);
 }
 
 ct_tensor *ct_squeeze_dim(const ct_tensor *t, int dim) {
@@ -387,7 +399,7 @@ ct_tensor *ct_squeeze_dim(const ct_tensor *t, int dim) {
     if (ct_wrap_dim("squeeze", dim, t->ndim, &d))
         return NULL;
     if (t->ndim == 0 || t->shape[d] != 1)
-        return view_of(t, t->offset, t->shape, t->strides, t->ndim);
+        return view_of("squeeze", t, t->offset, t->shape, t->strides, t->ndim);
     int64_t size[CT_MAX_DIMS], strides[CT_MAX_DIMS];
     for (int i = 0, n = 0; i < t->ndim; i++) {
         if (i == d)
@@ -396,7 +408,7 @@ ct_tensor *ct_squeeze_dim(const ct_tensor *t, int dim) {
         strides[n] = t->strides[i];
         n++;
     }
-    return view_of(t, t->offset, size, strides, t->ndim - 1);
+    return view_of("squeeze", t, t->offset, size, strides, t->ndim - 1);
 }
 
 ct_tensor *ct_unsqueeze(const ct_tensor *t, int dim) {
@@ -416,7 +428,7 @@ ct_tensor *ct_unsqueeze(const ct_tensor *t, int dim) {
             from++;
         }
     }
-    return view_of(t, t->offset, size, strides, t->ndim + 1);
+    return view_of("unsqueeze", t, t->offset, size, strides, t->ndim + 1);
 }
 
 /* ------------------------------------------------------------------ flatten / unflatten */
@@ -490,7 +502,7 @@ ct_tensor *ct_unflatten(const ct_tensor *t, int dim, const int64_t *sizes, int n
 
 /* ------------------------------------------------------------------ slicing */
 
-static ct_tensor *slice_impl(const ct_tensor *t, int d, int64_t start, int64_t end, int64_t step) {
+static ct_tensor *slice_impl(const char *op, const ct_tensor *t, int d, int64_t start, int64_t end, int64_t step) {
     int64_t n = t->shape[d];
     /* Python's rules: negatives count from the end, then clamp into [0, n]. */
     if (start < 0)
@@ -509,7 +521,7 @@ static ct_tensor *slice_impl(const ct_tensor *t, int d, int64_t start, int64_t e
     memcpy(strides, t->strides, sizeof strides);
     size[d] = len == 0 ? 0 : (len - 1) / step + 1;
     strides[d] = wmul(t->strides[d], step);
-    return view_of(t, wadd(t->offset, wmul(start, t->strides[d])), size, strides, t->ndim);
+    return view_of(op, t, wadd(t->offset, wmul(start, t->strides[d])), size, strides, t->ndim);
 }
 
 ct_tensor *ct_slice(const ct_tensor *t, int dim, int64_t start, int64_t end, int64_t step) {
@@ -525,7 +537,7 @@ ct_tensor *ct_slice(const ct_tensor *t, int dim, int64_t start, int64_t end, int
         ct_error(CT_ERROR_VALUE, "slice", "slice step must be positive");
         return NULL;
     }
-    return slice_impl(t, d, start, end, step);
+    return slice_impl("slice", t, d, start, end, step);
 }
 
 ct_tensor *ct_narrow(const ct_tensor *t, int dim, int64_t start, int64_t length) {
@@ -556,7 +568,7 @@ ct_tensor *ct_narrow(const ct_tensor *t, int dim, int64_t start, int64_t length)
                  (long long)start, (long long)length, (long long)n);
         return NULL;
     }
-    return slice_impl(t, d, start, start + length, 1);
+    return slice_impl("narrow", t, d, start, start + length, 1);
 }
 
 ct_tensor *ct_select(const ct_tensor *t, int dim, int64_t index) {
@@ -585,7 +597,7 @@ ct_tensor *ct_select(const ct_tensor *t, int dim, int64_t index) {
         strides[k] = t->strides[i];
         k++;
     }
-    return view_of(t, wadd(t->offset, wmul(index, t->strides[d])), size, strides, t->ndim - 1);
+    return view_of("select", t, wadd(t->offset, wmul(index, t->strides[d])), size, strides, t->ndim - 1);
 }
 
 ct_tensor *ct_unfold(const ct_tensor *t, int dim, int64_t size, int64_t step) {
@@ -619,7 +631,7 @@ ct_tensor *ct_unfold(const ct_tensor *t, int dim, int64_t size, int64_t step) {
     }
     shape[t->ndim] = size;
     strides[t->ndim] = t->ndim == 0 ? 1 : t->strides[d];
-    return view_of(t, t->offset, shape, strides, t->ndim + 1);
+    return view_of("unfold", t, t->offset, shape, strides, t->ndim + 1);
 }
 
 ct_tensor *ct_diagonal(const ct_tensor *t, int64_t offset, int dim1, int dim2) {
@@ -652,7 +664,7 @@ ct_tensor *ct_diagonal(const ct_tensor *t, int64_t offset, int dim1, int dim2) {
     }
     shape[k] = n;
     strides[k] = wadd(t->strides[a], t->strides[b]);
-    return view_of(t, start, shape, strides, k + 1);
+    return view_of("diagonal", t, start, shape, strides, k + 1);
 }
 
 /* ------------------------------------------------------------------ as_strided / alias */
@@ -676,6 +688,11 @@ ct_tensor *ct_as_strided(const ct_tensor *t, const int64_t *shape, const int64_t
                      ct_shape_str(strides, ndim, sbuf, sizeof sbuf));
             return NULL;
         }
+    }
+    if (ct_shape_numel(shape, ndim) < 0) {
+        ct_error(CT_ERROR_VALUE, "as_strided", "Storage size calculation overflowed with sizes=%s and strides=%s",
+                 ct_shape_str(shape, ndim, sbuf, sizeof sbuf), ct_shape_str(strides, ndim, tbuf, sizeof tbuf));
+        return NULL;
     }
     int64_t offset = storage_offset < 0 ? t->offset : storage_offset;
     /* Elements the view reaches, counted from the start of the storage; none when it
@@ -707,10 +724,10 @@ ct_tensor *ct_as_strided(const ct_tensor *t, const int64_t *shape, const int64_t
                  (long long)offset, (long long)esize, (long long)need, (unsigned long long)t->storage->nbytes);
         return NULL;
     }
-    return view_of(t, offset, shape, strides, ndim);
+    return view_of("as_strided", t, offset, shape, strides, ndim);
 }
 
 ct_tensor *ct_alias(const ct_tensor *t) {
     CT_CHECK_ARG("alias", t);
-    return view_of(t, t->offset, t->shape, t->strides, t->ndim);
+    return view_of("alias", t, t->offset, t->shape, t->strides, t->ndim);
 }
