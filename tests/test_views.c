@@ -944,6 +944,14 @@ static void test_errors_reorder(void **state) {
     CT_ASSERT_ERR(ct_movedim(x, 3, 0) != NULL, CT_ERROR_INDEX, "but got 3");
     CT_ASSERT_ERR(ct_movedim(s, 1, 0) != NULL, CT_ERROR_INDEX, "[-1, 0], but got 1");
     CT_ASSERT_ERR(ct_movedim(NULL, 0, 0) != NULL, CT_ERROR_NULL_ARGUMENT, "movedim");
+    /* Reordering an empty tensor can put an overflowing product before its zero;
+     * torch refuses these too. */
+    ct_tensor *e = ct_empty(CT_SHAPE(0, INT64_C(1) << 40, INT64_C(1) << 40), CT_F32, CT_META);
+    CT_ASSERT_OK(e);
+    CT_ASSERT_ERR(ct_permute(e, CT_SHAPE(1, 2, 0)) != NULL, CT_ERROR_VALUE, "permute: the number of elements");
+    CT_ASSERT_ERR(ct_transpose(e, 0, 2) != NULL, CT_ERROR_VALUE, "transpose: the number of elements");
+    CT_ASSERT_ERR(ct_movedim(e, 0, 2) != NULL, CT_ERROR_VALUE, "movedim: the number of elements");
+    CT_ASSERT_SHAPE(ct_movedim(e, 2, 1), 0, INT64_C(1) << 40, INT64_C(1) << 40);
     ct_scope_end();
 }
 
