@@ -8,6 +8,8 @@ TYPE     ?= Release
 JOBS     ?= $(shell nproc 2>/dev/null || echo 2)
 PREFIX   ?= /usr/local
 CMAKE_FLAGS ?=
+# Sub-makes (the build itself) would announce every directory they enter.
+MAKEFLAGS += --no-print-directory
 
 .PHONY: all deps build run test bench install clean asan
 
