@@ -1,32 +1,51 @@
 #!/usr/bin/env bash
 # Installs, through apt, the Debian packages ctorch needs that are missing. Idempotent:
-# prints nothing and changes nothing when everything is there.
+# prints nothing and changes nothing when everything is there. Runs as root, or as a
+# user with sudo.
 #   scripts/deps.sh            build + test dependencies
-#   scripts/deps.sh --run      also the data the main job trains on
-#   scripts/deps.sh --fuzz     also clang's sanitizer/fuzzer runtime
+#   scripts/deps.sh --run      also the data the main job trains on (Fashion-MNIST)
+#   scripts/deps.sh --fuzz     also clang and its sanitizer/libFuzzer runtime
 set -euo pipefail
 
+# libclang-rt-14-dev is the runtime of Debian 12's clang (14); libFuzzer is in it.
 pkgs=(build-essential cmake pkg-config libopenblas-dev libsleef-dev zlib1g-dev libcmocka-dev)
 for arg in "$@"; do
   case "$arg" in
     --run) pkgs+=(dataset-fashion-mnist) ;;
-    --fuzz) pkgs+=(clang libclang-rt-dev) ;;
-    *) echo "deps.sh: unknown option $arg" >&2; exit 2 ;;
+    --fuzz) pkgs+=(clang libclang-rt-14-dev) ;;
+    -h|--help) sed -n '2,7s/^# \{0,1\}//p' "$0"; exit 0 ;;
+    *) echo "deps.sh: unknown option $arg (try --help)" >&2; exit 2 ;;
   esac
 done
 
+if ! command -v dpkg-query >/dev/null; then
+  echo "deps.sh: not a Debian system; install by hand: ${pkgs[*]}" >&2
+  exit 1
+fi
+
 missing=()
 for p in "${pkgs[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  [ "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null)" = "install ok installed" ] || missing+=("$p")
 done
 [ ${#missing[@]} -eq 0 ] && exit 0
 
-echo "deps.sh: installing ${missing[*]}"
-SUDO=""
+SUDO=()
 if [ "$(id -u)" -ne 0 ]; then
-  command -v sudo >/dev/null || { echo "deps.sh: need root or sudo to install ${missing[*]}" >&2; exit 1; }
-  SUDO=sudo
+  if ! command -v sudo >/dev/null; then
+    echo "deps.sh: missing ${missing[*]}; run as root or install sudo" >&2
+    exit 1
+  fi
+  SUDO=(sudo)
 fi
 export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+quietly() { "$@" >"$log" 2>&1 || { cat "$log" >&2; echo "deps.sh: failed: $*" >&2; exit 1; }; }
+
+echo "deps.sh: installing ${missing[*]}"
+# Fresh machines have no or stale package lists.
+quietly "${SUDO[@]}" apt-get update
+for p in "${missing[@]}"; do
+  apt-cache show "$p" >/dev/null 2>&1 || { echo "deps.sh: apt knows no package $p" >&2; exit 1; }
+done
+quietly "${SUDO[@]}" apt-get install -y --no-install-recommends "${missing[@]}"
