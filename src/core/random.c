@@ -334,9 +334,10 @@ ct_tensor *ct_bernoulli(const ct_tensor *p) {
     }
     if (!device_ok(op, p))
         return NULL;
-    ct_tensor *out = ct_tensor_new(op, p->shape, NULL, p->ndim, p->dtype, p->device);
-    if (!out || p->device.type == CT_DEVICE_META || p->numel == 0)
-        return out;
+    if (p->device.type == CT_DEVICE_META || p->numel == 0)
+        return ct_tensor_new(op, p->shape, NULL, p->ndim, p->dtype, p->device);
+    /* Validate every probability before allocating the result, so an error leaves
+     * nothing behind even without a scope. */
     ct_scope_begin();
     ct_tensor *probs = ct_contiguous(ct_to_dtype(p, CT_DTYPE_FLOAT64));
     if (!probs) {
@@ -346,15 +347,18 @@ ct_tensor *ct_bernoulli(const ct_tensor *p) {
     const double *pp = (const double *)ct_tensor_ptr(probs);
     for (int64_t i = 0; i < probs->numel; i++)
         if (!(pp[i] >= 0.0 && pp[i] <= 1.0)) {
-            ct_scope_end();
             ct_error(CT_ERROR_VALUE, op, "Expected p_in >= 0 && p_in <= 1 to be true, but got false (p[%lld] = %g)",
                      (long long)i, pp[i]);
+            ct_scope_end();
             return NULL;
         }
+    ct_tensor *out = ct_tensor_new(op, p->shape, NULL, p->ndim, p->dtype, p->device);
     rng_job J = {.kind = K_BERNOULLI_TENSOR, .probs = pp, .epc = 2};
-    bool ok = fill_tensor(op, out, &J);
+    if (out && !fill_tensor(op, out, &J))
+        out = NULL;
+    ct_keep(out);
     ct_scope_end();
-    return ok ? out : NULL;
+    return out;
 }
 
 /* ------------------------------------------------------------------ factories */
@@ -476,9 +480,17 @@ ct_tensor *ct_randperm(int64_t n, ct_dtype dtype, ct_device device) {
     ct_tensor *t = ct_tensor_new(op, &n, NULL, 1, dtype, device);
     if (!t || device.type == CT_DEVICE_META || n == 0)
         return t;
-    int64_t *perm = dtype == CT_DTYPE_INT64 ? (int64_t *)ct_tensor_ptr(t) : ct_xmalloc(op, (size_t)n * sizeof *perm);
-    if (!perm)
-        return NULL;
+    int64_t *perm = (int64_t *)ct_tensor_ptr(t);
+    if (dtype != CT_DTYPE_INT64) {
+        /* The work array is no larger than a tensor that was just allocated; failing
+         * here is out of memory, and t stays owned by the scope (or is released). */
+        perm = ct_xmalloc(op, (size_t)n * sizeof *perm);
+        if (!perm) {
+            if (ct_scope_depth() == 0)
+                ct_release(t);
+            return NULL;
+        }
+    }
     for (int64_t i = 0; i < n; i++)
         perm[i] = i;
     /* Fisher-Yates: swap k (k = 0 .. n-2) picks j uniformly in [k, n) from the 64-bit
