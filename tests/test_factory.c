@@ -46,6 +46,10 @@ static int check_golden_line(char *line, int lineno) {
             uint32_t want = (uint32_t)strtoul(tok, NULL, 16), got;
             memcpy(&got, p + i * 4, 4);
             ok = want == got;
+        } else if (dtype == CT_F16 || dtype == CT_BF16) {
+            uint16_t want = (uint16_t)strtoul(tok, NULL, 16), got;
+            memcpy(&got, p + i * 2, 2);
+            ok = want == got;
         } else {
             int64_t want = strtoll(tok, NULL, 10), got;
             memcpy(&got, p + i * 8, 8);
@@ -81,7 +85,7 @@ static void test_golden(void **state) {
     ct_scope_end();
     free(line);
     fclose(f);
-    assert_true(cases > 50);
+    assert_true(cases > 100);
     assert_int_equal(bad, 0);
 }
 
@@ -183,6 +187,8 @@ static void test_linspace_logspace(void **state) {
     CT_ASSERT_ERR(ct_linspace(0, 1, 3, CT_BOOL, CT_CPU) != NULL, CT_ERROR_TYPE, "\"linspace_cpu\" not implemented for 'Bool'");
     CT_ASSERT_ERR(ct_logspace(0, 1, 3, 2.0, CT_BOOL, CT_CPU) != NULL, CT_ERROR_TYPE,
                   "\"logspace_cpu\" not implemented for 'Bool'");
+    CT_ASSERT_ERR(ct_logspace(0, 1, 3, 2.0, CT_F16, CT_CPU) != NULL, CT_ERROR_TYPE,
+                  "\"logspace_cpu\" not implemented for 'Half'");
     CT_ASSERT_ERR(ct_linspace(0, 1, 3, (ct_dtype)-5, CT_CPU) != NULL, CT_ERROR_TYPE, "dtype");
     CT_ASSERT_ERR(ct_logspace(0, 1, 3, 2.0, CT_F32, CT_CUDA(1)) != NULL, CT_ERROR_DEVICE, "CUDA");
 }

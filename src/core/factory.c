@@ -11,19 +11,23 @@
  * SIMD register (32 bytes on the AVX2 and default builds that PyTorch ships), the
  * first element of each block is computed from the index and the rest as
  * base + k * step, and the last (n mod 2*block) elements come from a scalar loop. The
- * kernels are compiled with FMA, so those products and sums are fused, except in
- * linspace's scalar tail. For integer dtypes linspace truncates each block's base
- * before adding k * step, which is visible in the values
+ * kernels are compiled with FMA: the products with the index are fused into their
+ * sums, and so are the k * step additions of arange and of the float16 vector, but
+ * not those of linspace or of the bfloat16 vector (found by comparing candidate
+ * formulas against PyTorch's output). Float16 and bfloat16 arithmetic rounds to the
+ * dtype after each operation. For integer dtypes linspace truncates each block's
+ * base before adding k * step, which is visible in the values
  * (linspace(0, 10, 25, dtype=int64) starts 0, 0, 0, 1, 1, 1, 1, 2).
  *
  * ctorch follows the same recipe with C's fma (correctly rounded, like the hardware
- * instruction), so float32, float64 and integer results equal PyTorch's; the golden
- * test in tests/test_factory.c holds us to it. ISO C mode (-std=c11) keeps the
- * compiler from fusing the unfused expressions on its own. Two things are not
- * reproduced: the block width of AVX-512 builds (64 bytes), and PyTorch's split of
- * sequences longer than 32768 elements into per-thread chunks that restart the
- * blocking (which makes its own result depend on its thread count). ctorch treats
- * the whole tensor as one chunk, so its result never depends on thread count. */
+ * instruction), so its results equal PyTorch's bit for bit; the golden test in
+ * tests/test_factory.c holds us to it for float64, float32, float16, bfloat16 and
+ * int64. ISO C mode (-std=c11) keeps the compiler from fusing the unfused
+ * expressions on its own. Two things are not reproduced: the block width of AVX-512
+ * builds (64 bytes), and PyTorch's split of sequences longer than 32768 elements into
+ * per-thread chunks that restart the blocking (which makes its own result depend on
+ * its thread count). ctorch treats the whole tensor as one chunk, so its result never
+ * depends on the thread count. */
 #define CT_SIMD_BYTES 32
 
 /* Integer-to-double conversion of a scalar as c10::Scalar::to<int64_t> does it, with
@@ -85,8 +89,11 @@ static void arange_fill(char *p, ct_dtype d, int64_t n, ct_scalar start, ct_scal
         float s0 = (float)ct_scalar_to_double(start), st = (float)ct_scalar_to_double(step);
         for (int64_t b = 0; b < nv; b += w) {
             float base = round_to(d, fmaf(st, (float)b, s0));
+            /* PyTorch's AVX2 bfloat16 vector adds k * step unfused; its generic float16
+             * vector fuses. */
             for (int64_t k = 0; k < w; k++)
-                store_f(p + (b + k) * (int64_t)esz, d, fmaf((float)k, st, base));
+                store_f(p + (b + k) * (int64_t)esz, d,
+                        d == CT_DTYPE_BFLOAT16 ? base + (float)k * st : fmaf((float)k, st, base));
         }
         for (int64_t i = nv; i < n; i++)
             store_f(p + i * (int64_t)esz, d, fmaf(st, (float)i, s0));
@@ -234,6 +241,10 @@ ct_tensor *ct_linspace(double start, double end, int64_t steps, ct_dtype dtype, 
 /* ------------------------------------------------------------------ logspace */
 
 ct_tensor *ct_logspace(double start, double end, int64_t steps, double base, ct_dtype dtype, ct_device device) {
+    if (dtype == CT_DTYPE_FLOAT16 && steps >= 0) { /* PyTorch 1.13 has no float16 logspace on the CPU */
+        ct_error(CT_ERROR_TYPE, "logspace", "\"logspace_cpu\" not implemented for 'Half'");
+        return NULL;
+    }
     ct_tensor *t = range_common("logspace", "logspace_cpu", steps, &dtype, device);
     if (!t || device.type == CT_DEVICE_META || steps == 0)
         return t;

@@ -8,7 +8,7 @@ Writes tests/data/factories.txt, one case per line:
 
 Parameters are "i:<int>" or "f:<C99 hex float>" (p4 is logspace's base, "-" when
 unused; for linspace/logspace p3 is the step count). Values are the exact bits:
-float64 as 16 hex digits, float32 as 8 hex digits, int64 in decimal.
+float64 as 16 hex digits, float32 as 8 hex digits, float16/bfloat16 as 4 hex digits, int64 in decimal.
 
 PyTorch's CPU kernels for these ops depend on the SIMD width it runs with; the script
 pins ATEN_CPU_CAPABILITY=avx2 (which has the same width as the default build) so the
@@ -21,7 +21,8 @@ import sys
 os.environ["ATEN_CPU_CAPABILITY"] = "avx2"
 import torch  # noqa: E402
 
-DTYPES = {"float64": torch.float64, "float32": torch.float32, "int64": torch.int64}
+DTYPES = {"float64": torch.float64, "float32": torch.float32, "int64": torch.int64, "float16": torch.float16,
+          "bfloat16": torch.bfloat16}
 
 
 def param(x):
@@ -35,19 +36,21 @@ def values(t):
         return ["%016x" % struct.unpack("<Q", struct.pack("<d", v))[0] for v in t.tolist()]
     if t.dtype == torch.float32:
         return ["%08x" % struct.unpack("<I", struct.pack("<f", v))[0] for v in t.tolist()]
+    if t.dtype in (torch.float16, torch.bfloat16):
+        return ["%04x" % (v & 0xFFFF) for v in t.view(torch.int16).tolist()]
     return ["%d" % v for v in t.tolist()]
 
 
 def main():
     lines = []
     float_aranges = [(0, 1, 0.1), (-3.3, 7.1, 0.37), (1, -2.5, -0.3), (0.1, 100.3, 0.13), (0, 10, 1),
-                     (10, -10, -3), (-1e3, 1e3, 7.77)]
+                     (10, -10, -3), (-1e2, 1e2, 1.77)]
     int_aranges = [(0, 10, 3), (10, -7, -4), (-5, 5.5, 2), (0.5, 5, 1), (-100, 250, 7)]
     linspaces = [(0, 1, 7), (-3.3, 7.1, 101), (1, -2.5, 33), (0.1, 100.3, 301), (5, -7.7, 57), (2, 3, 1),
                  (0, 10, 25), (-7, 13, 19), (0, 1000, 2), (3, 3, 5), (-123.4, 567.8, 77)]
     logspaces = [(0, 3, 4, 2.0), (-2, 2, 9, 10.0), (1, -1.5, 17, 2.5), (0.5, 3.3, 33, 10.0), (0, 10, 11, 2.0),
                  (0, 1, 1, 10.0), (-3, 5, 45, 3.0)]
-    for name in ("float64", "float32"):
+    for name in ("float64", "float32", "float16", "bfloat16"):
         for s, e, st in float_aranges:
             t = torch.arange(s, e, st, dtype=DTYPES[name])
             lines.append(("arange", name, param(s), param(e), param(st), "-", t))
@@ -58,7 +61,7 @@ def main():
         for s, e, n in linspaces:
             t = torch.linspace(float(s), float(e), n, dtype=DTYPES[name])
             lines.append(("linspace", name, param(float(s)), param(float(e)), param(n), "-", t))
-        for s, e, n, b in logspaces:
+        for s, e, n, b in logspaces if name != "float16" else []:  # no float16 logspace in PyTorch
             t = torch.logspace(float(s), float(e), n, base=b, dtype=DTYPES[name])
             lines.append(("logspace", name, param(float(s)), param(float(e)), param(n), param(b), t))
     out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "factories.txt")
