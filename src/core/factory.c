@@ -62,7 +62,14 @@ static bool supported_range_dtype(const char *op, const char *kernel, ct_dtype d
     return true;
 }
 
-static inline void store_f(char *p, ct_dtype d, double v) { ct_store_double(p, d, v); }
+static inline void store_f(char *p, ct_dtype d, double v) {
+    if (d == CT_DTYPE_FLOAT32)
+        *(float *)p = (float)v;
+    else if (d == CT_DTYPE_FLOAT64)
+        *(double *)p = v;
+    else
+        ct_store_double(p, d, v);
+}
 
 /* Float16/bfloat16 arithmetic rounds after every operation, as c10::Half does. */
 static inline float round_to(ct_dtype d, float v) {

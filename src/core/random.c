@@ -116,22 +116,30 @@ static inline uint64_t word64(const uint32_t r[4], int half) {
     return (uint64_t)r[2 * half] | ((uint64_t)r[2 * half + 1] << 32);
 }
 
-static void run_counters(const rng_job *J, int64_t c_begin, int64_t c_end) {
+static void run_counters(const rng_job *job, int64_t c_begin, int64_t c_end) {
+    /* A local copy: stores through the char* output may alias anything reachable
+     * through a pointer, which would reload every field per element. */
+    const rng_job J = *job;
     const double two_pi = 6.283185307179586476925286766559;
+    const int64_t esz = (int64_t)ct_dtype_size(J.dtype);
+    const bool is_float = ct_dtype_is_floating(J.dtype);
+    const float ffrom = (float)J.a, fspan = (float)J.b - (float)J.a;
     for (int64_t c = c_begin; c < c_end; c++) {
         uint32_t r[4];
-        ct_philox_block(J->seed, J->offset + (uint64_t)c, r);
-        int64_t i0 = c * J->epc;
-        int m = (int)(J->n - i0 < J->epc ? J->n - i0 : J->epc);
-        switch (J->kind) {
+        ct_philox_block(J.seed, J.offset + (uint64_t)c, r);
+        int64_t i0 = c * J.epc;
+        int m = (int)(J.n - i0 < J.epc ? J.n - i0 : J.epc);
+        switch (J.kind) {
         case K_UNIFORM:
-            for (int e = 0; e < m; e++) {
-                uint64_t x = J->epc == 4 ? r[e] : word64(r, e);
-                double u = ct_uniform_from_bits(x, J->digits);
-                if (J->digits == 53)
-                    store(J->out, J->dtype, i0 + e, u * (J->b - J->a) + J->a);
-                else /* float accumulate type, as PyTorch */
-                    store(J->out, J->dtype, i0 + e, (float)((float)u * ((float)J->b - (float)J->a) + (float)J->a));
+            if (J.digits == 53) {
+                for (int e = 0; e < m; e++)
+                    store(J.out, J.dtype, i0 + e, ct_uniform_from_bits(word64(r, e), 53) * (J.b - J.a) + J.a);
+            } else if (J.dtype == CT_DTYPE_FLOAT32) {
+                for (int e = 0; e < m; e++)
+                    ((float *)J.out)[i0 + e] = (float)ct_uniform_from_bits(r[e], 24) * fspan + ffrom;
+            } else { /* float accumulate type, as PyTorch */
+                for (int e = 0; e < m; e++)
+                    store(J.out, J.dtype, i0 + e, (float)ct_uniform_from_bits(r[e], J.digits) * fspan + ffrom);
             }
             break;
         case K_NORMAL: {
@@ -139,27 +147,27 @@ static void run_counters(const rng_job *J, int64_t c_begin, int64_t c_end) {
             double u1 = 1.0 - ct_uniform_from_bits(word64(r, 0), 53);
             double u2 = ct_uniform_from_bits(word64(r, 1), 53);
             double radius = sqrt(-2.0 * log(u1));
-            store(J->out, J->dtype, i0, J->a + J->b * radius * cos(two_pi * u2));
+            store(J.out, J.dtype, i0, J.a + J.b * radius * cos(two_pi * u2));
             if (m > 1)
-                store(J->out, J->dtype, i0 + 1, J->a + J->b * radius * sin(two_pi * u2));
+                store(J.out, J.dtype, i0 + 1, J.a + J.b * radius * sin(two_pi * u2));
             break;
         }
         case K_RANDINT:
             /* Modulo of a 64-bit draw: see Note [randint bias]. */
             for (int e = 0; e < m; e++) {
-                int64_t v = (int64_t)((uint64_t)J->low + word64(r, e) % J->range);
-                if (ct_dtype_is_floating(J->dtype))
-                    store(J->out, J->dtype, i0 + e, (double)v);
+                int64_t v = (int64_t)((uint64_t)J.low + word64(r, e) % J.range);
+                if (is_float)
+                    store(J.out, J.dtype, i0 + e, (double)v);
                 else
-                    ct_store_int64(J->out + (i0 + e) * (int64_t)ct_dtype_size(J->dtype), J->dtype, v);
+                    ct_store_int64(J.out + (i0 + e) * esz, J.dtype, v);
             }
             break;
         case K_BERNOULLI:
         case K_BERNOULLI_TENSOR:
             for (int e = 0; e < m; e++) {
-                double p = J->kind == K_BERNOULLI ? J->a : J->probs[i0 + e];
+                double p = J.kind == K_BERNOULLI ? J.a : J.probs[i0 + e];
                 double u = ct_uniform_from_bits(word64(r, e), 53);
-                ct_store_int64(J->out + (i0 + e) * (int64_t)ct_dtype_size(J->dtype), J->dtype, u < p ? 1 : 0);
+                ct_store_int64(J.out + (i0 + e) * esz, J.dtype, u < p ? 1 : 0);
             }
             break;
         }
