@@ -1,0 +1,75 @@
+/* Internal random number generation: the Philox4x32-10 block function and the
+ * generator state behind ct_manual_seed. See Note [Random streams] in random.c.
+ *
+ * Everything here is plain C with no CPU-only state, so a CUDA kernel (or dropout)
+ * can reproduce the CPU stream: reserve counters on the host with
+ * ct_generator_reserve, then compute block (seed, offset + j) wherever element j is
+ * produced. */
+#ifndef CT_RANDOM_H
+#define CT_RANDOM_H
+
+#include <stdint.h>
+
+/* Philox4x32 constants (Salmon et al., "Parallel Random Numbers: As Easy as 1, 2, 3",
+ * SC'11): round multipliers and the Weyl sequence that bumps the key (golden ratio
+ * and sqrt(3) - 1, scaled to 32 bits). */
+#define CT_PHILOX_M0 0xD2511F53u
+#define CT_PHILOX_M1 0xCD9E8D57u
+#define CT_PHILOX_W0 0x9E3779B9u
+#define CT_PHILOX_W1 0xBB67AE85u
+#define CT_PHILOX_ROUNDS 10
+
+/* One Philox4x32-10 block: 4 random words from a 128-bit counter and a 64-bit key. */
+static inline void ct_philox4x32_10(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]) {
+    uint32_t c0 = ctr[0], c1 = ctr[1], c2 = ctr[2], c3 = ctr[3];
+    uint32_t k0 = key[0], k1 = key[1];
+    for (int r = 0; r < CT_PHILOX_ROUNDS; r++) {
+        if (r > 0) {
+            k0 += CT_PHILOX_W0;
+            k1 += CT_PHILOX_W1;
+        }
+        uint64_t p0 = (uint64_t)CT_PHILOX_M0 * c0;
+        uint64_t p1 = (uint64_t)CT_PHILOX_M1 * c2;
+        uint32_t n0 = (uint32_t)(p1 >> 32) ^ c1 ^ k0;
+        uint32_t n2 = (uint32_t)(p0 >> 32) ^ c3 ^ k1;
+        c1 = (uint32_t)p1;
+        c3 = (uint32_t)p0;
+        c0 = n0;
+        c2 = n2;
+    }
+    out[0] = c0;
+    out[1] = c1;
+    out[2] = c2;
+    out[3] = c3;
+}
+
+/* Block `counter` of the stream of `seed`: key = seed (low word first), counter words
+ * = (counter low, counter high, 0, 0). The last two counter words are left at zero
+ * for CPU ops; a device backend that wants independent substreams may use them. */
+static inline void ct_philox_block(uint64_t seed, uint64_t counter, uint32_t out[4]) {
+    const uint32_t key[2] = {(uint32_t)seed, (uint32_t)(seed >> 32)};
+    const uint32_t ctr[4] = {(uint32_t)counter, (uint32_t)(counter >> 32), 0u, 0u};
+    ct_philox4x32_10(ctr, key, out);
+}
+
+/* Uniform in [0, 1) from the low `digits` bits of x (24 for float32, 11 for float16,
+ * 8 for bfloat16, 53 for float64), as PyTorch's uniform_real_distribution. */
+static inline double ct_uniform_from_bits(uint64_t x, int digits) {
+    return (double)(x & ((UINT64_C(1) << digits) - 1)) * (1.0 / (double)(UINT64_C(1) << digits));
+}
+
+/* PyTorch's default seed (torch.initial_seed() before any manual_seed). */
+#define CT_DEFAULT_SEED UINT64_C(67280421310721)
+
+typedef struct ct_generator ct_generator;
+
+/* The process-wide default generator (what ct_manual_seed resets). */
+ct_generator *ct_default_generator(void);
+/* Atomically reserves n counters: *seed and *offset (the first reserved counter) are
+ * read together with the advance, so concurrent callers get disjoint ranges. */
+void ct_generator_reserve(ct_generator *g, uint64_t n, uint64_t *seed, uint64_t *offset);
+/* Current (seed, offset), e.g. to save and restore a state. */
+void ct_generator_get_state(ct_generator *g, uint64_t *seed, uint64_t *offset);
+void ct_generator_set_state(ct_generator *g, uint64_t seed, uint64_t offset);
+
+#endif /* CT_RANDOM_H */
