@@ -1,0 +1,143 @@
+/* bench/ops: the op library's speed on this machine, with the ceilings it is held to.
+ *
+ * Prints "name value unit" lines (the same names as PyTorch's side in
+ * shared/bench/torch_peer.py --what ops, so bench/compare.py can pair them):
+ *   ceil.copy_f32_N.GBps        memcpy of N float32: the bandwidth ceiling
+ *   ops.add_f32_N.GBps          c = a + b  (3 * 4 * N bytes moved)
+ *   ops.mul_f32_N.GBps, ops.exp_f32_N.GBps
+ *   ops.sum_f32_N.GBps          4 * N bytes read
+ *   ops.softmax_f32_4096.GBps   2 * 4 * 4096^2 bytes
+ *   ops.matmul_f32_M.gflops     ctorch's mm, and ceil.blas_sgemm_M.gflops (OpenBLAS direct)
+ *   ops.tiny_add.c.us_per_op    a 1-element add from C, allocation included
+ * Each figure is the median of several runs. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ctorch.h"
+
+#ifdef CT_HAVE_OPENBLAS
+#include <cblas.h>
+#endif
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+#define REPS 9
+
+typedef void (*work_fn)(void *ctx);
+
+/* Median seconds of one call of fn, after a warm-up call. */
+static double median_time(work_fn fn, void *ctx, int inner) {
+    double t[REPS];
+    fn(ctx);
+    for (int r = 0; r < REPS; r++) {
+        double t0 = now();
+        for (int i = 0; i < inner; i++)
+            fn(ctx);
+        t[r] = (now() - t0) / inner;
+    }
+    qsort(t, REPS, sizeof t[0], cmp_double);
+    return t[REPS / 2];
+}
+
+typedef struct {
+    ct_tensor *a, *b, *out;
+    void *src, *dst;
+    size_t bytes;
+    ct_tensor *(*unary)(const ct_tensor *, ct_tensor *);
+    ct_tensor *(*binary)(const ct_tensor *, const ct_tensor *, ct_tensor *);
+    int m;
+} bench_ctx;
+
+static void run_memcpy(void *p) {
+    bench_ctx *c = p;
+    memcpy(c->dst, c->src, c->bytes);
+}
+static void run_binary(void *p) {
+    bench_ctx *c = p;
+    c->binary(c->a, c->b, c->out);
+}
+static void run_unary(void *p) {
+    bench_ctx *c = p;
+    c->unary(c->a, c->out);
+}
+static void run_mm(void *p) {
+    bench_ctx *c = p;
+    ct_mm_out(c->a, c->b, c->out);
+}
+#ifdef CT_HAVE_OPENBLAS
+static void run_sgemm(void *p) {
+    bench_ctx *c = p;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, c->m, c->m, c->m, 1.0f, ct_tensor_data(c->a), c->m,
+                ct_tensor_data(c->b), c->m, 0.0f, ct_tensor_data(c->out), c->m);
+}
+#endif
+static void run_tiny(void *p) {
+    bench_ctx *c = p;
+    for (int i = 0; i < 1000; i++) {
+        ct_tensor *r = ct_add(c->a, c->b);
+        ct_release(r);
+    }
+}
+
+int main(int argc, char **argv) {
+    (void)argc;
+    (void)argv;
+    printf("ctorch %s threads %d\n", ct_version(), ct_get_num_threads());
+    ct_manual_seed(0);
+    for (int e = 20; e <= 24; e += 4) {
+        int64_t n = (int64_t)1 << e;
+        bench_ctx c = {0};
+        c.a = ct_rand(CT_SHAPE(n), CT_F32, CT_CPU);
+        c.b = ct_rand(CT_SHAPE(n), CT_F32, CT_CPU);
+        c.out = ct_empty(CT_SHAPE(n), CT_F32, CT_CPU);
+        c.src = ct_tensor_data(c.a);
+        c.dst = ct_tensor_data(c.out);
+        c.bytes = (size_t)n * 4;
+        double t = median_time(run_memcpy, &c, 5);
+        /* memcpy reads and writes: 2 * 4 * n bytes */
+        printf("ceil.copy_f32_%lld.GBps %.1f GB/s\n", (long long)n, 8.0 * (double)n / t / 1e9);
+        c.binary = ct_add_out;
+        printf("ops.add_f32_%lld.GBps %.1f GB/s\n", (long long)n, 12.0 * (double)n / median_time(run_binary, &c, 5) / 1e9);
+        c.binary = ct_mul_out;
+        printf("ops.mul_f32_%lld.GBps %.1f GB/s\n", (long long)n, 12.0 * (double)n / median_time(run_binary, &c, 5) / 1e9);
+        c.unary = ct_exp_out;
+        printf("ops.exp_f32_%lld.GBps %.1f GB/s\n", (long long)n, 8.0 * (double)n / median_time(run_unary, &c, 5) / 1e9);
+        ct_release(c.a);
+        ct_release(c.b);
+        ct_release(c.out);
+    }
+    for (int m = 256; m <= 2048; m *= (m == 256 ? 4 : 2)) {
+        bench_ctx c = {0};
+        c.m = m;
+        c.a = ct_rand(CT_SHAPE(m, m), CT_F32, CT_CPU);
+        c.b = ct_rand(CT_SHAPE(m, m), CT_F32, CT_CPU);
+        c.out = ct_empty(CT_SHAPE(m, m), CT_F32, CT_CPU);
+        double flops = 2.0 * m * (double)m * m;
+        int inner = m <= 256 ? 20 : 2;
+        printf("ops.matmul_f32_%d.gflops %.1f GFLOP/s\n", m, flops / median_time(run_mm, &c, inner) / 1e9);
+#ifdef CT_HAVE_OPENBLAS
+        printf("ceil.blas_sgemm_%d.gflops %.1f GFLOP/s\n", m, flops / median_time(run_sgemm, &c, inner) / 1e9);
+#endif
+        ct_release(c.a);
+        ct_release(c.b);
+        ct_release(c.out);
+    }
+    bench_ctx c = {0};
+    c.a = ct_ones(CT_SHAPE(1), CT_F32, CT_CPU);
+    c.b = ct_ones(CT_SHAPE(1), CT_F32, CT_CPU);
+    printf("ops.tiny_add.c.us_per_op %.3f us\n", median_time(run_tiny, &c, 10) / 1000 * 1e6);
+    ct_release(c.a);
+    ct_release(c.b);
+    return 0;
+}
