@@ -1,4 +1,5 @@
 /* Tensors, storages, reference counts and scopes. */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -134,6 +135,21 @@ typedef struct {
 
 static _Thread_local scope_stack tl_scopes;
 
+
+static pthread_key_t scope_key;
+static pthread_once_t scope_key_once = PTHREAD_ONCE_INIT;
+
+static void scope_thread_exit(void *p) {
+    scope_stack *s = p;
+    while (s->nmarks > 0)
+        ct_scope_end();
+    free(s->refs);
+    free(s->marks);
+    memset(s, 0, sizeof *s);
+}
+
+static void scope_key_init(void) { pthread_key_create(&scope_key, scope_thread_exit); }
+
 static bool scope_push(ct_tensor *t) {
     scope_stack *s = &tl_scopes;
     if (s->nrefs == s->cap) {
@@ -151,6 +167,10 @@ static bool scope_push(ct_tensor *t) {
 void ct_scope_begin(void) {
     scope_stack *s = &tl_scopes;
     if (s->nmarks == s->markcap) {
+        if (!s->marks) { /* first scope on this thread: free the buffers at its exit */
+            pthread_once(&scope_key_once, scope_key_init);
+            pthread_setspecific(scope_key, s);
+        }
         int cap = s->markcap ? s->markcap * 2 : 16;
         size_t *m = realloc(s->marks, (size_t)cap * sizeof *m);
         CT_ASSERT(m != NULL); /* a few bytes; nothing sensible to do without them */
@@ -167,12 +187,16 @@ void ct_scope_end(void) {
     size_t mark = s->marks[--s->nmarks];
     while (s->nrefs > mark)
         ct_release(s->refs[--s->nrefs]);
-    if (s->nmarks == 0) {
+    /* Keep small buffers for the next scope (every op opens one); give back ones a
+     * big scope grew. The thread-exit destructor frees the rest. */
+    if (s->nmarks == 0 && s->cap > 4096) {
         free(s->refs);
-        free(s->marks);
-        memset(s, 0, sizeof *s);
+        s->refs = NULL;
+        s->cap = 0;
     }
 }
+
+
 
 int ct_scope_depth(void) { return tl_scopes.nmarks; }
 
