@@ -1,4 +1,5 @@
 /* Ownership (refcounts, scopes) and the error model. */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -130,6 +131,29 @@ static void test_copy_conversions(void **state) {
     ct_scope_end();
 }
 
+/* Fill values the dtype cannot hold are refused, as torch.full does (PyTorch 1.13's
+ * answers for these cases were recorded by hand in the comments). */
+static void test_fill_overflow(void **state) {
+    (void)state;
+    ct_scope_begin();
+    ct_tensor *t = ct_full(CT_SHAPE(2), ct_scalar_int(-1), CT_U8, CT_CPU); /* ok: 255 */
+    CT_ASSERT_OK(t);
+    assert_true(ct_test_at(t, 0) == 255);
+    CT_ASSERT_ERR(ct_full(CT_SHAPE(2), ct_scalar_int(256), CT_U8, CT_CPU) != NULL, CT_ERROR_VALUE,
+                  "value cannot be converted to type uint8 without overflow");
+    assert_true(ct_test_at(ct_full(CT_SHAPE(2), ct_scalar_float(2.5), CT_I32, CT_CPU), 0) == 2); /* ok */
+    CT_ASSERT_ERR(ct_full(CT_SHAPE(2), ct_scalar_float(1e300), CT_F32, CT_CPU) != NULL, CT_ERROR_VALUE, "float32");
+    CT_ASSERT_ERR(ct_full(CT_SHAPE(2), ct_scalar_float(65510.0), CT_F16, CT_CPU) != NULL, CT_ERROR_VALUE, "float16");
+    CT_ASSERT_OK(ct_full(CT_SHAPE(2), ct_scalar_float(INFINITY), CT_F16, CT_CPU));
+    CT_ASSERT_ERR(ct_full(CT_SHAPE(2), ct_scalar_float(NAN), CT_I32, CT_CPU) != NULL, CT_ERROR_VALUE, "int32");
+    CT_ASSERT_ERR(ct_full(CT_SHAPE(2), ct_scalar_float(3e9), CT_I32, CT_CPU) != NULL, CT_ERROR_VALUE, "int32");
+    CT_ASSERT_OK(ct_full(CT_SHAPE(2), ct_scalar_int(127), CT_I8, CT_CPU));
+    CT_ASSERT_ERR(ct_full(CT_SHAPE(2), ct_scalar_float(-128.5), CT_I8, CT_CPU) != NULL, CT_ERROR_VALUE, "int8");
+    CT_ASSERT_ERR(ct_fill_(ct_zeros(CT_SHAPE(2), CT_I16, CT_CPU), ct_scalar_int(40000)) != NULL, CT_ERROR_VALUE,
+                  "fill_: value cannot be converted to type int16");
+    ct_scope_end();
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_scope_releases_temporaries),
@@ -141,6 +165,7 @@ int main(void) {
         cmocka_unit_test(test_numel_overflow),
         cmocka_unit_test(test_huge_alloc_fails_cleanly),
         cmocka_unit_test(test_copy_conversions),
+        cmocka_unit_test(test_fill_overflow),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

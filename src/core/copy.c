@@ -370,8 +370,56 @@ static void fill_impl(ct_tensor *t, ct_scalar value) {
     }
 }
 
+ct_status ct_check_scalar_fits(const char *op, ct_scalar s, ct_dtype d) {
+    /* PyTorch refuses fill values the dtype cannot hold (checked_convert): integers
+     * outside the range (for unsigned types, negatives down to -max wrap and are
+     * accepted), finite floats beyond the float type's range. NaN and infinities are
+     * fine for floating types; bool takes anything. */
+    if (d == CT_DTYPE_BOOL)
+        return CT_OK;
+    double lo, hi;
+    switch (d) {
+    case CT_DTYPE_UINT8: lo = 0, hi = 255; break;
+    case CT_DTYPE_INT8: lo = -128, hi = 127; break;
+    case CT_DTYPE_INT16: lo = -32768, hi = 32767; break;
+    case CT_DTYPE_INT32: lo = -2147483648.0, hi = 2147483647.0; break;
+    case CT_DTYPE_UINT16: lo = 0, hi = 65535; break;
+    case CT_DTYPE_UINT32: lo = 0, hi = 4294967295.0; break;
+    case CT_DTYPE_INT64: lo = -9223372036854775808.0, hi = 9223372036854775807.0; break;
+    case CT_DTYPE_UINT64: lo = 0, hi = 18446744073709551615.0; break;
+    case CT_DTYPE_FLOAT16: lo = -65504, hi = 65504; break;
+    case CT_DTYPE_BFLOAT16: lo = -3.3895313892515355e38, hi = 3.3895313892515355e38; break;
+    case CT_DTYPE_FLOAT32: lo = -3.4028234663852886e38, hi = 3.4028234663852886e38; break;
+    default: return CT_OK;
+    }
+    bool ok;
+    if (s.type == CT_SCALAR_INT && ct_dtype_is_integral(d, false)) {
+        /* exact integer comparison: doubles cannot hold every int64 */
+        int64_t v = s.v.i;
+        if (d == CT_DTYPE_INT64 || d == CT_DTYPE_UINT64)
+            ok = true;
+        else if (!ct_dtype_is_signed(d)) /* unsigned: negatives that wrap are accepted */
+            ok = (double)v <= hi && -(double)v <= hi;
+        else
+            ok = (double)v >= lo && (double)v <= hi;
+    } else {
+        double v = ct_scalar_to_double(s);
+        if (isnan(v) || isinf(v))
+            ok = ct_dtype_is_floating(d);
+        else if (ct_dtype_is_integral(d, false) && !ct_dtype_is_signed(d))
+            ok = v <= hi && -v <= hi;
+        else
+            ok = v >= lo && v <= hi;
+    }
+    if (!ok)
+        return ct_error(CT_ERROR_VALUE, op, "value cannot be converted to type %s without overflow", ct_dtype_name(d));
+    return CT_OK;
+}
+
 ct_tensor *ct_fill_(ct_tensor *t, ct_scalar value) {
     CT_CHECK_ARG("fill_", t);
+    if (ct_check_scalar_fits("fill_", value, t->dtype))
+        return NULL;
     fill_impl(t, value);
     return ct_tensor_ref(t);
 }
@@ -385,6 +433,8 @@ static ct_dtype infer_scalar_dtype(ct_scalar v) {
 ct_tensor *ct_full(const int64_t *shape, int ndim, ct_scalar value, ct_dtype dtype, ct_device device) {
     if (dtype == CT_DTYPE_UNDEFINED)
         dtype = infer_scalar_dtype(value);
+    if (ct_dtype_valid(dtype) && ct_check_scalar_fits("full", value, dtype))
+        return NULL;
     ct_tensor *t = ct_tensor_new("full", shape, NULL, ndim, dtype, device);
     if (!t)
         return NULL;

@@ -29,6 +29,9 @@ int64_t ct_load_int64(const void *p, ct_dtype d);
 /* Writes value converted as PyTorch's casts do (see Note [Casts] in copy.c). */
 void ct_store_double(void *p, ct_dtype d, double value);
 void ct_store_int64(void *p, ct_dtype d, int64_t value);
+/* PyTorch's checked conversion of fill values: an error naming op when s does not
+ * fit d (an integer out of range, a finite float beyond the type's range). */
+ct_status ct_check_scalar_fits(const char *op, ct_scalar s, ct_dtype d);
 /* Writes a scalar converted to d. */
 void ct_store_scalar(void *p, ct_dtype d, ct_scalar s);
 
