@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# make bench: runs ctorch's benchmarks and, where PyTorch is installed, PyTorch's side of
+# the same workloads in the same run, then prints both with their ratios.
+set -euo pipefail
+build=${1:-build}
+here=$(cd "$(dirname "$0")/.." && pwd)
+out=$(mktemp -d)
+"$build/bench/ops" | tee "$out/ctorch.txt"
+peer="$here/../shared/bench/torch_peer.py"
+py=""
+for p in python3 /usr/bin/python3; do
+  if "$p" -c "import torch" 2>/dev/null; then py=$p; break; fi
+done
+if [ -n "$py" ] && [ -f "$peer" ]; then
+  "$py" "$peer" --device cpu --what ops --threads "$(nproc)" | tee "$out/torch.txt"
+  echo
+  python3 "$here/bench/compare.py" "$out/ctorch.txt" "$out/torch.txt"
+else
+  echo "(PyTorch or shared/bench/torch_peer.py not found: no side-by-side figures)"
+fi
+rm -rf "$out"
