@@ -61,6 +61,28 @@ CT_API ct_tensor *ct_baddbmm(const ct_tensor *c, const ct_tensor *a, const ct_te
 /* x @ w^T + bias (bias may be NULL), as torch.nn.functional.linear. */
 CT_API ct_tensor *ct_linear(const ct_tensor *x, const ct_tensor *w, const ct_tensor *bias);
 
+/* ------------------------------------------------------------ neural-network kernels */
+
+/* torch.nn.functional.conv2d on (N, C, H, W) or unbatched (C, H, W) input; weight
+ * (O, C / groups, kh, kw); bias (O) or NULL. stride/padding/dilation are {h, w}. */
+CT_API ct_tensor *ct_conv2d(const ct_tensor *input, const ct_tensor *weight, const ct_tensor *bias,
+                            const int64_t stride[2], const int64_t padding[2], const int64_t dilation[2],
+                            int64_t groups);
+/* The gradients of conv2d: any of grad_input/grad_weight/grad_bias may be NULL (not
+ * computed). Each computed one is a new reference. */
+CT_API ct_status ct_conv2d_backward(const ct_tensor *grad_output, const ct_tensor *input, const ct_tensor *weight,
+                                    const int64_t stride[2], const int64_t padding[2], const int64_t dilation[2],
+                                    int64_t groups, ct_tensor **grad_input, ct_tensor **grad_weight,
+                                    ct_tensor **grad_bias);
+/* max_pool2d returning the values and, in indices (if not NULL), the flat h * W + w
+ * position of each maximum in its input plane (int64), as PyTorch. stride NULL means
+ * stride = kernel. */
+CT_API ct_tensor *ct_max_pool2d(const ct_tensor *input, const int64_t kernel[2], const int64_t stride[2],
+                                const int64_t padding[2], const int64_t dilation[2], bool ceil_mode,
+                                ct_tensor **indices);
+CT_API ct_tensor *ct_max_pool2d_backward(const ct_tensor *grad_output, const ct_tensor *input,
+                                         const ct_tensor *indices);
+
 /* ------------------------------------------------------------ type promotion */
 
 /* torch.promote_types: CT_DTYPE_UNDEFINED with an error for pairs PyTorch refuses

@@ -5,6 +5,7 @@
 #include "core/dtype.h"
 #include "core/loop.h"
 #include "cpu/loops.h"
+#include "cpu/blas.h"
 #include "ops/linalg.h"
 
 #ifdef CT_HAVE_OPENBLAS
@@ -192,4 +193,11 @@ ct_status ct_cpu_dot(ct_keyset ks, ct_call *call, void *ud) {
     mat ma = {pa, 0, a->strides[0]}, mb = {pb, b->strides[0], 0};
     gemm_generic(dt, 1, 1, n, ma, mb, po, 1, 1.0, 0.0);
     return CT_OK;
+}
+
+void ct_cpu_gemm(ct_dtype dtype, bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const void *a,
+                 int64_t lda, const void *b, int64_t ldb, double beta, void *c, int64_t ldc) {
+    mat A = {a, ta ? 1 : lda, ta ? lda : 1};
+    mat B = {b, tb ? 1 : ldb, tb ? ldb : 1};
+    gemm(dtype, m, n, k, A, B, c, ldc, alpha, beta);
 }

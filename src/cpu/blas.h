@@ -1,0 +1,16 @@
+/* Row-major GEMM on contiguous float32/float64 buffers (OpenBLAS when present). */
+#ifndef CT_CPU_BLAS_H
+#define CT_CPU_BLAS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ctorch/core.h"
+
+/* C (m x n, leading dim ldc) = alpha * op(A) (m x k) @ op(B) (k x n) + beta * C, where
+ * op transposes when ta/tb is set; A and B are row-major with leading dims lda/ldb.
+ * dtype is float32 or float64. */
+void ct_cpu_gemm(ct_dtype dtype, bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const void *a,
+                 int64_t lda, const void *b, int64_t ldb, double beta, void *c, int64_t ldc);
+
+#endif

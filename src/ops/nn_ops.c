@@ -1,0 +1,286 @@
+/* Convolution and pooling: argument checks, shape rules (shared by every backend),
+ * the public wrappers and the META kernels. */
+#include "ops/nn_ops.h"
+
+#include <string.h>
+
+#include "cpu/loops.h"
+#include "dispatch/dispatch_internal.h"
+
+static int64_t conv_out_size(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d) {
+    return (in + 2 * p - d * (k - 1) - 1) / s + 1;
+}
+
+ct_status ct_conv2d_geometry(const ct_call *call, ct_conv2d_geom *g) {
+    const char *op = "conv2d";
+    const ct_tensor *x = call->in[0], *w = call->in[1], *b = call->in[2];
+    memset(g, 0, sizeof *g);
+    for (int i = 0; i < 2; i++) {
+        g->stride[i] = call->ints[i];
+        g->padding[i] = call->ints[2 + i];
+        g->dilation[i] = call->ints[4 + i];
+    }
+    g->groups = call->ints[6];
+    if (x->ndim != 3 && x->ndim != 4)
+        return ct_error(CT_ERROR_VALUE, op, "Expected 3D (unbatched) or 4D (batched) input to conv2d, but got input of size: [%d dims]",
+                        x->ndim);
+    if (w->ndim != 4)
+        return ct_error(CT_ERROR_VALUE, op, "weight should have 4 dimensions, got %d", w->ndim);
+    for (int i = 0; i < 2; i++) {
+        if (g->stride[i] <= 0)
+            return ct_error(CT_ERROR_VALUE, op, "non-positive stride is not supported");
+        if (g->padding[i] < 0)
+            return ct_error(CT_ERROR_VALUE, op, "negative padding is not supported");
+        if (g->dilation[i] <= 0)
+            return ct_error(CT_ERROR_VALUE, op, "dilation should be greater than zero");
+    }
+    if (g->groups <= 0)
+        return ct_error(CT_ERROR_VALUE, op, "non-positive groups is not supported");
+    g->batched = x->ndim == 4;
+    int o = g->batched ? 1 : 0;
+    g->n = g->batched ? x->shape[0] : 1;
+    g->c = x->shape[o];
+    g->h = x->shape[o + 1];
+    g->w = x->shape[o + 2];
+    g->oc = w->shape[0];
+    g->kh = w->shape[2];
+    g->kw = w->shape[3];
+    if (g->c != w->shape[1] * g->groups) {
+        char ws[96], xs[96];
+        return ct_error(CT_ERROR_VALUE, op,
+                        "Given groups=%lld, weight of size %s, expected input%s to have %lld channels, but got %lld "
+                        "channels instead",
+                        (long long)g->groups, ct_shape_str(w->shape, 4, ws, sizeof ws),
+                        ct_shape_str(x->shape, x->ndim, xs, sizeof xs), (long long)(w->shape[1] * g->groups),
+                        (long long)g->c);
+    }
+    if (g->oc % g->groups != 0)
+        return ct_error(CT_ERROR_VALUE, op, "out_channels must be divisible by groups");
+    if (b && (b->ndim != 1 || b->shape[0] != g->oc))
+        return ct_error(CT_ERROR_VALUE, op, "bias should be a 1-D tensor of size %lld", (long long)g->oc);
+    if (w->dtype != x->dtype || (b && b->dtype != x->dtype))
+        return ct_error(CT_ERROR_TYPE, op, "Input type (%s) and weight type (%s) should be the same",
+                        ct_dtype_name(x->dtype), ct_dtype_name(b && b->dtype != x->dtype ? b->dtype : w->dtype));
+    if (!ct_dtype_is_floating(x->dtype))
+        return ct_error(CT_ERROR_TYPE, op, "not implemented for '%s'", ct_dtype_name(x->dtype));
+    int64_t eh = g->dilation[0] * (g->kh - 1) + 1, ew = g->dilation[1] * (g->kw - 1) + 1;
+    if (g->h + 2 * g->padding[0] < eh || g->w + 2 * g->padding[1] < ew)
+        return ct_error(CT_ERROR_VALUE, op,
+                        "Calculated padded input size per channel: (%lld x %lld). Kernel size: (%lld x %lld). Kernel "
+                        "size can't be greater than actual input size",
+                        (long long)(g->h + 2 * g->padding[0]), (long long)(g->w + 2 * g->padding[1]), (long long)eh,
+                        (long long)ew);
+    g->oh = conv_out_size(g->h, g->kh, g->stride[0], g->padding[0], g->dilation[0]);
+    g->ow = conv_out_size(g->w, g->kw, g->stride[1], g->padding[1], g->dilation[1]);
+    for (int i = 0; i < call->nin; i++)
+        if (call->in[i] && !ct_device_equal(call->in[i]->device, x->device))
+            return ct_error(CT_ERROR_DEVICE, op, "Expected all tensors to be on the same device");
+    return CT_OK;
+}
+
+void ct_conv2d_out_shape(const ct_conv2d_geom *g, int64_t *shape, int *ndim) {
+    int k = 0;
+    if (g->batched)
+        shape[k++] = g->n;
+    shape[k++] = g->oc;
+    shape[k++] = g->oh;
+    shape[k++] = g->ow;
+    *ndim = k;
+}
+
+ct_status ct_pool2d_geometry(const ct_call *call, ct_pool2d_geom *g) {
+    const char *op = "max_pool2d";
+    const ct_tensor *x = call->in[0];
+    memset(g, 0, sizeof *g);
+    for (int i = 0; i < 2; i++) {
+        g->kernel[i] = call->ints[i];
+        g->stride[i] = call->ints[2 + i];
+        g->padding[i] = call->ints[4 + i];
+        g->dilation[i] = call->ints[6 + i];
+    }
+    g->ceil_mode = call->ints[8] != 0;
+    if (x->ndim != 3 && x->ndim != 4)
+        return ct_error(CT_ERROR_VALUE, op, "non-empty 3D or 4D (batch mode) tensor expected for input");
+    for (int i = 0; i < 2; i++) {
+        if (g->kernel[i] <= 0)
+            return ct_error(CT_ERROR_VALUE, op, "kernel size should be greater than zero, but got kH: %lld kW: %lld",
+                            (long long)g->kernel[0], (long long)g->kernel[1]);
+        if (g->stride[i] <= 0)
+            return ct_error(CT_ERROR_VALUE, op, "stride should be greater than zero, but got dH: %lld dW: %lld",
+                            (long long)g->stride[0], (long long)g->stride[1]);
+        if (g->dilation[i] <= 0)
+            return ct_error(CT_ERROR_VALUE, op, "dilation should be greater than zero, but got dilationH: %lld dilationW: %lld",
+                            (long long)g->dilation[0], (long long)g->dilation[1]);
+        if (g->padding[i] < 0 || g->padding[i] > (g->dilation[i] * (g->kernel[i] - 1) + 1) / 2)
+            return ct_error(CT_ERROR_VALUE, op,
+                            "pad should be at most half of effective kernel size, but got pad=%lld, kernel_size=%lld and "
+                            "dilation=%lld",
+                            (long long)g->padding[i], (long long)g->kernel[i], (long long)g->dilation[i]);
+    }
+    if (!ct_dtype_is_floating(x->dtype) && x->dtype != CT_DTYPE_UINT8 && !ct_dtype_is_signed(x->dtype))
+        return ct_error(CT_ERROR_TYPE, op, "not implemented for '%s'", ct_dtype_name(x->dtype));
+    if (x->dtype == CT_DTYPE_BOOL)
+        return ct_error(CT_ERROR_TYPE, op, "not implemented for 'bool'");
+    g->batched = x->ndim == 4;
+    int o = g->batched ? 1 : 0;
+    g->n = g->batched ? x->shape[0] : 1;
+    g->c = x->shape[o];
+    g->h = x->shape[o + 1];
+    g->w = x->shape[o + 2];
+    int64_t in[2] = {g->h, g->w}, out[2];
+    for (int i = 0; i < 2; i++) {
+        int64_t num = in[i] + 2 * g->padding[i] - g->dilation[i] * (g->kernel[i] - 1) - 1;
+        int64_t extra = g->ceil_mode ? g->stride[i] - 1 : 0;
+        out[i] = (num + extra) / g->stride[i] + 1;
+        if (num + extra < 0)
+            out[i] = 0;
+        /* the last window must start inside the input or its left padding */
+        if (g->ceil_mode && out[i] > 0 && (out[i] - 1) * g->stride[i] >= in[i] + g->padding[i])
+            out[i]--;
+    }
+    g->oh = out[0];
+    g->ow = out[1];
+    if (g->oh < 1 || g->ow < 1)
+        return ct_error(CT_ERROR_VALUE, op,
+                        "Given input size: (%lldx%lldx%lld). Calculated output size: (%lldx%lldx%lld). Output size is "
+                        "too small",
+                        (long long)g->c, (long long)g->h, (long long)g->w, (long long)g->c, (long long)g->oh,
+                        (long long)g->ow);
+    return CT_OK;
+}
+
+void ct_pool2d_out_shape(const ct_pool2d_geom *g, int64_t *shape, int *ndim) {
+    int k = 0;
+    if (g->batched)
+        shape[k++] = g->n;
+    shape[k++] = g->c;
+    shape[k++] = g->oh;
+    shape[k++] = g->ow;
+    *ndim = k;
+}
+
+/* ------------------------------------------------------------------ META */
+
+ct_status ct_meta_conv2d(ct_keyset ks, ct_call *call, void *ud) {
+    (void)ks, (void)ud;
+    ct_conv2d_geom g;
+    ct_status st = ct_conv2d_geometry(call, &g);
+    if (st)
+        return st;
+    int64_t shape[4];
+    int nd;
+    ct_conv2d_out_shape(&g, shape, &nd);
+    ct_tensor *o = ct_empty(shape, nd, call->in[0]->dtype, CT_META);
+    return o ? ct_call_set_output(call, 0, o) : ct_last_status();
+}
+
+ct_status ct_meta_conv2d_backward(ct_keyset ks, ct_call *call, void *ud) {
+    (void)ks, (void)ud;
+    const ct_tensor *x = call->in[1], *w = call->in[2];
+    if (call->ints[7] && ct_call_set_output(call, 0, ct_empty_like(x, CT_DTYPE_UNDEFINED)))
+        return ct_last_status();
+    if (call->ints[8] && ct_call_set_output(call, 1, ct_empty_like(w, CT_DTYPE_UNDEFINED)))
+        return ct_last_status();
+    if (call->ints[9] && ct_call_set_output(call, 2, ct_empty(&w->shape[0], 1, w->dtype, CT_META)))
+        return ct_last_status();
+    return CT_OK;
+}
+
+ct_status ct_meta_max_pool2d_with_indices(ct_keyset ks, ct_call *call, void *ud) {
+    (void)ks, (void)ud;
+    ct_pool2d_geom g;
+    ct_status st = ct_pool2d_geometry(call, &g);
+    if (st)
+        return st;
+    int64_t shape[4];
+    int nd;
+    ct_pool2d_out_shape(&g, shape, &nd);
+    ct_tensor *o = ct_empty(shape, nd, call->in[0]->dtype, CT_META);
+    ct_tensor *i = ct_empty(shape, nd, CT_DTYPE_INT64, CT_META);
+    if (!o || !i)
+        return ct_last_status();
+    ct_call_set_output(call, 0, o);
+    return ct_call_set_output(call, 1, i);
+}
+
+ct_status ct_meta_max_pool2d_backward(ct_keyset ks, ct_call *call, void *ud) {
+    (void)ks, (void)ud;
+    ct_tensor *o = ct_empty_like(call->in[1], CT_DTYPE_UNDEFINED);
+    return o ? ct_call_set_output(call, 0, o) : ct_last_status();
+}
+
+/* ------------------------------------------------------------------ wrappers */
+
+static void put_pair(ct_call *c, int at, const int64_t *v, int64_t dflt) {
+    c->ints[at] = v ? v[0] : dflt;
+    c->ints[at + 1] = v ? v[1] : dflt;
+}
+
+ct_tensor *ct_conv2d(const ct_tensor *input, const ct_tensor *weight, const ct_tensor *bias, const int64_t stride[2],
+                     const int64_t padding[2], const int64_t dilation[2], int64_t groups) {
+    CT_CHECK_ARG("conv2d", input);
+    CT_CHECK_ARG("conv2d", weight);
+    ct_call c = {.op = CT_OP_conv2d, .nin = 3, .in = {input, weight, bias}, .nints = 7, .dtype = CT_DTYPE_UNDEFINED};
+    put_pair(&c, 0, stride, 1);
+    put_pair(&c, 2, padding, 0);
+    put_pair(&c, 4, dilation, 1);
+    c.ints[6] = groups;
+    return ct_dispatch_1(&c);
+}
+
+ct_status ct_conv2d_backward(const ct_tensor *grad_output, const ct_tensor *input, const ct_tensor *weight,
+                             const int64_t stride[2], const int64_t padding[2], const int64_t dilation[2],
+                             int64_t groups, ct_tensor **grad_input, ct_tensor **grad_weight, ct_tensor **grad_bias) {
+    CT_CHECK_ARG_STATUS("conv2d_backward", grad_output);
+    CT_CHECK_ARG_STATUS("conv2d_backward", input);
+    CT_CHECK_ARG_STATUS("conv2d_backward", weight);
+    ct_call c = {.op = CT_OP_conv2d_backward, .nin = 3, .in = {grad_output, input, weight}, .nints = 10,
+                 .dtype = CT_DTYPE_UNDEFINED};
+    put_pair(&c, 0, stride, 1);
+    put_pair(&c, 2, padding, 0);
+    put_pair(&c, 4, dilation, 1);
+    c.ints[6] = groups;
+    c.ints[7] = grad_input != NULL;
+    c.ints[8] = grad_weight != NULL;
+    c.ints[9] = grad_bias != NULL;
+    ct_status st = ct_dispatch(&c);
+    if (st == CT_OK) {
+        ct_tensor **outs[3] = {grad_input, grad_weight, grad_bias};
+        for (int i = 0; i < 3; i++)
+            if (outs[i])
+                *outs[i] = ct_call_take_output(&c, i);
+    }
+    ct_call_clear_outputs(&c);
+    return st;
+}
+
+ct_tensor *ct_max_pool2d(const ct_tensor *input, const int64_t kernel[2], const int64_t stride[2],
+                         const int64_t padding[2], const int64_t dilation[2], bool ceil_mode, ct_tensor **indices) {
+    CT_CHECK_ARG("max_pool2d", input);
+    if (!kernel) {
+        ct_error(CT_ERROR_NULL_ARGUMENT, "max_pool2d", "kernel size is NULL");
+        return NULL;
+    }
+    ct_call c = {.op = CT_OP_max_pool2d_with_indices, .nin = 1, .in = {input}, .nints = 9, .dtype = CT_DTYPE_UNDEFINED};
+    put_pair(&c, 0, kernel, 1);
+    put_pair(&c, 2, stride ? stride : kernel, 1);
+    put_pair(&c, 4, padding, 0);
+    put_pair(&c, 6, dilation, 1);
+    c.ints[8] = ceil_mode;
+    if (ct_dispatch(&c) != CT_OK)
+        return NULL;
+    ct_tensor *out = ct_call_take_output(&c, 0);
+    if (indices)
+        *indices = ct_call_take_output(&c, 1);
+    ct_call_clear_outputs(&c);
+    return out;
+}
+
+ct_tensor *ct_max_pool2d_backward(const ct_tensor *grad_output, const ct_tensor *input, const ct_tensor *indices) {
+    CT_CHECK_ARG("max_pool2d_backward", grad_output);
+    CT_CHECK_ARG("max_pool2d_backward", input);
+    CT_CHECK_ARG("max_pool2d_backward", indices);
+    ct_call c = {.op = CT_OP_max_pool2d_backward, .nin = 3, .in = {grad_output, input, indices},
+                 .dtype = CT_DTYPE_UNDEFINED};
+    return ct_dispatch_1(&c);
+}

@@ -1,0 +1,31 @@
+/* Geometry of convolutions and pooling, shared by the backends' kernels. */
+#ifndef CT_OPS_NN_OPS_H
+#define CT_OPS_NN_OPS_H
+
+#include "dispatch/call.h"
+
+typedef struct ct_conv2d_geom {
+    bool batched;
+    int64_t n, c, h, w;    /* input */
+    int64_t oc, kh, kw;    /* weight */
+    int64_t oh, ow;        /* output */
+    int64_t stride[2], padding[2], dilation[2], groups;
+} ct_conv2d_geom;
+
+typedef struct ct_pool2d_geom {
+    bool batched, ceil_mode;
+    int64_t n, c, h, w, oh, ow;
+    int64_t kernel[2], stride[2], padding[2], dilation[2];
+} ct_pool2d_geom;
+
+/* Checks a conv2d / conv2d_backward call (in[0] input, in[1] weight, in[2] bias or
+ * NULL; ints: stride[2], padding[2], dilation[2], groups) and fills g. For
+ * conv2d_backward pass a call whose in[] is shifted to (input, weight, NULL). */
+ct_status ct_conv2d_geometry(const ct_call *call, ct_conv2d_geom *g);
+void ct_conv2d_out_shape(const ct_conv2d_geom *g, int64_t *shape, int *ndim);
+/* Checks a max_pool2d call (ints: kernel[2], stride[2], padding[2], dilation[2],
+ * ceil_mode) and fills g. */
+ct_status ct_pool2d_geometry(const ct_call *call, ct_pool2d_geom *g);
+void ct_pool2d_out_shape(const ct_pool2d_geom *g, int64_t *shape, int *ndim);
+
+#endif
