@@ -147,8 +147,9 @@ static ct_value *dispatch(const uint8_t *b, size_t n, ct_mapping *map, const cha
     case FMT_UNKNOWN: break;
     }
     char hex[3 * 8 + 1] = "";
+    size_t h = 0;
     for (size_t i = 0; i < n && i < 8; i++)
-        snprintf(hex + 3 * i, sizeof hex - 3 * i, i ? " %02x" : "%02x", b[i]);
+        h += (size_t)snprintf(hex + h, sizeof hex - h, i ? " %02x" : "%02x", b[i]);
     ct_error(CT_ERROR_FORMAT, "load",
              "%s: not a checkpoint ctorch recognises (%zu bytes, starting %s%s): expected safetensors (an 8-byte "
              "header length, then '{'), a torch.save zip (PK\\x03\\x04) or a legacy torch.save pickle",
