@@ -24,6 +24,8 @@ typedef struct {
 } rows;
 
 static void push(rows *r, row x) {
+    if (!x.name)
+        r->oom = true;
     if (r->oom)
         goto drop;
     if (r->n == r->cap) {
@@ -41,6 +43,28 @@ static void push(rows *r, row x) {
 drop:
     free(x.name);
     free(x.value);
+}
+
+/* A copy of s with control characters escaped, so that names and values from a
+ * hostile file cannot send terminal escape sequences. */
+static char *escaped(const char *s) {
+    size_t n = strlen(s);
+    char *out = malloc(4 * n + 1);
+    if (!out)
+        return NULL;
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '\t' || c == '\n' || c == '\r') {
+            out[o++] = '\\';
+            out[o++] = c == '\t' ? 't' : c == '\n' ? 'n' : 'r';
+        } else if (c < 0x20 || c == 0x7f) {
+            o += (size_t)snprintf(out + o, 5, "\\x%02x", c);
+        } else
+            out[o++] = (char)c;
+    }
+    out[o] = '\0';
+    return out;
 }
 
 static char *join(const char *prefix, const char *part) {
@@ -75,10 +99,7 @@ static char *scalar_text(const ct_value *v) {
     case CT_VALUE_DICT: s = "{}"; break;
     default: s = "?"; break;
     }
-    char *out = malloc(strlen(s) + 1);
-    if (out)
-        strcpy(out, s);
-    return out;
+    return escaped(s);
 }
 
 static void walk(const ct_value *v, const char *path, rows *tensors, rows *meta, int depth) {
@@ -86,7 +107,7 @@ static void walk(const ct_value *v, const char *path, rows *tensors, rows *meta,
     if (k == CT_VALUE_TENSOR) {
         row x = {0};
         ct_tensor *t = ct_value_tensor(v);
-        x.name = join("", path);
+        x.name = escaped(path);
         x.dtype = ct_tensor_dtype(t);
         x.numel = ct_tensor_numel(t);
         x.nbytes = x.numel * (int64_t)ct_tensor_element_size(t);
@@ -107,7 +128,7 @@ static void walk(const ct_value *v, const char *path, rows *tensors, rows *meta,
         return; /* an empty checkpoint has nothing to list */
     if (n <= 0 || depth > 200) {
         row x = {0};
-        x.name = join("", path);
+        x.name = escaped(path);
         x.value = scalar_text(v);
         push(meta, x);
         return;
