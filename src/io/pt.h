@@ -1,4 +1,4 @@
-/* The torch.save reader, as load.c calls it. */
+/* PyTorch .pt (torch.save zip) loading, for ct_load's format detection. */
 #ifndef CT_IO_PT_H
 #define CT_IO_PT_H
 
@@ -7,10 +7,14 @@
 
 #include "ctorch/io.h"
 
-/* Reads a torch.save file held in memory (zip, or the legacy pickle stream; load.c
- * has already looked at the magic bytes). name is the file name for messages, or NULL
- * for a caller's buffer. The result must not point into buf: the caller may unmap or
- * free it as soon as this returns. NULL with ct_last_error set on failure. */
+/* Loads a torch.save archive from memory (copied as needed; buf may be freed
+ * afterwards). name (may be NULL) is the file's name, used in messages. NULL on error. */
 ct_value *ct_pt_load_buffer(const uint8_t *buf, size_t len, const char *name);
+
+/* True when buf starts like a torch.save zip archive ("PK\3\4"). */
+bool ct_pt_sniff(const uint8_t *buf, size_t len);
+
+/* ct_save_pt, optionally with ZIP64 records on every entry (tests of the ZIP64 reader). */
+ct_status ct_pt_save_impl(const char *path, const ct_value *obj, bool force_zip64);
 
 #endif /* CT_IO_PT_H */
