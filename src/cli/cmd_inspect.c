@@ -80,6 +80,26 @@ static char *join(const char *prefix, const char *part) {
     return s;
 }
 
+/* Python's repr: the shortest text that reads back as the same double, with ".0" on
+ * integral values (0.9, not 0.90000000000000002; 0.0, not 0). */
+static void float_repr(double f, char *buf, size_t cap) {
+    if (f != f) {
+        snprintf(buf, cap, "nan");
+        return;
+    }
+    if (f == 1.0 / 0.0 || f == -1.0 / 0.0) {
+        snprintf(buf, cap, f > 0 ? "inf" : "-inf");
+        return;
+    }
+    for (int prec = 1; prec <= 17; prec++) {
+        snprintf(buf, cap, "%.*g", prec, f);
+        if (strtod(buf, NULL) == f)
+            break;
+    }
+    if (!strpbrk(buf, ".en"))
+        strncat(buf, ".0", cap - strlen(buf) - 1);
+}
+
 static char *scalar_text(const ct_value *v) {
     char buf[64];
     size_t len = 0;
@@ -88,7 +108,7 @@ static char *scalar_text(const ct_value *v) {
     case CT_VALUE_NONE: s = "None"; break;
     case CT_VALUE_BOOL: s = ct_value_bool(v) ? "True" : "False"; break;
     case CT_VALUE_INT: snprintf(buf, sizeof buf, "%" PRId64, ct_value_int(v)); break;
-    case CT_VALUE_FLOAT: snprintf(buf, sizeof buf, "%.17g", ct_value_float(v)); break;
+    case CT_VALUE_FLOAT: float_repr(ct_value_float(v), buf, sizeof buf); break;
     case CT_VALUE_STRING: s = ct_value_str(v, &len); break;
     case CT_VALUE_BYTES:
         ct_value_str(v, &len);
