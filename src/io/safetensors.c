@@ -495,7 +495,8 @@ static ct_status write_file(const char *path, const ct_json_buf *hdr, const out_
     snprintf(tmp, plen + 48, "%s.tmp%ld.%u", path, (long)getpid(), counter++);
     int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_TRUNC, 0666);
     if (fd < 0) {
-        ct_status st = ct_error(CT_ERROR_IO, OP_SAVE, "cannot create '%s': %s", tmp, strerror(errno));
+        ct_status st = ct_error(CT_ERROR_IO, OP_SAVE, "cannot create '%s' (writing '%s' there first): %s", path, tmp,
+                                strerror(errno));
         free(tmp);
         return st;
     }
