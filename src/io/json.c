@@ -121,11 +121,17 @@ static void put_utf8(char *out, size_t *o, uint32_t cp) {
     }
 }
 
-/* At the opening quote. The decoded text is never longer than the literal, so one
- * buffer of the literal's remaining length suffices. */
+/* At the opening quote. The decoded text is never longer than the literal, so a
+ * buffer of the literal's length suffices; the literal's end is found first so that a
+ * header of many strings does not allocate the rest of the text for each. */
 static ct_value *parse_string(parser *p) {
     p->pos++;
-    char *out = ct_xmalloc(p->op, p->n - p->pos + 1);
+    size_t end = p->pos;
+    while (end < p->n && p->s[end] != '"')
+        end += p->s[end] == '\\' ? 2 : 1;
+    if (end > p->n)
+        end = p->n;
+    char *out = ct_xmalloc(p->op, end - p->pos + 1);
     if (!out)
         return NULL;
     size_t o = 0;
