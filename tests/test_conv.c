@@ -1,0 +1,222 @@
+/* conv2d and max_pool2d against PyTorch (tests/data/conv_golden.txt), in float64 and
+ * float32, forward and backward; shape rules on META; error inputs. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+
+typedef struct {
+    char name[8];
+    int64_t n;
+    double *v;
+} vec;
+
+static char *line_buf;
+static size_t line_cap;
+
+static bool read_line(FILE *f) { return getline(&line_buf, &line_cap, f) > 0; }
+
+/* Parses "name v0 v1 ..." into a freshly allocated vector. */
+static vec parse_vec(const char *want) {
+    vec r = {0};
+    char *save = NULL, *tok = strtok_r(line_buf, " \n", &save);
+    assert_non_null(tok);
+    assert_string_equal(tok, want);
+    snprintf(r.name, sizeof r.name, "%s", tok);
+    size_t cap = 64;
+    r.v = malloc(cap * sizeof(double));
+    while ((tok = strtok_r(NULL, " \n", &save))) {
+        if ((size_t)r.n == cap)
+            r.v = realloc(r.v, (cap *= 2) * sizeof(double));
+        r.v[r.n++] = strtod(tok, NULL);
+    }
+    return r;
+}
+
+static vec next_vec(FILE *f, const char *want) {
+    assert_true(read_line(f));
+    return parse_vec(want);
+}
+
+static ct_tensor *tensor_of(const vec *v, const int64_t *shape, int nd, ct_dtype dt) {
+    ct_tensor *t = ct_from_data(v->v, shape, nd, CT_F64);
+    assert_int_equal(ct_tensor_numel(t), v->n);
+    return ct_to_dtype(t, dt);
+}
+
+static void expect_close(const ct_tensor *t, const vec *want, double tol, const char *what) {
+    assert_non_null(t);
+    assert_int_equal(ct_tensor_numel(t), want->n);
+    ct_tensor *c = ct_contiguous(ct_to_dtype(t, CT_F64));
+    const double *p = ct_tensor_data(c);
+    for (int64_t i = 0; i < want->n; i++)
+        if (fabs(p[i] - want->v[i]) > tol * (1 + fabs(want->v[i])))
+            fail_msg("%s[%lld]: got %.17g want %.17g", what, (long long)i, p[i], want->v[i]);
+}
+
+static void run_conv(FILE *f, const long *h, ct_dtype dt, double tol) {
+    int64_t n = h[0], c = h[1], H = h[2], W = h[3], o = h[4], kh = h[5], kw = h[6];
+    int64_t stride[2] = {h[7], h[8]}, pad[2] = {h[9], h[10]}, dil[2] = {h[11], h[12]}, groups = h[13];
+    bool has_bias = h[14], batched = h[15];
+    vec x = next_vec(f, "x"), w = next_vec(f, "w"), b = {0};
+    if (has_bias)
+        b = next_vec(f, "b");
+    vec y = next_vec(f, "y"), gy = next_vec(f, "gy"), gx = next_vec(f, "gx"), gw = next_vec(f, "gw"), gb = {0};
+    if (has_bias)
+        gb = next_vec(f, "gb");
+    ct_scope_begin();
+    ct_tensor *tx = batched ? tensor_of(&x, CT_SHAPE(n, c, H, W), dt) : tensor_of(&x, CT_SHAPE(c, H, W), dt);
+    ct_tensor *tw = tensor_of(&w, CT_SHAPE(o, c / groups, kh, kw), dt);
+    ct_tensor *tb = has_bias ? tensor_of(&b, CT_SHAPE(o), dt) : NULL;
+    ct_tensor *ty = ct_conv2d(tx, tw, tb, stride, pad, dil, groups);
+    CT_ASSERT_OK(ty);
+    assert_int_equal(ct_tensor_dtype(ty), dt);
+    expect_close(ty, &y, tol, "conv2d output");
+    ct_tensor *tgy = tensor_of(&gy, ct_tensor_shape(ty), ct_tensor_dim(ty), dt);
+    ct_tensor *rgx, *rgw, *rgb;
+    assert_int_equal(ct_conv2d_backward(tgy, tx, tw, stride, pad, dil, groups, &rgx, &rgw, has_bias ? &rgb : NULL),
+                     CT_OK);
+    expect_close(rgx, &gx, tol, "conv2d grad_input");
+    expect_close(rgw, &gw, tol, "conv2d grad_weight");
+    if (has_bias)
+        expect_close(rgb, &gb, tol, "conv2d grad_bias");
+    /* META gives the same shapes without data */
+    ct_tensor *mx = ct_empty(ct_tensor_shape(tx), ct_tensor_dim(tx), dt, CT_META);
+    ct_tensor *mw = ct_empty(ct_tensor_shape(tw), 4, dt, CT_META);
+    ct_tensor *my = ct_conv2d(mx, mw, NULL, stride, pad, dil, groups);
+    CT_ASSERT_OK(my);
+    assert_int_equal(ct_tensor_dim(my), ct_tensor_dim(ty));
+    for (int i = 0; i < ct_tensor_dim(ty); i++)
+        assert_int_equal(ct_tensor_shape(my)[i], ct_tensor_shape(ty)[i]);
+    ct_scope_end();
+    free(x.v), free(w.v), free(b.v), free(y.v), free(gy.v), free(gx.v), free(gw.v), free(gb.v);
+}
+
+static void run_pool(FILE *f, const long *h, ct_dtype dt, double tol) {
+    int64_t n = h[0], c = h[1], H = h[2], W = h[3];
+    int64_t k[2] = {h[4], h[5]}, stride[2] = {h[6], h[7]}, pad[2] = {h[8], h[9]}, dil[2] = {h[10], h[11]};
+    bool ceil_mode = h[12], batched = h[13];
+    vec x = next_vec(f, "x"), y = next_vec(f, "y"), idx = next_vec(f, "idx"), gy = next_vec(f, "gy"),
+        gx = next_vec(f, "gx");
+    ct_scope_begin();
+    ct_tensor *tx = batched ? tensor_of(&x, CT_SHAPE(n, c, H, W), dt) : tensor_of(&x, CT_SHAPE(c, H, W), dt);
+    ct_tensor *ti = NULL;
+    ct_tensor *ty = ct_max_pool2d(tx, k, stride, pad, dil, ceil_mode, &ti);
+    CT_ASSERT_OK(ty);
+    expect_close(ty, &y, tol, "max_pool2d output");
+    assert_int_equal(ct_tensor_dtype(ti), CT_I64);
+    expect_close(ti, &idx, 0, "max_pool2d indices");
+    ct_tensor *tgy = tensor_of(&gy, ct_tensor_shape(ty), ct_tensor_dim(ty), dt);
+    expect_close(ct_max_pool2d_backward(tgy, tx, ti), &gx, tol, "max_pool2d grad_input");
+    ct_scope_end();
+    free(x.v), free(y.v), free(idx.v), free(gy.v), free(gx.v);
+}
+
+static void run_golden(ct_dtype dt, double tol) {
+    FILE *f = fopen(CT_TEST_DATA_DIR "/conv_golden.txt", "r");
+    assert_non_null(f);
+    int convs = 0, pools = 0;
+    while (read_line(f)) {
+        long h[24];
+        int k = 0;
+        char kind[8];
+        char *p = line_buf;
+        int used;
+        sscanf(p, "%7s%n", kind, &used);
+        p += used;
+        while (k < 24 && sscanf(p, "%ld%n", &h[k], &used) == 1) {
+            p += used;
+            k++;
+        }
+        if (strcmp(kind, "conv") == 0) {
+            run_conv(f, h, dt, tol);
+            convs++;
+        } else if (strcmp(kind, "pool") == 0) {
+            run_pool(f, h, dt, tol);
+            pools++;
+        } else {
+            fail_msg("unexpected line: %.40s", line_buf);
+        }
+    }
+    fclose(f);
+    assert_true(convs >= 6 && pools >= 5);
+}
+
+static void test_golden_f64(void **state) {
+    (void)state;
+    run_golden(CT_F64, 1e-10);
+}
+
+static void test_golden_f32(void **state) {
+    (void)state;
+    run_golden(CT_F32, 2e-5);
+}
+
+static void test_errors(void **state) {
+    (void)state;
+    ct_scope_begin();
+    ct_tensor *x = ct_zeros(CT_SHAPE(2, 3, 8, 8), CT_F32, CT_CPU);
+    ct_tensor *w = ct_zeros(CT_SHAPE(4, 1, 3, 3), CT_F32, CT_CPU);
+    int64_t one[2] = {1, 1}, zero[2] = {0, 0}, neg[2] = {-1, 0};
+    CT_ASSERT_ERR(ct_conv2d(x, w, NULL, one, zero, one, 1) != NULL, CT_ERROR_VALUE,
+                  "Given groups=1, weight of size [4, 1, 3, 3], expected input[2, 3, 8, 8] to have 1 channels, but got 3 channels instead");
+    ct_tensor *w3 = ct_zeros(CT_SHAPE(4, 3, 3, 3), CT_F32, CT_CPU);
+    CT_ASSERT_ERR(ct_conv2d(x, w3, NULL, zero, zero, one, 1) != NULL, CT_ERROR_VALUE, "non-positive stride");
+    CT_ASSERT_ERR(ct_conv2d(x, w3, NULL, one, neg, one, 1) != NULL, CT_ERROR_VALUE, "negative padding");
+    CT_ASSERT_ERR(ct_conv2d(x, w3, ct_zeros(CT_SHAPE(5), CT_F32, CT_CPU), one, zero, one, 1) != NULL, CT_ERROR_VALUE,
+                  "bias");
+    CT_ASSERT_ERR(ct_conv2d(x, ct_zeros(CT_SHAPE(4, 3, 9, 9), CT_F32, CT_CPU), NULL, one, zero, one, 1) != NULL,
+                  CT_ERROR_VALUE, "Kernel size can't be greater than actual input size");
+    CT_ASSERT_ERR(ct_conv2d(x, ct_zeros(CT_SHAPE(4, 3, 3, 3), CT_F64, CT_CPU), NULL, one, zero, one, 1) != NULL,
+                  CT_ERROR_TYPE, "should be the same");
+    CT_ASSERT_ERR(ct_conv2d(ct_zeros(CT_SHAPE(8, 8), CT_F32, CT_CPU), w3, NULL, one, zero, one, 1) != NULL,
+                  CT_ERROR_VALUE, "Expected 3D (unbatched) or 4D (batched) input");
+    CT_ASSERT_ERR(ct_conv2d(x, w3, NULL, one, zero, one, 0) != NULL, CT_ERROR_VALUE, "groups");
+    CT_ASSERT_ERR(ct_conv2d(NULL, w3, NULL, one, zero, one, 1) != NULL, CT_ERROR_NULL_ARGUMENT, "conv2d");
+    int64_t k2[2] = {2, 2}, k3[2] = {3, 3}, p2[2] = {2, 2};
+    CT_ASSERT_ERR(ct_max_pool2d(x, k3, NULL, p2, NULL, false, NULL) != NULL, CT_ERROR_VALUE,
+                  "pad should be at most half of effective kernel size, but got pad=2, kernel_size=3 and dilation=1");
+    CT_ASSERT_ERR(ct_max_pool2d(ct_zeros(CT_SHAPE(1, 1, 1, 1), CT_F32, CT_CPU), k2, NULL, NULL, NULL, false, NULL) != NULL,
+                  CT_ERROR_VALUE, "Output size is too small");
+    CT_ASSERT_ERR(ct_max_pool2d(x, NULL, NULL, NULL, NULL, false, NULL) != NULL, CT_ERROR_NULL_ARGUMENT, "kernel");
+    ct_tensor *idx = NULL;
+    ct_tensor *y = ct_max_pool2d(x, k2, NULL, NULL, NULL, false, &idx);
+    CT_ASSERT_SHAPE(y, 2, 3, 4, 4);
+    ct_tensor *bad = ct_full(ct_tensor_shape(idx), 4, ct_scalar_int(1000), CT_I64, CT_CPU);
+    CT_ASSERT_ERR(ct_max_pool2d_backward(y, x, bad) != NULL, CT_ERROR_INDEX, "out of bounds");
+    CT_ASSERT_ERR(ct_max_pool2d_backward(y, x, ct_to_dtype(idx, CT_I32)) != NULL, CT_ERROR_TYPE, "int64");
+    ct_scope_end();
+}
+
+static void test_nan_propagates(void **state) {
+    (void)state;
+    ct_scope_begin();
+    float v[] = {1, NAN, 3, 4};
+    ct_tensor *x = ct_from_data(v, CT_SHAPE(1, 1, 2, 2), CT_F32);
+    int64_t k[2] = {2, 2};
+    ct_tensor *idx;
+    ct_tensor *y = ct_max_pool2d(x, k, NULL, NULL, NULL, false, &idx);
+    assert_true(isnan(ct_test_at(y, 0)));
+    assert_true(ct_test_at(idx, 0) == 1);
+    ct_scope_end();
+}
+
+static int teardown(void **state) {
+    (void)state;
+    free(line_buf);
+    line_buf = NULL;
+    line_cap = 0;
+    return 0;
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_golden_f64),
+        cmocka_unit_test(test_golden_f32),
+        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_nan_propagates),
+    };
+    return cmocka_run_group_tests(tests, NULL, teardown);
+}
