@@ -61,6 +61,46 @@ CT_API ct_tensor *ct_baddbmm(const ct_tensor *c, const ct_tensor *a, const ct_te
 /* x @ w^T + bias (bias may be NULL), as torch.nn.functional.linear. */
 CT_API ct_tensor *ct_linear(const ct_tensor *x, const ct_tensor *w, const ct_tensor *bias);
 
+/* ------------------------------------------------------------ shape and indexing */
+
+/* torch.cat: tensors promoted to their result type; 1-D empty tensors are skipped as
+ * PyTorch does. */
+CT_API ct_tensor *ct_cat(const ct_tensor *const *tensors, int n, int64_t dim);
+CT_API ct_tensor *ct_stack(const ct_tensor *const *tensors, int n, int64_t dim);
+/* Views of t along dim: pieces of split_size (the last may be smaller). Writes up to
+ * max_out new references to out and returns how many pieces there are (-1 on error). */
+CT_API int ct_split(const ct_tensor *t, int64_t split_size, int64_t dim, ct_tensor **out, int max_out);
+CT_API int ct_split_with_sizes(const ct_tensor *t, const int64_t *sizes, int nsizes, int64_t dim, ct_tensor **out,
+                               int max_out);
+/* chunks pieces of ceil(size / chunks), as torch.chunk (there may be fewer). */
+CT_API int ct_chunk(const ct_tensor *t, int64_t chunks, int64_t dim, ct_tensor **out, int max_out);
+/* select(t, dim, i) for every i. */
+CT_API int ct_unbind(const ct_tensor *t, int64_t dim, ct_tensor **out, int max_out);
+CT_API ct_tensor *ct_flip(const ct_tensor *t, const int64_t *dims, int ndims);
+CT_API ct_tensor *ct_roll(const ct_tensor *t, const int64_t *shifts, const int64_t *dims, int n);
+CT_API ct_tensor *ct_repeat(const ct_tensor *t, const int64_t *repeats, int n);
+CT_API ct_tensor *ct_tile(const ct_tensor *t, const int64_t *reps, int n);
+/* Lower/upper triangle of the last two dims, diagonal offset k. */
+CT_API ct_tensor *ct_tril(const ct_tensor *t, int64_t k);
+CT_API ct_tensor *ct_triu(const ct_tensor *t, int64_t k);
+CT_API ct_tensor *ct_index_select(const ct_tensor *t, int64_t dim, const ct_tensor *index);
+CT_API ct_tensor *ct_gather(const ct_tensor *t, int64_t dim, const ct_tensor *index);
+/* out = t with src added at index along dim (torch.Tensor.scatter_add). */
+CT_API ct_tensor *ct_scatter_add(const ct_tensor *t, int64_t dim, const ct_tensor *index, const ct_tensor *src);
+CT_API ct_tensor *ct_scatter_add_(ct_tensor *t, int64_t dim, const ct_tensor *index, const ct_tensor *src);
+/* out = t with alpha * src's slices added at index along dim (torch.index_add). */
+CT_API ct_tensor *ct_index_add(const ct_tensor *t, int64_t dim, const ct_tensor *index, const ct_tensor *src,
+                               ct_scalar alpha);
+CT_API ct_tensor *ct_masked_fill(const ct_tensor *t, const ct_tensor *mask, ct_scalar value);
+CT_API ct_tensor *ct_masked_fill_(ct_tensor *t, const ct_tensor *mask, ct_scalar value);
+/* (number of nonzero elements, ndim) int64 indices, row-major order. */
+CT_API ct_tensor *ct_nonzero(const ct_tensor *t);
+/* Stable sort along dim; indices (int64) may be NULL. NaN sorts as the largest value. */
+CT_API ct_tensor *ct_sort(const ct_tensor *t, int64_t dim, bool descending, ct_tensor **indices);
+CT_API ct_tensor *ct_argsort(const ct_tensor *t, int64_t dim, bool descending);
+/* The k largest (or smallest) along dim, sorted; indices (int64) may be NULL. */
+CT_API ct_tensor *ct_topk(const ct_tensor *t, int64_t k, int64_t dim, bool largest, ct_tensor **indices);
+
 /* ------------------------------------------------------------ neural-network kernels */
 
 /* torch.nn.functional.conv2d on (N, C, H, W) or unbatched (C, H, W) input; weight
