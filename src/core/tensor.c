@@ -447,34 +447,28 @@ ct_tensor *ct_empty_like(const ct_tensor *t, ct_dtype dtype) {
 
 int ct_tensor_dim(const ct_tensor *t) { return t ? t->ndim : -1; }
 
-int64_t ct_tensor_size(const ct_tensor *t, int dim) {
+/* Wraps dim for size()/stride(); -1 (error set) when t is NULL, 0-d or dim is out of range. */
+static int dim_of(const char *op, const ct_tensor *t, int dim) {
     int d;
     if (!t) {
-        ct_error_null("size");
+        ct_error_null(op);
         return -1;
     }
     if (t->ndim == 0) {
-        ct_error(CT_ERROR_INDEX, "size", "dimension specified as %d but tensor has no dimensions", dim);
+        ct_error(CT_ERROR_INDEX, op, "dimension specified as %d but tensor has no dimensions", dim);
         return -1;
     }
-    if (ct_wrap_dim("size", dim, t->ndim, &d))
-        return -1;
-    return t->shape[d];
+    return ct_wrap_dim(op, dim, t->ndim, &d) ? -1 : d;
+}
+
+int64_t ct_tensor_size(const ct_tensor *t, int dim) {
+    int d = dim_of("size", t, dim);
+    return d < 0 ? -1 : t->shape[d];
 }
 
 int64_t ct_tensor_stride(const ct_tensor *t, int dim) {
-    int d;
-    if (!t) {
-        ct_error_null("stride");
-        return -1;
-    }
-    if (t->ndim == 0) {
-        ct_error(CT_ERROR_INDEX, "stride", "dimension specified as %d but tensor has no dimensions", dim);
-        return -1;
-    }
-    if (ct_wrap_dim("stride", dim, t->ndim, &d))
-        return -1;
-    return t->strides[d];
+    int d = dim_of("stride", t, dim);
+    return d < 0 ? -1 : t->strides[d];
 }
 
 const int64_t *ct_tensor_shape(const ct_tensor *t) { return t ? t->shape : NULL; }

@@ -165,18 +165,24 @@ ct_tensor *ct_stack(const ct_tensor *const *tensors, int n, int64_t dim) {
 
 /* ------------------------------------------------------------------ split family */
 
+/* The dim a split-family op works along: t must have dims; error (naming op) otherwise. */
+static int split_dim(const char *op, const ct_tensor *t, int64_t dim) {
+    int d;
+    if (!t) {
+        ct_error_null(op);
+        return -1;
+    }
+    if (t->ndim == 0) {
+        ct_error(CT_ERROR_VALUE, op, "%s expects at least a 1-dimensional tensor", op);
+        return -1;
+    }
+    return ct_wrap_dim(op, dim, t->ndim, &d) ? -1 : d;
+}
+
 int ct_split_with_sizes(const ct_tensor *t, const int64_t *sizes, int nsizes, int64_t dim, ct_tensor **out,
                         int max_out) {
-    if (!t) {
-        ct_error_null("split_with_sizes");
-        return -1;
-    }
-    int d;
-    if (t->ndim == 0) {
-        ct_error(CT_ERROR_VALUE, "split", "split expects at least a 1-dimensional tensor");
-        return -1;
-    }
-    if (ct_wrap_dim("split", dim, t->ndim, &d))
+    int d = split_dim("split_with_sizes", t, dim);
+    if (d < 0)
         return -1;
     int64_t total = 0;
     for (int i = 0; i < nsizes; i++) {
@@ -209,16 +215,8 @@ int ct_split_with_sizes(const ct_tensor *t, const int64_t *sizes, int nsizes, in
 }
 
 int ct_split(const ct_tensor *t, int64_t split_size, int64_t dim, ct_tensor **out, int max_out) {
-    if (!t) {
-        ct_error_null("split");
-        return -1;
-    }
-    int d;
-    if (t->ndim == 0) {
-        ct_error(CT_ERROR_VALUE, "split", "split expects at least a 1-dimensional tensor");
-        return -1;
-    }
-    if (ct_wrap_dim("split", dim, t->ndim, &d))
+    int d = split_dim("split", t, dim);
+    if (d < 0)
         return -1;
     int64_t size = t->shape[d];
     if (split_size < 0 || (split_size == 0 && size != 0)) {
@@ -246,21 +244,13 @@ int ct_split(const ct_tensor *t, int64_t split_size, int64_t dim, ct_tensor **ou
 }
 
 int ct_chunk(const ct_tensor *t, int64_t chunks, int64_t dim, ct_tensor **out, int max_out) {
-    if (!t) {
-        ct_error_null("chunk");
+    int d = split_dim("chunk", t, dim);
+    if (d < 0)
         return -1;
-    }
     if (chunks <= 0) {
         ct_error(CT_ERROR_VALUE, "chunk", "chunk expects `chunks` to be greater than 0, got: %lld", (long long)chunks);
         return -1;
     }
-    int d;
-    if (t->ndim == 0) {
-        ct_error(CT_ERROR_VALUE, "chunk", "chunk expects at least a 1-dimensional tensor");
-        return -1;
-    }
-    if (ct_wrap_dim("chunk", dim, t->ndim, &d))
-        return -1;
     int64_t each = (t->shape[d] + chunks - 1) / chunks;
     return ct_split(t, each, d, out, max_out);
 }
