@@ -350,7 +350,7 @@ static void test_write_sample(void **state) {
     ct_memory_set_caching(CT_CPU, true);
     ct_memory_record_history(true, 100000);
     static const char *names[] = {"linear", "relu", "linear", "softmax", "cross_entropy"};
-    static const int64_t widths[] = {256, 256, 64, 64, 1};
+    static const int64_t widths[] = {256, 256, 512, 64, 1};
     ct_alloc_set_context("parameters");
     ct_tensor *params = ct_zeros(CT_SHAPE(512, 256), CT_F32, CT_CPU);
     for (int step = 0; step < 4; step++) {
@@ -358,7 +358,7 @@ static void test_write_sample(void **state) {
         ct_tensor *acts[5];
         for (int l = 0; l < 5; l++) {
             ct_alloc_set_context(names[l]);
-            acts[l] = ct_empty(CT_SHAPE(64 * (step + 1), widths[l]), CT_F32, CT_CPU);
+            acts[l] = ct_empty(CT_SHAPE(384 * (step + 1), widths[l]), CT_F32, CT_CPU);
             CT_ASSERT_OK(acts[l]);
         }
         ct_alloc_set_context("backward");

@@ -256,9 +256,11 @@ static void emit_state(emitter *e, const ct_alloc_state *st) {
     close_c(e, 'l');
     key(e, "allocator_settings");
     open_c(e, 'd');
-    key(e, "PYTORCH_CUDA_ALLOC_CONF");
     const char *conf = getenv("CT_ALLOC_CONF");
-    v_str(e, conf ? conf : "");
+    if (conf && *conf) {
+        key(e, "CT_ALLOC_CONF");
+        v_str(e, conf);
+    }
     key(e, "max_split_size");
     v_int(e, st->max_split_size);
     key(e, "caching");
