@@ -203,9 +203,15 @@ const char *ct_alloc_trace_action_name(int action) {
 
 /* ------------------------------------------------------------------ configuration */
 
-size_t ct_alloc_conf_max_split_size(void) { return atomic_load(&g_max_split); }
+static void conf_from_env(void);
+
+size_t ct_alloc_conf_max_split_size(void) {
+    pthread_once(&g_conf_once, conf_from_env);
+    return atomic_load(&g_max_split);
+}
 
 size_t ct_alloc_conf_roundup_divisions(size_t size) {
+    pthread_once(&g_conf_once, conf_from_env);
     int log_size = floor_log2(size);
     int start = 20; /* 1 MiB */
     int index = log_size > start ? log_size - start : 0;
@@ -402,8 +408,6 @@ static void conf_from_env(void) {
     }
 }
 
-static dev_alloc *find_dev(ct_device d);
-
 ct_status ct_memory_set_alloc_conf(const char *conf) {
     if (!conf)
         return ct_error(CT_ERROR_NULL_ARGUMENT, "memory_set_alloc_conf", "conf must not be NULL");
@@ -418,16 +422,6 @@ ct_status ct_memory_set_alloc_conf(const char *conf) {
         if (st != CT_OK)
             return st;
     }
-    /* Keep the reported max_split_size in step. */
-    for (int t = 0; t < CT_DEVICE_TYPES; t++)
-        for (int i = 0; i < CT_ALLOC_MAX_DEVICES; i++) {
-            dev_alloc *da = atomic_load(&g_devs[t][i]);
-            if (da) {
-                pthread_mutex_lock(&da->lock);
-                da->stats.max_split_size = c.max_split == SIZE_MAX ? -1 : (int64_t)c.max_split;
-                pthread_mutex_unlock(&da->lock);
-            }
-        }
     return CT_OK;
 }
 
@@ -675,7 +669,6 @@ ct_status ct_memory_record_history(bool enabled, int64_t max_entries) {
 /* ------------------------------------------------------------------ devices */
 
 static bool valid_device(ct_device d, const char *op) {
-    char buf[32];
     if (d.type == CT_DEVICE_META) {
         ct_error(CT_ERROR_DEVICE, op, "meta tensors have no data, so they have no allocator");
         return false;
@@ -685,7 +678,6 @@ static bool valid_device(ct_device d, const char *op) {
         ct_error(CT_ERROR_DEVICE, op, "invalid device (type %d, index %d)", (int)d.type, (int)d.index);
         return false;
     }
-    (void)buf;
     return true;
 }
 
@@ -719,8 +711,6 @@ static dev_alloc *get_dev(ct_device d, const char *op) {
             da->iface = iface;
             int conf = atomic_load(&g_cpu_caching_conf);
             da->caching = d.type == CT_DEVICE_CPU && conf >= 0 ? conf == 1 : iface->caching_default;
-            size_t ms = atomic_load(&g_max_split);
-            da->stats.max_split_size = ms == SIZE_MAX ? -1 : (int64_t)ms;
             atomic_store_explicit(&g_devs[d.type][d.index], da, memory_order_release);
         }
     }
@@ -1289,14 +1279,15 @@ ct_status ct_alloc_get_stats(ct_device device, ct_alloc_stats *out) {
     if (!valid_device(device, "memory_stats"))
         return ct_last_status();
     memset(out, 0, sizeof *out);
-    size_t ms = atomic_load(&g_max_split);
-    out->max_split_size = ms == SIZE_MAX ? -1 : (int64_t)ms;
     dev_alloc *da = find_dev(device);
-    if (!da)
-        return CT_OK; /* nothing allocated there yet */
-    pthread_mutex_lock(&da->lock);
-    *out = da->stats;
-    pthread_mutex_unlock(&da->lock);
+    if (da) {
+        pthread_mutex_lock(&da->lock);
+        *out = da->stats;
+        pthread_mutex_unlock(&da->lock);
+    }
+    /* a setting, reported with the stats as PyTorch does */
+    size_t ms = ct_alloc_conf_max_split_size();
+    out->max_split_size = ms == SIZE_MAX ? -1 : (int64_t)ms;
     return CT_OK;
 }
 
@@ -1504,7 +1495,8 @@ ct_status ct_alloc_state_get(ct_device device, ct_alloc_state *out) {
     pthread_mutex_lock(&da->lock);
     trace(da, CT_TRACE_SNAPSHOT, 0, 0, 0, tl_context);
     out->caching = da->caching;
-    out->max_split_size = da->stats.max_split_size;
+    size_t ms = atomic_load(&g_max_split);
+    out->max_split_size = ms == SIZE_MAX ? -1 : (int64_t)ms;
     ct_status st = CT_OK;
     out->segments = calloc(da->nsegments ? da->nsegments : 1, sizeof *out->segments);
     size_t nring = atomic_load(&g_history) && da->ring_gen == atomic_load(&g_history_gen) ? da->ring_len : 0;
