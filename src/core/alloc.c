@@ -47,9 +47,16 @@
 
 /* ------------------------------------------------------------------ CPU device */
 
+/* No 64-bit system maps more than 2^47 bytes for a process (x86-64 and AArch64 with
+ * 4-level tables), so larger requests fail here rather than in malloc, which under the
+ * sanitizers aborts instead of returning NULL. */
+#define CT_CPU_MAX_ALLOC ((size_t)1 << 47)
+
 static void *cpu_raw_alloc(void *ctx, int index, size_t nbytes) {
     (void)ctx;
     (void)index;
+    if (nbytes > CT_CPU_MAX_ALLOC)
+        return NULL;
     size_t n = (nbytes + CT_ALIGN - 1) / CT_ALIGN * CT_ALIGN;
     if (n < nbytes)
         return NULL;

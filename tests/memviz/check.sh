@@ -43,14 +43,9 @@ printf '\200\002cos\nsystem\nX\002\000\000\000lsR.' > bad_global.pickle
 expect_rc 1 bad_global.pickle -o bad.html
 grep -q "unsupported pickle opcode 0x63" memviz_err.txt || fail "message for GLOBAL: $(cat memviz_err.txt)"
 [ ! -e bad.html ] || fail "a failed run left bad.html behind"
-# every truncation of a real snapshot fails cleanly
-size=$(wc -c < alloc_snapshot.pickle)
-step=$((size / 97 + 1))
-n=1
-while [ $n -lt "$size" ]; do
-  head -c $n alloc_snapshot.pickle > trunc.pickle
-  expect_rc 1 trunc.pickle -o bad.html
-  n=$((n + step))
-done
+# a truncated snapshot (test_pickle_read tries every truncation in-process)
+head -c 200 alloc_snapshot.pickle > trunc.pickle
+expect_rc 1 trunc.pickle -o bad.html
+grep -q "truncated pickle" memviz_err.txt || fail "message for a truncated pickle: $(cat memviz_err.txt)"
 rm -f bad_text.bin bad_cycle.pickle bad_global.pickle trunc.pickle memviz_err.txt
 echo "memviz: ok"
