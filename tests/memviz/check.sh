@@ -21,6 +21,12 @@ done
 rm -f alloc_snapshot.pickle.html
 "$ctorch" memviz alloc_snapshot.pickle >/dev/null && [ -s alloc_snapshot.pickle.html ] || fail "default output name"
 
+# PyTorch 1.13's _snapshot() was the segment list alone
+printf '\200\002].' > list_root.pickle
+"$ctorch" memviz list_root.pickle -o list_root.html >/dev/null || fail "a bare segment list"
+grep -qF '{"segments":[]}' list_root.html || fail "a bare segment list is not wrapped in a dict"
+rm -f list_root.pickle list_root.html
+
 expect_rc() { # expect_rc RC ARGS...
   want=$1; shift
   "$ctorch" memviz "$@" >/dev/null 2>memviz_err.txt
