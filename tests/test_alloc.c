@@ -564,6 +564,14 @@ static void test_error_inputs(void **state) {
     ct_clear_error();
     CT_ASSERT_ERR(ct_memory_stats(CT_CPU, NULL, NULL) == CT_OK, CT_ERROR_NULL_ARGUMENT, "memory_stats");
     ct_clear_error();
+    CT_ASSERT_ERR(ct_max_memory_reserved(CT_META) != 0, CT_ERROR_DEVICE, "meta");
+    ct_clear_error();
+    CT_ASSERT_ERR(ct_memory_allocated(ct_device_make(CT_DEVICE_CUDA, 99)) != 0, CT_ERROR_DEVICE, "invalid device");
+    /* resets and empty_cache on devices never used (or unusable) do nothing */
+    ct_reset_peak_memory_stats(CT_META);
+    ct_reset_accumulated_memory_stats(CT_CUDA(1));
+    ct_empty_cache(ct_device_make(7, 0));
+    ct_clear_error();
     CT_ASSERT_ERR(ct_memory_set_caching(CT_META, true) == CT_OK, CT_ERROR_DEVICE, "meta");
     ct_clear_error();
     CT_ASSERT_ERR(ct_memory_caching(CT_META), CT_ERROR_DEVICE, "meta");
