@@ -12,6 +12,7 @@ static const struct {
 } commands[] = {
     {"info", ct_cmd_info, "build configuration, devices, threads and a short tensor demo"},
     {"inspect", ct_cmd_inspect, "FILE: names, dtypes, shapes and sizes in a checkpoint"},
+    {"memviz", ct_cmd_memviz, "SNAPSHOT [-o PAGE.html]: a memory snapshot as a self-contained HTML page"},
 };
 
 static void usage(FILE *f) {
