@@ -177,12 +177,37 @@ static void test_device_mismatch(void **state) {
     ct_scope_end();
 }
 
+/* Allocations made inside an op are attributed to it in allocator traces. */
+static void test_allocator_context(void **state) {
+    (void)state;
+    char path[] = "/tmp/ct_snap_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    assert_int_equal(ct_memory_record_history(true, 1000), CT_OK);
+    ct_scope_begin();
+    ct_tensor *a = ct_ones(CT_SHAPE(64), CT_F32, CT_CPU);
+    ct_tensor *b = ct_sigmoid(a);
+    CT_ASSERT_OK(b);
+    assert_int_equal(ct_memory_snapshot(CT_CPU, path, CT_SNAPSHOT_JSON), CT_OK);
+    ct_scope_end();
+    ct_memory_record_history(false, 0);
+    FILE *f = fopen(path, "r");
+    static char buf[1 << 20];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = 0;
+    fclose(f);
+    unlink(path);
+    assert_non_null(strstr(buf, "sigmoid"));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_op_find),          cmocka_unit_test(test_unconditional_override_and_removal),
         cmocka_unit_test(test_conditional_override), cmocka_unit_test(test_override_errors),
         cmocka_unit_test(test_meta_backend),     cmocka_unit_test(test_logging_to_file),
         cmocka_unit_test(test_keysets),          cmocka_unit_test(test_device_mismatch),
+        cmocka_unit_test(test_allocator_context),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

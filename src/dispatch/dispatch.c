@@ -1,10 +1,12 @@
 /* The dispatcher: key sets, per-(op, key) kernel tables, run-time overrides. */
 #include <pthread.h>
+#include <stdio.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "call.h"
+#include "core/alloc.h"
 #include "dispatch_internal.h"
 #include "ops/op_info.h"
 
@@ -262,9 +264,15 @@ ct_keyset ct_call_keyset(const ct_call *call) {
 ct_status ct_dispatch(ct_call *call) {
     ct_dispatch_ensure_init();
     ct_keyset ks = ct_call_keyset(call);
+    /* Memory the kernels ask for is attributed to this op in allocator traces; an op
+     * running inside another restores the outer name when it returns. */
+    char outer[32];
+    snprintf(outer, sizeof outer, "%s", ct_alloc_get_context());
+    ct_alloc_set_context(ct_op_name(call->op));
     ct_scope_begin(); /* the kernels' temporaries; outputs are held by the call */
     ct_status st = ct_redispatch(ks, call);
     ct_scope_end();
+    ct_alloc_set_context(outer[0] ? outer : NULL);
     if (st != CT_OK)
         ct_call_clear_outputs(call);
     else if (call->mode != CT_CALL_FUNCTIONAL)
