@@ -1,6 +1,5 @@
 /* The dispatcher: key sets, per-(op, key) kernel tables, run-time overrides. */
 #include <pthread.h>
-#include <stdio.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,6 +56,7 @@ ct_dispatch_key ct_keyset_highest(ct_keyset ks) {
 
 static _Thread_local ct_keyset tls_included;
 static _Thread_local ct_keyset tls_excluded;
+static _Thread_local const char *tls_op_name; /* the op running on this thread (static name) */
 static ct_keyset global_included; /* logging switched on for every thread */
 
 ct_keyset ct_tls_included(void) { return tls_included; }
@@ -266,13 +266,14 @@ ct_status ct_dispatch(ct_call *call) {
     ct_keyset ks = ct_call_keyset(call);
     /* Memory the kernels ask for is attributed to this op in allocator traces; an op
      * running inside another restores the outer name when it returns. */
-    char outer[32];
-    snprintf(outer, sizeof outer, "%s", ct_alloc_get_context());
-    ct_alloc_set_context(ct_op_name(call->op));
+    const char *outer = tls_op_name;
+    tls_op_name = ct_op_name(call->op);
+    ct_alloc_set_context(tls_op_name);
     ct_scope_begin(); /* the kernels' temporaries; outputs are held by the call */
     ct_status st = ct_redispatch(ks, call);
     ct_scope_end();
-    ct_alloc_set_context(outer[0] ? outer : NULL);
+    tls_op_name = outer;
+    ct_alloc_set_context(outer);
     if (st != CT_OK)
         ct_call_clear_outputs(call);
     else if (call->mode != CT_CALL_FUNCTIONAL)
