@@ -404,10 +404,28 @@ ct_status ct_pt_save_impl(const char *path, const ct_value *obj, bool force_zip6
         ct_pickler_free(&p);
         return ct_last_status();
     }
-    FILE *f = fopen(path, "wb");
-    if (!f) {
+    /* Written beside the target and renamed over it, so that a failure never leaves a
+     * half-written checkpoint under the real name. */
+    static _Atomic unsigned counter;
+    size_t plen = strlen(path);
+    char *tmp = ct_xmalloc(OP_SAVE, plen + 48);
+    if (!tmp) {
         ct_pickler_free(&p);
-        return ct_error(CT_ERROR_IO, OP_SAVE, "cannot open '%s' for writing: %s", path, strerror(errno));
+        return CT_ERROR_OUT_OF_MEMORY;
+    }
+    snprintf(tmp, plen + 48, "%s.tmp%ld.%u", path, (long)getpid(), counter++);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_TRUNC, 0666);
+    FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
+    if (!f) {
+        ct_status st = ct_error(CT_ERROR_IO, OP_SAVE, "cannot create '%s' (writing '%s' there first): %s", path, tmp,
+                                strerror(errno));
+        if (fd >= 0) {
+            close(fd);
+            unlink(tmp);
+        }
+        free(tmp);
+        ct_pickler_free(&p);
+        return st;
     }
     char root[256];
     archive_root(path, root, sizeof root);
@@ -421,8 +439,11 @@ ct_status ct_pt_save_impl(const char *path, const ct_value *obj, bool force_zip6
         st = ct_zip_writer_finish(&w);
     if (fclose(f) != 0 && !st)
         st = ct_error(CT_ERROR_IO, OP_SAVE, "cannot write '%s': %s", path, strerror(errno));
+    if (!st && rename(tmp, path) != 0)
+        st = ct_error(CT_ERROR_IO, OP_SAVE, "cannot write '%s': %s", path, strerror(errno));
     if (st)
-        remove(path);
+        unlink(tmp);
+    free(tmp);
     ct_pickler_free(&p);
     return st;
 }
