@@ -778,6 +778,26 @@ static void test_legacy_and_tar_refused(void **state) {
     expect_load_error((const uint8_t *)"{\"a\": 1}", 8, CT_ERROR_FORMAT, "not a torch.save zip archive");
 }
 
+/* ct_load and ct_load_buffer choose this reader by content. */
+static void test_format_detection(void **state) {
+    (void)state;
+    ct_scope_begin();
+    ct_value *v = ct_load(DATA "shared.pt");
+    CT_ASSERT_OK(v);
+    check_shared(v);
+    ct_value_free(v);
+    size_t len;
+    uint8_t *buf = read_all(DATA "dtypes.pt", &len);
+    v = ct_load_buffer(buf, len);
+    CT_ASSERT_OK(v);
+    check_dtypes(v);
+    ct_value_free(v);
+    free(buf);
+    uint8_t legacy[64] = {0x80, 0x02, 0x8a, 0x0a, 0x6c, 0xfc, 0x9c, 0x46, 0xf9, 0x20, 0x6a, 0xa8, 0x50, 0x19, '.'};
+    CT_ASSERT_ERR(ct_load_buffer(legacy, sizeof legacy) != NULL, CT_ERROR_NOT_IMPLEMENTED, "save it again with torch.save");
+    ct_scope_end();
+}
+
 static void test_error_inputs(void **state) {
     (void)state;
     CT_ASSERT_ERR(ct_load_pt(NULL) != NULL, CT_ERROR_NULL_ARGUMENT, "path");
@@ -931,6 +951,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_hostile_tensors),
         cmocka_unit_test(test_hostile_zip),
         cmocka_unit_test(test_legacy_and_tar_refused),
+        cmocka_unit_test(test_format_detection),
         cmocka_unit_test(test_error_inputs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
