@@ -41,6 +41,16 @@ extern "C" {
 
 /* CUSTOM: the prototypes are written out below, with the op's own arguments. */
 #define CT_DECL_CUSTOM(name)
+/* ---- reductions (docs/ops.md, Reductions). dims/ndims: the dims to reduce (negative
+ * allowed); NULL or ndims == 0 means every dim. dtype: CT_DTYPE_UNDEFINED for the
+ * default result dtype, else the input is converted to dtype before reducing. */
+
+/* REDUCE_DT: sum, prod, mean, ... with an optional dtype. */
+#define CT_DECL_REDUCE_DT(name)                                                                     \
+    CT_API ct_tensor *ct_##name(const ct_tensor *a, const int64_t *dims, int ndims, bool keepdim,    \
+                                ct_dtype dtype);                                                    \
+    CT_API ct_tensor *ct_##name##_out(const ct_tensor *a, const int64_t *dims, int ndims, bool keepdim, \
+                                      ct_dtype dtype, ct_tensor *out);
 
 #define CT_OP(name, sig, family, flags) CT_DECL_##sig(name)
 #include "ops.def"

@@ -2,6 +2,7 @@
  * its arguments into a ct_call and dispatches it. */
 #include "dispatch/call.h"
 #include "ops/op_info.h"
+#include "ops/reduce.h"
 #include "wrapped.h"
 
 static ct_tensor *call_unary(ct_op op, const ct_tensor *a, ct_tensor *out, ct_call_mode mode) {
@@ -112,6 +113,75 @@ static ct_tensor *call_binary_scalar(ct_op op, const ct_tensor *a, ct_scalar b, 
 
 /* CUSTOM ops write their wrappers by hand, next to their shape rules. */
 #define CT_DEF_CUSTOM(name)
+
+/* ------------------------------------------------------------------ reductions */
+
+/* Packs keepdim and the dim list (Note: layout in ops/reduce.h). A list longer than
+ * the call can hold must repeat a dim or name one out of range: report which. */
+static bool pack_dims(ct_call *c, const ct_tensor *a, const int64_t *dims, int ndims, bool keepdim) {
+    const char *name = ct_op_name(c->op);
+    c->ints[CT_RED_INT_KEEPDIM] = keepdim;
+    c->ints[CT_RED_INT_NDIMS] = 0;
+    c->nints = CT_RED_INT_DIMS;
+    if (ndims < 0) {
+        ct_error(CT_ERROR_VALUE, name, "the number of dims must not be negative, got %d", ndims);
+        return false;
+    }
+    if (!dims || ndims == 0)
+        return true;
+    if (ndims > CT_RED_MAX_DIMS) {
+        uint32_t mask;
+        if (ct_reduce_parse_dims(name, a->ndim, dims, ndims, &mask) == CT_OK)
+            ct_error(CT_ERROR_VALUE, name, "too many dims (%d)", ndims);
+        return false;
+    }
+    for (int i = 0; i < ndims; i++)
+        c->ints[CT_RED_INT_DIMS + i] = dims[i];
+    c->ints[CT_RED_INT_NDIMS] = ndims;
+    c->nints = CT_RED_INT_DIMS + ndims;
+    return true;
+}
+
+/* A reduction call with up to two outputs (given for out=, returned otherwise). */
+static ct_status call_reduce(ct_call *c, const ct_tensor *a, const int64_t *dims, int ndims, bool keepdim,
+                             ct_tensor *const *outs, int nout) {
+    c->nin = 1;
+    c->in[0] = a;
+    if (!pack_dims(c, a, dims, ndims, keepdim))
+        return ct_last_status();
+    if (c->mode == CT_CALL_OUT) {
+        for (int i = 0; i < nout; i++)
+            c->out[i] = ct_retain(outs[i]);
+        c->nout = nout;
+    }
+    return ct_dispatch(c);
+}
+
+static ct_tensor *reduce_1(ct_op op, const ct_tensor *a, const int64_t *dims, int ndims, bool keepdim,
+                           ct_dtype dtype, const ct_scalar *s, ct_tensor *out) {
+    ct_call c = {.op = op, .mode = out ? CT_CALL_OUT : CT_CALL_FUNCTIONAL, .dtype = dtype};
+    if (s) {
+        c.s[0] = *s;
+        c.nscalars = 1;
+    }
+    if (call_reduce(&c, a, dims, ndims, keepdim, &out, 1) != CT_OK)
+        return NULL;
+    ct_tensor *r = ct_call_take_output(&c, 0);
+    ct_call_clear_outputs(&c);
+    return r;
+}
+
+#define CT_DEF_REDUCE_DT(name)                                                                       \
+    ct_tensor *ct_##name(const ct_tensor *a, const int64_t *dims, int ndims, bool keepdim, ct_dtype dtype) { \
+        CT_CHECK_ARG(#name, a);                                                                      \
+        return reduce_1(CT_OP_##name, a, dims, ndims, keepdim, dtype, NULL, NULL);                   \
+    }                                                                                                \
+    ct_tensor *ct_##name##_out(const ct_tensor *a, const int64_t *dims, int ndims, bool keepdim,     \
+                               ct_dtype dtype, ct_tensor *out) {                                     \
+        CT_CHECK_ARG(#name "_out", a);                                                               \
+        CT_CHECK_ARG(#name "_out", out);                                                             \
+        return reduce_1(CT_OP_##name, a, dims, ndims, keepdim, dtype, NULL, out);                    \
+    }
 
 #define CT_OP(name, sig, family, flags) CT_DEF_##sig(name)
 #include "ctorch/ops.def"
