@@ -136,11 +136,219 @@ static void test_sum_accuracy_threads(void **state) {
     ct_scope_end();
 }
 
+
+/* ------------------------------------------------------------------ PyTorch goldens */
+
+typedef struct gargs {
+    int64_t dims[8];
+    int ndims;
+    int64_t dim;
+    bool keepdim;
+    ct_dtype dtype;
+    double p, correction;
+} gargs;
+
+static int split(char *s, char sep, char **parts, int max) {
+    int n = 0;
+    parts[n++] = s;
+    for (char *c = s; *c && n < max; c++)
+        if (*c == sep) {
+            *c = 0;
+            parts[n++] = c + 1;
+        }
+    return n;
+}
+
+static int parse_list(const char *s, double *v, int max) {
+    int n = 0;
+    char *end;
+    while (*s && n < max) {
+        v[n++] = strtod(s, &end);
+        s = *end == ',' ? end + 1 : end;
+        if (end == s && *s != 0)
+            break;
+    }
+    return n;
+}
+
+static void parse_args(char *s, gargs *a) {
+    memset(a, 0, sizeof *a);
+    a->dtype = CT_DTYPE_UNDEFINED;
+    a->correction = 1;
+    char *parts[16];
+    int n = *s ? split(s, ' ', parts, 16) : 0;
+    for (int i = 0; i < n; i++) {
+        char *eq = strchr(parts[i], '=');
+        assert_non_null(eq);
+        *eq = 0;
+        const char *k = parts[i], *v = eq + 1;
+        if (!strcmp(k, "dims")) {
+            double d[8];
+            a->ndims = parse_list(v, d, 8);
+            for (int j = 0; j < a->ndims; j++)
+                a->dims[j] = (int64_t)d[j];
+        } else if (!strcmp(k, "dim")) {
+            a->dim = strtoll(v, NULL, 10);
+        } else if (!strcmp(k, "keepdim")) {
+            a->keepdim = atoi(v) != 0;
+        } else if (!strcmp(k, "dtype")) {
+            a->dtype = ct_dtype_from_name(v);
+        } else if (!strcmp(k, "p")) {
+            a->p = strtod(v, NULL);
+        } else if (!strcmp(k, "correction")) {
+            a->correction = strtod(v, NULL);
+        } else {
+            fail_msg("unknown golden argument %s", k);
+        }
+    }
+}
+
+/* Runs op by its golden-file name; r1 is set for two-result ops. */
+static bool run_golden_op(const char *op, const ct_tensor *x, const gargs *a, ct_tensor **r0, ct_tensor **r1) {
+    const int64_t *d = a->dims;
+    int nd = a->ndims;
+    *r0 = *r1 = NULL;
+#define R1(call) (*r0 = (call)) != NULL
+#define R2(call) (call) == CT_OK
+    if (!strcmp(op, "sum")) return R1(ct_sum(x, d, nd, a->keepdim, a->dtype));
+    if (!strcmp(op, "nansum")) return R1(ct_nansum(x, d, nd, a->keepdim, a->dtype));
+    if (!strcmp(op, "mean")) return R1(ct_mean(x, d, nd, a->keepdim, a->dtype));
+    if (!strcmp(op, "nanmean")) return R1(ct_nanmean(x, d, nd, a->keepdim, a->dtype));
+    if (!strcmp(op, "prod")) return R1(ct_prod(x, d, nd, a->keepdim, a->dtype));
+    if (!strcmp(op, "amax")) return R1(ct_amax(x, d, nd, a->keepdim));
+    if (!strcmp(op, "amin")) return R1(ct_amin(x, d, nd, a->keepdim));
+    if (!strcmp(op, "logsumexp")) return R1(ct_logsumexp(x, d, nd, a->keepdim));
+    if (!strcmp(op, "all")) return R1(ct_all(x, d, nd, a->keepdim));
+    if (!strcmp(op, "any")) return R1(ct_any(x, d, nd, a->keepdim));
+    if (!strcmp(op, "count_nonzero")) return R1(ct_count_nonzero(x, d, nd));
+    if (!strcmp(op, "max")) return R1(ct_max(x));
+    if (!strcmp(op, "min")) return R1(ct_min(x));
+    if (!strcmp(op, "argmax")) return R1(ct_argmax(x));
+    if (!strcmp(op, "argmin")) return R1(ct_argmin(x));
+    if (!strcmp(op, "max_dim")) return R2(ct_max_dim(x, a->dim, a->keepdim, r0, r1));
+    if (!strcmp(op, "min_dim")) return R2(ct_min_dim(x, a->dim, a->keepdim, r0, r1));
+    if (!strcmp(op, "argmax_dim")) return R1(ct_argmax_dim(x, a->dim, a->keepdim));
+    if (!strcmp(op, "argmin_dim")) return R1(ct_argmin_dim(x, a->dim, a->keepdim));
+    if (!strcmp(op, "var")) return R1(ct_var(x, d, nd, a->correction, a->keepdim));
+    if (!strcmp(op, "std")) return R1(ct_std(x, d, nd, a->correction, a->keepdim));
+    if (!strcmp(op, "var_mean")) return R2(ct_var_mean(x, d, nd, a->correction, a->keepdim, r0, r1));
+    if (!strcmp(op, "std_mean")) return R2(ct_std_mean(x, d, nd, a->correction, a->keepdim, r0, r1));
+    if (!strcmp(op, "norm")) return R1(ct_norm(x, a->p, d, nd, a->keepdim, a->dtype));
+    if (!strcmp(op, "linalg_vector_norm")) return R1(ct_linalg_vector_norm(x, a->p, d, nd, a->keepdim, a->dtype));
+    if (!strcmp(op, "cumsum")) return R1(ct_cumsum(x, a->dim, a->dtype));
+    if (!strcmp(op, "cumprod")) return R1(ct_cumprod(x, a->dim, a->dtype));
+    if (!strcmp(op, "softmax")) return R1(ct_softmax(x, a->dim, a->dtype));
+    if (!strcmp(op, "log_softmax")) return R1(ct_log_softmax(x, a->dim, a->dtype));
+    if (!strcmp(op, "cummax")) return R2(ct_cummax(x, a->dim, r0, r1));
+    if (!strcmp(op, "cummin")) return R2(ct_cummin(x, a->dim, r0, r1));
+#undef R1
+#undef R2
+    fail_msg("golden op %s has no runner", op);
+    return false;
+}
+
+static double rel_tol(ct_dtype d) {
+    switch (d) {
+    case CT_F16: return 2e-3;
+    case CT_BF16: return 1.6e-2;
+    case CT_F32: return 1e-5;
+    case CT_F64: return 1e-12;
+    default: return 0;
+    }
+}
+
+static void expect_tensor(const char *where, const ct_tensor *t, char *dt, char *shape, char *vals) {
+    if (!t)
+        fail_msg("%s: result missing", where);
+    if (strcmp(ct_dtype_name(ct_tensor_dtype(t)), dt) != 0)
+        fail_msg("%s: dtype %s, PyTorch %s", where, ct_dtype_name(ct_tensor_dtype(t)), dt);
+    double sh[8], v[256];
+    int nd = parse_list(shape, sh, 8);
+    if (ct_tensor_dim(t) != nd)
+        fail_msg("%s: %d dims, PyTorch %d", where, ct_tensor_dim(t), nd);
+    for (int k = 0; k < nd; k++)
+        if (ct_tensor_shape(t)[k] != (int64_t)sh[k])
+            fail_msg("%s: size %lld at dim %d, PyTorch %lld", where, (long long)ct_tensor_shape(t)[k], k,
+                     (long long)sh[k]);
+    int n = parse_list(vals, v, 256);
+    assert_int_equal(ct_tensor_numel(t), n);
+    double tol = rel_tol(ct_tensor_dtype(t));
+    for (int i = 0; i < n; i++) {
+        double got = ct_test_at(t, i), want = v[i];
+        bool ok = isnan(want) ? isnan(got) : isinf(want) ? got == want : fabs(got - want) <= tol * (1 + fabs(want));
+        if (!ok)
+            fail_msg("%s: element %d is %.9g, PyTorch %.9g", where, i, got, want);
+    }
+}
+
+static void test_golden(void **state) {
+    (void)state;
+    FILE *f = fopen(CT_TEST_DATA_DIR "/reductions.txt", "r");
+    assert_non_null(f);
+    static char line[65536];
+    int cases = 0;
+    while (fgets(line, sizeof line, f)) {
+        if (line[0] == '#')
+            continue;
+        line[strcspn(line, "\n")] = 0;
+        char where[512];
+        snprintf(where, sizeof where, "%.500s", line);
+        char *parts[8];
+        int np = split(line, ';', parts, 8);
+        assert_int_equal(np, 6);
+        gargs a;
+        parse_args(parts[1], &a);
+        double sh[8];
+        static double vals[4096];
+        int nd = parse_list(parts[3], sh, 8);
+        int nv = parse_list(parts[4], vals, 4096);
+        int64_t shape[8];
+        for (int k = 0; k < nd; k++)
+            shape[k] = (int64_t)sh[k];
+        ct_scope_begin();
+        ct_tensor *x64 = ct_from_data(vals, shape, nd, CT_F64);
+        assert_int_equal(ct_tensor_numel(x64), nv);
+        ct_tensor *x = ct_to_dtype(x64, ct_dtype_from_name(parts[2]));
+        CT_ASSERT_OK(x);
+        ct_tensor *r0, *r1;
+        bool ok = run_golden_op(parts[0], x, &a, &r0, &r1);
+        char *exp[8];
+        int ne = split(parts[5], '|', exp, 8);
+        if (!strcmp(exp[0], "ERR")) {
+            if (ok)
+                fail_msg("%s: succeeded, PyTorch raised '%s'", where, exp[1]);
+            /* PyTorch's message, less its missing space after a dim number. */
+            char want[512];
+            snprintf(want, sizeof want, "%s", exp[1]);
+            char *q = strstr(want, "because");
+            if (q && q > want && q[-1] >= '0' && q[-1] <= '9') {
+                memmove(q + 1, q, strlen(q) + 1);
+                *q = ' ';
+            }
+            const char *ni = strstr(want, "not implemented for");
+            if (!strstr(ct_last_error(), ni ? ni : want))
+                fail_msg("%s: error '%s', PyTorch '%s'", where, ct_last_error(), exp[1]);
+            ct_clear_error();
+        } else {
+            if (!ok)
+                fail_msg("%s: failed: %s", where, ct_last_error());
+            expect_tensor(where, r0, exp[1], exp[2], exp[3]);
+            if (ne > 4)
+                expect_tensor(where, r1, exp[4], exp[5], exp[6]);
+        }
+        ct_scope_end();
+        cases++;
+    }
+    fclose(f);
+    assert_true(cases > 300);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sum_basic),
         cmocka_unit_test(test_sum_errors),
         cmocka_unit_test(test_sum_accuracy_threads),
+        cmocka_unit_test(test_golden),
     };
     return cmocka_run_group_tests_name("reduce", tests, NULL, NULL);
 }

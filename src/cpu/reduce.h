@@ -76,6 +76,7 @@ typedef struct ct_reduce_params {
     double p;          /* norm order, var correction */
     bool take_sqrt;    /* std */
     bool mean;         /* sum -> mean, nansum -> nanmean */
+    bool index_only;   /* argmax/argmin: out[0] is the index output */
 } ct_reduce_params;
 
 /* Runs one reduction or scan over an initialised iterator. */

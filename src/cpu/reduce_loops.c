@@ -23,6 +23,7 @@
  * for any ct_set_num_threads. */
 #define CT_RED_BLK 256
 #define CT_RED_CHUNK ((int64_t)1 << 16)
+#define CT_ID(x) (x)
 
 typedef struct casc {
     double lv[64];
@@ -94,6 +95,18 @@ typedef struct sum_ctx {
 
 CT_SUM_SEG(seg_sum_f32, float, x)
 CT_SUM_SEG(seg_sum_f64, double, x)
+CT_SUM_SEG(seg_nansum_f32, float, x != x ? 0.0 : x)
+CT_SUM_SEG(seg_nansum_f64, double, x != x ? 0.0 : x)
+CT_SUM_SEG(seg_abs_f32, float, fabs(x))
+CT_SUM_SEG(seg_abs_f64, double, fabs(x))
+CT_SUM_SEG(seg_sq_f32, float, x * x)
+CT_SUM_SEG(seg_sq_f64, double, x * x)
+CT_SUM_SEG(seg_pow_f32, float, pow(fabs(x), pw))
+CT_SUM_SEG(seg_pow_f64, double, pow(fabs(x), pw))
+CT_SUM_SEG(seg_dev2_f32, float, (x - m) * (x - m))
+CT_SUM_SEG(seg_dev2_f64, double, (x - m) * (x - m))
+CT_SUM_SEG(seg_expm_f32, float, exp(x - m))
+CT_SUM_SEG(seg_expm_f64, double, exp(x - m))
 
 typedef struct fsum_job {
     const ct_reduce_iter *it;
@@ -145,55 +158,410 @@ static double fsum_row(const ct_reduce_iter *it, const char *base, ct_seg_fn seg
     return casc_total(&top);
 }
 
-/* ------------------------------------------------------------------ integers */
+/* ------------------------------------------------------------------ folds */
 
-typedef struct isum_ctx {
-    uint64_t acc;
-} isum_ctx;
+/* State of the order-dependent folds (products, extrema, arg-extrema, counts). */
+typedef struct fold_ctx {
+    double d;      /* float accumulator or best value */
+    uint64_t u;    /* integer accumulator (wraps) */
+    int64_t i;     /* integer best value */
+    int64_t pos;   /* walk position of the next element */
+    int64_t idx;   /* position of the best value */
+    bool have;     /* a best value was seen */
+    bool done;     /* a NaN was found: nothing can replace it */
+} fold_ctx;
 
-static void seg_isum(void *vctx, const char *p, int64_t n, int64_t s) {
-    isum_ctx *c = vctx;
-    uint64_t acc = c->acc;
+#define CT_LOAD(T, p, i, s) (*(const T *)(const void *)((p) + (i) * (s)))
+
+#define CT_FPROD_SEG(fname, T)                                                  \
+    static void fname(void *v, const char *p, int64_t n, int64_t s) {           \
+        fold_ctx *c = v;                                                        \
+        double acc = c->d;                                                      \
+        for (int64_t i = 0; i < n; i++)                                         \
+            acc *= (double)CT_LOAD(T, p, i, s);                                 \
+        c->d = acc;                                                             \
+    }
+CT_FPROD_SEG(seg_prod_f32, float)
+CT_FPROD_SEG(seg_prod_f64, double)
+
+static void seg_prod_i64(void *v, const char *p, int64_t n, int64_t s) {
+    fold_ctx *c = v;
+    uint64_t acc = c->u;
+    for (int64_t i = 0; i < n; i++)
+        acc *= (uint64_t)CT_LOAD(int64_t, p, i, s);
+    c->u = acc;
+}
+
+static void seg_isum(void *v, const char *p, int64_t n, int64_t s) {
+    fold_ctx *c = v;
+    uint64_t acc = c->u;
     if (s == (int64_t)sizeof(int64_t)) {
         const int64_t *a = (const int64_t *)(const void *)p;
         for (int64_t i = 0; i < n; i++)
             acc += (uint64_t)a[i];
     } else {
         for (int64_t i = 0; i < n; i++)
-            acc += (uint64_t) * (const int64_t *)(const void *)(p + i * s);
+            acc += (uint64_t)CT_LOAD(int64_t, p, i, s);
     }
-    c->acc = acc;
+    c->u = acc;
 }
 
-static int64_t isum_row(const ct_reduce_iter *it, const char *base) {
-    isum_ctx c = {0};
-    ct_reduce_walk(it, base, 0, it->red_numel, seg_isum, &c);
-    return (int64_t)c.acc;
+/* Counts elements with PRED(x). */
+#define CT_COUNT_SEG(fname, T, PRED)                                            \
+    static void fname(void *v, const char *p, int64_t n, int64_t s) {           \
+        fold_ctx *c = v;                                                        \
+        uint64_t k = 0;                                                         \
+        for (int64_t i = 0; i < n; i++) {                                       \
+            T x = CT_LOAD(T, p, i, s);                                          \
+            k += (PRED) ? 1u : 0u;                                              \
+        }                                                                       \
+        c->u += k;                                                              \
+    }
+CT_COUNT_SEG(seg_nz_f32, float, x != 0)
+CT_COUNT_SEG(seg_nz_f64, double, x != 0)
+CT_COUNT_SEG(seg_nz_i64, int64_t, x != 0)
+CT_COUNT_SEG(seg_notnan_f32, float, x == x)
+CT_COUNT_SEG(seg_notnan_f64, double, x == x)
+
+/* Extremum of MAPped values; a NaN wins and ends the search. BETTER(x, acc). */
+#define CT_FEXT_SEG(fname, T, MAP, BETTER)                                      \
+    static void fname(void *v, const char *p, int64_t n, int64_t s) {           \
+        fold_ctx *c = v;                                                        \
+        double acc = c->d;                                                      \
+        if (c->done)                                                            \
+            return;                                                             \
+        for (int64_t i = 0; i < n; i++) {                                       \
+            double x = MAP((double)CT_LOAD(T, p, i, s));                        \
+            if (x != x) {                                                       \
+                c->d = x;                                                       \
+                c->done = true;                                                 \
+                return;                                                         \
+            }                                                                   \
+            acc = BETTER(x, acc) ? x : acc;                                     \
+        }                                                                       \
+        c->d = acc;                                                             \
+    }
+#define CT_GT(x, y) ((x) > (y))
+#define CT_LT(x, y) ((x) < (y))
+CT_FEXT_SEG(seg_max_f32, float, CT_ID, CT_GT)
+CT_FEXT_SEG(seg_max_f64, double, CT_ID, CT_GT)
+CT_FEXT_SEG(seg_min_f32, float, CT_ID, CT_LT)
+CT_FEXT_SEG(seg_min_f64, double, CT_ID, CT_LT)
+CT_FEXT_SEG(seg_absmax_f32, float, fabs, CT_GT)
+CT_FEXT_SEG(seg_absmax_f64, double, fabs, CT_GT)
+CT_FEXT_SEG(seg_absmin_f32, float, fabs, CT_LT)
+CT_FEXT_SEG(seg_absmin_f64, double, fabs, CT_LT)
+
+#define CT_IEXT_SEG(fname, BETTER)                                              \
+    static void fname(void *v, const char *p, int64_t n, int64_t s) {           \
+        fold_ctx *c = v;                                                        \
+        int64_t acc = c->i;                                                     \
+        for (int64_t i = 0; i < n; i++) {                                       \
+            int64_t x = CT_LOAD(int64_t, p, i, s);                              \
+            acc = BETTER(x, acc) ? x : acc;                                     \
+        }                                                                       \
+        c->i = acc;                                                             \
+    }
+CT_IEXT_SEG(seg_max_i64, CT_GT)
+CT_IEXT_SEG(seg_min_i64, CT_LT)
+
+/* Arg-extremum: the first best element in walk order; the first NaN wins. */
+#define CT_FARG_SEG(fname, T, BETTER)                                           \
+    static void fname(void *v, const char *p, int64_t n, int64_t s) {           \
+        fold_ctx *c = v;                                                        \
+        if (c->done) {                                                          \
+            c->pos += n;                                                        \
+            return;                                                             \
+        }                                                                       \
+        for (int64_t i = 0; i < n; i++) {                                       \
+            double x = (double)CT_LOAD(T, p, i, s);                             \
+            if (x != x) {                                                       \
+                c->d = x;                                                       \
+                c->idx = c->pos + i;                                            \
+                c->done = true;                                                 \
+                break;                                                          \
+            }                                                                   \
+            if (!c->have || BETTER(x, c->d)) {                                  \
+                c->d = x;                                                       \
+                c->idx = c->pos + i;                                            \
+                c->have = true;                                                 \
+            }                                                                   \
+        }                                                                       \
+        c->pos += n;                                                            \
+    }
+CT_FARG_SEG(seg_argmax_f32, float, CT_GT)
+CT_FARG_SEG(seg_argmax_f64, double, CT_GT)
+CT_FARG_SEG(seg_argmin_f32, float, CT_LT)
+CT_FARG_SEG(seg_argmin_f64, double, CT_LT)
+
+#define CT_IARG_SEG(fname, BETTER)                                              \
+    static void fname(void *v, const char *p, int64_t n, int64_t s) {           \
+        fold_ctx *c = v;                                                        \
+        for (int64_t i = 0; i < n; i++) {                                       \
+            int64_t x = CT_LOAD(int64_t, p, i, s);                              \
+            if (!c->have || BETTER(x, c->i)) {                                  \
+                c->i = x;                                                       \
+                c->idx = c->pos + i;                                            \
+                c->have = true;                                                 \
+            }                                                                   \
+        }                                                                       \
+        c->pos += n;                                                            \
+    }
+CT_IARG_SEG(seg_argmax_i64, CT_GT)
+CT_IARG_SEG(seg_argmin_i64, CT_LT)
+
+static fold_ctx fold(const ct_reduce_iter *it, const char *base, ct_seg_fn seg, fold_ctx init) {
+    ct_reduce_walk(it, base, 0, it->red_numel, seg, &init);
+    return init;
+}
+
+/* ------------------------------------------------------------------ stores */
+
+static inline void st_d(char *p, ct_dtype d, double v) {
+    if (d == CT_DTYPE_FLOAT32)
+        *(float *)(void *)p = (float)v;
+    else if (d == CT_DTYPE_FLOAT64)
+        *(double *)(void *)p = v;
+    else
+        ct_store_double(p, d, v);
+}
+
+static inline void st_i(char *p, ct_dtype d, int64_t v) {
+    if (d == CT_DTYPE_INT64)
+        *(int64_t *)(void *)p = v;
+    else
+        ct_store_int64(p, d, v);
 }
 
 /* ------------------------------------------------------------------ rows */
 
-static ct_seg_fn pick(const ct_reduce_iter *it, ct_seg_fn f32, ct_seg_fn f64) {
-    return it->in_dtype == CT_DTYPE_FLOAT32 ? f32 : f64;
-}
+static bool is_f32(const ct_reduce_iter *it) { return it->in_dtype == CT_DTYPE_FLOAT32; }
+static bool is_int(const ct_reduce_iter *it) { return it->in_dtype == CT_DTYPE_INT64; }
+#define PICK(it, name) (is_f32(it) ? name##_f32 : name##_f64)
 
 static void row_sum(const ct_reduce_iter *it, const char *in, char *const *out, const void *vp) {
     const ct_reduce_params *P = vp;
-    if (it->in_dtype == CT_DTYPE_INT64) {
-        ct_store_int64(out[0], it->out_dtype[0], isum_row(it, in));
+    if (is_int(it)) {
+        fold_ctx c = fold(it, in, seg_isum, (fold_ctx){0});
+        st_i(out[0], it->out_dtype[0], (int64_t)c.u);
         return;
     }
-    double s = fsum_row(it, in, pick(it, seg_sum_f32, seg_sum_f64), 0, 0);
-    if (P->mean)
-        s /= (double)it->red_numel;
-    ct_store_double(out[0], it->out_dtype[0], s);
+    bool nan = P->kind == CT_RED_NANSUM;
+    double s = fsum_row(it, in, nan ? PICK(it, seg_nansum) : PICK(it, seg_sum), 0, 0);
+    if (P->mean) {
+        double n = (double)it->red_numel;
+        if (nan)
+            n = (double)fold(it, in, PICK(it, seg_notnan), (fold_ctx){0}).u;
+        s /= n;
+    }
+    st_d(out[0], it->out_dtype[0], s);
+}
+
+static void row_prod(const ct_reduce_iter *it, const char *in, char *const *out, const void *vp) {
+    (void)vp;
+    fold_ctx init = {.d = 1.0, .u = 1};
+    if (is_int(it))
+        st_i(out[0], it->out_dtype[0], (int64_t)fold(it, in, seg_prod_i64, init).u);
+    else
+        st_d(out[0], it->out_dtype[0], fold(it, in, PICK(it, seg_prod), init).d);
+}
+
+static void row_ext(const ct_reduce_iter *it, const char *in, char *const *out, const void *vp) {
+    const ct_reduce_params *P = vp;
+    bool mx = P->kind == CT_RED_MAX;
+    if (is_int(it)) {
+        fold_ctx init = {.i = mx ? INT64_MIN : INT64_MAX};
+        st_i(out[0], it->out_dtype[0], fold(it, in, mx ? seg_max_i64 : seg_min_i64, init).i);
+        return;
+    }
+    fold_ctx init = {.d = mx ? -INFINITY : INFINITY};
+    st_d(out[0], it->out_dtype[0], fold(it, in, mx ? PICK(it, seg_max) : PICK(it, seg_min), init).d);
+}
+
+static void row_arg(const ct_reduce_iter *it, const char *in, char *const *out, const void *vp) {
+    const ct_reduce_params *P = vp;
+    bool mx = P->kind == CT_RED_ARGMAX;
+    fold_ctx c;
+    if (is_int(it))
+        c = fold(it, in, mx ? seg_argmax_i64 : seg_argmin_i64, (fold_ctx){0});
+    else
+        c = fold(it, in, mx ? PICK(it, seg_argmax) : PICK(it, seg_argmin), (fold_ctx){0});
+    if (P->index_only) {
+        st_i(out[0], it->out_dtype[0], c.idx);
+        return;
+    }
+    if (is_int(it))
+        st_i(out[0], it->out_dtype[0], c.i);
+    else
+        st_d(out[0], it->out_dtype[0], c.d);
+    st_i(out[1], it->out_dtype[1], c.idx);
+}
+
+static void row_count(const ct_reduce_iter *it, const char *in, char *const *out, const void *vp) {
+    const ct_reduce_params *P = vp;
+    uint64_t k = fold(it, in, is_int(it) ? seg_nz_i64 : PICK(it, seg_nz), (fold_ctx){0}).u;
+    int64_t r = (int64_t)k;
+    if (P->kind == CT_RED_ANY)
+        r = k > 0;
+    else if (P->kind == CT_RED_ALL)
+        r = (int64_t)k == it->red_numel;
+    st_i(out[0], it->out_dtype[0], r);
+}
+
+static void row_var(const ct_reduce_iter *it, const char *in, char *const *out, const void *vp) {
+    const ct_reduce_params *P = vp;
+    double n = (double)it->red_numel;
+    double mean = fsum_row(it, in, PICK(it, seg_sum), 0, 0) / n;
+    double ss = fsum_row(it, in, PICK(it, seg_dev2), mean, 0);
+    double div = n - P->p;
+    double v = ss / (div > 0 ? div : 0.0);
+    st_d(out[0], it->out_dtype[0], P->take_sqrt ? sqrt(v) : v);
+    if (it->nout > 1)
+        st_d(out[1], it->out_dtype[1], mean);
+}
+
+static void row_logsumexp(const ct_reduce_iter *it, const char *in, char *const *out, const void *vp) {
+    (void)vp;
+    double m = fold(it, in, PICK(it, seg_max), (fold_ctx){.d = -INFINITY}).d;
+    double r = m;
+    if (m == m) {
+        /* An infinite max would give inf - inf: shift by 0 instead, which yields -inf
+         * for all -inf and inf when an inf is present. */
+        double shift = isinf(m) ? 0.0 : m;
+        r = log(fsum_row(it, in, PICK(it, seg_expm), shift, 0)) + shift;
+    }
+    st_d(out[0], it->out_dtype[0], r);
+}
+
+static void row_norm(const ct_reduce_iter *it, const char *in, char *const *out, const void *vp) {
+    const ct_reduce_params *P = vp;
+    double p = P->p, r;
+    if (P->kind == CT_RED_POWSUM)
+        r = fsum_row(it, in, p == 2 ? PICK(it, seg_sq) : PICK(it, seg_pow), 0, p);
+    else if (it->red_numel == 0)
+        r = 0;
+    else if (isinf(p))
+        r = fold(it, in, p > 0 ? PICK(it, seg_absmax) : PICK(it, seg_absmin), (fold_ctx){.d = p > 0 ? 0 : INFINITY}).d;
+    else if (p == 0)
+        r = (double)fold(it, in, PICK(it, seg_nz), (fold_ctx){0}).u;
+    else if (p == 1)
+        r = fsum_row(it, in, PICK(it, seg_abs), 0, 0);
+    else if (p == 2)
+        r = sqrt(fsum_row(it, in, PICK(it, seg_sq), 0, 0));
+    else
+        r = pow(fsum_row(it, in, PICK(it, seg_pow), 0, p), 1.0 / p);
+    st_d(out[0], it->out_dtype[0], r);
+}
+
+/* ------------------------------------------------------------------ scans */
+
+static void row_cum(const ct_reduce_iter *it, const char *in, char *const *out, const void *vp) {
+    const ct_reduce_params *P = vp;
+    int64_t n = it->rshape[0], s = it->rstride[0], os = it->rout[0];
+    ct_dtype od = it->out_dtype[0];
+    bool prod = P->kind == CT_RED_CUMPROD;
+    if (is_int(it)) {
+        uint64_t acc = prod ? 1u : 0u;
+        for (int64_t i = 0; i < n; i++) {
+            uint64_t x = (uint64_t)CT_LOAD(int64_t, in, i, s);
+            acc = prod ? acc * x : acc + x;
+            st_i(out[0] + i * os, od, (int64_t)acc);
+        }
+        return;
+    }
+    double acc = prod ? 1.0 : 0.0;
+    bool f32 = is_f32(it);
+    for (int64_t i = 0; i < n; i++) {
+        double x = f32 ? (double)CT_LOAD(float, in, i, s) : CT_LOAD(double, in, i, s);
+        acc = prod ? acc * x : acc + x;
+        st_d(out[0] + i * os, od, acc);
+    }
+}
+
+/* Running extremum: a later equal value takes over the index (as PyTorch), and once a
+ * NaN is seen every later NaN moves the index. */
+static void row_cumext(const ct_reduce_iter *it, const char *in, char *const *out, const void *vp) {
+    const ct_reduce_params *P = vp;
+    int64_t n = it->rshape[0], s = it->rstride[0];
+    bool mx = P->kind == CT_RED_CUMMAX;
+    int64_t idx = 0;
+    if (is_int(it)) {
+        int64_t cur = 0;
+        for (int64_t i = 0; i < n; i++) {
+            int64_t x = CT_LOAD(int64_t, in, i, s);
+            if (i == 0 || (mx ? x >= cur : x <= cur))
+                cur = x, idx = i;
+            st_i(out[0] + i * it->rout[0], it->out_dtype[0], cur);
+            st_i(out[1] + i * it->rout[1], it->out_dtype[1], idx);
+        }
+        return;
+    }
+    bool f32 = is_f32(it);
+    double cur = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double x = f32 ? (double)CT_LOAD(float, in, i, s) : CT_LOAD(double, in, i, s);
+        if (i == 0 || x != x || (cur == cur && (mx ? x >= cur : x <= cur)))
+            cur = x, idx = i;
+        st_d(out[0] + i * it->rout[0], it->out_dtype[0], cur);
+        st_i(out[1] + i * it->rout[1], it->out_dtype[1], idx);
+    }
+}
+
+static void row_softmax(const ct_reduce_iter *it, const char *in, char *const *out, const void *vp) {
+    const ct_reduce_params *P = vp;
+    int64_t n = it->rshape[0], s = it->rstride[0], os = it->rout[0];
+    ct_dtype od = it->out_dtype[0];
+    bool f32 = is_f32(it);
+#define X(i) (f32 ? (double)CT_LOAD(float, in, i, s) : CT_LOAD(double, in, i, s))
+    /* Subtracting the row's max keeps exp from overflowing. */
+    double m = -INFINITY;
+    for (int64_t i = 0; i < n; i++) {
+        double x = X(i);
+        if (x != x) {
+            m = x;
+            break;
+        }
+        m = x > m ? x : m;
+    }
+    double sum = 0;
+    for (int64_t i = 0; i < n; i++)
+        sum += exp(X(i) - m);
+    if (P->kind == CT_RED_SOFTMAX) {
+        double inv = 1.0 / sum;
+        for (int64_t i = 0; i < n; i++)
+            st_d(out[0] + i * os, od, exp(X(i) - m) * inv);
+    } else {
+        double lse = log(sum);
+        for (int64_t i = 0; i < n; i++)
+            st_d(out[0] + i * os, od, X(i) - m - lse);
+    }
+#undef X
 }
 
 void ct_cpu_reduce(const ct_reduce_iter *it, const ct_reduce_params *params) {
     ct_reduce_fn fn = NULL;
     switch (params->kind) {
-    case CT_RED_SUM: fn = row_sum; break;
-    default: CT_ASSERT(!"reduction kind without a CPU loop"); return;
+    case CT_RED_SUM:
+    case CT_RED_NANSUM: fn = row_sum; break;
+    case CT_RED_PROD: fn = row_prod; break;
+    case CT_RED_MAX:
+    case CT_RED_MIN: fn = row_ext; break;
+    case CT_RED_ARGMAX:
+    case CT_RED_ARGMIN: fn = row_arg; break;
+    case CT_RED_COUNT:
+    case CT_RED_ANY:
+    case CT_RED_ALL: fn = row_count; break;
+    case CT_RED_VAR: fn = row_var; break;
+    case CT_RED_LOGSUMEXP: fn = row_logsumexp; break;
+    case CT_RED_NORM:
+    case CT_RED_POWSUM: fn = row_norm; break;
+    case CT_RED_CUMSUM:
+    case CT_RED_CUMPROD: fn = row_cum; break;
+    case CT_RED_CUMMAX:
+    case CT_RED_CUMMIN: fn = row_cumext; break;
+    case CT_RED_SOFTMAX:
+    case CT_RED_LOG_SOFTMAX: fn = row_softmax; break;
     }
+    CT_ASSERT(fn != NULL);
     ct_reduce_run(it, fn, params);
 }
