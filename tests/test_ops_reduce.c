@@ -343,12 +343,357 @@ static void test_golden(void **state) {
     assert_true(cases > 300);
 }
 
+/* ------------------------------------------------------------------ OpInfo entries */
+
+/* Adaptors: every reduction behind one signature (out NULL: functional). */
+#define ADAPT_DT(op)                                                                                  \
+    static ct_tensor *a_##op(const ct_tensor *a, const int64_t *d, int n, bool k, ct_dtype dt, ct_tensor *o) { \
+        return o ? ct_##op##_out(a, d, n, k, dt, o) : ct_##op(a, d, n, k, dt);                        \
+    }
+#define ADAPT(op)                                                                                     \
+    static ct_tensor *a_##op(const ct_tensor *a, const int64_t *d, int n, bool k, ct_dtype dt, ct_tensor *o) { \
+        (void)dt;                                                                                     \
+        return o ? ct_##op##_out(a, d, n, k, o) : ct_##op(a, d, n, k);                                \
+    }
+ADAPT_DT(sum)
+ADAPT_DT(nansum)
+ADAPT_DT(mean)
+ADAPT_DT(nanmean)
+ADAPT_DT(prod)
+ADAPT(amax)
+ADAPT(amin)
+ADAPT(logsumexp)
+ADAPT(all)
+ADAPT(any)
+
+static ct_tensor *a_count_nonzero(const ct_tensor *a, const int64_t *d, int n, bool k, ct_dtype dt, ct_tensor *o) {
+    (void)k, (void)dt, (void)o;
+    return ct_count_nonzero(a, d, n);
+}
+#define ADAPT_FULL(op)                                                                                \
+    static ct_tensor *a_##op(const ct_tensor *a, const int64_t *d, int n, bool k, ct_dtype dt, ct_tensor *o) { \
+        (void)d, (void)n, (void)k, (void)dt, (void)o;                                                 \
+        return ct_##op(a);                                                                            \
+    }
+ADAPT_FULL(max)
+ADAPT_FULL(min)
+ADAPT_FULL(argmax)
+ADAPT_FULL(argmin)
+#define ADAPT_ARGDIM(op)                                                                              \
+    static ct_tensor *a_##op##_dim(const ct_tensor *a, const int64_t *d, int n, bool k, ct_dtype dt, ct_tensor *o) { \
+        (void)n, (void)dt;                                                                            \
+        if (!d)                                                                                       \
+            return ct_##op##_dim(a, 99, k); /* reaches only the NULL-input check */                   \
+        return o ? ct_##op##_dim_out(a, d[0], k, o) : ct_##op##_dim(a, d[0], k);                      \
+    }
+ADAPT_ARGDIM(argmax)
+ADAPT_ARGDIM(argmin)
+/* Two-result ops: one adaptor per result. */
+#define ADAPT_MINMAX(op, which)                                                                       \
+    static ct_tensor *a_##op##_##which(const ct_tensor *a, const int64_t *d, int n, bool k, ct_dtype dt,      \
+                                       ct_tensor *o) {                                                \
+        (void)n, (void)dt;                                                                            \
+        ct_tensor *v = NULL, *i = NULL;                                                               \
+        int64_t dim = d ? d[0] : 99;                                                                  \
+        if (o) {                                                                                      \
+            ct_tensor *other = ct_empty(ct_tensor_shape(o), ct_tensor_dim(o), ct_tensor_dtype(o) == CT_I64 ? \
+                                        ct_tensor_dtype(a) : CT_I64, CT_CPU);                         \
+            if (ct_tensor_dim(o) == 1 && ct_tensor_shape(o)[0] == 7) /* the bad-shape probe */        \
+                other = ct_empty(CT_SHAPE(7), CT_I64, CT_CPU);                                        \
+            bool vals = !strcmp(#which, "values");                                                    \
+            if (ct_##op##_dim_out(a, dim, k, vals ? o : other, vals ? other : o) != CT_OK)            \
+                return NULL;                                                                          \
+            return o;                                                                                 \
+        }                                                                                             \
+        if (ct_##op##_dim(a, dim, k, &v, &i) != CT_OK)                                                \
+            return NULL;                                                                              \
+        return !strcmp(#which, "values") ? v : i;                                                     \
+    }
+ADAPT_MINMAX(max, values)
+ADAPT_MINMAX(max, indices)
+ADAPT_MINMAX(min, values)
+ADAPT_MINMAX(min, indices)
+#define ADAPT_VAR(op, corr)                                                                           \
+    static ct_tensor *a_##op(const ct_tensor *a, const int64_t *d, int n, bool k, ct_dtype dt, ct_tensor *o) { \
+        (void)dt;                                                                                     \
+        return o ? ct_##op##_out(a, d, n, corr, k, o) : ct_##op(a, d, n, corr, k);                    \
+    }
+ADAPT_VAR(var, 1.0)
+ADAPT_VAR(std, 0.0)
+#define ADAPT_VARMEAN(op, which, corr)                                                                \
+    static ct_tensor *a_##op##_##which(const ct_tensor *a, const int64_t *d, int n, bool k, ct_dtype dt,      \
+                                       ct_tensor *o) {                                                \
+        (void)dt, (void)o;                                                                            \
+        ct_tensor *r0 = NULL, *r1 = NULL;                                                             \
+        if (ct_##op(a, d, n, corr, k, &r0, &r1) != CT_OK)                                             \
+            return NULL;                                                                              \
+        return which ? r1 : r0;                                                                       \
+    }
+ADAPT_VARMEAN(var_mean, 0, 1.0)
+ADAPT_VARMEAN(var_mean, 1, 1.0)
+ADAPT_VARMEAN(std_mean, 0, 2.0)
+#define ADAPT_NORM(op, tag, ord)                                                                      \
+    static ct_tensor *a_##op##_##tag(const ct_tensor *a, const int64_t *d, int n, bool k, ct_dtype dt,        \
+                                     ct_tensor *o) {                                                  \
+        return o ? ct_##op##_out(a, ord, d, n, k, dt, o) : ct_##op(a, ord, d, n, k, dt);              \
+    }
+ADAPT_NORM(norm, 2, 2.0)
+ADAPT_NORM(norm, 3, 3.0)
+ADAPT_NORM(norm, inf, INFINITY)
+ADAPT_NORM(linalg_vector_norm, 1, 1.0)
+ADAPT_NORM(linalg_vector_norm, half, 0.5)
+ADAPT_NORM(linalg_vector_norm, ninf, -INFINITY)
+ADAPT_NORM(linalg_vector_norm, 0, 0.0)
+ADAPT_NORM(linalg__powsum, 2, 2.0)
+ADAPT_NORM(linalg__powsum, 3, 3.0)
+#define ADAPT_SCAN(op)                                                                                \
+    static ct_tensor *a_##op(const ct_tensor *a, const int64_t *d, int n, bool k, ct_dtype dt, ct_tensor *o) { \
+        (void)n, (void)k;                                                                             \
+        int64_t dim = d ? d[0] : 99;                                                                  \
+        return o ? ct_##op##_out(a, dim, dt, o) : ct_##op(a, dim, dt);                                \
+    }
+ADAPT_SCAN(cumsum)
+ADAPT_SCAN(cumprod)
+ADAPT_SCAN(softmax)
+ADAPT_SCAN(log_softmax)
+#define ADAPT_SCANIDX(op, which)                                                                      \
+    static ct_tensor *a_##op##_##which(const ct_tensor *a, const int64_t *d, int n, bool k, ct_dtype dt,      \
+                                       ct_tensor *o) {                                                \
+        (void)n, (void)k, (void)dt, (void)o;                                                          \
+        ct_tensor *v = NULL, *i = NULL;                                                               \
+        if (ct_##op(a, d ? d[0] : 99, &v, &i) != CT_OK)                                               \
+            return NULL;                                                                              \
+        return which ? i : v;                                                                         \
+    }
+ADAPT_SCANIDX(cummax, 0)
+ADAPT_SCANIDX(cummax, 1)
+ADAPT_SCANIDX(cummin, 0)
+ADAPT_SCANIDX(cummin, 1)
+
+/* References (double precision, PyTorch's NaN rules). */
+static double r_sum(const double *v, int64_t n, double p) {
+    (void)p;
+    double s = 0;
+    for (int64_t i = 0; i < n; i++)
+        s += v[i];
+    return s;
+}
+static double r_nansum(const double *v, int64_t n, double p) {
+    (void)p;
+    double s = 0;
+    for (int64_t i = 0; i < n; i++)
+        s += isnan(v[i]) ? 0 : v[i];
+    return s;
+}
+static double r_mean(const double *v, int64_t n, double p) { return r_sum(v, n, p) / (double)n; }
+static double r_nanmean(const double *v, int64_t n, double p) {
+    int64_t k = 0;
+    for (int64_t i = 0; i < n; i++)
+        k += !isnan(v[i]);
+    return r_nansum(v, n, p) / (double)k;
+}
+static double r_prod(const double *v, int64_t n, double p) {
+    (void)p;
+    double s = 1;
+    for (int64_t i = 0; i < n; i++)
+        s *= v[i];
+    return s;
+}
+/* Index of the first extremum (the first NaN if any); p > 0 max, p < 0 min. */
+static int64_t argext(const double *v, int64_t n, double p) {
+    int64_t best = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (isnan(v[i]))
+            return i;
+        if (p > 0 ? v[i] > v[best] : v[i] < v[best])
+            best = i;
+    }
+    return best;
+}
+static double r_ext(const double *v, int64_t n, double p) { return v[argext(v, n, p)]; }
+static double r_argext(const double *v, int64_t n, double p) { return (double)argext(v, n, p); }
+static double r_logsumexp(const double *v, int64_t n, double p) {
+    (void)p;
+    double s = 0;
+    for (int64_t i = 0; i < n; i++)
+        s += exp(v[i]);
+    return log(s);
+}
+static double r_count(const double *v, int64_t n, double p) {
+    (void)p;
+    int64_t k = 0;
+    for (int64_t i = 0; i < n; i++)
+        k += v[i] != 0;
+    return (double)k;
+}
+static double r_any(const double *v, int64_t n, double p) { return r_count(v, n, p) > 0; }
+static double r_all(const double *v, int64_t n, double p) { return r_count(v, n, p) == (double)n; }
+static double r_var(const double *v, int64_t n, double corr) {
+    double m = r_mean(v, n, 0), s = 0;
+    for (int64_t i = 0; i < n; i++)
+        s += (v[i] - m) * (v[i] - m);
+    double d = (double)n - corr;
+    return s / (d > 0 ? d : 0);
+}
+static double r_std(const double *v, int64_t n, double corr) { return sqrt(r_var(v, n, corr)); }
+static double r_norm(const double *v, int64_t n, double p) {
+    if (n == 0)
+        return 0;
+    if (isinf(p)) {
+        double m = fabs(v[0]);
+        for (int64_t i = 0; i < n; i++)
+            m = p > 0 ? fmax(m, fabs(v[i])) : fmin(m, fabs(v[i]));
+        return m;
+    }
+    if (p == 0)
+        return r_count(v, n, 0);
+    double s = 0;
+    for (int64_t i = 0; i < n; i++)
+        s += pow(fabs(v[i]), p);
+    return pow(s, 1 / p);
+}
+static double r_powsum(const double *v, int64_t n, double p) {
+    double s = 0;
+    for (int64_t i = 0; i < n; i++)
+        s += pow(fabs(v[i]), p);
+    return s;
+}
+static void s_cumsum(const double *v, int64_t n, double *o) {
+    double s = 0;
+    for (int64_t i = 0; i < n; i++)
+        o[i] = s += v[i];
+}
+static void s_cumprod(const double *v, int64_t n, double *o) {
+    double s = 1;
+    for (int64_t i = 0; i < n; i++)
+        o[i] = s *= v[i];
+}
+static void s_softmax(const double *v, int64_t n, double *o) {
+    double m = -INFINITY, s = 0;
+    for (int64_t i = 0; i < n; i++)
+        m = fmax(m, v[i]);
+    for (int64_t i = 0; i < n; i++)
+        s += exp(v[i] - m);
+    for (int64_t i = 0; i < n; i++)
+        o[i] = exp(v[i] - m) / s;
+}
+static void s_log_softmax(const double *v, int64_t n, double *o) {
+    s_softmax(v, n, o);
+    for (int64_t i = 0; i < n; i++)
+        o[i] = log(o[i]);
+}
+/* cummax/cummin: a later equal value (or a later NaN after a NaN) takes the index. */
+static void cumext(const double *v, int64_t n, double *val, double *idx, bool mx) {
+    double cur = 0;
+    int64_t at = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (i == 0 || isnan(v[i]) || (!isnan(cur) && (mx ? v[i] >= cur : v[i] <= cur)))
+            cur = v[i], at = i;
+        if (val)
+            val[i] = cur;
+        if (idx)
+            idx[i] = (double)at;
+    }
+}
+static void s_cummax_v(const double *v, int64_t n, double *o) { cumext(v, n, o, NULL, true); }
+static void s_cummax_i(const double *v, int64_t n, double *o) { cumext(v, n, NULL, o, true); }
+static void s_cummin_v(const double *v, int64_t n, double *o) { cumext(v, n, o, NULL, false); }
+static void s_cummin_i(const double *v, int64_t n, double *o) { cumext(v, n, NULL, o, false); }
+
+#define ALL (CT_DTS_ALL)
+#define NUM (CT_DTS_FLOAT | CT_DTS_INT)
+#define CMP (ALL & ~CT_DT(CT_U64))
+#define FLT CT_DTS_FLOAT
+
+static const ct_opinfo_red red_infos[] = {
+    {"sum", a_sum, true, r_sum, .dtypes = ALL, .out = CT_RED_OUT_LONG, .lo = -9, .hi = 9, .dtype_arg = CT_F64},
+    {"nansum", a_nansum, true, r_nansum, .dtypes = ALL, .out = CT_RED_OUT_LONG, .lo = -9, .hi = 9, .nan_fraction = 0.2},
+    {"mean", a_mean, true, r_mean, .dtypes = FLT, .lo = -9, .hi = 9, .dtype_arg = CT_F64},
+    {"nanmean", a_nanmean, true, r_nanmean, .dtypes = FLT, .lo = -9, .hi = 9, .nan_fraction = 0.2},
+    {"prod", a_prod, true, r_prod, .dtypes = ALL, .out = CT_RED_OUT_LONG, .lo = -1.4, .hi = 1.4,
+     .integer_inputs = true, .dtype_arg = CT_F64},
+    {"amax", a_amax, true, r_ext, .param = 1, .dtypes = CMP, .lo = -9, .hi = 9, .nan_fraction = 0.02,
+     .no_identity = true},
+    {"amin", a_amin, true, r_ext, .param = -1, .dtypes = CMP, .lo = -9, .hi = 9, .no_identity = true},
+    {"logsumexp", a_logsumexp, true, r_logsumexp, .dtypes = ALL & ~CT_DT(CT_U64), .out = CT_RED_OUT_FLOAT, .lo = -5,
+     .hi = 5, .tol_scale = 2},
+    {"all", a_all, true, r_all, .dtypes = ALL, .out = CT_RED_OUT_BOOL, .lo = 0, .hi = 1.2, .integer_inputs = true},
+    {"any", a_any, true, r_any, .dtypes = ALL, .out = CT_RED_OUT_BOOL, .lo = -0.3, .hi = 0.3, .integer_inputs = true},
+    {"count_nonzero", a_count_nonzero, false, r_count, .dtypes = ALL, .out = CT_RED_OUT_INT64, .lo = -1, .hi = 1,
+     .integer_inputs = true, .no_keepdim = true},
+    {"max", a_max, false, r_ext, .param = 1, .full_only = true, .dtypes = CMP, .lo = -9, .hi = 9,
+     .nan_fraction = 0.01, .no_identity = true},
+    {"min", a_min, false, r_ext, .param = -1, .full_only = true, .dtypes = CMP, .lo = -9, .hi = 9,
+     .no_identity = true},
+    {"argmax", a_argmax, false, r_argext, .param = 1, .full_only = true, .dtypes = CMP, .out = CT_RED_OUT_INT64,
+     .lo = -3, .hi = 3, .integer_inputs = true, .no_identity = true},
+    {"argmin", a_argmin, false, r_argext, .param = -1, .full_only = true, .dtypes = CMP, .out = CT_RED_OUT_INT64,
+     .lo = -3, .hi = 3, .integer_inputs = true, .nan_fraction = 0.01, .no_identity = true},
+    {"argmax_dim", a_argmax_dim, true, r_argext, .param = 1, .single_dim = true, .dtypes = CMP,
+     .out = CT_RED_OUT_INT64, .lo = -3, .hi = 3, .integer_inputs = true, .nan_fraction = 0.05, .no_identity = true},
+    {"argmin_dim", a_argmin_dim, true, r_argext, .param = -1, .single_dim = true, .dtypes = CMP,
+     .out = CT_RED_OUT_INT64, .lo = -3, .hi = 3, .integer_inputs = true, .no_identity = true},
+    {"max_dim.values", a_max_values, true, r_ext, .param = 1, .single_dim = true, .dtypes = CMP, .lo = -9, .hi = 9,
+     .nan_fraction = 0.05, .no_identity = true},
+    {"max_dim.indices", a_max_indices, true, r_argext, .param = 1, .single_dim = true, .dtypes = CMP,
+     .out = CT_RED_OUT_INT64, .lo = -3, .hi = 3, .integer_inputs = true, .nan_fraction = 0.05, .no_identity = true},
+    {"min_dim.values", a_min_values, true, r_ext, .param = -1, .single_dim = true, .dtypes = CMP, .lo = -9, .hi = 9,
+     .no_identity = true},
+    {"min_dim.indices", a_min_indices, true, r_argext, .param = -1, .single_dim = true, .dtypes = CMP,
+     .out = CT_RED_OUT_INT64, .lo = -3, .hi = 3, .integer_inputs = true, .no_identity = true},
+    {"var", a_var, true, r_var, .param = 1, .dtypes = FLT, .lo = -9, .hi = 9, .tol_scale = 4},
+    {"std", a_std, true, r_std, .param = 0, .dtypes = FLT, .lo = -9, .hi = 9, .tol_scale = 4},
+    {"var_mean.var", a_var_mean_0, false, r_var, .param = 1, .dtypes = FLT, .lo = -9, .hi = 9, .tol_scale = 4},
+    {"var_mean.mean", a_var_mean_1, false, r_mean, .dtypes = FLT, .lo = -9, .hi = 9},
+    {"std_mean.std", a_std_mean_0, false, r_std, .param = 2, .dtypes = FLT, .lo = -9, .hi = 9, .tol_scale = 4},
+    {"norm.2", a_norm_2, true, r_norm, .param = 2, .dtypes = FLT, .lo = -9, .hi = 9, .dtype_arg = CT_F64},
+    {"norm.3", a_norm_3, true, r_norm, .param = 3, .dtypes = FLT, .lo = -9, .hi = 9, .tol_scale = 4},
+    {"norm.inf", a_norm_inf, true, r_norm, .param = INFINITY, .dtypes = FLT, .lo = -9, .hi = 9},
+    {"linalg_vector_norm.1", a_linalg_vector_norm_1, true, r_norm, .param = 1, .dtypes = FLT, .lo = -9, .hi = 9,
+     .dtype_arg = CT_F64},
+    {"linalg_vector_norm.0.5", a_linalg_vector_norm_half, true, r_norm, .param = 0.5, .dtypes = FLT, .lo = -9,
+     .hi = 9, .tol_scale = 8},
+    {"linalg_vector_norm.-inf", a_linalg_vector_norm_ninf, true, r_norm, .param = -INFINITY, .dtypes = FLT,
+     .lo = -9, .hi = 9, .no_identity = true},
+    {"linalg_vector_norm.0", a_linalg_vector_norm_0, true, r_norm, .param = 0, .dtypes = FLT, .lo = -2, .hi = 2,
+     .integer_inputs = true},
+    {"linalg__powsum.2", a_linalg__powsum_2, true, r_powsum, .param = 2, .dtypes = FLT, .lo = -9, .hi = 9,
+     .dtype_arg = CT_F64},
+    {"linalg__powsum.3", a_linalg__powsum_3, true, r_powsum, .param = 3, .dtypes = FLT, .lo = -9, .hi = 9,
+     .tol_scale = 4},
+    {"cumsum", a_cumsum, true, .ref_scan = s_cumsum, .dtypes = ALL, .out = CT_RED_OUT_LONG, .lo = -9, .hi = 9,
+     .dtype_arg = CT_F64, .tol_scale = 4},
+    {"cumprod", a_cumprod, true, .ref_scan = s_cumprod, .dtypes = ALL, .out = CT_RED_OUT_LONG, .lo = -1.4, .hi = 1.4,
+     .integer_inputs = true},
+    {"softmax", a_softmax, true, .ref_scan = s_softmax, .dtypes = FLT, .lo = -9, .hi = 9, .dtype_arg = CT_F64,
+     .tol_scale = 2},
+    {"log_softmax", a_log_softmax, true, .ref_scan = s_log_softmax, .dtypes = FLT, .lo = -9, .hi = 9,
+     .dtype_arg = CT_F64, .tol_scale = 2},
+    {"cummax.values", a_cummax_0, false, .ref_scan = s_cummax_v, .dtypes = CMP, .lo = -3, .hi = 3,
+     .integer_inputs = true, .nan_fraction = 0.1},
+    {"cummax.indices", a_cummax_1, false, .ref_scan = s_cummax_i, .dtypes = CMP, .out = CT_RED_OUT_INT64, .lo = -3,
+     .hi = 3, .integer_inputs = true, .nan_fraction = 0.1},
+    {"cummin.values", a_cummin_0, false, .ref_scan = s_cummin_v, .dtypes = CMP, .lo = -3, .hi = 3,
+     .integer_inputs = true},
+    {"cummin.indices", a_cummin_1, false, .ref_scan = s_cummin_i, .dtypes = CMP, .out = CT_RED_OUT_INT64, .lo = -3,
+     .hi = 3, .integer_inputs = true},
+};
+
+static void test_opinfo_reduce(void **state) { ct_opinfo_reduce_run(*state); }
+
 int main(void) {
-    const struct CMUnitTest tests[] = {
+    static const struct CMUnitTest fixed[] = {
         cmocka_unit_test(test_sum_basic),
         cmocka_unit_test(test_sum_errors),
         cmocka_unit_test(test_sum_accuracy_threads),
         cmocka_unit_test(test_golden),
     };
-    return cmocka_run_group_tests_name("reduce", tests, NULL, NULL);
+    enum { NINFO = sizeof red_infos / sizeof red_infos[0], NFIXED = sizeof fixed / sizeof fixed[0] };
+    struct CMUnitTest tests[NINFO + NFIXED];
+    size_t n = 0;
+    for (size_t i = 0; i < NINFO; i++)
+        tests[n++] = (struct CMUnitTest){red_infos[i].name, test_opinfo_reduce, NULL, NULL, (void *)&red_infos[i]};
+    for (size_t i = 0; i < NFIXED; i++)
+        tests[n++] = fixed[i];
+    return _cmocka_run_group_tests("reduce", tests, n, NULL, NULL);
 }
