@@ -343,6 +343,195 @@ static void test_golden(void **state) {
     assert_true(cases > 300);
 }
 
+/* Every parallel path gives bit-identical results with 1 and 2 threads. */
+static void test_threads_deterministic(void **state) {
+    (void)state;
+    ct_scope_begin();
+    ct_tensor *x = randu(CT_SHAPE(3, 200000), CT_F32, -1, 1);
+    ct_tensor *y = randu(CT_SHAPE(2000, 300), CT_F64, -1, 1);
+    ct_tensor *r[2][10];
+    int nth = ct_get_num_threads();
+    for (int t = 0; t < 2; t++) {
+        ct_set_num_threads(t + 1);
+        int k = 0;
+        r[t][k++] = ct_sum(x, NULL, 0, false, CT_DTYPE_UNDEFINED);
+        r[t][k++] = ct_sum(x, CT_INDEX(0), 1, false, CT_DTYPE_UNDEFINED); /* outer path */
+        r[t][k++] = ct_mean(y, CT_INDEX(0), 1, false, CT_DTYPE_UNDEFINED);
+        r[t][k++] = ct_var(x, CT_INDEX(1), 1, 1.0, false);
+        r[t][k++] = ct_logsumexp(x, NULL, 0, false);
+        r[t][k++] = ct_linalg_vector_norm(x, 3.0, NULL, 0, false, CT_DTYPE_UNDEFINED);
+        r[t][k++] = ct_softmax(y, 1, CT_DTYPE_UNDEFINED);
+        r[t][k++] = ct_cumsum(y, 0, CT_DTYPE_UNDEFINED);
+        r[t][k++] = ct_argmax_dim(y, 0, false);
+        r[t][k++] = ct_amax(y, CT_INDEX(1), 1, false);
+    }
+    ct_set_num_threads(nth);
+    for (int k = 0; k < 10; k++) {
+        CT_ASSERT_OK(r[0][k]);
+        CT_ASSERT_OK(r[1][k]);
+        size_t bytes = (size_t)ct_tensor_numel(r[0][k]) * ct_tensor_element_size(r[0][k]);
+        if (memcmp(ct_tensor_data(r[0][k]), ct_tensor_data(r[1][k]), bytes) != 0)
+            fail_msg("result %d differs between 1 and 2 threads", k);
+    }
+    /* the outer path agrees with a double loop */
+    const double *p = ct_tensor_data(y);
+    for (int64_t c = 0; c < 300; c += 37) {
+        double s = 0;
+        for (int64_t i = 0; i < 2000; i++)
+            s += p[i * 300 + c];
+        assert_true(fabs(ct_test_at(r[0][2], c) - s / 2000) < 1e-15);
+    }
+    ct_scope_end();
+}
+
+/* linalg__powsum and foreach_powsum, with the semantics of formats.md section 6. */
+static void test_powsum(void **state) {
+    (void)state;
+    ct_scope_begin();
+    float v[] = {3, 0, -4, 0.5f};
+    ct_tensor *a = ct_from_data(v, CT_SHAPE(2, 2), CT_F32);
+    ct_tensor *r = ct_linalg__powsum(a, 2, NULL, 0, false, CT_DTYPE_UNDEFINED);
+    assert_true(fabs(ct_test_at(r, 0) - 25.25) < 1e-6);
+    /* no root, no special cases: ord 0 counts every element (0^0 = 1), inf sums |x|^inf */
+    r = ct_linalg__powsum(a, 0, NULL, 0, false, CT_DTYPE_UNDEFINED);
+    assert_true(ct_test_at(r, 0) == 4);
+    r = ct_linalg__powsum(a, INFINITY, NULL, 0, false, CT_DTYPE_UNDEFINED);
+    assert_true(isinf(ct_test_at(r, 0)));
+    float w[] = {0.5f, -1, 0.25f};
+    r = ct_linalg__powsum(ct_from_data(w, CT_SHAPE(3), CT_F32), INFINITY, NULL, 0, false, CT_DTYPE_UNDEFINED);
+    assert_true(ct_test_at(r, 0) == 1);
+    r = ct_linalg__powsum(a, 1, CT_INDEX(1), 1, true, CT_F64);
+    CT_ASSERT_SHAPE(r, 2, 1);
+    assert_int_equal(ct_tensor_dtype(r), CT_F64);
+    assert_true(ct_test_at(r, 1) == 4.5);
+    r = ct_linalg__powsum(ct_zeros(CT_SHAPE(0, 3), CT_F32, CT_CPU), -1, NULL, 0, false, CT_DTYPE_UNDEFINED);
+    assert_true(ct_test_at(r, 0) == 0); /* empty: 0, no identity error */
+    CT_ASSERT_ERR(ct_linalg__powsum(ct_ones(CT_SHAPE(2), CT_I32, CT_CPU), 2, NULL, 0, false, CT_DTYPE_UNDEFINED) != NULL,
+                  CT_ERROR_TYPE, "Expected a floating point or complex tensor as input. Got Int");
+    CT_ASSERT_ERR(ct_linalg__powsum(a, 2, NULL, 0, false, CT_I64) != NULL, CT_ERROR_TYPE,
+                  "dtype should be floating point or complex, but got Long");
+
+    const ct_tensor *list[3] = {a, ct_ones(CT_SHAPE(5), CT_F64, CT_CPU), ct_zeros(CT_SHAPE(0), CT_F32, CT_CPU)};
+    ct_tensor *res[3];
+    assert_int_equal(ct_foreach_powsum(list, 3, 2, CT_DTYPE_UNDEFINED, res), CT_OK);
+    for (int i = 0; i < 3; i++)
+        CT_ASSERT_SHAPE(res[i], );
+    assert_true(fabs(ct_test_at(res[0], 0) - 25.25) < 1e-6);
+    assert_true(ct_test_at(res[1], 0) == 5);
+    assert_int_equal(ct_tensor_dtype(res[1]), CT_F64);
+    assert_true(ct_test_at(res[2], 0) == 0);
+    assert_int_equal(ct_foreach_powsum(list, 2, 3, CT_F64, res), CT_OK);
+    assert_int_equal(ct_tensor_dtype(res[0]), CT_F64);
+    assert_true(fabs(ct_test_at(res[0], 0) - (27 + 64 + 0.125)) < 1e-9);
+    const ct_tensor *bad[2] = {a, NULL};
+    CT_ASSERT_ERR(ct_foreach_powsum(bad, 2, 2, CT_DTYPE_UNDEFINED, res) == CT_OK, CT_ERROR_NULL_ARGUMENT, NULL);
+    assert_null(res[0]);
+    const ct_tensor *ints[2] = {a, ct_ones(CT_SHAPE(2), CT_I64, CT_CPU)};
+    CT_ASSERT_ERR(ct_foreach_powsum(ints, 2, 2, CT_DTYPE_UNDEFINED, res) == CT_OK, CT_ERROR_TYPE, "Got Long");
+    assert_null(res[0]);
+    assert_null(res[1]);
+    CT_ASSERT_ERR(ct_foreach_powsum(list, 0, 2, CT_DTYPE_UNDEFINED, res) == CT_OK, CT_ERROR_VALUE,
+                  "Tensor list must have at least one tensor.");
+    CT_ASSERT_ERR(ct_foreach_powsum(NULL, 1, 2, CT_DTYPE_UNDEFINED, res) == CT_OK, CT_ERROR_NULL_ARGUMENT, NULL);
+    CT_ASSERT_ERR(ct_foreach_powsum(list, 1, 2, CT_DTYPE_UNDEFINED, NULL) == CT_OK, CT_ERROR_NULL_ARGUMENT, NULL);
+    ct_scope_end();
+}
+
+/* Errors of the individual ops beyond the shared ones of the OpInfo runner. */
+static void test_op_errors(void **state) {
+    (void)state;
+    ct_scope_begin();
+    ct_tensor *f = ct_zeros(CT_SHAPE(2, 3), CT_F32, CT_CPU);
+    ct_tensor *i = ct_zeros(CT_SHAPE(2, 3), CT_I32, CT_CPU);
+    ct_tensor *e = ct_zeros(CT_SHAPE(0, 3), CT_F32, CT_CPU);
+    ct_tensor *v = NULL, *ix = NULL;
+    CT_ASSERT_ERR(ct_mean(i, NULL, 0, false, CT_DTYPE_UNDEFINED) != NULL, CT_ERROR_TYPE, "could not infer output dtype");
+    CT_ASSERT_ERR(ct_nanmean(f, NULL, 0, false, CT_I32) != NULL, CT_ERROR_TYPE, "floating point dtype but got Int");
+    CT_ASSERT_ERR(ct_var(i, NULL, 0, 1, false) != NULL, CT_ERROR_TYPE, "std and var only support floating point");
+    CT_ASSERT_ERR(ct_std_mean(i, NULL, 0, 1, false, &v, &ix) == CT_OK, CT_ERROR_TYPE, "std_mean only support");
+    assert_null(v);
+    CT_ASSERT_ERR(ct_var_mean(f, NULL, 0, 1, false, NULL, &ix) == CT_OK, CT_ERROR_NULL_ARGUMENT, NULL);
+    CT_ASSERT_ERR(ct_var_mean(NULL, NULL, 0, 1, false, &v, &ix) == CT_OK, CT_ERROR_NULL_ARGUMENT, NULL);
+    CT_ASSERT_ERR(ct_amax(e, NULL, 0, false) != NULL, CT_ERROR_VALUE, "Expected reduction dim to be specified");
+    CT_ASSERT_ERR(ct_max_dim(e, 0, false, &v, &ix) == CT_OK, CT_ERROR_INDEX, "Expected reduction dim 0 to have non-zero size");
+    assert_null(v);
+    assert_null(ix);
+    CT_ASSERT_ERR(ct_max_dim(f, 0, false, &v, NULL) == CT_OK, CT_ERROR_NULL_ARGUMENT, NULL);
+    CT_ASSERT_ERR(ct_max_dim_out(f, 0, false, ct_empty(CT_SHAPE(3), CT_F32, CT_CPU), NULL) == CT_OK,
+                  CT_ERROR_NULL_ARGUMENT, NULL);
+    CT_ASSERT_ERR(ct_max_dim_out(f, 0, false, ct_empty(CT_SHAPE(3), CT_F32, CT_CPU), ct_empty(CT_SHAPE(3), CT_F32, CT_CPU)) ==
+                      CT_OK,
+                  CT_ERROR_TYPE, "Expected out tensor to have dtype int64, but got float32 instead");
+    CT_ASSERT_ERR(ct_argmax(e) != NULL, CT_ERROR_INDEX, "argmax(): Expected reduction dim to be specified");
+    CT_ASSERT_ERR(ct_argmin_dim(f, 5, false) != NULL, CT_ERROR_INDEX, "Dimension out of range");
+    CT_ASSERT_ERR(ct_amax(ct_zeros(CT_SHAPE(2), CT_U64, CT_CPU), NULL, 0, false) != NULL, CT_ERROR_TYPE,
+                  "not implemented for 'UInt64'");
+    CT_ASSERT_ERR(ct_norm(i, 2, NULL, 0, false, CT_DTYPE_UNDEFINED) != NULL, CT_ERROR_TYPE,
+                  "norm(): input dtype should be either floating point or complex. Got Int instead.");
+    CT_ASSERT_ERR(ct_linalg_vector_norm(e, INFINITY, NULL, 0, false, CT_DTYPE_UNDEFINED) != NULL, CT_ERROR_VALUE,
+                  "cannot compute the inf norm on an empty tensor");
+    CT_ASSERT_ERR(ct_linalg_vector_norm(ct_zeros(CT_SHAPE(2), CT_BF16, CT_CPU), 2, NULL, 0, false, CT_F16) != NULL,
+                  CT_ERROR_TYPE, "without narrowing");
+    CT_ASSERT_ERR(ct_softmax(i, 1, CT_DTYPE_UNDEFINED) != NULL, CT_ERROR_TYPE, "not implemented for 'Int'");
+    CT_ASSERT_ERR(ct_log_softmax(f, 2, CT_DTYPE_UNDEFINED) != NULL, CT_ERROR_INDEX, "Dimension out of range");
+    CT_ASSERT_ERR(ct_cumsum(f, -3, CT_DTYPE_UNDEFINED) != NULL, CT_ERROR_INDEX, "Dimension out of range");
+    CT_ASSERT_ERR(ct_cumsum_out(f, 0, CT_DTYPE_UNDEFINED, ct_empty(CT_SHAPE(3, 2), CT_F32, CT_CPU)) != NULL,
+                  CT_ERROR_VALUE, "shape");
+    CT_ASSERT_ERR(ct_cummax(f, 0, &v, NULL) == CT_OK, CT_ERROR_NULL_ARGUMENT, NULL);
+    CT_ASSERT_ERR(ct_cummax(NULL, 0, &v, &ix) == CT_OK, CT_ERROR_NULL_ARGUMENT, NULL);
+    CT_ASSERT_ERR(ct_cummin_out(f, 0, NULL, ct_empty(CT_SHAPE(2, 3), CT_I64, CT_CPU)) == CT_OK,
+                  CT_ERROR_NULL_ARGUMENT, NULL);
+    CT_ASSERT_ERR(ct_count_nonzero(f, CT_INDEX(0, 0), 2) != NULL, CT_ERROR_VALUE, "appears multiple times");
+    CT_ASSERT_ERR(ct_any(NULL, NULL, 0, false) != NULL, CT_ERROR_NULL_ARGUMENT, NULL);
+    CT_ASSERT_ERR(ct_sum_out(f, NULL, 0, false, CT_F64, ct_empty(NULL, 0, CT_I32, CT_CPU)) != NULL, CT_ERROR_TYPE,
+                  "can't be cast");
+    CT_ASSERT_ERR(ct_sum_out(f, NULL, 0, false, CT_DTYPE_UNDEFINED, ct_empty(NULL, 0, CT_F32, CT_META)) != NULL,
+                  CT_ERROR_DEVICE, "meta");
+    ct_scope_end();
+}
+
+/* Values that need care: softmax of huge logits, logsumexp of -inf rows, out= dtype
+ * from the out tensor, the max/min pair, and cummax's index rule. */
+static void test_numerics(void **state) {
+    (void)state;
+    ct_scope_begin();
+    float big[] = {1000, 1001, 1002, -INFINITY};
+    ct_tensor *b = ct_from_data(big, CT_SHAPE(4), CT_F32);
+    ct_tensor *sm = ct_softmax(b, 0, CT_DTYPE_UNDEFINED);
+    assert_true(fabs(ct_test_at(sm, 2) - 1 / (1 + exp(-1) + exp(-2))) < 1e-6);
+    assert_true(ct_test_at(sm, 3) == 0);
+    ct_tensor *ls = ct_log_softmax(b, 0, CT_DTYPE_UNDEFINED);
+    assert_true(isinf(ct_test_at(ls, 3)) && ct_test_at(ls, 3) < 0);
+    assert_true(fabs(ct_test_at(ls, 0) + 2 + log(1 + exp(-1) + exp(-2))) < 1e-5);
+    ct_tensor *lse = ct_logsumexp(b, NULL, 0, false);
+    assert_true(fabs(ct_test_at(lse, 0) - (1002 + log(1 + exp(-1) + exp(-2)))) < 1e-3);
+    float ninf[] = {-INFINITY, -INFINITY};
+    lse = ct_logsumexp(ct_from_data(ninf, CT_SHAPE(2), CT_F32), NULL, 0, false);
+    assert_true(isinf(ct_test_at(lse, 0)) && ct_test_at(lse, 0) < 0);
+    /* mean into a float64 out= tensor computes in float64 */
+    float third[] = {1, 1, 1.0f / 3};
+    ct_tensor *o = ct_empty(NULL, 0, CT_F64, CT_CPU);
+    CT_ASSERT_OK(ct_mean_out(ct_from_data(third, CT_SHAPE(3), CT_F32), NULL, 0, false, CT_DTYPE_UNDEFINED, o));
+    assert_true(ct_test_at(o, 0) == (2.0 + (double)(1.0f / 3)) / 3);
+    /* max and min with a dim: both results, keepdim */
+    float m[] = {1, 7, 7, -2, NAN, 3};
+    ct_tensor *x = ct_from_data(m, CT_SHAPE(2, 3), CT_F32), *v, *ix;
+    assert_int_equal(ct_max_dim(x, 1, true, &v, &ix), CT_OK);
+    CT_ASSERT_SHAPE(v, 2, 1);
+    assert_true(ct_test_at(v, 0) == 7 && ct_test_at(ix, 0) == 1);
+    assert_true(isnan(ct_test_at(v, 1)) && ct_test_at(ix, 1) == 1);
+    assert_true(isnan(ct_test_at(ct_max(x), 0)));
+    ct_tensor *vo = ct_empty(CT_SHAPE(3), CT_F32, CT_CPU), *io = ct_empty(CT_SHAPE(3), CT_I64, CT_CPU);
+    assert_int_equal(ct_min_dim_out(x, 0, false, vo, io), CT_OK);
+    assert_true(ct_test_at(vo, 0) == -2 && ct_test_at(io, 0) == 1 && isnan(ct_test_at(vo, 1)));
+    /* cummax: equal values move the index forward */
+    int32_t c[] = {1, 3, 3, 2};
+    assert_int_equal(ct_cummax(ct_from_data(c, CT_SHAPE(4), CT_I32), 0, &v, &ix), CT_OK);
+    assert_int_equal(ct_tensor_dtype(v), CT_I32);
+    assert_true(ct_test_at(ix, 2) == 2 && ct_test_at(ix, 3) == 2 && ct_test_at(v, 3) == 3);
+    ct_scope_end();
+}
+
 /* ------------------------------------------------------------------ OpInfo entries */
 
 /* Adaptors: every reduction behind one signature (out NULL: functional). */
@@ -687,6 +876,10 @@ int main(void) {
         cmocka_unit_test(test_sum_errors),
         cmocka_unit_test(test_sum_accuracy_threads),
         cmocka_unit_test(test_golden),
+        cmocka_unit_test(test_threads_deterministic),
+        cmocka_unit_test(test_powsum),
+        cmocka_unit_test(test_op_errors),
+        cmocka_unit_test(test_numerics),
     };
     enum { NINFO = sizeof red_infos / sizeof red_infos[0], NFIXED = sizeof fixed / sizeof fixed[0] };
     struct CMUnitTest tests[NINFO + NFIXED];

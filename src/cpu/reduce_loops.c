@@ -538,6 +538,129 @@ static void row_softmax(const ct_reduce_iter *it, const char *in, char *const *o
 #undef X
 }
 
+/* ------------------------------------------------------------------ outer sums */
+
+/* Note [Outer reductions]
+ * When the input's innermost dim is kept (sum over dim 0 of a row-major matrix), each
+ * output element's values lie a whole row apart and the row walk above would stride
+ * through memory. Instead CT_OUTER_W neighbouring outputs are summed together: each
+ * reduced position adds a short contiguous run of inputs to CT_OUTER_W accumulators
+ * (a loop the compiler vectorises across outputs). Every output still accumulates its
+ * own values in walk order, flushing into its own cascade every CT_RED_BLK values, so
+ * the result does not depend on how outputs are grouped or split between threads. */
+#define CT_OUTER_W 64
+
+typedef struct outer_ctx {
+    int w;         /* outputs in this group (<= CT_OUTER_W) */
+    int nacc;      /* values accumulated since the last flush */
+    bool f32;
+    double acc[CT_OUTER_W];
+    uint64_t iacc[CT_OUTER_W];
+    casc c[CT_OUTER_W];
+} outer_ctx;
+
+static void outer_flush(outer_ctx *c) {
+    for (int k = 0; k < c->w; k++) {
+        casc_push(&c->c[k], c->acc[k]);
+        c->acc[k] = 0;
+    }
+    c->nacc = 0;
+}
+
+static void seg_outer_f(void *v, const char *p, int64_t n, int64_t s) {
+    outer_ctx *c = v;
+    int w = c->w;
+    for (int64_t i = 0; i < n; i++) {
+        const char *q = p + i * s;
+        if (c->f32) {
+            const float *x = (const float *)(const void *)q;
+            if (w == CT_OUTER_W)
+                for (int k = 0; k < CT_OUTER_W; k++)
+                    c->acc[k] += (double)x[k];
+            else
+                for (int k = 0; k < w; k++)
+                    c->acc[k] += (double)x[k];
+        } else {
+            const double *x = (const double *)(const void *)q;
+            for (int k = 0; k < w; k++)
+                c->acc[k] += x[k];
+        }
+        if (++c->nacc == CT_RED_BLK)
+            outer_flush(c);
+    }
+}
+
+static void seg_outer_i(void *v, const char *p, int64_t n, int64_t s) {
+    outer_ctx *c = v;
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t *x = (const int64_t *)(const void *)(p + i * s);
+        for (int k = 0; k < c->w; k++)
+            c->iacc[k] += (uint64_t)x[k];
+    }
+}
+
+/* True when the input's innermost dim is a kept one, contiguous, and smaller in stride
+ * than every reduced dim. */
+static bool outer_applies(const ct_reduce_iter *it) {
+    int64_t esz = (int64_t)ct_dtype_size(it->in_dtype);
+    if (it->nk == 0 || it->kin[it->nk - 1] != esz || it->kshape[it->nk - 1] < 4 || it->red_numel <= 1)
+        return false;
+    for (int d = 0; d < it->nr; d++)
+        if (it->rstride[d] == esz || it->rstride[d] == -esz)
+            return false;
+    return true;
+}
+
+/* Output groups: row r of the outer kept dims, columns [c0, c0 + w) of the inner one. */
+static void outer_group(const ct_reduce_iter *it, const ct_reduce_params *P, int64_t g, int64_t groups_per_row) {
+    int nk = it->nk;
+    int64_t K = it->kshape[nk - 1];
+    int64_t r = g / groups_per_row, c0 = (g % groups_per_row) * CT_OUTER_W;
+    const char *in = it->in + c0 * it->kin[nk - 1];
+    char *out = it->out[0] + c0 * it->kout[0][nk - 1];
+    for (int d = nk - 2; d >= 0; d--) {
+        int64_t i = r % it->kshape[d];
+        r /= it->kshape[d];
+        in += i * it->kin[d];
+        out += i * it->kout[0][d];
+    }
+    outer_ctx c;
+    memset(&c, 0, sizeof c);
+    c.w = (int)(K - c0 < CT_OUTER_W ? K - c0 : CT_OUTER_W);
+    c.f32 = is_f32(it);
+    int64_t os = it->kout[0][nk - 1];
+    if (is_int(it)) {
+        ct_reduce_walk(it, in, 0, it->red_numel, seg_outer_i, &c);
+        for (int k = 0; k < c.w; k++)
+            st_i(out + k * os, it->out_dtype[0], (int64_t)c.iacc[k]);
+        return;
+    }
+    ct_reduce_walk(it, in, 0, it->red_numel, seg_outer_f, &c);
+    for (int k = 0; k < c.w; k++) {
+        double v = casc_total(&c.c[k]) + c.acc[k];
+        if (P->mean)
+            v /= (double)it->red_numel;
+        st_d(out + k * os, it->out_dtype[0], v);
+    }
+}
+
+static void sum_outer(const ct_reduce_iter *it, const ct_reduce_params *P) {
+    int64_t K = it->kshape[it->nk - 1];
+    int64_t per_row = (K + CT_OUTER_W - 1) / CT_OUTER_W;
+    int64_t groups = (it->out_numel / K) * per_row;
+#ifdef CT_HAVE_OPENMP
+    int nth = ct_get_num_threads();
+    if (nth > 1 && groups > 1 && it->out_numel * it->red_numel >= 32768 && !omp_in_parallel()) {
+#pragma omp parallel for num_threads(nth) schedule(static)
+        for (int64_t g = 0; g < groups; g++)
+            outer_group(it, P, g, per_row);
+        return;
+    }
+#endif
+    for (int64_t g = 0; g < groups; g++)
+        outer_group(it, P, g, per_row);
+}
+
 void ct_cpu_reduce(const ct_reduce_iter *it, const ct_reduce_params *params) {
     ct_reduce_fn fn = NULL;
     switch (params->kind) {
@@ -563,5 +686,9 @@ void ct_cpu_reduce(const ct_reduce_iter *it, const ct_reduce_params *params) {
     case CT_RED_LOG_SOFTMAX: fn = row_softmax; break;
     }
     CT_ASSERT(fn != NULL);
+    if (params->kind == CT_RED_SUM && outer_applies(it)) {
+        sum_outer(it, params);
+        return;
+    }
     ct_reduce_run(it, fn, params);
 }

@@ -312,7 +312,7 @@ static ct_status check_empty(const char *name, const red_plan *pl, const ct_tens
 /* The loop output for result i: the given out= tensor, or a new one, or a temporary
  * of the result dtype that is copied into out= afterwards. */
 static ct_status make_output(ct_call *call, int i, const int64_t *shape, int nd, ct_dtype dt, ct_device dev,
-                             ct_tensor **loop) {
+                             bool exact, ct_tensor **loop) {
     const char *name = ct_op_name(call->op);
     if (call->mode == CT_CALL_FUNCTIONAL) {
         ct_tensor *t = ct_empty(shape, nd, dt, dev);
@@ -341,6 +341,9 @@ static ct_status make_output(ct_call *call, int i, const int64_t *shape, int nd,
         *loop = o;
         return CT_OK;
     }
+    if (exact) /* index outputs */
+        return ct_error(CT_ERROR_TYPE, name, "Expected out tensor to have dtype %s, but got %s instead",
+                        ct_dtype_name(dt), ct_dtype_name(o->dtype));
     if (!ct_can_cast(dt, o->dtype))
         return ct_error(CT_ERROR_TYPE, name, "result type %s can't be cast to the desired output type %s",
                         ct_dtype_name(dt), ct_dtype_name(o->dtype));
@@ -388,7 +391,10 @@ ct_status ct_reduce_kernel(ct_keyset ks, ct_call *call, void *user_data) {
     }
     ct_tensor *loop[2] = {NULL, NULL};
     for (int i = 0; i < pl.nout; i++) {
-        st = make_output(call, i, oshape, ond, pl.out_dt[i], a->device, &loop[i]);
+        bool index_out = (pl.P.index_only && i == 0) ||
+                         (i == 1 && (pl.P.kind == CT_RED_ARGMAX || pl.P.kind == CT_RED_ARGMIN ||
+                                     pl.P.kind == CT_RED_CUMMAX || pl.P.kind == CT_RED_CUMMIN));
+        st = make_output(call, i, oshape, ond, pl.out_dt[i], a->device, index_out, &loop[i]);
         if (st)
             return st;
     }
