@@ -255,3 +255,338 @@ void ct_opinfo_run(const ct_opinfo *info) {
     }
     ct_scope_end();
 }
+
+/* ================================================================ reductions */
+
+static double red_draw(const ct_opinfo_red *info, ct_dtype d) {
+    if (d == CT_BOOL)
+        return lcg_unit() < 0.5 ? 0.0 : 1.0;
+    double lo = info->lo, hi = info->hi;
+    if (!ct_dtype_is_signed(d) && lo < 0)
+        lo = 0;
+    if (ct_dtype_is_floating(d) && info->nan_fraction > 0 && lcg_unit() < info->nan_fraction)
+        return NAN;
+    double v = lo + (hi - lo) * lcg_unit();
+    if (!ct_dtype_is_floating(d) || info->integer_inputs)
+        v = floor(v + 0.5);
+    return v;
+}
+
+typedef enum { LAYOUT_CONTIG, LAYOUT_STRIDED, LAYOUT_TRANSPOSED, LAYOUT_EXPANDED, LAYOUT_COUNT } red_layout;
+
+/* A sample of shape in the given memory layout, filled with random values. */
+static ct_tensor *red_sample(const ct_opinfo_red *info, const int64_t *shape, int nd, ct_dtype d, red_layout lay) {
+    int64_t st[CT_MAX_DIMS], big[CT_MAX_DIMS];
+    ct_tensor *t;
+    if (lay == LAYOUT_CONTIG || nd == 0) {
+        t = ct_empty(shape, nd, d, CT_CPU);
+    } else if (lay == LAYOUT_EXPANDED) {
+        /* The last dim is a broadcast (stride 0) of one column. */
+        int64_t one[CT_MAX_DIMS];
+        memcpy(one, shape, sizeof(int64_t) * (size_t)nd);
+        one[nd - 1] = 1;
+        ct_tensor *base = ct_empty(one, nd, d, CT_CPU);
+        int64_t n = ct_tensor_numel(base);
+        for (int64_t i = 0; i < n; i++)
+            ct_store_double((char *)ct_tensor_data(base) + i * (int64_t)ct_dtype_size(d), d, red_draw(info, d));
+        ct_contiguous_strides(one, nd, st);
+        st[nd - 1] = 0;
+        return ct_from_blob(ct_tensor_data(base), shape, st, nd, d, NULL, NULL);
+    } else {
+        /* strided: every other element of the last dim; transposed: column-major. */
+        memcpy(big, shape, sizeof(int64_t) * (size_t)nd);
+        if (lay == LAYOUT_STRIDED)
+            big[nd - 1] *= 2;
+        int64_t n = ct_shape_numel(big, nd);
+        ct_tensor *base = ct_zeros(CT_SHAPE(n > 0 ? n : 1), d, CT_CPU);
+        int64_t s = 1;
+        if (lay == LAYOUT_STRIDED) {
+            for (int i = nd - 1; i >= 0; i--) {
+                st[i] = i == nd - 1 ? 2 : s;
+                s *= big[i];
+            }
+        } else {
+            for (int i = 0; i < nd; i++) {
+                st[i] = s;
+                s *= shape[i] > 0 ? shape[i] : 1;
+            }
+        }
+        t = ct_from_blob(ct_tensor_data(base), shape, st, nd, d, NULL, NULL);
+    }
+    int64_t n = ct_tensor_numel(t);
+    for (int64_t i = 0; i < n; i++) {
+        int64_t idx[CT_MAX_DIMS], r = i;
+        for (int k = nd - 1; k >= 0; k--) {
+            idx[k] = r % shape[k];
+            r /= shape[k];
+        }
+        ct_tensor_set(t, idx, red_draw(info, d));
+    }
+    return t;
+}
+
+static ct_dtype red_expected_dtype(const ct_opinfo_red *info, ct_dtype in, ct_dtype requested) {
+    switch (info->out) {
+    case CT_RED_OUT_INT64: return CT_I64;
+    case CT_RED_OUT_BOOL: return in == CT_U8 ? CT_U8 : CT_BOOL;
+    case CT_RED_OUT_LONG:
+        if (requested != CT_DTYPE_UNDEFINED)
+            return requested;
+        return ct_dtype_is_floating(in) ? in : CT_I64;
+    case CT_RED_OUT_FLOAT:
+        return ct_dtype_is_floating(in) ? in : ct_get_default_dtype();
+    default: return requested != CT_DTYPE_UNDEFINED ? requested : in;
+    }
+}
+
+static double red_tol(const ct_opinfo_red *info, ct_dtype d) {
+    double s = info->tol_scale > 0 ? info->tol_scale : 1;
+    switch (d) {
+    case CT_F16: return 2e-3 * s;
+    case CT_BF16: return 1.6e-2 * s;
+    case CT_F32: return 4e-6 * s;
+    case CT_F64: return 1e-12 * s;
+    default: return 0;
+    }
+}
+
+static void red_compare(const ct_opinfo_red *info, const char *what, double got, double want, ct_dtype od,
+                        int64_t i) {
+    char buf[16];
+    ct_store_double(buf, od, want);
+    double w = ct_load_double(buf, od);
+    bool ok;
+    if (isnan(w))
+        ok = isnan(got);
+    else if (isinf(w))
+        ok = got == w;
+    else
+        ok = fabs(got - w) <= red_tol(info, od) * (1 + fabs(w));
+    if (!ok)
+        fail_msg("%s %s [%s]: element %lld: got %.17g, want %.17g", info->name, what, ct_dtype_name(od),
+                 (long long)i, got, w);
+}
+
+/* Checks a reduction result against the reference over the input's values (in the
+ * dtype the op computes in: the dtype= argument when given). */
+static void red_check_values(const ct_opinfo_red *info, const ct_tensor *got, const ct_tensor *a, uint32_t mask,
+                             ct_dtype requested, const char *what) {
+    int nd = ct_tensor_dim(a);
+    const int64_t *shape = ct_tensor_shape(a);
+    int64_t n_in = ct_tensor_numel(a), n_out = ct_tensor_numel(got);
+    int64_t n_red = 1;
+    for (int d = 0; d < nd; d++)
+        if ((mask >> d) & 1u)
+            n_red *= shape[d];
+    double *vals = malloc(sizeof(double) * (size_t)(n_in > 0 ? n_in : 1));
+    int64_t *fill = calloc((size_t)(n_out > 0 ? n_out : 1), sizeof(int64_t));
+    for (int64_t i = 0; i < n_in; i++) {
+        int64_t idx[CT_MAX_DIMS], r = i, o = 0;
+        for (int k = nd - 1; k >= 0; k--) {
+            idx[k] = r % shape[k];
+            r /= shape[k];
+        }
+        for (int k = 0; k < nd; k++)
+            if (!((mask >> k) & 1u))
+                o = o * shape[k] + idx[k];
+        double v;
+        ct_tensor_get(a, idx, &v);
+        if (requested != CT_DTYPE_UNDEFINED) {
+            char buf[16];
+            ct_store_double(buf, requested, v);
+            v = ct_load_double(buf, requested);
+        }
+        vals[o * n_red + fill[o]++] = v;
+    }
+    for (int64_t o = 0; o < n_out; o++)
+        red_compare(info, what, ct_test_at(got, o), info->ref(vals + o * n_red, n_red, info->param),
+                    ct_tensor_dtype(got), o);
+    free(vals);
+    free(fill);
+}
+
+static void scan_check_values(const ct_opinfo_red *info, const ct_tensor *got, const ct_tensor *a, int dim,
+                              ct_dtype requested, const char *what) {
+    int nd = ct_tensor_dim(a);
+    const int64_t *shape = ct_tensor_shape(a);
+    int64_t len = nd ? shape[dim] : 1, n = ct_tensor_numel(a);
+    if (n == 0)
+        return;
+    double *row = malloc(sizeof(double) * (size_t)len), *res = malloc(sizeof(double) * (size_t)len);
+    for (int64_t i = 0; i < n; i++) {
+        int64_t idx[CT_MAX_DIMS], r = i;
+        for (int k = nd - 1; k >= 0; k--) {
+            idx[k] = r % shape[k];
+            r /= shape[k];
+        }
+        if (nd && idx[dim] != 0)
+            continue; /* one visit per row */
+        for (int64_t j = 0; j < len; j++) {
+            if (nd)
+                idx[dim] = j;
+            ct_tensor_get(a, idx, &row[j]);
+            if (requested != CT_DTYPE_UNDEFINED) {
+                char buf[16];
+                ct_store_double(buf, requested, row[j]);
+                row[j] = ct_load_double(buf, requested);
+            }
+        }
+        info->ref_scan(row, len, res);
+        for (int64_t j = 0; j < len; j++) {
+            if (nd)
+                idx[dim] = j;
+            double g;
+            ct_tensor_get(got, idx, &g);
+            red_compare(info, what, g, res[j], ct_tensor_dtype(got), i + j);
+        }
+    }
+    free(row);
+    free(res);
+}
+
+static void red_check_meta(const ct_opinfo_red *info, const ct_tensor *got, const ct_tensor *a, const int64_t *dims,
+                           int ndims, bool keepdim, ct_dtype requested) {
+    ct_tensor *m = info->call(ct_empty(ct_tensor_shape(a), ct_tensor_dim(a), ct_tensor_dtype(a), CT_META), dims,
+                              ndims, keepdim, requested, NULL);
+    if (!m)
+        fail_msg("%s on META failed: %s", info->name, ct_last_error());
+    assert_true(ct_tensor_device(m).type == CT_DEVICE_META);
+    assert_int_equal(ct_tensor_dtype(m), ct_tensor_dtype(got));
+    assert_int_equal(ct_tensor_dim(m), ct_tensor_dim(got));
+    for (int k = 0; k < ct_tensor_dim(m); k++)
+        assert_int_equal(ct_tensor_shape(m)[k], ct_tensor_shape(got)[k]);
+}
+
+static bool red_has_empty_reduction(const ct_tensor *a, uint32_t mask) {
+    for (int d = 0; d < ct_tensor_dim(a); d++)
+        if (((mask >> d) & 1u) && ct_tensor_shape(a)[d] == 0)
+            return true;
+    return false;
+}
+
+static void red_run_one(const ct_opinfo_red *info, const int64_t *shape, int nd, ct_dtype d, red_layout lay,
+                        const int64_t *dims, int ndims, bool keepdim, ct_dtype requested) {
+    ct_scope_begin();
+    ct_tensor *a = red_sample(info, shape, nd, d, lay);
+    uint32_t mask = 0;
+    if (ndims == 0 || !dims) {
+        mask = nd ? (1u << nd) - 1 : 0;
+    } else {
+        for (int i = 0; i < ndims; i++)
+            mask |= 1u << (dims[i] < 0 ? dims[i] + (nd ? nd : 1) : dims[i]);
+        if (nd == 0)
+            mask = 0;
+    }
+    ct_tensor *got = info->call(a, dims, ndims, keepdim, requested, NULL);
+    bool empty_err = !info->ref_scan && info->no_identity &&
+                     ((ndims == 0 && ct_tensor_numel(a) == 0) || (ndims > 0 && red_has_empty_reduction(a, mask)));
+    if (empty_err) {
+        if (got)
+            fail_msg("%s: reducing an empty dim without an identity succeeded", info->name);
+        assert_true(strstr(ct_last_error(), "non-zero size") || strstr(ct_last_error(), "numel() == 0") ||
+                    strstr(ct_last_error(), "does not have an identity"));
+        ct_clear_error();
+        ct_scope_end();
+        return;
+    }
+    if (!got)
+        fail_msg("%s(%s, ndims %d, keepdim %d) failed: %s", info->name, ct_dtype_name(d), ndims, keepdim,
+                 ct_last_error());
+    ct_dtype want = red_expected_dtype(info, d, requested);
+    if (ct_tensor_dtype(got) != want)
+        fail_msg("%s(%s): result dtype %s, expected %s", info->name, ct_dtype_name(d),
+                 ct_dtype_name(ct_tensor_dtype(got)), ct_dtype_name(want));
+    /* Shape: the input's without the reduced dims (size 1 with keepdim). */
+    int k = 0;
+    for (int i = 0; i < nd; i++) {
+        bool red = !info->ref_scan && ((mask >> i) & 1u);
+        if (red && !keepdim)
+            continue;
+        assert_int_equal(ct_tensor_shape(got)[k], red ? 1 : shape[i]);
+        k++;
+    }
+    assert_int_equal(ct_tensor_dim(got), k);
+    if (info->ref_scan) {
+        int dim = nd ? (int)(dims[0] < 0 ? dims[0] + nd : dims[0]) : 0;
+        scan_check_values(info, got, a, dim, requested, "functional");
+    } else {
+        red_check_values(info, got, a, mask, requested, "functional");
+    }
+    red_check_meta(info, got, a, dims, ndims, keepdim, requested);
+    if (info->has_out) {
+        ct_tensor *out = ct_empty(ct_tensor_shape(got), ct_tensor_dim(got), ct_tensor_dtype(got), CT_CPU);
+        int64_t v0 = ct_tensor_version(out);
+        ct_tensor *r = info->call(a, dims, ndims, keepdim, requested, out);
+        if (!r)
+            fail_msg("%s out= failed: %s", info->name, ct_last_error());
+        assert_ptr_equal(ct_tensor_data(r), ct_tensor_data(out));
+        assert_true(ct_tensor_version(out) > v0);
+        int64_t n = ct_tensor_numel(got);
+        for (int64_t i = 0; i < n; i++) {
+            double x = ct_test_at(got, i), y = ct_test_at(out, i);
+            if (!(x == y || (isnan(x) && isnan(y))))
+                fail_msg("%s out= differs at %lld: %.17g vs %.17g", info->name, (long long)i, y, x);
+        }
+    }
+    ct_scope_end();
+}
+
+void ct_opinfo_reduce_run(const ct_opinfo_red *info) {
+    static const struct {
+        int nd;
+        int64_t shape[3];
+        int ndims;
+        int64_t dims[3];
+    } cases[] = {
+        {3, {3, 4, 5}, 0, {0}},      {3, {3, 4, 5}, 1, {0}},     {3, {3, 4, 5}, 1, {-1}},
+        {3, {3, 4, 5}, 1, {1}},      {3, {3, 4, 5}, 2, {1, 2}},  {3, {3, 4, 5}, 2, {2, 0}},
+        {3, {3, 4, 5}, 3, {0, 1, 2}}, {2, {0, 4}, 1, {0}},       {2, {0, 4}, 1, {1}},
+        {2, {0, 4}, 0, {0}},         {0, {0}, 0, {0}},           {0, {0}, 1, {0}},
+        {0, {0}, 1, {-1}},           {1, {1}, 1, {0}},           {2, {1, 300}, 1, {1}},
+        {1, {1000}, 0, {0}},
+    };
+    for (int d = 0; d < CT_DTYPE_COUNT; d++) {
+        if (!(info->dtypes & CT_DT(d)))
+            continue;
+        for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+            bool all = cases[c].ndims == 0;
+            if (info->full_only && !all)
+                continue;
+            if ((info->single_dim || info->ref_scan) && cases[c].ndims != 1)
+                continue;
+            /* The long cases (last two) run contiguous only, to keep the suite fast. */
+            int nlay = c + 2 >= sizeof cases / sizeof cases[0] ? 1 : LAYOUT_COUNT;
+            for (int lay = 0; lay < nlay; lay++)
+                for (int keep = 0; keep < 2; keep++) {
+                    if ((info->full_only || info->ref_scan || info->no_keepdim) && keep)
+                        continue;
+                    red_run_one(info, cases[c].shape, cases[c].nd, (ct_dtype)d, (red_layout)lay, cases[c].dims,
+                                cases[c].ndims, keep != 0, CT_DTYPE_UNDEFINED);
+                    if (info->dtype_arg != CT_DTYPE_BOOL && lay == 0)
+                        red_run_one(info, cases[c].shape, cases[c].nd, (ct_dtype)d, (red_layout)lay, cases[c].dims,
+                                    cases[c].ndims, keep != 0, info->dtype_arg);
+                }
+        }
+    }
+
+    /* Error inputs shared by every reduction. */
+    ct_scope_begin();
+    ct_tensor *a = ct_zeros(CT_SHAPE(2, 3), CT_F32, CT_CPU);
+    CT_ASSERT_ERR(info->call(NULL, NULL, 0, false, CT_DTYPE_UNDEFINED, NULL) != NULL, CT_ERROR_NULL_ARGUMENT, NULL);
+    if (!info->full_only) {
+        CT_ASSERT_ERR(info->call(a, CT_INDEX(2), 1, false, CT_DTYPE_UNDEFINED, NULL) != NULL, CT_ERROR_INDEX,
+                      "Dimension out of range (expected to be in range of [-2, 1], but got 2)");
+        CT_ASSERT_ERR(info->call(a, CT_INDEX(-3), 1, false, CT_DTYPE_UNDEFINED, NULL) != NULL, CT_ERROR_INDEX,
+                      "Dimension out of range");
+        if (!info->single_dim && !info->ref_scan)
+            CT_ASSERT_ERR(info->call(a, CT_INDEX(1, -1), 2, false, CT_DTYPE_UNDEFINED, NULL) != NULL,
+                          CT_ERROR_VALUE, "dim 1 appears multiple times in the list of dims");
+    }
+    if (info->has_out) {
+        ct_tensor *bad = ct_zeros(CT_SHAPE(7), CT_F32, CT_CPU);
+        const int64_t *dims = info->full_only ? NULL : CT_INDEX(0);
+        CT_ASSERT_ERR(info->call(a, dims, info->full_only ? 0 : 1, false, CT_DTYPE_UNDEFINED, bad) != NULL,
+                      CT_ERROR_VALUE, "shape");
+    }
+    ct_scope_end();
+}

@@ -46,4 +46,46 @@ void ct_opinfo_run(const ct_opinfo *info);
 #define CT_OPINFO_UNARY(op) .name = #op, .u = ct_##op, .u_ = ct_##op##_, .u_out = ct_##op##_out
 #define CT_OPINFO_BINARY(op) .name = #op, .b = ct_##op, .b_ = ct_##op##_, .b_out = ct_##op##_out
 
+/* ---------------------------------------------------------------- reductions
+ *
+ * A reduction entry calls its op through an adaptor with one signature (out NULL: the
+ * functional form) and gives a double-precision reference over the reduced values of
+ * one output element, in row-major order (scans: over one row, writing one result per
+ * element). The runner reduces over many dim lists, with and without keepdim, on
+ * contiguous, strided, transposed and broadcast-expanded inputs, empty and 0-d ones,
+ * for every supported dtype; it checks values, result dtype, META shape and dtype, the
+ * out= form, and the errors of reductions without an identity. */
+typedef ct_tensor *(*ct_opinfo_red_fn)(const ct_tensor *a, const int64_t *dims, int ndims, bool keepdim,
+                                       ct_dtype dtype, ct_tensor *out);
+
+typedef enum ct_opinfo_red_out {
+    CT_RED_OUT_SAME,  /* the input dtype (or dtype=) */
+    CT_RED_OUT_LONG,  /* bool/integers give int64 (sum, prod, cumsum) */
+    CT_RED_OUT_INT64, /* always int64 (indices, counts) */
+    CT_RED_OUT_BOOL,  /* bool, uint8 for uint8 inputs (all, any) */
+    CT_RED_OUT_FLOAT, /* integers give the default float dtype (logsumexp) */
+} ct_opinfo_red_out;
+
+typedef struct ct_opinfo_red {
+    const char *name;
+    ct_opinfo_red_fn call;
+    bool has_out;
+    double (*ref)(const double *v, int64_t n, double param);        /* reductions */
+    void (*ref_scan)(const double *v, int64_t n, double *out);       /* scans */
+    double param;
+    bool single_dim; /* takes exactly one dim (max_dim, argmax_dim, scans) */
+    bool full_only;  /* takes no dims (max(a), argmax(a)) */
+    uint32_t dtypes;
+    ct_opinfo_red_out out;
+    double lo, hi;
+    bool integer_inputs;
+    double nan_fraction; /* share of float sample values replaced by NaN */
+    bool no_identity;    /* empty reduced dims are an error */
+    ct_dtype dtype_arg;  /* a dtype= argument to try besides none (0, bool, means none) */
+    bool no_keepdim;     /* the op has no keepdim argument */
+    double tol_scale;    /* multiplies the float tolerances (0 means 1) */
+} ct_opinfo_red;
+
+void ct_opinfo_reduce_run(const ct_opinfo_red *info);
+
 #endif /* CT_OPINFO_H */

@@ -41,6 +41,72 @@ extern "C" {
 
 /* CUSTOM: the prototypes are written out below, with the op's own arguments. */
 #define CT_DECL_CUSTOM(name)
+/* ---- reductions (docs/ops.md, Reductions). dims/ndims: the dims to reduce (negative
+ * allowed); NULL or ndims == 0 means every dim. dtype: CT_DTYPE_UNDEFINED for the
+ * default result dtype, else the input is converted to dtype before reducing. */
+
+/* REDUCE_DT: sum, prod, mean, ... with an optional dtype. */
+#define CT_DECL_REDUCE_DT(name)                                                                     \
+    CT_API ct_tensor *ct_##name(const ct_tensor *a, const int64_t *dims, int ndims, bool keepdim,    \
+                                ct_dtype dtype);                                                    \
+    CT_API ct_tensor *ct_##name##_out(const ct_tensor *a, const int64_t *dims, int ndims, bool keepdim, \
+                                      ct_dtype dtype, ct_tensor *out);
+
+/* REDUCE: amax, amin, logsumexp, all, any. */
+#define CT_DECL_REDUCE(name)                                                                        \
+    CT_API ct_tensor *ct_##name(const ct_tensor *a, const int64_t *dims, int ndims, bool keepdim);  \
+    CT_API ct_tensor *ct_##name##_out(const ct_tensor *a, const int64_t *dims, int ndims, bool keepdim, \
+                                      ct_tensor *out);
+
+/* COUNT: count_nonzero (int64 result, never keepdim, as PyTorch). */
+#define CT_DECL_COUNT(name) CT_API ct_tensor *ct_##name(const ct_tensor *a, const int64_t *dims, int ndims);
+
+/* VAR: var, std with Bessel's correction generalised: divide by max(0, N - correction)
+ * (correction 1 is the unbiased estimate, 0 the population one). */
+#define CT_DECL_VAR(name)                                                                           \
+    CT_API ct_tensor *ct_##name(const ct_tensor *a, const int64_t *dims, int ndims, double correction, \
+                                bool keepdim);                                                      \
+    CT_API ct_tensor *ct_##name##_out(const ct_tensor *a, const int64_t *dims, int ndims, double correction, \
+                                      bool keepdim, ct_tensor *out);
+
+/* VAR_MEAN: var_mean, std_mean: both results at once; *r0 gets var/std, *r1 the mean
+ * (new references; both NULL on error). */
+#define CT_DECL_VAR_MEAN(name)                                                                      \
+    CT_API ct_status ct_##name(const ct_tensor *a, const int64_t *dims, int ndims, double correction, \
+                               bool keepdim, ct_tensor **r0, ct_tensor **r1);
+
+/* MINMAX: max, min. ct_NAME(a): the largest/smallest element as a 0-d tensor (NaN if
+ * any element is NaN). ct_NAME_dim: values and int64 indices along dim (the first
+ * occurrence among ties; the first NaN wins). */
+#define CT_DECL_MINMAX(name)                                                                        \
+    CT_API ct_tensor *ct_##name(const ct_tensor *a);                                                \
+    CT_API ct_status ct_##name##_dim(const ct_tensor *a, int64_t dim, bool keepdim, ct_tensor **values, \
+                                     ct_tensor **indices);                                          \
+    CT_API ct_status ct_##name##_dim_out(const ct_tensor *a, int64_t dim, bool keepdim, ct_tensor *values, \
+                                         ct_tensor *indices);
+
+/* ARG: argmax, argmin. ct_NAME(a): the index into the flattened tensor (0-d int64). */
+#define CT_DECL_ARG(name)                                                                           \
+    CT_API ct_tensor *ct_##name(const ct_tensor *a);                                                \
+    CT_API ct_tensor *ct_##name##_dim(const ct_tensor *a, int64_t dim, bool keepdim);               \
+    CT_API ct_tensor *ct_##name##_dim_out(const ct_tensor *a, int64_t dim, bool keepdim, ct_tensor *out);
+
+/* NORM: norm, linalg_vector_norm, linalg__powsum of order ord (docs/ops.md). */
+#define CT_DECL_NORM(name)                                                                          \
+    CT_API ct_tensor *ct_##name(const ct_tensor *a, double ord, const int64_t *dims, int ndims, bool keepdim, \
+                                ct_dtype dtype);                                                    \
+    CT_API ct_tensor *ct_##name##_out(const ct_tensor *a, double ord, const int64_t *dims, int ndims, \
+                                      bool keepdim, ct_dtype dtype, ct_tensor *out);
+
+/* SCAN_DT: cumsum, cumprod, softmax, log_softmax along dim. */
+#define CT_DECL_SCAN_DT(name)                                                                       \
+    CT_API ct_tensor *ct_##name(const ct_tensor *a, int64_t dim, ct_dtype dtype);                   \
+    CT_API ct_tensor *ct_##name##_out(const ct_tensor *a, int64_t dim, ct_dtype dtype, ct_tensor *out);
+
+/* SCAN_IDX: cummax, cummin: running values and the int64 index where each was found. */
+#define CT_DECL_SCAN_IDX(name)                                                                      \
+    CT_API ct_status ct_##name(const ct_tensor *a, int64_t dim, ct_tensor **values, ct_tensor **indices); \
+    CT_API ct_status ct_##name##_out(const ct_tensor *a, int64_t dim, ct_tensor *values, ct_tensor *indices);
 
 #define CT_OP(name, sig, family, flags) CT_DECL_##sig(name)
 #include "ops.def"
@@ -122,6 +188,13 @@ CT_API ct_tensor *ct_max_pool2d(const ct_tensor *input, const int64_t kernel[2],
                                 ct_tensor **indices);
 CT_API ct_tensor *ct_max_pool2d_backward(const ct_tensor *grad_output, const ct_tensor *input,
                                          const ct_tensor *indices);
+
+/* ------------------------------------------------------------ foreach reductions */
+
+/* torch._foreach_powsum: results[i] = linalg__powsum(tensors[i], ord, all dims, dtype),
+ * a 0-d tensor per input (new references). On error every results[i] is NULL. */
+CT_API ct_status ct_foreach_powsum(const ct_tensor *const *tensors, int n, double ord, ct_dtype dtype,
+                                   ct_tensor **results);
 
 /* ------------------------------------------------------------ type promotion */
 

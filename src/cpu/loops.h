@@ -27,6 +27,9 @@ typedef struct ct_loop_params {
     ct_status ct_cpu_##name(ct_keyset ks, ct_call *call, void *user_data);  \
     ct_status ct_meta_##name(ct_keyset ks, ct_call *call, void *user_data);
 #define CT_KERNEL_DECL_COMPOSITE(name)
+/* reductions and scans: one kernel, ct_reduce_kernel (src/ops/reduce.h) */
+#define CT_KERNEL_DECL_REDUCE(name)
+#define CT_KERNEL_DECL_SCAN(name)
 #define CT_OP(name, sig, family, flags) CT_KERNEL_DECL_##family(name)
 #include "ctorch/ops.def"
 #undef CT_OP

@@ -6,6 +6,7 @@
 #include "cpu/loops.h"
 #include "dispatch/dispatch_internal.h"
 #include "ops/op_info.h"
+#include "ops/reduce.h"
 
 const ct_op_info ct_op_table[CT_OP_COUNT] = {
 #define CT_OP(name, sig, family, flags) {#name, CT_SIG_##sig, CT_FAM_##family, flags},
@@ -112,6 +113,11 @@ static ct_status elementwise_kernel(ct_keyset ks, ct_call *call, void *user_data
     ct_dispatch_register_default(CT_OP_##name, CT_KEY_CPU, ct_cpu_##name, NULL);       \
     ct_dispatch_register_default(CT_OP_##name, CT_KEY_META, ct_meta_##name, NULL);
 #define CT_REGISTER_COMPOSITE(name)
+/* reductions and scans (src/ops/reduce.c): one kernel for CPU and META */
+#define CT_REGISTER_REDUCE(name)                                                       \
+    ct_dispatch_register_default(CT_OP_##name, CT_KEY_CPU, ct_reduce_kernel, NULL);    \
+    ct_dispatch_register_default(CT_OP_##name, CT_KEY_META, ct_reduce_kernel, NULL);
+#define CT_REGISTER_SCAN(name) CT_REGISTER_REDUCE(name)
 
 void ct_register_default_kernels(void) {
 #define CT_OP(name, sig, family, flags) CT_REGISTER_##family(name)

@@ -17,6 +17,17 @@ typedef enum ct_op_sig {
     CT_SIG_BINARY_ALPHA,
     CT_SIG_BINARY_PLAIN,
     CT_SIG_CUSTOM,
+    /* reductions */
+    CT_SIG_REDUCE_DT,
+    CT_SIG_REDUCE,
+    CT_SIG_COUNT,
+    CT_SIG_VAR,
+    CT_SIG_VAR_MEAN,
+    CT_SIG_MINMAX,
+    CT_SIG_ARG,
+    CT_SIG_NORM,
+    CT_SIG_SCAN_DT,
+    CT_SIG_SCAN_IDX,
 } ct_op_sig;
 
 typedef enum ct_op_family {
@@ -27,6 +38,9 @@ typedef enum ct_op_family {
     CT_FAM_COMPARE,
     CT_FAM_CUSTOM,    /* its own kernels: ct_cpu_NAME and ct_meta_NAME */
     CT_FAM_COMPOSITE, /* no kernel of its own: its function calls other ops */
+    /* reductions */
+    CT_FAM_REDUCE,
+    CT_FAM_SCAN,
     CT_FAM_COUNT
 } ct_op_family;
 
