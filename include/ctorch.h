@@ -7,5 +7,7 @@
 #include "ctorch/io.h"
 #include "ctorch/dispatch.h"
 #include "ctorch/ops.h"
+#include "ctorch/optim.h"
+#include "ctorch/data.h"
 
 #endif /* CTORCH_H */

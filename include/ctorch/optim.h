@@ -1,0 +1,193 @@
+/* ctorch optim: optimizers, gradient clipping and learning-rate schedulers.
+ *
+ *   ct_optim_options o = ct_adamw_options(1e-3);
+ *   ct_optimizer *opt = ct_optimizer_new(CT_OPTIM_ADAMW, params, nparams, &o);
+ *   for (...) {
+ *       ct_optimizer_zero_grad(opt, true);
+ *       ... backward fills each parameter's .grad ...
+ *       ct_clip_grad_norm_(params, nparams, 1.0, 2.0, false, NULL);
+ *       ct_optimizer_step(opt);
+ *   }
+ *   ct_optimizer_free(opt);
+ *
+ * Semantics, defaults, state-dict layout and error wording follow torch.optim
+ * (PyTorch 1.13); the departures are listed in docs/optim.md. */
+#ifndef CTORCH_OPTIM_H
+#define CTORCH_OPTIM_H
+
+#include "core.h"
+#include "io.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------ optimizers */
+
+typedef enum ct_optim_kind {
+    CT_OPTIM_SGD = 0,
+    CT_OPTIM_ADAM,
+    CT_OPTIM_ADAMW,
+    CT_OPTIM_RMSPROP,
+    CT_OPTIM_ADAGRAD,
+} ct_optim_kind;
+
+/* Hyperparameters of one parameter group. Every optimizer reads the fields it knows
+ * and ignores the others; start from ct_<name>_options(lr), which fills PyTorch's
+ * defaults, and change what you need. */
+typedef struct ct_optim_options {
+    double lr;
+    double weight_decay;
+    double momentum;  /* SGD, RMSprop */
+    double dampening; /* SGD */
+    bool nesterov;    /* SGD */
+    double beta1, beta2; /* Adam, AdamW ("betas") */
+    double eps;          /* Adam, AdamW, RMSprop, Adagrad */
+    bool amsgrad;        /* Adam, AdamW */
+    double alpha;        /* RMSprop smoothing constant */
+    bool centered;       /* RMSprop */
+    double lr_decay;     /* Adagrad */
+    double initial_accumulator_value; /* Adagrad */
+    bool maximize;
+    /* Multi-tensor path: -1 default (on), 0 the one-op-per-step path, 1 on. See
+     * Note [Foreach path] in src/optim/optimizer.c. */
+    int foreach;
+    int32_t reserved[8]; /* zero; room for options without an ABI break */
+} ct_optim_options;
+
+CT_API ct_optim_options ct_sgd_options(double lr);     /* momentum 0, dampening 0, ... */
+CT_API ct_optim_options ct_adam_options(double lr);    /* betas (0.9, 0.999), eps 1e-8 */
+CT_API ct_optim_options ct_adamw_options(double lr);   /* as Adam, weight_decay 1e-2 */
+CT_API ct_optim_options ct_rmsprop_options(double lr); /* alpha 0.99, eps 1e-8 */
+CT_API ct_optim_options ct_adagrad_options(double lr); /* eps 1e-10 */
+
+typedef struct ct_optimizer ct_optimizer;
+
+/* An optimizer over params[0..n) (one group with options o; o NULL means the kind's
+ * defaults with lr 1e-3, SGD needs an explicit lr). The optimizer holds a reference
+ * to every parameter (ct_retain) until ct_optimizer_free. Parameters must be
+ * floating-point tensors; a tensor may appear in one group only. */
+CT_API ct_optimizer *ct_optimizer_new(ct_optim_kind kind, ct_tensor *const *params, int n,
+                                      const ct_optim_options *o);
+CT_API void ct_optimizer_free(ct_optimizer *opt);
+/* add_param_group: o NULL uses the options the optimizer was made with. */
+CT_API ct_status ct_optimizer_add_param_group(ct_optimizer *opt, ct_tensor *const *params, int n,
+                                              const ct_optim_options *o);
+
+/* One update of every parameter that has a .grad, in place under no-grad semantics
+ * (each parameter's version counter is bumped; autograd does not record it). */
+CT_API ct_status ct_optimizer_step(ct_optimizer *opt);
+/* Clears every parameter's .grad: set_to_none drops it, otherwise it is zeroed. */
+CT_API ct_status ct_optimizer_zero_grad(ct_optimizer *opt, bool set_to_none);
+
+CT_API ct_optim_kind ct_optimizer_kind(const ct_optimizer *opt);
+CT_API const char *ct_optimizer_name(const ct_optimizer *opt); /* "SGD", "AdamW", ... */
+CT_API int ct_optimizer_num_groups(const ct_optimizer *opt);
+/* Number of parameters of a group, and the i-th (borrowed). */
+CT_API int ct_optimizer_group_size(const ct_optimizer *opt, int group);
+CT_API ct_tensor *ct_optimizer_group_param(const ct_optimizer *opt, int group, int i);
+/* A group's hyperparameters; set validates them as the constructor does. */
+CT_API ct_status ct_optimizer_get_options(const ct_optimizer *opt, int group, ct_optim_options *out);
+CT_API ct_status ct_optimizer_set_options(ct_optimizer *opt, int group, const ct_optim_options *o);
+/* The learning rate of a group (NaN and an error for a bad group), and setting it. */
+CT_API double ct_optimizer_get_lr(const ct_optimizer *opt, int group);
+CT_API ct_status ct_optimizer_set_lr(ct_optimizer *opt, int group, double lr);
+
+/* state_dict as torch.optim.Optimizer.state_dict lays it out:
+ *   {"state": {0: {"step": tensor, "exp_avg": tensor, ...}, ...},
+ *    "param_groups": [{"lr": ..., "betas": (b1, b2), ..., "params": [0, 1]}, ...]}
+ * Parameters are numbered across groups in order. State tensors are copies. */
+CT_API ct_value *ct_optimizer_state_dict(const ct_optimizer *opt);
+/* Restores the state and the group hyperparameters. The dict must describe the same
+ * group sizes; state tensors must match the parameters' shapes. The optimizer keeps
+ * copies (converted to each parameter's dtype), never the dict's tensors. */
+CT_API ct_status ct_optimizer_load_state_dict(ct_optimizer *opt, const ct_value *state_dict);
+
+/* ------------------------------------------------------------ gradient clipping */
+
+/* Scales every .grad so that their joint norm is at most max_norm. norm_type is p
+ * (any positive value) or INFINITY. error_if_nonfinite makes a NaN/inf total an error.
+ * The total norm (before clipping) goes to *total_norm when it is not NULL. Parameters
+ * without a .grad are skipped. */
+CT_API ct_status ct_clip_grad_norm_(ct_tensor *const *params, int n, double max_norm, double norm_type,
+                                    bool error_if_nonfinite, double *total_norm);
+/* Clamps every .grad into [-clip_value, clip_value]. */
+CT_API ct_status ct_clip_grad_value_(ct_tensor *const *params, int n, double clip_value);
+
+/* ------------------------------------------------------------ LR schedulers */
+
+/* A scheduler changes the learning rate of every group of one optimizer. Call
+ * ct_lr_scheduler_step once after each ct_optimizer_step (or each epoch), as in
+ * PyTorch. The optimizer must outlive the scheduler. Making a scheduler performs
+ * PyTorch's initial step (the group lr becomes the schedule's value at step 0). */
+typedef struct ct_lr_scheduler ct_lr_scheduler;
+
+/* lr = initial_lr * gamma ** (epoch // step_size) */
+CT_API ct_lr_scheduler *ct_steplr_new(ct_optimizer *opt, int64_t step_size, double gamma);
+/* lr = initial_lr * gamma ** (number of milestones <= epoch); milestones may repeat. */
+CT_API ct_lr_scheduler *ct_multisteplr_new(ct_optimizer *opt, const int64_t *milestones, int nmilestones,
+                                           double gamma);
+CT_API ct_lr_scheduler *ct_exponentiallr_new(ct_optimizer *opt, double gamma);
+CT_API ct_lr_scheduler *ct_cosineannealinglr_new(ct_optimizer *opt, int64_t t_max, double eta_min);
+/* Factors in [0, 1] (start_factor > 0); PyTorch's defaults are 1/3, 1.0, 5. */
+CT_API ct_lr_scheduler *ct_linearlr_new(ct_optimizer *opt, double start_factor, double end_factor,
+                                        int64_t total_iters);
+/* lr = initial_lr * fn(epoch, user_data) */
+typedef double (*ct_lr_lambda_fn)(int64_t epoch, void *user_data);
+CT_API ct_lr_scheduler *ct_lambdalr_new(ct_optimizer *opt, ct_lr_lambda_fn fn, void *user_data);
+/* Runs schedulers[i] from milestones[i-1] on. The schedulers must be built on opt,
+ * in order, right before this call; the SequentialLR takes ownership of them (also on
+ * error). */
+CT_API ct_lr_scheduler *ct_sequentiallr_new(ct_optimizer *opt, ct_lr_scheduler *const *schedulers, int n,
+                                            const int64_t *milestones, int nmilestones);
+
+typedef enum ct_anneal_strategy { CT_ANNEAL_COS = 0, CT_ANNEAL_LINEAR = 1 } ct_anneal_strategy;
+typedef struct ct_onecycle_options {
+    double max_lr;
+    int64_t total_steps;
+    double pct_start;        /* 0.3 */
+    int anneal_strategy;     /* ct_anneal_strategy, CT_ANNEAL_COS */
+    bool cycle_momentum;     /* true: momentum (SGD, RMSprop) or beta1 (Adam, AdamW) */
+    double base_momentum;    /* 0.85 */
+    double max_momentum;     /* 0.95 */
+    double div_factor;       /* 25 */
+    double final_div_factor; /* 1e4 */
+    bool three_phase;
+    int32_t reserved[8];
+} ct_onecycle_options;
+CT_API ct_onecycle_options ct_onecycle_defaults(double max_lr, int64_t total_steps);
+CT_API ct_lr_scheduler *ct_onecyclelr_new(ct_optimizer *opt, const ct_onecycle_options *o);
+
+typedef struct ct_plateau_options {
+    bool mode_max;       /* false: 'min' (a lower metric is better) */
+    double factor;       /* 0.1, must be < 1 */
+    int64_t patience;    /* 10 */
+    double threshold;    /* 1e-4 */
+    bool threshold_abs;  /* false: 'rel' */
+    int64_t cooldown;    /* 0 */
+    double min_lr;       /* 0, for every group */
+    double eps;          /* 1e-8 */
+    int32_t reserved[8];
+} ct_plateau_options;
+CT_API ct_plateau_options ct_plateau_defaults(void);
+/* Use ct_lr_scheduler_step_metric with it. */
+CT_API ct_lr_scheduler *ct_reducelronplateau_new(ct_optimizer *opt, const ct_plateau_options *o);
+
+CT_API void ct_lr_scheduler_free(ct_lr_scheduler *s);
+/* "StepLR", "OneCycleLR", ... */
+CT_API const char *ct_lr_scheduler_name(const ct_lr_scheduler *s);
+CT_API ct_status ct_lr_scheduler_step(ct_lr_scheduler *s);
+/* ReduceLROnPlateau's step(metrics); other schedulers refuse it. */
+CT_API ct_status ct_lr_scheduler_step_metric(ct_lr_scheduler *s, double metric);
+/* The lr the last step set for a group (get_last_lr()[group]); NaN on error. */
+CT_API double ct_lr_scheduler_get_last_lr(const ct_lr_scheduler *s, int group);
+CT_API int64_t ct_lr_scheduler_last_epoch(const ct_lr_scheduler *s);
+/* The counters and values a schedule depends on (its configuration included), as a
+ * dict; loading it into a scheduler of the same kind resumes the schedule. */
+CT_API ct_value *ct_lr_scheduler_state_dict(const ct_lr_scheduler *s);
+CT_API ct_status ct_lr_scheduler_load_state_dict(ct_lr_scheduler *s, const ct_value *state_dict);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* CTORCH_OPTIM_H */

@@ -1,0 +1,14 @@
+/* What the LR schedulers need from an optimizer beyond the public API. */
+#ifndef CT_OPTIM_INTERNAL_H
+#define CT_OPTIM_INTERNAL_H
+
+#include "ctorch/optim.h"
+
+/* PyTorch keeps "initial_lr" in each param group once a scheduler is attached. */
+bool ct_optimizer_has_initial_lr(const ct_optimizer *opt, int group);
+double ct_optimizer_initial_lr(const ct_optimizer *opt, int group);
+void ct_optimizer_set_initial_lr(ct_optimizer *opt, int group, double lr);
+/* Counts ct_optimizer_step calls (PyTorch's optimizer._step_count). */
+int64_t ct_optimizer_step_count(const ct_optimizer *opt);
+
+#endif /* CT_OPTIM_INTERNAL_H */
