@@ -375,6 +375,18 @@ void ct_optimizer_set_initial_lr(ct_optimizer *opt, int group, double lr) {
     opt->groups[group].has_initial_lr = true;
     opt->groups[group].initial_lr = lr;
 }
+void ct_optimizer_put_lr(ct_optimizer *opt, int group, double lr) {
+    opt->groups[group].o.lr = lr;
+}
+bool ct_optimizer_has_momentum(const ct_optimizer *opt) {
+    return opt->kind != CT_OPTIM_ADAGRAD;
+}
+void ct_optimizer_put_momentum(ct_optimizer *opt, int group, double m) {
+    if (opt->kind == CT_OPTIM_ADAM || opt->kind == CT_OPTIM_ADAMW)
+        opt->groups[group].o.beta1 = m;
+    else
+        opt->groups[group].o.momentum = m;
+}
 int64_t ct_optimizer_step_count(const ct_optimizer *opt) {
     return opt->step_count;
 }
