@@ -1,0 +1,130 @@
+/* ctorch data: datasets, a batching loader with background workers, and readers for
+ * IDX files (MNIST, Fashion-MNIST) and text as a character dataset.
+ *
+ *   ct_tensor *x, *y;
+ *   ct_mnist_load("/usr/share/datasets/fashion-mnist", true, &x, &y);
+ *   ct_tensor *fields[2] = {x, y};
+ *   ct_dataset *ds = ct_tensor_dataset_new(fields, 2);
+ *   ct_dataloader_options o = ct_dataloader_defaults(64);
+ *   o.shuffle = true; o.num_workers = 2;
+ *   ct_dataloader *dl = ct_dataloader_new(ds, &o);
+ *   ct_tensor *batch[2];
+ *   while (ct_dataloader_next(dl, batch) == 1) { ... }   // one epoch
+ *
+ * See docs/data.md. */
+#ifndef CTORCH_DATA_H
+#define CTORCH_DATA_H
+
+#include "core.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------ IDX files */
+
+/* Reads an IDX file (plain or gzip-compressed, told apart by content) into a CPU
+ * tensor of the file's dtype (uint8, int8, int16, int32, float32, float64) and shape.
+ * Every header field is checked against the data actually present; a malformed file
+ * is a CT_ERROR_FORMAT naming the problem. */
+CT_API ct_tensor *ct_idx_load(const char *path);
+/* The MNIST layout in dir: "{train,t10k}-{images-idx3,labels-idx1}-ubyte" with or
+ * without ".gz". images: uint8 (N, 28, 28) (any (N, H, W) is accepted); labels: int64
+ * (N). Both are new references (owned by the innermost scope); nothing on error. */
+CT_API ct_status ct_mnist_load(const char *dir, bool train, ct_tensor **images, ct_tensor **labels);
+
+/* ------------------------------------------------------------ datasets */
+
+typedef struct ct_dataset ct_dataset;
+
+/* Writes the nfields tensors of sample `index` (0 <= index < length) to fields[] as
+ * new references (owned by the innermost scope, as any tensor function returns them).
+ * Called from loader worker threads when num_workers > 0, so it must be thread-safe. */
+typedef ct_status (*ct_dataset_get_fn)(void *ctx, int64_t index, ct_tensor **fields);
+
+/* A dataset of `length` samples of nfields tensors each. free_ctx (may be NULL) is
+ * called on ctx by ct_dataset_free. */
+CT_API ct_dataset *ct_dataset_new(int64_t length, int nfields, ct_dataset_get_fn get, void *ctx,
+                                  void (*free_ctx)(void *ctx));
+/* torch.utils.data.TensorDataset: sample i is (t[0][i], ..., t[n-1][i]). The tensors
+ * (retained) must agree in their first dimension. */
+CT_API ct_dataset *ct_tensor_dataset_new(ct_tensor *const *tensors, int n);
+CT_API void ct_dataset_free(ct_dataset *ds);
+CT_API int64_t ct_dataset_len(const ct_dataset *ds);
+CT_API int ct_dataset_num_fields(const ct_dataset *ds);
+/* One sample, with the index checked. */
+CT_API ct_status ct_dataset_get(const ct_dataset *ds, int64_t index, ct_tensor **fields);
+
+/* ------------------------------------------------------------ loader */
+
+/* Builds the batch fields out[0..nfields) (new references) from samples[b * nfields + f]
+ * for b < batch. The default stacks each field along a new first dimension. */
+typedef ct_status (*ct_collate_fn)(void *ctx, ct_tensor *const *samples, int64_t batch, int nfields,
+                                   ct_tensor **out);
+
+typedef struct ct_dataloader_options {
+    int64_t batch_size;  /* >= 1 */
+    bool shuffle;        /* a new permutation each epoch, fixed by (seed, epoch) */
+    bool drop_last;      /* drop a last, smaller batch */
+    uint64_t seed;
+    int num_workers;     /* 0: batches are made by the caller's thread, on demand */
+    int prefetch_factor; /* batches each worker may have ready ahead (2) */
+    ct_collate_fn collate; /* NULL: stack */
+    void *collate_ctx;
+    int32_t reserved[8];
+} ct_dataloader_options;
+
+CT_API ct_dataloader_options ct_dataloader_defaults(int64_t batch_size);
+
+typedef struct ct_dataloader ct_dataloader;
+
+/* ds is borrowed and must outlive the loader. Workers start at once and prefetch the
+ * first epoch's batches. */
+CT_API ct_dataloader *ct_dataloader_new(ct_dataset *ds, const ct_dataloader_options *o);
+/* Stops the workers (waiting for the batch each is making) and frees everything. */
+CT_API void ct_dataloader_free(ct_dataloader *dl);
+/* Batches per epoch. */
+CT_API int64_t ct_dataloader_len(const ct_dataloader *dl);
+/* The next batch of the current epoch into fields[0..nfields) (new references owned
+ * by the innermost scope): returns 1. At the end of an epoch returns 0 and moves to
+ * the next epoch (the following call starts it). -1 on error (a failing get or
+ * collate: the batch is skipped and the error is the worker's). The batch order
+ * depends on the seed and the epoch only, never on num_workers. */
+CT_API int ct_dataloader_next(ct_dataloader *dl, ct_tensor **fields);
+/* Restarts at the beginning of `epoch` (0-based): to resume, or to replay one. */
+CT_API ct_status ct_dataloader_set_epoch(ct_dataloader *dl, int64_t epoch);
+CT_API int64_t ct_dataloader_epoch(const ct_dataloader *dl);
+
+/* ------------------------------------------------------------ text */
+
+/* A text as a sequence of byte tokens: the vocabulary is the set of bytes present,
+ * in byte order (nanoGPT's shakespeare_char uses the sorted characters). The first
+ * (1 - val_fraction) of the tokens are the training split, the rest validation. */
+typedef struct ct_char_dataset ct_char_dataset;
+typedef enum ct_split { CT_SPLIT_TRAIN = 0, CT_SPLIT_VAL = 1 } ct_split;
+
+CT_API ct_char_dataset *ct_char_dataset_from_text(const char *text, size_t len, double val_fraction);
+CT_API ct_char_dataset *ct_char_dataset_from_file(const char *path, double val_fraction);
+CT_API void ct_char_dataset_free(ct_char_dataset *ds);
+CT_API int ct_char_dataset_vocab_size(const ct_char_dataset *ds);
+/* The byte of token id (0 <= id < vocab size), or -1. */
+CT_API int ct_char_dataset_byte(const ct_char_dataset *ds, int id);
+/* Number of tokens in a split. */
+CT_API int64_t ct_char_dataset_len(const ct_char_dataset *ds, ct_split split);
+/* All tokens of a split, int64 (n). */
+CT_API ct_tensor *ct_char_dataset_tokens(const ct_char_dataset *ds, ct_split split);
+/* Token ids (int64, (len)) of a string; a byte outside the vocabulary is an error. */
+CT_API ct_tensor *ct_char_dataset_encode(const ct_char_dataset *ds, const char *s, size_t len);
+/* Writes the bytes of integer token ids (any shape, read in order) to buf, at most
+ * cap - 1 of them plus a NUL. Returns the number of tokens (snprintf-style), or -1. */
+CT_API int64_t ct_char_dataset_decode(const ct_char_dataset *ds, const ct_tensor *ids, char *buf, size_t cap);
+/* nanoGPT's get_batch: batch windows of block + 1 tokens at random offsets of the
+ * split; x (batch, block) and y, the same windows shifted by one, int64. The offsets
+ * are a function of (seed, index) only, so batch `index` can be reproduced. */
+CT_API ct_status ct_char_dataset_batch(const ct_char_dataset *ds, ct_split split, int64_t batch, int64_t block,
+                                       uint64_t seed, uint64_t index, ct_tensor **x, ct_tensor **y);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* CTORCH_DATA_H */
