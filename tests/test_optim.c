@@ -614,6 +614,9 @@ static void test_constructor_errors(void **state) {
     CT_ASSERT_ERR(ct_optimizer_add_param_group(NULL, &w, 1, NULL) == CT_OK, CT_ERROR_NULL_ARGUMENT, "optimizer");
     CT_ASSERT_ERR(ct_optimizer_step(NULL) == CT_OK, CT_ERROR_NULL_ARGUMENT, "optimizer");
     ct_optimizer_free(NULL);
+    assert_int_equal(ct_optimizer_num_groups(NULL), -1);
+    assert_int_equal((int)ct_optimizer_kind(NULL), -1);
+    assert_string_equal(ct_optimizer_name(NULL), "");
     ct_release(w);
     ct_release(iw);
 }

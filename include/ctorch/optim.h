@@ -80,6 +80,7 @@ CT_API ct_status ct_optimizer_step(ct_optimizer *opt);
 /* Clears every parameter's .grad: set_to_none drops it, otherwise it is zeroed. */
 CT_API ct_status ct_optimizer_zero_grad(ct_optimizer *opt, bool set_to_none);
 
+/* Properties; a NULL optimizer gives -1 (kind, groups) or "" (name), no error. */
 CT_API ct_optim_kind ct_optimizer_kind(const ct_optimizer *opt);
 CT_API const char *ct_optimizer_name(const ct_optimizer *opt); /* "SGD", "AdamW", ... */
 CT_API int ct_optimizer_num_groups(const ct_optimizer *opt);

@@ -309,13 +309,13 @@ static param_group *get_group(const ct_optimizer *opt, int group, const char *op
 }
 
 ct_optim_kind ct_optimizer_kind(const ct_optimizer *opt) {
-    return opt ? opt->kind : CT_OPTIM_SGD;
+    return opt ? opt->kind : (ct_optim_kind)-1;
 }
 const char *ct_optimizer_name(const ct_optimizer *opt) {
     return opt ? kind_names[opt->kind] : "";
 }
 int ct_optimizer_num_groups(const ct_optimizer *opt) {
-    return opt ? opt->ngroups : 0;
+    return opt ? opt->ngroups : -1;
 }
 int ct_optimizer_group_size(const ct_optimizer *opt, int group) {
     param_group *g = get_group(opt, group, "group_size");
@@ -405,102 +405,195 @@ typedef struct step_consts {
     bool nesterov, maximize, amsgrad, centered, first, has_wd, has_momentum;
 } step_consts;
 
-#if defined(CT_HAVE_OPENMP)
-#define CT_OPTIM_PARALLEL_MIN 65536
-#define CT_OMP_FOR _Pragma("omp parallel for if (n >= CT_OPTIM_PARALLEL_MIN) schedule(static)")
+/* Note [Vectorizing the fused loops]
+ * Under ISO C, sqrtf may set errno, and that keeps compilers from vectorizing any loop
+ * that calls it. So each loop works on chunks that fit in L1: a first pass (vectorized)
+ * updates the state and leaves the values to take roots of in a small buffer, the roots
+ * are taken with SSE2 (one correctly rounded sqrt per element, as sqrtf), and a last
+ * pass (vectorized) updates the parameter. The passes over a chunk re-read memory that
+ * is still in L1, so the tensors still go through memory once. The arithmetic is the
+ * same, in the same order, as the one-element-at-a-time form. */
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+static void sqrt_block_f32(float *x, int64_t n) {
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4)
+        _mm_storeu_ps(x + i, _mm_sqrt_ps(_mm_loadu_ps(x + i)));
+    for (; i < n; i++)
+        x[i] = sqrtf(x[i]);
+}
+static void sqrt_block_f64(double *x, int64_t n) {
+    int64_t i = 0;
+    for (; i + 2 <= n; i += 2)
+        _mm_storeu_pd(x + i, _mm_sqrt_pd(_mm_loadu_pd(x + i)));
+    for (; i < n; i++)
+        x[i] = sqrt(x[i]);
+}
 #else
-#define CT_OMP_FOR
+static void sqrt_block_f32(float *x, int64_t n) {
+    for (int64_t i = 0; i < n; i++)
+        x[i] = sqrtf(x[i]);
+}
+static void sqrt_block_f64(double *x, int64_t n) {
+    for (int64_t i = 0; i < n; i++)
+        x[i] = sqrt(x[i]);
+}
 #endif
 
+#define CT_OPTIM_CHUNK 512
+/* Elements per OpenMP work item, and the size below which one thread does it all. */
+#define CT_OPTIM_BLOCK 32768
+#define CT_OPTIM_PARALLEL_MIN 131072
+
 /* One instantiation per dtype: T the element type. Every line mirrors one tensor op
- * of torch.optim's single-tensor code, in the same order. */
-#define CT_DEFINE_FUSED(T, SQRT, SUF)                                                                  \
-    static void sgd_##SUF(T *p, const T *gr, T *buf, int64_t n, const step_consts *c) {               \
+ * of torch.optim's single-tensor code, in the same order. The kernels take a range
+ * [0, n) of contiguous elements. */
+#define CT_DEFINE_FUSED(T, SUF)                                                                        \
+    static void sgd_##SUF(T *restrict p, const T *restrict gr, T *restrict buf, int64_t n,            \
+                          const step_consts *c) {                                                      \
         const T wd = (T)c->wd, mom = (T)c->momentum, da = (T)c->damp_alpha, nlr = (T)(-c->lr);        \
-        CT_OMP_FOR                                                                                     \
-        for (int64_t i = 0; i < n; i++) {                                                              \
-            T d = c->maximize ? -gr[i] : gr[i];                                                        \
-            if (c->has_wd)                                                                             \
-                d = d + wd * p[i];                                                                     \
-            if (c->has_momentum) {                                                                     \
-                T b = c->first ? d : buf[i] * mom + da * d;                                            \
-                buf[i] = b;                                                                            \
-                d = c->nesterov ? d + mom * b : b;                                                     \
+        const bool maximize = c->maximize, has_wd = c->has_wd, first = c->first;                      \
+        const bool nesterov = c->nesterov;                                                             \
+        if (!c->has_momentum) {                                                                        \
+            for (int64_t i = 0; i < n; i++) {                                                          \
+                const T pi = p[i], gi = gr[i];                                                         \
+                T d = maximize ? -gi : gi;                                                             \
+                d = has_wd ? d + wd * pi : d;                                                          \
+                p[i] = pi + nlr * d;                                                                   \
             }                                                                                          \
-            p[i] = p[i] + nlr * d;                                                                     \
+            return;                                                                                    \
+        }                                                                                              \
+        for (int64_t i = 0; i < n; i++) {                                                              \
+            const T pi = p[i], gi = gr[i], bi = buf[i];                                                \
+            T d = maximize ? -gi : gi;                                                                 \
+            d = has_wd ? d + wd * pi : d;                                                              \
+            const T b = first ? d : bi * mom + da * d;                                                 \
+            buf[i] = b;                                                                                \
+            d = nesterov ? d + mom * b : b;                                                            \
+            p[i] = pi + nlr * d;                                                                       \
         }                                                                                              \
     }                                                                                                  \
-    static void adam_##SUF(T *p, const T *gr, T *m, T *v, T *vmax, int64_t n, const step_consts *c,   \
-                           bool decoupled) {                                                           \
+    static void adam_##SUF(T *restrict p, const T *restrict gr, T *restrict m, T *restrict v,         \
+                           T *restrict vmax, int64_t n, const step_consts *c, bool decoupled) {        \
         const T wd = (T)c->wd, b1 = (T)c->beta1, omb1 = (T)c->one_minus_beta1, b2 = (T)c->beta2;      \
         const T omb2 = (T)c->one_minus_beta2, bc2s = (T)c->bc2_sqrt, eps = (T)c->eps;                  \
         const T nss = (T)(-c->step_size), decay = (T)c->decay;                                         \
-        CT_OMP_FOR                                                                                     \
-        for (int64_t i = 0; i < n; i++) {                                                              \
-            T d = c->maximize ? -gr[i] : gr[i];                                                        \
-            T pi = p[i];                                                                               \
-            if (decoupled)                                                                             \
-                pi = pi * decay;                                                                       \
-            else if (c->has_wd)                                                                        \
-                d = d + wd * pi;                                                                       \
-            T mi = m[i] * b1 + omb1 * d;                                                               \
-            T vi = v[i] * b2 + omb2 * d * d;                                                           \
-            m[i] = mi;                                                                                 \
-            v[i] = vi;                                                                                 \
-            if (c->amsgrad) {                                                                          \
-                T mx = vmax[i];                                                                        \
-                mx = (vi > mx || vi != vi) ? vi : mx;                                                  \
-                vmax[i] = mx;                                                                          \
-                vi = mx;                                                                               \
+        const bool maximize = c->maximize, has_wd = c->has_wd && !decoupled, ams = c->amsgrad;       \
+        T root[CT_OPTIM_CHUNK];                                                                        \
+        for (int64_t i0 = 0; i0 < n; i0 += CT_OPTIM_CHUNK) {                                           \
+            const int64_t len = n - i0 < CT_OPTIM_CHUNK ? n - i0 : CT_OPTIM_CHUNK;                     \
+            T *restrict pp = p + i0, *restrict mm = m + i0, *restrict vv = v + i0;                     \
+            const T *restrict gg = gr + i0;                                                            \
+            for (int64_t j = 0; j < len; j++) {                                                        \
+                const T pj = pp[j], gj = gg[j];                                                        \
+                T d = maximize ? -gj : gj;                                                             \
+                d = has_wd ? d + wd * pj : d;                                                          \
+                pp[j] = decoupled ? pj * decay : pj;                                                   \
+                const T mi = mm[j] * b1 + omb1 * d;                                                    \
+                const T vi = vv[j] * b2 + omb2 * d * d;                                                \
+                mm[j] = mi;                                                                            \
+                vv[j] = vi;                                                                            \
+                root[j] = vi;                                                                          \
             }                                                                                          \
-            T denom = SQRT(vi) / bc2s + eps;                                                           \
-            p[i] = pi + nss * (mi / denom);                                                            \
+            if (ams) {                                                                                 \
+                T *restrict xx = vmax + i0;                                                            \
+                for (int64_t j = 0; j < len; j++) {                                                    \
+                    const T mx = xx[j], vi = root[j];                                                  \
+                    const T r = ((vi > mx) | (vi != vi)) ? vi : mx; /* torch.maximum keeps NaN */      \
+                    xx[j] = r;                                                                         \
+                    root[j] = r;                                                                       \
+                }                                                                                      \
+            }                                                                                          \
+            sqrt_block_##SUF(root, len);                                                               \
+            for (int64_t j = 0; j < len; j++) {                                                        \
+                const T denom = root[j] / bc2s + eps;                                                  \
+                pp[j] = pp[j] + nss * (mm[j] / denom);                                                 \
+            }                                                                                          \
         }                                                                                              \
     }                                                                                                  \
-    static void rmsprop_##SUF(T *p, const T *gr, T *sq, T *buf, T *ga, int64_t n, const step_consts *c) { \
+    static void rmsprop_##SUF(T *restrict p, const T *restrict gr, T *restrict sq, T *restrict buf,   \
+                              T *restrict ga, int64_t n, const step_consts *c) {                       \
         const T wd = (T)c->wd, al = (T)c->alpha, oma = (T)c->one_minus_alpha, eps = (T)c->eps;        \
         const T mom = (T)c->momentum, nlr = (T)(-c->lr), one = (T)1, mone = (T)-1;                     \
-        CT_OMP_FOR                                                                                     \
-        for (int64_t i = 0; i < n; i++) {                                                              \
-            T d = c->maximize ? -gr[i] : gr[i];                                                        \
-            if (c->has_wd)                                                                             \
-                d = d + wd * p[i];                                                                     \
-            T s = sq[i] * al + oma * d * d;                                                            \
-            sq[i] = s;                                                                                 \
-            T avg;                                                                                     \
-            if (c->centered) {                                                                         \
-                T g = ga[i] * al + oma * d;                                                            \
-                ga[i] = g;                                                                             \
-                avg = SQRT(s + mone * g * g);                                                          \
-            } else {                                                                                   \
-                avg = SQRT(s);                                                                         \
+        const bool maximize = c->maximize, has_wd = c->has_wd;                                         \
+        T root[CT_OPTIM_CHUNK];                                                                        \
+        for (int64_t i0 = 0; i0 < n; i0 += CT_OPTIM_CHUNK) {                                           \
+            const int64_t len = n - i0 < CT_OPTIM_CHUNK ? n - i0 : CT_OPTIM_CHUNK;                     \
+            T *restrict pp = p + i0, *restrict ss = sq + i0;                                           \
+            const T *restrict gg = gr + i0;                                                            \
+            for (int64_t j = 0; j < len; j++) {                                                        \
+                const T pj = pp[j], gj = gg[j];                                                        \
+                T d = maximize ? -gj : gj;                                                             \
+                d = has_wd ? d + wd * pj : d;                                                          \
+                const T s = ss[j] * al + oma * d * d;                                                  \
+                ss[j] = s;                                                                             \
+                root[j] = s;                                                                           \
             }                                                                                          \
-            avg = avg + eps;                                                                           \
+            if (c->centered) {                                                                         \
+                T *restrict aa = ga + i0;                                                              \
+                for (int64_t j = 0; j < len; j++) {                                                    \
+                    const T pj = pp[j], gj = gg[j];                                                    \
+                    T d = maximize ? -gj : gj;                                                         \
+                    d = has_wd ? d + wd * pj : d;                                                      \
+                    const T g = aa[j] * al + oma * d;                                                  \
+                    aa[j] = g;                                                                         \
+                    root[j] = root[j] + mone * g * g;                                                  \
+                }                                                                                      \
+            }                                                                                          \
+            sqrt_block_##SUF(root, len);                                                               \
             if (c->has_momentum) {                                                                     \
-                T b = buf[i] * mom + one * (d / avg);                                                  \
-                buf[i] = b;                                                                            \
-                p[i] = p[i] + nlr * b;                                                                 \
+                T *restrict bb = buf + i0;                                                             \
+                for (int64_t j = 0; j < len; j++) {                                                    \
+                    const T pj = pp[j], gj = gg[j];                                                    \
+                    T d = maximize ? -gj : gj;                                                         \
+                    d = has_wd ? d + wd * pj : d;                                                      \
+                    const T avg = root[j] + eps;                                                       \
+                    const T b = bb[j] * mom + one * (d / avg);                                         \
+                    bb[j] = b;                                                                         \
+                    pp[j] = pj + nlr * b;                                                              \
+                }                                                                                      \
             } else {                                                                                   \
-                p[i] = p[i] + nlr * (d / avg);                                                         \
+                for (int64_t j = 0; j < len; j++) {                                                    \
+                    const T pj = pp[j], gj = gg[j];                                                    \
+                    T d = maximize ? -gj : gj;                                                         \
+                    d = has_wd ? d + wd * pj : d;                                                      \
+                    const T avg = root[j] + eps;                                                       \
+                    pp[j] = pj + nlr * (d / avg);                                                      \
+                }                                                                                      \
             }                                                                                          \
         }                                                                                              \
     }                                                                                                  \
-    static void adagrad_##SUF(T *p, const T *gr, T *sum, int64_t n, const step_consts *c) {           \
+    static void adagrad_##SUF(T *restrict p, const T *restrict gr, T *restrict sum, int64_t n,        \
+                              const step_consts *c) {                                                  \
         const T wd = (T)c->wd, eps = (T)c->eps, nclr = (T)(-c->clr), one = (T)1;                       \
-        CT_OMP_FOR                                                                                     \
-        for (int64_t i = 0; i < n; i++) {                                                              \
-            T d = c->maximize ? -gr[i] : gr[i];                                                        \
-            if (c->has_wd)                                                                             \
-                d = d + wd * p[i];                                                                     \
-            T s = sum[i] + one * d * d;                                                                \
-            sum[i] = s;                                                                                \
-            T std = SQRT(s) + eps;                                                                     \
-            p[i] = p[i] + nclr * (d / std);                                                            \
+        const bool maximize = c->maximize, has_wd = c->has_wd;                                         \
+        T root[CT_OPTIM_CHUNK];                                                                        \
+        for (int64_t i0 = 0; i0 < n; i0 += CT_OPTIM_CHUNK) {                                           \
+            const int64_t len = n - i0 < CT_OPTIM_CHUNK ? n - i0 : CT_OPTIM_CHUNK;                     \
+            T *restrict pp = p + i0, *restrict su = sum + i0;                                          \
+            const T *restrict gg = gr + i0;                                                            \
+            for (int64_t j = 0; j < len; j++) {                                                        \
+                const T pj = pp[j], gj = gg[j];                                                        \
+                T d = maximize ? -gj : gj;                                                             \
+                d = has_wd ? d + wd * pj : d;                                                          \
+                const T s = su[j] + one * d * d;                                                       \
+                su[j] = s;                                                                             \
+                root[j] = s;                                                                           \
+            }                                                                                          \
+            sqrt_block_##SUF(root, len);                                                               \
+            for (int64_t j = 0; j < len; j++) {                                                        \
+                const T pj = pp[j], gj = gg[j];                                                        \
+                T d = maximize ? -gj : gj;                                                             \
+                d = has_wd ? d + wd * pj : d;                                                          \
+                const T std = root[j] + eps;                                                           \
+                pp[j] = pj + nclr * (d / std);                                                         \
+            }                                                                                          \
         }                                                                                              \
     }
 
-CT_DEFINE_FUSED(float, sqrtf, f32)
-CT_DEFINE_FUSED(double, sqrt, f64)
+CT_DEFINE_FUSED(float, f32)
+CT_DEFINE_FUSED(double, f64)
 
 /* ------------------------------------------------------------ one parameter */
 
@@ -583,15 +676,14 @@ static void fill_consts(ct_optim_kind kind, const ct_optim_options *o, const par
     }
 }
 
-static ct_status fused_update(ct_optim_kind kind, param_state *st, ct_tensor *p, const ct_tensor *g,
-                              const step_consts *c) {
-    int64_t n = p->numel;
-    bool f64 = p->dtype == CT_F64;
-    void *pp = ct_tensor_ptr(p);
-    const void *gp = ct_tensor_ptr(g);
-    void *s0 = st->slot[0] ? ct_tensor_ptr(st->slot[0]) : NULL;
-    void *s1 = st->slot[1] ? ct_tensor_ptr(st->slot[1]) : NULL;
-    void *s2 = st->slot[2] ? ct_tensor_ptr(st->slot[2]) : NULL;
+/* Runs the kernel of `kind` on elements [lo, hi) of one parameter. */
+static void fused_range(ct_optim_kind kind, bool f64, char *const *ptr, int64_t lo, int64_t hi,
+                        const step_consts *c) {
+    const size_t es = f64 ? sizeof(double) : sizeof(float);
+#define AT(k) (ptr[k] ? (void *)(ptr[k] + (size_t)lo * es) : NULL)
+    void *pp = AT(0), *gp = AT(1), *s0 = AT(2), *s1 = AT(3), *s2 = AT(4);
+#undef AT
+    const int64_t n = hi - lo;
     switch (kind) {
     case CT_OPTIM_SGD:
         if (f64)
@@ -618,6 +710,28 @@ static ct_status fused_update(ct_optim_kind kind, param_state *st, ct_tensor *p,
         else
             adagrad_f32(pp, gp, s0, n, c);
         break;
+    }
+}
+
+static ct_status fused_update(ct_optim_kind kind, param_state *st, ct_tensor *p, const ct_tensor *g,
+                              const step_consts *c) {
+    const int64_t n = p->numel;
+    const bool f64 = p->dtype == CT_F64;
+    char *ptr[5] = {ct_tensor_ptr(p), ct_tensor_ptr(g), NULL, NULL, NULL};
+    for (int s = 0; s < CT_OPTIM_MAX_SLOTS; s++)
+        ptr[2 + s] = st->slot[s] ? ct_tensor_ptr(st->slot[s]) : NULL;
+    if (n < CT_OPTIM_PARALLEL_MIN) {
+        fused_range(kind, f64, ptr, 0, n, c);
+    } else {
+        const int64_t nblocks = (n + CT_OPTIM_BLOCK - 1) / CT_OPTIM_BLOCK;
+        /* Elementwise: the result does not depend on how blocks are shared out. */
+#if defined(CT_HAVE_OPENMP)
+#pragma omp parallel for schedule(static)
+#endif
+        for (int64_t b = 0; b < nblocks; b++) {
+            const int64_t lo = b * CT_OPTIM_BLOCK, hi = lo + CT_OPTIM_BLOCK < n ? lo + CT_OPTIM_BLOCK : n;
+            fused_range(kind, f64, ptr, lo, hi, c);
+        }
     }
     ct_tensor_bump_version(p);
     for (int s = 0; s < CT_OPTIM_MAX_SLOTS; s++)
