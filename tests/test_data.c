@@ -666,10 +666,10 @@ static void test_char_dataset(void **state) {
                   "the val split has 7 tokens; a block of 7 needs at least 8");
     assert_null(x);
     CT_ASSERT_ERR(ct_char_dataset_batch(ds, CT_SPLIT_TRAIN, 0, 4, 0, 0, &x, &y) == CT_OK, CT_ERROR_VALUE, ">= 1");
-    CT_ASSERT_ERR(ct_char_dataset_batch(ds, (ct_split)5, 1, 4, 0, 0, &x, &y) == CT_OK, CT_ERROR_VALUE, "split");
+    CT_ASSERT_ERR(ct_char_dataset_batch(ds, (ct_text_split)5, 1, 4, 0, 0, &x, &y) == CT_OK, CT_ERROR_VALUE, "split");
     CT_ASSERT_ERR(ct_char_dataset_batch(NULL, CT_SPLIT_TRAIN, 1, 4, 0, 0, &x, &y) == CT_OK, CT_ERROR_NULL_ARGUMENT,
                   "dataset");
-    CT_ASSERT_ERR(ct_char_dataset_len(ds, (ct_split)2) >= 0, CT_ERROR_VALUE, "split");
+    CT_ASSERT_ERR(ct_char_dataset_len(ds, (ct_text_split)2) >= 0, CT_ERROR_VALUE, "split");
     CT_ASSERT_ERR(ct_char_dataset_tokens(NULL, CT_SPLIT_TRAIN) != NULL, CT_ERROR_NULL_ARGUMENT, "dataset");
     CT_ASSERT_ERR(ct_char_dataset_from_text(text, len, 1.0) != NULL, CT_ERROR_VALUE, "val_fraction");
     CT_ASSERT_ERR(ct_char_dataset_from_text(text, 0, 0.1) != NULL, CT_ERROR_VALUE, "empty");

@@ -684,6 +684,14 @@ static void test_clip_grad_norm(void **state) {
     CT_ASSERT_ERR(ct_clip_grad_norm_(nul, 1, 1, 2, false, NULL) == CT_OK, CT_ERROR_NULL_ARGUMENT, "parameter 0");
     CT_ASSERT_ERR(ct_clip_grad_norm_(ps, 3, 1, -2, false, NULL) == CT_OK, CT_ERROR_VALUE, "norm_type");
     CT_ASSERT_ERR(ct_clip_grad_norm_(ps, -1, 1, 2, false, NULL) == CT_OK, CT_ERROR_VALUE, ">= 0");
+    ct_tensor *ig = ct_ones(CT_SHAPE(2), CT_I64, CT_CPU);
+    set_grad(c, ig);
+    CT_ASSERT_ERR(ct_clip_grad_norm_(ps, 3, 1, 2, false, NULL) == CT_OK, CT_ERROR_TYPE, "floating point, got int64");
+    set_grad(c, NULL);
+    ct_release(ig);
+    /* p = 0 counts the nonzero entries */
+    assert_int_equal(ct_clip_grad_norm_(ps, 2, 1e9, 0, false, &total), CT_OK);
+    assert_true(total == 3);
     assert_int_equal(ct_clip_grad_norm_(NULL, 0, 1, 2, false, &total), CT_OK);
     assert_true(total == 0);
     set_grad(a, NULL);

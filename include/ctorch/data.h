@@ -101,7 +101,7 @@ CT_API int64_t ct_dataloader_epoch(const ct_dataloader *dl);
  * in byte order (nanoGPT's shakespeare_char uses the sorted characters). The first
  * (1 - val_fraction) of the tokens are the training split, the rest validation. */
 typedef struct ct_char_dataset ct_char_dataset;
-typedef enum ct_split { CT_SPLIT_TRAIN = 0, CT_SPLIT_VAL = 1 } ct_split;
+typedef enum ct_text_split { CT_SPLIT_TRAIN = 0, CT_SPLIT_VAL = 1 } ct_text_split;
 
 CT_API ct_char_dataset *ct_char_dataset_from_text(const char *text, size_t len, double val_fraction);
 CT_API ct_char_dataset *ct_char_dataset_from_file(const char *path, double val_fraction);
@@ -110,9 +110,9 @@ CT_API int ct_char_dataset_vocab_size(const ct_char_dataset *ds);
 /* The byte of token id (0 <= id < vocab size), or -1. */
 CT_API int ct_char_dataset_byte(const ct_char_dataset *ds, int id);
 /* Number of tokens in a split. */
-CT_API int64_t ct_char_dataset_len(const ct_char_dataset *ds, ct_split split);
+CT_API int64_t ct_char_dataset_len(const ct_char_dataset *ds, ct_text_split split);
 /* All tokens of a split, int64 (n). */
-CT_API ct_tensor *ct_char_dataset_tokens(const ct_char_dataset *ds, ct_split split);
+CT_API ct_tensor *ct_char_dataset_tokens(const ct_char_dataset *ds, ct_text_split split);
 /* Token ids (int64, (len)) of a string; a byte outside the vocabulary is an error. */
 CT_API ct_tensor *ct_char_dataset_encode(const ct_char_dataset *ds, const char *s, size_t len);
 /* Writes the bytes of integer token ids (any shape, read in order) to buf, at most
@@ -121,7 +121,7 @@ CT_API int64_t ct_char_dataset_decode(const ct_char_dataset *ds, const ct_tensor
 /* nanoGPT's get_batch: batch windows of block + 1 tokens at random offsets of the
  * split; x (batch, block) and y, the same windows shifted by one, int64. The offsets
  * are a function of (seed, index) only, so batch `index` can be reproduced. */
-CT_API ct_status ct_char_dataset_batch(const ct_char_dataset *ds, ct_split split, int64_t batch, int64_t block,
+CT_API ct_status ct_char_dataset_batch(const ct_char_dataset *ds, ct_text_split split, int64_t batch, int64_t block,
                                        uint64_t seed, uint64_t index, ct_tensor **x, ct_tensor **y);
 
 #ifdef __cplusplus

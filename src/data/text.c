@@ -122,7 +122,7 @@ int ct_char_dataset_byte(const ct_char_dataset *ds, int id) {
     return ds && id >= 0 && id < ds->vocab ? ds->bytes[id] : -1;
 }
 
-static bool split_range(const ct_char_dataset *ds, ct_split split, int64_t *start, int64_t *n, const char *op) {
+static bool split_range(const ct_char_dataset *ds, ct_text_split split, int64_t *start, int64_t *n, const char *op) {
     if (split != CT_SPLIT_TRAIN && split != CT_SPLIT_VAL) {
         ct_error(CT_ERROR_VALUE, op, "split must be CT_SPLIT_TRAIN or CT_SPLIT_VAL, got %d", (int)split);
         return false;
@@ -132,7 +132,7 @@ static bool split_range(const ct_char_dataset *ds, ct_split split, int64_t *star
     return true;
 }
 
-int64_t ct_char_dataset_len(const ct_char_dataset *ds, ct_split split) {
+int64_t ct_char_dataset_len(const ct_char_dataset *ds, ct_text_split split) {
     int64_t s, n;
     if (!ds) {
         ct_error(CT_ERROR_NULL_ARGUMENT, "char_dataset.len", "dataset is NULL");
@@ -141,7 +141,7 @@ int64_t ct_char_dataset_len(const ct_char_dataset *ds, ct_split split) {
     return split_range(ds, split, &s, &n, "char_dataset.len") ? n : -1;
 }
 
-ct_tensor *ct_char_dataset_tokens(const ct_char_dataset *ds, ct_split split) {
+ct_tensor *ct_char_dataset_tokens(const ct_char_dataset *ds, ct_text_split split) {
     int64_t s, n;
     if (!ds) {
         ct_error(CT_ERROR_NULL_ARGUMENT, "char_dataset.tokens", "dataset is NULL");
@@ -209,7 +209,7 @@ int64_t ct_char_dataset_decode(const ct_char_dataset *ds, const ct_tensor *ids, 
     return r;
 }
 
-ct_status ct_char_dataset_batch(const ct_char_dataset *ds, ct_split split, int64_t batch, int64_t block,
+ct_status ct_char_dataset_batch(const ct_char_dataset *ds, ct_text_split split, int64_t batch, int64_t block,
                                 uint64_t seed, uint64_t index, ct_tensor **x, ct_tensor **y) {
     static const char *op = "char_dataset.batch";
     if (!ds || !x || !y)

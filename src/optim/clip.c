@@ -8,47 +8,34 @@
 
 /* Note [Total norm in one pass]
  * torch.nn.utils.clip_grad_norm_ takes one norm per gradient and then the norm of
- * those norms. Here every gradient is read once and its |g|^p terms go straight into
- * one double accumulator (the max for p = inf), which is the same quantity without a
- * tensor per parameter. When the foreach_powsum reduction is on main this loop should
- * become one call to it. The sum runs in double whatever the gradients' dtype, so a
- * float32 result can differ from torch's float32 one in the last bits. */
+ * those norms. Here the p-th powers are summed instead: ct_foreach_powsum gives
+ * sum |g|^p per gradient (accumulated in double, returned as float64), those add up
+ * to the total, and one root at the end gives the norm, with no per-tensor roots and
+ * no stacked tensor. powsum has no special cases, so p = inf (the max) and p = 0 (the
+ * count of nonzeros, as torch.norm) are read here, in one loop over each gradient. The
+ * total is a double whatever the gradients' dtype, so a float32 result can differ from
+ * torch's float32 one in the last bits. */
 
-static double pow_term(double a, double p) {
-    if (p == 2)
-        return a * a;
-    if (p == 1)
-        return a;
-    return pow(a, p);
-}
-
-/* Accumulates sum |x|^p (or max |x|, or the count of nonzeros for p = 0) over a
- * contiguous float buffer. */
-#define CT_DEFINE_POWSUM(T, SUF)                                                     \
-    static double powsum_##SUF(const T *x, int64_t n, double p) {                    \
+/* max |x| (p = inf) or the count of nonzeros (p = 0) of a contiguous buffer. */
+#define CT_DEFINE_SPECIAL(T, SUF)                                                    \
+    static double special_##SUF(const T *x, int64_t n, bool inf) {                  \
         double acc = 0;                                                              \
-        if (isinf(p)) {                                                              \
+        if (inf) {                                                                   \
             for (int64_t i = 0; i < n; i++) {                                        \
                 double a = fabs((double)x[i]);                                       \
                 if (a > acc || a != a)                                               \
                     acc = a;                                                         \
             }                                                                        \
-        } else if (p == 0) {                                                         \
-            for (int64_t i = 0; i < n; i++)                                          \
-                acc += x[i] != 0;                                                    \
         } else {                                                                     \
             for (int64_t i = 0; i < n; i++)                                          \
-                acc += pow_term(fabs((double)x[i]), p);                              \
+                acc += x[i] != 0;                                                    \
         }                                                                            \
         return acc;                                                                  \
     }
-CT_DEFINE_POWSUM(float, f32)
-CT_DEFINE_POWSUM(double, f64)
+CT_DEFINE_SPECIAL(float, f32)
+CT_DEFINE_SPECIAL(double, f64)
 
-static ct_status grad_powsum(const ct_tensor *g, double p, double *out) {
-    if (!ct_dtype_is_floating(g->dtype))
-        return ct_error(CT_ERROR_TYPE, "clip_grad_norm_", "gradients must be floating point, got %s",
-                        ct_dtype_name(g->dtype));
+static ct_status grad_special(const ct_tensor *g, bool inf, double *out) {
     ct_scope_begin();
     /* Other dtypes, strides and devices are read through a contiguous float64 copy. */
     const ct_tensor *c = g;
@@ -60,9 +47,9 @@ static ct_status grad_powsum(const ct_tensor *g, double p, double *out) {
     else if (c->numel == 0)
         *out = 0;
     else if (c->dtype == CT_F32)
-        *out = powsum_f32((const float *)ct_tensor_ptr(c), c->numel, p);
+        *out = special_f32((const float *)ct_tensor_ptr(c), c->numel, inf);
     else
-        *out = powsum_f64((const double *)ct_tensor_ptr(c), c->numel, p);
+        *out = special_f64((const double *)ct_tensor_ptr(c), c->numel, inf);
     ct_scope_end();
     return st;
 }
@@ -80,23 +67,45 @@ ct_status ct_clip_grad_norm_(ct_tensor *const *params, int n, double max_norm, d
     for (int i = 0; i < n; i++)
         if (!params[i])
             return ct_error(CT_ERROR_NULL_ARGUMENT, op, "parameter %d is NULL", i);
+    const ct_tensor **grads = n > 0 ? ct_xcalloc(op, (size_t)n, sizeof *grads) : NULL;
+    if (n > 0 && !grads)
+        return CT_ERROR_OUT_OF_MEMORY;
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        if (ct_optim_grad(params[i]))
+            grads[k++] = ct_optim_grad(params[i]);
+    ct_status st = CT_OK;
+    for (int i = 0; i < k && !st; i++)
+        if (!ct_dtype_is_floating(grads[i]->dtype))
+            st = ct_error(CT_ERROR_TYPE, op, "gradients must be floating point, got %s", ct_dtype_name(grads[i]->dtype));
     double acc = 0;
-    for (int i = 0; i < n; i++) {
-        const ct_tensor *g = ct_optim_grad(params[i]);
-        if (!g)
-            continue;
-        double part = 0;
-        ct_status st = grad_powsum(g, norm_type, &part);
-        if (st)
-            return st;
-        if (isinf(norm_type))
-            acc = (part > acc || part != part) ? part : acc;
-        else
+    if (!st && (isinf(norm_type) || norm_type == 0)) {
+        for (int i = 0; i < k && !st; i++) {
+            double part = 0;
+            st = grad_special(grads[i], isinf(norm_type), &part);
+            if (isinf(norm_type))
+                acc = (part > acc || part != part) ? part : acc;
+            else
+                acc += part;
+        }
+    } else if (!st && k > 0) {
+        ct_scope_begin();
+        ct_tensor **sums = ct_xcalloc(op, (size_t)k, sizeof *sums);
+        st = sums ? ct_foreach_powsum(grads, k, norm_type, CT_F64, sums) : CT_ERROR_OUT_OF_MEMORY;
+        for (int i = 0; i < k && !st; i++) {
+            double part = 0;
+            st = ct_item_double(sums[i], &part);
             acc += part;
+        }
+        free(sums);
+        ct_scope_end();
     }
-    double total = isinf(norm_type) || norm_type == 0 ? acc : norm_type == 1 ? acc
-                   : norm_type == 2                    ? sqrt(acc)
-                                                       : pow(acc, 1.0 / norm_type);
+    free(grads);
+    if (st)
+        return st;
+    double total = isinf(norm_type) || norm_type == 0 || norm_type == 1 ? acc
+                   : norm_type == 2                                     ? sqrt(acc)
+                                                                        : pow(acc, 1.0 / norm_type);
     if (total_norm)
         *total_norm = total;
     if (error_if_nonfinite && !isfinite(total))
