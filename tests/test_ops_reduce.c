@@ -888,5 +888,8 @@ int main(void) {
         tests[n++] = (struct CMUnitTest){red_infos[i].name, test_opinfo_reduce, NULL, NULL, (void *)&red_infos[i]};
     for (size_t i = 0; i < NFIXED; i++)
         tests[n++] = fixed[i];
+    /* CT_TEST_FILTER=pattern runs a subset (cmocka's wildcards), for timing and debugging. */
+    if (getenv("CT_TEST_FILTER"))
+        cmocka_set_test_filter(getenv("CT_TEST_FILTER"));
     return _cmocka_run_group_tests("reduce", tests, n, NULL, NULL);
 }
