@@ -76,6 +76,38 @@ int main(void) {
     j.dims = CT_INDEX(0);
     double t0 = best_of(5, run_sum, &j);
     printf("sum (4096, 4096) over dim 0:  %6.2f GB/s\n", (double)bytes / t0 / 1e9);
+    /* Other row reductions over the last dim of (4096, 4096) random values. */
+    ct_tensor *r = ct_randn(CT_SHAPE(4096, 4096), CT_F32, CT_CPU);
+    static const char *const names[] = {"amax", "argmax", "var", "logsumexp", "softmax", "log_softmax", "cumsum"};
+    for (int nt = 1; nt <= all; nt = nt == all ? all + 1 : all) {
+        ct_set_num_threads(nt);
+        for (int k = 0; k < 7; k++) {
+            double best = 1e30;
+            for (int rep = 0; rep < 5; rep++) {
+                ct_scope_begin();
+                double t1 = now();
+                ct_tensor *y = NULL;
+                switch (k) {
+                case 0: y = ct_amax(r, CT_INDEX(1), 1, false); break;
+                case 1: y = ct_argmax_dim(r, 1, false); break;
+                case 2: y = ct_var(r, CT_INDEX(1), 1, 1.0, false); break;
+                case 3: y = ct_logsumexp(r, CT_INDEX(1), 1, false); break;
+                case 4: y = ct_softmax(r, 1, CT_DTYPE_UNDEFINED); break;
+                case 5: y = ct_log_softmax(r, 1, CT_DTYPE_UNDEFINED); break;
+                default: y = ct_cumsum(r, 1, CT_DTYPE_UNDEFINED); break;
+                }
+                t1 = now() - t1;
+                if (!y)
+                    fprintf(stderr, "%s failed: %s\n", names[k], ct_last_error());
+                ct_scope_end();
+                if (t1 < best)
+                    best = t1;
+            }
+            printf("%-12s (4096, 4096) dim 1, %2d thread(s): %7.2f GB/s read\n", names[k], nt,
+                   (double)bytes / best / 1e9);
+        }
+    }
+    ct_release(r);
     ct_release(m);
     ct_release(x);
     free(dst);

@@ -12,6 +12,13 @@
 #include <omp.h>
 #endif
 
+/* ctorch never reads floating-point exception flags, so comparisons may be evaluated
+ * unconditionally: this lets the compiler turn the selects of the extremum and exp
+ * loops into vector blends. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("no-trapping-math")
+#endif
+
 /* Note [Deterministic reductions]
  * Float sums are cascaded: each block of CT_RED_BLK contiguous elements is summed with
  * eight independent accumulators (which the compiler vectorises), and the block sums
@@ -58,6 +65,32 @@ static double casc_total(const casc *c) {
         if ((c->cnt >> k) & 1u)
             s += c->lv[k];
     return s;
+}
+
+/* exp for float32 within about 1 ulp, written without branches so that loops over it
+ * vectorise: x = n ln2 + r with |r| <= ln2/2, a minimax polynomial for exp(r), and 2^n
+ * applied as two factors so that subnormal results and overflow to inf come out right.
+ * NaN passes through. */
+static inline float ct_expf(float x) {
+    float xc = x < -104.0f ? -104.0f : x > 89.0f ? 89.0f : x;
+    /* Round to nearest by adding and removing 1.5 * 2^23 (|t| < 2^22 here). */
+    float fn = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+    int32_t n = (int32_t)fn;
+    float r = xc - fn * 0.693359375f + fn * 2.12194440e-4f;
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * r * r + r + 1.0f;
+    int32_t n1 = n >> 1, n2 = n - n1;
+    uint32_t b1 = (uint32_t)(n1 + 127) << 23, b2 = (uint32_t)(n2 + 127) << 23;
+    float s1, s2;
+    memcpy(&s1, &b1, sizeof s1);
+    memcpy(&s2, &b2, sizeof s2);
+    float e = p * s1 * s2;
+    return x != x ? x : e;
 }
 
 typedef struct sum_ctx {
@@ -126,7 +159,7 @@ CT_SUM_SEG(seg_pow_f32, float, pow(fabs(x), pw))
 CT_SUM_SEG(seg_pow_f64, double, pow(fabs(x), pw))
 CT_SUM_SEG(seg_dev2_f32, float, (x - m) * (x - m))
 CT_SUM_SEG(seg_dev2_f64, double, (x - m) * (x - m))
-CT_SUM_SEG(seg_expm_f32, float, exp(x - m))
+CT_SUM_SEG(seg_expm_f32, float, (double)ct_expf((float)(x - m)))
 CT_SUM_SEG(seg_expm_f64, double, exp(x - m))
 
 typedef struct fsum_job {
@@ -244,14 +277,34 @@ CT_COUNT_SEG(seg_nz_i64, int64_t, x != 0)
 CT_COUNT_SEG(seg_notnan_f32, float, x == x)
 CT_COUNT_SEG(seg_notnan_f64, double, x == x)
 
-/* Extremum of MAPped values; a NaN wins and ends the search. BETTER(x, acc). */
+/* Extremum of MAPped values; a NaN wins. BETTER(x, acc). Contiguous runs go in blocks
+ * with a NaN flag instead of an early exit, so the loop vectorises. */
 #define CT_FEXT_SEG(fname, T, MAP, BETTER)                                      \
     static void fname(void *v, const char *p, int64_t n, int64_t s) {           \
         fold_ctx *c = v;                                                        \
-        double acc = c->d;                                                      \
         if (c->done)                                                            \
             return;                                                             \
-        for (int64_t i = 0; i < n; i++) {                                       \
+        int64_t i = 0;                                                          \
+        if (s == (int64_t)sizeof(T)) {                                          \
+            const T *a = (const T *)(const void *)p;                            \
+            for (; i + CT_RED_BLK <= n; i += CT_RED_BLK) {                      \
+                T acc = (T)c->d;                                                \
+                int nan = 0;                                                    \
+                for (int64_t j = 0; j < CT_RED_BLK; j++) {                      \
+                    T x = (T)MAP(a[i + j]);                                     \
+                    nan |= x != x;                                              \
+                    acc = BETTER(x, acc) ? x : acc;                             \
+                }                                                               \
+                if (nan) {                                                      \
+                    c->d = NAN;                                                 \
+                    c->done = true;                                             \
+                    return;                                                     \
+                }                                                               \
+                c->d = (double)acc;                                             \
+            }                                                                   \
+        }                                                                       \
+        double acc = c->d;                                                      \
+        for (; i < n; i++) {                                                    \
             double x = MAP((double)CT_LOAD(T, p, i, s));                        \
             if (x != x) {                                                       \
                 c->d = x;                                                       \
@@ -528,11 +581,64 @@ static void row_cumext(const ct_reduce_iter *it, const char *in, char *const *ou
     }
 }
 
+/* softmax/log_softmax over a contiguous float32 row into a contiguous float32 row. */
+static void softmax_f32_row(const float *restrict x, float *restrict y, int64_t n, bool log_out) {
+    float m = -INFINITY;
+    int nan = 0;
+    for (int64_t i = 0; i < n; i++) {
+        nan |= x[i] != x[i];
+        m = x[i] > m ? x[i] : m;
+    }
+    if (nan) {
+        for (int64_t i = 0; i < n; i++)
+            y[i] = NAN;
+        return;
+    }
+    /* A row of -inf (or one holding +inf) gives NaN through inf - inf, as PyTorch. */
+    double sum = 0;
+    int64_t i = 0;
+    float acc[8] = {0};
+    if (log_out) {
+        for (; i + 8 <= n; i += 8)
+            for (int k = 0; k < 8; k++)
+                acc[k] += ct_expf(x[i + k] - m);
+    } else {
+        for (; i + 8 <= n; i += 8)
+            for (int k = 0; k < 8; k++) {
+                float e = ct_expf(x[i + k] - m);
+                y[i + k] = e;
+                acc[k] += e;
+            }
+    }
+    for (int k = 0; k < 8; k++)
+        sum += acc[k];
+    for (; i < n; i++) {
+        float e = ct_expf(x[i] - m);
+        if (!log_out)
+            y[i] = e;
+        sum += e;
+    }
+    if (log_out) {
+        float lse = (float)log(sum);
+        for (int64_t k = 0; k < n; k++)
+            y[k] = (x[k] - m) - lse;
+    } else {
+        float inv = (float)(1.0 / sum);
+        for (int64_t k = 0; k < n; k++)
+            y[k] *= inv;
+    }
+}
+
 static void row_softmax(const ct_reduce_iter *it, const char *in, char *const *out, const void *vp) {
     const ct_reduce_params *P = vp;
     int64_t n = it->rshape[0], s = it->rstride[0], os = it->rout[0];
     ct_dtype od = it->out_dtype[0];
     bool f32 = is_f32(it);
+    if (f32 && od == CT_DTYPE_FLOAT32 && s == (int64_t)sizeof(float) && os == (int64_t)sizeof(float)) {
+        softmax_f32_row((const float *)(const void *)in, (float *)(void *)out[0], n,
+                        P->kind == CT_RED_LOG_SOFTMAX);
+        return;
+    }
 #define X(i) (f32 ? (double)CT_LOAD(float, in, i, s) : CT_LOAD(double, in, i, s))
     /* Subtracting the row's max keeps exp from overflowing. */
     double m = -INFINITY;
