@@ -503,6 +503,16 @@ static void test_numerics(void **state) {
     ct_tensor *ls = ct_log_softmax(b, 0, CT_DTYPE_UNDEFINED);
     assert_true(isinf(ct_test_at(ls, 3)) && ct_test_at(ls, 3) < 0);
     assert_true(fabs(ct_test_at(ls, 0) + 2 + log(1 + exp(-1) + exp(-2))) < 1e-5);
+    /* the float32 row path's exp, down to subnormal results */
+    float wide[] = {0, -1e-3f, -0.5f, -3, -17.25f, -60, -87.5f, -95, -100, -104, -120};
+    ct_tensor *ws = ct_softmax(ct_from_data(wide, CT_SHAPE(11), CT_F32), 0, CT_DTYPE_UNDEFINED);
+    double z = 0;
+    for (int k = 0; k < 11; k++)
+        z += exp((double)wide[k]);
+    for (int k = 0; k < 11; k++) {
+        double want = (double)(float)(exp((double)wide[k]) / z);
+        assert_true(fabs(ct_test_at(ws, k) - want) <= 3e-7 * want + 3e-45);
+    }
     ct_tensor *lse = ct_logsumexp(b, NULL, 0, false);
     assert_true(fabs(ct_test_at(lse, 0) - (1002 + log(1 + exp(-1) + exp(-2)))) < 1e-3);
     float ninf[] = {-INFINITY, -INFINITY};
