@@ -167,6 +167,66 @@ CT_API ct_tensor *ct_argsort(const ct_tensor *t, int64_t dim, bool descending);
 /* The k largest (or smallest) along dim, sorted; indices (int64) may be NULL. */
 CT_API ct_tensor *ct_topk(const ct_tensor *t, int64_t k, int64_t dim, bool largest, ct_tensor **indices);
 
+/* ------------------------------------------------------------ advanced indexing */
+
+/* torch.Tensor.scatter: out = t with out[index[i][j]][j] = src[i][j] (dim 0; likewise
+ * for other dims). index is int64 with t's number of dims; src has t's dtype. With
+ * duplicate indices the last write wins. */
+CT_API ct_tensor *ct_scatter(const ct_tensor *t, int64_t dim, const ct_tensor *index, const ct_tensor *src);
+CT_API ct_tensor *ct_scatter_(ct_tensor *t, int64_t dim, const ct_tensor *index, const ct_tensor *src);
+CT_API ct_tensor *ct_scatter_value(const ct_tensor *t, int64_t dim, const ct_tensor *index, ct_scalar value);
+CT_API ct_tensor *ct_scatter_value_(ct_tensor *t, int64_t dim, const ct_tensor *index, ct_scalar value);
+/* torch.Tensor.scatter_reduce: reduce is "sum", "prod", "mean", "amax" or "amin";
+ * include_self false leaves t's values out of the targets' reductions. "mean" on
+ * integers divides with floor rounding. */
+CT_API ct_tensor *ct_scatter_reduce(const ct_tensor *t, int64_t dim, const ct_tensor *index, const ct_tensor *src,
+                                    const char *reduce, bool include_self);
+CT_API ct_tensor *ct_scatter_reduce_(ct_tensor *t, int64_t dim, const ct_tensor *index, const ct_tensor *src,
+                                     const char *reduce, bool include_self);
+/* out = t with src's slices along dim copied to the positions in index (int64, 0-d or
+ * 1-d). */
+CT_API ct_tensor *ct_index_copy(const ct_tensor *t, int64_t dim, const ct_tensor *index, const ct_tensor *src);
+CT_API ct_tensor *ct_index_copy_(ct_tensor *t, int64_t dim, const ct_tensor *index, const ct_tensor *src);
+/* out = t with the slices at index along dim set to value. */
+CT_API ct_tensor *ct_index_fill(const ct_tensor *t, int64_t dim, const ct_tensor *index, ct_scalar value);
+CT_API ct_tensor *ct_index_fill_(ct_tensor *t, int64_t dim, const ct_tensor *index, ct_scalar value);
+/* Advanced indexing, t[indices[0], indices[1], ...]: each entry is an int64 tensor, a
+ * bool (or uint8) mask covering as many dims as it has, or NULL for a full slice ':'.
+ * Index tensors broadcast together; where their dims go follows PyTorch (see
+ * docs/ops.md). Always a copy. */
+CT_API ct_tensor *ct_index(const ct_tensor *t, const ct_tensor *const *indices, int n);
+/* t[indices] = values (values broadcast to the shape ct_index would return); with
+ * accumulate, t[indices] += values, duplicates adding up. */
+CT_API ct_tensor *ct_index_put(const ct_tensor *t, const ct_tensor *const *indices, int n, const ct_tensor *values,
+                               bool accumulate);
+CT_API ct_tensor *ct_index_put_(ct_tensor *t, const ct_tensor *const *indices, int n, const ct_tensor *values,
+                                bool accumulate);
+/* The elements of t where mask (bool; t and mask broadcast together) is true, as a 1-D
+ * tensor in row-major order. Refused on META (the size depends on the data). */
+CT_API ct_tensor *ct_masked_select(const ct_tensor *t, const ct_tensor *mask);
+/* Copies src's elements, in order, to the positions where mask is true. */
+CT_API ct_tensor *ct_masked_scatter(const ct_tensor *t, const ct_tensor *mask, const ct_tensor *src);
+CT_API ct_tensor *ct_masked_scatter_(ct_tensor *t, const ct_tensor *mask, const ct_tensor *src);
+/* t viewed as 1-D, indexed by index (int64, any shape; negative counts from the end). */
+CT_API ct_tensor *ct_take(const ct_tensor *t, const ct_tensor *index);
+/* The k-th smallest (k from 1) along dim and, in indices (may be NULL), its position. */
+CT_API ct_tensor *ct_kthvalue(const ct_tensor *t, int64_t k, int64_t dim, bool keepdim, ct_tensor **indices);
+/* torch.unique over the flattened tensor: the distinct values, sorted. inverse (shape of
+ * t) and counts are returned when not NULL. Refused on META. */
+CT_API ct_tensor *ct_unique(const ct_tensor *t, bool sorted, ct_tensor **inverse, ct_tensor **counts);
+/* One value per run of equal consecutive elements. */
+CT_API ct_tensor *ct_unique_consecutive(const ct_tensor *t, ct_tensor **inverse, ct_tensor **counts);
+/* torch.nn.functional.pad: pad holds (left, right) pairs from the last dim backwards;
+ * mode "constant" (value fills; negative pads crop), "reflect", "replicate" or
+ * "circular" (these on the last 1-3 dims of a batched or unbatched input). */
+CT_API ct_tensor *ct_pad(const ct_tensor *t, const int64_t *pad, int npad, const char *mode, double value);
+/* torch.meshgrid: n 0-d or 1-d tensors give n tensors (views) of shape (s0, ..., sn-1);
+ * indexing "ij" (also when NULL) or "xy" (first two dims swapped). */
+CT_API ct_status ct_meshgrid(const ct_tensor *const *tensors, int n, const char *indexing, ct_tensor **out);
+/* torch.einsum: "ij,jk->ik", implicit outputs ("ij,jk"), repeated letters (diagonals,
+ * traces), sums, broadcasting size-1 dims and '...'. */
+CT_API ct_tensor *ct_einsum(const char *equation, const ct_tensor *const *operands, int n);
+
 /* ------------------------------------------------------------ neural-network kernels */
 
 /* torch.nn.functional.conv2d on (N, C, H, W) or unbatched (C, H, W) input; weight

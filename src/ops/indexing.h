@@ -1,0 +1,82 @@
+/* Helpers shared by the indexing kernels (indexing.c, advindex.c, pad.c). */
+#ifndef CT_OPS_INDEXING_H
+#define CT_OPS_INDEXING_H
+
+#include <string.h>
+
+#include "core/dtype.h"
+#include "dispatch/dispatch_internal.h"
+
+static inline bool ct_ix_is_meta(const ct_tensor *t) { return t->device.type == CT_DEVICE_META; }
+
+/* Hands a kernel's new tensor to the call (NULL: the error is already set). */
+static inline ct_status ct_ix_set_out(ct_call *call, int i, ct_tensor *t) {
+    return t ? ct_call_set_output(call, i, t) : ct_last_status();
+}
+
+static inline void ct_ix_next_coord(int64_t *coord, const int64_t *shape, int nd) {
+    for (int i = nd - 1; i >= 0; i--) {
+        if (++coord[i] < shape[i])
+            return;
+        coord[i] = 0;
+    }
+}
+
+static inline int64_t ct_ix_offset(const int64_t *coord, const int64_t *strides, int nd) {
+    int64_t off = 0;
+    for (int i = 0; i < nd; i++)
+        off += coord[i] * strides[i];
+    return off;
+}
+
+/* PyTorch's ScalarType names ("Float", "Long"), which its indexing messages use. */
+static inline const char *ct_ix_type_name(ct_dtype d) {
+    static const char *const names[CT_DTYPE_COUNT] = {"Bool",   "Byte",   "Char",   "Short", "Int",
+                                                      "Long",   "UInt16", "UInt32", "UInt64", "Half",
+                                                      "BFloat16", "Float", "Double"};
+    return ct_dtype_valid(d) ? names[d] : "Undefined";
+}
+
+/* Reads an int64 index element at an element offset of index's storage view. */
+static inline int64_t ct_ix_load_index(const ct_tensor *index, int64_t off) {
+    return ((const int64_t *)ct_tensor_ptr(index))[off];
+}
+
+/* The output of an update op (scatter, index_copy, ...): the given tensor for in-place
+ * calls, a new one holding t's values otherwise; *work is a contiguous tensor holding
+ * the same values that the kernel edits (out itself when it is contiguous; NULL on
+ * META). ct_ix_finish_update writes work back into out. */
+static inline ct_status ct_ix_begin_update(ct_call *call, const ct_tensor *t, ct_tensor **out, ct_tensor **work) {
+    ct_tensor *o;
+    *work = NULL;
+    if (call->mode == CT_CALL_INPLACE) {
+        o = call->out[0];
+    } else {
+        o = ct_empty(t->shape, t->ndim, t->dtype, t->device);
+        ct_status st = ct_ix_set_out(call, 0, o);
+        if (st)
+            return st;
+        if (!ct_ix_is_meta(o) && !ct_copy_(o, t))
+            return ct_last_status();
+    }
+    *out = o;
+    if (ct_ix_is_meta(o))
+        return CT_OK;
+    *work = ct_tensor_is_contiguous(o) ? o : ct_clone(o);
+    return *work ? CT_OK : ct_last_status();
+}
+
+static inline ct_status ct_ix_finish_update(ct_tensor *out, ct_tensor *work) {
+    if (work && work != out && !ct_copy_(out, work))
+        return ct_last_status();
+    return CT_OK;
+}
+
+/* Marks a call in place on self (the call takes its own reference). */
+static inline void ct_ix_inplace(ct_call *c, ct_tensor *self) {
+    c->mode = CT_CALL_INPLACE;
+    c->out[0] = ct_retain(self);
+    c->nout = 1;
+}
+
+#endif /* CT_OPS_INDEXING_H */
