@@ -148,15 +148,17 @@ static ct_status plan_offset(const char *op, const index_plan *p, const ct_tenso
         int pos = i < p->insert ? i : i + p->bnd;
         o += oc[pos] * strides[p->slice_dim[i]];
     }
-    for (int d = 0; d < p->src_nd; d++) {
+    /* PyTorch numbers the dim in its message among the indexed dims only */
+    for (int d = 0, nth = 0; d < p->src_nd; d++) {
         if (!p->idx[d])
             continue;
         int64_t v = ct_ix_load_index(p->idx[d], ct_ix_offset(bc, p->istr[d], p->bnd));
         int64_t size = t->shape[d], w = v < 0 ? v + size : v;
         if (w < 0 || w >= size)
             return ct_error(CT_ERROR_INDEX, op, "index %lld is out of bounds for dimension %d with size %lld",
-                            (long long)v, d, (long long)size);
+                            (long long)v, nth, (long long)size);
         o += w * strides[d];
+        nth++;
     }
     *off = o;
     return CT_OK;

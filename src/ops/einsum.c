@@ -376,6 +376,11 @@ ct_tensor *ct_einsum(const char *equation_str, const ct_tensor *const *operands,
             pa[q++] = con[i], pb[m++] = con[i];
         for (int i = 0; i < nr; i++)
             pb[m++] = rgt[i], rshape[nb + nl + i] = b->shape[rgt[i]], order[nb + nl + i] = rgt[i];
+        /* each side's size-1 dims for the other side's rows/columns go last */
+        for (int i = 0; i < nr; i++)
+            pa[q++] = rgt[i];
+        for (int i = 0; i < nl; i++)
+            pb[m++] = lft[i];
         ct_tensor *am = ct_reshape(ct_permute(a, pa, L), CT_SHAPE(B, M, K));
         ct_tensor *bm = ct_reshape(ct_permute(b, pb, L), CT_SHAPE(B, K, N));
         ct_tensor *prod = ct_bmm(am, bm);

@@ -35,9 +35,12 @@ static ct_status need_long_index(const char *msg_prefix, const char *op, const c
     return CT_OK;
 }
 
-/* Wraps index value v into [0, size); IndexError naming op otherwise. */
-static ct_status wrap_index(const char *op, const char *prefix, int64_t v, int64_t size, int d, int64_t *out) {
-    int64_t w = v < 0 ? v + size : v;
+/* Checks index value v against [0, size) (wrapping negatives first when wrap is set:
+ * index_fill does, scatter and index_copy do not, as in PyTorch); IndexError naming op
+ * otherwise. */
+static ct_status wrap_index(const char *op, const char *prefix, bool wrap, int64_t v, int64_t size, int d,
+                            int64_t *out) {
+    int64_t w = v < 0 && wrap ? v + size : v;
     if (w < 0 || w >= size)
         return ct_error(CT_ERROR_INDEX, op, "%sindex %lld is out of bounds for dimension %d with size %lld", prefix,
                         (long long)v, d, (long long)size);
@@ -135,13 +138,12 @@ static ct_status scatter_kernel(ct_call *call, const char *op) {
     const ct_tensor *t = call->in[0], *index = call->in[1], *src = call->in[2];
     int64_t reduce = call->ints[1];
     bool include_self = call->ints[2] != 0;
-    char prefix[32];
-    snprintf(prefix, sizeof prefix, "%s(): ", op);
-    ct_status st = need_long_index(prefix, op, index);
+    /* PyTorch's scatter_reduce shares scatter's checks and their "scatter():" prefix */
+    ct_status st = need_long_index("scatter(): ", op, index);
     if (st)
         return st;
     if (src && src->dtype != t->dtype)
-        return ct_error(CT_ERROR_TYPE, op, "%s(): Expected self.dtype to be equal to src.dtype", op);
+        return ct_error(CT_ERROR_TYPE, op, "scatter(): Expected self.dtype to be equal to src.dtype");
     int d;
     if (ct_wrap_dim(op, call->ints[0], t->ndim ? t->ndim : 1, &d))
         return ct_last_status();
@@ -183,7 +185,7 @@ static ct_status scatter_kernel(ct_call *call, const char *op) {
         memcpy(sstr, src->strides, sizeof(int64_t) * (size_t)ind);
     for (int64_t k = 0; k < index->numel && st == CT_OK; k++) {
         int64_t at = 0;
-        if ((st = wrap_index(op, "", ct_ix_load_index(index, ct_ix_offset(coord, istr, ind)), size, d, &at)))
+        if ((st = wrap_index(op, "", false, ct_ix_load_index(index, ct_ix_offset(coord, istr, ind)), size, d, &at)))
             break;
         int64_t woff = 0;
         for (int i = 0; i < ind; i++)
@@ -342,7 +344,7 @@ static ct_status index_copy_kernel(ct_keyset ks, ct_call *call, void *ud) {
     int64_t istride = index->ndim ? index->strides[0] : 0;
     for (int64_t i = 0; i < nidx; i++) {
         int64_t at = 0;
-        if ((st = wrap_index(op, "index_copy_(): ", ct_ix_load_index(index, i * istride), size, d, &at)))
+        if ((st = wrap_index(op, "index_copy_(): ", false, ct_ix_load_index(index, i * istride), size, d, &at)))
             return st;
         for (int64_t o = 0; o < outer; o++)
             memcpy(dst + (size_t)((o * size + at) * inner) * esz, ps + (size_t)((o * nidx + i) * inner) * esz,
@@ -399,7 +401,7 @@ static ct_status index_fill_kernel(ct_keyset ks, ct_call *call, void *ud) {
     int64_t istride = index->ndim ? index->strides[0] : 0;
     for (int64_t i = 0; i < index->numel; i++) {
         int64_t at = 0;
-        if ((st = wrap_index(op, "", ct_ix_load_index(index, i * istride), size, d, &at)))
+        if ((st = wrap_index(op, "", true, ct_ix_load_index(index, i * istride), size, d, &at)))
             return st;
         for (int64_t o = 0; o < outer; o++)
             for (int64_t j = 0; j < inner; j++)
@@ -507,7 +509,7 @@ static ct_status masked_select_kernel(ct_keyset ks, ct_call *call, void *ud) {
         return st;
     int64_t shape[CT_MAX_DIMS], ts[CT_MAX_DIMS], ms[CT_MAX_DIMS];
     int nd;
-    if ((st = broadcast_pair(op, t, mask, shape, &nd)))
+    if ((st = broadcast_pair(op, mask, t, shape, &nd)))
         return st;
     if (ct_ix_is_meta(t) || ct_ix_is_meta(mask))
         return ct_error(CT_ERROR_NOT_IMPLEMENTED, op,

@@ -44,8 +44,9 @@ static inline int64_t ct_ix_load_index(const ct_tensor *index, int64_t off) {
 
 /* The output of an update op (scatter, index_copy, ...): the given tensor for in-place
  * calls, a new one holding t's values otherwise; *work is a contiguous tensor holding
- * the same values that the kernel edits (out itself when it is contiguous; NULL on
- * META). ct_ix_finish_update writes work back into out. */
+ * the same values that the kernel edits (NULL on META). ct_ix_finish_update writes
+ * work back into out. In place, work is always a copy, so an op that fails half way
+ * (an index out of range) leaves self as it was. */
 static inline ct_status ct_ix_begin_update(ct_call *call, const ct_tensor *t, ct_tensor **out, ct_tensor **work) {
     ct_tensor *o;
     *work = NULL;
@@ -62,7 +63,7 @@ static inline ct_status ct_ix_begin_update(ct_call *call, const ct_tensor *t, ct
     *out = o;
     if (ct_ix_is_meta(o))
         return CT_OK;
-    *work = ct_tensor_is_contiguous(o) ? o : ct_clone(o);
+    *work = ct_tensor_is_contiguous(o) && call->mode != CT_CALL_INPLACE ? o : ct_clone(o);
     return *work ? CT_OK : ct_last_status();
 }
 

@@ -6,7 +6,8 @@
  * of the one before, ... Negative amounts crop. Every mode is one mapping from an
  * output coordinate to an input coordinate per padded dim (constant: out of range
  * means the fill value; reflect: mirror without repeating the edge; replicate: clamp;
- * circular: wrap), so one loop copies bytes for every dtype. PyTorch's reflect and
+ * circular: wrap around what is left of the dim after negative amounts crop it), so
+ * one loop copies bytes for every dtype. PyTorch's reflect and
  * replicate kernels take floating dtypes only; ctorch's copy any dtype (docs/ops.md).
  * The non-constant modes keep PyTorch's shape rule: 2 pads need a 2-D or 3-D input, 4
  * pads 3-D or 4-D, 6 pads 4-D or 5-D (one or two leading batch/channel dims). */
@@ -36,7 +37,7 @@ static ct_status pad_kernel(ct_keyset ks, ct_call *call, void *ud) {
                                   (npad == 6 && (nd == 4 || nd == 5))))
         return ct_error(CT_ERROR_NOT_IMPLEMENTED, op,
                         "Only 2D, 3D, 4D, 5D padding with non-constant padding are supported for now");
-    int64_t lo[CT_MAX_DIMS] = {0}, shape[CT_MAX_DIMS];
+    int64_t lo[CT_MAX_DIMS] = {0}, hi_crop[CT_MAX_DIMS] = {0}, shape[CT_MAX_DIMS];
     memcpy(shape, t->shape, sizeof(int64_t) * (size_t)nd);
     for (int i = 0; i < npd; i++) {
         int d = nd - 1 - i;
@@ -62,6 +63,7 @@ static ct_status pad_kernel(ct_keyset ks, ct_call *call, void *ud) {
                             (long long)size, (long long)l, (long long)r, d);
         shape[d] = n;
         lo[d] = l;
+        hi_crop[d] = r < 0 ? -r : 0;
     }
     if (mode == PAD_CONSTANT && ct_check_scalar_fits(op, call->s[0], t->dtype))
         return ct_last_status();
@@ -85,7 +87,13 @@ static ct_status pad_kernel(ct_keyset ks, ct_call *call, void *ud) {
                 switch (mode) {
                 case PAD_REFLECT: i = i < 0 ? -i : 2 * (size - 1) - i; break;
                 case PAD_REPLICATE: i = i < 0 ? 0 : size - 1; break;
-                case PAD_CIRCULAR: i = ((i % size) + size) % size; break;
+                case PAD_CIRCULAR: {
+                    /* wrap within what is left after cropping, as PyTorch does */
+                    int64_t start = lo[d] < 0 ? -lo[d] : 0, hi = hi_crop[d];
+                    int64_t w = size - start - hi, j = oc[d] - (lo[d] > 0 ? lo[d] : 0);
+                    i = start + ((j % w) + w) % w;
+                    break;
+                }
                 default: inside = false; break;
                 }
             }
