@@ -403,6 +403,14 @@ static void test_null_and_bad_arguments(void **state) {
     CT_ASSERT_ERR(ct_meshgrid(mat, 1, "ij", outs) == CT_OK, CT_ERROR_VALUE, "Expected 0D or 1D tensor");
     const ct_tensor *devs[2] = {IV(1), ct_zeros(CT_SHAPE(2), CT_I64, CT_META)};
     CT_ASSERT_ERR(ct_meshgrid(devs, 2, "ij", outs) == CT_OK, CT_ERROR_DEVICE, "same device");
+    /* a kernel never reads another backend's memory */
+    ct_tensor *mi = ct_zeros(CT_SHAPE(1, 4), CT_I64, CT_META);
+    CT_ASSERT_ERR(ct_scatter(x, 0, mi, src) != NULL, CT_ERROR_DEVICE, "found at least two devices, cpu and meta");
+    CT_ASSERT_ERR(ct_take(x, mi) != NULL, CT_ERROR_DEVICE, "same device");
+    const ct_tensor *meta_idx[2] = {NULL, ct_zeros(CT_SHAPE(2), CT_I64, CT_META)};
+    CT_ASSERT_ERR(ct_index(x, meta_idx, 2) != NULL, CT_ERROR_DEVICE, "same device");
+    CT_ASSERT_ERR(ct_index_put_(x, meta_idx, 2, src, true) != NULL, CT_ERROR_DEVICE, "same device");
+    CT_ASSERT_ERR(ct_masked_select(x, ct_zeros(CT_SHAPE(4), CT_BOOL, CT_META)) != NULL, CT_ERROR_DEVICE, "same device");
     const ct_tensor *ops[2] = {x, NULL};
     CT_ASSERT_ERR(ct_einsum(NULL, ops, 1) != NULL, CT_ERROR_NULL_ARGUMENT, "einsum");
     CT_ASSERT_ERR(ct_einsum("ij,jk", ops, 2) != NULL, CT_ERROR_NULL_ARGUMENT, "einsum");

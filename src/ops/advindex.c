@@ -168,6 +168,8 @@ static ct_status index_kernel(ct_keyset ks, ct_call *call, void *ud) {
     (void)ks, (void)ud;
     const char *op = "index";
     const ct_tensor *t = call->in[0];
+    if (ct_ix_check_devices(op, call))
+        return ct_last_status();
     index_plan p;
     ct_status st = plan_index(op, t, call->list, call->nlist, &p);
     if (st)
@@ -218,6 +220,8 @@ static ct_status index_put_kernel(ct_keyset ks, ct_call *call, void *ud) {
     (void)ks, (void)ud;
     const char *op = "index_put";
     const ct_tensor *t = call->in[0], *values = call->in[1];
+    if (ct_ix_check_devices(op, call))
+        return ct_last_status();
     bool acc = call->ints[0] != 0;
     if (values->dtype != t->dtype)
         return ct_error(CT_ERROR_TYPE, op,

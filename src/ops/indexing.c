@@ -136,6 +136,8 @@ static ct_status check_scatter_shapes(const char *op, const ct_tensor *t, const 
 /* ints: dim, reduce (-1: plain scatter), include_self. in[2] NULL: scatter s[0]. */
 static ct_status scatter_kernel(ct_call *call, const char *op) {
     const ct_tensor *t = call->in[0], *index = call->in[1], *src = call->in[2];
+    if (ct_ix_check_devices(op, call))
+        return ct_last_status();
     int64_t reduce = call->ints[1];
     bool include_self = call->ints[2] != 0;
     /* PyTorch's scatter_reduce shares scatter's checks and their "scatter():" prefix */
@@ -294,6 +296,8 @@ static ct_status index_copy_kernel(ct_keyset ks, ct_call *call, void *ud) {
     (void)ks, (void)ud;
     const char *op = "index_copy";
     const ct_tensor *t = call->in[0], *index = call->in[1], *src = call->in[2];
+    if (ct_ix_check_devices(op, call))
+        return ct_last_status();
     int d;
     if (ct_wrap_dim(op, call->ints[0], t->ndim ? t->ndim : 1, &d))
         return ct_last_status();
@@ -379,6 +383,8 @@ static ct_status index_fill_kernel(ct_keyset ks, ct_call *call, void *ud) {
     (void)ks, (void)ud;
     const char *op = "index_fill";
     const ct_tensor *t = call->in[0], *index = call->in[1];
+    if (ct_ix_check_devices(op, call))
+        return ct_last_status();
     if (index->dtype != CT_DTYPE_INT64)
         return ct_error(CT_ERROR_INDEX, op, "index_fill_(): Expected dtype int64 for index.");
     if (index->ndim > 1)
@@ -437,6 +443,8 @@ static ct_status take_kernel(ct_keyset ks, ct_call *call, void *ud) {
     (void)ks, (void)ud;
     const char *op = "take";
     const ct_tensor *t = call->in[0], *index = call->in[1];
+    if (ct_ix_check_devices(op, call))
+        return ct_last_status();
     if (index->dtype != CT_DTYPE_INT64)
         return ct_error(CT_ERROR_TYPE, op, "take(): Expected a long tensor for index, but got %s",
                         ct_ix_type_name(index->dtype));
@@ -504,6 +512,8 @@ static ct_status masked_select_kernel(ct_keyset ks, ct_call *call, void *ud) {
     (void)ks, (void)ud;
     const char *op = "masked_select";
     const ct_tensor *t = call->in[0], *mask = call->in[1];
+    if (ct_ix_check_devices(op, call))
+        return ct_last_status();
     ct_status st = check_mask_dtype(op, "masked_select: expected BoolTensor or ByteTensor for mask", mask);
     if (st)
         return st;
@@ -551,6 +561,8 @@ static ct_status masked_scatter_kernel(ct_keyset ks, ct_call *call, void *ud) {
     (void)ks, (void)ud;
     const char *op = "masked_scatter";
     const ct_tensor *t = call->in[0], *mask = call->in[1], *src = call->in[2];
+    if (ct_ix_check_devices(op, call))
+        return ct_last_status();
     ct_status st = check_mask_dtype(op, "masked_scatter_ only supports boolean masks", mask);
     if (st)
         return st;
@@ -666,6 +678,8 @@ static ct_status kthvalue_kernel(ct_keyset ks, ct_call *call, void *ud) {
     (void)ks, (void)ud;
     const char *op = "kthvalue";
     const ct_tensor *t = call->in[0];
+    if (ct_ix_check_devices(op, call))
+        return ct_last_status();
     int64_t k = call->ints[0];
     bool keepdim = call->ints[2] != 0;
     int d;
@@ -747,6 +761,8 @@ ct_tensor *ct_kthvalue(const ct_tensor *t, int64_t k, int64_t dim, bool keepdim,
 static ct_status unique_kernel(ct_call *call, bool consecutive) {
     const char *op = consecutive ? "unique_consecutive" : "unique";
     const ct_tensor *t = call->in[0];
+    if (ct_ix_check_devices(op, call))
+        return ct_last_status();
     if (ct_ix_is_meta(t))
         return ct_error(CT_ERROR_NOT_IMPLEMENTED, op, "the output shape of %s depends on the data; META tensors have none",
                         op);

@@ -73,6 +73,28 @@ static inline ct_status ct_ix_finish_update(ct_tensor *out, ct_tensor *work) {
     return CT_OK;
 }
 
+/* Every tensor of the call (inputs, list entries, in-place target) must be on in[0]'s
+ * device: a kernel picked for one backend cannot read another's memory. */
+static inline ct_status ct_ix_check_devices(const char *op, const ct_call *call) {
+    ct_device d = call->in[0]->device;
+    const ct_tensor *all[CT_CALL_MAX_IN + CT_CALL_MAX_OUT];
+    int n = 0;
+    for (int i = 1; i < call->nin; i++)
+        all[n++] = call->in[i];
+    if (call->mode == CT_CALL_INPLACE)
+        all[n++] = call->out[0];
+    for (int i = 0; i < n + call->nlist; i++) {
+        const ct_tensor *t = i < n ? all[i] : call->list[i - n];
+        if (t && !ct_device_equal(t->device, d)) {
+            char a[32], b[32];
+            return ct_error(CT_ERROR_DEVICE, op,
+                            "Expected all tensors to be on the same device, but found at least two devices, %s and %s!",
+                            ct_device_str(d, a, sizeof a), ct_device_str(t->device, b, sizeof b));
+        }
+    }
+    return CT_OK;
+}
+
 /* Marks a call in place on self (the call takes its own reference). */
 static inline void ct_ix_inplace(ct_call *c, ct_tensor *self) {
     c->mode = CT_CALL_INPLACE;

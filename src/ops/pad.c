@@ -25,6 +25,8 @@ static ct_status pad_kernel(ct_keyset ks, ct_call *call, void *ud) {
     (void)ks, (void)ud;
     const char *op = "pad";
     const ct_tensor *t = call->in[0];
+    if (ct_ix_check_devices(op, call))
+        return ct_last_status();
     int npad = call->nints - 1, mode = (int)call->ints[npad];
     const int64_t *pad = call->ints;
     int nd = t->ndim;
