@@ -481,6 +481,18 @@ static void test_unique_unsorted_and_optional_outputs(void **state) {
     u = ct_unique(h, true, &inv, NULL);
     assert_int_equal(ct_tensor_dtype(u), CT_F16);
     assert_true(ct_test_at(inv, 0) == 2 && ct_test_at(inv, 3) == 1);
+    /* uint64 above INT64_MAX orders as unsigned */
+    const uint64_t big[4] = {UINT64_C(1) << 63, 5, UINT64_C(1) << 63, 7};
+    ct_tensor *ub = ct_from_data(big, CT_SHAPE(4), CT_U64);
+    u = ct_unique(ub, true, NULL, &counts);
+    CT_ASSERT_SHAPE(u, 3);
+    assert_true(ct_test_at(u, 0) == 5 && ct_test_at(u, 1) == 7 && ct_test_at(u, 2) == 9223372036854775808.0);
+    assert_true(ct_test_at(counts, 2) == 2);
+    ct_tensor *ki = NULL;
+    ct_tensor *kv = ct_kthvalue(ub, 3, 0, false, &ki);
+    assert_true(ct_test_at(kv, 0) == 9223372036854775808.0 && ct_test_at(ki, 0) == 0);
+    ct_tensor *sr = ct_scatter_reduce(ct_zeros(CT_SHAPE(1), CT_U64, CT_CPU), 0, IV(0, 0, 0, 0), ub, "amax", false);
+    assert_true(ct_test_at(sr, 0) == 9223372036854775808.0);
     ct_tensor *p = ct_pad(ct_view(ct_to_dtype(x, CT_I32), CT_SHAPE(1, 4)), CT_INDEX(2, 1), 2, "reflect", 0);
     CT_ASSERT_SHAPE(p, 1, 7);
     const double want[] = {3, 1, 3, 1, 3, 2, 3};
