@@ -137,6 +137,10 @@ typedef struct dev_alloc {
     ct_alloc_trace_entry *ring;
     size_t ring_cap, ring_len, ring_next;
     uint64_t ring_gen;
+    /* Block records kept for reuse: every split of a cached segment needs one and every
+     * merge gives one back, so a steady loop allocates none. */
+    ct_block *spare;
+    int nspare;
 } dev_alloc;
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -727,17 +731,35 @@ static dev_alloc *get_dev(ct_device d, const char *op) {
 
 /* ------------------------------------------------------------------ segments */
 
-static void block_destroy(ct_block *b) {
+#define CT_SPARE_BLOCKS 256
+
+static void block_destroy(dev_alloc *da, ct_block *b) {
     free(b->uses);
     free(b->events);
-    free(b);
+    if (da->nspare < CT_SPARE_BLOCKS) {
+        b->next = da->spare;
+        da->spare = b;
+        da->nspare++;
+    } else {
+        free(b);
+    }
+}
+
+static ct_block *block_new(dev_alloc *da) {
+    ct_block *b = da->spare;
+    if (!b)
+        return calloc(1, sizeof *b);
+    da->spare = b->next;
+    da->nspare--;
+    memset(b, 0, sizeof *b);
+    return b;
 }
 
 /* Asks the device for a segment; returns its one block (not in any pool), or NULL when
  * the device refused (no error set: the caller retries or reports). */
 static ct_block *segment_alloc(dev_alloc *da, size_t size, int64_t stream, bool small, bool cached) {
     ct_segment *seg = calloc(1, sizeof *seg);
-    ct_block *b = calloc(1, sizeof *b);
+    ct_block *b = block_new(da);
     void *p = seg && b ? da->iface->raw_alloc(da->iface->ctx, da->device.index, size) : NULL;
     if (!p) {
         free(seg);
@@ -788,7 +810,7 @@ static void segment_release(dev_alloc *da, ct_block *b) {
         seg->next->prev = seg->prev;
     da->nsegments--;
     free(seg);
-    block_destroy(b);
+    block_destroy(da, b);
 }
 
 /* ------------------------------------------------------------------ free path */
@@ -812,7 +834,7 @@ static size_t try_merge(dev_alloc *da, ct_block *dst, ct_block *src) {
     }
     size_t n = src->size;
     dst->size += n;
-    block_destroy(src);
+    block_destroy(da, src);
     return n;
 }
 
@@ -1046,7 +1068,7 @@ static void *malloc_locked(dev_alloc *da, size_t request, int64_t stream) {
     bool already_split = b->prev || b->next;
     int types[2] = {CT_STAT_ALL, small ? CT_STAT_SMALL : CT_STAT_LARGE};
     if (cached && should_split(da, b, size)) {
-        ct_block *nb = calloc(1, sizeof *nb);
+        ct_block *nb = block_new(da);
         if (nb) {
             ct_block *rest = b;
             nb->ptr = rest->ptr;

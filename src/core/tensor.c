@@ -7,10 +7,49 @@
 #include "dtype.h"
 #include "tensor_impl.h"
 
+/* ------------------------------------------------------------------ object caches */
+
+/* Note [Object caches]
+ * Every op result needs a tensor and a storage object. A small per-thread cache of
+ * freed ones saves two malloc/free pairs per op (most of a tiny op's cost); objects
+ * freed on another thread simply join that thread's cache. Thread exit frees them
+ * (scope_thread_exit). */
+#define CT_OBJ_CACHE 64
+typedef struct {
+    void *items[CT_OBJ_CACHE];
+    int n;
+} obj_cache;
+static _Thread_local obj_cache tensor_cache, storage_cache;
+static void ensure_thread_exit_hook(void);
+
+static void *cache_get(obj_cache *c, size_t size, const char *op) {
+    if (c->n > 0) {
+        void *p = c->items[--c->n];
+        memset(p, 0, size);
+        return p;
+    }
+    return ct_xcalloc(op, 1, size);
+}
+
+static void cache_put(obj_cache *c, void *p) {
+    if (c->n < CT_OBJ_CACHE) {
+        if (c->n == 0)
+            ensure_thread_exit_hook();
+        c->items[c->n++] = p;
+    } else {
+        free(p);
+    }
+}
+
+static void cache_drain(obj_cache *c) {
+    while (c->n > 0)
+        free(c->items[--c->n]);
+}
+
 /* ------------------------------------------------------------------ storage */
 
 ct_storage *ct_storage_new(size_t nbytes, ct_device device) {
-    ct_storage *s = ct_xcalloc("storage", 1, sizeof *s);
+    ct_storage *s = cache_get(&storage_cache, sizeof *s, "storage");
     if (!s)
         return NULL;
     atomic_init(&s->refcount, 1);
@@ -20,7 +59,7 @@ ct_storage *ct_storage_new(size_t nbytes, ct_device device) {
     if (device.type != CT_DEVICE_META && nbytes > 0) {
         s->data = ct_alloc(device, nbytes);
         if (!s->data) {
-            free(s);
+            cache_put(&storage_cache, s);
             return NULL;
         }
     }
@@ -28,7 +67,7 @@ ct_storage *ct_storage_new(size_t nbytes, ct_device device) {
 }
 
 ct_storage *ct_storage_from_blob(void *data, size_t nbytes, void (*deleter)(void *, void *), void *ctx) {
-    ct_storage *s = ct_xcalloc("from_blob", 1, sizeof *s);
+    ct_storage *s = cache_get(&storage_cache, sizeof *s, "from_blob");
     if (!s)
         return NULL;
     atomic_init(&s->refcount, 1);
@@ -53,7 +92,7 @@ void ct_storage_release(ct_storage *s) {
     } else if (s->data) {
         ct_free(s->device, s->data);
     }
-    free(s);
+    cache_put(&storage_cache, s);
 }
 
 /* ------------------------------------------------------------------ shapes */
@@ -146,9 +185,18 @@ static void scope_thread_exit(void *p) {
     free(s->refs);
     free(s->marks);
     memset(s, 0, sizeof *s);
+    cache_drain(&tensor_cache);
+    cache_drain(&storage_cache);
 }
 
 static void scope_key_init(void) { pthread_key_create(&scope_key, scope_thread_exit); }
+
+/* Runs scope_thread_exit when this thread ends (its argument only has to be non-NULL). */
+static void ensure_thread_exit_hook(void) {
+    pthread_once(&scope_key_once, scope_key_init);
+    if (!pthread_getspecific(scope_key))
+        pthread_setspecific(scope_key, &tl_scopes);
+}
 
 static bool scope_push(ct_tensor *t) {
     scope_stack *s = &tl_scopes;
@@ -167,10 +215,8 @@ static bool scope_push(ct_tensor *t) {
 void ct_scope_begin(void) {
     scope_stack *s = &tl_scopes;
     if (s->nmarks == s->markcap) {
-        if (!s->marks) { /* first scope on this thread: free the buffers at its exit */
-            pthread_once(&scope_key_once, scope_key_init);
-            pthread_setspecific(scope_key, s);
-        }
+        if (!s->marks) /* first scope on this thread: free the buffers at its exit */
+            ensure_thread_exit_hook();
         int cap = s->markcap ? s->markcap * 2 : 16;
         size_t *m = realloc(s->marks, (size_t)cap * sizeof *m);
         CT_ASSERT(m != NULL); /* a few bytes; nothing sensible to do without them */
@@ -245,7 +291,7 @@ void ct_release(ct_tensor *t) {
     ct_release(t->grad);
     ct_release(t->base);
     ct_storage_release(t->storage);
-    free(t);
+    cache_put(&tensor_cache, t);
 }
 
 /* ------------------------------------------------------------------ tensors */
@@ -256,7 +302,7 @@ ct_tensor *ct_tensor_make(ct_storage *storage, int64_t offset, const int64_t *sh
         ct_error(CT_ERROR_VALUE, "tensor", "ctorch supports at most %d dimensions, got %d", CT_MAX_DIMS, ndim);
         return NULL;
     }
-    ct_tensor *t = ct_xcalloc("tensor", 1, sizeof *t);
+    ct_tensor *t = cache_get(&tensor_cache, sizeof *t, "tensor");
     if (!t)
         return NULL;
     atomic_init(&t->refcount, 1);
