@@ -296,6 +296,8 @@ void ct_release(ct_tensor *t) {
 
 /* ------------------------------------------------------------------ tensors */
 
+_Thread_local bool ct_tls_inference_mode;
+
 ct_tensor *ct_tensor_make(ct_storage *storage, int64_t offset, const int64_t *shape, const int64_t *strides,
                           int ndim, ct_dtype dtype, ct_device device) {
     if (ndim < 0 || ndim > CT_MAX_DIMS) {
@@ -319,6 +321,7 @@ ct_tensor *ct_tensor_make(ct_storage *storage, int64_t offset, const int64_t *sh
         ct_contiguous_strides(t->shape, ndim, t->strides);
     }
     t->numel = ct_shape_numel(t->shape, ndim);
+    t->inference = ct_tls_inference_mode;
     ct_storage_retain(storage);
     t->storage = storage;
     return ct_scope_adopt(t);

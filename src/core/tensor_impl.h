@@ -51,6 +51,10 @@ struct ct_tensor {
     ct_tensor *base;  /* for views: the tensor they view (strong reference) */
 };
 
+/* Set while this thread is in inference mode (src/autograd): tensors made meanwhile
+ * are inference tensors. */
+extern _Thread_local bool ct_tls_inference_mode;
+
 /* Storage */
 ct_storage *ct_storage_new(size_t nbytes, ct_device device);
 ct_storage *ct_storage_from_blob(void *data, size_t nbytes, void (*deleter)(void *, void *), void *ctx);

@@ -3,6 +3,7 @@
  * backend: the iterator computes the output's shape and dtype and nothing runs. */
 #include <string.h>
 
+#include "autograd/node.h"
 #include "cpu/loops.h"
 #include "dispatch/dispatch_internal.h"
 #include "ops/op_info.h"
@@ -123,4 +124,5 @@ void ct_register_default_kernels(void) {
 #define CT_OP(name, sig, family, flags) CT_REGISTER_##family(name)
 #include "ctorch/ops.def"
 #undef CT_OP
+    ct_autograd_register_kernels();
 }

@@ -1,0 +1,335 @@
+/* Derivative formulas, one per differentiable op of the table.
+ *
+ * Note [Derivative table]
+ * The table is generated from ctorch/ops.def: every op of a differentiable family must
+ * define NAME_backward (with DEF below) or the build fails; ops of such a family that
+ * have no derivative say so with NONDIFF(name). Formulas are written with public ct
+ * ops, so under create_graph they record a graph of their own (double backward).
+ * A formula returns gradients in the shape of the op's output where broadcasting
+ * happened; the engine sums them down to each input's shape and casts them to its
+ * dtype (engine.c, fit_gradient). */
+#include <string.h>
+
+#include "autograd/node.h"
+#include "core/dtype.h"
+#include "ops/op_info.h"
+
+#define G (gout[0])
+#define OUT_SLOT (CT_NODE_MAX_SAVED - 1)
+/* The gradient of input i is wanted (an edge leads somewhere). */
+#define WANT(i) (ctx->node->edges[(i)].fn != NULL)
+#define TRY(x)                                                                  \
+    do {                                                                        \
+        if (!(x))                                                               \
+            return ct_last_status() != CT_OK ? ct_last_status() : CT_ERROR_RUNTIME; \
+    } while (0)
+
+#define DEF(name, saves)                                                             \
+    enum { name##_saves = (saves) };                                                 \
+    static ct_status name##_backward(ct_node_ctx *ctx, ct_tensor *const *gout, ct_tensor **gin)
+
+static ct_tensor *saved(ct_node_ctx *ctx, int i) { return ct_node_saved(ctx, i); }
+
+static bool is_one(ct_scalar s) {
+    return (s.type == CT_SCALAR_INT && s.v.i == 1) || (s.type == CT_SCALAR_FLOAT && s.v.f == 1.0) ||
+           (s.type == CT_SCALAR_BOOL && s.v.b == 1);
+}
+
+static ct_tensor *scale(ct_tensor *x, ct_scalar s) { return !x || is_one(s) ? x : ct_mul_scalar(x, s); }
+
+/* ------------------------------------------------------------------ internal nodes */
+
+static ct_tensor *internal_result(ct_tensor *out, const ct_tensor *in, const char *name, ct_backward_fn bw,
+                                  const int64_t *ints, int nints) {
+    if (!out)
+        return NULL;
+    out->requires_grad = false;
+    if (!ct_is_grad_enabled() || !in->requires_grad)
+        return out;
+    ct_node *n = ct_node_new(CT_NODE_INTERNAL, name);
+    if (!n)
+        return NULL;
+    n->backward = bw;
+    n->nin = 1;
+    n->nout = 1;
+    ct_input_meta_set(&n->in_meta[0], in);
+    n->nints = nints;
+    memcpy(n->ints, ints, (size_t)nints * sizeof *ints);
+    ct_status st = ct_edge_for(in, &n->edges[0]);
+    if (st == CT_OK)
+        st = ct_set_history(out, n, 0);
+    ct_node_unref(n);
+    return st == CT_OK ? out : NULL;
+}
+
+static ct_status sum_to_backward(ct_node_ctx *ctx, ct_tensor *const *gout, ct_tensor **gin);
+static ct_status expand_backward(ct_node_ctx *ctx, ct_tensor *const *gout, ct_tensor **gin);
+static ct_status transpose_backward(ct_node_ctx *ctx, ct_tensor *const *gout, ct_tensor **gin);
+
+/* Sums g over the dims broadcasting added or stretched, down to shape. */
+ct_tensor *ct_ag_sum_to(const ct_tensor *g, const int64_t *shape, int ndim) {
+    ct_tensor *out = ct_zeros(shape, ndim, g->dtype, g->device);
+    if (!out)
+        return NULL;
+    if (g->device.type == CT_DEVICE_CPU && g->numel > 0) {
+        size_t esz = ct_dtype_size(g->dtype);
+        int lead = g->ndim - ndim;
+        int64_t idx[CT_MAX_DIMS] = {0};
+        char *gp = ct_tensor_ptr(g), *op = ct_tensor_ptr(out);
+        for (int64_t k = 0; k < g->numel; k++) {
+            int64_t go = 0, oo = 0;
+            for (int d = 0; d < g->ndim; d++) {
+                go += idx[d] * g->strides[d];
+                int od = d - lead;
+                if (od >= 0 && shape[od] != 1)
+                    oo += idx[d] * out->strides[od];
+            }
+            char *dst = op + (size_t)oo * esz;
+            ct_store_double(dst, g->dtype, ct_load_double(dst, g->dtype) + ct_load_double(gp + (size_t)go * esz, g->dtype));
+            for (int d = g->ndim - 1; d >= 0; d--) {
+                if (++idx[d] < g->shape[d])
+                    break;
+                idx[d] = 0;
+            }
+        }
+    }
+    int64_t ints[CT_MAX_DIMS];
+    memcpy(ints, g->shape, (size_t)g->ndim * sizeof *ints);
+    return internal_result(out, g, "SumBackward1", sum_to_backward, ints, g->ndim);
+}
+
+/* g broadcast to shape (a view). */
+ct_tensor *ct_ag_expand(const ct_tensor *g, const int64_t *shape, int ndim) {
+    ct_tensor *out = ct_expand(g, shape, ndim);
+    int64_t ints[CT_MAX_DIMS];
+    memcpy(ints, g->shape, (size_t)g->ndim * sizeof *ints);
+    return internal_result(out, g, "ExpandBackward0", expand_backward, ints, g->ndim);
+}
+
+static ct_tensor *ag_transpose(const ct_tensor *x, int d0, int d1) {
+    ct_tensor *out = ct_transpose(x, d0, d1);
+    int64_t ints[2] = {d0, d1};
+    return internal_result(out, x, "TransposeBackward0", transpose_backward, ints, 2);
+}
+
+static ct_status sum_to_backward(ct_node_ctx *ctx, ct_tensor *const *gout, ct_tensor **gin) {
+    TRY(gin[0] = ct_ag_expand(G, ctx->node->ints, ctx->node->nints));
+    return CT_OK;
+}
+
+static ct_status expand_backward(ct_node_ctx *ctx, ct_tensor *const *gout, ct_tensor **gin) {
+    TRY(gin[0] = ct_ag_sum_to(G, ctx->node->ints, ctx->node->nints));
+    return CT_OK;
+}
+
+static ct_status transpose_backward(ct_node_ctx *ctx, ct_tensor *const *gout, ct_tensor **gin) {
+    TRY(gin[0] = ag_transpose(G, (int)ctx->node->ints[0], (int)ctx->node->ints[1]));
+    return CT_OK;
+}
+
+/* ------------------------------------------------------------------ elementwise */
+
+DEF(neg, 0) {
+    (void)ctx;
+    TRY(gin[0] = ct_neg(G));
+    return CT_OK;
+}
+
+/* The subgradient at 0 is 0, as PyTorch's sign(). */
+DEF(abs, CT_SAVE_IN0) {
+    ct_tensor *a;
+    TRY(a = saved(ctx, 0));
+    TRY(gin[0] = ct_sub(ct_mul(G, ct_gt_scalar(a, ct_scalar_int(0))), ct_mul(G, ct_lt_scalar(a, ct_scalar_int(0)))));
+    return CT_OK;
+}
+
+DEF(exp, CT_SAVE_OUT) {
+    ct_tensor *y;
+    TRY(y = saved(ctx, OUT_SLOT));
+    TRY(gin[0] = ct_mul(G, y));
+    return CT_OK;
+}
+
+DEF(log, CT_SAVE_IN0) {
+    ct_tensor *a;
+    TRY(a = saved(ctx, 0));
+    TRY(gin[0] = ct_div(G, a));
+    return CT_OK;
+}
+
+DEF(sqrt, CT_SAVE_OUT) {
+    ct_tensor *y;
+    TRY(y = saved(ctx, OUT_SLOT));
+    TRY(gin[0] = ct_div(G, ct_mul_scalar(y, ct_scalar_int(2))));
+    return CT_OK;
+}
+
+DEF(sin, CT_SAVE_IN0) {
+    ct_tensor *a;
+    TRY(a = saved(ctx, 0));
+    TRY(gin[0] = ct_mul(G, ct_cos(a)));
+    return CT_OK;
+}
+
+DEF(cos, CT_SAVE_IN0) {
+    ct_tensor *a;
+    TRY(a = saved(ctx, 0));
+    TRY(gin[0] = ct_neg(ct_mul(G, ct_sin(a))));
+    return CT_OK;
+}
+
+/* 1 - y^2, written as -(y*y - 1) to stay with ops that exist. */
+DEF(tanh, CT_SAVE_OUT) {
+    ct_tensor *y;
+    TRY(y = saved(ctx, OUT_SLOT));
+    TRY(gin[0] = ct_mul(G, ct_neg(ct_sub_scalar(ct_mul(y, y), ct_scalar_int(1)))));
+    return CT_OK;
+}
+
+DEF(sigmoid, CT_SAVE_OUT) {
+    ct_tensor *y;
+    TRY(y = saved(ctx, OUT_SLOT));
+    TRY(gin[0] = ct_mul(G, ct_sub(y, ct_mul(y, y))));
+    return CT_OK;
+}
+
+/* PyTorch's threshold_backward: the gradient passes where the result is positive. */
+DEF(relu, CT_SAVE_OUT) {
+    ct_tensor *y;
+    TRY(y = saved(ctx, OUT_SLOT));
+    TRY(gin[0] = ct_mul(G, ct_gt_scalar(y, ct_scalar_int(0))));
+    return CT_OK;
+}
+
+static ct_scalar alpha_of(const ct_node *n) { return n->nscalars > 0 ? n->s[0] : ct_scalar_int(1); }
+
+DEF(add, 0) {
+    if (WANT(0))
+        gin[0] = G;
+    if (WANT(1))
+        TRY(gin[1] = scale(G, alpha_of(ctx->node)));
+    return CT_OK;
+}
+
+DEF(sub, 0) {
+    if (WANT(0))
+        gin[0] = G;
+    if (WANT(1))
+        TRY(gin[1] = ct_neg(scale(G, alpha_of(ctx->node))));
+    return CT_OK;
+}
+
+DEF(mul, CT_SAVE_IN0 | CT_SAVE_IN1) {
+    if (WANT(0)) {
+        ct_tensor *b;
+        TRY(b = saved(ctx, 1));
+        TRY(gin[0] = ct_mul(G, b));
+    }
+    if (WANT(1)) {
+        ct_tensor *a;
+        TRY(a = saved(ctx, 0));
+        TRY(gin[1] = ct_mul(G, a));
+    }
+    return CT_OK;
+}
+
+DEF(div, CT_SAVE_IN0 | CT_SAVE_IN1) {
+    ct_tensor *b;
+    TRY(b = saved(ctx, 1));
+    if (WANT(0))
+        TRY(gin[0] = ct_div(G, b));
+    if (WANT(1)) {
+        ct_tensor *a;
+        TRY(a = saved(ctx, 0));
+        TRY(gin[1] = ct_neg(ct_div(ct_mul(G, a), ct_mul(b, b))));
+    }
+    return CT_OK;
+}
+
+/* Ties split the gradient evenly between the two inputs, as PyTorch. */
+static ct_status minmax_backward(ct_node_ctx *ctx, ct_tensor *const *gout, ct_tensor **gin, bool is_max) {
+    ct_tensor *a, *b;
+    TRY(a = saved(ctx, 0));
+    TRY(b = saved(ctx, 1));
+    ct_tensor *half;
+    TRY(half = ct_mul(ct_mul_scalar(G, ct_scalar_float(0.5)), ct_eq(a, b)));
+    if (WANT(0))
+        TRY(gin[0] = ct_add(ct_mul(G, is_max ? ct_gt(a, b) : ct_lt(a, b)), half));
+    if (WANT(1))
+        TRY(gin[1] = ct_add(ct_mul(G, is_max ? ct_lt(a, b) : ct_gt(a, b)), half));
+    return CT_OK;
+}
+
+DEF(maximum, CT_SAVE_IN0 | CT_SAVE_IN1) { return minmax_backward(ctx, gout, gin, true); }
+DEF(minimum, CT_SAVE_IN0 | CT_SAVE_IN1) { return minmax_backward(ctx, gout, gin, false); }
+
+/* ------------------------------------------------------------------ linear algebra */
+
+/* d(a @ b): grad @ b^T and a^T @ grad, for mm (batched: false) and bmm. */
+static ct_status matprod_backward(ct_node_ctx *ctx, ct_tensor *g, int ia, int ib, bool batched, ct_scalar alpha,
+                                  ct_tensor **ga, ct_tensor **gb) {
+    ct_tensor *(*prod)(const ct_tensor *, const ct_tensor *) = batched ? ct_bmm : ct_mm;
+    int d0 = batched ? 1 : 0, d1 = batched ? 2 : 1;
+    if (WANT(ia)) {
+        ct_tensor *b;
+        TRY(b = saved(ctx, ib));
+        TRY(*ga = scale(prod(g, ag_transpose(b, d0, d1)), alpha));
+    }
+    if (WANT(ib)) {
+        ct_tensor *a;
+        TRY(a = saved(ctx, ia));
+        TRY(*gb = scale(prod(ag_transpose(a, d0, d1), g), alpha));
+    }
+    return CT_OK;
+}
+
+DEF(mm, CT_SAVE_IN0 | CT_SAVE_IN1) { return matprod_backward(ctx, G, 0, 1, false, ct_scalar_int(1), &gin[0], &gin[1]); }
+DEF(bmm, CT_SAVE_IN0 | CT_SAVE_IN1) { return matprod_backward(ctx, G, 0, 1, true, ct_scalar_int(1), &gin[0], &gin[1]); }
+
+DEF(dot, CT_SAVE_IN0 | CT_SAVE_IN1) {
+    if (WANT(0)) {
+        ct_tensor *b;
+        TRY(b = saved(ctx, 1));
+        TRY(gin[0] = ct_mul(G, b));
+    }
+    if (WANT(1)) {
+        ct_tensor *a;
+        TRY(a = saved(ctx, 0));
+        TRY(gin[1] = ct_mul(G, a));
+    }
+    return CT_OK;
+}
+
+/* beta * c + alpha * a @ b. */
+static ct_status addprod_backward(ct_node_ctx *ctx, ct_tensor *const *gout, ct_tensor **gin, bool batched) {
+    ct_scalar beta = ctx->node->s[0], alpha = ctx->node->s[1];
+    if (WANT(0))
+        TRY(gin[0] = scale(G, beta));
+    return matprod_backward(ctx, G, 1, 2, batched, alpha, &gin[1], &gin[2]);
+}
+
+DEF(addmm, CT_SAVE_IN1 | CT_SAVE_IN2) { return addprod_backward(ctx, gout, gin, false); }
+DEF(baddbmm, CT_SAVE_IN1 | CT_SAVE_IN2) { return addprod_backward(ctx, gout, gin, true); }
+
+/* ------------------------------------------------------------------ the table */
+
+#define CT_DERIV_(name) [CT_OP_##name] = {name##_backward, name##_saves},
+#define CT_DERIV_UNARY_FLOAT(name) CT_DERIV_(name)
+#define CT_DERIV_UNARY_SAME(name) CT_DERIV_(name)
+#define CT_DERIV_BINARY_ARITH(name) CT_DERIV_(name)
+#define CT_DERIV_BINARY_FLOAT(name) CT_DERIV_(name)
+#define CT_DERIV_CUSTOM(name) CT_DERIV_(name)
+#define CT_DERIV_COMPARE(name)
+#define CT_DERIV_COMPOSITE(name)
+
+static const ct_derivative table[CT_OP_COUNT] = {
+#define CT_OP(name, sig, family, flags) CT_DERIV_##family(name)
+#include "ctorch/ops.def"
+#undef CT_OP
+};
+
+const ct_derivative *ct_derivative_of(ct_op op) {
+    if (op < 0 || op >= CT_OP_COUNT || !table[op].fn)
+        return NULL;
+    return &table[op];
+}

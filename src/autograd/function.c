@@ -1,0 +1,163 @@
+/* The AUTOGRAD kernel: one generic kernel, registered from the op table for every op,
+ * that runs the op below AUTOGRAD and records a node when a gradient will be needed.
+ *
+ * Note [In-place ops and history]
+ * An in-place op rebases its tensor's history: the new node's edge for self points at
+ * the node that made self before, and self's grad_fn becomes the new node. When the
+ * formula needs self's old value, the kernel saves a copy taken before the op runs.
+ * A saved output of an in-place op is recorded with the version the op leaves behind
+ * (the dispatcher bumps the version after the kernels return). */
+#include <ctype.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "autograd/node.h"
+#include "dispatch/dispatch_internal.h"
+#include "ops/op_info.h"
+
+bool ct_op_is_differentiable(ct_op op) {
+    if (op < 0 || op >= CT_OP_COUNT)
+        return false;
+    const ct_op_info *info = &ct_op_table[op];
+    return !(info->flags & CT_OPF_NONDIFF) && info->family != CT_FAM_COMPARE && info->family != CT_FAM_COMPOSITE;
+}
+
+/* "addmm" -> "AddmmBackward0", "index_select" -> "IndexSelectBackward0". */
+static void node_name(ct_op op, char *buf, size_t cap) {
+    const char *s = ct_op_name(op);
+    size_t n = 0;
+    bool up = true;
+    for (; *s && n + 1 < cap; s++) {
+        if (*s == '_') {
+            up = true;
+            continue;
+        }
+        buf[n++] = up ? (char)toupper((unsigned char)*s) : *s;
+        up = false;
+    }
+    buf[n] = '\0';
+    snprintf(buf + n, cap - n, "Backward0");
+}
+
+static bool any_requires_grad(const ct_call *call) {
+    for (int i = 0; i < call->nin; i++)
+        if (call->in[i] && call->in[i]->requires_grad)
+            return true;
+    for (int i = 0; i < call->nlist; i++)
+        if (call->list[i] && call->list[i]->requires_grad)
+            return true;
+    return false;
+}
+
+static ct_status run_below(ct_keyset ks, ct_call *call) {
+    ct_keyset ex = ct_tls_excluded();
+    ct_tls_set_excluded(ex | CT_KEYSET(CT_KEY_AUTOGRAD));
+    ct_status st = ct_redispatch(ct_keyset_below(ks, CT_KEY_AUTOGRAD), call);
+    ct_tls_set_excluded(ex);
+    return st;
+}
+
+static ct_status record(ct_call *call, const ct_derivative *d, ct_tensor *orig_self, ct_edge *edges) {
+    const char *opname = ct_op_name(call->op);
+    bool inplace = call->mode == CT_CALL_INPLACE;
+    ct_node *n = ct_node_new(CT_NODE_OP, "");
+    if (!n)
+        return ct_last_status();
+    node_name(call->op, n->name, sizeof n->name);
+    n->op = call->op;
+    n->backward = d->fn;
+    n->nin = call->nin;
+    for (int i = 0; i < call->nin; i++) {
+        n->edges[i] = edges[i];
+        edges[i].fn = NULL; /* the node owns the reference now */
+        if (call->in[i])
+            ct_input_meta_set(&n->in_meta[i], call->in[i]);
+        else
+            n->in_meta[i].dtype = CT_DTYPE_UNDEFINED;
+    }
+    n->nout = call->nout;
+    n->nscalars = call->nscalars;
+    n->nints = call->nints;
+    memcpy(n->s, call->s, sizeof n->s);
+    memcpy(n->ints, call->ints, sizeof n->ints);
+    n->dtype = call->dtype;
+    n->inplace = inplace;
+    ct_status st = CT_OK;
+    for (int i = 0; i < call->nin && st == CT_OK; i++) {
+        if (!(d->saves & (1u << i)))
+            continue;
+        const ct_tensor *t = inplace && i == 0 ? orig_self : call->in[i];
+        if (t)
+            st = ct_node_save(n, i, t, false, ct_tensor_version(t));
+    }
+    if (st == CT_OK && (d->saves & CT_SAVE_OUT) && call->out[0])
+        st = ct_node_save(n, CT_NODE_MAX_SAVED - 1, call->out[0], true,
+                          ct_tensor_version(call->out[0]) + (inplace ? 1 : 0));
+    for (int i = 0; i < call->nout && st == CT_OK; i++) {
+        ct_tensor *o = call->out[i];
+        if (o && ct_dtype_is_floating(o->dtype))
+            st = ct_set_history(o, n, i);
+    }
+    if (st != CT_OK)
+        ct_error(ct_last_status(), opname, "could not record the op for autograd: %s", ct_last_error());
+    ct_node_unref(n);
+    return st;
+}
+
+static ct_status autograd_kernel(ct_keyset ks, ct_call *call, void *user_data) {
+    (void)user_data;
+    const char *opname = ct_op_name(call->op);
+    bool grad_mode = ct_is_grad_enabled();
+    bool rg = any_requires_grad(call);
+    if (call->mode == CT_CALL_INPLACE && grad_mode) {
+        ct_tensor *self = call->out[0];
+        if (self->requires_grad && ct_tensor_is_leaf(self))
+            return ct_error(CT_ERROR_RUNTIME, opname,
+                            "a leaf Variable that requires grad is being used in an in-place operation.");
+        rg = rg || self->requires_grad;
+    }
+    if (call->mode == CT_CALL_OUT && grad_mode && (rg || (call->out[0] && call->out[0]->requires_grad)))
+        return ct_error(CT_ERROR_RUNTIME, opname,
+                        "%s(): functions with out=... arguments don't support automatic differentiation, but one "
+                        "of the arguments requires grad.",
+                        opname);
+    bool need = grad_mode && rg && call->mode != CT_CALL_OUT;
+    if (need && !ct_op_is_differentiable(call->op)) {
+        if (call->mode == CT_CALL_INPLACE && call->out[0]->requires_grad)
+            return ct_error(CT_ERROR_RUNTIME, opname,
+                            "%s_ is not differentiable and cannot modify a tensor that requires grad in place",
+                            opname);
+        need = false; /* its outputs simply do not require grad */
+    }
+    if (!need)
+        return run_below(ks, call);
+
+    const ct_derivative *d = ct_derivative_of(call->op);
+    CT_ASSERT(d && d->fn); /* every differentiable op has a formula (derivatives.c) */
+    ct_edge edges[CT_NODE_MAX_IN] = {{0}};
+    ct_tensor *orig_self = NULL;
+    ct_status st = CT_OK;
+    for (int i = 0; i < call->nin && st == CT_OK; i++)
+        st = ct_edge_for(call->in[i], &edges[i]);
+    if (st == CT_OK && call->mode == CT_CALL_INPLACE && (d->saves & CT_SAVE_IN0)) {
+        ct_keyset ex = ct_tls_excluded();
+        ct_tls_set_excluded(ex | CT_KEYSET(CT_KEY_AUTOGRAD));
+        orig_self = ct_clone(call->out[0]); /* owned by the dispatcher's scope */
+        ct_tls_set_excluded(ex);
+        if (!orig_self)
+            st = ct_last_status();
+    }
+    if (st == CT_OK)
+        st = run_below(ks, call);
+    if (st == CT_OK)
+        st = record(call, d, orig_self, edges);
+    for (int i = 0; i < CT_NODE_MAX_IN; i++)
+        ct_node_unref(edges[i].fn);
+    return st;
+}
+
+void ct_autograd_register_kernels(void) {
+    for (int op = 0; op < CT_OP_COUNT; op++)
+        if (ct_op_table[op].family != CT_FAM_COMPOSITE)
+            ct_dispatch_register_default(op, CT_KEY_AUTOGRAD, autograd_kernel, NULL);
+}

@@ -1,0 +1,376 @@
+/* Graph nodes, per-tensor autograd data, saved tensors, and the public accessors of a
+ * tensor's autograd state (grad, grad_fn, detach, retain_grad). */
+#include <stdio.h>
+#include <string.h>
+
+#include "autograd/node.h"
+
+pthread_mutex_t ct_autograd_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* ------------------------------------------------------------------ nodes */
+
+ct_node *ct_node_new(ct_node_kind kind, const char *name) {
+    ct_node *n = ct_xcalloc("autograd", 1, sizeof *n);
+    if (!n)
+        return NULL;
+    atomic_init(&n->refcount, 1);
+    n->kind = kind;
+    n->op = -1;
+    n->dtype = CT_DTYPE_UNDEFINED;
+    snprintf(n->name, sizeof n->name, "%s", name);
+    return n;
+}
+
+void ct_node_ref(ct_node *n) {
+    if (n)
+        atomic_fetch_add_explicit(&n->refcount, 1, memory_order_relaxed);
+}
+
+/* Takes a reference unless the count already reached zero (a dying accumulator). */
+static bool node_ref_if_alive(ct_node *n) {
+    int c = atomic_load(&n->refcount);
+    while (c > 0)
+        if (atomic_compare_exchange_weak(&n->refcount, &c, c + 1))
+            return true;
+    return false;
+}
+
+static void hooks_free(ct_hook *h);
+
+/* Note [Freeing graphs]
+ * Dropping the last reference to a long chain of nodes would recurse once per node
+ * (node -> edge -> node ...). Dying nodes go on a per-thread list instead, and the
+ * outermost unref drains it in a loop. */
+static _Thread_local ct_node *free_list;
+static _Thread_local bool freeing;
+
+static void node_destroy(ct_node *n) {
+    if (n->kind == CT_NODE_ACCUMULATE && n->leaf) {
+        pthread_mutex_lock(&ct_autograd_lock);
+        ct_ag_meta *m = ct_ag_meta_peek(n->leaf);
+        if (m && m->accumulator == n)
+            m->accumulator = NULL;
+        pthread_mutex_unlock(&ct_autograd_lock);
+        ct_release(n->leaf);
+    }
+    pthread_mutex_lock(&ct_autograd_lock);
+    for (int i = 0; i < CT_CALL_MAX_OUT; i++)
+        n->retain[i] = NULL;
+    ct_hook *hooks = n->hooks;
+    n->hooks = NULL;
+    pthread_mutex_unlock(&ct_autograd_lock);
+    hooks_free(hooks);
+    for (int i = 0; i < CT_NODE_MAX_SAVED; i++)
+        ct_release(n->saved[i].t);
+    for (int i = 0; i < n->nin; i++)
+        ct_node_unref(n->edges[i].fn);
+    free(n);
+}
+
+void ct_node_unref(ct_node *n) {
+    if (!n || atomic_fetch_sub_explicit(&n->refcount, 1, memory_order_acq_rel) != 1)
+        return;
+    n->next_free = free_list;
+    free_list = n;
+    if (freeing)
+        return;
+    freeing = true;
+    while (free_list) {
+        ct_node *x = free_list;
+        free_list = x->next_free;
+        node_destroy(x);
+    }
+    freeing = false;
+}
+
+/* ------------------------------------------------------------------ hooks lists */
+
+/* Hooks are owned by the node or tensor they hang on; the handle registry (hooks.c)
+ * only finds them. */
+static void hooks_free(ct_hook *h) {
+    while (h) {
+        ct_hook *next = h->next;
+        ct_hook_unregister(h);
+        free(h);
+        h = next;
+    }
+}
+
+/* ------------------------------------------------------------------ tensor data */
+
+static void meta_release(void *p) {
+    ct_ag_meta *m = p;
+    pthread_mutex_lock(&ct_autograd_lock);
+    if (m->grad_fn && m->retains_grad && m->owner)
+        for (int i = 0; i < CT_CALL_MAX_OUT; i++)
+            if (m->grad_fn->retain[i] == m->owner)
+                m->grad_fn->retain[i] = NULL;
+    ct_hook *hooks = m->hooks;
+    m->hooks = NULL;
+    pthread_mutex_unlock(&ct_autograd_lock);
+    hooks_free(hooks);
+    ct_node_unref(m->grad_fn);
+    free(m);
+}
+
+ct_ag_meta *ct_ag_meta_peek(const ct_tensor *t) {
+    return t && t->grad_fn_release == meta_release ? (ct_ag_meta *)t->grad_fn : NULL;
+}
+
+ct_ag_meta *ct_ag_meta_get(ct_tensor *t) {
+    ct_ag_meta *m = ct_ag_meta_peek(t);
+    if (m)
+        return m;
+    CT_ASSERT(t->grad_fn == NULL); /* nothing else may use the slot */
+    m = ct_xcalloc("autograd", 1, sizeof *m);
+    if (!m)
+        return NULL;
+    m->owner = t;
+    pthread_mutex_lock(&ct_autograd_lock);
+    if (t->grad_fn_release == meta_release) { /* another thread was first */
+        free(m);
+        m = t->grad_fn;
+    } else {
+        t->grad_fn = m;
+        t->grad_fn_release = meta_release;
+    }
+    pthread_mutex_unlock(&ct_autograd_lock);
+    return m;
+}
+
+ct_node *ct_tensor_node(const ct_tensor *t) {
+    ct_ag_meta *m = ct_ag_meta_peek(t);
+    return m ? m->grad_fn : NULL;
+}
+
+ct_status ct_edge_for(const ct_tensor *t, ct_edge *e) {
+    e->fn = NULL;
+    e->input_nr = 0;
+    if (!t || !t->requires_grad)
+        return CT_OK;
+    ct_node *fn = ct_tensor_node(t);
+    if (fn) {
+        ct_node_ref(fn);
+        e->fn = fn;
+        e->input_nr = t->output_nr;
+        return CT_OK;
+    }
+    ct_ag_meta *m = ct_ag_meta_get((ct_tensor *)t);
+    if (!m)
+        return ct_last_status();
+    pthread_mutex_lock(&ct_autograd_lock);
+    ct_node *acc = m->accumulator;
+    if (!acc || !node_ref_if_alive(acc)) {
+        acc = ct_node_new(CT_NODE_ACCUMULATE, "AccumulateGrad");
+        if (!acc) {
+            pthread_mutex_unlock(&ct_autograd_lock);
+            return ct_last_status();
+        }
+        acc->nout = 1;
+        acc->leaf = ct_retain((ct_tensor *)t);
+        m->accumulator = acc;
+    }
+    pthread_mutex_unlock(&ct_autograd_lock);
+    e->fn = acc;
+    return CT_OK;
+}
+
+ct_status ct_set_history(ct_tensor *t, ct_node *n, int output_nr) {
+    ct_ag_meta *m = ct_ag_meta_get(t);
+    if (!m)
+        return ct_last_status();
+    ct_node_ref(n);
+    pthread_mutex_lock(&ct_autograd_lock);
+    ct_node *old = m->grad_fn;
+    if (m->retains_grad) { /* the retained gradient follows the tensor to its new node */
+        if (old && t->output_nr >= 0 && t->output_nr < CT_CALL_MAX_OUT && old->retain[t->output_nr] == t)
+            old->retain[t->output_nr] = NULL;
+        if (output_nr < CT_CALL_MAX_OUT)
+            n->retain[output_nr] = t;
+    }
+    m->grad_fn = n;
+    pthread_mutex_unlock(&ct_autograd_lock);
+    ct_node_unref(old);
+    t->output_nr = output_nr;
+    t->requires_grad = true;
+    return CT_OK;
+}
+
+void ct_input_meta_set(ct_input_meta *m, const ct_tensor *t) {
+    m->ndim = t->ndim;
+    m->dtype = t->dtype;
+    m->device = t->device;
+    memcpy(m->shape, t->shape, sizeof m->shape);
+}
+
+/* ------------------------------------------------------------------ saved tensors */
+
+/* A tensor over t's storage and layout with no autograd history, as an owned
+ * reference (not registered with any scope). */
+static ct_tensor *bare_alias(const ct_tensor *t) {
+    ct_tensor *a = ct_tensor_make(t->storage, t->offset, t->shape, t->strides, t->ndim, t->dtype, t->device);
+    if (a && ct_scope_depth() > 0)
+        ct_retain(a); /* the scope keeps one reference, the caller gets another */
+    if (a)
+        a->inference = t->inference;
+    return a;
+}
+
+ct_status ct_node_save(ct_node *n, int i, const ct_tensor *t, bool is_output, int64_t version) {
+    if (!t)
+        return CT_OK;
+    if (t->inference)
+        return ct_error(CT_ERROR_RUNTIME, n->name,
+                        "Inference tensors cannot be saved for backward. To work around you can make a clone to "
+                        "get a normal tensor and use it in autograd.");
+    ct_saved *s = &n->saved[i];
+    s->version = version;
+    s->is_output = is_output;
+    s->requires_grad = t->requires_grad || is_output;
+    if (is_output) {
+        s->t = bare_alias(t);
+        if (!s->t)
+            return ct_last_status();
+        s->producer = n->name;
+        s->producer_nr = 0;
+    } else {
+        s->t = ct_retain((ct_tensor *)t);
+        ct_node *p = ct_tensor_node(t);
+        s->producer = p ? p->name : NULL;
+        s->producer_nr = t->output_nr;
+    }
+    return CT_OK;
+}
+
+ct_tensor *ct_node_saved(ct_node_ctx *ctx, int i) {
+    ct_node *n = ctx->node;
+    if (n->saved_freed) {
+        ct_error(CT_ERROR_RUNTIME, n->name,
+                 "Trying to backward through the graph a second time (or directly access saved tensors after they "
+                 "have already been freed). Saved intermediate values of the graph are freed when you call "
+                 ".backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the "
+                 "graph a second time or if you need to access saved tensors after calling backward.");
+        return NULL;
+    }
+    ct_saved *s = &n->saved[i];
+    if (!s->t)
+        return NULL;
+    int64_t v = ct_tensor_version(s->t);
+    if (v != s->version) {
+        char shape[128], which[96] = "";
+        ct_shape_str(s->t->shape, s->t->ndim, shape, sizeof shape);
+        if (s->producer)
+            snprintf(which, sizeof which, ", which is output %d of %s,", s->producer_nr, s->producer);
+        ct_error(CT_ERROR_RUNTIME, n->name,
+                 "one of the variables needed for gradient computation has been modified by an inplace operation: "
+                 "[%s %s]%s is at version %lld; expected version %lld instead. Hint: enable anomaly detection "
+                 "(ct_set_anomaly_enabled) to find the operation that failed to compute its gradient.",
+                 ct_dtype_name(s->t->dtype), shape, which, (long long)v, (long long)s->version);
+        return NULL;
+    }
+    if (!s->is_output)
+        return ct_tensor_ref(s->t);
+    ct_tensor *a = bare_alias(s->t);
+    if (!a)
+        return NULL;
+    a = ct_scope_adopt(a);
+    /* With create_graph the formula's result must lead back through this node. */
+    if (a && ctx->create_graph && s->requires_grad && ct_set_history(a, n, 0) != CT_OK)
+        return NULL;
+    return a;
+}
+
+void ct_node_free_saved(ct_node *n) {
+    for (int i = 0; i < CT_NODE_MAX_SAVED; i++) {
+        ct_release(n->saved[i].t);
+        n->saved[i].t = NULL;
+    }
+    n->saved_freed = true;
+}
+
+/* ------------------------------------------------------------------ public accessors */
+
+ct_tensor *ct_tensor_grad(const ct_tensor *t) {
+    if (!t) {
+        ct_error_null("grad");
+        return NULL;
+    }
+    return t->grad ? ct_tensor_ref(t->grad) : NULL;
+}
+
+ct_status ct_tensor_set_grad(ct_tensor *t, const ct_tensor *grad) {
+    CT_CHECK_ARG_STATUS("set_grad", t);
+    if (grad) {
+        if (grad->dtype != t->dtype)
+            return ct_error(CT_ERROR_TYPE, "set_grad", "assigned grad has data of a different type (%s vs %s)",
+                            ct_dtype_name(grad->dtype), ct_dtype_name(t->dtype));
+        if (!ct_device_equal(grad->device, t->device))
+            return ct_error(CT_ERROR_DEVICE, "set_grad", "assigned grad has data located on a different device");
+        bool same = grad->ndim == t->ndim;
+        for (int i = 0; same && i < t->ndim; i++)
+            same = grad->shape[i] == t->shape[i];
+        if (!same) {
+            char a[128], b[128];
+            return ct_error(CT_ERROR_VALUE, "set_grad", "assigned grad has data of a different size (%s vs %s)",
+                            ct_shape_str(grad->shape, grad->ndim, a, sizeof a),
+                            ct_shape_str(t->shape, t->ndim, b, sizeof b));
+        }
+    }
+    ct_tensor *old = t->grad;
+    t->grad = ct_retain((ct_tensor *)grad);
+    ct_release(old);
+    return CT_OK;
+}
+
+bool ct_tensor_is_leaf(const ct_tensor *t) { return t && ct_tensor_node(t) == NULL; }
+
+const char *ct_tensor_grad_fn_name(const ct_tensor *t) {
+    ct_node *n = ct_tensor_node(t);
+    return n ? n->name : NULL;
+}
+
+ct_status ct_tensor_retain_grad(ct_tensor *t) {
+    CT_CHECK_ARG_STATUS("retain_grad", t);
+    if (!t->requires_grad)
+        return ct_error(CT_ERROR_RUNTIME, "retain_grad", "can't retain_grad on Tensor that has requires_grad=False");
+    ct_node *n = ct_tensor_node(t);
+    if (!n)
+        return CT_OK; /* leaves keep their .grad anyway */
+    ct_ag_meta *m = ct_ag_meta_get(t);
+    pthread_mutex_lock(&ct_autograd_lock);
+    m->retains_grad = true;
+    if (t->output_nr >= 0 && t->output_nr < CT_CALL_MAX_OUT)
+        n->retain[t->output_nr] = t;
+    pthread_mutex_unlock(&ct_autograd_lock);
+    return CT_OK;
+}
+
+ct_tensor *ct_detach(const ct_tensor *t) {
+    CT_CHECK_ARG("detach", t);
+    ct_tensor *a = ct_tensor_make(t->storage, t->offset, t->shape, t->strides, t->ndim, t->dtype, t->device);
+    if (a)
+        a->inference = t->inference;
+    return a;
+}
+
+ct_tensor *ct_detach_(ct_tensor *t) {
+    CT_CHECK_ARG("detach_", t);
+    ct_ag_meta *m = ct_ag_meta_peek(t);
+    if (t->is_view && m && m->grad_fn) {
+        ct_error(CT_ERROR_RUNTIME, "detach_", "Can't detach views in-place. Use detach() instead.");
+        return NULL;
+    }
+    if (m && m->grad_fn) {
+        pthread_mutex_lock(&ct_autograd_lock);
+        ct_node *old = m->grad_fn;
+        if (m->retains_grad && t->output_nr >= 0 && t->output_nr < CT_CALL_MAX_OUT && old->retain[t->output_nr] == t)
+            old->retain[t->output_nr] = NULL;
+        m->grad_fn = NULL;
+        m->retains_grad = false;
+        pthread_mutex_unlock(&ct_autograd_lock);
+        ct_node_unref(old);
+    }
+    t->requires_grad = false;
+    t->output_nr = 0;
+    return ct_tensor_ref(t);
+}

@@ -1,0 +1,181 @@
+/* Autograd internals: graph nodes, per-tensor autograd data, the derivative table. */
+#ifndef CT_AUTOGRAD_NODE_H
+#define CT_AUTOGRAD_NODE_H
+
+#include <pthread.h>
+
+#include "dispatch/call.h"
+
+typedef struct ct_node ct_node;
+
+/* Where a gradient goes: input input_nr of fn (a strong reference), or nowhere. */
+typedef struct ct_edge {
+    ct_node *fn;
+    int input_nr;
+} ct_edge;
+
+/* Note [Saved tensors]
+ * A node keeps the tensors its formula needs and the version each had when saved. A
+ * saved output of the node itself would make a cycle (tensor -> node -> tensor), so
+ * outputs are kept as aliases without history and get the node back as their grad_fn
+ * when unpacked for the formula (which matters for double backward). */
+typedef struct ct_saved {
+    ct_tensor *t;      /* strong; NULL when not saved or freed */
+    int64_t version;   /* storage version at save time */
+    bool is_output;    /* output 0 of the saving node */
+    bool requires_grad;
+    const char *producer; /* grad_fn name of the saved tensor at save time (for errors) */
+    int producer_nr;
+} ct_saved;
+
+/* What a backward function sees: the node's saved state and the incoming gradients,
+ * one per forward output (NULL means zero). It writes one gradient per forward input
+ * (NULL for none) as references owned by the current scope. */
+typedef struct ct_node_ctx ct_node_ctx;
+typedef ct_status (*ct_backward_fn)(ct_node_ctx *ctx, ct_tensor *const *grad_out, ct_tensor **grad_in);
+
+/* Shape/dtype of each forward input, for checking and reducing gradients. */
+typedef struct ct_input_meta {
+    int ndim;
+    ct_dtype dtype;
+    ct_device device;
+    int64_t shape[CT_MAX_DIMS];
+} ct_input_meta;
+
+typedef struct ct_hook ct_hook;
+
+typedef enum ct_node_kind {
+    CT_NODE_OP,         /* made by the AUTOGRAD kernel from an op-table call */
+    CT_NODE_ACCUMULATE, /* writes into a leaf's .grad */
+    CT_NODE_INTERNAL,   /* a helper with its own backward (sum_to_size, expand, ...) */
+} ct_node_kind;
+
+#define CT_NODE_MAX_IN CT_CALL_MAX_IN
+#define CT_NODE_MAX_SAVED (CT_CALL_MAX_IN + 1)
+
+struct ct_node {
+    atomic_int refcount;
+    ct_node_kind kind;
+    ct_op op;             /* CT_NODE_OP: the forward op */
+    char name[48];        /* "MulBackward0" */
+    ct_backward_fn backward;
+    int nin;              /* forward inputs = edges */
+    ct_edge edges[CT_NODE_MAX_IN];
+    ct_input_meta in_meta[CT_NODE_MAX_IN];
+    int nout;             /* forward outputs = gradients this node receives */
+    ct_saved saved[CT_NODE_MAX_SAVED];
+    bool saved_freed;     /* saved tensors were released after a backward */
+    /* Copies of the forward call's non-tensor arguments. */
+    int nscalars, nints;
+    ct_scalar s[CT_CALL_MAX_SCALARS];
+    int64_t ints[CT_CALL_MAX_INTS];
+    ct_dtype dtype;
+    bool inplace;
+    /* CT_NODE_ACCUMULATE: the leaf (strong). */
+    ct_tensor *leaf;
+    /* Hooks on the node's outputs (tensor hooks on non-leaf tensors), and tensors that
+     * retain their gradient (weak: cleared when the tensor dies). Guarded by
+     * ct_autograd_lock. */
+    ct_hook *hooks;
+    ct_tensor *retain[CT_CALL_MAX_OUT];
+    ct_node *next_free; /* Note [Freeing graphs] */
+};
+
+struct ct_node_ctx {
+    ct_node *node;
+    bool create_graph;
+};
+
+/* Per-tensor autograd data, kept in ct_tensor.grad_fn (released with the tensor). */
+typedef struct ct_ag_meta {
+    ct_tensor *owner;      /* weak */
+    ct_node *grad_fn;      /* strong or NULL */
+    ct_node *accumulator;  /* weak; the leaf's accumulate node while one exists */
+    ct_hook *hooks;        /* on leaves: tensor hooks and post-accumulate hooks */
+    bool retains_grad;
+} ct_ag_meta;
+
+typedef enum { CT_HOOK_GRAD, CT_HOOK_POST_ACCUMULATE } ct_hook_type;
+
+struct ct_hook {
+    int64_t handle;
+    ct_hook_type type;
+    int output_nr; /* for hooks on nodes */
+    ct_grad_hook_fn fn;
+    ct_post_accumulate_hook_fn post_fn;
+    void *user_data;
+    bool removed;
+    ct_hook *next;
+};
+
+/* One lock for the weak links (accumulators, retain_grad, hooks lists). */
+extern pthread_mutex_t ct_autograd_lock;
+
+/* ------------------------------------------------------------ nodes (node.c) */
+
+ct_node *ct_node_new(ct_node_kind kind, const char *name);
+void ct_node_ref(ct_node *n);
+void ct_node_unref(ct_node *n);
+/* The tensor's autograd data, created on demand (NULL only when out of memory). */
+ct_ag_meta *ct_ag_meta_get(ct_tensor *t);
+/* The tensor's autograd data if it has any. */
+ct_ag_meta *ct_ag_meta_peek(const ct_tensor *t);
+/* t's grad_fn (borrowed) or NULL. */
+ct_node *ct_tensor_node(const ct_tensor *t);
+/* The edge a gradient for t goes to: its grad_fn, or its leaf accumulator (created on
+ * demand) when it requires grad; {NULL} when it does not. */
+ct_status ct_edge_for(const ct_tensor *t, ct_edge *e);
+/* Makes t an output of n: sets grad_fn (taking a reference), output_nr, requires_grad. */
+ct_status ct_set_history(ct_tensor *t, ct_node *n, int output_nr);
+/* Saves t into slot i of n (is_output: t is n's own output). */
+ct_status ct_node_save(ct_node *n, int i, const ct_tensor *t, bool is_output, int64_t version);
+/* The saved tensor i for a formula, checking its version; NULL (no error) when the
+ * slot is empty, NULL with an error when it was freed or modified. */
+ct_tensor *ct_node_saved(ct_node_ctx *ctx, int i);
+void ct_node_free_saved(ct_node *n);
+void ct_input_meta_set(ct_input_meta *m, const ct_tensor *t);
+
+/* ------------------------------------------------------------ hooks (hooks.c) */
+
+/* Takes a dying hook out of the handle registry. */
+void ct_hook_unregister(ct_hook *h);
+/* Runs the gradient hooks for output_nr in order; returns the replacement gradient
+ * (scope-owned) when a hook replaced it, NULL otherwise or on error (error set). */
+ct_tensor *ct_hooks_run_grad(ct_hook *list, int output_nr, ct_tensor *grad);
+void ct_hooks_run_post(ct_hook *list, ct_tensor *leaf);
+
+/* ------------------------------------------------------------ modes (grad_mode.c) */
+
+bool ct_anomaly_enabled(void);
+
+/* ------------------------------------------------------------ derivatives (derivatives.c) */
+
+typedef struct ct_derivative {
+    ct_backward_fn fn;
+    uint32_t saves; /* CT_SAVE_* bits */
+} ct_derivative;
+
+enum {
+    CT_SAVE_IN0 = 1u << 0,
+    CT_SAVE_IN1 = 1u << 1,
+    CT_SAVE_IN2 = 1u << 2,
+    CT_SAVE_IN3 = 1u << 3,
+    CT_SAVE_OUT = 1u << 4,
+};
+
+/* The derivative of op, or NULL for ops that have none (non-differentiable). */
+const ct_derivative *ct_derivative_of(ct_op op);
+/* Differentiable ops: not marked CT_OPF_NONDIFF, not comparisons, not composites. */
+bool ct_op_is_differentiable(ct_op op);
+
+/* Internal differentiable helpers used by formulas: each records its own node when
+ * grad mode is on and the input requires grad. */
+ct_tensor *ct_ag_sum_to(const ct_tensor *g, const int64_t *shape, int ndim);
+ct_tensor *ct_ag_expand(const ct_tensor *g, const int64_t *shape, int ndim);
+
+/* ------------------------------------------------------------ kernel (function.c) */
+
+/* Registers the AUTOGRAD kernel for every op of the table. */
+void ct_autograd_register_kernels(void);
+
+#endif /* CT_AUTOGRAD_NODE_H */
