@@ -240,6 +240,9 @@ void ct_opinfo_run(const ct_opinfo *info) {
                         false);
             }
 
+    if (info->out != CT_OPINFO_OUT_BOOL && (info->dtypes & CT_DT(CT_F64)))
+        ct_opinfo_gradcheck(info, true);
+
     /* Error inputs. */
     ct_scope_begin();
     ct_tensor *a = ct_zeros(CT_SHAPE(2, 3), CT_F32, CT_CPU);
@@ -584,4 +587,48 @@ void ct_opinfo_reduce_run(const ct_opinfo_red *info) {
                       CT_ERROR_VALUE, "shape");
     }
     ct_scope_end();
+/* ------------------------------------------------------------------ gradients */
+
+static ct_tensor *grad_fn_of(ct_tensor *const *in, int n, void *ud) {
+    const ct_opinfo *info = ud;
+    return n == 2 ? info->b(in[0], in[1]) : info->u(in[0]);
+}
+
+/* The in-place variant on a copy of the input (a leaf cannot be modified in place). */
+static ct_tensor *grad_fn_inplace(ct_tensor *const *in, int n, void *ud) {
+    const ct_opinfo *info = ud;
+    ct_tensor *x = ct_mul_scalar(in[0], ct_scalar_int(1));
+    return n == 2 ? info->b_(x, in[1]) : info->u_(x);
+}
+
+void ct_opinfo_gradcheck(const ct_opinfo *info, bool gradgrad) {
+    static const struct {
+        int na, nb;
+        int64_t a[3], b[3];
+        bool strided;
+    } shapes[] = {
+        {1, 1, {4}, {4}, false}, {2, 1, {2, 3}, {3}, false}, {1, 2, {3}, {2, 3}, true},
+        {0, 2, {0}, {2, 1}, false}, {2, 0, {2, 2}, {0}, true},
+    };
+    ct_opinfo g = *info;
+    if (g.lo <= 0 && g.hi > 0 && !g.b && (strcmp(g.name, "sqrt") == 0))
+        g.lo = 0.5; /* keep finite differences away from the singularity */
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        ct_scope_begin();
+        ct_tensor *in[2];
+        int n = info->b ? 2 : 1;
+        in[0] = sample(&g, shapes[s].a, shapes[s].na, CT_F64, shapes[s].strided);
+        in[1] = info->b ? sample(&g, shapes[s].b, shapes[s].nb, CT_F64, false) : NULL;
+        for (int i = 0; i < n; i++)
+            ct_tensor_set_requires_grad(in[i], true);
+        if (ct_gradcheck(grad_fn_of, (void *)info, in, n, 1e-6, 1e-5, 1e-3) != CT_OK)
+            fail_msg("%s: gradcheck failed on sample %zu: %s", info->name, s, ct_last_error());
+        if (gradgrad && ct_gradgradcheck(grad_fn_of, (void *)info, in, n, 1e-6, 1e-5, 1e-3) != CT_OK)
+            fail_msg("%s: gradgradcheck failed on sample %zu: %s", info->name, s, ct_last_error());
+        /* In place: only when the result keeps self's shape and dtype. */
+        bool same_shape = !info->b || shapes[s].na >= shapes[s].nb;
+        if (same_shape && ct_gradcheck(grad_fn_inplace, (void *)info, in, n, 1e-6, 1e-5, 1e-3) != CT_OK)
+            fail_msg("%s_: gradcheck failed on sample %zu: %s", info->name, s, ct_last_error());
+        ct_scope_end();
+    }
 }

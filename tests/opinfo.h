@@ -43,6 +43,10 @@ typedef struct ct_opinfo {
 /* Runs every check for one entry; fails the current test on the first mismatch. */
 void ct_opinfo_run(const ct_opinfo *info);
 
+/* gradcheck (and gradgradcheck when asked) in float64 on the op's samples: broadcast,
+ * 0-d and non-contiguous inputs, and the in-place variant. */
+void ct_opinfo_gradcheck(const ct_opinfo *info, bool gradgrad);
+
 #define CT_OPINFO_UNARY(op) .name = #op, .u = ct_##op, .u_ = ct_##op##_, .u_out = ct_##op##_out
 #define CT_OPINFO_BINARY(op) .name = #op, .b = ct_##op, .b_ = ct_##op##_, .b_out = ct_##op##_out
 

@@ -129,9 +129,16 @@ static ct_status check(const char *op, multi_fn f, void *ud, ct_tensor *const *i
             int np = 0, nm = 0;
             flat_set(diff[j], e, x + eps);
             st = eval(f, ud, inputs, n, plus, &np, op);
+            /* An output may alias an input (add's gradient is grad_output itself). */
+            for (int o = 0; o < np && st == CT_OK; o++)
+                if (!(plus[o] = ct_clone(plus[o])))
+                    st = ct_last_status();
             flat_set(diff[j], e, x - eps);
             if (st == CT_OK)
                 st = eval(f, ud, inputs, n, minus, &nm, op);
+            for (int o = 0; o < nm && st == CT_OK; o++)
+                if (!(minus[o] = ct_clone(minus[o])))
+                    st = ct_last_status();
             flat_set(diff[j], e, x);
             for (int o = 0; o < nouts && st == CT_OK; o++) {
                 for (int64_t k = 0; k < outs[o]->numel && st == CT_OK; k++) {
