@@ -215,23 +215,24 @@ static ct_tensor *fit_gradient(const ct_node *n, int i, ct_tensor *g) {
     return g;
 }
 
-static bool has_nonfinite(const ct_tensor *g) {
+/* "nan" or "inf" when g holds such a value, NULL otherwise. */
+static const char *nonfinite(const ct_tensor *g) {
     if (!ct_dtype_is_floating(g->dtype) || g->device.type != CT_DEVICE_CPU)
-        return false;
+        return NULL;
     int64_t n = g->numel;
     int64_t idx[CT_MAX_DIMS] = {0};
     for (int64_t k = 0; k < n; k++) {
         double v;
         ct_tensor_get(g, idx, &v);
         if (!isfinite(v))
-            return true;
+            return isnan(v) ? "nan" : "inf";
         for (int d = g->ndim - 1; d >= 0; d--) {
             if (++idx[d] < g->shape[d])
                 break;
             idx[d] = 0;
         }
     }
-    return false;
+    return NULL;
 }
 
 /* A gradient stored in .grad: a tensor of its own, with history only under
@@ -345,11 +346,12 @@ static ct_status run_node(task *t, entry *e, nstack *ready) {
         ct_tensor *g = fit_gradient(n, i, gin[i]);
         if (!g)
             return ct_last_status();
-        if (ct_anomaly_enabled() && has_nonfinite(g))
+        const char *bad = ct_anomaly_enabled() ? nonfinite(g) : NULL;
+        if (bad)
             return ct_error(CT_ERROR_RUNTIME, n->name,
-                            "Function '%s' returned nan values in its %dth output. The node was made by the forward "
+                            "Function '%s' returned %s values in its %dth output. The node was made by the forward "
                             "op '%s'.",
-                            n->name, i, n->kind == CT_NODE_OP ? ct_op_name(n->op) : n->name);
+                            n->name, bad, i, n->kind == CT_NODE_OP ? ct_op_name(n->op) : n->name);
         entry *ne = lookup(t, next);
         if ((st = add_to_buffer(ne, n->edges[i].input_nr, g)) != CT_OK)
             return st;

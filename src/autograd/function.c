@@ -58,7 +58,6 @@ static ct_status run_below(ct_keyset ks, ct_call *call) {
 }
 
 static ct_status record(ct_call *call, const ct_derivative *d, ct_tensor *orig_self, ct_edge *edges) {
-    const char *opname = ct_op_name(call->op);
     bool inplace = call->mode == CT_CALL_INPLACE;
     ct_node *n = ct_node_new(CT_NODE_OP, "");
     if (!n)
@@ -98,8 +97,6 @@ static ct_status record(ct_call *call, const ct_derivative *d, ct_tensor *orig_s
         if (o && ct_dtype_is_floating(o->dtype))
             st = ct_set_history(o, n, i);
     }
-    if (st != CT_OK)
-        ct_error(ct_last_status(), opname, "could not record the op for autograd: %s", ct_last_error());
     ct_node_unref(n);
     return st;
 }

@@ -1,0 +1,447 @@
+/* Autograd: engine, accumulation, misuse errors, modes, hooks, detach, threads. */
+#include <math.h>
+#include <pthread.h>
+#include <string.h>
+
+#include "testutil.h"
+
+static ct_tensor *vec(const double *v, int64_t n) {
+    return ct_from_data(v, CT_SHAPE(n), CT_F64);
+}
+
+static ct_tensor *leaf(const double *v, int64_t n) {
+    ct_tensor *t = vec(v, n);
+    ct_tensor_set_requires_grad(t, true);
+    return t;
+}
+
+/* sum of t's elements as a differentiable 0-d tensor (dot with ones). */
+static ct_tensor *vsum(const ct_tensor *t) {
+    return ct_dot(t, ct_ones_like(t, CT_DTYPE_UNDEFINED));
+}
+
+static void assert_vals(const ct_tensor *t, const double *want, int64_t n, double tol) {
+    assert_non_null(t);
+    assert_int_equal(ct_tensor_numel(t), n);
+    for (int64_t i = 0; i < n; i++)
+        if (fabs(ct_test_at(t, i) - want[i]) > tol * (1 + fabs(want[i])))
+            fail_msg("element %lld: got %.17g, want %.17g", (long long)i, ct_test_at(t, i), want[i]);
+}
+
+static void test_basic_chain(void **state) {
+    (void)state;
+    ct_scope_begin();
+    double xv[3] = {0.5, -1.0, 2.0};
+    ct_tensor *x = leaf(xv, 3);
+    ct_tensor *y = ct_mul(ct_exp(x), x); /* d/dx x e^x = (1 + x) e^x */
+    assert_true(ct_tensor_requires_grad(y));
+    assert_false(ct_tensor_is_leaf(y));
+    assert_string_equal(ct_tensor_grad_fn_name(y), "MulBackward0");
+    assert_null(ct_tensor_grad_fn_name(x));
+    assert_true(ct_tensor_is_leaf(x));
+    assert_int_equal(ct_backward(vsum(y), NULL, false, false), CT_OK);
+    double want[3];
+    for (int i = 0; i < 3; i++)
+        want[i] = (1 + xv[i]) * exp(xv[i]);
+    assert_vals(ct_tensor_grad(x), want, 3, 1e-14);
+    assert_null(ct_tensor_grad(y)); /* non-leaf: not retained */
+    ct_scope_end();
+}
+
+static void test_broadcast_and_dtype(void **state) {
+    (void)state;
+    ct_scope_begin();
+    ct_tensor *a = ct_ones(CT_SHAPE(2, 3), CT_F64, CT_CPU);
+    ct_tensor *b = ct_from_data((float[]){1, 2, 3}, CT_SHAPE(3), CT_F32);
+    ct_tensor_set_requires_grad(a, true);
+    ct_tensor_set_requires_grad(b, true);
+    ct_tensor *c = ct_mul(a, b); /* float64 [2, 3] */
+    assert_int_equal(ct_tensor_dtype(c), CT_F64);
+    ct_tensor *g = ct_full(CT_SHAPE(2, 3), ct_scalar_float(2), CT_F64, CT_CPU);
+    assert_int_equal(ct_backward(c, g, false, false), CT_OK);
+    ct_tensor *gb = ct_tensor_grad(b);
+    assert_int_equal(ct_tensor_dtype(gb), CT_F32); /* the input's dtype */
+    CT_ASSERT_SHAPE(gb, 3);
+    assert_vals(gb, (double[]){4, 4, 4}, 3, 0);
+    ct_tensor *ga = ct_tensor_grad(a);
+    CT_ASSERT_SHAPE(ga, 2, 3);
+    assert_vals(ga, (double[]){2, 4, 6, 2, 4, 6}, 6, 0);
+    ct_scope_end();
+}
+
+static void test_accumulate_and_retain_graph(void **state) {
+    (void)state;
+    ct_scope_begin();
+    ct_tensor *x = leaf((double[]){1, 2}, 2);
+    ct_tensor *y = vsum(ct_mul(x, x));
+    assert_int_equal(ct_backward(y, NULL, true, false), CT_OK);
+    assert_vals(ct_tensor_grad(x), (double[]){2, 4}, 2, 0);
+    assert_int_equal(ct_backward(y, NULL, false, false), CT_OK);
+    assert_vals(ct_tensor_grad(x), (double[]){4, 8}, 2, 0);
+    /* The graph's saved tensors are gone now. */
+    CT_ASSERT_ERR(ct_backward(y, NULL, false, false) == CT_OK, CT_ERROR_RUNTIME,
+                  "Trying to backward through the graph a second time");
+    /* set_grad(NULL) clears, as zero_grad(set_to_none=True). */
+    assert_int_equal(ct_tensor_set_grad(x, NULL), CT_OK);
+    assert_null(ct_tensor_grad(x));
+    ct_scope_end();
+}
+
+static void test_first_grad_is_a_copy(void **state) {
+    (void)state;
+    ct_scope_begin();
+    ct_tensor *x = leaf((double[]){1, 2}, 2);
+    ct_tensor *go = vec((double[]){3, 4}, 2);
+    assert_int_equal(ct_backward(x, go, false, false), CT_OK);
+    ct_tensor *g = ct_tensor_grad(x);
+    assert_vals(g, (double[]){3, 4}, 2, 0);
+    assert_false(ct_tensor_shares_storage(g, go));
+    assert_false(ct_tensor_requires_grad(g));
+    ct_scope_end();
+}
+
+static void test_misuse_errors(void **state) {
+    (void)state;
+    ct_scope_begin();
+    ct_tensor *x = leaf((double[]){1, 2, 3}, 3);
+    CT_ASSERT_ERR(ct_exp_(x) != NULL, CT_ERROR_RUNTIME,
+                  "a leaf Variable that requires grad is being used in an in-place operation.");
+    ct_tensor *y = ct_exp(x);
+    CT_ASSERT_ERR(ct_backward(y, NULL, false, false) == CT_OK, CT_ERROR_RUNTIME,
+                  "grad can be implicitly created only for scalar outputs");
+    ct_tensor *plain = vec((double[]){1}, 1);
+    CT_ASSERT_ERR(ct_backward(plain, NULL, false, false) == CT_OK, CT_ERROR_RUNTIME,
+                  "element 0 of tensors does not require grad and does not have a grad_fn");
+    CT_ASSERT_ERR(ct_backward(y, vec((double[]){1, 1}, 2), false, false) == CT_OK, CT_ERROR_RUNTIME,
+                  "Mismatch in shape");
+    CT_ASSERT_ERR(ct_exp_out(x, ct_empty_like(x, CT_DTYPE_UNDEFINED)) != NULL, CT_ERROR_RUNTIME,
+                  "functions with out=... arguments don't support automatic differentiation");
+    /* In place on a tensor saved for backward: caught at backward, naming the node. */
+    ct_tensor *xf = ct_from_data((float[]){1, 2, 3}, CT_SHAPE(3), CT_F32);
+    ct_tensor_set_requires_grad(xf, true);
+    ct_tensor *b = ct_mul_scalar(xf, ct_scalar_int(1));
+    assert_non_null(ct_exp_(b));
+    assert_string_equal(ct_tensor_grad_fn_name(b), "ExpBackward0");
+    assert_non_null(ct_mul_scalar_(b, ct_scalar_int(2)));
+    CT_ASSERT_ERR(ct_backward(ct_dot(b, ct_ones_like(b, CT_DTYPE_UNDEFINED)), NULL, false, false) == CT_OK,
+                  CT_ERROR_RUNTIME,
+                  "one of the variables needed for gradient computation has been modified by an inplace operation: "
+                  "[float32 [3]], which is output 0 of ExpBackward0, is at version 2; expected version 1 instead.");
+    /* Leaves may be changed in place under no_grad (an optimizer step). */
+    bool prev = ct_set_grad_enabled(false);
+    assert_non_null(ct_mul_scalar_(x, ct_scalar_int(2)));
+    ct_set_grad_enabled(prev);
+    assert_true(ct_tensor_is_leaf(x));
+    /* NULL arguments. */
+    CT_ASSERT_ERR(ct_backward(NULL, NULL, false, false) == CT_OK, CT_ERROR_NULL_ARGUMENT, "backward");
+    CT_ASSERT_ERR(ct_tensor_grad(NULL) != NULL, CT_ERROR_NULL_ARGUMENT, "grad");
+    CT_ASSERT_ERR(ct_tensor_set_grad(NULL, NULL) == CT_OK, CT_ERROR_NULL_ARGUMENT, "set_grad");
+    CT_ASSERT_ERR(ct_tensor_set_grad(x, vec((double[]){1}, 1)) == CT_OK, CT_ERROR_VALUE, "different size");
+    CT_ASSERT_ERR(ct_tensor_set_grad(x, ct_zeros(CT_SHAPE(3), CT_F32, CT_CPU)) == CT_OK, CT_ERROR_TYPE,
+                  "different type");
+    CT_ASSERT_ERR(ct_detach(NULL) != NULL, CT_ERROR_NULL_ARGUMENT, "detach");
+    CT_ASSERT_ERR(ct_detach_(NULL) != NULL, CT_ERROR_NULL_ARGUMENT, "detach_");
+    CT_ASSERT_ERR(ct_tensor_retain_grad(NULL) == CT_OK, CT_ERROR_NULL_ARGUMENT, "retain_grad");
+    CT_ASSERT_ERR(ct_tensor_retain_grad(plain) == CT_OK, CT_ERROR_RUNTIME, "requires_grad=False");
+    assert_false(ct_tensor_is_leaf(NULL));
+    assert_null(ct_tensor_grad_fn_name(NULL));
+    ct_scope_end();
+}
+
+static void test_autograd_grad(void **state) {
+    (void)state;
+    ct_scope_begin();
+    ct_tensor *x = leaf((double[]){1, 2}, 2);
+    ct_tensor *z = leaf((double[]){5, 6}, 2);
+    ct_tensor *y = vsum(ct_mul(ct_mul(x, x), x)); /* sum x^3 */
+    ct_tensor *g[2];
+    const ct_tensor *outs[1] = {y};
+    const ct_tensor *ins[2] = {x, z};
+    CT_ASSERT_ERR(ct_autograd_grad(outs, 1, ins, 2, NULL, true, false, false, g) == CT_OK, CT_ERROR_RUNTIME,
+                  "appears to not have been used in the graph");
+    assert_int_equal(ct_autograd_grad(outs, 1, ins, 2, NULL, false, true, true, g), CT_OK);
+    assert_null(g[1]);
+    assert_vals(g[0], (double[]){3, 12}, 2, 1e-15);
+    assert_null(ct_tensor_grad(x)); /* .grad untouched */
+    assert_true(ct_tensor_requires_grad(g[0])); /* create_graph */
+    /* Second derivative: d/dx sum(3x^2) = 6x. */
+    ct_tensor *g2[1];
+    const ct_tensor *o2[1] = {vsum(g[0])};
+    assert_int_equal(ct_autograd_grad(o2, 1, ins, 1, NULL, false, false, false, g2), CT_OK);
+    assert_vals(g2[0], (double[]){6, 12}, 2, 1e-15);
+    assert_false(ct_tensor_requires_grad(g2[0]));
+    /* Errors. */
+    const ct_tensor *plain_in[1] = {vec((double[]){1}, 1)};
+    CT_ASSERT_ERR(ct_autograd_grad(outs, 1, plain_in, 1, NULL, false, false, false, g) == CT_OK, CT_ERROR_RUNTIME,
+                  "does not require grad");
+    CT_ASSERT_ERR(ct_autograd_grad(NULL, 1, ins, 1, NULL, false, false, false, g) == CT_OK, CT_ERROR_NULL_ARGUMENT,
+                  "autograd_grad");
+    CT_ASSERT_ERR(ct_autograd_grad(outs, 1, ins, 0, NULL, false, false, false, g) == CT_OK, CT_ERROR_VALUE,
+                  "at least one input");
+    CT_ASSERT_ERR(ct_autograd_grad(outs, 0, ins, 1, NULL, false, false, false, g) == CT_OK, CT_ERROR_VALUE,
+                  "no outputs");
+    ct_scope_end();
+}
+
+static void test_create_graph_backward(void **state) {
+    (void)state;
+    ct_scope_begin();
+    ct_tensor *x = leaf((double[]){0.3, -0.7}, 2);
+    ct_tensor *y = vsum(ct_sin(x));
+    assert_int_equal(ct_backward(y, NULL, false, true), CT_OK);
+    ct_tensor *gx = ct_tensor_grad(x); /* cos(x), with history */
+    assert_true(ct_tensor_requires_grad(gx));
+    ct_tensor *p = vsum(ct_mul(gx, gx)); /* a gradient penalty: sum cos^2 */
+    assert_int_equal(ct_tensor_set_grad(x, NULL), CT_OK);
+    assert_int_equal(ct_backward(p, NULL, false, false), CT_OK);
+    double want[2];
+    for (int i = 0; i < 2; i++) {
+        double v = i ? -0.7 : 0.3;
+        want[i] = -2 * cos(v) * sin(v);
+    }
+    assert_vals(ct_tensor_grad(x), want, 2, 1e-14);
+    ct_scope_end();
+}
+
+static void test_no_grad_and_inference(void **state) {
+    (void)state;
+    ct_scope_begin();
+    ct_tensor *x = leaf((double[]){1, 2}, 2);
+    assert_true(ct_is_grad_enabled());
+    bool prev = ct_set_grad_enabled(false);
+    assert_true(prev);
+    assert_false(ct_is_grad_enabled());
+    ct_tensor *y = ct_exp(x);
+    assert_false(ct_tensor_requires_grad(y));
+    assert_true(ct_tensor_is_leaf(y));
+    ct_set_grad_enabled(true);
+    ct_tensor *z = ct_exp(x);
+    assert_true(ct_tensor_requires_grad(z));
+    ct_set_grad_enabled(prev);
+
+    ct_inference_mode_begin();
+    assert_true(ct_is_inference_mode_enabled());
+    assert_false(ct_is_grad_enabled());
+    ct_tensor *t = ct_ones(CT_SHAPE(2), CT_F64, CT_CPU);
+    ct_tensor *u = ct_exp(x);
+    assert_false(ct_tensor_requires_grad(u));
+    ct_inference_mode_end();
+    assert_false(ct_is_inference_mode_enabled());
+    assert_true(ct_is_grad_enabled());
+    CT_ASSERT_ERR(ct_tensor_set_requires_grad(t, true) != NULL, CT_ERROR_RUNTIME, "inference tensor");
+    CT_ASSERT_ERR(ct_mul(x, t) != NULL, CT_ERROR_RUNTIME, "Inference tensors cannot be saved for backward");
+    CT_ASSERT_ERR(ct_mul(x, u) != NULL, CT_ERROR_RUNTIME, "Inference tensors cannot be saved for backward");
+    /* A normal tensor made outside works. */
+    ct_tensor *w = ct_ones(CT_SHAPE(2), CT_F64, CT_CPU);
+    assert_non_null(ct_mul(x, w));
+    /* Nesting: grad mode inside inference mode stays off; leaving restores it. */
+    ct_inference_mode_begin();
+    ct_inference_mode_begin();
+    ct_inference_mode_end();
+    assert_true(ct_is_inference_mode_enabled());
+    ct_inference_mode_end();
+    ct_inference_mode_end(); /* unbalanced: ignored */
+    assert_true(ct_is_grad_enabled());
+    ct_scope_end();
+}
+
+static void test_detach(void **state) {
+    (void)state;
+    ct_scope_begin();
+    ct_tensor *x = leaf((double[]){1, 2}, 2);
+    ct_tensor *y = ct_exp(x);
+    ct_tensor *d = ct_detach(y);
+    assert_false(ct_tensor_requires_grad(d));
+    assert_true(ct_tensor_is_leaf(d));
+    assert_true(ct_tensor_shares_storage(d, y));
+    /* Gradient stops at the detached tensor. */
+    ct_tensor *z = vsum(ct_mul(y, d));
+    assert_int_equal(ct_backward(z, NULL, false, false), CT_OK);
+    assert_vals(ct_tensor_grad(x), (double[]){exp(2), exp(4)}, 2, 1e-14);
+    ct_tensor *y2 = ct_exp(x);
+    assert_non_null(ct_detach_(y2));
+    assert_false(ct_tensor_requires_grad(y2));
+    assert_true(ct_tensor_is_leaf(y2));
+    ct_scope_end();
+}
+
+static ct_tensor *double_it(const ct_tensor *g, void *ud) {
+    (*(int *)ud)++;
+    return ct_mul_scalar(g, ct_scalar_int(2));
+}
+
+static ct_tensor *observe(const ct_tensor *g, void *ud) {
+    *(double *)ud = ct_test_at(g, 0);
+    return NULL;
+}
+
+static void count_post(ct_tensor *t, void *ud) {
+    ct_tensor *g = ct_tensor_grad(t);
+    *(double *)ud = ct_test_at(g, 0);
+}
+
+static void test_hooks(void **state) {
+    (void)state;
+    ct_scope_begin();
+    ct_tensor *x = leaf((double[]){1, 2}, 2);
+    int calls = 0;
+    int64_t h = ct_tensor_register_hook(x, double_it, &calls);
+    assert_true(h > 0);
+    double seen_post = 0;
+    int64_t hp = ct_tensor_register_post_accumulate_grad_hook(x, count_post, &seen_post);
+    assert_true(hp > 0);
+    ct_tensor *y = ct_mul_scalar(x, ct_scalar_int(3));
+    double seen_y = 0;
+    assert_true(ct_tensor_register_hook(y, observe, &seen_y) > 0);
+    assert_int_equal(ct_backward(vsum(y), NULL, false, false), CT_OK);
+    assert_int_equal(calls, 1);
+    assert_true(seen_y == 1.0);
+    assert_vals(ct_tensor_grad(x), (double[]){6, 6}, 2, 0);
+    assert_true(seen_post == 6.0); /* runs after accumulation */
+    assert_int_equal(ct_remove_hook(h), CT_OK);
+    CT_ASSERT_ERR(ct_remove_hook(h) == CT_OK, CT_ERROR_VALUE, "no hook");
+    assert_int_equal(ct_backward(vsum(ct_mul_scalar(x, ct_scalar_int(3))), NULL, false, false), CT_OK);
+    assert_vals(ct_tensor_grad(x), (double[]){9, 9}, 2, 0);
+    assert_int_equal(calls, 1);
+    /* Errors. */
+    ct_tensor *plain = vec((double[]){1}, 1);
+    CT_ASSERT_ERR(ct_tensor_register_hook(plain, double_it, &calls) > 0, CT_ERROR_RUNTIME, "doesn't require");
+    CT_ASSERT_ERR(ct_tensor_register_hook(x, NULL, NULL) > 0, CT_ERROR_NULL_ARGUMENT, "register_hook");
+    CT_ASSERT_ERR(ct_tensor_register_post_accumulate_grad_hook(y, count_post, NULL) > 0, CT_ERROR_RUNTIME,
+                  "non-leaf");
+    ct_scope_end();
+}
+
+static void test_retain_grad(void **state) {
+    (void)state;
+    ct_scope_begin();
+    ct_tensor *x = leaf((double[]){1, 2}, 2);
+    ct_tensor *y = ct_mul_scalar(x, ct_scalar_int(3));
+    assert_int_equal(ct_tensor_retain_grad(y), CT_OK);
+    ct_tensor *z = vsum(ct_mul(y, y));
+    assert_int_equal(ct_backward(z, NULL, true, false), CT_OK);
+    assert_vals(ct_tensor_grad(y), (double[]){6, 12}, 2, 0);
+    assert_int_equal(ct_backward(z, NULL, false, false), CT_OK);
+    assert_vals(ct_tensor_grad(y), (double[]){12, 24}, 2, 0); /* accumulates, as PyTorch */
+    assert_int_equal(ct_tensor_retain_grad(x), CT_OK);        /* a leaf: no-op */
+    ct_scope_end();
+}
+
+static void test_anomaly(void **state) {
+    (void)state;
+    ct_scope_begin();
+    ct_tensor *x = leaf((double[]){0, 1}, 2);
+    ct_tensor *y = vsum(ct_sqrt(x)); /* d sqrt at 0 is inf */
+    ct_set_anomaly_enabled(true);
+    CT_ASSERT_ERR(ct_backward(y, NULL, true, false) == CT_OK, CT_ERROR_RUNTIME, "forward op 'sqrt'");
+    ct_set_anomaly_enabled(false);
+    assert_int_equal(ct_backward(y, NULL, false, false), CT_OK);
+    assert_true(isinf(ct_test_at(ct_tensor_grad(x), 0)));
+    ct_scope_end();
+}
+
+static void test_nondifferentiable(void **state) {
+    (void)state;
+    ct_scope_begin();
+    ct_tensor *x = leaf((double[]){1, 2}, 2);
+    ct_tensor *m = ct_gt_scalar(x, ct_scalar_int(1));
+    assert_false(ct_tensor_requires_grad(m));
+    assert_int_equal(ct_tensor_dtype(m), CT_BOOL);
+    ct_scope_end();
+}
+
+static void test_inplace_rebase(void **state) {
+    (void)state;
+    ct_scope_begin();
+    ct_tensor *x = leaf((double[]){1, 2}, 2);
+    ct_tensor *w = leaf((double[]){3, 4}, 2);
+    ct_tensor *y = ct_mul_scalar(x, ct_scalar_int(1));
+    assert_non_null(ct_mul_(y, w)); /* y = x * w, self's old value saved */
+    assert_non_null(ct_exp_(y));
+    assert_string_equal(ct_tensor_grad_fn_name(y), "ExpBackward0");
+    assert_int_equal(ct_backward(vsum(y), NULL, false, false), CT_OK);
+    assert_vals(ct_tensor_grad(x), (double[]){3 * exp(3), 4 * exp(8)}, 2, 1e-14);
+    assert_vals(ct_tensor_grad(w), (double[]){1 * exp(3), 2 * exp(8)}, 2, 1e-14);
+    /* A tensor that does not require grad becomes part of the graph in place. */
+    ct_tensor *p = vec((double[]){1, 1}, 2);
+    assert_non_null(ct_add_(p, w));
+    assert_true(ct_tensor_requires_grad(p));
+    assert_string_equal(ct_tensor_grad_fn_name(p), "AddBackward0");
+    ct_scope_end();
+}
+
+/* A long chain frees without deep recursion (and without leaks under ASan). */
+static void test_long_chain(void **state) {
+    (void)state;
+    ct_scope_begin();
+    ct_tensor *x = leaf((double[]){1}, 1);
+    ct_tensor *y = ct_retain(x);
+    for (int i = 0; i < 20000; i++) {
+        ct_scope_begin();
+        ct_tensor *z = ct_retain(ct_mul_scalar(y, ct_scalar_float(1.0)));
+        ct_scope_end();
+        ct_release(y);
+        y = z;
+    }
+    assert_int_equal(ct_backward(y, NULL, false, false), CT_OK);
+    assert_vals(ct_tensor_grad(x), (double[]){1}, 1, 0);
+    ct_release(y);
+    ct_scope_end();
+}
+
+/* Two threads running backward on two graphs at once. */
+static void *worker(void *arg) {
+    double k = *(double *)arg;
+    double ok = 1;
+    for (int it = 0; it < 200; it++) {
+        ct_scope_begin();
+        ct_tensor *x = ct_full(CT_SHAPE(8), ct_scalar_float(k), CT_F64, CT_CPU);
+        ct_tensor_set_requires_grad(x, true);
+        ct_tensor *y = ct_dot(ct_mul(x, x), ct_ones_like(x, CT_DTYPE_UNDEFINED));
+        if (ct_backward(y, NULL, false, false) != CT_OK)
+            ok = 0;
+        ct_tensor *g = ct_tensor_grad(x);
+        for (int i = 0; g && i < 8; i++)
+            if (ct_test_at(g, i) != 2 * k)
+                ok = 0;
+        if (!g)
+            ok = 0;
+        ct_scope_end();
+    }
+    *(double *)arg = ok;
+    return NULL;
+}
+
+static void test_threads(void **state) {
+    (void)state;
+    pthread_t t1, t2;
+    double a = 1.5, b = -2.0;
+    assert_int_equal(pthread_create(&t1, NULL, worker, &a), 0);
+    assert_int_equal(pthread_create(&t2, NULL, worker, &b), 0);
+    pthread_join(t1, NULL);
+    pthread_join(t2, NULL);
+    assert_true(a == 1);
+    assert_true(b == 1);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_basic_chain),
+        cmocka_unit_test(test_broadcast_and_dtype),
+        cmocka_unit_test(test_accumulate_and_retain_graph),
+        cmocka_unit_test(test_first_grad_is_a_copy),
+        cmocka_unit_test(test_misuse_errors),
+        cmocka_unit_test(test_autograd_grad),
+        cmocka_unit_test(test_create_graph_backward),
+        cmocka_unit_test(test_no_grad_and_inference),
+        cmocka_unit_test(test_detach),
+        cmocka_unit_test(test_hooks),
+        cmocka_unit_test(test_retain_grad),
+        cmocka_unit_test(test_anomaly),
+        cmocka_unit_test(test_nondifferentiable),
+        cmocka_unit_test(test_inplace_rebase),
+        cmocka_unit_test(test_long_chain),
+        cmocka_unit_test(test_threads),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
