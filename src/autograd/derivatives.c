@@ -63,8 +63,6 @@ static ct_tensor *internal_result(ct_tensor *out, const ct_tensor *in, const cha
 }
 
 static ct_status sum_to_backward(ct_node_ctx *ctx, ct_tensor *const *gout, ct_tensor **gin);
-static ct_status expand_backward(ct_node_ctx *ctx, ct_tensor *const *gout, ct_tensor **gin);
-static ct_status transpose_backward(ct_node_ctx *ctx, ct_tensor *const *gout, ct_tensor **gin);
 
 /* Sums g over the dims broadcasting added or stretched, down to shape. */
 ct_tensor *ct_ag_sum_to(const ct_tensor *g, const int64_t *shape, int ndim) {
@@ -98,34 +96,14 @@ ct_tensor *ct_ag_sum_to(const ct_tensor *g, const int64_t *shape, int ndim) {
     return internal_result(out, g, "SumBackward1", sum_to_backward, ints, g->ndim);
 }
 
-/* g broadcast to shape (a view). */
-ct_tensor *ct_ag_expand(const ct_tensor *g, const int64_t *shape, int ndim) {
-    ct_tensor *out = ct_expand(g, shape, ndim);
-    int64_t ints[CT_MAX_DIMS];
-    memcpy(ints, g->shape, (size_t)g->ndim * sizeof *ints);
-    return internal_result(out, g, "ExpandBackward0", expand_backward, ints, g->ndim);
-}
 
-static ct_tensor *ag_transpose(const ct_tensor *x, int d0, int d1) {
-    ct_tensor *out = ct_transpose(x, d0, d1);
-    int64_t ints[2] = {d0, d1};
-    return internal_result(out, x, "TransposeBackward0", transpose_backward, ints, 2);
-}
+static ct_tensor *ag_transpose(const ct_tensor *x, int d0, int d1) { return ct_transpose(x, d0, d1); }
 
 static ct_status sum_to_backward(ct_node_ctx *ctx, ct_tensor *const *gout, ct_tensor **gin) {
-    TRY(gin[0] = ct_ag_expand(G, ctx->node->ints, ctx->node->nints));
+    TRY(gin[0] = ct_expand(G, ctx->node->ints, ctx->node->nints));
     return CT_OK;
 }
 
-static ct_status expand_backward(ct_node_ctx *ctx, ct_tensor *const *gout, ct_tensor **gin) {
-    TRY(gin[0] = ct_ag_sum_to(G, ctx->node->ints, ctx->node->nints));
-    return CT_OK;
-}
-
-static ct_status transpose_backward(ct_node_ctx *ctx, ct_tensor *const *gout, ct_tensor **gin) {
-    TRY(gin[0] = ag_transpose(G, (int)ctx->node->ints[0], (int)ctx->node->ints[1]));
-    return CT_OK;
-}
 
 /* ------------------------------------------------------------------ elementwise */
 
@@ -311,6 +289,136 @@ static ct_status addprod_backward(ct_node_ctx *ctx, ct_tensor *const *gout, ct_t
 DEF(addmm, CT_SAVE_IN1 | CT_SAVE_IN2) { return addprod_backward(ctx, gout, gin, false); }
 DEF(baddbmm, CT_SAVE_IN1 | CT_SAVE_IN2) { return addprod_backward(ctx, gout, gin, true); }
 
+/* ------------------------------------------------------------------ views and copies */
+
+static ct_status regeom_backward(ct_node_ctx *ctx, ct_tensor *const *gout, ct_tensor **gin) {
+    TRY(gin[0] = ct_ag_regeom(G, &ctx->node->out_meta, &ctx->node->in_meta[0]));
+    return CT_OK;
+}
+
+static bool geom_span(const ct_input_meta *m, int64_t *lo, int64_t *hi) {
+    int64_t n = ct_shape_numel(m->shape, m->ndim);
+    if (n <= 0)
+        return false;
+    int64_t h = m->offset;
+    for (int d = 0; d < m->ndim; d++)
+        h += (m->shape[d] - 1) * m->strides[d];
+    *lo = m->offset;
+    *hi = h;
+    return true;
+}
+
+/* Calls fn(addr - lo, k) for every element k (row-major) of layout m. */
+#define FOR_ADDR(m, lo, body)                                                          \
+    do {                                                                               \
+        int64_t idx_[CT_MAX_DIMS] = {0}, n_ = ct_shape_numel((m)->shape, (m)->ndim);  \
+        for (int64_t k = 0; k < n_; k++) {                                             \
+            int64_t addr = (m)->offset - (lo);                                         \
+            for (int d_ = 0; d_ < (m)->ndim; d_++)                                     \
+                addr += idx_[d_] * (m)->strides[d_];                                   \
+            body;                                                                      \
+            for (int d_ = (m)->ndim - 1; d_ >= 0; d_--) {                              \
+                if (++idx_[d_] < (m)->shape[d_])                                       \
+                    break;                                                             \
+                idx_[d_] = 0;                                                          \
+            }                                                                          \
+        }                                                                              \
+    } while (0)
+
+/* Note [View gradients]
+ * A view op's gradient moves values between two layouts over one storage: the
+ * output's gradient is scattered (summed) onto the storage addresses the view covers
+ * and gathered back through the input's layout. The same routine serves every view
+ * (permute, expand, slice, select, unfold, diagonal, as_strided, ...), overlapping
+ * views (expand, unfold) included, and its own derivative is the same move in the
+ * other direction, so double backward works. It costs a buffer spanning the addresses
+ * both layouts reach. */
+ct_tensor *ct_ag_regeom(const ct_tensor *x, const ct_input_meta *from, const ct_input_meta *to) {
+    ct_tensor *out = ct_zeros(to->shape, to->ndim, x->dtype, x->device);
+    if (!out)
+        return NULL;
+    int64_t lo1, hi1, lo2, hi2;
+    if (x->device.type == CT_DEVICE_CPU && geom_span(from, &lo1, &hi1) && geom_span(to, &lo2, &hi2)) {
+        int64_t lo = lo1 < lo2 ? lo1 : lo2, hi = hi1 > hi2 ? hi1 : hi2;
+        double *buf = ct_xcalloc("backward", (size_t)(hi - lo + 1), sizeof(double));
+        if (!buf)
+            return NULL;
+        ct_tensor *xc = ct_contiguous(x);
+        if (!xc) {
+            free(buf);
+            return NULL;
+        }
+        const char *xp = ct_tensor_ptr(xc);
+        char *op = ct_tensor_ptr(out);
+        size_t esz = ct_dtype_size(x->dtype);
+        FOR_ADDR(from, lo, buf[addr] += ct_load_double(xp + (size_t)k * esz, x->dtype));
+        FOR_ADDR(to, lo, ct_store_double(op + (size_t)k * esz, x->dtype, buf[addr]));
+        free(buf);
+    }
+    out->requires_grad = false;
+    if (!ct_is_grad_enabled() || !x->requires_grad)
+        return out;
+    ct_node *n = ct_node_new(CT_NODE_INTERNAL, "AsStridedBackward0");
+    if (!n)
+        return NULL;
+    n->backward = regeom_backward;
+    n->nin = 1;
+    n->nout = 1;
+    n->in_meta[0] = *from;
+    n->in_meta[0].dtype = x->dtype;
+    n->out_meta = *to;
+    ct_status st = ct_edge_for(x, &n->edges[0]);
+    if (st == CT_OK)
+        st = ct_set_history(out, n, 0);
+    ct_node_unref(n);
+    return st == CT_OK ? out : NULL;
+}
+
+/* Views that only regroup dims: the gradient is reshaped back. */
+static ct_status reshape_back(ct_node_ctx *ctx, ct_tensor *const *gout, ct_tensor **gin) {
+    TRY(gin[0] = ct_reshape(G, ctx->node->in_meta[0].shape, ctx->node->in_meta[0].ndim));
+    return CT_OK;
+}
+
+DEF(view, 0) { return reshape_back(ctx, gout, gin); }
+DEF(reshape, 0) { return reshape_back(ctx, gout, gin); }
+DEF(squeeze, 0) { return reshape_back(ctx, gout, gin); }
+DEF(squeeze_dim, 0) { return reshape_back(ctx, gout, gin); }
+DEF(unsqueeze, 0) { return reshape_back(ctx, gout, gin); }
+DEF(flatten, 0) { return reshape_back(ctx, gout, gin); }
+DEF(unflatten, 0) { return reshape_back(ctx, gout, gin); }
+DEF(permute, 0) { return regeom_backward(ctx, gout, gin); }
+DEF(transpose, 0) { return regeom_backward(ctx, gout, gin); }
+DEF(t, 0) { return regeom_backward(ctx, gout, gin); }
+DEF(movedim, 0) { return regeom_backward(ctx, gout, gin); }
+DEF(expand, 0) { return regeom_backward(ctx, gout, gin); }
+DEF(narrow, 0) { return regeom_backward(ctx, gout, gin); }
+DEF(slice, 0) { return regeom_backward(ctx, gout, gin); }
+DEF(select, 0) { return regeom_backward(ctx, gout, gin); }
+DEF(unfold, 0) { return regeom_backward(ctx, gout, gin); }
+DEF(diagonal, 0) { return regeom_backward(ctx, gout, gin); }
+DEF(as_strided, 0) { return regeom_backward(ctx, gout, gin); }
+DEF(alias, 0) { return regeom_backward(ctx, gout, gin); }
+
+static ct_status pass_through(ct_node_ctx *ctx, ct_tensor *const *gout, ct_tensor **gin) {
+    (void)ctx;
+    gin[0] = G;
+    return CT_OK;
+}
+
+DEF(clone, 0) { return pass_through(ctx, gout, gin); }
+DEF(contiguous, 0) { return pass_through(ctx, gout, gin); }
+/* The engine casts the gradient back to the input's dtype. */
+DEF(to_dtype, 0) { return pass_through(ctx, gout, gin); }
+
+/* dst is overwritten: its old value gets no gradient; src gets the gradient, summed
+ * over the dims it was broadcast along. */
+DEF(copy, 0) {
+    if (WANT(1))
+        gin[1] = G;
+    return CT_OK;
+}
+
 /* ------------------------------------------------------------------ the table */
 
 #define CT_DERIV_(name) [CT_OP_##name] = {name##_backward, name##_saves},
@@ -321,6 +429,8 @@ DEF(baddbmm, CT_SAVE_IN1 | CT_SAVE_IN2) { return addprod_backward(ctx, gout, gin
 #define CT_DERIV_CUSTOM(name) CT_DERIV_(name)
 #define CT_DERIV_COMPARE(name)
 #define CT_DERIV_COMPOSITE(name)
+#define CT_DERIV_VIEW(name) CT_DERIV_(name)
+#define CT_DERIV_COPY(name) CT_DERIV_(name)
 
 static const ct_derivative table[CT_OP_COUNT] = {
 #define CT_OP(name, sig, family, flags) CT_DERIV_##family(name)

@@ -92,9 +92,16 @@ static ct_status record(ct_call *call, const ct_derivative *d, ct_tensor *orig_s
     if (st == CT_OK && (d->saves & CT_SAVE_OUT) && call->out[0])
         st = ct_node_save(n, CT_NODE_MAX_SAVED - 1, call->out[0], true,
                           ct_tensor_version(call->out[0]) + (inplace ? 1 : 0));
+    if (call->out[0]) {
+        ct_input_meta_set(&n->out_meta, call->out[0]);
+        n->out_is_view = call->in[0] && call->out[0]->storage == call->in[0]->storage;
+    }
     for (int i = 0; i < call->nout && st == CT_OK; i++) {
         ct_tensor *o = call->out[i];
-        if (o && ct_dtype_is_floating(o->dtype))
+        bool is_input = false; /* contiguous() of a contiguous tensor returns it: no node */
+        for (int j = 0; j < call->nin && call->mode == CT_CALL_FUNCTIONAL; j++)
+            is_input = is_input || o == call->in[j];
+        if (o && !is_input && ct_dtype_is_floating(o->dtype))
             st = ct_set_history(o, n, i);
     }
     ct_node_unref(n);

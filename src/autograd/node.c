@@ -201,6 +201,8 @@ void ct_input_meta_set(ct_input_meta *m, const ct_tensor *t) {
     m->dtype = t->dtype;
     m->device = t->device;
     memcpy(m->shape, t->shape, sizeof m->shape);
+    memcpy(m->strides, t->strides, sizeof m->strides);
+    m->offset = t->offset;
 }
 
 /* ------------------------------------------------------------------ saved tensors */

@@ -34,12 +34,15 @@ typedef struct ct_saved {
 typedef struct ct_node_ctx ct_node_ctx;
 typedef ct_status (*ct_backward_fn)(ct_node_ctx *ctx, ct_tensor *const *grad_out, ct_tensor **grad_in);
 
-/* Shape/dtype of each forward input, for checking and reducing gradients. */
+/* Shape/dtype of each forward input, for checking and reducing gradients, and its
+ * layout over its storage (for views). */
 typedef struct ct_input_meta {
     int ndim;
     ct_dtype dtype;
     ct_device device;
     int64_t shape[CT_MAX_DIMS];
+    int64_t strides[CT_MAX_DIMS];
+    int64_t offset;
 } ct_input_meta;
 
 typedef struct ct_hook ct_hook;
@@ -62,6 +65,8 @@ struct ct_node {
     int nin;              /* forward inputs = edges */
     ct_edge edges[CT_NODE_MAX_IN];
     ct_input_meta in_meta[CT_NODE_MAX_IN];
+    ct_input_meta out_meta; /* output 0 (view ops map gradients between the two layouts) */
+    bool out_is_view;       /* output 0 shares input 0's storage */
     int nout;             /* forward outputs = gradients this node receives */
     ct_saved saved[CT_NODE_MAX_SAVED];
     bool saved_freed;     /* saved tensors were released after a backward */
@@ -171,7 +176,10 @@ bool ct_op_is_differentiable(ct_op op);
 /* Internal differentiable helpers used by formulas: each records its own node when
  * grad mode is on and the input requires grad. */
 ct_tensor *ct_ag_sum_to(const ct_tensor *g, const int64_t *shape, int ndim);
-ct_tensor *ct_ag_expand(const ct_tensor *g, const int64_t *shape, int ndim);
+/* Note [View gradients]: x laid out as `from` over a storage, rearranged into the
+ * layout `to` over the same storage (elements at the same address correspond; several
+ * elements of x at one address are summed, addresses x does not cover are zero). */
+ct_tensor *ct_ag_regeom(const ct_tensor *x, const ct_input_meta *from, const ct_input_meta *to);
 
 /* ------------------------------------------------------------ kernel (function.c) */
 

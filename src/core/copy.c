@@ -4,6 +4,7 @@
 
 #include "dtype.h"
 #include "loop.h"
+#include "view.h"
 
 /* ------------------------------------------------------------------ loops */
 
@@ -259,7 +260,7 @@ static void copy_into(ct_tensor *dst, const ct_tensor *src, const int64_t *src_s
              src_strides, ct_dtype_size(src->dtype), ct_cast_loop(dst->dtype, src->dtype), NULL);
 }
 
-ct_tensor *ct_copy_(ct_tensor *dst, const ct_tensor *src) {
+ct_tensor *ct_copy_impl(ct_tensor *dst, const ct_tensor *src) {
     CT_CHECK_ARG("copy_", dst);
     CT_CHECK_ARG("copy_", src);
     int64_t sstr[CT_MAX_DIMS];
@@ -274,13 +275,13 @@ ct_tensor *ct_copy_(ct_tensor *dst, const ct_tensor *src) {
                  (int)src->device.type, (int)dst->device.type);
         return NULL;
     }
-    ct_tensor_bump_version(dst);
+    /* The dispatcher bumps dst's version (ct_copy_ is an in-place op). */
     if (dst->device.type == CT_DEVICE_META || dst->numel == 0)
         return ct_tensor_ref(dst);
     if (ranges_overlap(dst, src) && !(dst == src)) {
         /* Read everything before writing anything. */
         ct_scope_begin();
-        ct_tensor *tmp = ct_clone(src);
+        ct_tensor *tmp = ct_clone_impl(src);
         if (!tmp) {
             ct_scope_end();
             return NULL;
@@ -294,7 +295,7 @@ ct_tensor *ct_copy_(ct_tensor *dst, const ct_tensor *src) {
     return ct_tensor_ref(dst);
 }
 
-ct_tensor *ct_clone(const ct_tensor *t) {
+ct_tensor *ct_clone_impl(const ct_tensor *t) {
     CT_CHECK_ARG("clone", t);
     ct_tensor *out = ct_tensor_new("clone", t->shape, NULL, t->ndim, t->dtype, t->device);
     if (!out)
@@ -304,14 +305,14 @@ ct_tensor *ct_clone(const ct_tensor *t) {
     return out;
 }
 
-ct_tensor *ct_contiguous(const ct_tensor *t) {
+ct_tensor *ct_contiguous_impl(const ct_tensor *t) {
     CT_CHECK_ARG("contiguous", t);
     if (ct_tensor_is_contiguous(t))
         return ct_tensor_ref(t);
-    return ct_clone(t);
+    return ct_clone_impl(t);
 }
 
-ct_tensor *ct_to_dtype(const ct_tensor *t, ct_dtype dtype) {
+ct_tensor *ct_to_dtype_impl(const ct_tensor *t, ct_dtype dtype) {
     CT_CHECK_ARG("to", t);
     if (!ct_dtype_valid(dtype)) {
         ct_error(CT_ERROR_TYPE, "to", "invalid dtype %d", (int)dtype);

@@ -6,7 +6,7 @@
  * nothing here touches element data, which is why all of them work on META tensors. */
 #include <string.h>
 
-#include "tensor_impl.h"
+#include "view.h"
 
 /* ------------------------------------------------------------------ argument checks */
 
@@ -180,7 +180,7 @@ static bool plan_reshape(const char *op, const ct_tensor *t, const int64_t *shap
     return true;
 }
 
-ct_tensor *ct_view(const ct_tensor *t, const int64_t *shape, int ndim) {
+ct_tensor *ct_view_impl(const ct_tensor *t, const int64_t *shape, int ndim) {
     CT_CHECK_ARG("view", t);
     int64_t size[CT_MAX_DIMS], strides[CT_MAX_DIMS];
     bool viewable;
@@ -195,7 +195,7 @@ ct_tensor *ct_view(const ct_tensor *t, const int64_t *shape, int ndim) {
     return view_of("view", t, t->offset, size, strides, ndim);
 }
 
-ct_tensor *ct_reshape(const ct_tensor *t, const int64_t *shape, int ndim) {
+ct_tensor *ct_reshape_impl(const ct_tensor *t, const int64_t *shape, int ndim) {
     CT_CHECK_ARG("reshape", t);
     int64_t size[CT_MAX_DIMS], strides[CT_MAX_DIMS];
     bool viewable;
@@ -206,7 +206,7 @@ ct_tensor *ct_reshape(const ct_tensor *t, const int64_t *shape, int ndim) {
     /* As torch.reshape: a contiguous copy reinterpreted in the new shape. The result
      * owns its storage and is not a view of anything (torch's _unsafe_view). */
     ct_scope_begin();
-    ct_tensor *copy = ct_clone(t);
+    ct_tensor *copy = ct_clone_impl(t);
     ct_tensor *out = NULL;
     if (copy)
         out = ct_tensor_make(copy->storage, copy->offset, size, NULL, ndim, copy->dtype, copy->device);
@@ -233,7 +233,7 @@ ct_tensor *ct_reshape_as(const ct_tensor *t, const ct_tensor *other) {
 
 /* ------------------------------------------------------------------ reordering dims */
 
-ct_tensor *ct_permute(const ct_tensor *t, const int64_t *dims, int ndim) {
+ct_tensor *ct_permute_impl(const ct_tensor *t, const int64_t *dims, int ndim) {
     CT_CHECK_ARG("permute", t);
     if (ndim != t->ndim) {
         ct_error(CT_ERROR_VALUE, "permute",
@@ -277,12 +277,12 @@ static ct_tensor *transpose_impl(const char *op, const ct_tensor *t, int dim0, i
     return view_of(op, t, t->offset, size, strides, t->ndim);
 }
 
-ct_tensor *ct_transpose(const ct_tensor *t, int dim0, int dim1) {
+ct_tensor *ct_transpose_impl(const ct_tensor *t, int dim0, int dim1) {
     CT_CHECK_ARG("transpose", t);
     return transpose_impl("transpose", t, dim0, dim1);
 }
 
-ct_tensor *ct_t(const ct_tensor *t) {
+ct_tensor *ct_t_impl(const ct_tensor *t) {
     CT_CHECK_ARG("t", t);
     if (t->ndim > 2) {
         ct_error(CT_ERROR_VALUE, "t", "t() expects a tensor with <= 2 dimensions, but self is %dD", t->ndim);
@@ -291,7 +291,7 @@ ct_tensor *ct_t(const ct_tensor *t) {
     return transpose_impl("t", t, 0, t->ndim < 2 ? 0 : 1);
 }
 
-ct_tensor *ct_movedim(const ct_tensor *t, int source, int destination) {
+ct_tensor *ct_movedim_impl(const ct_tensor *t, int source, int destination) {
     CT_CHECK_ARG("movedim", t);
     int src, dst;
     if (ct_wrap_dim("movedim", source, t->ndim, &src) || ct_wrap_dim("movedim", destination, t->ndim, &dst))
@@ -315,7 +315,7 @@ ct_tensor *ct_movedim(const ct_tensor *t, int source, int destination) {
 
 /* ------------------------------------------------------------------ expand / squeeze */
 
-ct_tensor *ct_expand(const ct_tensor *t, const int64_t *shape, int ndim) {
+ct_tensor *ct_expand_impl(const ct_tensor *t, const int64_t *shape, int ndim) {
     CT_CHECK_ARG("expand", t);
     if (!check_list("expand", "shape", shape, ndim))
         return NULL;
@@ -379,7 +379,7 @@ ct_tensor *ct_expand_as(const ct_tensor *t, const ct_tensor *other) {
     return ct_expand(t, other->shape, other->ndim);
 }
 
-ct_tensor *ct_squeeze(const ct_tensor *t) {
+ct_tensor *ct_squeeze_impl(const ct_tensor *t) {
     CT_CHECK_ARG("squeeze", t);
     int64_t size[CT_MAX_DIMS], strides[CT_MAX_DIMS];
     int n = 0;
@@ -393,7 +393,7 @@ ct_tensor *ct_squeeze(const ct_tensor *t) {
     return view_of("squeeze", t, t->offset, size, strides, n);
 }
 
-ct_tensor *ct_squeeze_dim(const ct_tensor *t, int dim) {
+ct_tensor *ct_squeeze_dim_impl(const ct_tensor *t, int dim) {
     CT_CHECK_ARG("squeeze", t);
     int d;
     if (ct_wrap_dim("squeeze", dim, t->ndim, &d))
@@ -411,7 +411,7 @@ ct_tensor *ct_squeeze_dim(const ct_tensor *t, int dim) {
     return view_of("squeeze", t, t->offset, size, strides, t->ndim - 1);
 }
 
-ct_tensor *ct_unsqueeze(const ct_tensor *t, int dim) {
+ct_tensor *ct_unsqueeze_impl(const ct_tensor *t, int dim) {
     CT_CHECK_ARG("unsqueeze", t);
     int d;
     if (ct_wrap_dim("unsqueeze", dim, t->ndim + 1, &d) || !check_ndim("unsqueeze", t->ndim + 1))
@@ -433,13 +433,13 @@ ct_tensor *ct_unsqueeze(const ct_tensor *t, int dim) {
 
 /* ------------------------------------------------------------------ flatten / unflatten */
 
-ct_tensor *ct_flatten(const ct_tensor *t, int start_dim, int end_dim) {
+ct_tensor *ct_flatten_impl(const ct_tensor *t, int start_dim, int end_dim) {
     CT_CHECK_ARG("flatten", t);
     int s, e;
     if (ct_wrap_dim("flatten", start_dim, t->ndim, &s) || ct_wrap_dim("flatten", end_dim, t->ndim, &e))
         return NULL;
     if (t->ndim == 0)
-        return ct_reshape(t, CT_SHAPE(1));
+        return ct_reshape_impl(t, CT_SHAPE(1));
     if (s > e) {
         ct_error(CT_ERROR_VALUE, "flatten", "flatten() has invalid args: start_dim cannot come after end_dim");
         return NULL;
@@ -456,10 +456,10 @@ ct_tensor *ct_flatten(const ct_tensor *t, int start_dim, int end_dim) {
     size[n++] = merged;
     for (int i = e + 1; i < t->ndim; i++)
         size[n++] = t->shape[i];
-    return ct_reshape(t, size, n);
+    return ct_reshape_impl(t, size, n);
 }
 
-ct_tensor *ct_unflatten(const ct_tensor *t, int dim, const int64_t *sizes, int nsizes) {
+ct_tensor *ct_unflatten_impl(const ct_tensor *t, int dim, const int64_t *sizes, int nsizes) {
     CT_CHECK_ARG("unflatten", t);
     int d;
     if (ct_wrap_dim("unflatten", dim, t->ndim, &d))
@@ -497,7 +497,7 @@ ct_tensor *ct_unflatten(const ct_tensor *t, int dim, const int64_t *sizes, int n
         size[n++] = inferred[i];
     for (int i = d + 1; i < t->ndim; i++)
         size[n++] = t->shape[i];
-    return ct_view(t, size, n);
+    return ct_view_impl(t, size, n);
 }
 
 /* ------------------------------------------------------------------ slicing */
@@ -524,7 +524,7 @@ static ct_tensor *slice_impl(const char *op, const ct_tensor *t, int d, int64_t 
     return view_of(op, t, wadd(t->offset, wmul(start, t->strides[d])), size, strides, t->ndim);
 }
 
-ct_tensor *ct_slice(const ct_tensor *t, int dim, int64_t start, int64_t end, int64_t step) {
+ct_tensor *ct_slice_impl(const ct_tensor *t, int dim, int64_t start, int64_t end, int64_t step) {
     CT_CHECK_ARG("slice", t);
     if (t->ndim == 0) {
         ct_error(CT_ERROR_INDEX, "slice", "slice() cannot be applied to a 0-dim tensor.");
@@ -540,7 +540,7 @@ ct_tensor *ct_slice(const ct_tensor *t, int dim, int64_t start, int64_t end, int
     return slice_impl("slice", t, d, start, end, step);
 }
 
-ct_tensor *ct_narrow(const ct_tensor *t, int dim, int64_t start, int64_t length) {
+ct_tensor *ct_narrow_impl(const ct_tensor *t, int dim, int64_t start, int64_t length) {
     CT_CHECK_ARG("narrow", t);
     if (t->ndim == 0) {
         ct_error(CT_ERROR_VALUE, "narrow", "narrow() cannot be applied to a 0-dim tensor.");
@@ -571,7 +571,7 @@ ct_tensor *ct_narrow(const ct_tensor *t, int dim, int64_t start, int64_t length)
     return slice_impl("narrow", t, d, start, start + length, 1);
 }
 
-ct_tensor *ct_select(const ct_tensor *t, int dim, int64_t index) {
+ct_tensor *ct_select_impl(const ct_tensor *t, int dim, int64_t index) {
     CT_CHECK_ARG("select", t);
     if (t->ndim == 0) {
         ct_error(CT_ERROR_INDEX, "select", "select() cannot be applied to a 0-dim tensor.");
@@ -600,7 +600,7 @@ ct_tensor *ct_select(const ct_tensor *t, int dim, int64_t index) {
     return view_of("select", t, wadd(t->offset, wmul(index, t->strides[d])), size, strides, t->ndim - 1);
 }
 
-ct_tensor *ct_unfold(const ct_tensor *t, int dim, int64_t size, int64_t step) {
+ct_tensor *ct_unfold_impl(const ct_tensor *t, int dim, int64_t size, int64_t step) {
     CT_CHECK_ARG("unfold", t);
     int d;
     if (ct_wrap_dim("unfold", dim, t->ndim, &d))
@@ -634,7 +634,7 @@ ct_tensor *ct_unfold(const ct_tensor *t, int dim, int64_t size, int64_t step) {
     return view_of("unfold", t, t->offset, shape, strides, t->ndim + 1);
 }
 
-ct_tensor *ct_diagonal(const ct_tensor *t, int64_t offset, int dim1, int dim2) {
+ct_tensor *ct_diagonal_impl(const ct_tensor *t, int64_t offset, int dim1, int dim2) {
     CT_CHECK_ARG("diagonal", t);
     int a, b;
     if (ct_wrap_dim("diagonal", dim1, t->ndim, &a) || ct_wrap_dim("diagonal", dim2, t->ndim, &b))
@@ -669,7 +669,7 @@ ct_tensor *ct_diagonal(const ct_tensor *t, int64_t offset, int dim1, int dim2) {
 
 /* ------------------------------------------------------------------ as_strided / alias */
 
-ct_tensor *ct_as_strided(const ct_tensor *t, const int64_t *shape, const int64_t *strides, int ndim,
+ct_tensor *ct_as_strided_impl(const ct_tensor *t, const int64_t *shape, const int64_t *strides, int ndim,
                          int64_t storage_offset) {
     CT_CHECK_ARG("as_strided", t);
     if (!check_list("as_strided", "shape", shape, ndim) || !check_list("as_strided", "strides", strides, ndim))
@@ -727,7 +727,7 @@ ct_tensor *ct_as_strided(const ct_tensor *t, const int64_t *shape, const int64_t
     return view_of("as_strided", t, offset, shape, strides, ndim);
 }
 
-ct_tensor *ct_alias(const ct_tensor *t) {
+ct_tensor *ct_alias_impl(const ct_tensor *t) {
     CT_CHECK_ARG("alias", t);
     return view_of("alias", t, t->offset, t->shape, t->strides, t->ndim);
 }

@@ -30,6 +30,9 @@ typedef struct ct_loop_params {
 /* reductions and scans: one kernel, ct_reduce_kernel (src/ops/reduce.h) */
 #define CT_KERNEL_DECL_REDUCE(name)
 #define CT_KERNEL_DECL_SCAN(name)
+/* VIEW and COPY ops share one kernel (src/ops/views.c). */
+#define CT_KERNEL_DECL_VIEW(name) ct_status ct_core_kernel(ct_keyset ks, ct_call *call, void *user_data);
+#define CT_KERNEL_DECL_COPY(name) CT_KERNEL_DECL_VIEW(name)
 #define CT_OP(name, sig, family, flags) CT_KERNEL_DECL_##family(name)
 #include "ctorch/ops.def"
 #undef CT_OP

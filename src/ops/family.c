@@ -119,6 +119,10 @@ static ct_status elementwise_kernel(ct_keyset ks, ct_call *call, void *user_data
     ct_dispatch_register_default(CT_OP_##name, CT_KEY_CPU, ct_reduce_kernel, NULL);    \
     ct_dispatch_register_default(CT_OP_##name, CT_KEY_META, ct_reduce_kernel, NULL);
 #define CT_REGISTER_SCAN(name) CT_REGISTER_REDUCE(name)
+#define CT_REGISTER_VIEW(name)                                                      \
+    ct_dispatch_register_default(CT_OP_##name, CT_KEY_CPU, ct_core_kernel, NULL);   \
+    ct_dispatch_register_default(CT_OP_##name, CT_KEY_META, ct_core_kernel, NULL);
+#define CT_REGISTER_COPY(name) CT_REGISTER_VIEW(name)
 
 void ct_register_default_kernels(void) {
 #define CT_OP(name, sig, family, flags) CT_REGISTER_##family(name)

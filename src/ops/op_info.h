@@ -41,6 +41,8 @@ typedef enum ct_op_family {
     /* reductions */
     CT_FAM_REDUCE,
     CT_FAM_SCAN,
+    CT_FAM_VIEW,      /* a view made by the core (src/core/view.c) */
+    CT_FAM_COPY,      /* a copy made by the core (src/core/copy.c) */
     CT_FAM_COUNT
 } ct_op_family;
 
