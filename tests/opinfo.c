@@ -597,7 +597,7 @@ static ct_tensor *grad_fn_of(ct_tensor *const *in, int n, void *ud) {
 /* The in-place variant on a copy of the input (a leaf cannot be modified in place). */
 static ct_tensor *grad_fn_inplace(ct_tensor *const *in, int n, void *ud) {
     const ct_opinfo *info = ud;
-    ct_tensor *x = ct_mul_scalar(in[0], ct_scalar_int(1));
+    ct_tensor *x = ct_clone(in[0]);
     return n == 2 ? info->b_(x, in[1]) : info->u_(x);
 }
 
@@ -629,6 +629,9 @@ void ct_opinfo_gradcheck(const ct_opinfo *info, bool gradgrad) {
         bool same_shape = !info->b || shapes[s].na >= shapes[s].nb;
         if (same_shape && ct_gradcheck(grad_fn_inplace, (void *)info, in, n, 1e-6, 1e-5, 1e-3) != CT_OK)
             fail_msg("%s_: gradcheck failed on sample %zu: %s", info->name, s, ct_last_error());
+        if (same_shape && gradgrad &&
+            ct_gradgradcheck(grad_fn_inplace, (void *)info, in, n, 1e-6, 1e-5, 1e-3) != CT_OK)
+            fail_msg("%s_: gradgradcheck failed on sample %zu: %s", info->name, s, ct_last_error());
         ct_scope_end();
     }
 }

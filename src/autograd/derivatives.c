@@ -374,6 +374,75 @@ ct_tensor *ct_ag_regeom(const ct_tensor *x, const ct_input_meta *from, const ct_
     return st == CT_OK ? out : NULL;
 }
 
+/* Note [In-place ops on views]
+ * An in-place op on a view changes its base too. As PyTorch does, the base's history
+ * is rebased onto a CopySlices node: given the base's gradient G, it takes the view's
+ * part of G, runs the in-place op's own backward on it, and returns G with that part
+ * replaced by the op's gradient for its self input (other inputs get theirs). The view
+ * itself becomes a view of the base's new history. Other views of the same base made
+ * before the op keep their old history (PyTorch regenerates theirs). */
+static ct_status copy_slices_backward(ct_node_ctx *ctx, ct_tensor *const *gout, ct_tensor **gin) {
+    ct_node *cs = ctx->node, *n = cs->wrapped;
+    ct_tensor *gv;
+    TRY(gv = ct_ag_regeom(G, &cs->in_meta[0], &cs->out_meta));
+    ct_tensor *ngin[CT_NODE_MAX_IN] = {0};
+    ct_node_ctx nctx = {.node = n, .create_graph = ctx->create_graph};
+    ct_tensor *const ng[1] = {gv};
+    ct_status st = n->backward(&nctx, ng, ngin);
+    if (st != CT_OK)
+        return st;
+    ct_tensor *rest;
+    TRY(rest = ct_sub(G, ct_ag_regeom(gv, &cs->out_meta, &cs->in_meta[0])));
+    if (ngin[0]) {
+        ct_tensor *g0 = ngin[0];
+        if (g0->ndim != cs->out_meta.ndim ||
+            memcmp(g0->shape, cs->out_meta.shape, sizeof(int64_t) * (size_t)g0->ndim) != 0)
+            TRY(g0 = ct_ag_sum_to(g0, cs->out_meta.shape, cs->out_meta.ndim));
+        TRY(rest = ct_add(rest, ct_ag_regeom(g0, &cs->out_meta, &cs->in_meta[0])));
+    }
+    gin[0] = rest;
+    for (int i = 1; i < n->nin; i++)
+        gin[i] = ngin[i];
+    return CT_OK;
+}
+
+ct_status ct_rebase_view(ct_tensor *view, ct_node *n) {
+    ct_tensor *base = view->base;
+    ct_node *cs = ct_node_new(CT_NODE_INTERNAL, "CopySlices");
+    ct_node *vn = ct_node_new(CT_NODE_INTERNAL, "AsStridedBackward0");
+    ct_status st = cs && vn ? CT_OK : ct_last_status();
+    if (st == CT_OK) {
+        cs->backward = copy_slices_backward;
+        cs->nin = n->nin;
+        cs->nout = 1;
+        ct_node_ref(n);
+        cs->wrapped = n;
+        ct_input_meta_set(&cs->in_meta[0], base);
+        ct_input_meta_set(&cs->out_meta, view);
+        for (int i = 1; i < n->nin; i++) {
+            cs->edges[i] = n->edges[i];
+            ct_node_ref(cs->edges[i].fn);
+            cs->in_meta[i] = n->in_meta[i];
+        }
+        st = ct_edge_for(base, &cs->edges[0]);
+    }
+    if (st == CT_OK)
+        st = ct_set_history(base, cs, 0);
+    if (st == CT_OK) {
+        vn->backward = regeom_backward;
+        vn->nin = 1;
+        vn->nout = 1;
+        vn->in_meta[0] = cs->in_meta[0];
+        vn->out_meta = cs->out_meta;
+        ct_node_ref(cs);
+        vn->edges[0] = (ct_edge){cs, 0};
+        st = ct_set_history(view, vn, 0);
+    }
+    ct_node_unref(cs);
+    ct_node_unref(vn);
+    return st;
+}
+
 /* Views that only regroup dims: the gradient is reshaped back. */
 static ct_status reshape_back(ct_node_ctx *ctx, ct_tensor *const *gout, ct_tensor **gin) {
     TRY(gin[0] = ct_reshape(G, ctx->node->in_meta[0].shape, ctx->node->in_meta[0].ndim));

@@ -238,10 +238,8 @@ static const char *nonfinite(const ct_tensor *g) {
 /* A gradient stored in .grad: a tensor of its own, with history only under
  * create_graph. */
 static ct_tensor *grad_copy(ct_tensor *g, bool create_graph) {
-    if (create_graph && g->requires_grad)
-        return ct_mul_scalar(g, ct_scalar_int(1));
-    ct_tensor *c = ct_clone(g);
-    return c;
+    (void)create_graph; /* grad mode is create_graph here: clone records only then */
+    return ct_clone(g);
 }
 
 static ct_status store_grad(ct_tensor *t, ct_tensor *g, bool create_graph) {

@@ -104,6 +104,8 @@ static ct_status record(ct_call *call, const ct_derivative *d, ct_tensor *orig_s
         if (o && !is_input && ct_dtype_is_floating(o->dtype))
             st = ct_set_history(o, n, i);
     }
+    if (st == CT_OK && inplace && call->out[0]->is_view && call->out[0]->base)
+        st = ct_rebase_view(call->out[0], n);
     ct_node_unref(n);
     return st;
 }
@@ -115,9 +117,12 @@ static ct_status autograd_kernel(ct_keyset ks, ct_call *call, void *user_data) {
     bool rg = any_requires_grad(call);
     if (call->mode == CT_CALL_INPLACE && grad_mode) {
         ct_tensor *self = call->out[0];
-        if (self->requires_grad && ct_tensor_is_leaf(self))
+        if (self->requires_grad && ct_tensor_is_leaf(self) && !self->is_view)
             return ct_error(CT_ERROR_RUNTIME, opname,
                             "a leaf Variable that requires grad is being used in an in-place operation.");
+        if (self->is_view && self->base && self->base->requires_grad && ct_tensor_is_leaf(self->base))
+            return ct_error(CT_ERROR_RUNTIME, opname,
+                            "a view of a leaf Variable that requires grad is being used in an in-place operation.");
         rg = rg || self->requires_grad;
     }
     if (call->mode == CT_CALL_OUT && grad_mode && (rg || (call->out[0] && call->out[0]->requires_grad)))
@@ -144,10 +149,9 @@ static ct_status autograd_kernel(ct_keyset ks, ct_call *call, void *user_data) {
     for (int i = 0; i < call->nin && st == CT_OK; i++)
         st = ct_edge_for(call->in[i], &edges[i]);
     if (st == CT_OK && call->mode == CT_CALL_INPLACE && (d->saves & CT_SAVE_IN0)) {
-        ct_keyset ex = ct_tls_excluded();
-        ct_tls_set_excluded(ex | CT_KEYSET(CT_KEY_AUTOGRAD));
-        orig_self = ct_clone(call->out[0]); /* owned by the dispatcher's scope */
-        ct_tls_set_excluded(ex);
+        /* Recorded, so that double backward reaches self's old history through it;
+         * owned by the dispatcher's scope. */
+        orig_self = ct_clone(call->out[0]);
         if (!orig_self)
             st = ct_last_status();
     }

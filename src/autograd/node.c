@@ -64,6 +64,7 @@ static void node_destroy(ct_node *n) {
         ct_release(n->saved[i].t);
     for (int i = 0; i < n->nin; i++)
         ct_node_unref(n->edges[i].fn);
+    ct_node_unref(n->wrapped);
     free(n);
 }
 
@@ -288,6 +289,8 @@ void ct_node_free_saved(ct_node *n) {
         n->saved[i].t = NULL;
     }
     n->saved_freed = true;
+    if (n->wrapped)
+        ct_node_free_saved(n->wrapped);
 }
 
 /* ------------------------------------------------------------------ public accessors */

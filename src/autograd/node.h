@@ -84,6 +84,7 @@ struct ct_node {
     ct_hook *hooks;
     ct_tensor *retain[CT_CALL_MAX_OUT];
     ct_node *next_free; /* Note [Freeing graphs] */
+    ct_node *wrapped;   /* CopySlices: the in-place op's node (strong) */
 };
 
 struct ct_node_ctx {
@@ -180,6 +181,11 @@ ct_tensor *ct_ag_sum_to(const ct_tensor *g, const int64_t *shape, int ndim);
  * layout `to` over the same storage (elements at the same address correspond; several
  * elements of x at one address are summed, addresses x does not cover are zero). */
 ct_tensor *ct_ag_regeom(const ct_tensor *x, const ct_input_meta *from, const ct_input_meta *to);
+
+/* Note [In-place ops on views]: after an in-place op recorded node n on view, the
+ * view's base takes a CopySlices node wrapping n and the view becomes a view of the
+ * base's new history. */
+ct_status ct_rebase_view(ct_tensor *view, ct_node *n);
 
 /* ------------------------------------------------------------ kernel (function.c) */
 
