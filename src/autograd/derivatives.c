@@ -15,7 +15,7 @@
 #include "ops/op_info.h"
 
 #define G (gout[0])
-#define OUT_SLOT (CT_NODE_MAX_SAVED - 1)
+#define OUT_SLOT CT_SAVED_OUT0
 /* The gradient of input i is wanted (an edge leads somewhere). */
 #define WANT(i) (ctx->node->edges[(i)].fn != NULL)
 #define TRY(x)                                                                  \
@@ -46,11 +46,10 @@ static ct_tensor *internal_result(ct_tensor *out, const ct_tensor *in, const cha
     out->requires_grad = false;
     if (!ct_is_grad_enabled() || !in->requires_grad)
         return out;
-    ct_node *n = ct_node_new(CT_NODE_INTERNAL, name);
+    ct_node *n = ct_node_new(CT_NODE_INTERNAL, name, 1);
     if (!n)
         return NULL;
     n->backward = bw;
-    n->nin = 1;
     n->nout = 1;
     ct_input_meta_set(&n->in_meta[0], in);
     n->nints = nints;
@@ -358,11 +357,10 @@ ct_tensor *ct_ag_regeom(const ct_tensor *x, const ct_input_meta *from, const ct_
     out->requires_grad = false;
     if (!ct_is_grad_enabled() || !x->requires_grad)
         return out;
-    ct_node *n = ct_node_new(CT_NODE_INTERNAL, "AsStridedBackward0");
+    ct_node *n = ct_node_new(CT_NODE_INTERNAL, "AsStridedBackward0", 1);
     if (!n)
         return NULL;
     n->backward = regeom_backward;
-    n->nin = 1;
     n->nout = 1;
     n->in_meta[0] = *from;
     n->in_meta[0].dtype = x->dtype;
@@ -385,35 +383,39 @@ static ct_status copy_slices_backward(ct_node_ctx *ctx, ct_tensor *const *gout, 
     ct_node *cs = ctx->node, *n = cs->wrapped;
     ct_tensor *gv;
     TRY(gv = ct_ag_regeom(G, &cs->in_meta[0], &cs->out_meta));
-    ct_tensor *ngin[CT_NODE_MAX_IN] = {0};
+    ct_tensor **ngin = ct_xcalloc("backward", (size_t)n->nin, sizeof *ngin);
+    if (!ngin)
+        return ct_last_status();
     ct_node_ctx nctx = {.node = n, .create_graph = ctx->create_graph};
     ct_tensor *const ng[1] = {gv};
     ct_status st = n->backward(&nctx, ng, ngin);
-    if (st != CT_OK)
+    if (st != CT_OK) {
+        free(ngin);
         return st;
+    }
     ct_tensor *rest;
+    ct_tensor *g0 = ngin[0];
+    for (int i = 1; i < n->nin; i++)
+        gin[i] = ngin[i];
+    free(ngin);
     TRY(rest = ct_sub(G, ct_ag_regeom(gv, &cs->out_meta, &cs->in_meta[0])));
-    if (ngin[0]) {
-        ct_tensor *g0 = ngin[0];
+    if (g0) {
         if (g0->ndim != cs->out_meta.ndim ||
             memcmp(g0->shape, cs->out_meta.shape, sizeof(int64_t) * (size_t)g0->ndim) != 0)
             TRY(g0 = ct_ag_sum_to(g0, cs->out_meta.shape, cs->out_meta.ndim));
         TRY(rest = ct_add(rest, ct_ag_regeom(g0, &cs->out_meta, &cs->in_meta[0])));
     }
     gin[0] = rest;
-    for (int i = 1; i < n->nin; i++)
-        gin[i] = ngin[i];
     return CT_OK;
 }
 
 ct_status ct_rebase_view(ct_tensor *view, ct_node *n) {
     ct_tensor *base = view->base;
-    ct_node *cs = ct_node_new(CT_NODE_INTERNAL, "CopySlices");
-    ct_node *vn = ct_node_new(CT_NODE_INTERNAL, "AsStridedBackward0");
+    ct_node *cs = ct_node_new(CT_NODE_INTERNAL, "CopySlices", n->nin);
+    ct_node *vn = ct_node_new(CT_NODE_INTERNAL, "AsStridedBackward0", 1);
     ct_status st = cs && vn ? CT_OK : ct_last_status();
     if (st == CT_OK) {
         cs->backward = copy_slices_backward;
-        cs->nin = n->nin;
         cs->nout = 1;
         ct_node_ref(n);
         cs->wrapped = n;
@@ -430,7 +432,6 @@ ct_status ct_rebase_view(ct_tensor *view, ct_node *n) {
         st = ct_set_history(base, cs, 0);
     if (st == CT_OK) {
         vn->backward = regeom_backward;
-        vn->nin = 1;
         vn->nout = 1;
         vn->in_meta[0] = cs->in_meta[0];
         vn->out_meta = cs->out_meta;
@@ -488,6 +489,144 @@ DEF(copy, 0) {
     return CT_OK;
 }
 
+/* ------------------------------------------------------------------ shape and indexing */
+
+/* Ops without a derivative in a family that has them: the table still needs an entry. */
+#define NONDIFF(op)                                                                                 \
+    DEF(op, 0) {                                                                                    \
+        (void)gout, (void)gin;                                                                      \
+        return ct_error(CT_ERROR_NOT_IMPLEMENTED, ctx->node->name, "the derivative for '%s' is not " \
+                        "implemented", #op);                                                        \
+    }
+
+static int wrap_dim(int64_t d, int ndim) { return (int)(d < 0 ? d + (ndim > 0 ? ndim : 1) : d); }
+
+static ct_tensor *zeros_of(const ct_input_meta *m, const ct_tensor *like) {
+    return ct_zeros(m->shape, m->ndim, like->dtype, like->device);
+}
+
+/* Each input gets its slice of the gradient; the 1-D empty inputs cat skips get none. */
+DEF(cat, 0) {
+    ct_node *n = ctx->node;
+    int ndim = n->out_meta.ndim;
+    int dim = wrap_dim(n->ints[0], ndim);
+    int64_t off = 0;
+    for (int i = 0; i < n->nin; i++) {
+        const ct_input_meta *m = &n->in_meta[i];
+        if (m->ndim == 1 && m->shape[0] == 0 && ndim != 1)
+            continue;
+        if (WANT(i))
+            TRY(gin[i] = ct_narrow(G, dim, off, m->shape[dim]));
+        off += m->shape[dim];
+    }
+    return CT_OK;
+}
+
+DEF(flip, 0) {
+    TRY(gin[0] = ct_flip(G, ctx->node->ints, ctx->node->nints));
+    return CT_OK;
+}
+
+DEF(tril, 0) {
+    TRY(gin[0] = ct_tril(G, ctx->node->ints[0]));
+    return CT_OK;
+}
+
+DEF(triu, 0) {
+    TRY(gin[0] = ct_triu(G, ctx->node->ints[0]));
+    return CT_OK;
+}
+
+DEF(index_select, CT_SAVE_IN1) {
+    ct_tensor *idx;
+    TRY(idx = saved(ctx, 1));
+    TRY(gin[0] = ct_index_add(zeros_of(&ctx->node->in_meta[0], G), ctx->node->ints[0], idx, G, ct_scalar_int(1)));
+    return CT_OK;
+}
+
+DEF(gather, CT_SAVE_IN1) {
+    ct_tensor *idx;
+    TRY(idx = saved(ctx, 1));
+    TRY(gin[0] = ct_scatter_add(zeros_of(&ctx->node->in_meta[0], G), ctx->node->ints[0], idx, G));
+    return CT_OK;
+}
+
+DEF(scatter_add, CT_SAVE_IN1) {
+    if (WANT(0))
+        gin[0] = G;
+    if (WANT(2)) {
+        ct_tensor *idx;
+        TRY(idx = saved(ctx, 1));
+        TRY(gin[2] = ct_gather(G, ctx->node->ints[0], idx));
+    }
+    return CT_OK;
+}
+
+DEF(index_add, CT_SAVE_IN1) {
+    if (WANT(0))
+        gin[0] = G;
+    if (WANT(2)) {
+        ct_tensor *idx;
+        TRY(idx = saved(ctx, 1));
+        TRY(gin[2] = scale(ct_index_select(G, ctx->node->ints[0], idx), alpha_of(ctx->node)));
+    }
+    return CT_OK;
+}
+
+DEF(masked_fill, CT_SAVE_IN1) {
+    ct_tensor *mask;
+    TRY(mask = saved(ctx, 1));
+    TRY(gin[0] = ct_masked_fill(G, mask, ct_scalar_int(0)));
+    return CT_OK;
+}
+
+/* Values selected by index along dim: the gradient goes back to where each came from. */
+static ct_status select_by_index_backward(ct_node_ctx *ctx, ct_tensor *const *gout, ct_tensor **gin, int64_t dim) {
+    ct_tensor *idx;
+    TRY(idx = saved(ctx, CT_SAVED_OUT1));
+    TRY(gin[0] = ct_scatter_add(zeros_of(&ctx->node->in_meta[0], G), dim, idx, G));
+    return CT_OK;
+}
+
+DEF(sort, CT_SAVE_OUT1) { return select_by_index_backward(ctx, gout, gin, ctx->node->ints[0]); }
+DEF(topk, CT_SAVE_OUT1) { return select_by_index_backward(ctx, gout, gin, ctx->node->ints[1]); }
+
+NONDIFF(nonzero)
+
+/* ------------------------------------------------------------------ neural-network kernels */
+
+/* Through the conv2d_backward kernel, which is not itself differentiable. */
+DEF(conv2d, CT_SAVE_IN0 | CT_SAVE_IN1) {
+    ct_node *n = ctx->node;
+    if (ctx->create_graph)
+        return ct_error(CT_ERROR_NOT_IMPLEMENTED, n->name,
+                        "the derivative of conv2d's backward (double backward through conv2d) is not implemented");
+    ct_tensor *x, *w;
+    TRY(x = saved(ctx, 0));
+    TRY(w = saved(ctx, 1));
+    return ct_conv2d_backward(G, x, w, n->ints, n->ints + 2, n->ints + 4, n->ints[6], WANT(0) ? &gin[0] : NULL,
+                              WANT(1) ? &gin[1] : NULL, WANT(2) ? &gin[2] : NULL);
+}
+
+/* The indices are flat h * W + w positions in each input plane: a scatter over the
+ * flattened planes, differentiable again. */
+DEF(max_pool2d_with_indices, CT_SAVE_OUT1) {
+    const ct_input_meta *m = &ctx->node->in_meta[0];
+    ct_tensor *idx;
+    TRY(idx = saved(ctx, CT_SAVED_OUT1));
+    int64_t flat[CT_MAX_DIMS];
+    memcpy(flat, m->shape, (size_t)m->ndim * sizeof *flat);
+    flat[m->ndim - 2] = m->shape[m->ndim - 2] * m->shape[m->ndim - 1];
+    ct_tensor *z;
+    TRY(z = ct_zeros(flat, m->ndim - 1, G->dtype, G->device));
+    TRY(z = ct_scatter_add(z, -1, ct_flatten(idx, -2, -1), ct_flatten(G, -2, -1)));
+    TRY(gin[0] = ct_view(z, m->shape, m->ndim));
+    return CT_OK;
+}
+
+NONDIFF(conv2d_backward)
+NONDIFF(max_pool2d_backward)
+
 /* ------------------------------------------------------------------ the table */
 
 #define CT_DERIV_(name) [CT_OP_##name] = {name##_backward, name##_saves},
@@ -508,7 +647,7 @@ static const ct_derivative table[CT_OP_COUNT] = {
 };
 
 const ct_derivative *ct_derivative_of(ct_op op) {
-    if (op < 0 || op >= CT_OP_COUNT || !table[op].fn)
+    if (!ct_op_is_differentiable(op) || !table[op].fn)
         return NULL;
     return &table[op];
 }

@@ -280,6 +280,23 @@ static ct_status add_to_buffer(entry *e, int slot, ct_tensor *g) {
     return CT_OK;
 }
 
+/* Sends gradient g (scope-owned, may be NULL) for input i of n down its edge. */
+static ct_status deliver(task *t, ct_node *n, int i, ct_tensor *g) {
+    ct_node *next = n->edges[i].fn;
+    if (!next || !g)
+        return CT_OK;
+    g = fit_gradient(n, i, g);
+    if (!g)
+        return ct_last_status();
+    const char *bad = ct_anomaly_enabled() ? nonfinite(g) : NULL;
+    if (bad)
+        return ct_error(CT_ERROR_RUNTIME, n->name,
+                        "Function '%s' returned %s values in its %dth output. The node was made by the forward op "
+                        "'%s'.",
+                        n->name, bad, i, n->kind == CT_NODE_OP ? ct_op_name(n->op) : n->name);
+    return add_to_buffer(lookup(t, next), n->edges[i].input_nr, g);
+}
+
 static ct_status run_node(task *t, entry *e, nstack *ready) {
     ct_node *n = e->node;
     ct_status st = CT_OK;
@@ -328,30 +345,18 @@ static ct_status run_node(task *t, entry *e, nstack *ready) {
     bool any = false;
     for (int i = 0; i < n->nout; i++)
         any = any || e->buf[i];
-    ct_tensor *gin[CT_NODE_MAX_IN] = {0};
     if (any) {
+        ct_tensor **gin = ct_xcalloc("backward", (size_t)(n->nin > 0 ? n->nin : 1), sizeof *gin);
+        if (!gin)
+            return ct_last_status();
         ct_node_ctx ctx = {.node = n, .create_graph = t->create_graph};
         st = n->backward(&ctx, e->buf, gin);
-        if (st != CT_OK)
-            return st;
-        if (!t->keep_graph)
+        if (st == CT_OK && !t->keep_graph)
             ct_node_free_saved(n);
-    }
-    for (int i = 0; i < n->nin; i++) {
-        ct_node *next = n->edges[i].fn;
-        if (!next || !gin[i])
-            continue;
-        ct_tensor *g = fit_gradient(n, i, gin[i]);
-        if (!g)
-            return ct_last_status();
-        const char *bad = ct_anomaly_enabled() ? nonfinite(g) : NULL;
-        if (bad)
-            return ct_error(CT_ERROR_RUNTIME, n->name,
-                            "Function '%s' returned %s values in its %dth output. The node was made by the forward "
-                            "op '%s'.",
-                            n->name, bad, i, n->kind == CT_NODE_OP ? ct_op_name(n->op) : n->name);
-        entry *ne = lookup(t, next);
-        if ((st = add_to_buffer(ne, n->edges[i].input_nr, g)) != CT_OK)
+        for (int i = 0; i < n->nin && st == CT_OK; i++)
+            st = deliver(t, n, i, gin[i]);
+        free(gin);
+        if (st != CT_OK)
             return st;
     }
     /* Dependencies drop for every edge of a node that ran, gradient or not. */

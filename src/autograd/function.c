@@ -49,6 +49,11 @@ static bool any_requires_grad(const ct_call *call) {
     return false;
 }
 
+/* Input i of a call: the tensor arguments, then the tensor list's elements. */
+static const ct_tensor *input_at(const ct_call *call, int i) {
+    return i < call->nin ? call->in[i] : call->list[i - call->nin];
+}
+
 static ct_status run_below(ct_keyset ks, ct_call *call) {
     ct_keyset ex = ct_tls_excluded();
     ct_tls_set_excluded(ex | CT_KEYSET(CT_KEY_AUTOGRAD));
@@ -59,18 +64,19 @@ static ct_status run_below(ct_keyset ks, ct_call *call) {
 
 static ct_status record(ct_call *call, const ct_derivative *d, ct_tensor *orig_self, ct_edge *edges) {
     bool inplace = call->mode == CT_CALL_INPLACE;
-    ct_node *n = ct_node_new(CT_NODE_OP, "");
+    int nin = call->nin + call->nlist;
+    ct_node *n = ct_node_new(CT_NODE_OP, "", nin);
     if (!n)
         return ct_last_status();
     node_name(call->op, n->name, sizeof n->name);
     n->op = call->op;
     n->backward = d->fn;
-    n->nin = call->nin;
-    for (int i = 0; i < call->nin; i++) {
+    for (int i = 0; i < nin; i++) {
+        const ct_tensor *t = input_at(call, i);
         n->edges[i] = edges[i];
         edges[i].fn = NULL; /* the node owns the reference now */
-        if (call->in[i])
-            ct_input_meta_set(&n->in_meta[i], call->in[i]);
+        if (t)
+            ct_input_meta_set(&n->in_meta[i], t);
         else
             n->in_meta[i].dtype = CT_DTYPE_UNDEFINED;
     }
@@ -90,8 +96,9 @@ static ct_status record(ct_call *call, const ct_derivative *d, ct_tensor *orig_s
             st = ct_node_save(n, i, t, false, ct_tensor_version(t));
     }
     if (st == CT_OK && (d->saves & CT_SAVE_OUT) && call->out[0])
-        st = ct_node_save(n, CT_NODE_MAX_SAVED - 1, call->out[0], true,
-                          ct_tensor_version(call->out[0]) + (inplace ? 1 : 0));
+        st = ct_node_save(n, CT_SAVED_OUT0, call->out[0], true, ct_tensor_version(call->out[0]) + (inplace ? 1 : 0));
+    if (st == CT_OK && (d->saves & CT_SAVE_OUT1) && call->nout > 1 && call->out[1])
+        st = ct_node_save(n, CT_SAVED_OUT1, call->out[1], false, ct_tensor_version(call->out[1]));
     if (call->out[0]) {
         ct_input_meta_set(&n->out_meta, call->out[0]);
         n->out_is_view = call->in[0] && call->out[0]->storage == call->in[0]->storage;
@@ -143,11 +150,14 @@ static ct_status autograd_kernel(ct_keyset ks, ct_call *call, void *user_data) {
 
     const ct_derivative *d = ct_derivative_of(call->op);
     CT_ASSERT(d && d->fn); /* every differentiable op has a formula (derivatives.c) */
-    ct_edge edges[CT_NODE_MAX_IN] = {{0}};
+    int nin = call->nin + call->nlist;
+    ct_edge *edges = ct_xcalloc(opname, (size_t)(nin > 0 ? nin : 1), sizeof *edges);
+    if (!edges)
+        return ct_last_status();
     ct_tensor *orig_self = NULL;
     ct_status st = CT_OK;
-    for (int i = 0; i < call->nin && st == CT_OK; i++)
-        st = ct_edge_for(call->in[i], &edges[i]);
+    for (int i = 0; i < nin && st == CT_OK; i++)
+        st = ct_edge_for(input_at(call, i), &edges[i]);
     if (st == CT_OK && call->mode == CT_CALL_INPLACE && (d->saves & CT_SAVE_IN0)) {
         /* Recorded, so that double backward reaches self's old history through it;
          * owned by the dispatcher's scope. */
@@ -159,8 +169,9 @@ static ct_status autograd_kernel(ct_keyset ks, ct_call *call, void *user_data) {
         st = run_below(ks, call);
     if (st == CT_OK)
         st = record(call, d, orig_self, edges);
-    for (int i = 0; i < CT_NODE_MAX_IN; i++)
+    for (int i = 0; i < nin; i++)
         ct_node_unref(edges[i].fn);
+    free(edges);
     return st;
 }
 

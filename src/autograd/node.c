@@ -9,10 +9,14 @@ pthread_mutex_t ct_autograd_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* ------------------------------------------------------------------ nodes */
 
-ct_node *ct_node_new(ct_node_kind kind, const char *name) {
-    ct_node *n = ct_xcalloc("autograd", 1, sizeof *n);
+ct_node *ct_node_new(ct_node_kind kind, const char *name, int nin) {
+    size_t extra = (size_t)nin * (sizeof(ct_edge) + sizeof(ct_input_meta));
+    ct_node *n = ct_xcalloc("autograd", 1, sizeof *n + extra);
     if (!n)
         return NULL;
+    n->nin = nin;
+    n->in_meta = (ct_input_meta *)(n + 1);
+    n->edges = (ct_edge *)(n->in_meta + nin);
     atomic_init(&n->refcount, 1);
     n->kind = kind;
     n->op = -1;
@@ -162,7 +166,7 @@ ct_status ct_edge_for(const ct_tensor *t, ct_edge *e) {
     pthread_mutex_lock(&ct_autograd_lock);
     ct_node *acc = m->accumulator;
     if (!acc || !node_ref_if_alive(acc)) {
-        acc = ct_node_new(CT_NODE_ACCUMULATE, "AccumulateGrad");
+        acc = ct_node_new(CT_NODE_ACCUMULATE, "AccumulateGrad", 0);
         if (!acc) {
             pthread_mutex_unlock(&ct_autograd_lock);
             return ct_last_status();

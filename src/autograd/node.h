@@ -54,7 +54,10 @@ typedef enum ct_node_kind {
 } ct_node_kind;
 
 #define CT_NODE_MAX_IN CT_CALL_MAX_IN
-#define CT_NODE_MAX_SAVED (CT_CALL_MAX_IN + 1)
+/* Saved slots: the inputs, then output 1 (an index output), then output 0. */
+#define CT_NODE_MAX_SAVED (CT_CALL_MAX_IN + 2)
+#define CT_SAVED_OUT1 CT_CALL_MAX_IN
+#define CT_SAVED_OUT0 (CT_CALL_MAX_IN + 1)
 
 struct ct_node {
     atomic_int refcount;
@@ -62,9 +65,9 @@ struct ct_node {
     ct_op op;             /* CT_NODE_OP: the forward op */
     char name[48];        /* "MulBackward0" */
     ct_backward_fn backward;
-    int nin;              /* forward inputs = edges */
-    ct_edge edges[CT_NODE_MAX_IN];
-    ct_input_meta in_meta[CT_NODE_MAX_IN];
+    int nin;              /* forward inputs (then list inputs) = edges */
+    ct_edge *edges;       /* nin of each, allocated with the node */
+    ct_input_meta *in_meta;
     ct_input_meta out_meta; /* output 0 (view ops map gradients between the two layouts) */
     bool out_is_view;       /* output 0 shares input 0's storage */
     int nout;             /* forward outputs = gradients this node receives */
@@ -119,7 +122,8 @@ extern pthread_mutex_t ct_autograd_lock;
 
 /* ------------------------------------------------------------ nodes (node.c) */
 
-ct_node *ct_node_new(ct_node_kind kind, const char *name);
+/* A node with nin edges (all empty). */
+ct_node *ct_node_new(ct_node_kind kind, const char *name, int nin);
 void ct_node_ref(ct_node *n);
 void ct_node_unref(ct_node *n);
 /* The tensor's autograd data, created on demand (NULL only when out of memory). */
@@ -166,7 +170,8 @@ enum {
     CT_SAVE_IN1 = 1u << 1,
     CT_SAVE_IN2 = 1u << 2,
     CT_SAVE_IN3 = 1u << 3,
-    CT_SAVE_OUT = 1u << 4,
+    CT_SAVE_OUT = 1u << 4,  /* output 0, kept without history (Note [Saved tensors]) */
+    CT_SAVE_OUT1 = 1u << 5, /* output 1 (indices of sort, topk, max_pool2d) */
 };
 
 /* The derivative of op, or NULL for ops that have none (non-differentiable). */
