@@ -91,6 +91,139 @@ static void test_matrix_gradcheck(void **state) {
         }
 }
 
+/* ------------------------------------------------------------------ shape, indexing, nn */
+
+static ct_tensor *idx_tensor(const int64_t *v, const int64_t *shape, int ndim) {
+    return ct_from_data(v, shape, ndim, CT_I64);
+}
+
+static ct_tensor *f_cat(ct_tensor *const *in, int n, void *ud) {
+    (void)ud;
+    const ct_tensor *l[3] = {in[0], ct_zeros(CT_SHAPE(0), CT_F64, CT_CPU), in[1]};
+    (void)n;
+    return ct_cat(l, 3, 1);
+}
+static ct_tensor *f_stack(ct_tensor *const *in, int n, void *ud) {
+    (void)ud;
+    return ct_stack((const ct_tensor *const *)in, n, -1);
+}
+static ct_tensor *f_flip(ct_tensor *const *in, int n, void *ud) { (void)n, (void)ud; return ct_flip(in[0], CT_INDEX(0, 1), 2); }
+static ct_tensor *f_tril(ct_tensor *const *in, int n, void *ud) { (void)n, (void)ud; return ct_tril(in[0], -1); }
+static ct_tensor *f_triu(ct_tensor *const *in, int n, void *ud) { (void)n, (void)ud; return ct_triu(in[0], 1); }
+static ct_tensor *f_index_select(ct_tensor *const *in, int n, void *ud) {
+    (void)n, (void)ud;
+    return ct_index_select(in[0], 1, idx_tensor((int64_t[]){2, 0, 2, 1}, CT_SHAPE(4)));
+}
+static ct_tensor *f_gather(ct_tensor *const *in, int n, void *ud) {
+    (void)n, (void)ud;
+    return ct_gather(in[0], 1, idx_tensor((int64_t[]){0, 0, 3, 1, 2, 2}, CT_SHAPE(3, 2)));
+}
+static ct_tensor *f_scatter_add(ct_tensor *const *in, int n, void *ud) {
+    (void)n, (void)ud;
+    return ct_scatter_add(in[0], 1, idx_tensor((int64_t[]){0, 0, 3, 1, 2, 2}, CT_SHAPE(3, 2)), in[1]);
+}
+static ct_tensor *f_index_add(ct_tensor *const *in, int n, void *ud) {
+    (void)n, (void)ud;
+    return ct_index_add(in[0], 0, idx_tensor((int64_t[]){2, 0, 2}, CT_SHAPE(3)), in[1], ct_scalar_float(-1.5));
+}
+static ct_tensor *f_masked_fill(ct_tensor *const *in, int n, void *ud) {
+    (void)n, (void)ud;
+    ct_tensor *m = ct_from_data((bool[]){true, false, false, true}, CT_SHAPE(4), CT_BOOL);
+    return ct_masked_fill(in[0], m, ct_scalar_float(3));
+}
+static ct_tensor *f_sort(ct_tensor *const *in, int n, void *ud) {
+    (void)n, (void)ud;
+    return ct_sort(in[0], 1, true, NULL);
+}
+static ct_tensor *f_topk(ct_tensor *const *in, int n, void *ud) {
+    (void)n, (void)ud;
+    return ct_topk(in[0], 2, 0, false, NULL);
+}
+static ct_tensor *f_max_pool(ct_tensor *const *in, int n, void *ud) {
+    (void)n, (void)ud;
+    return ct_max_pool2d(in[0], CT_INDEX(2, 2), CT_INDEX(1, 2), CT_INDEX(0, 0), CT_INDEX(1, 1), false, NULL);
+}
+static ct_tensor *f_conv(ct_tensor *const *in, int n, void *ud) {
+    (void)n, (void)ud;
+    return ct_conv2d(in[0], in[1], in[2], CT_INDEX(1, 2), CT_INDEX(1, 0), CT_INDEX(1, 1), 1);
+}
+static ct_tensor *f_matmul(ct_tensor *const *in, int n, void *ud) {
+    (void)n, (void)ud;
+    return ct_matmul(in[0], in[1]);
+}
+static ct_tensor *f_linear(ct_tensor *const *in, int n, void *ud) {
+    (void)n, (void)ud;
+    return ct_linear(in[0], in[1], in[2]);
+}
+
+typedef struct {
+    const char *name;
+    ct_grad_fn_t fn;
+    int n;
+    int nd[3];
+    int64_t shape[3][4];
+    bool gradgrad;
+} op_sample;
+
+static const op_sample op_samples[] = {
+    {"cat", f_cat, 2, {2, 2}, {{2, 3}, {2, 2}}, true},
+    {"stack", f_stack, 2, {2, 2}, {{2, 3}, {2, 3}}, true},
+    {"flip", f_flip, 1, {2}, {{3, 4}}, true},
+    {"tril", f_tril, 1, {2}, {{3, 4}}, true},
+    {"triu", f_triu, 1, {2}, {{4, 3}}, true},
+    {"index_select", f_index_select, 1, {2}, {{2, 3}}, true},
+    {"gather", f_gather, 1, {2}, {{3, 4}}, true},
+    {"scatter_add", f_scatter_add, 2, {2, 2}, {{3, 4}, {3, 2}}, true},
+    {"index_add", f_index_add, 2, {2, 2}, {{3, 2}, {3, 2}}, true},
+    {"masked_fill", f_masked_fill, 1, {2}, {{3, 4}}, true},
+    {"sort", f_sort, 1, {2}, {{2, 5}}, true},
+    {"topk", f_topk, 1, {2}, {{4, 3}}, true},
+    {"max_pool2d", f_max_pool, 1, {4}, {{1, 2, 4, 5}}, true},
+    {"max_pool2d_unbatched", f_max_pool, 1, {3}, {{2, 3, 4}}, true},
+    {"conv2d", f_conv, 3, {4, 4, 1}, {{2, 2, 4, 5}, {3, 2, 2, 3}, {3}}, false},
+    {"matmul_vv", f_matmul, 2, {1, 1}, {{4}, {4}}, true},
+    {"matmul_mv", f_matmul, 2, {2, 1}, {{3, 4}, {4}}, true},
+    {"matmul_vm", f_matmul, 2, {1, 2}, {{3}, {3, 2}}, true},
+    {"matmul_batched_broadcast", f_matmul, 2, {3, 2}, {{2, 3, 4}, {4, 2}}, true},
+    {"matmul_broadcast_batches", f_matmul, 2, {4, 3}, {{2, 1, 2, 3}, {3, 3, 2}}, true},
+    {"linear", f_linear, 3, {2, 2, 1}, {{5, 3}, {2, 3}, {2}}, true},
+};
+
+static void test_shape_index_nn_gradcheck(void **state) {
+    (void)state;
+    for (size_t s = 0; s < sizeof op_samples / sizeof op_samples[0]; s++) {
+        const op_sample *o = &op_samples[s];
+        ct_scope_begin();
+        ct_tensor *in[3];
+        for (int i = 0; i < o->n; i++)
+            in[i] = rand_leaf(o->shape[i], o->nd[i], false);
+        if (ct_gradcheck(o->fn, NULL, in, o->n, 1e-6, 1e-6, 1e-4) != CT_OK)
+            fail_msg("%s: %s", o->name, ct_last_error());
+        if (o->gradgrad && ct_gradgradcheck(o->fn, NULL, in, o->n, 1e-6, 1e-6, 1e-4) != CT_OK)
+            fail_msg("%s (second order): %s", o->name, ct_last_error());
+        ct_scope_end();
+    }
+}
+
+/* conv2d's backward kernel is not differentiable: asking for it is a clear error. */
+static void test_conv2d_double_backward_refused(void **state) {
+    (void)state;
+    ct_scope_begin();
+    ct_tensor *x = rand_leaf(CT_SHAPE(1, 1, 3, 3), false);
+    ct_tensor *w = rand_leaf(CT_SHAPE(1, 1, 2, 2), false);
+    ct_tensor *y = ct_conv2d(x, w, NULL, NULL, NULL, NULL, 1);
+    CT_ASSERT_OK(y);
+    const ct_tensor *outs[1] = {y};
+    const ct_tensor *ins[1] = {x};
+    const ct_tensor *gos[1] = {ct_ones_like(y, CT_DTYPE_UNDEFINED)};
+    ct_tensor *g[1];
+    CT_ASSERT_ERR(ct_autograd_grad(outs, 1, ins, 1, gos, true, true, false, g) == CT_OK, CT_ERROR_NOT_IMPLEMENTED,
+                  "double backward through conv2d");
+    assert_int_equal(ct_autograd_grad(outs, 1, ins, 1, gos, false, false, false, g), CT_OK);
+    CT_ASSERT_SHAPE(g[0], 1, 1, 3, 3);
+    ct_scope_end();
+}
+
 /* Note [Derivative table]: a differentiable op without a formula fails here (and
  * already at build time, through the table's X-macro). */
 static void test_every_op_has_a_derivative(void **state) {
@@ -103,7 +236,9 @@ static void test_every_op_has_a_derivative(void **state) {
             fail_msg("op %s has no derivative", ct_op_name(op));
         checked++;
     }
-    assert_true(checked >= 21);
+    assert_true(checked >= 50);
+    assert_false(ct_op_is_differentiable(CT_OP_nonzero));
+    assert_false(ct_op_is_differentiable(CT_OP_conv2d_backward));
     assert_false(ct_op_is_differentiable(CT_OP_eq));
     assert_null(ct_derivative_of(CT_OP_lt));
 }
@@ -147,6 +282,8 @@ static void test_gradcheck_catches_errors(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_matrix_gradcheck),
+        cmocka_unit_test(test_shape_index_nn_gradcheck),
+        cmocka_unit_test(test_conv2d_double_backward_refused),
         cmocka_unit_test(test_every_op_has_a_derivative),
         cmocka_unit_test(test_gradcheck_catches_errors),
     };
