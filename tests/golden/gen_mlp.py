@@ -3,7 +3,7 @@ layer, mean squared error) trained with plain SGD for 20 steps in float64.
 
 Run with PyTorch 1.13:  /usr/bin/python3 tests/golden/gen_mlp.py
 Writes tests/data/mlp_golden.txt: named arrays (name, count, values), then the losses.
-The weights are stored input-major (x @ W), as the C model uses addmm."""
+Weights are (out_features, in_features), as nn.Linear (and ct_linear) keep them."""
 import os
 import torch
 
@@ -16,9 +16,9 @@ x = torch.randn(N, IN, dtype=torch.float64)
 y = torch.sin(x @ torch.randn(IN, OUT, dtype=torch.float64))
 
 arrays = {
-    "w1": l1.weight.detach().t().contiguous(),
+    "w1": l1.weight.detach().clone(),
     "b1": l1.bias.detach().clone(),
-    "w2": l2.weight.detach().t().contiguous(),
+    "w2": l2.weight.detach().clone(),
     "b2": l2.bias.detach().clone(),
     "x": x,
     "y": y,
