@@ -303,6 +303,18 @@ static void test_hooks(void **state) {
     assert_int_equal(ct_backward(vsum(ct_mul_scalar(x, ct_scalar_int(3))), NULL, false, false), CT_OK);
     assert_vals(ct_tensor_grad(x), (double[]){9, 9}, 2, 0);
     assert_int_equal(calls, 1);
+    /* A hook on an intermediate tensor changes what flows further back. */
+    int calls2 = 0;
+    ct_tensor *x2 = leaf((double[]){1, 2}, 2);
+    ct_tensor *m = ct_mul(x2, x2);
+    assert_true(ct_tensor_register_hook(m, double_it, &calls2) > 0);
+    assert_int_equal(ct_backward(vsum(ct_exp(m)), NULL, false, false), CT_OK);
+    assert_int_equal(calls2, 1);
+    assert_vals(ct_tensor_grad(x2), (double[]){2 * exp(1) * 2, 2 * exp(4) * 4}, 2, 1e-14);
+    /* An integer grad_output for a float output is refused. */
+    ct_tensor *yy = ct_mul(x2, x2);
+    CT_ASSERT_ERR(ct_backward(yy, ct_ones(CT_SHAPE(2), CT_I64, CT_CPU), false, false) == CT_OK, CT_ERROR_TYPE,
+                  "Mismatch in dtype");
     /* Errors. */
     ct_tensor *plain = vec((double[]){1}, 1);
     CT_ASSERT_ERR(ct_tensor_register_hook(plain, double_it, &calls) > 0, CT_ERROR_RUNTIME, "doesn't require");

@@ -445,9 +445,8 @@ static ct_status prepare_roots(const char *op, const ct_tensor *const *outputs, 
             }
             if (ct_dtype_is_floating(g->dtype) != ct_dtype_is_floating(o->dtype))
                 return ct_error(CT_ERROR_TYPE, op,
-                                "For complex Tensors, both grad_output and output are required to have the same "
-                                "dtype. Mismatch in dtype: grad_output[%d] has a dtype of %s and output[%d] has a "
-                                "dtype of %s.",
+                                "Mismatch in dtype: grad_output[%d] has a dtype of %s and output[%d] has a dtype "
+                                "of %s; a gradient must be floating point like its output.",
                                 i, ct_dtype_name(g->dtype), i, ct_dtype_name(o->dtype));
             root_grads[i] = ct_tensor_ref(g);
         }
