@@ -261,6 +261,54 @@ void ct_opinfo_run(const ct_opinfo *info) {
     ct_scope_end();
 }
 
+/* ------------------------------------------------------------------ gradients */
+
+static ct_tensor *grad_fn_of(ct_tensor *const *in, int n, void *ud) {
+    const ct_opinfo *info = ud;
+    return n == 2 ? info->b(in[0], in[1]) : info->u(in[0]);
+}
+
+/* The in-place variant on a copy of the input (a leaf cannot be modified in place). */
+static ct_tensor *grad_fn_inplace(ct_tensor *const *in, int n, void *ud) {
+    const ct_opinfo *info = ud;
+    ct_tensor *x = ct_clone(in[0]);
+    return n == 2 ? info->b_(x, in[1]) : info->u_(x);
+}
+
+void ct_opinfo_gradcheck(const ct_opinfo *info, bool gradgrad) {
+    static const struct {
+        int na, nb;
+        int64_t a[3], b[3];
+        bool strided;
+    } shapes[] = {
+        {1, 1, {4}, {4}, false}, {2, 1, {2, 3}, {3}, false}, {1, 2, {3}, {2, 3}, true},
+        {0, 2, {0}, {2, 1}, false}, {2, 0, {2, 2}, {0}, true},
+    };
+    ct_opinfo g = *info;
+    if (g.lo <= 0 && g.hi > 0 && !g.b && (strcmp(g.name, "sqrt") == 0))
+        g.lo = 0.5; /* keep finite differences away from the singularity */
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        ct_scope_begin();
+        ct_tensor *in[2];
+        int n = info->b ? 2 : 1;
+        in[0] = sample(&g, shapes[s].a, shapes[s].na, CT_F64, shapes[s].strided);
+        in[1] = info->b ? sample(&g, shapes[s].b, shapes[s].nb, CT_F64, false) : NULL;
+        for (int i = 0; i < n; i++)
+            ct_tensor_set_requires_grad(in[i], true);
+        if (ct_gradcheck(grad_fn_of, (void *)info, in, n, 1e-6, 1e-5, 1e-3) != CT_OK)
+            fail_msg("%s: gradcheck failed on sample %zu: %s", info->name, s, ct_last_error());
+        if (gradgrad && ct_gradgradcheck(grad_fn_of, (void *)info, in, n, 1e-6, 1e-5, 1e-3) != CT_OK)
+            fail_msg("%s: gradgradcheck failed on sample %zu: %s", info->name, s, ct_last_error());
+        /* In place: only when the result keeps self's shape and dtype. */
+        bool same_shape = !info->b || shapes[s].na >= shapes[s].nb;
+        if (same_shape && ct_gradcheck(grad_fn_inplace, (void *)info, in, n, 1e-6, 1e-5, 1e-3) != CT_OK)
+            fail_msg("%s_: gradcheck failed on sample %zu: %s", info->name, s, ct_last_error());
+        if (same_shape && gradgrad &&
+            ct_gradgradcheck(grad_fn_inplace, (void *)info, in, n, 1e-6, 1e-5, 1e-3) != CT_OK)
+            fail_msg("%s_: gradgradcheck failed on sample %zu: %s", info->name, s, ct_last_error());
+        ct_scope_end();
+    }
+}
 /* ================================================================ reductions */
 
 static double red_draw(const ct_opinfo_red *info, ct_dtype d) {
@@ -527,6 +575,77 @@ static void red_run_one(const ct_opinfo_red *info, const int64_t *shape, int nd,
     ct_scope_end();
 }
 
+/* ------------------------------------------------------------------ reduction gradients */
+
+typedef struct {
+    const ct_opinfo_red *info;
+    const int64_t *dims;
+    int ndims;
+    bool keepdim;
+} red_grad_args;
+
+static ct_tensor *red_grad_fn(ct_tensor *const *in, int n, void *ud) {
+    (void)n;
+    const red_grad_args *a = ud;
+    return a->info->call(in[0], a->dims, a->ndims, a->keepdim, CT_DTYPE_UNDEFINED, NULL);
+}
+
+void ct_opinfo_reduce_gradcheck(const ct_opinfo_red *info, bool gradgrad) {
+    static const struct {
+        int nd;
+        int64_t shape[3];
+        int ndims;
+        int64_t dims[2];
+        bool keepdim, transposed;
+    } cases[] = {
+        {2, {3, 4}, 0, {0}, false, false},   {2, {3, 4}, 1, {1}, false, true}, {2, {3, 4}, 1, {0}, true, false},
+        {3, {2, 3, 2}, 2, {0, 2}, false, false}, {3, {2, 3, 2}, 1, {-1}, true, true}, {0, {0}, 0, {0}, false, false},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        bool all = cases[c].ndims == 0;
+        if (info->full_only && !all)
+            continue;
+        if ((info->single_dim || info->ref_scan) && cases[c].ndims != 1)
+            continue;
+        if ((info->full_only || info->ref_scan || info->no_keepdim) && cases[c].keepdim)
+            continue;
+        /* var/std are not finite when no more elements are reduced than the correction. */
+        int64_t count = 1;
+        for (int k = 0; k < cases[c].nd; k++) {
+            bool red = all;
+            for (int j = 0; j < cases[c].ndims; j++)
+                red = red || cases[c].dims[j] == k || cases[c].dims[j] + cases[c].nd == k;
+            count *= red ? cases[c].shape[k] : 1;
+        }
+        if ((strncmp(info->name, "var", 3) == 0 || strncmp(info->name, "std", 3) == 0) && count <= info->param)
+            continue;
+        ct_scope_begin();
+        int nd = cases[c].nd;
+        int64_t shape[3];
+        for (int k = 0; k < nd; k++)
+            shape[k] = cases[c].shape[k];
+        if (cases[c].transposed && nd >= 2) { /* a non-contiguous input */
+            int64_t t = shape[nd - 1];
+            shape[nd - 1] = shape[nd - 2];
+            shape[nd - 2] = t;
+        }
+        ct_tensor *x = ct_empty(shape, nd, CT_F64, CT_CPU);
+        double *p = ct_tensor_data(x);
+        for (int64_t k = 0; k < ct_tensor_numel(x); k++)
+            p[k] = info->lo + (info->hi - info->lo) * lcg_unit();
+        if (cases[c].transposed && nd >= 2)
+            x = ct_transpose(x, -1, -2);
+        ct_tensor_set_requires_grad(x, true);
+        red_grad_args args = {info, cases[c].dims, cases[c].ndims, cases[c].keepdim};
+        ct_tensor *in[1] = {x};
+        if (ct_gradcheck(red_grad_fn, &args, in, 1, 1e-6, 1e-5, 1e-3) != CT_OK)
+            fail_msg("%s: gradcheck failed on case %zu: %s", info->name, c, ct_last_error());
+        if (gradgrad && ct_gradgradcheck(red_grad_fn, &args, in, 1, 1e-6, 1e-5, 1e-3) != CT_OK)
+            fail_msg("%s: gradgradcheck failed on case %zu: %s", info->name, c, ct_last_error());
+        ct_scope_end();
+    }
+}
+
 void ct_opinfo_reduce_run(const ct_opinfo_red *info) {
     static const struct {
         int nd;
@@ -567,6 +686,9 @@ void ct_opinfo_reduce_run(const ct_opinfo_red *info) {
         }
     }
 
+    if ((info->dtypes & CT_DT(CT_F64)) && info->out != CT_RED_OUT_INT64 && info->out != CT_RED_OUT_BOOL)
+        ct_opinfo_reduce_gradcheck(info, true);
+
     /* Error inputs shared by every reduction. */
     ct_scope_begin();
     ct_tensor *a = ct_zeros(CT_SHAPE(2, 3), CT_F32, CT_CPU);
@@ -587,51 +709,4 @@ void ct_opinfo_reduce_run(const ct_opinfo_red *info) {
                       CT_ERROR_VALUE, "shape");
     }
     ct_scope_end();
-/* ------------------------------------------------------------------ gradients */
-
-static ct_tensor *grad_fn_of(ct_tensor *const *in, int n, void *ud) {
-    const ct_opinfo *info = ud;
-    return n == 2 ? info->b(in[0], in[1]) : info->u(in[0]);
-}
-
-/* The in-place variant on a copy of the input (a leaf cannot be modified in place). */
-static ct_tensor *grad_fn_inplace(ct_tensor *const *in, int n, void *ud) {
-    const ct_opinfo *info = ud;
-    ct_tensor *x = ct_clone(in[0]);
-    return n == 2 ? info->b_(x, in[1]) : info->u_(x);
-}
-
-void ct_opinfo_gradcheck(const ct_opinfo *info, bool gradgrad) {
-    static const struct {
-        int na, nb;
-        int64_t a[3], b[3];
-        bool strided;
-    } shapes[] = {
-        {1, 1, {4}, {4}, false}, {2, 1, {2, 3}, {3}, false}, {1, 2, {3}, {2, 3}, true},
-        {0, 2, {0}, {2, 1}, false}, {2, 0, {2, 2}, {0}, true},
-    };
-    ct_opinfo g = *info;
-    if (g.lo <= 0 && g.hi > 0 && !g.b && (strcmp(g.name, "sqrt") == 0))
-        g.lo = 0.5; /* keep finite differences away from the singularity */
-    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
-        ct_scope_begin();
-        ct_tensor *in[2];
-        int n = info->b ? 2 : 1;
-        in[0] = sample(&g, shapes[s].a, shapes[s].na, CT_F64, shapes[s].strided);
-        in[1] = info->b ? sample(&g, shapes[s].b, shapes[s].nb, CT_F64, false) : NULL;
-        for (int i = 0; i < n; i++)
-            ct_tensor_set_requires_grad(in[i], true);
-        if (ct_gradcheck(grad_fn_of, (void *)info, in, n, 1e-6, 1e-5, 1e-3) != CT_OK)
-            fail_msg("%s: gradcheck failed on sample %zu: %s", info->name, s, ct_last_error());
-        if (gradgrad && ct_gradgradcheck(grad_fn_of, (void *)info, in, n, 1e-6, 1e-5, 1e-3) != CT_OK)
-            fail_msg("%s: gradgradcheck failed on sample %zu: %s", info->name, s, ct_last_error());
-        /* In place: only when the result keeps self's shape and dtype. */
-        bool same_shape = !info->b || shapes[s].na >= shapes[s].nb;
-        if (same_shape && ct_gradcheck(grad_fn_inplace, (void *)info, in, n, 1e-6, 1e-5, 1e-3) != CT_OK)
-            fail_msg("%s_: gradcheck failed on sample %zu: %s", info->name, s, ct_last_error());
-        if (same_shape && gradgrad &&
-            ct_gradgradcheck(grad_fn_inplace, (void *)info, in, n, 1e-6, 1e-5, 1e-3) != CT_OK)
-            fail_msg("%s_: gradgradcheck failed on sample %zu: %s", info->name, s, ct_last_error());
-        ct_scope_end();
-    }
 }

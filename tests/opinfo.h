@@ -91,5 +91,8 @@ typedef struct ct_opinfo_red {
 } ct_opinfo_red;
 
 void ct_opinfo_reduce_run(const ct_opinfo_red *info);
+/* gradcheck (and gradgradcheck) in float64 over several dim lists, keepdim, a
+ * non-contiguous and a 0-d input; run by ct_opinfo_reduce_run for float results. */
+void ct_opinfo_reduce_gradcheck(const ct_opinfo_red *info, bool gradgrad);
 
 #endif /* CT_OPINFO_H */

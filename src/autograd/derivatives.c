@@ -8,11 +8,13 @@
  * A formula returns gradients in the shape of the op's output where broadcasting
  * happened; the engine sums them down to each input's shape and casts them to its
  * dtype (engine.c, fit_gradient). */
+#include <math.h>
 #include <string.h>
 
 #include "autograd/node.h"
 #include "core/dtype.h"
 #include "ops/op_info.h"
+#include "ops/reduce.h"
 
 #define G (gout[0])
 #define OUT_SLOT CT_SAVED_OUT0
@@ -627,6 +629,331 @@ DEF(max_pool2d_with_indices, CT_SAVE_OUT1) {
 NONDIFF(conv2d_backward)
 NONDIFF(max_pool2d_backward)
 
+/* ------------------------------------------------------------------ reductions and scans */
+
+/* The reduced dims of a reduction node and the shape its output has with keepdim. */
+typedef struct {
+    uint32_t mask;
+    int64_t kshape[CT_MAX_DIMS];
+    int ndim;
+    int64_t n; /* elements reduced into each output element */
+    bool keepdim;
+    int64_t dims[CT_MAX_DIMS];
+    int ndims;
+} red_info;
+
+static ct_status red_of(const ct_node *nd, red_info *r) {
+    const ct_input_meta *m = &nd->in_meta[0];
+    int nd_ = (int)nd->ints[CT_RED_INT_NDIMS];
+    ct_status st = ct_reduce_parse_dims(ct_op_name(nd->op), m->ndim, nd_ ? &nd->ints[CT_RED_INT_DIMS] : NULL, nd_,
+                                        &r->mask);
+    if (st != CT_OK)
+        return st;
+    r->keepdim = nd->ints[CT_RED_INT_KEEPDIM] != 0;
+    r->ndim = m->ndim;
+    r->n = 1;
+    r->ndims = 0;
+    for (int d = 0; d < m->ndim; d++) {
+        bool red = (r->mask >> d) & 1u;
+        r->kshape[d] = red ? 1 : m->shape[d];
+        if (red) {
+            r->n *= m->shape[d];
+            r->dims[r->ndims++] = d;
+        }
+    }
+    return CT_OK;
+}
+
+/* A reduction result (or its gradient) with the reduced dims back as size 1. */
+static ct_tensor *keep(const ct_tensor *t, const red_info *r) {
+    return r->keepdim ? (ct_tensor *)t : ct_reshape(t, r->kshape, r->ndim);
+}
+
+/* ... and broadcast over the input's shape. */
+static ct_tensor *spread(const ct_tensor *t, const red_info *r, const ct_input_meta *m) {
+    ct_tensor *k = keep(t, r);
+    return k ? ct_expand(k, m->shape, m->ndim) : NULL;
+}
+
+static ct_tensor *not_nan(const ct_tensor *x) { return ct_eq(x, x); }
+
+#define RED_BEGIN                                                                     \
+    ct_node *nd = ctx->node;                                                          \
+    const ct_input_meta *m = &nd->in_meta[0];                                         \
+    red_info r;                                                                       \
+    ct_status st_ = red_of(nd, &r);                                                   \
+    if (st_ != CT_OK)                                                                 \
+        return st_;                                                                   \
+    (void)m
+
+DEF(sum, 0) {
+    RED_BEGIN;
+    TRY(gin[0] = spread(G, &r, m));
+    return CT_OK;
+}
+
+DEF(nansum, CT_SAVE_IN0) {
+    RED_BEGIN;
+    ct_tensor *x;
+    TRY(x = saved(ctx, 0));
+    TRY(gin[0] = ct_mul(spread(G, &r, m), not_nan(x)));
+    return CT_OK;
+}
+
+DEF(mean, 0) {
+    RED_BEGIN;
+    TRY(gin[0] = ct_mul_scalar(spread(G, &r, m), ct_scalar_float(1.0 / (double)r.n)));
+    return CT_OK;
+}
+
+DEF(nanmean, CT_SAVE_IN0) {
+    RED_BEGIN;
+    ct_tensor *x, *ok, *cnt;
+    TRY(x = saved(ctx, 0));
+    TRY(ok = not_nan(x));
+    TRY(cnt = ct_sum(ok, r.dims, r.ndims, true, G->dtype));
+    TRY(gin[0] = ct_div(ct_mul(spread(G, &r, m), ok), cnt));
+    return CT_OK;
+}
+
+/* Exact with zeros: where x is 0 the gradient is the product of the others, which is
+ * nonzero only when that zero is the only one. */
+DEF(prod, CT_SAVE_IN0 | CT_SAVE_OUT) {
+    RED_BEGIN;
+    ct_tensor *x, *y, *zero, *safe, *p1, *nz;
+    TRY(x = saved(ctx, 0));
+    TRY(y = saved(ctx, OUT_SLOT));
+    TRY(zero = ct_eq_scalar(x, ct_scalar_int(0)));
+    TRY(safe = ct_masked_fill(x, zero, ct_scalar_int(1)));
+    ct_tensor *gy = ct_mul(keep(G, &r), keep(y, &r));
+    TRY(gy);
+    ct_tensor *part = ct_masked_fill(ct_div(ct_expand(gy, m->shape, m->ndim), safe), zero, ct_scalar_int(0));
+    TRY(part);
+    TRY(p1 = ct_prod(safe, r.dims, r.ndims, true, CT_DTYPE_UNDEFINED));
+    TRY(nz = ct_sum(zero, r.dims, r.ndims, true, CT_DTYPE_UNDEFINED));
+    ct_tensor *lone = ct_mul(ct_mul(keep(G, &r), p1), ct_eq_scalar(nz, ct_scalar_int(1)));
+    TRY(lone);
+    TRY(gin[0] = ct_add(part, ct_mul(ct_expand(lone, m->shape, m->ndim), zero)));
+    return CT_OK;
+}
+
+/* The gradient is shared evenly among the elements equal to the result. */
+static ct_status evenly(ct_node_ctx *ctx, ct_tensor *const *gout, ct_tensor **gin, const red_info *r) {
+    const ct_input_meta *m = &ctx->node->in_meta[0];
+    ct_tensor *x, *y, *hit, *cnt;
+    TRY(x = saved(ctx, 0));
+    TRY(y = saved(ctx, OUT_SLOT));
+    TRY(hit = ct_eq(x, spread(y, r, m)));
+    TRY(cnt = ct_sum(hit, r->dims, r->ndims, true, G->dtype));
+    TRY(gin[0] = ct_div(ct_mul(spread(G, r, m), hit), cnt));
+    return CT_OK;
+}
+
+DEF(amax, CT_SAVE_IN0 | CT_SAVE_OUT) {
+    RED_BEGIN;
+    return evenly(ctx, gout, gin, &r);
+}
+
+DEF(amin, CT_SAVE_IN0 | CT_SAVE_OUT) {
+    RED_BEGIN;
+    return evenly(ctx, gout, gin, &r);
+}
+
+DEF(logsumexp, CT_SAVE_IN0 | CT_SAVE_OUT) {
+    RED_BEGIN;
+    ct_tensor *x, *y;
+    TRY(x = saved(ctx, 0));
+    TRY(y = saved(ctx, OUT_SLOT));
+    TRY(gin[0] = ct_mul(spread(G, &r, m), ct_exp(ct_sub(x, spread(y, &r, m)))));
+    return CT_OK;
+}
+
+/* max(a) shares among ties; max_dim routes to the index it returned. */
+static ct_status minmax_red(ct_node_ctx *ctx, ct_tensor *const *gout, ct_tensor **gin) {
+    RED_BEGIN;
+    if (nd->nout < 2)
+        return evenly(ctx, gout, gin, &r);
+    ct_tensor *idx;
+    TRY(idx = saved(ctx, CT_SAVED_OUT1));
+    TRY(gin[0] = ct_scatter_add(zeros_of(m, G), r.dims[0], keep(idx, &r), keep(G, &r)));
+    return CT_OK;
+}
+
+DEF(max, CT_SAVE_IN0 | CT_SAVE_OUT | CT_SAVE_OUT1) { return minmax_red(ctx, gout, gin); }
+DEF(min, CT_SAVE_IN0 | CT_SAVE_OUT | CT_SAVE_OUT1) { return minmax_red(ctx, gout, gin); }
+
+/* d var = 2 (x - mean) / (N - correction); d std = d var / (2 std), 0 where std is 0. */
+static ct_status var_std(ct_node_ctx *ctx, ct_tensor *gvar, ct_tensor *gstd, ct_tensor *gmean, ct_tensor **gin) {
+    RED_BEGIN;
+    double corr = nd->nscalars ? ct_scalar_to_double(nd->s[0]) : 1.0;
+    double denom = (double)r.n - corr;
+    ct_tensor *acc = NULL;
+    if (gvar || gstd) {
+        ct_tensor *x, *dev, *g;
+        TRY(x = saved(ctx, 0));
+        TRY(dev = ct_sub(x, ct_mean(x, r.dims, r.ndims, true, CT_DTYPE_UNDEFINED)));
+        if (gstd) {
+            ct_tensor *y;
+            TRY(y = saved(ctx, OUT_SLOT));
+            ct_tensor *yk = keep(y, &r);
+            TRY(yk);
+            /* 1 / std, with 0 instead of infinity where std is 0 */
+            ct_tensor *z = ct_eq_scalar(yk, ct_scalar_int(0));
+            TRY(z);
+            TRY(g = ct_masked_fill(ct_div(keep(gstd, &r), ct_masked_fill(yk, z, ct_scalar_int(1))), z,
+                                   ct_scalar_int(0)));
+        } else {
+            TRY(g = ct_mul_scalar(keep(gvar, &r), ct_scalar_int(2)));
+        }
+        TRY(acc = ct_mul_scalar(ct_mul(ct_expand(g, m->shape, m->ndim), dev), ct_scalar_float(1.0 / denom)));
+    }
+    if (gmean) {
+        ct_tensor *gm = ct_mul_scalar(spread(gmean, &r, m), ct_scalar_float(1.0 / (double)r.n));
+        TRY(gm);
+        TRY(acc = acc ? ct_add(acc, gm) : gm);
+    }
+    gin[0] = acc;
+    return CT_OK;
+}
+
+DEF(var, CT_SAVE_IN0) { return var_std(ctx, G, NULL, NULL, gin); }
+DEF(std, CT_SAVE_IN0 | CT_SAVE_OUT) { return var_std(ctx, NULL, G, NULL, gin); }
+DEF(var_mean, CT_SAVE_IN0) { return var_std(ctx, gout[0], NULL, gout[1], gin); }
+DEF(std_mean, CT_SAVE_IN0 | CT_SAVE_OUT) { return var_std(ctx, NULL, gout[0], gout[1], gin); }
+
+/* |x|^e as exp(e log|x|), with 0 where x is 0 (where the formulas need the subgradient
+ * 0: norms at zero). */
+static ct_tensor *abs_pow_masked(const ct_tensor *x, const ct_tensor *zero, double e) {
+    ct_tensor *a = ct_masked_fill(ct_abs(x), zero, ct_scalar_int(1));
+    ct_tensor *p = a ? ct_exp(ct_mul_scalar(ct_log(a), ct_scalar_float(e))) : NULL;
+    return p ? ct_masked_fill(p, zero, ct_scalar_int(0)) : NULL;
+}
+
+static ct_tensor *sign_of(const ct_tensor *x) {
+    return ct_sub(ct_to_dtype(ct_gt_scalar(x, ct_scalar_int(0)), x->dtype),
+                  ct_to_dtype(ct_lt_scalar(x, ct_scalar_int(0)), x->dtype));
+}
+
+/* Vector p-norms: d ||x||_p = sign(x) |x|^(p-1) / ||x||^(p-1); 0 where the norm is 0.
+ * inf/-inf share among the elements that reach the maximum/minimum |x|. */
+static ct_status pnorm(ct_node_ctx *ctx, ct_tensor *const *gout, ct_tensor **gin) {
+    RED_BEGIN;
+    double p = ct_scalar_to_double(nd->s[0]);
+    ct_tensor *x, *y, *gx;
+    TRY(x = saved(ctx, 0));
+    TRY(y = saved(ctx, OUT_SLOT));
+    ct_tensor *gk = keep(G, &r), *yk = keep(y, &r);
+    TRY(gk && yk);
+    if (p == 0) {
+        gin[0] = NULL; /* the count of nonzeros: zero gradient */
+        return CT_OK;
+    }
+    if (isinf(p)) {
+        ct_tensor *ax = ct_abs(x), *hit, *cnt;
+        TRY(ax);
+        TRY(hit = ct_eq(ax, ct_expand(yk, m->shape, m->ndim)));
+        TRY(cnt = ct_sum(hit, r.dims, r.ndims, true, G->dtype));
+        TRY(gin[0] = ct_div(ct_mul(ct_mul(ct_expand(gk, m->shape, m->ndim), hit), sign_of(x)), cnt));
+        return CT_OK;
+    }
+    ct_tensor *zx = ct_eq_scalar(x, ct_scalar_int(0)), *zy = ct_eq_scalar(yk, ct_scalar_int(0));
+    TRY(zx && zy);
+    if (p == 1) {
+        TRY(gx = sign_of(x));
+    } else if (p == 2) {
+        gx = ct_tensor_ref(x);
+    } else {
+        TRY(gx = ct_mul(sign_of(x), abs_pow_masked(x, zx, p - 1)));
+    }
+    ct_tensor *den = p == 1 ? NULL : p == 2 ? yk : abs_pow_masked(yk, zy, p - 1);
+    ct_tensor *scale_ = gk;
+    if (den)
+        TRY(scale_ = ct_masked_fill(ct_div(gk, ct_masked_fill(den, zy, ct_scalar_int(1))), zy, ct_scalar_int(0)));
+    TRY(gin[0] = ct_mul(ct_expand(scale_, m->shape, m->ndim), gx));
+    return CT_OK;
+}
+
+DEF(norm, CT_SAVE_IN0 | CT_SAVE_OUT) { return pnorm(ctx, gout, gin); }
+DEF(linalg_vector_norm, CT_SAVE_IN0 | CT_SAVE_OUT) { return pnorm(ctx, gout, gin); }
+
+/* d sum |x|^p = p sign(x) |x|^(p-1). */
+DEF(linalg__powsum, CT_SAVE_IN0) {
+    RED_BEGIN;
+    double p = ct_scalar_to_double(nd->s[0]);
+    ct_tensor *x, *zx;
+    TRY(x = saved(ctx, 0));
+    if (p == 0) {
+        gin[0] = NULL;
+        return CT_OK;
+    }
+    TRY(zx = ct_eq_scalar(x, ct_scalar_int(0)));
+    ct_tensor *d = p == 1 ? sign_of(x) : p == 2 ? ct_tensor_ref(x) : ct_mul(sign_of(x), abs_pow_masked(x, zx, p - 1));
+    TRY(d);
+    TRY(gin[0] = ct_mul(ct_mul_scalar(spread(G, &r, m), ct_scalar_float(p == 2 ? 2.0 : p)), d));
+    return CT_OK;
+}
+
+NONDIFF(all)
+NONDIFF(any)
+NONDIFF(count_nonzero)
+NONDIFF(argmax)
+NONDIFF(argmin)
+
+/* Scans run along the one dim in ints[CT_RED_INT_DIMS]. */
+static int64_t scan_dim(const ct_node *nd) { return nd->ints[CT_RED_INT_DIMS]; }
+
+static ct_tensor *reverse_cumsum(const ct_tensor *g, int64_t dim) {
+    int64_t d[1] = {dim};
+    return ct_flip(ct_cumsum(ct_flip(g, d, 1), dim, CT_DTYPE_UNDEFINED), d, 1);
+}
+
+DEF(cumsum, 0) {
+    TRY(gin[0] = reverse_cumsum(G, scan_dim(ctx->node)));
+    return CT_OK;
+}
+
+/* sum_{j >= i} g_j y_j / x_i; inputs with zeros are refused rather than answered wrong. */
+DEF(cumprod, CT_SAVE_IN0 | CT_SAVE_OUT) {
+    ct_tensor *x, *y, *anyz;
+    TRY(x = saved(ctx, 0));
+    TRY(y = saved(ctx, OUT_SLOT));
+    TRY(anyz = ct_any(ct_eq_scalar(x, ct_scalar_int(0)), NULL, 0, false));
+    double v = 0;
+    ct_item_double(anyz, &v);
+    if (v != 0)
+        return ct_error(CT_ERROR_NOT_IMPLEMENTED, ctx->node->name,
+                        "the derivative of cumprod for an input containing zeros is not implemented");
+    TRY(gin[0] = ct_div(reverse_cumsum(ct_mul(G, y), scan_dim(ctx->node)), x));
+    return CT_OK;
+}
+
+static ct_status scan_idx(ct_node_ctx *ctx, ct_tensor *const *gout, ct_tensor **gin) {
+    ct_tensor *idx;
+    TRY(idx = saved(ctx, CT_SAVED_OUT1));
+    TRY(gin[0] = ct_scatter_add(zeros_of(&ctx->node->in_meta[0], G), scan_dim(ctx->node), idx, G));
+    return CT_OK;
+}
+
+DEF(cummax, CT_SAVE_OUT1) { return scan_idx(ctx, gout, gin); }
+DEF(cummin, CT_SAVE_OUT1) { return scan_idx(ctx, gout, gin); }
+
+DEF(softmax, CT_SAVE_OUT) {
+    ct_tensor *y, *gy;
+    int64_t d[1] = {scan_dim(ctx->node)};
+    TRY(y = saved(ctx, OUT_SLOT));
+    TRY(gy = ct_mul(G, y));
+    TRY(gin[0] = ct_sub(gy, ct_mul(y, ct_sum(gy, d, 1, true, CT_DTYPE_UNDEFINED))));
+    return CT_OK;
+}
+
+DEF(log_softmax, CT_SAVE_OUT) {
+    ct_tensor *y;
+    int64_t d[1] = {scan_dim(ctx->node)};
+    TRY(y = saved(ctx, OUT_SLOT));
+    TRY(gin[0] = ct_sub(G, ct_mul(ct_exp(y), ct_sum(G, d, 1, true, CT_DTYPE_UNDEFINED))));
+    return CT_OK;
+}
+
 /* ------------------------------------------------------------------ the table */
 
 #define CT_DERIV_(name) [CT_OP_##name] = {name##_backward, name##_saves},
@@ -639,6 +966,8 @@ NONDIFF(max_pool2d_backward)
 #define CT_DERIV_COMPOSITE(name)
 #define CT_DERIV_VIEW(name) CT_DERIV_(name)
 #define CT_DERIV_COPY(name) CT_DERIV_(name)
+#define CT_DERIV_REDUCE(name) CT_DERIV_(name)
+#define CT_DERIV_SCAN(name) CT_DERIV_(name)
 
 static const ct_derivative table[CT_OP_COUNT] = {
 #define CT_OP(name, sig, family, flags) CT_DERIV_##family(name)
