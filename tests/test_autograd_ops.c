@@ -224,6 +224,62 @@ static void test_conv2d_double_backward_refused(void **state) {
     ct_scope_end();
 }
 
+/* ------------------------------------------------------------------ reductions: ties and kinks */
+
+static ct_tensor *grad_of(ct_tensor *y, ct_tensor *x) {
+    const ct_tensor *o[1] = {y};
+    const ct_tensor *i[1] = {x};
+    ct_tensor *g[1] = {NULL};
+    if (ct_autograd_grad(o, 1, i, 1, NULL, false, false, false, g) != CT_OK)
+        fail_msg("%s", ct_last_error());
+    return g[0];
+}
+
+static void assert_grad(const ct_tensor *g, const double *want, int64_t n) {
+    for (int64_t k = 0; k < n; k++)
+        if (fabs(ct_test_at(g, k) - want[k]) > 1e-15)
+            fail_msg("element %lld: %.17g, want %.17g", (long long)k, ct_test_at(g, k), want[k]);
+}
+
+static void test_reduction_ties_and_zero_norms(void **state) {
+    (void)state;
+    ct_scope_begin();
+    ct_tensor *x = ct_from_data((double[]){1, 3, 3, 0, 3, -2}, CT_SHAPE(6), CT_F64);
+    ct_tensor_set_requires_grad(x, true);
+    /* amax and max(a) share the gradient evenly among the three 3s. */
+    assert_grad(grad_of(ct_amax(x, NULL, 0, false), x), (double[]){0, 1.0 / 3, 1.0 / 3, 0, 1.0 / 3, 0}, 6);
+    assert_grad(grad_of(ct_max(x), x), (double[]){0, 1.0 / 3, 1.0 / 3, 0, 1.0 / 3, 0}, 6);
+    assert_grad(grad_of(ct_amin(x, NULL, 0, false), x), (double[]){0, 0, 0, 0, 0, 1}, 6);
+    /* max with a dim routes everything to the index it returned (the first 3). */
+    ct_tensor *v = NULL, *idx = NULL;
+    assert_int_equal(ct_max_dim(x, 0, false, &v, &idx), CT_OK);
+    assert_grad(grad_of(v, x), (double[]){0, 1, 0, 0, 0, 0}, 6);
+    /* Norms at zero: subgradient 0, not NaN. */
+    ct_tensor *z = ct_zeros(CT_SHAPE(3), CT_F64, CT_CPU);
+    ct_tensor_set_requires_grad(z, true);
+    assert_grad(grad_of(ct_linalg_vector_norm(z, 2, NULL, 0, false, CT_DTYPE_UNDEFINED), z), (double[]){0, 0, 0}, 3);
+    assert_grad(grad_of(ct_linalg_vector_norm(z, 1, NULL, 0, false, CT_DTYPE_UNDEFINED), z), (double[]){0, 0, 0}, 3);
+    assert_grad(grad_of(ct_norm(z, 3, NULL, 0, false, CT_DTYPE_UNDEFINED), z), (double[]){0, 0, 0}, 3);
+    /* prod with one zero: the product of the others; with two zeros: all zero. */
+    ct_tensor *p = ct_from_data((double[]){2, 0, 5}, CT_SHAPE(3), CT_F64);
+    ct_tensor_set_requires_grad(p, true);
+    assert_grad(grad_of(ct_prod(p, NULL, 0, false, CT_DTYPE_UNDEFINED), p), (double[]){0, 10, 0}, 3);
+    ct_tensor *p2 = ct_from_data((double[]){2, 0, 0}, CT_SHAPE(3), CT_F64);
+    ct_tensor_set_requires_grad(p2, true);
+    assert_grad(grad_of(ct_prod(p2, NULL, 0, false, CT_DTYPE_UNDEFINED), p2), (double[]){0, 0, 0}, 3);
+    /* cumprod over zeros is refused rather than answered wrong. */
+    ct_tensor *c = ct_cumprod(p, 0, CT_DTYPE_UNDEFINED);
+    const ct_tensor *o[1] = {c};
+    const ct_tensor *i[1] = {p};
+    const ct_tensor *go[1] = {ct_ones_like(c, CT_DTYPE_UNDEFINED)};
+    ct_tensor *g[1];
+    CT_ASSERT_ERR(ct_autograd_grad(o, 1, i, 1, go, false, false, false, g) == CT_OK, CT_ERROR_NOT_IMPLEMENTED,
+                  "cumprod");
+    /* argmax is not differentiable: its result does not require grad. */
+    assert_false(ct_tensor_requires_grad(ct_argmax(x)));
+    ct_scope_end();
+}
+
 /* Note [Derivative table]: a differentiable op without a formula fails here (and
  * already at build time, through the table's X-macro). */
 static void test_every_op_has_a_derivative(void **state) {
@@ -284,6 +340,7 @@ int main(void) {
         cmocka_unit_test(test_matrix_gradcheck),
         cmocka_unit_test(test_shape_index_nn_gradcheck),
         cmocka_unit_test(test_conv2d_double_backward_refused),
+        cmocka_unit_test(test_reduction_ties_and_zero_norms),
         cmocka_unit_test(test_every_op_has_a_derivative),
         cmocka_unit_test(test_gradcheck_catches_errors),
     };

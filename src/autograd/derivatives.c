@@ -39,72 +39,20 @@ static bool is_one(ct_scalar s) {
 
 static ct_tensor *scale(ct_tensor *x, ct_scalar s) { return !x || is_one(s) ? x : ct_mul_scalar(x, s); }
 
-/* ------------------------------------------------------------------ internal nodes */
-
-static ct_tensor *internal_result(ct_tensor *out, const ct_tensor *in, const char *name, ct_backward_fn bw,
-                                  const int64_t *ints, int nints) {
-    if (!out)
-        return NULL;
-    out->requires_grad = false;
-    if (!ct_is_grad_enabled() || !in->requires_grad)
-        return out;
-    ct_node *n = ct_node_new(CT_NODE_INTERNAL, name, 1);
-    if (!n)
-        return NULL;
-    n->backward = bw;
-    n->nout = 1;
-    ct_input_meta_set(&n->in_meta[0], in);
-    n->nints = nints;
-    memcpy(n->ints, ints, (size_t)nints * sizeof *ints);
-    ct_status st = ct_edge_for(in, &n->edges[0]);
-    if (st == CT_OK)
-        st = ct_set_history(out, n, 0);
-    ct_node_unref(n);
-    return st == CT_OK ? out : NULL;
-}
-
-static ct_status sum_to_backward(ct_node_ctx *ctx, ct_tensor *const *gout, ct_tensor **gin);
+/* ------------------------------------------------------------------ helpers */
 
 /* Sums g over the dims broadcasting added or stretched, down to shape. */
 ct_tensor *ct_ag_sum_to(const ct_tensor *g, const int64_t *shape, int ndim) {
-    ct_tensor *out = ct_zeros(shape, ndim, g->dtype, g->device);
-    if (!out)
-        return NULL;
-    if (g->device.type == CT_DEVICE_CPU && g->numel > 0) {
-        size_t esz = ct_dtype_size(g->dtype);
-        int lead = g->ndim - ndim;
-        int64_t idx[CT_MAX_DIMS] = {0};
-        char *gp = ct_tensor_ptr(g), *op = ct_tensor_ptr(out);
-        for (int64_t k = 0; k < g->numel; k++) {
-            int64_t go = 0, oo = 0;
-            for (int d = 0; d < g->ndim; d++) {
-                go += idx[d] * g->strides[d];
-                int od = d - lead;
-                if (od >= 0 && shape[od] != 1)
-                    oo += idx[d] * out->strides[od];
-            }
-            char *dst = op + (size_t)oo * esz;
-            ct_store_double(dst, g->dtype, ct_load_double(dst, g->dtype) + ct_load_double(gp + (size_t)go * esz, g->dtype));
-            for (int d = g->ndim - 1; d >= 0; d--) {
-                if (++idx[d] < g->shape[d])
-                    break;
-                idx[d] = 0;
-            }
-        }
-    }
-    int64_t ints[CT_MAX_DIMS];
-    memcpy(ints, g->shape, (size_t)g->ndim * sizeof *ints);
-    return internal_result(out, g, "SumBackward1", sum_to_backward, ints, g->ndim);
+    int lead = g->ndim - ndim, n = 0;
+    int64_t dims[CT_MAX_DIMS];
+    for (int d = 0; d < g->ndim; d++)
+        if (d < lead || (shape[d - lead] == 1 && g->shape[d] != 1))
+            dims[n++] = d;
+    const ct_tensor *r = n ? ct_sum(g, dims, n, true, CT_DTYPE_UNDEFINED) : g;
+    return r ? ct_reshape(r, shape, ndim) : NULL;
 }
-
 
 static ct_tensor *ag_transpose(const ct_tensor *x, int d0, int d1) { return ct_transpose(x, d0, d1); }
-
-static ct_status sum_to_backward(ct_node_ctx *ctx, ct_tensor *const *gout, ct_tensor **gin) {
-    TRY(gin[0] = ct_expand(G, ctx->node->ints, ctx->node->nints));
-    return CT_OK;
-}
-
 
 /* ------------------------------------------------------------------ elementwise */
 

@@ -179,8 +179,8 @@ const ct_derivative *ct_derivative_of(ct_op op);
 /* Differentiable ops: not marked CT_OPF_NONDIFF, not comparisons, not composites. */
 bool ct_op_is_differentiable(ct_op op);
 
-/* Internal differentiable helpers used by formulas: each records its own node when
- * grad mode is on and the input requires grad. */
+/* g summed over the dims broadcasting added or stretched, down to shape (with ct_sum,
+ * so differentiable). */
 ct_tensor *ct_ag_sum_to(const ct_tensor *g, const int64_t *shape, int ndim);
 /* Note [View gradients]: x laid out as `from` over a storage, rearranged into the
  * layout `to` over the same storage (elements at the same address correspond; several
