@@ -99,10 +99,8 @@ static ct_status record(ct_call *call, const ct_derivative *d, ct_tensor *orig_s
         st = ct_node_save(n, CT_SAVED_OUT0, call->out[0], true, ct_tensor_version(call->out[0]) + (inplace ? 1 : 0));
     if (st == CT_OK && (d->saves & CT_SAVE_OUT1) && call->nout > 1 && call->out[1])
         st = ct_node_save(n, CT_SAVED_OUT1, call->out[1], false, ct_tensor_version(call->out[1]));
-    if (call->out[0]) {
+    if (call->out[0])
         ct_input_meta_set(&n->out_meta, call->out[0]);
-        n->out_is_view = call->in[0] && call->out[0]->storage == call->in[0]->storage;
-    }
     for (int i = 0; i < call->nout && st == CT_OK; i++) {
         ct_tensor *o = call->out[i];
         bool is_input = false; /* contiguous() of a contiguous tensor returns it: no node */

@@ -69,7 +69,6 @@ struct ct_node {
     ct_edge *edges;       /* nin of each, allocated with the node */
     ct_input_meta *in_meta;
     ct_input_meta out_meta; /* output 0 (view ops map gradients between the two layouts) */
-    bool out_is_view;       /* output 0 shares input 0's storage */
     int nout;             /* forward outputs = gradients this node receives */
     ct_saved saved[CT_NODE_MAX_SAVED];
     bool saved_freed;     /* saved tensors were released after a backward */
