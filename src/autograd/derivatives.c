@@ -394,6 +394,12 @@ ct_status ct_rebase_view(ct_tensor *view, ct_node *n) {
     return st;
 }
 
+static ct_status pass_through(ct_node_ctx *ctx, ct_tensor *const *gout, ct_tensor **gin) {
+    (void)ctx;
+    gin[0] = G;
+    return CT_OK;
+}
+
 /* Views that only regroup dims: the gradient is reshaped back. */
 static ct_status reshape_back(ct_node_ctx *ctx, ct_tensor *const *gout, ct_tensor **gin) {
     TRY(gin[0] = ct_reshape(G, ctx->node->in_meta[0].shape, ctx->node->in_meta[0].ndim));
@@ -407,24 +413,43 @@ DEF(squeeze_dim, 0) { return reshape_back(ctx, gout, gin); }
 DEF(unsqueeze, 0) { return reshape_back(ctx, gout, gin); }
 DEF(flatten, 0) { return reshape_back(ctx, gout, gin); }
 DEF(unflatten, 0) { return reshape_back(ctx, gout, gin); }
-DEF(permute, 0) { return regeom_backward(ctx, gout, gin); }
-DEF(transpose, 0) { return regeom_backward(ctx, gout, gin); }
-DEF(t, 0) { return regeom_backward(ctx, gout, gin); }
-DEF(movedim, 0) { return regeom_backward(ctx, gout, gin); }
-DEF(expand, 0) { return regeom_backward(ctx, gout, gin); }
+/* Reorderings and broadcasts have cheap exact inverses. */
+DEF(permute, 0) {
+    const ct_node *n = ctx->node;
+    int64_t inv[CT_MAX_DIMS];
+    for (int i = 0; i < n->nints; i++)
+        inv[n->ints[i] < 0 ? n->ints[i] + n->nints : n->ints[i]] = i;
+    TRY(gin[0] = ct_permute(G, inv, n->nints));
+    return CT_OK;
+}
+
+DEF(transpose, 0) {
+    TRY(gin[0] = ct_transpose(G, (int)ctx->node->ints[0], (int)ctx->node->ints[1]));
+    return CT_OK;
+}
+
+DEF(t, 0) {
+    TRY(gin[0] = ct_t(G));
+    return CT_OK;
+}
+
+DEF(movedim, 0) {
+    TRY(gin[0] = ct_movedim(G, (int)ctx->node->ints[1], (int)ctx->node->ints[0]));
+    return CT_OK;
+}
+
+DEF(expand, 0) {
+    TRY(gin[0] = ct_ag_sum_to(G, ctx->node->in_meta[0].shape, ctx->node->in_meta[0].ndim));
+    return CT_OK;
+}
 DEF(narrow, 0) { return regeom_backward(ctx, gout, gin); }
 DEF(slice, 0) { return regeom_backward(ctx, gout, gin); }
 DEF(select, 0) { return regeom_backward(ctx, gout, gin); }
 DEF(unfold, 0) { return regeom_backward(ctx, gout, gin); }
 DEF(diagonal, 0) { return regeom_backward(ctx, gout, gin); }
 DEF(as_strided, 0) { return regeom_backward(ctx, gout, gin); }
-DEF(alias, 0) { return regeom_backward(ctx, gout, gin); }
+DEF(alias, 0) { return pass_through(ctx, gout, gin); }
 
-static ct_status pass_through(ct_node_ctx *ctx, ct_tensor *const *gout, ct_tensor **gin) {
-    (void)ctx;
-    gin[0] = G;
-    return CT_OK;
-}
 
 DEF(clone, 0) { return pass_through(ctx, gout, gin); }
 DEF(contiguous, 0) { return pass_through(ctx, gout, gin); }
