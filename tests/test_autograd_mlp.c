@@ -54,8 +54,9 @@ static ct_tensor *param(const array *a, const int64_t *shape, int ndim) {
     return t;
 }
 
-static void test_mlp_matches_pytorch(void **state) {
-    (void)state;
+/* foreach < -1: update by hand under no_grad; otherwise ct_optimizer_step (SGD) with
+ * that foreach setting (0: one op per step, 1: the fused loops). */
+static void train(int foreach) {
     array arrays[8];
     int na = load(arrays, 8);
     assert_int_equal(na, 7);
@@ -72,6 +73,13 @@ static void test_mlp_matches_pytorch(void **state) {
     const array *losses = find(arrays, na, "losses");
     assert_int_equal(losses->n, 20);
     ct_tensor *params[4] = {w1, b1, w2, b2};
+    ct_optimizer *opt = NULL;
+    if (foreach >= -1) {
+        ct_optim_options o = ct_sgd_options(lr);
+        o.foreach = foreach;
+        opt = ct_optimizer_new(CT_OPTIM_SGD, params, 4, &o);
+        CT_ASSERT_OK(opt);
+    }
     for (int step = 0; step < 20; step++) {
         ct_scope_begin();
         ct_tensor *h = ct_tanh(ct_linear(x, w1, b1));
@@ -87,23 +95,42 @@ static void test_mlp_matches_pytorch(void **state) {
         for (int p = 0; p < 4; p++)
             assert_int_equal(ct_tensor_set_grad(params[p], NULL), CT_OK);
         assert_int_equal(ct_backward(loss, NULL, false, false), CT_OK);
-        bool prev = ct_set_grad_enabled(false);
-        for (int p = 0; p < 4; p++) {
-            ct_tensor *g = ct_tensor_grad(params[p]);
-            CT_ASSERT_OK(g);
-            CT_ASSERT_OK(ct_sub_alpha_(params[p], g, ct_scalar_float(lr)));
+        if (opt) {
+            assert_int_equal(ct_optimizer_step(opt), CT_OK);
+            assert_true(ct_is_grad_enabled());
+        } else {
+            bool prev = ct_set_grad_enabled(false);
+            for (int p = 0; p < 4; p++) {
+                ct_tensor *g = ct_tensor_grad(params[p]);
+                CT_ASSERT_OK(g);
+                CT_ASSERT_OK(ct_sub_alpha_(params[p], g, ct_scalar_float(lr)));
+            }
+            ct_set_grad_enabled(prev);
         }
-        ct_set_grad_enabled(prev);
         ct_scope_end();
     }
     ct_scope_end();
+    ct_optimizer_free(opt);
     for (int p = 0; p < 4; p++)
         ct_release(params[p]);
+}
+
+static void test_mlp_matches_pytorch(void **state) {
+    (void)state;
+    train(-2);
+}
+
+/* The same with the optimizer, which updates parameters that require grad. */
+static void test_mlp_with_optimizer(void **state) {
+    (void)state;
+    train(0);
+    train(1);
 }
 
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_mlp_matches_pytorch),
+        cmocka_unit_test(test_mlp_with_optimizer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

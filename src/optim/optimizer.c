@@ -854,9 +854,20 @@ static ct_status check_grad(const ct_tensor *p, const ct_tensor *g, int group, i
     return CT_OK;
 }
 
+static ct_status step_impl(ct_optimizer *opt);
+
+/* As torch.optim's step, the update runs under no_grad: autograd neither records it nor
+ * refuses the in-place ops on parameters that require grad. */
 ct_status ct_optimizer_step(ct_optimizer *opt) {
     if (!opt)
         return ct_error(CT_ERROR_NULL_ARGUMENT, "optimizer.step", "optimizer is NULL");
+    bool prev = ct_set_grad_enabled(false);
+    ct_status st = step_impl(opt);
+    ct_set_grad_enabled(prev);
+    return st;
+}
+
+static ct_status step_impl(ct_optimizer *opt) {
     /* Check every gradient first so that a bad one leaves all parameters untouched. */
     for (int gi = 0; gi < opt->ngroups; gi++) {
         param_group *g = &opt->groups[gi];
