@@ -45,7 +45,8 @@ struct ct_tensor {
      * type promotion only when of a higher category, like PyTorch's wrapped numbers. */
     bool wrapped_number;
     ct_tensor *grad;  /* strong reference or NULL */
-    void *grad_fn;    /* autograd node; released through grad_fn_release */
+    void *grad_fn;    /* autograd's data (ct_ag_meta in src/autograd/node.h: the node,
+                         hooks); released through grad_fn_release */
     void (*grad_fn_release)(void *grad_fn);
     int32_t output_nr; /* which output of grad_fn this tensor is */
     ct_tensor *base;  /* for views: the tensor they view (strong reference) */
