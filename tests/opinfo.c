@@ -591,6 +591,7 @@ static ct_tensor *red_grad_fn(ct_tensor *const *in, int n, void *ud) {
 }
 
 void ct_opinfo_reduce_gradcheck(const ct_opinfo_red *info, bool gradgrad) {
+    int second = 0;
     static const struct {
         int nd;
         int64_t shape[3];
@@ -598,7 +599,7 @@ void ct_opinfo_reduce_gradcheck(const ct_opinfo_red *info, bool gradgrad) {
         int64_t dims[2];
         bool keepdim, transposed;
     } cases[] = {
-        {2, {3, 4}, 0, {0}, false, false},   {2, {3, 4}, 1, {1}, false, true}, {2, {3, 4}, 1, {0}, true, false},
+        {2, {3, 4}, 1, {1}, false, true}, {2, {3, 4}, 0, {0}, false, false}, {2, {3, 4}, 1, {0}, true, false},
         {3, {2, 3, 2}, 2, {0, 2}, false, false}, {3, {2, 3, 2}, 1, {-1}, true, true}, {0, {0}, 0, {0}, false, false},
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
@@ -640,7 +641,8 @@ void ct_opinfo_reduce_gradcheck(const ct_opinfo_red *info, bool gradgrad) {
         ct_tensor *in[1] = {x};
         if (ct_gradcheck(red_grad_fn, &args, in, 1, 1e-6, 1e-5, 1e-3) != CT_OK)
             fail_msg("%s: gradcheck failed on case %zu: %s", info->name, c, ct_last_error());
-        if (gradgrad && ct_gradgradcheck(red_grad_fn, &args, in, 1, 1e-6, 1e-5, 1e-3) != CT_OK)
+        /* Second order on the first two cases only: the suite must stay fast. */
+        if (gradgrad && second++ < 2 && ct_gradgradcheck(red_grad_fn, &args, in, 1, 1e-6, 1e-5, 1e-3) != CT_OK)
             fail_msg("%s: gradgradcheck failed on case %zu: %s", info->name, c, ct_last_error());
         ct_scope_end();
     }
