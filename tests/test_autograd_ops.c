@@ -156,6 +156,60 @@ static ct_tensor *f_linear(ct_tensor *const *in, int n, void *ud) {
     return ct_linear(in[0], in[1], in[2]);
 }
 
+static ct_tensor *f_scatter(ct_tensor *const *in, int n, void *ud) {
+    (void)n, (void)ud;
+    return ct_scatter(in[0], 1, idx_tensor((int64_t[]){0, 1, 2, 0, 1, 3}, CT_SHAPE(3, 2)), in[1]);
+}
+static ct_tensor *f_scatter_value(ct_tensor *const *in, int n, void *ud) {
+    (void)n, (void)ud;
+    return ct_mul(ct_scatter_value(in[0], 1, idx_tensor((int64_t[]){0, 1, 2, 0, 1, 3}, CT_SHAPE(3, 2)),
+                                   ct_scalar_float(2)), in[0]);
+}
+static ct_tensor *f_scatter_sum(ct_tensor *const *in, int n, void *ud) {
+    (void)n;
+    return ct_scatter_reduce(in[0], 1, idx_tensor((int64_t[]){0, 0, 2, 2, 1, 3}, CT_SHAPE(3, 2)), in[1], "sum",
+                             ud != NULL);
+}
+static ct_tensor *f_index_copy(ct_tensor *const *in, int n, void *ud) {
+    (void)n, (void)ud;
+    return ct_index_copy(in[0], 0, idx_tensor((int64_t[]){2, 0}, CT_SHAPE(2)), in[1]);
+}
+static ct_tensor *f_index_fill(ct_tensor *const *in, int n, void *ud) {
+    (void)n, (void)ud;
+    return ct_index_fill(in[0], 1, idx_tensor((int64_t[]){1, 3}, CT_SHAPE(2)), ct_scalar_float(5));
+}
+static ct_tensor *f_take(ct_tensor *const *in, int n, void *ud) {
+    (void)n, (void)ud;
+    return ct_take(in[0], idx_tensor((int64_t[]){0, -1, 4, 4}, CT_SHAPE(2, 2)));
+}
+static ct_tensor *f_masked_select(ct_tensor *const *in, int n, void *ud) {
+    (void)n, (void)ud;
+    return ct_masked_select(in[0], ct_from_data((bool[]){true, false, true}, CT_SHAPE(3), CT_BOOL));
+}
+static ct_tensor *f_masked_scatter(ct_tensor *const *in, int n, void *ud) {
+    (void)n, (void)ud;
+    ct_tensor *m = ct_from_data((bool[]){true, false, true, false, false, true}, CT_SHAPE(2, 3), CT_BOOL);
+    return ct_masked_scatter(in[0], m, in[1]);
+}
+static ct_tensor *f_kthvalue(ct_tensor *const *in, int n, void *ud) {
+    (void)n;
+    return ct_kthvalue(in[0], 2, 1, ud != NULL, NULL);
+}
+static ct_tensor *f_index(ct_tensor *const *in, int n, void *ud) {
+    (void)n, (void)ud;
+    const ct_tensor *ix[2] = {NULL, idx_tensor((int64_t[]){2, 0, 2}, CT_SHAPE(3))};
+    return ct_index(in[0], ix, 2);
+}
+static ct_tensor *f_index_put(ct_tensor *const *in, int n, void *ud) {
+    (void)n;
+    const ct_tensor *ix[1] = {idx_tensor((int64_t[]){2, 0}, CT_SHAPE(2))};
+    return ct_index_put(in[0], ix, 1, in[1], ud != NULL);
+}
+static ct_tensor *f_pad(ct_tensor *const *in, int n, void *ud) {
+    (void)n, (void)ud;
+    return ct_pad(in[0], CT_INDEX(1, 2, -1, 1), 4, "constant", 0.5);
+}
+
 typedef struct {
     const char *name;
     ct_grad_fn_t fn;
@@ -163,30 +217,46 @@ typedef struct {
     int nd[3];
     int64_t shape[3][4];
     bool gradgrad;
+    void *ud;
 } op_sample;
 
 static const op_sample op_samples[] = {
-    {"cat", f_cat, 2, {2, 2}, {{2, 3}, {2, 2}}, true},
-    {"stack", f_stack, 2, {2, 2}, {{2, 3}, {2, 3}}, true},
-    {"flip", f_flip, 1, {2}, {{3, 4}}, true},
-    {"tril", f_tril, 1, {2}, {{3, 4}}, true},
-    {"triu", f_triu, 1, {2}, {{4, 3}}, true},
-    {"index_select", f_index_select, 1, {2}, {{2, 3}}, true},
-    {"gather", f_gather, 1, {2}, {{3, 4}}, true},
-    {"scatter_add", f_scatter_add, 2, {2, 2}, {{3, 4}, {3, 2}}, true},
-    {"index_add", f_index_add, 2, {2, 2}, {{3, 2}, {3, 2}}, true},
-    {"masked_fill", f_masked_fill, 1, {2}, {{3, 4}}, true},
-    {"sort", f_sort, 1, {2}, {{2, 5}}, true},
-    {"topk", f_topk, 1, {2}, {{4, 3}}, true},
-    {"max_pool2d", f_max_pool, 1, {4}, {{1, 2, 4, 5}}, true},
-    {"max_pool2d_unbatched", f_max_pool, 1, {3}, {{2, 3, 4}}, true},
-    {"conv2d", f_conv, 3, {4, 4, 1}, {{2, 2, 4, 5}, {3, 2, 2, 3}, {3}}, false},
-    {"matmul_vv", f_matmul, 2, {1, 1}, {{4}, {4}}, true},
-    {"matmul_mv", f_matmul, 2, {2, 1}, {{3, 4}, {4}}, true},
-    {"matmul_vm", f_matmul, 2, {1, 2}, {{3}, {3, 2}}, true},
-    {"matmul_batched_broadcast", f_matmul, 2, {3, 2}, {{2, 3, 4}, {4, 2}}, true},
-    {"matmul_broadcast_batches", f_matmul, 2, {4, 3}, {{2, 1, 2, 3}, {3, 3, 2}}, true},
-    {"linear", f_linear, 3, {2, 2, 1}, {{5, 3}, {2, 3}, {2}}, true},
+    {"cat", f_cat, 2, {2, 2}, {{2, 3}, {2, 2}}, true, NULL},
+    {"stack", f_stack, 2, {2, 2}, {{2, 3}, {2, 3}}, true, NULL},
+    {"flip", f_flip, 1, {2}, {{3, 4}}, true, NULL},
+    {"tril", f_tril, 1, {2}, {{3, 4}}, true, NULL},
+    {"triu", f_triu, 1, {2}, {{4, 3}}, true, NULL},
+    {"index_select", f_index_select, 1, {2}, {{2, 3}}, true, NULL},
+    {"gather", f_gather, 1, {2}, {{3, 4}}, true, NULL},
+    {"scatter_add", f_scatter_add, 2, {2, 2}, {{3, 4}, {3, 2}}, true, NULL},
+    {"index_add", f_index_add, 2, {2, 2}, {{3, 2}, {3, 2}}, true, NULL},
+    {"masked_fill", f_masked_fill, 1, {2}, {{3, 4}}, true, NULL},
+    {"sort", f_sort, 1, {2}, {{2, 5}}, true, NULL},
+    {"topk", f_topk, 1, {2}, {{4, 3}}, true, NULL},
+    {"max_pool2d", f_max_pool, 1, {4}, {{1, 2, 4, 5}}, true, NULL},
+    {"max_pool2d_unbatched", f_max_pool, 1, {3}, {{2, 3, 4}}, true, NULL},
+    {"conv2d", f_conv, 3, {4, 4, 1}, {{2, 2, 4, 5}, {3, 2, 2, 3}, {3}}, false, NULL},
+    {"matmul_vv", f_matmul, 2, {1, 1}, {{4}, {4}}, true, NULL},
+    {"matmul_mv", f_matmul, 2, {2, 1}, {{3, 4}, {4}}, true, NULL},
+    {"matmul_vm", f_matmul, 2, {1, 2}, {{3}, {3, 2}}, true, NULL},
+    {"matmul_batched_broadcast", f_matmul, 2, {3, 2}, {{2, 3, 4}, {4, 2}}, true, NULL},
+    {"matmul_broadcast_batches", f_matmul, 2, {4, 3}, {{2, 1, 2, 3}, {3, 3, 2}}, true, NULL},
+    {"linear", f_linear, 3, {2, 2, 1}, {{5, 3}, {2, 3}, {2}}, true, NULL},
+    {"scatter", f_scatter, 2, {2, 2}, {{3, 4}, {3, 2}}, true, NULL},
+    {"scatter_value", f_scatter_value, 1, {2}, {{3, 4}}, true, NULL},
+    {"scatter_reduce_sum", f_scatter_sum, 2, {2, 2}, {{3, 4}, {3, 2}}, true, (void *)1},
+    {"scatter_reduce_sum_exclude_self", f_scatter_sum, 2, {2, 2}, {{3, 4}, {3, 2}}, true, NULL},
+    {"index_copy", f_index_copy, 2, {2, 2}, {{4, 2}, {2, 2}}, true, NULL},
+    {"index_fill", f_index_fill, 1, {2}, {{3, 4}}, true, NULL},
+    {"take", f_take, 1, {2}, {{2, 3}}, true, NULL},
+    {"masked_select", f_masked_select, 1, {2}, {{2, 3}}, true, NULL},
+    {"masked_scatter", f_masked_scatter, 2, {2, 1}, {{2, 3}, {5}}, true, NULL},
+    {"kthvalue", f_kthvalue, 1, {2}, {{3, 4}}, true, NULL},
+    {"kthvalue_keepdim", f_kthvalue, 1, {2}, {{3, 4}}, true, (void *)1},
+    {"index", f_index, 1, {2}, {{3, 4}}, true, NULL},
+    {"index_put", f_index_put, 2, {2, 2}, {{3, 4}, {2, 4}}, true, NULL},
+    {"index_put_accumulate", f_index_put, 2, {2, 2}, {{3, 4}, {2, 4}}, true, (void *)1},
+    {"pad_constant", f_pad, 1, {2}, {{2, 3}}, true, NULL},
 };
 
 static void test_shape_index_nn_gradcheck(void **state) {
@@ -197,9 +267,9 @@ static void test_shape_index_nn_gradcheck(void **state) {
         ct_tensor *in[3];
         for (int i = 0; i < o->n; i++)
             in[i] = rand_leaf(o->shape[i], o->nd[i], false);
-        if (ct_gradcheck(o->fn, NULL, in, o->n, 1e-6, 1e-6, 1e-4) != CT_OK)
+        if (ct_gradcheck(o->fn, o->ud, in, o->n, 1e-6, 1e-6, 1e-4) != CT_OK)
             fail_msg("%s: %s", o->name, ct_last_error());
-        if (o->gradgrad && ct_gradgradcheck(o->fn, NULL, in, o->n, 1e-6, 1e-6, 1e-4) != CT_OK)
+        if (o->gradgrad && ct_gradgradcheck(o->fn, o->ud, in, o->n, 1e-6, 1e-6, 1e-4) != CT_OK)
             fail_msg("%s (second order): %s", o->name, ct_last_error());
         ct_scope_end();
     }

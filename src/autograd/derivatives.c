@@ -602,6 +602,173 @@ DEF(max_pool2d_with_indices, CT_SAVE_OUT1) {
 NONDIFF(conv2d_backward)
 NONDIFF(max_pool2d_backward)
 
+/* ------------------------------------------------------------------ advanced indexing */
+
+/* Writes go to index: t's gradient loses those positions; src gets what was read there. */
+DEF(scatter, CT_SAVE_IN1) {
+    ct_node *n = ctx->node;
+    ct_tensor *idx;
+    TRY(idx = saved(ctx, 1));
+    if (WANT(0))
+        TRY(gin[0] = ct_scatter_value(G, n->ints[0], idx, ct_scalar_int(0)));
+    if (n->nin > 2 && WANT(2))
+        TRY(gin[2] = ct_gather(G, n->ints[0], idx));
+    return CT_OK;
+}
+
+/* "sum" only; the other reductions' derivatives are not implemented. */
+DEF(scatter_reduce, CT_SAVE_IN1) {
+    ct_node *n = ctx->node;
+    if (n->ints[1] != 0)
+        return ct_error(CT_ERROR_NOT_IMPLEMENTED, n->name,
+                        "the derivative of scatter_reduce is implemented for reduce=\"sum\" only");
+    ct_tensor *idx;
+    TRY(idx = saved(ctx, 1));
+    if (WANT(0))
+        TRY(gin[0] = n->ints[2] ? G : ct_scatter_value(G, n->ints[0], idx, ct_scalar_int(0)));
+    if (WANT(2))
+        TRY(gin[2] = ct_gather(G, n->ints[0], idx));
+    return CT_OK;
+}
+
+DEF(index_copy, CT_SAVE_IN1) {
+    ct_node *n = ctx->node;
+    ct_tensor *idx;
+    TRY(idx = saved(ctx, 1));
+    if (WANT(0))
+        TRY(gin[0] = ct_index_fill(G, n->ints[0], idx, ct_scalar_int(0)));
+    if (WANT(2))
+        TRY(gin[2] = ct_index_select(G, n->ints[0], idx));
+    return CT_OK;
+}
+
+DEF(index_fill, CT_SAVE_IN1) {
+    ct_tensor *idx;
+    TRY(idx = saved(ctx, 1));
+    TRY(gin[0] = ct_index_fill(G, ctx->node->ints[0], idx, ct_scalar_int(0)));
+    return CT_OK;
+}
+
+/* t viewed as 1-D: the gradient is accumulated back at the (possibly negative or
+ * repeated) flat indices. */
+DEF(take, CT_SAVE_IN1) {
+    const ct_input_meta *m = &ctx->node->in_meta[0];
+    ct_tensor *idx, *z;
+    TRY(idx = saved(ctx, 1));
+    int64_t numel = ct_shape_numel(m->shape, m->ndim);
+    TRY(z = ct_zeros(&numel, 1, G->dtype, G->device));
+    const ct_tensor *ix[1] = {ct_reshape(idx, CT_SHAPE(-1))};
+    TRY(ix[0]);
+    TRY(z = ct_index_put(z, ix, 1, ct_reshape(G, CT_SHAPE(-1)), true));
+    TRY(gin[0] = ct_reshape(z, m->shape, m->ndim));
+    return CT_OK;
+}
+
+/* The broadcast shape of two inputs' shapes. */
+static void broadcast_meta(const ct_input_meta *a, const ct_input_meta *b, int64_t *shape, int *ndim) {
+    int n = a->ndim > b->ndim ? a->ndim : b->ndim;
+    for (int i = 0; i < n; i++) {
+        int ia = i - (n - a->ndim), ib = i - (n - b->ndim);
+        int64_t sa = ia >= 0 ? a->shape[ia] : 1, sb = ib >= 0 ? b->shape[ib] : 1;
+        shape[i] = sa == 1 ? sb : sa;
+    }
+    *ndim = n;
+}
+
+DEF(masked_select, CT_SAVE_IN1) {
+    ct_tensor *mask, *z;
+    int64_t shape[CT_MAX_DIMS];
+    int nd;
+    TRY(mask = saved(ctx, 1));
+    broadcast_meta(&ctx->node->in_meta[0], &ctx->node->in_meta[1], shape, &nd);
+    TRY(z = ct_zeros(shape, nd, G->dtype, G->device));
+    TRY(gin[0] = ct_masked_scatter(z, mask, G));
+    return CT_OK;
+}
+
+/* src's first count(mask) elements went out; the rest get no gradient. */
+DEF(masked_scatter, CT_SAVE_IN1) {
+    ct_tensor *mask;
+    TRY(mask = saved(ctx, 1));
+    if (WANT(0))
+        TRY(gin[0] = ct_masked_fill(G, mask, ct_scalar_int(0)));
+    if (WANT(2)) {
+        const ct_input_meta *m = &ctx->node->in_meta[2];
+        ct_tensor *sel;
+        TRY(sel = ct_masked_select(G, mask));
+        int64_t rest = ct_shape_numel(m->shape, m->ndim) - ct_tensor_numel(sel);
+        if (rest > 0) {
+            const ct_tensor *parts[2] = {sel, ct_zeros(&rest, 1, G->dtype, G->device)};
+            TRY(parts[1]);
+            TRY(sel = ct_cat(parts, 2, 0));
+        }
+        TRY(gin[2] = ct_reshape(sel, m->shape, m->ndim));
+    }
+    return CT_OK;
+}
+
+DEF(kthvalue, CT_SAVE_OUT1) {
+    ct_node *n = ctx->node;
+    const ct_input_meta *m = &n->in_meta[0];
+    ct_tensor *idx, *g = G;
+    TRY(idx = saved(ctx, CT_SAVED_OUT1));
+    int dim = wrap_dim(n->ints[1], m->ndim);
+    if (!n->ints[2] && m->ndim > 0) { /* put the reduced dim back */
+        TRY(idx = ct_unsqueeze(idx, dim));
+        TRY(g = ct_unsqueeze(G, dim));
+    }
+    TRY(gin[0] = ct_scatter_add(zeros_of(m, G), dim, idx, g));
+    return CT_OK;
+}
+
+DEF(index, CT_SAVE_LIST) {
+    ct_node *n = ctx->node;
+    if (n->saved_freed)
+        return ct_node_saved(ctx, 0) ? CT_OK : ct_last_status();
+    TRY(gin[0] = ct_index_put(zeros_of(&n->in_meta[0], G), (const ct_tensor *const *)n->saved_list,
+                              n->nsaved_list, G, true));
+    return CT_OK;
+}
+
+/* t[indices] = values: t keeps the gradient outside the written positions (all of it
+ * when accumulating), values get what was read at them. */
+DEF(index_put, CT_SAVE_LIST) {
+    ct_node *n = ctx->node;
+    if (n->saved_freed)
+        return ct_node_saved(ctx, 0) ? CT_OK : ct_last_status();
+    const ct_tensor *const *ix = (const ct_tensor *const *)n->saved_list;
+    if (WANT(0)) {
+        if (n->ints[0]) {
+            gin[0] = G;
+        } else {
+            ct_tensor *zero;
+            TRY(zero = ct_zeros(NULL, 0, G->dtype, G->device));
+            TRY(gin[0] = ct_index_put(G, ix, n->nsaved_list, zero, false));
+        }
+    }
+    if (WANT(1))
+        TRY(gin[1] = ct_index(G, ix, n->nsaved_list));
+    return CT_OK;
+}
+
+/* Constant padding: negative padding crops, so the gradient is the opposite padding.
+ * The reflect/replicate/circular derivatives are not implemented. */
+DEF(pad, 0) {
+    ct_node *n = ctx->node;
+    int npad = n->nints - 1;
+    if (n->ints[npad] != 0)
+        return ct_error(CT_ERROR_NOT_IMPLEMENTED, n->name,
+                        "the derivative of pad is implemented for mode \"constant\" only");
+    int64_t neg[2 * CT_MAX_DIMS];
+    for (int i = 0; i < npad; i++)
+        neg[i] = -n->ints[i];
+    TRY(gin[0] = ct_pad(G, neg, npad, "constant", 0));
+    return CT_OK;
+}
+
+NONDIFF(unique)
+NONDIFF(unique_consecutive)
+
 /* ------------------------------------------------------------------ reductions and scans */
 
 /* The reduced dims of a reduction node and the shape its output has with keepdim. */

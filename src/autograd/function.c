@@ -95,6 +95,14 @@ static ct_status record(ct_call *call, const ct_derivative *d, ct_tensor *orig_s
         if (t)
             st = ct_node_save(n, i, t, false, ct_tensor_version(t));
     }
+    if (st == CT_OK && (d->saves & CT_SAVE_LIST) && call->nlist > 0) {
+        n->saved_list = ct_xcalloc(ct_op_name(call->op), (size_t)call->nlist, sizeof *n->saved_list);
+        if (!n->saved_list)
+            st = ct_last_status();
+        for (int i = 0; st == CT_OK && i < call->nlist; i++)
+            n->saved_list[i] = ct_retain((ct_tensor *)call->list[i]);
+        n->nsaved_list = call->nlist;
+    }
     if (st == CT_OK && (d->saves & CT_SAVE_OUT) && call->out[0])
         st = ct_node_save(n, CT_SAVED_OUT0, call->out[0], true, ct_tensor_version(call->out[0]) + (inplace ? 1 : 0));
     if (st == CT_OK && (d->saves & CT_SAVE_OUT1) && call->nout > 1 && call->out[1])

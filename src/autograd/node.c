@@ -66,6 +66,9 @@ static void node_destroy(ct_node *n) {
     hooks_free(hooks);
     for (int i = 0; i < CT_NODE_MAX_SAVED; i++)
         ct_release(n->saved[i].t);
+    for (int i = 0; i < n->nsaved_list; i++)
+        ct_release(n->saved_list[i]);
+    free(n->saved_list);
     for (int i = 0; i < n->nin; i++)
         ct_node_unref(n->edges[i].fn);
     ct_node_unref(n->wrapped);
@@ -291,6 +294,10 @@ void ct_node_free_saved(ct_node *n) {
     for (int i = 0; i < CT_NODE_MAX_SAVED; i++) {
         ct_release(n->saved[i].t);
         n->saved[i].t = NULL;
+    }
+    for (int i = 0; i < n->nsaved_list; i++) {
+        ct_release(n->saved_list[i]);
+        n->saved_list[i] = NULL;
     }
     n->saved_freed = true;
     if (n->wrapped)

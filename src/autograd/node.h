@@ -87,6 +87,9 @@ struct ct_node {
     ct_tensor *retain[CT_CALL_MAX_OUT];
     ct_node *next_free; /* Note [Freeing graphs] */
     ct_node *wrapped;   /* CopySlices: the in-place op's node (strong) */
+    /* CT_SAVE_LIST: the call's tensor list (index tensors; entries may be NULL). */
+    ct_tensor **saved_list;
+    int nsaved_list;
 };
 
 struct ct_node_ctx {
@@ -171,6 +174,7 @@ enum {
     CT_SAVE_IN3 = 1u << 3,
     CT_SAVE_OUT = 1u << 4,  /* output 0, kept without history (Note [Saved tensors]) */
     CT_SAVE_OUT1 = 1u << 5, /* output 1 (indices of sort, topk, max_pool2d) */
+    CT_SAVE_LIST = 1u << 6, /* the tensor list (advanced indexing's indices) */
 };
 
 /* The derivative of op, or NULL for ops that have none (non-differentiable). */
