@@ -107,7 +107,10 @@ static ct_tensor *f_stack(ct_tensor *const *in, int n, void *ud) {
     (void)ud;
     return ct_stack((const ct_tensor *const *)in, n, -1);
 }
-static ct_tensor *f_flip(ct_tensor *const *in, int n, void *ud) { (void)n, (void)ud; return ct_flip(in[0], CT_INDEX(0, 1), 2); }
+static ct_tensor *f_flip(ct_tensor *const *in, int n, void *ud) {
+    (void)n, (void)ud;
+    return ct_flip(in[0], CT_INDEX(0, 1), 2);
+}
 static ct_tensor *f_tril(ct_tensor *const *in, int n, void *ud) { (void)n, (void)ud; return ct_tril(in[0], -1); }
 static ct_tensor *f_triu(ct_tensor *const *in, int n, void *ud) { (void)n, (void)ud; return ct_triu(in[0], 1); }
 static ct_tensor *f_index_select(ct_tensor *const *in, int n, void *ud) {

@@ -30,7 +30,9 @@ static ct_tensor *v_permute(const ct_tensor *x) { return ct_permute(x, CT_SHAPE(
 static ct_tensor *v_transpose(const ct_tensor *x) { return ct_transpose(x, 0, 1); }
 static ct_tensor *v_t(const ct_tensor *x) { return ct_t(x); }
 static ct_tensor *v_movedim(const ct_tensor *x) { return ct_movedim(ct_view(x, CT_SHAPE(2, 3, 2)), 0, 2); }
-static ct_tensor *v_expand(const ct_tensor *x) { return ct_expand(ct_view(x, CT_SHAPE(2, 1, 6)), CT_SHAPE(3, 2, 4, 6)); }
+static ct_tensor *v_expand(const ct_tensor *x) {
+    return ct_expand(ct_view(x, CT_SHAPE(2, 1, 6)), CT_SHAPE(3, 2, 4, 6));
+}
 static ct_tensor *v_squeeze(const ct_tensor *x) { return ct_squeeze(ct_view(x, CT_SHAPE(1, 2, 1, 6))); }
 static ct_tensor *v_squeeze_dim(const ct_tensor *x) { return ct_squeeze_dim(ct_view(x, CT_SHAPE(1, 12)), 0); }
 static ct_tensor *v_unsqueeze(const ct_tensor *x) { return ct_unsqueeze(x, 1); }
