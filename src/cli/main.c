@@ -11,6 +11,7 @@ static const struct {
     const char *help;
 } commands[] = {
     {"info", ct_cmd_info, "build configuration, devices, threads and a short tensor demo"},
+    {"train", ct_cmd_train, "fashion-mnist [options]: train the CNN with a progress bar (the main job)"},
     {"inspect", ct_cmd_inspect, "FILE: names, dtypes, shapes and sizes in a checkpoint"},
     {"memviz", ct_cmd_memviz, "SNAPSHOT [-o PAGE.html]: a memory snapshot as a self-contained HTML page"},
 };
