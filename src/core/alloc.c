@@ -617,16 +617,23 @@ static void arr_dec(ct_alloc_stat *a, bool small, int64_t n) {
 
 void ct_alloc_set_observer(ct_alloc_observer_fn fn) { atomic_store(&g_observer, fn); }
 
-static void observe(dev_alloc *da, int action, uint64_t addr, uint64_t size) {
+static inline void observe(dev_alloc *da, int action, uint64_t addr, uint64_t size) {
     ct_alloc_observer_fn obs = atomic_load_explicit(&g_observer, memory_order_relaxed);
     if (obs)
         obs(da->device, action, addr, size, da->stats.allocated_bytes[CT_STAT_ALL].current);
 }
 
-static void trace(dev_alloc *da, int action, uint64_t addr, uint64_t size, int64_t stream, const char *ctx) {
+static void trace_record(dev_alloc *da, int action, uint64_t addr, uint64_t size, int64_t stream, const char *ctx);
+
+/* Inline, so that with history and the observer off an event costs two loads. */
+static inline void trace(dev_alloc *da, int action, uint64_t addr, uint64_t size, int64_t stream, const char *ctx) {
     observe(da, action, addr, size);
-    if (!atomic_load_explicit(&g_history, memory_order_relaxed))
-        return;
+    if (atomic_load_explicit(&g_history, memory_order_relaxed))
+        trace_record(da, action, addr, size, stream, ctx);
+}
+
+static __attribute__((noinline)) void trace_record(dev_alloc *da, int action, uint64_t addr, uint64_t size,
+                                                   int64_t stream, const char *ctx) {
     uint64_t gen = atomic_load(&g_history_gen);
     size_t max = atomic_load(&g_history_max);
     if (da->ring_gen != gen) {

@@ -172,52 +172,107 @@ static bool arena_put(thread_buf *b, const char *s, size_t len, uint32_t *off) {
 
 /* ------------------------------------------------------------------ recording */
 
-static void put_tensor_dims(char *buf, size_t cap, size_t *len, const ct_tensor *t) {
-    if (*len >= cap)
-        return;
-    if (!t) {
-        *len += (size_t)snprintf(buf + *len, cap - *len, "[]");
-        return;
+/* A bounded text buffer. The trace's text is built with these rather than printf,
+ * whose general path costs several thousand instructions a line; on overflow `over` is
+ * set and the text is cut. */
+typedef struct sbuf {
+    char *p;
+    size_t len, cap;
+    bool over;
+} sbuf;
+
+static void sb_put(sbuf *b, const char *s, size_t n) {
+    if (b->len + n > b->cap) {
+        b->over = true;
+        n = b->cap - b->len;
     }
-    *len += (size_t)snprintf(buf + *len, cap - *len, "[");
-    for (int d = 0; d < t->ndim && *len < cap; d++)
-        *len += (size_t)snprintf(buf + *len, cap - *len, d ? ", %" PRId64 : "%" PRId64, t->shape[d]);
-    if (*len < cap)
-        *len += (size_t)snprintf(buf + *len, cap - *len, "]");
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+}
+
+static void sb_puts(sbuf *b, const char *s) { sb_put(b, s, strlen(s)); }
+
+static void sb_int(sbuf *b, int64_t v) {
+    char tmp[24];
+    int n = 0;
+    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    do {
+        tmp[n++] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0)
+        tmp[n++] = '-';
+    char out[24];
+    for (int i = 0; i < n; i++)
+        out[i] = tmp[n - 1 - i];
+    sb_put(b, out, (size_t)n);
+}
+
+/* ns as microseconds with three decimals, the unit Chrome traces use */
+static void sb_us(sbuf *b, int64_t ns) {
+    if (ns < 0) {
+        sb_put(b, "-", 1);
+        ns = -ns;
+    }
+    sb_int(b, ns / 1000);
+    int f = (int)(ns % 1000);
+    char frac[4] = {'.', (char)('0' + f / 100), (char)('0' + f / 10 % 10), (char)('0' + f % 10)};
+    sb_put(b, frac, 4);
+}
+
+static void sb_json_string(sbuf *b, const char *s, size_t n) {
+    ct_json_buf jb = {0};
+    ct_json_put_string(&jb, s, n);
+    if (jb.failed)
+        sb_puts(b, "\"\"");
+    else
+        sb_put(b, jb.data, jb.len);
+    ct_json_buf_free(&jb);
 }
 
 /* The span's args without the byte counts, as JSON members:
  *   "Input Dims": [[2, 3], [3]], "Input type": ["float32", "float32"], "Device": "cpu" */
 static size_t format_args(const ct_call *call, char *buf, size_t cap) {
-    size_t len = 0;
+    sbuf b = {buf, 0, cap, false};
     int n = call->nin + call->nlist;
-    len += (size_t)snprintf(buf, cap, "\"Input Dims\": [");
-    for (int i = 0; i < n && len < cap; i++) {
-        const ct_tensor *t = i < call->nin ? call->in[i] : call->list[i - call->nin];
-        if (i && len < cap)
-            len += (size_t)snprintf(buf + len, cap - len, ", ");
-        put_tensor_dims(buf, cap, &len, t);
-    }
-    if (len < cap)
-        len += (size_t)snprintf(buf + len, cap - len, "], \"Input type\": [");
     const ct_tensor *first = NULL;
-    for (int i = 0; i < n && len < cap; i++) {
+    sb_puts(&b, "\"Input Dims\": [");
+    for (int i = 0; i < n; i++) {
         const ct_tensor *t = i < call->nin ? call->in[i] : call->list[i - call->nin];
+        if (i)
+            sb_put(&b, ", ", 2);
+        sb_put(&b, "[", 1);
+        for (int d = 0; t && d < t->ndim; d++) {
+            if (d)
+                sb_put(&b, ", ", 2);
+            sb_int(&b, t->shape[d]);
+        }
+        sb_put(&b, "]", 1);
         if (t && !first)
             first = t;
-        len += (size_t)snprintf(buf + len, cap - len, "%s\"%s\"", i ? ", " : "", t ? ct_dtype_name(t->dtype) : "");
+    }
+    sb_puts(&b, "], \"Input type\": [");
+    for (int i = 0; i < n; i++) {
+        const ct_tensor *t = i < call->nin ? call->in[i] : call->list[i - call->nin];
+        if (i)
+            sb_put(&b, ", ", 2);
+        sb_put(&b, "\"", 1);
+        sb_puts(&b, t ? ct_dtype_name(t->dtype) : "");
+        sb_put(&b, "\"", 1);
     }
     char dev[32] = "cpu";
-    if (first)
+    if (first && first->device.type != CT_DEVICE_CPU)
         ct_device_str(first->device, dev, sizeof dev);
-    if (len < cap)
-        len += (size_t)snprintf(buf + len, cap - len, "], \"Device\": \"%s\"", dev);
-    if (call->mode != CT_CALL_FUNCTIONAL && len < cap)
-        len += (size_t)snprintf(buf + len, cap - len, ", \"Mode\": \"%s\"",
-                                call->mode == CT_CALL_INPLACE ? "inplace" : "out");
-    if (len >= cap) /* too many dims for the buffer: say so rather than cut JSON short */
-        len = (size_t)snprintf(buf, cap, "\"Input Dims\": \"(too long)\"");
-    return len;
+    sb_puts(&b, "], \"Device\": \"");
+    sb_puts(&b, dev);
+    sb_put(&b, "\"", 1);
+    if (call->mode != CT_CALL_FUNCTIONAL)
+        sb_puts(&b, call->mode == CT_CALL_INPLACE ? ", \"Mode\": \"inplace\"" : ", \"Mode\": \"out\"");
+    if (b.over) { /* a list of many tensors: say so rather than cut the JSON short */
+        b.len = b.over = 0;
+        sb_puts(&b, "\"Input Dims\": \"(too long)\"");
+    }
+    return b.len;
 }
 
 ct_status ct_profiler_dispatch(ct_call *call) {
@@ -365,6 +420,7 @@ ct_status ct_profiler_start(const char *path) {
         pthread_mutex_unlock(&g_lock);
         return ct_error(CT_ERROR_IO, "profiler_start", "cannot open '%s' for writing", path);
     }
+    setvbuf(f, NULL, _IOFBF, 1 << 20);
     g_out = f;
     snprintf(g_path, sizeof g_path, "%s", path);
     g_t0 = now_ns();
@@ -408,66 +464,89 @@ static int ev_cmp(const void *pa, const void *pb) {
     return 0;
 }
 
-static void put_us(FILE *f, const char *key, int64_t ns) {
-    fprintf(f, ",\"%s\":%" PRId64 ".%03d", key, ns / 1000, (int)(ns % 1000));
-}
-
-static void put_json_string(FILE *f, const char *s, size_t n) {
-    ct_json_buf jb = {0};
-    ct_json_put_string(&jb, s, n);
-    if (jb.failed)
-        fputs("\"\"", f);
-    else
-        fwrite(jb.data, 1, jb.len, f);
-    ct_json_buf_free(&jb);
-}
-
-static void write_event(FILE *f, long pid, const ev_ref *r) {
+static void write_event(sbuf *b, long pid, const ev_ref *r) {
     const prof_event *e = r->e;
     const taken *t = r->t;
     char dev[32];
     ct_device d = {(ct_device_type)e->dev_type, e->dev_index};
+    if (e->kind != EV_SPAN && e->kind != EV_RANGE)
+        ct_device_str(d, dev, sizeof dev);
     switch (e->kind) {
     case EV_SPAN:
     case EV_RANGE:
-        fputs("{\"name\":", f);
-        if (e->kind == EV_SPAN)
-            fprintf(f, "\"%s\",\"cat\":\"op\"", e->name);
-        else {
-            put_json_string(f, t->arena + e->args, e->nargs);
-            fputs(",\"cat\":\"user_annotation\"", f);
-        }
-        fputs(",\"ph\":\"X\"", f);
-        put_us(f, "ts", e->ts);
-        put_us(f, "dur", e->dur);
-        fprintf(f, ",\"pid\":%ld,\"tid\":%" PRId64 ",\"args\":{", pid, t->tid);
+        sb_puts(b, "{\"name\":");
         if (e->kind == EV_SPAN) {
-            fwrite(t->arena + e->args, 1, e->nargs, f);
-            fputs(", ", f);
+            sb_put(b, "\"", 1);
+            sb_puts(b, e->name);
+            sb_puts(b, "\",\"cat\":\"op\"");
+        } else {
+            sb_json_string(b, t->arena + e->args, e->nargs);
+            sb_puts(b, ",\"cat\":\"user_annotation\"");
         }
-        fprintf(f, "\"Bytes allocated\": %" PRId64 ", \"Bytes freed\": %" PRId64 "}}", e->bytes, e->freed);
+        sb_puts(b, ",\"ph\":\"X\",\"ts\":");
+        sb_us(b, e->ts);
+        sb_puts(b, ",\"dur\":");
+        sb_us(b, e->dur);
         break;
     case EV_MEM:
-        ct_device_str(d, dev, sizeof dev);
-        fputs("{\"name\":\"[memory]\",\"cat\":\"memory\",\"ph\":\"i\",\"s\":\"t\"", f);
-        put_us(f, "ts", e->ts);
-        fprintf(f,
-                ",\"pid\":%ld,\"tid\":%" PRId64 ",\"args\":{\"Device\": \"%s\", \"Addr\": %" PRIu64
-                ", \"Bytes\": %" PRId64 ", \"Total Allocated\": %" PRId64 "}},\n",
-                pid, t->tid, dev, e->addr, e->bytes, e->total);
-        /* the counter track that draws memory over time */
-        fprintf(f, "{\"name\":\"Memory allocated (%s)\",\"ph\":\"C\"", dev);
-        put_us(f, "ts", e->ts);
-        fprintf(f, ",\"pid\":%ld,\"tid\":%" PRId64 ",\"args\":{\"bytes\": %" PRId64 "}}", pid, t->tid, e->total);
+        sb_puts(b, "{\"name\":\"[memory]\",\"cat\":\"memory\",\"ph\":\"i\",\"s\":\"t\",\"ts\":");
+        sb_us(b, e->ts);
         break;
     default:
-        ct_device_str(d, dev, sizeof dev);
-        fprintf(f, "{\"name\":\"%s\",\"cat\":\"memory\",\"ph\":\"i\",\"s\":\"p\"",
-                e->kind == EV_OOM ? "[OutOfMemory]" : "[alloc retry]");
-        put_us(f, "ts", e->ts);
-        fprintf(f, ",\"pid\":%ld,\"tid\":%" PRId64 ",\"args\":{\"Device\": \"%s\", \"Bytes\": %" PRId64
-                   ", \"Total Allocated\": %" PRId64 "}}",
-                pid, t->tid, dev, e->bytes, e->total);
+        sb_puts(b, e->kind == EV_OOM ? "{\"name\":\"[OutOfMemory]\"" : "{\"name\":\"[alloc retry]\"");
+        sb_puts(b, ",\"cat\":\"memory\",\"ph\":\"i\",\"s\":\"p\",\"ts\":");
+        sb_us(b, e->ts);
+        break;
+    }
+    sb_puts(b, ",\"pid\":");
+    sb_int(b, pid);
+    sb_puts(b, ",\"tid\":");
+    sb_int(b, t->tid);
+    sb_puts(b, ",\"args\":{");
+    switch (e->kind) {
+    case EV_SPAN:
+    case EV_RANGE:
+        if (e->kind == EV_SPAN) {
+            sb_put(b, t->arena + e->args, e->nargs);
+            sb_put(b, ", ", 2);
+        }
+        sb_puts(b, "\"Bytes allocated\": ");
+        sb_int(b, e->bytes);
+        sb_puts(b, ", \"Bytes freed\": ");
+        sb_int(b, e->freed);
+        sb_puts(b, "}}");
+        break;
+    case EV_MEM:
+        sb_puts(b, "\"Device\": \"");
+        sb_puts(b, dev);
+        sb_puts(b, "\", \"Addr\": ");
+        sb_int(b, (int64_t)e->addr);
+        sb_puts(b, ", \"Bytes\": ");
+        sb_int(b, e->bytes);
+        sb_puts(b, ", \"Total Allocated\": ");
+        sb_int(b, e->total);
+        sb_puts(b, "}},\n");
+        /* the counter track that draws memory over time */
+        sb_puts(b, "{\"name\":\"Memory allocated (");
+        sb_puts(b, dev);
+        sb_puts(b, ")\",\"ph\":\"C\",\"ts\":");
+        sb_us(b, e->ts);
+        sb_puts(b, ",\"pid\":");
+        sb_int(b, pid);
+        sb_puts(b, ",\"tid\":");
+        sb_int(b, t->tid);
+        sb_puts(b, ",\"args\":{\"bytes\": ");
+        sb_int(b, e->total);
+        sb_puts(b, "}}");
+        break;
+    default:
+        sb_puts(b, "\"Device\": \"");
+        sb_puts(b, dev);
+        sb_puts(b, "\", \"Bytes\": ");
+        sb_int(b, e->bytes);
+        sb_puts(b, ", \"Total Allocated\": ");
+        sb_int(b, e->total);
+        sb_puts(b, "}}");
         break;
     }
 }
@@ -536,16 +615,26 @@ ct_status ct_profiler_stop(void) {
         fprintf(f, "{\"traceEvents\":[\n{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%ld,\"tid\":0,"
                    "\"args\":{\"name\":\"ctorch\"}}",
                 pid);
+        char line[4096];
         for (size_t i = 0; i < ntk; i++) {
-            fprintf(f, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%ld,\"tid\":%" PRId64 ",\"args\":{\"name\":",
-                    pid, tk[i].tid);
-            put_json_string(f, tk[i].name, strlen(tk[i].name));
-            fputs("}}", f);
+            sbuf b = {line, 0, sizeof line, false};
+            sb_puts(&b, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":");
+            sb_int(&b, pid);
+            sb_puts(&b, ",\"tid\":");
+            sb_int(&b, tk[i].tid);
+            sb_puts(&b, ",\"args\":{\"name\":");
+            sb_json_string(&b, tk[i].name, strlen(tk[i].name));
+            sb_puts(&b, "}}");
+            fwrite(line, 1, b.len, f);
             lost |= tk[i].failed;
         }
         for (size_t i = 0; i < nev; i++) {
-            fputs(",\n", f);
-            write_event(f, pid, &refs[i]);
+            sbuf b = {line, 0, sizeof line, false};
+            sb_put(&b, ",\n", 2);
+            write_event(&b, pid, &refs[i]);
+            /* a line longer than the buffer cannot happen: names and args are bounded */
+            CT_ASSERT(!b.over);
+            fwrite(line, 1, b.len, f);
         }
         fprintf(f, "\n],\n\"displayTimeUnit\":\"ms\",\n\"otherData\":{\"producer\":\"ctorch %s\",\"events_lost\":%s}}\n",
                 ct_version(), lost ? "true" : "false");
