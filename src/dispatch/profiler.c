@@ -469,8 +469,12 @@ static void write_event(sbuf *b, long pid, const ev_ref *r) {
     const taken *t = r->t;
     char dev[32];
     ct_device d = {(ct_device_type)e->dev_type, e->dev_index};
-    if (e->kind != EV_SPAN && e->kind != EV_RANGE)
-        ct_device_str(d, dev, sizeof dev);
+    if (e->kind != EV_SPAN && e->kind != EV_RANGE) {
+        if (d.type == CT_DEVICE_CPU)
+            memcpy(dev, "cpu", 4); /* the common case, without snprintf */
+        else
+            ct_device_str(d, dev, sizeof dev);
+    }
     switch (e->kind) {
     case EV_SPAN:
     case EV_RANGE:
