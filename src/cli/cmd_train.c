@@ -21,6 +21,7 @@ typedef struct {
     const char *resume;
     int epochs;
     int64_t max_steps;
+    int64_t eval_limit; /* test images to evaluate on (0: all) */
     int64_t batch_size;
     double lr;
     int threads;
@@ -56,9 +57,11 @@ static void progress(const train_args *a, int epoch, int64_t step, int64_t steps
     fflush(stdout);
 }
 
-static double evaluate(const ct_fashion_cnn *m, const ct_tensor *images, const ct_tensor *labels) {
+static double evaluate(const ct_fashion_cnn *m, const ct_tensor *images, const ct_tensor *labels, int64_t limit) {
     bool prev = ct_set_grad_enabled(false);
     int64_t n = ct_tensor_size(images, 0), correct = 0;
+    if (limit > 0 && limit < n)
+        n = limit;
     for (int64_t s = 0; s < n; s += 1000) {
         ct_scope_begin();
         int64_t len = n - s < 1000 ? n - s : 1000;
@@ -126,7 +129,7 @@ static int usage(void) {
     fprintf(stderr,
             "usage: ctorch train fashion-mnist [--epochs N] [--max-steps N] [--batch-size N] [--lr X]\n"
             "                                  [--threads N] [--seed N] [--data DIR] [--out PATH]\n"
-            "                                  [--resume FILE.pt] [--device cpu] [--quiet]\n");
+            "                                  [--resume FILE.pt] [--eval-limit N] [--device cpu] [--quiet]\n");
     return 2;
 }
 
@@ -172,6 +175,7 @@ static int train_fashion_mnist(const train_args *a) {
     if (dl)
         ct_dataloader_set_epoch(dl, start_epoch);
     int64_t steps_per_epoch = dl ? ct_dataloader_len(dl) : 0, total_steps = 0;
+    int done_epochs = start_epoch; /* epochs fully trained: a resume starts after them */
     double final_acc = 0;
     for (int epoch = start_epoch; rc == 0 && epoch < a->epochs; epoch++) {
         double t0 = now_s(), loss_avg = 0;
@@ -212,7 +216,9 @@ static int train_fashion_mnist(const train_args *a) {
         }
         if (rc)
             break;
-        final_acc = evaluate(&m, xte, yte);
+        final_acc = evaluate(&m, xte, yte, a->eval_limit);
+        if (!(a->max_steps > 0 && total_steps >= a->max_steps && step < steps_per_epoch))
+            done_epochs = epoch + 1;
         if (!a->quiet)
             printf("\n");
         printf("epoch %d: train loss %.4f, test accuracy %.2f%% (%.1f s)\n", epoch + 1, loss_avg, 100 * final_acc,
@@ -222,7 +228,7 @@ static int train_fashion_mnist(const train_args *a) {
         ct_dataloader_set_epoch(dl, epoch + 1);
     }
     if (rc == 0 && a->out) {
-        if (save_checkpoint(&m, opt, a->epochs, a->out) == CT_OK)
+        if (save_checkpoint(&m, opt, done_epochs, a->out) == CT_OK)
             printf("saved %s.safetensors (weights) and %s.pt (weights, optimizer, epoch)\n", a->out, a->out);
         else {
             fprintf(stderr, "ctorch train: %s\n", ct_last_error());
@@ -258,6 +264,8 @@ int ct_cmd_train(int argc, char **argv) {
             a.epochs = atoi(v);
         else if (strcmp(k, "--max-steps") == 0)
             a.max_steps = atoll(v);
+        else if (strcmp(k, "--eval-limit") == 0)
+            a.eval_limit = atoll(v);
         else if (strcmp(k, "--batch-size") == 0)
             a.batch_size = atoll(v);
         else if (strcmp(k, "--lr") == 0)
