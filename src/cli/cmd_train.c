@@ -134,6 +134,7 @@ static int usage(void) {
 }
 
 static int train_fashion_mnist(const train_args *a) {
+    setvbuf(stdout, NULL, _IOLBF, 0); /* epoch lines appear as they happen, also in a pipe */
     if (a->threads > 0)
         ct_set_num_threads(a->threads);
     ct_manual_seed(a->seed);
