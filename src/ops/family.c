@@ -99,6 +99,12 @@ static ct_status elementwise_kernel(ct_keyset ks, ct_call *call, void *user_data
 #else
     bool have_loop = !cuda && loop != NULL;
 #endif
+#ifdef CT_HAVE_CUDA
+    /* An op the CUDA backend has no kernel for at all reads like an empty dispatch slot. */
+    if (st == CT_OK && cuda && !ct_cuda_elementwise_supported(call->op, CT_DTYPE_FLOAT32))
+        st = ct_error(CT_ERROR_NOT_IMPLEMENTED, info->name, "no kernel for this op at dispatch key %s",
+                      ct_dispatch_key_name(CT_KEY_CUDA));
+#endif
     if (st == CT_OK && !have_loop)
         st = ct_error(CT_ERROR_TYPE, info->name, "not implemented for '%s'", ct_dtype_name(it.compute_dtype));
     if (st != CT_OK) {
