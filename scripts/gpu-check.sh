@@ -5,6 +5,9 @@
 #
 #   scripts/gpu-check.sh [all|build|test|memcheck|bench]...   (default: all)
 #
+# Under a 10-minute limit per command, run it in two calls:
+#   scripts/gpu-check.sh build test && scripts/gpu-check.sh memcheck bench
+#
 # Everything it produces goes under $OUT when that is set:
 # configure.log build.log ctest.log memcheck_<test>.log bench_ctorch.txt bench_torch.txt
 # summary.txt (else $BUILD_DIR/gpu-check-out). The build directory is $BUILD_DIR (default
@@ -17,7 +20,6 @@ OUTDIR=${OUT:-$PWD/$BUILD/gpu-check-out}
 JOBS=${JOBS:-16}
 mkdir -p "$OUTDIR"
 SUMMARY="$OUTDIR/summary.txt"
-: > "$SUMMARY"
 status=0
 
 say() { echo "$*" | tee -a "$SUMMARY"; }
@@ -27,6 +29,7 @@ stage_result() { # name rc
 
 stages=${*:-all}
 want() { case " $stages " in *" all "*|*" $1 "*) return 0 ;; *) return 1 ;; esac; }
+say "== gpu-check $(date -u +%Y-%m-%dT%H:%M:%SZ): $stages"
 
 if command -v nvidia-smi > /dev/null 2>&1; then
     nvidia-smi > "$OUTDIR/nvidia-smi.txt" 2>&1
@@ -58,7 +61,7 @@ if want memcheck; then
         # API errors are part of what the tests check (bad device ordinals, OOM), so
         # only memory errors count.
         for t in test_cuda_api test_cuda test_cuda_ops; do
-            timeout 480 "$SAN" --tool memcheck --report-api-errors no --error-exitcode 99 \
+            CT_CUDA_TEST_SMALL=1 timeout 300 "$SAN" --tool memcheck --report-api-errors no --error-exitcode 99 \
                 "$BUILD/tests/$t" > "$OUTDIR/memcheck_$t.log" 2>&1
             rc=$?
             stage_result "memcheck $t" $rc

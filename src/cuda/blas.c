@@ -28,6 +28,33 @@ static const ct_tensor *blas_operand(const ct_tensor *t) {
     return ok ? t : ct_contiguous(t);
 }
 
+/* work (contiguous, out's shape) = alpha * A @ B + beta * work. */
+static ct_status run_gemm(ct_dtype dt, const ct_tensor *out, const ct_tensor *A, const ct_tensor *B, ct_tensor *work,
+                          int64_t n, int64_t m, int64_t k, double alpha, double beta, int device, const char *op) {
+    bool batched = out->ndim == 3;
+    ct_cuda_gemm g;
+    memset(&g, 0, sizeof g);
+    g.dtype = dt;
+    g.nb = batched ? out->shape[0] : 1;
+    g.n = n;
+    g.m = m;
+    g.k = k;
+    g.a = ct_tensor_ptr(A);
+    g.a_s0 = A->strides[batched];
+    g.a_s1 = A->strides[batched + 1];
+    g.a_sb = batched ? A->strides[0] : 0;
+    g.b = ct_tensor_ptr(B);
+    g.b_s0 = B->strides[batched];
+    g.b_s1 = B->strides[batched + 1];
+    g.b_sb = batched ? B->strides[0] : 0;
+    g.c = ct_tensor_ptr(work);
+    g.ldc = m > 1 ? m : 1;
+    g.c_sb = n * m;
+    g.alpha = alpha;
+    g.beta = beta;
+    return ct_cuda_gemm_run(&g, device, op);
+}
+
 static ct_status product(ct_call *call, const ct_tensor *c, const ct_tensor *a, const ct_tensor *b, double alpha,
                          double beta) {
     ct_device dev = ct_cuda_call_device(call);
@@ -68,27 +95,18 @@ static ct_status product(ct_call *call, const ct_tensor *c, const ct_tensor *a, 
         else if (beta != 1)
             st = ct_mul_scalar_(work, ct_scalar_float(beta)) ? CT_OK : ct_last_status();
     } else {
-        ct_cuda_gemm g;
-        memset(&g, 0, sizeof g);
-        g.dtype = a->dtype;
-        g.nb = batched ? out->shape[0] : 1;
-        g.n = n;
-        g.m = m;
-        g.k = k;
-        g.a = ct_tensor_ptr(A);
-        g.a_s0 = A->strides[batched];
-        g.a_s1 = A->strides[batched + 1];
-        g.a_sb = batched ? A->strides[0] : 0;
-        g.b = ct_tensor_ptr(B);
-        g.b_s0 = B->strides[batched];
-        g.b_s1 = B->strides[batched + 1];
-        g.b_sb = batched ? B->strides[0] : 0;
-        g.c = ct_tensor_ptr(work);
-        g.ldc = m > 1 ? m : 1;
-        g.c_sb = n * m;
-        g.alpha = alpha;
-        g.beta = use_c ? beta : 0.0;
-        st = ct_cuda_gemm_run(&g, dev.index, op);
+        st = run_gemm(a->dtype, out, A, B, work, n, m, k, alpha, use_c ? beta : 0.0, dev.index, op);
+        if (st == CT_ERROR_NOT_IMPLEMENTED) {
+            /* No cuBLASLt algorithm for these alignments: fresh contiguous copies are
+             * aligned to the allocator's 512 bytes. */
+            ct_clear_error();
+            ct_tensor *fa = ct_clone(A), *fb = fa ? ct_clone(B) : NULL;
+            ct_tensor *fw = fb ? ct_clone(work) : NULL;
+            st = fw ? run_gemm(a->dtype, out, fa, fb, fw, n, m, k, alpha, use_c ? beta : 0.0, dev.index, op)
+                    : ct_last_status();
+            if (st == CT_OK && !ct_copy_(work, fw))
+                st = ct_last_status();
+        }
     }
     if (st == CT_OK && work != out && !ct_copy_(out, work))
         st = ct_last_status();

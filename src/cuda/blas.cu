@@ -174,10 +174,14 @@ extern "C" ct_status ct_cuda_gemm_run(const ct_cuda_gemm *g, int device, const c
            "alignment preference");
         cublasLtMatmulHeuristicResult_t heur;
         int found = 0;
-        LT(cublasLtMatmulAlgoGetHeuristic(b->lt, desc, ll, lr, lc, lc, pref, 1, &heur, &found),
-           "cublasLtMatmulAlgoGetHeuristic");
-        if (found == 0) {
-            st = ct_error(CT_ERROR_RUNTIME, op, "cuBLASLt found no algorithm for this product");
+        s = cublasLtMatmulAlgoGetHeuristic(b->lt, desc, ll, lr, lc, lc, pref, 1, &heur, &found);
+        if (s == CUBLAS_STATUS_NOT_SUPPORTED || (s == CUBLAS_STATUS_SUCCESS && found == 0)) {
+            /* The caller retries with fresh, aligned, contiguous operands. */
+            st = ct_error(CT_ERROR_NOT_IMPLEMENTED, op, "cuBLASLt has no algorithm for this layout");
+            goto done;
+        }
+        if (s != CUBLAS_STATUS_SUCCESS) {
+            st = lt_fail(s, op, "cublasLtMatmulAlgoGetHeuristic");
             goto done;
         }
         float af = (float)g->alpha, bf = (float)g->beta;
