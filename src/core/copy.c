@@ -281,7 +281,6 @@ ct_tensor *ct_copy_impl(ct_tensor *dst, const ct_tensor *src) {
 #ifdef CT_HAVE_CUDA
     if ((dst->device.type == CT_DEVICE_CUDA || src->device.type == CT_DEVICE_CUDA) &&
         !ct_device_equal(dst->device, src->device)) {
-        ct_tensor_bump_version(dst);
         return ct_cuda_copy_cross(dst, src) == CT_OK ? ct_tensor_ref(dst) : NULL;
     }
 #endif

@@ -4,6 +4,7 @@
 
 #include "core/alloc.h"
 #include "core/loop.h"
+#include "core/view.h"
 #include "cuda/cuda_tensor.h"
 
 _Static_assert(CT_CUDA_MAX_DIMS == CT_MAX_DIMS, "kernel descriptions and tensors must agree on the dimension limit");
@@ -79,7 +80,7 @@ ct_status ct_cuda_copy_cross(ct_tensor *dst, const ct_tensor *src) {
         return ct_error(CT_ERROR_DEVICE, "copy_", "cannot copy between meta and CUDA tensors: meta tensors have no data");
     ct_scope_begin();
     ct_tensor *tmp = ct_to_device(src, dst->device);
-    ct_status st = tmp && ct_copy_(dst, tmp) ? CT_OK : ct_last_status();
+    ct_status st = tmp && ct_copy_impl(dst, tmp) ? CT_OK : ct_last_status();
     ct_scope_end();
     return st;
 }

@@ -164,9 +164,17 @@ static ct_status elementwise_kernel(ct_keyset ks, ct_call *call, void *user_data
     ct_dispatch_register_default(CT_OP_##name, CT_KEY_CPU, ct_reduce_kernel, NULL);    \
     ct_dispatch_register_default(CT_OP_##name, CT_KEY_META, ct_reduce_kernel, NULL);
 #define CT_REGISTER_SCAN(name) CT_REGISTER_REDUCE(name)
+/* Views and copies are the core's own functions, which serve CUDA tensors too
+ * (copies launch the CUDA copy kernels through src/core/copy.c). */
+#ifdef CT_HAVE_CUDA
+#define CT_REGISTER_CUDA_CORE(name) ct_dispatch_register_default(CT_OP_##name, CT_KEY_CUDA, ct_core_kernel, NULL);
+#else
+#define CT_REGISTER_CUDA_CORE(name)
+#endif
 #define CT_REGISTER_VIEW(name)                                                      \
     ct_dispatch_register_default(CT_OP_##name, CT_KEY_CPU, ct_core_kernel, NULL);   \
-    ct_dispatch_register_default(CT_OP_##name, CT_KEY_META, ct_core_kernel, NULL);
+    ct_dispatch_register_default(CT_OP_##name, CT_KEY_META, ct_core_kernel, NULL);  \
+    CT_REGISTER_CUDA_CORE(name)
 #define CT_REGISTER_COPY(name) CT_REGISTER_VIEW(name)
 
 void ct_register_default_kernels(void) {
