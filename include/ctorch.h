@@ -4,6 +4,7 @@
 
 #include "ctorch/core.h"
 #include "ctorch/memory.h"
+#include "ctorch/cuda.h"
 #include "ctorch/io.h"
 #include "ctorch/dispatch.h"
 #include "ctorch/ops.h"
