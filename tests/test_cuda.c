@@ -22,7 +22,13 @@ static void assert_same_bytes(const ct_tensor *gpu, const ct_tensor *cpu, const 
     assert_int_equal(ct_tensor_numel(g), ct_tensor_numel(c));
     size_t n = (size_t)ct_tensor_numel(c) * ct_tensor_element_size(c);
     if (n && memcmp(ct_tensor_data(g), ct_tensor_data(c), n) != 0) {
-        print_error("%s: bytes differ (%s)\n", what, ct_dtype_name(ct_tensor_dtype(c)));
+        size_t esz = ct_tensor_element_size(c);
+        for (int64_t i = 0; i < ct_tensor_numel(c); i++)
+            if (memcmp((char *)ct_tensor_data(g) + i * esz, (char *)ct_tensor_data(c) + i * esz, esz) != 0) {
+                print_error("%s: bytes differ (%s) at element %lld: gpu %.17g, cpu %.17g\n", what,
+                            ct_dtype_name(ct_tensor_dtype(c)), (long long)i, ct_test_at(g, i), ct_test_at(c, i));
+                break;
+            }
         fail();
     }
     ct_scope_end();
@@ -87,10 +93,12 @@ static void test_casts_match_cpu(void **state) {
         for (int d = 0; d < NDT; d++) {
             ct_scope_begin();
             ct_tensor *src = ct_to_dtype(ct_from_data(specials, &(int64_t){ns}, 1, CT_F64), all_dtypes[s]);
+            char what[64];
+            snprintf(what, sizeof what, "cast %s -> %s", ct_dtype_name(all_dtypes[s]), ct_dtype_name(all_dtypes[d]));
             ct_tensor *want = ct_to_dtype(src, all_dtypes[d]);
             ct_tensor *got = ct_to_dtype(ct_to_device(src, CUDA0), all_dtypes[d]);
             CT_ASSERT_OK(got);
-            assert_same_bytes(got, want, "cast");
+            assert_same_bytes(got, want, what);
             /* The same through copy_ into a strided destination. */
             ct_tensor *dst = ct_select(ct_empty(CT_SHAPE(ns, 2), all_dtypes[d], CUDA0), 1, 1);
             CT_ASSERT_OK(ct_copy_(dst, ct_to_device(src, CUDA0)));
