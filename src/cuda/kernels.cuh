@@ -31,12 +31,18 @@ template <> struct ct_compute<ct_half_s> { typedef float type; };
 template <> struct ct_compute<ct_bf16_s> { typedef float type; };
 
 /* IEEE half conversions, round to nearest even (what c10::Half does). */
+/* NaNs take the CPU's path (ct_half_to_float / ct_float_to_half): the hardware
+ * conversion makes every NaN canonical, the CPU keeps the payload quiet. */
 static __device__ __forceinline__ float ct_dev_h2f(uint16_t h) {
+    if ((h & 0x7c00u) == 0x7c00u && (h & 0x3ffu))
+        return __uint_as_float(((uint32_t)(h & 0x8000u) << 16) | 0x7fc00000u | ((uint32_t)(h & 0x3ffu) << 13));
     float f;
     asm("{ cvt.f32.f16 %0, %1; }" : "=f"(f) : "h"(h));
     return f;
 }
 static __device__ __forceinline__ uint16_t ct_dev_f2h(float f) {
+    if (f != f)
+        return (uint16_t)(((__float_as_uint(f) >> 16) & 0x8000u) | 0x7e00u);
     uint16_t h;
     asm("{ cvt.rn.f16.f32 %0, %1; }" : "=h"(h) : "f"(f));
     return h;
