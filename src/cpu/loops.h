@@ -30,6 +30,11 @@ typedef struct ct_loop_params {
 /* reductions and scans: one kernel, ct_reduce_kernel (src/ops/reduce.h) */
 #define CT_KERNEL_DECL_REDUCE(name)
 #define CT_KERNEL_DECL_SCAN(name)
+#define CT_KERNEL_DECL_UNARY_BOOL(name) CT_LOOPS_DECL(name)
+#define CT_KERNEL_DECL_UNARY_SQUARE(name) CT_LOOPS_DECL(name)
+#define CT_KERNEL_DECL_BINARY_DIV(name) CT_LOOPS_DECL(name)
+#define CT_KERNEL_DECL_TERNARY_ARITH(name) CT_LOOPS_DECL(name)
+#define CT_KERNEL_DECL_WHERE(name) CT_LOOPS_DECL(name)
 #define CT_OP(name, sig, family, flags) CT_KERNEL_DECL_##family(name)
 #include "ctorch/ops.def"
 #undef CT_OP
