@@ -256,7 +256,8 @@ static void run_errors(const ct_opinfo *info) {
     if (info->t) {
         CT_ASSERT_ERR(info->t(first, a, bad) != NULL, CT_ERROR_VALUE, "must match the size of tensor");
         CT_ASSERT_ERR(info->t(NULL, a, a) != NULL, CT_ERROR_NULL_ARGUMENT, op);
-        CT_ASSERT_ERR(info->t(first, NULL, a) != NULL, CT_ERROR_NULL_ARGUMENT, op);
+        if (!info->optional)
+            CT_ASSERT_ERR(info->t(first, NULL, a) != NULL, CT_ERROR_NULL_ARGUMENT, op);
         if (info->t_out)
             CT_ASSERT_ERR(info->t_out(first, a, a, bad) != NULL, CT_ERROR_VALUE, "shape");
         if (info->t_) {

@@ -50,6 +50,7 @@ typedef struct ct_opinfo {
     double lo_b, hi_b, lo_c, hi_c;
     bool nonzero_b; /* the second input has no zeros (integer divisors) */
     bool condition; /* the first input is a bool condition outside type promotion (where) */
+    bool optional;  /* NULL second/third inputs are allowed (clamp's bounds) */
     double tol;     /* extra relative tolerance for floats (0: the dtype's default) */
     uint32_t refused; /* input dtypes the op must refuse with an error naming the dtype */
 } ct_opinfo;
