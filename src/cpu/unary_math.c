@@ -66,7 +66,8 @@ CT_EW_FLOAT_OP(logit, logit_f(x, (float)P->p[0]), logit_d(x, P->p[0]))
  * function", GPU Computing Gems, 2011) is refined by Halley steps on erf, or on erfc
  * for |y| > 0.5, where 1 - |y| is exact and erf(x) - y would cancel. Each step
  * roughly triples the number of correct digits, so two steps from the ~1e-7 guess
- * reach double precision; a third covers the far tails where the guess is poorer. */
+ * reach double precision. Past the range the guess was fitted for (|y| closer to 1
+ * than float32 can express) it is poorer, and a few more steps are taken. */
 static double erfinv_guess(double x) {
     double w = -log((1.0 - x) * (1.0 + x)), p;
     if (w < 5.0) {
@@ -104,13 +105,16 @@ double ct_erfinv_d(double y) {
         return y; /* keeps -0 */
     double a = fabs(y), x = erfinv_guess(a);
     const double two_over_sqrt_pi = 1.1283791670955126;
-    for (int k = 0; k < 3; k++) {
+    for (int k = 0; k < 8; k++) {
         /* f(x) = erf(x) - a, written through erfc above 0.5 (the same value). */
         double f = a > 0.5 ? (1.0 - a) - erfc(x) : erf(x) - a;
         if (f == 0.0)
             break;
         double u = f / (two_over_sqrt_pi * exp(-x * x));
-        x -= u / (1.0 + x * u);
+        double step = u / (1.0 + x * u);
+        x -= step;
+        if (fabs(step) <= 1e-17 * x)
+            break;
     }
     return copysign(x, y);
 }
@@ -133,9 +137,19 @@ CT_EW_ROUNDING(round, rintf(x), rint(x))
 
 /* round(decimals=d): P->p[0] = 10^|d| (rounded to the compute type, as PyTorch),
  * P->p[1] != 0 for negative d. 10^|d| overflowing to inf gives NaN, as in PyTorch. */
-CT_EW_UNARY_F(round_dec, P->p[1] != 0 ? rintf(x / (float)P->p[0]) * (float)P->p[0]
-                                      : rintf(x * (float)P->p[0]) / (float)P->p[0],
-              P->p[1] != 0 ? rint(x / P->p[0]) * P->p[0] : rint(x * P->p[0]) / P->p[0])
+CT_EW_UNARY_LOOP(round_dec_f32, float, float, float, CT_ID, CT_ID,
+                 P->p[1] != 0 ? rintf(x / (float)P->p[0]) * (float)P->p[0] : rintf(x * (float)P->p[0]) / (float)P->p[0])
+CT_EW_UNARY_LOOP(round_dec_f64, double, double, double, CT_ID, CT_ID,
+                 P->p[1] != 0 ? rint(x / P->p[0]) * P->p[0] : rint(x * P->p[0]) / P->p[0])
+/* float16/bfloat16 as PyTorch: 10^|d| and the scaled value are rounded to the dtype
+ * before rounding to an integer (so 0.135 -> 13.5 -> 14 in bfloat16). */
+static inline float rt_h(float v) { return ct_h2f(ct_f2h(v)); }
+static inline float rt_b(float v) { return ct_b2f(ct_f2b(v)); }
+#define ROUND_DEC_HALF(x, RT)                                                            \
+    (P->p[1] != 0 ? rintf(RT(x / RT((float)P->p[0]))) * RT((float)P->p[0])               \
+                  : rintf(RT(x * RT((float)P->p[0]))) / RT((float)P->p[0]))
+CT_EW_UNARY_LOOP(round_dec_f16, uint16_t, float, uint16_t, ct_h2f, ct_f2h, ROUND_DEC_HALF(x, rt_h))
+CT_EW_UNARY_LOOP(round_dec_bf16, uint16_t, float, uint16_t, ct_b2f, ct_f2b, ROUND_DEC_HALF(x, rt_b))
 const ct_cpu_loop ct_cpu_loops_round_decimals[CT_DTYPE_COUNT] = {CT_EW_F(round_dec)};
 
 CT_EW_UNARY_F(frac, x - truncf(x), x - trunc(x))
