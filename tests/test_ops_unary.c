@@ -134,8 +134,11 @@ static const ct_opinfo infos[] = {
     {CT_OPINFO_UNARY(ceil), .ref = r_ceil, .lo = -9, .hi = 9, .dtypes = NUMERIC, .refused = CT_DT(CT_BOOL)},
     {CT_OPINFO_UNARY(trunc), .ref = r_trunc, .lo = -9, .hi = 9, .dtypes = NUMERIC, .refused = CT_DT(CT_BOOL)},
     {CT_OPINFO_UNARY(round), .ref = r_round, .lo = -9, .hi = 9, .dtypes = NUMERIC, .refused = CT_DT(CT_BOOL)},
-    {ADAPTED(round2, round_decimals), .ref = r_round2, .lo = -9, .hi = 9, .dtypes = FL, NOT_FLOAT_REFUSED},
-    {ADAPTED(roundm1, round_decimals), .ref = r_roundm1, .lo = -99, .hi = 99, .dtypes = FL, NOT_FLOAT_REFUSED},
+    /* float16/bfloat16 round the scaled value first, as PyTorch (checked in test_ops_golden). */
+    {ADAPTED(round2, round_decimals), .ref = r_round2, .lo = -9, .hi = 9, .dtypes = CT_DT(CT_F32) | CT_DT(CT_F64),
+     NOT_FLOAT_REFUSED},
+    {ADAPTED(roundm1, round_decimals), .ref = r_roundm1, .lo = -99, .hi = 99,
+     .dtypes = CT_DT(CT_F32) | CT_DT(CT_F64), NOT_FLOAT_REFUSED},
     {CT_OPINFO_UNARY(frac), .ref = r_frac, .lo = -9, .hi = 9, .dtypes = FL, NOT_FLOAT_REFUSED},
     {CT_OPINFO_UNARY(reciprocal), .ref = r_reciprocal, .lo = 0.5, .hi = 9, .dtypes = ALL, OUTF},
     {CT_OPINFO_UNARY(square), .ref = r_square, .lo = -9, .hi = 9, .dtypes = NUMERIC},
