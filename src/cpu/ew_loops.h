@@ -4,6 +4,8 @@
 #ifndef CT_CPU_EW_LOOPS_H
 #define CT_CPU_EW_LOOPS_H
 
+#include <stdbool.h>
+
 #include "cpu/loops.h"
 #include "cpu/vecmath.h"
 
@@ -66,6 +68,47 @@ extern const ct_cpu_loop ct_cpu_loops_any_zero[CT_DTYPE_COUNT];
             vm((float *)d[0], (const float *)d[1], n);                                  \
         else                                                                            \
             name##_f32_scalar(d, s, n, params);                                         \
+    }                                                                                   \
+    CT_EW_UNARY_LOOP(name##_f64, double, double, double, CT_ID, CT_ID, EXPR_D)          \
+    CT_EW_UNARY_LOOP(name##_f16, uint16_t, float, uint16_t, ct_h2f, ct_f2h, EXPR_F)     \
+    CT_EW_UNARY_LOOP(name##_bf16, uint16_t, float, uint16_t, ct_b2f, ct_f2b, EXPR_F)
+
+/* Float unary loops whose float32 contiguous case runs a chain of vector math
+ * routines over chunks: t = PRE (of x), then each routine of the chain on t, then
+ * out = POST (of x and v = t). Activations built on exp, erf or tanh use it. */
+#define CT_VM_CHUNK 512
+#define CT_EW_UNARY_F_VMCHAIN(name, PRE, POST, EXPR_F, EXPR_D, ...)                     \
+    CT_EW_UNARY_LOOP(name##_f32_scalar, float, float, float, CT_ID, CT_ID, EXPR_F)      \
+    static void name##_f32(char **d, const int64_t *s, int64_t n, const void *params) { \
+        static const ct_vm_op chain[] = {__VA_ARGS__};                                  \
+        enum { NCHAIN = sizeof chain / sizeof chain[0] };                               \
+        const ct_loop_params *P = params;                                               \
+        (void)P;                                                                        \
+        ct_vm_f32_fn fns[NCHAIN];                                                       \
+        bool vec = s[0] == 4 && s[1] == 4;                                              \
+        for (int k = 0; vec && k < NCHAIN; k++)                                         \
+            vec = (fns[k] = ct_vm_get(chain[k])) != NULL;                               \
+        if (!vec) {                                                                     \
+            name##_f32_scalar(d, s, n, params);                                         \
+            return;                                                                     \
+        }                                                                               \
+        float *o = (float *)d[0];                                                       \
+        const float *a = (const float *)d[1];                                           \
+        float t[CT_VM_CHUNK];                                                           \
+        for (int64_t i0 = 0; i0 < n; i0 += CT_VM_CHUNK) {                               \
+            int64_t m = n - i0 < CT_VM_CHUNK ? n - i0 : CT_VM_CHUNK;                    \
+            for (int64_t i = 0; i < m; i++) {                                           \
+                float x = a[i0 + i];                                                    \
+                t[i] = PRE;                                                             \
+            }                                                                           \
+            for (int k = 0; k < NCHAIN; k++)                                            \
+                fns[k](t, t, m);                                                        \
+            for (int64_t i = 0; i < m; i++) {                                           \
+                float x = a[i0 + i], v = t[i];                                          \
+                (void)x;                                                                \
+                o[i0 + i] = POST;                                                       \
+            }                                                                           \
+        }                                                                               \
     }                                                                                   \
     CT_EW_UNARY_LOOP(name##_f64, double, double, double, CT_ID, CT_ID, EXPR_D)          \
     CT_EW_UNARY_LOOP(name##_f16, uint16_t, float, uint16_t, ct_h2f, ct_f2h, EXPR_F)     \

@@ -54,4 +54,5 @@ CT_FLOAT_UNARY(sqrt, sqrtf(x), sqrt(x))
 CT_FLOAT_UNARY_VM(sin, CT_VM_SIN, sinf(x), sin(x))
 CT_FLOAT_UNARY_VM(cos, CT_VM_COS, cosf(x), cos(x))
 CT_FLOAT_UNARY_VM(tanh, CT_VM_TANH, tanhf(x), tanh(x))
-CT_FLOAT_UNARY(sigmoid, 1.0f / (1.0f + expf(-x)), 1.0 / (1.0 + exp(-x)))
+CT_EW_UNARY_F_VMCHAIN(sigmoid, -x, 1.0f / (1.0f + v), 1.0f / (1.0f + expf(-x)), 1.0 / (1.0 + exp(-x)), CT_VM_EXP)
+const ct_cpu_loop ct_cpu_loops_sigmoid[CT_DTYPE_COUNT] = {CT_EW_F(sigmoid)};
