@@ -23,6 +23,11 @@ typedef struct ct_loop_params {
 #define CT_KERNEL_DECL_BINARY_ARITH(name) CT_LOOPS_DECL(name)
 #define CT_KERNEL_DECL_BINARY_FLOAT(name) CT_LOOPS_DECL(name)
 #define CT_KERNEL_DECL_COMPARE(name) CT_LOOPS_DECL(name)
+#define CT_KERNEL_DECL_UNARY_BOOL(name) CT_LOOPS_DECL(name)
+#define CT_KERNEL_DECL_UNARY_SQUARE(name) CT_LOOPS_DECL(name)
+#define CT_KERNEL_DECL_BINARY_DIV(name) CT_LOOPS_DECL(name)
+#define CT_KERNEL_DECL_TERNARY_ARITH(name) CT_LOOPS_DECL(name)
+#define CT_KERNEL_DECL_WHERE(name) CT_LOOPS_DECL(name)
 #define CT_KERNEL_DECL_CUSTOM(name)                                          \
     ct_status ct_cpu_##name(ct_keyset ks, ct_call *call, void *user_data);  \
     ct_status ct_meta_##name(ct_keyset ks, ct_call *call, void *user_data);
