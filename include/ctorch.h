@@ -9,5 +9,6 @@
 #include "ctorch/ops.h"
 #include "ctorch/optim.h"
 #include "ctorch/data.h"
+#include "ctorch/nn.h"
 
 #endif /* CTORCH_H */
