@@ -1,5 +1,6 @@
 """Writes tests/data/nn_golden.txt: torch.nn.functional forward values and gradients,
-computed by PyTorch in float64 (run with /usr/bin/python3; PyTorch 1.13).
+computed by PyTorch in float64 (run with /usr/bin/python3; PyTorch 1.13), and
+tests/data/nn_modules_golden.txt: modules' state dicts with an input and output.
 
 Format: "case NAME" starts a case; each following line is one tensor:
   NAME NDIM SIZE... VALUE...
@@ -182,4 +183,44 @@ case("kl_sum_logt", lambda x, t: F.kl_div(x, t, reduction="sum", log_target=True
      {"t": torch.log_softmax(r(3, 4), 1)})
 case("kl_none", lambda x, t: F.kl_div(x, t, reduction="none"), {"x": kq}, {"t": kp})
 case("kl_mean", lambda x, t: F.kl_div(x, t, reduction="mean"), {"x": kq}, {"t": kp})
+
+
+# ---------------------------------------------------------------- modules
+out.close()
+out = open(sys.argv[2] if len(sys.argv) > 2 else "tests/data/nn_modules_golden.txt", "w")
+class Block(torch.nn.Module):
+    """bench/torch_peer.py's Block, with attention written out (PyTorch 1.13 has no
+    F.scaled_dot_product_attention)."""
+
+    def __init__(s, d, h):
+        super().__init__()
+        s.h = h
+        s.ln1, s.ln2 = torch.nn.LayerNorm(d), torch.nn.LayerNorm(d)
+        s.qkv, s.proj = torch.nn.Linear(d, 3 * d), torch.nn.Linear(d, d)
+        s.fc, s.fc2 = torch.nn.Linear(d, 4 * d), torch.nn.Linear(4 * d, d)
+
+    def forward(s, x):
+        B, T, C = x.shape
+        q, k, v = s.qkv(s.ln1(x)).split(C, dim=2)
+        q, k, v = (t.view(B, T, s.h, C // s.h).transpose(1, 2) for t in (q, k, v))
+        y = sdpa(q, k, v, causal=True)
+        x = x + s.proj(y.transpose(1, 2).contiguous().view(B, T, C))
+        return x + s.fc2(F.gelu(s.fc(s.ln2(x)), approximate="tanh"))
+
+
+blk = Block(8, 2)
+out.write("case gpt_block\n")
+for k, v in blk.state_dict().items():
+    emit(k, v)
+xb = r(2, 5, 8)
+emit("x", xb)
+emit("y", blk(xb))
+cnn = torch.nn.Sequential(torch.nn.Conv2d(1, 4, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+                          torch.nn.Flatten(), torch.nn.Linear(4 * 3 * 3, 5))
+out.write("case cnn\n")
+for k, v in cnn.state_dict().items():
+    emit(k, v)
+xc = r(2, 1, 6, 6)
+emit("x", xc)
+emit("y", cnn(xc))
 out.close()
