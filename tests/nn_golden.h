@@ -84,11 +84,29 @@ static inline const gt *find(const gcase *c, const char *name) {
     return NULL;
 }
 
+/* While a case is pinned, T() hands out the same tensor for a name every time, so a
+ * gradient test can mark inputs as requiring grad before running the forward. */
+static const gcase *pinned_case;
+static ct_tensor *pinned[16];
+
 static inline ct_tensor *T(const gcase *c, const char *name) {
     const gt *t = find(c, name);
     if (!t)
         fail_msg("%s: no tensor %s", c->name, name);
+    if (c == pinned_case && pinned[t - c->t])
+        return pinned[t - c->t];
     return ct_from_data(t->v, t->shape, t->ndim, CT_F64);
+}
+
+/* Pins case c (NULL unpins): every tensor of the case made once, in the current scope. */
+static inline void pin_case(const gcase *c) {
+    pinned_case = NULL;
+    memset(pinned, 0, sizeof pinned);
+    if (!c)
+        return;
+    for (int i = 0; i < c->n; i++)
+        pinned[i] = ct_from_data(c->t[i].v, c->t[i].shape, c->t[i].ndim, CT_F64);
+    pinned_case = c;
 }
 
 static inline ct_tensor *I(const gcase *c, const char *name) { return ct_to_dtype(T(c, name), CT_I64); }

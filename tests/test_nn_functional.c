@@ -234,6 +234,59 @@ static void test_float32(void **state) {
     }
 }
 
+/* ------------------------------------------------------------------ gradients */
+
+#if __has_include("ctorch/autograd.h")
+/* Every case's gradients through autograd, against PyTorch's: the composites through
+ * their constituents' formulas, the fused ops through src/autograd/derivatives_nn.h. */
+static void test_golden_gradients(void **state) {
+    (void)state;
+    int checked = 0;
+    for (int i = 0; i < ncases; i++) {
+        const gcase *c = &cases[i];
+        ct_scope_begin();
+        pin_case(c);
+        ct_tensor *inputs[16];
+        const char *names[16];
+        int n = 0;
+        for (int k = 0; k < c->n; k++) {
+            char g[40];
+            snprintf(g, sizeof g, "g%s", c->t[k].name);
+            if (find(c, g) && strcmp(c->t[k].name, "y")) {
+                inputs[n] = T(c, c->t[k].name);
+                names[n++] = c->t[k].name;
+                ct_tensor_set_requires_grad(inputs[n - 1], true);
+            }
+        }
+        ct_tensor *y = NULL;
+        if (!strcmp(c->name, "batch_norm_train"))
+            y = ct_batch_norm(T(c, "x"), ct_clone(T(c, "rm")), ct_clone(T(c, "rv")), T(c, "w"), T(c, "b"), true, 0.2,
+                              1e-5);
+        else
+            y = forward(c);
+        if (!y)
+            fail_msg("%s: %s", c->name, ct_last_error());
+        ct_tensor *grads[16] = {0};
+        const ct_tensor *gy = T(c, "gy");
+        if (ct_autograd_grad((const ct_tensor *const *)&y, 1, (const ct_tensor *const *)inputs, n, &gy, false, false,
+                             true, grads) != CT_OK)
+            fail_msg("%s: backward failed: %s", c->name, ct_last_error());
+        for (int k = 0; k < n; k++) {
+            char g[40];
+            snprintf(g, sizeof g, "g%s", names[k]);
+            if (grads[k])
+                expect(c, g, grads[k], 1e-9);
+            else
+                expect(c, g, ct_zeros_like(inputs[k], CT_DTYPE_UNDEFINED), 0);
+        }
+        pin_case(NULL);
+        checked++;
+        ct_scope_end();
+    }
+    assert_int_equal(checked, ncases);
+}
+#endif
+
 /* ------------------------------------------------------------------ other behaviour */
 
 static void test_dropout(void **state) {
@@ -520,6 +573,9 @@ int main(void) {
         cmocka_unit_test(test_forward_golden),
         cmocka_unit_test(test_backward_kernels),
         cmocka_unit_test(test_float32),
+#if __has_include("ctorch/autograd.h")
+        cmocka_unit_test(test_golden_gradients),
+#endif
         cmocka_unit_test(test_dropout),
         cmocka_unit_test(test_one_hot),
         cmocka_unit_test(test_sdpa_long_blocks),
