@@ -10,5 +10,6 @@
 #include "ctorch/optim.h"
 #include "ctorch/data.h"
 #include "ctorch/autograd.h"
+#include "ctorch/nn.h"
 
 #endif /* CTORCH_H */

@@ -1497,6 +1497,8 @@ DEF(where, CT_SAVE_IN0) {
     return CT_OK;
 }
 
+#include "autograd/derivatives_nn.h"
+
 /* ------------------------------------------------------------------ the table */
 
 #define CT_DERIV_(name) [CT_OP_##name] = {name##_backward, name##_saves},
