@@ -35,6 +35,10 @@ static ct_tensor *c_clamp_min_only(ct_tensor *const *in) {
     ct_scalar lo = f(0);
     return ct_clamp(in[0], &lo, NULL);
 }
+static ct_tensor *c_clamp_min_nonleaf(ct_tensor *const *in) {
+    ct_scalar lo = f(-100);
+    return ct_add(ct_clamp(ct_log(ct_sigmoid(in[0])), &lo, NULL), in[0]);
+}
 static ct_tensor *c_clamp_both(ct_tensor *const *in) {
     ct_scalar lo = f(-1), hi = ct_scalar_int(1);
     return ct_clamp(in[0], &lo, &hi);
@@ -69,6 +73,7 @@ static const grad_case cases[] = {
     {"pow scalar", c_pow_scalar, 1, {PV}},
     {"pow", c_pow_tensor, 2, {PV, YV}},
     {"clamp min", c_clamp_min_only, 1, {XV}},
+    {"clamp min (non-leaf)", c_clamp_min_nonleaf, 1, {XV}},
     {"clamp", c_clamp_both, 1, {XV}},
     {"clamp tensor", c_clamp_tensor, 3, {XV, LO, HI}},
     {"clamp tensor max", c_clamp_tensor_max, 2, {XV, HI}},

@@ -186,8 +186,9 @@ static void test_gpt_block_trains(void **state) {
     (void)state;
     ct_manual_seed(1);
     ct_module *blk = ct_nn_gpt_block(8, 2, CT_F64);
-    ct_tensor *x = ct_retain(ct_randn(CT_SHAPE(2, 5, 8), CT_F64, CT_CPU));
-    ct_tensor *target = ct_retain(ct_randn(CT_SHAPE(2, 5, 8), CT_F64, CT_CPU));
+    /* No scope is open here: the test owns both and releases them. */
+    ct_tensor *x = ct_randn(CT_SHAPE(2, 5, 8), CT_F64, CT_CPU);
+    ct_tensor *target = ct_randn(CT_SHAPE(2, 5, 8), CT_F64, CT_CPU);
     ct_tensor *ps[16];
     int64_t np = ct_module_parameters(blk, ps, NULL, 16);
     assert_int_equal(np, 12);
