@@ -7,6 +7,8 @@ BUILD    ?= build
 TYPE     ?= Release
 JOBS     ?= $(shell nproc 2>/dev/null || echo 2)
 PREFIX   ?= /usr/local
+# extra options for the main job, e.g. make run RUN_ARGS="--epochs 1"
+RUN_ARGS ?=
 CMAKE_FLAGS ?=
 # Sub-makes (the build itself) would announce every directory they enter.
 MAKEFLAGS += --no-print-directory
@@ -33,7 +35,7 @@ build: deps
 run:
 	@scripts/deps.sh --run
 	$(configure_and_build)
-	@$(BUILD)/ctorch
+	@$(BUILD)/ctorch train fashion-mnist $(RUN_ARGS)
 
 test: build
 	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)

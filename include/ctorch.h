@@ -4,6 +4,7 @@
 
 #include "ctorch/core.h"
 #include "ctorch/memory.h"
+#include "ctorch/cuda.h"
 #include "ctorch/io.h"
 #include "ctorch/dispatch.h"
 #include "ctorch/ops.h"
@@ -11,5 +12,6 @@
 #include "ctorch/data.h"
 #include "ctorch/autograd.h"
 #include "ctorch/nn.h"
+#include "ctorch/profiler.h"
 
 #endif /* CTORCH_H */

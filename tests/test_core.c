@@ -103,7 +103,7 @@ static void test_numel_overflow(void **state) {
     CT_ASSERT_ERR(ct_empty(CT_SHAPE(1, 1, 1, 1, 1, 1, 1, 1, 1), CT_F32, CT_CPU) != NULL, CT_ERROR_VALUE,
                   "dimensions");
     CT_ASSERT_ERR(ct_empty(CT_SHAPE(2), (ct_dtype)99, CT_CPU) != NULL, CT_ERROR_TYPE, "dtype");
-    CT_ASSERT_ERR(ct_empty(CT_SHAPE(2), CT_F32, CT_CUDA(0)) != NULL, CT_ERROR_DEVICE, "CUDA");
+    CT_ASSERT_ERR(ct_empty(CT_SHAPE(2), CT_F32, CT_CUDA(ct_cuda_device_count())) != NULL, CT_ERROR_DEVICE, "CUDA");
     CT_ASSERT_ERR(ct_empty(NULL, 2, CT_F32, CT_CPU) != NULL, CT_ERROR_NULL_ARGUMENT, "shape");
 }
 

@@ -149,7 +149,7 @@ static void test_arange_errors(void **state) {
     CT_ASSERT_ERR(ct_arange(z, five, one, CT_BOOL, CT_CPU) != NULL, CT_ERROR_TYPE,
                   "\"arange_cpu\" not implemented for 'Bool'");
     CT_ASSERT_ERR(ct_arange(z, five, one, (ct_dtype)77, CT_CPU) != NULL, CT_ERROR_TYPE, "dtype");
-    CT_ASSERT_ERR(ct_arange(z, five, one, CT_F32, CT_CUDA(0)) != NULL, CT_ERROR_DEVICE, "CUDA");
+    CT_ASSERT_ERR(ct_arange(z, five, one, CT_F32, CT_CUDA(ct_cuda_device_count())) != NULL, CT_ERROR_DEVICE, "CUDA");
 }
 
 static void test_linspace_logspace(void **state) {
@@ -190,7 +190,7 @@ static void test_linspace_logspace(void **state) {
     CT_ASSERT_ERR(ct_logspace(0, 1, 3, 2.0, CT_F16, CT_CPU) != NULL, CT_ERROR_TYPE,
                   "\"logspace_cpu\" not implemented for 'Half'");
     CT_ASSERT_ERR(ct_linspace(0, 1, 3, (ct_dtype)-5, CT_CPU) != NULL, CT_ERROR_TYPE, "dtype");
-    CT_ASSERT_ERR(ct_logspace(0, 1, 3, 2.0, CT_F32, CT_CUDA(1)) != NULL, CT_ERROR_DEVICE, "CUDA");
+    CT_ASSERT_ERR(ct_logspace(0, 1, 3, 2.0, CT_F32, CT_CUDA(ct_cuda_device_count() + 1)) != NULL, CT_ERROR_DEVICE, "CUDA");
 }
 
 static void test_eye(void **state) {
@@ -215,7 +215,7 @@ static void test_eye(void **state) {
     ct_scope_end();
     CT_ASSERT_ERR(ct_eye(-1, -1, CT_F32, CT_CPU) != NULL, CT_ERROR_VALUE, "n must be greater or equal to 0, got -1");
     CT_ASSERT_ERR(ct_eye(2, 2, (ct_dtype)99, CT_CPU) != NULL, CT_ERROR_TYPE, "dtype");
-    CT_ASSERT_ERR(ct_eye(2, 2, CT_F32, CT_CUDA(0)) != NULL, CT_ERROR_DEVICE, "CUDA");
+    CT_ASSERT_ERR(ct_eye(2, 2, CT_F32, CT_CUDA(ct_cuda_device_count())) != NULL, CT_ERROR_DEVICE, "CUDA");
 }
 
 int main(void) {

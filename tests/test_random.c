@@ -429,7 +429,7 @@ static void test_errors(void **state) {
     CT_ASSERT_ERR(ct_rand(CT_SHAPE(3), CT_BOOL, CT_CPU) != NULL, CT_ERROR_TYPE, "for 'Bool'");
     CT_ASSERT_ERR(ct_rand(CT_SHAPE(-3), CT_F32, CT_CPU) != NULL, CT_ERROR_VALUE, "negative dimension");
     CT_ASSERT_ERR(ct_rand(CT_SHAPE(3), (ct_dtype)50, CT_CPU) != NULL, CT_ERROR_TYPE, "dtype");
-    CT_ASSERT_ERR(ct_rand(CT_SHAPE(3), CT_F32, CT_CUDA(0)) != NULL, CT_ERROR_DEVICE, "CUDA");
+    CT_ASSERT_ERR(ct_rand(CT_SHAPE(3), CT_F32, CT_CUDA(ct_cuda_device_count())) != NULL, CT_ERROR_DEVICE, "CUDA");
     CT_ASSERT_ERR(ct_randn(CT_SHAPE(3), CT_I32, CT_CPU) != NULL, CT_ERROR_TYPE,
                   "\"normal_kernel_cpu\" not implemented for 'Int'");
     CT_ASSERT_ERR(ct_randn(NULL, 2, CT_F32, CT_CPU) != NULL, CT_ERROR_NULL_ARGUMENT, "shape");
@@ -449,7 +449,7 @@ static void test_errors(void **state) {
     CT_ASSERT_ERR(ct_randperm(3000, CT_F16, CT_CPU) != NULL, CT_ERROR_VALUE, "n cannot be greater than 2049 for Half");
     CT_ASSERT_ERR(ct_randperm(300, CT_I8, CT_CPU) != NULL, CT_ERROR_VALUE, "n cannot be greater than 128 for Char");
     CT_ASSERT_ERR(ct_randperm(3, (ct_dtype)99, CT_CPU) != NULL, CT_ERROR_TYPE, "dtype");
-    CT_ASSERT_ERR(ct_randperm(3, CT_I64, CT_CUDA(0)) != NULL, CT_ERROR_DEVICE, "CUDA");
+    CT_ASSERT_ERR(ct_randperm(3, CT_I64, CT_CUDA(ct_cuda_device_count())) != NULL, CT_ERROR_DEVICE, "CUDA");
     CT_ASSERT_ERR(ct_uniform_(f, 2, 1) != NULL, CT_ERROR_VALUE,
                   "uniform_ expects to return a [from, to) range, but found from=2 > to=1");
     CT_ASSERT_ERR(ct_uniform_(f, -3e38, 3e38) != NULL, CT_ERROR_VALUE, "to-from <= std::numeric_limits<Float>::max()");

@@ -4,6 +4,8 @@
 
 int ct_cmd_info(int argc, char **argv);
 int ct_cmd_inspect(int argc, char **argv);
+int ct_cmd_train(int argc, char **argv);
 int ct_cmd_memviz(int argc, char **argv);
+int ct_cmd_trace_report(int argc, char **argv);
 
 #endif

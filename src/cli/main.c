@@ -11,14 +11,16 @@ static const struct {
     const char *help;
 } commands[] = {
     {"info", ct_cmd_info, "build configuration, devices, threads and a short tensor demo"},
+    {"train", ct_cmd_train, "fashion-mnist [options]: train the CNN with a progress bar (the main job)"},
     {"inspect", ct_cmd_inspect, "FILE: names, dtypes, shapes and sizes in a checkpoint"},
     {"memviz", ct_cmd_memviz, "SNAPSHOT [-o PAGE.html]: a memory snapshot as a self-contained HTML page"},
+    {"trace-report", ct_cmd_trace_report, "DIR [-o OUT] [--strict]: structured logs (CT_TRACE) as an HTML report"},
 };
 
 static void usage(FILE *f) {
     fprintf(f, "usage: ctorch <command> [args]\n\ncommands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].help);
+        fprintf(f, "  %-13s %s\n", commands[i].name, commands[i].help);
 }
 
 int main(int argc, char **argv) {

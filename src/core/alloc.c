@@ -161,6 +161,7 @@ static atomic_size_t g_history_max;
 static atomic_uint_fast64_t g_history_gen;
 
 static _Thread_local char tl_context[32];
+static _Atomic(ct_alloc_observer_fn) g_observer; /* Note [Allocator observer] */
 
 /* ------------------------------------------------------------------ small helpers */
 
@@ -614,9 +615,25 @@ static void arr_dec(ct_alloc_stat *a, bool small, int64_t n) {
 
 /* ------------------------------------------------------------------ trace */
 
-static void trace(dev_alloc *da, int action, uint64_t addr, uint64_t size, int64_t stream, const char *ctx) {
-    if (!atomic_load_explicit(&g_history, memory_order_relaxed))
-        return;
+void ct_alloc_set_observer(ct_alloc_observer_fn fn) { atomic_store(&g_observer, fn); }
+
+static inline void observe(dev_alloc *da, int action, uint64_t addr, uint64_t size) {
+    ct_alloc_observer_fn obs = atomic_load_explicit(&g_observer, memory_order_relaxed);
+    if (obs)
+        obs(da->device, action, addr, size, da->stats.allocated_bytes[CT_STAT_ALL].current);
+}
+
+static void trace_record(dev_alloc *da, int action, uint64_t addr, uint64_t size, int64_t stream, const char *ctx);
+
+/* Inline, so that with history and the observer off an event costs two loads. */
+static inline void trace(dev_alloc *da, int action, uint64_t addr, uint64_t size, int64_t stream, const char *ctx) {
+    observe(da, action, addr, size);
+    if (atomic_load_explicit(&g_history, memory_order_relaxed))
+        trace_record(da, action, addr, size, stream, ctx);
+}
+
+static __attribute__((noinline)) void trace_record(dev_alloc *da, int action, uint64_t addr, uint64_t size,
+                                                   int64_t stream, const char *ctx) {
     uint64_t gen = atomic_load(&g_history_gen);
     size_t max = atomic_load(&g_history_max);
     if (da->ring_gen != gen) {
@@ -1043,6 +1060,7 @@ static void *malloc_locked(dev_alloc *da, size_t request, int64_t stream) {
         if (!b) {
             release_cached(da);
             s->num_alloc_retries++;
+            observe(da, CT_ALLOC_EVENT_RETRY, 0, size);
             b = segment_alloc(da, size, stream, small, false);
         }
     } else {
@@ -1057,6 +1075,7 @@ static void *malloc_locked(dev_alloc *da, size_t request, int64_t stream) {
             if (!b) {
                 release_cached(da);
                 s->num_alloc_retries++;
+                observe(da, CT_ALLOC_EVENT_RETRY, 0, seg_size);
                 b = segment_alloc(da, seg_size, stream, small, true);
             }
         }

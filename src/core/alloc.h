@@ -152,6 +152,19 @@ enum {
     CT_TRACE_OOM,
     CT_TRACE_ACTIONS
 };
+/* Not a trace action: passed to the observer when the allocator released its cache
+ * to retry a failed device allocation. */
+#define CT_ALLOC_EVENT_RETRY CT_TRACE_ACTIONS
+
+/* Note [Allocator observer]
+ * One function the profiler and the structured log install to see every trace event
+ * (the same arguments a trace entry gets, whether or not history is on), plus
+ * CT_ALLOC_EVENT_RETRY; allocated is the device's allocated_bytes.all.current after the
+ * event. It runs under the device's lock: it must not call the allocator. NULL (the
+ * default) turns it off; then the cost is one relaxed load per event. */
+typedef void (*ct_alloc_observer_fn)(ct_device device, int action, uint64_t addr, uint64_t size, int64_t allocated);
+void ct_alloc_set_observer(ct_alloc_observer_fn fn);
+
 /* "alloc", "free_requested", ... as PyTorch spells them. */
 const char *ct_alloc_trace_action_name(int action);
 

@@ -5,6 +5,9 @@
 #include "dtype.h"
 #include "loop.h"
 #include "view.h"
+#ifdef CT_HAVE_CUDA
+#include "cuda/cuda_tensor.h"
+#endif
 
 /* ------------------------------------------------------------------ loops */
 
@@ -255,9 +258,14 @@ static bool ranges_overlap(const ct_tensor *a, const ct_tensor *b) {
     return true; /* conservative: any two views of one storage may overlap */
 }
 
-static void copy_into(ct_tensor *dst, const ct_tensor *src, const int64_t *src_strides) {
+static bool copy_into(ct_tensor *dst, const ct_tensor *src, const int64_t *src_strides) {
+#ifdef CT_HAVE_CUDA
+    if (dst->device.type == CT_DEVICE_CUDA)
+        return ct_cuda_copy_into(dst, src, src_strides) == CT_OK;
+#endif
     ct_loop2(dst->ndim, dst->shape, ct_tensor_ptr(dst), dst->strides, ct_dtype_size(dst->dtype), ct_tensor_ptr(src),
              src_strides, ct_dtype_size(src->dtype), ct_cast_loop(dst->dtype, src->dtype), NULL);
+    return true;
 }
 
 ct_tensor *ct_copy_impl(ct_tensor *dst, const ct_tensor *src) {
@@ -270,6 +278,12 @@ ct_tensor *ct_copy_impl(ct_tensor *dst, const ct_tensor *src) {
                  ct_shape_str(src->shape, src->ndim, a, sizeof a), ct_shape_str(dst->shape, dst->ndim, b, sizeof b));
         return NULL;
     }
+#ifdef CT_HAVE_CUDA
+    if ((dst->device.type == CT_DEVICE_CUDA || src->device.type == CT_DEVICE_CUDA) &&
+        !ct_device_equal(dst->device, src->device)) {
+        return ct_cuda_copy_cross(dst, src) == CT_OK ? ct_tensor_ref(dst) : NULL;
+    }
+#endif
     if (dst->device.type != src->device.type) {
         ct_error(CT_ERROR_DEVICE, "copy_", "copies between device types %d and %d are not supported in this build",
                  (int)src->device.type, (int)dst->device.type);
@@ -287,10 +301,12 @@ ct_tensor *ct_copy_impl(ct_tensor *dst, const ct_tensor *src) {
             return NULL;
         }
         ct_broadcast_strides(tmp, dst->shape, dst->ndim, sstr);
-        copy_into(dst, tmp, sstr);
+        bool ok = copy_into(dst, tmp, sstr);
         ct_scope_end();
-    } else if (dst != src) {
-        copy_into(dst, src, sstr);
+        if (!ok)
+            return NULL;
+    } else if (dst != src && !copy_into(dst, src, sstr)) {
+        return NULL;
     }
     return ct_tensor_ref(dst);
 }
@@ -300,8 +316,8 @@ ct_tensor *ct_clone_impl(const ct_tensor *t) {
     ct_tensor *out = ct_tensor_new("clone", t->shape, NULL, t->ndim, t->dtype, t->device);
     if (!out)
         return NULL;
-    if (t->device.type != CT_DEVICE_META && t->numel > 0)
-        copy_into(out, t, t->strides);
+    if (t->device.type != CT_DEVICE_META && t->numel > 0 && !copy_into(out, t, t->strides))
+        return NULL; /* out stays with the scope */
     return out;
 }
 
@@ -323,8 +339,8 @@ ct_tensor *ct_to_dtype_impl(const ct_tensor *t, ct_dtype dtype) {
     ct_tensor *out = ct_tensor_new("to", t->shape, NULL, t->ndim, dtype, t->device);
     if (!out)
         return NULL;
-    if (t->device.type != CT_DEVICE_META && t->numel > 0)
-        copy_into(out, t, t->strides);
+    if (t->device.type != CT_DEVICE_META && t->numel > 0 && !copy_into(out, t, t->strides))
+        return NULL; /* out stays with the scope */
     return out;
 }
 
@@ -332,6 +348,10 @@ ct_tensor *ct_to_device(const ct_tensor *t, ct_device device) {
     CT_CHECK_ARG("to_device", t);
     if (ct_device_equal(t->device, device))
         return ct_tensor_ref(t);
+#ifdef CT_HAVE_CUDA
+    if (t->device.type == CT_DEVICE_CUDA || device.type == CT_DEVICE_CUDA)
+        return ct_cuda_to_device(t, device);
+#endif
     if (!ct_check_device("to_device", device))
         return NULL;
     ct_tensor *out = ct_tensor_new("to_device", t->shape, NULL, t->ndim, t->dtype, device);
@@ -353,13 +373,17 @@ static void fill_bytes(char *dst, const char *src, int64_t n, int64_t ds, int64_
         memcpy(dst + i * ds, src, esz);
 }
 
-static void fill_impl(ct_tensor *t, ct_scalar value) {
+static bool fill_impl(ct_tensor *t, ct_scalar value) {
     ct_tensor_bump_version(t);
     if (t->device.type == CT_DEVICE_META || t->numel == 0)
-        return;
+        return true;
     char one[16];
     ct_store_scalar(one, t->dtype, value);
     size_t esz = ct_dtype_size(t->dtype);
+#ifdef CT_HAVE_CUDA
+    if (t->device.type == CT_DEVICE_CUDA)
+        return ct_cuda_fill(t, one, esz) == CT_OK;
+#endif
     bool zero = true;
     for (size_t i = 0; i < esz; i++)
         zero = zero && one[i] == 0;
@@ -369,6 +393,7 @@ static void fill_impl(ct_tensor *t, ct_scalar value) {
         ct_loop2(t->ndim, t->shape, ct_tensor_ptr(t), t->strides, esz, one, NULL, 0, fill_bytes,
                  (void *)(uintptr_t)esz);
     }
+    return true;
 }
 
 ct_status ct_check_scalar_fits(const char *op, ct_scalar s, ct_dtype d) {
@@ -421,8 +446,7 @@ ct_tensor *ct_fill_(ct_tensor *t, ct_scalar value) {
     CT_CHECK_ARG("fill_", t);
     if (ct_check_scalar_fits("fill_", value, t->dtype))
         return NULL;
-    fill_impl(t, value);
-    return ct_tensor_ref(t);
+    return fill_impl(t, value) ? ct_tensor_ref(t) : NULL;
 }
 
 ct_tensor *ct_zero_(ct_tensor *t) { return ct_fill_(t, ct_scalar_int(0)); }
@@ -437,9 +461,8 @@ ct_tensor *ct_full(const int64_t *shape, int ndim, ct_scalar value, ct_dtype dty
     if (ct_dtype_valid(dtype) && ct_check_scalar_fits("full", value, dtype))
         return NULL;
     ct_tensor *t = ct_tensor_new("full", shape, NULL, ndim, dtype, device);
-    if (!t)
-        return NULL;
-    fill_impl(t, value);
+    if (!t || !fill_impl(t, value))
+        return NULL; /* t stays with the scope */
     return t;
 }
 
@@ -503,11 +526,20 @@ ct_status ct_tensor_set(ct_tensor *t, const int64_t *index, double value) {
     return st;
 }
 
-static ct_status item_ptr(const char *op, const ct_tensor *t, char **p) {
+/* buf (16 bytes) receives the element of a CUDA tensor. */
+static ct_status item_ptr(const char *op, const ct_tensor *t, char **p, char *buf) {
     CT_CHECK_ARG_STATUS(op, t);
     if (t->numel != 1)
         return ct_error(CT_ERROR_VALUE, op, "a Tensor with %lld elements cannot be converted to Scalar",
                         (long long)t->numel);
+#ifdef CT_HAVE_CUDA
+    if (t->device.type == CT_DEVICE_CUDA) {
+        *p = buf;
+        return ct_cuda_read_element(t, 0, buf);
+    }
+#else
+    (void)buf;
+#endif
     if (t->device.type != CT_DEVICE_CPU)
         return ct_error(CT_ERROR_DEVICE, op, "item needs a CPU tensor");
     *p = ct_tensor_ptr(t);
@@ -515,16 +547,16 @@ static ct_status item_ptr(const char *op, const ct_tensor *t, char **p) {
 }
 
 ct_status ct_item_double(const ct_tensor *t, double *out) {
-    char *p = NULL;
-    ct_status st = item_ptr("item", t, &p);
+    char *p = NULL, buf[16];
+    ct_status st = item_ptr("item", t, &p, buf);
     if (st == CT_OK)
         *out = ct_load_double(p, t->dtype);
     return st;
 }
 
 ct_status ct_item_int64(const ct_tensor *t, int64_t *out) {
-    char *p = NULL;
-    ct_status st = item_ptr("item", t, &p);
+    char *p = NULL, buf[16];
+    ct_status st = item_ptr("item", t, &p, buf);
     if (st == CT_OK)
         *out = ct_load_int64(p, t->dtype);
     return st;

@@ -7,6 +7,9 @@
 #include "dtype.h"
 #include "random.h"
 #include "tensor_impl.h"
+#ifdef CT_HAVE_CUDA
+#include "cuda/cuda_rt.h"
+#endif
 
 #ifdef CT_HAVE_OPENMP
 #include <omp.h>
@@ -198,6 +201,26 @@ static void run_job(rng_job *J) {
 /* Runs J over t in place: straight into t when it is contiguous, else through a
  * contiguous buffer copied back (elements keep their logical order). Creates no
  * reference to t; false on error. */
+/* Runs J on the device of its output (uniform and normal only on CUDA: Note [Same
+ * numbers on CPU and GPU] in src/cuda/random.cu). */
+static bool run_job_on(rng_job *J, ct_device device) {
+#ifdef CT_HAVE_CUDA
+    if (device.type == CT_DEVICE_CUDA) {
+        CT_ASSERT(J->kind == K_UNIFORM || J->kind == K_NORMAL); /* device_ok_gpu admits only these */
+        int kind = J->kind == K_UNIFORM ? 0 : 1;
+        int64_t ncounters = ct_cuda_philox_counters(kind, J->dtype, J->n);
+        CT_ASSERT(ncounters == (J->n + J->epc - 1) / J->epc); /* the CPU's layout */
+        ct_generator_reserve(&default_generator, (uint64_t)ncounters, &J->seed, &J->offset);
+        return ct_cuda_philox_fill(kind, J->dtype, J->out, J->n, J->digits, J->a, J->b, J->seed, J->offset,
+                                   device.index) == CT_OK;
+    }
+#else
+    (void)device;
+#endif
+    run_job(J);
+    return true;
+}
+
 static bool fill_tensor(const char *op, ct_tensor *t, rng_job *J) {
     ct_tensor_bump_version(t);
     if (t->device.type == CT_DEVICE_META || t->numel == 0)
@@ -206,16 +229,14 @@ static bool fill_tensor(const char *op, ct_tensor *t, rng_job *J) {
     J->n = t->numel;
     if (ct_tensor_is_contiguous(t)) {
         J->out = ct_tensor_ptr(t);
-        run_job(J);
-        return true;
+        return run_job_on(J, t->device);
     }
     ct_scope_begin();
     ct_tensor *tmp = ct_tensor_new(op, t->shape, NULL, t->ndim, t->dtype, t->device);
     bool ok = tmp != NULL;
     if (ok) {
         J->out = ct_tensor_ptr(tmp);
-        run_job(J);
-        ok = ct_copy_(t, tmp) != NULL;
+        ok = run_job_on(J, t->device) && ct_copy_(t, tmp) != NULL;
     }
     ct_scope_end();
     return ok;
@@ -236,8 +257,17 @@ static int uniform_digits(ct_dtype d) {
 static bool device_ok(const char *op, const ct_tensor *t) {
     if (t->device.type == CT_DEVICE_CPU || t->device.type == CT_DEVICE_META)
         return true;
-    ct_error(CT_ERROR_DEVICE, op, "random numbers are only implemented for CPU and meta tensors in this build");
+    ct_error(CT_ERROR_DEVICE, op, "not implemented for CUDA tensors: only rand, randn, uniform_ and normal_ run on CUDA");
     return false;
+}
+
+/* uniform_ and normal_ also run on CUDA devices. */
+static bool device_ok_gpu(const char *op, const ct_tensor *t) {
+#ifdef CT_HAVE_CUDA
+    if (t->device.type == CT_DEVICE_CUDA)
+        return true;
+#endif
+    return device_ok(op, t);
 }
 
 /* The largest finite value of a floating dtype. */
@@ -258,7 +288,7 @@ static bool uniform_impl(ct_tensor *t, double from, double to) {
         ct_error(CT_ERROR_TYPE, op, "\"check_uniform_bounds\" not implemented for '%s'", scalar_type_name(t->dtype));
         return false;
     }
-    if (!device_ok(op, t))
+    if (!device_ok_gpu(op, t))
         return false;
     double mx = dtype_max(t->dtype);
     if (!(from >= -mx && from <= mx)) {
@@ -303,7 +333,7 @@ static bool normal_impl(ct_tensor *t, double mean, double std) {
         ct_error(CT_ERROR_TYPE, op, "\"normal_kernel_cpu\" not implemented for '%s'", scalar_type_name(t->dtype));
         return false;
     }
-    if (!device_ok(op, t))
+    if (!device_ok_gpu(op, t))
         return false;
     rng_job J = {.kind = K_NORMAL, .a = mean, .b = std, .epc = 2};
     return fill_tensor(op, t, &J);
@@ -425,6 +455,22 @@ static void dtype_int_range(ct_dtype d, double *lo, double *hi) {
     }
 }
 
+/* randint and randperm on CUDA draw on the CPU and copy the result over: the same
+ * numbers and the same generator advance as on the CPU. */
+#define CT_RANDOM_VIA_CPU(op, device, call)                           \
+    do {                                                              \
+        if ((device).type == CT_DEVICE_CUDA) {                        \
+            if (!ct_check_device(op, device))                         \
+                return NULL;                                          \
+            ct_scope_begin();                                         \
+            ct_tensor *cpu_ = (call);                                 \
+            ct_tensor *r_ = cpu_ ? ct_to_device(cpu_, device) : NULL; \
+            ct_keep(r_);                                              \
+            ct_scope_end();                                           \
+            return r_;                                                \
+        }                                                             \
+    } while (0)
+
 /* Note [randint bias]
  * randint maps a 64-bit draw x to low + x mod (high - low). The modulo favours the
  * first 2^64 mod range values by one count in 2^64 / range, so the relative bias is at
@@ -434,6 +480,7 @@ static void dtype_int_range(ct_dtype d, double *lo, double *hi) {
  * on the values, which breaks the one-counter-per-pair layout of Note [Random streams]. */
 ct_tensor *ct_randint(int64_t low, int64_t high, const int64_t *shape, int ndim, ct_dtype dtype, ct_device device) {
     const char *op = "randint";
+    CT_RANDOM_VIA_CPU(op, device, ct_randint(low, high, shape, ndim, dtype, CT_CPU));
     if (dtype == CT_DTYPE_UNDEFINED)
         dtype = CT_DTYPE_INT64;
     if (!ct_dtype_valid(dtype)) {
@@ -464,6 +511,7 @@ ct_tensor *ct_randint(int64_t low, int64_t high, const int64_t *shape, int ndim,
 
 ct_tensor *ct_randperm(int64_t n, ct_dtype dtype, ct_device device) {
     const char *op = "randperm";
+    CT_RANDOM_VIA_CPU(op, device, ct_randperm(n, dtype, CT_CPU));
     if (dtype == CT_DTYPE_UNDEFINED)
         dtype = CT_DTYPE_INT64;
     if (n < 0) {

@@ -6,6 +6,9 @@
 #include "alloc.h"
 #include "dtype.h"
 #include "tensor_impl.h"
+#ifdef CT_HAVE_CUDA
+#include "cuda/cuda_rt.h"
+#endif
 
 /* ------------------------------------------------------------------ object caches */
 
@@ -384,8 +387,12 @@ bool ct_check_device(const char *op, ct_device device) {
     if (device.type == CT_DEVICE_CPU || device.type == CT_DEVICE_META)
         return true;
     if (device.type == CT_DEVICE_CUDA) {
+#ifdef CT_HAVE_CUDA
+        return ct_cuda_use_device(op, device.index);
+#else
         ct_error(CT_ERROR_DEVICE, op, "ctorch was built without CUDA support or no CUDA device is available");
         return false;
+#endif
     }
     ct_error(CT_ERROR_DEVICE, op, "unknown device type %d", (int)device.type);
     return false;

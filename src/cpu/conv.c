@@ -257,6 +257,48 @@ ct_status ct_cpu_conv2d_backward(ct_keyset ks, ct_call *call, void *ud) {
 
 /* ------------------------------------------------------------------ max pooling */
 
+#ifdef CT_HAVE_OPENMP
+#define CT_POOL_PARALLEL _Pragma("omp parallel for schedule(static) if (planes > 16 && ct_get_num_threads() > 1)")
+#else
+#define CT_POOL_PARALLEL
+#endif
+
+/* One output plane per iteration; T is the element type (float32 and float64 run
+ * natively, other dtypes through float64, which holds all their values exactly). */
+#define MAX_POOL_PLANES(T)                                                                              \
+    static void max_pool_##T(const ct_pool2d_geom *g, const T *px, T *py, int64_t *pi) {               \
+        int64_t planes = g->n * g->c;                                                                   \
+        CT_POOL_PARALLEL                                                                                \
+        for (int64_t p = 0; p < planes; p++) {                                                          \
+            const T *xp = px + p * g->h * g->w;                                                         \
+            for (int64_t oy = 0; oy < g->oh; oy++)                                                      \
+                for (int64_t ox = 0; ox < g->ow; ox++) {                                                \
+                    T best = -(T)INFINITY;                                                              \
+                    int64_t at = -1;                                                                    \
+                    for (int64_t i = 0; i < g->kernel[0]; i++) {                                        \
+                        int64_t yy = oy * g->stride[0] - g->padding[0] + i * g->dilation[0];            \
+                        if (yy < 0 || yy >= g->h)                                                       \
+                            continue;                                                                   \
+                        for (int64_t j = 0; j < g->kernel[1]; j++) {                                    \
+                            int64_t xx = ox * g->stride[1] - g->padding[1] + j * g->dilation[1];        \
+                            if (xx < 0 || xx >= g->w)                                                   \
+                                continue;                                                               \
+                            T v = xp[yy * g->w + xx];                                                   \
+                            /* NaN wins and stays (PyTorch propagates it); ties keep the first */      \
+                            if (at < 0 || v > best || (v != v && best == best)) {                       \
+                                best = v;                                                               \
+                                at = yy * g->w + xx;                                                    \
+                            }                                                                           \
+                        }                                                                               \
+                    }                                                                                   \
+                    py[(p * g->oh + oy) * g->ow + ox] = best;                                           \
+                    pi[(p * g->oh + oy) * g->ow + ox] = at;                                             \
+                }                                                                                       \
+        }                                                                                               \
+    }
+MAX_POOL_PLANES(float)
+MAX_POOL_PLANES(double)
+
 ct_status ct_cpu_max_pool2d_with_indices(ct_keyset ks, ct_call *call, void *ud) {
     (void)ks, (void)ud;
     ct_pool2d_geom g;
@@ -266,49 +308,19 @@ ct_status ct_cpu_max_pool2d_with_indices(ct_keyset ks, ct_call *call, void *ud) 
     int64_t shape[4];
     int nd;
     ct_pool2d_out_shape(&g, shape, &nd);
-    ct_dtype dt = call->in[0]->dtype;
+    ct_dtype dt = call->in[0]->dtype, wd = dt == CT_DTYPE_FLOAT32 ? CT_DTYPE_FLOAT32 : CT_DTYPE_FLOAT64;
     ct_scope_begin();
-    const ct_tensor *x = ct_contiguous(ct_to_dtype(call->in[0], CT_DTYPE_FLOAT64));
-    ct_tensor *y = ct_empty(shape, nd, CT_DTYPE_FLOAT64, CT_CPU);
+    const ct_tensor *x = ct_contiguous(ct_to_dtype(call->in[0], wd));
+    ct_tensor *y = ct_empty(shape, nd, wd, CT_CPU);
     ct_tensor *idx = ct_empty(shape, nd, CT_DTYPE_INT64, CT_CPU);
     if (!x || !y || !idx) {
         ct_scope_end();
         return ct_last_status();
     }
-    /* float64 holds every value of every supported input dtype exactly. */
-    const double *px = ct_tensor_data(x);
-    double *py = ct_tensor_data(y);
-    int64_t *pi = ct_tensor_data(idx);
-    int64_t planes = g.n * g.c;
-#ifdef CT_HAVE_OPENMP
-#pragma omp parallel for schedule(static) if (planes > 16 && ct_get_num_threads() > 1)
-#endif
-    for (int64_t p = 0; p < planes; p++) {
-        const double *xp = px + p * g.h * g.w;
-        for (int64_t oy = 0; oy < g.oh; oy++)
-            for (int64_t ox = 0; ox < g.ow; ox++) {
-                double best = -INFINITY;
-                int64_t at = -1;
-                for (int64_t i = 0; i < g.kernel[0]; i++) {
-                    int64_t yy = oy * g.stride[0] - g.padding[0] + i * g.dilation[0];
-                    if (yy < 0 || yy >= g.h)
-                        continue;
-                    for (int64_t j = 0; j < g.kernel[1]; j++) {
-                        int64_t xx = ox * g.stride[1] - g.padding[1] + j * g.dilation[1];
-                        if (xx < 0 || xx >= g.w)
-                            continue;
-                        double v = xp[yy * g.w + xx];
-                        /* NaN wins and stays (PyTorch propagates it); ties keep the first */
-                        if (at < 0 || v > best || (isnan(v) && !isnan(best))) {
-                            best = v;
-                            at = yy * g.w + xx;
-                        }
-                    }
-                }
-                py[(p * g.oh + oy) * g.ow + ox] = best;
-                pi[(p * g.oh + oy) * g.ow + ox] = at;
-            }
-    }
+    if (wd == CT_DTYPE_FLOAT32)
+        max_pool_float(&g, ct_tensor_data(x), ct_tensor_data(y), ct_tensor_data(idx));
+    else
+        max_pool_double(&g, ct_tensor_data(x), ct_tensor_data(y), ct_tensor_data(idx));
     ct_tensor *out = ct_to_dtype(y, dt);
     st = out ? ct_call_set_output(call, 0, out) : ct_last_status();
     if (st == CT_OK)

@@ -6,6 +6,7 @@
 #include "core/loop.h"
 #include "cpu/loops.h"
 #include "cpu/blas.h"
+#include "dispatch/trace_log.h"
 #include "ops/linalg.h"
 
 #ifdef CT_HAVE_OPENBLAS
@@ -84,9 +85,13 @@ static void gemm(ct_dtype dt, int64_t n, int64_t m, int64_t k, mat A, mat B, cha
             cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)n, (int)m,
                         (int)k, alpha, (const double *)A.p, (int)lda, (const double *)B.p, (int)ldb, beta,
                         (double *)C, (int)ldc);
+        if (CT_TRACE_LOG_ON())
+            ct_trace_log_kernel_choice(__FILE__, __LINE__, "gemm", "blas", dt, n, m, k);
         return;
     }
 #endif
+    if (CT_TRACE_LOG_ON())
+        ct_trace_log_kernel_choice(__FILE__, __LINE__, "gemm", "generic", dt, n, m, k);
     gemm_generic(dt, n, m, k, A, B, C, ldc, alpha, beta);
 }
 

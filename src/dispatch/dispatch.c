@@ -7,6 +7,8 @@
 #include "call.h"
 #include "core/alloc.h"
 #include "dispatch_internal.h"
+#include "profiler_internal.h"
+#include "trace_log.h"
 #include "ops/op_info.h"
 
 /* Note [Kernel tables]
@@ -101,8 +103,10 @@ static void dispatch_init(void) {
     key_fallback[CT_KEY_AUTOGRAD] = fallthrough;
     key_fallback[CT_KEY_AUTOCAST] = fallthrough;
     key_fallback[CT_KEY_TRACE] = fallthrough;
+    ct_trace_log_init_from_env(); /* first, so that it sees the other settings */
     ct_register_default_kernels();
     ct_op_logging_init_from_env();
+    ct_profiler_init_from_env();
 }
 
 void ct_dispatch_ensure_init(void) { pthread_once(&init_once, dispatch_init); }
@@ -152,6 +156,7 @@ int64_t ct_op_override(ct_op op, ct_dispatch_key key, ct_kernel_fn kernel, void 
         retired = old;
     }
     pthread_mutex_unlock(&override_lock);
+    ct_trace_log_override(op, key, handle, flags);
     return handle;
 }
 
@@ -178,6 +183,7 @@ ct_status ct_op_override_remove(int64_t handle) {
                 old->retired_next = retired;
                 retired = old;
                 pthread_mutex_unlock(&override_lock);
+                ct_trace_log_override_removed(op, (ct_dispatch_key)key, handle);
                 return CT_OK;
             }
         }
@@ -263,6 +269,14 @@ ct_keyset ct_call_keyset(const ct_call *call) {
 
 ct_status ct_dispatch(ct_call *call) {
     ct_dispatch_ensure_init();
+    /* Note [Profiler hook]: off, the profiler costs this one load and a branch that is
+     * predicted not taken. */
+    if (__builtin_expect(atomic_load_explicit(&ct_profiler_active, memory_order_relaxed), 0))
+        return ct_profiler_dispatch(call);
+    return ct_dispatch_run(call);
+}
+
+ct_status ct_dispatch_run(ct_call *call) {
     ct_keyset ks = ct_call_keyset(call);
     /* Memory the kernels ask for is attributed to this op in allocator traces; an op
      * running inside another restores the outer name when it returns. */

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "dispatch_internal.h"
+#include "trace_log.h"
 
 static FILE *log_file;
 static bool log_owned;
@@ -82,6 +83,7 @@ ct_status ct_set_op_logging(bool enabled, const char *path) {
     log_on = enabled;
     pthread_mutex_unlock(&log_lock);
     ct_dispatch_set_global_key(CT_KEY_LOGGING, enabled);
+    ct_trace_log_op_logging(enabled, enabled ? path : NULL, "api");
     return CT_OK;
 }
 
@@ -99,4 +101,5 @@ void ct_op_logging_init_from_env(void) {
     }
     log_on = true;
     ct_dispatch_set_global_key(CT_KEY_LOGGING, true);
+    ct_trace_log_op_logging(true, path && *path ? path : NULL, "env");
 }

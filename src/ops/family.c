@@ -9,6 +9,9 @@
 #include "ops/ew_args.h"
 #include "ops/op_info.h"
 #include "ops/reduce.h"
+#ifdef CT_HAVE_CUDA
+#include "cuda/cuda_ops.h"
+#endif
 
 const ct_op_info ct_op_table[CT_OP_COUNT] = {
 #define CT_OP(name, sig, family, flags) {#name, CT_SIG_##sig, CT_FAM_##family, flags},
@@ -62,9 +65,9 @@ static ct_status fill_params(const ct_call *call, ct_dtype compute, ct_loop_para
     return CT_OK;
 }
 
-/* The kernel of every elementwise family op, for CPU and META. */
+/* The kernel of every elementwise family op, for CPU, META and CUDA: one shape and
+ * dtype rule, then the backend's loop (a CPU loop table entry or a CUDA launch). */
 static ct_status elementwise_kernel(ct_keyset ks, ct_call *call, void *user_data) {
-    (void)ks;
     const ct_op_info *info = &ct_op_table[call->op];
     const ct_cpu_loop *loops = user_data;
     ct_iter_config cfg = ct_iter_config_default();
@@ -72,6 +75,14 @@ static ct_status elementwise_kernel(ct_keyset ks, ct_call *call, void *user_data
     cfg.nin = call->nin;
     for (int i = 0; i < call->nin; i++)
         cfg.in[i] = call->in[i];
+    bool cuda = ct_keyset_has(ks, CT_KEY_CUDA);
+#ifdef CT_HAVE_CUDA
+    if (cuda && call->nin > 1) { /* CPU scalars join the GPU operands (in the call's scope) */
+        ct_status mst = ct_cuda_move_scalars(cfg.in, call->nin, ct_cuda_call_device(call));
+        if (mst != CT_OK)
+            return mst;
+    }
+#endif
     if (call->mode != CT_CALL_FUNCTIONAL)
         cfg.out = call->out[0];
     cfg.inplace = call->mode == CT_CALL_INPLACE;
@@ -91,13 +102,33 @@ static ct_status elementwise_kernel(ct_keyset ks, ct_call *call, void *user_data
     if (st == CT_OK)
         st = ct_ew_setup(call, &it, &params, &loops);
     ct_cpu_loop loop = loops ? loops[it.compute_dtype] : NULL;
-    if (st == CT_OK && !loop)
+#ifdef CT_HAVE_CUDA
+    bool have_loop = cuda ? ct_cuda_elementwise_supported(call->op, it.compute_dtype) : loop != NULL;
+#else
+    bool have_loop = !cuda && loop != NULL;
+#endif
+#ifdef CT_HAVE_CUDA
+    /* An op the CUDA backend has no kernel for at all reads like an empty dispatch slot. */
+    if (st == CT_OK && cuda && !ct_cuda_elementwise_supported(call->op, CT_DTYPE_FLOAT32))
+        st = ct_error(CT_ERROR_NOT_IMPLEMENTED, info->name, "no kernel for this op at dispatch key %s",
+                      ct_dispatch_key_name(CT_KEY_CUDA));
+#endif
+    if (st == CT_OK && !have_loop)
         st = ct_error(CT_ERROR_TYPE, info->name, "not implemented for '%s'", ct_dtype_name(it.compute_dtype));
     if (st != CT_OK) {
         ct_iter_abort(&it);
         return st;
     }
-    ct_iter_run(&it, loop, &params);
+#ifdef CT_HAVE_CUDA
+    if (cuda) {
+        st = ct_cuda_iter_run(&it, call->op, &params);
+        if (st != CT_OK) {
+            ct_iter_abort(&it);
+            return st;
+        }
+    } else
+#endif
+        ct_iter_run(&it, loop, &params);
     ct_tensor *out = ct_iter_finish(&it);
     if (!out)
         return ct_last_status();
@@ -110,9 +141,23 @@ static ct_status elementwise_kernel(ct_keyset ks, ct_call *call, void *user_data
     return CT_OK;
 }
 
+/* Note [CUDA registration]
+ * In a build with CUDA every elementwise family op gets the family kernel at the CUDA
+ * key too (it launches the family's CUDA kernel); the CUDA backend registers its own
+ * kernels of CUSTOM ops (ct_cuda_register_kernels). Ops without a CUDA kernel keep an
+ * empty slot, so a CUDA call fails with the dispatcher's "no kernel for this op at
+ * dispatch key CUDA". */
+#ifdef CT_HAVE_CUDA
+#define CT_REGISTER_CUDA_LOOPS(name) \
+    ct_dispatch_register_default(CT_OP_##name, CT_KEY_CUDA, elementwise_kernel, (void *)ct_cpu_loops_##name);
+#else
+#define CT_REGISTER_CUDA_LOOPS(name)
+#endif
+
 #define CT_REGISTER_LOOPS(name)                                                                        \
     ct_dispatch_register_default(CT_OP_##name, CT_KEY_CPU, elementwise_kernel, (void *)ct_cpu_loops_##name); \
-    ct_dispatch_register_default(CT_OP_##name, CT_KEY_META, elementwise_kernel, (void *)ct_cpu_loops_##name);
+    ct_dispatch_register_default(CT_OP_##name, CT_KEY_META, elementwise_kernel, (void *)ct_cpu_loops_##name); \
+    CT_REGISTER_CUDA_LOOPS(name)
 #define CT_REGISTER_UNARY_FLOAT(name) CT_REGISTER_LOOPS(name)
 #define CT_REGISTER_UNARY_SAME(name) CT_REGISTER_LOOPS(name)
 #define CT_REGISTER_BINARY_ARITH(name) CT_REGISTER_LOOPS(name)
@@ -127,9 +172,17 @@ static ct_status elementwise_kernel(ct_keyset ks, ct_call *call, void *user_data
     ct_dispatch_register_default(CT_OP_##name, CT_KEY_CPU, ct_reduce_kernel, NULL);    \
     ct_dispatch_register_default(CT_OP_##name, CT_KEY_META, ct_reduce_kernel, NULL);
 #define CT_REGISTER_SCAN(name) CT_REGISTER_REDUCE(name)
+/* Views and copies are the core's own functions, which serve CUDA tensors too
+ * (copies launch the CUDA copy kernels through src/core/copy.c). */
+#ifdef CT_HAVE_CUDA
+#define CT_REGISTER_CUDA_CORE(name) ct_dispatch_register_default(CT_OP_##name, CT_KEY_CUDA, ct_core_kernel, NULL);
+#else
+#define CT_REGISTER_CUDA_CORE(name)
+#endif
 #define CT_REGISTER_VIEW(name)                                                      \
     ct_dispatch_register_default(CT_OP_##name, CT_KEY_CPU, ct_core_kernel, NULL);   \
-    ct_dispatch_register_default(CT_OP_##name, CT_KEY_META, ct_core_kernel, NULL);
+    ct_dispatch_register_default(CT_OP_##name, CT_KEY_META, ct_core_kernel, NULL);  \
+    CT_REGISTER_CUDA_CORE(name)
 #define CT_REGISTER_COPY(name) CT_REGISTER_VIEW(name)
 #define CT_REGISTER_UNARY_BOOL(name) CT_REGISTER_LOOPS(name)
 #define CT_REGISTER_UNARY_SQUARE(name) CT_REGISTER_LOOPS(name)
@@ -142,4 +195,7 @@ void ct_register_default_kernels(void) {
 #include "ctorch/ops.def"
 #undef CT_OP
     ct_autograd_register_kernels();
+#ifdef CT_HAVE_CUDA
+    ct_cuda_register_kernels();
+#endif
 }

@@ -1,0 +1,96 @@
+#!/bin/sh
+# The GPU check in one call: configure a CUDA build (Release, CT_CUDA=ON), build it,
+# run the whole test suite (GPU tests included), compute-sanitizer memcheck over the
+# CUDA test programs, and the GPU benchmark beside PyTorch's figures from the same run.
+#
+#   scripts/gpu-check.sh [all|build|test|memcheck|bench]...   (default: all)
+#
+# Under a 10-minute limit per command, run it in two calls:
+#   scripts/gpu-check.sh build test && scripts/gpu-check.sh memcheck bench
+#
+# Everything it produces goes under $OUT when that is set:
+# configure.log build.log ctest.log memcheck_<test>.log bench_ctorch.txt bench_torch.txt
+# summary.txt (else $BUILD_DIR/gpu-check-out). The build directory is $BUILD_DIR (default
+# build-gpu), kept between runs.
+# Exit status: non-zero when a stage failed (every stage still runs).
+set -u
+cd "$(dirname "$0")/.."
+BUILD=${BUILD_DIR:-build-gpu}
+OUTDIR=${OUT:-$PWD/$BUILD/gpu-check-out}
+JOBS=${JOBS:-16}
+mkdir -p "$OUTDIR"
+SUMMARY="$OUTDIR/summary.txt"
+status=0
+
+say() { echo "$*" | tee -a "$SUMMARY"; }
+stage_result() { # name rc
+    if [ "$2" -eq 0 ]; then say "$1: ok"; else say "$1: FAILED (exit $2)"; status=1; fi
+}
+
+stages=${*:-all}
+want() { case " $stages " in *" all "*|*" $1 "*) return 0 ;; *) return 1 ;; esac; }
+say "== gpu-check $(date -u +%Y-%m-%dT%H:%M:%SZ): $stages"
+
+if command -v nvidia-smi > /dev/null 2>&1; then
+    nvidia-smi > "$OUTDIR/nvidia-smi.txt" 2>&1
+fi
+
+if want build; then
+    cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DCT_CUDA=ON -DCT_WERROR=ON > "$OUTDIR/configure.log" 2>&1
+    rc=$?
+    if [ $rc -eq 0 ]; then
+        cmake --build "$BUILD" -j"$JOBS" > "$OUTDIR/build.log" 2>&1
+        rc=$?
+    fi
+    stage_result build $rc
+fi
+
+if want test; then
+    (cd "$BUILD" && ctest --output-on-failure -j4 --timeout 300) > "$OUTDIR/ctest.log" 2>&1
+    rc=$?
+    stage_result ctest $rc
+    grep -E "tests passed|tests failed|Skipped|\*\*\*Failed|Not Run" "$OUTDIR/ctest.log" | tee -a "$SUMMARY"
+fi
+
+if want memcheck; then
+    SAN=$(command -v compute-sanitizer || true)
+    [ -z "$SAN" ] && [ -x /usr/local/cuda/bin/compute-sanitizer ] && SAN=/usr/local/cuda/bin/compute-sanitizer
+    if [ -z "$SAN" ]; then
+        say "memcheck: skipped (compute-sanitizer not found)"
+    else
+        # API errors are part of what the tests check (bad device ordinals, OOM), so
+        # only memory errors count.
+        for t in test_cuda_api test_cuda test_cuda_ops; do
+            CT_CUDA_TEST_SMALL=1 timeout 300 "$SAN" --tool memcheck --report-api-errors no --error-exitcode 99 \
+                "$BUILD/tests/$t" > "$OUTDIR/memcheck_$t.log" 2>&1
+            rc=$?
+            stage_result "memcheck $t" $rc
+            grep -E "ERROR SUMMARY" "$OUTDIR/memcheck_$t.log" | tee -a "$SUMMARY"
+        done
+    fi
+fi
+
+if want bench; then
+    "$BUILD/bench/cuda_ops" > "$OUTDIR/bench_ctorch.txt" 2>&1
+    stage_result "bench ctorch" $?
+    if python3 -c "import torch" > /dev/null 2>&1; then
+        python3 bench/torch_cuda_peer.py > "$OUTDIR/bench_torch.txt" 2>&1
+        stage_result "bench torch" $?
+    else
+        say "bench torch: skipped (no python3 with torch)"
+        : > "$OUTDIR/bench_torch.txt"
+    fi
+    # One table: ctorch, PyTorch, ratio (ctorch / PyTorch; for "us" lower is better).
+    say ""
+    say "name ctorch torch ratio unit"
+    awk '
+        FNR == NR { if ($1 !~ /^#/ && NF >= 3) { sub(/^torch_/, "", $1); t[$1] = $2 } ; next }
+        $1 !~ /^#/ && NF >= 3 {
+            r = ($1 in t && t[$1] + 0 != 0) ? sprintf("%.3f", $2 / t[$1]) : "-"
+            printf "%s %s %s %s %s\n", $1, $2, ($1 in t ? t[$1] : "-"), r, $3
+        }
+        END { for (k in t) if (k ~ /^sum_/) printf "%s - %s - GB/s\n", k, t[k] }
+    ' "$OUTDIR/bench_torch.txt" "$OUTDIR/bench_ctorch.txt" | tee -a "$SUMMARY"
+fi
+
+exit $status

@@ -1,0 +1,298 @@
+/* ctorch train: the main job. Trains the Fashion-MNIST CNN of bench/train_cnn (and
+ * PyTorch's reference script) with SGD + momentum, showing a progress bar, and
+ * reports test accuracy after each epoch.
+ *
+ *   conv 1->32 3x3 pad 1, ReLU, maxpool 2, conv 32->64 3x3 pad 1, ReLU, maxpool 2,
+ *   linear 3136->128, ReLU, linear 128->10 */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cnn.h"
+#include "commands.h"
+#include "ctorch.h"
+
+typedef struct {
+    const char *data_dir;
+    const char *out;
+    const char *resume;
+    int epochs;
+    int64_t max_steps;
+    int64_t eval_limit; /* test images to evaluate on (0: all) */
+    int64_t batch_size;
+    double lr;
+    int threads;
+    uint64_t seed;
+    bool quiet;
+} train_args;
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* uint8 images (B, 28, 28) -> float32 (B, 1, 28, 28), scaled to [0, 1] and normalised
+ * with the training set's mean and standard deviation (0.2860, 0.3530). */
+static ct_tensor *prepare(const ct_tensor *images) {
+    int64_t b = ct_tensor_size(images, 0);
+    ct_tensor *x = ct_view(ct_to_dtype(images, CT_F32), CT_SHAPE(b, 1, 28, 28));
+    return ct_mul_scalar(ct_sub_scalar(x, ct_scalar_float(0.2860 * 255)), ct_scalar_float(1.0 / (0.3530 * 255)));
+}
+
+static void progress(const train_args *a, int epoch, int64_t step, int64_t steps, double loss, double acc,
+                     double rate, double eta) {
+    if (a->quiet)
+        return;
+    int width = 24, done = steps ? (int)(width * step / steps) : width;
+    char bar[32];
+    for (int i = 0; i < width; i++)
+        bar[i] = i < done ? '=' : i == done ? '>' : ' ';
+    bar[width] = 0;
+    fprintf(stdout, "\repoch %d/%d [%s] %3d%% loss %.4f acc %5.1f%% %6.0f img/s ETA %2d:%02d ", epoch + 1, a->epochs,
+            bar, steps ? (int)(100 * step / steps) : 100, loss, 100 * acc, rate, (int)eta / 60, (int)eta % 60);
+    fflush(stdout);
+}
+
+static double evaluate(const ct_fashion_cnn *m, const ct_tensor *images, const ct_tensor *labels, int64_t limit) {
+    bool prev = ct_set_grad_enabled(false);
+    int64_t n = ct_tensor_size(images, 0), correct = 0;
+    if (limit > 0 && limit < n)
+        n = limit;
+    for (int64_t s = 0; s < n; s += 1000) {
+        ct_scope_begin();
+        int64_t len = n - s < 1000 ? n - s : 1000;
+        int64_t c = 0;
+        if (ct_fashion_cnn_loss(m, prepare(ct_narrow(images, 0, s, len)), ct_narrow(labels, 0, s, len), &c))
+            correct += c;
+        ct_scope_end();
+    }
+    ct_set_grad_enabled(prev);
+    return n ? (double)correct / (double)n : 0;
+}
+
+static ct_status save_checkpoint(const ct_fashion_cnn *m, ct_optimizer *opt, int epoch, const char *path) {
+    ct_value *model = ct_value_new_dict();
+    for (int i = 0; i < CT_FASHION_CNN_NPARAMS; i++)
+        ct_value_set(model, ct_fashion_cnn_param_names[i], ct_value_new_tensor(m->p[i]));
+    char weights[1024];
+    snprintf(weights, sizeof weights, "%s.safetensors", path);
+    ct_status st = ct_save_safetensors(weights, model, NULL);
+    if (st == CT_OK) {
+        ct_value *ckpt = ct_value_new_dict();
+        ct_value_set(ckpt, "model", model);
+        model = NULL;
+        ct_value_set(ckpt, "optimizer", ct_optimizer_state_dict(opt));
+        ct_value_set(ckpt, "epoch", ct_value_new_int(epoch));
+        char full[1024];
+        snprintf(full, sizeof full, "%s.pt", path);
+        st = ct_save_pt(full, ckpt);
+        ct_value_free(ckpt);
+    }
+    ct_value_free(model);
+    return st;
+}
+
+static ct_status load_checkpoint(ct_fashion_cnn *m, ct_optimizer *opt, const char *path, int *epoch) {
+    ct_value *ckpt = ct_load(path);
+    if (!ckpt)
+        return ct_last_status();
+    ct_status st = CT_OK;
+    ct_value *model = ct_value_get(ckpt, "model");
+    for (int i = 0; i < CT_FASHION_CNN_NPARAMS && st == CT_OK; i++) {
+        ct_scope_begin();
+        ct_tensor *t = model ? ct_value_tensor(ct_value_get(model, ct_fashion_cnn_param_names[i])) : NULL;
+        bool prev = ct_set_grad_enabled(false);
+        if (!t) {
+            fprintf(stderr, "ctorch train: %s has no tensor '%s'\n", path, ct_fashion_cnn_param_names[i]);
+            st = CT_ERROR_FORMAT;
+        } else if (!ct_copy_(m->p[i], t)) {
+            st = ct_last_status();
+        }
+        ct_set_grad_enabled(prev);
+        ct_scope_end();
+    }
+    ct_value *os = ct_value_get(ckpt, "optimizer");
+    if (st == CT_OK && os)
+        st = ct_optimizer_load_state_dict(opt, os);
+    ct_value *ep = ct_value_get(ckpt, "epoch");
+    *epoch = ep ? (int)ct_value_int(ep) : 0;
+    ct_clear_error();
+    ct_value_free(ckpt);
+    return st;
+}
+
+static int usage(void) {
+    fprintf(stderr,
+            "usage: ctorch train fashion-mnist [--epochs N] [--max-steps N] [--batch-size N] [--lr X]\n"
+            "                                  [--threads N] [--seed N] [--data DIR] [--out PATH]\n"
+            "                                  [--resume FILE.pt] [--eval-limit N] [--device cpu] [--quiet]\n");
+    return 2;
+}
+
+static int train_fashion_mnist(const train_args *a) {
+    setvbuf(stdout, NULL, _IOLBF, 0); /* epoch lines appear as they happen, also in a pipe */
+    if (a->threads > 0)
+        ct_set_num_threads(a->threads);
+    ct_manual_seed(a->seed);
+    ct_scope_begin();
+    ct_tensor *xtr, *ytr, *xte, *yte;
+    if (ct_mnist_load(a->data_dir, true, &xtr, &ytr) || ct_mnist_load(a->data_dir, false, &xte, &yte)) {
+        fprintf(stderr, "ctorch train: %s\n(the data set comes with Debian's dataset-fashion-mnist package: "
+                        "`make run` installs it)\n", ct_last_error());
+        ct_scope_end();
+        return 1;
+    }
+    printf("Fashion-MNIST: %lld training and %lld test images, %d threads\n", (long long)ct_tensor_size(xtr, 0),
+           (long long)ct_tensor_size(xte, 0), ct_get_num_threads());
+    ct_fashion_cnn m;
+    ct_optimizer *opt = NULL;
+    ct_optim_options o = ct_sgd_options(a->lr);
+    o.momentum = 0.9;
+    int start_epoch = 0;
+    if (ct_fashion_cnn_init(&m) != CT_OK || !(opt = ct_optimizer_new(CT_OPTIM_SGD, m.p, CT_FASHION_CNN_NPARAMS, &o)) ||
+        (a->resume && load_checkpoint(&m, opt, a->resume, &start_epoch))) {
+        fprintf(stderr, "ctorch train: %s\n", ct_last_error());
+        ct_scope_end();
+        return 1;
+    }
+    if (a->resume)
+        printf("resumed from %s after epoch %d\n", a->resume, start_epoch);
+    const ct_tensor *fields_in[2] = {xtr, ytr};
+    ct_dataset *ds = ct_tensor_dataset_new((ct_tensor *const *)fields_in, 2);
+    ct_dataloader_options lo = ct_dataloader_defaults(a->batch_size);
+    lo.shuffle = true;
+    lo.seed = a->seed;
+    lo.num_workers = 1;
+    ct_dataloader *dl = ds ? ct_dataloader_new(ds, &lo) : NULL;
+    int rc = 0;
+    if (!dl) {
+        fprintf(stderr, "ctorch train: %s\n", ct_last_error());
+        rc = 1;
+    }
+    if (dl)
+        ct_dataloader_set_epoch(dl, start_epoch);
+    int64_t steps_per_epoch = dl ? ct_dataloader_len(dl) : 0, total_steps = 0;
+    int done_epochs = start_epoch; /* epochs fully trained: a resume starts after them */
+    double final_acc = 0;
+    for (int epoch = start_epoch; rc == 0 && epoch < a->epochs; epoch++) {
+        double t0 = now_s(), loss_avg = 0;
+        int64_t seen = 0, correct = 0, step = 0;
+        ct_tensor *batch[2];
+        int got;
+        while ((got = ct_dataloader_next(dl, batch)) == 1) {
+            ct_scope_begin();
+            int64_t hits = 0;
+            ct_tensor *loss = ct_fashion_cnn_loss(&m, prepare(batch[0]), batch[1], &hits);
+            double lv = NAN;
+            if (!loss || ct_optimizer_zero_grad(opt, true) || ct_backward(loss, NULL, false, false) ||
+                ct_optimizer_step(opt) || ct_item_double(loss, &lv)) {
+                fprintf(stderr, "\nctorch train: %s\n", ct_last_error());
+                rc = 1;
+            } else {
+                int64_t bsz = ct_tensor_size(batch[0], 0);
+                correct += hits;
+                seen += bsz;
+                loss_avg = step == 0 ? lv : 0.98 * loss_avg + 0.02 * lv;
+            }
+            ct_scope_end();
+            step++;
+            total_steps++;
+            double el = now_s() - t0;
+            int64_t limit = a->max_steps > 0 && a->max_steps - (total_steps - step) < steps_per_epoch
+                                ? a->max_steps - (total_steps - step)
+                                : steps_per_epoch;
+            if (step % 10 == 0 || step == limit)
+                progress(a, epoch, step, limit, loss_avg, seen ? (double)correct / (double)seen : 0, seen / el,
+                         el / (double)step * (double)(limit - step));
+            if (rc || (a->max_steps > 0 && total_steps >= a->max_steps))
+                break;
+        }
+        if (got < 0) {
+            fprintf(stderr, "\nctorch train: %s\n", ct_last_error());
+            rc = 1;
+        }
+        if (rc)
+            break;
+        final_acc = evaluate(&m, xte, yte, a->eval_limit);
+        if (!(a->max_steps > 0 && total_steps >= a->max_steps && step < steps_per_epoch))
+            done_epochs = epoch + 1;
+        if (!a->quiet)
+            printf("\n");
+        printf("epoch %d: train loss %.4f, test accuracy %.2f%% (%.1f s)\n", epoch + 1, loss_avg, 100 * final_acc,
+               now_s() - t0);
+        if (a->max_steps > 0 && total_steps >= a->max_steps)
+            break;
+        ct_dataloader_set_epoch(dl, epoch + 1);
+    }
+    if (rc == 0 && a->out) {
+        if (save_checkpoint(&m, opt, done_epochs, a->out) == CT_OK)
+            printf("saved %s.safetensors (weights) and %s.pt (weights, optimizer, epoch)\n", a->out, a->out);
+        else {
+            fprintf(stderr, "ctorch train: %s\n", ct_last_error());
+            rc = 1;
+        }
+    }
+    if (rc == 0)
+        printf("test accuracy: %.2f%%\n", 100 * final_acc);
+    ct_dataloader_free(dl);
+    ct_dataset_free(ds);
+    ct_optimizer_free(opt);
+    ct_fashion_cnn_free(&m);
+    ct_scope_end();
+    return rc;
+}
+
+int ct_cmd_train(int argc, char **argv) {
+    train_args a = {.data_dir = "/usr/share/datasets/fashion-mnist", .out = "fashion_mnist_cnn", .epochs = 2,
+                    .batch_size = 64, .lr = 0.01, .seed = 0};
+    if (argc < 2)
+        return usage();
+    const char *job = argv[1];
+    for (int i = 2; i < argc; i++) {
+        const char *k = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (strcmp(k, "--quiet") == 0) {
+            a.quiet = true;
+            continue;
+        }
+        if (!v)
+            return usage();
+        i++;
+        if (strcmp(k, "--epochs") == 0)
+            a.epochs = atoi(v);
+        else if (strcmp(k, "--max-steps") == 0)
+            a.max_steps = atoll(v);
+        else if (strcmp(k, "--eval-limit") == 0)
+            a.eval_limit = atoll(v);
+        else if (strcmp(k, "--batch-size") == 0)
+            a.batch_size = atoll(v);
+        else if (strcmp(k, "--lr") == 0)
+            a.lr = atof(v);
+        else if (strcmp(k, "--threads") == 0)
+            a.threads = atoi(v);
+        else if (strcmp(k, "--seed") == 0)
+            a.seed = strtoull(v, NULL, 10);
+        else if (strcmp(k, "--data") == 0)
+            a.data_dir = v;
+        else if (strcmp(k, "--out") == 0)
+            a.out = v;
+        else if (strcmp(k, "--resume") == 0)
+            a.resume = v;
+        else if (strcmp(k, "--device") == 0) {
+            if (strcmp(v, "cpu") != 0) {
+                fprintf(stderr, "ctorch train: only --device cpu trains in this build\n");
+                return 2;
+            }
+        } else
+            return usage();
+    }
+    if (a.epochs < 1 || a.batch_size < 1 || !(a.lr > 0))
+        return usage();
+    if (strcmp(job, "fashion-mnist") == 0)
+        return train_fashion_mnist(&a);
+    fprintf(stderr, "ctorch train: unknown job '%s' (available: fashion-mnist)\n", job);
+    return 2;
+}

@@ -1,0 +1,75 @@
+#include "cnn.h"
+
+#include <math.h>
+
+const char *const ct_fashion_cnn_param_names[CT_FASHION_CNN_NPARAMS] = {
+    "conv1.weight", "conv1.bias", "conv2.weight", "conv2.bias", "fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"};
+
+/* kaiming_uniform_(a=sqrt(5)) gives the bound gain * sqrt(3 / fan_in) with gain
+ * sqrt(2 / (1 + 5)): 1 / sqrt(fan_in), the bias bound too. */
+static ct_tensor *param(const int64_t *shape, int ndim, int64_t fan_in) {
+    ct_tensor *t = ct_empty(shape, ndim, CT_F32, CT_CPU);
+    double b = 1.0 / sqrt((double)fan_in);
+    ct_release(ct_uniform_(t, -b, b));
+    return ct_tensor_set_requires_grad(t, true);
+}
+
+ct_status ct_fashion_cnn_init(ct_fashion_cnn *m) {
+    ct_tensor *p[CT_FASHION_CNN_NPARAMS] = {
+        param(CT_SHAPE(32, 1, 3, 3), 9),    param(CT_SHAPE(32), 9),
+        param(CT_SHAPE(64, 32, 3, 3), 288), param(CT_SHAPE(64), 288),
+        param(CT_SHAPE(128, 3136), 3136),   param(CT_SHAPE(128), 3136),
+        param(CT_SHAPE(10, 128), 128),      param(CT_SHAPE(10), 128),
+    };
+    bool ok = true;
+    for (int i = 0; i < CT_FASHION_CNN_NPARAMS; i++)
+        ok = ok && p[i];
+    for (int i = 0; i < CT_FASHION_CNN_NPARAMS; i++) {
+        if (!ok) {
+            ct_release(p[i]);
+            p[i] = NULL;
+        }
+        m->p[i] = p[i];
+    }
+    return ok ? CT_OK : ct_last_status();
+}
+
+void ct_fashion_cnn_free(ct_fashion_cnn *m) {
+    for (int i = 0; i < CT_FASHION_CNN_NPARAMS; i++) {
+        ct_release(m->p[i]);
+        m->p[i] = NULL;
+    }
+}
+
+ct_tensor *ct_fashion_cnn_forward(const ct_fashion_cnn *m, const ct_tensor *x) {
+    static const int64_t one[2] = {1, 1}, two[2] = {2, 2};
+    ct_scope_begin();
+    ct_tensor *h = ct_relu(ct_conv2d(x, m->p[0], m->p[1], one, one, one, 1));
+    h = ct_max_pool2d(h, two, NULL, NULL, NULL, false, NULL);
+    h = ct_relu(ct_conv2d(h, m->p[2], m->p[3], one, one, one, 1));
+    h = ct_max_pool2d(h, two, NULL, NULL, NULL, false, NULL);
+    h = ct_relu(ct_linear(ct_flatten(h, 1, -1), m->p[4], m->p[5]));
+    ct_tensor *logits = ct_keep(ct_linear(h, m->p[6], m->p[7]));
+    ct_scope_end();
+    return logits;
+}
+
+ct_tensor *ct_fashion_cnn_loss(const ct_fashion_cnn *m, const ct_tensor *x, const ct_tensor *y, int64_t *correct) {
+    ct_scope_begin();
+    ct_tensor *logits = ct_fashion_cnn_forward(m, x);
+    /* cross-entropy: the mean of -log_softmax at the label */
+    ct_tensor *logp = ct_log_softmax(logits, 1, CT_DTYPE_UNDEFINED);
+    ct_tensor *picked = ct_gather(logp, 1, ct_unsqueeze(y, 1));
+    ct_tensor *loss = ct_neg(ct_mean(picked, NULL, 0, false, CT_DTYPE_UNDEFINED));
+    if (loss && correct) {
+        bool prev = ct_set_grad_enabled(false);
+        ct_tensor *hits = ct_sum(ct_eq(ct_argmax_dim(logits, 1, false), y), NULL, 0, false, CT_DTYPE_UNDEFINED);
+        *correct = 0;
+        if (!hits || ct_item_int64(hits, correct) != CT_OK)
+            loss = NULL;
+        ct_set_grad_enabled(prev);
+    }
+    ct_keep(loss);
+    ct_scope_end();
+    return loss;
+}

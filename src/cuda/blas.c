@@ -1,0 +1,163 @@
+/* CUDA kernels of the matrix products: the shape rules are the op library's
+ * (ops/linalg.c), the products run in cuBLASLt (blas.cu). */
+#include <string.h>
+
+#include "core/loop.h"
+#include "ctorch/ops.h"
+#include "cuda/cuda_ops.h"
+#include "dispatch/dispatch_internal.h"
+#include "ops/linalg.h"
+
+static bool unit_or_single(int64_t size, int64_t stride) { return size <= 1 || stride == 1; }
+
+/* Whether a 2-d slice (rows x cols, strides s0, s1) can go to BLAS as it is. */
+static bool blas_ok(int64_t rows, int64_t cols, int64_t s0, int64_t s1) {
+    int64_t r = rows > 1 ? rows : 1, c = cols > 1 ? cols : 1;
+    if (unit_or_single(cols, s1) && (rows <= 1 || s0 >= c))
+        return true;
+    return unit_or_single(rows, s0) && (cols <= 1 || s1 >= r);
+}
+
+/* t itself when its matrices have a BLAS layout and its batch stride is usable, else a
+ * contiguous copy (in the current scope). */
+static const ct_tensor *blas_operand(const ct_tensor *t) {
+    int b = t->ndim == 3;
+    bool ok = blas_ok(t->shape[b], t->shape[b + 1], t->strides[b], t->strides[b + 1]);
+    if (b && t->shape[0] > 1 && t->strides[0] == 0)
+        ok = false; /* an expanded batch: give cuBLASLt real matrices */
+    return ok ? t : ct_contiguous(t);
+}
+
+/* work (contiguous, out's shape) = alpha * A @ B + beta * work. */
+static ct_status run_gemm(ct_dtype dt, const ct_tensor *out, const ct_tensor *A, const ct_tensor *B, ct_tensor *work,
+                          int64_t n, int64_t m, int64_t k, double alpha, double beta, int device, const char *op) {
+    bool batched = out->ndim == 3;
+    ct_cuda_gemm g;
+    memset(&g, 0, sizeof g);
+    g.dtype = dt;
+    g.nb = batched ? out->shape[0] : 1;
+    g.n = n;
+    g.m = m;
+    g.k = k;
+    g.a = ct_tensor_ptr(A);
+    g.a_s0 = A->strides[batched];
+    g.a_s1 = A->strides[batched + 1];
+    g.a_sb = batched ? A->strides[0] : 0;
+    g.b = ct_tensor_ptr(B);
+    g.b_s0 = B->strides[batched];
+    g.b_s1 = B->strides[batched + 1];
+    g.b_sb = batched ? B->strides[0] : 0;
+    g.c = ct_tensor_ptr(work);
+    g.ldc = m > 1 ? m : 1;
+    g.c_sb = n * m;
+    g.alpha = alpha;
+    g.beta = beta;
+    return ct_cuda_gemm_run(&g, device, op);
+}
+
+static ct_status product(ct_call *call, const ct_tensor *c, const ct_tensor *a, const ct_tensor *b, double alpha,
+                         double beta) {
+    ct_device dev = ct_cuda_call_device(call);
+    const char *op = ct_op_name(call->op);
+    for (int i = 0; i < call->nin; i++)
+        if (call->in[i]->device.type != CT_DEVICE_CUDA) { /* CPU scalars are not matrices */
+            char x[32], y[32];
+            return ct_error(CT_ERROR_DEVICE, op,
+                            "Expected all tensors to be on the same device, but found at least two devices, %s and %s!",
+                            ct_device_str(dev, x, sizeof x), ct_device_str(call->in[i]->device, y, sizeof y));
+        }
+    ct_status st = ct_linalg_prepare_out(call, dev);
+    if (st)
+        return st;
+    if (!ct_dtype_is_floating(a->dtype))
+        return ct_error(CT_ERROR_TYPE, op, "\"%s_cuda\" not implemented for '%s'", op, ct_dtype_name(a->dtype));
+    if (!ct_cuda_use_device(op, dev.index))
+        return ct_last_status();
+    ct_tensor *out = call->out[0];
+    ct_scope_begin();
+    ct_tensor *work = ct_tensor_is_contiguous(out) ? out : ct_empty(out->shape, out->ndim, out->dtype, dev);
+    bool use_c = c && beta != 0;
+    if (work && use_c && !ct_copy_(work, c))
+        work = NULL;
+    const ct_tensor *A = work ? blas_operand(a) : NULL;
+    const ct_tensor *B = A ? blas_operand(b) : NULL;
+    if (!B) {
+        ct_scope_end();
+        return ct_last_status();
+    }
+    bool batched = out->ndim == 3;
+    int64_t n = out->shape[batched], m = out->shape[batched + 1], k = A->shape[A->ndim - 1];
+    if (out->numel == 0) {
+        st = CT_OK;
+    } else if (k == 0) { /* an empty sum: beta * C */
+        if (!use_c)
+            st = ct_zero_(work) ? CT_OK : ct_last_status();
+        else if (beta != 1)
+            st = ct_mul_scalar_(work, ct_scalar_float(beta)) ? CT_OK : ct_last_status();
+    } else {
+        st = run_gemm(a->dtype, out, A, B, work, n, m, k, alpha, use_c ? beta : 0.0, dev.index, op);
+        if (st == CT_ERROR_NOT_IMPLEMENTED) {
+            /* No cuBLASLt algorithm for these alignments: fresh contiguous copies are
+             * aligned to the allocator's 512 bytes. */
+            ct_clear_error();
+            ct_tensor *fa = ct_clone(A), *fb = fa ? ct_clone(B) : NULL;
+            ct_tensor *fw = fb ? ct_clone(work) : NULL;
+            st = fw ? run_gemm(a->dtype, out, fa, fb, fw, n, m, k, alpha, use_c ? beta : 0.0, dev.index, op)
+                    : ct_last_status();
+            if (st == CT_OK && !ct_copy_(work, fw))
+                st = ct_last_status();
+        }
+    }
+    if (st == CT_OK && work != out && !ct_copy_(out, work))
+        st = ct_last_status();
+    ct_scope_end();
+    return st;
+}
+
+ct_status ct_cuda_mm(ct_keyset ks, ct_call *call, void *ud) {
+    (void)ks, (void)ud;
+    return product(call, NULL, call->in[0], call->in[1], 1.0, 0.0);
+}
+
+ct_status ct_cuda_bmm(ct_keyset ks, ct_call *call, void *ud) { return ct_cuda_mm(ks, call, ud); }
+
+ct_status ct_cuda_addmm(ct_keyset ks, ct_call *call, void *ud) {
+    (void)ks, (void)ud;
+    return product(call, call->in[0], call->in[1], call->in[2], ct_scalar_to_double(call->s[1]),
+                   ct_scalar_to_double(call->s[0]));
+}
+
+ct_status ct_cuda_baddbmm(ct_keyset ks, ct_call *call, void *ud) { return ct_cuda_addmm(ks, call, ud); }
+
+ct_status ct_cuda_dot(ct_keyset ks, ct_call *call, void *ud) {
+    (void)ks, (void)ud;
+    ct_device dev = ct_cuda_call_device(call);
+    const ct_tensor *a = call->in[0], *b = call->in[1];
+    for (int i = 0; i < 2; i++)
+        if (call->in[i]->device.type != CT_DEVICE_CUDA) {
+            char x[32], y[32];
+            return ct_error(CT_ERROR_DEVICE, "dot",
+                            "Expected all tensors to be on the same device, but found at least two devices, %s and %s!",
+                            ct_device_str(dev, x, sizeof x), ct_device_str(call->in[i]->device, y, sizeof y));
+        }
+    ct_status st = ct_linalg_prepare_out(call, dev);
+    if (st)
+        return st;
+    if (!ct_dtype_is_floating(a->dtype))
+        return ct_error(CT_ERROR_TYPE, "dot", "\"dot\" not implemented for '%s'", ct_dtype_name(a->dtype));
+    if (!ct_cuda_use_device("dot", dev.index))
+        return ct_last_status();
+    ct_tensor *out = call->out[0];
+    if (a->shape[0] == 0)
+        return ct_zero_(out) ? CT_OK : ct_last_status();
+    return ct_cuda_dot_run(a->dtype, a->shape[0], ct_tensor_ptr(a), a->strides[0], ct_tensor_ptr(b), b->strides[0],
+                           ct_tensor_ptr(out), dev.index);
+}
+
+void ct_cuda_register_kernels(void) {
+    ct_dispatch_register_default(CT_OP_mm, CT_KEY_CUDA, ct_cuda_mm, NULL);
+    ct_dispatch_register_default(CT_OP_bmm, CT_KEY_CUDA, ct_cuda_bmm, NULL);
+    ct_dispatch_register_default(CT_OP_dot, CT_KEY_CUDA, ct_cuda_dot, NULL);
+    ct_dispatch_register_default(CT_OP_addmm, CT_KEY_CUDA, ct_cuda_addmm, NULL);
+    ct_dispatch_register_default(CT_OP_baddbmm, CT_KEY_CUDA, ct_cuda_baddbmm, NULL);
+}

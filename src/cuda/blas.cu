@@ -1,0 +1,235 @@
+/* Matrix products through cuBLASLt (mm, bmm, addmm, baddbmm) and dot through cuBLAS.
+ *
+ * Note [Row-major products in cuBLAS]
+ * cuBLAS is column-major. A row-major n x m result C is the column-major m x n matrix
+ * C^T = B^T A^T, so the kernel computes that product with the operands swapped. A
+ * row-major operand with unit column stride is a column-major transposed matrix with
+ * leading dimension = its row stride (no transpose needed on the swapped side); one
+ * with unit row stride is a column-major matrix (transpose). The C side makes any
+ * other layout contiguous before calling here. */
+#include <cublasLt.h>
+#include <cublas_v2.h>
+#include <pthread.h>
+#include <string.h>
+
+#include "kernels.cuh"
+
+#define CT_CUBLAS_WORKSPACE ((size_t)32 << 20)
+
+typedef struct {
+    cublasLtHandle_t lt;
+    cublasHandle_t blas;
+    void *workspace;
+    bool ready;
+} device_blas;
+
+static device_blas blas_state[CT_CUDA_MAX_DEVICES];
+static pthread_mutex_t blas_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static ct_status lt_fail(cublasStatus_t s, const char *op, const char *what) {
+    return ct_error(CT_ERROR_RUNTIME, op, "CUDA error: %s failed: %s (%s)", what, cublasGetStatusString(s),
+                    cublasGetStatusName(s));
+}
+
+static device_blas *get_blas(int device, const char *op) {
+    pthread_mutex_lock(&blas_lock);
+    device_blas *b = &blas_state[device];
+    if (!b->ready) {
+        cublasStatus_t s = cublasLtCreate(&b->lt);
+        if (s != CUBLAS_STATUS_SUCCESS) {
+            pthread_mutex_unlock(&blas_lock);
+            lt_fail(s, op, "cublasLtCreate");
+            return NULL;
+        }
+        s = cublasCreate(&b->blas);
+        if (s != CUBLAS_STATUS_SUCCESS) {
+            cublasLtDestroy(b->lt);
+            pthread_mutex_unlock(&blas_lock);
+            lt_fail(s, op, "cublasCreate");
+            return NULL;
+        }
+        cublasSetPointerMode(b->blas, CUBLAS_POINTER_MODE_DEVICE);
+        /* The workspace lives as long as the process, like cuBLAS's own handle. */
+        if (cudaMalloc(&b->workspace, CT_CUBLAS_WORKSPACE) != cudaSuccess) {
+            (void)cudaGetLastError();
+            b->workspace = NULL; /* heuristics then pick algorithms without workspace */
+        }
+        b->ready = true;
+    }
+    pthread_mutex_unlock(&blas_lock);
+    return b;
+}
+
+/* Column-major view of a row-major operand (rows x cols, element strides s0, s1). */
+static bool col_layout(int64_t rows, int64_t cols, int64_t s0, int64_t s1, cublasOperation_t *op, int64_t *ld) {
+    /* Size-1 dims may carry any stride: normalise first. */
+    int64_t r0 = rows == 1 ? (cols > 1 ? cols : 1) : s0, r1 = cols == 1 ? 1 : s1;
+    if (r1 == 1 && r0 >= (cols > 1 ? cols : 1)) {
+        *op = CUBLAS_OP_N; /* the stored matrix is the transpose we want */
+        *ld = r0;
+        return true;
+    }
+    r0 = rows == 1 ? 1 : s0;
+    r1 = cols == 1 ? (rows > 1 ? rows : 1) : s1;
+    if (r0 == 1 && r1 >= (rows > 1 ? rows : 1)) {
+        *op = CUBLAS_OP_T;
+        *ld = r1;
+        return true;
+    }
+    return false;
+}
+
+/* The largest power of two (up to 256) dividing the address: cuBLASLt assumes 256-byte
+ * aligned operands unless told otherwise, and views may start anywhere. */
+static uint32_t alignment_of(const void *p) {
+    uint32_t a = 1;
+    while (a < 256 && ((uintptr_t)p % (2 * a)) == 0)
+        a *= 2;
+    return a;
+}
+
+extern "C" ct_status ct_cuda_gemm_run(const ct_cuda_gemm *g, int device, const char *op) {
+    cudaDataType_t dt, scale_dt;
+    cublasComputeType_t ct;
+    switch (g->dtype) {
+    case CT_DTYPE_FLOAT32:
+        dt = CUDA_R_32F;
+        ct = ct_cuda_allow_tf32() ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+        scale_dt = CUDA_R_32F;
+        break;
+    case CT_DTYPE_FLOAT64:
+        dt = CUDA_R_64F;
+        ct = CUBLAS_COMPUTE_64F;
+        scale_dt = CUDA_R_64F;
+        break;
+    case CT_DTYPE_FLOAT16:
+        dt = CUDA_R_16F;
+        ct = CUBLAS_COMPUTE_32F;
+        scale_dt = CUDA_R_32F;
+        break;
+    case CT_DTYPE_BFLOAT16:
+        dt = CUDA_R_16BF;
+        ct = CUBLAS_COMPUTE_32F;
+        scale_dt = CUDA_R_32F;
+        break;
+    default:
+        return ct_error(CT_ERROR_TYPE, op, "\"%s_cuda\" not implemented for '%s'", op, ct_dtype_name(g->dtype));
+    }
+    /* Swapped operands (Note [Row-major products in cuBLAS]): L = B^T is m x k, R = A^T is k x n. */
+    cublasOperation_t opl, opr;
+    int64_t ldl, ldr;
+    if (!col_layout(g->k, g->m, g->b_s0, g->b_s1, &opl, &ldl) || !col_layout(g->n, g->k, g->a_s0, g->a_s1, &opr, &ldr))
+        return ct_error(CT_ERROR_NOT_IMPLEMENTED, op, "operand layout has no BLAS form (internal)");
+    device_blas *b = get_blas(device, op);
+    if (!b)
+        return ct_last_status();
+
+    cublasLtMatmulDesc_t desc = NULL;
+    cublasLtMatrixLayout_t ll = NULL, lr = NULL, lc = NULL;
+    cublasLtMatmulPreference_t pref = NULL;
+    ct_status st = CT_OK;
+    cublasStatus_t s;
+#define LT(call, what)                         \
+    do {                                       \
+        s = (call);                            \
+        if (s != CUBLAS_STATUS_SUCCESS) {      \
+            st = lt_fail(s, op, what);         \
+            goto done;                         \
+        }                                      \
+    } while (0)
+    {
+        LT(cublasLtMatmulDescCreate(&desc, ct, scale_dt), "cublasLtMatmulDescCreate");
+        LT(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &opl, sizeof opl), "set TRANSA");
+        LT(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &opr, sizeof opr), "set TRANSB");
+        /* Stored shapes: before the op is applied. */
+        uint64_t lrows = opl == CUBLAS_OP_N ? (uint64_t)g->m : (uint64_t)g->k;
+        uint64_t lcols = opl == CUBLAS_OP_N ? (uint64_t)g->k : (uint64_t)g->m;
+        uint64_t rrows = opr == CUBLAS_OP_N ? (uint64_t)g->k : (uint64_t)g->n;
+        uint64_t rcols = opr == CUBLAS_OP_N ? (uint64_t)g->n : (uint64_t)g->k;
+        LT(cublasLtMatrixLayoutCreate(&ll, dt, lrows, lcols, ldl), "layout");
+        LT(cublasLtMatrixLayoutCreate(&lr, dt, rrows, rcols, ldr), "layout");
+        LT(cublasLtMatrixLayoutCreate(&lc, dt, (uint64_t)g->m, (uint64_t)g->n, g->ldc), "layout");
+        if (g->nb > 1) {
+            int32_t nb = (int32_t)g->nb;
+            int64_t sl = g->b_sb, sr = g->a_sb, sc = g->c_sb;
+            LT(cublasLtMatrixLayoutSetAttribute(ll, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &nb, sizeof nb), "batch");
+            LT(cublasLtMatrixLayoutSetAttribute(lr, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &nb, sizeof nb), "batch");
+            LT(cublasLtMatrixLayoutSetAttribute(lc, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &nb, sizeof nb), "batch");
+            LT(cublasLtMatrixLayoutSetAttribute(ll, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &sl, sizeof sl), "batch");
+            LT(cublasLtMatrixLayoutSetAttribute(lr, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &sr, sizeof sr), "batch");
+            LT(cublasLtMatrixLayoutSetAttribute(lc, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &sc, sizeof sc), "batch");
+        }
+        LT(cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate");
+        size_t ws = b->workspace ? CT_CUBLAS_WORKSPACE : 0;
+        LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws),
+           "workspace preference");
+        uint32_t al = alignment_of(g->b), ar = alignment_of(g->a), ac = alignment_of(g->c);
+        LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &al, sizeof al),
+           "alignment preference");
+        LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &ar, sizeof ar),
+           "alignment preference");
+        LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &ac, sizeof ac),
+           "alignment preference");
+        LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &ac, sizeof ac),
+           "alignment preference");
+        cublasLtMatmulHeuristicResult_t heur;
+        int found = 0;
+        s = cublasLtMatmulAlgoGetHeuristic(b->lt, desc, ll, lr, lc, lc, pref, 1, &heur, &found);
+        if (s == CUBLAS_STATUS_NOT_SUPPORTED || (s == CUBLAS_STATUS_SUCCESS && found == 0)) {
+            /* The caller retries with fresh, aligned, contiguous operands. */
+            st = ct_error(CT_ERROR_NOT_IMPLEMENTED, op, "cuBLASLt has no algorithm for this layout");
+            goto done;
+        }
+        if (s != CUBLAS_STATUS_SUCCESS) {
+            st = lt_fail(s, op, "cublasLtMatmulAlgoGetHeuristic");
+            goto done;
+        }
+        float af = (float)g->alpha, bf = (float)g->beta;
+        const void *alpha = g->dtype == CT_DTYPE_FLOAT64 ? (const void *)&g->alpha : (const void *)&af;
+        const void *beta = g->dtype == CT_DTYPE_FLOAT64 ? (const void *)&g->beta : (const void *)&bf;
+        LT(cublasLtMatmul(b->lt, desc, alpha, g->b, ll, g->a, lr, beta, g->c, lc, g->c, lc, &heur.algo, b->workspace,
+                          ws, ct_stream_of(device)),
+           "cublasLtMatmul");
+        ct_cuda_note_op(op);
+    }
+#undef LT
+done:
+    if (pref)
+        cublasLtMatmulPreferenceDestroy(pref);
+    if (lc)
+        cublasLtMatrixLayoutDestroy(lc);
+    if (lr)
+        cublasLtMatrixLayoutDestroy(lr);
+    if (ll)
+        cublasLtMatrixLayoutDestroy(ll);
+    if (desc)
+        cublasLtMatmulDescDestroy(desc);
+    return st;
+}
+
+extern "C" ct_status ct_cuda_dot_run(ct_dtype dtype, int64_t n, const void *a, int64_t sa, const void *b, int64_t sb,
+                                     void *out, int device) {
+    const char *op = "dot";
+    cudaDataType_t dt;
+    switch (dtype) {
+    case CT_DTYPE_FLOAT32: dt = CUDA_R_32F; break;
+    case CT_DTYPE_FLOAT64: dt = CUDA_R_64F; break;
+    case CT_DTYPE_FLOAT16: dt = CUDA_R_16F; break;
+    case CT_DTYPE_BFLOAT16: dt = CUDA_R_16BF; break;
+    default: return ct_error(CT_ERROR_TYPE, op, "\"dot\" not implemented for '%s'", ct_dtype_name(dtype));
+    }
+    device_blas *bl = get_blas(device, op);
+    if (!bl)
+        return ct_last_status();
+    /* Callers serialise per device through the stream; the handle is shared. */
+    pthread_mutex_lock(&blas_lock);
+    cublasStatus_t s = cublasSetStream(bl->blas, ct_stream_of(device));
+    if (s == CUBLAS_STATUS_SUCCESS)
+        s = cublasDotEx(bl->blas, (int)n, a, dt, (int)sa, b, dt, (int)sb, out, dt,
+                        dtype == CT_DTYPE_FLOAT64 ? CUDA_R_64F : CUDA_R_32F);
+    pthread_mutex_unlock(&blas_lock);
+    if (s != CUBLAS_STATUS_SUCCESS)
+        return lt_fail(s, op, "cublasDotEx");
+    ct_cuda_note_op(op);
+    return CT_OK;
+}

@@ -1,0 +1,134 @@
+/* Philox on the GPU: the CPU generator's stream, element for element.
+ *
+ * Note [Same numbers on CPU and GPU]
+ * Element i of a request is produced from Philox block (seed, offset + i / epc) exactly
+ * as src/core/random.c does (epc elements per 128-bit block: 4 floats from 32-bit words,
+ * 2 doubles or 2 normals from 64-bit words). The host reserves the counters from the
+ * same generator, so CPU and GPU calls interleave in one stream. The arithmetic is
+ * spelled with round-to-nearest intrinsics so nvcc cannot contract it into FMAs the CPU
+ * does not use: uniform values are bit-identical. Normal values go through log, sqrt,
+ * cos and sin in double; CUDA's log/cos/sin may differ from glibc's in the last bit of
+ * a double, so float64 normals agree to within a few ulps and float32 (and smaller)
+ * normals are identical except, rarely, one ulp. */
+#include "kernels.cuh"
+
+extern "C" {
+#include "core/random.h"
+}
+
+static __device__ __forceinline__ void philox_block(uint64_t seed, uint64_t counter, uint32_t out[4]) {
+    uint32_t c0 = (uint32_t)counter, c1 = (uint32_t)(counter >> 32), c2 = 0, c3 = 0;
+    uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
+#pragma unroll
+    for (int r = 0; r < CT_PHILOX_ROUNDS; r++) {
+        if (r > 0) {
+            k0 += CT_PHILOX_W0;
+            k1 += CT_PHILOX_W1;
+        }
+        uint32_t hi0 = __umulhi(CT_PHILOX_M0, c0), lo0 = CT_PHILOX_M0 * c0;
+        uint32_t hi1 = __umulhi(CT_PHILOX_M1, c2), lo1 = CT_PHILOX_M1 * c2;
+        uint32_t n0 = hi1 ^ c1 ^ k0;
+        uint32_t n2 = hi0 ^ c3 ^ k1;
+        c1 = lo1;
+        c3 = lo0;
+        c0 = n0;
+        c2 = n2;
+    }
+    out[0] = c0;
+    out[1] = c1;
+    out[2] = c2;
+    out[3] = c3;
+}
+
+static __device__ __forceinline__ double uniform_bits(uint64_t x, int digits) {
+    return __dmul_rn((double)(x & ((1ull << digits) - 1)), 1.0 / (double)(1ull << digits));
+}
+
+template <typename S> static __device__ __forceinline__ void put(S *out, int64_t i, double v) {
+    out[i] = ct_store<S>(v);
+}
+/* float16/bfloat16 round from float32 (the CPU stores through float). */
+template <> __device__ __forceinline__ void put<ct_half_s>(ct_half_s *out, int64_t i, double v) {
+    out[i] = ct_store<ct_half_s>((float)v);
+}
+template <> __device__ __forceinline__ void put<ct_bf16_s>(ct_bf16_s *out, int64_t i, double v) {
+    out[i] = ct_store<ct_bf16_s>((float)v);
+}
+
+template <typename S>
+static __global__ void uniform_kernel(S *out, int64_t n, int digits, double a, double b, uint64_t seed,
+                                      uint64_t offset) {
+    const int epc = digits == 53 ? 2 : 4;
+    const int64_t ncounters = (n + epc - 1) / epc;
+    const float ffrom = (float)a, fspan = __fsub_rn((float)b, (float)a);
+    const double dspan = __dsub_rn(b, a);
+    for (int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; c < ncounters;
+         c += (int64_t)gridDim.x * blockDim.x) {
+        uint32_t r[4];
+        philox_block(seed, offset + (uint64_t)c, r);
+        int64_t i0 = c * epc;
+        int m = (int)(n - i0 < epc ? n - i0 : epc);
+        if (digits == 53) {
+            for (int e = 0; e < m; e++) {
+                uint64_t w = (uint64_t)r[2 * e] | ((uint64_t)r[2 * e + 1] << 32);
+                put<S>(out, i0 + e, __dadd_rn(__dmul_rn(uniform_bits(w, 53), dspan), a));
+            }
+        } else {
+            for (int e = 0; e < m; e++) {
+                float u = (float)uniform_bits(r[e], digits);
+                put<S>(out, i0 + e, (double)__fadd_rn(__fmul_rn(u, fspan), ffrom));
+            }
+        }
+    }
+}
+
+template <typename S>
+static __global__ void normal_kernel(S *out, int64_t n, double mean, double std, uint64_t seed, uint64_t offset) {
+    const double two_pi = 6.283185307179586476925286766559;
+    const int64_t ncounters = (n + 1) / 2;
+    for (int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; c < ncounters;
+         c += (int64_t)gridDim.x * blockDim.x) {
+        uint32_t r[4];
+        philox_block(seed, offset + (uint64_t)c, r);
+        uint64_t w0 = (uint64_t)r[0] | ((uint64_t)r[1] << 32), w1 = (uint64_t)r[2] | ((uint64_t)r[3] << 32);
+        double u1 = __dsub_rn(1.0, uniform_bits(w0, 53));
+        double u2 = uniform_bits(w1, 53);
+        double radius = sqrt(__dmul_rn(-2.0, log(u1)));
+        double angle = __dmul_rn(two_pi, u2);
+        double sr = __dmul_rn(std, radius);
+        int64_t i0 = c * 2;
+        put<S>(out, i0, __dadd_rn(mean, __dmul_rn(sr, cos(angle))));
+        if (i0 + 1 < n)
+            put<S>(out, i0 + 1, __dadd_rn(mean, __dmul_rn(sr, sin(angle))));
+    }
+}
+
+extern "C" int64_t ct_cuda_philox_counters(int kind, ct_dtype dtype, int64_t n) {
+    int epc = kind == 1 || dtype == CT_DTYPE_FLOAT64 ? 2 : 4;
+    return (n + epc - 1) / epc;
+}
+
+extern "C" ct_status ct_cuda_philox_fill(int kind, ct_dtype dtype, void *out, int64_t n, int digits, double a,
+                                         double b, uint64_t seed, uint64_t offset, int device) {
+    const char *op = kind == 0 ? "uniform_" : "normal_";
+    if (n == 0)
+        return CT_OK;
+    unsigned grid = ct_grid_for(ct_cuda_philox_counters(kind, dtype, n), device);
+    cudaStream_t s = ct_stream_of(device);
+#define CT_RNG_CASE(DT, S)                                                                                    \
+    case DT:                                                                                                  \
+        if (kind == 0)                                                                                        \
+            uniform_kernel<S><<<grid, CT_CUDA_THREADS, 0, s>>>((S *)out, n, digits, a, b, seed, offset);      \
+        else                                                                                                  \
+            normal_kernel<S><<<grid, CT_CUDA_THREADS, 0, s>>>((S *)out, n, a, b, seed, offset);               \
+        break;
+    switch (dtype) {
+        CT_RNG_CASE(CT_DTYPE_FLOAT32, float)
+        CT_RNG_CASE(CT_DTYPE_FLOAT64, double)
+        CT_RNG_CASE(CT_DTYPE_FLOAT16, ct_half_s)
+        CT_RNG_CASE(CT_DTYPE_BFLOAT16, ct_bf16_s)
+    default: return ct_error(CT_ERROR_TYPE, op, "not implemented for '%s' on CUDA", ct_dtype_name(dtype));
+    }
+#undef CT_RNG_CASE
+    return ct_cuda_check_launch(op);
+}

@@ -1,0 +1,193 @@
+/* CUDA tensors: copies between devices and dtypes, fills, element reads, pinned
+ * tensors and record_stream. Kernels are in copy.cu; this side owns the tensors. */
+#include <string.h>
+
+#include "core/alloc.h"
+#include "core/loop.h"
+#include "core/view.h"
+#include "cuda/cuda_tensor.h"
+
+_Static_assert(CT_CUDA_MAX_DIMS == CT_MAX_DIMS, "kernel descriptions and tensors must agree on the dimension limit");
+
+void ct_cuda_desc_build(ct_cuda_iter_desc *d, int nt, int ndim, const int64_t *shape, char *const *data,
+                        const int64_t strides[][CT_MAX_DIMS]) {
+    memset(d, 0, sizeof *d);
+    d->ntensors = nt;
+    d->numel = 1;
+    for (int k = 0; k < nt; k++)
+        d->data[k] = data[k];
+    int n = 0;
+    for (int i = ndim - 1; i >= 0; i--) { /* innermost first */
+        d->numel *= shape[i];
+        if (shape[i] == 1)
+            continue;
+        if (n > 0) {
+            bool merge = true;
+            for (int k = 0; k < nt && merge; k++)
+                merge = strides[k][i] == d->strides[n - 1][k] * d->shape[n - 1];
+            if (merge) {
+                d->shape[n - 1] *= shape[i];
+                continue;
+            }
+        }
+        d->shape[n] = shape[i];
+        for (int k = 0; k < nt; k++)
+            d->strides[n][k] = strides[k][i];
+        n++;
+    }
+    d->ndim = n;
+}
+
+ct_status ct_cuda_copy_into(ct_tensor *dst, const ct_tensor *src, const int64_t *src_strides) {
+    if (dst->numel == 0)
+        return CT_OK;
+    if (src->device.index != dst->device.index) {
+        /* Another GPU: bring src over first (a contiguous copy), then convert here. */
+        ct_scope_begin();
+        ct_tensor *tmp = ct_cuda_to_device(src, dst->device);
+        int64_t st[CT_MAX_DIMS];
+        ct_status s = tmp && ct_broadcast_strides(tmp, dst->shape, dst->ndim, st) ? ct_cuda_copy_into(dst, tmp, st)
+                                                                                   : ct_last_status();
+        ct_scope_end();
+        return s;
+    }
+    size_t desz = ct_dtype_size(dst->dtype), sesz = ct_dtype_size(src->dtype);
+    bool dense = dst->dtype == src->dtype && ct_tensor_is_contiguous(dst);
+    int64_t expected = 1;
+    for (int i = dst->ndim - 1; i >= 0 && dense; i--) {
+        if (dst->shape[i] != 1 && src_strides[i] != expected)
+            dense = false;
+        expected *= dst->shape[i];
+    }
+    if (dense)
+        return ct_cuda_memcpy(ct_tensor_ptr(dst), ct_tensor_ptr(src), (size_t)dst->numel * desz, 2, dst->device.index,
+                              "copy_");
+    if (!ct_cuda_use_device("copy_", dst->device.index))
+        return ct_last_status();
+    int64_t st[2][CT_MAX_DIMS];
+    for (int i = 0; i < dst->ndim; i++) {
+        st[0][i] = dst->strides[i] * (int64_t)desz;
+        st[1][i] = src_strides[i] * (int64_t)sesz;
+    }
+    char *data[2] = {ct_tensor_ptr(dst), ct_tensor_ptr(src)};
+    ct_cuda_iter_desc d;
+    ct_cuda_desc_build(&d, 2, dst->ndim, dst->shape, data, st);
+    return ct_cuda_copy_kernel(&d, dst->dtype, src->dtype, dst->device.index);
+}
+
+ct_status ct_cuda_copy_cross(ct_tensor *dst, const ct_tensor *src) {
+    if (dst->device.type == CT_DEVICE_META || src->device.type == CT_DEVICE_META)
+        return ct_error(CT_ERROR_DEVICE, "copy_", "cannot copy between meta and CUDA tensors: meta tensors have no data");
+    ct_scope_begin();
+    ct_tensor *tmp = ct_to_device(src, dst->device);
+    ct_status st = tmp && ct_copy_impl(dst, tmp) ? CT_OK : ct_last_status();
+    ct_scope_end();
+    return st;
+}
+
+ct_tensor *ct_cuda_to_device(const ct_tensor *t, ct_device device) {
+    const char *op = "to_device";
+    if (t->device.type == CT_DEVICE_META) {
+        ct_error(CT_ERROR_DEVICE, op, "cannot copy out of meta tensor; it has no data");
+        return NULL;
+    }
+    if (device.type == CT_DEVICE_META)
+        return ct_tensor_new(op, t->shape, NULL, t->ndim, t->dtype, device);
+    if (!ct_check_device(op, device) || !ct_check_device(op, t->device))
+        return NULL;
+    ct_scope_begin();
+    ct_tensor *src = ct_contiguous(t);
+    ct_tensor *out = src ? ct_tensor_new(op, t->shape, NULL, t->ndim, t->dtype, device) : NULL;
+    size_t nbytes = out ? (size_t)t->numel * ct_dtype_size(t->dtype) : 0;
+    ct_status st = out ? CT_OK : ct_last_status();
+    if (st == CT_OK && nbytes > 0) {
+        if (device.type == CT_DEVICE_CUDA && t->device.type == CT_DEVICE_CPU) {
+            st = ct_cuda_memcpy(ct_tensor_ptr(out), ct_tensor_ptr(src), nbytes, 0, device.index, op);
+        } else if (device.type == CT_DEVICE_CPU) {
+            st = ct_cuda_memcpy(ct_tensor_ptr(out), ct_tensor_ptr(src), nbytes, 1, t->device.index, op);
+        } else {
+            /* GPU to GPU: the source's stream must be done before the destination's
+             * stream reads it. */
+            st = ct_cuda_use_device(op, t->device.index) ? ct_cuda_sync_current_stream(t->device.index, op)
+                                                         : ct_last_status();
+            if (st == CT_OK)
+                st = ct_cuda_memcpy(ct_tensor_ptr(out), ct_tensor_ptr(src), nbytes, 2, device.index, op);
+        }
+    }
+    if (st != CT_OK) {
+        ct_scope_end();
+        return NULL;
+    }
+    ct_keep(out);
+    ct_scope_end();
+    return out;
+}
+
+ct_status ct_cuda_fill(ct_tensor *t, const void *value, size_t esize) {
+    if (t->numel == 0)
+        return CT_OK;
+    if (!ct_cuda_use_device("fill_", t->device.index))
+        return ct_last_status();
+    bool zero = true;
+    for (size_t i = 0; i < esize; i++)
+        zero = zero && ((const unsigned char *)value)[i] == 0;
+    if (zero && ct_tensor_is_contiguous(t))
+        return ct_cuda_memset_zero(ct_tensor_ptr(t), (size_t)t->numel * esize, t->device.index, "fill_");
+    int64_t st[1][CT_MAX_DIMS];
+    for (int i = 0; i < t->ndim; i++)
+        st[0][i] = t->strides[i] * (int64_t)esize;
+    char *data[1] = {ct_tensor_ptr(t)};
+    ct_cuda_iter_desc d;
+    ct_cuda_desc_build(&d, 1, t->ndim, t->shape, data, st);
+    return ct_cuda_fill_kernel(&d, value, esize, t->device.index);
+}
+
+ct_status ct_cuda_read_element(const ct_tensor *t, int64_t elem_offset, void *out) {
+    size_t esz = ct_dtype_size(t->dtype);
+    return ct_cuda_memcpy(out, ct_tensor_ptr(t) + elem_offset * (int64_t)esz, esz, 1, t->device.index, "item");
+}
+
+/* ------------------------------------------------------------------ pinned memory */
+
+static void host_deleter(void *ctx, void *data) {
+    (void)ctx;
+    ct_cuda_host_free(data);
+}
+
+ct_tensor *ct_pin_memory(const ct_tensor *t) {
+    CT_CHECK_ARG("pin_memory", t);
+    if (t->device.type != CT_DEVICE_CPU) {
+        char b[32];
+        ct_error(CT_ERROR_DEVICE, "pin_memory", "cannot pin '%s' memory: only dense CPU tensors can be pinned",
+                 ct_device_str(t->device, b, sizeof b));
+        return NULL;
+    }
+    size_t nbytes = (size_t)t->numel * ct_dtype_size(t->dtype);
+    void *p = NULL;
+    if (ct_cuda_host_alloc(nbytes, &p) != CT_OK)
+        return NULL;
+    ct_tensor *out = ct_from_blob(p, t->shape, NULL, t->ndim, t->dtype, host_deleter, NULL);
+    if (!out) {
+        ct_cuda_host_free(p);
+        return NULL;
+    }
+    if (!ct_copy_(out, t))
+        return NULL; /* out stays with the scope, or is the caller's to release */
+    ct_release(ct_scope_depth() ? NULL : out); /* ct_copy_'s reference, without a scope */
+    return out;
+}
+
+ct_status ct_cuda_record_stream(const ct_tensor *t, ct_cuda_stream *stream) {
+    CT_CHECK_ARG_STATUS("record_stream", t);
+    if (t->device.type != CT_DEVICE_CUDA)
+        return ct_error(CT_ERROR_DEVICE, "record_stream", "expected a CUDA tensor");
+    if (!t->storage->data)
+        return CT_OK;
+#ifdef CT_ALLOC_MAX_DEVICES
+    return ct_alloc_record_stream(t->device, t->storage->data, ct_cuda_stream_id(stream));
+#else
+    /* Without a cache every free goes to cudaFree, which waits for the device. */
+    (void)stream;
+    return CT_OK;
+#endif
+}
