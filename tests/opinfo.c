@@ -25,21 +25,32 @@ static void unravel(int64_t i, const int64_t *shape, int nd, int64_t *idx) {
     }
 }
 
-static double draw(const ct_opinfo *info, ct_dtype d) {
+static int arity(const ct_opinfo *info) { return info->t ? 3 : info->b ? 2 : 1; }
+
+static double draw(const ct_opinfo *info, int which, ct_dtype d) {
     double lo = info->lo, hi = info->hi;
+    if (which == 1 && info->hi_b > info->lo_b)
+        lo = info->lo_b, hi = info->hi_b;
+    if (which == 2 && info->hi_c > info->lo_c)
+        lo = info->lo_c, hi = info->hi_c;
     if (d == CT_BOOL)
         return lcg_unit() < 0.5 ? 0.0 : 1.0;
     if (!ct_dtype_is_signed(d) && lo < 0)
         lo = 0;
-    double v = lo + (hi - lo) * lcg_unit();
-    if (!ct_dtype_is_floating(d) || info->integer_inputs)
-        v = floor(v);
-    return v;
+    for (;;) {
+        double v = lo + (hi - lo) * lcg_unit();
+        if (!ct_dtype_is_floating(d) || info->integer_inputs)
+            v = floor(v);
+        if (which == 1 && info->nonzero_b && v == 0)
+            continue;
+        return v;
+    }
 }
 
 /* A tensor of shape with random values; non-contiguous (a strided window into a
  * bigger buffer, innermost stride 2) when strided is set. */
-static ct_tensor *sample(const ct_opinfo *info, const int64_t *shape, int ndim, ct_dtype d, bool strided) {
+static ct_tensor *sample(const ct_opinfo *info, int which, const int64_t *shape, int ndim, ct_dtype d,
+                         bool strided) {
     ct_tensor *t;
     if (strided && ndim > 0) {
         int64_t big[CT_MAX_DIMS];
@@ -62,39 +73,47 @@ static ct_tensor *sample(const ct_opinfo *info, const int64_t *shape, int ndim, 
     for (int64_t i = 0; i < n; i++) {
         int64_t idx[CT_MAX_DIMS];
         unravel(i, shape, ndim, idx);
-        ct_tensor_set(t, idx, draw(info, d));
+        ct_tensor_set(t, idx, draw(info, which, d));
     }
     return t;
 }
 
-static ct_dtype expected_dtype(const ct_opinfo *info, const ct_tensor *a, const ct_tensor *b) {
-    const ct_tensor *ops[2] = {a, b};
-    ct_dtype r = ct_result_type(ops, b ? 2 : 1);
+/* The dtype the op computes in: the promoted type of the value inputs. */
+static ct_dtype compute_dtype(const ct_opinfo *info, const ct_tensor *const *in, int n) {
+    const ct_tensor *ops[3] = {NULL, NULL, NULL};
+    for (int i = info->condition ? 1 : 0; i < n; i++)
+        ops[i] = in[i];
+    ct_dtype r = ct_result_type(ops, n);
     if (info->out == CT_OPINFO_OUT_FLOAT && !ct_dtype_is_floating(r))
         r = ct_get_default_dtype();
-    if (info->out == CT_OPINFO_OUT_BOOL)
-        r = CT_BOOL;
     return r;
 }
 
-static double tolerance(ct_dtype d) {
+static ct_dtype expected_dtype(const ct_opinfo *info, const ct_tensor *const *in, int n) {
+    return info->out == CT_OPINFO_OUT_BOOL ? CT_BOOL : compute_dtype(info, in, n);
+}
+
+static double tolerance(const ct_opinfo *info, ct_dtype d) {
+    double t;
     switch (d) {
-    case CT_F16: return 2e-3;
-    case CT_BF16: return 1.6e-2;
-    case CT_F32: return 2e-6;
-    case CT_F64: return 1e-13;
+    case CT_F16: t = 2e-3; break;
+    case CT_BF16: t = 1.6e-2; break;
+    case CT_F32: t = 2e-6; break;
+    case CT_F64: t = 1e-13; break;
     default: return 0;
     }
+    return info->tol > t ? info->tol : t;
+}
+
+static ct_tensor *call_fn(const ct_opinfo *info, const ct_tensor *const *in) {
+    return info->t ? info->t(in[0], in[1], in[2]) : info->b ? info->b(in[0], in[1]) : info->u(in[0]);
 }
 
 /* Compares got against the reference applied to the inputs' values (converted to the
  * compute dtype first, the way the kernel sees them). */
-static void check_values(const ct_opinfo *info, const ct_tensor *got, const ct_tensor *a, const ct_tensor *b,
+static void check_values(const ct_opinfo *info, const ct_tensor *got, const ct_tensor *const *in, int nin,
                          const char *what) {
-    const ct_tensor *ops[2] = {a, b};
-    ct_dtype compute = ct_result_type(ops, b ? 2 : 1);
-    if (info->out == CT_OPINFO_OUT_FLOAT && !ct_dtype_is_floating(compute))
-        compute = ct_get_default_dtype();
+    ct_dtype compute = compute_dtype(info, in, nin);
     ct_dtype od = ct_tensor_dtype(got);
     int nd = ct_tensor_dim(got);
     const int64_t *shape = ct_tensor_shape(got);
@@ -102,9 +121,9 @@ static void check_values(const ct_opinfo *info, const ct_tensor *got, const ct_t
     for (int64_t i = 0; i < n; i++) {
         int64_t idx[CT_MAX_DIMS];
         unravel(i, shape, nd, idx);
-        double x[2] = {0, 0};
-        for (int j = 0; j < (b ? 2 : 1); j++) {
-            const ct_tensor *t = ops[j];
+        double x[3] = {0, 0, 0};
+        for (int j = 0; j < nin; j++) {
+            const ct_tensor *t = in[j];
             int tnd = ct_tensor_dim(t);
             int64_t tidx[CT_MAX_DIMS];
             for (int k = 0; k < tnd; k++) {
@@ -113,11 +132,15 @@ static void check_values(const ct_opinfo *info, const ct_tensor *got, const ct_t
             }
             double v;
             ct_tensor_get(t, tidx, &v);
+            if (j == 0 && info->condition) {
+                x[j] = v;
+                continue;
+            }
             char buf[16];
             ct_store_double(buf, compute, v); /* round to the compute dtype */
             x[j] = ct_load_double(buf, compute);
         }
-        double want = info->ref(x[0], x[1]);
+        double want = info->t ? info->ref3(x[0], x[1], x[2]) : info->ref(x[0], x[1]);
         char ob[16];
         ct_store_double(ob, od, want);
         double want_rounded = ct_load_double(ob, od);
@@ -129,48 +152,57 @@ static void check_values(const ct_opinfo *info, const ct_tensor *got, const ct_t
         else if (isinf(want_rounded))
             ok = v == want_rounded;
         else {
-            double tol = tolerance(od);
+            double tol = tolerance(info, od);
             ok = fabs(v - want_rounded) <= tol * (1 + fabs(want_rounded));
         }
         if (!ok)
-            fail_msg("%s %s [%s]: element %lld: got %.17g, want %.17g (inputs %.17g, %.17g)", info->name, what,
-                     ct_dtype_name(od), (long long)i, v, want_rounded, x[0], x[1]);
+            fail_msg("%s %s [%s]: element %lld: got %.17g, want %.17g (inputs %.17g, %.17g, %.17g)", info->name, what,
+                     ct_dtype_name(od), (long long)i, v, want_rounded, x[0], x[1], x[2]);
     }
 }
 
-static void check_meta(const ct_opinfo *info, const ct_tensor *got, const ct_tensor *a, const ct_tensor *b) {
-    ct_tensor *ma = ct_empty(ct_tensor_shape(a), ct_tensor_dim(a), ct_tensor_dtype(a), CT_META);
-    ct_tensor *mb = b ? ct_empty(ct_tensor_shape(b), ct_tensor_dim(b), ct_tensor_dtype(b), CT_META) : NULL;
-    ct_tensor *m = b ? info->b(ma, mb) : info->u(ma);
-    if (!m)
+static void check_meta(const ct_opinfo *info, const ct_tensor *got, const ct_tensor *const *in, int nin) {
+    const ct_tensor *m[3] = {NULL, NULL, NULL};
+    for (int i = 0; i < nin; i++)
+        m[i] = ct_empty(ct_tensor_shape(in[i]), ct_tensor_dim(in[i]), ct_tensor_dtype(in[i]), CT_META);
+    ct_tensor *r = call_fn(info, m);
+    if (!r)
         fail_msg("%s on META failed: %s", info->name, ct_last_error());
-    assert_true(ct_tensor_device(m).type == CT_DEVICE_META);
-    assert_int_equal(ct_tensor_dtype(m), ct_tensor_dtype(got));
-    assert_int_equal(ct_tensor_dim(m), ct_tensor_dim(got));
-    for (int k = 0; k < ct_tensor_dim(m); k++)
-        assert_int_equal(ct_tensor_shape(m)[k], ct_tensor_shape(got)[k]);
+    assert_true(ct_tensor_device(r).type == CT_DEVICE_META);
+    assert_int_equal(ct_tensor_dtype(r), ct_tensor_dtype(got));
+    assert_int_equal(ct_tensor_dim(r), ct_tensor_dim(got));
+    for (int k = 0; k < ct_tensor_dim(r); k++)
+        assert_int_equal(ct_tensor_shape(r)[k], ct_tensor_shape(got)[k]);
 }
 
-static void check_variants(const ct_opinfo *info, const ct_tensor *got, const ct_tensor *a, const ct_tensor *b) {
+static void check_variants(const ct_opinfo *info, const ct_tensor *got, const ct_tensor *const *in, int nin) {
+    const ct_tensor *a = in[0], *b = in[1], *c = in[2];
     /* out= into a fresh tensor of the result's dtype and shape. */
-    ct_tensor *out = ct_empty(ct_tensor_shape(got), ct_tensor_dim(got), ct_tensor_dtype(got), CT_CPU);
-    ct_tensor *r = b ? info->b_out(a, b, out) : info->u_out(a, out);
-    if (!r)
-        fail_msg("%s_out failed: %s", info->name, ct_last_error());
-    check_values(info, out, a, b, "out=");
+    bool has_out = info->t ? info->t_out != NULL : info->b ? info->b_out != NULL : info->u_out != NULL;
+    if (has_out) {
+        ct_tensor *out = ct_empty(ct_tensor_shape(got), ct_tensor_dim(got), ct_tensor_dtype(got), CT_CPU);
+        ct_tensor *r = info->t ? info->t_out(a, b, c, out) : info->b ? info->b_out(a, b, out) : info->u_out(a, out);
+        if (!r)
+            fail_msg("%s_out failed: %s", info->name, ct_last_error());
+        check_values(info, out, in, nin, "out=");
+    }
     /* In place, when the result fits in a. */
+    bool has_inplace = info->t ? info->t_ != NULL : info->b ? info->b_ != NULL : info->u_ != NULL;
+    if (!has_inplace)
+        return;
     bool fits = ct_tensor_dtype(got) == ct_tensor_dtype(a) && ct_tensor_dim(got) == ct_tensor_dim(a);
     for (int k = 0; fits && k < ct_tensor_dim(a); k++)
         fits = ct_tensor_shape(got)[k] == ct_tensor_shape(a)[k];
     ct_tensor *self = ct_clone(a);
     int64_t v0 = ct_tensor_version(self);
-    r = b ? info->b_(self, b) : info->u_(self);
+    ct_tensor *r = info->t ? info->t_(self, b, c) : info->b ? info->b_(self, b) : info->u_(self);
     if (fits) {
         if (!r)
             fail_msg("%s_ failed: %s", info->name, ct_last_error());
         assert_ptr_equal(ct_tensor_data(r), ct_tensor_data(self));
         assert_true(ct_tensor_version(self) > v0);
-        check_values(info, self, a, b, "in-place");
+        const ct_tensor *orig[3] = {a, b, c};
+        check_values(info, self, orig, nin, "in-place");
     } else if (r) {
         /* Allowed only when the result dtype can be cast back into self (e.g. int + bool). */
         assert_true(ct_can_cast(ct_tensor_dtype(got), ct_tensor_dtype(self)) || ct_tensor_dim(got) != ct_tensor_dim(a));
@@ -179,22 +211,30 @@ static void check_variants(const ct_opinfo *info, const ct_tensor *got, const ct
     }
 }
 
-static void run_one(const ct_opinfo *info, const int64_t *sa, int na, const int64_t *sb, int nb, ct_dtype da,
-                    ct_dtype db, bool strided) {
+typedef struct shape_case {
+    int nd[3];
+    int64_t s[3][3];
+} shape_case;
+
+static void run_one(const ct_opinfo *info, const shape_case *sc, const ct_dtype *dts, bool strided) {
     ct_scope_begin();
-    ct_tensor *a = sample(info, sa, na, da, strided);
-    ct_tensor *b = info->b ? sample(info, sb, nb, db, strided) : NULL;
-    ct_tensor *got = info->b ? info->b(a, b) : info->u(a);
+    int nin = arity(info);
+    const ct_tensor *in[3] = {NULL, NULL, NULL};
+    for (int i = 0; i < nin; i++) {
+        ct_dtype d = i == 0 && info->condition ? CT_BOOL : dts[i];
+        in[i] = sample(info, i, sc->s[i], sc->nd[i], d, strided);
+    }
+    ct_tensor *got = call_fn(info, in);
     if (!got)
-        fail_msg("%s(%s%s%s) failed: %s", info->name, ct_dtype_name(da), b ? ", " : "", b ? ct_dtype_name(db) : "",
-                 ct_last_error());
-    ct_dtype want = expected_dtype(info, a, b);
+        fail_msg("%s(%s, %s, %s) failed: %s", info->name, ct_dtype_name(dts[0]), nin > 1 ? ct_dtype_name(dts[1]) : "",
+                 nin > 2 ? ct_dtype_name(dts[2]) : "", ct_last_error());
+    ct_dtype want = expected_dtype(info, in, nin);
     if (ct_tensor_dtype(got) != want)
         fail_msg("%s: result dtype %s, expected %s", info->name, ct_dtype_name(ct_tensor_dtype(got)),
                  ct_dtype_name(want));
-    check_values(info, got, a, b, "functional");
-    check_meta(info, got, a, b);
-    check_variants(info, got, a, b);
+    check_values(info, got, in, nin, "functional");
+    check_meta(info, got, in, nin);
+    check_variants(info, got, in, nin);
     ct_scope_end();
 }
 
@@ -204,25 +244,85 @@ static bool promotable(ct_dtype a, ct_dtype b) {
     return r != CT_DTYPE_UNDEFINED;
 }
 
+static void run_errors(const ct_opinfo *info) {
+    ct_clear_error();
+    ct_scope_begin();
+    const char *op = info->op ? info->op : info->name;
+    ct_dtype d = (info->dtypes & CT_DT(CT_F32)) ? CT_F32 : CT_I64;
+    ct_tensor *a = ct_zeros(CT_SHAPE(2, 3), d, CT_CPU);
+    ct_tensor *bad = ct_zeros(CT_SHAPE(4), d, CT_CPU);
+    ct_tensor *cond = ct_zeros(CT_SHAPE(2, 3), CT_BOOL, CT_CPU);
+    const ct_tensor *first = info->condition ? cond : a;
+    if (info->t) {
+        CT_ASSERT_ERR(info->t(first, a, bad) != NULL, CT_ERROR_VALUE, "must match the size of tensor");
+        CT_ASSERT_ERR(info->t(NULL, a, a) != NULL, CT_ERROR_NULL_ARGUMENT, op);
+        if (!info->optional)
+            CT_ASSERT_ERR(info->t(first, NULL, a) != NULL, CT_ERROR_NULL_ARGUMENT, op);
+        if (info->t_out)
+            CT_ASSERT_ERR(info->t_out(first, a, a, bad) != NULL, CT_ERROR_VALUE, "shape");
+        if (info->t_) {
+            ct_tensor *small = ct_zeros(CT_SHAPE(3), d, CT_CPU);
+            CT_ASSERT_ERR(info->t_(small, a, a) != NULL, CT_ERROR_VALUE, "doesn't match the broadcast shape");
+        }
+    } else if (info->b) {
+        CT_ASSERT_ERR(info->b(a, bad) != NULL, CT_ERROR_VALUE, "must match the size of tensor");
+        CT_ASSERT_ERR(info->b(NULL, a) != NULL, CT_ERROR_NULL_ARGUMENT, op);
+        CT_ASSERT_ERR(info->b(a, NULL) != NULL, CT_ERROR_NULL_ARGUMENT, op);
+        if (info->b_out)
+            CT_ASSERT_ERR(info->b_out(a, a, bad) != NULL, CT_ERROR_VALUE, "shape");
+        if (info->b_) {
+            ct_tensor *small = ct_zeros(CT_SHAPE(3), d, CT_CPU);
+            CT_ASSERT_ERR(info->b_(small, a) != NULL, CT_ERROR_VALUE, "doesn't match the broadcast shape");
+        }
+    } else {
+        CT_ASSERT_ERR(info->u(NULL) != NULL, CT_ERROR_NULL_ARGUMENT, op);
+        if (info->u_out)
+            CT_ASSERT_ERR(info->u_out(a, bad) != NULL, CT_ERROR_VALUE, "shape");
+        if (info->u_)
+            CT_ASSERT_ERR(info->u_(NULL) != NULL, CT_ERROR_NULL_ARGUMENT, op);
+    }
+    /* A dtype the op does not support is refused with an error. */
+    for (int u = 0; u < CT_DTYPE_COUNT; u++) {
+        if (!(info->refused & CT_DT(u)))
+            continue;
+        const ct_tensor *x = ct_ones(CT_SHAPE(2), (ct_dtype)u, CT_CPU);
+        const ct_tensor *c = info->condition ? ct_ones(CT_SHAPE(2), CT_BOOL, CT_CPU) : x;
+        const ct_tensor *in[3] = {c, x, x};
+        ct_tensor *r = call_fn(info, in);
+        if (r)
+            fail_msg("%s accepted unsupported dtype %s", info->name, ct_dtype_name((ct_dtype)u));
+        if (ct_last_status() == CT_OK || strlen(ct_last_error()) == 0)
+            fail_msg("%s: no error for dtype %s", info->name, ct_dtype_name((ct_dtype)u));
+        ct_clear_error();
+    }
+    ct_scope_end();
+}
+
 void ct_opinfo_run(const ct_opinfo *info) {
-    static const struct {
-        int na, nb;
-        int64_t a[3], b[3];
-    } shapes[] = {
-        {2, 2, {3, 4}, {3, 4}}, {2, 1, {3, 4}, {4}},    {2, 2, {3, 1}, {1, 4}}, {3, 2, {2, 3, 4}, {3, 1}},
-        {0, 1, {0}, {3}},       {1, 0, {5}, {0}},       {0, 0, {0}, {0}},       {2, 1, {0, 3}, {3}},
-        {1, 1, {37}, {37}},
+    ct_clear_error();
+    static const shape_case shapes[] = {
+        {{2, 2, 2}, {{3, 4}, {3, 4}, {3, 4}}},
+        {{2, 1, 0}, {{3, 4}, {4}, {0}}},
+        {{2, 2, 1}, {{3, 1}, {1, 4}, {4}}},
+        {{3, 2, 1}, {{2, 3, 4}, {3, 1}, {1}}},
+        {{0, 1, 0}, {{0}, {3}, {0}}},
+        {{1, 0, 1}, {{5}, {0}, {5}}},
+        {{0, 0, 0}, {{0}, {0}, {0}}},
+        {{2, 1, 2}, {{0, 3}, {3}, {1, 3}}},
+        {{1, 1, 1}, {{37}, {37}, {37}}},
     };
+    int nin = arity(info);
     for (int d = 0; d < CT_DTYPE_COUNT; d++) {
         if (!(info->dtypes & CT_DT(d)))
             continue;
+        ct_dtype dts[3] = {(ct_dtype)d, (ct_dtype)d, (ct_dtype)d};
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
             for (int strided = 0; strided < 2; strided++)
-                run_one(info, shapes[s].a, shapes[s].na, shapes[s].b, shapes[s].nb, (ct_dtype)d, (ct_dtype)d,
-                        strided);
+                run_one(info, &shapes[s], dts, strided);
     }
-    /* Mixed dtypes (binary): every supported pair that promotes. */
-    if (info->b)
+    /* Mixed dtypes (binary, and the two values of where): every supported pair that
+     * promotes. */
+    if (nin >= 2 && (nin == 2 || info->condition))
         for (int da = 0; da < CT_DTYPE_COUNT; da++)
             for (int db = 0; db < CT_DTYPE_COUNT; db++) {
                 if (da == db || !(info->dtypes & CT_DT(da)) || !(info->dtypes & CT_DT(db)) ||
@@ -236,76 +336,79 @@ void ct_opinfo_run(const ct_opinfo *info) {
                 ct_scope_end();
                 if (!(info->dtypes & CT_DT(r)) && info->out != CT_OPINFO_OUT_FLOAT)
                     continue;
-                run_one(info, shapes[1].a, shapes[1].na, shapes[1].b, shapes[1].nb, (ct_dtype)da, (ct_dtype)db,
-                        false);
+                ct_dtype dts[3] = {(ct_dtype)da, (ct_dtype)db, (ct_dtype)db};
+                if (info->condition)
+                    dts[1] = (ct_dtype)da;
+                run_one(info, &shapes[2], dts, false);
             }
 
     if (info->out != CT_OPINFO_OUT_BOOL && (info->dtypes & CT_DT(CT_F64)))
         ct_opinfo_gradcheck(info, true);
-
-    /* Error inputs. */
-    ct_scope_begin();
-    ct_tensor *a = ct_zeros(CT_SHAPE(2, 3), CT_F32, CT_CPU);
-    ct_tensor *bad = ct_zeros(CT_SHAPE(4), CT_F32, CT_CPU);
-    if (info->b) {
-        CT_ASSERT_ERR(info->b(a, bad) != NULL, CT_ERROR_VALUE, "must match the size of tensor");
-        CT_ASSERT_ERR(info->b(NULL, a) != NULL, CT_ERROR_NULL_ARGUMENT, info->name);
-        CT_ASSERT_ERR(info->b(a, NULL) != NULL, CT_ERROR_NULL_ARGUMENT, info->name);
-        CT_ASSERT_ERR(info->b_out(a, a, bad) != NULL, CT_ERROR_VALUE, "shape");
-        ct_tensor *small = ct_zeros(CT_SHAPE(3), CT_F32, CT_CPU);
-        CT_ASSERT_ERR(info->b_(small, a) != NULL, CT_ERROR_VALUE, "doesn't match the broadcast shape");
-    } else {
-        CT_ASSERT_ERR(info->u(NULL) != NULL, CT_ERROR_NULL_ARGUMENT, info->name);
-        CT_ASSERT_ERR(info->u_out(a, bad) != NULL, CT_ERROR_VALUE, "shape");
-    }
-    ct_scope_end();
+    run_errors(info);
 }
 
 /* ------------------------------------------------------------------ gradients */
 
 static ct_tensor *grad_fn_of(ct_tensor *const *in, int n, void *ud) {
-    const ct_opinfo *info = ud;
-    return n == 2 ? info->b(in[0], in[1]) : info->u(in[0]);
+    (void)n;
+    return call_fn(ud, (const ct_tensor *const *)in);
 }
 
 /* The in-place variant on a copy of the input (a leaf cannot be modified in place). */
 static ct_tensor *grad_fn_inplace(ct_tensor *const *in, int n, void *ud) {
     const ct_opinfo *info = ud;
+    (void)n;
     ct_tensor *x = ct_clone(in[0]);
-    return n == 2 ? info->b_(x, in[1]) : info->u_(x);
+    return info->t ? info->t_(x, in[1], in[2]) : info->b ? info->b_(x, in[1]) : info->u_(x);
 }
 
+/* Note [OpInfo gradcheck]
+ * Samples are drawn as continuous values even for entries that ask for integer-valued
+ * ones: finite differences across the jumps of floor, remainder and friends would be
+ * meaningless, and random reals miss the jumps. An op whose result does not require
+ * grad from inputs that do is one the derivative table marks NONDIFF; it is skipped. */
 void ct_opinfo_gradcheck(const ct_opinfo *info, bool gradgrad) {
-    static const struct {
-        int na, nb;
-        int64_t a[3], b[3];
-        bool strided;
-    } shapes[] = {
-        {1, 1, {4}, {4}, false}, {2, 1, {2, 3}, {3}, false}, {1, 2, {3}, {2, 3}, true},
-        {0, 2, {0}, {2, 1}, false}, {2, 0, {2, 2}, {0}, true},
+    static const shape_case shapes[] = {
+        {{1, 1, 1}, {{4}, {4}, {4}}},
+        {{2, 1, 0}, {{2, 3}, {3}, {0}}},
+        {{1, 2, 2}, {{3}, {2, 3}, {2, 1}}},
+        {{1, 2, 1}, {{0}, {2, 1}, {1}}},
     };
     ct_opinfo g = *info;
-    if (g.lo <= 0 && g.hi > 0 && !g.b && (strcmp(g.name, "sqrt") == 0))
-        g.lo = 0.5; /* keep finite differences away from the singularity */
+    g.integer_inputs = false;
+    /* Keep finite differences away from singularities (and pow's negative bases). */
+    if (g.lo <= 0 && g.hi > 0 &&
+        (strcmp(g.name, "sqrt") == 0 || strcmp(g.name, "rsqrt") == 0 || strcmp(g.name, "pow") == 0))
+        g.lo = 0.5;
+    int n = arity(info);
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
         ct_scope_begin();
-        ct_tensor *in[2];
-        int n = info->b ? 2 : 1;
-        in[0] = sample(&g, shapes[s].a, shapes[s].na, CT_F64, shapes[s].strided);
-        in[1] = info->b ? sample(&g, shapes[s].b, shapes[s].nb, CT_F64, false) : NULL;
-        for (int i = 0; i < n; i++)
-            ct_tensor_set_requires_grad(in[i], true);
-        if (ct_gradcheck(grad_fn_of, (void *)info, in, n, 1e-6, 1e-5, 1e-3) != CT_OK)
+        ct_tensor *in[3] = {NULL, NULL, NULL};
+        bool strided = s == 2;
+        for (int i = 0; i < n; i++) {
+            bool cond = i == 0 && info->condition;
+            in[i] = sample(&g, i, shapes[s].s[i], shapes[s].nd[i], cond ? CT_BOOL : CT_F64, strided && i == 0);
+            if (!cond)
+                ct_tensor_set_requires_grad(in[i], true);
+        }
+        ct_tensor *probe = grad_fn_of(in, n, &g);
+        if (!probe)
+            fail_msg("%s: failed on gradcheck sample %zu: %s", info->name, s, ct_last_error());
+        if (!ct_tensor_requires_grad(probe)) {
+            ct_scope_end();
+            return; /* NONDIFF */
+        }
+        if (ct_gradcheck(grad_fn_of, &g, in, n, 1e-6, 1e-5, 1e-3) != CT_OK)
             fail_msg("%s: gradcheck failed on sample %zu: %s", info->name, s, ct_last_error());
-        if (gradgrad && ct_gradgradcheck(grad_fn_of, (void *)info, in, n, 1e-6, 1e-5, 1e-3) != CT_OK)
+        if (gradgrad && ct_gradgradcheck(grad_fn_of, &g, in, n, 1e-6, 1e-5, 1e-3) != CT_OK)
             fail_msg("%s: gradgradcheck failed on sample %zu: %s", info->name, s, ct_last_error());
         /* In place: only when the result keeps self's shape and dtype. */
-        bool same_shape = !info->b || shapes[s].na >= shapes[s].nb;
-        if (same_shape && ct_gradcheck(grad_fn_inplace, (void *)info, in, n, 1e-6, 1e-5, 1e-3) != CT_OK)
+        bool same_shape = !info->condition && (info->t ? info->t_ != NULL : info->b ? info->b_ != NULL : info->u_ != NULL);
+        for (int i = 1; i < n; i++)
+            if (shapes[s].nd[i] > shapes[s].nd[0])
+                same_shape = false;
+        if (same_shape && ct_gradcheck(grad_fn_inplace, &g, in, n, 1e-6, 1e-5, 1e-3) != CT_OK)
             fail_msg("%s_: gradcheck failed on sample %zu: %s", info->name, s, ct_last_error());
-        if (same_shape && gradgrad &&
-            ct_gradgradcheck(grad_fn_inplace, (void *)info, in, n, 1e-6, 1e-5, 1e-3) != CT_OK)
-            fail_msg("%s_: gradgradcheck failed on sample %zu: %s", info->name, s, ct_last_error());
         ct_scope_end();
     }
 }

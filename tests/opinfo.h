@@ -4,7 +4,9 @@
  * reference, the input domain and the dtypes the op supports; the harness builds
  * samples (every supported dtype; 0-d, empty, broadcast and non-contiguous shapes),
  * and checks values, result dtype, META shape/dtype agreement, in-place and out=
- * variants, and error inputs. */
+ * variants, and error inputs. Unary, binary and ternary entries; an entry without an
+ * in-place or out= function skips that check. Ops with parameters are tested through
+ * small adapters that fix them (tests/test_ops_elementwise.c). */
 #ifndef CT_OPINFO_H
 #define CT_OPINFO_H
 
@@ -25,6 +27,7 @@ typedef enum ct_opinfo_out {
 
 typedef struct ct_opinfo {
     const char *name;
+    const char *op; /* the op's name in error messages when it differs from name (adapters) */
     /* unary */
     ct_tensor *(*u)(const ct_tensor *);
     ct_tensor *(*u_)(ct_tensor *);
@@ -38,6 +41,18 @@ typedef struct ct_opinfo {
     uint32_t dtypes;     /* supported input dtypes (CT_DT bits) */
     ct_opinfo_out out;
     bool integer_inputs; /* draw integer-valued samples even for float dtypes */
+    /* ternary */
+    ct_tensor *(*t)(const ct_tensor *, const ct_tensor *, const ct_tensor *);
+    ct_tensor *(*t_)(ct_tensor *, const ct_tensor *, const ct_tensor *);
+    ct_tensor *(*t_out)(const ct_tensor *, const ct_tensor *, const ct_tensor *, ct_tensor *);
+    double (*ref3)(double a, double b, double c);
+    /* Domains of the second and third inputs when hi_b > lo_b (hi_c > lo_c). */
+    double lo_b, hi_b, lo_c, hi_c;
+    bool nonzero_b; /* the second input has no zeros (integer divisors) */
+    bool condition; /* the first input is a bool condition outside type promotion (where) */
+    bool optional;  /* NULL second/third inputs are allowed (clamp's bounds) */
+    double tol;     /* extra relative tolerance for floats (0: the dtype's default) */
+    uint32_t refused; /* input dtypes the op must refuse with an error naming the dtype */
 } ct_opinfo;
 
 /* Runs every check for one entry; fails the current test on the first mismatch. */
@@ -49,6 +64,7 @@ void ct_opinfo_gradcheck(const ct_opinfo *info, bool gradgrad);
 
 #define CT_OPINFO_UNARY(op) .name = #op, .u = ct_##op, .u_ = ct_##op##_, .u_out = ct_##op##_out
 #define CT_OPINFO_BINARY(op) .name = #op, .b = ct_##op, .b_ = ct_##op##_, .b_out = ct_##op##_out
+#define CT_OPINFO_TERNARY(op) .name = #op, .t = ct_##op, .t_ = ct_##op##_, .t_out = ct_##op##_out
 
 /* ---------------------------------------------------------------- reductions
  *

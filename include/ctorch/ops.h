@@ -108,6 +108,106 @@ extern "C" {
     CT_API ct_status ct_##name(const ct_tensor *a, int64_t dim, ct_tensor **values, ct_tensor **indices); \
     CT_API ct_status ct_##name##_out(const ct_tensor *a, int64_t dim, ct_tensor *values, ct_tensor *indices);
 
+/* ---- more elementwise classes (docs/ops.md, "Signature classes"). */
+
+/* Rounding of ct_div_mode (PyTorch's rounding_mode=None, 'trunc', 'floor'). */
+typedef enum ct_rounding_mode {
+    CT_ROUNDING_MODE_NONE = 0,  /* true division */
+    CT_ROUNDING_MODE_TRUNC = 1, /* round toward zero (C integer division) */
+    CT_ROUNDING_MODE_FLOOR = 2, /* round down (Python's //) */
+} ct_rounding_mode;
+
+/* ct_gelu's approximate= ('none' or 'tanh'). */
+typedef enum ct_gelu_approximate {
+    CT_GELU_APPROXIMATE_NONE = 0,
+    CT_GELU_APPROXIMATE_TANH = 1,
+} ct_gelu_approximate;
+
+/* UNARY_FN: out = NAME(a), no in-place or out= form (predicates such as isnan). */
+#define CT_DECL_UNARY_FN(name) CT_API ct_tensor *ct_##name(const ct_tensor *a);
+
+/* UNARY_D1/D2/D3: UNARY with double parameters, in PyTorch's order
+ * (leaky_relu(a, negative_slope), softplus(a, beta, threshold), elu(a, alpha, scale,
+ * input_scale), ...). */
+#define CT_DECL_UNARY_D1(name)                                                                  \
+    CT_API ct_tensor *ct_##name(const ct_tensor *a, double p0);                                 \
+    CT_API ct_tensor *ct_##name##_(ct_tensor *a, double p0);                                    \
+    CT_API ct_tensor *ct_##name##_out(const ct_tensor *a, double p0, ct_tensor *out);
+#define CT_DECL_UNARY_D2(name)                                                                  \
+    CT_API ct_tensor *ct_##name(const ct_tensor *a, double p0, double p1);                      \
+    CT_API ct_tensor *ct_##name##_(ct_tensor *a, double p0, double p1);                         \
+    CT_API ct_tensor *ct_##name##_out(const ct_tensor *a, double p0, double p1, ct_tensor *out);
+#define CT_DECL_UNARY_D3(name)                                                                  \
+    CT_API ct_tensor *ct_##name(const ct_tensor *a, double p0, double p1, double p2);           \
+    CT_API ct_tensor *ct_##name##_(ct_tensor *a, double p0, double p1, double p2);              \
+    CT_API ct_tensor *ct_##name##_out(const ct_tensor *a, double p0, double p1, double p2, ct_tensor *out);
+
+/* UNARY_OPT_D3: three optional double parameters; NULL takes the op's default
+ * (nan_to_num(a, nan, posinf, neginf)). */
+#define CT_DECL_UNARY_OPT_D3(name)                                                              \
+    CT_API ct_tensor *ct_##name(const ct_tensor *a, const double *p0, const double *p1, const double *p2); \
+    CT_API ct_tensor *ct_##name##_(ct_tensor *a, const double *p0, const double *p1, const double *p2);    \
+    CT_API ct_tensor *ct_##name##_out(const ct_tensor *a, const double *p0, const double *p1, const double *p2, \
+                                      ct_tensor *out);
+
+/* UNARY_INT: UNARY with one integer parameter (gelu(a, ct_gelu_approximate)). */
+#define CT_DECL_UNARY_INT(name)                                                                 \
+    CT_API ct_tensor *ct_##name(const ct_tensor *a, int64_t p0);                                \
+    CT_API ct_tensor *ct_##name##_(ct_tensor *a, int64_t p0);                                   \
+    CT_API ct_tensor *ct_##name##_out(const ct_tensor *a, int64_t p0, ct_tensor *out);
+
+/* UNARY_DECIMALS: UNARY, plus rounding to a number of decimals (round(a, decimals=d)). */
+#define CT_DECL_UNARY_DECIMALS(name)                                                            \
+    CT_DECL_UNARY(name)                                                                         \
+    CT_API ct_tensor *ct_##name##_decimals(const ct_tensor *a, int64_t decimals);               \
+    CT_API ct_tensor *ct_##name##_decimals_(ct_tensor *a, int64_t decimals);                    \
+    CT_API ct_tensor *ct_##name##_decimals_out(const ct_tensor *a, int64_t decimals, ct_tensor *out);
+
+/* BINARY_MODE: BINARY, plus a ct_rounding_mode (div(a, b, rounding_mode=...)). */
+#define CT_DECL_BINARY_MODE(name)                                                               \
+    CT_DECL_BINARY(name)                                                                        \
+    CT_API ct_tensor *ct_##name##_mode(const ct_tensor *a, const ct_tensor *b, ct_rounding_mode mode); \
+    CT_API ct_tensor *ct_##name##_mode_(ct_tensor *a, const ct_tensor *b, ct_rounding_mode mode);      \
+    CT_API ct_tensor *ct_##name##_mode_out(const ct_tensor *a, const ct_tensor *b, ct_rounding_mode mode, \
+                                           ct_tensor *out);                                     \
+    CT_API ct_tensor *ct_##name##_scalar_mode(const ct_tensor *a, ct_scalar b, ct_rounding_mode mode); \
+    CT_API ct_tensor *ct_##name##_scalar_mode_(ct_tensor *a, ct_scalar b, ct_rounding_mode mode);
+
+/* TERNARY: out = NAME(a, b, c) with broadcasting; c may be a scalar (lerp's weight). */
+#define CT_DECL_TERNARY(name)                                                                   \
+    CT_API ct_tensor *ct_##name(const ct_tensor *a, const ct_tensor *b, const ct_tensor *c);   \
+    CT_API ct_tensor *ct_##name##_(ct_tensor *a, const ct_tensor *b, const ct_tensor *c);      \
+    CT_API ct_tensor *ct_##name##_out(const ct_tensor *a, const ct_tensor *b, const ct_tensor *c, ct_tensor *out); \
+    CT_API ct_tensor *ct_##name##_scalar(const ct_tensor *a, const ct_tensor *b, ct_scalar c);  \
+    CT_API ct_tensor *ct_##name##_scalar_(ct_tensor *a, const ct_tensor *b, ct_scalar c);     \
+    CT_API ct_tensor *ct_##name##_scalar_out(const ct_tensor *a, const ct_tensor *b, ct_scalar c, ct_tensor *out);
+
+/* TERNARY_VALUE: out = NAME(a, b, c, value) (addcmul: a + value * b * c). */
+#define CT_DECL_TERNARY_VALUE(name)                                                             \
+    CT_API ct_tensor *ct_##name(const ct_tensor *a, const ct_tensor *b, const ct_tensor *c, ct_scalar value); \
+    CT_API ct_tensor *ct_##name##_(ct_tensor *a, const ct_tensor *b, const ct_tensor *c, ct_scalar value);    \
+    CT_API ct_tensor *ct_##name##_out(const ct_tensor *a, const ct_tensor *b, const ct_tensor *c, ct_scalar value, \
+                                      ct_tensor *out);
+
+/* CLAMP: bounds as optional scalars (NULL: no bound) or optional tensors; at least
+ * one bound must be given. Scalar and tensor bounds take part in type promotion. */
+#define CT_DECL_CLAMP(name)                                                                     \
+    CT_API ct_tensor *ct_##name(const ct_tensor *a, const ct_scalar *min, const ct_scalar *max); \
+    CT_API ct_tensor *ct_##name##_(ct_tensor *a, const ct_scalar *min, const ct_scalar *max);    \
+    CT_API ct_tensor *ct_##name##_out(const ct_tensor *a, const ct_scalar *min, const ct_scalar *max, ct_tensor *out); \
+    CT_API ct_tensor *ct_##name##_tensor(const ct_tensor *a, const ct_tensor *min, const ct_tensor *max); \
+    CT_API ct_tensor *ct_##name##_tensor_(ct_tensor *a, const ct_tensor *min, const ct_tensor *max);      \
+    CT_API ct_tensor *ct_##name##_tensor_out(const ct_tensor *a, const ct_tensor *min, const ct_tensor *max, \
+                                             ct_tensor *out);
+
+/* WHERE: out = cond ? a : b elementwise; a and/or b may be scalars. */
+#define CT_DECL_WHERE(name)                                                                     \
+    CT_API ct_tensor *ct_##name(const ct_tensor *cond, const ct_tensor *a, const ct_tensor *b); \
+    CT_API ct_tensor *ct_##name##_out(const ct_tensor *cond, const ct_tensor *a, const ct_tensor *b, ct_tensor *out); \
+    CT_API ct_tensor *ct_##name##_scalar_self(const ct_tensor *cond, ct_scalar a, const ct_tensor *b); \
+    CT_API ct_tensor *ct_##name##_scalar_other(const ct_tensor *cond, const ct_tensor *a, ct_scalar b); \
+    CT_API ct_tensor *ct_##name##_scalars(const ct_tensor *cond, ct_scalar a, ct_scalar b);
+
 #define CT_OP(name, sig, family, flags) CT_DECL_##sig(name)
 #include "ops.def"
 #undef CT_OP

@@ -162,6 +162,13 @@ DEF(mul, CT_SAVE_IN0 | CT_SAVE_IN1) {
 
 DEF(div, CT_SAVE_IN0 | CT_SAVE_IN1) {
     ct_tensor *b;
+    if (ctx->node->nints > 0 && ctx->node->ints[0] != CT_ROUNDING_MODE_NONE) {
+        /* trunc and floor modes are piecewise constant: zero gradient, as PyTorch. */
+        for (int i = 0; i < 2; i++)
+            if (WANT(i))
+                TRY(gin[i] = ct_zeros(ctx->node->in_meta[i].shape, ctx->node->in_meta[i].ndim, G->dtype, G->device));
+        return CT_OK;
+    }
     TRY(b = saved(ctx, 1));
     if (WANT(0))
         TRY(gin[0] = ct_div(G, b));
@@ -1094,6 +1101,404 @@ DEF(log_softmax, CT_SAVE_OUT) {
     return CT_OK;
 }
 
+/* ------------------------------------------------------------------ more elementwise ops
+ * PyTorch's formulas (derivatives.yaml), written with public ct ops. */
+
+static ct_tensor *cmul(const ct_tensor *x, double c) { return ct_mul_scalar(x, ct_scalar_float(c)); }
+static ct_tensor *cadd(const ct_tensor *x, double c) { return ct_add_scalar(x, ct_scalar_float(c)); }
+/* c - x */
+static ct_tensor *rsubc(const ct_tensor *x, double c) { return cadd(ct_neg(x), c); }
+static double param(const ct_node *n, int i) { return ct_scalar_to_double(n->s[i]); }
+
+/* Piecewise-constant ops: a zero gradient (not none), as PyTorch. */
+#define ZERO_GRAD(op)                                                                     \
+    DEF(op, 0) {                                                                          \
+        TRY(gin[0] = zeros_of(&ctx->node->in_meta[0], G));                                \
+        return CT_OK;                                                                     \
+    }
+ZERO_GRAD(sign)
+ZERO_GRAD(sgn)
+ZERO_GRAD(floor)
+ZERO_GRAD(ceil)
+ZERO_GRAD(round)
+ZERO_GRAD(trunc)
+
+DEF(frac, 0) {
+    (void)ctx;
+    gin[0] = G;
+    return CT_OK;
+}
+
+/* Formulas of the input a (IN) or of the result y (OUT). */
+#define DEF_IN(op, expr)                                                                  \
+    DEF(op, CT_SAVE_IN0) {                                                                \
+        ct_tensor *a;                                                                     \
+        TRY(a = saved(ctx, 0));                                                           \
+        TRY(gin[0] = (expr));                                                             \
+        return CT_OK;                                                                     \
+    }
+#define DEF_OUT(op, expr)                                                                 \
+    DEF(op, CT_SAVE_OUT) {                                                                \
+        ct_tensor *y;                                                                     \
+        TRY(y = saved(ctx, OUT_SLOT));                                                    \
+        TRY(gin[0] = (expr));                                                             \
+        return CT_OK;                                                                     \
+    }
+
+DEF_OUT(exp2, cmul(ct_mul(G, y), M_LN2))
+DEF_OUT(expm1, ct_mul(G, cadd(y, 1)))
+DEF_IN(log2, ct_div(G, cmul(a, M_LN2)))
+DEF_IN(log10, ct_div(G, cmul(a, M_LN10)))
+DEF_IN(log1p, ct_div(G, cadd(a, 1)))
+DEF_OUT(rsqrt, cmul(ct_mul(G, ct_mul(y, ct_mul(y, y))), -0.5))
+DEF_OUT(tan, ct_mul(G, cadd(ct_mul(y, y), 1)))
+DEF_IN(asin, ct_mul(G, ct_rsqrt(rsubc(ct_mul(a, a), 1))))
+DEF_IN(acos, ct_neg(ct_mul(G, ct_rsqrt(rsubc(ct_mul(a, a), 1)))))
+DEF_IN(atan, ct_div(G, cadd(ct_mul(a, a), 1)))
+DEF_IN(sinh, ct_mul(G, ct_cosh(a)))
+DEF_IN(cosh, ct_mul(G, ct_sinh(a)))
+DEF_IN(asinh, ct_mul(G, ct_rsqrt(cadd(ct_mul(a, a), 1))))
+DEF_IN(acosh, ct_mul(G, ct_rsqrt(cadd(ct_mul(a, a), -1))))
+DEF_IN(atanh, ct_div(G, rsubc(ct_mul(a, a), 1)))
+DEF_IN(erf, ct_mul(G, cmul(ct_exp(ct_neg(ct_mul(a, a))), M_2_SQRTPI)))
+DEF_IN(erfc, ct_mul(G, cmul(ct_exp(ct_neg(ct_mul(a, a))), -M_2_SQRTPI)))
+DEF_OUT(erfinv, ct_mul(G, cmul(ct_exp(ct_mul(y, y)), 0.5 * sqrt(M_PI))))
+DEF_OUT(reciprocal, ct_neg(ct_mul(G, ct_mul(y, y))))
+DEF_IN(square, ct_mul(G, cmul(a, 2)))
+DEF_IN(nan_to_num, ct_mul(G, ct_isfinite(a)))
+DEF_IN(relu6, ct_mul(G, ct_logical_and(ct_gt_scalar(a, ct_scalar_int(0)), ct_lt_scalar(a, ct_scalar_int(6)))))
+DEF_IN(hardsigmoid,
+       ct_mul(cmul(G, 1.0 / 6), ct_logical_and(ct_gt_scalar(a, ct_scalar_int(-3)), ct_lt_scalar(a, ct_scalar_int(3)))))
+
+/* eps >= 0 clamps the input to [eps, 1 - eps]: no gradient outside. */
+DEF(logit, CT_SAVE_IN0) {
+    ct_tensor *a, *g;
+    double eps = param(ctx->node, 0);
+    TRY(a = saved(ctx, 0));
+    TRY(g = ct_div(G, ct_mul(a, rsubc(a, 1))));
+    if (eps >= 0)
+        TRY(g = ct_mul(g, ct_logical_and(ct_ge_scalar(a, ct_scalar_float(eps)),
+                                         ct_le_scalar(a, ct_scalar_float(1 - eps)))));
+    gin[0] = g;
+    return CT_OK;
+}
+
+DEF(leaky_relu, CT_SAVE_IN0) {
+    ct_tensor *a, *pos;
+    TRY(a = saved(ctx, 0));
+    TRY(pos = ct_gt_scalar(a, ct_scalar_int(0)));
+    TRY(gin[0] = ct_where(pos, G, cmul(G, param(ctx->node, 0))));
+    return CT_OK;
+}
+
+/* elu(a; alpha, scale, input_scale); selu and celu are elu with fixed parameters. */
+static ct_status elu_like(ct_node_ctx *ctx, ct_tensor *const *gout, ct_tensor **gin, double alpha, double sc,
+                          double isc) {
+    ct_tensor *a, *neg;
+    TRY(a = saved(ctx, 0));
+    TRY(neg = ct_le_scalar(a, ct_scalar_int(0)));
+    TRY(gin[0] = ct_where(neg, ct_mul(cmul(G, isc * sc * alpha), ct_exp(cmul(a, isc))), cmul(G, sc)));
+    return CT_OK;
+}
+
+DEF(elu, CT_SAVE_IN0) {
+    const ct_node *n = ctx->node;
+    return elu_like(ctx, gout, gin, param(n, 0), param(n, 1), param(n, 2));
+}
+DEF(selu, CT_SAVE_IN0) {
+    return elu_like(ctx, gout, gin, 1.6732632423543772848170429916717, 1.0507009873554804934193349852946, 1.0);
+}
+DEF(celu, CT_SAVE_IN0) {
+    double alpha = param(ctx->node, 0);
+    return elu_like(ctx, gout, gin, alpha, 1.0, 1.0 / alpha);
+}
+
+DEF(gelu, CT_SAVE_IN0) {
+    ct_tensor *a, *d;
+    TRY(a = saved(ctx, 0));
+    if (ctx->node->nints > 0 && ctx->node->ints[0] == CT_GELU_APPROXIMATE_TANH) {
+        const double k = M_SQRT2 * M_2_SQRTPI * 0.5, c = 0.044715;
+        ct_tensor *a2, *t;
+        TRY(a2 = ct_mul(a, a));
+        TRY(t = ct_tanh(cmul(ct_mul(a, cadd(cmul(a2, c), 1)), k)));
+        /* 0.5 (1 + t) + 0.5 a (1 - t^2) k (1 + 3 c a^2) */
+        TRY(d = ct_add(cmul(cadd(t, 1), 0.5),
+                       ct_mul(cmul(ct_mul(a, rsubc(ct_mul(t, t), 1)), 0.5 * k), cadd(cmul(a2, 3 * c), 1))));
+    } else {
+        /* Phi(a) + a phi(a) */
+        ct_tensor *cdf, *pdf;
+        TRY(cdf = cmul(cadd(ct_erf(cmul(a, M_SQRT1_2)), 1), 0.5));
+        TRY(pdf = cmul(ct_exp(cmul(ct_mul(a, a), -0.5)), M_2_SQRTPI * M_SQRT1_2 * 0.5));
+        TRY(d = ct_add(cdf, ct_mul(a, pdf)));
+    }
+    TRY(gin[0] = ct_mul(G, d));
+    return CT_OK;
+}
+
+DEF(silu, CT_SAVE_IN0) {
+    ct_tensor *a, *sg;
+    TRY(a = saved(ctx, 0));
+    TRY(sg = ct_sigmoid(a));
+    TRY(gin[0] = ct_mul(G, ct_mul(sg, cadd(ct_mul(a, rsubc(sg, 1)), 1))));
+    return CT_OK;
+}
+
+DEF(mish, CT_SAVE_IN0) {
+    ct_tensor *a, *t;
+    TRY(a = saved(ctx, 0));
+    TRY(t = ct_tanh(ct_softplus(a, 1.0, 20.0)));
+    TRY(gin[0] = ct_mul(G, ct_add(t, ct_mul(ct_mul(a, ct_sigmoid(a)), rsubc(ct_mul(t, t), 1)))));
+    return CT_OK;
+}
+
+/* Above the threshold softplus is the identity (scaled input > threshold). */
+DEF(softplus, CT_SAVE_IN0) {
+    ct_tensor *a, *ba;
+    double beta = param(ctx->node, 0), threshold = param(ctx->node, 1);
+    TRY(a = saved(ctx, 0));
+    TRY(ba = cmul(a, beta));
+    TRY(gin[0] = ct_where(ct_gt_scalar(ba, ct_scalar_float(threshold)), G, ct_mul(G, ct_sigmoid(ba))));
+    return CT_OK;
+}
+
+DEF(hardtanh, CT_SAVE_IN0) {
+    ct_tensor *a;
+    TRY(a = saved(ctx, 0));
+    TRY(gin[0] = ct_mul(G, ct_logical_and(ct_gt_scalar(a, ct_scalar_float(param(ctx->node, 0))),
+                                          ct_lt_scalar(a, ct_scalar_float(param(ctx->node, 1))))));
+    return CT_OK;
+}
+
+DEF(hardswish, CT_SAVE_IN0) {
+    ct_tensor *a, *mid;
+    TRY(a = saved(ctx, 0));
+    TRY(mid = ct_where(ct_le_scalar(a, ct_scalar_int(3)), ct_mul(G, cadd(cmul(a, 1.0 / 3), 0.5)), G));
+    TRY(gin[0] = ct_mul(mid, ct_ge_scalar(a, ct_scalar_int(-3))));
+    return CT_OK;
+}
+
+NONDIFF(bitwise_not)
+NONDIFF(floor_divide)
+NONDIFF(bitwise_and)
+NONDIFF(bitwise_or)
+NONDIFF(bitwise_xor)
+NONDIFF(bitwise_left_shift)
+NONDIFF(bitwise_right_shift)
+
+/* remainder (floor) and fmod (trunc): a - round(a / b) b. */
+static ct_status rem_backward(ct_node_ctx *ctx, ct_tensor *const *gout, ct_tensor **gin, bool floor_) {
+    if (WANT(0))
+        gin[0] = G;
+    if (WANT(1)) {
+        ct_tensor *a, *b, *q;
+        TRY(a = saved(ctx, 0));
+        TRY(b = saved(ctx, 1));
+        TRY(q = floor_ ? ct_floor(ct_div(a, b)) : ct_trunc(ct_div(a, b)));
+        TRY(gin[1] = ct_neg(ct_mul(G, q)));
+    }
+    return CT_OK;
+}
+DEF(remainder, CT_SAVE_IN0 | CT_SAVE_IN1) { return rem_backward(ctx, gout, gin, true); }
+DEF(fmod, CT_SAVE_IN0 | CT_SAVE_IN1) { return rem_backward(ctx, gout, gin, false); }
+
+/* PyTorch's pow_backward: exponent 0 gives 0 (not 0 * inf); the exponent's gradient is
+ * 0 where the base is 0 and the exponent non-negative. */
+DEF(pow, CT_SAVE_IN0 | CT_SAVE_IN1 | CT_SAVE_OUT) {
+    ct_tensor *a, *b;
+    TRY(a = saved(ctx, 0));
+    TRY(b = saved(ctx, 1));
+    if (WANT(0)) {
+        ct_tensor *d;
+        TRY(d = ct_mul(b, ct_pow(a, cadd(b, -1))));
+        TRY(gin[0] = ct_where(ct_eq_scalar(b, ct_scalar_int(0)), zeros_of(&ctx->node->in_meta[0], G), ct_mul(G, d)));
+    }
+    if (WANT(1)) {
+        ct_tensor *y, *z;
+        TRY(y = saved(ctx, OUT_SLOT));
+        TRY(z = ct_logical_and(ct_eq_scalar(a, ct_scalar_int(0)), ct_ge_scalar(b, ct_scalar_int(0))));
+        TRY(gin[1] = ct_where_scalar_other(ct_logical_not(z), ct_mul(G, ct_mul(y, ct_log(a))), ct_scalar_int(0)));
+    }
+    return CT_OK;
+}
+
+DEF(atan2, CT_SAVE_IN0 | CT_SAVE_IN1) {
+    ct_tensor *a, *b, *g;
+    TRY(a = saved(ctx, 0));
+    TRY(b = saved(ctx, 1));
+    TRY(g = ct_div(G, ct_add(ct_mul(a, a), ct_mul(b, b))));
+    if (WANT(0))
+        TRY(gin[0] = ct_mul(g, b));
+    if (WANT(1))
+        TRY(gin[1] = ct_neg(ct_mul(g, a)));
+    return CT_OK;
+}
+
+DEF(hypot, CT_SAVE_IN0 | CT_SAVE_IN1 | CT_SAVE_OUT) {
+    ct_tensor *y, *g;
+    TRY(y = saved(ctx, OUT_SLOT));
+    TRY(g = ct_div(G, y));
+    for (int i = 0; i < 2; i++)
+        if (WANT(i)) {
+            ct_tensor *x;
+            TRY(x = saved(ctx, i));
+            TRY(gin[i] = ct_mul(g, x));
+        }
+    return CT_OK;
+}
+
+/* d/da copysign(a, b) = result / a (0 at a = 0); the sign source gets zeros. */
+DEF(copysign, CT_SAVE_IN0 | CT_SAVE_OUT) {
+    if (WANT(0)) {
+        ct_tensor *a, *y, *z;
+        TRY(a = saved(ctx, 0));
+        TRY(y = saved(ctx, OUT_SLOT));
+        TRY(z = ct_eq_scalar(a, ct_scalar_int(0)));
+        TRY(gin[0] = ct_mul(G, ct_masked_fill(ct_div(y, ct_masked_fill(a, z, ct_scalar_int(1))), z, ct_scalar_int(0))));
+    }
+    if (WANT(1))
+        TRY(gin[1] = zeros_of(&ctx->node->in_meta[1], G));
+    return CT_OK;
+}
+
+/* fmax/fmin: the whole gradient goes to the chosen input (self on ties; other where
+ * self is NaN... as PyTorch: self wins unless other is NaN or loses the comparison). */
+static ct_status fminmax_backward(ct_node_ctx *ctx, ct_tensor *const *gout, ct_tensor **gin, bool is_max) {
+    ct_tensor *a, *b, *pick_a;
+    TRY(a = saved(ctx, 0));
+    TRY(b = saved(ctx, 1));
+    TRY(pick_a = ct_logical_or(is_max ? ct_ge(a, b) : ct_le(a, b), ct_isnan(b)));
+    if (WANT(0))
+        TRY(gin[0] = ct_mul(G, pick_a));
+    if (WANT(1))
+        TRY(gin[1] = ct_mul(G, ct_logical_not(pick_a)));
+    return CT_OK;
+}
+DEF(fmax, CT_SAVE_IN0 | CT_SAVE_IN1) { return fminmax_backward(ctx, gout, gin, true); }
+DEF(fmin, CT_SAVE_IN0 | CT_SAVE_IN1) { return fminmax_backward(ctx, gout, gin, false); }
+
+DEF(clamp_min, CT_SAVE_IN0 | CT_SAVE_IN1) {
+    ct_tensor *a, *b;
+    TRY(a = saved(ctx, 0));
+    TRY(b = saved(ctx, 1));
+    if (WANT(0))
+        TRY(gin[0] = ct_mul(G, ct_ge(a, b)));
+    if (WANT(1))
+        TRY(gin[1] = ct_mul(G, ct_lt(a, b)));
+    return CT_OK;
+}
+
+DEF(clamp_max, CT_SAVE_IN0 | CT_SAVE_IN1) {
+    ct_tensor *a, *b;
+    TRY(a = saved(ctx, 0));
+    TRY(b = saved(ctx, 1));
+    if (WANT(0))
+        TRY(gin[0] = ct_mul(G, ct_le(a, b)));
+    if (WANT(1))
+        TRY(gin[1] = ct_mul(G, ct_gt(a, b)));
+    return CT_OK;
+}
+
+/* Bounds may be absent (NULL inputs); with both, PyTorch's clamp_backward_min_max. */
+DEF(clamp, CT_SAVE_IN0 | CT_SAVE_IN1 | CT_SAVE_IN2) {
+    ct_tensor *a, *lo = NULL, *hi = NULL, *in = NULL;
+    TRY(a = saved(ctx, 0));
+    lo = saved(ctx, 1); /* NULL without an error: no such bound */
+    hi = saved(ctx, 2);
+    if (lo)
+        TRY(in = ct_ge(a, lo));
+    if (hi)
+        TRY(in = in ? ct_logical_and(in, ct_le(a, hi)) : ct_le(a, hi));
+    TRY(in);
+    if (WANT(0))
+        TRY(gin[0] = ct_mul(G, in));
+    if (lo && WANT(1)) {
+        ct_tensor *m;
+        TRY(m = ct_lt(a, lo));
+        if (hi)
+            TRY(m = ct_logical_and(m, ct_lt(lo, hi)));
+        TRY(gin[1] = ct_mul(G, m));
+    }
+    if (hi && WANT(2)) {
+        ct_tensor *m;
+        TRY(m = ct_gt(a, hi));
+        if (lo)
+            TRY(m = ct_logical_or(m, ct_lt(hi, lo)));
+        TRY(gin[2] = ct_mul(G, m));
+    }
+    return CT_OK;
+}
+
+/* a + w (b - a); a scalar weight is the call's scalar (two inputs). */
+DEF(lerp, CT_SAVE_IN0 | CT_SAVE_IN1 | CT_SAVE_IN2) {
+    if (ctx->node->nin == 2) {
+        double w = ct_scalar_to_double(ctx->node->s[0]);
+        if (WANT(0))
+            TRY(gin[0] = cmul(G, 1 - w));
+        if (WANT(1))
+            TRY(gin[1] = cmul(G, w));
+        return CT_OK;
+    }
+    ct_tensor *w;
+    TRY(w = saved(ctx, 2));
+    if (WANT(0))
+        TRY(gin[0] = ct_mul(G, rsubc(w, 1)));
+    if (WANT(1))
+        TRY(gin[1] = ct_mul(G, w));
+    if (WANT(2)) {
+        ct_tensor *a, *b;
+        TRY(a = saved(ctx, 0));
+        TRY(b = saved(ctx, 1));
+        TRY(gin[2] = ct_mul(G, ct_sub(b, a)));
+    }
+    return CT_OK;
+}
+
+DEF(addcmul, CT_SAVE_IN1 | CT_SAVE_IN2) {
+    ct_scalar v = ctx->node->s[0];
+    if (WANT(0))
+        gin[0] = G;
+    if (WANT(1)) {
+        ct_tensor *c;
+        TRY(c = saved(ctx, 2));
+        TRY(gin[1] = scale(ct_mul(G, c), v));
+    }
+    if (WANT(2)) {
+        ct_tensor *b;
+        TRY(b = saved(ctx, 1));
+        TRY(gin[2] = scale(ct_mul(G, b), v));
+    }
+    return CT_OK;
+}
+
+DEF(addcdiv, CT_SAVE_IN1 | CT_SAVE_IN2) {
+    ct_scalar v = ctx->node->s[0];
+    ct_tensor *c;
+    TRY(c = saved(ctx, 2));
+    if (WANT(0))
+        gin[0] = G;
+    if (WANT(1))
+        TRY(gin[1] = scale(ct_div(G, c), v));
+    if (WANT(2)) {
+        ct_tensor *b;
+        TRY(b = saved(ctx, 1));
+        TRY(gin[2] = ct_neg(scale(ct_div(ct_mul(G, b), ct_mul(c, c)), v)));
+    }
+    return CT_OK;
+}
+
+/* The condition gets no gradient. */
+DEF(where, CT_SAVE_IN0) {
+    ct_tensor *cond;
+    TRY(cond = saved(ctx, 0));
+    if (WANT(1))
+        TRY(gin[1] = ct_where_scalar_other(cond, G, ct_scalar_int(0)));
+    if (WANT(2))
+        TRY(gin[2] = ct_where_scalar_self(cond, ct_scalar_int(0), G));
+    return CT_OK;
+}
+
+#include "autograd/derivatives_nn.h"
+
 /* ------------------------------------------------------------------ the table */
 
 #define CT_DERIV_(name) [CT_OP_##name] = {name##_backward, name##_saves},
@@ -1108,6 +1513,11 @@ DEF(log_softmax, CT_SAVE_OUT) {
 #define CT_DERIV_COPY(name) CT_DERIV_(name)
 #define CT_DERIV_REDUCE(name) CT_DERIV_(name)
 #define CT_DERIV_SCAN(name) CT_DERIV_(name)
+#define CT_DERIV_UNARY_BOOL(name)
+#define CT_DERIV_UNARY_SQUARE(name) CT_DERIV_(name)
+#define CT_DERIV_BINARY_DIV(name) CT_DERIV_(name)
+#define CT_DERIV_TERNARY_ARITH(name) CT_DERIV_(name)
+#define CT_DERIV_WHERE(name) CT_DERIV_(name)
 
 static const ct_derivative table[CT_OP_COUNT] = {
 #define CT_OP(name, sig, family, flags) CT_DERIV_##family(name)

@@ -122,7 +122,10 @@ ct_status ct_iter_build(ct_iter *it, const ct_iter_config *cfg) {
     /* Dtypes */
     ct_dtype common = cfg->compute_dtype;
     if (common == CT_DTYPE_UNDEFINED) {
-        common = ct_result_type(cfg->in, nin);
+        const ct_tensor *promoted[CT_ITER_MAX];
+        for (int i = 0; i < nin; i++)
+            promoted[i] = cfg->keep_dtype & (1u << i) ? NULL : cfg->in[i];
+        common = ct_result_type(promoted, nin);
         if (common == CT_DTYPE_UNDEFINED)
             return ct_last_status();
     }
@@ -173,7 +176,7 @@ ct_status ct_iter_build(ct_iter *it, const ct_iter_config *cfg) {
     ops[0] = it->loop_out;
     for (int i = 0; i < nin; i++) {
         const ct_tensor *t = cfg->in[i];
-        if (t->dtype != common) {
+        if (t->dtype != common && !(cfg->keep_dtype & (1u << i))) {
             it->hold[i] = ct_retain(ct_to_dtype(t, common));
             if (!it->hold[i]) {
                 ct_iter_abort(it);

@@ -36,6 +36,9 @@ typedef struct ct_iter_config {
     /* Forces the compute dtype (CT_DTYPE_UNDEFINED: the inputs' result type). */
     ct_dtype compute_dtype;
     ct_device device;
+    /* Bit i: input i keeps its own dtype and takes no part in type promotion (where's
+     * condition). */
+    uint32_t keep_dtype;
 } ct_iter_config;
 
 typedef struct ct_iter {

@@ -33,6 +33,11 @@ typedef struct ct_loop_params {
 /* VIEW and COPY ops share one kernel (src/ops/views.c). */
 #define CT_KERNEL_DECL_VIEW(name) ct_status ct_core_kernel(ct_keyset ks, ct_call *call, void *user_data);
 #define CT_KERNEL_DECL_COPY(name) CT_KERNEL_DECL_VIEW(name)
+#define CT_KERNEL_DECL_UNARY_BOOL(name) CT_LOOPS_DECL(name)
+#define CT_KERNEL_DECL_UNARY_SQUARE(name) CT_LOOPS_DECL(name)
+#define CT_KERNEL_DECL_BINARY_DIV(name) CT_LOOPS_DECL(name)
+#define CT_KERNEL_DECL_TERNARY_ARITH(name) CT_LOOPS_DECL(name)
+#define CT_KERNEL_DECL_WHERE(name) CT_LOOPS_DECL(name)
 #define CT_OP(name, sig, family, flags) CT_KERNEL_DECL_##family(name)
 #include "ctorch/ops.def"
 #undef CT_OP

@@ -1,5 +1,5 @@
 /* CPU loops of the unary elementwise ops. */
-#include "cpu/loops.h"
+#include "cpu/ew_loops.h"
 
 /* The generic expressions compare unsigned values with 0; that is intended. */
 #pragma GCC diagnostic ignored "-Wtype-limits"
@@ -43,10 +43,16 @@ CT_ALL_UNARY(abs, x < 0 ? -x : x)
 /* relu keeps NaN (NaN > 0 is false, so the comparison form would drop it). */
 CT_ALL_UNARY(relu, x > 0 ? x : (x != x ? x : 0))
 
-CT_FLOAT_UNARY(exp, expf(x), exp(x))
-CT_FLOAT_UNARY(log, logf(x), log(x))
+/* Transcendental float32 loops use vector math where the CPU has it (cpu/vecmath.h). */
+#define CT_FLOAT_UNARY_VM(name, VM, EXPR_F, EXPR_D)                                          \
+    CT_EW_UNARY_F_VM(name, VM, EXPR_F, EXPR_D)                                               \
+    const ct_cpu_loop ct_cpu_loops_##name[CT_DTYPE_COUNT] = {CT_EW_F(name)};
+
+CT_FLOAT_UNARY_VM(exp, CT_VM_EXP, expf(x), exp(x))
+CT_FLOAT_UNARY_VM(log, CT_VM_LOG, logf(x), log(x))
 CT_FLOAT_UNARY(sqrt, sqrtf(x), sqrt(x))
-CT_FLOAT_UNARY(sin, sinf(x), sin(x))
-CT_FLOAT_UNARY(cos, cosf(x), cos(x))
-CT_FLOAT_UNARY(tanh, tanhf(x), tanh(x))
-CT_FLOAT_UNARY(sigmoid, 1.0f / (1.0f + expf(-x)), 1.0 / (1.0 + exp(-x)))
+CT_FLOAT_UNARY_VM(sin, CT_VM_SIN, sinf(x), sin(x))
+CT_FLOAT_UNARY_VM(cos, CT_VM_COS, cosf(x), cos(x))
+CT_FLOAT_UNARY_VM(tanh, CT_VM_TANH, tanhf(x), tanh(x))
+CT_EW_UNARY_F_VMCHAIN(sigmoid, -x, 1.0f / (1.0f + v), 1.0f / (1.0f + expf(-x)), 1.0 / (1.0 + exp(-x)), CT_VM_EXP)
+const ct_cpu_loop ct_cpu_loops_sigmoid[CT_DTYPE_COUNT] = {CT_EW_F(sigmoid)};

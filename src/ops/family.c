@@ -6,6 +6,7 @@
 #include "autograd/node.h"
 #include "cpu/loops.h"
 #include "dispatch/dispatch_internal.h"
+#include "ops/ew_args.h"
 #include "ops/op_info.h"
 #include "ops/reduce.h"
 #ifdef CT_HAVE_CUDA
@@ -39,7 +40,9 @@ static void family_config(const ct_op_info *info, ct_iter_config *cfg) {
     switch (info->family) {
     case CT_FAM_UNARY_FLOAT:
     case CT_FAM_BINARY_FLOAT: cfg->promote_int_to_float = true; break;
-    case CT_FAM_COMPARE: cfg->out_kind = CT_ITER_OUT_BOOL; break;
+    case CT_FAM_COMPARE:
+    case CT_FAM_UNARY_BOOL: cfg->out_kind = CT_ITER_OUT_BOOL; break;
+    case CT_FAM_BINARY_DIV: cfg->promote_int_to_float = true; break; /* unless a rounding mode (ew_args.c) */
     default: break;
     }
 }
@@ -84,15 +87,20 @@ static ct_status elementwise_kernel(ct_keyset ks, ct_call *call, void *user_data
         cfg.out = call->out[0];
     cfg.inplace = call->mode == CT_CALL_INPLACE;
     family_config(info, &cfg);
+    ct_status st = ct_ew_prepare(call, &cfg, &loops);
+    if (st != CT_OK)
+        return st;
 
     ct_iter it;
-    ct_status st = ct_iter_build(&it, &cfg);
+    st = ct_iter_build(&it, &cfg);
     if (st != CT_OK)
         return st;
     ct_loop_params params;
     st = check_dtype_flags(info, it.compute_dtype, call);
     if (st == CT_OK)
         st = fill_params(call, it.compute_dtype, &params);
+    if (st == CT_OK)
+        st = ct_ew_setup(call, &it, &params, &loops);
     ct_cpu_loop loop = loops ? loops[it.compute_dtype] : NULL;
 #ifdef CT_HAVE_CUDA
     bool have_loop = cuda ? ct_cuda_elementwise_supported(call->op, it.compute_dtype) : loop != NULL;
@@ -176,6 +184,11 @@ static ct_status elementwise_kernel(ct_keyset ks, ct_call *call, void *user_data
     ct_dispatch_register_default(CT_OP_##name, CT_KEY_META, ct_core_kernel, NULL);  \
     CT_REGISTER_CUDA_CORE(name)
 #define CT_REGISTER_COPY(name) CT_REGISTER_VIEW(name)
+#define CT_REGISTER_UNARY_BOOL(name) CT_REGISTER_LOOPS(name)
+#define CT_REGISTER_UNARY_SQUARE(name) CT_REGISTER_LOOPS(name)
+#define CT_REGISTER_BINARY_DIV(name) CT_REGISTER_LOOPS(name)
+#define CT_REGISTER_TERNARY_ARITH(name) CT_REGISTER_LOOPS(name)
+#define CT_REGISTER_WHERE(name) CT_REGISTER_LOOPS(name)
 
 void ct_register_default_kernels(void) {
 #define CT_OP(name, sig, family, flags) CT_REGISTER_##family(name)

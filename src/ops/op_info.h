@@ -28,6 +28,19 @@ typedef enum ct_op_sig {
     CT_SIG_NORM,
     CT_SIG_SCAN_DT,
     CT_SIG_SCAN_IDX,
+    /* more elementwise classes */
+    CT_SIG_UNARY_FN,
+    CT_SIG_UNARY_D1,
+    CT_SIG_UNARY_D2,
+    CT_SIG_UNARY_D3,
+    CT_SIG_UNARY_OPT_D3,
+    CT_SIG_UNARY_INT,
+    CT_SIG_UNARY_DECIMALS,
+    CT_SIG_BINARY_MODE,
+    CT_SIG_TERNARY,
+    CT_SIG_TERNARY_VALUE,
+    CT_SIG_CLAMP,
+    CT_SIG_WHERE,
 } ct_op_sig;
 
 typedef enum ct_op_family {
@@ -43,6 +56,12 @@ typedef enum ct_op_family {
     CT_FAM_SCAN,
     CT_FAM_VIEW,      /* a view made by the core (src/core/view.c) */
     CT_FAM_COPY,      /* a copy made by the core (src/core/copy.c) */
+    /* more elementwise families */
+    CT_FAM_UNARY_BOOL,
+    CT_FAM_UNARY_SQUARE,
+    CT_FAM_BINARY_DIV,
+    CT_FAM_TERNARY_ARITH,
+    CT_FAM_WHERE,
     CT_FAM_COUNT
 } ct_op_family;
 

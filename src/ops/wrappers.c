@@ -335,6 +335,320 @@ static ct_status check_results(const char *name, const ct_tensor *a, ct_tensor *
         return reduce_2(CT_OP_##name, a, &dim, 1, false, NULL, NULL, NULL, values, indices);         \
     }
 
+/* ------------------------------------------------------------ more elementwise classes */
+
+/* Packs a general elementwise call: inputs (NULL allowed for optional ones), scalar
+ * and integer arguments, and the output of in-place/out= calls. */
+static ct_tensor *call_ew(ct_op op, ct_call_mode mode, const ct_tensor *const *in, int nin, const ct_scalar *s,
+                          int ns, const int64_t *ints, int ni, ct_tensor *out) {
+    ct_call c = {.op = op, .mode = mode, .nin = nin, .nscalars = ns, .nints = ni, .dtype = CT_DTYPE_UNDEFINED};
+    for (int i = 0; i < nin; i++)
+        c.in[i] = in[i];
+    for (int i = 0; i < ns; i++)
+        c.s[i] = s[i];
+    for (int i = 0; i < ni; i++)
+        c.ints[i] = ints[i];
+    if (mode != CT_CALL_FUNCTIONAL) {
+        c.out[0] = ct_retain(out);
+        c.nout = 1;
+    }
+    return ct_dispatch_1(&c);
+}
+
+#define CT_OUT_MODE(out, self) ((out) ? CT_CALL_OUT : (self) ? CT_CALL_INPLACE : CT_CALL_FUNCTIONAL)
+
+static ct_tensor *call_unary_d(ct_op op, const ct_tensor *a, const double *p, int np, ct_tensor *out, bool self) {
+    ct_scalar s[3];
+    for (int i = 0; i < np; i++)
+        s[i] = ct_scalar_float(p[i]);
+    return call_ew(op, CT_OUT_MODE(out, self), &a, 1, s, np, NULL, 0, self ? (ct_tensor *)a : out);
+}
+
+/* Optional parameters: ints[i] says whether s[i] was given. */
+static ct_tensor *call_unary_opt(ct_op op, const ct_tensor *a, const double *p0, const double *p1,
+                                 const double *p2, ct_tensor *out, bool self) {
+    const double *p[3] = {p0, p1, p2};
+    ct_scalar s[3];
+    int64_t given[3];
+    for (int i = 0; i < 3; i++) {
+        s[i] = ct_scalar_float(p[i] ? *p[i] : 0.0);
+        given[i] = p[i] != NULL;
+    }
+    return call_ew(op, CT_OUT_MODE(out, self), &a, 1, s, 3, given, 3, self ? (ct_tensor *)a : out);
+}
+
+static ct_tensor *call_unary_int(ct_op op, const ct_tensor *a, int64_t v, ct_tensor *out, bool self) {
+    return call_ew(op, CT_OUT_MODE(out, self), &a, 1, NULL, 0, &v, 1, self ? (ct_tensor *)a : out);
+}
+
+/* Tensors and scalars mixed: scalar operands become wrapped numbers (as in PyTorch)
+ * so they take part in type promotion with their weaker role. */
+static ct_tensor *call_mixed(ct_op op, const ct_tensor *const *in, const ct_scalar *const *sc, int nin,
+                             const ct_scalar *s, int ns, const int64_t *ints, int ni, ct_tensor *out, bool self) {
+    ct_scope_begin();
+    const ct_tensor *ins[CT_CALL_MAX_IN];
+    ct_tensor *r = NULL;
+    bool ok = true;
+    for (int i = 0; i < nin; i++) {
+        ins[i] = in[i];
+        if (sc && sc[i]) {
+            ins[i] = ct_wrapped_scalar(*sc[i]);
+            ok = ok && ins[i];
+        }
+    }
+    if (ok)
+        r = call_ew(op, CT_OUT_MODE(out, self), ins, nin, s, ns, ints, ni, self ? (ct_tensor *)in[0] : out);
+    ct_keep(r);
+    ct_scope_end();
+    return r;
+}
+
+#define CT_DEF_UNARY_FN(name)                                                                       \
+    ct_tensor *ct_##name(const ct_tensor *a) {                                                      \
+        CT_CHECK_ARG(#name, a);                                                                     \
+        return call_unary(CT_OP_##name, a, NULL, CT_CALL_FUNCTIONAL);                               \
+    }
+
+#define CT_DEF_UNARY_DN(name, PARAMS, N, ...)                                                       \
+    ct_tensor *ct_##name(const ct_tensor *a CT_EXPAND PARAMS) {                                     \
+        CT_CHECK_ARG(#name, a);                                                                     \
+        const double p[] = {__VA_ARGS__};                                                           \
+        return call_unary_d(CT_OP_##name, a, p, N, NULL, false);                                    \
+    }                                                                                               \
+    ct_tensor *ct_##name##_(ct_tensor *a CT_EXPAND PARAMS) {                                        \
+        CT_CHECK_ARG(#name "_", a);                                                                 \
+        const double p[] = {__VA_ARGS__};                                                           \
+        return call_unary_d(CT_OP_##name, a, p, N, NULL, true);                                     \
+    }                                                                                               \
+    ct_tensor *ct_##name##_out(const ct_tensor *a CT_EXPAND PARAMS, ct_tensor *out) {               \
+        CT_CHECK_ARG(#name "_out", a);                                                              \
+        CT_CHECK_ARG(#name "_out", out);                                                            \
+        const double p[] = {__VA_ARGS__};                                                           \
+        return call_unary_d(CT_OP_##name, a, p, N, out, false);                                     \
+    }
+#define CT_EXPAND(...) , __VA_ARGS__
+#define CT_DEF_UNARY_D1(name) CT_DEF_UNARY_DN(name, (double p0), 1, p0)
+#define CT_DEF_UNARY_D2(name) CT_DEF_UNARY_DN(name, (double p0, double p1), 2, p0, p1)
+#define CT_DEF_UNARY_D3(name) CT_DEF_UNARY_DN(name, (double p0, double p1, double p2), 3, p0, p1, p2)
+
+#define CT_DEF_UNARY_OPT_D3(name)                                                                   \
+    ct_tensor *ct_##name(const ct_tensor *a, const double *p0, const double *p1, const double *p2) { \
+        CT_CHECK_ARG(#name, a);                                                                     \
+        return call_unary_opt(CT_OP_##name, a, p0, p1, p2, NULL, false);                            \
+    }                                                                                               \
+    ct_tensor *ct_##name##_(ct_tensor *a, const double *p0, const double *p1, const double *p2) {   \
+        CT_CHECK_ARG(#name "_", a);                                                                 \
+        return call_unary_opt(CT_OP_##name, a, p0, p1, p2, NULL, true);                             \
+    }                                                                                               \
+    ct_tensor *ct_##name##_out(const ct_tensor *a, const double *p0, const double *p1, const double *p2, \
+                               ct_tensor *out) {                                                    \
+        CT_CHECK_ARG(#name "_out", a);                                                              \
+        CT_CHECK_ARG(#name "_out", out);                                                            \
+        return call_unary_opt(CT_OP_##name, a, p0, p1, p2, out, false);                             \
+    }
+
+#define CT_DEF_UNARY_INT_AS(name, fname)                                                            \
+    ct_tensor *ct_##fname(const ct_tensor *a, int64_t p0) {                                         \
+        CT_CHECK_ARG(#fname, a);                                                                    \
+        return call_unary_int(CT_OP_##name, a, p0, NULL, false);                                    \
+    }                                                                                               \
+    ct_tensor *ct_##fname##_(ct_tensor *a, int64_t p0) {                                            \
+        CT_CHECK_ARG(#fname "_", a);                                                                \
+        return call_unary_int(CT_OP_##name, a, p0, NULL, true);                                     \
+    }                                                                                               \
+    ct_tensor *ct_##fname##_out(const ct_tensor *a, int64_t p0, ct_tensor *out) {                   \
+        CT_CHECK_ARG(#fname "_out", a);                                                             \
+        CT_CHECK_ARG(#fname "_out", out);                                                           \
+        return call_unary_int(CT_OP_##name, a, p0, out, false);                                     \
+    }
+#define CT_DEF_UNARY_INT(name) CT_DEF_UNARY_INT_AS(name, name)
+#define CT_DEF_UNARY_DECIMALS(name) CT_DEF_UNARY(name) CT_DEF_UNARY_INT_AS(name, name##_decimals)
+
+#define CT_DEF_BINARY_MODE(name)                                                                    \
+    CT_DEF_BINARY(name)                                                                             \
+    ct_tensor *ct_##name##_mode(const ct_tensor *a, const ct_tensor *b, ct_rounding_mode mode) {    \
+        CT_CHECK_ARG(#name, a);                                                                     \
+        CT_CHECK_ARG(#name, b);                                                                     \
+        const ct_tensor *in[2] = {a, b};                                                            \
+        int64_t m = mode;                                                                           \
+        return call_ew(CT_OP_##name, CT_CALL_FUNCTIONAL, in, 2, NULL, 0, &m, 1, NULL);              \
+    }                                                                                               \
+    ct_tensor *ct_##name##_mode_(ct_tensor *a, const ct_tensor *b, ct_rounding_mode mode) {         \
+        CT_CHECK_ARG(#name "_", a);                                                                 \
+        CT_CHECK_ARG(#name "_", b);                                                                 \
+        const ct_tensor *in[2] = {a, b};                                                            \
+        int64_t m = mode;                                                                           \
+        return call_ew(CT_OP_##name, CT_CALL_INPLACE, in, 2, NULL, 0, &m, 1, a);                    \
+    }                                                                                               \
+    ct_tensor *ct_##name##_mode_out(const ct_tensor *a, const ct_tensor *b, ct_rounding_mode mode,  \
+                                    ct_tensor *out) {                                               \
+        CT_CHECK_ARG(#name "_out", a);                                                              \
+        CT_CHECK_ARG(#name "_out", b);                                                              \
+        CT_CHECK_ARG(#name "_out", out);                                                            \
+        const ct_tensor *in[2] = {a, b};                                                            \
+        int64_t m = mode;                                                                           \
+        return call_ew(CT_OP_##name, CT_CALL_OUT, in, 2, NULL, 0, &m, 1, out);                      \
+    }                                                                                               \
+    ct_tensor *ct_##name##_scalar_mode(const ct_tensor *a, ct_scalar b, ct_rounding_mode mode) {    \
+        CT_CHECK_ARG(#name, a);                                                                     \
+        const ct_tensor *in[2] = {a, NULL};                                                         \
+        const ct_scalar *sc[2] = {NULL, &b};                                                        \
+        int64_t m = mode;                                                                           \
+        return call_mixed(CT_OP_##name, in, sc, 2, NULL, 0, &m, 1, NULL, false);                    \
+    }                                                                                               \
+    ct_tensor *ct_##name##_scalar_mode_(ct_tensor *a, ct_scalar b, ct_rounding_mode mode) {         \
+        CT_CHECK_ARG(#name "_", a);                                                                 \
+        const ct_tensor *in[2] = {a, NULL};                                                         \
+        const ct_scalar *sc[2] = {NULL, &b};                                                        \
+        int64_t m = mode;                                                                           \
+        return call_mixed(CT_OP_##name, in, sc, 2, NULL, 0, &m, 1, NULL, true);                     \
+    }
+
+/* The scalar form of TERNARY passes c as a scalar argument, not an operand: the op's
+ * kernel reads it from the call (lerp's weight takes no part in type promotion). */
+#define CT_DEF_TERNARY(name)                                                                        \
+    ct_tensor *ct_##name(const ct_tensor *a, const ct_tensor *b, const ct_tensor *c) {              \
+        CT_CHECK_ARG(#name, a);                                                                     \
+        CT_CHECK_ARG(#name, b);                                                                     \
+        CT_CHECK_ARG(#name, c);                                                                     \
+        const ct_tensor *in[3] = {a, b, c};                                                         \
+        return call_ew(CT_OP_##name, CT_CALL_FUNCTIONAL, in, 3, NULL, 0, NULL, 0, NULL);            \
+    }                                                                                               \
+    ct_tensor *ct_##name##_(ct_tensor *a, const ct_tensor *b, const ct_tensor *c) {                 \
+        CT_CHECK_ARG(#name "_", a);                                                                 \
+        CT_CHECK_ARG(#name "_", b);                                                                 \
+        CT_CHECK_ARG(#name "_", c);                                                                 \
+        const ct_tensor *in[3] = {a, b, c};                                                         \
+        return call_ew(CT_OP_##name, CT_CALL_INPLACE, in, 3, NULL, 0, NULL, 0, a);                  \
+    }                                                                                               \
+    ct_tensor *ct_##name##_out(const ct_tensor *a, const ct_tensor *b, const ct_tensor *c, ct_tensor *out) { \
+        CT_CHECK_ARG(#name "_out", a);                                                              \
+        CT_CHECK_ARG(#name "_out", b);                                                              \
+        CT_CHECK_ARG(#name "_out", c);                                                              \
+        CT_CHECK_ARG(#name "_out", out);                                                            \
+        const ct_tensor *in[3] = {a, b, c};                                                         \
+        return call_ew(CT_OP_##name, CT_CALL_OUT, in, 3, NULL, 0, NULL, 0, out);                    \
+    }                                                                                               \
+    ct_tensor *ct_##name##_scalar(const ct_tensor *a, const ct_tensor *b, ct_scalar c) {            \
+        CT_CHECK_ARG(#name, a);                                                                     \
+        CT_CHECK_ARG(#name, b);                                                                     \
+        const ct_tensor *in[2] = {a, b};                                                            \
+        return call_ew(CT_OP_##name, CT_CALL_FUNCTIONAL, in, 2, &c, 1, NULL, 0, NULL);              \
+    }                                                                                               \
+    ct_tensor *ct_##name##_scalar_(ct_tensor *a, const ct_tensor *b, ct_scalar c) {                 \
+        CT_CHECK_ARG(#name "_", a);                                                                 \
+        CT_CHECK_ARG(#name "_", b);                                                                 \
+        const ct_tensor *in[2] = {a, b};                                                            \
+        return call_ew(CT_OP_##name, CT_CALL_INPLACE, in, 2, &c, 1, NULL, 0, a);                    \
+    }                                                                                               \
+    ct_tensor *ct_##name##_scalar_out(const ct_tensor *a, const ct_tensor *b, ct_scalar c, ct_tensor *out) { \
+        CT_CHECK_ARG(#name "_out", a);                                                              \
+        CT_CHECK_ARG(#name "_out", b);                                                              \
+        CT_CHECK_ARG(#name "_out", out);                                                            \
+        const ct_tensor *in[2] = {a, b};                                                            \
+        return call_ew(CT_OP_##name, CT_CALL_OUT, in, 2, &c, 1, NULL, 0, out);                      \
+    }
+
+#define CT_DEF_TERNARY_VALUE(name)                                                                  \
+    ct_tensor *ct_##name(const ct_tensor *a, const ct_tensor *b, const ct_tensor *c, ct_scalar value) { \
+        CT_CHECK_ARG(#name, a);                                                                     \
+        CT_CHECK_ARG(#name, b);                                                                     \
+        CT_CHECK_ARG(#name, c);                                                                     \
+        const ct_tensor *in[3] = {a, b, c};                                                         \
+        return call_ew(CT_OP_##name, CT_CALL_FUNCTIONAL, in, 3, &value, 1, NULL, 0, NULL);          \
+    }                                                                                               \
+    ct_tensor *ct_##name##_(ct_tensor *a, const ct_tensor *b, const ct_tensor *c, ct_scalar value) { \
+        CT_CHECK_ARG(#name "_", a);                                                                 \
+        CT_CHECK_ARG(#name "_", b);                                                                 \
+        CT_CHECK_ARG(#name "_", c);                                                                 \
+        const ct_tensor *in[3] = {a, b, c};                                                         \
+        return call_ew(CT_OP_##name, CT_CALL_INPLACE, in, 3, &value, 1, NULL, 0, a);                \
+    }                                                                                               \
+    ct_tensor *ct_##name##_out(const ct_tensor *a, const ct_tensor *b, const ct_tensor *c, ct_scalar value, \
+                               ct_tensor *out) {                                                    \
+        CT_CHECK_ARG(#name "_out", a);                                                              \
+        CT_CHECK_ARG(#name "_out", b);                                                              \
+        CT_CHECK_ARG(#name "_out", c);                                                              \
+        CT_CHECK_ARG(#name "_out", out);                                                            \
+        const ct_tensor *in[3] = {a, b, c};                                                         \
+        return call_ew(CT_OP_##name, CT_CALL_OUT, in, 3, &value, 1, NULL, 0, out);                  \
+    }
+
+#define CT_DEF_CLAMP(name)                                                                          \
+    ct_tensor *ct_##name(const ct_tensor *a, const ct_scalar *min, const ct_scalar *max) {          \
+        CT_CHECK_ARG(#name, a);                                                                     \
+        const ct_tensor *in[3] = {a, NULL, NULL};                                                   \
+        const ct_scalar *sc[3] = {NULL, min, max};                                                  \
+        return call_mixed(CT_OP_##name, in, sc, 3, NULL, 0, NULL, 0, NULL, false);                  \
+    }                                                                                               \
+    ct_tensor *ct_##name##_(ct_tensor *a, const ct_scalar *min, const ct_scalar *max) {             \
+        CT_CHECK_ARG(#name "_", a);                                                                 \
+        const ct_tensor *in[3] = {a, NULL, NULL};                                                   \
+        const ct_scalar *sc[3] = {NULL, min, max};                                                  \
+        return call_mixed(CT_OP_##name, in, sc, 3, NULL, 0, NULL, 0, NULL, true);                   \
+    }                                                                                               \
+    ct_tensor *ct_##name##_out(const ct_tensor *a, const ct_scalar *min, const ct_scalar *max, ct_tensor *out) { \
+        CT_CHECK_ARG(#name "_out", a);                                                              \
+        CT_CHECK_ARG(#name "_out", out);                                                            \
+        const ct_tensor *in[3] = {a, NULL, NULL};                                                   \
+        const ct_scalar *sc[3] = {NULL, min, max};                                                  \
+        return call_mixed(CT_OP_##name, in, sc, 3, NULL, 0, NULL, 0, out, false);                   \
+    }                                                                                               \
+    ct_tensor *ct_##name##_tensor(const ct_tensor *a, const ct_tensor *min, const ct_tensor *max) { \
+        CT_CHECK_ARG(#name, a);                                                                     \
+        const ct_tensor *in[3] = {a, min, max};                                                     \
+        return call_ew(CT_OP_##name, CT_CALL_FUNCTIONAL, in, 3, NULL, 0, NULL, 0, NULL);            \
+    }                                                                                               \
+    ct_tensor *ct_##name##_tensor_(ct_tensor *a, const ct_tensor *min, const ct_tensor *max) {      \
+        CT_CHECK_ARG(#name "_", a);                                                                 \
+        const ct_tensor *in[3] = {a, min, max};                                                     \
+        return call_ew(CT_OP_##name, CT_CALL_INPLACE, in, 3, NULL, 0, NULL, 0, a);                  \
+    }                                                                                               \
+    ct_tensor *ct_##name##_tensor_out(const ct_tensor *a, const ct_tensor *min, const ct_tensor *max, \
+                                      ct_tensor *out) {                                             \
+        CT_CHECK_ARG(#name "_out", a);                                                              \
+        CT_CHECK_ARG(#name "_out", out);                                                            \
+        const ct_tensor *in[3] = {a, min, max};                                                     \
+        return call_ew(CT_OP_##name, CT_CALL_OUT, in, 3, NULL, 0, NULL, 0, out);                    \
+    }
+
+#define CT_DEF_WHERE(name)                                                                          \
+    ct_tensor *ct_##name(const ct_tensor *cond, const ct_tensor *a, const ct_tensor *b) {           \
+        CT_CHECK_ARG(#name, cond);                                                                  \
+        CT_CHECK_ARG(#name, a);                                                                     \
+        CT_CHECK_ARG(#name, b);                                                                     \
+        const ct_tensor *in[3] = {cond, a, b};                                                      \
+        return call_ew(CT_OP_##name, CT_CALL_FUNCTIONAL, in, 3, NULL, 0, NULL, 0, NULL);            \
+    }                                                                                               \
+    ct_tensor *ct_##name##_out(const ct_tensor *cond, const ct_tensor *a, const ct_tensor *b, ct_tensor *out) { \
+        CT_CHECK_ARG(#name "_out", cond);                                                           \
+        CT_CHECK_ARG(#name "_out", a);                                                              \
+        CT_CHECK_ARG(#name "_out", b);                                                              \
+        CT_CHECK_ARG(#name "_out", out);                                                            \
+        const ct_tensor *in[3] = {cond, a, b};                                                      \
+        return call_ew(CT_OP_##name, CT_CALL_OUT, in, 3, NULL, 0, NULL, 0, out);                    \
+    }                                                                                               \
+    ct_tensor *ct_##name##_scalar_self(const ct_tensor *cond, ct_scalar a, const ct_tensor *b) {    \
+        CT_CHECK_ARG(#name, cond);                                                                  \
+        CT_CHECK_ARG(#name, b);                                                                     \
+        const ct_tensor *in[3] = {cond, NULL, b};                                                   \
+        const ct_scalar *sc[3] = {NULL, &a, NULL};                                                  \
+        return call_mixed(CT_OP_##name, in, sc, 3, NULL, 0, NULL, 0, NULL, false);                  \
+    }                                                                                               \
+    ct_tensor *ct_##name##_scalar_other(const ct_tensor *cond, const ct_tensor *a, ct_scalar b) {   \
+        CT_CHECK_ARG(#name, cond);                                                                  \
+        CT_CHECK_ARG(#name, a);                                                                     \
+        const ct_tensor *in[3] = {cond, a, NULL};                                                   \
+        const ct_scalar *sc[3] = {NULL, NULL, &b};                                                  \
+        return call_mixed(CT_OP_##name, in, sc, 3, NULL, 0, NULL, 0, NULL, false);                  \
+    }                                                                                               \
+    ct_tensor *ct_##name##_scalars(const ct_tensor *cond, ct_scalar a, ct_scalar b) {               \
+        CT_CHECK_ARG(#name, cond);                                                                  \
+        const ct_tensor *in[3] = {cond, NULL, NULL};                                                \
+        const ct_scalar *sc[3] = {NULL, &a, &b};                                                    \
+        return call_mixed(CT_OP_##name, in, sc, 3, NULL, 0, NULL, 0, NULL, false);                  \
+    }
+
 #define CT_OP(name, sig, family, flags) CT_DEF_##sig(name)
 #include "ctorch/ops.def"
 #undef CT_OP

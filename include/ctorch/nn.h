@@ -1,0 +1,258 @@
+/* ctorch nn: torch.nn.functional and torch.nn modules in C (docs/nn.md).
+ *
+ * Functions follow core.h's rules: results are new references owned by the innermost
+ * scope, NULL (or a non-zero ct_status) with ct_last_error() set on bad input. Pair
+ * arguments ({h, w}) may be NULL where a default is stated. */
+#ifndef CTORCH_NN_H
+#define CTORCH_NN_H
+
+#include "core.h"
+#include "io.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ================================================================ functional */
+
+/* Loss reductions, numbered as PyTorch's at::Reduction (BATCHMEAN: kl_div only). */
+typedef enum ct_reduction {
+    CT_REDUCTION_NONE = 0,
+    CT_REDUCTION_MEAN = 1,
+    CT_REDUCTION_SUM = 2,
+    CT_REDUCTION_BATCHMEAN = 3,
+} ct_reduction;
+
+/* "No padding_idx" for ct_embedding (PyTorch's padding_idx=None). */
+#define CT_NO_PADDING_IDX INT64_MIN
+/* PyTorch's default ignore_index. */
+#define CT_DEFAULT_IGNORE_INDEX (-100)
+
+/* ------------------------------------------------------------ convolution */
+
+/* F.conv1d on (N, C, L) or (C, L); weight (O, C / groups, k); bias (O) or NULL. */
+CT_API ct_tensor *ct_conv1d(const ct_tensor *input, const ct_tensor *weight, const ct_tensor *bias, int64_t stride,
+                            int64_t padding, int64_t dilation, int64_t groups);
+/* conv1d/conv2d with padding="same" or "valid" (stride must be 1 for "same"; when the
+ * total padding is odd the extra row/column goes at the end, as PyTorch). */
+CT_API ct_tensor *ct_conv1d_padding(const ct_tensor *input, const ct_tensor *weight, const ct_tensor *bias,
+                                    int64_t stride, const char *padding, int64_t dilation, int64_t groups);
+CT_API ct_tensor *ct_conv2d_padding(const ct_tensor *input, const ct_tensor *weight, const ct_tensor *bias,
+                                    const int64_t stride[2], const char *padding, const int64_t dilation[2],
+                                    int64_t groups);
+/* F.conv_transpose2d: weight (C_in, C_out / groups, kh, kw); arguments in PyTorch's
+ * order. NULL pairs: stride 1, padding 0, output_padding 0, dilation 1. */
+CT_API ct_tensor *ct_conv_transpose2d(const ct_tensor *input, const ct_tensor *weight, const ct_tensor *bias,
+                                      const int64_t stride[2], const int64_t padding[2],
+                                      const int64_t output_padding[2], int64_t groups, const int64_t dilation[2]);
+
+/* ------------------------------------------------------------ pooling */
+
+/* F.avg_pool2d; stride NULL means stride = kernel; divisor_override 0 means none. */
+CT_API ct_tensor *ct_avg_pool2d(const ct_tensor *input, const int64_t kernel[2], const int64_t stride[2],
+                                const int64_t padding[2], bool ceil_mode, bool count_include_pad,
+                                int64_t divisor_override);
+CT_API ct_tensor *ct_avg_pool2d_backward(const ct_tensor *grad_output, const ct_tensor *input,
+                                         const int64_t kernel[2], const int64_t stride[2], const int64_t padding[2],
+                                         bool ceil_mode, bool count_include_pad, int64_t divisor_override);
+/* F.adaptive_avg_pool2d to output_size {oh, ow}. */
+CT_API ct_tensor *ct_adaptive_avg_pool2d(const ct_tensor *input, const int64_t output_size[2]);
+CT_API ct_tensor *ct_adaptive_avg_pool2d_backward(const ct_tensor *grad_output, const ct_tensor *input);
+
+/* ------------------------------------------------------------ normalization */
+
+/* F.batch_norm over dim 1 of (N, C, ...). running_mean/running_var may be NULL (then
+ * training must be true). In training the batch statistics normalize and the running
+ * ones are updated in place: r = (1 - momentum) * r + momentum * stat, with the
+ * unbiased variance, as PyTorch. weight/bias may be NULL. */
+CT_API ct_tensor *ct_batch_norm(const ct_tensor *input, ct_tensor *running_mean, ct_tensor *running_var,
+                                const ct_tensor *weight, const ct_tensor *bias, bool training, double momentum,
+                                double eps);
+/* F.layer_norm over the last n dims (normalized_shape); weight/bias may be NULL. */
+CT_API ct_tensor *ct_layer_norm(const ct_tensor *input, const int64_t *normalized_shape, int n,
+                                const ct_tensor *weight, const ct_tensor *bias, double eps);
+/* F.group_norm of (N, C, ...) in num_groups groups; weight/bias (C) may be NULL. */
+CT_API ct_tensor *ct_group_norm(const ct_tensor *input, int64_t num_groups, const ct_tensor *weight,
+                                const ct_tensor *bias, double eps);
+/* F.rms_norm (one fused kernel): x / sqrt(mean(x^2) + eps) * weight over the last n
+ * dims; eps < 0 means PyTorch's eps=None (the dtype's machine epsilon). */
+CT_API ct_tensor *ct_rms_norm(const ct_tensor *input, const int64_t *normalized_shape, int n,
+                              const ct_tensor *weight, double eps);
+/* Its fused backward: grad_input, and grad_weight when weight is given (grad_weight
+ * may be NULL when not wanted). */
+CT_API ct_status ct_rms_norm_backward(const ct_tensor *grad_output, const ct_tensor *input,
+                                      const int64_t *normalized_shape, int n, const ct_tensor *weight, double eps,
+                                      ct_tensor **grad_input, ct_tensor **grad_weight);
+
+/* ------------------------------------------------------------ dropout, embedding */
+
+/* F.dropout: in training, zeroes elements with probability p (Philox stream of the
+ * default generator) and scales the rest by 1 / (1 - p); otherwise returns input. */
+CT_API ct_tensor *ct_dropout(const ct_tensor *input, double p, bool training);
+/* F.embedding(input, weight, padding_idx): rows of weight (V, D) picked by the int64 or
+ * int32 indices in input; the row padding_idx gets no gradient. */
+CT_API ct_tensor *ct_embedding(const ct_tensor *input, const ct_tensor *weight, int64_t padding_idx);
+CT_API ct_tensor *ct_embedding_backward(const ct_tensor *grad_output, const ct_tensor *indices, int64_t num_weights,
+                                        int64_t padding_idx);
+/* F.one_hot of an int64 tensor; num_classes -1 infers max + 1. Result int64. */
+CT_API ct_tensor *ct_one_hot(const ct_tensor *tensor, int64_t num_classes);
+
+/* ------------------------------------------------------------ attention */
+
+/* F.scaled_dot_product_attention: softmax(q k^T * scale + mask) v over (..., L, E),
+ * (..., S, E), (..., S, Ev). attn_mask: bool (true = take part) or float (added),
+ * broadcastable to (..., L, S), or NULL. is_causal masks j > i (not with a mask).
+ * scale NULL means 1 / sqrt(E). Without dropout it runs a kernel that works on blocks
+ * of queries and never holds a whole (L, S) matrix per head. */
+CT_API ct_tensor *ct_scaled_dot_product_attention(const ct_tensor *query, const ct_tensor *key,
+                                                  const ct_tensor *value, const ct_tensor *attn_mask,
+                                                  double dropout_p, bool is_causal, const double *scale);
+CT_API ct_status ct_scaled_dot_product_attention_backward(const ct_tensor *grad_output, const ct_tensor *query,
+                                                          const ct_tensor *key, const ct_tensor *value,
+                                                          const ct_tensor *attn_mask, bool is_causal,
+                                                          const double *scale, ct_tensor **grad_query,
+                                                          ct_tensor **grad_key, ct_tensor **grad_value);
+
+/* ------------------------------------------------------------ losses */
+
+/* F.cross_entropy. target: class indices (int64, shape (N) / (N, d1, ...) / ()) or
+ * class probabilities (floating, same shape as input). weight (C) or NULL. */
+CT_API ct_tensor *ct_cross_entropy(const ct_tensor *input, const ct_tensor *target, const ct_tensor *weight,
+                                   ct_reduction reduction, int64_t ignore_index, double label_smoothing);
+/* F.nll_loss (one fused kernel, and its backward). */
+CT_API ct_tensor *ct_nll_loss(const ct_tensor *input, const ct_tensor *target, const ct_tensor *weight,
+                              ct_reduction reduction, int64_t ignore_index);
+CT_API ct_tensor *ct_nll_loss_backward(const ct_tensor *grad_output, const ct_tensor *input, const ct_tensor *target,
+                                       const ct_tensor *weight, ct_reduction reduction, int64_t ignore_index);
+CT_API ct_tensor *ct_mse_loss(const ct_tensor *input, const ct_tensor *target, ct_reduction reduction);
+CT_API ct_tensor *ct_l1_loss(const ct_tensor *input, const ct_tensor *target, ct_reduction reduction);
+CT_API ct_tensor *ct_smooth_l1_loss(const ct_tensor *input, const ct_tensor *target, ct_reduction reduction,
+                                    double beta);
+CT_API ct_tensor *ct_huber_loss(const ct_tensor *input, const ct_tensor *target, ct_reduction reduction,
+                                double delta);
+/* F.binary_cross_entropy on probabilities (log clamped at -100, as PyTorch). */
+CT_API ct_tensor *ct_binary_cross_entropy(const ct_tensor *input, const ct_tensor *target, const ct_tensor *weight,
+                                          ct_reduction reduction);
+CT_API ct_tensor *ct_binary_cross_entropy_with_logits(const ct_tensor *input, const ct_tensor *target,
+                                                      const ct_tensor *weight, const ct_tensor *pos_weight,
+                                                      ct_reduction reduction);
+/* F.kl_div(input = log q, target = p or log p when log_target). */
+CT_API ct_tensor *ct_kl_div(const ct_tensor *input, const ct_tensor *target, ct_reduction reduction,
+                            bool log_target);
+
+/* ================================================================ nn.init */
+
+/* In place on t, with the default generator; each returns a new reference to t.
+ * fan_in/fan_out as torch.nn.init._calculate_fan_in_and_fan_out. */
+typedef enum ct_fan_mode { CT_FAN_IN = 0, CT_FAN_OUT = 1 } ct_fan_mode;
+typedef enum ct_nonlinearity {
+    CT_NONLINEARITY_LINEAR = 0, /* also conv*, sigmoid: gain 1 */
+    CT_NONLINEARITY_RELU,
+    CT_NONLINEARITY_LEAKY_RELU,
+    CT_NONLINEARITY_TANH,
+    CT_NONLINEARITY_SELU,
+} ct_nonlinearity;
+CT_API double ct_init_calculate_gain(ct_nonlinearity nonlinearity, double param);
+CT_API ct_status ct_init_fans(const ct_tensor *t, int64_t *fan_in, int64_t *fan_out);
+CT_API ct_tensor *ct_init_uniform_(ct_tensor *t, double a, double b);
+CT_API ct_tensor *ct_init_normal_(ct_tensor *t, double mean, double std);
+CT_API ct_tensor *ct_init_constant_(ct_tensor *t, double value);
+CT_API ct_tensor *ct_init_zeros_(ct_tensor *t);
+CT_API ct_tensor *ct_init_ones_(ct_tensor *t);
+CT_API ct_tensor *ct_init_xavier_uniform_(ct_tensor *t, double gain);
+CT_API ct_tensor *ct_init_xavier_normal_(ct_tensor *t, double gain);
+/* a: the negative slope of leaky_relu (sqrt(5) gives nn.Linear's default). */
+CT_API ct_tensor *ct_init_kaiming_uniform_(ct_tensor *t, double a, ct_fan_mode mode, ct_nonlinearity nonlinearity);
+CT_API ct_tensor *ct_init_kaiming_normal_(ct_tensor *t, double a, ct_fan_mode mode, ct_nonlinearity nonlinearity);
+/* Normal(mean, std) redrawn inside [a, b] (inverse-CDF method, as PyTorch). */
+CT_API ct_tensor *ct_init_trunc_normal_(ct_tensor *t, double mean, double std, double a, double b);
+
+/* ================================================================ modules */
+
+typedef struct ct_module ct_module;
+/* A module's forward: one tensor in, one out (new reference owned by the scope). */
+typedef ct_tensor *(*ct_module_forward_fn)(ct_module *m, const ct_tensor *input);
+
+/* Frees the module, its children and its references to parameters and buffers. */
+CT_API void ct_module_free(ct_module *m);
+CT_API ct_tensor *ct_module_forward(ct_module *m, const ct_tensor *input);
+/* "Linear", "Sequential", ... */
+CT_API const char *ct_module_type(const ct_module *m);
+/* train(mode) for m and all its children; returns m. */
+CT_API ct_module *ct_module_train(ct_module *m, bool training);
+CT_API bool ct_module_is_training(const ct_module *m);
+
+/* A module with no parameters of its own, for building custom ones: forward may be
+ * NULL for a pure container. ctx is handed back by ct_module_ctx. */
+CT_API ct_module *ct_module_new(const char *type, ct_module_forward_fn forward, void *ctx, void (*free_ctx)(void *));
+CT_API void *ct_module_ctx(const ct_module *m);
+/* Registers a parameter (requires_grad is set on it) or a buffer under name; the
+ * module takes its own reference (ct_retain). A NULL tensor registers "None"
+ * (skipped by state_dict, as PyTorch). */
+CT_API ct_status ct_module_register_parameter(ct_module *m, const char *name, ct_tensor *t);
+CT_API ct_status ct_module_register_buffer(ct_module *m, const char *name, ct_tensor *t);
+/* Adds child under name; m takes ownership of child (also on error). */
+CT_API ct_status ct_module_add_child(ct_module *m, const char *name, ct_module *child);
+/* Borrowed look-ups of this module's own entries; NULL when absent. */
+CT_API ct_tensor *ct_module_param(const ct_module *m, const char *name);
+CT_API ct_tensor *ct_module_buffer(const ct_module *m, const char *name);
+CT_API ct_module *ct_module_child(const ct_module *m, const char *name);
+/* Replaces a parameter's tensor (weight tying: head.weight = wte.weight). */
+CT_API ct_status ct_module_set_param(ct_module *m, const char *name, ct_tensor *t);
+
+/* All parameters, recursively, in registration order with dotted names ("0.weight"),
+ * each shared tensor once (as parameters()). Returns the count; fills at most cap
+ * entries of params/names (either may be NULL). Names are borrowed from m. */
+CT_API int64_t ct_module_parameters(const ct_module *m, ct_tensor **params, const char **names, int64_t cap);
+CT_API int64_t ct_module_num_parameters(const ct_module *m); /* total elements */
+
+/* state_dict(): a dict of "name" -> tensor (parameters and buffers, dotted names,
+ * detached references). Free with ct_value_free. */
+CT_API ct_value *ct_module_state_dict(const ct_module *m);
+/* load_state_dict: copies every matching entry into the module's tensors (no_grad).
+ * strict: missing or unexpected keys are an error. Shape mismatches are always errors.
+ * All problems are reported together in one message, as PyTorch's
+ * "Error(s) in loading state_dict for Linear: Missing key(s) ...". Nothing is copied
+ * when an error is reported. Counts (if not NULL) get the number of missing and
+ * unexpected keys. */
+CT_API ct_status ct_module_load_state_dict(ct_module *m, const ct_value *state_dict, bool strict,
+                                           int64_t *n_missing, int64_t *n_unexpected);
+
+/* ------------------------------------------------------------ layers */
+
+/* The layers below initialise their parameters as PyTorch's (kaiming_uniform_ with
+ * a = sqrt(5) for weights, U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for biases, ones/zeros
+ * for norms, N(0, 1) for embeddings) from the default generator, in dtype (must be
+ * floating; CT_DTYPE_UNDEFINED means the default dtype). */
+CT_API ct_module *ct_nn_linear(int64_t in_features, int64_t out_features, bool bias, ct_dtype dtype);
+CT_API ct_module *ct_nn_conv2d(int64_t in_channels, int64_t out_channels, const int64_t kernel[2],
+                               const int64_t stride[2], const int64_t padding[2], const int64_t dilation[2],
+                               int64_t groups, bool bias, ct_dtype dtype);
+CT_API ct_module *ct_nn_batch_norm2d(int64_t num_features, double eps, double momentum, bool affine,
+                                     bool track_running_stats, ct_dtype dtype);
+CT_API ct_module *ct_nn_layer_norm(const int64_t *normalized_shape, int n, double eps, bool elementwise_affine,
+                                   ct_dtype dtype);
+/* eps < 0: None (the dtype's machine epsilon). */
+CT_API ct_module *ct_nn_rms_norm(const int64_t *normalized_shape, int n, double eps, bool elementwise_affine,
+                                 ct_dtype dtype);
+CT_API ct_module *ct_nn_embedding(int64_t num_embeddings, int64_t embedding_dim, int64_t padding_idx,
+                                  ct_dtype dtype);
+CT_API ct_module *ct_nn_dropout(double p);
+CT_API ct_module *ct_nn_relu(void);
+CT_API ct_module *ct_nn_tanh(void);
+/* approximate: "none" or "tanh". */
+CT_API ct_module *ct_nn_gelu(const char *approximate);
+CT_API ct_module *ct_nn_flatten(int start_dim, int end_dim);
+CT_API ct_module *ct_nn_max_pool2d(const int64_t kernel[2], const int64_t stride[2], const int64_t padding[2]);
+/* Sequential of n modules (takes ownership of each, also on error); children are
+ * named "0", "1", ... */
+CT_API ct_module *ct_nn_sequential(ct_module *const *modules, int n);
+/* The GPT block of nanoGPT: x + proj(attn(ln1(x))), then x + fc2(gelu_tanh(fc(ln2(x)))),
+ * causal self-attention with n_head heads over (B, T, d_model). Children: ln1, ln2,
+ * qkv, proj, fc, fc2. */
+CT_API ct_module *ct_nn_gpt_block(int64_t d_model, int64_t n_head, ct_dtype dtype);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* CTORCH_NN_H */

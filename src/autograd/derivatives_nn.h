@@ -1,0 +1,142 @@
+/* Derivative formulas of the fused nn kernels (ops.def, "nn kernels"), in the form of
+ * the derivative table: src/autograd/derivatives.c includes this file just before the
+ * table, so DEF, NONDIFF, G, WANT, TRY and saved() are its own.
+ *
+ * Note [Fused nn backward kernels]
+ * Each formula calls the op's backward kernel (ct_*_backward, public in ctorch/nn.h),
+ * which is not differentiable itself. A backward pass with create_graph through them
+ * would silently give gradients without history, so it is refused, as conv2d's is.
+ * conv_transpose2d's input gradient is a conv2d, which stays differentiable. */
+#ifndef CT_AUTOGRAD_DERIVATIVES_NN_H
+#define CT_AUTOGRAD_DERIVATIVES_NN_H
+
+#include "ctorch/nn.h"
+
+static ct_status nn_no_double_backward(ct_node_ctx *ctx) {
+    return ct_error(CT_ERROR_NOT_IMPLEMENTED, ctx->node->name,
+                    "the derivative of this op's backward (double backward) is not implemented");
+}
+
+/* ints: stride[2], padding[2], output_padding[2], dilation[2], groups. The input's
+ * gradient is conv2d of the incoming gradient; the weight's is conv2d's weight
+ * gradient with input and grad_output swapped. */
+DEF(conv_transpose2d, CT_SAVE_IN0 | CT_SAVE_IN1) {
+    ct_node *n = ctx->node;
+    ct_tensor *x, *w;
+    TRY(x = saved(ctx, 0));
+    TRY(w = saved(ctx, 1));
+    if (WANT(0))
+        TRY(gin[0] = ct_conv2d(G, w, NULL, n->ints, n->ints + 2, n->ints + 6, n->ints[8]));
+    if (WANT(1)) {
+        if (ctx->create_graph)
+            return nn_no_double_backward(ctx);
+        ct_status st = ct_conv2d_backward(x, G, w, n->ints, n->ints + 2, n->ints + 6, n->ints[8], NULL, &gin[1], NULL);
+        if (st)
+            return st;
+    }
+    if (WANT(2)) {
+        int64_t dims[3] = {0, 2, 3};
+        bool batched = G->ndim == 4;
+        TRY(gin[2] = ct_sum(G, batched ? dims : dims + 1, batched ? 3 : 2, false, CT_DTYPE_UNDEFINED));
+    }
+    return CT_OK;
+}
+
+/* ints: kernel[2], stride[2], padding[2], ceil_mode, count_include_pad, divisor. */
+DEF(avg_pool2d, CT_SAVE_IN0) {
+    ct_node *n = ctx->node;
+    if (ctx->create_graph)
+        return nn_no_double_backward(ctx);
+    ct_tensor *x;
+    TRY(x = saved(ctx, 0));
+    TRY(gin[0] = ct_avg_pool2d_backward(G, x, n->ints, n->ints + 2, n->ints + 4, n->ints[6] != 0, n->ints[7] != 0,
+                                        n->ints[8]));
+    return CT_OK;
+}
+
+DEF(adaptive_avg_pool2d, CT_SAVE_IN0) {
+    if (ctx->create_graph)
+        return nn_no_double_backward(ctx);
+    ct_tensor *x;
+    TRY(x = saved(ctx, 0));
+    TRY(gin[0] = ct_adaptive_avg_pool2d_backward(G, x));
+    return CT_OK;
+}
+
+/* ints: k, normalized_shape[k]; s[0]: eps. */
+DEF(rms_norm, CT_SAVE_IN0 | CT_SAVE_IN1) {
+    ct_node *n = ctx->node;
+    if (ctx->create_graph)
+        return nn_no_double_backward(ctx);
+    ct_tensor *x, *w, *gx = NULL, *gw = NULL;
+    TRY(x = saved(ctx, 0));
+    w = saved(ctx, 1); /* NULL without a weight */
+    if (!w && n->in_meta[1].dtype != CT_DTYPE_UNDEFINED)
+        return ct_last_status() != CT_OK ? ct_last_status() : CT_ERROR_RUNTIME;
+    ct_status st = ct_rms_norm_backward(G, x, n->ints + 1, (int)n->ints[0], w, ct_scalar_to_double(n->s[0]), &gx,
+                                        w && WANT(1) ? &gw : NULL);
+    if (st)
+        return st;
+    gin[0] = WANT(0) ? gx : NULL;
+    gin[1] = gw;
+    return CT_OK;
+}
+
+/* in: query, key, value, mask; ints: is_causal; s[0]: scale. The mask gets no
+ * gradient (docs/nn.md). */
+DEF(scaled_dot_product_attention, CT_SAVE_IN0 | CT_SAVE_IN1 | CT_SAVE_IN2 | CT_SAVE_IN3) {
+    ct_node *n = ctx->node;
+    if (ctx->create_graph)
+        return nn_no_double_backward(ctx);
+    ct_tensor *q, *k, *v, *mask, *gq, *gk, *gv;
+    TRY(q = saved(ctx, 0));
+    TRY(k = saved(ctx, 1));
+    TRY(v = saved(ctx, 2));
+    mask = saved(ctx, 3);
+    if (!mask && n->in_meta[3].dtype != CT_DTYPE_UNDEFINED)
+        return ct_last_status() != CT_OK ? ct_last_status() : CT_ERROR_RUNTIME;
+    double scale = ct_scalar_to_double(n->s[0]);
+    ct_status st = ct_scaled_dot_product_attention_backward(G, q, k, v, mask, n->ints[0] != 0, &scale, &gq, &gk, &gv);
+    if (st)
+        return st;
+    gin[0] = WANT(0) ? gq : NULL;
+    gin[1] = WANT(1) ? gk : NULL;
+    gin[2] = WANT(2) ? gv : NULL;
+    return CT_OK;
+}
+
+/* in: weight, indices; ints: padding_idx. */
+DEF(embedding, CT_SAVE_IN1) {
+    ct_node *n = ctx->node;
+    if (ctx->create_graph)
+        return nn_no_double_backward(ctx);
+    ct_tensor *idx;
+    TRY(idx = saved(ctx, 1));
+    TRY(gin[0] = ct_embedding_backward(G, idx, n->in_meta[0].shape[0], n->ints[0]));
+    return CT_OK;
+}
+
+/* in: input, target, weight; ints: reduction, ignore_index. */
+DEF(nll_loss, CT_SAVE_IN0 | CT_SAVE_IN1 | CT_SAVE_IN2) {
+    ct_node *n = ctx->node;
+    if (ctx->create_graph)
+        return nn_no_double_backward(ctx);
+    ct_tensor *x, *t, *w;
+    TRY(x = saved(ctx, 0));
+    TRY(t = saved(ctx, 1));
+    w = saved(ctx, 2);
+    if (!w && n->in_meta[2].dtype != CT_DTYPE_UNDEFINED)
+        return ct_last_status() != CT_OK ? ct_last_status() : CT_ERROR_RUNTIME;
+    TRY(gin[0] = ct_nll_loss_backward(G, x, t, w, (ct_reduction)n->ints[0], n->ints[1]));
+    return CT_OK;
+}
+
+NONDIFF(avg_pool2d_backward)
+NONDIFF(adaptive_avg_pool2d_backward)
+NONDIFF(rms_norm_backward)
+NONDIFF(scaled_dot_product_attention_backward)
+NONDIFF(embedding_backward)
+NONDIFF(nll_loss_backward)
+NONDIFF(one_hot)
+
+#endif

@@ -1,0 +1,609 @@
+/* CPU kernels of the fused nn ops (shape rules in src/ops/nn_fused.c). They compute in
+ * float32 or float64 (float16/bfloat16 convert on the way in and out, as conv2d), on
+ * contiguous copies of their inputs. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/dtype.h"
+#include "cpu/blas.h"
+#include "cpu/loops.h"
+#include "ctorch/nn.h"
+#include "ops/nn_fused.h"
+
+#ifdef CT_HAVE_OPENMP
+#include <omp.h>
+#endif
+
+/* Queries per attention block: the kernel holds CT_SDPA_BLOCK x S scores per thread. */
+#define CT_SDPA_BLOCK 64
+
+/* The attention mask as the loops read it: element (b, i, j) is at
+ * data + (boff[b] + i * sl + j * ss) * esz. */
+typedef struct ct_sdpa_mask {
+    const char *data; /* NULL: no mask */
+    ct_dtype dtype;
+    size_t esz;
+    const int64_t *boff;
+    int64_t sl, ss;
+    bool causal;
+    double scale;
+} ct_sdpa_mask;
+
+#define CT_CAT_(a, b) a##b
+#define CT_CAT(a, b) CT_CAT_(a, b)
+
+#define T float
+#define WD CT_DTYPE_FLOAT32
+#define FN(name) CT_CAT(name, _f32)
+#include "cpu/nn_fused_impl.h"
+#undef T
+#undef WD
+#undef FN
+
+#define T double
+#define WD CT_DTYPE_FLOAT64
+#define FN(name) CT_CAT(name, _f64)
+#include "cpu/nn_fused_impl.h"
+#undef T
+#undef WD
+#undef FN
+
+static ct_dtype work_dtype(ct_dtype d) { return d == CT_DTYPE_FLOAT64 ? CT_DTYPE_FLOAT64 : CT_DTYPE_FLOAT32; }
+
+static ct_tensor *as_work(const ct_tensor *t, ct_dtype wd) { return t ? ct_contiguous(ct_to_dtype(t, wd)) : NULL; }
+
+/* Hands a work-dtype result to the call as output i, converted back to dtype. */
+static ct_status set_out(ct_call *call, int i, ct_tensor *t, ct_dtype dtype) {
+    ct_tensor *o = t ? ct_to_dtype(t, dtype) : NULL;
+    return o ? ct_call_set_output(call, i, o) : ct_last_status();
+}
+
+/* Public ops called from inside a kernel must not be recorded by autograd again
+ * (the AUTOGRAD key above this one already did). */
+static ct_keyset below_autograd_begin(void) {
+    ct_keyset old = ct_tls_excluded();
+    ct_tls_set_excluded(old | CT_KEYSET(CT_KEY_AUTOGRAD));
+    return old;
+}
+
+static int num_threads_for(int64_t tasks) {
+    int nth = 1;
+#ifdef CT_HAVE_OPENMP
+    nth = ct_get_num_threads();
+    if (nth > tasks)
+        nth = (int)(tasks > 0 ? tasks : 1);
+#else
+    (void)tasks;
+#endif
+    return nth;
+}
+
+/* ------------------------------------------------------------------ conv_transpose2d */
+
+/* conv_transpose2d is the input gradient of conv2d: the transposed op's input plays
+ * conv2d's grad_output, and its output shape plays conv2d's input. */
+ct_status ct_cpu_conv_transpose2d(ct_keyset ks, ct_call *call, void *ud) {
+    (void)ks, (void)ud;
+    int64_t shape[4];
+    int nd;
+    ct_status st = ct_convt_check(call, shape, &nd);
+    if (st)
+        return st;
+    const ct_tensor *x = call->in[0], *w = call->in[1], *b = call->in[2];
+    ct_keyset saved = below_autograd_begin();
+    ct_scope_begin();
+    ct_tensor *placeholder = ct_expand(ct_zeros(NULL, 0, x->dtype, CT_CPU), shape, nd);
+    ct_tensor *gi = NULL;
+    st = placeholder ? ct_conv2d_backward(x, placeholder, w, &call->ints[0], &call->ints[2], &call->ints[6],
+                                          call->ints[8], &gi, NULL, NULL)
+                     : ct_last_status();
+    if (st == CT_OK && b) {
+        int64_t bs[4] = {1, 1, 1, 1};
+        bs[nd - 3] = b->shape[0];
+        gi = ct_add(gi, ct_view(b, bs + (4 - nd), nd));
+    }
+    if (st == CT_OK)
+        st = gi ? ct_call_set_output(call, 0, gi) : ct_last_status();
+    ct_scope_end();
+    ct_tls_set_excluded(saved);
+    return st;
+}
+
+/* ------------------------------------------------------------------ pooling */
+
+ct_status ct_cpu_avg_pool2d(ct_keyset ks, ct_call *call, void *ud) {
+    (void)ks, (void)ud;
+    ct_avgpool_geom g;
+    const ct_tensor *x0 = call->in[0];
+    ct_status st = ct_avgpool_check(x0, call->ints, &g);
+    if (st)
+        return st;
+    ct_dtype wd = work_dtype(x0->dtype);
+    int64_t shape[4] = {g.n, g.c, g.oh, g.ow};
+    ct_scope_begin();
+    ct_tensor *x = as_work(x0, wd);
+    ct_tensor *y = ct_empty(g.batched ? shape : shape + 1, g.batched ? 4 : 3, wd, CT_CPU);
+    if (x && y) {
+        if (wd == CT_DTYPE_FLOAT64)
+            avgpool_fwd_f64(ct_tensor_data(x), ct_tensor_data(y), &g);
+        else
+            avgpool_fwd_f32(ct_tensor_data(x), ct_tensor_data(y), &g);
+    }
+    st = x && y ? set_out(call, 0, y, x0->dtype) : ct_last_status();
+    ct_scope_end();
+    return st;
+}
+
+static ct_status same_shape(const char *op, const ct_tensor *t, const int64_t *shape, int nd) {
+    bool same = t->ndim == nd;
+    for (int i = 0; same && i < nd; i++)
+        same = t->shape[i] == shape[i];
+    if (!same) {
+        char a[96], b[96];
+        return ct_error(CT_ERROR_VALUE, op, "grad_output has shape %s, expected %s",
+                        ct_shape_str(t->shape, t->ndim, a, sizeof a), ct_shape_str(shape, nd, b, sizeof b));
+    }
+    return CT_OK;
+}
+
+ct_status ct_cpu_avg_pool2d_backward(ct_keyset ks, ct_call *call, void *ud) {
+    (void)ks, (void)ud;
+    ct_avgpool_geom g;
+    const ct_tensor *gy0 = call->in[0], *x0 = call->in[1];
+    ct_status st = ct_avgpool_check(x0, call->ints, &g);
+    if (st)
+        return st;
+    int64_t shape[4] = {g.n, g.c, g.oh, g.ow};
+    if ((st = same_shape("avg_pool2d_backward", gy0, g.batched ? shape : shape + 1, g.batched ? 4 : 3)))
+        return st;
+    ct_dtype wd = work_dtype(x0->dtype);
+    ct_scope_begin();
+    ct_tensor *gy = as_work(gy0, wd);
+    ct_tensor *gx = ct_zeros(x0->shape, x0->ndim, wd, CT_CPU);
+    if (gy && gx) {
+        if (wd == CT_DTYPE_FLOAT64)
+            avgpool_bwd_f64(ct_tensor_data(gy), ct_tensor_data(gx), &g);
+        else
+            avgpool_bwd_f32(ct_tensor_data(gy), ct_tensor_data(gx), &g);
+    }
+    st = gy && gx ? set_out(call, 0, gx, x0->dtype) : ct_last_status();
+    ct_scope_end();
+    return st;
+}
+
+ct_status ct_cpu_adaptive_avg_pool2d(ct_keyset ks, ct_call *call, void *ud) {
+    (void)ks, (void)ud;
+    ct_adapool_geom g;
+    const ct_tensor *x0 = call->in[0];
+    ct_status st = ct_adapool_check(x0, call->ints, &g);
+    if (st)
+        return st;
+    ct_dtype wd = work_dtype(x0->dtype);
+    int64_t shape[4] = {g.n, g.c, g.oh, g.ow};
+    ct_scope_begin();
+    ct_tensor *x = as_work(x0, wd);
+    ct_tensor *y = ct_empty(g.batched ? shape : shape + 1, g.batched ? 4 : 3, wd, CT_CPU);
+    if (x && y && g.oh > 0 && g.ow > 0) {
+        if (wd == CT_DTYPE_FLOAT64)
+            adapool_f64(ct_tensor_data(x), ct_tensor_data(y), &g, false);
+        else
+            adapool_f32(ct_tensor_data(x), ct_tensor_data(y), &g, false);
+    }
+    st = x && y ? set_out(call, 0, y, x0->dtype) : ct_last_status();
+    ct_scope_end();
+    return st;
+}
+
+ct_status ct_cpu_adaptive_avg_pool2d_backward(ct_keyset ks, ct_call *call, void *ud) {
+    (void)ks, (void)ud;
+    ct_adapool_geom g;
+    const ct_tensor *gy0 = call->in[0], *x0 = call->in[1];
+    ct_status st = ct_adapool_check(x0, call->ints, &g);
+    if (st)
+        return st;
+    int64_t shape[4] = {g.n, g.c, g.oh, g.ow};
+    if ((st = same_shape("adaptive_avg_pool2d_backward", gy0, g.batched ? shape : shape + 1, g.batched ? 4 : 3)))
+        return st;
+    ct_dtype wd = work_dtype(x0->dtype);
+    ct_scope_begin();
+    ct_tensor *gy = as_work(gy0, wd);
+    ct_tensor *gx = ct_zeros(x0->shape, x0->ndim, wd, CT_CPU);
+    if (gy && gx && g.oh > 0 && g.ow > 0) {
+        if (wd == CT_DTYPE_FLOAT64)
+            adapool_f64(ct_tensor_data(gy), ct_tensor_data(gx), &g, true);
+        else
+            adapool_f32(ct_tensor_data(gy), ct_tensor_data(gx), &g, true);
+    }
+    st = gy && gx ? set_out(call, 0, gx, x0->dtype) : ct_last_status();
+    ct_scope_end();
+    return st;
+}
+
+/* ------------------------------------------------------------------ rms_norm */
+
+ct_status ct_cpu_rms_norm(ct_keyset ks, ct_call *call, void *ud) {
+    (void)ks, (void)ud;
+    ct_rmsnorm_geom g;
+    const ct_tensor *x0 = call->in[0], *w0 = call->in[1];
+    ct_status st = ct_rmsnorm_check(call, x0, w0, &g);
+    if (st)
+        return st;
+    ct_dtype wd = work_dtype(x0->dtype);
+    ct_scope_begin();
+    ct_tensor *x = as_work(x0, wd), *w = as_work(w0, wd);
+    ct_tensor *y = ct_empty(x0->shape, x0->ndim, wd, CT_CPU);
+    bool ok = x && y && (!w0 || w);
+    if (ok) {
+        if (wd == CT_DTYPE_FLOAT64)
+            rmsnorm_fwd_f64(ct_tensor_data(x), w ? ct_tensor_data(w) : NULL, ct_tensor_data(y), g.rows, g.cols, g.eps);
+        else
+            rmsnorm_fwd_f32(ct_tensor_data(x), w ? ct_tensor_data(w) : NULL, ct_tensor_data(y), g.rows, g.cols, g.eps);
+    }
+    st = ok ? set_out(call, 0, y, x0->dtype) : ct_last_status();
+    ct_scope_end();
+    return st;
+}
+
+ct_status ct_cpu_rms_norm_backward(ct_keyset ks, ct_call *call, void *ud) {
+    (void)ks, (void)ud;
+    ct_rmsnorm_geom g;
+    const ct_tensor *gy0 = call->in[0], *x0 = call->in[1], *w0 = call->in[2];
+    ct_status st = ct_rmsnorm_check(call, x0, w0, &g);
+    if (st)
+        return st;
+    if ((st = same_shape("rms_norm_backward", gy0, x0->shape, x0->ndim)))
+        return st;
+    ct_dtype wd = work_dtype(x0->dtype);
+    ct_scope_begin();
+    ct_tensor *x = as_work(x0, wd), *w = as_work(w0, wd), *gy = as_work(gy0, wd);
+    ct_tensor *gx = ct_empty(x0->shape, x0->ndim, wd, CT_CPU);
+    ct_tensor *gw = w0 ? ct_zeros(w0->shape, w0->ndim, CT_DTYPE_FLOAT64, CT_CPU) : NULL;
+    bool ok = x && gy && gx && (!w0 || (w && gw));
+    if (ok) {
+        double *pgw = gw ? ct_tensor_data(gw) : NULL;
+        if (wd == CT_DTYPE_FLOAT64)
+            rmsnorm_bwd_f64(ct_tensor_data(gy), ct_tensor_data(x), w ? ct_tensor_data(w) : NULL, ct_tensor_data(gx),
+                            pgw, g.rows, g.cols, g.eps);
+        else
+            rmsnorm_bwd_f32(ct_tensor_data(gy), ct_tensor_data(x), w ? ct_tensor_data(w) : NULL, ct_tensor_data(gx),
+                            pgw, g.rows, g.cols, g.eps);
+    }
+    st = ok ? set_out(call, 0, gx, x0->dtype) : ct_last_status();
+    if (st == CT_OK && gw)
+        st = set_out(call, 1, gw, w0->dtype);
+    ct_scope_end();
+    return st;
+}
+
+/* ------------------------------------------------------------------ attention */
+
+/* Per-batch offsets of the mask broadcast to (batch..., L, S). */
+static ct_status sdpa_mask_setup(const ct_tensor *mask, const ct_sdpa_geom *g, ct_sdpa_mask *m, int64_t **boff) {
+    *boff = NULL;
+    m->data = NULL;
+    if (!mask)
+        return CT_OK;
+    int nd = g->nbatch + 2;
+    int64_t full[CT_MAX_DIMS];
+    memcpy(full, g->batch, sizeof(int64_t) * (size_t)g->nbatch);
+    full[g->nbatch] = g->l;
+    full[g->nbatch + 1] = g->s;
+    ct_tensor *e = ct_expand(mask, full, nd);
+    if (!e)
+        return ct_last_status();
+    int64_t *off = ct_xmalloc("scaled_dot_product_attention", sizeof(int64_t) * (size_t)(g->b > 0 ? g->b : 1));
+    if (!off)
+        return ct_last_status();
+    for (int64_t b = 0; b < g->b; b++) {
+        int64_t r = b, o = 0;
+        for (int d = g->nbatch - 1; d >= 0; d--) {
+            o += (r % g->batch[d]) * e->strides[d];
+            r /= g->batch[d];
+        }
+        off[b] = o;
+    }
+    m->data = ct_tensor_data(e);
+    m->dtype = e->dtype;
+    m->esz = ct_dtype_size(e->dtype);
+    m->sl = e->strides[nd - 2];
+    m->ss = e->strides[nd - 1];
+    m->boff = off;
+    *boff = off;
+    return CT_OK;
+}
+
+static void sdpa_out_shape(const ct_sdpa_geom *g, int64_t last, int64_t *shape) {
+    memcpy(shape, g->batch, sizeof(int64_t) * (size_t)g->nbatch);
+    shape[g->nbatch] = g->l;
+    shape[g->nbatch + 1] = last;
+}
+
+ct_status ct_cpu_scaled_dot_product_attention(ct_keyset ks, ct_call *call, void *ud) {
+    (void)ks, (void)ud;
+    const char *op = "scaled_dot_product_attention";
+    ct_sdpa_geom g;
+    const ct_tensor *q0 = call->in[0];
+    bool causal = call->ints[0] != 0;
+    ct_status st = ct_sdpa_check(op, q0, call->in[1], call->in[2], call->in[3], causal, &g);
+    if (st)
+        return st;
+    ct_dtype wd = work_dtype(q0->dtype);
+    int64_t shape[CT_MAX_DIMS];
+    sdpa_out_shape(&g, g.ev, shape);
+    ct_scope_begin();
+    ct_tensor *q = as_work(q0, wd), *k = as_work(call->in[1], wd), *v = as_work(call->in[2], wd);
+    ct_tensor *y = ct_zeros(shape, g.nbatch + 2, wd, CT_CPU);
+    ct_sdpa_mask m = {.causal = causal, .scale = ct_scalar_to_double(call->s[0])};
+    int64_t *boff = NULL;
+    st = q && k && v && y ? sdpa_mask_setup(call->in[3], &g, &m, &boff) : ct_last_status();
+    if (st == CT_OK && g.b > 0 && g.l > 0 && g.s > 0) {
+        int nth = num_threads_for(g.b * ((g.l + CT_SDPA_BLOCK - 1) / CT_SDPA_BLOCK));
+        size_t esz = ct_dtype_size(wd);
+        void *bufs = ct_xmalloc(op, (size_t)nth * CT_SDPA_BLOCK * (size_t)g.s * esz);
+        if (!bufs) {
+            st = ct_last_status();
+        } else {
+            if (wd == CT_DTYPE_FLOAT64)
+                sdpa_fwd_f64(ct_tensor_data(q), ct_tensor_data(k), ct_tensor_data(v), ct_tensor_data(y), &g, &m, bufs,
+                             nth);
+            else
+                sdpa_fwd_f32(ct_tensor_data(q), ct_tensor_data(k), ct_tensor_data(v), ct_tensor_data(y), &g, &m, bufs,
+                             nth);
+            free(bufs);
+        }
+    } else if (st == CT_OK && g.s == 0 && g.l > 0 && g.ev > 0) {
+        /* no keys: softmax over nothing, NaN as the reference formula */
+        ct_fill_(y, ct_scalar_float(NAN));
+    }
+    free(boff);
+    if (st == CT_OK)
+        st = set_out(call, 0, y, q0->dtype);
+    ct_scope_end();
+    return st;
+}
+
+ct_status ct_cpu_scaled_dot_product_attention_backward(ct_keyset ks, ct_call *call, void *ud) {
+    (void)ks, (void)ud;
+    const char *op = "scaled_dot_product_attention_backward";
+    ct_sdpa_geom g;
+    const ct_tensor *gy0 = call->in[0], *q0 = call->in[1], *k0 = call->in[2], *v0 = call->in[3];
+    const ct_tensor *mask = call->nlist > 0 ? call->list[0] : NULL;
+    bool causal = call->ints[0] != 0;
+    ct_status st = ct_sdpa_check(op, q0, k0, v0, mask, causal, &g);
+    if (st)
+        return st;
+    int64_t shape[CT_MAX_DIMS];
+    sdpa_out_shape(&g, g.ev, shape);
+    if ((st = same_shape(op, gy0, shape, g.nbatch + 2)))
+        return st;
+    ct_dtype wd = work_dtype(q0->dtype);
+    ct_scope_begin();
+    ct_tensor *q = as_work(q0, wd), *k = as_work(k0, wd), *v = as_work(v0, wd), *gy = as_work(gy0, wd);
+    ct_tensor *gq = ct_zeros(q0->shape, q0->ndim, wd, CT_CPU), *gk = ct_zeros(k0->shape, k0->ndim, wd, CT_CPU);
+    ct_tensor *gv = ct_zeros(v0->shape, v0->ndim, wd, CT_CPU);
+    ct_sdpa_mask m = {.causal = causal, .scale = ct_scalar_to_double(call->s[0])};
+    int64_t *boff = NULL;
+    st = q && k && v && gy && gq && gk && gv ? sdpa_mask_setup(mask, &g, &m, &boff) : ct_last_status();
+    if (st == CT_OK && g.b > 0 && g.l > 0 && g.s > 0) {
+        int nth = num_threads_for(g.b);
+        void *bufs = ct_xmalloc(op, (size_t)nth * 2 * CT_SDPA_BLOCK * (size_t)g.s * ct_dtype_size(wd));
+        if (!bufs) {
+            st = ct_last_status();
+        } else {
+            if (wd == CT_DTYPE_FLOAT64)
+                sdpa_bwd_f64(ct_tensor_data(gy), ct_tensor_data(q), ct_tensor_data(k), ct_tensor_data(v),
+                             ct_tensor_data(gq), ct_tensor_data(gk), ct_tensor_data(gv), &g, &m, bufs, nth);
+            else
+                sdpa_bwd_f32(ct_tensor_data(gy), ct_tensor_data(q), ct_tensor_data(k), ct_tensor_data(v),
+                             ct_tensor_data(gq), ct_tensor_data(gk), ct_tensor_data(gv), &g, &m, bufs, nth);
+            free(bufs);
+        }
+    }
+    free(boff);
+    if (st == CT_OK)
+        st = set_out(call, 0, gq, q0->dtype);
+    if (st == CT_OK)
+        st = set_out(call, 1, gk, q0->dtype);
+    if (st == CT_OK)
+        st = set_out(call, 2, gv, q0->dtype);
+    ct_scope_end();
+    return st;
+}
+
+/* ------------------------------------------------------------------ embedding */
+
+static int64_t index_at(const ct_tensor *idx, int64_t i) {
+    const char *p = ct_tensor_data(idx);
+    return idx->dtype == CT_DTYPE_INT64 ? ((const int64_t *)p)[i] : ((const int32_t *)p)[i];
+}
+
+ct_status ct_cpu_embedding(ct_keyset ks, ct_call *call, void *ud) {
+    (void)ks, (void)ud;
+    const ct_tensor *w0 = call->in[0], *idx0 = call->in[1];
+    ct_status st = ct_embedding_check(w0, idx0);
+    if (st)
+        return st;
+    int64_t shape[CT_MAX_DIMS];
+    memcpy(shape, idx0->shape, sizeof(int64_t) * (size_t)idx0->ndim);
+    int64_t num = w0->shape[0], dim = w0->shape[1];
+    shape[idx0->ndim] = dim;
+    ct_scope_begin();
+    ct_tensor *w = ct_contiguous(w0), *idx = ct_contiguous(idx0);
+    ct_tensor *y = ct_empty(shape, idx0->ndim + 1, w0->dtype, CT_CPU);
+    st = w && idx && y ? CT_OK : ct_last_status();
+    size_t row = (size_t)dim * ct_dtype_size(w0->dtype);
+    for (int64_t i = 0; st == CT_OK && i < idx0->numel; i++) {
+        int64_t r = index_at(idx, i);
+        if (r < 0 || r >= num)
+            st = ct_error(CT_ERROR_INDEX, "embedding", "index out of range in self");
+        else if (row)
+            memcpy((char *)ct_tensor_data(y) + (size_t)i * row, (const char *)ct_tensor_data(w) + (size_t)r * row, row);
+    }
+    if (st == CT_OK)
+        st = ct_call_set_output(call, 0, y);
+    ct_scope_end();
+    return st;
+}
+
+ct_status ct_cpu_embedding_backward(ct_keyset ks, ct_call *call, void *ud) {
+    (void)ks, (void)ud;
+    const char *op = "embedding_backward";
+    const ct_tensor *gy0 = call->in[0], *idx0 = call->in[1];
+    int64_t num = call->ints[0], pad = call->ints[1];
+    if (idx0->dtype != CT_DTYPE_INT64 && idx0->dtype != CT_DTYPE_INT32)
+        return ct_error(CT_ERROR_TYPE, op, "indices must be int64 or int32, got %s", ct_dtype_name(idx0->dtype));
+    if (!ct_dtype_is_floating(gy0->dtype))
+        return ct_error(CT_ERROR_TYPE, op, "\"%s\" not implemented for '%s'", op, ct_dtype_name(gy0->dtype));
+    if (num < 0)
+        return ct_error(CT_ERROR_VALUE, op, "num_weights must be non-negative, got %lld", (long long)num);
+    bool ok = gy0->ndim == idx0->ndim + 1;
+    for (int d = 0; ok && d < idx0->ndim; d++)
+        ok = gy0->shape[d] == idx0->shape[d];
+    if (!ok) {
+        char a[96], b[96];
+        return ct_error(CT_ERROR_VALUE, op, "grad_output of shape %s does not match indices of shape %s",
+                        ct_shape_str(gy0->shape, gy0->ndim, a, sizeof a),
+                        ct_shape_str(idx0->shape, idx0->ndim, b, sizeof b));
+    }
+    if (pad != CT_NO_PADDING_IDX && pad < 0)
+        pad += num;
+    int64_t dim = gy0->shape[gy0->ndim - 1];
+    ct_dtype wd = work_dtype(gy0->dtype);
+    ct_scope_begin();
+    ct_tensor *gy = as_work(gy0, wd), *idx = ct_contiguous(idx0);
+    ct_tensor *gw = ct_zeros(CT_SHAPE(num, dim), wd, CT_CPU);
+    ct_status st = gy && idx && gw ? CT_OK : ct_last_status();
+    if (st == CT_OK) {
+        int64_t bad = wd == CT_DTYPE_FLOAT64
+                          ? embedding_bwd_f64(ct_tensor_data(gy), idx, ct_tensor_data(gw), num, dim, pad)
+                          : embedding_bwd_f32(ct_tensor_data(gy), idx, ct_tensor_data(gw), num, dim, pad);
+        if (bad >= 0)
+            st = ct_error(CT_ERROR_INDEX, op, "index out of range in self");
+    }
+    if (st == CT_OK)
+        st = set_out(call, 0, gw, gy0->dtype);
+    ct_scope_end();
+    return st;
+}
+
+/* ------------------------------------------------------------------ nll_loss */
+
+static ct_status target_error(const ct_tensor *t, int64_t bad) {
+    return ct_error(CT_ERROR_INDEX, "nll_loss", "Target %lld is out of bounds.", (long long)index_at(t, bad));
+}
+
+ct_status ct_cpu_nll_loss(ct_keyset ks, ct_call *call, void *ud) {
+    (void)ks, (void)ud;
+    ct_nll_geom g;
+    const ct_tensor *x0 = call->in[0], *t0 = call->in[1], *w0 = call->in[2];
+    ct_status st = ct_nll_check(x0, t0, w0, &g);
+    if (st)
+        return st;
+    int red = (int)call->ints[0];
+    int64_t ignore = call->ints[1];
+    ct_dtype wd = work_dtype(x0->dtype);
+    ct_scope_begin();
+    ct_tensor *x = as_work(x0, wd), *t = ct_contiguous(t0), *w = as_work(w0, wd);
+    ct_tensor *y = red == CT_REDUCTION_NONE ? ct_empty(t0->shape, t0->ndim, wd, CT_CPU) : ct_empty(NULL, 0, wd, CT_CPU);
+    st = x && t && y && (!w0 || w) ? CT_OK : ct_last_status();
+    if (st == CT_OK) {
+        double tw;
+        const void *pw = w ? ct_tensor_data(w) : NULL;
+        int64_t bad = wd == CT_DTYPE_FLOAT64 ? nll_fwd_f64(ct_tensor_data(x), ct_tensor_data(t), pw, ct_tensor_data(y),
+                                                           &g, red, ignore, &tw)
+                                             : nll_fwd_f32(ct_tensor_data(x), ct_tensor_data(t), pw, ct_tensor_data(y),
+                                                           &g, red, ignore, &tw);
+        if (bad >= 0)
+            st = target_error(t, bad);
+    }
+    if (st == CT_OK)
+        st = set_out(call, 0, y, x0->dtype);
+    ct_scope_end();
+    return st;
+}
+
+ct_status ct_cpu_nll_loss_backward(ct_keyset ks, ct_call *call, void *ud) {
+    (void)ks, (void)ud;
+    ct_nll_geom g;
+    const ct_tensor *gy0 = call->in[0], *x0 = call->in[1], *t0 = call->in[2], *w0 = call->in[3];
+    ct_status st = ct_nll_check(x0, t0, w0, &g);
+    if (st)
+        return st;
+    int red = (int)call->ints[0];
+    int64_t ignore = call->ints[1];
+    if (red == CT_REDUCTION_NONE)
+        st = same_shape("nll_loss_backward", gy0, t0->shape, t0->ndim);
+    else if (gy0->numel != 1)
+        st = ct_error(CT_ERROR_VALUE, "nll_loss_backward", "grad_output must have one element, got %lld",
+                      (long long)gy0->numel);
+    if (st)
+        return st;
+    ct_dtype wd = work_dtype(x0->dtype);
+    ct_scope_begin();
+    ct_tensor *gy = as_work(gy0, wd), *t = ct_contiguous(t0), *w = as_work(w0, wd);
+    ct_tensor *gx = ct_zeros(x0->shape, x0->ndim, wd, CT_CPU);
+    st = gy && t && gx && (!w0 || w) ? CT_OK : ct_last_status();
+    if (st == CT_OK) {
+        const void *pw = w ? ct_tensor_data(w) : NULL;
+        int64_t bad = wd == CT_DTYPE_FLOAT64
+                          ? nll_bwd_f64(ct_tensor_data(gy), ct_tensor_data(t), pw, ct_tensor_data(gx), &g, red, ignore)
+                          : nll_bwd_f32(ct_tensor_data(gy), ct_tensor_data(t), pw, ct_tensor_data(gx), &g, red, ignore);
+        if (bad >= 0)
+            st = target_error(t, bad);
+    }
+    if (st == CT_OK)
+        st = set_out(call, 0, gx, x0->dtype);
+    ct_scope_end();
+    return st;
+}
+
+/* ------------------------------------------------------------------ one_hot */
+
+ct_status ct_cpu_one_hot(ct_keyset ks, ct_call *call, void *ud) {
+    (void)ks, (void)ud;
+    const char *op = "one_hot";
+    const ct_tensor *t0 = call->in[0];
+    int64_t nc = call->ints[0];
+    if (t0->dtype != CT_DTYPE_INT64)
+        return ct_error(CT_ERROR_TYPE, op, "one_hot is only applicable to index tensor.");
+    if (t0->ndim + 1 > CT_MAX_DIMS)
+        return ct_error(CT_ERROR_VALUE, op, "input has too many dimensions (%d)", t0->ndim);
+    if (nc < -1)
+        return ct_error(CT_ERROR_VALUE, op, "num_classes should be positive or -1");
+    ct_scope_begin();
+    ct_tensor *t = ct_contiguous(t0);
+    ct_status st = t ? CT_OK : ct_last_status();
+    const int64_t *p = t ? ct_tensor_data(t) : NULL;
+    int64_t mx = -1;
+    for (int64_t i = 0; st == CT_OK && i < t0->numel; i++) {
+        if (p[i] < 0)
+            st = ct_error(CT_ERROR_VALUE, op, "Class values must be non-negative.");
+        else if (p[i] > mx)
+            mx = p[i];
+    }
+    if (st == CT_OK && nc == -1) {
+        if (t0->numel == 0)
+            st = ct_error(CT_ERROR_VALUE, op, "Can not infer total number of classes from empty tensor.");
+        nc = mx + 1;
+    }
+    if (st == CT_OK && mx >= nc)
+        st = ct_error(CT_ERROR_VALUE, op, "Class values must be smaller than num_classes.");
+    ct_tensor *y = NULL;
+    if (st == CT_OK) {
+        int64_t shape[CT_MAX_DIMS];
+        memcpy(shape, t0->shape, sizeof(int64_t) * (size_t)t0->ndim);
+        shape[t0->ndim] = nc;
+        y = ct_zeros(shape, t0->ndim + 1, CT_DTYPE_INT64, CT_CPU);
+        if (!y)
+            st = ct_last_status();
+    }
+    if (st == CT_OK) {
+        int64_t *py = ct_tensor_data(y);
+        for (int64_t i = 0; i < t0->numel; i++)
+            py[i * nc + p[i]] = 1;
+        st = ct_call_set_output(call, 0, y);
+    }
+    ct_scope_end();
+    return st;
+}

@@ -1,0 +1,350 @@
+/* Loops of the fused nn kernels for one compute type, included by src/cpu/nn_fused.c
+ * once per type with T (float or double), WD (its ct_dtype) and FN(name) defined.
+ * Accumulations run in double whatever T is. */
+
+/* ------------------------------------------------------------------ avg_pool2d */
+
+/* The window of output (oy, ox) and its divisor; false when it lies in padding only
+ * (possible with ceil_mode), where the output is 0 and no gradient flows. */
+static bool FN(avg_window)(const ct_avgpool_geom *g, int64_t oy, int64_t ox, int64_t *hs, int64_t *he, int64_t *ws,
+                           int64_t *we, double *div) {
+    int64_t h0 = oy * g->stride[0] - g->padding[0], w0 = ox * g->stride[1] - g->padding[1];
+    int64_t h1 = h0 + g->kernel[0], w1 = w0 + g->kernel[1];
+    if (h1 > g->h + g->padding[0])
+        h1 = g->h + g->padding[0];
+    if (w1 > g->w + g->padding[1])
+        w1 = g->w + g->padding[1];
+    int64_t pool = (h1 - h0) * (w1 - w0);
+    if (h0 < 0)
+        h0 = 0;
+    if (w0 < 0)
+        w0 = 0;
+    if (h1 > g->h)
+        h1 = g->h;
+    if (w1 > g->w)
+        w1 = g->w;
+    *hs = h0, *he = h1, *ws = w0, *we = w1;
+    if (h0 >= h1 || w0 >= w1)
+        return false;
+    *div = g->divisor ? (double)g->divisor : g->count_include_pad ? (double)pool : (double)((h1 - h0) * (w1 - w0));
+    return true;
+}
+
+static void FN(avgpool_fwd)(const T *x, T *y, const ct_avgpool_geom *g) {
+    int64_t planes = g->n * g->c;
+#ifdef CT_HAVE_OPENMP
+#pragma omp parallel for schedule(static) if (planes * g->oh * g->ow > 32768)
+#endif
+    for (int64_t p = 0; p < planes; p++) {
+        const T *xp = x + p * g->h * g->w;
+        T *yp = y + p * g->oh * g->ow;
+        for (int64_t oy = 0; oy < g->oh; oy++)
+            for (int64_t ox = 0; ox < g->ow; ox++) {
+                int64_t hs, he, ws, we;
+                double div, acc = 0;
+                if (!FN(avg_window)(g, oy, ox, &hs, &he, &ws, &we, &div)) {
+                    yp[oy * g->ow + ox] = 0;
+                    continue;
+                }
+                for (int64_t i = hs; i < he; i++)
+                    for (int64_t j = ws; j < we; j++)
+                        acc += xp[i * g->w + j];
+                yp[oy * g->ow + ox] = (T)(acc / div);
+            }
+    }
+}
+
+static void FN(avgpool_bwd)(const T *gy, T *gx, const ct_avgpool_geom *g) {
+    int64_t planes = g->n * g->c;
+#ifdef CT_HAVE_OPENMP
+#pragma omp parallel for schedule(static) if (planes * g->oh * g->ow > 32768)
+#endif
+    for (int64_t p = 0; p < planes; p++) {
+        T *xp = gx + p * g->h * g->w;
+        const T *yp = gy + p * g->oh * g->ow;
+        for (int64_t oy = 0; oy < g->oh; oy++)
+            for (int64_t ox = 0; ox < g->ow; ox++) {
+                int64_t hs, he, ws, we;
+                double div;
+                if (!FN(avg_window)(g, oy, ox, &hs, &he, &ws, &we, &div))
+                    continue;
+                T v = (T)(yp[oy * g->ow + ox] / div);
+                for (int64_t i = hs; i < he; i++)
+                    for (int64_t j = ws; j < we; j++)
+                        xp[i * g->w + j] += v;
+            }
+    }
+}
+
+/* ------------------------------------------------------------------ adaptive_avg_pool2d */
+
+/* Output cell o of n over an input of size len: [floor(o*len/n), ceil((o+1)*len/n)). */
+static inline int64_t FN(ada_start)(int64_t o, int64_t n, int64_t len) { return (o * len) / n; }
+static inline int64_t FN(ada_end)(int64_t o, int64_t n, int64_t len) { return ((o + 1) * len + n - 1) / n; }
+
+static void FN(adapool)(const T *in, T *out, const ct_adapool_geom *g, bool backward) {
+    int64_t planes = g->n * g->c;
+#ifdef CT_HAVE_OPENMP
+#pragma omp parallel for schedule(static) if (planes * g->oh * g->ow > 32768)
+#endif
+    for (int64_t p = 0; p < planes; p++) {
+        for (int64_t oy = 0; oy < g->oh; oy++) {
+            int64_t hs = FN(ada_start)(oy, g->oh, g->h), he = FN(ada_end)(oy, g->oh, g->h);
+            for (int64_t ox = 0; ox < g->ow; ox++) {
+                int64_t ws = FN(ada_start)(ox, g->ow, g->w), we = FN(ada_end)(ox, g->ow, g->w);
+                double cnt = (double)((he - hs) * (we - ws));
+                if (!backward) {
+                    const T *xp = in + p * g->h * g->w;
+                    double acc = 0;
+                    for (int64_t i = hs; i < he; i++)
+                        for (int64_t j = ws; j < we; j++)
+                            acc += xp[i * g->w + j];
+                    out[(p * g->oh + oy) * g->ow + ox] = (T)(acc / cnt);
+                } else {
+                    T *xp = out + p * g->h * g->w;
+                    T v = (T)(in[(p * g->oh + oy) * g->ow + ox] / cnt);
+                    for (int64_t i = hs; i < he; i++)
+                        for (int64_t j = ws; j < we; j++)
+                            xp[i * g->w + j] += v;
+                }
+            }
+        }
+    }
+}
+
+/* ------------------------------------------------------------------ rms_norm */
+
+static void FN(rmsnorm_fwd)(const T *x, const T *w, T *y, int64_t rows, int64_t cols, double eps) {
+#ifdef CT_HAVE_OPENMP
+#pragma omp parallel for schedule(static) if (rows * cols > 32768)
+#endif
+    for (int64_t r = 0; r < rows; r++) {
+        const T *xr = x + r * cols;
+        T *yr = y + r * cols;
+        double ss = 0;
+        for (int64_t j = 0; j < cols; j++)
+            ss += (double)xr[j] * xr[j];
+        T rstd = (T)(1.0 / sqrt(ss / (double)cols + eps));
+        if (w)
+            for (int64_t j = 0; j < cols; j++)
+                yr[j] = xr[j] * rstd * w[j];
+        else
+            for (int64_t j = 0; j < cols; j++)
+                yr[j] = xr[j] * rstd;
+    }
+}
+
+/* With r = 1/sqrt(mean(x^2) + eps), xhat = x r and y = xhat w:
+ *   dx = r (g w - xhat mean(g w xhat)),  dw = sum over rows of g xhat. */
+static void FN(rmsnorm_bwd)(const T *gy, const T *x, const T *w, T *gx, double *gw, int64_t rows, int64_t cols,
+                            double eps) {
+#ifdef CT_HAVE_OPENMP
+#pragma omp parallel for schedule(static) if (rows * cols > 32768)
+#endif
+    for (int64_t r = 0; r < rows; r++) {
+        const T *xr = x + r * cols, *gr = gy + r * cols;
+        T *dr = gx + r * cols;
+        double ss = 0, dot = 0;
+        for (int64_t j = 0; j < cols; j++)
+            ss += (double)xr[j] * xr[j];
+        double rstd = 1.0 / sqrt(ss / (double)cols + eps);
+        for (int64_t j = 0; j < cols; j++)
+            dot += (double)gr[j] * (w ? (double)w[j] : 1.0) * xr[j] * rstd;
+        double m = dot / (double)cols;
+        for (int64_t j = 0; j < cols; j++) {
+            double xh = (double)xr[j] * rstd;
+            dr[j] = (T)(rstd * ((double)gr[j] * (w ? (double)w[j] : 1.0) - xh * m));
+        }
+    }
+    if (gw) /* rows in order: the sum does not depend on the thread count */
+        for (int64_t r = 0; r < rows; r++) {
+            const T *xr = x + r * cols, *gr = gy + r * cols;
+            double ss = 0;
+            for (int64_t j = 0; j < cols; j++)
+                ss += (double)xr[j] * xr[j];
+            double rstd = 1.0 / sqrt(ss / (double)cols + eps);
+            for (int64_t j = 0; j < cols; j++)
+                gw[j] += (double)gr[j] * xr[j] * rstd;
+        }
+}
+
+/* ------------------------------------------------------------------ attention */
+
+/* Probabilities of queries q0 .. q0+bq of batch b against keys 0 .. sk into p
+ * (bq x sk, row-major): softmax(q k^T * scale + mask). A row whose keys are all
+ * masked comes out NaN, as the reference formula gives. */
+static void FN(sdpa_probs)(const T *q, const T *k, const ct_sdpa_geom *g, const ct_sdpa_mask *m, int64_t b,
+                           int64_t q0, int64_t bq, int64_t sk, T *p) {
+    const T *qb = q + (b * g->l + q0) * g->e, *kb = k + b * g->s * g->e;
+    ct_cpu_gemm(WD, false, true, bq, sk, g->e, m->scale, qb, g->e, kb, g->e, 0.0, p, sk);
+    for (int64_t i = 0; i < bq; i++) {
+        T *row = p + i * sk;
+        int64_t qi = q0 + i;
+        if (m->causal)
+            for (int64_t j = qi + 1; j < sk; j++)
+                row[j] = (T)-INFINITY;
+        if (m->data) {
+            const char *mp = m->data + (m->boff[b] + qi * m->sl) * (int64_t)m->esz;
+            for (int64_t j = 0; j < sk; j++) {
+                double mv = ct_load_double(mp + j * m->ss * (int64_t)m->esz, m->dtype);
+                if (m->dtype == CT_DTYPE_BOOL) {
+                    if (mv == 0)
+                        row[j] = (T)-INFINITY;
+                } else {
+                    row[j] += (T)mv;
+                }
+            }
+        }
+        T mx = (T)-INFINITY;
+        for (int64_t j = 0; j < sk; j++)
+            if (row[j] > mx)
+                mx = row[j];
+        double sum = 0;
+        for (int64_t j = 0; j < sk; j++) {
+            row[j] = (T)exp((double)(row[j] - mx));
+            sum += row[j];
+        }
+        T inv = (T)(1.0 / sum);
+        for (int64_t j = 0; j < sk; j++)
+            row[j] *= inv;
+    }
+}
+
+static void FN(sdpa_fwd)(const T *q, const T *k, const T *v, T *y, const ct_sdpa_geom *g, const ct_sdpa_mask *m,
+                         T *bufs, int nth) {
+    int64_t nblk = (g->l + CT_SDPA_BLOCK - 1) / CT_SDPA_BLOCK, tasks = g->b * nblk;
+    (void)nth;
+#ifdef CT_HAVE_OPENMP
+#pragma omp parallel for schedule(dynamic) num_threads(nth) if (nth > 1)
+#endif
+    for (int64_t t = 0; t < tasks; t++) {
+        int tid = 0;
+#ifdef CT_HAVE_OPENMP
+        tid = omp_get_thread_num();
+#endif
+        int64_t b = t / nblk, q0 = (t % nblk) * CT_SDPA_BLOCK;
+        int64_t bq = g->l - q0 < CT_SDPA_BLOCK ? g->l - q0 : CT_SDPA_BLOCK;
+        /* causal: keys past the block's last query get zero weight; skip them */
+        int64_t sk = m->causal && q0 + bq < g->s ? q0 + bq : g->s;
+        T *p = bufs + (size_t)tid * CT_SDPA_BLOCK * (size_t)g->s;
+        FN(sdpa_probs)(q, k, g, m, b, q0, bq, sk, p);
+        ct_cpu_gemm(WD, false, false, bq, g->ev, sk, 1.0, p, sk, v + b * g->s * g->ev, g->ev, 0.0,
+                    y + (b * g->l + q0) * g->ev, g->ev);
+    }
+}
+
+/* Per batch: recompute each block's probabilities P, then
+ *   dV += P^T dY,  dP = dY V^T,  dS = P (dP - rowsum(P dP)),
+ *   dQ = scale dS K,  dK += scale dS^T Q. */
+static void FN(sdpa_bwd)(const T *gy, const T *q, const T *k, const T *v, T *gq, T *gk, T *gv,
+                         const ct_sdpa_geom *g, const ct_sdpa_mask *m, T *bufs, int nth) {
+    (void)nth;
+#ifdef CT_HAVE_OPENMP
+#pragma omp parallel for schedule(dynamic) num_threads(nth) if (nth > 1)
+#endif
+    for (int64_t b = 0; b < g->b; b++) {
+        int tid = 0;
+#ifdef CT_HAVE_OPENMP
+        tid = omp_get_thread_num();
+#endif
+        T *p = bufs + (size_t)tid * 2 * CT_SDPA_BLOCK * (size_t)g->s, *dp = p + CT_SDPA_BLOCK * g->s;
+        const T *kb = k + b * g->s * g->e, *vb = v + b * g->s * g->ev;
+        T *gkb = gk + b * g->s * g->e, *gvb = gv + b * g->s * g->ev;
+        for (int64_t q0 = 0; q0 < g->l; q0 += CT_SDPA_BLOCK) {
+            int64_t bq = g->l - q0 < CT_SDPA_BLOCK ? g->l - q0 : CT_SDPA_BLOCK;
+            int64_t sk = m->causal && q0 + bq < g->s ? q0 + bq : g->s;
+            const T *gyb = gy + (b * g->l + q0) * g->ev, *qb = q + (b * g->l + q0) * g->e;
+            FN(sdpa_probs)(q, k, g, m, b, q0, bq, sk, p);
+            ct_cpu_gemm(WD, true, false, sk, g->ev, bq, 1.0, p, sk, gyb, g->ev, 1.0, gvb, g->ev);
+            ct_cpu_gemm(WD, false, true, bq, sk, g->ev, 1.0, gyb, g->ev, vb, g->ev, 0.0, dp, sk);
+            for (int64_t i = 0; i < bq; i++) {
+                T *pr = p + i * sk, *dr = dp + i * sk;
+                double d = 0;
+                for (int64_t j = 0; j < sk; j++)
+                    d += (double)pr[j] * dr[j];
+                for (int64_t j = 0; j < sk; j++)
+                    dr[j] = pr[j] * (dr[j] - (T)d);
+            }
+            ct_cpu_gemm(WD, false, false, bq, g->e, sk, m->scale, dp, sk, kb, g->e, 0.0, gq + (b * g->l + q0) * g->e,
+                        g->e);
+            ct_cpu_gemm(WD, true, false, sk, g->e, bq, m->scale, dp, sk, qb, g->e, 1.0, gkb, g->e);
+        }
+    }
+}
+
+/* ------------------------------------------------------------------ nll_loss */
+
+/* Returns the index of an out-of-range target, or -1. */
+static int64_t FN(nll_fwd)(const T *x, const int64_t *t, const T *w, T *out, const ct_nll_geom *g, int reduction,
+                           int64_t ignore, double *total_w) {
+    double acc = 0, tw = 0;
+    for (int64_t i = 0; i < g->n; i++)
+        for (int64_t j = 0; j < g->inner; j++) {
+            int64_t c = t[i * g->inner + j];
+            double v = 0;
+            if (c != ignore) {
+                if (c < 0 || c >= g->c)
+                    return i * g->inner + j;
+                double wc = w ? (double)w[c] : 1.0;
+                v = -wc * (double)x[(i * g->c + c) * g->inner + j];
+                tw += wc;
+            }
+            if (reduction == CT_REDUCTION_NONE)
+                out[i * g->inner + j] = (T)v;
+            else
+                acc += v;
+        }
+    if (reduction == CT_REDUCTION_SUM)
+        out[0] = (T)acc;
+    else if (reduction == CT_REDUCTION_MEAN)
+        out[0] = (T)(acc / tw);
+    *total_w = tw;
+    return -1;
+}
+
+static int64_t FN(nll_bwd)(const T *gy, const int64_t *t, const T *w, T *gx, const ct_nll_geom *g, int reduction,
+                           int64_t ignore) {
+    double tw = 0;
+    if (reduction == CT_REDUCTION_MEAN)
+        for (int64_t i = 0; i < g->n * g->inner; i++) {
+            int64_t c = t[i];
+            if (c == ignore)
+                continue;
+            if (c < 0 || c >= g->c)
+                return i;
+            tw += w ? (double)w[c] : 1.0;
+        }
+    for (int64_t i = 0; i < g->n; i++)
+        for (int64_t j = 0; j < g->inner; j++) {
+            int64_t c = t[i * g->inner + j];
+            if (c == ignore)
+                continue;
+            if (c < 0 || c >= g->c)
+                return i * g->inner + j;
+            double wc = w ? (double)w[c] : 1.0;
+            double go = reduction == CT_REDUCTION_NONE ? (double)gy[i * g->inner + j] : (double)gy[0];
+            if (reduction == CT_REDUCTION_MEAN)
+                go /= tw;
+            gx[(i * g->c + c) * g->inner + j] = (T)(-wc * go);
+        }
+    return -1;
+}
+
+/* ------------------------------------------------------------------ embedding */
+
+static int64_t FN(embedding_bwd)(const T *gy, const ct_tensor *idx, T *gw, int64_t num, int64_t dim, int64_t pad) {
+    int64_t n = idx->numel;
+    const char *ip = ct_tensor_data(idx);
+    for (int64_t i = 0; i < n; i++) {
+        int64_t r = idx->dtype == CT_DTYPE_INT64 ? ((const int64_t *)ip)[i] : ((const int32_t *)ip)[i];
+        if (r < 0 || r >= num)
+            return i;
+        if (r == pad)
+            continue;
+        T *dst = gw + r * dim;
+        const T *src = gy + i * dim;
+        for (int64_t j = 0; j < dim; j++)
+            dst[j] += src[j];
+    }
+    return -1;
+}

@@ -1,0 +1,67 @@
+/* Run-time choice of the vector math ISA (see vecmath.h). */
+#include "cpu/vecmath.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(CT_HAVE_SLEEF) && defined(__x86_64__) && defined(__GNUC__)
+#define CT_VM_X86 1
+#endif
+
+enum { ISA_UNSET = -1, ISA_SCALAR = 0, ISA_AVX2 = 1, ISA_AVX512 = 2 };
+
+static int isa_state = ISA_UNSET;
+
+static int detect(void) {
+    int best = ISA_SCALAR;
+#ifdef CT_VM_X86
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        best = ISA_AVX2;
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq"))
+        best = ISA_AVX512;
+#endif
+    const char *cap = getenv("CT_CPU_ISA");
+    if (cap) {
+        int want = strcmp(cap, "scalar") == 0 ? ISA_SCALAR
+                   : strcmp(cap, "avx2") == 0 ? ISA_AVX2
+                                              : ISA_AVX512;
+        if (want < best)
+            best = want;
+    }
+    return best;
+}
+
+static int isa(void) {
+    /* Every thread computes the same answer, so a race only repeats the work. */
+    int v = __atomic_load_n(&isa_state, __ATOMIC_RELAXED);
+    if (v == ISA_UNSET) {
+        v = detect();
+        __atomic_store_n(&isa_state, v, __ATOMIC_RELAXED);
+    }
+    return v;
+}
+
+ct_vm_f32_fn ct_vm_get(ct_vm_op op) {
+#ifdef CT_VM_X86
+    switch (isa()) {
+    case ISA_AVX512: return ct_vm_avx512[op];
+    case ISA_AVX2: return ct_vm_avx2[op];
+    default: return NULL;
+    }
+#else
+    (void)op;
+    (void)isa;
+    return NULL;
+#endif
+}
+
+const char *ct_vm_isa(void) {
+#ifdef CT_VM_X86
+    int v = isa();
+    return v == ISA_AVX512 ? "avx512" : v == ISA_AVX2 ? "avx2" : "scalar";
+#else
+    (void)isa;
+    return "scalar";
+#endif
+}

@@ -1,0 +1,51 @@
+/* Body of vecmath_avx2.c / vecmath_avx512.c: one routine per ct_vm_op from SLEEF's
+ * functions for one ISA. Before including, define VEC (the vector type), W (floats per
+ * vector), LOAD/STORE, SL(name) (SLEEF's name for that ISA) and TABLE.
+ *
+ * The tail goes through a padded buffer and the same vector function, so an element's
+ * result does not depend on where a row or a thread's chunk happens to end. */
+#include <string.h>
+
+#define CT_VM_DEF(fname, SLEEF_FN)                                        \
+    static void fname(float *out, const float *in, int64_t n) {          \
+        int64_t i = 0;                                                    \
+        for (; i + W <= n; i += W)                                        \
+            STORE(out + i, SLEEF_FN(LOAD(in + i)));                       \
+        if (i < n) {                                                      \
+            float buf[W] = {0};                                           \
+            memcpy(buf, in + i, (size_t)(n - i) * sizeof(float));         \
+            STORE(buf, SLEEF_FN(LOAD(buf)));                              \
+            memcpy(out + i, buf, (size_t)(n - i) * sizeof(float));        \
+        }                                                                 \
+    }
+
+CT_VM_DEF(vm_exp, SL(exp, u10))
+CT_VM_DEF(vm_exp2, SL(exp2, u10))
+CT_VM_DEF(vm_expm1, SL(expm1, u10))
+CT_VM_DEF(vm_log, SL(log, u10))
+CT_VM_DEF(vm_log2, SL(log2, u10))
+CT_VM_DEF(vm_log10, SL(log10, u10))
+CT_VM_DEF(vm_log1p, SL(log1p, u10))
+CT_VM_DEF(vm_sin, SL(sin, u10))
+CT_VM_DEF(vm_cos, SL(cos, u10))
+CT_VM_DEF(vm_tan, SL(tan, u10))
+CT_VM_DEF(vm_asin, SL(asin, u10))
+CT_VM_DEF(vm_acos, SL(acos, u10))
+CT_VM_DEF(vm_atan, SL(atan, u10))
+CT_VM_DEF(vm_sinh, SL(sinh, u10))
+CT_VM_DEF(vm_cosh, SL(cosh, u10))
+CT_VM_DEF(vm_tanh, SL(tanh, u10))
+CT_VM_DEF(vm_asinh, SL(asinh, u10))
+CT_VM_DEF(vm_acosh, SL(acosh, u10))
+CT_VM_DEF(vm_atanh, SL(atanh, u10))
+CT_VM_DEF(vm_erf, SL(erf, u10))
+CT_VM_DEF(vm_erfc, SL(erfc, u15))
+
+const ct_vm_f32_fn TABLE[CT_VM_COUNT] = {
+    [CT_VM_EXP] = vm_exp,     [CT_VM_EXP2] = vm_exp2,   [CT_VM_EXPM1] = vm_expm1, [CT_VM_LOG] = vm_log,
+    [CT_VM_LOG2] = vm_log2,   [CT_VM_LOG10] = vm_log10, [CT_VM_LOG1P] = vm_log1p, [CT_VM_SIN] = vm_sin,
+    [CT_VM_COS] = vm_cos,     [CT_VM_TAN] = vm_tan,     [CT_VM_ASIN] = vm_asin,   [CT_VM_ACOS] = vm_acos,
+    [CT_VM_ATAN] = vm_atan,   [CT_VM_SINH] = vm_sinh,   [CT_VM_COSH] = vm_cosh,   [CT_VM_TANH] = vm_tanh,
+    [CT_VM_ASINH] = vm_asinh, [CT_VM_ACOSH] = vm_acosh, [CT_VM_ATANH] = vm_atanh, [CT_VM_ERF] = vm_erf,
+    [CT_VM_ERFC] = vm_erfc,
+};

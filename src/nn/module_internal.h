@@ -1,0 +1,15 @@
+/* Helpers for the module families. */
+#ifndef CT_NN_MODULE_INTERNAL_H
+#define CT_NN_MODULE_INTERNAL_H
+
+#include "ctorch.h"
+
+/* The dtype a layer is made in: floating, CT_DTYPE_UNDEFINED meaning the default. */
+ct_status ct_nn_layer_dtype(const char *op, ct_dtype *dtype);
+/* A module with a ctx of size bytes (zeroed, freed with the module); NULL on error. */
+ct_module *ct_nn_module_with_ctx(const char *type, ct_module_forward_fn forward, size_t size);
+/* Makes a tensor of shape, registers it as parameter name of m (m keeps the only
+ * reference) and returns it borrowed; NULL on error. */
+ct_tensor *ct_nn_new_param(ct_module *m, const char *name, const int64_t *shape, int ndim, ct_dtype dtype);
+
+#endif

@@ -1,0 +1,132 @@
+/* BatchNorm2d, LayerNorm, RMSNorm. */
+#include <string.h>
+
+#include "ctorch.h"
+#include "error.h"
+#include "nn/module_internal.h"
+
+/* ------------------------------------------------------------------ BatchNorm2d */
+
+typedef struct bn_ctx {
+    double eps, momentum;
+    bool track;
+} bn_ctx;
+
+static ct_tensor *batchnorm_forward(ct_module *m, const ct_tensor *x) {
+    bn_ctx *c = ct_module_ctx(m);
+    if (ct_tensor_dim(x) != 4) {
+        ct_error(CT_ERROR_VALUE, "BatchNorm2d", "expected 4D input (got %dD input)", ct_tensor_dim(x));
+        return NULL;
+    }
+    bool training = ct_module_is_training(m);
+    ct_tensor *rm = ct_module_buffer(m, "running_mean"), *rv = ct_module_buffer(m, "running_var");
+    if (training && c->track) {
+        ct_tensor *nbt = ct_module_buffer(m, "num_batches_tracked");
+        ct_scope_begin();
+        ct_tensor *r = ct_add_scalar_(nbt, ct_scalar_int(1));
+        ct_scope_end();
+        if (!r)
+            return NULL;
+    }
+    /* batch statistics in training, or when there are no running ones */
+    bool use_batch = training || !rm;
+    return ct_batch_norm(x, !training || c->track ? rm : NULL, !training || c->track ? rv : NULL,
+                         ct_module_param(m, "weight"), ct_module_param(m, "bias"), use_batch, c->momentum, c->eps);
+}
+
+ct_module *ct_nn_batch_norm2d(int64_t num_features, double eps, double momentum, bool affine,
+                              bool track_running_stats, ct_dtype dtype) {
+    const char *op = "BatchNorm2d";
+    if (num_features <= 0) {
+        ct_error(CT_ERROR_VALUE, op, "num_features must be positive, got %lld", (long long)num_features);
+        return NULL;
+    }
+    if (ct_nn_layer_dtype(op, &dtype))
+        return NULL;
+    ct_module *m = ct_nn_module_with_ctx(op, batchnorm_forward, sizeof(bn_ctx));
+    if (!m)
+        return NULL;
+    bn_ctx *c = ct_module_ctx(m);
+    c->eps = eps;
+    c->momentum = momentum;
+    c->track = track_running_stats;
+    ct_scope_begin();
+    bool ok = true;
+    if (affine) {
+        ct_tensor *w = ct_nn_new_param(m, "weight", CT_SHAPE(num_features), dtype);
+        ct_tensor *b = w ? ct_nn_new_param(m, "bias", CT_SHAPE(num_features), dtype) : NULL;
+        ok = w && b && ct_init_ones_(w) && ct_init_zeros_(b);
+    }
+    if (ok && track_running_stats)
+        ok = !ct_module_register_buffer(m, "running_mean", ct_zeros(CT_SHAPE(num_features), dtype, CT_CPU)) &&
+             !ct_module_register_buffer(m, "running_var", ct_ones(CT_SHAPE(num_features), dtype, CT_CPU)) &&
+             !ct_module_register_buffer(m, "num_batches_tracked", ct_zeros(NULL, 0, CT_I64, CT_CPU));
+    ct_scope_end();
+    if (!ok) {
+        ct_module_free(m);
+        return NULL;
+    }
+    return m;
+}
+
+/* ------------------------------------------------------------------ LayerNorm, RMSNorm */
+
+typedef struct ln_ctx {
+    int64_t shape[8];
+    int n;
+    double eps;
+} ln_ctx;
+
+static ct_tensor *layernorm_forward(ct_module *m, const ct_tensor *x) {
+    ln_ctx *c = ct_module_ctx(m);
+    return ct_layer_norm(x, c->shape, c->n, ct_module_param(m, "weight"), ct_module_param(m, "bias"), c->eps);
+}
+
+static ct_tensor *rmsnorm_forward(ct_module *m, const ct_tensor *x) {
+    ln_ctx *c = ct_module_ctx(m);
+    return ct_rms_norm(x, c->shape, c->n, ct_module_param(m, "weight"), c->eps);
+}
+
+static ct_module *norm_module(const char *op, ct_module_forward_fn fwd, const int64_t *shape, int n, double eps,
+                              bool affine, bool has_bias, ct_dtype dtype) {
+    if (!shape || n < 1 || n > 8) {
+        ct_error(CT_ERROR_VALUE, op, "normalized_shape must have between 1 and 8 sizes");
+        return NULL;
+    }
+    for (int i = 0; i < n; i++)
+        if (shape[i] < 0) {
+            ct_error(CT_ERROR_VALUE, op, "normalized_shape sizes must be non-negative");
+            return NULL;
+        }
+    if (ct_nn_layer_dtype(op, &dtype))
+        return NULL;
+    ct_module *m = ct_nn_module_with_ctx(op, fwd, sizeof(ln_ctx));
+    if (!m)
+        return NULL;
+    ln_ctx *c = ct_module_ctx(m);
+    memcpy(c->shape, shape, sizeof(int64_t) * (size_t)n);
+    c->n = n;
+    c->eps = eps;
+    if (affine) {
+        ct_scope_begin();
+        ct_tensor *w = ct_nn_new_param(m, "weight", shape, n, dtype);
+        ct_tensor *b = w && has_bias ? ct_nn_new_param(m, "bias", shape, n, dtype) : NULL;
+        bool ok = w && ct_init_ones_(w) && (!has_bias || (b && ct_init_zeros_(b)));
+        ct_scope_end();
+        if (!ok) {
+            ct_module_free(m);
+            return NULL;
+        }
+    }
+    return m;
+}
+
+ct_module *ct_nn_layer_norm(const int64_t *normalized_shape, int n, double eps, bool elementwise_affine,
+                            ct_dtype dtype) {
+    return norm_module("LayerNorm", layernorm_forward, normalized_shape, n, eps, elementwise_affine, true, dtype);
+}
+
+ct_module *ct_nn_rms_norm(const int64_t *normalized_shape, int n, double eps, bool elementwise_affine,
+                          ct_dtype dtype) {
+    return norm_module("RMSNorm", rmsnorm_forward, normalized_shape, n, eps, elementwise_affine, false, dtype);
+}

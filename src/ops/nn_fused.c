@@ -1,0 +1,781 @@
+/* The fused nn kernels: argument checks and shape rules (shared by every backend), the
+ * META kernels and the public wrappers. The CPU loops are in src/cpu/nn_fused.c. */
+#include "ops/nn_fused.h"
+
+#include <float.h>
+#include <math.h>
+#include <string.h>
+
+#include "cpu/loops.h"
+#include "ctorch/nn.h"
+#include "dispatch/dispatch_internal.h"
+
+static ct_status need_float(const char *op, const ct_tensor *t) {
+    if (!ct_dtype_is_floating(t->dtype))
+        return ct_error(CT_ERROR_TYPE, op, "\"%s\" not implemented for '%s'", op, ct_dtype_name(t->dtype));
+    return CT_OK;
+}
+
+static ct_status same_device(const char *op, const ct_tensor *const *ts, int n) {
+    const ct_tensor *first = NULL;
+    for (int i = 0; i < n; i++) {
+        if (!ts[i])
+            continue;
+        if (!first)
+            first = ts[i];
+        else if (!ct_device_equal(first->device, ts[i]->device))
+            return ct_error(CT_ERROR_DEVICE, op,
+                            "Expected all tensors to be on the same device, but found at least two devices");
+    }
+    return CT_OK;
+}
+
+/* ------------------------------------------------------------------ avg_pool2d */
+
+ct_status ct_avgpool_check(const ct_tensor *x, const int64_t *ints, ct_avgpool_geom *g) {
+    const char *op = "avg_pool2d";
+    memset(g, 0, sizeof *g);
+    for (int i = 0; i < 2; i++) {
+        g->kernel[i] = ints[i];
+        g->stride[i] = ints[2 + i];
+        g->padding[i] = ints[4 + i];
+    }
+    g->ceil_mode = ints[6] != 0;
+    g->count_include_pad = ints[7] != 0;
+    g->divisor = ints[8];
+    if (x->ndim != 3 && x->ndim != 4)
+        return ct_error(CT_ERROR_VALUE, op, "non-empty 3D or 4D (batch mode) tensor expected for input");
+    for (int i = 0; i < 2; i++) {
+        if (g->kernel[i] <= 0)
+            return ct_error(CT_ERROR_VALUE, op, "kernel size should be greater than zero, but got kH: %lld kW: %lld",
+                            (long long)g->kernel[0], (long long)g->kernel[1]);
+        if (g->stride[i] <= 0)
+            return ct_error(CT_ERROR_VALUE, op, "stride should be greater than zero, but got dH: %lld dW: %lld",
+                            (long long)g->stride[0], (long long)g->stride[1]);
+    }
+    for (int i = 0; i < 2; i++)
+        if (g->padding[i] < 0 || g->padding[i] > g->kernel[i] / 2)
+            return ct_error(CT_ERROR_VALUE, op,
+                            "pad should be smaller than or equal to half of kernel size, but got padW = %lld, padH = "
+                            "%lld, kW = %lld, kH = %lld",
+                            (long long)g->padding[1], (long long)g->padding[0], (long long)g->kernel[1],
+                            (long long)g->kernel[0]);
+    if (g->divisor < 0 || (ints[9] && g->divisor == 0))
+        return ct_error(CT_ERROR_VALUE, op, "divisor must be not zero");
+    ct_status st = need_float(op, x);
+    if (st)
+        return st;
+    g->batched = x->ndim == 4;
+    int o = g->batched ? 1 : 0;
+    g->n = g->batched ? x->shape[0] : 1;
+    g->c = x->shape[o];
+    g->h = x->shape[o + 1];
+    g->w = x->shape[o + 2];
+    int64_t in[2] = {g->h, g->w}, out[2];
+    for (int i = 0; i < 2; i++) {
+        int64_t num = in[i] + 2 * g->padding[i] - g->kernel[i];
+        int64_t extra = g->ceil_mode ? g->stride[i] - 1 : 0;
+        out[i] = num + extra < 0 ? 0 : (num + extra) / g->stride[i] + 1;
+        /* the last window must start inside the input or its left padding */
+        if (g->ceil_mode && out[i] > 0 && (out[i] - 1) * g->stride[i] >= in[i] + g->padding[i])
+            out[i]--;
+    }
+    g->oh = out[0];
+    g->ow = out[1];
+    if (g->oh < 1 || g->ow < 1)
+        return ct_error(CT_ERROR_VALUE, op,
+                        "Given input size: (%lldx%lldx%lld). Calculated output size: (%lldx%lldx%lld). Output size is "
+                        "too small",
+                        (long long)g->c, (long long)g->h, (long long)g->w, (long long)g->c, (long long)g->oh,
+                        (long long)g->ow);
+    return CT_OK;
+}
+
+static void pool_shape(bool batched, int64_t n, int64_t c, int64_t oh, int64_t ow, int64_t *shape, int *nd) {
+    int k = 0;
+    if (batched)
+        shape[k++] = n;
+    shape[k++] = c;
+    shape[k++] = oh;
+    shape[k++] = ow;
+    *nd = k;
+}
+
+/* ------------------------------------------------------------------ adaptive_avg_pool2d */
+
+ct_status ct_adapool_check(const ct_tensor *x, const int64_t *ints, ct_adapool_geom *g) {
+    const char *op = "adaptive_avg_pool2d";
+    memset(g, 0, sizeof *g);
+    if (x->ndim != 3 && x->ndim != 4) {
+        char s[96];
+        return ct_error(CT_ERROR_VALUE, op, "Expected 3D or 4D tensor, but got %s",
+                        ct_shape_str(x->shape, x->ndim, s, sizeof s));
+    }
+    for (int d = 1; d < x->ndim; d++)
+        if (x->shape[d] == 0) {
+            char s[96];
+            return ct_error(CT_ERROR_VALUE, op,
+                            "Expected input to have non-zero size for non-batch dimensions, but input has sizes %s "
+                            "with dimension %d being empty",
+                            ct_shape_str(x->shape, x->ndim, s, sizeof s), d);
+        }
+    if (ints[0] < 0 || ints[1] < 0)
+        return ct_error(CT_ERROR_VALUE, op, "output_size must be non-negative, got (%lld, %lld)", (long long)ints[0],
+                        (long long)ints[1]);
+    ct_status st = need_float(op, x);
+    if (st)
+        return st;
+    g->batched = x->ndim == 4;
+    int o = g->batched ? 1 : 0;
+    g->n = g->batched ? x->shape[0] : 1;
+    g->c = x->shape[o];
+    g->h = x->shape[o + 1];
+    g->w = x->shape[o + 2];
+    g->oh = ints[0];
+    g->ow = ints[1];
+    return CT_OK;
+}
+
+/* ------------------------------------------------------------------ rms_norm */
+
+ct_status ct_rmsnorm_check(const ct_call *call, const ct_tensor *x, const ct_tensor *w, ct_rmsnorm_geom *g) {
+    const char *op = "rms_norm";
+    int k = (int)call->ints[0];
+    const int64_t *ns = &call->ints[1];
+    char a[96], b[96];
+    bool ok = k >= 1 && k <= x->ndim;
+    for (int i = 0; ok && i < k; i++)
+        ok = x->shape[x->ndim - k + i] == ns[i];
+    if (!ok) {
+        /* "[*, 3, 4]": the normalized shape's sizes after a star */
+        char inner[96];
+        ct_shape_str(ns, k, inner, sizeof inner);
+        inner[strlen(inner) - 1] = 0;
+        return ct_error(CT_ERROR_VALUE, op,
+                        "Given normalized_shape=%s, expected input with shape [*%s%s], but got input of size%s",
+                        ct_shape_str(ns, k, a, sizeof a), k ? ", " : "", inner + 1,
+                        ct_shape_str(x->shape, x->ndim, b, sizeof b));
+    }
+    if (w) {
+        bool same = w->ndim == k;
+        for (int i = 0; same && i < k; i++)
+            same = w->shape[i] == ns[i];
+        if (!same)
+            return ct_error(CT_ERROR_VALUE, op, "Expected weight to be of same shape as normalized_shape, but got "
+                            "weight of shape %s and normalized_shape = %s",
+                            ct_shape_str(w->shape, w->ndim, a, sizeof a), ct_shape_str(ns, k, b, sizeof b));
+        if (w->dtype != x->dtype)
+            return ct_error(CT_ERROR_TYPE, op, "expected weight to have dtype %s, but got %s",
+                            ct_dtype_name(x->dtype), ct_dtype_name(w->dtype));
+    }
+    ct_status st = need_float(op, x);
+    if (st)
+        return st;
+    g->cols = 1;
+    for (int i = 0; i < k; i++)
+        g->cols *= ns[i];
+    g->rows = g->cols ? x->numel / g->cols : 0;
+    g->eps = ct_scalar_to_double(call->s[0]);
+    return CT_OK;
+}
+
+/* ------------------------------------------------------------------ attention */
+
+ct_status ct_sdpa_check(const char *op, const ct_tensor *q, const ct_tensor *k, const ct_tensor *v,
+                        const ct_tensor *mask, bool is_causal, ct_sdpa_geom *g) {
+    memset(g, 0, sizeof *g);
+    if (q->ndim < 2 || k->ndim != q->ndim || v->ndim != q->ndim)
+        return ct_error(CT_ERROR_VALUE, op,
+                        "Expected query, key and value to have the same number of dimensions (at least 2), but got "
+                        "query.dim()=%d, key.dim()=%d and value.dim()=%d",
+                        q->ndim, k->ndim, v->ndim);
+    int nd = q->ndim;
+    for (int d = 0; d < nd - 2; d++)
+        if (k->shape[d] != q->shape[d] || v->shape[d] != q->shape[d]) {
+            char a[96], b[96], c[96];
+            return ct_error(CT_ERROR_VALUE, op,
+                            "Expected query, key and value to have the same batch dimensions, but got query %s, key "
+                            "%s and value %s",
+                            ct_shape_str(q->shape, nd, a, sizeof a), ct_shape_str(k->shape, nd, b, sizeof b),
+                            ct_shape_str(v->shape, nd, c, sizeof c));
+        }
+    g->l = q->shape[nd - 2];
+    g->e = q->shape[nd - 1];
+    g->s = k->shape[nd - 2];
+    g->ev = v->shape[nd - 1];
+    if (k->shape[nd - 1] != g->e)
+        return ct_error(CT_ERROR_VALUE, op, "Expected key's last dimension (%lld) to match query's (%lld)",
+                        (long long)k->shape[nd - 1], (long long)g->e);
+    if (v->shape[nd - 2] != g->s)
+        return ct_error(CT_ERROR_VALUE, op, "Expected key and value to have the same sequence length, got %lld and %lld",
+                        (long long)g->s, (long long)v->shape[nd - 2]);
+    if (k->dtype != q->dtype || v->dtype != q->dtype)
+        return ct_error(CT_ERROR_TYPE, op,
+                        "Expected query, key, and value to have the same dtype, but got query.dtype: %s key.dtype: %s "
+                        "and value.dtype: %s instead.",
+                        ct_dtype_name(q->dtype), ct_dtype_name(k->dtype), ct_dtype_name(v->dtype));
+    ct_status st = need_float(op, q);
+    if (st)
+        return st;
+    if (mask) {
+        if (is_causal)
+            return ct_error(CT_ERROR_VALUE, op, "Explicit attn_mask should not be set when is_causal=True");
+        if (mask->dtype != CT_DTYPE_BOOL && !ct_dtype_is_floating(mask->dtype))
+            return ct_error(CT_ERROR_TYPE, op, "Expected attn_mask dtype to be bool or float, but got %s",
+                            ct_dtype_name(mask->dtype));
+        /* broadcastable to (..., L, S) */
+        bool ok = mask->ndim <= nd;
+        for (int i = 0; ok && i < mask->ndim; i++) {
+            int64_t want = i == mask->ndim - 1 ? g->s : i == mask->ndim - 2 ? g->l : q->shape[nd - mask->ndim + i];
+            ok = mask->shape[i] == 1 || mask->shape[i] == want;
+        }
+        if (!ok) {
+            char a[96];
+            return ct_error(CT_ERROR_VALUE, op, "attn_mask of shape %s cannot be broadcast to (..., %lld, %lld)",
+                            ct_shape_str(mask->shape, mask->ndim, a, sizeof a), (long long)g->l, (long long)g->s);
+        }
+    }
+    const ct_tensor *all[4] = {q, k, v, mask};
+    if ((st = same_device(op, all, 4)))
+        return st;
+    g->nbatch = nd - 2;
+    g->b = 1;
+    for (int d = 0; d < nd - 2; d++) {
+        g->batch[d] = q->shape[d];
+        g->b *= q->shape[d];
+    }
+    return CT_OK;
+}
+
+/* ------------------------------------------------------------------ nll_loss */
+
+ct_status ct_nll_check(const ct_tensor *x, const ct_tensor *t, const ct_tensor *w, ct_nll_geom *g) {
+    const char *op = "nll_loss";
+    memset(g, 0, sizeof *g);
+    if (x->ndim < 1)
+        return ct_error(CT_ERROR_VALUE, op, "input tensor should be 1D or 2D");
+    if (t->dtype != CT_DTYPE_INT64)
+        return ct_error(CT_ERROR_TYPE, op, "expected scalar type Long but found %s", ct_dtype_name(t->dtype));
+    ct_status st = need_float(op, x);
+    if (st)
+        return st;
+    g->has_batch = x->ndim >= 2;
+    g->n = g->has_batch ? x->shape[0] : 1;
+    g->c = x->shape[g->has_batch ? 1 : 0];
+    g->inner = 1;
+    if (x->ndim == 1) {
+        if (t->ndim != 0)
+            return ct_error(CT_ERROR_VALUE, op, "0D or 1D target tensor expected, multi-target not supported");
+    } else if (x->ndim == 2) {
+        if (t->ndim != 1)
+            return ct_error(CT_ERROR_VALUE, op, "0D or 1D target tensor expected, multi-target not supported");
+        if (t->shape[0] != x->shape[0])
+            return ct_error(CT_ERROR_VALUE, op, "Expected input batch_size (%lld) to match target batch_size (%lld).",
+                            (long long)x->shape[0], (long long)t->shape[0]);
+    } else {
+        bool ok = t->ndim == x->ndim - 1 && t->shape[0] == x->shape[0];
+        for (int d = 2; ok && d < x->ndim; d++)
+            ok = t->shape[d - 1] == x->shape[d];
+        if (!ok) {
+            int64_t want[CT_MAX_DIMS];
+            want[0] = x->shape[0];
+            for (int d = 2; d < x->ndim; d++)
+                want[d - 1] = x->shape[d];
+            char a[96], b[96];
+            return ct_error(CT_ERROR_VALUE, op, "Expected target size %s, got %s",
+                            ct_shape_str(want, x->ndim - 1, a, sizeof a), ct_shape_str(t->shape, t->ndim, b, sizeof b));
+        }
+        for (int d = 2; d < x->ndim; d++)
+            g->inner *= x->shape[d];
+    }
+    if (w) {
+        if (w->ndim != 1 || w->shape[0] != g->c) {
+            char a[96];
+            return ct_error(CT_ERROR_VALUE, op,
+                            "weight tensor should be defined either for all %lld classes or no classes but got weight "
+                            "tensor of shape: %s",
+                            (long long)g->c, ct_shape_str(w->shape, w->ndim, a, sizeof a));
+        }
+        if (w->dtype != x->dtype)
+            return ct_error(CT_ERROR_TYPE, op, "expected scalar type %s but found %s", ct_dtype_name(x->dtype),
+                            ct_dtype_name(w->dtype));
+    }
+    const ct_tensor *all[3] = {x, t, w};
+    return same_device(op, all, 3);
+}
+
+/* ------------------------------------------------------------------ conv_transpose2d */
+
+ct_status ct_convt_check(const ct_call *call, int64_t *shape, int *nd) {
+    const char *op = "conv_transpose2d";
+    const ct_tensor *x = call->in[0], *w = call->in[1], *b = call->in[2];
+    const int64_t *s = &call->ints[0], *p = &call->ints[2], *op_ = &call->ints[4], *d = &call->ints[6];
+    int64_t groups = call->ints[8];
+    if (x->ndim != 3 && x->ndim != 4)
+        return ct_error(CT_ERROR_VALUE, op,
+                        "Expected 3D (unbatched) or 4D (batched) input to conv_transpose2d, but got input of size: "
+                        "[%d dims]",
+                        x->ndim);
+    if (w->ndim != 4)
+        return ct_error(CT_ERROR_VALUE, op, "weight should have 4 dimensions, got %d", w->ndim);
+    for (int i = 0; i < 2; i++) {
+        if (s[i] <= 0)
+            return ct_error(CT_ERROR_VALUE, op, "non-positive stride is not supported");
+        if (p[i] < 0)
+            return ct_error(CT_ERROR_VALUE, op, "negative padding is not supported");
+        if (d[i] <= 0)
+            return ct_error(CT_ERROR_VALUE, op, "dilation should be greater than zero");
+        if (op_[i] < 0 || (op_[i] >= s[i] && op_[i] >= d[i]))
+            return ct_error(CT_ERROR_VALUE, op,
+                            "output padding must be smaller than either stride or dilation, but got "
+                            "output_padding_height: %lld output_padding_width: %lld stride_height: %lld stride_width: "
+                            "%lld dilation_height: %lld dilation_width: %lld",
+                            (long long)op_[0], (long long)op_[1], (long long)s[0], (long long)s[1], (long long)d[0],
+                            (long long)d[1]);
+    }
+    if (groups <= 0)
+        return ct_error(CT_ERROR_VALUE, op, "non-positive groups is not supported");
+    int o = x->ndim == 4 ? 1 : 0;
+    int64_t c = x->shape[o];
+    if (w->shape[0] != c) {
+        char a[96], bb[96];
+        return ct_error(CT_ERROR_VALUE, op,
+                        "Given transposed=1, weight of size %s, expected input%s to have %lld channels, but got %lld "
+                        "channels instead",
+                        ct_shape_str(w->shape, 4, a, sizeof a), ct_shape_str(x->shape, x->ndim, bb, sizeof bb),
+                        (long long)w->shape[0], (long long)c);
+    }
+    if (c % groups != 0)
+        return ct_error(CT_ERROR_VALUE, op, "in_channels must be divisible by groups");
+    int64_t oc = w->shape[1] * groups;
+    if (b && (b->ndim != 1 || b->shape[0] != oc))
+        return ct_error(CT_ERROR_VALUE, op, "bias should be a 1-D tensor of size %lld", (long long)oc);
+    if (w->dtype != x->dtype || (b && b->dtype != x->dtype))
+        return ct_error(CT_ERROR_TYPE, op, "Input type (%s) and weight type (%s) should be the same",
+                        ct_dtype_name(x->dtype), ct_dtype_name(b && b->dtype != x->dtype ? b->dtype : w->dtype));
+    ct_status st = need_float(op, x);
+    if (st)
+        return st;
+    const ct_tensor *all[3] = {x, w, b};
+    if ((st = same_device(op, all, 3)))
+        return st;
+    int64_t oh = (x->shape[o + 1] - 1) * s[0] - 2 * p[0] + d[0] * (w->shape[2] - 1) + op_[0] + 1;
+    int64_t ow = (x->shape[o + 2] - 1) * s[1] - 2 * p[1] + d[1] * (w->shape[3] - 1) + op_[1] + 1;
+    if (oh <= 0 || ow <= 0)
+        return ct_error(CT_ERROR_VALUE, op, "Given input size per channel: (%lld x %lld). Calculated output size per "
+                        "channel: (%lld x %lld). Output size is too small",
+                        (long long)x->shape[o + 1], (long long)x->shape[o + 2], (long long)oh, (long long)ow);
+    pool_shape(o == 1, o ? x->shape[0] : 1, oc, oh, ow, shape, nd);
+    return CT_OK;
+}
+
+/* ------------------------------------------------------------------ embedding */
+
+ct_status ct_embedding_check(const ct_tensor *w, const ct_tensor *idx) {
+    const char *op = "embedding";
+    if (idx->dtype != CT_DTYPE_INT64 && idx->dtype != CT_DTYPE_INT32)
+        return ct_error(CT_ERROR_TYPE, op,
+                        "Expected tensor for argument #1 'indices' to have one of the following scalar types: Long, "
+                        "Int; but got %s instead (while checking arguments for embedding)",
+                        ct_dtype_name(idx->dtype));
+    if (w->ndim != 2)
+        return ct_error(CT_ERROR_VALUE, op, "'weight' must be 2-D");
+    if (idx->ndim + 1 > CT_MAX_DIMS)
+        return ct_error(CT_ERROR_VALUE, op, "indices have too many dimensions (%d)", idx->ndim);
+    const ct_tensor *all[2] = {w, idx};
+    return same_device(op, all, 2);
+}
+
+/* ------------------------------------------------------------------ META kernels */
+
+static ct_status set_meta(ct_call *call, int i, const int64_t *shape, int nd, ct_dtype dt) {
+    ct_tensor *o = ct_empty(shape, nd, dt, CT_META);
+    return o ? ct_call_set_output(call, i, o) : ct_last_status();
+}
+
+ct_status ct_meta_conv_transpose2d(ct_keyset ks, ct_call *call, void *ud) {
+    (void)ks, (void)ud;
+    int64_t shape[4];
+    int nd;
+    ct_status st = ct_convt_check(call, shape, &nd);
+    return st ? st : set_meta(call, 0, shape, nd, call->in[0]->dtype);
+}
+
+ct_status ct_meta_avg_pool2d(ct_keyset ks, ct_call *call, void *ud) {
+    (void)ks, (void)ud;
+    ct_avgpool_geom g;
+    ct_status st = ct_avgpool_check(call->in[0], call->ints, &g);
+    if (st)
+        return st;
+    int64_t shape[4];
+    int nd;
+    pool_shape(g.batched, g.n, g.c, g.oh, g.ow, shape, &nd);
+    return set_meta(call, 0, shape, nd, call->in[0]->dtype);
+}
+
+static ct_status meta_like(ct_call *call, int i, const ct_tensor *t) {
+    return set_meta(call, i, t->shape, t->ndim, t->dtype);
+}
+
+ct_status ct_meta_avg_pool2d_backward(ct_keyset ks, ct_call *call, void *ud) {
+    (void)ks, (void)ud;
+    return meta_like(call, 0, call->in[1]);
+}
+
+ct_status ct_meta_adaptive_avg_pool2d(ct_keyset ks, ct_call *call, void *ud) {
+    (void)ks, (void)ud;
+    ct_adapool_geom g;
+    ct_status st = ct_adapool_check(call->in[0], call->ints, &g);
+    if (st)
+        return st;
+    int64_t shape[4];
+    int nd;
+    pool_shape(g.batched, g.n, g.c, g.oh, g.ow, shape, &nd);
+    return set_meta(call, 0, shape, nd, call->in[0]->dtype);
+}
+
+ct_status ct_meta_adaptive_avg_pool2d_backward(ct_keyset ks, ct_call *call, void *ud) {
+    (void)ks, (void)ud;
+    return meta_like(call, 0, call->in[1]);
+}
+
+ct_status ct_meta_rms_norm(ct_keyset ks, ct_call *call, void *ud) {
+    (void)ks, (void)ud;
+    ct_rmsnorm_geom g;
+    ct_status st = ct_rmsnorm_check(call, call->in[0], call->in[1], &g);
+    return st ? st : meta_like(call, 0, call->in[0]);
+}
+
+ct_status ct_meta_rms_norm_backward(ct_keyset ks, ct_call *call, void *ud) {
+    (void)ks, (void)ud;
+    ct_rmsnorm_geom g;
+    ct_status st = ct_rmsnorm_check(call, call->in[1], call->in[2], &g);
+    if (st)
+        return st;
+    if ((st = meta_like(call, 0, call->in[1])))
+        return st;
+    return call->in[2] ? meta_like(call, 1, call->in[2]) : CT_OK;
+}
+
+static void sdpa_out_shape(const ct_sdpa_geom *g, int64_t last, int64_t *shape, int *nd) {
+    memcpy(shape, g->batch, sizeof(int64_t) * (size_t)g->nbatch);
+    shape[g->nbatch] = g->l;
+    shape[g->nbatch + 1] = last;
+    *nd = g->nbatch + 2;
+}
+
+ct_status ct_meta_scaled_dot_product_attention(ct_keyset ks, ct_call *call, void *ud) {
+    (void)ks, (void)ud;
+    ct_sdpa_geom g;
+    ct_status st = ct_sdpa_check("scaled_dot_product_attention", call->in[0], call->in[1], call->in[2], call->in[3],
+                                 call->ints[0] != 0, &g);
+    if (st)
+        return st;
+    int64_t shape[CT_MAX_DIMS];
+    int nd;
+    sdpa_out_shape(&g, g.ev, shape, &nd);
+    return set_meta(call, 0, shape, nd, call->in[0]->dtype);
+}
+
+ct_status ct_meta_scaled_dot_product_attention_backward(ct_keyset ks, ct_call *call, void *ud) {
+    (void)ks, (void)ud;
+    ct_status st;
+    for (int i = 0; i < 3; i++)
+        if ((st = meta_like(call, i, call->in[1 + i])))
+            return st;
+    return CT_OK;
+}
+
+ct_status ct_meta_embedding(ct_keyset ks, ct_call *call, void *ud) {
+    (void)ks, (void)ud;
+    const ct_tensor *w = call->in[0], *idx = call->in[1];
+    ct_status st = ct_embedding_check(w, idx);
+    if (st)
+        return st;
+    int64_t shape[CT_MAX_DIMS];
+    memcpy(shape, idx->shape, sizeof(int64_t) * (size_t)idx->ndim);
+    shape[idx->ndim] = w->shape[1];
+    return set_meta(call, 0, shape, idx->ndim + 1, w->dtype);
+}
+
+ct_status ct_meta_embedding_backward(ct_keyset ks, ct_call *call, void *ud) {
+    (void)ks, (void)ud;
+    const ct_tensor *g = call->in[0];
+    int64_t shape[2] = {call->ints[0], g->ndim ? g->shape[g->ndim - 1] : 1};
+    return set_meta(call, 0, shape, 2, g->dtype);
+}
+
+ct_status ct_meta_nll_loss(ct_keyset ks, ct_call *call, void *ud) {
+    (void)ks, (void)ud;
+    ct_nll_geom g;
+    ct_status st = ct_nll_check(call->in[0], call->in[1], call->in[2], &g);
+    if (st)
+        return st;
+    if (call->ints[0] == CT_REDUCTION_NONE)
+        return set_meta(call, 0, call->in[1]->shape, call->in[1]->ndim, call->in[0]->dtype);
+    return set_meta(call, 0, NULL, 0, call->in[0]->dtype);
+}
+
+ct_status ct_meta_nll_loss_backward(ct_keyset ks, ct_call *call, void *ud) {
+    (void)ks, (void)ud;
+    return meta_like(call, 0, call->in[1]);
+}
+
+ct_status ct_meta_one_hot(ct_keyset ks, ct_call *call, void *ud) {
+    (void)ks, (void)ud;
+    return ct_error(CT_ERROR_NOT_IMPLEMENTED, "one_hot",
+                    "the number of classes depends on the data; one_hot is not available on the meta device");
+}
+
+/* ------------------------------------------------------------------ wrappers */
+
+static void put2(ct_call *c, int at, const int64_t *v, int64_t dflt) {
+    c->ints[at] = v ? v[0] : dflt;
+    c->ints[at + 1] = v ? v[1] : dflt;
+}
+
+ct_tensor *ct_conv_transpose2d(const ct_tensor *input, const ct_tensor *weight, const ct_tensor *bias,
+                               const int64_t stride[2], const int64_t padding[2], const int64_t output_padding[2],
+                               int64_t groups, const int64_t dilation[2]) {
+    CT_CHECK_ARG("conv_transpose2d", input);
+    CT_CHECK_ARG("conv_transpose2d", weight);
+    ct_call c = {.op = CT_OP_conv_transpose2d, .nin = 3, .in = {input, weight, bias}, .nints = 9,
+                 .dtype = CT_DTYPE_UNDEFINED};
+    put2(&c, 0, stride, 1);
+    put2(&c, 2, padding, 0);
+    put2(&c, 4, output_padding, 0);
+    put2(&c, 6, dilation, 1);
+    c.ints[8] = groups;
+    return ct_dispatch_1(&c);
+}
+
+static void avg_ints(ct_call *c, const int64_t kernel[2], const int64_t stride[2], const int64_t padding[2],
+                     bool ceil_mode, bool count_include_pad, int64_t divisor_override) {
+    put2(c, 0, kernel, 1);
+    put2(c, 2, stride ? stride : kernel, 1);
+    put2(c, 4, padding, 0);
+    c->ints[6] = ceil_mode;
+    c->ints[7] = count_include_pad;
+    c->ints[8] = divisor_override;
+    c->ints[9] = divisor_override != 0;
+    c->nints = 10;
+}
+
+ct_tensor *ct_avg_pool2d(const ct_tensor *input, const int64_t kernel[2], const int64_t stride[2],
+                         const int64_t padding[2], bool ceil_mode, bool count_include_pad, int64_t divisor_override) {
+    CT_CHECK_ARG("avg_pool2d", input);
+    if (!kernel) {
+        ct_error(CT_ERROR_NULL_ARGUMENT, "avg_pool2d", "kernel size is NULL");
+        return NULL;
+    }
+    ct_call c = {.op = CT_OP_avg_pool2d, .nin = 1, .in = {input}, .dtype = CT_DTYPE_UNDEFINED};
+    avg_ints(&c, kernel, stride, padding, ceil_mode, count_include_pad, divisor_override);
+    return ct_dispatch_1(&c);
+}
+
+ct_tensor *ct_avg_pool2d_backward(const ct_tensor *grad_output, const ct_tensor *input, const int64_t kernel[2],
+                                  const int64_t stride[2], const int64_t padding[2], bool ceil_mode,
+                                  bool count_include_pad, int64_t divisor_override) {
+    CT_CHECK_ARG("avg_pool2d_backward", grad_output);
+    CT_CHECK_ARG("avg_pool2d_backward", input);
+    if (!kernel) {
+        ct_error(CT_ERROR_NULL_ARGUMENT, "avg_pool2d_backward", "kernel size is NULL");
+        return NULL;
+    }
+    ct_call c = {.op = CT_OP_avg_pool2d_backward, .nin = 2, .in = {grad_output, input}, .dtype = CT_DTYPE_UNDEFINED};
+    avg_ints(&c, kernel, stride, padding, ceil_mode, count_include_pad, divisor_override);
+    return ct_dispatch_1(&c);
+}
+
+ct_tensor *ct_adaptive_avg_pool2d(const ct_tensor *input, const int64_t output_size[2]) {
+    CT_CHECK_ARG("adaptive_avg_pool2d", input);
+    if (!output_size) {
+        ct_error(CT_ERROR_NULL_ARGUMENT, "adaptive_avg_pool2d", "output_size is NULL");
+        return NULL;
+    }
+    ct_call c = {.op = CT_OP_adaptive_avg_pool2d, .nin = 1, .in = {input}, .nints = 2, .dtype = CT_DTYPE_UNDEFINED};
+    put2(&c, 0, output_size, 1);
+    return ct_dispatch_1(&c);
+}
+
+ct_tensor *ct_adaptive_avg_pool2d_backward(const ct_tensor *grad_output, const ct_tensor *input) {
+    CT_CHECK_ARG("adaptive_avg_pool2d_backward", grad_output);
+    CT_CHECK_ARG("adaptive_avg_pool2d_backward", input);
+    ct_call c = {.op = CT_OP_adaptive_avg_pool2d_backward, .nin = 2, .in = {grad_output, input}, .nints = 2,
+                 .dtype = CT_DTYPE_UNDEFINED};
+    int o = grad_output->ndim - 2;
+    c.ints[0] = o >= 0 ? grad_output->shape[o] : 0;
+    c.ints[1] = o >= 0 ? grad_output->shape[o + 1] : 0;
+    return ct_dispatch_1(&c);
+}
+
+static ct_status rms_args(ct_call *c, const ct_tensor *x, const int64_t *normalized_shape, int n, double eps) {
+    if (!normalized_shape && n > 0)
+        return ct_error(CT_ERROR_NULL_ARGUMENT, "rms_norm", "normalized_shape is NULL");
+    if (n < 1 || n > CT_MAX_DIMS)
+        return ct_error(CT_ERROR_VALUE, "rms_norm", "normalized_shape must have between 1 and %d sizes, got %d",
+                        CT_MAX_DIMS, n);
+    c->ints[0] = n;
+    memcpy(&c->ints[1], normalized_shape, sizeof(int64_t) * (size_t)n);
+    c->nints = n + 1;
+    /* eps=None: the machine epsilon of the input's dtype, as torch.rms_norm */
+    if (eps < 0) {
+        switch (x->dtype) {
+        case CT_DTYPE_FLOAT64: eps = DBL_EPSILON; break;
+        case CT_DTYPE_FLOAT16: eps = 0.0009765625; break;
+        case CT_DTYPE_BFLOAT16: eps = 0.0078125; break;
+        default: eps = FLT_EPSILON; break;
+        }
+    }
+    c->s[0] = ct_scalar_float(eps);
+    c->nscalars = 1;
+    return CT_OK;
+}
+
+ct_tensor *ct_rms_norm(const ct_tensor *input, const int64_t *normalized_shape, int n, const ct_tensor *weight,
+                       double eps) {
+    CT_CHECK_ARG("rms_norm", input);
+    ct_call c = {.op = CT_OP_rms_norm, .nin = 2, .in = {input, weight}, .dtype = CT_DTYPE_UNDEFINED};
+    if (rms_args(&c, input, normalized_shape, n, eps))
+        return NULL;
+    return ct_dispatch_1(&c);
+}
+
+ct_status ct_rms_norm_backward(const ct_tensor *grad_output, const ct_tensor *input, const int64_t *normalized_shape,
+                               int n, const ct_tensor *weight, double eps, ct_tensor **grad_input,
+                               ct_tensor **grad_weight) {
+    CT_CHECK_ARG_STATUS("rms_norm_backward", grad_output);
+    CT_CHECK_ARG_STATUS("rms_norm_backward", input);
+    if (grad_weight)
+        *grad_weight = NULL;
+    if (grad_input)
+        *grad_input = NULL;
+    if (!grad_input)
+        return ct_error(CT_ERROR_NULL_ARGUMENT, "rms_norm_backward", "grad_input is NULL");
+    ct_call c = {.op = CT_OP_rms_norm_backward, .nin = 3, .in = {grad_output, input, weight},
+                 .dtype = CT_DTYPE_UNDEFINED};
+    ct_status st = rms_args(&c, input, normalized_shape, n, eps);
+    if (st)
+        return st;
+    if ((st = ct_dispatch(&c)) == CT_OK) {
+        *grad_input = ct_call_take_output(&c, 0);
+        if (grad_weight && weight)
+            *grad_weight = ct_call_take_output(&c, 1);
+    }
+    ct_call_clear_outputs(&c);
+    return st;
+}
+
+static double sdpa_scale(const ct_tensor *q, const double *scale) {
+    int64_t e = q->ndim ? q->shape[q->ndim - 1] : 1;
+    return scale ? *scale : 1.0 / sqrt((double)(e > 0 ? e : 1));
+}
+
+ct_tensor *ct_sdpa_fused(const ct_tensor *q, const ct_tensor *k, const ct_tensor *v, const ct_tensor *attn_mask,
+                         bool is_causal, double scale) {
+    ct_call c = {.op = CT_OP_scaled_dot_product_attention, .nin = 4, .in = {q, k, v, attn_mask}, .nints = 1,
+                 .nscalars = 1, .dtype = CT_DTYPE_UNDEFINED};
+    c.ints[0] = is_causal;
+    c.s[0] = ct_scalar_float(scale);
+    return ct_dispatch_1(&c);
+}
+
+ct_status ct_scaled_dot_product_attention_backward(const ct_tensor *grad_output, const ct_tensor *query,
+                                                   const ct_tensor *key, const ct_tensor *value,
+                                                   const ct_tensor *attn_mask, bool is_causal, const double *scale,
+                                                   ct_tensor **grad_query, ct_tensor **grad_key,
+                                                   ct_tensor **grad_value) {
+    const char *op = "scaled_dot_product_attention_backward";
+    CT_CHECK_ARG_STATUS(op, grad_output);
+    CT_CHECK_ARG_STATUS(op, query);
+    CT_CHECK_ARG_STATUS(op, key);
+    CT_CHECK_ARG_STATUS(op, value);
+    if (!grad_query || !grad_key || !grad_value)
+        return ct_error(CT_ERROR_NULL_ARGUMENT, op, "the gradient outputs must not be NULL");
+    *grad_query = *grad_key = *grad_value = NULL;
+    const ct_tensor *list[1] = {attn_mask};
+    ct_call c = {.op = CT_OP_scaled_dot_product_attention_backward, .nin = 4, .in = {grad_output, query, key, value},
+                 .nints = 1, .nscalars = 1, .dtype = CT_DTYPE_UNDEFINED, .list = list, .nlist = attn_mask ? 1 : 0};
+    c.ints[0] = is_causal;
+    c.s[0] = ct_scalar_float(sdpa_scale(query, scale));
+    ct_status st = ct_dispatch(&c);
+    if (st == CT_OK) {
+        *grad_query = ct_call_take_output(&c, 0);
+        *grad_key = ct_call_take_output(&c, 1);
+        *grad_value = ct_call_take_output(&c, 2);
+    }
+    ct_call_clear_outputs(&c);
+    return st;
+}
+
+ct_tensor *ct_embedding(const ct_tensor *input, const ct_tensor *weight, int64_t padding_idx) {
+    CT_CHECK_ARG("embedding", input);
+    CT_CHECK_ARG("embedding", weight);
+    if (padding_idx != CT_NO_PADDING_IDX && weight->ndim == 2) {
+        int64_t n = weight->shape[0];
+        if (padding_idx >= n || padding_idx < -n) {
+            ct_error(CT_ERROR_VALUE, "embedding", padding_idx >= n ? "Padding_idx must be within num_embeddings"
+                                                                    : "Padding_idx must be within num_embeddings");
+            return NULL;
+        }
+    }
+    ct_call c = {.op = CT_OP_embedding, .nin = 2, .in = {weight, input}, .nints = 1, .dtype = CT_DTYPE_UNDEFINED};
+    c.ints[0] = padding_idx;
+    return ct_dispatch_1(&c);
+}
+
+ct_tensor *ct_embedding_backward(const ct_tensor *grad_output, const ct_tensor *indices, int64_t num_weights,
+                                 int64_t padding_idx) {
+    CT_CHECK_ARG("embedding_backward", grad_output);
+    CT_CHECK_ARG("embedding_backward", indices);
+    ct_call c = {.op = CT_OP_embedding_backward, .nin = 2, .in = {grad_output, indices}, .nints = 2,
+                 .dtype = CT_DTYPE_UNDEFINED};
+    c.ints[0] = num_weights;
+    c.ints[1] = padding_idx;
+    return ct_dispatch_1(&c);
+}
+
+static ct_status check_reduction(const char *op, int r, bool allow_batchmean) {
+    if (r == CT_REDUCTION_NONE || r == CT_REDUCTION_MEAN || r == CT_REDUCTION_SUM ||
+        (allow_batchmean && r == CT_REDUCTION_BATCHMEAN))
+        return CT_OK;
+    return ct_error(CT_ERROR_VALUE, op, "%d is not a valid value for reduction", r);
+}
+
+ct_status ct_nn_check_reduction(const char *op, int r, bool allow_batchmean) {
+    return check_reduction(op, r, allow_batchmean);
+}
+
+ct_tensor *ct_nll_loss(const ct_tensor *input, const ct_tensor *target, const ct_tensor *weight,
+                       ct_reduction reduction, int64_t ignore_index) {
+    CT_CHECK_ARG("nll_loss", input);
+    CT_CHECK_ARG("nll_loss", target);
+    if (check_reduction("nll_loss", reduction, false))
+        return NULL;
+    ct_call c = {.op = CT_OP_nll_loss, .nin = 3, .in = {input, target, weight}, .nints = 2,
+                 .dtype = CT_DTYPE_UNDEFINED};
+    c.ints[0] = reduction;
+    c.ints[1] = ignore_index;
+    return ct_dispatch_1(&c);
+}
+
+ct_tensor *ct_nll_loss_backward(const ct_tensor *grad_output, const ct_tensor *input, const ct_tensor *target,
+                                const ct_tensor *weight, ct_reduction reduction, int64_t ignore_index) {
+    CT_CHECK_ARG("nll_loss_backward", grad_output);
+    CT_CHECK_ARG("nll_loss_backward", input);
+    CT_CHECK_ARG("nll_loss_backward", target);
+    if (check_reduction("nll_loss_backward", reduction, false))
+        return NULL;
+    ct_call c = {.op = CT_OP_nll_loss_backward, .nin = 4, .in = {grad_output, input, target, weight}, .nints = 2,
+                 .dtype = CT_DTYPE_UNDEFINED};
+    c.ints[0] = reduction;
+    c.ints[1] = ignore_index;
+    return ct_dispatch_1(&c);
+}
+
+ct_tensor *ct_one_hot(const ct_tensor *tensor, int64_t num_classes) {
+    CT_CHECK_ARG("one_hot", tensor);
+    ct_call c = {.op = CT_OP_one_hot, .nin = 1, .in = {tensor}, .nints = 1, .dtype = CT_DTYPE_UNDEFINED};
+    c.ints[0] = num_classes;
+    return ct_dispatch_1(&c);
+}

@@ -1,0 +1,61 @@
+/* Shape rules of the fused nn kernels (ops.def, "nn kernels"), shared by the CPU and
+ * META backends. Each *_check validates a call and fills its geometry. */
+#ifndef CT_OPS_NN_FUSED_H
+#define CT_OPS_NN_FUSED_H
+
+#include "dispatch/call.h"
+
+/* avg_pool2d / avg_pool2d_backward (in[0] input; for the backward in[1] is the input).
+ * ints: kernel[2], stride[2], padding[2], ceil_mode, count_include_pad, divisor. */
+typedef struct ct_avgpool_geom {
+    bool batched, ceil_mode, count_include_pad;
+    int64_t n, c, h, w, oh, ow;
+    int64_t kernel[2], stride[2], padding[2], divisor;
+} ct_avgpool_geom;
+ct_status ct_avgpool_check(const ct_tensor *x, const int64_t *ints, ct_avgpool_geom *g);
+
+/* adaptive_avg_pool2d: ints output_size[2]. */
+typedef struct ct_adapool_geom {
+    bool batched;
+    int64_t n, c, h, w, oh, ow;
+} ct_adapool_geom;
+ct_status ct_adapool_check(const ct_tensor *x, const int64_t *ints, ct_adapool_geom *g);
+
+/* rms_norm: in (x, weight or NULL); ints: k, normalized_shape[k]; s[0] eps. */
+typedef struct ct_rmsnorm_geom {
+    int64_t rows, cols;
+    double eps;
+} ct_rmsnorm_geom;
+ct_status ct_rmsnorm_check(const ct_call *call, const ct_tensor *x, const ct_tensor *w, ct_rmsnorm_geom *g);
+
+/* scaled_dot_product_attention: q (..., L, E), k (..., S, E), v (..., S, Ev) with the
+ * same batch dims, mask broadcastable to (..., L, S) or NULL; ints: is_causal;
+ * s[0]: scale. */
+typedef struct ct_sdpa_geom {
+    int nbatch;
+    int64_t batch[CT_MAX_DIMS];
+    int64_t b, l, s, e, ev;
+} ct_sdpa_geom;
+ct_status ct_sdpa_check(const char *op, const ct_tensor *q, const ct_tensor *k, const ct_tensor *v,
+                        const ct_tensor *mask, bool is_causal, ct_sdpa_geom *g);
+
+/* nll_loss: in (input, target, weight or NULL); ints reduction, ignore_index. */
+typedef struct ct_nll_geom {
+    int64_t n, c, inner; /* input viewed as (n, c, inner) */
+    bool has_batch;
+} ct_nll_geom;
+ct_status ct_nll_check(const ct_tensor *x, const ct_tensor *t, const ct_tensor *w, ct_nll_geom *g);
+
+/* conv_transpose2d: in (input, weight, bias or NULL); ints stride[2], padding[2],
+ * output_padding[2], dilation[2], groups. The output shape goes in shape/nd. */
+ct_status ct_convt_check(const ct_call *call, int64_t *shape, int *nd);
+
+ct_status ct_embedding_check(const ct_tensor *w, const ct_tensor *idx);
+
+/* The fused attention kernel (no dropout); ct_scaled_dot_product_attention picks it. */
+ct_tensor *ct_sdpa_fused(const ct_tensor *q, const ct_tensor *k, const ct_tensor *v, const ct_tensor *attn_mask,
+                         bool is_causal, double scale);
+/* An error naming op unless r is a reduction the op takes. */
+ct_status ct_nn_check_reduction(const char *op, int r, bool allow_batchmean);
+
+#endif

@@ -1,0 +1,234 @@
+/* gradcheck (finite differences, float64) of every nn function. Built once autograd
+ * (ctorch/autograd.h) is part of the library; before that it reports a skip. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "testutil.h"
+
+#if __has_include("ctorch/autograd.h")
+
+typedef struct nn_case {
+    const char *name;
+    ct_grad_fn_t fn;
+    int n;                /* differentiable inputs */
+    int64_t shapes[4][5]; /* {ndim, sizes...} per input */
+} nn_case;
+
+#define S(...) {__VA_ARGS__}
+
+static ct_tensor *f_conv_transpose2d(ct_tensor *const *in, int n, void *ud) {
+    (void)n, (void)ud;
+    return ct_conv_transpose2d(in[0], in[1], in[2], CT_INDEX(2, 1), CT_INDEX(1, 0), CT_INDEX(1, 0), 1, NULL);
+}
+static ct_tensor *f_conv_transpose2d_groups(ct_tensor *const *in, int n, void *ud) {
+    (void)n, (void)ud;
+    return ct_conv_transpose2d(in[0], in[1], NULL, NULL, NULL, NULL, 2, CT_INDEX(2, 1));
+}
+static ct_tensor *f_avg_pool(ct_tensor *const *in, int n, void *ud) {
+    (void)n, (void)ud;
+    return ct_avg_pool2d(in[0], CT_INDEX(3, 2), CT_INDEX(2, 2), CT_INDEX(1, 1), true, false, 0);
+}
+static ct_tensor *f_avg_pool_div(ct_tensor *const *in, int n, void *ud) {
+    (void)n, (void)ud;
+    return ct_avg_pool2d(in[0], CT_INDEX(2, 2), NULL, CT_INDEX(1, 0), false, true, 3);
+}
+static ct_tensor *f_adaptive(ct_tensor *const *in, int n, void *ud) {
+    (void)n, (void)ud;
+    return ct_adaptive_avg_pool2d(in[0], CT_INDEX(3, 2));
+}
+static ct_tensor *f_rms_norm(ct_tensor *const *in, int n, void *ud) {
+    (void)ud;
+    return ct_rms_norm(in[0], CT_INDEX(4), 1, n > 1 ? in[1] : NULL, 1e-6);
+}
+static ct_tensor *f_sdpa(ct_tensor *const *in, int n, void *ud) {
+    (void)n, (void)ud;
+    return ct_scaled_dot_product_attention(in[0], in[1], in[2], NULL, 0, false, NULL);
+}
+static ct_tensor *f_sdpa_causal(ct_tensor *const *in, int n, void *ud) {
+    (void)n, (void)ud;
+    return ct_scaled_dot_product_attention(in[0], in[1], in[2], NULL, 0, true, &(double){0.7});
+}
+static ct_tensor *f_sdpa_mask(ct_tensor *const *in, int n, void *ud) {
+    (void)n, (void)ud;
+    uint8_t m[12] = {1, 0, 1, 1, 1, 1, 0, 1, 0, 1, 1, 0};
+    return ct_scaled_dot_product_attention(in[0], in[1], in[2], ct_from_data(m, CT_SHAPE(3, 4), CT_BOOL), 0, false,
+                                           NULL);
+}
+static ct_tensor *f_embedding(ct_tensor *const *in, int n, void *ud) {
+    (void)n, (void)ud;
+    int64_t idx[5] = {1, 3, 3, 0, 4};
+    /* padding_idx rows get no gradient by definition, which finite differences cannot
+     * agree with: the golden test covers padding_idx */
+    return ct_embedding(ct_from_data(idx, CT_SHAPE(5), CT_I64), in[0], CT_NO_PADDING_IDX);
+}
+static ct_tensor *f_nll(ct_tensor *const *in, int n, void *ud) {
+    (void)n, (void)ud;
+    int64_t t[4] = {2, 0, -100, 1};
+    double w[3] = {0.5, 2.0, 1.5};
+    return ct_nll_loss(in[0], ct_from_data(t, CT_SHAPE(4), CT_I64), ct_from_data(w, CT_SHAPE(3), CT_F64),
+                       CT_REDUCTION_MEAN, -100);
+}
+static ct_tensor *f_nll_none(ct_tensor *const *in, int n, void *ud) {
+    (void)n, (void)ud;
+    int64_t t[6] = {2, 0, 1, 1, 0, 2};
+    return ct_nll_loss(in[0], ct_from_data(t, CT_SHAPE(2, 3), CT_I64), NULL, CT_REDUCTION_NONE, 1);
+}
+
+static const nn_case fused[] = {
+    {"conv_transpose2d", f_conv_transpose2d, 3, {S(4, 2, 2, 3, 3), S(4, 2, 3, 2, 2), S(1, 3)}},
+    {"conv_transpose2d_groups", f_conv_transpose2d_groups, 2, {S(4, 1, 4, 3, 3), S(4, 4, 1, 2, 2)}},
+    {"avg_pool2d", f_avg_pool, 1, {S(4, 1, 2, 5, 4)}},
+    {"avg_pool2d_divisor", f_avg_pool_div, 1, {S(3, 2, 4, 3)}},
+    {"adaptive_avg_pool2d", f_adaptive, 1, {S(4, 2, 1, 5, 5)}},
+    {"rms_norm", f_rms_norm, 2, {S(2, 3, 4), S(1, 4)}},
+    {"rms_norm_no_weight", f_rms_norm, 1, {S(3, 2, 3, 4)}},
+    {"sdpa", f_sdpa, 3, {S(3, 2, 3, 2), S(3, 2, 4, 2), S(3, 2, 4, 3)}},
+    {"sdpa_causal", f_sdpa_causal, 3, {S(3, 1, 4, 2), S(3, 1, 4, 2), S(3, 1, 4, 2)}},
+    {"sdpa_bool_mask", f_sdpa_mask, 3, {S(3, 2, 3, 2), S(3, 2, 4, 2), S(3, 2, 4, 2)}},
+    {"embedding", f_embedding, 1, {S(2, 5, 3)}},
+    {"nll_loss", f_nll, 1, {S(2, 4, 3)}},
+    {"nll_loss_spatial_none", f_nll_none, 1, {S(3, 2, 3, 3)}},
+};
+
+static void run_cases(const nn_case *cases, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        ct_scope_begin();
+        ct_manual_seed(100 + i);
+        ct_tensor *in[4];
+        for (int k = 0; k < cases[i].n; k++) {
+            const int64_t *s = cases[i].shapes[k];
+            in[k] = ct_tensor_set_requires_grad(ct_randn(s + 1, (int)s[0], CT_F64, CT_CPU), true);
+        }
+        if (ct_gradcheck(cases[i].fn, NULL, in, cases[i].n, 1e-6, 1e-7, 1e-5) != CT_OK)
+            fail_msg("%s: gradcheck failed: %s", cases[i].name, ct_last_error());
+        ct_scope_end();
+    }
+}
+
+static void test_fused_gradcheck(void **state) {
+    (void)state;
+    run_cases(fused, sizeof fused / sizeof fused[0]);
+}
+
+/* ---- composites: differentiable through the ops they are made of */
+
+static ct_tensor *f_conv1d_same(ct_tensor *const *in, int n, void *ud) {
+    (void)n, (void)ud;
+    return ct_conv1d_padding(in[0], in[1], in[2], 1, "same", 2, 1);
+}
+static ct_tensor *f_batch_norm(ct_tensor *const *in, int n, void *ud) {
+    (void)n, (void)ud;
+    return ct_batch_norm(in[0], NULL, NULL, in[1], in[2], true, 0.1, 1e-5);
+}
+static ct_tensor *f_layer_norm(ct_tensor *const *in, int n, void *ud) {
+    (void)n, (void)ud;
+    return ct_layer_norm(in[0], CT_INDEX(3), 1, in[1], in[2], 1e-5);
+}
+static ct_tensor *f_group_norm(ct_tensor *const *in, int n, void *ud) {
+    (void)n, (void)ud;
+    return ct_group_norm(in[0], 2, in[1], in[2], 1e-5);
+}
+static ct_tensor *f_dropout(ct_tensor *const *in, int n, void *ud) {
+    (void)n, (void)ud;
+    ct_manual_seed(9); /* the same mask on every evaluation */
+    return ct_dropout(in[0], 0.4, true);
+}
+static ct_tensor *f_ce(ct_tensor *const *in, int n, void *ud) {
+    (void)n, (void)ud;
+    int64_t t[4] = {2, 0, 3, 1};
+    double w[4] = {0.5, 2.0, 1.5, 1.0};
+    return ct_cross_entropy(in[0], ct_from_data(t, CT_SHAPE(4), CT_I64), ct_from_data(w, CT_SHAPE(4), CT_F64),
+                            CT_REDUCTION_MEAN, 3, 0.2);
+}
+static ct_tensor *f_ce_probs(ct_tensor *const *in, int n, void *ud) {
+    (void)n, (void)ud;
+    return ct_cross_entropy(in[0], ct_softmax(in[1], 1, CT_DTYPE_UNDEFINED), NULL, CT_REDUCTION_SUM, -100, 0.1);
+}
+static ct_tensor *f_losses(ct_tensor *const *in, int n, void *ud) {
+    (void)n, (void)ud;
+    ct_tensor *a = in[0], *b = in[1];
+    ct_tensor *p = ct_sigmoid(a), *t = ct_sigmoid(b);
+    ct_tensor *l = ct_add(ct_mse_loss(a, b, CT_REDUCTION_MEAN), ct_l1_loss(a, b, CT_REDUCTION_SUM));
+    l = ct_add(l, ct_smooth_l1_loss(a, b, CT_REDUCTION_MEAN, 0.5));
+    l = ct_add(l, ct_huber_loss(a, b, CT_REDUCTION_MEAN, 0.7));
+    l = ct_add(l, ct_binary_cross_entropy(p, t, NULL, CT_REDUCTION_MEAN));
+    l = ct_add(l, ct_binary_cross_entropy_with_logits(a, t, NULL, NULL, CT_REDUCTION_SUM));
+    l = ct_add(l, ct_kl_div(ct_log_softmax(a, 1, CT_DTYPE_UNDEFINED), ct_softmax(b, 1, CT_DTYPE_UNDEFINED),
+                            CT_REDUCTION_BATCHMEAN, false));
+    return l;
+}
+static ct_tensor *f_sdpa_dropout_math(ct_tensor *const *in, int n, void *ud) {
+    (void)n, (void)ud;
+    ct_manual_seed(4);
+    return ct_scaled_dot_product_attention(in[0], in[1], in[2], NULL, 0.3, true, NULL);
+}
+
+static const nn_case composite[] = {
+    {"conv1d_same", f_conv1d_same, 3, {S(3, 2, 2, 7), S(3, 3, 2, 4), S(1, 3)}},
+    {"batch_norm", f_batch_norm, 3, {S(3, 4, 3, 2), S(1, 3), S(1, 3)}},
+    {"layer_norm", f_layer_norm, 3, {S(2, 4, 3), S(1, 3), S(1, 3)}},
+    {"group_norm", f_group_norm, 3, {S(3, 2, 4, 3), S(1, 4), S(1, 4)}},
+    {"dropout", f_dropout, 1, {S(2, 4, 5)}},
+    {"cross_entropy", f_ce, 1, {S(2, 4, 4)}},
+    {"cross_entropy_probs", f_ce_probs, 2, {S(2, 3, 4), S(2, 3, 4)}},
+    {"losses", f_losses, 2, {S(2, 3, 4), S(2, 3, 4)}},
+    {"sdpa_dropout", f_sdpa_dropout_math, 3, {S(3, 1, 3, 2), S(3, 1, 3, 2), S(3, 1, 3, 2)}},
+};
+
+static void test_composite_gradcheck(void **state) {
+    (void)state;
+    run_cases(composite, sizeof composite / sizeof composite[0]);
+}
+
+/* Training through a module: the GPT block's loss goes down with plain SGD. */
+static void test_gpt_block_trains(void **state) {
+    (void)state;
+    ct_manual_seed(1);
+    ct_module *blk = ct_nn_gpt_block(8, 2, CT_F64);
+    /* No scope is open here: the test owns both and releases them. */
+    ct_tensor *x = ct_randn(CT_SHAPE(2, 5, 8), CT_F64, CT_CPU);
+    ct_tensor *target = ct_randn(CT_SHAPE(2, 5, 8), CT_F64, CT_CPU);
+    ct_tensor *ps[16];
+    int64_t np = ct_module_parameters(blk, ps, NULL, 16);
+    assert_int_equal(np, 12);
+    double first = 0, last = 0;
+    for (int step = 0; step < 20; step++) {
+        ct_scope_begin();
+        ct_tensor *loss = ct_mse_loss(ct_module_forward(blk, x), target, CT_REDUCTION_MEAN);
+        CT_ASSERT_OK(loss);
+        ct_item_double(loss, step ? &last : &first);
+        assert_int_equal(ct_backward(loss, NULL, false, false), CT_OK);
+        bool prev = ct_set_grad_enabled(false);
+        for (int64_t i = 0; i < np; i++) {
+            ct_tensor *g = ct_tensor_grad(ps[i]);
+            assert_non_null(g);
+            ct_sub_alpha_(ps[i], g, ct_scalar_float(0.05));
+            ct_tensor_set_grad(ps[i], NULL);
+        }
+        ct_set_grad_enabled(prev);
+        ct_scope_end();
+    }
+    assert_true(last < 0.9 * first);
+    ct_release(x);
+    ct_release(target);
+    ct_module_free(blk);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_fused_gradcheck),
+        cmocka_unit_test(test_composite_gradcheck),
+        cmocka_unit_test(test_gpt_block_trains),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
+
+#else
+
+int main(void) {
+    puts("nn gradchecks need ctorch/autograd.h; skipped");
+    return 77;
+}
+
+#endif

@@ -1,0 +1,587 @@
+/* torch.nn.functional against PyTorch 1.13 goldens (tests/golden/gen_nn.py): forward
+ * values of every function, the fused backward kernels against PyTorch's gradients,
+ * error inputs, dropout statistics. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nn_golden.h"
+
+static int load_golden(void **state) {
+    (void)state;
+    return load_golden_file(CT_TEST_DATA_DIR "/nn_golden.txt");
+}
+
+/* ------------------------------------------------------------------ the cases */
+
+#define TOL 1e-10
+static const int64_t P11[2] = {1, 1}, P22[2] = {2, 2}, P33[2] = {3, 3};
+
+static ct_reduction red_of(const char *name) {
+    return strstr(name, "_none") ? CT_REDUCTION_NONE : strstr(name, "_sum") ? CT_REDUCTION_SUM : CT_REDUCTION_MEAN;
+}
+
+typedef struct pool_args {
+    const char *name;
+    int64_t k[2], s[2], p[2];
+    bool null_stride, ceil, cip;
+    int64_t div;
+} pool_args;
+
+static const pool_args pools[] = {
+    {"avg_pool2d_a", {3, 3}, {2, 2}, {1, 1}, false, false, true, 0},
+    {"avg_pool2d_b", {3, 3}, {2, 2}, {1, 1}, false, true, false, 0},
+    {"avg_pool2d_c", {2, 3}, {3, 2}, {1, 1}, false, true, true, 0},
+    {"avg_pool2d_d", {2, 2}, {0, 0}, {1, 1}, true, false, true, 5},
+};
+
+/* Forward of case c; NULL when the case is not a plain forward one. */
+static ct_tensor *forward(const gcase *c) {
+    const char *n = c->name;
+    if (!strcmp(n, "conv1d"))
+        return ct_conv1d(T(c, "x"), T(c, "w"), T(c, "b"), 2, 1, 1, 1);
+    if (!strcmp(n, "conv1d_same"))
+        return ct_conv1d_padding(T(c, "x"), T(c, "w"), NULL, 1, "same", 1, 2);
+    if (!strcmp(n, "conv2d_same"))
+        return ct_conv2d_padding(T(c, "x"), T(c, "w"), T(c, "b"), NULL, "same", CT_INDEX(2, 1), 1);
+    if (!strcmp(n, "conv2d_valid"))
+        return ct_conv2d_padding(T(c, "x"), T(c, "w"), NULL, CT_INDEX(2, 1), "valid", NULL, 1);
+    if (!strcmp(n, "conv_transpose2d"))
+        return ct_conv_transpose2d(T(c, "x"), T(c, "w"), T(c, "b"), P22, P11, P11, 1, NULL);
+    if (!strcmp(n, "conv_transpose2d_groups"))
+        return ct_conv_transpose2d(T(c, "x"), T(c, "w"), NULL, CT_INDEX(1, 2), CT_INDEX(0, 1), CT_INDEX(0, 1), 2,
+                                   CT_INDEX(2, 1));
+    for (size_t i = 0; i < sizeof pools / sizeof pools[0]; i++)
+        if (!strcmp(n, pools[i].name))
+            return ct_avg_pool2d(T(c, "x"), pools[i].k, pools[i].null_stride ? NULL : pools[i].s, pools[i].p,
+                                 pools[i].ceil, pools[i].cip, pools[i].div);
+    if (!strcmp(n, "adaptive_avg_pool2d_a"))
+        return ct_adaptive_avg_pool2d(T(c, "x"), CT_INDEX(3, 2));
+    if (!strcmp(n, "adaptive_avg_pool2d_b"))
+        return ct_adaptive_avg_pool2d(T(c, "x"), CT_INDEX(4, 7));
+    if (!strcmp(n, "batch_norm_eval"))
+        return ct_batch_norm(T(c, "x"), T(c, "rm"), T(c, "rv"), T(c, "w"), T(c, "b"), false, 0.1, 1e-3);
+    if (!strcmp(n, "layer_norm"))
+        return ct_layer_norm(T(c, "x"), CT_INDEX(3, 4), 2, T(c, "w"), T(c, "b"), 1e-5);
+    if (!strcmp(n, "layer_norm_plain"))
+        return ct_layer_norm(T(c, "x"), CT_INDEX(4), 1, NULL, NULL, 1e-5);
+    if (!strcmp(n, "group_norm"))
+        return ct_group_norm(T(c, "x"), 3, T(c, "w"), T(c, "b"), 1e-5);
+    if (!strcmp(n, "rms_norm"))
+        return ct_rms_norm(T(c, "x"), CT_INDEX(5), 1, T(c, "w"), 1e-6);
+    if (!strcmp(n, "rms_norm_plain"))
+        return ct_rms_norm(T(c, "x"), CT_INDEX(3, 5), 2, NULL, -1);
+    if (!strcmp(n, "embedding"))
+        return ct_embedding(I(c, "idx"), T(c, "w"), 2);
+    if (!strcmp(n, "sdpa") || !strcmp(n, "sdpa_long_causal"))
+        return ct_scaled_dot_product_attention(T(c, "q"), T(c, "k"), T(c, "v"), NULL, 0, n[4] != 0, NULL);
+    if (!strcmp(n, "sdpa_causal"))
+        return ct_scaled_dot_product_attention(T(c, "q"), T(c, "k"), T(c, "v"), NULL, 0, true, &(double){0.3});
+    if (!strcmp(n, "sdpa_bool_mask"))
+        return ct_scaled_dot_product_attention(T(c, "q"), T(c, "k"), T(c, "v"), ct_to_dtype(T(c, "mask"), CT_BOOL),
+                                               0, false, NULL);
+    if (!strcmp(n, "sdpa_float_mask"))
+        return ct_scaled_dot_product_attention(T(c, "q"), T(c, "k"), T(c, "v"), T(c, "mask"), 0, false, NULL);
+    if (!strncmp(n, "ce_probs", 8))
+        return ct_cross_entropy(T(c, "x"), T(c, "p"), find(c, "w") ? T(c, "w") : NULL, red_of(n), -100,
+                                strcmp(n, "ce_probs") ? 0 : 0.1);
+    if (!strncmp(n, "ce_", 3)) {
+        double ls = !strcmp(n, "ce_ls_weight_ignore1") ? 0.2 : !strncmp(n, "ce_ls_sum", 9) ? 0.1
+                    : !strncmp(n, "ce_ls", 5) ? 0.3 : !strcmp(n, "ce_spatial") ? 0.1 : 0;
+        return ct_cross_entropy(T(c, "x"), I(c, "t"), find(c, "w") ? T(c, "w") : NULL, red_of(n),
+                                !strcmp(n, "ce_ls_weight_ignore1") ? 1 : -100, ls);
+    }
+    if (!strncmp(n, "nll_", 4))
+        return ct_nll_loss(T(c, "x"), I(c, "t"), find(c, "w") ? T(c, "w") : NULL, red_of(n),
+                           !strcmp(n, "nll_weight_ignore0") ? 0 : -100);
+    if (!strncmp(n, "mse_", 4))
+        return ct_mse_loss(T(c, "x"), T(c, "t"), red_of(n));
+    if (!strncmp(n, "l1_", 3))
+        return ct_l1_loss(T(c, "x"), T(c, "t"), red_of(n));
+    if (!strncmp(n, "smooth_l1_", 10))
+        return ct_smooth_l1_loss(T(c, "x"), T(c, "t"), red_of(n), 0.5);
+    if (!strncmp(n, "huber_", 6))
+        return ct_huber_loss(T(c, "x"), T(c, "t"), red_of(n), 0.7);
+    if (!strcmp(n, "bce") || !strcmp(n, "bce_sum"))
+        return ct_binary_cross_entropy(T(c, "x"), T(c, "t"), find(c, "w") ? T(c, "w") : NULL, red_of(n));
+    if (!strncmp(n, "bce_logits", 10))
+        return ct_binary_cross_entropy_with_logits(T(c, "x"), T(c, "t"), find(c, "w") ? T(c, "w") : NULL,
+                                                   find(c, "pw") ? T(c, "pw") : NULL, red_of(n));
+    if (!strncmp(n, "kl_", 3))
+        return ct_kl_div(T(c, "x"), T(c, "t"), !strcmp(n, "kl_batchmean") ? CT_REDUCTION_BATCHMEAN : red_of(n),
+                         strstr(n, "logt") != NULL);
+    return NULL;
+}
+
+static void test_forward_golden(void **state) {
+    (void)state;
+    int checked = 0;
+    for (int i = 0; i < ncases; i++) {
+        const gcase *c = &cases[i];
+        ct_scope_begin();
+        if (!strcmp(c->name, "batch_norm_train")) {
+            ct_tensor *rm = ct_clone(T(c, "rm")), *rv = ct_clone(T(c, "rv"));
+            expect(c, "y", ct_batch_norm(T(c, "x"), rm, rv, T(c, "w"), T(c, "b"), true, 0.2, 1e-5), TOL);
+            expect(c, "rm_after", rm, TOL);
+            expect(c, "rv_after", rv, TOL);
+            checked++;
+        } else {
+            ct_tensor *y = forward(c);
+            if (!y)
+                fail_msg("%s: %s", c->name, ct_last_error());
+            expect(c, "y", y, TOL);
+            checked++;
+        }
+        ct_scope_end();
+    }
+    assert_int_equal(checked, ncases);
+}
+
+/* The fused backward kernels (what the derivative formulas call) against PyTorch. */
+static void test_backward_kernels(void **state) {
+    (void)state;
+    int checked = 0;
+    for (int i = 0; i < ncases; i++) {
+        const gcase *c = &cases[i];
+        const char *n = c->name;
+        ct_scope_begin();
+        for (size_t k = 0; k < sizeof pools / sizeof pools[0]; k++)
+            if (!strcmp(n, pools[k].name)) {
+                expect(c, "gx",
+                       ct_avg_pool2d_backward(T(c, "gy"), T(c, "x"), pools[k].k, pools[k].null_stride ? NULL : pools[k].s,
+                                              pools[k].p, pools[k].ceil, pools[k].cip, pools[k].div),
+                       TOL);
+                checked++;
+            }
+        if (!strncmp(n, "adaptive_avg_pool2d", 19)) {
+            expect(c, "gx", ct_adaptive_avg_pool2d_backward(T(c, "gy"), T(c, "x")), TOL);
+            checked++;
+        }
+        if (!strcmp(n, "rms_norm") || !strcmp(n, "rms_norm_plain")) {
+            bool w = n[8] == 0;
+            ct_tensor *gi = NULL, *gw = NULL;
+            assert_int_equal(ct_rms_norm_backward(T(c, "gy"), T(c, "x"), w ? CT_INDEX(5) : CT_INDEX(3, 5), w ? 1 : 2,
+                                                  w ? T(c, "w") : NULL, w ? 1e-6 : -1, &gi, &gw),
+                             CT_OK);
+            expect(c, "gx", gi, TOL);
+            if (w)
+                expect(c, "gw", gw, TOL);
+            checked++;
+        }
+        if (!strncmp(n, "sdpa", 4)) {
+            bool causal = strstr(n, "causal") != NULL;
+            ct_tensor *mask = !strcmp(n, "sdpa_bool_mask")    ? ct_to_dtype(T(c, "mask"), CT_BOOL)
+                              : !strcmp(n, "sdpa_float_mask") ? T(c, "mask")
+                                                              : NULL;
+            const double *scale = !strcmp(n, "sdpa_causal") ? &(double){0.3} : NULL;
+            ct_tensor *gq, *gk, *gv;
+            assert_int_equal(ct_scaled_dot_product_attention_backward(T(c, "gy"), T(c, "q"), T(c, "k"), T(c, "v"), mask,
+                                                                      causal, scale, &gq, &gk, &gv),
+                             CT_OK);
+            expect(c, "gq", gq, TOL);
+            expect(c, "gk", gk, TOL);
+            expect(c, "gv", gv, TOL);
+            checked++;
+        }
+        if (!strcmp(n, "embedding")) {
+            expect(c, "gw", ct_embedding_backward(T(c, "gy"), I(c, "idx"), 10, 2), TOL);
+            checked++;
+        }
+        if (!strncmp(n, "nll_", 4)) {
+            expect(c, "gx",
+                   ct_nll_loss_backward(T(c, "gy"), T(c, "x"), I(c, "t"), find(c, "w") ? T(c, "w") : NULL, red_of(n),
+                                        !strcmp(n, "nll_weight_ignore0") ? 0 : -100),
+                   TOL);
+            checked++;
+        }
+        if (!strcmp(n, "conv_transpose2d")) {
+            /* the derivative of a transposed convolution: conv2d for the input,
+             * conv2d's weight gradient with the roles swapped for the weight */
+            expect(c, "gx", ct_conv2d(T(c, "gy"), T(c, "w"), NULL, P22, P11, NULL, 1), TOL);
+            ct_tensor *gw = NULL;
+            assert_int_equal(ct_conv2d_backward(T(c, "x"), T(c, "gy"), T(c, "w"), P22, P11, NULL, 1, NULL, &gw, NULL),
+                             CT_OK);
+            expect(c, "gw", gw, TOL);
+            checked++;
+        }
+        ct_scope_end();
+    }
+    assert_int_equal(checked, 4 + 2 + 2 + 5 + 1 + 4 + 1);
+}
+
+/* float32 runs the same kernels in single precision. */
+static void test_float32(void **state) {
+    (void)state;
+    for (int i = 0; i < ncases; i++) {
+        const gcase *c = &cases[i];
+        if (strncmp(c->name, "sdpa", 4) && strncmp(c->name, "rms_norm", 8) && strncmp(c->name, "avg_pool", 8))
+            continue;
+        ct_scope_begin();
+        ct_tensor *y = NULL;
+        if (!strcmp(c->name, "sdpa_long_causal"))
+            y = ct_scaled_dot_product_attention(ct_to_dtype(T(c, "q"), CT_F32), ct_to_dtype(T(c, "k"), CT_F32),
+                                                ct_to_dtype(T(c, "v"), CT_F32), NULL, 0, true, NULL);
+        else if (!strcmp(c->name, "rms_norm"))
+            y = ct_rms_norm(ct_to_dtype(T(c, "x"), CT_F32), CT_INDEX(5), 1, ct_to_dtype(T(c, "w"), CT_F32), 1e-6);
+        else if (!strcmp(c->name, "avg_pool2d_b"))
+            y = ct_avg_pool2d(ct_to_dtype(T(c, "x"), CT_F32), P33, P22, P11, true, false, 0);
+        if (y) {
+            assert_int_equal(ct_tensor_dtype(y), CT_F32);
+            expect(c, "y", y, 1e-5);
+        }
+        ct_scope_end();
+    }
+}
+
+/* ------------------------------------------------------------------ gradients */
+
+#if __has_include("ctorch/autograd.h")
+/* Every case's gradients through autograd, against PyTorch's: the composites through
+ * their constituents' formulas, the fused ops through src/autograd/derivatives_nn.h. */
+static void test_golden_gradients(void **state) {
+    (void)state;
+    int checked = 0;
+    for (int i = 0; i < ncases; i++) {
+        const gcase *c = &cases[i];
+        ct_scope_begin();
+        pin_case(c);
+        ct_tensor *inputs[16];
+        const char *names[16];
+        int n = 0;
+        for (int k = 0; k < c->n; k++) {
+            char g[40];
+            snprintf(g, sizeof g, "g%s", c->t[k].name);
+            if (find(c, g) && strcmp(c->t[k].name, "y")) {
+                inputs[n] = T(c, c->t[k].name);
+                names[n++] = c->t[k].name;
+                ct_tensor_set_requires_grad(inputs[n - 1], true);
+            }
+        }
+        ct_tensor *y = NULL;
+        if (!strcmp(c->name, "batch_norm_train"))
+            y = ct_batch_norm(T(c, "x"), ct_clone(T(c, "rm")), ct_clone(T(c, "rv")), T(c, "w"), T(c, "b"), true, 0.2,
+                              1e-5);
+        else
+            y = forward(c);
+        if (!y)
+            fail_msg("%s: %s", c->name, ct_last_error());
+        ct_tensor *grads[16] = {0};
+        const ct_tensor *gy = T(c, "gy");
+        if (ct_autograd_grad((const ct_tensor *const *)&y, 1, (const ct_tensor *const *)inputs, n, &gy, false, false,
+                             true, grads) != CT_OK)
+            fail_msg("%s: backward failed: %s", c->name, ct_last_error());
+        for (int k = 0; k < n; k++) {
+            char g[40];
+            snprintf(g, sizeof g, "g%s", names[k]);
+            if (grads[k])
+                expect(c, g, grads[k], 1e-9);
+            else
+                expect(c, g, ct_zeros_like(inputs[k], CT_DTYPE_UNDEFINED), 0);
+        }
+        pin_case(NULL);
+        checked++;
+        ct_scope_end();
+    }
+    assert_int_equal(checked, ncases);
+}
+#endif
+
+/* ------------------------------------------------------------------ other behaviour */
+
+static void test_dropout(void **state) {
+    (void)state;
+    ct_scope_begin();
+    ct_manual_seed(123);
+    ct_tensor *x = ct_ones(CT_SHAPE(100, 100), CT_F32, CT_CPU);
+    ct_tensor *y = ct_dropout(x, 0.3, true);
+    CT_ASSERT_OK(y);
+    double zeros = 0, sum = 0;
+    for (int64_t i = 0; i < 10000; i++) {
+        double v = ct_test_at(y, i);
+        if (v == 0)
+            zeros++;
+        else
+            assert_true(fabs(v - 1 / 0.7) < 1e-6);
+        sum += v;
+    }
+    assert_true(fabs(zeros / 10000 - 0.3) < 0.03);
+    assert_true(fabs(sum / 10000 - 1) < 0.05);
+    /* the same seed gives the same mask */
+    ct_manual_seed(123);
+    ct_tensor *y2 = ct_dropout(x, 0.3, true);
+    for (int64_t i = 0; i < 10000; i++)
+        assert_true(ct_test_at(y, i) == ct_test_at(y2, i));
+    /* eval and p = 0 give the input itself; p = 1 all zeros */
+    ct_tensor *e = ct_dropout(x, 0.3, false);
+    assert_true(ct_tensor_shares_storage(e, x));
+    ct_tensor *z = ct_dropout(x, 1.0, true);
+    assert_true(ct_test_at(z, 17) == 0);
+    CT_ASSERT_ERR(ct_dropout(x, 1.5, true) != NULL, CT_ERROR_VALUE, "between 0 and 1");
+    CT_ASSERT_ERR(ct_dropout(NULL, 0.5, true) != NULL, CT_ERROR_NULL_ARGUMENT, "");
+    ct_scope_end();
+}
+
+static void test_one_hot(void **state) {
+    (void)state;
+    ct_scope_begin();
+    int64_t v[4] = {0, 2, 1, 2};
+    ct_tensor *t = ct_from_data(v, CT_SHAPE(2, 2), CT_I64);
+    ct_tensor *y = ct_one_hot(t, -1);
+    CT_ASSERT_SHAPE(y, 2, 2, 3);
+    assert_int_equal(ct_tensor_dtype(y), CT_I64);
+    double want[12] = {1, 0, 0, 0, 0, 1, 0, 1, 0, 0, 0, 1};
+    for (int i = 0; i < 12; i++)
+        assert_true(ct_test_at(y, i) == want[i]);
+    CT_ASSERT_SHAPE(ct_one_hot(t, 5), 2, 2, 5);
+    CT_ASSERT_ERR(ct_one_hot(t, 2) != NULL, CT_ERROR_VALUE, "smaller than num_classes");
+    CT_ASSERT_ERR(ct_one_hot(ct_to_dtype(t, CT_F32), 3) != NULL, CT_ERROR_TYPE, "index tensor");
+    int64_t neg[1] = {-1};
+    CT_ASSERT_ERR(ct_one_hot(ct_from_data(neg, CT_SHAPE(1), CT_I64), 3) != NULL, CT_ERROR_VALUE, "non-negative");
+    CT_ASSERT_ERR(ct_one_hot(ct_empty(CT_SHAPE(0), CT_I64, CT_CPU), -1) != NULL, CT_ERROR_VALUE, "empty");
+    CT_ASSERT_ERR(ct_one_hot(NULL, 3) != NULL, CT_ERROR_NULL_ARGUMENT, "");
+    ct_scope_end();
+}
+
+/* A causal attention over a long sequence needs only block-sized scratch: the result
+ * matches the reference formula at a size where a full (T, T) matrix per head would
+ * be large. */
+static void test_sdpa_long_blocks(void **state) {
+    (void)state;
+    ct_scope_begin();
+    ct_manual_seed(7);
+    ct_tensor *q = ct_randn(CT_SHAPE(2, 300, 8), CT_F64, CT_CPU), *k = ct_randn(CT_SHAPE(2, 300, 8), CT_F64, CT_CPU);
+    ct_tensor *v = ct_randn(CT_SHAPE(2, 300, 5), CT_F64, CT_CPU);
+    ct_tensor *y = ct_scaled_dot_product_attention(q, k, v, NULL, 0, true, NULL);
+    /* reference: softmax over keys 0..i of q_i . k_j / sqrt(8) */
+    ct_tensor *s = ct_mul_scalar(ct_matmul(q, ct_transpose(k, -2, -1)), ct_scalar_float(1 / sqrt(8.0)));
+    const double *ps = ct_tensor_data(ct_contiguous(s));
+    const double *pv = ct_tensor_data(v);
+    for (int b = 0; b < 2; b++)
+        for (int i = 0; i < 300; i += 37) {
+            const double *row = ps + (b * 300 + i) * 300;
+            double mx = -INFINITY, den = 0;
+            for (int j = 0; j <= i; j++)
+                mx = fmax(mx, row[j]);
+            for (int j = 0; j <= i; j++)
+                den += exp(row[j] - mx);
+            for (int e = 0; e < 5; e++) {
+                double acc = 0;
+                for (int j = 0; j <= i; j++)
+                    acc += exp(row[j] - mx) / den * pv[(b * 300 + j) * 5 + e];
+                assert_true(fabs(ct_test_at(y, (b * 300 + i) * 5 + e) - acc) < 1e-12);
+            }
+        }
+    /* dropout takes the reference path: p = 1 drops everything */
+    ct_tensor *z = ct_scaled_dot_product_attention(q, k, v, NULL, 1.0, true, NULL);
+    assert_true(ct_test_at(z, 123) == 0);
+    ct_scope_end();
+}
+
+static void test_nll_ignored_mean_is_nan(void **state) {
+    (void)state;
+    ct_scope_begin();
+    ct_tensor *x = ct_zeros(CT_SHAPE(2, 3), CT_F64, CT_CPU);
+    int64_t t[2] = {-100, -100};
+    double v;
+    assert_int_equal(ct_item_double(ct_nll_loss(x, ct_from_data(t, CT_SHAPE(2), CT_I64), NULL, CT_REDUCTION_MEAN, -100), &v),
+                     CT_OK);
+    assert_true(isnan(v));
+    ct_scope_end();
+}
+
+/* ------------------------------------------------------------------ errors */
+
+static void test_errors(void **state) {
+    (void)state;
+    ct_scope_begin();
+    ct_tensor *x4 = ct_zeros(CT_SHAPE(2, 3, 5, 5), CT_F32, CT_CPU), *x2 = ct_zeros(CT_SHAPE(2, 3), CT_F32, CT_CPU);
+    ct_tensor *w4 = ct_zeros(CT_SHAPE(4, 3, 3, 3), CT_F32, CT_CPU), *i64 = ct_zeros(CT_SHAPE(2), CT_I64, CT_CPU);
+    ct_tensor *w3 = ct_zeros(CT_SHAPE(4, 3, 3), CT_F32, CT_CPU);
+    /* convolutions */
+    CT_ASSERT_ERR(ct_conv1d(x4, w3, NULL, 1, 0, 1, 1) != NULL, CT_ERROR_VALUE, "Expected 2D (unbatched) or 3D");
+    CT_ASSERT_ERR(ct_conv1d(ct_zeros(CT_SHAPE(2, 3, 5), CT_F32, CT_CPU), w4, NULL, 1, 0, 1, 1) != NULL, CT_ERROR_VALUE,
+                  "3 dimensions");
+    CT_ASSERT_ERR(ct_conv1d(NULL, w3, NULL, 1, 0, 1, 1) != NULL, CT_ERROR_NULL_ARGUMENT, "");
+    CT_ASSERT_ERR(ct_conv2d_padding(x4, w4, NULL, NULL, "full", NULL, 1) != NULL, CT_ERROR_VALUE,
+                  "Invalid padding string 'full'");
+    CT_ASSERT_ERR(ct_conv2d_padding(x4, w4, NULL, P22, "same", NULL, 1) != NULL, CT_ERROR_VALUE,
+                  "not supported for strided convolutions");
+    CT_ASSERT_ERR(ct_conv2d_padding(x4, w4, NULL, NULL, NULL, NULL, 1) != NULL, CT_ERROR_NULL_ARGUMENT, "padding");
+    CT_ASSERT_ERR(ct_conv1d_padding(ct_zeros(CT_SHAPE(2, 5), CT_F32, CT_CPU), w3, NULL, 1, "same", 1, 1) != NULL,
+                  CT_ERROR_VALUE, "channels");
+    CT_ASSERT_ERR(ct_conv_transpose2d(x4, w4, NULL, NULL, NULL, NULL, 1, NULL) != NULL, CT_ERROR_VALUE,
+                  "Given transposed=1");
+    CT_ASSERT_ERR(ct_conv_transpose2d(x4, ct_zeros(CT_SHAPE(3, 2, 3, 3), CT_F32, CT_CPU), NULL, NULL, NULL, P11, 1,
+                                      NULL) != NULL,
+                  CT_ERROR_VALUE, "output padding must be smaller");
+    CT_ASSERT_ERR(ct_conv_transpose2d(x2, w4, NULL, NULL, NULL, NULL, 1, NULL) != NULL, CT_ERROR_VALUE, "3D (unbatched)");
+    CT_ASSERT_ERR(ct_conv_transpose2d(x4, ct_zeros(CT_SHAPE(3, 2, 3, 3), CT_F64, CT_CPU), NULL, NULL, NULL, NULL, 1,
+                                      NULL) != NULL,
+                  CT_ERROR_TYPE, "should be the same");
+    CT_ASSERT_ERR(ct_conv_transpose2d(NULL, w4, NULL, NULL, NULL, NULL, 1, NULL) != NULL, CT_ERROR_NULL_ARGUMENT, "");
+    /* pooling */
+    CT_ASSERT_ERR(ct_avg_pool2d(x2, P22, NULL, NULL, false, true, 0) != NULL, CT_ERROR_VALUE, "3D or 4D");
+    CT_ASSERT_ERR(ct_avg_pool2d(x4, P22, NULL, P22, false, true, 0) != NULL, CT_ERROR_VALUE, "half of kernel size");
+    CT_ASSERT_ERR(ct_avg_pool2d(x4, CT_INDEX(0, 2), NULL, NULL, false, true, 0) != NULL, CT_ERROR_VALUE,
+                  "greater than zero");
+    CT_ASSERT_ERR(ct_avg_pool2d(x4, CT_INDEX(9, 9), NULL, NULL, false, true, 0) != NULL, CT_ERROR_VALUE, "too small");
+    CT_ASSERT_ERR(ct_avg_pool2d(x4, NULL, NULL, NULL, false, true, 0) != NULL, CT_ERROR_NULL_ARGUMENT, "kernel");
+    CT_ASSERT_ERR(ct_avg_pool2d(ct_zeros(CT_SHAPE(1, 1, 4, 4), CT_I64, CT_CPU), P22, NULL, NULL, false, true, 0) !=
+                      NULL,
+                  CT_ERROR_TYPE, "not implemented");
+    CT_ASSERT_ERR(ct_avg_pool2d_backward(x4, x4, P22, NULL, NULL, false, true, 0) != NULL, CT_ERROR_VALUE,
+                  "grad_output has shape");
+    CT_ASSERT_ERR(ct_adaptive_avg_pool2d(x2, P22) != NULL, CT_ERROR_VALUE, "Expected 3D or 4D");
+    CT_ASSERT_ERR(ct_adaptive_avg_pool2d(ct_zeros(CT_SHAPE(2, 3, 0, 4), CT_F32, CT_CPU), P22) != NULL, CT_ERROR_VALUE,
+                  "non-zero size");
+    CT_ASSERT_ERR(ct_adaptive_avg_pool2d(x4, NULL) != NULL, CT_ERROR_NULL_ARGUMENT, "output_size");
+    CT_ASSERT_ERR(ct_adaptive_avg_pool2d_backward(ct_zeros(CT_SHAPE(1, 3, 2, 2), CT_F32, CT_CPU), x4) != NULL, CT_ERROR_VALUE, "grad_output has shape");
+    /* normalization */
+    ct_tensor *c4 = ct_zeros(CT_SHAPE(4), CT_F32, CT_CPU);
+    CT_ASSERT_ERR(ct_batch_norm(x4, c4, NULL, NULL, NULL, true, 0.1, 1e-5) != NULL, CT_ERROR_VALUE,
+                  "running_mean should contain 3 elements not 4");
+    CT_ASSERT_ERR(ct_batch_norm(ct_zeros(CT_SHAPE(1, 3), CT_F32, CT_CPU), NULL, NULL, NULL, NULL, true, 0.1, 1e-5) !=
+                      NULL,
+                  CT_ERROR_VALUE, "Expected more than 1 value per channel");
+    CT_ASSERT_ERR(ct_batch_norm(x4, NULL, NULL, NULL, NULL, false, 0.1, 1e-5) != NULL, CT_ERROR_VALUE,
+                  "evaluation mode");
+    CT_ASSERT_ERR(ct_batch_norm(ct_zeros(CT_SHAPE(3), CT_F32, CT_CPU), NULL, NULL, NULL, NULL, true, 0.1, 1e-5) != NULL,
+                  CT_ERROR_VALUE, "2D or higher");
+    CT_ASSERT_ERR(ct_layer_norm(x4, CT_INDEX(4), 1, NULL, NULL, 1e-5) != NULL, CT_ERROR_VALUE,
+                  "Given normalized_shape=[4], expected input with shape [*, 4], but got input of size[2, 3, 5, 5]");
+    CT_ASSERT_ERR(ct_layer_norm(x4, CT_INDEX(5), 1, c4, NULL, 1e-5) != NULL, CT_ERROR_VALUE, "same shape");
+    CT_ASSERT_ERR(ct_layer_norm(x4, NULL, 1, NULL, NULL, 1e-5) != NULL, CT_ERROR_NULL_ARGUMENT, "normalized_shape");
+    CT_ASSERT_ERR(ct_group_norm(x4, 2, NULL, NULL, 1e-5) != NULL, CT_ERROR_VALUE, "divisible by num_groups");
+    CT_ASSERT_ERR(ct_group_norm(x4, 3, c4, NULL, 1e-5) != NULL, CT_ERROR_VALUE, "weight should contain 3");
+    CT_ASSERT_ERR(ct_rms_norm(x4, CT_INDEX(4), 1, NULL, 1e-5) != NULL, CT_ERROR_VALUE, "normalized_shape=[4]");
+    CT_ASSERT_ERR(ct_rms_norm(x4, CT_INDEX(5), 1, c4, 1e-5) != NULL, CT_ERROR_VALUE, "same shape");
+    CT_ASSERT_ERR(ct_rms_norm(x4, CT_INDEX(5), 0, NULL, 1e-5) != NULL, CT_ERROR_VALUE, "between 1 and");
+    CT_ASSERT_ERR(ct_rms_norm(ct_zeros(CT_SHAPE(2, 5), CT_I64, CT_CPU), CT_INDEX(5), 1, NULL, 1e-5) != NULL,
+                  CT_ERROR_TYPE, "not implemented");
+    ct_tensor *gi = NULL;
+    CT_ASSERT_ERR(ct_rms_norm_backward(x2, x4, CT_INDEX(5), 1, NULL, 1e-5, &gi, NULL) == CT_OK, CT_ERROR_VALUE,
+                  "grad_output has shape");
+    CT_ASSERT_ERR(ct_rms_norm_backward(x4, x4, CT_INDEX(5), 1, NULL, 1e-5, NULL, NULL) == CT_OK,
+                  CT_ERROR_NULL_ARGUMENT, "grad_input");
+    /* embedding */
+    ct_tensor *emb = ct_zeros(CT_SHAPE(5, 3), CT_F32, CT_CPU);
+    int64_t bad[2] = {1, 5};
+    CT_ASSERT_ERR(ct_embedding(ct_from_data(bad, CT_SHAPE(2), CT_I64), emb, CT_NO_PADDING_IDX) != NULL, CT_ERROR_INDEX,
+                  "index out of range in self");
+    CT_ASSERT_ERR(ct_embedding(x2, emb, CT_NO_PADDING_IDX) != NULL, CT_ERROR_TYPE, "'indices'");
+    CT_ASSERT_ERR(ct_embedding(i64, c4, CT_NO_PADDING_IDX) != NULL, CT_ERROR_VALUE, "'weight' must be 2-D");
+    CT_ASSERT_ERR(ct_embedding(i64, emb, 5) != NULL, CT_ERROR_VALUE, "Padding_idx must be within num_embeddings");
+    CT_ASSERT_ERR(ct_embedding(NULL, emb, 0) != NULL, CT_ERROR_NULL_ARGUMENT, "");
+    CT_ASSERT_ERR(ct_embedding_backward(ct_zeros(CT_SHAPE(2, 3), CT_F32, CT_CPU), ct_from_data(bad, CT_SHAPE(2), CT_I64),
+                                        5, CT_NO_PADDING_IDX) != NULL,
+                  CT_ERROR_INDEX, "out of range");
+    CT_ASSERT_ERR(ct_embedding_backward(x4, i64, 5, CT_NO_PADDING_IDX) != NULL, CT_ERROR_VALUE, "does not match");
+    /* attention */
+    ct_tensor *q = ct_zeros(CT_SHAPE(2, 4, 8), CT_F32, CT_CPU);
+    CT_ASSERT_ERR(ct_scaled_dot_product_attention(q, ct_zeros(CT_SHAPE(2, 4, 7), CT_F32, CT_CPU), q, NULL, 0, false,
+                                                  NULL) != NULL,
+                  CT_ERROR_VALUE, "last dimension");
+    CT_ASSERT_ERR(ct_scaled_dot_product_attention(q, q, ct_zeros(CT_SHAPE(3, 4, 8), CT_F32, CT_CPU), NULL, 0, false,
+                                                  NULL) != NULL,
+                  CT_ERROR_VALUE, "same batch dimensions");
+    CT_ASSERT_ERR(ct_scaled_dot_product_attention(q, q, ct_to_dtype(q, CT_F64), NULL, 0, false, NULL) != NULL,
+                  CT_ERROR_TYPE, "same dtype");
+    CT_ASSERT_ERR(ct_scaled_dot_product_attention(q, q, q, ct_zeros(CT_SHAPE(4, 4), CT_BOOL, CT_CPU), 0, true, NULL) !=
+                      NULL,
+                  CT_ERROR_VALUE, "should not be set when is_causal=True");
+    CT_ASSERT_ERR(ct_scaled_dot_product_attention(q, q, q, ct_zeros(CT_SHAPE(3, 4), CT_BOOL, CT_CPU), 0, false, NULL) !=
+                      NULL,
+                  CT_ERROR_VALUE, "cannot be broadcast");
+    CT_ASSERT_ERR(ct_scaled_dot_product_attention(q, q, q, ct_zeros(CT_SHAPE(4, 4), CT_I64, CT_CPU), 0, false, NULL) !=
+                      NULL,
+                  CT_ERROR_TYPE, "bool or float");
+    CT_ASSERT_ERR(ct_scaled_dot_product_attention(q, q, q, NULL, 2, false, NULL) != NULL, CT_ERROR_VALUE,
+                  "between 0 and 1");
+    CT_ASSERT_ERR(ct_scaled_dot_product_attention(c4, c4, c4, NULL, 0, false, NULL) != NULL, CT_ERROR_VALUE,
+                  "at least 2");
+    CT_ASSERT_ERR(ct_scaled_dot_product_attention(NULL, q, q, NULL, 0, false, NULL) != NULL, CT_ERROR_NULL_ARGUMENT, "");
+    ct_tensor *g3[3];
+    CT_ASSERT_ERR(ct_scaled_dot_product_attention_backward(x2, q, q, q, NULL, false, NULL, &g3[0], &g3[1], &g3[2]) ==
+                      CT_OK,
+                  CT_ERROR_VALUE, "grad_output has shape");
+    CT_ASSERT_ERR(ct_scaled_dot_product_attention_backward(q, q, q, q, NULL, false, NULL, NULL, &g3[1], &g3[2]) == CT_OK,
+                  CT_ERROR_NULL_ARGUMENT, "must not be NULL");
+    /* losses */
+    ct_tensor *x53 = ct_zeros(CT_SHAPE(5, 3), CT_F32, CT_CPU);
+    int64_t tgt[5] = {0, 1, 2, 7, 1};
+    ct_tensor *t5 = ct_from_data(tgt, CT_SHAPE(5), CT_I64);
+    CT_ASSERT_ERR(ct_cross_entropy(x53, t5, NULL, CT_REDUCTION_MEAN, -100, 0) != NULL, CT_ERROR_INDEX,
+                  "Target 7 is out of bounds.");
+    CT_ASSERT_ERR(ct_cross_entropy(x53, i64, NULL, CT_REDUCTION_MEAN, -100, 0) != NULL, CT_ERROR_VALUE,
+                  "Expected input batch_size (5) to match target batch_size (2).");
+    CT_ASSERT_ERR(ct_cross_entropy(x53, t5, c4, CT_REDUCTION_MEAN, -100, 0) != NULL, CT_ERROR_VALUE,
+                  "weight tensor should be defined either for all 3 classes");
+    CT_ASSERT_ERR(ct_cross_entropy(x53, t5, NULL, CT_REDUCTION_MEAN, -100, 1.5) != NULL, CT_ERROR_VALUE,
+                  "label_smoothing must be between 0.0 and 1.0");
+    CT_ASSERT_ERR(ct_cross_entropy(x53, x2, NULL, CT_REDUCTION_MEAN, -100, 0) != NULL, CT_ERROR_VALUE,
+                  "Please ensure they have the same size");
+    CT_ASSERT_ERR(ct_cross_entropy(x53, ct_to_dtype(t5, CT_I32), NULL, CT_REDUCTION_MEAN, -100, 0) != NULL,
+                  CT_ERROR_TYPE, "expected scalar type Long");
+    CT_ASSERT_ERR(ct_cross_entropy(x53, t5, NULL, (ct_reduction)7, -100, 0) != NULL, CT_ERROR_VALUE,
+                  "not a valid value for reduction");
+    CT_ASSERT_ERR(ct_cross_entropy(NULL, t5, NULL, CT_REDUCTION_MEAN, -100, 0) != NULL, CT_ERROR_NULL_ARGUMENT, "");
+    CT_ASSERT_ERR(ct_nll_loss(ct_zeros(CT_SHAPE(2, 3, 4), CT_F32, CT_CPU), i64, NULL, CT_REDUCTION_MEAN, -100) != NULL,
+                  CT_ERROR_VALUE, "Expected target size [2, 4], got [2]");
+    CT_ASSERT_ERR(ct_nll_loss(x53, ct_zeros(CT_SHAPE(5, 3), CT_I64, CT_CPU), NULL, CT_REDUCTION_MEAN, -100) != NULL,
+                  CT_ERROR_VALUE, "multi-target not supported");
+    CT_ASSERT_ERR(ct_nll_loss_backward(x2, x53, t5, NULL, CT_REDUCTION_MEAN, -100) != NULL, CT_ERROR_VALUE,
+                  "one element");
+    CT_ASSERT_ERR(ct_mse_loss(x53, x2, CT_REDUCTION_MEAN) != NULL, CT_ERROR_VALUE, "same size");
+    CT_ASSERT_ERR(ct_mse_loss(t5, t5, CT_REDUCTION_MEAN) != NULL, CT_ERROR_TYPE, "not implemented");
+    CT_ASSERT_ERR(ct_l1_loss(x53, NULL, CT_REDUCTION_MEAN) != NULL, CT_ERROR_NULL_ARGUMENT, "");
+    CT_ASSERT_ERR(ct_smooth_l1_loss(x53, x53, CT_REDUCTION_MEAN, -1) != NULL, CT_ERROR_VALUE, "negative values for beta");
+    CT_ASSERT_ERR(ct_huber_loss(x53, x53, CT_REDUCTION_MEAN, 0) != NULL, CT_ERROR_VALUE, "non-positive values for delta");
+    CT_ASSERT_ERR(ct_huber_loss(x53, x53, CT_REDUCTION_BATCHMEAN, 1) != NULL, CT_ERROR_VALUE, "reduction");
+    CT_ASSERT_ERR(ct_binary_cross_entropy(ct_full(CT_SHAPE(2), ct_scalar_float(1.5), CT_F32, CT_CPU),
+                                          ct_zeros(CT_SHAPE(2), CT_F32, CT_CPU), NULL, CT_REDUCTION_MEAN) != NULL,
+                  CT_ERROR_VALUE, "between 0 and 1");
+    CT_ASSERT_ERR(ct_binary_cross_entropy_with_logits(x53, x2, NULL, NULL, CT_REDUCTION_MEAN) != NULL, CT_ERROR_VALUE,
+                  "same size");
+    CT_ASSERT_ERR(ct_kl_div(x53, x2, CT_REDUCTION_BATCHMEAN, false) != NULL, CT_ERROR_VALUE, "same size");
+    CT_ASSERT_ERR(ct_kl_div(x53, NULL, CT_REDUCTION_SUM, false) != NULL, CT_ERROR_NULL_ARGUMENT, "");
+    ct_scope_end();
+}
+
+/* META: the fused kernels give shapes without data. */
+static void test_meta(void **state) {
+    (void)state;
+    ct_scope_begin();
+    ct_tensor *x = ct_empty(CT_SHAPE(2, 3, 7, 8), CT_F32, CT_META);
+    CT_ASSERT_SHAPE(ct_avg_pool2d(x, P33, P22, P11, true, false, 0), 2, 3, 4, 5);
+    CT_ASSERT_SHAPE(ct_adaptive_avg_pool2d(x, CT_INDEX(2, 2)), 2, 3, 2, 2);
+    CT_ASSERT_SHAPE(ct_rms_norm(x, CT_INDEX(8), 1, NULL, -1), 2, 3, 7, 8);
+    CT_ASSERT_SHAPE(ct_conv_transpose2d(x, ct_empty(CT_SHAPE(3, 4, 3, 3), CT_F32, CT_META), NULL, P22, P11, P11, 1, NULL),
+                    2, 4, 14, 16);
+    ct_tensor *q = ct_empty(CT_SHAPE(2, 4, 5, 8), CT_F32, CT_META), *v = ct_empty(CT_SHAPE(2, 4, 6, 3), CT_F32, CT_META);
+    CT_ASSERT_SHAPE(ct_scaled_dot_product_attention(q, ct_empty(CT_SHAPE(2, 4, 6, 8), CT_F32, CT_META), v, NULL, 0,
+                                                    false, NULL),
+                    2, 4, 5, 3);
+    ct_tensor *t = ct_empty(CT_SHAPE(2, 7), CT_I64, CT_META);
+    CT_ASSERT_SHAPE(ct_nll_loss(ct_empty(CT_SHAPE(2, 3, 7), CT_F32, CT_META), t, NULL, CT_REDUCTION_NONE, -100), 2, 7);
+    CT_ASSERT_SHAPE(ct_embedding(t, ct_empty(CT_SHAPE(9, 4), CT_F32, CT_META), CT_NO_PADDING_IDX), 2, 7, 4);
+    ct_scope_end();
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_forward_golden),
+        cmocka_unit_test(test_backward_kernels),
+        cmocka_unit_test(test_float32),
+#if __has_include("ctorch/autograd.h")
+        cmocka_unit_test(test_golden_gradients),
+#endif
+        cmocka_unit_test(test_dropout),
+        cmocka_unit_test(test_one_hot),
+        cmocka_unit_test(test_sdpa_long_blocks),
+        cmocka_unit_test(test_nll_ignored_mean_is_nan),
+        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_meta),
+    };
+    return cmocka_run_group_tests(tests, load_golden, free_golden);
+}

@@ -1,0 +1,179 @@
+/* OpInfo entries of the unary math ops and the activations. Ops with parameters go
+ * through adapters that fix them. */
+#include <math.h>
+
+#include "opinfo.h"
+
+#define NUMERIC (CT_DTS_FLOAT | CT_DTS_INT)
+#define INTS_BOOL (CT_DTS_INT | CT_DT(CT_BOOL))
+
+/* Adapters: tag_f(a), tag_i(a) and tag_o(a, out) call fn with the fixed arguments. */
+#define ADAPT(tag, fn, ...)                                                                    \
+    static ct_tensor *tag##_f(const ct_tensor *a) { return fn(a, __VA_ARGS__); }              \
+    static ct_tensor *tag##_i(ct_tensor *a) { return fn##_(a, __VA_ARGS__); }                 \
+    static ct_tensor *tag##_o(const ct_tensor *a, ct_tensor *o) { return fn##_out(a, __VA_ARGS__, o); }
+#define ADAPTED(tag, opname) .name = #tag, .op = #opname, .u = tag##_f, .u_ = tag##_i, .u_out = tag##_o
+
+#define REF(name, EXPR) \
+    static double r_##name(double a, double b) { (void)b; return EXPR; }
+
+REF(sign, (double)((a > 0) - (a < 0)))
+REF(exp2, exp2(a))
+REF(expm1, expm1(a))
+REF(log2, log2(a))
+REF(log10, log10(a))
+REF(log1p, log1p(a))
+REF(rsqrt, 1 / sqrt(a))
+REF(tan, tan(a))
+REF(asin, asin(a))
+REF(acos, acos(a))
+REF(atan, atan(a))
+REF(sinh, sinh(a))
+REF(cosh, cosh(a))
+REF(asinh, asinh(a))
+REF(acosh, acosh(a))
+REF(atanh, atanh(a))
+REF(erf, erf(a))
+REF(erfc, erfc(a))
+REF(floor, floor(a))
+REF(ceil, ceil(a))
+REF(trunc, trunc(a))
+REF(round, nearbyint(a))
+REF(round2, nearbyint(a * 100) / 100)
+REF(roundm1, nearbyint(a / 10) * 10)
+REF(frac, a - trunc(a))
+REF(reciprocal, 1 / a)
+REF(square, a * a)
+REF(ident, a)
+REF(relu6, a < 0 ? 0 : a > 6 ? 6 : a)
+REF(leaky, a > 0 ? a : 0.2 * a)
+REF(elu, a > 0 ? 2 * a : 1.5 * 2 * (exp(0.5 * a) - 1))
+REF(selu, 1.0507009873554805 * (a > 0 ? a : 1.6732632423543772 * (exp(a) - 1)))
+REF(celu, a > 0 ? a : 0.7 * (exp(a / 0.7) - 1))
+REF(gelu, 0.5 * a * (1 + erf(a / sqrt(2))))
+REF(gelu_tanh, 0.5 * a * (1 + tanh(sqrt(2 / M_PI) * (a + 0.044715 * a * a * a))))
+REF(silu, a / (1 + exp(-a)))
+REF(mish, a * tanh(log(1 + exp(a))))
+REF(softplus, 2 * a > 5 ? a : log(1 + exp(2 * a)) / 2)
+REF(hardtanh, a < -2.5 ? -2.5 : a > 3.5 ? 3.5 : a)
+REF(hardsigmoid, (a < -3 ? 0 : a > 3 ? 1 : (a + 3) / 6))
+REF(hardswish, a * (a < -3 ? 0 : a > 3 ? 1 : (a + 3) / 6))
+REF(logit_eps, log((a < 0.2 ? 0.2 : a > 0.8 ? 0.8 : a) / (1 - (a < 0.2 ? 0.2 : a > 0.8 ? 0.8 : a))))
+REF(logit, log(a / (1 - a)))
+REF(logical_not, a == 0)
+REF(bitwise_not, -a - 1)
+REF(isnan, 0)
+REF(isinf, 0)
+REF(isfinite, 1)
+REF(clamp_scalar, a < -2 ? -2 : a > 3 ? 3 : a)
+
+/* erfinv by bisection on erf: slow, but independent of the library's method. */
+static double r_erfinv(double y, double b) {
+    (void)b;
+    if (y <= -1 || y >= 1)
+        return y == 1 ? INFINITY : y == -1 ? -INFINITY : NAN;
+    double lo = -7, hi = 7;
+    for (int k = 0; k < 200 && hi - lo > 0; k++) {
+        double mid = 0.5 * (lo + hi);
+        if (mid == lo || mid == hi)
+            break;
+        if (erf(mid) < y)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return 0.5 * (lo + hi);
+}
+
+ADAPT(round2, ct_round_decimals, 2)
+ADAPT(roundm1, ct_round_decimals, -1)
+ADAPT(nan_to_num, ct_nan_to_num, NULL, NULL, NULL)
+ADAPT(leaky, ct_leaky_relu, 0.2)
+ADAPT(elu, ct_elu, 1.5, 2.0, 0.5)
+ADAPT(celu, ct_celu, 0.7)
+ADAPT(gelu, ct_gelu, CT_GELU_APPROXIMATE_NONE)
+ADAPT(gelu_tanh, ct_gelu, CT_GELU_APPROXIMATE_TANH)
+ADAPT(softplus, ct_softplus, 2.0, 5.0)
+ADAPT(hardtanh, ct_hardtanh, -2.5, 3.5)
+ADAPT(logit_eps, ct_logit, 0.2)
+ADAPT(logit, ct_logit, -1.0)
+static const ct_scalar clamp_lo = {.type = CT_SCALAR_INT, .v.i = -2};
+static const ct_scalar clamp_hi = {.type = CT_SCALAR_INT, .v.i = 3};
+ADAPT(clamp_scalar, ct_clamp, &clamp_lo, &clamp_hi)
+
+#define FL CT_DTS_FLOAT
+#define ALL CT_DTS_ALL
+#define OUTF .out = CT_OPINFO_OUT_FLOAT
+#define OUTB .out = CT_OPINFO_OUT_BOOL
+#define NOT_FLOAT_REFUSED .refused = (CT_DTS_INT | CT_DT(CT_BOOL))
+
+static const ct_opinfo infos[] = {
+    {CT_OPINFO_UNARY(sign), .ref = r_sign, .lo = -9, .hi = 9, .dtypes = NUMERIC},
+    {CT_OPINFO_UNARY(sgn), .ref = r_sign, .lo = -9, .hi = 9, .dtypes = NUMERIC},
+    {CT_OPINFO_UNARY(exp2), .ref = r_exp2, .lo = -6, .hi = 6, .dtypes = ALL, OUTF},
+    {CT_OPINFO_UNARY(expm1), .ref = r_expm1, .lo = -4, .hi = 4, .dtypes = ALL, OUTF},
+    {CT_OPINFO_UNARY(log2), .ref = r_log2, .lo = 0.1, .hi = 20, .dtypes = ALL, OUTF},
+    {CT_OPINFO_UNARY(log10), .ref = r_log10, .lo = 0.1, .hi = 20, .dtypes = ALL, OUTF},
+    {CT_OPINFO_UNARY(log1p), .ref = r_log1p, .lo = -0.9, .hi = 20, .dtypes = ALL, OUTF},
+    {CT_OPINFO_UNARY(rsqrt), .ref = r_rsqrt, .lo = 0.1, .hi = 20, .dtypes = ALL, OUTF},
+    {CT_OPINFO_UNARY(tan), .ref = r_tan, .lo = -1.2, .hi = 1.2, .dtypes = ALL, OUTF},
+    {CT_OPINFO_UNARY(asin), .ref = r_asin, .lo = -1, .hi = 1, .dtypes = ALL, OUTF},
+    {CT_OPINFO_UNARY(acos), .ref = r_acos, .lo = -1, .hi = 1, .dtypes = ALL, OUTF},
+    {CT_OPINFO_UNARY(atan), .ref = r_atan, .lo = -9, .hi = 9, .dtypes = ALL, OUTF},
+    {CT_OPINFO_UNARY(sinh), .ref = r_sinh, .lo = -4, .hi = 4, .dtypes = ALL, OUTF},
+    {CT_OPINFO_UNARY(cosh), .ref = r_cosh, .lo = -4, .hi = 4, .dtypes = ALL, OUTF},
+    {CT_OPINFO_UNARY(asinh), .ref = r_asinh, .lo = -9, .hi = 9, .dtypes = ALL, OUTF},
+    {CT_OPINFO_UNARY(acosh), .ref = r_acosh, .lo = 1, .hi = 20, .dtypes = CT_DTS_FLOAT | CT_DTS_INT, OUTF},
+    {CT_OPINFO_UNARY(atanh), .ref = r_atanh, .lo = -0.99, .hi = 0.99, .dtypes = ALL, OUTF},
+    {ADAPTED(logit_eps, logit), .ref = r_logit_eps, .lo = -0.5, .hi = 1.5, .dtypes = ALL, OUTF},
+    {ADAPTED(logit, logit), .ref = r_logit, .lo = 0.05, .hi = 0.95, .dtypes = FL, OUTF},
+    {CT_OPINFO_UNARY(erf), .ref = r_erf, .lo = -3, .hi = 3, .dtypes = ALL, OUTF},
+    {CT_OPINFO_UNARY(erfc), .ref = r_erfc, .lo = -3, .hi = 3, .dtypes = ALL, OUTF},
+    {CT_OPINFO_UNARY(erfinv), .ref = r_erfinv, .lo = -0.999, .hi = 0.999, .dtypes = ALL, OUTF},
+    {CT_OPINFO_UNARY(floor), .ref = r_floor, .lo = -9, .hi = 9, .dtypes = NUMERIC, .refused = CT_DT(CT_BOOL)},
+    {CT_OPINFO_UNARY(ceil), .ref = r_ceil, .lo = -9, .hi = 9, .dtypes = NUMERIC, .refused = CT_DT(CT_BOOL)},
+    {CT_OPINFO_UNARY(trunc), .ref = r_trunc, .lo = -9, .hi = 9, .dtypes = NUMERIC, .refused = CT_DT(CT_BOOL)},
+    {CT_OPINFO_UNARY(round), .ref = r_round, .lo = -9, .hi = 9, .dtypes = NUMERIC, .refused = CT_DT(CT_BOOL)},
+    /* float16/bfloat16 round the scaled value first, as PyTorch (checked in test_ops_golden). */
+    {ADAPTED(round2, round_decimals), .ref = r_round2, .lo = -9, .hi = 9, .dtypes = CT_DT(CT_F32) | CT_DT(CT_F64),
+     NOT_FLOAT_REFUSED},
+    {ADAPTED(roundm1, round_decimals), .ref = r_roundm1, .lo = -99, .hi = 99,
+     .dtypes = CT_DT(CT_F32) | CT_DT(CT_F64), NOT_FLOAT_REFUSED},
+    {CT_OPINFO_UNARY(frac), .ref = r_frac, .lo = -9, .hi = 9, .dtypes = FL, NOT_FLOAT_REFUSED},
+    {CT_OPINFO_UNARY(reciprocal), .ref = r_reciprocal, .lo = 0.5, .hi = 9, .dtypes = ALL, OUTF},
+    {CT_OPINFO_UNARY(square), .ref = r_square, .lo = -9, .hi = 9, .dtypes = NUMERIC},
+    {ADAPTED(nan_to_num, nan_to_num), .ref = r_ident, .lo = -9, .hi = 9, .dtypes = ALL},
+    {CT_OPINFO_UNARY(relu6), .ref = r_relu6, .lo = -9, .hi = 9, .dtypes = NUMERIC, .refused = CT_DT(CT_BOOL)},
+    {ADAPTED(leaky, leaky_relu), .ref = r_leaky, .lo = -9, .hi = 9, .dtypes = FL, NOT_FLOAT_REFUSED},
+    {ADAPTED(elu, elu), .ref = r_elu, .lo = -5, .hi = 5, .dtypes = FL, NOT_FLOAT_REFUSED},
+    {CT_OPINFO_UNARY(selu), .ref = r_selu, .lo = -5, .hi = 5, .dtypes = FL, NOT_FLOAT_REFUSED},
+    {ADAPTED(celu, celu), .ref = r_celu, .lo = -5, .hi = 5, .dtypes = FL, NOT_FLOAT_REFUSED},
+    {ADAPTED(gelu, gelu), .ref = r_gelu, .lo = -5, .hi = 5, .dtypes = FL, NOT_FLOAT_REFUSED},
+    {ADAPTED(gelu_tanh, gelu), .ref = r_gelu_tanh, .lo = -5, .hi = 5, .dtypes = FL, NOT_FLOAT_REFUSED},
+    {CT_OPINFO_UNARY(silu), .ref = r_silu, .lo = -9, .hi = 9, .dtypes = FL, NOT_FLOAT_REFUSED},
+    {CT_OPINFO_UNARY(mish), .ref = r_mish, .lo = -9, .hi = 9, .dtypes = FL, NOT_FLOAT_REFUSED},
+    {ADAPTED(softplus, softplus), .ref = r_softplus, .lo = -9, .hi = 9, .dtypes = FL, NOT_FLOAT_REFUSED},
+    {ADAPTED(hardtanh, hardtanh), .ref = r_hardtanh, .lo = -9, .hi = 9, .dtypes = FL | CT_DTS_SINT,
+     .refused = CT_DT(CT_BOOL) | CT_DTS_UINT},
+    {CT_OPINFO_UNARY(hardsigmoid), .ref = r_hardsigmoid, .lo = -5, .hi = 5, .dtypes = FL, NOT_FLOAT_REFUSED},
+    {CT_OPINFO_UNARY(hardswish), .ref = r_hardswish, .lo = -5, .hi = 5, .dtypes = FL, NOT_FLOAT_REFUSED},
+    {CT_OPINFO_UNARY(logical_not), .ref = r_logical_not, .lo = -2, .hi = 2, .dtypes = ALL, OUTB,
+     .integer_inputs = true},
+    {CT_OPINFO_UNARY(bitwise_not), .ref = r_bitwise_not, .lo = -9, .hi = 9, .dtypes = CT_DTS_SINT,
+     .refused = CT_DTS_FLOAT},
+    {.name = "isnan", .u = ct_isnan, .ref = r_isnan, .lo = -9, .hi = 9, .dtypes = ALL, OUTB},
+    {.name = "isinf", .u = ct_isinf, .ref = r_isinf, .lo = -9, .hi = 9, .dtypes = ALL, OUTB},
+    {.name = "isfinite", .u = ct_isfinite, .ref = r_isfinite, .lo = -9, .hi = 9, .dtypes = ALL, OUTB},
+    {ADAPTED(clamp_scalar, clamp), .ref = r_clamp_scalar, .lo = -9, .hi = 9,
+     .dtypes = FL | CT_DTS_SINT},
+};
+
+static void test_opinfo(void **state) { ct_opinfo_run(*state); }
+
+int main(void) {
+    struct CMUnitTest tests[sizeof infos / sizeof infos[0]];
+    size_t n = 0;
+    for (size_t i = 0; i < sizeof infos / sizeof infos[0]; i++)
+        tests[n++] = (struct CMUnitTest){infos[i].name, test_opinfo, NULL, NULL, (void *)&infos[i]};
+    return _cmocka_run_group_tests("unary", tests, n, NULL, NULL);
+}
