@@ -14,7 +14,8 @@ bool ct_cuda_elementwise_supported(ct_op op, ct_dtype dtype) {
     case CT_FAM_UNARY_FLOAT:
     case CT_FAM_UNARY_SAME: return ct_cuda_unary_supported(op, dtype);
     case CT_FAM_BINARY_ARITH:
-    case CT_FAM_BINARY_FLOAT: return ct_cuda_binary_supported(op, dtype);
+    case CT_FAM_BINARY_FLOAT:
+    case CT_FAM_BINARY_DIV: return ct_cuda_binary_supported(op, dtype);
     case CT_FAM_COMPARE: return ct_cuda_compare_supported(op, dtype);
     default: return false;
     }
@@ -42,7 +43,8 @@ ct_status ct_cuda_iter_run(const ct_iter *it, ct_op op, const ct_loop_params *pa
     case CT_FAM_UNARY_FLOAT:
     case CT_FAM_UNARY_SAME: return ct_cuda_unary(op, it->compute_dtype, &d, device);
     case CT_FAM_BINARY_ARITH:
-    case CT_FAM_BINARY_FLOAT: {
+    case CT_FAM_BINARY_FLOAT:
+    case CT_FAM_BINARY_DIV: {
         ct_cuda_params p = {params->alpha, params->ialpha};
         return ct_cuda_binary(op, it->compute_dtype, &d, &p, device);
     }

@@ -109,7 +109,9 @@ static ct_status elementwise_kernel(ct_keyset ks, ct_call *call, void *user_data
 #endif
 #ifdef CT_HAVE_CUDA
     /* An op the CUDA backend has no kernel for at all reads like an empty dispatch slot. */
-    if (st == CT_OK && cuda && !ct_cuda_elementwise_supported(call->op, CT_DTYPE_FLOAT32))
+    /* div's CUDA kernel is true division; the rounding modes have none yet. */
+    bool rounding = info->family == CT_FAM_BINARY_DIV && call->nints > 0 && call->ints[0] != 0;
+    if (st == CT_OK && cuda && (rounding || !ct_cuda_elementwise_supported(call->op, CT_DTYPE_FLOAT32)))
         st = ct_error(CT_ERROR_NOT_IMPLEMENTED, info->name, "no kernel for this op at dispatch key %s",
                       ct_dispatch_key_name(CT_KEY_CUDA));
 #endif
