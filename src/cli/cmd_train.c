@@ -247,7 +247,7 @@ static int train_fashion_mnist(const train_args *a) {
 }
 
 int ct_cmd_train(int argc, char **argv) {
-    train_args a = {.data_dir = "/usr/share/datasets/fashion-mnist", .out = "fashion_mnist_cnn", .epochs = 2,
+    train_args a = {.data_dir = "/usr/share/datasets/fashion-mnist", .out = "fashion_mnist_cnn", .epochs = 3,
                     .batch_size = 64, .lr = 0.01, .seed = 0};
     if (argc < 2)
         return usage();
