@@ -8,7 +8,9 @@
  * - Tensors: _rebuild_tensor_v2(storage, offset, size, stride, requires_grad,
  *   OrderedDict()). Storages are persistent ids ('storage', torch.<T>Storage, key,
  *   'cpu', numel). uint16/uint32/uint64, which have no typed storage class, use
- *   torch.UntypedStorage and _rebuild_tensor_v3(..., dtype) as PyTorch 2.3+ does.
+ *   torch.storage.UntypedStorage (the class's own module, which is the name
+ *   PyTorch's weights-only loader allows) and _rebuild_tensor_v3(..., dtype), as
+ *   PyTorch 2.3+ does.
  * - No memo (BINPUT): it only saves space for repeated strings; sharing of tensor data
  *   goes through storage keys. */
 #include <stdlib.h>
@@ -142,7 +144,10 @@ static ct_status put_tensor(ct_pickler *p, ct_tensor *t) {
     /* persistent id */
     put1(p, '(');
     put_str(p, "storage", 7);
-    put_global(p, "torch", untyped ? "UntypedStorage" : storage_class(t->dtype));
+    if (untyped)
+        put_global(p, "torch.storage", "UntypedStorage");
+    else
+        put_global(p, "torch", storage_class(t->dtype));
     char kbuf[24];
     int kn = snprintf(kbuf, sizeof kbuf, "%lld", (long long)key);
     put_str(p, kbuf, (size_t)kn);

@@ -290,6 +290,8 @@ static ct_status op_global(up *u) {
         o->g = G_DEVICE;
     else if (eq(m, mn, "_codecs") && eq(n, nn, "encode"))
         o->g = G_CODECS_ENCODE;
+    else if (eq(m, mn, "torch.storage") && eq(n, nn, "UntypedStorage"))
+        o->g = G_STORAGE_TYPE; /* the class's own module: what pickle writes for it */
     else if (eq(m, mn, "torch")) {
         ok = false;
         for (size_t i = 0; i < sizeof storage_types / sizeof *storage_types; i++)
