@@ -61,7 +61,7 @@ static const char page_script[] =
     "    return e;\n"
     "  }\n"
     "  function opOf(frames) {\n"
-    "    return frames && frames.length ? String(frames[frames.length - 1].name) : \"(unknown)\";\n"
+    "    return frames && frames.length ? String(frames[frames.length - 1].name) : \"(outside any op)\";\n"
     "  }\n"
     "  var snap;\n"
     "  try { snap = JSON.parse($(\"snapshot-data\").textContent); } catch (e) {\n"

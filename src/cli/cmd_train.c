@@ -19,6 +19,8 @@ typedef struct {
     const char *data_dir;
     const char *out;
     const char *resume;
+    const char *memory_snapshot; /* allocator snapshot after training (pickle, or JSON for *.json) */
+    const char *profile;         /* Chrome trace of the whole run */
     int epochs;
     int64_t max_steps;
     int64_t eval_limit; /* test images to evaluate on (0: all) */
@@ -129,8 +131,35 @@ static int usage(void) {
     fprintf(stderr,
             "usage: ctorch train fashion-mnist [--epochs N] [--max-steps N] [--batch-size N] [--lr X]\n"
             "                                  [--threads N] [--seed N] [--data DIR] [--out PATH]\n"
-            "                                  [--resume FILE.pt] [--eval-limit N] [--device cpu] [--quiet]\n");
+            "                                  [--resume FILE.pt] [--eval-limit N] [--device cpu] [--quiet]\n"
+            "                                  [--memory-snapshot FILE[.json]] [--profile TRACE.json]\n");
     return 2;
+}
+
+static bool ends_with(const char *s, const char *suffix) {
+    size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && strcmp(s + n - k, suffix) == 0;
+}
+
+/* Writes the memory snapshot (while the model, its gradients and the optimizer state
+ * are still alive, so the segment map shows them) and closes the profiler trace. */
+static ct_status finish_diagnostics(const train_args *a) {
+    ct_status st = CT_OK;
+    if (a->memory_snapshot) {
+        ct_snapshot_format f = ends_with(a->memory_snapshot, ".json") ? CT_SNAPSHOT_JSON : CT_SNAPSHOT_PICKLE;
+        st = ct_memory_snapshot(CT_CPU, a->memory_snapshot, f);
+        if (st == CT_OK)
+            printf("memory snapshot: %s (view it with `ctorch memviz %s`)\n", a->memory_snapshot, a->memory_snapshot);
+        ct_memory_record_history(false, 0);
+    }
+    if (a->profile && st == CT_OK) {
+        st = ct_profiler_stop();
+        if (st == CT_OK)
+            printf("profile: %s (open it in Perfetto or chrome://tracing)\n", a->profile);
+    }
+    if (st != CT_OK)
+        fprintf(stderr, "ctorch train: %s\n", ct_last_error());
+    return st;
 }
 
 static int train_fashion_mnist(const train_args *a) {
@@ -138,6 +167,10 @@ static int train_fashion_mnist(const train_args *a) {
     if (a->threads > 0)
         ct_set_num_threads(a->threads);
     ct_manual_seed(a->seed);
+    if ((a->memory_snapshot && ct_memory_record_history(true, 200000)) || (a->profile && ct_profiler_start(a->profile))) {
+        fprintf(stderr, "ctorch train: %s\n", ct_last_error());
+        return 1;
+    }
     ct_scope_begin();
     ct_tensor *xtr, *ytr, *xte, *yte;
     if (ct_mnist_load(a->data_dir, true, &xtr, &ytr) || ct_mnist_load(a->data_dir, false, &xte, &yte)) {
@@ -228,6 +261,8 @@ static int train_fashion_mnist(const train_args *a) {
             break;
         ct_dataloader_set_epoch(dl, epoch + 1);
     }
+    if (rc == 0 && finish_diagnostics(a))
+        rc = 1;
     if (rc == 0 && a->out) {
         if (save_checkpoint(&m, opt, done_epochs, a->out) == CT_OK)
             printf("saved %s.safetensors (weights) and %s.pt (weights, optimizer, epoch)\n", a->out, a->out);
@@ -278,9 +313,13 @@ int ct_cmd_train(int argc, char **argv) {
         else if (strcmp(k, "--data") == 0)
             a.data_dir = v;
         else if (strcmp(k, "--out") == 0)
-            a.out = v;
+            a.out = *v ? v : NULL; /* --out "": no checkpoint */
         else if (strcmp(k, "--resume") == 0)
             a.resume = v;
+        else if (strcmp(k, "--memory-snapshot") == 0)
+            a.memory_snapshot = v;
+        else if (strcmp(k, "--profile") == 0)
+            a.profile = v;
         else if (strcmp(k, "--device") == 0) {
             if (strcmp(v, "cpu") != 0) {
                 fprintf(stderr, "ctorch train: only --device cpu trains in this build\n");

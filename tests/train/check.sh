@@ -23,4 +23,21 @@ expect 0 "resumed from" train fashion-mnist --resume "$work/cnn.pt" --epochs 2 -
   --quiet --out "$work/cnn2"
 grep -q "resumed from .* after epoch 0" <<<"$out" || fail "a run stopped by --max-steps must resume its epoch: $out"
 expect 0 "conv1.weight" inspect "$work/cnn.safetensors"
+
+# The diagnostics of a short run: an allocator snapshot that `ctorch memviz` renders and
+# PyTorch's tooling reads (check_snapshot.py; its torch part only where torch imports),
+# and a profiler trace that validates as Chrome trace JSON with the model's ops in it.
+rm -f "$work/snap.pickle" "$work/trace.json"
+expect 0 "memory snapshot: $work/snap.pickle" train fashion-mnist --max-steps 3 --eval-limit 100 --quiet --out "" \
+  --memory-snapshot "$work/snap.pickle" --profile "$work/trace.json"
+"$ctorch" memviz "$work/snap.pickle" -o "$work/snap.html" >/dev/null || fail "memviz on the training snapshot"
+grep -qF '"name":"conv2d"' "$work/snap.html" || fail "the snapshot's trace does not name conv2d"
+src=$(cd "$(dirname "$0")/../.." && pwd)
+if command -v python3 >/dev/null; then
+  python3 "$src/scripts/check_trace.py" -q "$work/trace.json" --expect-span conv2d --expect-span conv2d_backward \
+    --expect-span max_pool2d_with_indices --expect-span addmm --min-spans 100 || fail "the training trace is not valid Chrome trace JSON"
+  python3 "$src/tests/golden/check_snapshot.py" "$work/snap.pickle"; rc=$?
+  [ "$rc" -eq 0 ] || [ "$rc" -eq 77 ] || fail "check_snapshot.py on the training snapshot (exit $rc)"
+fi
+expect 1 "" train fashion-mnist --max-steps 1 --quiet --out "" --memory-snapshot "$work/no-such-dir/snap.pickle"
 echo "train_cli: ok"
