@@ -77,29 +77,30 @@ def check_memory_viz(snap):
     import torch
     checked = []
     no_flamegraph = lambda lines: lines  # the functions hand their text to flamegraph.pl
-    for arg in (snap["segments"], snap):  # 1.13 takes the segment list, later versions the dict
-        try:
-            if hasattr(mv, "stats"):
-                s = mv.stats(arg)
-                checked.append(f"stats -> {s}")
-            for name in ("segments", "memory"):
-                if hasattr(mv, name):
-                    out = getattr(mv, name)(arg, format_flamegraph=no_flamegraph)
-                    assert isinstance(out, str) and out, name
-                    checked.append(f"{name}: {len(out.splitlines())} flamegraph lines")
-            if hasattr(mv, "compare"):
-                out = mv.compare(arg, arg, format_flamegraph=no_flamegraph)
-                checked.append("compare")
-            for name in ("trace_plot", "segment_plot"):
-                if hasattr(mv, name):
-                    out = getattr(mv, name)(arg)
-                    assert "<html" in out.lower() or out, name
-                    checked.append(name)
-            return f"torch {torch.__version__} _memory_viz: " + "; ".join(checked)
-        except (TypeError, KeyError) as e:
-            checked.clear()
-            last = e
-    raise AssertionError(f"torch.cuda._memory_viz rejected the snapshot: {last!r}")
+
+    def call(name, *args):
+        """Versions differ in what a function takes: 1.13's take the segment list, later
+        ones the whole dict (compare always takes two segment lists)."""
+        if not hasattr(mv, name):
+            return
+        kw = {"format_flamegraph": no_flamegraph} if name in ("segments", "memory", "compare") else {}
+        errors = []
+        for arg in (snap, snap["segments"]):
+            try:
+                out = getattr(mv, name)(*[arg] * len(args), **kw) if args else getattr(mv, name)(arg, **kw)
+            except (TypeError, KeyError) as e:
+                errors.append(repr(e))
+                continue
+            assert out is None or isinstance(out, (str, dict)), name
+            summary = out if isinstance(out, dict) else f"{len(str(out).splitlines())} lines"
+            checked.append(f"{name} -> {summary}")
+            return
+        raise AssertionError(f"torch {torch.__version__} _memory_viz.{name} rejected the snapshot: {errors}")
+
+    for name in ("stats", "segments", "memory", "segsum", "trace", "trace_plot", "segment_plot"):
+        call(name)
+    call("compare", 0, 0)
+    return f"torch {torch.__version__} _memory_viz: " + "; ".join(checked)
 
 
 def untuple(x):
