@@ -21,6 +21,7 @@ typedef struct {
     const char *resume;
     const char *memory_snapshot; /* allocator snapshot after training (pickle, or JSON for *.json) */
     const char *profile;         /* Chrome trace of the whole run */
+    const char *schedule;        /* learning rate per step: constant, cosine, onecycle */
     int epochs;
     int64_t max_steps;
     int64_t eval_limit; /* test images to evaluate on (0: all) */
@@ -76,7 +77,27 @@ static double evaluate(const ct_fashion_cnn *m, const ct_tensor *images, const c
     return n ? (double)correct / (double)n : 0;
 }
 
-static ct_status save_checkpoint(const ct_fashion_cnn *m, ct_optimizer *opt, int epoch, const char *path) {
+/* The learning-rate schedule, stepped once per batch over the whole run (PyTorch's
+ * CosineAnnealingLR / OneCycleLR with the same arguments). NULL for "constant". */
+static bool known_schedule(const char *s) {
+    return strcmp(s, "constant") == 0 || strcmp(s, "cosine") == 0 || strcmp(s, "onecycle") == 0;
+}
+
+static ct_status make_schedule(const train_args *a, ct_optimizer *opt, int64_t total_steps, ct_lr_scheduler **out) {
+    *out = NULL;
+    if (strcmp(a->schedule, "cosine") == 0) {
+        *out = ct_cosineannealinglr_new(opt, total_steps, 0.0);
+    } else if (strcmp(a->schedule, "onecycle") == 0) {
+        ct_onecycle_options o = ct_onecycle_defaults(a->lr, total_steps);
+        *out = ct_onecyclelr_new(opt, &o);
+    } else {
+        return CT_OK;
+    }
+    return *out ? CT_OK : ct_last_status();
+}
+
+static ct_status save_checkpoint(const ct_fashion_cnn *m, ct_optimizer *opt, const ct_lr_scheduler *sched, int epoch,
+                                 const char *path) {
     ct_value *model = ct_value_new_dict();
     for (int i = 0; i < CT_FASHION_CNN_NPARAMS; i++)
         ct_value_set(model, ct_fashion_cnn_param_names[i], ct_value_new_tensor(m->p[i]));
@@ -88,6 +109,8 @@ static ct_status save_checkpoint(const ct_fashion_cnn *m, ct_optimizer *opt, int
         ct_value_set(ckpt, "model", model);
         model = NULL;
         ct_value_set(ckpt, "optimizer", ct_optimizer_state_dict(opt));
+        if (sched)
+            ct_value_set(ckpt, "scheduler", ct_lr_scheduler_state_dict(sched));
         ct_value_set(ckpt, "epoch", ct_value_new_int(epoch));
         char full[1024];
         snprintf(full, sizeof full, "%s.pt", path);
@@ -98,7 +121,8 @@ static ct_status save_checkpoint(const ct_fashion_cnn *m, ct_optimizer *opt, int
     return st;
 }
 
-static ct_status load_checkpoint(ct_fashion_cnn *m, ct_optimizer *opt, const char *path, int *epoch) {
+static ct_status load_checkpoint(ct_fashion_cnn *m, ct_optimizer *opt, ct_lr_scheduler *sched, const char *path,
+                                 int *epoch) {
     ct_value *ckpt = ct_load(path);
     if (!ckpt)
         return ct_last_status();
@@ -120,6 +144,9 @@ static ct_status load_checkpoint(ct_fashion_cnn *m, ct_optimizer *opt, const cha
     ct_value *os = ct_value_get(ckpt, "optimizer");
     if (st == CT_OK && os)
         st = ct_optimizer_load_state_dict(opt, os);
+    ct_value *ss = ct_value_get(ckpt, "scheduler");
+    if (st == CT_OK && sched && ss)
+        st = ct_lr_scheduler_load_state_dict(sched, ss);
     ct_value *ep = ct_value_get(ckpt, "epoch");
     *epoch = ep ? (int)ct_value_int(ep) : 0;
     ct_clear_error();
@@ -132,6 +159,7 @@ static int usage(void) {
             "usage: ctorch train fashion-mnist [--epochs N] [--max-steps N] [--batch-size N] [--lr X]\n"
             "                                  [--threads N] [--seed N] [--data DIR] [--out PATH]\n"
             "                                  [--resume FILE.pt] [--eval-limit N] [--device cpu] [--quiet]\n"
+            "                                  [--schedule constant|cosine|onecycle]\n"
             "                                  [--memory-snapshot FILE[.json]] [--profile TRACE.json]\n");
     return 2;
 }
@@ -186,8 +214,12 @@ static int train_fashion_mnist(const train_args *a) {
     ct_optim_options o = ct_sgd_options(a->lr);
     o.momentum = 0.9;
     int start_epoch = 0;
+    int64_t ntrain = ct_tensor_size(xtr, 0);
+    int64_t planned_steps = (int64_t)a->epochs * ((ntrain + a->batch_size - 1) / a->batch_size);
+    ct_lr_scheduler *sched = NULL;
     if (ct_fashion_cnn_init(&m) != CT_OK || !(opt = ct_optimizer_new(CT_OPTIM_SGD, m.p, CT_FASHION_CNN_NPARAMS, &o)) ||
-        (a->resume && load_checkpoint(&m, opt, a->resume, &start_epoch))) {
+        make_schedule(a, opt, planned_steps, &sched) ||
+        (a->resume && load_checkpoint(&m, opt, sched, a->resume, &start_epoch))) {
         fprintf(stderr, "ctorch train: %s\n", ct_last_error());
         ct_scope_end();
         return 1;
@@ -222,7 +254,7 @@ static int train_fashion_mnist(const train_args *a) {
             ct_tensor *loss = ct_fashion_cnn_loss(&m, prepare(batch[0]), batch[1], &hits);
             double lv = NAN;
             if (!loss || ct_optimizer_zero_grad(opt, true) || ct_backward(loss, NULL, false, false) ||
-                ct_optimizer_step(opt) || ct_item_double(loss, &lv)) {
+                ct_optimizer_step(opt) || (sched && ct_lr_scheduler_step(sched)) || ct_item_double(loss, &lv)) {
                 fprintf(stderr, "\nctorch train: %s\n", ct_last_error());
                 rc = 1;
             } else {
@@ -264,7 +296,7 @@ static int train_fashion_mnist(const train_args *a) {
     if (rc == 0 && finish_diagnostics(a))
         rc = 1;
     if (rc == 0 && a->out) {
-        if (save_checkpoint(&m, opt, done_epochs, a->out) == CT_OK)
+        if (save_checkpoint(&m, opt, sched, done_epochs, a->out) == CT_OK)
             printf("saved %s.safetensors (weights) and %s.pt (weights, optimizer, epoch)\n", a->out, a->out);
         else {
             fprintf(stderr, "ctorch train: %s\n", ct_last_error());
@@ -275,6 +307,7 @@ static int train_fashion_mnist(const train_args *a) {
         printf("test accuracy: %.2f%%\n", 100 * final_acc);
     ct_dataloader_free(dl);
     ct_dataset_free(ds);
+    ct_lr_scheduler_free(sched);
     ct_optimizer_free(opt);
     ct_fashion_cnn_free(&m);
     ct_scope_end();
@@ -282,8 +315,8 @@ static int train_fashion_mnist(const train_args *a) {
 }
 
 int ct_cmd_train(int argc, char **argv) {
-    train_args a = {.data_dir = "/usr/share/datasets/fashion-mnist", .out = "fashion_mnist_cnn", .epochs = 3,
-                    .batch_size = 64, .lr = 0.01, .seed = 0};
+    train_args a = {.data_dir = "/usr/share/datasets/fashion-mnist", .out = "fashion_mnist_cnn", .epochs = 2,
+                    .batch_size = 64, .lr = 0.05, .seed = 0, .schedule = "cosine"};
     if (argc < 2)
         return usage();
     const char *job = argv[1];
@@ -320,6 +353,8 @@ int ct_cmd_train(int argc, char **argv) {
             a.memory_snapshot = v;
         else if (strcmp(k, "--profile") == 0)
             a.profile = v;
+        else if (strcmp(k, "--schedule") == 0)
+            a.schedule = v;
         else if (strcmp(k, "--device") == 0) {
             if (strcmp(v, "cpu") != 0) {
                 fprintf(stderr, "ctorch train: only --device cpu trains in this build\n");
@@ -328,7 +363,7 @@ int ct_cmd_train(int argc, char **argv) {
         } else
             return usage();
     }
-    if (a.epochs < 1 || a.batch_size < 1 || !(a.lr > 0))
+    if (a.epochs < 1 || a.batch_size < 1 || !(a.lr > 0) || !known_schedule(a.schedule))
         return usage();
     if (strcmp(job, "fashion-mnist") == 0)
         return train_fashion_mnist(&a);

@@ -14,6 +14,7 @@ expect() { # expect RC TEXT ARGS...
 expect 2 "unknown job 'nope'" train nope
 expect 2 "usage: ctorch train" train fashion-mnist --epochs 0
 expect 2 "usage: ctorch train" train fashion-mnist --lr
+expect 2 "usage: ctorch train" train fashion-mnist --schedule linear-warmup
 expect 1 "dataset-fashion-mnist" train fashion-mnist --data "$work/no-such-dir"
 data=/usr/share/datasets/fashion-mnist
 [ -f "$data/train-labels-idx1-ubyte.gz" ] || { echo "Fashion-MNIST not installed: skipping the run"; exit 77; }
