@@ -157,16 +157,34 @@ static void v_bool(emitter *e, bool v) {
     }
 }
 
+/* One key and its value: the snapshot is mostly flat records of these. */
+static void kv_int(emitter *e, const char *k, int64_t v) {
+    key(e, k);
+    v_int(e, v);
+}
+
+static void kv_uint(emitter *e, const char *k, uint64_t v) {
+    key(e, k);
+    v_uint(e, v);
+}
+
+static void kv_str(emitter *e, const char *k, const char *v) {
+    key(e, k);
+    v_str(e, v);
+}
+
+static void kv_bool(emitter *e, const char *k, bool v) {
+    key(e, k);
+    v_bool(e, v);
+}
+
 static void frames(emitter *e, const char *context) {
     open_c(e, 'l');
     if (context && context[0]) {
         open_c(e, 'd');
-        key(e, "filename");
-        v_str(e, "ctorch");
-        key(e, "line");
-        v_int(e, 0);
-        key(e, "name");
-        v_str(e, context);
+        kv_str(e, "filename", "ctorch");
+        kv_int(e, "line", 0);
+        kv_str(e, "name", context);
         close_c(e, 'd');
     }
     close_c(e, 'l');
@@ -183,29 +201,20 @@ static void emit_state(emitter *e, const ct_alloc_state *st) {
     for (size_t i = 0; i < st->nsegments; i++) {
         const ct_alloc_segment_info *s = &st->segments[i];
         open_c(e, 'd');
-        key(e, "device");
-        v_int(e, st->device.index);
-        key(e, "address");
-        v_uint(e, s->address);
-        key(e, "total_size");
-        v_uint(e, s->total_size);
-        key(e, "allocated_size");
-        v_uint(e, s->allocated_size);
-        key(e, "active_size");
-        v_uint(e, s->active_size);
-        key(e, "requested_size");
-        v_uint(e, s->requested_size);
-        key(e, "stream");
-        v_int(e, s->stream);
-        key(e, "segment_type");
-        v_str(e, s->is_small ? "small" : "large");
+        kv_int(e, "device", st->device.index);
+        kv_uint(e, "address", s->address);
+        kv_uint(e, "total_size", s->total_size);
+        kv_uint(e, "allocated_size", s->allocated_size);
+        kv_uint(e, "active_size", s->active_size);
+        kv_uint(e, "requested_size", s->requested_size);
+        kv_int(e, "stream", s->stream);
+        kv_str(e, "segment_type", s->is_small ? "small" : "large");
         key(e, "segment_pool_id");
         open_c(e, 't');
         v_int(e, 0);
         v_int(e, 0);
         close_c(e, 't');
-        key(e, "is_expandable");
-        v_bool(e, false);
+        kv_bool(e, "is_expandable", false);
         key(e, "frames");
         frames(e, s->context);
         key(e, "blocks");
@@ -213,14 +222,10 @@ static void emit_state(emitter *e, const ct_alloc_state *st) {
         for (size_t j = 0; j < s->nblocks; j++) {
             const ct_alloc_block_info *b = &s->blocks[j];
             open_c(e, 'd');
-            key(e, "address");
-            v_uint(e, b->address);
-            key(e, "size");
-            v_uint(e, b->size);
-            key(e, "requested_size");
-            v_uint(e, b->requested_size);
-            key(e, "state");
-            v_str(e, state_name(b->state));
+            kv_uint(e, "address", b->address);
+            kv_uint(e, "size", b->size);
+            kv_uint(e, "requested_size", b->requested_size);
+            kv_str(e, "state", state_name(b->state));
             key(e, "frames");
             frames(e, b->context);
             close_c(e, 'd');
@@ -237,16 +242,12 @@ static void emit_state(emitter *e, const ct_alloc_state *st) {
         for (size_t i = 0; d == st->device.index && i < st->ntrace; i++) {
             const ct_alloc_trace_entry *t = &st->trace[i];
             open_c(e, 'd');
-            key(e, "action");
-            v_str(e, ct_alloc_trace_action_name(t->action));
+            kv_str(e, "action", ct_alloc_trace_action_name(t->action));
             key(e, t->action == CT_TRACE_OOM ? "device_free" : "addr");
             v_uint(e, t->addr);
-            key(e, "size");
-            v_uint(e, t->size);
-            key(e, "stream");
-            v_int(e, t->stream);
-            key(e, "time_us");
-            v_int(e, t->time_us);
+            kv_uint(e, "size", t->size);
+            kv_int(e, "stream", t->stream);
+            kv_int(e, "time_us", t->time_us);
             key(e, "frames");
             frames(e, t->context);
             close_c(e, 'd');
@@ -258,13 +259,10 @@ static void emit_state(emitter *e, const ct_alloc_state *st) {
     open_c(e, 'd');
     const char *conf = getenv("CT_ALLOC_CONF");
     if (conf && *conf) {
-        key(e, "CT_ALLOC_CONF");
-        v_str(e, conf);
+        kv_str(e, "CT_ALLOC_CONF", conf);
     }
-    key(e, "max_split_size");
-    v_int(e, st->max_split_size);
-    key(e, "caching");
-    v_bool(e, st->caching);
+    kv_int(e, "max_split_size", st->max_split_size);
+    kv_bool(e, "caching", st->caching);
     close_c(e, 'd');
     close_c(e, 'd');
 }
