@@ -450,10 +450,15 @@ static void sqrt_block_f64(double *x, int64_t n) {
  * of torch.optim's single-tensor code, in the same order. The kernels take a range
  * [0, n) of contiguous elements. */
 #define CT_DEFINE_FUSED(T, SUF)                                                                        \
-    static void sgd_##SUF(T *restrict p, const T *restrict gr, T *restrict buf, int64_t n,            \
+    /* The gradient the update follows: negated to maximize, plus weight decay. */                     \
+    static inline T direction_##SUF(T p, T g, bool maximize, bool has_wd, T wd) {                      \
+        const T d = maximize ? -g : g;                                                                 \
+        return has_wd ? d + wd * p : d;                                                                \
+    }                                                                                                  \
+    static void sgd_##SUF(T *restrict p, const T *restrict gr, T *restrict buf, int64_t n,             \
                           const step_consts *c) {                                                      \
-        const T wd = (T)c->wd, mom = (T)c->momentum, da = (T)c->damp_alpha, nlr = (T)(-c->lr);        \
-        const bool maximize = c->maximize, has_wd = c->has_wd, first = c->first;                      \
+        const T wd = (T)c->wd, mom = (T)c->momentum, da = (T)c->damp_alpha, nlr = (T)(-c->lr);         \
+        const bool maximize = c->maximize, has_wd = c->has_wd, first = c->first;                       \
         const bool nesterov = c->nesterov;                                                             \
         if (!c->has_momentum) {                                                                        \
             for (int64_t i = 0; i < n; i++) {                                                          \
@@ -474,12 +479,12 @@ static void sqrt_block_f64(double *x, int64_t n) {
             p[i] = pi + nlr * d;                                                                       \
         }                                                                                              \
     }                                                                                                  \
-    static void adam_##SUF(T *restrict p, const T *restrict gr, T *restrict m, T *restrict v,         \
+    static void adam_##SUF(T *restrict p, const T *restrict gr, T *restrict m, T *restrict v,          \
                            T *restrict vmax, int64_t n, const step_consts *c, bool decoupled) {        \
-        const T wd = (T)c->wd, b1 = (T)c->beta1, omb1 = (T)c->one_minus_beta1, b2 = (T)c->beta2;      \
+        const T wd = (T)c->wd, b1 = (T)c->beta1, omb1 = (T)c->one_minus_beta1, b2 = (T)c->beta2;       \
         const T omb2 = (T)c->one_minus_beta2, bc2s = (T)c->bc2_sqrt, eps = (T)c->eps;                  \
         const T nss = (T)(-c->step_size), decay = (T)c->decay;                                         \
-        const bool maximize = c->maximize, has_wd = c->has_wd && !decoupled, ams = c->amsgrad;       \
+        const bool maximize = c->maximize, has_wd = c->has_wd && !decoupled, ams = c->amsgrad;         \
         T root[CT_OPTIM_CHUNK];                                                                        \
         for (int64_t i0 = 0; i0 < n; i0 += CT_OPTIM_CHUNK) {                                           \
             const int64_t len = n - i0 < CT_OPTIM_CHUNK ? n - i0 : CT_OPTIM_CHUNK;                     \
@@ -487,8 +492,7 @@ static void sqrt_block_f64(double *x, int64_t n) {
             const T *restrict gg = gr + i0;                                                            \
             for (int64_t j = 0; j < len; j++) {                                                        \
                 const T pj = pp[j], gj = gg[j];                                                        \
-                T d = maximize ? -gj : gj;                                                             \
-                d = has_wd ? d + wd * pj : d;                                                          \
+                T d = direction_##SUF(pj, gj, maximize, has_wd, wd);                                   \
                 pp[j] = decoupled ? pj * decay : pj;                                                   \
                 const T mi = mm[j] * b1 + omb1 * d;                                                    \
                 const T vi = vv[j] * b2 + omb2 * d * d;                                                \
@@ -512,9 +516,9 @@ static void sqrt_block_f64(double *x, int64_t n) {
             }                                                                                          \
         }                                                                                              \
     }                                                                                                  \
-    static void rmsprop_##SUF(T *restrict p, const T *restrict gr, T *restrict sq, T *restrict buf,   \
+    static void rmsprop_##SUF(T *restrict p, const T *restrict gr, T *restrict sq, T *restrict buf,    \
                               T *restrict ga, int64_t n, const step_consts *c) {                       \
-        const T wd = (T)c->wd, al = (T)c->alpha, oma = (T)c->one_minus_alpha, eps = (T)c->eps;        \
+        const T wd = (T)c->wd, al = (T)c->alpha, oma = (T)c->one_minus_alpha, eps = (T)c->eps;         \
         const T mom = (T)c->momentum, nlr = (T)(-c->lr), one = (T)1, mone = (T)-1;                     \
         const bool maximize = c->maximize, has_wd = c->has_wd;                                         \
         T root[CT_OPTIM_CHUNK];                                                                        \
@@ -524,8 +528,7 @@ static void sqrt_block_f64(double *x, int64_t n) {
             const T *restrict gg = gr + i0;                                                            \
             for (int64_t j = 0; j < len; j++) {                                                        \
                 const T pj = pp[j], gj = gg[j];                                                        \
-                T d = maximize ? -gj : gj;                                                             \
-                d = has_wd ? d + wd * pj : d;                                                          \
+                T d = direction_##SUF(pj, gj, maximize, has_wd, wd);                                   \
                 const T s = ss[j] * al + oma * d * d;                                                  \
                 ss[j] = s;                                                                             \
                 root[j] = s;                                                                           \
@@ -534,8 +537,7 @@ static void sqrt_block_f64(double *x, int64_t n) {
                 T *restrict aa = ga + i0;                                                              \
                 for (int64_t j = 0; j < len; j++) {                                                    \
                     const T pj = pp[j], gj = gg[j];                                                    \
-                    T d = maximize ? -gj : gj;                                                         \
-                    d = has_wd ? d + wd * pj : d;                                                      \
+                    T d = direction_##SUF(pj, gj, maximize, has_wd, wd);                               \
                     const T g = aa[j] * al + oma * d;                                                  \
                     aa[j] = g;                                                                         \
                     root[j] = root[j] + mone * g * g;                                                  \
@@ -546,8 +548,7 @@ static void sqrt_block_f64(double *x, int64_t n) {
                 T *restrict bb = buf + i0;                                                             \
                 for (int64_t j = 0; j < len; j++) {                                                    \
                     const T pj = pp[j], gj = gg[j];                                                    \
-                    T d = maximize ? -gj : gj;                                                         \
-                    d = has_wd ? d + wd * pj : d;                                                      \
+                    T d = direction_##SUF(pj, gj, maximize, has_wd, wd);                               \
                     const T avg = root[j] + eps;                                                       \
                     const T b = bb[j] * mom + one * (d / avg);                                         \
                     bb[j] = b;                                                                         \
@@ -556,15 +557,14 @@ static void sqrt_block_f64(double *x, int64_t n) {
             } else {                                                                                   \
                 for (int64_t j = 0; j < len; j++) {                                                    \
                     const T pj = pp[j], gj = gg[j];                                                    \
-                    T d = maximize ? -gj : gj;                                                         \
-                    d = has_wd ? d + wd * pj : d;                                                      \
+                    T d = direction_##SUF(pj, gj, maximize, has_wd, wd);                               \
                     const T avg = root[j] + eps;                                                       \
                     pp[j] = pj + nlr * (d / avg);                                                      \
                 }                                                                                      \
             }                                                                                          \
         }                                                                                              \
     }                                                                                                  \
-    static void adagrad_##SUF(T *restrict p, const T *restrict gr, T *restrict sum, int64_t n,        \
+    static void adagrad_##SUF(T *restrict p, const T *restrict gr, T *restrict sum, int64_t n,         \
                               const step_consts *c) {                                                  \
         const T wd = (T)c->wd, eps = (T)c->eps, nclr = (T)(-c->clr), one = (T)1;                       \
         const bool maximize = c->maximize, has_wd = c->has_wd;                                         \
@@ -575,8 +575,7 @@ static void sqrt_block_f64(double *x, int64_t n) {
             const T *restrict gg = gr + i0;                                                            \
             for (int64_t j = 0; j < len; j++) {                                                        \
                 const T pj = pp[j], gj = gg[j];                                                        \
-                T d = maximize ? -gj : gj;                                                             \
-                d = has_wd ? d + wd * pj : d;                                                          \
+                T d = direction_##SUF(pj, gj, maximize, has_wd, wd);                                   \
                 const T s = su[j] + one * d * d;                                                       \
                 su[j] = s;                                                                             \
                 root[j] = s;                                                                           \
@@ -584,8 +583,7 @@ static void sqrt_block_f64(double *x, int64_t n) {
             sqrt_block_##SUF(root, len);                                                               \
             for (int64_t j = 0; j < len; j++) {                                                        \
                 const T pj = pp[j], gj = gg[j];                                                        \
-                T d = maximize ? -gj : gj;                                                             \
-                d = has_wd ? d + wd * pj : d;                                                          \
+                T d = direction_##SUF(pj, gj, maximize, has_wd, wd);                                   \
                 const T std = root[j] + eps;                                                           \
                 pp[j] = pj + nclr * (d / std);                                                         \
             }                                                                                          \
