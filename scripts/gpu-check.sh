@@ -52,23 +52,30 @@ if want test; then
     grep -E "tests passed|tests failed|Skipped|\*\*\*Failed|Not Run" "$OUTDIR/ctest.log" | tee -a "$SUMMARY"
 fi
 
-if want memcheck; then
-    SAN=$(command -v compute-sanitizer || true)
-    [ -z "$SAN" ] && [ -x /usr/local/cuda/bin/compute-sanitizer ] && SAN=/usr/local/cuda/bin/compute-sanitizer
+SAN=$(command -v compute-sanitizer || true)
+[ -z "$SAN" ] && [ -x /usr/local/cuda/bin/compute-sanitizer ] && SAN=/usr/local/cuda/bin/compute-sanitizer
+# The CUDA test programs of this build (test_cuda_api, test_cuda, test_cuda_<family>...).
+cuda_tests() { for t in "$BUILD"/tests/test_cuda*; do [ -x "$t" ] && basename "$t"; done; }
+
+# sanitize TOOL: every CUDA test program under compute-sanitizer --tool TOOL. API errors
+# are part of what the tests check (bad device ordinals, OOM), so only the tool's own
+# findings count.
+sanitize() {
     if [ -z "$SAN" ]; then
-        say "memcheck: skipped (compute-sanitizer not found)"
-    else
-        # API errors are part of what the tests check (bad device ordinals, OOM), so
-        # only memory errors count.
-        for t in test_cuda_api test_cuda test_cuda_ops; do
-            CT_CUDA_TEST_SMALL=1 timeout 300 "$SAN" --tool memcheck --report-api-errors no --error-exitcode 99 \
-                "$BUILD/tests/$t" > "$OUTDIR/memcheck_$t.log" 2>&1
-            rc=$?
-            stage_result "memcheck $t" $rc
-            grep -E "ERROR SUMMARY" "$OUTDIR/memcheck_$t.log" | tee -a "$SUMMARY"
-        done
+        say "$1: skipped (compute-sanitizer not found)"
+        return
     fi
-fi
+    for t in $(cuda_tests); do
+        CT_CUDA_TEST_SMALL=1 timeout 300 "$SAN" --tool "$1" --report-api-errors no --error-exitcode 99 \
+            "$BUILD/tests/$t" > "$OUTDIR/$1_$t.log" 2>&1
+        rc=$?
+        stage_result "$1 $t" $rc
+        grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$OUTDIR/$1_$t.log" | tee -a "$SUMMARY"
+    done
+}
+
+if want memcheck; then sanitize memcheck; fi
+if want racecheck; then sanitize racecheck; fi
 
 if want bench; then
     "$BUILD/bench/cuda_ops" > "$OUTDIR/bench_ctorch.txt" 2>&1
