@@ -405,6 +405,10 @@ static void test_gradcheck_catches_errors(void **state) {
     ct_tensor *plain[1] = {ct_zeros(CT_SHAPE(3), CT_F64, CT_CPU)};
     CT_ASSERT_ERR(ct_gradcheck(f_wrong, NULL, plain, 1, 1e-6, 1e-6, 1e-4) == CT_OK, CT_ERROR_VALUE,
                   "at least one input tensor to require gradient");
+    ct_tensor *meta = ct_zeros(CT_SHAPE(3), CT_F64, CT_META);
+    ct_tensor_set_requires_grad(meta, true);
+    ct_tensor *min[1] = {meta};
+    CT_ASSERT_ERR(ct_gradcheck(f_wrong, NULL, min, 1, 1e-6, 1e-6, 1e-4) == CT_OK, CT_ERROR_DEVICE, "meta tensor");
     ct_scope_end();
 }
 

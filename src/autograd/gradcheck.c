@@ -1,5 +1,5 @@
 /* ct_gradcheck and ct_gradgradcheck: analytical Jacobians (one backward per output
- * element) against central finite differences, in float64. */
+ * element) against central finite differences, in float64, on any device. */
 #include <math.h>
 #include <stdio.h>
 
@@ -17,18 +17,52 @@ static void flat_index(const ct_tensor *t, int64_t k, int64_t *idx) {
     }
 }
 
-static double flat_get(const ct_tensor *t, int64_t k) {
-    int64_t idx[CT_MAX_DIMS];
-    double v = 0;
+/* Note [Gradcheck on any device]
+ * CPU tensors are read and written element by element in place. Elsewhere (CUDA) an
+ * element is a 0-d view: reading it copies one value to the host (ct_item_double),
+ * writing it fills the view (ct_fill_, with gradients off so a leaf that requires grad
+ * may be perturbed). Slow per element, but gradcheck runs on small inputs. */
+static ct_tensor *element(const ct_tensor *t, int64_t k) {
+    int64_t idx[CT_MAX_DIMS], off = t->offset;
     flat_index(t, k, idx);
-    ct_tensor_get(t, idx, &v);
+    for (int d = 0; d < t->ndim; d++)
+        off += idx[d] * t->strides[d];
+    return ct_as_strided(t, NULL, NULL, 0, off);
+}
+
+static double flat_get(const ct_tensor *t, int64_t k) {
+    double v = 0;
+    if (t->device.type == CT_DEVICE_CPU) {
+        int64_t idx[CT_MAX_DIMS];
+        flat_index(t, k, idx);
+        ct_tensor_get(t, idx, &v);
+        return v;
+    }
+    ct_scope_begin();
+    bool prev = ct_set_grad_enabled(false);
+    ct_item_double(element(t, k), &v);
+    ct_set_grad_enabled(prev);
+    ct_scope_end();
     return v;
 }
 
 static void flat_set(ct_tensor *t, int64_t k, double v) {
-    int64_t idx[CT_MAX_DIMS];
-    flat_index(t, k, idx);
-    ct_tensor_set(t, idx, v);
+    if (t->device.type == CT_DEVICE_CPU) {
+        int64_t idx[CT_MAX_DIMS];
+        flat_index(t, k, idx);
+        ct_tensor_set(t, idx, v);
+        return;
+    }
+    ct_scope_begin();
+    bool prev = ct_set_grad_enabled(false);
+    ct_fill_(element(t, k), ct_scalar_float(v));
+    ct_set_grad_enabled(prev);
+    ct_scope_end();
+}
+
+/* A host copy of t for reading many elements (t itself when on the CPU). */
+static const ct_tensor *on_host(const ct_tensor *t) {
+    return t->device.type == CT_DEVICE_CPU ? t : ct_to_device(t, CT_CPU);
 }
 
 static ct_status check_inputs(const char *op, ct_tensor *const *inputs, int n, double eps) {
@@ -47,8 +81,8 @@ static ct_status check_inputs(const char *op, ct_tensor *const *inputs, int n, d
                                 "input %d requires grad and is %s; gradcheck needs float64 inputs for precise "
                                 "finite differences",
                                 i, ct_dtype_name(inputs[i]->dtype));
-            if (inputs[i]->device.type != CT_DEVICE_CPU)
-                return ct_error(CT_ERROR_DEVICE, op, "input %d is not a CPU tensor", i);
+            if (inputs[i]->device.type == CT_DEVICE_META)
+                return ct_error(CT_ERROR_DEVICE, op, "input %d is a meta tensor; gradcheck needs values", i);
         }
     }
     if (!any)
@@ -113,10 +147,13 @@ static ct_status check(const char *op, multi_fn f, void *ud, ct_tensor *const *i
                 const ct_tensor *oo[1] = {out};
                 st = ct_autograd_grad(oo, 1, (const ct_tensor *const *)diff, nd, gos, true, false, true, grads);
             }
-            for (int j = 0; j < nd && st == CT_OK; j++)
-                if (grads[j])
-                    for (int64_t e = 0; e < diff[j]->numel; e++)
-                        jac[o][j][k * diff[j]->numel + e] = flat_get(grads[j], e);
+            for (int j = 0; j < nd && st == CT_OK; j++) {
+                const ct_tensor *g = grads[j] ? on_host(grads[j]) : NULL;
+                if (grads[j] && !g)
+                    st = ct_last_status();
+                for (int64_t e = 0; g && e < diff[j]->numel; e++)
+                    jac[o][j][k * diff[j]->numel + e] = flat_get(g, e);
+            }
             ct_scope_end();
         }
     }
@@ -131,13 +168,15 @@ static ct_status check(const char *op, multi_fn f, void *ud, ct_tensor *const *i
             st = eval(f, ud, inputs, n, plus, &np, op);
             /* An output may alias an input (add's gradient is grad_output itself). */
             for (int o = 0; o < np && st == CT_OK; o++)
-                if (!(plus[o] = ct_clone(plus[o])))
+                if (!(plus[o] = plus[o]->device.type == CT_DEVICE_CPU ? ct_clone(plus[o])
+                                                                       : ct_to_device(plus[o], CT_CPU)))
                     st = ct_last_status();
             flat_set(diff[j], e, x - eps);
             if (st == CT_OK)
                 st = eval(f, ud, inputs, n, minus, &nm, op);
             for (int o = 0; o < nm && st == CT_OK; o++)
-                if (!(minus[o] = ct_clone(minus[o])))
+                if (!(minus[o] = minus[o]->device.type == CT_DEVICE_CPU ? ct_clone(minus[o])
+                                                                         : ct_to_device(minus[o], CT_CPU)))
                     st = ct_last_status();
             flat_set(diff[j], e, x);
             for (int o = 0; o < nouts && st == CT_OK; o++) {
@@ -230,7 +269,7 @@ ct_status ct_gradgradcheck(ct_grad_fn_t fn, void *user_data, ct_tensor *const *i
         return ct_error(CT_ERROR_VALUE, "gradgradcheck", "at most %d inputs", MAX_OUTS - 1);
     ct_scope_begin();
     ct_tensor *y = fn(inputs, n, user_data);
-    ct_tensor *go = y ? ct_empty(y->shape, y->ndim, CT_F64, CT_CPU) : NULL;
+    ct_tensor *go = y ? ct_empty(y->shape, y->ndim, CT_F64, y->device) : NULL;
     if (!go) {
         st = ct_last_status() != CT_OK ? ct_last_status() : CT_ERROR_RUNTIME;
         ct_scope_end();
