@@ -3,18 +3,55 @@
 #define CT_CUDA_OPS_H
 
 #include "cpu/loops.h"
+#include "cpu/reduce.h"
 #include "cuda/cuda_tensor.h"
 
-/* Whether op has a CUDA kernel for compute dtype dtype. */
-bool ct_cuda_elementwise_supported(ct_op op, ct_dtype dtype);
+/* The ct_cuda_variant an op's arguments chose, told by the CPU loop table the family
+ * kernel picked for them (src/ops/ew_args.c). */
+int ct_cuda_variant_of(ct_op op, const ct_cpu_loop *loops);
+/* Whether op (in the given variant) has a CUDA kernel for compute dtype dtype; whether
+ * it has one for any dtype. */
+bool ct_cuda_elementwise_supported(ct_op op, int variant, ct_dtype dtype);
+bool ct_cuda_elementwise_has(ct_op op, int variant);
 /* Runs op over a built iterator whose operands live on a CUDA device. */
-ct_status ct_cuda_iter_run(const ct_iter *it, ct_op op, const ct_loop_params *params);
+ct_status ct_cuda_iter_run(const ct_iter *it, ct_op op, int variant, const ct_loop_params *params);
+/* *found: whether operand k of a built CUDA iterator holds a zero (integer divisors;
+ * waits for the stream). */
+ct_status ct_cuda_iter_any_zero(const ct_iter *it, int k, bool *found);
 /* Copies 0-d CPU inputs (scalars) to device, keeping their wrapped-number status, so
  * the iterator sees every operand on one device. in[] is updated in place; the copies
  * belong to the current scope. */
 ct_status ct_cuda_move_scalars(const ct_tensor **in, int nin, ct_device device);
 /* The device a call's CUDA kernel runs on: the first CUDA input's. */
 ct_device ct_cuda_call_device(const ct_call *call);
+
+/* Runs a planned reduction or scan (src/ops/reduce.c) whose input and outputs live on
+ * device. */
+ct_status ct_cuda_reduce(const ct_reduce_iter *it, const ct_reduce_params *params, ct_device device, const char *op);
+
+/* ct_foreach_powsum in one launch (reduce_cuda.c): applies when every tensor is a
+ * float tensor on one CUDA device that dtype (if given) widens or keeps, and none
+ * requires grad; results as ct_foreach_powsum's. */
+bool ct_cuda_foreach_powsum_applies(const ct_tensor *const *ts, int n, ct_dtype dtype);
+ct_status ct_cuda_foreach_powsum(const ct_tensor *const *ts, int n, double ord, ct_dtype dtype, ct_tensor **results);
+
+/* Indexing (indexing_cuda.c): the shared kernels of src/ops/shape.c call these once
+ * their output lives on a CUDA device; shapes, dtypes and dims are checked by then. */
+ct_status ct_cuda_index_select(ct_tensor *out, const ct_tensor *t, const ct_tensor *index, int dim);
+ct_status ct_cuda_gather(ct_tensor *out, const ct_tensor *t, const ct_tensor *index, int dim);
+ct_status ct_cuda_scatter_add(ct_tensor *out, const ct_tensor *src, const ct_tensor *index, int dim);
+ct_status ct_cuda_index_add(ct_tensor *out, const ct_tensor *src, const ct_tensor *index, int dim, double alpha);
+/* mask_strides: the bool mask's element strides broadcast to out's shape; value: the
+ * fill value's bytes in out's dtype. */
+ct_status ct_cuda_masked_fill(ct_tensor *out, const ct_tensor *mask, const int64_t *mask_strides, const void *value);
+/* Writes the first k of t's rows along d, sorted, into vals and idx (allocated with
+ * size k along d, contiguous). */
+ct_status ct_cuda_sort(ct_tensor *vals, ct_tensor *idx, const ct_tensor *t, int d, int64_t k, bool descending);
+/* Registers cat, index_select, gather, scatter_add, index_add, masked_fill, embedding,
+ * embedding_backward, sort and topk at CT_KEY_CUDA. */
+void ct_cuda_register_indexing(void);
+/* Registers nll_loss and nll_loss_backward at CT_KEY_CUDA (nn_cuda.c). */
+void ct_cuda_register_nn(void);
 
 /* Registers the CUDA kernels of CUSTOM ops at CT_KEY_CUDA (called once by the op
  * table's registration). */

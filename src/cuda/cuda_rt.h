@@ -60,9 +60,28 @@ typedef struct ct_cuda_iter_desc {
     char *data[CT_CUDA_MAX_OPERANDS];
 } ct_cuda_iter_desc;
 
+/* The form of an op the family kernel chose from the call's arguments (the CPU's
+ * alternative loop tables: a rounding mode, gelu's tanh form, a scalar exponent, ...). */
+typedef enum ct_cuda_variant {
+    CT_CUDA_V_DEFAULT = 0,
+    CT_CUDA_V_DIV_TRUNC,      /* div(rounding_mode='trunc') */
+    CT_CUDA_V_DIV_FLOOR,      /* div(rounding_mode='floor') */
+    CT_CUDA_V_ROUND_DECIMALS, /* round(decimals=d): p[0] = 10^|d|, p[1] != 0 for d < 0 */
+    CT_CUDA_V_GELU_TANH,      /* gelu(approximate='tanh') */
+    CT_CUDA_V_POW_SCALAR,     /* pow(float tensor, scalar): p[0] the exponent */
+    CT_CUDA_V_LERP_SCALAR,    /* lerp with a scalar weight p[0] (two operands) */
+    CT_CUDA_V_CLAMP_MIN,      /* clamp with only a lower bound (two operands) */
+    CT_CUDA_V_CLAMP_MAX,      /* clamp with only an upper bound */
+    CT_CUDA_V_COUNT
+} ct_cuda_variant;
+
+/* Scalar arguments of an elementwise op: alpha/value (ialpha for integer compute
+ * dtypes) and p[] as the CPU loops get them (ct_loop_params). */
 typedef struct ct_cuda_params {
     double alpha;
     int64_t ialpha;
+    double p[3];
+    int variant; /* ct_cuda_variant */
 } ct_cuda_params;
 
 /* Elementwise launchers, one per family file (unary.cu, binary.cu, compare.cu).
@@ -75,6 +94,156 @@ bool ct_cuda_binary_supported(int op, ct_dtype dtype);
 ct_status ct_cuda_binary(int op, ct_dtype dtype, const ct_cuda_iter_desc *d, const ct_cuda_params *p, int device);
 bool ct_cuda_compare_supported(int op, ct_dtype dtype);
 ct_status ct_cuda_compare(int op, ct_dtype dtype, const ct_cuda_iter_desc *d, int device);
+
+/* The ops added after the first families, one launcher pair per file, same contract;
+ * the variant selects an alternative form (ct_cuda_variant). Compute dtype dtype; the
+ * output is bool for predicates and logical ops, dtype otherwise; ternary ops have
+ * three inputs (where: a uint8/bool condition, then the two values).
+ *   unary_math.cu: exp2 expm1 log2 log10 log1p rsqrt tan asin acos atan sinh cosh
+ *                  asinh acosh atanh erf erfc erfinv logit reciprocal
+ *   unary_misc.cu: sign sgn floor ceil round trunc frac square nan_to_num logical_not
+ *                  bitwise_not isnan isinf isfinite
+ *   activation.cu: relu6 leaky_relu elu selu celu gelu silu mish softplus hardtanh
+ *                  hardsigmoid hardswish
+ *   binary_math.cu: floor_divide remainder fmod pow atan2 hypot copysign fmax fmin
+ *                  bitwise_and/or/xor shifts clamp_min clamp_max, div's rounding modes
+ *   compare.cu:    logical_and logical_or logical_xor (with ct_cuda_compare)
+ *   ternary.cu:    clamp lerp addcmul addcdiv where */
+bool ct_cuda_unary_math_supported(int op, int variant, ct_dtype dtype);
+ct_status ct_cuda_unary_math(int op, ct_dtype dtype, const ct_cuda_iter_desc *d, const ct_cuda_params *p, int device);
+bool ct_cuda_unary_misc_supported(int op, int variant, ct_dtype dtype);
+ct_status ct_cuda_unary_misc(int op, ct_dtype dtype, const ct_cuda_iter_desc *d, const ct_cuda_params *p, int device);
+bool ct_cuda_activation_supported(int op, int variant, ct_dtype dtype);
+ct_status ct_cuda_activation(int op, ct_dtype dtype, const ct_cuda_iter_desc *d, const ct_cuda_params *p, int device);
+bool ct_cuda_binary_math_supported(int op, int variant, ct_dtype dtype);
+ct_status ct_cuda_binary_math(int op, ct_dtype dtype, const ct_cuda_iter_desc *d, const ct_cuda_params *p,
+                              int device);
+bool ct_cuda_ternary_supported(int op, int variant, ct_dtype dtype);
+ct_status ct_cuda_ternary(int op, ct_dtype dtype, const ct_cuda_iter_desc *d, const ct_cuda_params *p, int device);
+/* Sets *flag (device memory, zeroed by the caller) to 1 when operand k of d, of integer
+ * dtype dtype, holds a zero (integer divisors). */
+ct_status ct_cuda_any_zero(ct_dtype dtype, const ct_cuda_iter_desc *d, int k, int *flag, int device);
+
+/* ------------------------------------------------------------------ reductions */
+
+/* What a reduction or scan computes (the order of ct_reduce_kind, src/cpu/reduce.h). */
+typedef enum ct_cuda_red_kind {
+    CT_CUDA_RED_SUM,
+    CT_CUDA_RED_NANSUM,
+    CT_CUDA_RED_PROD,
+    CT_CUDA_RED_MAX,
+    CT_CUDA_RED_MIN,
+    CT_CUDA_RED_ARGMAX,
+    CT_CUDA_RED_ARGMIN,
+    CT_CUDA_RED_COUNT,
+    CT_CUDA_RED_ANY,
+    CT_CUDA_RED_ALL,
+    CT_CUDA_RED_VAR,
+    CT_CUDA_RED_LOGSUMEXP,
+    CT_CUDA_RED_NORM,
+    CT_CUDA_RED_POWSUM,
+    CT_CUDA_RED_CUMSUM,
+    CT_CUDA_RED_CUMPROD,
+    CT_CUDA_RED_CUMMAX,
+    CT_CUDA_RED_CUMMIN,
+    CT_CUDA_RED_SOFTMAX,
+    CT_CUDA_RED_LOG_SOFTMAX,
+} ct_cuda_red_kind;
+
+/* The layout of ct_reduce_iter (src/cpu/reduce.h) and the op's parameters: kept dims
+ * (one output element each) and reduced dims, outermost first, byte strides. The
+ * input is in a work dtype (float32, float64 or int64); outputs take any dtype and
+ * are written with the casts of Note [Casts]. Scans: nr == 1, rout[] the outputs'
+ * strides along the scanned dim. */
+typedef struct ct_cuda_reduce_desc {
+    int kind; /* ct_cuda_red_kind */
+    double p; /* norm order, var correction */
+    bool take_sqrt, mean, index_only;
+    const char *in;
+    char *out[2];
+    ct_dtype in_dtype;
+    ct_dtype out_dtype[2];
+    int nout;
+    int nk;
+    int64_t kshape[CT_CUDA_MAX_DIMS], kin[CT_CUDA_MAX_DIMS], kout[2][CT_CUDA_MAX_DIMS];
+    int nr;
+    int64_t rshape[CT_CUDA_MAX_DIMS], rstride[CT_CUDA_MAX_DIMS], rout[2];
+    int64_t out_numel, red_numel;
+} ct_cuda_reduce_desc;
+
+/* reduce.cu: bytes of device scratch memory a reduction needs (0: none). */
+size_t ct_cuda_reduce_scratch(const ct_cuda_reduce_desc *d, int device);
+/* Runs a reduction (kinds SUM..POWSUM); scratch: ct_cuda_reduce_scratch bytes. */
+ct_status ct_cuda_reduce_run(const ct_cuda_reduce_desc *d, void *scratch, int device, const char *op);
+/* scan.cu: cumsum, cumprod, cummax, cummin, softmax and log_softmax along the scanned
+ * dim. */
+ct_status ct_cuda_scan_run(const ct_cuda_reduce_desc *d, int device, const char *op);
+
+/* ------------------------------------------------------------------ indexing */
+
+/* gather / scatter_add: element k of a contiguous index (row-major over ishape) reads
+ * or writes the indexed tensor at the same coordinates, the coordinate along dim
+ * replaced by the index value (negatives wrapped by size). Element strides. */
+typedef struct ct_cuda_index_desc {
+    int64_t n; /* index elements */
+    int ind;   /* index dims */
+    int64_t ishape[CT_CUDA_MAX_DIMS];
+    int tnd; /* the indexed tensor (gather's source, scatter's target) */
+    int64_t tstr[CT_CUDA_MAX_DIMS];
+    int snd; /* scatter's source, read at the index's coordinates */
+    int64_t sstr[CT_CUDA_MAX_DIMS];
+    int dim;
+    int64_t size; /* the indexed tensor's size along dim */
+} ct_cuda_index_desc;
+
+/* indexing.cu. Indices are int64 (is64) or int32, contiguous, on the device.
+ * *first_bad (device memory, all ones beforehand) gets the smallest k whose index is
+ * outside [-size, size) (negatives == 0: outside [0, size)). */
+ct_status ct_cuda_check_indices(const void *idx, int is64, int64_t n, int64_t size, int negatives,
+                                uint64_t *first_bad, int device, const char *op);
+/* dst (outer, nidx, inner) = src (outer, size, inner) at the indices; contiguous. */
+ct_status ct_cuda_index_select_run(void *dst, const void *src, size_t esz, const void *idx, int is64, int64_t outer,
+                                   int64_t nidx, int64_t inner, int64_t size, int device, const char *op);
+/* dst (contiguous, the index's shape) = src at the index (g.tstr: src's strides). */
+ct_status ct_cuda_gather_run(void *dst, const void *src, size_t esz, const void *idx, int is64,
+                             const ct_cuda_index_desc *g, int device, const char *op);
+/* out (g.tstr) at the index += src (g.sstr) of dtype dt, atomically. */
+ct_status ct_cuda_scatter_add_run(void *out, const void *src, ct_dtype dt, const void *idx, int is64,
+                                  const ct_cuda_index_desc *g, int device, const char *op);
+/* dst (outer, size, inner) at the indices += alpha * src (outer, nidx, inner), both
+ * contiguous, atomically; rows whose index equals skip are left out (INT64_MIN:
+ * none). */
+ct_status ct_cuda_index_add_run(void *dst, const void *src, ct_dtype dt, const void *idx, int is64, int64_t outer,
+                                int64_t nidx, int64_t inner, int64_t size, double alpha, int64_t skip, int device,
+                                const char *op);
+/* Operand 0 of d at every element where operand 1 (a bool mask) is set = value. */
+ct_status ct_cuda_masked_fill_run(const ct_cuda_iter_desc *d, const void *value, size_t esz, int device,
+                                  const char *op);
+
+/* foreach.cu: table holds, per tensor, {data, numel, dtype, out, out dtype} (float
+ * dtypes, contiguous data, 0-d outputs), then the index of each tensor's first chunk of
+ * ct_cuda_foreach_chunks elements (n + 1 entries, the last = nchunks), on the device;
+ * partial: nchunks doubles of scratch. Writes sum |x|^p of each tensor to its out. */
+int64_t ct_cuda_foreach_chunks(int64_t numel);
+ct_status ct_cuda_foreach_powsum_run(const int64_t *table, int n, int64_t nchunks, double p, double *partial,
+                                     int device);
+
+/* sort.cu: sorts the nseg = outer * inner rows of c (contiguous (outer, inner, size),
+ * dtype dt) and writes the first k of each into vals (dt) and idx (int64), laid out
+ * (outer, k, inner). scratch: ct_cuda_sort_scratch(nseg, size) bytes. */
+size_t ct_cuda_sort_scratch(int64_t nseg, int64_t size);
+ct_status ct_cuda_sort_run(const void *c, ct_dtype dt, int64_t outer, int64_t inner, int64_t size, int64_t k,
+                           bool descending, void *vals, int64_t *idx, void *scratch, int device);
+
+/* nn.cu: nll_loss over x (n, c, inner) contiguous in work dtype wd (float32/float64),
+ * int64 targets t, optional class weights w; mode: ct_reduction (none, mean, sum).
+ * Forward: out (n * inner, or one element); backward: out = grad of x (zeroed by the
+ * caller), gy the output's gradient, scratch one device double. */
+ct_status ct_cuda_nll_check(const int64_t *t, int64_t total, int64_t c, int64_t ignore, uint64_t *first_bad,
+                            int device);
+ct_status ct_cuda_nll_run(ct_dtype wd, bool backward, const void *gy, const void *x, const int64_t *t, const void *w,
+                          void *out, int64_t n, int64_t c, int64_t inner, int mode, int64_t ignore, double *scratch,
+                          int device);
 
 /* copy.cu: dst (operand 0, dst_dtype) = cast(src (operand 1, src_dtype)) over d, with
  * the casting rules of Note [Casts] in src/core/copy.c. */

@@ -7,6 +7,8 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
+#include <type_traits>
+
 #include "cuda_rt.h"
 
 extern "C" {
@@ -87,6 +89,14 @@ template <> struct ct_storer<ct_bf16_s> {
     }
 };
 template <typename S, typename V> static __device__ __forceinline__ S ct_store(V v) { return ct_storer<S>::st(v); }
+
+/* x < 0 without the compiler's warning for unsigned types. */
+template <typename C> static __device__ __forceinline__ bool ct_is_neg(C x) {
+    if constexpr (std::is_signed<C>::value || std::is_floating_point<C>::value)
+        return x < (C)0;
+    else
+        return false;
+}
 
 /* Byte offsets of element i in each of NT operands (dim 0 innermost). */
 template <int NT>

@@ -7,6 +7,9 @@
 #include "core/dtype.h"
 #include "cpu/ew_loops.h"
 #include "ctorch/ops.h"
+#ifdef CT_HAVE_CUDA
+#include "cuda/cuda_ops.h"
+#endif
 
 /* c10's spelling of the C type behind a dtype, for its overflow message. */
 static const char *c_type_name(ct_dtype d) {
@@ -240,7 +243,16 @@ ct_status ct_ew_setup(const ct_call *call, const ct_iter *it, ct_loop_params *p,
         return st;
     if (divides_integers(call, d) && it->data[0] && it->numel > 0) {
         int zero = 0;
-        ct_iter_run(it, ct_cpu_loops_any_zero[d], &zero);
+#ifdef CT_HAVE_CUDA
+        if (it->loop_out->device.type == CT_DEVICE_CUDA) { /* the divisors live on the GPU */
+            bool found = false;
+            ct_status zs = ct_cuda_iter_any_zero(it, 2, &found);
+            if (zs != CT_OK)
+                return zs;
+            zero = found;
+        } else
+#endif
+            ct_iter_run(it, ct_cpu_loops_any_zero[d], &zero);
         if (zero)
             return ct_error(CT_ERROR_VALUE, name, "ZeroDivisionError");
     }

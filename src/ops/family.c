@@ -76,13 +76,6 @@ static ct_status elementwise_kernel(ct_keyset ks, ct_call *call, void *user_data
     for (int i = 0; i < call->nin; i++)
         cfg.in[i] = call->in[i];
     bool cuda = ct_keyset_has(ks, CT_KEY_CUDA);
-#ifdef CT_HAVE_CUDA
-    if (cuda && call->nin > 1) { /* CPU scalars join the GPU operands (in the call's scope) */
-        ct_status mst = ct_cuda_move_scalars(cfg.in, call->nin, ct_cuda_call_device(call));
-        if (mst != CT_OK)
-            return mst;
-    }
-#endif
     if (call->mode != CT_CALL_FUNCTIONAL)
         cfg.out = call->out[0];
     cfg.inplace = call->mode == CT_CALL_INPLACE;
@@ -90,6 +83,15 @@ static ct_status elementwise_kernel(ct_keyset ks, ct_call *call, void *user_data
     ct_status st = ct_ew_prepare(call, &cfg, &loops);
     if (st != CT_OK)
         return st;
+#ifdef CT_HAVE_CUDA
+    /* CPU scalars join the GPU operands (in the call's scope); after ct_ew_prepare,
+     * which may rearrange the operands (clamp with one bound). */
+    if (cuda && cfg.nin > 1) {
+        ct_status mst = ct_cuda_move_scalars(cfg.in, cfg.nin, ct_cuda_call_device(call));
+        if (mst != CT_OK)
+            return mst;
+    }
+#endif
 
     ct_iter it;
     st = ct_iter_build(&it, &cfg);
@@ -103,17 +105,16 @@ static ct_status elementwise_kernel(ct_keyset ks, ct_call *call, void *user_data
         st = ct_ew_setup(call, &it, &params, &loops);
     ct_cpu_loop loop = loops ? loops[it.compute_dtype] : NULL;
 #ifdef CT_HAVE_CUDA
-    bool have_loop = cuda ? ct_cuda_elementwise_supported(call->op, it.compute_dtype) : loop != NULL;
-#else
-    bool have_loop = !cuda && loop != NULL;
-#endif
-#ifdef CT_HAVE_CUDA
+    /* The GPU runs the dtypes the CPU has loops for (so both refuse the same ones), in
+     * the form of the op the arguments chose. */
+    int variant = cuda ? ct_cuda_variant_of(call->op, loops) : 0;
+    bool have_loop = loop != NULL && (!cuda || ct_cuda_elementwise_supported(call->op, variant, it.compute_dtype));
     /* An op the CUDA backend has no kernel for at all reads like an empty dispatch slot. */
-    /* div's CUDA kernel is true division; the rounding modes have none yet. */
-    bool rounding = info->family == CT_FAM_BINARY_DIV && call->nints > 0 && call->ints[0] != 0;
-    if (st == CT_OK && cuda && (rounding || !ct_cuda_elementwise_supported(call->op, CT_DTYPE_FLOAT32)))
+    if (st == CT_OK && cuda && !ct_cuda_elementwise_has(call->op, variant))
         st = ct_error(CT_ERROR_NOT_IMPLEMENTED, info->name, "no kernel for this op at dispatch key %s",
                       ct_dispatch_key_name(CT_KEY_CUDA));
+#else
+    bool have_loop = !cuda && loop != NULL;
 #endif
     if (st == CT_OK && !have_loop)
         st = ct_error(CT_ERROR_TYPE, info->name, "not implemented for '%s'", ct_dtype_name(it.compute_dtype));
@@ -123,7 +124,7 @@ static ct_status elementwise_kernel(ct_keyset ks, ct_call *call, void *user_data
     }
 #ifdef CT_HAVE_CUDA
     if (cuda) {
-        st = ct_cuda_iter_run(&it, call->op, &params);
+        st = ct_cuda_iter_run(&it, call->op, variant, &params);
         if (st != CT_OK) {
             ct_iter_abort(&it);
             return st;
@@ -169,10 +170,16 @@ static ct_status elementwise_kernel(ct_keyset ks, ct_call *call, void *user_data
     ct_dispatch_register_default(CT_OP_##name, CT_KEY_CPU, ct_cpu_##name, NULL);       \
     ct_dispatch_register_default(CT_OP_##name, CT_KEY_META, ct_meta_##name, NULL);
 #define CT_REGISTER_COMPOSITE(name)
-/* reductions and scans (src/ops/reduce.c): one kernel for CPU and META */
+/* reductions and scans (src/ops/reduce.c): one kernel for CPU, META and CUDA */
+#ifdef CT_HAVE_CUDA
+#define CT_REGISTER_CUDA_REDUCE(name) ct_dispatch_register_default(CT_OP_##name, CT_KEY_CUDA, ct_reduce_kernel, NULL);
+#else
+#define CT_REGISTER_CUDA_REDUCE(name)
+#endif
 #define CT_REGISTER_REDUCE(name)                                                       \
     ct_dispatch_register_default(CT_OP_##name, CT_KEY_CPU, ct_reduce_kernel, NULL);    \
-    ct_dispatch_register_default(CT_OP_##name, CT_KEY_META, ct_reduce_kernel, NULL);
+    ct_dispatch_register_default(CT_OP_##name, CT_KEY_META, ct_reduce_kernel, NULL);   \
+    CT_REGISTER_CUDA_REDUCE(name)
 #define CT_REGISTER_SCAN(name) CT_REGISTER_REDUCE(name)
 /* Views and copies are the core's own functions, which serve CUDA tensors too
  * (copies launch the CUDA copy kernels through src/core/copy.c). */

@@ -8,6 +8,9 @@
 #include "ctorch/ops.h"
 #include "ops/op_info.h"
 #include "ops/reduce.h"
+#ifdef CT_HAVE_CUDA
+#include "cuda/cuda_ops.h"
+#endif
 
 ct_status ct_reduce_parse_dims(const char *op, int ndim, const int64_t *dims, int ndims, uint32_t *mask) {
     *mask = 0;
@@ -413,7 +416,14 @@ ct_status ct_reduce_kernel(ct_keyset ks, ct_call *call, void *user_data) {
         ct_scan_iter_init(&it, w, scan_dim, loop, pl.nout);
     else
         ct_reduce_iter_init(&it, w, mask, loop, pl.nout, keepdim, pl.reorder);
-    ct_cpu_reduce(&it, &pl.P);
+#ifdef CT_HAVE_CUDA
+    if (a->device.type == CT_DEVICE_CUDA) {
+        st = ct_cuda_reduce(&it, &pl.P, a->device, name);
+        if (st)
+            return st;
+    } else
+#endif
+        ct_cpu_reduce(&it, &pl.P);
     for (int i = 0; i < pl.nout; i++)
         if (call->mode != CT_CALL_FUNCTIONAL && loop[i] != call->out[i] && !ct_copy_(call->out[i], loop[i]))
             return ct_last_status();

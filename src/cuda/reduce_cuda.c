@@ -1,0 +1,148 @@
+/* The host half of the CUDA reductions and scans: src/ops/reduce.c plans a call
+ * (dtypes, outputs, the ct_reduce_iter layout) for every backend; this file hands the
+ * layout to reduce.cu / scan.cu. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda/cuda_ops.h"
+
+_Static_assert(CT_CUDA_RED_LOG_SOFTMAX == (int)CT_RED_LOG_SOFTMAX, "reduction kinds must line up");
+
+ct_status ct_cuda_reduce(const ct_reduce_iter *it, const ct_reduce_params *params, ct_device device, const char *op) {
+    if (it->out_numel == 0)
+        return CT_OK;
+    if (!ct_cuda_use_device(op, device.index))
+        return ct_last_status();
+    ct_cuda_reduce_desc d;
+    memset(&d, 0, sizeof d);
+    switch (params->kind) { /* spelled out: the two enums must not drift apart silently */
+    case CT_RED_SUM: d.kind = CT_CUDA_RED_SUM; break;
+    case CT_RED_NANSUM: d.kind = CT_CUDA_RED_NANSUM; break;
+    case CT_RED_PROD: d.kind = CT_CUDA_RED_PROD; break;
+    case CT_RED_MAX: d.kind = CT_CUDA_RED_MAX; break;
+    case CT_RED_MIN: d.kind = CT_CUDA_RED_MIN; break;
+    case CT_RED_ARGMAX: d.kind = CT_CUDA_RED_ARGMAX; break;
+    case CT_RED_ARGMIN: d.kind = CT_CUDA_RED_ARGMIN; break;
+    case CT_RED_COUNT: d.kind = CT_CUDA_RED_COUNT; break;
+    case CT_RED_ANY: d.kind = CT_CUDA_RED_ANY; break;
+    case CT_RED_ALL: d.kind = CT_CUDA_RED_ALL; break;
+    case CT_RED_VAR: d.kind = CT_CUDA_RED_VAR; break;
+    case CT_RED_LOGSUMEXP: d.kind = CT_CUDA_RED_LOGSUMEXP; break;
+    case CT_RED_NORM: d.kind = CT_CUDA_RED_NORM; break;
+    case CT_RED_POWSUM: d.kind = CT_CUDA_RED_POWSUM; break;
+    case CT_RED_CUMSUM: d.kind = CT_CUDA_RED_CUMSUM; break;
+    case CT_RED_CUMPROD: d.kind = CT_CUDA_RED_CUMPROD; break;
+    case CT_RED_CUMMAX: d.kind = CT_CUDA_RED_CUMMAX; break;
+    case CT_RED_CUMMIN: d.kind = CT_CUDA_RED_CUMMIN; break;
+    case CT_RED_SOFTMAX: d.kind = CT_CUDA_RED_SOFTMAX; break;
+    case CT_RED_LOG_SOFTMAX: d.kind = CT_CUDA_RED_LOG_SOFTMAX; break;
+    default: return ct_error(CT_ERROR_NOT_IMPLEMENTED, op, "no CUDA kernel for this reduction");
+    }
+    d.p = params->p;
+    d.take_sqrt = params->take_sqrt;
+    d.mean = params->mean;
+    d.index_only = params->index_only;
+    d.in = it->in;
+    d.nout = it->nout;
+    for (int k = 0; k < 2; k++) {
+        d.out[k] = k < it->nout ? it->out[k] : NULL;
+        d.out_dtype[k] = it->out_dtype[k];
+        d.rout[k] = it->rout[k];
+    }
+    d.in_dtype = it->in_dtype;
+    d.nk = it->nk;
+    d.nr = it->nr;
+    for (int i = 0; i < it->nk; i++) {
+        d.kshape[i] = it->kshape[i];
+        d.kin[i] = it->kin[i];
+        d.kout[0][i] = it->kout[0][i];
+        d.kout[1][i] = it->kout[1][i];
+    }
+    for (int i = 0; i < it->nr; i++) {
+        d.rshape[i] = it->rshape[i];
+        d.rstride[i] = it->rstride[i];
+    }
+    d.out_numel = it->out_numel;
+    d.red_numel = it->red_numel;
+    if (d.kind >= CT_CUDA_RED_CUMSUM)
+        return ct_cuda_scan_run(&d, device.index, op);
+    size_t bytes = ct_cuda_reduce_scratch(&d, device.index);
+    if (bytes == 0)
+        return ct_cuda_reduce_run(&d, NULL, device.index, op);
+    ct_scope_begin();
+    int64_t n = (int64_t)bytes;
+    ct_tensor *scratch = ct_empty(&n, 1, CT_DTYPE_UINT8, device);
+    ct_status st = scratch ? ct_cuda_reduce_run(&d, ct_tensor_ptr(scratch), device.index, op) : ct_last_status();
+    ct_scope_end(); /* the caching allocator keeps the block for later work on this stream */
+    return st;
+}
+
+bool ct_cuda_foreach_powsum_applies(const ct_tensor *const *ts, int n, ct_dtype dtype) {
+    if (n <= 0 || !ts[0] || ts[0]->device.type != CT_DEVICE_CUDA)
+        return false;
+    for (int i = 0; i < n; i++) {
+        const ct_tensor *t = ts[i];
+        /* float inputs that dtype= widens (or keeps): converting is exact, so loading
+         * the input as double is what the CPU computes on; no autograd to record */
+        if (!t || !ct_device_equal(t->device, ts[0]->device) || !ct_dtype_is_floating(t->dtype) || t->requires_grad)
+            return false;
+        if (dtype != CT_DTYPE_UNDEFINED &&
+            (!ct_dtype_is_floating(dtype) || ct_promote_types(t->dtype, dtype) != dtype))
+            return false;
+    }
+    return true;
+}
+
+ct_status ct_cuda_foreach_powsum(const ct_tensor *const *ts, int n, double ord, ct_dtype dtype, ct_tensor **results) {
+    const char *op = "_foreach_powsum";
+    ct_device dev = ts[0]->device;
+    if (!ct_cuda_use_device(op, dev.index))
+        return ct_last_status();
+    enum { FIELDS = 5 };
+    int64_t *table = malloc(sizeof(int64_t) * ((size_t)n * FIELDS + (size_t)n + 1));
+    if (!table)
+        return ct_error(CT_ERROR_OUT_OF_MEMORY, op, "out of memory");
+    ct_status st = CT_OK;
+    int64_t nchunks = 0;
+    ct_scope_begin();
+    for (int i = 0; i < n && st == CT_OK; i++) {
+        const ct_tensor *c = ct_contiguous(ts[i]);
+        ct_dtype odt = dtype != CT_DTYPE_UNDEFINED ? dtype : ts[i]->dtype;
+        results[i] = ct_empty(NULL, 0, odt, dev);
+        if (!c || !results[i]) {
+            st = ct_last_status();
+            break;
+        }
+        int64_t *row = table + (size_t)i * FIELDS;
+        row[0] = (int64_t)(uintptr_t)ct_tensor_ptr(c);
+        row[1] = c->numel;
+        row[2] = (int64_t)c->dtype;
+        row[3] = (int64_t)(uintptr_t)ct_tensor_ptr(results[i]);
+        row[4] = (int64_t)odt;
+        table[(size_t)n * FIELDS + (size_t)i] = nchunks;
+        nchunks += ct_cuda_foreach_chunks(c->numel);
+    }
+    table[(size_t)n * FIELDS + (size_t)n] = nchunks;
+    int64_t tbytes = (int64_t)(sizeof(int64_t) * ((size_t)n * FIELDS + (size_t)n + 1));
+    int64_t pbytes = (nchunks > 0 ? nchunks : 1) * (int64_t)sizeof(double);
+    int64_t total = ((tbytes + 255) / 256) * 256 + pbytes;
+    ct_tensor *scratch = st == CT_OK ? ct_empty(&total, 1, CT_DTYPE_UINT8, dev) : NULL;
+    if (st == CT_OK && !scratch)
+        st = ct_last_status();
+    if (st == CT_OK) {
+        char *base = ct_tensor_ptr(scratch);
+        st = ct_cuda_memcpy(base, table, (size_t)tbytes, 0, dev.index, op);
+        if (st == CT_OK)
+            st = ct_cuda_foreach_powsum_run((const int64_t *)base, n, nchunks, ord,
+                                            (double *)(base + ((tbytes + 255) / 256) * 256), dev.index);
+    }
+    if (st == CT_OK)
+        for (int i = 0; i < n; i++)
+            ct_keep(results[i]);
+    ct_scope_end();
+    free(table);
+    if (st != CT_OK)
+        for (int i = 0; i < n; i++)
+            results[i] = NULL;
+    return st;
+}

@@ -1,0 +1,179 @@
+/* CUDA scans along one dim: cumsum, cumprod, cummax, cummin, softmax and log_softmax,
+ * over the layout src/ops/reduce.c plans (ct_scan_iter_init: one row per kept index,
+ * rows of rshape[0] elements at input stride rstride[0], output strides rout[]).
+ *
+ * Cumulative ops walk each row on one thread, in order, exactly as the CPU does (so
+ * integer and extremum results match bit for bit, float sums up to the libraries'
+ * rounding: both accumulate in double in the same order). Long rows on few outputs run
+ * slowly this way; a parallel scan is future work.
+ * softmax/log_softmax give a row to a warp (a block for rows of 1024 and more): the
+ * row's max, then the sum of exp(x - max) accumulated in double, then the outputs. A
+ * NaN in the row makes the whole row NaN; a row of -inf gives NaN, as the CPU. */
+#include <math.h>
+
+#include "casts.cuh"
+
+#define SCAN_THREADS 256
+
+static __device__ __forceinline__ int64_t unravel_off(int64_t i, int n, const int64_t *shape, const int64_t *strides) {
+    int64_t off = 0;
+    for (int k = n - 1; k >= 0; k--) {
+        int64_t q = i / shape[k];
+        off += (i - q * shape[k]) * strides[k];
+        i = q;
+    }
+    return off;
+}
+
+template <typename T>
+static __global__ void __launch_bounds__(SCAN_THREADS) cum_kernel(ct_cuda_reduce_desc d) {
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    const int64_t n = d.rshape[0], s = d.rstride[0];
+    const int dt0 = (int)d.out_dtype[0], dt1 = (int)d.out_dtype[1];
+    for (int64_t row = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; row < d.out_numel; row += stride) {
+        const char *in = d.in + unravel_off(row, d.nk, d.kshape, d.kin);
+        char *o0 = d.out[0] + unravel_off(row, d.nk, d.kshape, d.kout[0]);
+        char *o1 = d.nout > 1 && d.out[1] ? d.out[1] + unravel_off(row, d.nk, d.kshape, d.kout[1]) : NULL;
+        if (d.kind == CT_CUDA_RED_CUMSUM || d.kind == CT_CUDA_RED_CUMPROD) {
+            const bool prod = d.kind == CT_CUDA_RED_CUMPROD;
+            if constexpr (std::is_integral<T>::value) {
+                uint64_t acc = prod ? 1u : 0u;
+                for (int64_t i = 0; i < n; i++) {
+                    uint64_t x = (uint64_t)*(const T *)(in + i * s);
+                    acc = prod ? acc * x : acc + x;
+                    cast_store_i64(o0 + i * d.rout[0], dt0, (int64_t)acc);
+                }
+            } else {
+                double acc = prod ? 1.0 : 0.0;
+                for (int64_t i = 0; i < n; i++) {
+                    double x = (double)*(const T *)(in + i * s);
+                    acc = prod ? acc * x : acc + x;
+                    cast_store_f64(o0 + i * d.rout[0], dt0, acc);
+                }
+            }
+        } else {
+            /* Running extremum: a later equal value takes over the index; once a NaN is
+             * seen, every later NaN moves the index. */
+            const bool mx = d.kind == CT_CUDA_RED_CUMMAX;
+            int64_t idx = 0;
+            if constexpr (std::is_integral<T>::value) {
+                int64_t cur = 0;
+                for (int64_t i = 0; i < n; i++) {
+                    int64_t x = (int64_t)*(const T *)(in + i * s);
+                    if (i == 0 || (mx ? x >= cur : x <= cur))
+                        cur = x, idx = i;
+                    cast_store_i64(o0 + i * d.rout[0], dt0, cur);
+                    if (o1)
+                        cast_store_i64(o1 + i * d.rout[1], dt1, idx);
+                }
+            } else {
+                double cur = 0;
+                for (int64_t i = 0; i < n; i++) {
+                    double x = (double)*(const T *)(in + i * s);
+                    if (i == 0 || x != x || (cur == cur && (mx ? x >= cur : x <= cur)))
+                        cur = x, idx = i;
+                    cast_store_f64(o0 + i * d.rout[0], dt0, cur);
+                    if (o1)
+                        cast_store_i64(o1 + i * d.rout[1], dt1, idx);
+                }
+            }
+        }
+    }
+}
+
+static __device__ __forceinline__ float d_exp(float x) { return expf(x); }
+static __device__ __forceinline__ double d_exp(double x) { return exp(x); }
+
+/* Combines v over the GROUP threads of a group through sm (every thread of the block
+ * calls it; MAXOP: NaN-propagating max, else a sum). All threads get the result. */
+template <bool MAXOP>
+static __device__ double group_all(double v, double *sm, int group, int lane, int gbase) {
+    sm[threadIdx.x] = v;
+    for (int st = group / 2; st > 0; st >>= 1) {
+        __syncthreads();
+        if (lane < st) {
+            double a = sm[threadIdx.x], b = sm[threadIdx.x + st];
+            if (MAXOP)
+                sm[threadIdx.x] = a != a ? a : (b != b ? b : (a > b ? a : b));
+            else
+                sm[threadIdx.x] = a + b;
+        }
+    }
+    __syncthreads();
+    double r = sm[gbase];
+    __syncthreads();
+    return r;
+}
+
+template <typename T>
+static __global__ void __launch_bounds__(SCAN_THREADS) softmax_kernel(ct_cuda_reduce_desc d, int group) {
+    __shared__ double sm[SCAN_THREADS];
+    const int gpb = SCAN_THREADS / group;
+    const int lane = (int)threadIdx.x % group, gib = (int)threadIdx.x / group, gbase = gib * group;
+    const int64_t n = d.rshape[0], s = d.rstride[0], os = d.rout[0];
+    const int dt0 = (int)d.out_dtype[0];
+    const bool log_out = d.kind == CT_CUDA_RED_LOG_SOFTMAX;
+    for (int64_t base = (int64_t)blockIdx.x * gpb; base < d.out_numel; base += (int64_t)gridDim.x * gpb) {
+        const int64_t row = base + gib;
+        const bool active = row < d.out_numel;
+        const char *in = d.in;
+        char *out = d.out[0];
+        if (active) {
+            in += unravel_off(row, d.nk, d.kshape, d.kin);
+            out += unravel_off(row, d.nk, d.kshape, d.kout[0]);
+        }
+        double m = -INFINITY;
+        if (active)
+            for (int64_t i = lane; i < n; i += group) {
+                double x = (double)*(const T *)(in + i * s);
+                m = m != m ? m : (x != x || x > m) ? x : m;
+            }
+        m = group_all<true>(m, sm, group, lane, gbase);
+        const T mt = (T)m;
+        double sum = 0;
+        if (active)
+            for (int64_t i = lane; i < n; i += group)
+                sum += (double)d_exp(*(const T *)(in + i * s) - mt);
+        sum = group_all<false>(sum, sm, group, lane, gbase);
+        if (active) {
+            if (log_out) {
+                const T lse = (T)log(sum);
+                for (int64_t i = lane; i < n; i += group)
+                    cast_store_f64(out + i * os, dt0, (double)((*(const T *)(in + i * s) - mt) - lse));
+            } else {
+                const T inv = (T)(1.0 / sum);
+                for (int64_t i = lane; i < n; i += group)
+                    cast_store_f64(out + i * os, dt0, (double)(d_exp(*(const T *)(in + i * s) - mt) * inv));
+            }
+        }
+    }
+}
+
+extern "C" ct_status ct_cuda_scan_run(const ct_cuda_reduce_desc *d, int device, const char *op) {
+    if (d->out_numel == 0 || d->rshape[0] == 0)
+        return CT_OK;
+    cudaStream_t s = ct_stream_of(device);
+    if (d->kind == CT_CUDA_RED_SOFTMAX || d->kind == CT_CUDA_RED_LOG_SOFTMAX) {
+        int group = d->rshape[0] >= 1024 ? SCAN_THREADS : 32;
+        int64_t gpb = SCAN_THREADS / group;
+        int64_t blocks = (d->out_numel + gpb - 1) / gpb;
+        int64_t cap = (int64_t)ct_cuda_sm_count(device) * 32;
+        blocks = blocks > cap ? cap : blocks;
+        switch (d->in_dtype) {
+        case CT_DTYPE_FLOAT32: softmax_kernel<float><<<(unsigned)blocks, SCAN_THREADS, 0, s>>>(*d, group); break;
+        case CT_DTYPE_FLOAT64: softmax_kernel<double><<<(unsigned)blocks, SCAN_THREADS, 0, s>>>(*d, group); break;
+        default: return ct_error(CT_ERROR_TYPE, op, "no CUDA softmax for work dtype %s", ct_dtype_name(d->in_dtype));
+        }
+        return ct_cuda_check_launch(op);
+    }
+    if (d->kind < CT_CUDA_RED_CUMSUM || d->kind > CT_CUDA_RED_CUMMIN)
+        return ct_error(CT_ERROR_NOT_IMPLEMENTED, op, "no CUDA kernel for this scan");
+    unsigned grid = ct_grid_for(d->out_numel, device);
+    switch (d->in_dtype) {
+    case CT_DTYPE_FLOAT32: cum_kernel<float><<<grid, SCAN_THREADS, 0, s>>>(*d); break;
+    case CT_DTYPE_FLOAT64: cum_kernel<double><<<grid, SCAN_THREADS, 0, s>>>(*d); break;
+    case CT_DTYPE_INT64: cum_kernel<int64_t><<<grid, SCAN_THREADS, 0, s>>>(*d); break;
+    default: return ct_error(CT_ERROR_TYPE, op, "no CUDA scan for work dtype %s", ct_dtype_name(d->in_dtype));
+    }
+    return ct_cuda_check_launch(op);
+}
