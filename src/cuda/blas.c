@@ -160,4 +160,6 @@ void ct_cuda_register_kernels(void) {
     ct_dispatch_register_default(CT_OP_dot, CT_KEY_CUDA, ct_cuda_dot, NULL);
     ct_dispatch_register_default(CT_OP_addmm, CT_KEY_CUDA, ct_cuda_addmm, NULL);
     ct_dispatch_register_default(CT_OP_baddbmm, CT_KEY_CUDA, ct_cuda_baddbmm, NULL);
+    ct_cuda_register_indexing();
+    ct_cuda_register_nn();
 }

@@ -15,6 +15,9 @@
 #include "core/loop.h"
 #include "cpu/loops.h"
 #include "dispatch/dispatch_internal.h"
+#ifdef CT_HAVE_CUDA
+#include "cuda/cuda_ops.h"
+#endif
 
 static int64_t prod(const int64_t *s, int a, int b) {
     int64_t p = 1;
@@ -396,6 +399,10 @@ static ct_status index_select_kernel(ct_keyset ks, ct_call *call, void *ud) {
     st = set_out(call, 0, out);
     if (st || is_meta(out))
         return st;
+#ifdef CT_HAVE_CUDA
+    if (out->device.type == CT_DEVICE_CUDA)
+        return ct_cuda_index_select(out, t, index, d);
+#endif
     ct_scope_begin();
     const ct_tensor *c = ct_contiguous(t), *ic = ct_contiguous(index);
     if (!c || !ic) {
@@ -486,6 +493,10 @@ static ct_status gather_kernel(ct_keyset ks, ct_call *call, void *ud) {
     st = set_out(call, 0, out);
     if (st || is_meta(out))
         return st;
+#ifdef CT_HAVE_CUDA
+    if (out->device.type == CT_DEVICE_CUDA)
+        return ct_cuda_gather(out, t, index, d);
+#endif
     size_t esz = ct_dtype_size(t->dtype);
     int64_t coord[CT_MAX_DIMS] = {0};
     int64_t size = t->ndim ? t->shape[d] : 1;
@@ -561,6 +572,10 @@ static ct_status scatter_add_kernel(ct_keyset ks, ct_call *call, void *ud) {
     ct_tensor *out;
     if ((st = accumulate_target(call, t, &out)) || is_meta(out))
         return st;
+#ifdef CT_HAVE_CUDA
+    if (out->device.type == CT_DEVICE_CUDA)
+        return ct_cuda_scatter_add(out, src, index, d);
+#endif
     size_t esz = ct_dtype_size(t->dtype);
     int64_t coord[CT_MAX_DIMS] = {0};
     int64_t size = t->ndim ? t->shape[d] : 1;
@@ -637,6 +652,10 @@ static ct_status index_add_kernel(ct_keyset ks, ct_call *call, void *ud) {
     if ((st = accumulate_target(call, t, &out)) || is_meta(out))
         return st;
     double alpha = call->nscalars ? ct_scalar_to_double(call->s[0]) : 1.0;
+#ifdef CT_HAVE_CUDA
+    if (out->device.type == CT_DEVICE_CUDA)
+        return ct_cuda_index_add(out, src, index, d, alpha);
+#endif
     size_t esz = ct_dtype_size(t->dtype);
     int64_t size = t->ndim ? t->shape[d] : 1, outer = t->ndim ? prod(t->shape, 0, d) : 1;
     int64_t inner = t->ndim ? prod(t->shape, d + 1, t->ndim) : 1, nidx = index->numel;
@@ -695,6 +714,10 @@ static ct_status masked_fill_kernel(ct_keyset ks, ct_call *call, void *ud) {
         return st;
     char value[16];
     ct_store_scalar(value, t->dtype, call->s[0]);
+#ifdef CT_HAVE_CUDA
+    if (out->device.type == CT_DEVICE_CUDA)
+        return ct_cuda_masked_fill(out, mask, ms, value);
+#endif
     size_t esz = ct_dtype_size(t->dtype);
     const char *pm = ct_tensor_ptr(mask);
     char *po = ct_tensor_ptr(out);
@@ -839,6 +862,10 @@ static ct_status sort_rows(ct_call *call, const char *op, int64_t k, int d, bool
         st = set_out(call, 1, idx);
     if (st || is_meta(vals) || t->numel == 0)
         return st;
+#ifdef CT_HAVE_CUDA
+    if (vals->device.type == CT_DEVICE_CUDA)
+        return ct_cuda_sort(vals, idx, t, d, k, descending);
+#endif
     int64_t size = t->ndim ? t->shape[d] : 1, outer = t->ndim ? prod(t->shape, 0, d) : 1;
     int64_t inner = t->ndim ? prod(t->shape, d + 1, t->ndim) : 1;
     ct_scope_begin();

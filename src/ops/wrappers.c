@@ -5,6 +5,9 @@
 #include "ops/op_info.h"
 #include "ops/reduce.h"
 #include "wrapped.h"
+#ifdef CT_HAVE_CUDA
+#include "cuda/cuda_ops.h"
+#endif
 
 static ct_tensor *call_unary(ct_op op, const ct_tensor *a, ct_tensor *out, ct_call_mode mode) {
     ct_call c = {.op = op, .mode = mode, .nin = 1, .in = {a}, .dtype = CT_DTYPE_UNDEFINED};
@@ -667,6 +670,10 @@ ct_status ct_foreach_powsum(const ct_tensor *const *tensors, int n, double ord, 
         return ct_error(CT_ERROR_VALUE, "_foreach_powsum", "Tensor list must have at least one tensor.");
     for (int i = 0; i < n; i++)
         CT_CHECK_ARG_STATUS("_foreach_powsum", tensors[i]);
+#ifdef CT_HAVE_CUDA
+    if (ct_cuda_foreach_powsum_applies(tensors, n, dtype)) /* one launch for the whole list */
+        return ct_cuda_foreach_powsum(tensors, n, ord, dtype, results);
+#endif
     /* Every result or none: the partial ones are owned by this scope until kept. */
     ct_scope_begin();
     ct_status st = CT_OK;
