@@ -5,6 +5,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "testutil.h"
 
@@ -82,6 +83,121 @@ static inline void ct_test_assert_close(const ct_tensor *gpu, const ct_tensor *c
     }
     ct_scope_end();
 }
+/* t (a CPU tensor) on device with t's exact layout: the bytes t's view spans are
+ * copied over and viewed with t's shape and strides, so transposed, strided and
+ * broadcast (stride 0) inputs stay so on the GPU. Contiguous or empty tensors (and
+ * any with a negative stride) are plainly copied. */
+static inline ct_tensor *ct_test_to_device_as(const ct_tensor *t, ct_device device) {
+    if (!t)
+        return NULL;
+    int nd = ct_tensor_dim(t);
+    const int64_t *shape = ct_tensor_shape(t), *st = ct_tensor_strides(t);
+    if (ct_tensor_is_contiguous(t) || ct_tensor_numel(t) == 0)
+        return ct_to_device(t, device);
+    int64_t span = 1;
+    for (int i = 0; i < nd; i++) {
+        if (st[i] < 0)
+            return ct_to_device(t, device);
+        span += (shape[i] - 1) * st[i];
+    }
+    int64_t one = 1;
+    ct_tensor *flat = ct_from_blob(ct_tensor_data(t), &span, &one, 1, ct_tensor_dtype(t), NULL, NULL);
+    ct_tensor *g = flat ? ct_to_device(flat, device) : NULL;
+    return g ? ct_as_strided(g, shape, st, nd, 0) : NULL;
+}
+
+/* Deterministic values of dtype dt in a CPU tensor of shape: the special values first
+ * (for floats: infinities, NaN, signed zeros, halves, huge and tiny numbers; for
+ * integers: the dtype's extremes, -1, 0, 1), then values drawn from [lo, hi]. */
+static inline ct_tensor *ct_test_special(const int64_t *shape, int ndim, ct_dtype dt, double lo, double hi,
+                                         uint64_t seed) {
+    static const double fspecial[] = {INFINITY, -INFINITY, NAN, 0.0, -0.0, 0.5, -0.5, 1.5, -2.5, 2.5,
+                                      1.0, -1.0, 1e30, -1e30, 1e-30, 3.0, -3.0, 6.0, 7.25, -0.75};
+    ct_tensor *t = ct_test_values(shape, ndim, CT_F64, lo, hi, seed);
+    if (!t)
+        return NULL;
+    double *p = ct_tensor_data(t);
+    int64_t n = ct_tensor_numel(t);
+    if (ct_dtype_is_floating(dt)) {
+        for (int64_t i = 0; i < n && i < (int64_t)(sizeof fspecial / sizeof fspecial[0]); i++)
+            p[i] = fspecial[i];
+        return ct_to_dtype(t, dt);
+    }
+    if (dt == CT_BOOL) {
+        for (int64_t i = 0; i < n; i++)
+            p[i] = p[i] > (lo + hi) / 2;
+        return ct_to_dtype(t, dt);
+    }
+    ct_tensor *r = ct_to_dtype(ct_to_dtype(t, CT_I64), dt); /* integers: round the draws first */
+    if (!r)
+        return NULL;
+    /* Extremes through int64 (uint64's top value wraps to -1 there, which is the same
+     * bits). */
+    int64_t ext[6] = {0, 1, -1, 0, 0, 2};
+    switch (dt) {
+    case CT_U8: ext[3] = 255, ext[4] = 128; break;
+    case CT_I8: ext[3] = 127, ext[4] = -128; break;
+    case CT_I16: ext[3] = 32767, ext[4] = -32768; break;
+    case CT_U16: ext[3] = 65535, ext[4] = 32768; break;
+    case CT_I32: ext[3] = 2147483647, ext[4] = -2147483647 - 1; break;
+    case CT_U32: ext[3] = 4294967295ll, ext[4] = 2147483648ll; break;
+    default: ext[3] = INT64_MAX, ext[4] = INT64_MIN; break;
+    }
+    /* The low bytes of the int64 are the value in any narrower integer type
+     * (little-endian, as every platform ctorch runs on). */
+    size_t esz = ct_dtype_size(dt);
+    char *rp = ct_tensor_data(r);
+    for (int64_t i = 0; i < n && i < 6; i++)
+        memcpy(rp + (size_t)i * esz, &ext[i], esz);
+    return r;
+}
+
+/* The verdict on one op run on the CPU and the GPU: both refuse (with the same status)
+ * or the GPU result (on CUDA) agrees with the CPU's: exactly for integer and bool
+ * dtypes, within scale times the dtype's tolerance for floats. */
+static inline void ct_test_agree(const char *what, const ct_tensor *cpu, const ct_tensor *gpu, double scale,
+                                 const char *file, int line) {
+    if (!cpu) {
+        ct_clear_error();
+        if (gpu) {
+            print_error("%s:%d: %s: the CPU refuses but the GPU computes\n", file, line, what);
+            _fail(file, line);
+        }
+        ct_clear_error();
+        return;
+    }
+    if (!gpu) {
+        print_error("%s:%d: %s: GPU failed: %s\n", file, line, what, ct_last_error());
+        _fail(file, line);
+    }
+    if (ct_tensor_device(gpu).type != CT_DEVICE_CUDA) {
+        print_error("%s:%d: %s: the result is not on the GPU\n", file, line, what);
+        _fail(file, line);
+    }
+    double rtol, atol;
+    ct_test_tolerance(ct_tensor_dtype(cpu), &rtol, &atol);
+    ct_test_assert_close(gpu, cpu, rtol * scale, atol * scale, what, file, line);
+}
+#define CT_AGREE(what, cpu, gpu, scale) ct_test_agree((what), (cpu), (gpu), (scale), __FILE__, __LINE__)
+
+/* Runs an op on the CPU: on failure, it must fail on the GPU with the same status. */
+#define CT_AGREE_ERR(what, cpu_expr, gpu_expr)                                                   \
+    do {                                                                                          \
+        ct_clear_error();                                                                         \
+        ct_tensor *cpu_r_ = (cpu_expr);                                                           \
+        ct_status cpu_st_ = ct_last_status();                                                     \
+        ct_clear_error();                                                                         \
+        ct_tensor *gpu_r_ = (gpu_expr);                                                           \
+        if (!cpu_r_ && (gpu_r_ || ct_last_status() != cpu_st_)) {                                 \
+            print_error("%s: CPU status %s, GPU %s (%s)\n", (what), ct_status_name(cpu_st_),     \
+                        gpu_r_ ? "succeeded" : ct_status_name(ct_last_status()), ct_last_error()); \
+            fail();                                                                               \
+        }                                                                                         \
+        if (cpu_r_)                                                                               \
+            CT_AGREE((what), cpu_r_, gpu_r_, 4);                                                  \
+        ct_clear_error();                                                                         \
+    } while (0)
+
 #define CT_ASSERT_CLOSE(g, c, rtol, atol, what) ct_test_assert_close((g), (c), (rtol), (atol), (what), __FILE__, __LINE__)
 
 #endif

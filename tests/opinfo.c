@@ -2,7 +2,10 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "cuda_testutil.h"
 
 #include "core/dtype.h"
 #include "tensor_impl.h"
@@ -211,6 +214,61 @@ static void check_variants(const ct_opinfo *info, const ct_tensor *got, const ct
     }
 }
 
+/* ------------------------------------------------------------------ the CUDA pass
+ *
+ * Where a GPU is present, every sample also runs on CUDA (inputs copied with their
+ * layouts) and must agree with the CPU result: exactly for integer and bool results,
+ * within a few times the dtype's tolerance for floats (the two math libraries round
+ * differently in the last place). CT_OPINFO_NO_CUDA=1 turns it off. */
+static bool cuda_pass(void) {
+    static int on = -1;
+    if (on < 0)
+        on = ct_cuda_is_available() && !getenv("CT_OPINFO_NO_CUDA");
+    return on != 0;
+}
+
+static void cuda_compare(const char *name, const char *what, const ct_tensor *gpu, const ct_tensor *cpu, double tol) {
+    if (!gpu)
+        fail_msg("%s %s on CUDA failed: %s", name, what, ct_last_error());
+    if (ct_tensor_device(gpu).type != CT_DEVICE_CUDA)
+        fail_msg("%s %s on CUDA: the result is not on the GPU", name, what);
+    if (ct_tensor_dtype(gpu) != ct_tensor_dtype(cpu) || ct_tensor_dim(gpu) != ct_tensor_dim(cpu))
+        fail_msg("%s %s on CUDA: dtype %s/%d dims, CPU %s/%d", name, what, ct_dtype_name(ct_tensor_dtype(gpu)),
+                 ct_tensor_dim(gpu), ct_dtype_name(ct_tensor_dtype(cpu)), ct_tensor_dim(cpu));
+    for (int k = 0; k < ct_tensor_dim(cpu); k++)
+        if (ct_tensor_shape(gpu)[k] != ct_tensor_shape(cpu)[k])
+            fail_msg("%s %s on CUDA: shapes differ at dim %d", name, what, k);
+    ct_tensor *g = ct_to_device(gpu, CT_CPU);
+    if (!g)
+        fail_msg("%s %s: could not copy the CUDA result back: %s", name, what, ct_last_error());
+    int64_t n = ct_tensor_numel(cpu);
+    for (int64_t i = 0; i < n; i++) {
+        double x = ct_test_at(g, i), y = ct_test_at(cpu, i);
+        bool ok = (isnan(x) && isnan(y)) || x == y || (isfinite(y) && fabs(x - y) <= tol * (1 + fabs(y)));
+        if (!ok)
+            fail_msg("%s %s [%s]: element %lld: CUDA %.17g, CPU %.17g", name, what, ct_dtype_name(ct_tensor_dtype(cpu)),
+                     (long long)i, x, y);
+    }
+}
+
+static void check_cuda(const ct_opinfo *info, const ct_tensor *got, const ct_tensor *const *in, int nin) {
+    const ct_tensor *g[3] = {NULL, NULL, NULL};
+    for (int i = 0; i < nin; i++) {
+        g[i] = ct_test_to_device_as(in[i], CT_CUDA(0));
+        if (!g[i])
+            fail_msg("%s: could not copy an input to CUDA: %s", info->name, ct_last_error());
+    }
+    double tol = 4 * tolerance(info, ct_tensor_dtype(got));
+    cuda_compare(info->name, "functional", call_fn(info, g), got, tol);
+    bool has_out = info->t ? info->t_out != NULL : info->b ? info->b_out != NULL : info->u_out != NULL;
+    if (has_out) {
+        ct_tensor *out = ct_empty(ct_tensor_shape(got), ct_tensor_dim(got), ct_tensor_dtype(got), CT_CUDA(0));
+        ct_tensor *r = info->t ? info->t_out(g[0], g[1], g[2], out) : info->b ? info->b_out(g[0], g[1], out)
+                                                                          : info->u_out(g[0], out);
+        cuda_compare(info->name, "out=", r ? out : NULL, got, tol);
+    }
+}
+
 typedef struct shape_case {
     int nd[3];
     int64_t s[3][3];
@@ -235,6 +293,8 @@ static void run_one(const ct_opinfo *info, const shape_case *sc, const ct_dtype 
     check_values(info, got, in, nin, "functional");
     check_meta(info, got, in, nin);
     check_variants(info, got, in, nin);
+    if (cuda_pass())
+        check_cuda(info, got, in, nin);
     ct_scope_end();
 }
 
@@ -660,6 +720,18 @@ static void red_run_one(const ct_opinfo_red *info, const int64_t *shape, int nd,
         red_check_values(info, got, a, mask, requested, "functional");
     }
     red_check_meta(info, got, a, dims, ndims, keepdim, requested);
+    if (cuda_pass()) {
+        ct_tensor *ga = ct_test_to_device_as(a, CT_CUDA(0));
+        if (!ga)
+            fail_msg("%s: could not copy the input to CUDA: %s", info->name, ct_last_error());
+        double tol = 4 * red_tol(info, ct_tensor_dtype(got));
+        cuda_compare(info->name, "functional", info->call(ga, dims, ndims, keepdim, requested, NULL), got, tol);
+        if (info->has_out) {
+            ct_tensor *out = ct_empty(ct_tensor_shape(got), ct_tensor_dim(got), ct_tensor_dtype(got), CT_CUDA(0));
+            ct_tensor *r = info->call(ga, dims, ndims, keepdim, requested, out);
+            cuda_compare(info->name, "out=", r ? out : NULL, got, tol);
+        }
+    }
     if (info->has_out) {
         ct_tensor *out = ct_empty(ct_tensor_shape(got), ct_tensor_dim(got), ct_tensor_dtype(got), CT_CPU);
         int64_t v0 = ct_tensor_version(out);

@@ -596,9 +596,9 @@ ADAPT_ARGDIM(argmin)
         int64_t dim = d ? d[0] : 99;                                                                  \
         if (o) {                                                                                      \
             ct_tensor *other = ct_empty(ct_tensor_shape(o), ct_tensor_dim(o), ct_tensor_dtype(o) == CT_I64 ? \
-                                        ct_tensor_dtype(a) : CT_I64, CT_CPU);                         \
+                                        ct_tensor_dtype(a) : CT_I64, ct_tensor_device(o));            \
             if (ct_tensor_dim(o) == 1 && ct_tensor_shape(o)[0] == 7) /* the bad-shape probe */        \
-                other = ct_empty(CT_SHAPE(7), CT_I64, CT_CPU);                                        \
+                other = ct_empty(CT_SHAPE(7), CT_I64, ct_tensor_device(o));                           \
             bool vals = !strcmp(#which, "values");                                                    \
             if (ct_##op##_dim_out(a, dim, k, vals ? o : other, vals ? other : o) != CT_OK)            \
                 return NULL;                                                                          \
