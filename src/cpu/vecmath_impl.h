@@ -4,6 +4,7 @@
  *
  * The tail goes through a padded buffer and the same vector function, so an element's
  * result does not depend on where a row or a thread's chunk happens to end. */
+#include <math.h>
 #include <string.h>
 
 #define CT_VM_DEF(fname, SLEEF_FN)                                        \
@@ -17,6 +18,23 @@
             STORE(buf, SLEEF_FN(LOAD(buf)));                              \
             memcpy(out + i, buf, (size_t)(n - i) * sizeof(float));        \
         }                                                                 \
+    }
+
+/* SLEEF's single-precision asinh and acosh square their argument, so above about
+ * 1.8e19 (uint64 values, say) they return inf; those lanes take libm's result. NaN
+ * fails the comparison and goes to libm too, which keeps it NaN. */
+#define CT_VM_DEF_BOUNDED(fname, SLEEF_FN, LIBM_FN)                                  \
+    static void fname(float *out, const float *in, int64_t n) {                     \
+        for (int64_t i = 0; i < n; i += W) {                                         \
+            const int64_t len = n - i < W ? n - i : W;                               \
+            float buf[W] = {0};                                                      \
+            memcpy(buf, in + i, (size_t)len * sizeof(float));                        \
+            STORE(buf, SLEEF_FN(LOAD(buf)));                                         \
+            for (int64_t j = 0; j < len; j++)                                        \
+                if (!(fabsf(in[i + j]) <= 1e18f))                                    \
+                    buf[j] = LIBM_FN(in[i + j]);                                     \
+            memcpy(out + i, buf, (size_t)len * sizeof(float));                       \
+        }                                                                            \
     }
 
 CT_VM_DEF(vm_exp, SL(exp, u10))
@@ -35,8 +53,8 @@ CT_VM_DEF(vm_atan, SL(atan, u10))
 CT_VM_DEF(vm_sinh, SL(sinh, u10))
 CT_VM_DEF(vm_cosh, SL(cosh, u10))
 CT_VM_DEF(vm_tanh, SL(tanh, u10))
-CT_VM_DEF(vm_asinh, SL(asinh, u10))
-CT_VM_DEF(vm_acosh, SL(acosh, u10))
+CT_VM_DEF_BOUNDED(vm_asinh, SL(asinh, u10), asinhf)
+CT_VM_DEF_BOUNDED(vm_acosh, SL(acosh, u10), acoshf)
 CT_VM_DEF(vm_atanh, SL(atanh, u10))
 CT_VM_DEF(vm_erf, SL(erf, u10))
 CT_VM_DEF(vm_erfc, SL(erfc, u15))

@@ -17,7 +17,9 @@ ct_status ct_cuda_reduce(const ct_reduce_iter *it, const ct_reduce_params *param
     memset(&d, 0, sizeof d);
     switch (params->kind) { /* spelled out: the two enums must not drift apart silently */
     case CT_RED_SUM: d.kind = CT_CUDA_RED_SUM; break;
-    case CT_RED_NANSUM: d.kind = CT_CUDA_RED_NANSUM; break;
+    case CT_RED_NANSUM: /* integers hold no NaN: their nansum is the sum */
+        d.kind = ct_dtype_is_floating(it->in_dtype) || params->mean ? CT_CUDA_RED_NANSUM : CT_CUDA_RED_SUM;
+        break;
     case CT_RED_PROD: d.kind = CT_CUDA_RED_PROD; break;
     case CT_RED_MAX: d.kind = CT_CUDA_RED_MAX; break;
     case CT_RED_MIN: d.kind = CT_CUDA_RED_MIN; break;
