@@ -48,7 +48,7 @@ static double time_ms(bench_fn fn, void *ctx, int warmup, int iters) {
 
 typedef struct {
     ct_tensor *a, *b, *out;
-    int op; /* 0 copy, 1 add, 2 mul, 3 mm */
+    int op; /* 0 copy, 1 add, 2 mul, 3 mm, 4 sum, 5 softmax along dim 1 */
 } job;
 
 static bool run_job(void *ctx) {
@@ -59,7 +59,9 @@ static bool run_job(void *ctx) {
     case 0: r = ct_copy_(j->out, j->a); break;
     case 1: r = ct_add_out(j->a, j->b, j->out); break;
     case 2: r = ct_mul_out(j->a, j->b, j->out); break;
-    default: r = ct_mm_out(j->a, j->b, j->out); break;
+    case 3: r = ct_mm_out(j->a, j->b, j->out); break;
+    case 4: r = ct_sum(j->a, NULL, 0, false, CT_DTYPE_UNDEFINED); break;
+    default: r = ct_softmax_out(j->a, 1, CT_DTYPE_UNDEFINED, j->out); break;
     }
     ct_scope_end();
     return r != NULL;
@@ -79,7 +81,9 @@ static int bench_elementwise(int64_t n, const char *label) {
         double add = time_ms(run_job, &j, 3, iters);
         j.op = 2;
         double mul = time_ms(run_job, &j, 3, iters);
-        rc = check(copy > 0 && add > 0 && mul > 0, "timing");
+        j.op = 4;
+        double sum = time_ms(run_job, &j, 3, iters);
+        rc = check(copy > 0 && add > 0 && mul > 0 && sum > 0, "timing");
         if (!rc) {
             double cbw = 2 * bytes / (copy * 1e6), abw = 3 * bytes / (add * 1e6), mbw = 3 * bytes / (mul * 1e6);
             printf("copy_f32_%s %.1f GB/s\n", label, cbw);
@@ -87,7 +91,26 @@ static int bench_elementwise(int64_t n, const char *label) {
             printf("mul_f32_%s %.1f GB/s\n", label, mbw);
             printf("add_f32_%s_vs_copy %.3f ratio\n", label, abw / cbw);
             printf("mul_f32_%s_vs_copy %.3f ratio\n", label, mbw / cbw);
+            printf("sum_f32_%s %.1f GB/s\n", label, bytes / (sum * 1e6));
+            printf("sum_f32_%s_vs_copy %.3f ratio\n", label, bytes / (sum * 1e6) / cbw);
         }
+    }
+    ct_scope_end();
+    return rc;
+}
+
+/* softmax over the rows of a 4096 x 4096 float32 matrix: one read and one write. */
+static int bench_softmax(void) {
+    ct_scope_begin();
+    ct_manual_seed(2);
+    job j = {ct_randn(CT_SHAPE(4096, 4096), CT_F32, CT_CUDA(0)), NULL, ct_empty(CT_SHAPE(4096, 4096), CT_F32, CT_CUDA(0)),
+             5};
+    int rc = check(j.a && j.out, "allocating the softmax operands");
+    if (!rc) {
+        double ms = time_ms(run_job, &j, 3, 50);
+        rc = check(ms > 0, "softmax timing");
+        if (!rc)
+            printf("softmax_f32_4096x4096 %.1f GB/s\n", 2.0 * 4.0 * 4096 * 4096 / (ms * 1e6));
     }
     ct_scope_end();
     return rc;
@@ -161,7 +184,7 @@ int main(int argc, char **argv) {
     rc |= bench_elementwise((int64_t)1 << 24, "16M");
     if (!quick)
         rc |= bench_elementwise((int64_t)1 << 28, "256M");
-    printf("# sum: no reduction op in the op table yet\n");
+    rc |= bench_softmax();
     rc |= bench_matmul(4096);
     if (!quick)
         rc |= bench_matmul(8192);

@@ -52,8 +52,16 @@ def elementwise(n, label):
     print(f"torch_add_f32_{label}_vs_copy {abw / cbw:.3f} ratio")
     print(f"torch_mul_f32_{label}_vs_copy {mbw / cbw:.3f} ratio")
     print(f"torch_sum_f32_{label} {nbytes / (s * 1e6):.1f} GB/s")
+    print(f"torch_sum_f32_{label}_vs_copy {nbytes / (s * 1e6) / cbw:.3f} ratio")
     del x, y, out
     torch.cuda.empty_cache()
+
+
+def softmax():
+    x = torch.randn(4096, 4096, device="cuda")
+    out = torch.empty_like(x)
+    ms = time_ms(lambda: torch.softmax(x, 1, out=out), 3, 50)
+    print(f"torch_softmax_f32_4096x4096 {2.0 * 4.0 * 4096 * 4096 / (ms * 1e6):.1f} GB/s")
 
 
 def matmul(n):
@@ -90,6 +98,7 @@ print(f"# torch {torch.__version__} on {torch.cuda.get_device_name(0)}")
 elementwise(1 << 24, "16M")
 if not quick:
     elementwise(1 << 28, "256M")
+softmax()
 matmul(4096)
 if not quick:
     matmul(8192)

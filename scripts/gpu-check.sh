@@ -96,7 +96,6 @@ if want bench; then
             r = ($1 in t && t[$1] + 0 != 0) ? sprintf("%.3f", $2 / t[$1]) : "-"
             printf "%s %s %s %s %s\n", $1, $2, ($1 in t ? t[$1] : "-"), r, $3
         }
-        END { for (k in t) if (k ~ /^sum_/) printf "%s - %s - GB/s\n", k, t[k] }
     ' "$OUTDIR/bench_torch.txt" "$OUTDIR/bench_ctorch.txt" | tee -a "$SUMMARY"
 fi
 
