@@ -591,11 +591,19 @@ DEF(conv2d, CT_SAVE_IN0 | CT_SAVE_IN1) {
 }
 
 /* The indices are flat h * W + w positions in each input plane: a scatter over the
- * flattened planes, differentiable again. */
+ * flattened planes, differentiable again. On the CPU without create_graph the
+ * max_pool2d_backward kernel does the same scatter in one pass; it reads only the
+ * input's shape and dtype, which a zero-stride view gives without the input. */
 DEF(max_pool2d_with_indices, CT_SAVE_OUT1) {
     const ct_input_meta *m = &ctx->node->in_meta[0];
     ct_tensor *idx;
     TRY(idx = saved(ctx, CT_SAVED_OUT1));
+    if (!ctx->create_graph && G->device.type == CT_DEVICE_CPU) {
+        ct_tensor *like;
+        TRY(like = ct_expand(ct_zeros(NULL, 0, m->dtype, G->device), m->shape, m->ndim));
+        TRY(gin[0] = ct_max_pool2d_backward(G, like, idx));
+        return CT_OK;
+    }
     int64_t flat[CT_MAX_DIMS];
     memcpy(flat, m->shape, (size_t)m->ndim * sizeof *flat);
     flat[m->ndim - 2] = m->shape[m->ndim - 2] * m->shape[m->ndim - 1];
