@@ -120,10 +120,16 @@ DEF(sigmoid, CT_SAVE_OUT) {
     return CT_OK;
 }
 
-/* PyTorch's threshold_backward: the gradient passes where the result is positive. */
+/* PyTorch's threshold_backward: the gradient passes where the result is positive.
+ * On the CPU without create_graph one fused kernel does it in a single pass. */
 DEF(relu, CT_SAVE_OUT) {
     ct_tensor *y;
     TRY(y = saved(ctx, OUT_SLOT));
+    if (!ctx->create_graph && y->device.type == CT_DEVICE_CPU && ct_dtype_is_floating(y->dtype) &&
+        G->dtype == y->dtype) {
+        TRY(gin[0] = ct_threshold_backward(G, y, ct_scalar_int(0)));
+        return CT_OK;
+    }
     TRY(gin[0] = ct_mul(G, ct_gt_scalar(y, ct_scalar_int(0))));
     return CT_OK;
 }
@@ -616,6 +622,7 @@ DEF(max_pool2d_with_indices, CT_SAVE_OUT1) {
 
 NONDIFF(conv2d_backward)
 NONDIFF(max_pool2d_backward)
+NONDIFF(threshold_backward)
 
 /* ------------------------------------------------------------------ advanced indexing */
 
