@@ -189,13 +189,20 @@ static bool conv_direct(const ct_conv2d_geom *g) {
                     col2im_##T(cols, g, gi * cg, cg, gxn);                                                      \
             }                                                                                                   \
         }                                                                                                       \
-        if (gb)                                                                                                 \
+        if (gb) /* eight running sums per row: no serial dependency, vectorizes */                           \
             for (int64_t o = 0; o < g->oc; o++) {                                                               \
                 const T *r = gn + o * plane;                                                                    \
-                double acc = 0;                                                                                 \
-                for (int64_t p = 0; p < plane; p++)                                                             \
-                    acc += r[p];                                                                                \
-                gb[o] += acc;                                                                                   \
+                T acc[8] = {0};                                                                                 \
+                int64_t p = 0;                                                                                  \
+                for (; p + 8 <= plane; p += 8)                                                                  \
+                    for (int l = 0; l < 8; l++)                                                                 \
+                        acc[l] += r[p + l];                                                                     \
+                double sum = 0;                                                                                 \
+                for (; p < plane; p++)                                                                          \
+                    sum += r[p];                                                                                \
+                for (int l = 0; l < 8; l++)                                                                     \
+                    sum += acc[l];                                                                              \
+                gb[o] += sum;                                                                                   \
             }                                                                                                   \
     }
 CONV_IMAGE(float, CT_DTYPE_FLOAT32)
