@@ -3,8 +3,12 @@
  * --what cnn: same layers, SGD momentum 0.9, batch 64, random inputs).
  *
  * Prints cnn.fmnist.b64.ms_per_step and cnn.fmnist.b64.images_per_s, the mean over 50
- * steps after 5 warm-up steps, as torch_peer.py measures them. */
+ * steps after 5 warm-up steps, as torch_peer.py measures them; then the median step
+ * and the process CPU time per step, which a loaded machine disturbs less (with
+ * OMP_NUM_THREADS=1 it is the step's compute cost). CT_BENCH_STEPS changes the count. */
 #include <stdio.h>
+#include <stdlib.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "cli/cnn.h"
@@ -16,8 +20,23 @@ static double now(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+static double cpu_now(void) {
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) + 1e-6 * (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
 int main(void) {
     const int64_t b = 64;
+    const char *env = getenv("CT_BENCH_STEPS");
+    int steps = env ? atoi(env) : 50;
+    if (steps < 1 || steps > 100000)
+        steps = 50;
     ct_manual_seed(0);
     ct_fashion_cnn m;
     if (ct_fashion_cnn_init(&m) != CT_OK) {
@@ -29,10 +48,16 @@ int main(void) {
     ct_optimizer *opt = ct_optimizer_new(CT_OPTIM_SGD, m.p, CT_FASHION_CNN_NPARAMS, &o);
     ct_tensor *x = ct_randn(CT_SHAPE(b, 1, 28, 28), CT_F32, CT_CPU);
     ct_tensor *y = ct_randint(0, 10, CT_SHAPE(b), CT_I64, CT_CPU);
-    double t0 = 0;
-    for (int i = 0; i < 55; i++) {
-        if (i == 5)
+    double *dts = malloc(sizeof(double) * (size_t)steps);
+    double t0 = 0, c0 = 0;
+    if (!dts)
+        return 1;
+    for (int i = 0; i < steps + 5; i++) {
+        if (i == 5) {
             t0 = now();
+            c0 = cpu_now();
+        }
+        double ts = now();
         ct_scope_begin();
         ct_tensor *loss = ct_fashion_cnn_loss(&m, x, y, NULL);
         if (!loss || ct_backward(loss, NULL, false, false) || ct_optimizer_step(opt) ||
@@ -41,11 +66,17 @@ int main(void) {
             return 1;
         }
         ct_scope_end();
+        if (i >= 5)
+            dts[i - 5] = now() - ts;
     }
-    double dt = (now() - t0) / 50;
+    double dt = (now() - t0) / steps, cpu = (cpu_now() - c0) / steps;
+    qsort(dts, (size_t)steps, sizeof *dts, cmp_double);
     printf("ctorch %s threads %d\n", ct_version(), ct_get_num_threads());
     printf("cnn.fmnist.b64.ms_per_step %.3f ms\n", dt * 1e3);
     printf("cnn.fmnist.b64.images_per_s %.0f img/s\n", (double)b / dt);
+    printf("cnn.fmnist.b64.median_ms_per_step %.3f ms (min %.3f)\n", dts[steps / 2] * 1e3, dts[0] * 1e3);
+    printf("cnn.fmnist.b64.cpu_ms_per_step %.3f ms\n", cpu * 1e3);
+    free(dts);
     ct_optimizer_free(opt);
     ct_fashion_cnn_free(&m);
     ct_release(x);

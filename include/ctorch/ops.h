@@ -348,6 +348,9 @@ CT_API ct_tensor *ct_max_pool2d(const ct_tensor *input, const int64_t kernel[2],
                                 ct_tensor **indices);
 CT_API ct_tensor *ct_max_pool2d_backward(const ct_tensor *grad_output, const ct_tensor *input,
                                          const ct_tensor *indices);
+/* PyTorch's threshold_backward: grad_output where input > threshold, else 0 (the
+ * gradient of relu with input its result and threshold 0). Same shapes and dtypes. */
+CT_API ct_tensor *ct_threshold_backward(const ct_tensor *grad_output, const ct_tensor *input, ct_scalar threshold);
 
 /* ------------------------------------------------------------ foreach reductions */
 

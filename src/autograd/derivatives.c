@@ -120,10 +120,16 @@ DEF(sigmoid, CT_SAVE_OUT) {
     return CT_OK;
 }
 
-/* PyTorch's threshold_backward: the gradient passes where the result is positive. */
+/* PyTorch's threshold_backward: the gradient passes where the result is positive.
+ * On the CPU without create_graph one fused kernel does it in a single pass. */
 DEF(relu, CT_SAVE_OUT) {
     ct_tensor *y;
     TRY(y = saved(ctx, OUT_SLOT));
+    if (!ctx->create_graph && y->device.type == CT_DEVICE_CPU && ct_dtype_is_floating(y->dtype) &&
+        G->dtype == y->dtype) {
+        TRY(gin[0] = ct_threshold_backward(G, y, ct_scalar_int(0)));
+        return CT_OK;
+    }
     TRY(gin[0] = ct_mul(G, ct_gt_scalar(y, ct_scalar_int(0))));
     return CT_OK;
 }
@@ -591,11 +597,19 @@ DEF(conv2d, CT_SAVE_IN0 | CT_SAVE_IN1) {
 }
 
 /* The indices are flat h * W + w positions in each input plane: a scatter over the
- * flattened planes, differentiable again. */
+ * flattened planes, differentiable again. On the CPU without create_graph the
+ * max_pool2d_backward kernel does the same scatter in one pass; it reads only the
+ * input's shape and dtype, which a zero-stride view gives without the input. */
 DEF(max_pool2d_with_indices, CT_SAVE_OUT1) {
     const ct_input_meta *m = &ctx->node->in_meta[0];
     ct_tensor *idx;
     TRY(idx = saved(ctx, CT_SAVED_OUT1));
+    if (!ctx->create_graph && G->device.type == CT_DEVICE_CPU) {
+        ct_tensor *like;
+        TRY(like = ct_expand(ct_zeros(NULL, 0, m->dtype, G->device), m->shape, m->ndim));
+        TRY(gin[0] = ct_max_pool2d_backward(G, like, idx));
+        return CT_OK;
+    }
     int64_t flat[CT_MAX_DIMS];
     memcpy(flat, m->shape, (size_t)m->ndim * sizeof *flat);
     flat[m->ndim - 2] = m->shape[m->ndim - 2] * m->shape[m->ndim - 1];
@@ -608,6 +622,7 @@ DEF(max_pool2d_with_indices, CT_SAVE_OUT1) {
 
 NONDIFF(conv2d_backward)
 NONDIFF(max_pool2d_backward)
+NONDIFF(threshold_backward)
 
 /* ------------------------------------------------------------------ advanced indexing */
 

@@ -159,6 +159,27 @@ void ct_pool2d_out_shape(const ct_pool2d_geom *g, int64_t *shape, int *ndim) {
     *ndim = k;
 }
 
+ct_status ct_threshold_backward_check(const ct_call *call) {
+    const char *op = "threshold_backward";
+    const ct_tensor *g = call->in[0], *x = call->in[1];
+    bool same = g->ndim == x->ndim;
+    for (int i = 0; same && i < g->ndim; i++)
+        same = g->shape[i] == x->shape[i];
+    if (!same) {
+        char a[96], b[96];
+        return ct_error(CT_ERROR_VALUE, op, "grad_output has shape %s but input has shape %s",
+                        ct_shape_str(g->shape, g->ndim, a, sizeof a), ct_shape_str(x->shape, x->ndim, b, sizeof b));
+    }
+    if (g->dtype != x->dtype)
+        return ct_error(CT_ERROR_TYPE, op, "grad_output (%s) and input (%s) should have the same dtype",
+                        ct_dtype_name(g->dtype), ct_dtype_name(x->dtype));
+    if (!ct_dtype_is_floating(g->dtype))
+        return ct_error(CT_ERROR_TYPE, op, "not implemented for '%s'", ct_dtype_name(g->dtype));
+    if (!ct_device_equal(g->device, x->device))
+        return ct_error(CT_ERROR_DEVICE, op, "Expected all tensors to be on the same device");
+    return CT_OK;
+}
+
 /* ------------------------------------------------------------------ META */
 
 ct_status ct_meta_conv2d(ct_keyset ks, ct_call *call, void *ud) {
@@ -206,6 +227,15 @@ ct_status ct_meta_max_pool2d_with_indices(ct_keyset ks, ct_call *call, void *ud)
 ct_status ct_meta_max_pool2d_backward(ct_keyset ks, ct_call *call, void *ud) {
     (void)ks, (void)ud;
     ct_tensor *o = ct_empty_like(call->in[1], CT_DTYPE_UNDEFINED);
+    return o ? ct_call_set_output(call, 0, o) : ct_last_status();
+}
+
+ct_status ct_meta_threshold_backward(ct_keyset ks, ct_call *call, void *ud) {
+    (void)ks, (void)ud;
+    ct_status st = ct_threshold_backward_check(call);
+    if (st)
+        return st;
+    ct_tensor *o = ct_empty_like(call->in[0], CT_DTYPE_UNDEFINED);
     return o ? ct_call_set_output(call, 0, o) : ct_last_status();
 }
 
@@ -282,5 +312,13 @@ ct_tensor *ct_max_pool2d_backward(const ct_tensor *grad_output, const ct_tensor 
     CT_CHECK_ARG("max_pool2d_backward", indices);
     ct_call c = {.op = CT_OP_max_pool2d_backward, .nin = 3, .in = {grad_output, input, indices},
                  .dtype = CT_DTYPE_UNDEFINED};
+    return ct_dispatch_1(&c);
+}
+
+ct_tensor *ct_threshold_backward(const ct_tensor *grad_output, const ct_tensor *input, ct_scalar threshold) {
+    CT_CHECK_ARG("threshold_backward", grad_output);
+    CT_CHECK_ARG("threshold_backward", input);
+    ct_call c = {.op = CT_OP_threshold_backward, .nin = 2, .in = {grad_output, input}, .nscalars = 1,
+                 .s = {threshold}, .dtype = CT_DTYPE_UNDEFINED};
     return ct_dispatch_1(&c);
 }

@@ -27,5 +27,7 @@ void ct_conv2d_out_shape(const ct_conv2d_geom *g, int64_t *shape, int *ndim);
  * ceil_mode) and fills g. */
 ct_status ct_pool2d_geometry(const ct_call *call, ct_pool2d_geom *g);
 void ct_pool2d_out_shape(const ct_pool2d_geom *g, int64_t *shape, int *ndim);
+/* Checks a threshold_backward call (in: grad_output, input; s[0]: threshold). */
+ct_status ct_threshold_backward_check(const ct_call *call);
 
 #endif

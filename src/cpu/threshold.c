@@ -1,0 +1,54 @@
+/* threshold_backward on the CPU: relu's gradient in one pass.
+ *
+ * Written as a select (no branch, which random signs would mispredict) over
+ * contiguous buffers, so the compiler vectorizes it; large tensors are split over
+ * the OpenMP threads. float16/bfloat16 go through float32, whose comparison and
+ * copy are exact for them. */
+#include "cpu/loops.h"
+#include "ops/nn_ops.h"
+
+#ifdef CT_HAVE_OPENMP
+#define CT_THRESHOLD_PARALLEL _Pragma("omp parallel for schedule(static) if (n > 65536 && ct_get_num_threads() > 1)")
+#else
+#define CT_THRESHOLD_PARALLEL
+#endif
+
+#define THRESHOLD_BWD(T)                                                                                 \
+    static void threshold_bwd_##T(const T *restrict g, const T *restrict x, T th, T *restrict out,      \
+                                  int64_t n) {                                                           \
+        CT_THRESHOLD_PARALLEL                                                                            \
+        for (int64_t b = 0; b < n; b += 4096) {                                                          \
+            int64_t e = b + 4096 < n ? b + 4096 : n;                                                     \
+            for (int64_t i = b; i < e; i++) {                                                            \
+                T gv = g[i]; /* loaded unconditionally, so the select needs no branch */                 \
+                out[i] = x[i] <= th ? (T)0 : gv;                                                         \
+            }                                                                                            \
+        }                                                                                                \
+    }
+THRESHOLD_BWD(float)
+THRESHOLD_BWD(double)
+
+ct_status ct_cpu_threshold_backward(ct_keyset ks, ct_call *call, void *ud) {
+    (void)ks, (void)ud;
+    ct_status st = ct_threshold_backward_check(call);
+    if (st)
+        return st;
+    ct_dtype dt = call->in[0]->dtype, wd = dt == CT_DTYPE_FLOAT64 ? CT_DTYPE_FLOAT64 : CT_DTYPE_FLOAT32;
+    double th = ct_scalar_to_double(call->s[0]);
+    ct_scope_begin();
+    const ct_tensor *g = ct_contiguous(ct_to_dtype(call->in[0], wd));
+    const ct_tensor *x = ct_contiguous(ct_to_dtype(call->in[1], wd));
+    ct_tensor *out = g ? ct_empty(g->shape, g->ndim, wd, CT_CPU) : NULL;
+    if (!g || !x || !out) {
+        ct_scope_end();
+        return ct_last_status();
+    }
+    if (wd == CT_DTYPE_FLOAT32)
+        threshold_bwd_float(ct_tensor_data(g), ct_tensor_data(x), (float)th, ct_tensor_data(out), out->numel);
+    else
+        threshold_bwd_double(ct_tensor_data(g), ct_tensor_data(x), th, ct_tensor_data(out), out->numel);
+    ct_tensor *res = ct_to_dtype(out, dt);
+    st = res ? ct_call_set_output(call, 0, res) : ct_last_status();
+    ct_scope_end();
+    return st;
+}
