@@ -160,7 +160,9 @@ static atomic_bool g_history;
 static atomic_size_t g_history_max;
 static atomic_uint_fast64_t g_history_gen;
 
-static _Thread_local char tl_context[32];
+/* The op this thread is running (a static name), stamped on blocks and trace entries;
+ * a pointer, so that setting it on every op costs a store. */
+static _Thread_local const char *tl_context;
 static _Atomic(ct_alloc_observer_fn) g_observer; /* Note [Allocator observer] */
 
 /* ------------------------------------------------------------------ small helpers */
@@ -198,7 +200,7 @@ static void copy_context(char *dst, const char *src) {
     dst[i] = '\0';
 }
 
-void ct_alloc_set_context(const char *op_name) { copy_context(tl_context, op_name); }
+void ct_alloc_set_context(const char *op_name) { tl_context = op_name; }
 const char *ct_alloc_get_context(void) { return tl_context; }
 
 static int64_t now_us(void) {
