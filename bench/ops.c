@@ -3,10 +3,11 @@
  * Prints "name value unit" lines (the same names as PyTorch's side in
  * shared/bench/torch_peer.py --what ops, so bench/compare.py can pair them):
  *   ceil.copy_f32_N.GBps        memcpy of N float32: the bandwidth ceiling
+ *   ops.copy_f32_N.GBps         ct_copy_ of N float32 (2 * 4 * N bytes moved)
  *   ops.add_f32_N.GBps          c = a + b  (3 * 4 * N bytes moved)
  *   ops.mul_f32_N.GBps, ops.exp_f32_N.GBps
  *   ops.sum_f32_N.GBps          4 * N bytes read
- *   ops.softmax_f32_4096.GBps   2 * 4 * 4096^2 bytes
+ *   ops.softmax_f32_4096.GBps   softmax over the rows of a 4096x4096 matrix: 2 * 4 * 4096^2 bytes
  *   ops.matmul_f32_M.gflops     ctorch's mm, and ceil.blas_sgemm_M.gflops (OpenBLAS direct)
  *   ops.tiny_add.c.us_per_op    a 1-element add from C, allocation included
  * Each figure is the median of several runs. */
@@ -71,6 +72,18 @@ static void run_unary(void *p) {
     bench_ctx *c = p;
     c->unary(c->a, c->out);
 }
+static void run_copy(void *p) {
+    bench_ctx *c = p;
+    ct_copy_(c->out, c->a);
+}
+static void run_sum(void *p) {
+    bench_ctx *c = p;
+    ct_release(ct_sum(c->a, NULL, 0, false, CT_DTYPE_UNDEFINED));
+}
+static void run_softmax(void *p) {
+    bench_ctx *c = p;
+    ct_release(ct_softmax(c->a, 1, CT_DTYPE_UNDEFINED));
+}
 static void run_mm(void *p) {
     bench_ctx *c = p;
     ct_mm_out(c->a, c->b, c->out);
@@ -107,15 +120,25 @@ int main(int argc, char **argv) {
         double t = median_time(run_memcpy, &c, 5);
         /* memcpy reads and writes: 2 * 4 * n bytes */
         printf("ceil.copy_f32_%lld.GBps %.1f GB/s\n", (long long)n, 8.0 * (double)n / t / 1e9);
+        printf("ops.copy_f32_%lld.GBps %.1f GB/s\n", (long long)n, 8.0 * (double)n / median_time(run_copy, &c, 5) / 1e9);
         c.binary = ct_add_out;
         printf("ops.add_f32_%lld.GBps %.1f GB/s\n", (long long)n, 12.0 * (double)n / median_time(run_binary, &c, 5) / 1e9);
         c.binary = ct_mul_out;
         printf("ops.mul_f32_%lld.GBps %.1f GB/s\n", (long long)n, 12.0 * (double)n / median_time(run_binary, &c, 5) / 1e9);
         c.unary = ct_exp_out;
         printf("ops.exp_f32_%lld.GBps %.1f GB/s\n", (long long)n, 8.0 * (double)n / median_time(run_unary, &c, 5) / 1e9);
+        printf("ops.sum_f32_%lld.GBps %.1f GB/s\n", (long long)n, 4.0 * (double)n / median_time(run_sum, &c, 5) / 1e9);
         ct_release(c.a);
         ct_release(c.b);
         ct_release(c.out);
+    }
+    {
+        int64_t m = 4096;
+        bench_ctx c = {0};
+        c.a = ct_rand(CT_SHAPE(m, m), CT_F32, CT_CPU);
+        printf("ops.softmax_f32_%lld.GBps %.1f GB/s\n", (long long)m,
+               8.0 * (double)(m * m) / median_time(run_softmax, &c, 3) / 1e9);
+        ct_release(c.a);
     }
     for (int m = 256; m <= 2048; m *= (m == 256 ? 4 : 2)) {
         bench_ctx c = {0};

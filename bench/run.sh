@@ -13,6 +13,8 @@ for p in python3 /usr/bin/python3; do
 done
 if [ -n "$py" ] && [ -f "$peer" ]; then
   "$py" "$peer" --device cpu --what ops --threads "$(nproc)" | tee "$out/torch.txt"
+  # the lines torch_peer.py does not print (copy, mul, exp, softmax)
+  "$py" "$here/bench/torch_ops.py" --threads "$(nproc)" | tee -a "$out/torch.txt"
   echo
   python3 "$here/bench/compare.py" "$out/ctorch.txt" "$out/torch.txt"
 else

@@ -81,7 +81,7 @@ static const ct_alloc_device_iface cpu_iface = {
 
 /* ------------------------------------------------------------------ structures */
 
-enum { BLOCK_FREE = 0, BLOCK_ACTIVE = 1, BLOCK_PENDING = 2 };
+enum { BLOCK_FREE = 0, BLOCK_ACTIVE = 1, BLOCK_PENDING = 2, BLOCK_TINY = 3 /* Note [Tiny blocks] */ };
 
 typedef struct ct_segment ct_segment;
 typedef struct ct_block ct_block;
@@ -122,6 +122,23 @@ typedef struct {
     size_t n, cap;
 } block_set;
 
+/* Note [Tiny blocks]
+ * A small op's output is a block of a few hundred bytes, and the general path splits it
+ * off a segment on allocation and merges it back on free: two binary searches, two
+ * sorted-array edits and a dozen statistics, most of an op's cost. Freed CPU blocks of
+ * up to 4 KiB instead wait, unmerged, on a list per size; an
+ * allocation of that size takes the last one back. They count as free at once (the
+ * allocated/active/requested statistics drop on free as before). Anything that looks at
+ * or reshapes the pools first merges them back (tiny_drain): an allocation the lists
+ * cannot serve, statistics and snapshot readers, empty_cache, changes of settings. So
+ * every observer sees the pools exactly as the general path leaves them; only which of
+ * several equal free blocks an allocation of a tiny size gets may differ. With the trace
+ * history or an observer on, every block takes the general path, whose events they
+ * record. */
+#define CT_TINY_CLASSES 64 /* 64 B .. 4 KiB */
+#define CT_TINY_KEEP 32     /* per class, and in all: bounds what waits unmerged */
+#define CT_TINY_KEEP_ALL 256
+
 typedef struct dev_alloc {
     pthread_mutex_t lock;
     ct_device device;
@@ -141,6 +158,10 @@ typedef struct dev_alloc {
      * merge gives one back, so a steady loop allocates none. */
     ct_block *spare;
     int nspare;
+    /* Note [Tiny blocks]: freed small CPU blocks kept whole, by size class */
+    ct_block *tiny[CT_TINY_CLASSES];
+    int ntiny[CT_TINY_CLASSES];
+    int tiny_total;
 } dev_alloc;
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -160,7 +181,9 @@ static atomic_bool g_history;
 static atomic_size_t g_history_max;
 static atomic_uint_fast64_t g_history_gen;
 
-static _Thread_local char tl_context[32];
+/* The op this thread is running (a static name), stamped on blocks and trace entries;
+ * a pointer, so that setting it on every op costs a store. */
+static _Thread_local const char *tl_context;
 static _Atomic(ct_alloc_observer_fn) g_observer; /* Note [Allocator observer] */
 
 /* ------------------------------------------------------------------ small helpers */
@@ -198,7 +221,7 @@ static void copy_context(char *dst, const char *src) {
     dst[i] = '\0';
 }
 
-void ct_alloc_set_context(const char *op_name) { copy_context(tl_context, op_name); }
+void ct_alloc_set_context(const char *op_name) { tl_context = op_name; }
 const char *ct_alloc_get_context(void) { return tl_context; }
 
 static int64_t now_us(void) {
@@ -624,6 +647,7 @@ static inline void observe(dev_alloc *da, int action, uint64_t addr, uint64_t si
 }
 
 static void trace_record(dev_alloc *da, int action, uint64_t addr, uint64_t size, int64_t stream, const char *ctx);
+static void tiny_drain(dev_alloc *da);
 
 /* Inline, so that with history and the observer off an event costs two loads. */
 static inline void trace(dev_alloc *da, int action, uint64_t addr, uint64_t size, int64_t stream, const char *ctx) {
@@ -684,6 +708,7 @@ ct_status ct_memory_record_history(bool enabled, int64_t max_entries) {
             if (!da)
                 continue;
             pthread_mutex_lock(&da->lock);
+            tiny_drain(da); /* with history on, every free takes the general path */
             free(da->ring);
             da->ring = NULL;
             da->ring_cap = da->ring_len = da->ring_next = 0;
@@ -716,8 +741,13 @@ static dev_alloc *find_dev(ct_device d) {
 }
 
 /* The device's allocator, created on first use; NULL with an error set. */
+static atomic_bool g_conf_done; /* every allocation checks it: one load, not pthread_once */
+
 static dev_alloc *get_dev(ct_device d, const char *op) {
-    pthread_once(&g_conf_once, conf_from_env);
+    if (__builtin_expect(!atomic_load_explicit(&g_conf_done, memory_order_acquire), 0)) {
+        pthread_once(&g_conf_once, conf_from_env);
+        atomic_store_explicit(&g_conf_done, true, memory_order_release);
+    }
     if (!valid_device(d, op))
         return NULL;
     dev_alloc *da = find_dev(d);
@@ -855,14 +885,11 @@ static size_t try_merge(dev_alloc *da, ct_block *dst, ct_block *src) {
     return n;
 }
 
-/* The block is no longer used by any stream: merge it and put it back in its pool. */
-static void free_block(dev_alloc *da, ct_block *b) {
+/* A block already counted as no longer active: merge it with free neighbours and put it
+ * back in its pool. */
+static void block_to_pool(dev_alloc *da, ct_block *b) {
     ct_segment *seg = b->seg;
-    size_t original = b->size, requested = b->requested;
-    trace(da, CT_TRACE_FREE_COMPLETED, (uint64_t)(uintptr_t)b->ptr, requested, b->stream, tl_context);
     b->state = BLOCK_FREE;
-    b->nuses = 0;
-    b->requested = 0;
     int64_t net_blocks = 0, net_bytes = 0;
     size_t m;
     if ((m = try_merge(da, b, b->prev)) > 0) {
@@ -890,9 +917,6 @@ static void free_block(dev_alloc *da, ct_block *b) {
         else if (net_bytes < 0)
             stat_dec(&s->inactive_split_bytes[types[k]], -net_bytes);
     }
-    arr_dec(s->active, seg->small, 1);
-    arr_dec(s->active_bytes, seg->small, (int64_t)original);
-    arr_dec(s->requested_bytes, seg->small, (int64_t)requested);
     if (!da->caching && !b->prev && !b->next) {
         /* caching was switched off while this segment was in use: drain it now */
         segment_release(da, b);
@@ -903,6 +927,70 @@ static void free_block(dev_alloc *da, ct_block *b) {
         if (!b->prev && !b->next)
             segment_release(da, b);
     }
+}
+
+/* The block is no longer used by any stream: count it inactive, then back to its pool. */
+static void free_block(dev_alloc *da, ct_block *b) {
+    ct_alloc_stats *s = &da->stats;
+    bool small = b->seg->small;
+    trace(da, CT_TRACE_FREE_COMPLETED, (uint64_t)(uintptr_t)b->ptr, b->requested, b->stream, tl_context);
+    arr_dec(s->active, small, 1);
+    arr_dec(s->active_bytes, small, (int64_t)b->size);
+    arr_dec(s->requested_bytes, small, (int64_t)b->requested);
+    b->nuses = 0;
+    b->requested = 0;
+    block_to_pool(da, b);
+}
+
+/* ------------------------------------------------------------------ tiny blocks */
+
+/* Size class of a rounded CPU size under Note [Tiny blocks] (the CPU rounds to
+ * CT_ALIGN), or -1. */
+static int tiny_class(size_t size) {
+    if (size > CT_TINY_CLASSES * CT_ALIGN || size % CT_ALIGN != 0)
+        return -1;
+    return (int)(size / CT_ALIGN) - 1;
+}
+
+static bool tiny_allowed(const dev_alloc *da) {
+    return da->iface == &cpu_iface && da->caching && !atomic_load_explicit(&g_history, memory_order_relaxed) &&
+           !atomic_load_explicit(&g_observer, memory_order_relaxed);
+}
+
+/* Frees b (a whole, active block of a cached small segment) onto its tiny list; false
+ * when it must take the general path. */
+static bool tiny_put(dev_alloc *da, ct_block *b) {
+    int c = tiny_class(b->size);
+    if (c < 0 || !b->seg->small || da->ntiny[c] >= CT_TINY_KEEP || da->tiny_total >= CT_TINY_KEEP_ALL ||
+        !tiny_allowed(da))
+        return false;
+    ct_alloc_stats *s = &da->stats;
+    arr_dec(s->active, true, 1);
+    arr_dec(s->active_bytes, true, (int64_t)b->size);
+    arr_dec(s->requested_bytes, true, (int64_t)b->requested);
+    b->requested = 0;
+    b->state = BLOCK_TINY;
+    b->pnext = da->tiny[c];
+    da->tiny[c] = b;
+    da->ntiny[c]++;
+    da->tiny_total++;
+    return true;
+}
+
+/* Merges every waiting tiny block back into its pool. */
+static void tiny_drain(dev_alloc *da) {
+    if (!da->tiny_total)
+        return;
+    for (int c = 0; c < CT_TINY_CLASSES; c++) {
+        while (da->tiny[c]) {
+            ct_block *b = da->tiny[c];
+            da->tiny[c] = b->pnext;
+            b->pnext = NULL;
+            block_to_pool(da, b);
+        }
+        da->ntiny[c] = 0;
+    }
+    da->tiny_total = 0;
 }
 
 /* Frees pending blocks whose events have all completed. */
@@ -940,6 +1028,7 @@ static void release_segment_free(dev_alloc *da, ct_block *b) {
 
 /* Frees every whole cached segment (PyTorch's release_cached_blocks). */
 static void release_cached(dev_alloc *da) {
+    tiny_drain(da);
     if (da->pending)
         process_events(da, true);
     if (da->iface->synchronize)
@@ -1051,7 +1140,23 @@ static void *malloc_locked(dev_alloc *da, size_t request, int64_t stream) {
     bool cached = da->caching && !(da->iface->bypass_threshold && size > da->iface->bypass_threshold);
     ct_block *b = NULL;
     bool small;
-    if (!cached) {
+    bool from_tiny = false;
+    if (da->tiny_total) {
+        int c = tiny_class(size);
+        if (c >= 0 && da->tiny[c] && cached) {
+            b = da->tiny[c];
+            da->tiny[c] = b->pnext;
+            b->pnext = NULL;
+            da->ntiny[c]--;
+            da->tiny_total--;
+            from_tiny = true;
+        } else {
+            tiny_drain(da); /* the pools as the general path would have them */
+        }
+    }
+    if (from_tiny) {
+        small = true;
+    } else if (!cached) {
         /* Pass-through: one segment per allocation, sized to the alignment only. */
         size_t n = request ? request : 1;
         size = n > SIZE_MAX - CT_ALIGN ? SIZE_MAX : (n + CT_ALIGN - 1) / CT_ALIGN * CT_ALIGN;
@@ -1084,9 +1189,10 @@ static void *malloc_locked(dev_alloc *da, size_t request, int64_t stream) {
         report_oom(da, request, size, stream);
         return NULL;
     }
-    bool already_split = b->prev || b->next;
+    /* a tiny block is exactly the size asked for and never counted as inactive split */
+    bool already_split = !from_tiny && (b->prev || b->next);
     int types[2] = {CT_STAT_ALL, small ? CT_STAT_SMALL : CT_STAT_LARGE};
-    if (cached && should_split(da, b, size)) {
+    if (!from_tiny && cached && should_split(da, b, size)) {
         ct_block *nb = block_new(da);
         if (nb) {
             ct_block *rest = b;
@@ -1224,7 +1330,7 @@ void ct_free(ct_device device, void *ptr) {
             b->pnext = da->pending;
             da->pending = b;
         }
-    } else {
+    } else if (!tiny_put(da, b)) {
         free_block(da, b);
     }
     pthread_mutex_unlock(&da->lock);
@@ -1330,6 +1436,7 @@ ct_status ct_alloc_get_stats(ct_device device, ct_alloc_stats *out) {
     dev_alloc *da = find_dev(device);
     if (da) {
         pthread_mutex_lock(&da->lock);
+        tiny_drain(da); /* its inactive-split figures count them merged */
         *out = da->stats;
         pthread_mutex_unlock(&da->lock);
     }
@@ -1373,6 +1480,7 @@ void ct_reset_peak_memory_stats(ct_device device) {
     if (!da)
         return;
     pthread_mutex_lock(&da->lock);
+    tiny_drain(da);
     for (int t = 0; t < CT_STAT_TYPES; t++) {
 #define X(name) reset_peak(&da->stats.name[t]);
         CT_STAT_ARRAYS(X)
@@ -1541,6 +1649,7 @@ ct_status ct_alloc_state_get(ct_device device, ct_alloc_state *out) {
     if (!da)
         return ct_last_status();
     pthread_mutex_lock(&da->lock);
+    tiny_drain(da);
     trace(da, CT_TRACE_SNAPSHOT, 0, 0, 0, tl_context);
     out->caching = da->caching;
     size_t ms = atomic_load(&g_max_split);

@@ -30,7 +30,8 @@ ct_status ct_alloc_record_stream(ct_device device, void *ptr, int64_t stream);
 
 /* The op that is asking for memory on this thread, shown in traces and snapshots as the
  * allocation's frame. The dispatcher sets it around each kernel; NULL clears it. The
- * string is copied (first 31 bytes). */
+ * pointer is kept, not the text (every op sets it), so the string must stay valid while
+ * it is set: op names are static. Blocks and trace entries copy its first 31 bytes. */
 void ct_alloc_set_context(const char *op_name);
 const char *ct_alloc_get_context(void);
 

@@ -34,9 +34,11 @@ static void *cache_get(obj_cache *c, size_t size, const char *op) {
     return ct_xcalloc(op, 1, size);
 }
 
+static _Thread_local bool exit_hook_set; /* this thread's caches are freed at its exit */
+
 static void cache_put(obj_cache *c, void *p) {
     if (c->n < CT_OBJ_CACHE) {
-        if (c->n == 0)
+        if (__builtin_expect(!exit_hook_set, 0))
             ensure_thread_exit_hook();
         c->items[c->n++] = p;
     } else {
@@ -190,6 +192,7 @@ static void scope_thread_exit(void *p) {
     memset(s, 0, sizeof *s);
     cache_drain(&tensor_cache);
     cache_drain(&storage_cache);
+    exit_hook_set = false; /* objects freed by later destructors register the hook again */
 }
 
 static void scope_key_init(void) { pthread_key_create(&scope_key, scope_thread_exit); }
@@ -199,6 +202,7 @@ static void ensure_thread_exit_hook(void) {
     pthread_once(&scope_key_once, scope_key_init);
     if (!pthread_getspecific(scope_key))
         pthread_setspecific(scope_key, &tl_scopes);
+    exit_hook_set = true;
 }
 
 static bool scope_push(ct_tensor *t) {

@@ -2,6 +2,7 @@
 
 #include <string.h>
 
+#include "core/alloc.h"
 #include "core/loop.h"
 #include "ctorch/ops.h"
 
@@ -321,5 +322,59 @@ ct_tensor *ct_iter_finish(ct_iter *it) {
     hold_release(it);
     ct_tensor *out = it->out;
     it->out = it->loop_out = NULL;
+    return out;
+}
+
+/* Note [Tiny elementwise]
+ * Same-shape, same-dtype contiguous inputs leave the iterator nothing to decide: no
+ * broadcast, no promotion, the output is a fresh contiguous tensor of that shape, its
+ * dims coalesce to one, and below the grain size it runs on one thread. The general
+ * build would reach exactly this and then call the same loop with the same pointers and
+ * strides, so the results are identical; it only costs ten times more instructions than
+ * a small op's loop. The size cap keeps big work on the parallel route. */
+static bool tiny_contiguous(const ct_tensor *t) {
+    int64_t expected = 1;
+    for (int i = t->ndim - 1; i >= 0; i--) {
+        if (t->shape[i] != 1 && t->strides[i] != expected)
+            return false;
+        expected *= t->shape[i];
+    }
+    return true;
+}
+
+bool ct_iter_tiny_ok(const ct_tensor *a, const ct_tensor *b) {
+    if (a->device.type != CT_DEVICE_CPU || a->requires_grad || a->wrapped_number || a->numel <= 0 ||
+        a->numel > CT_ITER_TINY_MAX || !tiny_contiguous(a))
+        return false;
+    if (!b)
+        return true;
+    if (b->dtype != a->dtype || b->ndim != a->ndim || b->device.type != CT_DEVICE_CPU || b->requires_grad ||
+        b->wrapped_number)
+        return false;
+    for (int i = 0; i < a->ndim; i++)
+        if (a->shape[i] != b->shape[i])
+            return false;
+    return tiny_contiguous(b);
+}
+
+ct_tensor *ct_iter_tiny(const char *op, ct_cpu_loop loop, ct_dtype out_dtype, const ct_tensor *a,
+                        const ct_tensor *b, const void *params) {
+    size_t osz = ct_dtype_size(out_dtype), isz = ct_dtype_size(a->dtype);
+    const char *outer = ct_alloc_get_context();
+    ct_alloc_set_context(op);
+    ct_storage *s = ct_storage_new((size_t)a->numel * osz, CT_CPU);
+    ct_alloc_set_context(outer);
+    if (!s)
+        return NULL;
+    ct_tensor *out = ct_tensor_make(s, 0, a->shape, NULL, a->ndim, out_dtype, CT_CPU);
+    ct_storage_release(s);
+    if (!out)
+        return NULL;
+    char *data[3] = {s->data, ct_tensor_ptr(a), b ? ct_tensor_ptr(b) : NULL};
+    /* One element coalesces to no dims at all in the general build, which runs the loop
+     * with zero strides (its strided branch); do the same so every bit agrees. */
+    int64_t one = a->numel > 1;
+    int64_t strides[3] = {one * (int64_t)osz, one * (int64_t)isz, one * (int64_t)isz};
+    loop(data, strides, a->numel, params);
     return out;
 }

@@ -92,6 +92,7 @@ void ct_dispatch_register_default(ct_op op, ct_dispatch_key key, ct_kernel_fn fn
 void ct_dispatch_register_fallback(ct_dispatch_key key, ct_kernel_fn fn) { key_fallback[key] = fn; }
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+static atomic_bool init_done; /* set once dispatch_init has run: every op checks it */
 
 /* Keys an op may have no kernel at simply pass the call on. */
 static ct_status fallthrough(ct_keyset ks, ct_call *call, void *user_data) {
@@ -107,9 +108,13 @@ static void dispatch_init(void) {
     ct_register_default_kernels();
     ct_op_logging_init_from_env();
     ct_profiler_init_from_env();
+    atomic_store_explicit(&init_done, true, memory_order_release);
 }
 
-void ct_dispatch_ensure_init(void) { pthread_once(&init_once, dispatch_init); }
+void ct_dispatch_ensure_init(void) {
+    if (__builtin_expect(!atomic_load_explicit(&init_done, memory_order_acquire), 0))
+        pthread_once(&init_once, dispatch_init);
+}
 
 static bool op_valid(ct_op op) { return op >= 0 && op < CT_OP_COUNT; }
 
@@ -190,6 +195,35 @@ ct_status ct_op_override_remove(int64_t handle) {
     pthread_mutex_unlock(&override_lock);
     return ct_error(CT_ERROR_VALUE, "op_override_remove", "no override with handle %lld", (long long)handle);
 }
+
+/* ------------------------------------------------------------------ fast lane */
+
+/* Note [Fast lane]
+ * Most op calls in a program end up in the default CPU kernel with nothing around it:
+ * no logging, tracing or autocast key on, no input that requires grad, no override,
+ * the profiler off. For such calls the boxed route (a ct_call, its key set, a scope
+ * for the kernel's temporaries, the kernel table) costs more than a small op itself.
+ * An op whose kernel can run such a call directly (the plain elementwise ops on small
+ * contiguous inputs, src/ops/family.c) asks ct_dispatch_fast_lane first; the answer is
+ * a few loads and predictable branches. The inputs' part of the condition (CPU, no
+ * requires_grad) is the caller's to check. Anything the lane cannot vouch for goes the
+ * boxed route, which stays the reference: the lane must give bit-identical results. */
+static atomic_bool fast_lane_off; /* tests switch the lane off to compare with the boxed route */
+static _Thread_local uint64_t fast_lane_hits;
+
+bool ct_dispatch_fast_lane(ct_op op) {
+    ct_dispatch_ensure_init();
+    if (__builtin_expect(atomic_load_explicit(&ct_profiler_active, memory_order_relaxed), 0) ||
+        (tls_included | global_included) != 0 || atomic_load_explicit(&fast_lane_off, memory_order_relaxed))
+        return false;
+    kernel_stack *s = atomic_load_explicit(&slots[op][CT_KEY_CPU], memory_order_acquire);
+    /* only the default kernel: no override stacked on it */
+    return s && s->n == 1 && s->e[0].handle == 0;
+}
+
+void ct_dispatch_fast_lane_taken(void) { fast_lane_hits++; }
+uint64_t ct_dispatch_fast_lane_hits(void) { return fast_lane_hits; }
+void ct_dispatch_set_fast_lane(bool on) { atomic_store(&fast_lane_off, !on); }
 
 /* ------------------------------------------------------------------ dispatch */
 

@@ -15,6 +15,16 @@ void ct_dispatch_register_fallback(ct_dispatch_key key, ct_kernel_fn fn);
 /* Turns a functionality key on or off for every thread. */
 void ct_dispatch_set_global_key(ct_dispatch_key key, bool on);
 
+/* Note [Fast lane] (dispatch.c): true when a call of op whose inputs are CPU tensors
+ * that do not require grad would run exactly op's default CPU kernel and nothing else
+ * (no functionality key on, no override at CPU, profiler off). */
+bool ct_dispatch_fast_lane(ct_op op);
+/* Counts a call that took the lane (per thread; tests read it). */
+void ct_dispatch_fast_lane_taken(void);
+uint64_t ct_dispatch_fast_lane_hits(void);
+/* Tests: off sends every call the boxed route. */
+void ct_dispatch_set_fast_lane(bool on);
+
 /* Defined by src/ops: fills the default kernel tables from the op table. */
 void ct_register_default_kernels(void);
 /* Defined by src/dispatch/logging.c. */

@@ -61,6 +61,33 @@ static bool wrapped_is_int(const ct_tensor *t) {
 
 static int64_t rounding_mode(const ct_call *call) { return call->nints > 0 ? call->ints[0] : 0; }
 
+/* Ops that ct_ew_prepare or ct_ew_setup treat specially (every case label below): the
+ * fast lane (Note [Fast lane]) runs only ops that need nothing but their loop. */
+bool ct_ew_has_args(ct_op op) {
+    switch (op) {
+    case CT_OP_addcdiv:
+    case CT_OP_addcmul:
+    case CT_OP_celu:
+    case CT_OP_clamp:
+    case CT_OP_div:
+    case CT_OP_floor_divide:
+    case CT_OP_fmod:
+    case CT_OP_gelu:
+    case CT_OP_hardtanh:
+    case CT_OP_lerp:
+    case CT_OP_nan_to_num:
+    case CT_OP_pow:
+    case CT_OP_relu6:
+    case CT_OP_remainder:
+    case CT_OP_round:
+    case CT_OP_selu:
+    case CT_OP_square:
+    case CT_OP_where:
+        return true;
+    default: return false;
+    }
+}
+
 ct_status ct_ew_prepare(const ct_call *call, ct_iter_config *cfg, const ct_cpu_loop **loops) {
     const char *name = ct_op_name(call->op);
     switch (call->op) {

@@ -144,6 +144,44 @@ static ct_status elementwise_kernel(ct_keyset ks, ct_call *call, void *user_data
     return CT_OK;
 }
 
+/* The fast lane's ops (Note [Fast lane] in src/dispatch/dispatch.c): elementwise ops
+ * whose kernel does nothing but run their loop for same-dtype floating inputs (no
+ * arguments, no checks that depend on the values). NULL for every other op. */
+static const ct_cpu_loop *tiny_loops[CT_OP_COUNT];
+static bool tiny_bool_out[CT_OP_COUNT];
+
+static void tiny_register(ct_op op, const ct_cpu_loop *loops) {
+    const ct_op_info *info = &ct_op_table[op];
+    bool sig_ok = info->sig == CT_SIG_UNARY || info->sig == CT_SIG_BINARY || info->sig == CT_SIG_BINARY_ALPHA;
+    bool fam_ok = info->family == CT_FAM_UNARY_FLOAT || info->family == CT_FAM_UNARY_SAME ||
+                  info->family == CT_FAM_BINARY_ARITH || info->family == CT_FAM_BINARY_FLOAT ||
+                  info->family == CT_FAM_COMPARE;
+    if (!sig_ok || !fam_ok || ct_ew_has_args(op))
+        return;
+    tiny_loops[op] = loops;
+    tiny_bool_out[op] = info->family == CT_FAM_COMPARE;
+}
+
+#define CT_FLOATING_MASK                                                                        \
+    ((1u << CT_DTYPE_FLOAT32) | (1u << CT_DTYPE_FLOAT64) | (1u << CT_DTYPE_FLOAT16) |           \
+     (1u << CT_DTYPE_BFLOAT16))
+
+ct_tensor *ct_ew_tiny(ct_op op, const ct_tensor *a, const ct_tensor *b) {
+    ct_dispatch_ensure_init(); /* fills tiny_loops */
+    const ct_cpu_loop *loops = tiny_loops[op];
+    if (!loops || !((1u << a->dtype) & CT_FLOATING_MASK) || !ct_iter_tiny_ok(a, b))
+        return NULL;
+    ct_cpu_loop loop = loops[a->dtype];
+    if (!loop || (ct_op_table[op].sig == CT_SIG_UNARY) != (b == NULL) || !ct_dispatch_fast_lane(op))
+        return NULL;
+    ct_loop_params params = {.alpha = 1.0, .ialpha = 1};
+    ct_tensor *r = ct_iter_tiny(ct_op_table[op].name, loop, tiny_bool_out[op] ? CT_DTYPE_BOOL : a->dtype, a, b,
+                                &params);
+    if (r)
+        ct_dispatch_fast_lane_taken();
+    return r;
+}
+
 /* Note [CUDA registration]
  * In a build with CUDA every elementwise family op gets the family kernel at the CUDA
  * key too (it launches the family's CUDA kernel); the CUDA backend registers its own
@@ -158,6 +196,7 @@ static ct_status elementwise_kernel(ct_keyset ks, ct_call *call, void *user_data
 #endif
 
 #define CT_REGISTER_LOOPS(name)                                                                        \
+    tiny_register(CT_OP_##name, ct_cpu_loops_##name);                                                    \
     ct_dispatch_register_default(CT_OP_##name, CT_KEY_CPU, elementwise_kernel, (void *)ct_cpu_loops_##name); \
     ct_dispatch_register_default(CT_OP_##name, CT_KEY_META, elementwise_kernel, (void *)ct_cpu_loops_##name); \
     CT_REGISTER_CUDA_LOOPS(name)

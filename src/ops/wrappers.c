@@ -2,6 +2,7 @@
  * its arguments into a ct_call and dispatches it. */
 #include "ctorch/ops.h"
 #include "dispatch/call.h"
+#include "ops/ew_args.h"
 #include "ops/op_info.h"
 #include "ops/reduce.h"
 #include "wrapped.h"
@@ -10,6 +11,11 @@
 #endif
 
 static ct_tensor *call_unary(ct_op op, const ct_tensor *a, ct_tensor *out, ct_call_mode mode) {
+    if (mode == CT_CALL_FUNCTIONAL) {
+        ct_tensor *r = ct_ew_tiny(op, a, NULL);
+        if (r)
+            return r;
+    }
     ct_call c = {.op = op, .mode = mode, .nin = 1, .in = {a}, .dtype = CT_DTYPE_UNDEFINED};
     if (mode != CT_CALL_FUNCTIONAL) {
         c.out[0] = ct_retain(out);
@@ -20,6 +26,11 @@ static ct_tensor *call_unary(ct_op op, const ct_tensor *a, ct_tensor *out, ct_ca
 
 static ct_tensor *call_binary(ct_op op, const ct_tensor *a, const ct_tensor *b, const ct_scalar *alpha,
                               ct_tensor *out, ct_call_mode mode) {
+    if (mode == CT_CALL_FUNCTIONAL && !alpha) {
+        ct_tensor *r = ct_ew_tiny(op, a, b);
+        if (r)
+            return r;
+    }
     ct_call c = {.op = op, .mode = mode, .nin = 2, .in = {a, b}, .dtype = CT_DTYPE_UNDEFINED};
     if (alpha) {
         c.s[0] = *alpha;
