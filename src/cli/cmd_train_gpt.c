@@ -100,14 +100,16 @@ static bool parse_double(const char *v, double lo, double hi, double *out) {
 
 static void apply_preset(gpt_args *a, bool shakespeare) {
     if (shakespeare) {
-        a->cfg = (ct_char_gpt_config){.block = 256, .n_layer = 6, .n_head = 6, .n_embd = 384, .dropout = 0.2};
+        a->cfg = (ct_char_gpt_config){.block = 256, .n_layer = 6, .n_head = 6, .n_embd = 384, .dropout = 0.2,
+                                      .gpt2_init = true};
         a->batch = 64;
         a->lr = 1e-3;
         a->beta2 = 0.99;
         a->grad_clip = 1.0;
         a->steps = 5000;
     } else {
-        a->cfg = (ct_char_gpt_config){.block = 64, .n_layer = 4, .n_head = 4, .n_embd = 128, .dropout = 0};
+        a->cfg = (ct_char_gpt_config){.block = 64, .n_layer = 4, .n_head = 4, .n_embd = 128, .dropout = 0,
+                                      .gpt2_init = true};
         a->batch = 16;
         a->lr = 3e-4;
         a->beta2 = 0.999;

@@ -1,7 +1,9 @@
 #include "gpt.h"
 
 #include <stdio.h>
+#include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "error.h"
 
@@ -37,6 +39,31 @@ int64_t ct_char_gpt_count_params(const ct_char_gpt_config *c) {
     return c->vocab * d + c->block * d + c->n_layer * block + 2 * d; /* head: tied to wte */
 }
 
+static bool ends_with(const char *s, const char *suffix) {
+    size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && strcmp(s + n - k, suffix) == 0;
+}
+
+/* nanoGPT's _init_weights plus its scaled residual projections (GPT-2 paper). */
+static ct_status gpt2_init(ct_char_gpt *m) {
+    double proj_std = 0.02 / sqrt(2.0 * (double)m->cfg.n_layer);
+    ct_scope_begin();
+    bool ok = true;
+    for (int i = 0; i < m->nparams && ok; i++) {
+        const char *n = m->names[i];
+        if (strstr(n, "ln") == n || strstr(n, ".ln") != NULL) /* layer norms keep ones/zeros */
+            continue;
+        if (ends_with(n, ".bias"))
+            ok = ct_init_zeros_(m->params[i]) != NULL;
+        else if (ends_with(n, "proj.weight") || ends_with(n, "fc2.weight"))
+            ok = ct_init_normal_(m->params[i], 0, proj_std) != NULL;
+        else
+            ok = ct_init_normal_(m->params[i], 0, 0.02) != NULL;
+    }
+    ct_scope_end();
+    return ok ? CT_OK : ct_last_status();
+}
+
 ct_status ct_char_gpt_init(ct_char_gpt *m, const ct_char_gpt_config *cfg) {
     *m = (ct_char_gpt){0};
     if (check_config(cfg))
@@ -65,23 +92,35 @@ ct_status ct_char_gpt_init(ct_char_gpt *m, const ct_char_gpt_config *cfg) {
     if (ok && n > 0 && n < (1 << 20)) {
         m->params = calloc((size_t)n, sizeof *m->params);
         m->names = calloc((size_t)n, sizeof *m->names);
-        if (m->params && m->names) {
-            m->nparams = (int)ct_module_parameters(root, m->params, m->names, n);
-            m->root = root;
-            return CT_OK;
+        const char **names = calloc((size_t)n, sizeof *names);
+        m->root = root;
+        if (m->params && m->names && names &&
+            ct_module_parameters(root, m->params, names, n) == n) {
+            m->nparams = (int)n;
+            for (int64_t i = 0; i < n && ok; i++)
+                ok = (m->names[i] = strdup(names[i])) != NULL;
+            free(names);
+            if (!ok)
+                ct_error(CT_ERROR_OUT_OF_MEMORY, "char-gpt", "out of memory");
+            else if (!cfg->gpt2_init || gpt2_init(m) == CT_OK)
+                return CT_OK;
+        } else {
+            free(names);
+            ct_error(CT_ERROR_OUT_OF_MEMORY, "char-gpt", "out of memory");
         }
-        ct_error(CT_ERROR_OUT_OF_MEMORY, "char-gpt", "out of memory");
+        ct_status st = ct_last_status();
+        ct_char_gpt_free(m);
+        return st;
     }
     ct_status st = ct_last_status() ? ct_last_status() : CT_ERROR_VALUE;
-    free(m->params);
-    free(m->names);
     ct_module_free(root);
-    *m = (ct_char_gpt){0};
     return st;
 }
 
 void ct_char_gpt_free(ct_char_gpt *m) {
     ct_module_free(m->root);
+    for (int i = 0; m->names && i < m->nparams; i++)
+        free(m->names[i]);
     free(m->params);
     free(m->names);
     *m = (ct_char_gpt){0};

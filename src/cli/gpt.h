@@ -17,13 +17,17 @@
 typedef struct ct_char_gpt_config {
     int64_t vocab, block, n_layer, n_head, n_embd;
     double dropout;
+    /* false: PyTorch's default initialisation (torch_peer's model as it is built);
+     * true: nanoGPT's (weights N(0, 0.02), the residual projections proj and fc2
+     * N(0, 0.02 / sqrt(2 * n_layer)), biases 0), which starts near loss ln(vocab) */
+    bool gpt2_init;
 } ct_char_gpt_config;
 
 typedef struct ct_char_gpt {
     ct_char_gpt_config cfg;
     ct_module *root; /* children wte, wpe, blocks, lnf, head */
     ct_tensor **params; /* borrowed from root, each shared tensor once */
-    const char **names; /* borrowed from root */
+    char **names;       /* owned copies */
     int nparams;
 } ct_char_gpt;
 

@@ -168,6 +168,88 @@ static void FN(rmsnorm_bwd)(const T *gy, const T *x, const T *w, T *gx, double *
         }
 }
 
+/* ------------------------------------------------------------------ layer_norm */
+
+/* Mean and 1 / sqrt(biased variance + eps) of one row, accumulated in double. */
+static void FN(row_stats)(const T *xr, int64_t cols, double eps, double *mean, double *rstd) {
+    double s = 0, ss = 0;
+    for (int64_t j = 0; j < cols; j++)
+        s += xr[j];
+    double m = s / (double)cols;
+    for (int64_t j = 0; j < cols; j++) {
+        double d = (double)xr[j] - m;
+        ss += d * d;
+    }
+    *mean = m;
+    *rstd = 1.0 / sqrt(ss / (double)cols + eps);
+}
+
+static void FN(layernorm_fwd)(const T *x, const T *w, const T *b, T *y, int64_t rows, int64_t cols, double eps) {
+#ifdef CT_HAVE_OPENMP
+#pragma omp parallel for schedule(static) if (rows * cols > 65536)
+#endif
+    for (int64_t r = 0; r < rows; r++) {
+        const T *xr = x + r * cols;
+        T *yr = y + r * cols;
+        double mean, rstd;
+        FN(row_stats)(xr, cols, eps, &mean, &rstd);
+        const T m = (T)mean, rs = (T)rstd;
+        if (w && b)
+            for (int64_t j = 0; j < cols; j++)
+                yr[j] = (xr[j] - m) * rs * w[j] + b[j];
+        else
+            for (int64_t j = 0; j < cols; j++) {
+                T v = (xr[j] - m) * rs;
+                if (w)
+                    v *= w[j];
+                if (b)
+                    v += b[j];
+                yr[j] = v;
+            }
+    }
+}
+
+/* With xhat = (x - mean) r, r = 1/sqrt(var + eps), y = xhat w + b and gh = g w:
+ *   dx = r (gh - mean(gh) - xhat mean(gh xhat)),  dw = sum over rows of g xhat,
+ *   db = sum over rows of g. stats gets (mean, r) per row for the weight pass. */
+static void FN(layernorm_bwd)(const T *gy, const T *x, const T *w, T *gx, double *stats, double *gw, double *gb,
+                              int64_t rows, int64_t cols, double eps) {
+#ifdef CT_HAVE_OPENMP
+#pragma omp parallel for schedule(static) if (rows * cols > 65536)
+#endif
+    for (int64_t r = 0; r < rows; r++) {
+        const T *xr = x + r * cols, *gr = gy + r * cols;
+        T *dr = gx + r * cols;
+        double mean, rstd;
+        FN(row_stats)(xr, cols, eps, &mean, &rstd);
+        stats[2 * r] = mean;
+        stats[2 * r + 1] = rstd;
+        const T m = (T)mean, rs = (T)rstd;
+        double sg = 0, sgx = 0;
+        for (int64_t j = 0; j < cols; j++) {
+            T gh = w ? gr[j] * w[j] : gr[j];
+            sg += gh;
+            sgx += (double)gh * (double)((xr[j] - m) * rs);
+        }
+        const T a = (T)(sg / (double)cols), c = (T)(sgx / (double)cols);
+        for (int64_t j = 0; j < cols; j++) {
+            T gh = w ? gr[j] * w[j] : gr[j];
+            dr[j] = rs * (gh - a - (xr[j] - m) * rs * c);
+        }
+    }
+    if (gw || gb) /* rows in order: the sums do not depend on the thread count */
+        for (int64_t r = 0; r < rows; r++) {
+            const T *xr = x + r * cols, *gr = gy + r * cols;
+            const T m = (T)stats[2 * r], rs = (T)stats[2 * r + 1];
+            if (gw)
+                for (int64_t j = 0; j < cols; j++)
+                    gw[j] += (double)(gr[j] * ((xr[j] - m) * rs));
+            if (gb)
+                for (int64_t j = 0; j < cols; j++)
+                    gb[j] += (double)gr[j];
+        }
+}
+
 /* ------------------------------------------------------------------ attention */
 
 /* Probabilities of queries q0 .. q0+bq of batch b against keys 0 .. sk into p
