@@ -252,6 +252,22 @@ static void FN(layernorm_bwd)(const T *gy, const T *x, const T *w, T *gx, double
 
 /* ------------------------------------------------------------------ attention */
 
+/* x[i] = exp(x[i]): SLEEF's vector routine for float32 where there is one. */
+static void FN(exp_inplace)(T *x, int64_t n) {
+    if (sizeof(T) == sizeof(float)) {
+        ct_vm_f32_fn vexp = ct_vm_get(CT_VM_EXP); /* cached by vecmath.c */
+        if (vexp) {
+            vexp((float *)(void *)x, (const float *)(const void *)x, n);
+            return;
+        }
+        for (int64_t i = 0; i < n; i++)
+            x[i] = (T)expf((float)x[i]);
+        return;
+    }
+    for (int64_t i = 0; i < n; i++)
+        x[i] = (T)exp((double)x[i]);
+}
+
 /* Probabilities of queries q0 .. q0+bq of batch b against keys 0 .. sk into p
  * (bq x sk, row-major): softmax(q k^T * scale + mask). A row whose keys are all
  * masked comes out NaN, as the reference formula gives. */
@@ -262,12 +278,14 @@ static void FN(sdpa_probs)(const T *q, const T *k, const ct_sdpa_geom *g, const 
     for (int64_t i = 0; i < bq; i++) {
         T *row = p + i * sk;
         int64_t qi = q0 + i;
-        if (m->causal)
-            for (int64_t j = qi + 1; j < sk; j++)
-                row[j] = (T)-INFINITY;
+        /* causal: keys after the query get probability 0 exactly; only the first nv
+         * keys take part in the softmax */
+        int64_t nv = m->causal && qi + 1 < sk ? qi + 1 : sk;
+        for (int64_t j = nv; j < sk; j++)
+            row[j] = 0;
         if (m->data) {
             const char *mp = m->data + (m->boff[b] + qi * m->sl) * (int64_t)m->esz;
-            for (int64_t j = 0; j < sk; j++) {
+            for (int64_t j = 0; j < nv; j++) {
                 double mv = ct_load_double(mp + j * m->ss * (int64_t)m->esz, m->dtype);
                 if (m->dtype == CT_DTYPE_BOOL) {
                     if (mv == 0)
@@ -278,16 +296,17 @@ static void FN(sdpa_probs)(const T *q, const T *k, const ct_sdpa_geom *g, const 
             }
         }
         T mx = (T)-INFINITY;
-        for (int64_t j = 0; j < sk; j++)
+        for (int64_t j = 0; j < nv; j++)
             if (row[j] > mx)
                 mx = row[j];
+        for (int64_t j = 0; j < nv; j++)
+            row[j] -= mx;
+        FN(exp_inplace)(row, nv);
         double sum = 0;
-        for (int64_t j = 0; j < sk; j++) {
-            row[j] = (T)exp((double)(row[j] - mx));
+        for (int64_t j = 0; j < nv; j++)
             sum += row[j];
-        }
         T inv = (T)(1.0 / sum);
-        for (int64_t j = 0; j < sk; j++)
+        for (int64_t j = 0; j < nv; j++)
             row[j] *= inv;
     }
 }
