@@ -2,9 +2,10 @@
 
     python3 bench/compare.py CTORCH_OUTPUT TORCH_OUTPUT
 
-Both files hold "name value unit" lines (bench/ops and shared/bench/torch_peer.py
-print them). For rates (GB/s, GFLOP/s, img/s, ...) the ratio is ctorch/PyTorch; for
-times (ms, us) it is PyTorch/ctorch, so > 1 always means ctorch is faster.
+Both files hold "name value unit" lines (bench/ops, bench/train_char_gpt and
+shared/bench/torch_peer.py print them; equal names are the same workload). For rates
+(GB/s, GFLOP/s, img/s, ...) the ratio is ctorch/PyTorch; for times (ms, us) it is
+PyTorch/ctorch, so > 1 always means ctorch is faster.
 """
 import sys
 

@@ -6,13 +6,17 @@ build=${1:-build}
 here=$(cd "$(dirname "$0")/.." && pwd)
 out=$(mktemp -d)
 "$build/bench/ops" | tee "$out/ctorch.txt"
+# the character GPT of `ctorch train char-gpt` (torch_peer.py's char-cpu model)
+"$build/bench/train_char_gpt" --threads "$(nproc)" | tee -a "$out/ctorch.txt"
 peer="$here/../shared/bench/torch_peer.py"
 py=""
 for p in python3 /usr/bin/python3; do
   if "$p" -c "import torch" 2>/dev/null; then py=$p; break; fi
 done
 if [ -n "$py" ] && [ -f "$peer" ]; then
-  "$py" "$peer" --device cpu --what ops --threads "$(nproc)" | tee "$out/torch.txt"
+  # torch_peer_compat.py supplies F.scaled_dot_product_attention on PyTorch < 2.0
+  "$py" "$here/bench/torch_peer_compat.py" "$peer" --device cpu --what ops,char-cpu --threads "$(nproc)" \
+    | tee "$out/torch.txt"
   # the lines torch_peer.py does not print (copy, mul, exp, softmax)
   "$py" "$here/bench/torch_ops.py" --threads "$(nproc)" | tee -a "$out/torch.txt"
   echo

@@ -75,7 +75,25 @@ static ct_tensor *f_nll_none(ct_tensor *const *in, int n, void *ud) {
     return ct_nll_loss(in[0], ct_from_data(t, CT_SHAPE(2, 3), CT_I64), NULL, CT_REDUCTION_NONE, 1);
 }
 
+static ct_tensor *f_layer_norm_2d(ct_tensor *const *in, int n, void *ud) {
+    (void)ud;
+    return ct_layer_norm(in[0], CT_INDEX(2, 3), 2, n > 1 ? in[1] : NULL, n > 2 ? in[2] : NULL, 1e-5);
+}
+static ct_tensor *f_gelu_exact(ct_tensor *const *in, int n, void *ud) {
+    (void)n, (void)ud;
+    return ct_gelu(in[0], CT_GELU_APPROXIMATE_NONE);
+}
+static ct_tensor *f_gelu_tanh(ct_tensor *const *in, int n, void *ud) {
+    (void)n, (void)ud;
+    return ct_gelu(in[0], CT_GELU_APPROXIMATE_TANH);
+}
+
 static const nn_case fused[] = {
+    {"layer_norm_2d", f_layer_norm_2d, 3, {S(3, 4, 2, 3), S(2, 2, 3), S(2, 2, 3)}},
+    {"layer_norm_weight_only", f_layer_norm_2d, 2, {S(2, 2, 3), S(2, 2, 3)}},
+    {"layer_norm_plain", f_layer_norm_2d, 1, {S(3, 2, 2, 3)}},
+    {"gelu_exact", f_gelu_exact, 1, {S(2, 4, 5)}},
+    {"gelu_tanh", f_gelu_tanh, 1, {S(2, 4, 5)}},
     {"conv_transpose2d", f_conv_transpose2d, 3, {S(4, 2, 2, 3, 3), S(4, 2, 3, 2, 2), S(1, 3)}},
     {"conv_transpose2d_groups", f_conv_transpose2d_groups, 2, {S(4, 1, 4, 3, 3), S(4, 4, 1, 2, 2)}},
     {"avg_pool2d", f_avg_pool, 1, {S(4, 1, 2, 5, 4)}},
@@ -181,6 +199,25 @@ static void test_composite_gradcheck(void **state) {
     run_cases(composite, sizeof composite / sizeof composite[0]);
 }
 
+/* layer_norm and gelu compute their gradients with fused kernels, except under
+ * create_graph, where the gradients are built from differentiable ops: second
+ * derivatives work. */
+static void test_fused_double_backward(void **state) {
+    (void)state;
+    ct_manual_seed(7);
+    ct_scope_begin();
+    ct_tensor *ln[3] = {ct_randn(CT_SHAPE(2, 4, 3), CT_F64, CT_CPU), ct_randn(CT_SHAPE(3), CT_F64, CT_CPU),
+                        ct_randn(CT_SHAPE(3), CT_F64, CT_CPU)};
+    for (int i = 0; i < 3; i++)
+        ct_tensor_set_requires_grad(ln[i], true);
+    if (ct_gradgradcheck(f_layer_norm, NULL, ln, 3, 1e-6, 1e-6, 1e-4) != CT_OK)
+        fail_msg("layer_norm: gradgradcheck failed: %s", ct_last_error());
+    ct_tensor *g[1] = {ct_tensor_set_requires_grad(ct_randn(CT_SHAPE(3, 5), CT_F64, CT_CPU), true)};
+    if (ct_gradgradcheck(f_gelu_exact, NULL, g, 1, 1e-6, 1e-6, 1e-4) != CT_OK)
+        fail_msg("gelu: gradgradcheck failed: %s", ct_last_error());
+    ct_scope_end();
+}
+
 /* Training through a module: the GPT block's loss goes down with plain SGD. */
 static void test_gpt_block_trains(void **state) {
     (void)state;
@@ -219,6 +256,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fused_gradcheck),
         cmocka_unit_test(test_composite_gradcheck),
+        cmocka_unit_test(test_fused_double_backward),
         cmocka_unit_test(test_gpt_block_trains),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

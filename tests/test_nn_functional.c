@@ -158,6 +158,22 @@ static void test_backward_kernels(void **state) {
             expect(c, "gx", ct_adaptive_avg_pool2d_backward(T(c, "gy"), T(c, "x")), TOL);
             checked++;
         }
+        if (!strcmp(n, "layer_norm") || !strcmp(n, "layer_norm_plain")) {
+            bool w = n[10] == 0;
+            ct_tensor *gi = NULL, *gw = NULL, *gb = NULL;
+            assert_int_equal(ct_layer_norm_backward(T(c, "gy"), T(c, "x"), w ? CT_INDEX(3, 4) : CT_INDEX(4), w ? 2 : 1,
+                                                    w ? T(c, "w") : NULL, w ? T(c, "b") : NULL, 1e-5, &gi, &gw, &gb),
+                             CT_OK);
+            expect(c, "gx", gi, TOL);
+            if (w) {
+                expect(c, "gw", gw, TOL);
+                expect(c, "gb", gb, TOL);
+            } else {
+                assert_null(gw);
+                assert_null(gb);
+            }
+            checked++;
+        }
         if (!strcmp(n, "rms_norm") || !strcmp(n, "rms_norm_plain")) {
             bool w = n[8] == 0;
             ct_tensor *gi = NULL, *gw = NULL;
@@ -207,7 +223,7 @@ static void test_backward_kernels(void **state) {
         }
         ct_scope_end();
     }
-    assert_int_equal(checked, 4 + 2 + 2 + 5 + 1 + 4 + 1);
+    assert_int_equal(checked, 4 + 2 + 2 + 2 + 5 + 1 + 4 + 1);
 }
 
 /* float32 runs the same kernels in single precision. */
@@ -464,6 +480,40 @@ static void test_errors(void **state) {
                   "grad_output has shape");
     CT_ASSERT_ERR(ct_rms_norm_backward(x4, x4, CT_INDEX(5), 1, NULL, 1e-5, NULL, NULL) == CT_OK,
                   CT_ERROR_NULL_ARGUMENT, "grad_input");
+    CT_ASSERT_ERR(ct_layer_norm(x4, CT_INDEX(5), 1, NULL, ct_zeros(CT_SHAPE(4), CT_F32, CT_CPU), 1e-5) != NULL,
+                  CT_ERROR_VALUE, "Expected bias to be of same shape");
+    CT_ASSERT_ERR(ct_layer_norm(ct_zeros(CT_SHAPE(2, 5), CT_I64, CT_CPU), CT_INDEX(5), 1, NULL, NULL, 1e-5) != NULL,
+                  CT_ERROR_TYPE, "not implemented for 'int64'");
+    ct_tensor *c5 = ct_zeros(CT_SHAPE(5), CT_F32, CT_CPU), *gw = NULL, *gb = NULL;
+    CT_ASSERT_ERR(ct_layer_norm_backward(x2, x4, CT_INDEX(5), 1, c5, c5, 1e-5, &gi, &gw, &gb) == CT_OK,
+                  CT_ERROR_VALUE, "grad_output has shape");
+    assert_null(gi);
+    assert_null(gw);
+    CT_ASSERT_ERR(ct_layer_norm_backward(x4, x4, CT_INDEX(5), 1, NULL, NULL, 1e-5, NULL, NULL, NULL) == CT_OK,
+                  CT_ERROR_NULL_ARGUMENT, "grad_input");
+    CT_ASSERT_ERR(ct_layer_norm_backward(x4, x4, NULL, 1, NULL, NULL, 1e-5, &gi, NULL, NULL) == CT_OK,
+                  CT_ERROR_NULL_ARGUMENT, "normalized_shape");
+    CT_ASSERT_ERR(ct_layer_norm_backward(x4, x4, CT_INDEX(5), 0, NULL, NULL, 1e-5, &gi, NULL, NULL) == CT_OK,
+                  CT_ERROR_VALUE, "between 1 and");
+    CT_ASSERT_ERR(ct_layer_norm_backward(x4, x4, CT_INDEX(4), 1, NULL, NULL, 1e-5, &gi, NULL, NULL) == CT_OK,
+                  CT_ERROR_VALUE, "normalized_shape=[4]");
+    CT_ASSERT_ERR(ct_layer_norm_backward(x4, x4, CT_INDEX(5), 1, c4, NULL, 1e-5, &gi, &gw, NULL) == CT_OK,
+                  CT_ERROR_VALUE, "Expected weight to be of same shape");
+    CT_ASSERT_ERR(ct_layer_norm_backward(x4, x4, CT_INDEX(5), 1, ct_zeros(CT_SHAPE(5), CT_F64, CT_CPU), NULL, 1e-5,
+                                         &gi, &gw, NULL) == CT_OK,
+                  CT_ERROR_TYPE, "expected weight to have dtype float32");
+    CT_ASSERT_ERR(ct_layer_norm_backward(NULL, x4, CT_INDEX(5), 1, NULL, NULL, 1e-5, &gi, NULL, NULL) == CT_OK,
+                  CT_ERROR_NULL_ARGUMENT, "");
+    /* gelu_backward */
+    CT_ASSERT_ERR(ct_gelu_backward(x4, x4, (ct_gelu_approximate)7) != NULL, CT_ERROR_VALUE, "none or tanh");
+    CT_ASSERT_ERR(ct_gelu_backward(x2, x4, CT_GELU_APPROXIMATE_TANH) != NULL, CT_ERROR_VALUE,
+                  "must have the shape and dtype of input");
+    CT_ASSERT_ERR(ct_gelu_backward(ct_to_dtype(x4, CT_F64), x4, CT_GELU_APPROXIMATE_NONE) != NULL, CT_ERROR_VALUE,
+                  "must have the shape and dtype of input");
+    ct_tensor *i4 = ct_zeros(CT_SHAPE(2, 3), CT_I64, CT_CPU);
+    CT_ASSERT_ERR(ct_gelu_backward(i4, i4, CT_GELU_APPROXIMATE_NONE) != NULL, CT_ERROR_TYPE, "not implemented");
+    CT_ASSERT_ERR(ct_gelu_backward(NULL, x4, CT_GELU_APPROXIMATE_NONE) != NULL, CT_ERROR_NULL_ARGUMENT, "");
+    CT_ASSERT_ERR(ct_gelu_backward(x4, NULL, CT_GELU_APPROXIMATE_NONE) != NULL, CT_ERROR_NULL_ARGUMENT, "");
     /* embedding */
     ct_tensor *emb = ct_zeros(CT_SHAPE(5, 3), CT_F32, CT_CPU);
     int64_t bad[2] = {1, 5};
@@ -549,6 +599,48 @@ static void test_errors(void **state) {
 }
 
 /* META: the fused kernels give shapes without data. */
+/* The float32 kernels (gelu_backward in SLEEF-vectorised chunks, layer_norm) against
+ * float64, on sizes that leave a partial chunk and cross the threading threshold. */
+static void test_fused_float32(void **state) {
+    (void)state;
+    ct_manual_seed(11);
+    ct_scope_begin();
+    ct_tensor *x = ct_mul_scalar(ct_randn(CT_SHAPE(70, 1031), CT_F64, CT_CPU), ct_scalar_float(3));
+    ct_tensor *g = ct_randn(CT_SHAPE(70, 1031), CT_F64, CT_CPU);
+    ct_tensor *x32 = ct_to_dtype(x, CT_F32), *g32 = ct_to_dtype(g, CT_F32);
+    for (int a = 0; a < 2; a++) {
+        ct_tensor *ref = ct_gelu_backward(g, x, (ct_gelu_approximate)a);
+        ct_tensor *got = ct_to_dtype(ct_gelu_backward(g32, x32, (ct_gelu_approximate)a), CT_F64);
+        CT_ASSERT_OK(got);
+        double d = -1;
+        ct_item_double(ct_amax(ct_abs(ct_sub(ref, got)), NULL, 0, false), &d);
+        assert_true(d >= 0 && d < 1e-5);
+    }
+    ct_tensor *w = ct_randn(CT_SHAPE(1031), CT_F64, CT_CPU), *b = ct_randn(CT_SHAPE(1031), CT_F64, CT_CPU);
+    ct_tensor *ref = ct_layer_norm(x, CT_INDEX(1031), 1, w, b, 1e-5);
+    ct_tensor *got = ct_to_dtype(
+        ct_layer_norm(x32, CT_INDEX(1031), 1, ct_to_dtype(w, CT_F32), ct_to_dtype(b, CT_F32), 1e-5), CT_F64);
+    CT_ASSERT_OK(got);
+    double d = -1;
+    ct_item_double(ct_amax(ct_abs(ct_sub(ref, got)), NULL, 0, false), &d);
+    assert_true(d >= 0 && d < 1e-4);
+    ct_tensor *gi = NULL, *gw = NULL, *gb = NULL, *gi32 = NULL, *gw32 = NULL, *gb32 = NULL;
+    assert_int_equal(ct_layer_norm_backward(g, x, CT_INDEX(1031), 1, w, b, 1e-5, &gi, &gw, &gb), CT_OK);
+    assert_int_equal(ct_layer_norm_backward(g32, x32, CT_INDEX(1031), 1, ct_to_dtype(w, CT_F32),
+                                            ct_to_dtype(b, CT_F32), 1e-5, &gi32, &gw32, &gb32),
+                     CT_OK);
+    const ct_tensor *pairs[3][2] = {{gi, gi32}, {gw, gw32}, {gb, gb32}};
+    for (int i = 0; i < 3; i++) {
+        ct_tensor *r = ct_to_dtype(pairs[i][1], CT_F64);
+        ct_item_double(ct_amax(ct_div(ct_abs(ct_sub(pairs[i][0], r)), ct_add_scalar(ct_abs(pairs[i][0]),
+                                                                                    ct_scalar_float(1))),
+                               NULL, 0, false),
+                       &d);
+        assert_true(d >= 0 && d < 1e-4);
+    }
+    ct_scope_end();
+}
+
 static void test_meta(void **state) {
     (void)state;
     ct_scope_begin();
@@ -556,6 +648,14 @@ static void test_meta(void **state) {
     CT_ASSERT_SHAPE(ct_avg_pool2d(x, P33, P22, P11, true, false, 0), 2, 3, 4, 5);
     CT_ASSERT_SHAPE(ct_adaptive_avg_pool2d(x, CT_INDEX(2, 2)), 2, 3, 2, 2);
     CT_ASSERT_SHAPE(ct_rms_norm(x, CT_INDEX(8), 1, NULL, -1), 2, 3, 7, 8);
+    ct_tensor *w8 = ct_empty(CT_SHAPE(8), CT_F32, CT_META);
+    CT_ASSERT_SHAPE(ct_layer_norm(x, CT_INDEX(8), 1, w8, w8, 1e-5), 2, 3, 7, 8);
+    ct_tensor *gi = NULL, *gw = NULL, *gb = NULL;
+    assert_int_equal(ct_layer_norm_backward(x, x, CT_INDEX(8), 1, w8, w8, 1e-5, &gi, &gw, &gb), CT_OK);
+    CT_ASSERT_SHAPE(gi, 2, 3, 7, 8);
+    CT_ASSERT_SHAPE(gw, 8);
+    CT_ASSERT_SHAPE(gb, 8);
+    CT_ASSERT_SHAPE(ct_gelu_backward(x, x, CT_GELU_APPROXIMATE_TANH), 2, 3, 7, 8);
     CT_ASSERT_SHAPE(ct_conv_transpose2d(x, ct_empty(CT_SHAPE(3, 4, 3, 3), CT_F32, CT_META), NULL, P22, P11, P11, 1, NULL),
                     2, 4, 14, 16);
     ct_tensor *q = ct_empty(CT_SHAPE(2, 4, 5, 8), CT_F32, CT_META), *v = ct_empty(CT_SHAPE(2, 4, 6, 3), CT_F32, CT_META);
@@ -581,6 +681,7 @@ int main(void) {
         cmocka_unit_test(test_sdpa_long_blocks),
         cmocka_unit_test(test_nll_ignored_mean_is_nan),
         cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_fused_float32),
         cmocka_unit_test(test_meta),
     };
     return cmocka_run_group_tests(tests, load_golden, free_golden);

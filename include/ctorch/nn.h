@@ -8,6 +8,7 @@
 
 #include "core.h"
 #include "io.h"
+#include "ops.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -71,6 +72,13 @@ CT_API ct_tensor *ct_batch_norm(const ct_tensor *input, ct_tensor *running_mean,
 /* F.layer_norm over the last n dims (normalized_shape); weight/bias may be NULL. */
 CT_API ct_tensor *ct_layer_norm(const ct_tensor *input, const int64_t *normalized_shape, int n,
                                 const ct_tensor *weight, const ct_tensor *bias, double eps);
+/* Its fused backward (one pass over the rows, statistics recomputed from input):
+ * grad_input, and grad_weight / grad_bias when those pointers and weight / bias are
+ * given (each may be NULL when not wanted). */
+CT_API ct_status ct_layer_norm_backward(const ct_tensor *grad_output, const ct_tensor *input,
+                                        const int64_t *normalized_shape, int n, const ct_tensor *weight,
+                                        const ct_tensor *bias, double eps, ct_tensor **grad_input,
+                                        ct_tensor **grad_weight, ct_tensor **grad_bias);
 /* F.group_norm of (N, C, ...) in num_groups groups; weight/bias (C) may be NULL. */
 CT_API ct_tensor *ct_group_norm(const ct_tensor *input, int64_t num_groups, const ct_tensor *weight,
                                 const ct_tensor *bias, double eps);
@@ -94,6 +102,10 @@ CT_API ct_tensor *ct_dropout(const ct_tensor *input, double p, bool training);
 CT_API ct_tensor *ct_embedding(const ct_tensor *input, const ct_tensor *weight, int64_t padding_idx);
 CT_API ct_tensor *ct_embedding_backward(const ct_tensor *grad_output, const ct_tensor *indices, int64_t num_weights,
                                         int64_t padding_idx);
+/* The gradient of F.gelu(input, approximate) for grad_output, in one fused kernel
+ * (PyTorch's aten::gelu_backward). */
+CT_API ct_tensor *ct_gelu_backward(const ct_tensor *grad_output, const ct_tensor *input,
+                                   ct_gelu_approximate approximate);
 /* F.one_hot of an int64 tensor; num_classes -1 infers max + 1. Result int64. */
 CT_API ct_tensor *ct_one_hot(const ct_tensor *tensor, int64_t num_classes);
 
@@ -202,7 +214,8 @@ CT_API ct_status ct_module_set_param(ct_module *m, const char *name, ct_tensor *
 
 /* All parameters, recursively, in registration order with dotted names ("0.weight"),
  * each shared tensor once (as parameters()). Returns the count; fills at most cap
- * entries of params/names (either may be NULL). Names are borrowed from m. */
+ * entries of params/names (either may be NULL). Names are borrowed from m, valid until
+ * m is freed or the next call of this function that asks for names. */
 CT_API int64_t ct_module_parameters(const ct_module *m, ct_tensor **params, const char **names, int64_t cap);
 CT_API int64_t ct_module_num_parameters(const ct_module *m); /* total elements */
 

@@ -1231,7 +1231,14 @@ DEF(celu, CT_SAVE_IN0) {
 DEF(gelu, CT_SAVE_IN0) {
     ct_tensor *a, *d;
     TRY(a = saved(ctx, 0));
-    if (ctx->node->nints > 0 && ctx->node->ints[0] == CT_GELU_APPROXIMATE_TANH) {
+    bool tanh_form = ctx->node->nints > 0 && ctx->node->ints[0] == CT_GELU_APPROXIMATE_TANH;
+    /* one fused kernel (ctorch/nn.h) unless the gradient must itself be differentiable */
+    if (!ctx->create_graph && ct_tensor_device(a).type == CT_DEVICE_CPU && ct_tensor_dtype(G) == ct_tensor_dtype(a) &&
+        ct_dtype_is_floating(ct_tensor_dtype(a))) {
+        TRY(gin[0] = ct_gelu_backward(G, a, tanh_form ? CT_GELU_APPROXIMATE_TANH : CT_GELU_APPROXIMATE_NONE));
+        return CT_OK;
+    }
+    if (tanh_form) {
         const double k = M_SQRT2 * M_2_SQRTPI * 0.5, c = 0.044715;
         ct_tensor *a2, *t;
         TRY(a2 = ct_mul(a, a));

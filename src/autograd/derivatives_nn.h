@@ -82,6 +82,61 @@ DEF(rms_norm, CT_SAVE_IN0 | CT_SAVE_IN1) {
     return CT_OK;
 }
 
+/* layer_norm's gradient built from differentiable ops, for create_graph (the fused
+ * backward kernel is not differentiable): with xhat = (x - mean) r and gh = g w,
+ *   dx = r (gh - mean(gh) - xhat mean(gh xhat)), dw = sum g xhat, db = sum g
+ * (means over the normalized dims, sums over the others). */
+static ct_status layer_norm_grad_composite(ct_node_ctx *ctx, ct_tensor *const *gout, ct_tensor **gin,
+                                           const ct_tensor *x, const ct_tensor *w, const ct_tensor *b) {
+    ct_node *n = ctx->node;
+    int k = (int)n->ints[0], nb = ct_tensor_dim(x) - k;
+    int64_t nd[CT_MAX_DIMS], bd[CT_MAX_DIMS];
+    for (int i = 0; i < k; i++)
+        nd[i] = nb + i;
+    for (int i = 0; i < nb; i++)
+        bd[i] = i;
+    ct_tensor *mean, *var, *r, *xh, *gh;
+    TRY(mean = ct_mean(x, nd, k, true, CT_DTYPE_UNDEFINED));
+    TRY(var = ct_var(x, nd, k, 0.0, true));
+    TRY(r = ct_rsqrt(cadd(var, ct_scalar_to_double(n->s[0]))));
+    TRY(xh = ct_mul(ct_sub(x, mean), r));
+    TRY(gh = w ? ct_mul(G, w) : ct_tensor_ref(G));
+    if (WANT(0)) {
+        ct_tensor *m1, *m2;
+        TRY(m1 = ct_mean(gh, nd, k, true, CT_DTYPE_UNDEFINED));
+        TRY(m2 = ct_mean(ct_mul(gh, xh), nd, k, true, CT_DTYPE_UNDEFINED));
+        TRY(gin[0] = ct_mul(r, ct_sub(ct_sub(gh, m1), ct_mul(xh, m2))));
+    }
+    if (w && WANT(1))
+        TRY(gin[1] = nb ? ct_sum(ct_mul(G, xh), bd, nb, false, CT_DTYPE_UNDEFINED) : ct_mul(G, xh));
+    if (b && WANT(2))
+        TRY(gin[2] = nb ? ct_sum(G, bd, nb, false, CT_DTYPE_UNDEFINED) : ct_tensor_ref(G));
+    return CT_OK;
+}
+
+/* in: input, weight, bias; ints: k, normalized_shape[k]; s[0]: eps. */
+DEF(layer_norm, CT_SAVE_IN0 | CT_SAVE_IN1 | CT_SAVE_IN2) {
+    ct_node *n = ctx->node;
+    ct_tensor *x, *w, *b, *gx = NULL, *gw = NULL, *gb = NULL;
+    TRY(x = saved(ctx, 0));
+    w = saved(ctx, 1); /* NULL without a weight */
+    if (!w && n->in_meta[1].dtype != CT_DTYPE_UNDEFINED)
+        return ct_last_status() != CT_OK ? ct_last_status() : CT_ERROR_RUNTIME;
+    b = saved(ctx, 2);
+    if (!b && n->in_meta[2].dtype != CT_DTYPE_UNDEFINED)
+        return ct_last_status() != CT_OK ? ct_last_status() : CT_ERROR_RUNTIME;
+    if (ctx->create_graph)
+        return layer_norm_grad_composite(ctx, gout, gin, x, w, b);
+    ct_status st = ct_layer_norm_backward(G, x, n->ints + 1, (int)n->ints[0], w, b, ct_scalar_to_double(n->s[0]),
+                                          &gx, w && WANT(1) ? &gw : NULL, b && WANT(2) ? &gb : NULL);
+    if (st)
+        return st;
+    gin[0] = WANT(0) ? gx : NULL;
+    gin[1] = gw;
+    gin[2] = gb;
+    return CT_OK;
+}
+
 /* in: query, key, value, mask; ints: is_causal; s[0]: scale. The mask gets no
  * gradient (docs/nn.md). */
 DEF(scaled_dot_product_attention, CT_SAVE_IN0 | CT_SAVE_IN1 | CT_SAVE_IN2 | CT_SAVE_IN3) {
@@ -134,6 +189,8 @@ DEF(nll_loss, CT_SAVE_IN0 | CT_SAVE_IN1 | CT_SAVE_IN2) {
 NONDIFF(avg_pool2d_backward)
 NONDIFF(adaptive_avg_pool2d_backward)
 NONDIFF(rms_norm_backward)
+NONDIFF(layer_norm_backward)
+NONDIFF(gelu_backward)
 NONDIFF(scaled_dot_product_attention_backward)
 NONDIFF(embedding_backward)
 NONDIFF(nll_loss_backward)

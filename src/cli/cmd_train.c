@@ -154,14 +154,26 @@ static ct_status load_checkpoint(ct_fashion_cnn *m, ct_optimizer *opt, ct_lr_sch
     return st;
 }
 
-static int usage(void) {
-    fprintf(stderr,
+static int usage_to(FILE *f, int rc) {
+    fprintf(f,
             "usage: ctorch train fashion-mnist [--epochs N] [--max-steps N] [--batch-size N] [--lr X]\n"
             "                                  [--threads N] [--seed N] [--data DIR] [--out PATH]\n"
             "                                  [--resume FILE.pt] [--eval-limit N] [--device cpu] [--quiet]\n"
             "                                  [--schedule constant|cosine|onecycle]\n"
-            "                                  [--memory-snapshot FILE[.json]] [--profile TRACE.json]\n");
-    return 2;
+            "                                  [--memory-snapshot FILE[.json]] [--profile TRACE.json]\n"
+            "       ctorch train char-gpt --text FILE [--preset cpu|shakespeare] [--steps N] [options]\n"
+            "\n"
+            "jobs:\n"
+            "  fashion-mnist  the CNN on Fashion-MNIST with SGD (data from Debian's\n"
+            "                 dataset-fashion-mnist package)\n"
+            "  char-gpt       a character-level GPT on any text file with AdamW, then samples\n"
+            "                 from it (no bundled text; `ctorch train char-gpt --help` lists\n"
+            "                 its options)\n");
+    return rc;
+}
+
+static int usage(void) {
+    return usage_to(stderr, 2);
 }
 
 static bool ends_with(const char *s, const char *suffix) {
@@ -320,6 +332,10 @@ int ct_cmd_train(int argc, char **argv) {
     if (argc < 2)
         return usage();
     const char *job = argv[1];
+    if (strcmp(job, "-h") == 0 || strcmp(job, "--help") == 0)
+        return usage_to(stdout, 0);
+    if (strcmp(job, "char-gpt") == 0)
+        return ct_cmd_train_char_gpt(argc - 1, argv + 1);
     for (int i = 2; i < argc; i++) {
         const char *k = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(k, "--quiet") == 0) {
@@ -367,6 +383,6 @@ int ct_cmd_train(int argc, char **argv) {
         return usage();
     if (strcmp(job, "fashion-mnist") == 0)
         return train_fashion_mnist(&a);
-    fprintf(stderr, "ctorch train: unknown job '%s' (available: fashion-mnist)\n", job);
+    fprintf(stderr, "ctorch train: unknown job '%s' (available: fashion-mnist, char-gpt)\n", job);
     return 2;
 }

@@ -11,7 +11,7 @@ static const struct {
     const char *help;
 } commands[] = {
     {"info", ct_cmd_info, "build configuration, devices, threads and a short tensor demo"},
-    {"train", ct_cmd_train, "fashion-mnist [options]: train the CNN with a progress bar (the main job)"},
+    {"train", ct_cmd_train, "fashion-mnist|char-gpt [options]: train the CNN (the main job) or a character GPT"},
     {"inspect", ct_cmd_inspect, "FILE: names, dtypes, shapes and sizes in a checkpoint"},
     {"memviz", ct_cmd_memviz, "SNAPSHOT [-o PAGE.html]: a memory snapshot as a self-contained HTML page"},
     {"trace-report", ct_cmd_trace_report, "DIR [-o OUT] [--strict]: structured logs (CT_TRACE) as an HTML report"},

@@ -8,6 +8,7 @@
 #include "core/dtype.h"
 #include "cpu/blas.h"
 #include "cpu/loops.h"
+#include "cpu/vecmath.h"
 #include "ctorch/nn.h"
 #include "ops/nn_fused.h"
 
@@ -272,6 +273,162 @@ ct_status ct_cpu_rms_norm_backward(ct_keyset ks, ct_call *call, void *ud) {
     st = ok ? set_out(call, 0, gx, x0->dtype) : ct_last_status();
     if (st == CT_OK && gw)
         st = set_out(call, 1, gw, w0->dtype);
+    ct_scope_end();
+    return st;
+}
+
+/* ------------------------------------------------------------------ layer_norm */
+
+ct_status ct_cpu_layer_norm(ct_keyset ks, ct_call *call, void *ud) {
+    (void)ks, (void)ud;
+    ct_rmsnorm_geom g;
+    const ct_tensor *x0 = call->in[0], *w0 = call->in[1], *b0 = call->in[2];
+    ct_status st = ct_layernorm_check(call, x0, w0, b0, &g);
+    if (st)
+        return st;
+    ct_dtype wd = work_dtype(x0->dtype);
+    ct_scope_begin();
+    ct_tensor *x = as_work(x0, wd), *w = as_work(w0, wd), *b = as_work(b0, wd);
+    ct_tensor *y = ct_empty(x0->shape, x0->ndim, wd, CT_CPU);
+    bool ok = x && y && (!w0 || w) && (!b0 || b);
+    if (ok && g.rows > 0 && g.cols > 0) {
+        if (wd == CT_DTYPE_FLOAT64)
+            layernorm_fwd_f64(ct_tensor_data(x), w ? ct_tensor_data(w) : NULL, b ? ct_tensor_data(b) : NULL,
+                              ct_tensor_data(y), g.rows, g.cols, g.eps);
+        else
+            layernorm_fwd_f32(ct_tensor_data(x), w ? ct_tensor_data(w) : NULL, b ? ct_tensor_data(b) : NULL,
+                              ct_tensor_data(y), g.rows, g.cols, g.eps);
+    }
+    st = ok ? set_out(call, 0, y, x0->dtype) : ct_last_status();
+    ct_scope_end();
+    return st;
+}
+
+ct_status ct_cpu_layer_norm_backward(ct_keyset ks, ct_call *call, void *ud) {
+    (void)ks, (void)ud;
+    ct_rmsnorm_geom g;
+    const ct_tensor *gy0 = call->in[0], *x0 = call->in[1], *w0 = call->in[2], *b0 = call->in[3];
+    ct_status st = ct_layernorm_check(call, x0, w0, b0, &g);
+    if (st)
+        return st;
+    if ((st = same_shape("layer_norm_backward", gy0, x0->shape, x0->ndim)))
+        return st;
+    ct_dtype wd = work_dtype(x0->dtype);
+    ct_scope_begin();
+    ct_tensor *x = as_work(x0, wd), *w = as_work(w0, wd), *gy = as_work(gy0, wd);
+    ct_tensor *gx = ct_empty(x0->shape, x0->ndim, wd, CT_CPU);
+    ct_tensor *stats = ct_empty(CT_SHAPE(2 * g.rows), CT_DTYPE_FLOAT64, CT_CPU);
+    ct_tensor *gw = w0 ? ct_zeros(w0->shape, w0->ndim, CT_DTYPE_FLOAT64, CT_CPU) : NULL;
+    ct_tensor *gb = b0 ? ct_zeros(b0->shape, b0->ndim, CT_DTYPE_FLOAT64, CT_CPU) : NULL;
+    bool ok = x && gy && gx && stats && (!w0 || (w && gw)) && (!b0 || gb);
+    if (ok && g.rows > 0 && g.cols > 0) {
+        double *pgw = gw ? ct_tensor_data(gw) : NULL, *pgb = gb ? ct_tensor_data(gb) : NULL;
+        if (wd == CT_DTYPE_FLOAT64)
+            layernorm_bwd_f64(ct_tensor_data(gy), ct_tensor_data(x), w ? ct_tensor_data(w) : NULL,
+                              ct_tensor_data(gx), ct_tensor_data(stats), pgw, pgb, g.rows, g.cols, g.eps);
+        else
+            layernorm_bwd_f32(ct_tensor_data(gy), ct_tensor_data(x), w ? ct_tensor_data(w) : NULL,
+                              ct_tensor_data(gx), ct_tensor_data(stats), pgw, pgb, g.rows, g.cols, g.eps);
+    }
+    st = ok ? set_out(call, 0, gx, x0->dtype) : ct_last_status();
+    if (st == CT_OK && gw)
+        st = set_out(call, 1, gw, w0->dtype);
+    if (st == CT_OK && gb)
+        st = set_out(call, 2, gb, b0->dtype);
+    ct_scope_end();
+    return st;
+}
+
+/* ------------------------------------------------------------------ gelu_backward */
+
+#define CT_GELU_K 0.79788456080286535588 /* sqrt(2 / pi) */
+#define CT_GELU_C 0.044715
+#define CT_GELU_CHUNK 1024
+
+/* d/dx gelu: the tanh form 0.5 (1 + t) + 0.5 x (1 - t^2) k (1 + 3 c x^2) with
+ * t = tanh(k (x + c x^3)); the exact form Phi(x) + x phi(x). The float32 loop runs in
+ * chunks so that tanh / erf / exp take SLEEF's vector routines. */
+static void gelu_bwd_f32(const float *gy, const float *x, float *gx, int64_t n, bool tanh_form) {
+    ct_vm_f32_fn vt = ct_vm_get(tanh_form ? CT_VM_TANH : CT_VM_ERF), ve = tanh_form ? NULL : ct_vm_get(CT_VM_EXP);
+    int64_t chunks = (n + CT_GELU_CHUNK - 1) / CT_GELU_CHUNK;
+#ifdef CT_HAVE_OPENMP
+#pragma omp parallel for schedule(static) if (n > 65536)
+#endif
+    for (int64_t c = 0; c < chunks; c++) {
+        float u[CT_GELU_CHUNK], e[CT_GELU_CHUNK];
+        int64_t s = c * CT_GELU_CHUNK, len = n - s < CT_GELU_CHUNK ? n - s : CT_GELU_CHUNK;
+        const float *xs = x + s, *gs = gy + s;
+        float *os = gx + s;
+        if (tanh_form) {
+            const float k = (float)CT_GELU_K, cc = (float)CT_GELU_C;
+            for (int64_t i = 0; i < len; i++)
+                u[i] = k * (xs[i] + cc * xs[i] * xs[i] * xs[i]);
+            if (vt)
+                vt(u, u, len);
+            else
+                for (int64_t i = 0; i < len; i++)
+                    u[i] = tanhf(u[i]);
+            for (int64_t i = 0; i < len; i++) {
+                float xv = xs[i], t = u[i];
+                float d = 0.5f * (1.0f + t) + 0.5f * xv * (1.0f - t * t) * k * (1.0f + 3.0f * cc * xv * xv);
+                os[i] = gs[i] * d;
+            }
+        } else {
+            for (int64_t i = 0; i < len; i++) {
+                u[i] = xs[i] * (float)M_SQRT1_2;
+                e[i] = -0.5f * xs[i] * xs[i];
+            }
+            if (vt && ve) {
+                vt(u, u, len);
+                ve(e, e, len);
+            } else {
+                for (int64_t i = 0; i < len; i++) {
+                    u[i] = erff(u[i]);
+                    e[i] = expf(e[i]);
+                }
+            }
+            const float inv_sqrt_2pi = (float)(M_2_SQRTPI * M_SQRT1_2 * 0.5);
+            for (int64_t i = 0; i < len; i++)
+                os[i] = gs[i] * (0.5f * (1.0f + u[i]) + xs[i] * e[i] * inv_sqrt_2pi);
+        }
+    }
+}
+
+static void gelu_bwd_f64(const double *gy, const double *x, double *gx, int64_t n, bool tanh_form) {
+#ifdef CT_HAVE_OPENMP
+#pragma omp parallel for schedule(static) if (n > 65536)
+#endif
+    for (int64_t i = 0; i < n; i++) {
+        double xv = x[i], d;
+        if (tanh_form) {
+            double t = tanh(CT_GELU_K * (xv + CT_GELU_C * xv * xv * xv));
+            d = 0.5 * (1 + t) + 0.5 * xv * (1 - t * t) * CT_GELU_K * (1 + 3 * CT_GELU_C * xv * xv);
+        } else {
+            d = 0.5 * (1 + erf(xv * M_SQRT1_2)) + xv * exp(-0.5 * xv * xv) * (M_2_SQRTPI * M_SQRT1_2 * 0.5);
+        }
+        gx[i] = gy[i] * d;
+    }
+}
+
+ct_status ct_cpu_gelu_backward(ct_keyset ks, ct_call *call, void *ud) {
+    (void)ks, (void)ud;
+    const ct_tensor *gy0 = call->in[0], *x0 = call->in[1];
+    ct_status st = ct_gelu_backward_check(gy0, x0, call->ints[0]);
+    if (st)
+        return st;
+    ct_dtype wd = work_dtype(x0->dtype);
+    bool tanh_form = call->ints[0] == CT_GELU_APPROXIMATE_TANH;
+    ct_scope_begin();
+    ct_tensor *x = as_work(x0, wd), *gy = as_work(gy0, wd);
+    ct_tensor *gx = ct_empty(x0->shape, x0->ndim, wd, CT_CPU);
+    bool ok = x && gy && gx;
+    if (ok && x0->numel > 0) {
+        if (wd == CT_DTYPE_FLOAT64)
+            gelu_bwd_f64(ct_tensor_data(gy), ct_tensor_data(x), ct_tensor_data(gx), x0->numel, tanh_form);
+        else
+            gelu_bwd_f32(ct_tensor_data(gy), ct_tensor_data(x), ct_tensor_data(gx), x0->numel, tanh_form);
+    }
+    st = ok ? set_out(call, 0, gx, x0->dtype) : ct_last_status();
     ct_scope_end();
     return st;
 }

@@ -168,7 +168,105 @@ static void FN(rmsnorm_bwd)(const T *gy, const T *x, const T *w, T *gx, double *
         }
 }
 
+/* ------------------------------------------------------------------ layer_norm */
+
+/* Mean and 1 / sqrt(biased variance + eps) of one row, accumulated in double. */
+static void FN(row_stats)(const T *xr, int64_t cols, double eps, double *mean, double *rstd) {
+    double s = 0, ss = 0;
+    for (int64_t j = 0; j < cols; j++)
+        s += xr[j];
+    double m = s / (double)cols;
+    for (int64_t j = 0; j < cols; j++) {
+        double d = (double)xr[j] - m;
+        ss += d * d;
+    }
+    *mean = m;
+    *rstd = 1.0 / sqrt(ss / (double)cols + eps);
+}
+
+static void FN(layernorm_fwd)(const T *x, const T *w, const T *b, T *y, int64_t rows, int64_t cols, double eps) {
+#ifdef CT_HAVE_OPENMP
+#pragma omp parallel for schedule(static) if (rows * cols > 65536)
+#endif
+    for (int64_t r = 0; r < rows; r++) {
+        const T *xr = x + r * cols;
+        T *yr = y + r * cols;
+        double mean, rstd;
+        FN(row_stats)(xr, cols, eps, &mean, &rstd);
+        const T m = (T)mean, rs = (T)rstd;
+        if (w && b)
+            for (int64_t j = 0; j < cols; j++)
+                yr[j] = (xr[j] - m) * rs * w[j] + b[j];
+        else
+            for (int64_t j = 0; j < cols; j++) {
+                T v = (xr[j] - m) * rs;
+                if (w)
+                    v *= w[j];
+                if (b)
+                    v += b[j];
+                yr[j] = v;
+            }
+    }
+}
+
+/* With xhat = (x - mean) r, r = 1/sqrt(var + eps), y = xhat w + b and gh = g w:
+ *   dx = r (gh - mean(gh) - xhat mean(gh xhat)),  dw = sum over rows of g xhat,
+ *   db = sum over rows of g. stats gets (mean, r) per row for the weight pass. */
+static void FN(layernorm_bwd)(const T *gy, const T *x, const T *w, T *gx, double *stats, double *gw, double *gb,
+                              int64_t rows, int64_t cols, double eps) {
+#ifdef CT_HAVE_OPENMP
+#pragma omp parallel for schedule(static) if (rows * cols > 65536)
+#endif
+    for (int64_t r = 0; r < rows; r++) {
+        const T *xr = x + r * cols, *gr = gy + r * cols;
+        T *dr = gx + r * cols;
+        double mean, rstd;
+        FN(row_stats)(xr, cols, eps, &mean, &rstd);
+        stats[2 * r] = mean;
+        stats[2 * r + 1] = rstd;
+        const T m = (T)mean, rs = (T)rstd;
+        double sg = 0, sgx = 0;
+        for (int64_t j = 0; j < cols; j++) {
+            T gh = w ? gr[j] * w[j] : gr[j];
+            sg += gh;
+            sgx += (double)gh * (double)((xr[j] - m) * rs);
+        }
+        const T a = (T)(sg / (double)cols), c = (T)(sgx / (double)cols);
+        for (int64_t j = 0; j < cols; j++) {
+            T gh = w ? gr[j] * w[j] : gr[j];
+            dr[j] = rs * (gh - a - (xr[j] - m) * rs * c);
+        }
+    }
+    if (gw || gb) /* rows in order: the sums do not depend on the thread count */
+        for (int64_t r = 0; r < rows; r++) {
+            const T *xr = x + r * cols, *gr = gy + r * cols;
+            const T m = (T)stats[2 * r], rs = (T)stats[2 * r + 1];
+            if (gw)
+                for (int64_t j = 0; j < cols; j++)
+                    gw[j] += (double)(gr[j] * ((xr[j] - m) * rs));
+            if (gb)
+                for (int64_t j = 0; j < cols; j++)
+                    gb[j] += (double)gr[j];
+        }
+}
+
 /* ------------------------------------------------------------------ attention */
+
+/* x[i] = exp(x[i]): SLEEF's vector routine for float32 where there is one. */
+static void FN(exp_inplace)(T *x, int64_t n) {
+    if (sizeof(T) == sizeof(float)) {
+        ct_vm_f32_fn vexp = ct_vm_get(CT_VM_EXP); /* cached by vecmath.c */
+        if (vexp) {
+            vexp((float *)(void *)x, (const float *)(const void *)x, n);
+            return;
+        }
+        for (int64_t i = 0; i < n; i++)
+            x[i] = (T)expf((float)x[i]);
+        return;
+    }
+    for (int64_t i = 0; i < n; i++)
+        x[i] = (T)exp((double)x[i]);
+}
 
 /* Probabilities of queries q0 .. q0+bq of batch b against keys 0 .. sk into p
  * (bq x sk, row-major): softmax(q k^T * scale + mask). A row whose keys are all
@@ -180,12 +278,14 @@ static void FN(sdpa_probs)(const T *q, const T *k, const ct_sdpa_geom *g, const 
     for (int64_t i = 0; i < bq; i++) {
         T *row = p + i * sk;
         int64_t qi = q0 + i;
-        if (m->causal)
-            for (int64_t j = qi + 1; j < sk; j++)
-                row[j] = (T)-INFINITY;
+        /* causal: keys after the query get probability 0 exactly; only the first nv
+         * keys take part in the softmax */
+        int64_t nv = m->causal && qi + 1 < sk ? qi + 1 : sk;
+        for (int64_t j = nv; j < sk; j++)
+            row[j] = 0;
         if (m->data) {
             const char *mp = m->data + (m->boff[b] + qi * m->sl) * (int64_t)m->esz;
-            for (int64_t j = 0; j < sk; j++) {
+            for (int64_t j = 0; j < nv; j++) {
                 double mv = ct_load_double(mp + j * m->ss * (int64_t)m->esz, m->dtype);
                 if (m->dtype == CT_DTYPE_BOOL) {
                     if (mv == 0)
@@ -196,16 +296,17 @@ static void FN(sdpa_probs)(const T *q, const T *k, const ct_sdpa_geom *g, const 
             }
         }
         T mx = (T)-INFINITY;
-        for (int64_t j = 0; j < sk; j++)
+        for (int64_t j = 0; j < nv; j++)
             if (row[j] > mx)
                 mx = row[j];
+        for (int64_t j = 0; j < nv; j++)
+            row[j] -= mx;
+        FN(exp_inplace)(row, nv);
         double sum = 0;
-        for (int64_t j = 0; j < sk; j++) {
-            row[j] = (T)exp((double)(row[j] - mx));
+        for (int64_t j = 0; j < nv; j++)
             sum += row[j];
-        }
         T inv = (T)(1.0 / sum);
-        for (int64_t j = 0; j < sk; j++)
+        for (int64_t j = 0; j < nv; j++)
             row[j] *= inv;
     }
 }

@@ -328,8 +328,10 @@ int64_t ct_module_parameters(const ct_module *m, ct_tensor **params, const char 
     }
     char prefix[CT_NAME_CAP] = "";
     ct_module *mm = (ct_module *)m; /* the name cache is not part of the module's state */
-    free_names(mm);
     if (names && cap > 0) {
+        /* only a call that hands out names replaces them: counting calls (as
+         * ct_module_num_parameters makes) leave the caller's borrowed names valid */
+        free_names(mm);
         int64_t total = 0;
         walk(m, prefix, 0, sizeof prefix, true, false, count_tensor, &total);
         mm->names = calloc((size_t)(total ? total : 1), sizeof(char *));

@@ -138,8 +138,10 @@ ct_status ct_adapool_check(const ct_tensor *x, const int64_t *ints, ct_adapool_g
 
 /* ------------------------------------------------------------------ rms_norm */
 
-ct_status ct_rmsnorm_check(const ct_call *call, const ct_tensor *x, const ct_tensor *w, ct_rmsnorm_geom *g) {
-    const char *op = "rms_norm";
+/* The checks rms_norm and layer_norm share: x ends in normalized_shape (ints), weight
+ * and bias (either may be NULL) have that shape and x's dtype, x is floating. */
+static ct_status norm_check(const char *op, const ct_call *call, const ct_tensor *x, const ct_tensor *w,
+                           const ct_tensor *bias, ct_rmsnorm_geom *g) {
     int k = (int)call->ints[0];
     const int64_t *ns = &call->ints[1];
     char a[96], b[96];
@@ -156,20 +158,26 @@ ct_status ct_rmsnorm_check(const ct_call *call, const ct_tensor *x, const ct_ten
                         ct_shape_str(ns, k, a, sizeof a), k ? ", " : "", inner + 1,
                         ct_shape_str(x->shape, x->ndim, b, sizeof b));
     }
-    if (w) {
-        bool same = w->ndim == k;
+    const ct_tensor *affine[2] = {w, bias};
+    for (int t = 0; t < 2; t++) {
+        const ct_tensor *p = affine[t];
+        const char *what = t ? "bias" : "weight";
+        if (!p)
+            continue;
+        bool same = p->ndim == k;
         for (int i = 0; same && i < k; i++)
-            same = w->shape[i] == ns[i];
+            same = p->shape[i] == ns[i];
         if (!same)
-            return ct_error(CT_ERROR_VALUE, op, "Expected weight to be of same shape as normalized_shape, but got "
-                            "weight of shape %s and normalized_shape = %s",
-                            ct_shape_str(w->shape, w->ndim, a, sizeof a), ct_shape_str(ns, k, b, sizeof b));
-        if (w->dtype != x->dtype)
-            return ct_error(CT_ERROR_TYPE, op, "expected weight to have dtype %s, but got %s",
-                            ct_dtype_name(x->dtype), ct_dtype_name(w->dtype));
+            return ct_error(CT_ERROR_VALUE, op, "Expected %s to be of same shape as normalized_shape, but got "
+                            "%s of shape %s and normalized_shape = %s", what, what,
+                            ct_shape_str(p->shape, p->ndim, a, sizeof a), ct_shape_str(ns, k, b, sizeof b));
+        if (p->dtype != x->dtype)
+            return ct_error(CT_ERROR_TYPE, op, "expected %s to have dtype %s, but got %s", what,
+                            ct_dtype_name(x->dtype), ct_dtype_name(p->dtype));
     }
+    const ct_tensor *ts[3] = {x, w, bias};
     ct_status st = need_float(op, x);
-    if (st)
+    if (st || (st = same_device(op, ts, 3)))
         return st;
     g->cols = 1;
     for (int i = 0; i < k; i++)
@@ -177,6 +185,35 @@ ct_status ct_rmsnorm_check(const ct_call *call, const ct_tensor *x, const ct_ten
     g->rows = g->cols ? x->numel / g->cols : 0;
     g->eps = ct_scalar_to_double(call->s[0]);
     return CT_OK;
+}
+
+ct_status ct_rmsnorm_check(const ct_call *call, const ct_tensor *x, const ct_tensor *w, ct_rmsnorm_geom *g) {
+    return norm_check("rms_norm", call, x, w, NULL, g);
+}
+
+ct_status ct_layernorm_check(const ct_call *call, const ct_tensor *x, const ct_tensor *w, const ct_tensor *b,
+                             ct_rmsnorm_geom *g) {
+    return norm_check("layer_norm", call, x, w, b, g);
+}
+
+ct_status ct_gelu_backward_check(const ct_tensor *gy, const ct_tensor *x, int64_t approximate) {
+    const char *op = "gelu_backward";
+    if (approximate != CT_GELU_APPROXIMATE_NONE && approximate != CT_GELU_APPROXIMATE_TANH)
+        return ct_error(CT_ERROR_VALUE, op, "approximate argument must be either none or tanh, got %lld",
+                        (long long)approximate);
+    if (!ct_dtype_is_floating(x->dtype))
+        return ct_error(CT_ERROR_TYPE, op, "\"GeluBackward\" not implemented for '%s'", ct_dtype_name(x->dtype));
+    bool same = gy->ndim == x->ndim && gy->dtype == x->dtype;
+    for (int i = 0; same && i < x->ndim; i++)
+        same = gy->shape[i] == x->shape[i];
+    if (!same) {
+        char a[96], b[96];
+        return ct_error(CT_ERROR_VALUE, op, "grad_output (%s %s) must have the shape and dtype of input (%s %s)",
+                        ct_dtype_name(gy->dtype), ct_shape_str(gy->shape, gy->ndim, a, sizeof a),
+                        ct_dtype_name(x->dtype), ct_shape_str(x->shape, x->ndim, b, sizeof b));
+    }
+    const ct_tensor *ts[2] = {gy, x};
+    return same_device(op, ts, 2);
 }
 
 /* ------------------------------------------------------------------ attention */
@@ -446,6 +483,30 @@ ct_status ct_meta_rms_norm(ct_keyset ks, ct_call *call, void *ud) {
     return st ? st : meta_like(call, 0, call->in[0]);
 }
 
+ct_status ct_meta_layer_norm(ct_keyset ks, ct_call *call, void *ud) {
+    (void)ks, (void)ud;
+    ct_rmsnorm_geom g;
+    ct_status st = ct_layernorm_check(call, call->in[0], call->in[1], call->in[2], &g);
+    return st ? st : meta_like(call, 0, call->in[0]);
+}
+
+ct_status ct_meta_layer_norm_backward(ct_keyset ks, ct_call *call, void *ud) {
+    (void)ks, (void)ud;
+    ct_rmsnorm_geom g;
+    ct_status st = ct_layernorm_check(call, call->in[1], call->in[2], call->in[3], &g);
+    if (st || (st = meta_like(call, 0, call->in[1])))
+        return st;
+    if (call->in[2] && (st = meta_like(call, 1, call->in[2])))
+        return st;
+    return call->in[3] ? meta_like(call, 2, call->in[3]) : CT_OK;
+}
+
+ct_status ct_meta_gelu_backward(ct_keyset ks, ct_call *call, void *ud) {
+    (void)ks, (void)ud;
+    ct_status st = ct_gelu_backward_check(call->in[0], call->in[1], call->ints[0]);
+    return st ? st : meta_like(call, 0, call->in[1]);
+}
+
 ct_status ct_meta_rms_norm_backward(ct_keyset ks, ct_call *call, void *ud) {
     (void)ks, (void)ud;
     ct_rmsnorm_geom g;
@@ -664,6 +725,70 @@ ct_status ct_rms_norm_backward(const ct_tensor *grad_output, const ct_tensor *in
     }
     ct_call_clear_outputs(&c);
     return st;
+}
+
+/* normalized_shape and eps into a call (ints: k, normalized_shape[k]; s[0]: eps). */
+static ct_status layer_args(const char *op, ct_call *c, const int64_t *normalized_shape, int n, double eps) {
+    if (!normalized_shape && n > 0)
+        return ct_error(CT_ERROR_NULL_ARGUMENT, op, "normalized_shape is NULL");
+    if (n < 1 || n > CT_MAX_DIMS)
+        return ct_error(CT_ERROR_VALUE, op, "normalized_shape must have between 1 and %d sizes, got %d", CT_MAX_DIMS,
+                        n);
+    c->ints[0] = n;
+    memcpy(&c->ints[1], normalized_shape, sizeof(int64_t) * (size_t)n);
+    c->nints = n + 1;
+    c->s[0] = ct_scalar_float(eps);
+    c->nscalars = 1;
+    return CT_OK;
+}
+
+ct_tensor *ct_layer_norm_fused(const ct_tensor *input, const int64_t *normalized_shape, int n,
+                               const ct_tensor *weight, const ct_tensor *bias, double eps) {
+    ct_call c = {.op = CT_OP_layer_norm, .nin = 3, .in = {input, weight, bias}, .dtype = CT_DTYPE_UNDEFINED};
+    if (layer_args("layer_norm", &c, normalized_shape, n, eps))
+        return NULL;
+    return ct_dispatch_1(&c);
+}
+
+ct_status ct_layer_norm_backward(const ct_tensor *grad_output, const ct_tensor *input, const int64_t *normalized_shape,
+                                 int n, const ct_tensor *weight, const ct_tensor *bias, double eps,
+                                 ct_tensor **grad_input, ct_tensor **grad_weight, ct_tensor **grad_bias) {
+    const char *op = "layer_norm_backward";
+    CT_CHECK_ARG_STATUS(op, grad_output);
+    CT_CHECK_ARG_STATUS(op, input);
+    if (grad_weight)
+        *grad_weight = NULL;
+    if (grad_bias)
+        *grad_bias = NULL;
+    if (grad_input)
+        *grad_input = NULL;
+    if (!grad_input)
+        return ct_error(CT_ERROR_NULL_ARGUMENT, op, "grad_input is NULL");
+    /* a gradient nobody asked for is not computed */
+    const ct_tensor *w = grad_weight ? weight : NULL, *b = grad_bias ? bias : NULL;
+    ct_call c = {.op = CT_OP_layer_norm_backward, .nin = 4, .in = {grad_output, input, weight, b},
+                 .dtype = CT_DTYPE_UNDEFINED};
+    ct_status st = layer_args(op, &c, normalized_shape, n, eps);
+    if (st)
+        return st;
+    if ((st = ct_dispatch(&c)) == CT_OK) {
+        *grad_input = ct_call_take_output(&c, 0);
+        if (w)
+            *grad_weight = ct_call_take_output(&c, 1);
+        if (b)
+            *grad_bias = ct_call_take_output(&c, 2);
+    }
+    ct_call_clear_outputs(&c);
+    return st;
+}
+
+ct_tensor *ct_gelu_backward(const ct_tensor *grad_output, const ct_tensor *input, ct_gelu_approximate approximate) {
+    CT_CHECK_ARG("gelu_backward", grad_output);
+    CT_CHECK_ARG("gelu_backward", input);
+    ct_call c = {.op = CT_OP_gelu_backward, .nin = 2, .in = {grad_output, input}, .nints = 1,
+                 .dtype = CT_DTYPE_UNDEFINED};
+    c.ints[0] = approximate;
+    return ct_dispatch_1(&c);
 }
 
 static double sdpa_scale(const ct_tensor *q, const double *scale) {

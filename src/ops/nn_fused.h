@@ -27,6 +27,13 @@ typedef struct ct_rmsnorm_geom {
     double eps;
 } ct_rmsnorm_geom;
 ct_status ct_rmsnorm_check(const ct_call *call, const ct_tensor *x, const ct_tensor *w, ct_rmsnorm_geom *g);
+/* layer_norm: in (x, weight or NULL, bias or NULL), ints and s as rms_norm;
+ * layer_norm_backward: in (grad_output, x, weight, bias): the outputs are grad_input,
+ * grad_weight when weight is given, grad_bias when bias is given. */
+ct_status ct_layernorm_check(const ct_call *call, const ct_tensor *x, const ct_tensor *w, const ct_tensor *b,
+                             ct_rmsnorm_geom *g);
+/* gelu_backward: in (grad_output, input); ints: approximate. */
+ct_status ct_gelu_backward_check(const ct_tensor *gy, const ct_tensor *x, int64_t approximate);
 
 /* scaled_dot_product_attention: q (..., L, E), k (..., S, E), v (..., S, Ev) with the
  * same batch dims, mask broadcastable to (..., L, S) or NULL; ints: is_causal;
@@ -55,6 +62,9 @@ ct_status ct_embedding_check(const ct_tensor *w, const ct_tensor *idx);
 /* The fused attention kernel (no dropout); ct_scaled_dot_product_attention picks it. */
 ct_tensor *ct_sdpa_fused(const ct_tensor *q, const ct_tensor *k, const ct_tensor *v, const ct_tensor *attn_mask,
                          bool is_causal, double scale);
+/* The fused layer_norm op (arguments already checked by ct_layer_norm). */
+ct_tensor *ct_layer_norm_fused(const ct_tensor *input, const int64_t *normalized_shape, int n,
+                               const ct_tensor *weight, const ct_tensor *bias, double eps);
 /* An error naming op unless r is a reduction the op takes. */
 ct_status ct_nn_check_reduction(const char *op, int r, bool allow_batchmean);
 

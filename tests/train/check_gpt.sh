@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# ctorch train char-gpt: argument and input errors, then a short run on a generated text:
+# the loss must drop, the checkpoint must hold the weights, the sample must have the
+# requested length and only characters of the text. One thread: on a busy machine
+# every parallel region waits for a second core, which costs more than it gives here.
+set -u
+ctorch=$1 work=$2
+mkdir -p "$work"
+fail() { echo "FAIL: $*"; exit 1; }
+expect() { # expect RC TEXT ARGS...
+  local want=$1 text=$2; shift 2
+  out=$("$ctorch" "$@" 2>&1); rc=$?
+  [ "$rc" -eq "$want" ] || fail "ctorch $*: exit $rc, expected $want: $out"
+  grep -q -- "$text" <<<"$out" || fail "ctorch $*: output lacks '$text': $out"
+}
+# a text over the alphabet "abcdefgh", spaces and newlines: words of a small
+# deterministic sequence (a linear congruential generator), 6 words a line
+text=$work/text.txt
+words=(abc bad cafe dead face fee hag bead gab head)
+s=7 line="" out_text=""
+for i in $(seq 1 900); do
+  s=$(( (s * 1103515245 + 12345) % 2147483648 ))
+  line+="${words[$(( (s >> 16) % 10 ))]}"
+  if (( i % 6 == 0 )); then out_text+="$line"$'\n'; line=""; else line+=" "; fi
+done
+printf '%s' "$out_text" >"$text"
+printf 'abcdefgh\n' >"$work/short.txt"
+: >"$work/empty.txt"
+
+expect 0 "char-gpt" train --help
+expect 0 "no bundled text" train char-gpt --help
+expect 2 "unknown job 'nope'" train nope
+expect 2 "--text FILE is required" train char-gpt
+expect 2 "unknown preset 'huge'" train char-gpt --text "$text" --preset huge
+expect 2 "invalid value 'abc' for --steps" train char-gpt --text "$text" --steps abc
+expect 2 "invalid value '0' for --steps" train char-gpt --text "$text" --steps 0
+expect 2 "invalid value '-1' for --lr" train char-gpt --text "$text" --lr -1
+expect 2 "invalid value '1.5' for --dropout" train char-gpt --text "$text" --dropout 1.5
+expect 2 "must be a multiple of --heads" train char-gpt --text "$text" --embd 30 --heads 4
+expect 2 "unknown option '--bogus'" train char-gpt --text "$text" --bogus 1
+expect 2 "--steps needs a value" train char-gpt --text "$text" --steps
+expect 2 "unexpected argument 'extra'" train char-gpt --text "$text" extra
+expect 1 "cannot open" train char-gpt --text "$work/no-such-file.txt"
+expect 1 "is empty" train char-gpt --text "$work/empty.txt"
+expect 1 "too short" train char-gpt --text "$work/short.txt" --block-size 4
+expect 2 "not in the vocabulary" train char-gpt --text "$text" --prompt "xyz" --steps 1 --block-size 8 \
+  --layers 1 --embd 8 --heads 2 --eval-iters 1 --out "$work/unused.safetensors"
+
+# the default preset builds torch_peer's char-cpu shape (its parameter count against
+# PyTorch's is test_char_gpt_model's job); one step is enough to see it run
+expect 0 "4 layers, 4 heads, embd 128, block 64" train char-gpt --text "$text" --steps 1 --eval-iters 1 --threads 1 \
+  --sample-tokens 0 --out "$work/cpu.safetensors" --quiet
+
+expect 0 "sample (60 characters" train char-gpt --text "$text" --steps 60 --batch-size 8 --block-size 16 \
+  --layers 1 --heads 2 --embd 32 --lr 1e-2 --eval-interval 30 --eval-iters 2 --sample-tokens 60 \
+  --temperature 0.8 --top-k 5 --seed 3 --threads 1 --out "$work/gpt.safetensors" --sample-out "$work/sample.txt" --quiet
+grep -q "step 30: train loss .*, val loss" <<<"$out" || fail "no validation loss at step 30: $out"
+read -r first last < <(sed -n 's/^first loss \([0-9.]*\), final train loss \([0-9.]*\)$/\1 \2/p' <<<"$out")
+[ -n "${first:-}" ] && [ -n "${last:-}" ] || fail "no loss summary: $out"
+awk -v f="$first" -v l="$last" 'BEGIN { exit !(l < 0.8 * f) }' || fail "loss did not drop: $first -> $last"
+[ -f "$work/gpt.safetensors" ] || fail "no checkpoint written"
+[ "$(wc -c <"$work/sample.txt")" -eq 60 ] || fail "the sample has $(wc -c <"$work/sample.txt") bytes, not 60"
+[ -z "$(LC_ALL=C tr -d 'abcdefgh \n' <"$work/sample.txt")" ] || fail "the sample has characters outside the text"
+expect 0 "blocks.0.qkv.weight" inspect "$work/gpt.safetensors"
+grep -q "wte.weight" <<<"$out" || fail "checkpoint lacks wte.weight: $out"
+echo "train_char_gpt_cli: ok"
