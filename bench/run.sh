@@ -6,6 +6,8 @@ build=${1:-build}
 here=$(cd "$(dirname "$0")/.." && pwd)
 out=$(mktemp -d)
 "$build/bench/ops" | tee "$out/ctorch.txt"
+# the Fashion-MNIST CNN of `ctorch train fashion-mnist` (torch_peer.py's cnn)
+"$build/bench/train_cnn" | tee -a "$out/ctorch.txt"
 # the character GPT of `ctorch train char-gpt` (torch_peer.py's char-cpu model)
 "$build/bench/train_char_gpt" --threads "$(nproc)" | tee -a "$out/ctorch.txt"
 peer="$here/../shared/bench/torch_peer.py"
@@ -15,7 +17,7 @@ for p in python3 /usr/bin/python3; do
 done
 if [ -n "$py" ] && [ -f "$peer" ]; then
   # torch_peer_compat.py supplies F.scaled_dot_product_attention on PyTorch < 2.0
-  "$py" "$here/bench/torch_peer_compat.py" "$peer" --device cpu --what ops,char-cpu --threads "$(nproc)" \
+  "$py" "$here/bench/torch_peer_compat.py" "$peer" --device cpu --what ops,cnn,char-cpu --threads "$(nproc)" \
     | tee "$out/torch.txt"
   # the lines torch_peer.py does not print (copy, mul, exp, softmax)
   "$py" "$here/bench/torch_ops.py" --threads "$(nproc)" | tee -a "$out/torch.txt"
