@@ -608,21 +608,9 @@ ct_status ct_cpu_embedding_backward(ct_keyset ks, ct_call *call, void *ud) {
     const char *op = "embedding_backward";
     const ct_tensor *gy0 = call->in[0], *idx0 = call->in[1];
     int64_t num = call->ints[0], pad = call->ints[1];
-    if (idx0->dtype != CT_DTYPE_INT64 && idx0->dtype != CT_DTYPE_INT32)
-        return ct_error(CT_ERROR_TYPE, op, "indices must be int64 or int32, got %s", ct_dtype_name(idx0->dtype));
-    if (!ct_dtype_is_floating(gy0->dtype))
-        return ct_error(CT_ERROR_TYPE, op, "\"%s\" not implemented for '%s'", op, ct_dtype_name(gy0->dtype));
-    if (num < 0)
-        return ct_error(CT_ERROR_VALUE, op, "num_weights must be non-negative, got %lld", (long long)num);
-    bool ok = gy0->ndim == idx0->ndim + 1;
-    for (int d = 0; ok && d < idx0->ndim; d++)
-        ok = gy0->shape[d] == idx0->shape[d];
-    if (!ok) {
-        char a[96], b[96];
-        return ct_error(CT_ERROR_VALUE, op, "grad_output of shape %s does not match indices of shape %s",
-                        ct_shape_str(gy0->shape, gy0->ndim, a, sizeof a),
-                        ct_shape_str(idx0->shape, idx0->ndim, b, sizeof b));
-    }
+    ct_status bad_args = ct_embedding_backward_check(gy0, idx0, num);
+    if (bad_args)
+        return bad_args;
     if (pad != CT_NO_PADDING_IDX && pad < 0)
         pad += num;
     int64_t dim = gy0->shape[gy0->ndim - 1];

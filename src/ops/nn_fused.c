@@ -408,6 +408,26 @@ ct_status ct_convt_check(const ct_call *call, int64_t *shape, int *nd) {
 
 /* ------------------------------------------------------------------ embedding */
 
+ct_status ct_embedding_backward_check(const ct_tensor *gy0, const ct_tensor *idx0, int64_t num) {
+    const char *op = "embedding_backward";
+    if (idx0->dtype != CT_DTYPE_INT64 && idx0->dtype != CT_DTYPE_INT32)
+        return ct_error(CT_ERROR_TYPE, op, "indices must be int64 or int32, got %s", ct_dtype_name(idx0->dtype));
+    if (!ct_dtype_is_floating(gy0->dtype))
+        return ct_error(CT_ERROR_TYPE, op, "\"%s\" not implemented for '%s'", op, ct_dtype_name(gy0->dtype));
+    if (num < 0)
+        return ct_error(CT_ERROR_VALUE, op, "num_weights must be non-negative, got %lld", (long long)num);
+    bool ok = gy0->ndim == idx0->ndim + 1;
+    for (int d = 0; ok && d < idx0->ndim; d++)
+        ok = gy0->shape[d] == idx0->shape[d];
+    if (!ok) {
+        char a[96], b[96];
+        return ct_error(CT_ERROR_VALUE, op, "grad_output of shape %s does not match indices of shape %s",
+                        ct_shape_str(gy0->shape, gy0->ndim, a, sizeof a),
+                        ct_shape_str(idx0->shape, idx0->ndim, b, sizeof b));
+    }
+    return CT_OK;
+}
+
 ct_status ct_embedding_check(const ct_tensor *w, const ct_tensor *idx) {
     const char *op = "embedding";
     if (idx->dtype != CT_DTYPE_INT64 && idx->dtype != CT_DTYPE_INT32)

@@ -58,6 +58,9 @@ ct_status ct_nll_check(const ct_tensor *x, const ct_tensor *t, const ct_tensor *
 ct_status ct_convt_check(const ct_call *call, int64_t *shape, int *nd);
 
 ct_status ct_embedding_check(const ct_tensor *w, const ct_tensor *idx);
+/* embedding_backward's arguments, for every backend: index and gradient dtypes,
+ * num_weights, grad_output's shape against the indices'. */
+ct_status ct_embedding_backward_check(const ct_tensor *gy, const ct_tensor *idx, int64_t num);
 
 /* The fused attention kernel (no dropout); ct_scaled_dot_product_attention picks it. */
 ct_tensor *ct_sdpa_fused(const ct_tensor *q, const ct_tensor *k, const ct_tensor *v, const ct_tensor *attn_mask,
