@@ -311,7 +311,21 @@ static __global__ void __launch_bounds__(RED_THREADS)
             const int64_t r1 = r0 + chunk_len < d.red_numel ? r0 + chunk_len : d.red_numel;
             if (d.nr <= 1) {
                 const int64_t rs = d.nr == 1 ? d.rstride[0] : 0;
-                for (int64_t r = r0 + lane; r < r1; r += group)
+                /* Eight loads in flight before their adds (a thread's chain of adds
+                 * would otherwise leave one load in flight and the memory system
+                 * idle); the adds keep the order of the plain loop below, so the
+                 * result does not change. */
+                int64_t r = r0 + lane;
+                for (; r + 7 * group < r1; r += 8 * group) {
+                    T v[8];
+#pragma unroll
+                    for (int u = 0; u < 8; u++)
+                        v[u] = *(const T *)(in + (r + u * group) * rs);
+#pragma unroll
+                    for (int u = 0; u < 8; u++)
+                        r_add<T, K>(s, v[u], r + u * group, m, d.p);
+                }
+                for (; r < r1; r += group)
                     r_add<T, K>(s, *(const T *)(in + r * rs), r, m, d.p);
             } else {
                 for (int64_t r = r0 + lane; r < r1; r += group)
