@@ -104,9 +104,10 @@ static void run_tiny(void *p) {
 }
 
 int main(int argc, char **argv) {
+    ct_runtime_tune_and_reexec(argv); /* as the ctorch CLI runs */
     (void)argc;
     (void)argv;
-    printf("ctorch %s threads %d\n", ct_version(), ct_get_num_threads());
+    printf("ctorch %s (BLAS: %s) threads %d\n", ct_version(), ct_blas_info(), ct_get_num_threads());
     ct_manual_seed(0);
     for (int e = 20; e <= 24; e += 4) {
         int64_t n = (int64_t)1 << e;

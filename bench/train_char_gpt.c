@@ -36,6 +36,7 @@ static int cmp(const void *a, const void *b) {
 }
 
 int main(int argc, char **argv) {
+    ct_runtime_tune_and_reexec(argv); /* as the ctorch CLI runs */
     int steps = 10, warm = 2;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (strcmp(argv[i], "--threads") == 0)
@@ -84,7 +85,7 @@ int main(int argc, char **argv) {
     qsort(ts, (size_t)steps, sizeof *ts, cmp);
     qsort(cs, (size_t)steps, sizeof *cs, cmp);
     double med = ts[steps / 2];
-    printf("ctorch %s threads %d params %lld\n", ct_version(), ct_get_num_threads(),
+    printf("ctorch %s (BLAS: %s) threads %d params %lld\n", ct_version(), ct_blas_info(), ct_get_num_threads(),
            (long long)ct_char_gpt_num_params(&m));
     printf("char.cpu.eager.ms_per_step %.2f ms\n", med * 1e3);
     printf("char.cpu.eager.tokens_per_s %.0f tok/s\n", (double)(b * t) / med);

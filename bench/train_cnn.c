@@ -31,7 +31,9 @@ static int cmp_double(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    (void)argc;
+    ct_runtime_tune_and_reexec(argv); /* as the ctorch CLI runs */
     const int64_t b = 64;
     const char *env = getenv("CT_BENCH_STEPS");
     int steps = env ? atoi(env) : 50;
@@ -71,7 +73,7 @@ int main(void) {
     }
     double dt = (now() - t0) / steps, cpu = (cpu_now() - c0) / steps;
     qsort(dts, (size_t)steps, sizeof *dts, cmp_double);
-    printf("ctorch %s threads %d\n", ct_version(), ct_get_num_threads());
+    printf("ctorch %s (BLAS: %s) threads %d\n", ct_version(), ct_blas_info(), ct_get_num_threads());
     printf("cnn.fmnist.b64.ms_per_step %.3f ms\n", dt * 1e3);
     printf("cnn.fmnist.b64.images_per_s %.0f img/s\n", (double)b / dt);
     printf("cnn.fmnist.b64.median_ms_per_step %.3f ms (min %.3f)\n", dts[steps / 2] * 1e3, dts[0] * 1e3);

@@ -387,6 +387,19 @@ CT_API void ct_reset_printoptions(void);
 CT_API void ct_set_num_threads(int n);
 CT_API int ct_get_num_threads(void);
 
+/* Speed settings that other libraries read only when they load: OPENBLAS_CORETYPE
+ * where OpenBLAS does not know the CPU's model and falls back to older kernels (see
+ * docs/building.md). ct_runtime_tune_env sets those not already set in the
+ * environment and returns how many it set; they reach child processes, not this one.
+ * ct_runtime_tune_and_reexec(argv), called first thing in main, also re-executes the
+ * program (/proc/self/exe with argv) when it set any, so they take effect; it returns
+ * when nothing needed setting, when CT_NO_REEXEC=1, or when the exec fails. */
+CT_API int ct_runtime_tune_env(void);
+/* The BLAS library and the kernels it runs on this CPU, e.g. "OpenBLAS, kernels
+ * SkylakeX" (OpenBLAS picks them at load; OPENBLAS_CORETYPE overrides it). */
+CT_API const char *ct_blas_info(void);
+CT_API void ct_runtime_tune_and_reexec(char **argv);
+
 #ifdef __cplusplus
 }
 #endif

@@ -295,28 +295,105 @@ static bool geom_span(const ct_input_meta *m, int64_t *lo, int64_t *hi) {
  * views (expand, unfold) included, and its own derivative is the same move in the
  * other direction, so double backward works. It costs a buffer spanning the addresses
  * both layouts reach. */
-ct_tensor *ct_ag_regeom(const ct_tensor *x, const ct_input_meta *from, const ct_input_meta *to) {
-    ct_tensor *out = ct_zeros(to->shape, to->ndim, x->dtype, x->device);
-    if (!out)
-        return NULL;
-    int64_t lo1, hi1, lo2, hi2;
-    if (x->device.type == CT_DEVICE_CPU && geom_span(from, &lo1, &hi1) && geom_span(to, &lo2, &hi2)) {
-        int64_t lo = lo1 < lo2 ? lo1 : lo2, hi = hi1 > hi2 ? hi1 : hi2;
-        double *buf = ct_xcalloc("backward", (size_t)(hi - lo + 1), sizeof(double));
-        if (!buf)
-            return NULL;
-        ct_tensor *xc = ct_contiguous(x);
-        if (!xc) {
-            free(buf);
-            return NULL;
+/* True when no two elements of layout m share an address (every view but expand,
+ * unfold with overlapping windows, and as_strided with such strides). */
+static bool meta_non_overlapping(const ct_input_meta *m) {
+    int64_t size[CT_MAX_DIMS], stride[CT_MAX_DIMS];
+    int n = 0;
+    for (int d = 0; d < m->ndim; d++) {
+        if (m->shape[d] == 0)
+            return true;
+        if (m->shape[d] == 1)
+            continue;
+        if (m->strides[d] <= 0)
+            return false;
+        /* insertion sort by stride */
+        int j = n++;
+        for (; j > 0 && stride[j - 1] > m->strides[d]; j--) {
+            stride[j] = stride[j - 1];
+            size[j] = size[j - 1];
         }
+        stride[j] = m->strides[d];
+        size[j] = m->shape[d];
+    }
+    int64_t reach = 0; /* the farthest address the smaller dims reach */
+    for (int i = 0; i < n; i++) {
+        if (stride[i] <= reach)
+            return false;
+        reach += (size[i] - 1) * stride[i];
+    }
+    return true;
+}
+
+static bool meta_contiguous(const ct_input_meta *m) {
+    int64_t expect = 1;
+    for (int d = m->ndim - 1; d >= 0; d--) {
+        if (m->shape[d] != 1 && m->strides[d] != expect)
+            return false;
+        expect *= m->shape[d];
+    }
+    return true;
+}
+
+/* The gradient move of Note [View gradients] when every element of `from` has an
+ * address of its own: the values are copied (no sums needed) through strided views
+ * with the copy kernels, in x's dtype. When `to` is contiguous and holds `from`'s
+ * addresses, the buffer is the result itself. Runs without recording history. */
+static ct_tensor *regeom_by_copy(const ct_tensor *x, const ct_input_meta *from, const ct_input_meta *to,
+                                 int64_t lo, int64_t hi) {
+    bool prev = ct_set_grad_enabled(false);
+    ct_tensor *out = NULL;
+    ct_scope_begin();
+    int64_t tlo = 0, thi = -1;
+    if (geom_span(to, &tlo, &thi) && meta_contiguous(to) && tlo == lo && thi == hi) {
+        ct_tensor *o = ct_zeros(to->shape, to->ndim, x->dtype, x->device);
+        if (o && ct_copy_(ct_as_strided(o, from->shape, from->strides, from->ndim, from->offset - lo), x))
+            out = ct_keep(o);
+    } else {
+        ct_tensor *buf = ct_zeros(CT_SHAPE(hi - lo + 1), x->dtype, x->device);
+        if (buf && ct_copy_(ct_as_strided(buf, from->shape, from->strides, from->ndim, from->offset - lo), x))
+            out = ct_keep(ct_clone(ct_as_strided(buf, to->shape, to->strides, to->ndim, to->offset - lo)));
+    }
+    ct_scope_end();
+    ct_set_grad_enabled(prev);
+    return out;
+}
+
+/* The general move: sums in double over a buffer spanning both layouts, on the CPU
+ * (overlapping layouts are rare: expand and overlapping unfold windows). */
+static ct_tensor *regeom_by_sum(const ct_tensor *x, const ct_input_meta *from, const ct_input_meta *to, int64_t lo,
+                                int64_t hi) {
+    bool prev = ct_set_grad_enabled(false);
+    ct_tensor *out = NULL;
+    ct_scope_begin();
+    ct_tensor *xc = ct_contiguous(ct_to_device(x, CT_CPU));
+    ct_tensor *o = ct_zeros(to->shape, to->ndim, x->dtype, CT_CPU);
+    double *buf = xc && o ? ct_xcalloc("backward", (size_t)(hi - lo + 1), sizeof(double)) : NULL;
+    if (buf) {
         const char *xp = ct_tensor_ptr(xc);
-        char *op = ct_tensor_ptr(out);
+        char *op = ct_tensor_ptr(o);
         size_t esz = ct_dtype_size(x->dtype);
         FOR_ADDR(from, lo, buf[addr] += ct_load_double(xp + (size_t)k * esz, x->dtype));
         FOR_ADDR(to, lo, ct_store_double(op + (size_t)k * esz, x->dtype, buf[addr]));
         free(buf);
+        out = ct_keep(ct_to_device(o, x->device));
     }
+    ct_scope_end();
+    ct_set_grad_enabled(prev);
+    return out;
+}
+
+ct_tensor *ct_ag_regeom(const ct_tensor *x, const ct_input_meta *from, const ct_input_meta *to) {
+    int64_t lo1, hi1, lo2, hi2;
+    ct_tensor *out;
+    if (!geom_span(from, &lo1, &hi1) || !geom_span(to, &lo2, &hi2)) /* nothing to move */
+        out = ct_zeros(to->shape, to->ndim, x->dtype, x->device);
+    else if (meta_non_overlapping(from))
+        out = regeom_by_copy(x, from, to, lo1 < lo2 ? lo1 : lo2, hi1 > hi2 ? hi1 : hi2);
+    else
+        out = regeom_by_sum(x, from, to, lo1 < lo2 ? lo1 : lo2, hi1 > hi2 ? hi1 : hi2);
+    if (!out)
+        return NULL;
     out->requires_grad = false;
     if (!ct_is_grad_enabled() || !x->requires_grad)
         return out;

@@ -18,6 +18,7 @@
 
 typedef struct {
     const char *text, *out, *sample_out, *prompt;
+    const char *profile; /* Chrome trace of the training steps */
     const char *preset;
     ct_char_gpt_config cfg;
     int64_t steps, batch, eval_interval, eval_iters, sample_tokens, top_k;
@@ -42,6 +43,7 @@ static void help(FILE *f) {
             "         [--dropout P] [--lr X] [--threads N] [--seed N] [--eval-interval N]\n"
             "         [--eval-iters N] [--sample-tokens N] [--temperature X] [--top-k K]\n"
             "         [--prompt TEXT] [--sample-out FILE] [--out CKPT.safetensors] [--quiet]\n"
+            "         [--profile TRACE.json]\n"
             "\n"
             "Trains a character-level GPT (pre-LN blocks, causal attention, tanh-GELU MLP,\n"
             "head tied to the token embedding) on FILE with AdamW, then samples text from it.\n"
@@ -64,7 +66,8 @@ static void help(FILE *f) {
             "  --top-k K          sample among the K likeliest characters (default 0: all)\n"
             "  --prompt TEXT      text the sample continues (default a newline)\n"
             "  --sample-out FILE  also write the sampled characters to FILE\n"
-            "  --out PATH         checkpoint (default char_gpt.safetensors)\n");
+            "  --out PATH         checkpoint (default char_gpt.safetensors; \"\": none)\n"
+            "  --profile FILE     Chrome trace of the training steps (chrome://tracing, Perfetto)\n");
 }
 
 static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -162,6 +165,8 @@ static int parse_args(gpt_args *a, int argc, char **argv, bool *done) {
             a->out = v;
         else if (strcmp(k, "--sample-out") == 0)
             a->sample_out = v;
+        else if (strcmp(k, "--profile") == 0)
+            a->profile = v;
         else if (strcmp(k, "--prompt") == 0)
             a->prompt = v;
         else if (strcmp(k, "--steps") == 0)
@@ -437,6 +442,8 @@ static int run(gpt_args *a) {
                (long long)a->cfg.block, a->cfg.dropout, (long long)ct_char_gpt_num_params(&m), (long long)a->batch,
                a->lr, ct_get_num_threads());
     }
+    if (!rc && a->profile && ct_profiler_start(a->profile))
+        rc = fail(NULL);
     double t0 = now_s(), avg = 0, first = NAN;
     for (int64_t step = 0; !rc && step < a->steps; step++) {
         ct_scope_begin();
@@ -470,9 +477,15 @@ static int run(gpt_args *a) {
                    avg, val, now_s() - t0);
         }
     }
+    if (a->profile && ct_profiler_enabled()) {
+        if (ct_profiler_stop())
+            rc = rc ? rc : fail(NULL);
+        else if (!rc)
+            printf("profile: %s (open it in Perfetto or chrome://tracing)\n", a->profile);
+    }
     if (!rc)
         printf("first loss %.4f, final train loss %.4f\n", first, avg);
-    if (!rc && a->out) {
+    if (!rc && a->out && *a->out) { /* --out "" saves nothing */
         if (save_checkpoint(&m, ds, a->out) == CT_OK)
             printf("saved %s\n", a->out);
         else

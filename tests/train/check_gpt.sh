@@ -61,6 +61,17 @@ awk -v f="$first" -v l="$last" 'BEGIN { exit !(l < 0.8 * f) }' || fail "loss did
 [ -f "$work/gpt.safetensors" ] || fail "no checkpoint written"
 [ "$(wc -c <"$work/sample.txt")" -eq 60 ] || fail "the sample has $(wc -c <"$work/sample.txt") bytes, not 60"
 [ -z "$(LC_ALL=C tr -d 'abcdefgh \n' <"$work/sample.txt")" ] || fail "the sample has characters outside the text"
+# --profile: a Chrome trace of the steps with the model's ops in it
+rm -f "$work/trace.json"
+expect 0 "profile: $work/trace.json" train char-gpt --text "$text" --steps 3 --batch-size 4 --block-size 8 \
+  --layers 1 --heads 2 --embd 16 --eval-iters 1 --sample-tokens 0 --threads 1 --out "" --profile "$work/trace.json" --quiet
+if command -v python3 >/dev/null; then
+  src=$(cd "$(dirname "$0")/../.." && pwd)
+  python3 "$src/scripts/check_trace.py" -q "$work/trace.json" --expect-span scaled_dot_product_attention \
+    --expect-span layer_norm --min-spans 50 || fail "the char-gpt trace is not valid Chrome trace JSON"
+fi
+expect 1 "" train char-gpt --text "$text" --steps 1 --block-size 8 --layers 1 --heads 2 --embd 16 --eval-iters 1 \
+  --sample-tokens 0 --out "" --profile "$work/no-such-dir/trace.json" --quiet
 expect 0 "blocks.0.qkv.weight" inspect "$work/gpt.safetensors"
 grep -q "wte.weight" <<<"$out" || fail "checkpoint lacks wte.weight: $out"
 echo "train_char_gpt_cli: ok"
