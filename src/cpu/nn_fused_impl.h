@@ -170,18 +170,34 @@ static void FN(rmsnorm_bwd)(const T *gy, const T *x, const T *w, T *gx, double *
 
 /* ------------------------------------------------------------------ layer_norm */
 
+/* Row sums in eight independent double accumulators: no serial chain of additions,
+ * so the loop vectorizes, and the result does not depend on the thread count. */
+#define CT_LANES 8
+static double FN(lanes_total)(const double *acc) {
+    return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+}
+
 /* Mean and 1 / sqrt(biased variance + eps) of one row, accumulated in double. */
 static void FN(row_stats)(const T *xr, int64_t cols, double eps, double *mean, double *rstd) {
-    double s = 0, ss = 0;
-    for (int64_t j = 0; j < cols; j++)
-        s += xr[j];
-    double m = s / (double)cols;
-    for (int64_t j = 0; j < cols; j++) {
+    double s[CT_LANES] = {0}, ss[CT_LANES] = {0};
+    int64_t j = 0, body = cols / CT_LANES * CT_LANES;
+    for (; j < body; j += CT_LANES)
+        for (int l = 0; l < CT_LANES; l++)
+            s[l] += (double)xr[j + l];
+    for (int l = 0; j < cols; j++, l++)
+        s[l] += (double)xr[j];
+    double m = FN(lanes_total)(s) / (double)cols;
+    for (j = 0; j < body; j += CT_LANES)
+        for (int l = 0; l < CT_LANES; l++) {
+            double d = (double)xr[j + l] - m;
+            ss[l] += d * d;
+        }
+    for (int l = 0; j < cols; j++, l++) {
         double d = (double)xr[j] - m;
-        ss += d * d;
+        ss[l] += d * d;
     }
     *mean = m;
-    *rstd = 1.0 / sqrt(ss / (double)cols + eps);
+    *rstd = 1.0 / sqrt(FN(lanes_total)(ss) / (double)cols + eps);
 }
 
 static void FN(layernorm_fwd)(const T *x, const T *w, const T *b, T *y, int64_t rows, int64_t cols, double eps) {
@@ -225,29 +241,42 @@ static void FN(layernorm_bwd)(const T *gy, const T *x, const T *w, T *gx, double
         stats[2 * r] = mean;
         stats[2 * r + 1] = rstd;
         const T m = (T)mean, rs = (T)rstd;
-        double sg = 0, sgx = 0;
-        for (int64_t j = 0; j < cols; j++) {
-            T gh = w ? gr[j] * w[j] : gr[j];
-            sg += gh;
-            sgx += (double)gh * (double)((xr[j] - m) * rs);
+        double sg[CT_LANES] = {0}, sgx[CT_LANES] = {0};
+        for (int64_t j0 = 0; j0 < cols; j0 += CT_LANES) {
+            int64_t n = cols - j0 < CT_LANES ? cols - j0 : CT_LANES;
+            for (int64_t l = 0; l < n; l++) {
+                T gh = w ? gr[j0 + l] * w[j0 + l] : gr[j0 + l];
+                sg[l] += gh;
+                sgx[l] += (double)gh * (double)((xr[j0 + l] - m) * rs);
+            }
         }
-        const T a = (T)(sg / (double)cols), c = (T)(sgx / (double)cols);
+        const T a = (T)(FN(lanes_total)(sg) / (double)cols), c = (T)(FN(lanes_total)(sgx) / (double)cols);
         for (int64_t j = 0; j < cols; j++) {
             T gh = w ? gr[j] * w[j] : gr[j];
             dr[j] = rs * (gh - a - (xr[j] - m) * rs * c);
         }
     }
-    if (gw || gb) /* rows in order: the sums do not depend on the thread count */
+    if (!gw && !gb)
+        return;
+    /* Each thread owns a block of columns and runs down the rows in order, so the
+     * sums do not depend on the thread count. */
+    int64_t nblk = (cols + 63) / 64;
+#ifdef CT_HAVE_OPENMP
+#pragma omp parallel for schedule(static) if (rows * cols > 65536)
+#endif
+    for (int64_t bi = 0; bi < nblk; bi++) {
+        int64_t j0 = bi * 64, j1 = j0 + 64 < cols ? j0 + 64 : cols;
         for (int64_t r = 0; r < rows; r++) {
             const T *xr = x + r * cols, *gr = gy + r * cols;
             const T m = (T)stats[2 * r], rs = (T)stats[2 * r + 1];
             if (gw)
-                for (int64_t j = 0; j < cols; j++)
+                for (int64_t j = j0; j < j1; j++)
                     gw[j] += (double)(gr[j] * ((xr[j] - m) * rs));
             if (gb)
-                for (int64_t j = 0; j < cols; j++)
+                for (int64_t j = j0; j < j1; j++)
                     gb[j] += (double)gr[j];
         }
+    }
 }
 
 /* ------------------------------------------------------------------ attention */
