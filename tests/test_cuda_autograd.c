@@ -40,6 +40,20 @@ static ct_tensor *f_log_softmax(ct_tensor *const *in, int n, void *ud) {
     return ct_log_softmax(in[0], 1, CT_DTYPE_UNDEFINED);
 }
 
+/* Views: a narrow of a transpose, a select, and an expand (overlapping: its gradient
+ * sums), each weighted so every element's gradient differs. */
+static ct_tensor *f_views(ct_tensor *const *in, int n, void *ud) {
+    (void)n, (void)ud;
+    ct_tensor *a = ct_narrow(ct_transpose(in[0], 0, 1), 1, 1, 2);
+    ct_tensor *b = ct_select(in[0], 0, 2);
+    ct_tensor *c = ct_expand(ct_narrow(in[0], 0, 0, 1), CT_SHAPE(3, 4));
+    ct_tensor *wa = ct_to_device(ct_arange(ct_scalar_int(0), ct_scalar_int(8), ct_scalar_int(1), CT_F64, CT_CPU),
+                                 ct_tensor_device(in[0]));
+    ct_tensor *s = ct_add(ct_sum(ct_mul(ct_reshape(a, CT_SHAPE(8)), wa), NULL, 0, false, CT_DTYPE_UNDEFINED),
+                          ct_sum(ct_mul(b, b), NULL, 0, false, CT_DTYPE_UNDEFINED));
+    return ct_add(s, ct_sum(ct_mul(c, c), NULL, 0, false, CT_DTYPE_UNDEFINED));
+}
+
 typedef struct {
     const char *name;
     ct_grad_fn_t fn;
@@ -87,6 +101,12 @@ static void test_gradcheck_reductions(void **state) {
     run_gradcheck(&s, true);
     grad_case l = {"log_softmax", f_log_softmax, 1, {{2, 5}}};
     run_gradcheck(&l, false);
+}
+
+static void test_gradcheck_views(void **state) {
+    (void)state;
+    grad_case c = {"narrow/select/expand views", f_views, 1, {{3, 4}}};
+    run_gradcheck(&c, true);
 }
 
 /* The gradient lands on the parameter's device, and a CPU gradient for a GPU tensor
@@ -170,7 +190,8 @@ int main(void) {
         return skip;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gradcheck_elementwise), cmocka_unit_test(test_gradcheck_matmul),
-        cmocka_unit_test(test_gradcheck_reductions),  cmocka_unit_test(test_grad_device),
+        cmocka_unit_test(test_gradcheck_reductions),  cmocka_unit_test(test_gradcheck_views),
+        cmocka_unit_test(test_grad_device),
         cmocka_unit_test(test_mlp_steps_match_cpu),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

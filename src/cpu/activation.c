@@ -39,10 +39,17 @@ CT_EW_ACT_VM(selu, x * (float)P->p[2], CT_ELU_POST, CT_ELU_F(x), CT_ELU_D(x), CT
 #define CT_SQRT_2_OVER_PI 0.79788456080286535588
 CT_EW_ACT_VM(gelu, x * (float)CT_SQRT1_2, x * 0.5f * (1.0f + v), x * 0.5f * (1.0f + erff(x * (float)CT_SQRT1_2)),
              x * 0.5 * (1.0 + erf(x * CT_SQRT1_2)), CT_VM_ERF)
+/* Note [GELU through exp]
+ * The tanh form 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3), equals
+ * x sigmoid(2u) = x / (1 + exp(-2u)), which float32 computes as silu does: one vector
+ * exp costs a fraction of SLEEF's tanh, no branch or select is needed, and the result
+ * keeps its relative accuracy where 1 + tanh(u) cancels. Below x of about -9.9 the exp
+ * overflows and the result is -0, as PyTorch's formula gives there. float64 keeps the
+ * tanh formula. */
 #define CT_GELU_TANH_IN(x) ((float)CT_SQRT_2_OVER_PI * ((x) + 0.044715f * (x) * (x) * (x)))
-CT_EW_UNARY_F_VMCHAIN(gelu_tanh, CT_GELU_TANH_IN(x), 0.5f * x * (1.0f + v),
-                      0.5f * x * (1.0f + tanhf(CT_GELU_TANH_IN(x))),
-                      0.5 * x * (1.0 + tanh(CT_SQRT_2_OVER_PI * (x + 0.044715 * x * x * x))), CT_VM_TANH)
+CT_EW_UNARY_F_VMCHAIN(gelu_tanh, -2.0f * CT_GELU_TANH_IN(x), x / (1.0f + v),
+                      x / (1.0f + expf(-2.0f * CT_GELU_TANH_IN(x))),
+                      0.5 * x * (1.0 + tanh(CT_SQRT_2_OVER_PI * (x + 0.044715 * x * x * x))), CT_VM_EXP)
 const ct_cpu_loop ct_cpu_loops_gelu_tanh[CT_DTYPE_COUNT] = {CT_EW_F(gelu_tanh)};
 
 CT_EW_ACT_VM(silu, -x, x / (1.0f + v), x / (1.0f + expf(-x)), x / (1.0 + exp(-x)), CT_VM_EXP)

@@ -347,9 +347,13 @@ ct_status ct_cpu_layer_norm_backward(ct_keyset ks, ct_call *call, void *ud) {
 
 /* d/dx gelu: the tanh form 0.5 (1 + t) + 0.5 x (1 - t^2) k (1 + 3 c x^2) with
  * t = tanh(k (x + c x^3)); the exact form Phi(x) + x phi(x). The float32 loop runs in
- * chunks so that tanh / erf / exp take SLEEF's vector routines. */
+ * chunks so that exp / erf take SLEEF's vector routines. In float32 the tanh form goes
+ * through e = exp(-2u) as the forward does (Note [GELU through exp] in activation.c):
+ * with s = sigmoid(2u) = (1 + t) / 2 = 1 / (1 + e) and 1 - s = 1 / (1 + 1/e), neither
+ * of which cancels and both right when e is 0 or infinite, the derivative is
+ * s + 2 x s (1 - s) k (1 + 3 c x^2). */
 static void gelu_bwd_f32(const float *gy, const float *x, float *gx, int64_t n, bool tanh_form) {
-    ct_vm_f32_fn vt = ct_vm_get(tanh_form ? CT_VM_TANH : CT_VM_ERF), ve = tanh_form ? NULL : ct_vm_get(CT_VM_EXP);
+    ct_vm_f32_fn vt = tanh_form ? NULL : ct_vm_get(CT_VM_ERF), ve = ct_vm_get(CT_VM_EXP);
     int64_t chunks = (n + CT_GELU_CHUNK - 1) / CT_GELU_CHUNK;
 #ifdef CT_HAVE_OPENMP
 #pragma omp parallel for schedule(static) if (n > 65536)
@@ -362,16 +366,15 @@ static void gelu_bwd_f32(const float *gy, const float *x, float *gx, int64_t n, 
         if (tanh_form) {
             const float k = (float)CT_GELU_K, cc = (float)CT_GELU_C;
             for (int64_t i = 0; i < len; i++)
-                u[i] = k * (xs[i] + cc * xs[i] * xs[i] * xs[i]);
-            if (vt)
-                vt(u, u, len);
+                e[i] = -2.0f * k * (xs[i] + cc * xs[i] * xs[i] * xs[i]);
+            if (ve)
+                ve(e, e, len);
             else
                 for (int64_t i = 0; i < len; i++)
-                    u[i] = tanhf(u[i]);
+                    e[i] = expf(e[i]);
             for (int64_t i = 0; i < len; i++) {
-                float xv = xs[i], t = u[i];
-                float d = 0.5f * (1.0f + t) + 0.5f * xv * (1.0f - t * t) * k * (1.0f + 3.0f * cc * xv * xv);
-                os[i] = gs[i] * d;
+                float xv = xs[i], sg = 1.0f / (1.0f + e[i]), sc = 1.0f / (1.0f + 1.0f / e[i]);
+                os[i] = gs[i] * (sg + 2.0f * xv * sg * sc * k * (1.0f + 3.0f * cc * xv * xv));
             }
         } else {
             for (int64_t i = 0; i < len; i++) {
