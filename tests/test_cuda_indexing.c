@@ -1,7 +1,10 @@
-/* The indexing, sort and loss kernels on the GPU (indexing.cu, sort.cu, nn.cu) against
- * the CPU: cat, index_select, gather, scatter_add (atomics over repeated indices), index_add,
- * masked_fill, embedding and its backward, sort / argsort / topk, nll_loss / cross_entropy and their
- * gradients; every element width, negative and int32 indices, non-contiguous inputs;
+/* The indexing, sort and loss kernels on the GPU (indexing.cu, select.cu, sort.cu,
+ * nn.cu) against the CPU: cat, index_select, gather, scatter_add (atomics over repeated
+ * indices), index_add, masked_fill, scatter / scatter_reduce (every reduction, with and
+ * without self; the last write winning over repeated targets), index_copy, index_fill,
+ * index / index_put (accumulate, masks, broadcast indices), nonzero, masked_select,
+ * one_hot, embedding and its backward, sort / argsort / topk, nll_loss / cross_entropy
+ * and their gradients; every element width, negative and int32 indices, non-contiguous inputs;
  * out-of-range indices and targets refused with the CPU's messages, device mixes
  * refused. Skipped (exit code 77) without a GPU. */
 #include <string.h>
@@ -229,6 +232,347 @@ static void test_errors(void **state) {
     ct_scope_end();
 }
 
+/* ------------------------------------------------------------------ scatter, index_copy, index_fill, index_put */
+
+/* Both devices refuse with status st and a message holding needle (the CPU's exact
+ * wording, which the GPU must repeat). */
+#define BOTH_ERR(cpu_expr, gpu_expr, st, needle)             \
+    do {                                                     \
+        ct_clear_error();                                    \
+        CT_ASSERT_ERR((cpu_expr) != NULL, (st), (needle));   \
+        CT_ASSERT_ERR((gpu_expr) != NULL, (st), (needle));   \
+    } while (0)
+
+/* Small integers 0..hi in dtype dt: sums and means over a few repeats stay exact in
+ * every dtype, whatever order the GPU's atomics take; with hi = 2, products are zero or
+ * powers of two, exact in any order too. */
+static ct_tensor *small_ints(const int64_t *shape, int nd, ct_dtype dt, double hi, uint64_t seed) {
+    return ct_to_dtype(ct_test_values(shape, nd, CT_I64, 0, hi + 0.99, seed), dt);
+}
+
+/* Indices in [0, size) (repeats when there are more than size). */
+static ct_tensor *positions(const int64_t *shape, int nd, int64_t size, uint64_t seed) {
+    return ct_test_values(shape, nd, CT_I64, 0, (double)size - 0.01, seed);
+}
+
+static const char *const reductions[] = {"sum", "prod", "mean", "amax", "amin"};
+
+static void test_scatter(void **state) {
+    (void)state;
+    for (int d = 0; d < NDT; d++) {
+        ct_dtype dt = dtypes[d];
+        ct_scope_begin();
+        ct_tensor *a = ct_test_special(CT_SHAPE(5, 6, 7), dt, -50, 50, 31);
+        ct_tensor *ga = g(a);
+        ct_scalar v = dt == CT_BOOL ? ct_scalar_bool(true) : ct_scalar_int(3);
+        for (int dim = 0; dim < 3; dim++) {
+            int64_t ishape[3] = {4, 5, 6};
+            ishape[dim] = 9; /* more positions than rows: repeated targets */
+            ct_tensor *idx = positions(ishape, 3, ct_tensor_shape(a)[dim], 32 + dim);
+            ct_tensor *src = ct_test_special(CT_SHAPE(9, 9, 9), dt, -50, 50, 33);
+            ct_tensor *s = ct_slice(ct_slice(ct_slice(src, 0, 0, ishape[0], 1), 1, 0, ishape[1], 1), 2, 0, ishape[2], 1);
+            /* src larger than the index (a strided view), the last write winning */
+            CT_AGREE("scatter", ct_scatter(a, dim, idx, src), ct_scatter(ga, dim, g(idx), g(src)), 0);
+            CT_AGREE("scatter sliced src", ct_scatter(a, dim, idx, s), ct_scatter(ga, dim, g(idx), g(s)), 0);
+            CT_AGREE("scatter value", ct_scatter_value(a, dim, idx, v), ct_scatter_value(ga, dim, g(idx), v), 0);
+            /* transposed target, index and source */
+            ct_tensor *at = ct_transpose(a, 0, 2), *it = ct_transpose(idx, 0, 2), *st = ct_transpose(src, 0, 2);
+            CT_AGREE("scatter transposed", ct_scatter(at, 2 - dim, it, st),
+                     ct_scatter(g(at), 2 - dim, g(it), g(st)), 0);
+            /* in place through a strided view */
+            ct_tensor *ca = ct_clone(a), *gca = g(a);
+            CT_ASSERT_OK(ct_scatter_(ct_transpose(ca, 0, 2), 2 - dim, it, st));
+            CT_ASSERT_OK(ct_scatter_(ct_transpose(gca, 0, 2), 2 - dim, g(it), g(st)));
+            CT_AGREE("scatter_ transposed", ca, gca, 0);
+            CT_ASSERT_OK(ct_scatter_value_(ca, dim, idx, v));
+            CT_ASSERT_OK(ct_scatter_value_(gca, dim, g(idx), v));
+            CT_AGREE("scatter_value_", ca, gca, 0);
+        }
+        /* scatter_reduce: exact on small integers, every reduction, with and without self */
+        ct_tensor *b = small_ints(CT_SHAPE(5, 6, 7), dt, 2, 34);
+        for (int dim = 0; dim < 3; dim++) {
+            int64_t ishape[3] = {5, 6, 7};
+            ishape[dim] = 11;
+            ct_tensor *idx = positions(ishape, 3, ct_tensor_shape(b)[dim], 35 + dim);
+            ct_tensor *src = small_ints(ishape, 3, dt, 2, 36 + dim);
+            for (int r = 0; r < 5; r++)
+                for (int self = 0; self < 2; self++) {
+                    char what[96];
+                    snprintf(what, sizeof what, "scatter_reduce %s self %d dim %d %s", reductions[r], self, dim,
+                             ct_dtype_name(dt));
+                    CT_AGREE(what, ct_scatter_reduce(b, dim, idx, src, reductions[r], self != 0),
+                             ct_scatter_reduce(g(b), dim, g(idx), g(src), reductions[r], self != 0), 0);
+                }
+            /* amax/amin over the special values (NaN wins, infinities) */
+            ct_tensor *sp = ct_test_special(ishape, 3, dt, -9, 9, 37 + dim);
+            for (int r = 3; r < 5; r++)
+                for (int self = 0; self < 2; self++)
+                    CT_AGREE(reductions[r], ct_scatter_reduce(a, dim, idx, sp, reductions[r], self != 0),
+                             ct_scatter_reduce(ga, dim, g(idx), g(sp), reductions[r], self != 0), 0);
+        }
+        /* in place on a transposed target */
+        ct_tensor *cb = ct_clone(b), *gcb = g(b);
+        ct_tensor *ri = positions(CT_SHAPE(7, 6, 9), 5, 38), *rs = small_ints(CT_SHAPE(7, 6, 9), dt, 3, 39);
+        CT_ASSERT_OK(ct_scatter_reduce_(ct_transpose(cb, 0, 2), 2, ri, rs, "mean", false));
+        CT_ASSERT_OK(ct_scatter_reduce_(ct_transpose(gcb, 0, 2), 2, g(ri), g(rs), "mean", false));
+        CT_AGREE("scatter_reduce_ mean transposed", cb, gcb, 0);
+        ct_scope_end();
+    }
+}
+
+static void test_scatter_edges(void **state) {
+    (void)state;
+    ct_scope_begin();
+    ct_tensor *a = ct_test_values(CT_SHAPE(4, 6), CT_F32, -1, 1, 40), *ga = g(a);
+    /* empty index: a copy; empty target; 0-d target and index */
+    ct_tensor *e = ct_zeros(CT_SHAPE(0, 6), CT_I64, CT_CPU), *es = ct_zeros(CT_SHAPE(0, 6), CT_F32, CT_CPU);
+    CT_AGREE("scatter empty index", ct_scatter(a, 0, e, es), ct_scatter(ga, 0, g(e), g(es)), 0);
+    CT_AGREE("scatter_reduce empty index", ct_scatter_reduce(a, 0, e, es, "prod", false),
+             ct_scatter_reduce(ga, 0, g(e), g(es), "prod", false), 0);
+    ct_tensor *z = ct_zeros(CT_SHAPE(0, 3), CT_F32, CT_CPU);
+    CT_AGREE("scatter empty target", ct_scatter(z, 1, e, es), ct_scatter(g(z), 1, g(e), g(es)), 0);
+    ct_tensor *s0 = ct_full(NULL, 0, ct_scalar_float(2.5), CT_F32, CT_CPU), *i0 = ct_zeros(NULL, 0, CT_I64, CT_CPU);
+    ct_tensor *t0 = ct_full(NULL, 0, ct_scalar_float(-1), CT_F32, CT_CPU);
+    CT_AGREE("scatter 0-d", ct_scatter(t0, 0, i0, s0), ct_scatter(g(t0), 0, g(i0), g(s0)), 0);
+    CT_AGREE("scatter_reduce 0-d", ct_scatter_reduce(t0, 0, i0, s0, "sum", true),
+             ct_scatter_reduce(g(t0), 0, g(i0), g(s0), "sum", true), 0);
+    /* float sums and means over many repeats: close (atomics add in any order) */
+    ct_tensor *big = ct_test_values(CT_SHAPE(10, 32), CT_F64, -1, 1, 41);
+    ct_tensor *ri = positions(CT_SHAPE(3000, 32), 10, 42), *rs = ct_test_values(CT_SHAPE(3000, 32), CT_F64, -1, 1, 43);
+    CT_AGREE("scatter_reduce sum repeats", ct_scatter_reduce(big, 0, ri, rs, "sum", true),
+             ct_scatter_reduce(g(big), 0, g(ri), g(rs), "sum", true), 1e3);
+    CT_AGREE("scatter_reduce mean repeats", ct_scatter_reduce(big, 0, ri, rs, "mean", false),
+             ct_scatter_reduce(g(big), 0, g(ri), g(rs), "mean", false), 1e3);
+    CT_AGREE("scatter repeats", ct_scatter(big, 0, ri, rs), ct_scatter(g(big), 0, g(ri), g(rs)), 0);
+    /* out-of-range and negative positions: the CPU's message; an in-place target is
+     * left as it was */
+    int64_t bad[] = {0, 1, 2, 3, 4, 5, 1, 2, 3, 4, 5, 6};
+    ct_tensor *bi = ct_from_data(bad, CT_SHAPE(2, 6), CT_I64);
+    BOTH_ERR(ct_scatter(a, 0, bi, a), ct_scatter(ga, 0, g(bi), ga), CT_ERROR_INDEX,
+             "index 4 is out of bounds for dimension 0 with size 4");
+    BOTH_ERR(ct_scatter_reduce(a, 1, ct_add_scalar(bi, ct_scalar_int(1)), ct_ones(CT_SHAPE(2, 6), CT_F32, CT_CPU), "amax", true),
+             ct_scatter_reduce(ga, 1, g(ct_add_scalar(bi, ct_scalar_int(1))), g(ct_ones(CT_SHAPE(2, 6), CT_F32, CT_CPU)), "amax", true),
+             CT_ERROR_INDEX, "index 6 is out of bounds for dimension 1 with size 6");
+    int64_t neg[] = {0, -1};
+    ct_tensor *ni = ct_from_data(neg, CT_SHAPE(1, 2), CT_I64);
+    BOTH_ERR(ct_scatter_value(a, 1, ni, ct_scalar_int(1)), ct_scatter_value(ga, 1, g(ni), ct_scalar_int(1)),
+             CT_ERROR_INDEX, "index -1 is out of bounds for dimension 1 with size 6");
+    ct_tensor *before = ct_to_device(ga, CT_CPU);
+    CT_ASSERT_ERR(ct_scatter_(ga, 0, g(bi), ga) != NULL, CT_ERROR_INDEX, "index 4 is out of bounds");
+    CT_AGREE("a failed scatter_ leaves its target alone", before, ga, 0);
+    CT_ASSERT_ERR(ct_scatter_reduce_(ga, 0, g(bi), ga, "sum", false) != NULL, CT_ERROR_INDEX, "index 4 is out of bounds");
+    CT_AGREE("a failed scatter_reduce_ leaves its target alone", before, ga, 0);
+    /* argument errors repeat the CPU's */
+    BOTH_ERR(ct_scatter(a, 0, ct_zeros(CT_SHAPE(1, 2), CT_I32, CT_CPU), a),
+             ct_scatter(ga, 0, g(ct_zeros(CT_SHAPE(1, 2), CT_I32, CT_CPU)), ga), CT_ERROR_TYPE, "Expected dtype int64");
+    BOTH_ERR(ct_scatter(a, 0, ct_zeros(CT_SHAPE(2), CT_I64, CT_CPU), a),
+             ct_scatter(ga, 0, g(ct_zeros(CT_SHAPE(2), CT_I64, CT_CPU)), ga), CT_ERROR_VALUE, "same number of dimensions");
+    CT_ASSERT_ERR(ct_scatter(ga, 0, ct_zeros(CT_SHAPE(1, 2), CT_I64, CT_CPU), ga) != NULL, CT_ERROR_DEVICE, "same device");
+    ct_scope_end();
+}
+
+static void test_index_copy_fill(void **state) {
+    (void)state;
+    for (int d = 0; d < NDT; d++) {
+        ct_dtype dt = dtypes[d];
+        ct_scope_begin();
+        ct_tensor *a = ct_test_special(CT_SHAPE(5, 6, 7), dt, -50, 50, 44), *ga = g(a);
+        ct_scalar v = dt == CT_BOOL ? ct_scalar_bool(true) : ct_scalar_int(-2);
+        if (dt == CT_U8 || dt == CT_U16 || dt == CT_U32 || dt == CT_U64)
+            v = ct_scalar_int(7);
+        for (int dim = 0; dim < 3; dim++) {
+            int64_t size = ct_tensor_shape(a)[dim];
+            /* 9 positions: repeats, the last one winning as on the CPU */
+            ct_tensor *idx = positions(CT_SHAPE(9), size, 45 + dim);
+            int64_t sshape[3] = {5, 6, 7};
+            sshape[dim] = 9;
+            ct_tensor *src = ct_test_special(sshape, 3, dt, -50, 50, 46 + dim);
+            CT_AGREE("index_copy", ct_index_copy(a, dim, idx, src), ct_index_copy(ga, dim, g(idx), g(src)), 0);
+            ct_tensor *ts = ct_transpose(src, 0, 2), *ta = ct_transpose(a, 0, 2);
+            CT_AGREE("index_copy transposed", ct_index_copy(ta, 2 - dim, idx, ts),
+                     ct_index_copy(g(ta), 2 - dim, g(idx), g(ts)), 0);
+            /* a strided index, negatives for index_fill (which wraps them) */
+            ct_tensor *fi = indices(CT_SHAPE(10), size, CT_I64, 47 + dim), *sfi = ct_slice(fi, 0, 0, 10, 2);
+            CT_AGREE("index_fill", ct_index_fill(a, dim, fi, v), ct_index_fill(ga, dim, g(fi), v), 0);
+            CT_AGREE("index_fill strided index", ct_index_fill(ta, 2 - dim, sfi, v),
+                     ct_index_fill(g(ta), 2 - dim, g(sfi), v), 0);
+            ct_tensor *ca = ct_clone(a), *gca = g(a);
+            CT_ASSERT_OK(ct_index_copy_(ct_transpose(ca, 0, 2), 2 - dim, idx, ts));
+            CT_ASSERT_OK(ct_index_copy_(ct_transpose(gca, 0, 2), 2 - dim, g(idx), g(ts)));
+            CT_ASSERT_OK(ct_index_fill_(ct_transpose(ca, 0, 1), dim == 2 ? 2 : 1 - dim, sfi, v));
+            CT_ASSERT_OK(ct_index_fill_(ct_transpose(gca, 0, 1), dim == 2 ? 2 : 1 - dim, g(sfi), v));
+            CT_AGREE("index_copy_/index_fill_ in place", ca, gca, 0);
+        }
+        /* 0-d target, index and source; empty index */
+        ct_tensor *s0 = ct_test_special(NULL, 0, dt, -3, 3, 48), *i0 = ct_zeros(NULL, 0, CT_I64, CT_CPU);
+        CT_AGREE("index_copy 0-d", ct_index_copy(s0, 0, i0, s0), ct_index_copy(g(s0), 0, g(i0), g(s0)), 0);
+        CT_AGREE("index_fill 0-d", ct_index_fill(s0, 0, i0, v), ct_index_fill(g(s0), 0, g(i0), v), 0);
+        ct_tensor *e = ct_zeros(CT_SHAPE(0), CT_I64, CT_CPU);
+        CT_AGREE("index_fill empty index", ct_index_fill(a, 1, e, v), ct_index_fill(ga, 1, g(e), v), 0);
+        CT_AGREE("index_copy empty index", ct_index_copy(a, 1, e, ct_zeros(CT_SHAPE(5, 0, 7), dt, CT_CPU)),
+                 ct_index_copy(ga, 1, g(e), g(ct_zeros(CT_SHAPE(5, 0, 7), dt, CT_CPU))), 0);
+        ct_scope_end();
+    }
+    ct_scope_begin();
+    ct_tensor *a = ct_test_values(CT_SHAPE(5, 4), CT_F32, -1, 1, 49), *ga = g(a);
+    int64_t bad[] = {0, 5}, neg[] = {-1, 2}, fbad[] = {1, -6};
+    ct_tensor *bi = ct_from_data(bad, CT_SHAPE(2), CT_I64), *ni = ct_from_data(neg, CT_SHAPE(2), CT_I64);
+    ct_tensor *fi = ct_from_data(fbad, CT_SHAPE(2), CT_I64), *src = ct_ones(CT_SHAPE(2, 4), CT_F32, CT_CPU);
+    BOTH_ERR(ct_index_copy(a, 0, bi, src), ct_index_copy(ga, 0, g(bi), g(src)), CT_ERROR_INDEX,
+             "index_copy_(): index 5 is out of bounds for dimension 0 with size 5");
+    BOTH_ERR(ct_index_copy(a, 0, ni, src), ct_index_copy(ga, 0, g(ni), g(src)), CT_ERROR_INDEX,
+             "index_copy_(): index -1 is out of bounds for dimension 0 with size 5");
+    BOTH_ERR(ct_index_fill(a, 0, fi, ct_scalar_int(1)), ct_index_fill(ga, 0, g(fi), ct_scalar_int(1)), CT_ERROR_INDEX,
+             "index -6 is out of bounds for dimension 0 with size 5");
+    ct_tensor *before = ct_to_device(ga, CT_CPU);
+    CT_ASSERT_ERR(ct_index_copy_(ga, 0, g(bi), g(src)) != NULL, CT_ERROR_INDEX, "index 5 is out of bounds");
+    CT_ASSERT_ERR(ct_index_fill_(ga, 0, g(fi), ct_scalar_int(1)) != NULL, CT_ERROR_INDEX, "index -6 is out of bounds");
+    CT_AGREE("failed index_copy_/index_fill_ leave their target alone", before, ga, 0);
+    BOTH_ERR(ct_index_copy(a, 0, ct_zeros(CT_SHAPE(2), CT_I32, CT_CPU), src),
+             ct_index_copy(ga, 0, g(ct_zeros(CT_SHAPE(2), CT_I32, CT_CPU)), g(src)), CT_ERROR_TYPE,
+             "Expected a long tensor for index");
+    BOTH_ERR(ct_index_fill(a, 0, ct_zeros(CT_SHAPE(1, 2), CT_I64, CT_CPU), ct_scalar_int(1)),
+             ct_index_fill(ga, 0, g(ct_zeros(CT_SHAPE(1, 2), CT_I64, CT_CPU)), ct_scalar_int(1)), CT_ERROR_VALUE,
+             "Index has to be a vector/scalar");
+    CT_ASSERT_ERR(ct_index_fill(ga, 0, bi, ct_scalar_int(1)) != NULL, CT_ERROR_DEVICE, "same device");
+    ct_scope_end();
+}
+
+static void test_index_put(void **state) {
+    (void)state;
+    for (int d = 0; d < NDT; d++) {
+        ct_dtype dt = dtypes[d];
+        ct_scope_begin();
+        ct_tensor *a = small_ints(CT_SHAPE(5, 6, 7), dt, 3, 50), *ga = g(a);
+        /* t[i, :, j] (B first), t[:, i, j] with i (3, 1) and j (1, 4) broadcast (in place),
+         * t[mask] with a (5, 6) mask, t[i] with negative positions */
+        ct_tensor *i0 = indices(CT_SHAPE(8), 5, CT_I64, 51), *i2 = indices(CT_SHAPE(8), 7, CT_I64, 52);
+        ct_tensor *i1 = indices(CT_SHAPE(3, 1), 6, CT_I64, 53), *j2 = indices(CT_SHAPE(1, 4), 6, CT_I64, 54);
+        ct_tensor *mask = ct_gt_scalar(ct_test_values(CT_SHAPE(5, 6), CT_F32, -1, 1, 55), ct_scalar_int(0));
+        const ct_tensor *l1[3] = {i0, NULL, i2}, *gl1[3] = {g(i0), NULL, g(i2)};
+        const ct_tensor *l2[3] = {NULL, i1, j2}, *gl2[3] = {NULL, g(i1), g(j2)};
+        const ct_tensor *l3[1] = {mask}, *gl3[1] = {g(mask)};
+        const ct_tensor *l4[1] = {i0}, *gl4[1] = {g(i0)};
+        CT_AGREE("index B first", ct_index(a, l1, 3), ct_index(ga, gl1, 3), 0);
+        CT_AGREE("index broadcast", ct_index(a, l2, 3), ct_index(ga, gl2, 3), 0);
+        CT_AGREE("index mask", ct_index(a, l3, 1), ct_index(ga, gl3, 1), 0);
+        CT_AGREE("index transposed", ct_index(ct_transpose(a, 0, 2), l4, 1), ct_index(ct_transpose(ga, 0, 2), gl4, 1), 0);
+        ct_tensor *v1 = small_ints(CT_SHAPE(8, 6), dt, 3, 56), *v2 = small_ints(CT_SHAPE(4), dt, 3, 57);
+        ct_tensor *v3 = small_ints(CT_SHAPE(1), dt, 3, 58);
+        for (int acc = 0; acc < 2; acc++) {
+            char what[96];
+            snprintf(what, sizeof what, "index_put acc %d %s", acc, ct_dtype_name(dt));
+            CT_AGREE(what, ct_index_put(a, l1, 3, v1, acc), ct_index_put(ga, gl1, 3, g(v1), acc), 0);
+            CT_AGREE(what, ct_index_put(a, l2, 3, v2, acc), ct_index_put(ga, gl2, 3, g(v2), acc), 0);
+            CT_AGREE(what, ct_index_put(a, l3, 1, v3, acc), ct_index_put(ga, gl3, 1, g(v3), acc), 0);
+            ct_tensor *ca = ct_clone(a), *gca = g(a);
+            CT_ASSERT_OK(ct_index_put_(ct_transpose(ca, 0, 1), l4, 1, v3, acc));
+            CT_ASSERT_OK(ct_index_put_(ct_transpose(gca, 0, 1), gl4, 1, g(v3), acc));
+            CT_ASSERT_OK(ct_index_put_(ct_transpose(ca, 1, 2), l2, 3, v2, acc));
+            CT_ASSERT_OK(ct_index_put_(ct_transpose(gca, 1, 2), gl2, 3, g(v2), acc));
+            CT_AGREE("index_put_ transposed", ca, gca, 0);
+            ct_clear_error();
+        }
+        ct_scope_end();
+    }
+    ct_scope_begin();
+    ct_tensor *a = ct_test_values(CT_SHAPE(4, 5, 7), CT_F32, -1, 1, 59), *ga = g(a);
+    /* float accumulation over many repeats: close */
+    ct_tensor *ri = positions(CT_SHAPE(4000), 4, 60), *rv = ct_test_values(CT_SHAPE(4000, 5, 7), CT_F32, -1, 1, 61);
+    const ct_tensor *rl[1] = {ri}, *grl[1] = {g(ri)};
+    CT_AGREE("index_put accumulate repeats", ct_index_put(a, rl, 1, rv, true), ct_index_put(ga, grl, 1, g(rv), true), 200);
+    CT_AGREE("index_put repeats", ct_index_put(a, rl, 1, rv, false), ct_index_put(ga, grl, 1, g(rv), false), 0);
+    /* the dim in the message counts the indexed dims only; the first bad position wins */
+    int64_t ok[] = {0, 1, 2}, bad[] = {1, 9, -8};
+    ct_tensor *oi = ct_from_data(ok, CT_SHAPE(3), CT_I64), *bi = ct_from_data(bad, CT_SHAPE(3), CT_I64);
+    const ct_tensor *l[3] = {oi, NULL, bi}, *gl[3] = {g(oi), NULL, g(bi)};
+    ct_tensor *vals = ct_ones(CT_SHAPE(3, 5), CT_F32, CT_CPU);
+    BOTH_ERR(ct_index(a, l, 3), ct_index(ga, gl, 3), CT_ERROR_INDEX, "index 9 is out of bounds for dimension 1 with size 7");
+    BOTH_ERR(ct_index_put(a, l, 3, vals, true), ct_index_put(ga, gl, 3, g(vals), true), CT_ERROR_INDEX,
+             "index 9 is out of bounds for dimension 1 with size 7");
+    ct_tensor *before = ct_to_device(ga, CT_CPU);
+    CT_ASSERT_ERR(ct_index_put_(ga, gl, 3, g(vals), false) != NULL, CT_ERROR_INDEX, "index 9 is out of bounds");
+    CT_AGREE("a failed index_put_ leaves its target alone", before, ga, 0);
+    /* an empty result checks nothing, on both */
+    ct_tensor *e = ct_zeros(CT_SHAPE(4, 0, 7), CT_F32, CT_CPU);
+    CT_AGREE("index empty result", ct_index(e, l, 3), ct_index(g(e), gl, 3), 0);
+    CT_AGREE("index_put empty result", ct_index_put(e, l, 3, ct_ones(CT_SHAPE(1), CT_F32, CT_CPU), false),
+             ct_index_put(g(e), gl, 3, g(ct_ones(CT_SHAPE(1), CT_F32, CT_CPU)), false), 0);
+    BOTH_ERR(ct_index_put(a, l, 3, ct_ones(CT_SHAPE(3, 5), CT_F64, CT_CPU), false),
+             ct_index_put(ga, gl, 3, g(ct_ones(CT_SHAPE(3, 5), CT_F64, CT_CPU)), false), CT_ERROR_TYPE,
+             "Index put requires the source and destination dtypes match");
+    const ct_tensor *mixed[1] = {oi};
+    CT_ASSERT_ERR(ct_index(ga, mixed, 1) != NULL, CT_ERROR_DEVICE, "same device");
+    ct_scope_end();
+}
+
+/* ------------------------------------------------------------------ nonzero, masked_select, one_hot */
+
+static void test_select(void **state) {
+    (void)state;
+    for (int d = 0; d < NDT; d++) {
+        ct_dtype dt = dtypes[d];
+        ct_scope_begin();
+        /* special values: -0 is zero, NaN is not */
+        ct_tensor *a = ct_test_special(CT_SHAPE(6, 7, 8), dt, -2, 2, 62), *ga = g(a);
+        CT_AGREE("nonzero", ct_nonzero(a), ct_nonzero(ga), 0);
+        CT_AGREE("nonzero transposed", ct_nonzero(ct_transpose(a, 0, 2)), ct_nonzero(ct_transpose(ga, 0, 2)), 0);
+        ct_tensor *s0 = ct_test_special(NULL, 0, dt, -2, 2, 63), *z = ct_zeros(CT_SHAPE(3, 4), dt, CT_CPU);
+        CT_AGREE("nonzero 0-d", ct_nonzero(s0), ct_nonzero(g(s0)), 0);
+        CT_AGREE("nonzero all zero", ct_nonzero(z), ct_nonzero(g(z)), 0);
+        CT_AGREE("nonzero empty", ct_nonzero(ct_zeros(CT_SHAPE(0, 4), dt, CT_CPU)),
+                 ct_nonzero(g(ct_zeros(CT_SHAPE(0, 4), dt, CT_CPU))), 0);
+        ct_tensor *m = ct_gt_scalar(ct_test_values(CT_SHAPE(6, 1, 8), CT_F32, -1, 1, 64), ct_scalar_int(0));
+        CT_AGREE("masked_select broadcast mask", ct_masked_select(a, m), ct_masked_select(ga, g(m)), 0);
+        ct_tensor *m2 = ct_gt_scalar(ct_test_values(CT_SHAPE(3, 6, 7, 8), CT_F32, -1, 1, 65), ct_scalar_int(0));
+        CT_AGREE("masked_select broadcast self", ct_masked_select(a, m2), ct_masked_select(ga, g(m2)), 0);
+        ct_tensor *mu = ct_to_dtype(m, CT_U8);
+        CT_AGREE("masked_select uint8 mask transposed", ct_masked_select(ct_transpose(a, 0, 2), ct_transpose(mu, 0, 2)),
+                 ct_masked_select(ct_transpose(ga, 0, 2), ct_transpose(g(mu), 0, 2)), 0);
+        CT_AGREE("masked_select none", ct_masked_select(a, ct_zeros(CT_SHAPE(8), CT_BOOL, CT_CPU)),
+                 ct_masked_select(ga, g(ct_zeros(CT_SHAPE(8), CT_BOOL, CT_CPU))), 0);
+        ct_scope_end();
+    }
+    ct_scope_begin();
+    /* more elements than one block's share: the prefix sum spans many blocks */
+    ct_tensor *big = ct_gt_scalar(ct_test_values(CT_SHAPE(1000, 1100), CT_F32, -1, 1, 66), ct_scalar_float(0.3));
+    ct_tensor *gbig = g(big);
+    CT_AGREE("nonzero 1.1M", ct_nonzero(big), ct_nonzero(gbig), 0);
+    ct_tensor *vals = ct_test_values(CT_SHAPE(1000, 1100), CT_F32, -1, 1, 67);
+    CT_AGREE("masked_select 1.1M", ct_masked_select(vals, big), ct_masked_select(g(vals), gbig), 0);
+    ct_tensor *a = g(ct_ones(CT_SHAPE(4, 5), CT_F32, CT_CPU));
+    CT_ASSERT_ERR(ct_masked_select(a, g(ct_ones(CT_SHAPE(4, 5), CT_F32, CT_CPU))) != NULL, CT_ERROR_TYPE,
+                  "expected BoolTensor or ByteTensor for mask");
+    CT_ASSERT_ERR(ct_masked_select(a, g(ct_ones(CT_SHAPE(3), CT_BOOL, CT_CPU))) != NULL, CT_ERROR_VALUE,
+                  "must match the size");
+    CT_ASSERT_ERR(ct_masked_select(a, ct_ones(CT_SHAPE(4, 5), CT_BOOL, CT_CPU)) != NULL, CT_ERROR_DEVICE,
+                  "same device");
+    ct_scope_end();
+}
+
+static void test_one_hot(void **state) {
+    (void)state;
+    ct_scope_begin();
+    ct_tensor *i = ct_test_values(CT_SHAPE(4, 9), CT_I64, 0, 6.99, 68);
+    CT_AGREE("one_hot inferred", ct_one_hot(i, -1), ct_one_hot(g(i), -1), 0);
+    CT_AGREE("one_hot 10", ct_one_hot(i, 10), ct_one_hot(g(i), 10), 0);
+    CT_AGREE("one_hot transposed", ct_one_hot(ct_t(i), 7), ct_one_hot(g(ct_t(i)), 7), 0);
+    ct_tensor *e = ct_zeros(CT_SHAPE(0, 3), CT_I64, CT_CPU);
+    CT_AGREE("one_hot empty", ct_one_hot(e, 4), ct_one_hot(g(e), 4), 0);
+    CT_AGREE("one_hot empty, no classes", ct_one_hot(e, 0), ct_one_hot(g(e), 0), 0);
+    ct_tensor *s0 = ct_full(NULL, 0, ct_scalar_int(2), CT_I64, CT_CPU);
+    CT_AGREE("one_hot 0-d", ct_one_hot(s0, -1), ct_one_hot(g(s0), -1), 0);
+    int64_t neg[] = {1, -1, 9};
+    ct_tensor *ni = ct_from_data(neg, CT_SHAPE(3), CT_I64);
+    BOTH_ERR(ct_one_hot(ni, 20), ct_one_hot(g(ni), 20), CT_ERROR_VALUE, "Class values must be non-negative.");
+    BOTH_ERR(ct_one_hot(i, 5), ct_one_hot(g(i), 5), CT_ERROR_VALUE, "Class values must be smaller than num_classes.");
+    BOTH_ERR(ct_one_hot(e, -1), ct_one_hot(g(e), -1), CT_ERROR_VALUE, "Can not infer total number of classes");
+    BOTH_ERR(ct_one_hot(i, -2), ct_one_hot(g(i), -2), CT_ERROR_VALUE, "num_classes should be positive or -1");
+    BOTH_ERR(ct_one_hot(ct_to_dtype(i, CT_I32), 7), ct_one_hot(g(ct_to_dtype(i, CT_I32)), 7), CT_ERROR_TYPE,
+             "only applicable to index tensor");
+    ct_scope_end();
+}
+
 int main(void) {
     int skip = ct_test_require_gpu("test_cuda_indexing");
     if (skip)
@@ -237,6 +581,9 @@ int main(void) {
         cmocka_unit_test(test_select_gather),     cmocka_unit_test(test_accumulate),
         cmocka_unit_test(test_float_atomics),     cmocka_unit_test(test_embedding_and_nll),
         cmocka_unit_test(test_sort_topk),         cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_scatter),           cmocka_unit_test(test_scatter_edges),
+        cmocka_unit_test(test_index_copy_fill),   cmocka_unit_test(test_index_put),
+        cmocka_unit_test(test_select),            cmocka_unit_test(test_one_hot),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

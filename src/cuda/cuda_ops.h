@@ -47,8 +47,41 @@ ct_status ct_cuda_masked_fill(ct_tensor *out, const ct_tensor *mask, const int64
 /* Writes the first k of t's rows along d, sorted, into vals and idx (allocated with
  * size k along d, contiguous). */
 ct_status ct_cuda_sort(ct_tensor *vals, ct_tensor *idx, const ct_tensor *t, int d, int64_t k, bool descending);
+/* The ops of the update kernels of src/ops/indexing.c, on their contiguous work tensor
+ * w once it lives on a GPU (Note [Update kernels]); arguments checked by then.
+ * scatter: reduce -1 for a plain scatter of src, or of value's bytes when src is NULL;
+ * else the order of its red_kind (CT_CUDA_SCATTER_*). index_fill: value's bytes. Index
+ * messages as the CPU's. */
+ct_status ct_cuda_scatter(ct_tensor *w, const ct_tensor *index, const ct_tensor *src, const void *value, int dim,
+                          int reduce, bool include_self, const char *op);
+ct_status ct_cuda_index_copy(ct_tensor *w, const ct_tensor *index, const ct_tensor *src, int dim);
+ct_status ct_cuda_index_fill(ct_tensor *w, const ct_tensor *index, const void *value, int dim);
+/* Advanced indexing (src/ops/advindex.c's plan: per dim of t its int64 index or NULL,
+ * their strides broadcast to the index shape, which has bnd dims and sits at result
+ * dim insert; the sliced dims). index: out (contiguous) = t indexed; index_put: into the
+ * contiguous work tensor w, values read through vstr over the result shape. */
+ct_status ct_cuda_index_get(ct_tensor *out, const ct_tensor *t, const ct_tensor *const *idx,
+                            const int64_t (*istr)[CT_MAX_DIMS], int bnd, int insert, const int *slice_dim,
+                            int nslice);
+ct_status ct_cuda_index_put(ct_tensor *w, const ct_tensor *values, const int64_t *vstr, const ct_tensor *const *idx,
+                            const int64_t (*istr)[CT_MAX_DIMS], const int64_t *oshape, int ond, int bnd, int insert,
+                            const int *slice_dim, int nslice, bool accumulate);
+/* nonzero and masked_select: allocate the data-dependent output on t's device and set
+ * it as the call's output 0. masked_select: the broadcast shape and both operands'
+ * element strides over it. */
+ct_status ct_cuda_nonzero(ct_call *call, const ct_tensor *t);
+ct_status ct_cuda_masked_select(ct_call *call, const ct_tensor *t, const ct_tensor *mask, const int64_t *shape, int nd,
+                                const int64_t *tstr, const int64_t *mstr);
+/* shape_cuda.c: flip (flipped: per dim), tril/triu of a contiguous c, pad (src/ops/pad.c's
+ * lo and hi_crop, its mode order, value's bytes); outputs allocated, contiguous. */
+ct_status ct_cuda_flip(ct_tensor *out, const ct_tensor *t, const bool *flipped);
+ct_status ct_cuda_tri(ct_tensor *out, const ct_tensor *c, int64_t k, bool lower);
+ct_status ct_cuda_pad(ct_tensor *out, const ct_tensor *t, const int64_t *lo, const int64_t *hi_crop, int mode,
+                      const void *value);
 /* Registers cat, index_select, gather, scatter_add, index_add, masked_fill, embedding,
- * embedding_backward, sort and topk at CT_KEY_CUDA. */
+ * embedding_backward, sort, topk, flip, tril, triu, pad, nonzero, masked_select,
+ * scatter, scatter_reduce, index_copy, index_fill, index, index_put and one_hot at
+ * CT_KEY_CUDA. */
 void ct_cuda_register_indexing(void);
 /* Registers nll_loss and nll_loss_backward at CT_KEY_CUDA (nn_cuda.c). */
 void ct_cuda_register_nn(void);

@@ -220,6 +220,108 @@ ct_status ct_cuda_index_add_run(void *dst, const void *src, ct_dtype dt, const v
 ct_status ct_cuda_masked_fill_run(const ct_cuda_iter_desc *d, const void *value, size_t esz, int device,
                                   const char *op);
 
+/* The element reductions of scatter_reduce (the order of src/ops/indexing.c's
+ * red_kind); index_put's accumulate is SUM. */
+enum { CT_CUDA_SCATTER_SUM = 0, CT_CUDA_SCATTER_PROD, CT_CUDA_SCATTER_MEAN, CT_CUDA_SCATTER_AMAX, CT_CUDA_SCATTER_AMIN };
+
+/* scatter / scatter_reduce into a contiguous target out (g.tstr) of dtype dt; the index
+ * is int64, contiguous, validated (no negatives). src (g.sstr) or, when NULL, the
+ * value's bytes. claim: winner[off] = the largest k + 1 writing at off (zeroed by the
+ * caller), so that a plain scatter's last write wins as on the CPU. run: reduce < 0
+ * copies (only where winner[off] == k + 1 when winner is given), else combines
+ * atomically and counts the values per target in count (when given). init: the
+ * reduction's identity at every target (include_self = false). mean_finish: each of
+ * the n targets with count c > 0 divided by c + include_self when that exceeds 1. */
+ct_status ct_cuda_scatter_claim(const int64_t *idx, const ct_cuda_index_desc *g, uint64_t *winner, int device,
+                                const char *op);
+ct_status ct_cuda_scatter_init(void *out, ct_dtype dt, const int64_t *idx, const ct_cuda_index_desc *g, int reduce,
+                               int device, const char *op);
+ct_status ct_cuda_scatter_run(void *out, const void *src, uint64_t value, ct_dtype dt, const int64_t *idx,
+                              const ct_cuda_index_desc *g, int reduce, const uint64_t *winner, uint64_t *count,
+                              int device, const char *op);
+ct_status ct_cuda_scatter_mean_finish(void *out, ct_dtype dt, const uint64_t *count, int64_t n, int include_self,
+                                      int device, const char *op);
+/* index_copy / index_fill over dst (outer, size, inner), contiguous; 1-d index of nidx
+ * validated entries (index_fill's negatives wrap). claim: winner[at] = the largest i + 1
+ * naming slot at (zeroed by the caller). copy: src (outer, nidx, inner) contiguous, or
+ * its single element when src_scalar; slices whose winner is another index are left
+ * out. fill: value's bytes. */
+ct_status ct_cuda_index_claim(const int64_t *idx, int64_t nidx, int64_t size, uint64_t *winner, int device,
+                              const char *op);
+ct_status ct_cuda_index_copy_run(void *dst, const void *src, size_t esz, const int64_t *idx, int64_t outer,
+                                 int64_t nidx, int64_t inner, int64_t size, const uint64_t *winner, int src_scalar,
+                                 int device, const char *op);
+ct_status ct_cuda_index_fill_run(void *dst, size_t esz, uint64_t value, const int64_t *idx, int64_t outer,
+                                 int64_t nidx, int64_t inner, int64_t size, int device, const char *op);
+
+/* Advanced indexing (index, index_put): the plan of src/ops/advindex.c. The result has
+ * shape oshape: the sliced dims before insert, then the broadcast index shape B (bnd
+ * dims), then the other sliced dims; indexed dim idim[j] of t takes its position from
+ * idata[j] (int64, element strides istr[j] over B). t: tshape, element strides tstr;
+ * values: element strides vstr over oshape. */
+typedef struct ct_cuda_advindex_desc {
+    int ond, insert, bnd, nslice, nidx;
+    int64_t total; /* elements of oshape */
+    int64_t oshape[CT_CUDA_MAX_DIMS];
+    int slice_dim[CT_CUDA_MAX_DIMS];
+    int idim[CT_CUDA_MAX_DIMS];
+    const int64_t *idata[CT_CUDA_MAX_DIMS];
+    int64_t istr[CT_CUDA_MAX_DIMS][CT_CUDA_MAX_DIMS];
+    int64_t tshape[CT_CUDA_MAX_DIMS], tstr[CT_CUDA_MAX_DIMS], vstr[CT_CUDA_MAX_DIMS];
+} ct_cuda_advindex_desc;
+/* *first (all ones beforehand) = the smallest b * nidx + j such that index j at B
+ * position b (row-major) is outside [-size, size) of its dim. */
+ct_status ct_cuda_advindex_check(const ct_cuda_advindex_desc *a, uint64_t *first, int device, const char *op);
+/* index: dst (contiguous, oshape) = t at the indexed positions. */
+ct_status ct_cuda_advindex_get(void *dst, const void *t, size_t esz, const ct_cuda_advindex_desc *a, int device,
+                               const char *op);
+/* index_put into t (dtype dt): claim as scatter's (winner over t's elements, t
+ * contiguous); put: accumulate adds atomically, else the last write (winner) wins. */
+ct_status ct_cuda_advindex_claim(const ct_cuda_advindex_desc *a, uint64_t *winner, int device, const char *op);
+ct_status ct_cuda_advindex_put(void *t, const void *values, ct_dtype dt, const ct_cuda_advindex_desc *a,
+                               int accumulate, const uint64_t *winner, int device, const char *op);
+/* one_hot: y (n, nc) int64, zeroed, gets 1 at (i, idx[i]); indices validated. */
+ct_status ct_cuda_one_hot_run(int64_t *y, const int64_t *idx, int64_t n, int64_t nc, int device, const char *op);
+
+/* select.cu: nonzero and masked_select. The tested tensor (nonzero: t; masked_select:
+ * the mask, as uint8) is walked row-major over shape through element strides tstr;
+ * masked_select reads the values through vstr. count: flags of the nonzero elements,
+ * summed in place (scratch: ct_cuda_select_scratch(n) bytes), and the total copied to
+ * the host (waits for the stream). The fills then write the selected coordinates
+ * (nonzero: out (count, nd) int64) or values (masked_select: out (count)). Up to
+ * 2^31 - 1 elements. */
+typedef struct ct_cuda_select_desc {
+    int nd;
+    int64_t n;
+    int64_t shape[CT_CUDA_MAX_DIMS], tstr[CT_CUDA_MAX_DIMS], vstr[CT_CUDA_MAX_DIMS];
+} ct_cuda_select_desc;
+size_t ct_cuda_select_scratch(int64_t n);
+ct_status ct_cuda_select_count(const ct_cuda_select_desc *d, const void *tested, ct_dtype dt, void *scratch,
+                               int64_t *count, int device, const char *op);
+ct_status ct_cuda_nonzero_fill(const ct_cuda_select_desc *d, const void *scratch, int64_t *out, int device,
+                               const char *op);
+ct_status ct_cuda_masked_select_fill(const ct_cuda_select_desc *d, const void *scratch, const void *values,
+                                     size_t esz, void *out, int device, const char *op);
+
+/* shape.cu: flip and pad, one output element per thread, the output contiguous (shape
+ * oshape), the input read through element strides istr. mode: CT_CUDA_REMAP_*; pad's
+ * lo (left amounts, negative crops) and hicrop (right crops) as in src/ops/pad.c. */
+enum { CT_CUDA_REMAP_CONSTANT = 0, CT_CUDA_REMAP_REFLECT, CT_CUDA_REMAP_REPLICATE, CT_CUDA_REMAP_CIRCULAR,
+       CT_CUDA_REMAP_FLIP };
+typedef struct ct_cuda_remap_desc {
+    int nd, mode;
+    int64_t n;
+    int64_t oshape[CT_CUDA_MAX_DIMS], ishape[CT_CUDA_MAX_DIMS], istr[CT_CUDA_MAX_DIMS];
+    int64_t lo[CT_CUDA_MAX_DIMS], hicrop[CT_CUDA_MAX_DIMS];
+    int flip[CT_CUDA_MAX_DIMS];
+} ct_cuda_remap_desc;
+ct_status ct_cuda_remap_run(const ct_cuda_remap_desc *d, void *dst, const void *src, size_t esz, uint64_t value,
+                            int device, const char *op);
+/* tril / triu of mats contiguous (rows, cols) matrices: elements off the kept band
+ * become zero. */
+ct_status ct_cuda_tri_run(void *dst, const void *src, size_t esz, int64_t mats, int64_t rows, int64_t cols, int64_t k,
+                          int lower, int device, const char *op);
+
 /* foreach.cu: table holds, per tensor, {data, numel, dtype, out, out dtype} (float
  * dtypes, contiguous data, 0-d outputs), then the index of each tensor's first chunk of
  * ct_cuda_foreach_chunks elements (n + 1 entries, the last = nchunks), on the device;

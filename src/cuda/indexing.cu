@@ -268,3 +268,472 @@ extern "C" ct_status ct_cuda_masked_fill_run(const ct_cuda_iter_desc *d, const v
     }
     return ct_cuda_check_launch(op);
 }
+
+/* ------------------------------------------------------------------ scatter, scatter_reduce */
+
+/* Note [GPU scatter order]
+ * The CPU applies the writes of scatter, index_copy and index_put in index order, so
+ * when two land on one element the later one stays. The GPU keeps that: a first pass
+ * records, per target, the largest position writing there (atomicMax), and the second
+ * pass lets only that position write. Reductions combine atomically instead, in no
+ * set order: integer and bool results are exact, float sums and products over
+ * repeated targets may differ from the CPU's in the last place, and amax/amin may
+ * pick the other zero when -0 and +0 tie. */
+
+/* Copies one element of esz bytes. */
+static __device__ __forceinline__ void copy_elem(char *d, const char *s, int64_t esz) {
+    switch (esz) {
+    case 1: *(uint8_t *)d = *(const uint8_t *)s; break;
+    case 2: *(uint16_t *)d = *(const uint16_t *)s; break;
+    case 4: *(uint32_t *)d = *(const uint32_t *)s; break;
+    default: *(uint64_t *)d = *(const uint64_t *)s; break;
+    }
+}
+
+static __device__ __forceinline__ bool is_float_dtype(int dt) {
+    return dt == CT_DTYPE_FLOAT16 || dt == CT_DTYPE_BFLOAT16 || dt == CT_DTYPE_FLOAT32 || dt == CT_DTYPE_FLOAT64;
+}
+
+/* *d = *d (r) *s in dtype dt, as the CPU's combine (src/ops/indexing.c): floating values
+ * in double (rounded back on every step), integers through int64 with wrap-around
+ * (uint64 compared unsigned), bool as and (prod, amin) or or (the others). amax/amin
+ * propagate NaN. */
+static __device__ void combine_elem(char *d, const char *s, int dt, int r) {
+    if (is_float_dtype(dt)) {
+        double a = cast_load(d, dt).f, b = cast_load(s, dt).f, v;
+        const double nan = __longlong_as_double(0x7ff8000000000000ll);
+        switch (r) {
+        case CT_CUDA_SCATTER_PROD: v = a * b; break;
+        case CT_CUDA_SCATTER_AMAX: v = a != a || b != b ? nan : a > b ? a : b; break;
+        case CT_CUDA_SCATTER_AMIN: v = a != a || b != b ? nan : a < b ? a : b; break;
+        default: v = a + b; break;
+        }
+        cast_store_f64(d, dt, v);
+        return;
+    }
+    if (dt == CT_DTYPE_BOOL) {
+        bool a = *(const uint8_t *)d != 0, b = *(const uint8_t *)s != 0;
+        *(uint8_t *)d = (uint8_t)((r == CT_CUDA_SCATTER_PROD || r == CT_CUDA_SCATTER_AMIN) ? (a && b) : (a || b));
+        return;
+    }
+    int64_t a = as_i64(cast_load(d, dt)), b = as_i64(cast_load(s, dt)), v;
+    bool uns = dt == CT_DTYPE_UINT64;
+    switch (r) {
+    case CT_CUDA_SCATTER_PROD: v = (int64_t)((uint64_t)a * (uint64_t)b); break;
+    case CT_CUDA_SCATTER_AMAX: v = (uns ? (uint64_t)a > (uint64_t)b : a > b) ? a : b; break;
+    case CT_CUDA_SCATTER_AMIN: v = (uns ? (uint64_t)a < (uint64_t)b : a < b) ? a : b; break;
+    default: v = (int64_t)((uint64_t)a + (uint64_t)b); break;
+    }
+    cast_store_i64(d, dt, v);
+}
+
+/* combine_elem on global memory, atomically: a compare-and-swap loop on the element
+ * (the aligned 32-bit word holding it for 1- and 2-byte elements). Every dtype takes
+ * this one path, so the arithmetic is exactly combine_elem's (the hardware float
+ * atomics would flush subnormals). */
+static __device__ void atomic_combine(char *p, int dt, int64_t esz, const char *s, int r) {
+    switch (esz) {
+    case 8: {
+        unsigned long long *w = (unsigned long long *)p;
+        unsigned long long old = *w, assumed;
+        do {
+            assumed = old;
+            unsigned long long nv = assumed;
+            combine_elem((char *)&nv, s, dt, r);
+            old = atomicCAS(w, assumed, nv);
+        } while (assumed != old);
+        break;
+    }
+    case 4: {
+        unsigned int *w = (unsigned int *)p;
+        unsigned int old = *w, assumed;
+        do {
+            assumed = old;
+            unsigned int nv = assumed;
+            combine_elem((char *)&nv, s, dt, r);
+            old = atomicCAS(w, assumed, nv);
+        } while (assumed != old);
+        break;
+    }
+    case 2:
+        atomic_small((uint16_t *)p, [=](uint16_t b) {
+            uint16_t nv = b;
+            combine_elem((char *)&nv, s, dt, r);
+            return nv;
+        });
+        break;
+    default:
+        atomic_small((uint8_t *)p, [=](uint8_t b) {
+            uint8_t nv = b;
+            combine_elem((char *)&nv, s, dt, r);
+            return nv;
+        });
+        break;
+    }
+}
+
+/* The reduction's identity: what a target not including self starts from, so that
+ * combining the first value gives that value (-0 for sums: -0 + x is x, -0 included). */
+static __device__ void identity_elem(char *d, int dt, int r) {
+    if (is_float_dtype(dt)) {
+        double v = r == CT_CUDA_SCATTER_PROD   ? 1.0
+                   : r == CT_CUDA_SCATTER_AMAX ? -__longlong_as_double(0x7ff0000000000000ll)
+                   : r == CT_CUDA_SCATTER_AMIN ? __longlong_as_double(0x7ff0000000000000ll)
+                                               : -0.0;
+        cast_store_f64(d, dt, v);
+        return;
+    }
+    if (dt == CT_DTYPE_BOOL) {
+        *(uint8_t *)d = (uint8_t)(r == CT_CUDA_SCATTER_PROD || r == CT_CUDA_SCATTER_AMIN);
+        return;
+    }
+    int64_t lo = 0, hi = 0;
+    switch (dt) {
+    case CT_DTYPE_UINT8: hi = 255; break;
+    case CT_DTYPE_INT8: lo = -128, hi = 127; break;
+    case CT_DTYPE_INT16: lo = -32768, hi = 32767; break;
+    case CT_DTYPE_UINT16: hi = 65535; break;
+    case CT_DTYPE_INT32: lo = INT32_MIN, hi = INT32_MAX; break;
+    case CT_DTYPE_UINT32: hi = (int64_t)UINT32_MAX; break;
+    case CT_DTYPE_INT64: lo = INT64_MIN, hi = INT64_MAX; break;
+    default: hi = -1; break; /* uint64: all ones */
+    }
+    int64_t v = r == CT_CUDA_SCATTER_PROD ? 1 : r == CT_CUDA_SCATTER_AMAX ? lo : r == CT_CUDA_SCATTER_AMIN ? hi : 0;
+    cast_store_i64(d, dt, v);
+}
+
+/* Target offset (elements) of index element k; the index holds validated positions. */
+static __device__ __forceinline__ int64_t scatter_target(const int64_t *idx, const ct_cuda_index_desc &g, int64_t k,
+                                                         int64_t *c) {
+    coords_of(k, g, c);
+    return offset_of(c, g.tnd, g.tstr, g.dim, wrap(idx[k], g.size));
+}
+
+static __global__ void scatter_claim_kernel(const int64_t *idx, ct_cuda_index_desc g, unsigned long long *winner) {
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    for (int64_t k = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; k < g.n; k += stride) {
+        int64_t c[CT_CUDA_MAX_DIMS];
+        atomicMax(winner + scatter_target(idx, g, k, c), (unsigned long long)(k + 1));
+    }
+}
+
+static __global__ void scatter_init_kernel(char *out, int dt, int64_t esz, const int64_t *idx, ct_cuda_index_desc g,
+                                           int r) {
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    for (int64_t k = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; k < g.n; k += stride) {
+        int64_t c[CT_CUDA_MAX_DIMS];
+        /* every writer of a target stores the same bytes */
+        identity_elem(out + scatter_target(idx, g, k, c) * esz, dt, r);
+    }
+}
+
+static __global__ void scatter_kernel(char *out, const char *src, uint64_t value, int dt, int64_t esz,
+                                      const int64_t *idx, ct_cuda_index_desc g, int r,
+                                      const unsigned long long *winner, unsigned long long *count) {
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    for (int64_t k = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; k < g.n; k += stride) {
+        int64_t c[CT_CUDA_MAX_DIMS];
+        int64_t off = scatter_target(idx, g, k, c);
+        uint64_t v = value;
+        const char *s = src ? src + offset_of(c, g.snd, g.sstr, -1, 0) * esz : (const char *)&v;
+        char *p = out + off * esz;
+        if (r < 0) {
+            if (!winner || winner[off] == (unsigned long long)(k + 1))
+                copy_elem(p, s, esz);
+        } else {
+            atomic_combine(p, dt, esz, s, r);
+            if (count)
+                atomicAdd(count + off, 1ull);
+        }
+    }
+}
+
+/* *p /= n: true division for floating dtypes, floor division for integers, bool kept
+ * (the CPU's divide_by). */
+static __device__ void divide_elem(char *p, int dt, int64_t n) {
+    if (is_float_dtype(dt)) {
+        cast_store_f64(p, dt, cast_load(p, dt).f / (double)n);
+    } else if (dt == CT_DTYPE_BOOL) {
+    } else if (dt == CT_DTYPE_UINT64) {
+        *(uint64_t *)p = *(const uint64_t *)p / (uint64_t)n;
+    } else {
+        int64_t a = as_i64(cast_load(p, dt)), q = a / n;
+        if (a % n != 0 && a < 0)
+            q--;
+        cast_store_i64(p, dt, q);
+    }
+}
+
+static __global__ void scatter_mean_kernel(char *out, int dt, int64_t esz, const unsigned long long *count, int64_t n,
+                                           int include_self) {
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    for (int64_t k = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; k < n; k += stride) {
+        int64_t c = (int64_t)count[k], m = c + (include_self ? 1 : 0);
+        if (c > 0 && m > 1)
+            divide_elem(out + k * esz, dt, m);
+    }
+}
+
+extern "C" ct_status ct_cuda_scatter_claim(const int64_t *idx, const ct_cuda_index_desc *g, uint64_t *winner,
+                                           int device, const char *op) {
+    if (g->n == 0)
+        return CT_OK;
+    scatter_claim_kernel<<<ct_grid_for(g->n, device), CT_CUDA_THREADS, 0, ct_stream_of(device)>>>(
+        idx, *g, (unsigned long long *)winner);
+    return ct_cuda_check_launch(op);
+}
+
+extern "C" ct_status ct_cuda_scatter_init(void *out, ct_dtype dt, const int64_t *idx, const ct_cuda_index_desc *g,
+                                          int reduce, int device, const char *op) {
+    if (g->n == 0)
+        return CT_OK;
+    scatter_init_kernel<<<ct_grid_for(g->n, device), CT_CUDA_THREADS, 0, ct_stream_of(device)>>>(
+        (char *)out, (int)dt, (int64_t)ct_dtype_size(dt), idx, *g, reduce);
+    return ct_cuda_check_launch(op);
+}
+
+extern "C" ct_status ct_cuda_scatter_run(void *out, const void *src, uint64_t value, ct_dtype dt, const int64_t *idx,
+                                         const ct_cuda_index_desc *g, int reduce, const uint64_t *winner,
+                                         uint64_t *count, int device, const char *op) {
+    if (g->n == 0)
+        return CT_OK;
+    scatter_kernel<<<ct_grid_for(g->n, device), CT_CUDA_THREADS, 0, ct_stream_of(device)>>>(
+        (char *)out, (const char *)src, value, (int)dt, (int64_t)ct_dtype_size(dt), idx, *g, reduce,
+        (const unsigned long long *)winner, (unsigned long long *)count);
+    return ct_cuda_check_launch(op);
+}
+
+extern "C" ct_status ct_cuda_scatter_mean_finish(void *out, ct_dtype dt, const uint64_t *count, int64_t n,
+                                                 int include_self, int device, const char *op) {
+    if (n == 0)
+        return CT_OK;
+    scatter_mean_kernel<<<ct_grid_for(n, device), CT_CUDA_THREADS, 0, ct_stream_of(device)>>>(
+        (char *)out, (int)dt, (int64_t)ct_dtype_size(dt), (const unsigned long long *)count, n, include_self);
+    return ct_cuda_check_launch(op);
+}
+
+/* ------------------------------------------------------------------ index_copy, index_fill */
+
+static __global__ void index_claim_kernel(const int64_t *idx, int64_t nidx, int64_t size, unsigned long long *winner) {
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < nidx; i += stride)
+        atomicMax(winner + wrap(idx[i], size), (unsigned long long)(i + 1));
+}
+
+/* dst (outer, size, inner) at the indices = src (outer, nidx, inner), or src[0]. */
+template <typename T>
+static __global__ void index_copy_kernel(T *dst, const T *src, const int64_t *idx, int64_t outer, int64_t nidx,
+                                         int64_t inner, int64_t size, const unsigned long long *winner,
+                                         int src_scalar) {
+    const int64_t n = outer * nidx * inner;
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < n; e += stride) {
+        int64_t j = e % inner, r = e / inner;
+        int64_t i = r % nidx, o = r / nidx;
+        int64_t at = wrap(idx[i], size);
+        if (winner[at] == (unsigned long long)(i + 1))
+            dst[(o * size + at) * inner + j] = src[src_scalar ? 0 : e];
+    }
+}
+
+template <typename T>
+static __global__ void index_fill_kernel(T *dst, T value, const int64_t *idx, int64_t outer, int64_t nidx,
+                                         int64_t inner, int64_t size) {
+    const int64_t n = outer * nidx * inner;
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < n; e += stride) {
+        int64_t j = e % inner, r = e / inner;
+        int64_t i = r % nidx, o = r / nidx;
+        dst[(o * size + wrap(idx[i], size)) * inner + j] = value;
+    }
+}
+
+extern "C" ct_status ct_cuda_index_claim(const int64_t *idx, int64_t nidx, int64_t size, uint64_t *winner,
+                                         int device, const char *op) {
+    if (nidx == 0)
+        return CT_OK;
+    index_claim_kernel<<<ct_grid_for(nidx, device), CT_CUDA_THREADS, 0, ct_stream_of(device)>>>(
+        idx, nidx, size, (unsigned long long *)winner);
+    return ct_cuda_check_launch(op);
+}
+
+extern "C" ct_status ct_cuda_index_copy_run(void *dst, const void *src, size_t esz, const int64_t *idx, int64_t outer,
+                                            int64_t nidx, int64_t inner, int64_t size, const uint64_t *winner,
+                                            int src_scalar, int device, const char *op) {
+    int64_t n = outer * nidx * inner;
+    if (n == 0)
+        return CT_OK;
+    unsigned grid = ct_grid_for(n, device);
+    cudaStream_t s = ct_stream_of(device);
+    const unsigned long long *w = (const unsigned long long *)winner;
+    switch (esz) {
+    case 1: index_copy_kernel<uint8_t><<<grid, CT_CUDA_THREADS, 0, s>>>((uint8_t *)dst, (const uint8_t *)src, idx, outer, nidx, inner, size, w, src_scalar); break;
+    case 2: index_copy_kernel<uint16_t><<<grid, CT_CUDA_THREADS, 0, s>>>((uint16_t *)dst, (const uint16_t *)src, idx, outer, nidx, inner, size, w, src_scalar); break;
+    case 4: index_copy_kernel<uint32_t><<<grid, CT_CUDA_THREADS, 0, s>>>((uint32_t *)dst, (const uint32_t *)src, idx, outer, nidx, inner, size, w, src_scalar); break;
+    case 8: index_copy_kernel<uint64_t><<<grid, CT_CUDA_THREADS, 0, s>>>((uint64_t *)dst, (const uint64_t *)src, idx, outer, nidx, inner, size, w, src_scalar); break;
+    default: return ct_error(CT_ERROR_TYPE, op, "no CUDA kernel for elements of %zu bytes", esz);
+    }
+    return ct_cuda_check_launch(op);
+}
+
+extern "C" ct_status ct_cuda_index_fill_run(void *dst, size_t esz, uint64_t value, const int64_t *idx, int64_t outer,
+                                            int64_t nidx, int64_t inner, int64_t size, int device, const char *op) {
+    int64_t n = outer * nidx * inner;
+    if (n == 0)
+        return CT_OK;
+    unsigned grid = ct_grid_for(n, device);
+    cudaStream_t s = ct_stream_of(device);
+    /* value holds the element's bytes at its start (little-endian) */
+    switch (esz) {
+    case 1: index_fill_kernel<uint8_t><<<grid, CT_CUDA_THREADS, 0, s>>>((uint8_t *)dst, (uint8_t)value, idx, outer, nidx, inner, size); break;
+    case 2: index_fill_kernel<uint16_t><<<grid, CT_CUDA_THREADS, 0, s>>>((uint16_t *)dst, (uint16_t)value, idx, outer, nidx, inner, size); break;
+    case 4: index_fill_kernel<uint32_t><<<grid, CT_CUDA_THREADS, 0, s>>>((uint32_t *)dst, (uint32_t)value, idx, outer, nidx, inner, size); break;
+    case 8: index_fill_kernel<uint64_t><<<grid, CT_CUDA_THREADS, 0, s>>>((uint64_t *)dst, value, idx, outer, nidx, inner, size); break;
+    default: return ct_error(CT_ERROR_TYPE, op, "no CUDA kernel for elements of %zu bytes", esz);
+    }
+    return ct_cuda_check_launch(op);
+}
+
+/* ------------------------------------------------------------------ index, index_put */
+
+/* Element offsets in t (and in the values, through vstr) of result element k. */
+static __device__ int64_t adv_offset(const ct_cuda_advindex_desc &a, int64_t k, int64_t *voff) {
+    int64_t oc[CT_CUDA_MAX_DIMS];
+    for (int i = a.ond - 1; i >= 0; i--) {
+        int64_t q = k / a.oshape[i];
+        oc[i] = k - q * a.oshape[i];
+        k = q;
+    }
+    int64_t o = 0, vo = 0;
+    for (int i = 0; i < a.ond; i++)
+        vo += oc[i] * a.vstr[i];
+    for (int i = 0; i < a.nslice; i++)
+        o += oc[i < a.insert ? i : i + a.bnd] * a.tstr[a.slice_dim[i]];
+    for (int j = 0; j < a.nidx; j++) {
+        int64_t bo = 0;
+        for (int q = 0; q < a.bnd; q++)
+            bo += oc[a.insert + q] * a.istr[j][q];
+        int d = a.idim[j];
+        o += wrap(a.idata[j][bo], a.tshape[d]) * a.tstr[d];
+    }
+    *voff = vo;
+    return o;
+}
+
+static __global__ void advindex_check_kernel(ct_cuda_advindex_desc a, int64_t nb, unsigned long long *first) {
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    for (int64_t b = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; b < nb; b += stride) {
+        int64_t bc[CT_CUDA_MAX_DIMS], r = b;
+        for (int q = a.bnd - 1; q >= 0; q--) {
+            int64_t sz = a.oshape[a.insert + q], t = r / sz;
+            bc[q] = r - t * sz;
+            r = t;
+        }
+        for (int j = 0; j < a.nidx; j++) {
+            int64_t bo = 0;
+            for (int q = 0; q < a.bnd; q++)
+                bo += bc[q] * a.istr[j][q];
+            int64_t v = a.idata[j][bo], size = a.tshape[a.idim[j]];
+            if (v < -size || v >= size) {
+                atomicMin(first, (unsigned long long)(b * a.nidx + j));
+                break;
+            }
+        }
+    }
+}
+
+template <typename T> static __global__ void advindex_get_kernel(T *dst, const T *src, ct_cuda_advindex_desc a) {
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    for (int64_t k = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; k < a.total; k += stride) {
+        int64_t vo;
+        dst[k] = src[adv_offset(a, k, &vo)];
+    }
+}
+
+static __global__ void advindex_claim_kernel(ct_cuda_advindex_desc a, unsigned long long *winner) {
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    for (int64_t k = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; k < a.total; k += stride) {
+        int64_t vo;
+        atomicMax(winner + adv_offset(a, k, &vo), (unsigned long long)(k + 1));
+    }
+}
+
+static __global__ void advindex_put_kernel(char *t, const char *values, int dt, int64_t esz, ct_cuda_advindex_desc a,
+                                           int accumulate, const unsigned long long *winner) {
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    for (int64_t k = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; k < a.total; k += stride) {
+        int64_t vo, off = adv_offset(a, k, &vo);
+        if (accumulate)
+            atomic_combine(t + off * esz, dt, esz, values + vo * esz, CT_CUDA_SCATTER_SUM);
+        else if (winner[off] == (unsigned long long)(k + 1))
+            copy_elem(t + off * esz, values + vo * esz, esz);
+    }
+}
+
+static int64_t advindex_bcount(const ct_cuda_advindex_desc *a) {
+    int64_t nb = 1;
+    for (int q = 0; q < a->bnd; q++)
+        nb *= a->oshape[a->insert + q];
+    return nb;
+}
+
+extern "C" ct_status ct_cuda_advindex_check(const ct_cuda_advindex_desc *a, uint64_t *first, int device,
+                                            const char *op) {
+    int64_t nb = advindex_bcount(a);
+    if (nb == 0 || a->nidx == 0)
+        return CT_OK;
+    advindex_check_kernel<<<ct_grid_for(nb, device), CT_CUDA_THREADS, 0, ct_stream_of(device)>>>(
+        *a, nb, (unsigned long long *)first);
+    return ct_cuda_check_launch(op);
+}
+
+extern "C" ct_status ct_cuda_advindex_get(void *dst, const void *t, size_t esz, const ct_cuda_advindex_desc *a,
+                                          int device, const char *op) {
+    if (a->total == 0)
+        return CT_OK;
+    unsigned grid = ct_grid_for(a->total, device);
+    cudaStream_t s = ct_stream_of(device);
+    switch (esz) {
+    case 1: advindex_get_kernel<uint8_t><<<grid, CT_CUDA_THREADS, 0, s>>>((uint8_t *)dst, (const uint8_t *)t, *a); break;
+    case 2: advindex_get_kernel<uint16_t><<<grid, CT_CUDA_THREADS, 0, s>>>((uint16_t *)dst, (const uint16_t *)t, *a); break;
+    case 4: advindex_get_kernel<uint32_t><<<grid, CT_CUDA_THREADS, 0, s>>>((uint32_t *)dst, (const uint32_t *)t, *a); break;
+    case 8: advindex_get_kernel<uint64_t><<<grid, CT_CUDA_THREADS, 0, s>>>((uint64_t *)dst, (const uint64_t *)t, *a); break;
+    default: return ct_error(CT_ERROR_TYPE, op, "no CUDA kernel for elements of %zu bytes", esz);
+    }
+    return ct_cuda_check_launch(op);
+}
+
+extern "C" ct_status ct_cuda_advindex_claim(const ct_cuda_advindex_desc *a, uint64_t *winner, int device,
+                                            const char *op) {
+    if (a->total == 0)
+        return CT_OK;
+    advindex_claim_kernel<<<ct_grid_for(a->total, device), CT_CUDA_THREADS, 0, ct_stream_of(device)>>>(
+        *a, (unsigned long long *)winner);
+    return ct_cuda_check_launch(op);
+}
+
+extern "C" ct_status ct_cuda_advindex_put(void *t, const void *values, ct_dtype dt, const ct_cuda_advindex_desc *a,
+                                          int accumulate, const uint64_t *winner, int device, const char *op) {
+    if (a->total == 0)
+        return CT_OK;
+    advindex_put_kernel<<<ct_grid_for(a->total, device), CT_CUDA_THREADS, 0, ct_stream_of(device)>>>(
+        (char *)t, (const char *)values, (int)dt, (int64_t)ct_dtype_size(dt), *a, accumulate,
+        (const unsigned long long *)winner);
+    return ct_cuda_check_launch(op);
+}
+
+/* ------------------------------------------------------------------ one_hot */
+
+static __global__ void one_hot_kernel(int64_t *y, const int64_t *idx, int64_t n, int64_t nc) {
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
+        y[i * nc + idx[i]] = 1;
+}
+
+extern "C" ct_status ct_cuda_one_hot_run(int64_t *y, const int64_t *idx, int64_t n, int64_t nc, int device,
+                                         const char *op) {
+    if (n == 0 || nc == 0)
+        return CT_OK;
+    one_hot_kernel<<<ct_grid_for(n, device), CT_CUDA_THREADS, 0, ct_stream_of(device)>>>(y, idx, n, nc);
+    return ct_cuda_check_launch(op);
+}

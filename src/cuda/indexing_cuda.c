@@ -24,17 +24,20 @@ static ct_status same_device(const char *op, const ct_tensor *a, const ct_tensor
                     ct_device_str(a->device, x, sizeof x), ct_device_str(b->device, y, sizeof y));
 }
 
-/* Validates a contiguous index on the GPU (Note [GPU index checks]). embedding: its
- * message and no negative indices. */
-static ct_status check_indices(const char *op, const ct_tensor *ic, int64_t size, bool embedding) {
+/* Scans a contiguous int32/int64 index on the GPU (Note [GPU index checks]): *bad_k is
+ * the first element outside [-size, size) ([0, size) without negatives), or -1, and
+ * *bad_v its value. */
+static ct_status find_bad_index(const char *op, const ct_tensor *ic, int64_t size, bool negatives, int64_t *bad_k,
+                                int64_t *bad_v) {
     int64_t n = ic->numel;
+    *bad_k = -1, *bad_v = 0;
     if (n == 0)
         return CT_OK;
     ct_device dev = ic->device;
     ct_scope_begin();
     int64_t one = 1;
     ct_tensor *first = ct_full(&one, 1, ct_scalar_int(-1), CT_DTYPE_INT64, dev);
-    ct_status st = first ? ct_cuda_check_indices(ct_tensor_ptr(ic), ic->dtype == CT_DTYPE_INT64, n, size, !embedding,
+    ct_status st = first ? ct_cuda_check_indices(ct_tensor_ptr(ic), ic->dtype == CT_DTYPE_INT64, n, size, negatives,
                                                  (uint64_t *)ct_tensor_ptr(first), dev.index, op)
                          : ct_last_status();
     int64_t k = -1;
@@ -49,13 +52,33 @@ static ct_status check_indices(const char *op, const ct_tensor *ic, int64_t size
             st = ct_cuda_read_element(ic, k, &v32);
             v = v32;
         }
-        if (st == CT_OK)
-            st = embedding ? ct_error(CT_ERROR_INDEX, op, "index out of range in self")
-                           : ct_error(CT_ERROR_INDEX, op, "index %lld is out of bounds for dimension with size %lld",
-                                      (long long)v, (long long)size);
+        *bad_k = k, *bad_v = v;
     }
     ct_scope_end();
     return st;
+}
+
+/* Validates a contiguous index with the shared kernels' message (embedding: its own,
+ * and no negative indices). */
+static ct_status check_indices(const char *op, const ct_tensor *ic, int64_t size, bool embedding) {
+    int64_t k, v;
+    ct_status st = find_bad_index(op, ic, size, !embedding, &k, &v);
+    if (st || k < 0)
+        return st;
+    return embedding ? ct_error(CT_ERROR_INDEX, op, "index out of range in self")
+                     : ct_error(CT_ERROR_INDEX, op, "index %lld is out of bounds for dimension with size %lld",
+                                (long long)v, (long long)size);
+}
+
+/* The same with the message of src/ops/indexing.c (prefix, then the dim). */
+static ct_status check_indices_dim(const char *op, const char *prefix, const ct_tensor *ic, int64_t size,
+                                   bool negatives, int d) {
+    int64_t k, v;
+    ct_status st = find_bad_index(op, ic, size, negatives, &k, &v);
+    if (st || k < 0)
+        return st;
+    return ct_error(CT_ERROR_INDEX, op, "%sindex %lld is out of bounds for dimension %d with size %lld", prefix,
+                    (long long)v, d, (long long)size);
 }
 
 static int64_t prod(const int64_t *s, int a, int b) {
@@ -271,6 +294,339 @@ static ct_status embedding_backward_kernel(ct_keyset ks, ct_call *call, void *ud
     return st;
 }
 
+/* ------------------------------------------------------------------ scatter, index_copy, index_fill */
+
+/* A zeroed device buffer of n uint64 (the winners and counts of indexing.cu). */
+static uint64_t *zeroed_u64(int64_t n, ct_device dev) {
+    ct_tensor *z = ct_zeros(&n, 1, CT_DTYPE_INT64, dev);
+    return z ? (uint64_t *)ct_tensor_ptr(z) : NULL;
+}
+
+ct_status ct_cuda_scatter(ct_tensor *w, const ct_tensor *index, const ct_tensor *src, const void *value, int d,
+                          int reduce, bool include_self, const char *op) {
+    if (index->numel == 0)
+        return CT_OK;
+    if (!ct_cuda_use_device(op, w->device.index))
+        return ct_last_status();
+    ct_device dev = w->device;
+    ct_scope_begin();
+    const ct_tensor *ic = ct_contiguous(index);
+    ct_cuda_index_desc g;
+    ct_status st = ic ? CT_OK : ct_last_status();
+    if (st == CT_OK) {
+        index_desc(&g, ic, w, src, d);
+        st = check_indices_dim(op, "", ic, g.size, false, d);
+    }
+    uint64_t val = 0;
+    if (!src)
+        memcpy(&val, value, ct_dtype_size(w->dtype));
+    const int64_t *ix = st == CT_OK ? (const int64_t *)ct_tensor_ptr(ic) : NULL;
+    if (st == CT_OK && reduce < 0) {
+        /* Note [GPU scatter order]: repeated targets keep the last write (the value form
+         * writes one value everywhere, so needs no order) */
+        uint64_t *winner = src ? zeroed_u64(w->numel, dev) : NULL;
+        if (src && !winner)
+            st = ct_last_status();
+        if (st == CT_OK && winner)
+            st = ct_cuda_scatter_claim(ix, &g, winner, dev.index, op);
+        if (st == CT_OK)
+            st = ct_cuda_scatter_run(ct_tensor_ptr(w), src ? ct_tensor_ptr(src) : NULL, val, w->dtype, ix, &g, -1,
+                                     winner, NULL, dev.index, op);
+    } else if (st == CT_OK) {
+        uint64_t *count = reduce == CT_CUDA_SCATTER_MEAN ? zeroed_u64(w->numel, dev) : NULL;
+        if (reduce == CT_CUDA_SCATTER_MEAN && !count)
+            st = ct_last_status();
+        if (st == CT_OK && !include_self)
+            st = ct_cuda_scatter_init(ct_tensor_ptr(w), w->dtype, ix, &g, reduce, dev.index, op);
+        if (st == CT_OK)
+            st = ct_cuda_scatter_run(ct_tensor_ptr(w), ct_tensor_ptr(src), 0, w->dtype, ix, &g, reduce, NULL, count,
+                                     dev.index, op);
+        if (st == CT_OK && count)
+            st = ct_cuda_scatter_mean_finish(ct_tensor_ptr(w), w->dtype, count, w->numel, include_self, dev.index, op);
+    }
+    ct_scope_end();
+    return st;
+}
+
+ct_status ct_cuda_index_copy(ct_tensor *w, const ct_tensor *index, const ct_tensor *src, int d) {
+    const char *op = "index_copy";
+    int64_t nidx = index->numel;
+    if (nidx == 0) /* (an empty target still has its indices checked, as on the CPU) */
+        return CT_OK;
+    if (!ct_cuda_use_device(op, w->device.index))
+        return ct_last_status();
+    ct_device dev = w->device;
+    int64_t size = w->ndim ? w->shape[d] : 1;
+    int64_t outer = w->ndim ? prod(w->shape, 0, d) : 1, inner = w->ndim ? prod(w->shape, d + 1, w->ndim) : 1;
+    ct_scope_begin();
+    const ct_tensor *ic = ct_contiguous(index), *sc = ct_contiguous(src);
+    ct_status st = ic && sc ? check_indices_dim(op, "index_copy_(): ", ic, size, false, d) : ct_last_status();
+    uint64_t *winner = st == CT_OK ? zeroed_u64(size, dev) : NULL;
+    if (st == CT_OK && !winner)
+        st = ct_last_status();
+    const int64_t *ix = st == CT_OK ? (const int64_t *)ct_tensor_ptr(ic) : NULL;
+    if (st == CT_OK)
+        st = ct_cuda_index_claim(ix, nidx, size, winner, dev.index, op);
+    if (st == CT_OK)
+        st = ct_cuda_index_copy_run(ct_tensor_ptr(w), ct_tensor_ptr(sc), ct_dtype_size(w->dtype), ix, outer, nidx,
+                                    inner, size, winner, src->ndim == 0, dev.index, op);
+    ct_scope_end();
+    return st;
+}
+
+ct_status ct_cuda_index_fill(ct_tensor *w, const ct_tensor *index, const void *value, int d) {
+    const char *op = "index_fill";
+    int64_t nidx = index->numel;
+    if (nidx == 0)
+        return CT_OK;
+    if (!ct_cuda_use_device(op, w->device.index))
+        return ct_last_status();
+    int64_t size = w->ndim ? w->shape[d] : 1;
+    int64_t outer = w->ndim ? prod(w->shape, 0, d) : 1, inner = w->ndim ? prod(w->shape, d + 1, w->ndim) : 1;
+    uint64_t val = 0;
+    memcpy(&val, value, ct_dtype_size(w->dtype));
+    ct_scope_begin();
+    const ct_tensor *ic = ct_contiguous(index);
+    ct_status st = ic ? check_indices_dim(op, "", ic, size, true, d) : ct_last_status();
+    if (st == CT_OK)
+        st = ct_cuda_index_fill_run(ct_tensor_ptr(w), ct_dtype_size(w->dtype), val, (const int64_t *)ct_tensor_ptr(ic),
+                                    outer, nidx, inner, size, w->device.index, op);
+    ct_scope_end();
+    return st;
+}
+
+/* ------------------------------------------------------------------ index, index_put */
+
+/* The plan of src/ops/advindex.c as indexing.cu takes it; t's strides as given (the
+ * source of index, the contiguous work tensor of index_put). */
+static void advindex_desc(ct_cuda_advindex_desc *a, const ct_tensor *t, const int64_t *tstr,
+                          const ct_tensor *const *idx, const int64_t (*istr)[CT_MAX_DIMS], const int64_t *oshape,
+                          int ond, int bnd, int insert, const int *slice_dim, int nslice, const int64_t *vstr) {
+    memset(a, 0, sizeof *a);
+    a->ond = ond, a->bnd = bnd, a->insert = insert, a->nslice = nslice;
+    a->total = 1;
+    for (int i = 0; i < ond; i++) {
+        a->oshape[i] = oshape[i];
+        a->total *= oshape[i];
+        a->vstr[i] = vstr ? vstr[i] : 0;
+    }
+    for (int i = 0; i < nslice; i++)
+        a->slice_dim[i] = slice_dim[i];
+    for (int dd = 0; dd < t->ndim; dd++) {
+        a->tshape[dd] = t->shape[dd];
+        a->tstr[dd] = tstr[dd];
+        if (!idx[dd])
+            continue;
+        int j = a->nidx++;
+        a->idim[j] = dd;
+        a->idata[j] = (const int64_t *)ct_tensor_ptr(idx[dd]);
+        for (int q = 0; q < bnd; q++)
+            a->istr[j][q] = istr[dd][q];
+    }
+}
+
+/* Note [GPU index checks] for advanced indexing: the CPU walks the result in order and
+ * stops at the first bad position, numbering the dim among the indexed ones; the first
+ * such result element has the smallest broadcast position b, so the GPU looks for the
+ * smallest (b, j). Nothing is checked when the result is empty, as on the CPU. */
+static ct_status advindex_check(const char *op, const ct_cuda_advindex_desc *a, const ct_tensor *const *idx,
+                                ct_device dev) {
+    if (a->total == 0 || a->nidx == 0)
+        return CT_OK;
+    ct_scope_begin();
+    int64_t one = 1, k = -1;
+    ct_tensor *first = ct_full(&one, 1, ct_scalar_int(-1), CT_DTYPE_INT64, dev);
+    ct_status st = first ? ct_cuda_advindex_check(a, (uint64_t *)ct_tensor_ptr(first), dev.index, op) : ct_last_status();
+    if (st == CT_OK)
+        st = ct_cuda_read_element(first, 0, &k);
+    if (st == CT_OK && k >= 0) {
+        int64_t b = k / a->nidx, j = k % a->nidx, off = 0, r = b, v = 0;
+        for (int q = a->bnd - 1; q >= 0; q--) {
+            int64_t sz = a->oshape[a->insert + q];
+            off += (r % sz) * a->istr[j][q];
+            r /= sz;
+        }
+        const ct_tensor *ix = idx[a->idim[j]];
+        st = ct_cuda_read_element(ix, off, &v);
+        if (st == CT_OK)
+            st = ct_error(CT_ERROR_INDEX, op, "index %lld is out of bounds for dimension %d with size %lld",
+                          (long long)v, (int)j, (long long)a->tshape[a->idim[j]]);
+    }
+    ct_scope_end();
+    return st;
+}
+
+ct_status ct_cuda_index_get(ct_tensor *out, const ct_tensor *t, const ct_tensor *const *idx,
+                            const int64_t (*istr)[CT_MAX_DIMS], int bnd, int insert, const int *slice_dim,
+                            int nslice) {
+    const char *op = "index";
+    if (out->numel == 0)
+        return CT_OK;
+    if (!ct_cuda_use_device(op, out->device.index))
+        return ct_last_status();
+    ct_cuda_advindex_desc a;
+    advindex_desc(&a, t, t->strides, idx, istr, out->shape, out->ndim, bnd, insert, slice_dim, nslice, NULL);
+    ct_status st = advindex_check(op, &a, idx, out->device);
+    if (st == CT_OK)
+        st = ct_cuda_advindex_get(ct_tensor_ptr(out), ct_tensor_ptr(t), ct_dtype_size(t->dtype), &a, out->device.index,
+                                  op);
+    return st;
+}
+
+ct_status ct_cuda_index_put(ct_tensor *w, const ct_tensor *values, const int64_t *vstr, const ct_tensor *const *idx,
+                            const int64_t (*istr)[CT_MAX_DIMS], const int64_t *oshape, int ond, int bnd, int insert,
+                            const int *slice_dim, int nslice, bool accumulate) {
+    const char *op = "index_put";
+    if (!ct_cuda_use_device(op, w->device.index))
+        return ct_last_status();
+    ct_cuda_advindex_desc a;
+    advindex_desc(&a, w, w->strides, idx, istr, oshape, ond, bnd, insert, slice_dim, nslice, vstr);
+    if (a.total == 0)
+        return CT_OK;
+    ct_status st = advindex_check(op, &a, idx, w->device);
+    if (st)
+        return st;
+    ct_scope_begin();
+    /* Note [GPU scatter order]: without accumulate the last write wins, as on the CPU */
+    uint64_t *winner = accumulate ? NULL : zeroed_u64(w->numel, w->device);
+    if (!accumulate && !winner)
+        st = ct_last_status();
+    if (st == CT_OK && winner)
+        st = ct_cuda_advindex_claim(&a, winner, w->device.index, op);
+    if (st == CT_OK)
+        st = ct_cuda_advindex_put(ct_tensor_ptr(w), ct_tensor_ptr(values), w->dtype, &a, accumulate, winner,
+                                  w->device.index, op);
+    ct_scope_end();
+    return st;
+}
+
+/* ------------------------------------------------------------------ nonzero, masked_select */
+
+/* Counts the nonzero elements of the tested tensor (d over its shape and strides) into
+ * *count, leaving their positions in *scratch (a device buffer of the scope). */
+static ct_status select_count(const char *op, const ct_cuda_select_desc *d, const ct_tensor *tested, ct_dtype dt,
+                              ct_tensor **scratch, int64_t *count) {
+    int64_t bytes = (int64_t)ct_cuda_select_scratch(d->n);
+    *scratch = ct_empty(&bytes, 1, CT_DTYPE_UINT8, tested->device);
+    if (!*scratch)
+        return ct_last_status();
+    return ct_cuda_select_count(d, ct_tensor_ptr(tested), dt, ct_tensor_ptr(*scratch), count, tested->device.index, op);
+}
+
+ct_status ct_cuda_nonzero(ct_call *call, const ct_tensor *t) {
+    const char *op = "nonzero";
+    if (!ct_cuda_use_device(op, t->device.index))
+        return ct_last_status();
+    ct_cuda_select_desc d;
+    memset(&d, 0, sizeof d);
+    d.nd = t->ndim;
+    d.n = t->numel;
+    for (int i = 0; i < t->ndim; i++) {
+        d.shape[i] = t->shape[i];
+        d.tstr[i] = t->strides[i];
+    }
+    ct_scope_begin();
+    ct_tensor *scratch = NULL;
+    int64_t count = 0;
+    ct_status st = select_count(op, &d, t, t->dtype, &scratch, &count);
+    int64_t shape[2] = {count, t->ndim};
+    ct_tensor *out = st == CT_OK ? ct_empty(shape, 2, CT_DTYPE_INT64, t->device) : NULL;
+    if (st == CT_OK && !out)
+        st = ct_last_status();
+    if (st == CT_OK && count > 0)
+        st = ct_cuda_nonzero_fill(&d, ct_tensor_ptr(scratch), (int64_t *)ct_tensor_ptr(out), t->device.index, op);
+    if (st == CT_OK)
+        st = ct_call_set_output(call, 0, out);
+    ct_scope_end();
+    return st;
+}
+
+ct_status ct_cuda_masked_select(ct_call *call, const ct_tensor *t, const ct_tensor *mask, const int64_t *shape, int nd,
+                                const int64_t *tstr, const int64_t *mstr) {
+    const char *op = "masked_select";
+    if (!ct_cuda_use_device(op, t->device.index))
+        return ct_last_status();
+    ct_cuda_select_desc d;
+    memset(&d, 0, sizeof d);
+    d.nd = nd;
+    d.n = 1;
+    for (int i = 0; i < nd; i++) {
+        d.shape[i] = shape[i];
+        d.tstr[i] = mstr[i];
+        d.vstr[i] = tstr[i];
+        d.n *= shape[i];
+    }
+    ct_scope_begin();
+    ct_tensor *scratch = NULL;
+    int64_t count = 0;
+    /* bool and uint8 masks: a byte each, selected when nonzero */
+    ct_status st = select_count(op, &d, mask, CT_DTYPE_UINT8, &scratch, &count);
+    ct_tensor *out = st == CT_OK ? ct_empty(&count, 1, t->dtype, t->device) : NULL;
+    if (st == CT_OK && !out)
+        st = ct_last_status();
+    if (st == CT_OK && count > 0)
+        st = ct_cuda_masked_select_fill(&d, ct_tensor_ptr(scratch), ct_tensor_ptr(t), ct_dtype_size(t->dtype),
+                                        ct_tensor_ptr(out), t->device.index, op);
+    if (st == CT_OK)
+        st = ct_call_set_output(call, 0, out);
+    ct_scope_end();
+    return st;
+}
+
+/* ------------------------------------------------------------------ one_hot */
+
+/* The CPU kernel (src/cpu/nn_fused.c) reads the indices on the host; here the checks
+ * (same order and messages) use the GPU's min and max. */
+static ct_status one_hot_kernel(ct_keyset ks, ct_call *call, void *ud) {
+    (void)ks, (void)ud;
+    const char *op = "one_hot";
+    const ct_tensor *t0 = call->in[0];
+    int64_t nc = call->ints[0];
+    if (t0->dtype != CT_DTYPE_INT64)
+        return ct_error(CT_ERROR_TYPE, op, "one_hot is only applicable to index tensor.");
+    if (t0->ndim + 1 > CT_MAX_DIMS)
+        return ct_error(CT_ERROR_VALUE, op, "input has too many dimensions (%d)", t0->ndim);
+    if (nc < -1)
+        return ct_error(CT_ERROR_VALUE, op, "num_classes should be positive or -1");
+    if (!ct_cuda_use_device(op, t0->device.index))
+        return ct_last_status();
+    ct_scope_begin();
+    const ct_tensor *t = ct_contiguous(t0);
+    ct_status st = t ? CT_OK : ct_last_status();
+    int64_t mn = 0, mx = -1;
+    if (st == CT_OK && t0->numel > 0) {
+        ct_tensor *lo = ct_amin(t, NULL, 0, false), *hi = ct_amax(t, NULL, 0, false);
+        st = lo && hi ? ct_cuda_read_element(lo, 0, &mn) : ct_last_status();
+        if (st == CT_OK)
+            st = ct_cuda_read_element(hi, 0, &mx);
+    }
+    if (st == CT_OK && mn < 0)
+        st = ct_error(CT_ERROR_VALUE, op, "Class values must be non-negative.");
+    if (st == CT_OK && nc == -1) {
+        if (t0->numel == 0)
+            st = ct_error(CT_ERROR_VALUE, op, "Can not infer total number of classes from empty tensor.");
+        nc = mx + 1;
+    }
+    if (st == CT_OK && mx >= nc)
+        st = ct_error(CT_ERROR_VALUE, op, "Class values must be smaller than num_classes.");
+    ct_tensor *y = NULL;
+    if (st == CT_OK) {
+        int64_t shape[CT_MAX_DIMS];
+        memcpy(shape, t0->shape, sizeof(int64_t) * (size_t)t0->ndim);
+        shape[t0->ndim] = nc;
+        y = ct_zeros(shape, t0->ndim + 1, CT_DTYPE_INT64, t0->device);
+        if (!y)
+            st = ct_last_status();
+    }
+    if (st == CT_OK)
+        st = ct_cuda_one_hot_run((int64_t *)ct_tensor_ptr(y), (const int64_t *)ct_tensor_ptr(t), t0->numel, nc,
+                                 t0->device.index, op);
+    if (st == CT_OK)
+        st = ct_call_set_output(call, 0, y);
+    ct_scope_end();
+    return st;
+}
+
 /* ------------------------------------------------------------------ registration */
 
 /* The shared kernels of src/ops/shape.c serve CUDA after this check: every tensor of
@@ -307,7 +663,12 @@ static const shared_kernel k_cat = {ct_cpu_cat}, k_index_select = {ct_cpu_index_
                            k_scatter_add = {ct_cpu_scatter_add}, k_index_add = {ct_cpu_index_add},
                            k_masked_fill = {ct_cpu_masked_fill}, k_embedding = {embedding_kernel},
                            k_embedding_backward = {embedding_backward_kernel}, k_sort = {ct_cpu_sort},
-                           k_topk = {ct_cpu_topk};
+                           k_topk = {ct_cpu_topk}, k_flip = {ct_cpu_flip}, k_tril = {ct_cpu_tril},
+                           k_triu = {ct_cpu_triu}, k_pad = {ct_cpu_pad}, k_nonzero = {ct_cpu_nonzero},
+                           k_masked_select = {ct_cpu_masked_select}, k_scatter = {ct_cpu_scatter},
+                           k_scatter_reduce = {ct_cpu_scatter_reduce}, k_index_copy = {ct_cpu_index_copy},
+                           k_index_fill = {ct_cpu_index_fill}, k_index = {ct_cpu_index},
+                           k_index_put = {ct_cpu_index_put}, k_one_hot = {one_hot_kernel};
 
 void ct_cuda_register_indexing(void) {
     ct_dispatch_register_default(CT_OP_cat, CT_KEY_CUDA, on_one_device, (void *)&k_cat);
@@ -320,4 +681,17 @@ void ct_cuda_register_indexing(void) {
     ct_dispatch_register_default(CT_OP_embedding_backward, CT_KEY_CUDA, on_one_device, (void *)&k_embedding_backward);
     ct_dispatch_register_default(CT_OP_sort, CT_KEY_CUDA, on_one_device, (void *)&k_sort);
     ct_dispatch_register_default(CT_OP_topk, CT_KEY_CUDA, on_one_device, (void *)&k_topk);
+    ct_dispatch_register_default(CT_OP_flip, CT_KEY_CUDA, on_one_device, (void *)&k_flip);
+    ct_dispatch_register_default(CT_OP_tril, CT_KEY_CUDA, on_one_device, (void *)&k_tril);
+    ct_dispatch_register_default(CT_OP_triu, CT_KEY_CUDA, on_one_device, (void *)&k_triu);
+    ct_dispatch_register_default(CT_OP_pad, CT_KEY_CUDA, on_one_device, (void *)&k_pad);
+    ct_dispatch_register_default(CT_OP_nonzero, CT_KEY_CUDA, on_one_device, (void *)&k_nonzero);
+    ct_dispatch_register_default(CT_OP_masked_select, CT_KEY_CUDA, on_one_device, (void *)&k_masked_select);
+    ct_dispatch_register_default(CT_OP_scatter, CT_KEY_CUDA, on_one_device, (void *)&k_scatter);
+    ct_dispatch_register_default(CT_OP_scatter_reduce, CT_KEY_CUDA, on_one_device, (void *)&k_scatter_reduce);
+    ct_dispatch_register_default(CT_OP_index_copy, CT_KEY_CUDA, on_one_device, (void *)&k_index_copy);
+    ct_dispatch_register_default(CT_OP_index_fill, CT_KEY_CUDA, on_one_device, (void *)&k_index_fill);
+    ct_dispatch_register_default(CT_OP_index, CT_KEY_CUDA, on_one_device, (void *)&k_index);
+    ct_dispatch_register_default(CT_OP_index_put, CT_KEY_CUDA, on_one_device, (void *)&k_index_put);
+    ct_dispatch_register_default(CT_OP_one_hot, CT_KEY_CUDA, on_one_device, (void *)&k_one_hot);
 }

@@ -21,6 +21,9 @@
 #include "core/loop.h"
 #include "cpu/loops.h"
 #include "ops/indexing.h"
+#ifdef CT_HAVE_CUDA
+#include "cuda/cuda_ops.h"
+#endif
 
 typedef struct {
     int src_nd;
@@ -177,6 +180,11 @@ static ct_status index_kernel(ct_keyset ks, ct_call *call, void *ud) {
     ct_tensor *out = ct_empty(p.oshape, p.ond, t->dtype, t->device);
     if ((st = ct_ix_set_out(call, 0, out)) || ct_ix_is_meta(out) || out->numel == 0)
         return st;
+#ifdef CT_HAVE_CUDA
+    if (out->device.type == CT_DEVICE_CUDA)
+        return ct_cuda_index_get(out, t, p.idx, (const int64_t(*)[CT_MAX_DIMS])p.istr, p.bnd, p.insert, p.slice_dim,
+                                 p.nslice);
+#endif
     size_t esz = ct_dtype_size(t->dtype);
     const char *src = ct_tensor_ptr(t);
     char *dst = ct_tensor_ptr(out);
@@ -242,6 +250,13 @@ static ct_status index_put_kernel(ct_keyset ks, ct_call *call, void *ud) {
     ct_tensor *out, *w;
     if ((st = ct_ix_begin_update(call, t, &out, &w)) || !w)
         return st;
+#ifdef CT_HAVE_CUDA
+    if (w->device.type == CT_DEVICE_CUDA) {
+        st = ct_cuda_index_put(w, values, vstr, p.idx, (const int64_t(*)[CT_MAX_DIMS])p.istr, p.oshape, p.ond, p.bnd,
+                               p.insert, p.slice_dim, p.nslice, acc);
+        return st ? st : ct_ix_finish_update(out, w);
+    }
+#endif
     int64_t total = ct_shape_numel(p.oshape, p.ond), oc[CT_MAX_DIMS] = {0};
     size_t esz = ct_dtype_size(t->dtype);
     const char *pv = ct_tensor_ptr(values);

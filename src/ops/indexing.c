@@ -19,6 +19,9 @@
 #include "core/loop.h"
 #include "cpu/loops.h"
 #include "ops/indexing.h"
+#ifdef CT_HAVE_CUDA
+#include "cuda/cuda_ops.h"
+#endif
 
 /* Contiguous strides of shape (elements). */
 static void contiguous_strides(const int64_t *shape, int nd, int64_t *st) {
@@ -160,6 +163,12 @@ static ct_status scatter_kernel(ct_call *call, const char *op) {
     ct_tensor *out, *w;
     if ((st = ct_ix_begin_update(call, t, &out, &w)) || !w || index->numel == 0)
         return st;
+#ifdef CT_HAVE_CUDA
+    if (w->device.type == CT_DEVICE_CUDA) {
+        st = ct_cuda_scatter(w, index, src, value, d, (int)reduce, include_self, op);
+        return st ? st : ct_ix_finish_update(out, w);
+    }
+#endif
     size_t esz = ct_dtype_size(t->dtype);
     int tnd = t->ndim ? t->ndim : 1;
     int64_t tshape[CT_MAX_DIMS] = {1}, wstr[CT_MAX_DIMS];
@@ -337,6 +346,12 @@ static ct_status index_copy_kernel(ct_keyset ks, ct_call *call, void *ud) {
     ct_status st;
     if ((st = ct_ix_begin_update(call, t, &out, &w)) || !w || nidx == 0)
         return st;
+#ifdef CT_HAVE_CUDA
+    if (w->device.type == CT_DEVICE_CUDA) {
+        st = ct_cuda_index_copy(w, index, src, d);
+        return st ? st : ct_ix_finish_update(out, w);
+    }
+#endif
     int64_t outer, size, inner;
     outer_inner(t, d, &outer, &size, &inner);
     size_t esz = ct_dtype_size(t->dtype);
@@ -400,6 +415,12 @@ static ct_status index_fill_kernel(ct_keyset ks, ct_call *call, void *ud) {
     ct_status st;
     if ((st = ct_ix_begin_update(call, t, &out, &w)) || !w)
         return st;
+#ifdef CT_HAVE_CUDA
+    if (w->device.type == CT_DEVICE_CUDA) {
+        st = ct_cuda_index_fill(w, index, value, d);
+        return st ? st : ct_ix_finish_update(out, w);
+    }
+#endif
     int64_t outer, size, inner;
     outer_inner(t, d, &outer, &size, &inner);
     size_t esz = ct_dtype_size(t->dtype);
@@ -526,6 +547,10 @@ static ct_status masked_select_kernel(ct_keyset ks, ct_call *call, void *ud) {
                         "the output shape of masked_select depends on the data; META tensors have none");
     ct_broadcast_strides(t, shape, nd, ts);
     ct_broadcast_strides(mask, shape, nd, ms);
+#ifdef CT_HAVE_CUDA
+    if (t->device.type == CT_DEVICE_CUDA)
+        return ct_cuda_masked_select(call, t, mask, shape, nd, ts, ms);
+#endif
     int64_t total = ct_shape_numel(shape, nd), count = 0, coord[CT_MAX_DIMS] = {0};
     const uint8_t *pm = (const uint8_t *)ct_tensor_ptr(mask);
     for (int64_t k = 0; k < total; k++) {

@@ -17,6 +17,9 @@
 #include "core/loop.h"
 #include "cpu/loops.h"
 #include "ops/indexing.h"
+#ifdef CT_HAVE_CUDA
+#include "cuda/cuda_ops.h"
+#endif
 
 enum { PAD_CONSTANT = 0, PAD_REFLECT, PAD_REPLICATE, PAD_CIRCULAR };
 static const char *const pad_modes[] = {"constant", "reflect", "replicate", "circular"};
@@ -77,6 +80,10 @@ static ct_status pad_kernel(ct_keyset ks, ct_call *call, void *ud) {
     char value[16] = {0};
     if (mode == PAD_CONSTANT)
         ct_store_scalar(value, t->dtype, call->s[0]);
+#ifdef CT_HAVE_CUDA
+    if (out->device.type == CT_DEVICE_CUDA)
+        return ct_cuda_pad(out, t, lo, hi_crop, mode, value);
+#endif
     const char *src = ct_tensor_ptr(t);
     char *dst = ct_tensor_ptr(out);
     int64_t oc[CT_MAX_DIMS] = {0};

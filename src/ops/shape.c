@@ -294,6 +294,10 @@ static ct_status flip_kernel(ct_keyset ks, ct_call *call, void *ud) {
     ct_status st = set_out(call, 0, out);
     if (st || is_meta(out) || t->numel == 0)
         return st;
+#ifdef CT_HAVE_CUDA
+    if (out->device.type == CT_DEVICE_CUDA)
+        return ct_cuda_flip(out, t, flipped);
+#endif
     /* A reversed view: start at the last element of each flipped dim, walk backwards. */
     size_t esz = ct_dtype_size(t->dtype);
     const char *src = ct_tensor_ptr(t);
@@ -344,6 +348,13 @@ static ct_status tri_kernel(ct_call *call, bool lower) {
         ct_scope_end();
         return ct_last_status();
     }
+#ifdef CT_HAVE_CUDA
+    if (out->device.type == CT_DEVICE_CUDA) {
+        st = ct_cuda_tri(out, c, k, lower);
+        ct_scope_end();
+        return st;
+    }
+#endif
     size_t esz = ct_dtype_size(t->dtype);
     int64_t rows = t->shape[t->ndim - 2], cols = t->shape[t->ndim - 1], mats = t->numel / (rows * cols);
     const char *src = ct_tensor_ptr(c);
@@ -764,6 +775,10 @@ static ct_status nonzero_kernel(ct_keyset ks, ct_call *call, void *ud) {
     if (is_meta(t))
         return ct_error(CT_ERROR_NOT_IMPLEMENTED, "nonzero",
                         "the output shape of nonzero depends on the data; META tensors have none");
+#ifdef CT_HAVE_CUDA
+    if (t->device.type == CT_DEVICE_CUDA)
+        return ct_cuda_nonzero(call, t);
+#endif
     ct_scope_begin();
     const ct_tensor *c = ct_contiguous(t);
     if (!c) {
