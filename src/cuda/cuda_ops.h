@@ -50,7 +50,8 @@ ct_status ct_cuda_sort(ct_tensor *vals, ct_tensor *idx, const ct_tensor *t, int 
 /* Registers cat, index_select, gather, scatter_add, index_add, masked_fill, embedding,
  * embedding_backward, sort and topk at CT_KEY_CUDA. */
 void ct_cuda_register_indexing(void);
-/* Registers nll_loss and nll_loss_backward at CT_KEY_CUDA (nn_cuda.c). */
+/* Registers nll_loss, nll_loss_backward, attention, and (through nn_rt.h) convolution,
+ * pooling and the fused normalisation ops at CT_KEY_CUDA (nn_cuda.c). */
 void ct_cuda_register_nn(void);
 
 /* Registers the CUDA kernels of CUSTOM ops at CT_KEY_CUDA (called once by the op
