@@ -83,7 +83,8 @@ ct_status ct_cuda_pad(ct_tensor *out, const ct_tensor *t, const int64_t *lo, con
  * scatter, scatter_reduce, index_copy, index_fill, index, index_put and one_hot at
  * CT_KEY_CUDA. */
 void ct_cuda_register_indexing(void);
-/* Registers nll_loss and nll_loss_backward at CT_KEY_CUDA (nn_cuda.c). */
+/* Registers nll_loss, nll_loss_backward, attention, and (through nn_rt.h) convolution,
+ * pooling and the fused normalisation ops at CT_KEY_CUDA (nn_cuda.c). */
 void ct_cuda_register_nn(void);
 
 /* Registers the CUDA kernels of CUSTOM ops at CT_KEY_CUDA (called once by the op

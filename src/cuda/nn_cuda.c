@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cuda/cuda_ops.h"
+#include "cuda/nn_rt.h"
 #include "ctorch/nn.h"
 #include "ctorch/ops.h"
 #include "ops/nn_fused.h"
@@ -220,4 +221,7 @@ void ct_cuda_register_nn(void) {
     ct_dispatch_register_default(CT_OP_scaled_dot_product_attention_backward, CT_KEY_CUDA, sdpa_backward_kernel, NULL);
     ct_dispatch_register_default(CT_OP_nll_loss, CT_KEY_CUDA, nll_kernel, NULL);
     ct_dispatch_register_default(CT_OP_nll_loss_backward, CT_KEY_CUDA, nll_backward_kernel, NULL);
+    ct_cuda_register_conv();
+    ct_cuda_register_pool();
+    ct_cuda_register_norm();
 }

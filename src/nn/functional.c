@@ -255,10 +255,9 @@ ct_tensor *ct_layer_norm(const ct_tensor *input, const int64_t *normalized_shape
         ct_error(CT_ERROR_TYPE, op, "\"LayerNormKernelImpl\" not implemented for '%s'", ct_dtype_name(input->dtype));
         return NULL;
     }
-    /* one fused kernel (forward and backward) where there is one; the composite below
-     * serves other devices and mixed dtypes */
-    if (input->device.type != CT_DEVICE_CUDA && (!weight || weight->dtype == input->dtype) &&
-        (!bias || bias->dtype == input->dtype))
+    /* one fused kernel (forward and backward, on the CPU and CUDA); the composite below
+     * serves mixed dtypes */
+    if ((!weight || weight->dtype == input->dtype) && (!bias || bias->dtype == input->dtype))
         return ct_layer_norm_fused(input, normalized_shape, n, weight, bias, eps);
     int64_t dims[CT_MAX_DIMS];
     for (int i = 0; i < n; i++)
