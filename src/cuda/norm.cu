@@ -347,13 +347,14 @@ extern "C" ct_status ct_cuda_layer_norm_bwd(ct_dtype wd, const void *gy, const v
 
 static __device__ __forceinline__ float gelu_d(float x, bool tanh_form) {
     if (tanh_form) {
+        /* the CPU's float32 form through e = exp(-2u): s = 1 / (1 + e) = (1 + t) / 2 and
+         * 1 - s = 1 / (1 + 1/e), neither of which cancels; d = s + 2 x s (1 - s) k (...) */
         const float k = (float)GELU_K, cc = (float)GELU_C;
-        float u = mul_rn(k, add_rn(x, mul_rn(mul_rn(mul_rn(cc, x), x), x)));
-        float t = tanhf(u);
-        float a = mul_rn(0.5f, add_rn(1.0f, t));
-        float b = mul_rn(mul_rn(mul_rn(mul_rn(0.5f, x), sub_rn(1.0f, mul_rn(t, t))), k),
+        float e = expf(mul_rn(mul_rn(-2.0f, k), add_rn(x, mul_rn(mul_rn(mul_rn(cc, x), x), x))));
+        float sg = 1.0f / add_rn(1.0f, e), sc = 1.0f / add_rn(1.0f, 1.0f / e);
+        float b = mul_rn(mul_rn(mul_rn(mul_rn(mul_rn(2.0f, x), sg), sc), k),
                          add_rn(1.0f, mul_rn(mul_rn(mul_rn(3.0f, cc), x), x)));
-        return add_rn(a, b);
+        return add_rn(sg, b);
     }
     float u = erff(mul_rn(x, (float)GELU_SQRT1_2));
     float e = expf(mul_rn(mul_rn(-0.5f, x), x));
