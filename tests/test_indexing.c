@@ -391,6 +391,11 @@ static void test_null_and_bad_arguments(void **state) {
                   "dimension 1 of input [1, 3, 4]");
     CT_ASSERT_ERR(ct_pad(ct_view(x, CT_SHAPE(1, 3, 4)), CT_INDEX(-5, 1), 2, "circular", 0) != NULL, CT_ERROR_VALUE,
                   "Negative padding value is resulting in an empty dimension");
+    /* cropping the whole dim away and padding on the other side leaves nothing to wrap */
+    CT_ASSERT_ERR(ct_pad(ct_view(x, CT_SHAPE(1, 4, 3)), CT_INDEX(2, -3), 2, "circular", 0) != NULL, CT_ERROR_VALUE,
+                  "Negative padding value is resulting in an empty dimension");
+    CT_ASSERT_ERR(ct_pad(ct_view(x, CT_SHAPE(1, 4, 3)), CT_INDEX(1, 0, -4, 2), 4, "circular", 0) != NULL,
+                  CT_ERROR_VALUE, "Negative padding value is resulting in an empty dimension");
     CT_ASSERT_ERR(ct_pad(ct_zeros(CT_SHAPE(1, 3, 0), CT_F32, CT_CPU), CT_INDEX(1, 1), 2, "replicate", 0) != NULL,
                   CT_ERROR_VALUE, "non-empty");
     ct_tensor *outs[4];

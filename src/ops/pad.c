@@ -55,7 +55,10 @@ static ct_status pad_kernel(ct_keyset ks, ct_call *call, void *ud) {
                             4 + 2 * i, (long long)l, (long long)r, d, ct_shape_str(t->shape, nd, s, sizeof s));
         if (mode == PAD_CIRCULAR && (l > size || r > size))
             return ct_error(CT_ERROR_VALUE, op, "Padding value causes wrapping around more than once.");
-        if (mode == PAD_CIRCULAR && (-l > size || -r > size))
+        /* circular padding wraps within what the negative amounts leave: nothing
+         * left and something to fill is refused (PyTorch reads uninitialized memory) */
+        if (mode == PAD_CIRCULAR &&
+            (-l > size || -r > size || (size + (l < 0 ? l : 0) + (r < 0 ? r : 0) <= 0 && size + l + r > 0)))
             return ct_error(CT_ERROR_VALUE, op, "Negative padding value is resulting in an empty dimension.");
         if (mode != PAD_CONSTANT && size == 0)
             return ct_error(CT_ERROR_VALUE, op, "%s padding needs dimension %d of input %s to be non-empty",
