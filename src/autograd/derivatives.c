@@ -120,12 +120,17 @@ DEF(sigmoid, CT_SAVE_OUT) {
     return CT_OK;
 }
 
+/* Devices with the fused single-pass backward kernels (threshold_backward,
+ * gelu_backward, max_pool2d_backward); elsewhere, and under create_graph, the
+ * gradients are differentiable compositions of other ops. */
+static bool fused_device(ct_device d) { return d.type == CT_DEVICE_CPU || d.type == CT_DEVICE_CUDA; }
+
 /* PyTorch's threshold_backward: the gradient passes where the result is positive.
- * On the CPU without create_graph one fused kernel does it in a single pass. */
+ * Without create_graph one fused kernel does it in a single pass. */
 DEF(relu, CT_SAVE_OUT) {
     ct_tensor *y;
     TRY(y = saved(ctx, OUT_SLOT));
-    if (!ctx->create_graph && y->device.type == CT_DEVICE_CPU && ct_dtype_is_floating(y->dtype) &&
+    if (!ctx->create_graph && fused_device(y->device) && ct_dtype_is_floating(y->dtype) &&
         G->dtype == y->dtype) {
         TRY(gin[0] = ct_threshold_backward(G, y, ct_scalar_int(0)));
         return CT_OK;
@@ -681,7 +686,7 @@ DEF(max_pool2d_with_indices, CT_SAVE_OUT1) {
     const ct_input_meta *m = &ctx->node->in_meta[0];
     ct_tensor *idx;
     TRY(idx = saved(ctx, CT_SAVED_OUT1));
-    if (!ctx->create_graph && G->device.type == CT_DEVICE_CPU) {
+    if (!ctx->create_graph && fused_device(G->device)) {
         ct_tensor *like;
         TRY(like = ct_expand(ct_zeros(NULL, 0, m->dtype, G->device), m->shape, m->ndim));
         TRY(gin[0] = ct_max_pool2d_backward(G, like, idx));
@@ -1310,7 +1315,7 @@ DEF(gelu, CT_SAVE_IN0) {
     TRY(a = saved(ctx, 0));
     bool tanh_form = ctx->node->nints > 0 && ctx->node->ints[0] == CT_GELU_APPROXIMATE_TANH;
     /* one fused kernel (ctorch/nn.h) unless the gradient must itself be differentiable */
-    if (!ctx->create_graph && ct_tensor_device(a).type == CT_DEVICE_CPU && ct_tensor_dtype(G) == ct_tensor_dtype(a) &&
+    if (!ctx->create_graph && fused_device(ct_tensor_device(a)) && ct_tensor_dtype(G) == ct_tensor_dtype(a) &&
         ct_dtype_is_floating(ct_tensor_dtype(a))) {
         TRY(gin[0] = ct_gelu_backward(G, a, tanh_form ? CT_GELU_APPROXIMATE_TANH : CT_GELU_APPROXIMATE_NONE));
         return CT_OK;
