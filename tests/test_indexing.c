@@ -346,6 +346,14 @@ static void test_null_and_bad_arguments(void **state) {
     CT_ASSERT_ERR(ct_index_copy(x, 2, IV(0), src) != NULL, CT_ERROR_INDEX, "Dimension out of range");
     CT_ASSERT_ERR(ct_index_copy(x, 0, IV(0, 1), ct_ones(NULL, 0, CT_F32, CT_CPU)) != NULL, CT_ERROR_INDEX,
                   "When source is scalar, index should have one element (got 2)");
+    CT_ASSERT_ERR(ct_index_copy(x, 0, IV(1), ct_ones(NULL, 0, CT_F32, CT_CPU)) != NULL, CT_ERROR_VALUE,
+                  "must have same slice shapes. Destination slice shape: [4] and source slice shape: []");
+    {   /* a scalar source into a 1-D tensor fills one element */
+        ct_tensor *v = ct_index_copy(ct_zeros(CT_SHAPE(3), CT_F32, CT_CPU), 0, IV(1),
+                                     ct_full(NULL, 0, ct_scalar_float(5), CT_F32, CT_CPU));
+        CT_ASSERT_OK(v);
+        assert_true(((const float *)ct_tensor_data(v))[1] == 5.0f && ((const float *)ct_tensor_data(v))[0] == 0.0f);
+    }
     CT_ASSERT_ERR(ct_index_copy(x, 0, IV(0), ct_ones(CT_SHAPE(1, 1, 4), CT_F32, CT_CPU)) != NULL, CT_ERROR_INDEX,
                   "their dimensionality must match");
     CT_ASSERT_ERR(ct_index_fill(NULL, 0, i, ct_scalar_int(1)) != NULL, CT_ERROR_NULL_ARGUMENT, "index_fill");

@@ -329,6 +329,18 @@ static ct_status index_copy_kernel(ct_keyset ks, ct_call *call, void *ud) {
                         "index_copy_(): self and source expected to have the same dtype, but got (self) %s and "
                         "(source) %s",
                         ct_ix_type_name(t->dtype), ct_ix_type_name(src->dtype));
+    if (src->ndim == 0 && t->ndim >= 2) { /* a scalar source fills a slice of one element only */
+        int64_t slice[CT_MAX_DIMS];
+        int n = 0;
+        for (int k = 0; k < t->ndim; k++)
+            if (k != d)
+                slice[n++] = t->shape[k];
+        char sh[96];
+        return ct_error(CT_ERROR_VALUE, op,
+                        "index_copy_(): Source/destination tensor must have same slice shapes. Destination slice "
+                        "shape: %s and source slice shape: []",
+                        ct_shape_str(slice, n, sh, sizeof sh));
+    }
     if (src->ndim == t->ndim) {
         for (int k = 0; k < t->ndim; k++)
             if (k != d && src->shape[k] != t->shape[k])
