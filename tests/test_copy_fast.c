@@ -336,6 +336,49 @@ static void test_threaded_overlapping_copy(void **state) {
     ct_set_num_threads(saved);
 }
 
+/* fill_ of every dtype around the grain, contiguous (the flat, threaded way) and
+ * transposed: every element holds the scalar's bytes. */
+static void test_threaded_fill(void **state) {
+    (void)state;
+    static const int64_t sizes[] = {5, 32767, 32769, 100003};
+    int saved = ct_get_num_threads();
+    for (int nth = 1; nth <= 3; nth += 2) {
+        ct_set_num_threads(nth);
+        for (int d = 0; d < NDT; d++) {
+            for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+                ct_scope_begin();
+                int64_t n = sizes[k];
+                size_t esz = ct_dtype_size((ct_dtype)d);
+                ct_scalar v = d == CT_DTYPE_BOOL ? ct_scalar_bool(true) : ct_scalar_int(3 + (int64_t)k);
+                char want[8];
+                ct_store_scalar(want, (ct_dtype)d, v);
+                ct_tensor *t = ct_empty(CT_SHAPE(n), (ct_dtype)d, CT_CPU);
+                CT_ASSERT_OK(t);
+                memset(ct_tensor_data(t), 0x5a, (size_t)n * esz);
+                CT_ASSERT_OK(ct_fill_(t, v));
+                const char *p = ct_tensor_data(t);
+                for (int64_t i = 0; i < n; i++)
+                    if (memcmp(p + (size_t)i * esz, want, esz) != 0) {
+                        print_error("fill_ %s, numel %lld: element %lld differs\n", ct_dtype_name((ct_dtype)d),
+                                    (long long)n, (long long)i);
+                        fail();
+                    }
+                /* zero, then a strided (non-contiguous) view filled with the value */
+                CT_ASSERT_OK(ct_zero_(t));
+                for (size_t b = 0; b < (size_t)n * esz; b++)
+                    assert_int_equal(p[b], 0);
+                ct_tensor *m = ct_slice(t, 0, 0, n, 2); /* every other element */
+                CT_ASSERT_OK(ct_fill_(m, v));
+                static const char zeros[8] = {0};
+                for (int64_t i = 0; i < n; i++)
+                    assert_memory_equal(p + (size_t)i * esz, i % 2 ? zeros : want, esz);
+                ct_scope_end();
+            }
+        }
+    }
+    ct_set_num_threads(saved);
+}
+
 /* Errors still come first: a shape that does not broadcast, NULL arguments. */
 static void test_copy_errors(void **state) {
     (void)state;
@@ -356,6 +399,7 @@ int main(void) {
         cmocka_unit_test(test_threaded_flat_copies),
         cmocka_unit_test(test_threaded_strided_copies),
         cmocka_unit_test(test_threaded_overlapping_copy),
+        cmocka_unit_test(test_threaded_fill),
         cmocka_unit_test(test_copy_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -549,6 +549,54 @@ static void fill_bytes(char *dst, const char *src, int64_t n, int64_t ds, int64_
         memcpy(dst + i * ds, src, esz);
 }
 
+/* A contiguous run of n elements of esz bytes, each set to the bytes at one. */
+static void fill_run(char *p, int64_t n, const char *one, size_t esz) {
+    bool zero = true;
+    for (size_t i = 0; i < esz; i++)
+        zero = zero && one[i] == 0;
+    if (zero || esz == 1) {
+        memset(p, zero ? 0 : one[0], (size_t)n * esz);
+        return;
+    }
+    /* typed stores of a constant vectorise; one memcpy per element does not */
+    if (esz == 2) {
+        uint16_t v;
+        memcpy(&v, one, 2);
+        uint16_t *restrict o = (uint16_t *)p;
+        for (int64_t i = 0; i < n; i++)
+            o[i] = v;
+    } else if (esz == 4) {
+        uint32_t v;
+        memcpy(&v, one, 4);
+        uint32_t *restrict o = (uint32_t *)p;
+        for (int64_t i = 0; i < n; i++)
+            o[i] = v;
+    } else {
+        uint64_t v;
+        memcpy(&v, one, 8);
+        uint64_t *restrict o = (uint64_t *)p;
+        for (int64_t i = 0; i < n; i++)
+            o[i] = v;
+    }
+}
+
+/* Split over the threads above the copy grain, as copies are (Note [Parallel copies]). */
+static void fill_flat(char *p, int64_t n, const char *one, size_t esz) {
+    int nth = copy_threads(n);
+    if (nth <= 1) {
+        fill_run(p, n, one, esz);
+        return;
+    }
+#ifdef CT_HAVE_OPENMP
+#pragma omp parallel for num_threads(nth) schedule(static)
+    for (int c = 0; c < nth; c++) {
+        int64_t b = (n * c / nth) & ~(int64_t)63, e = c == nth - 1 ? n : (n * (c + 1) / nth) & ~(int64_t)63;
+        if (e > b)
+            fill_run(p + b * (int64_t)esz, e - b, one, esz);
+    }
+#endif
+}
+
 static bool fill_impl(ct_tensor *t, ct_scalar value) {
     ct_tensor_bump_version(t);
     if (t->device.type == CT_DEVICE_META || t->numel == 0)
@@ -560,11 +608,8 @@ static bool fill_impl(ct_tensor *t, ct_scalar value) {
     if (t->device.type == CT_DEVICE_CUDA)
         return ct_cuda_fill(t, one, esz) == CT_OK;
 #endif
-    bool zero = true;
-    for (size_t i = 0; i < esz; i++)
-        zero = zero && one[i] == 0;
-    if (zero && ct_tensor_is_contiguous(t)) {
-        memset(ct_tensor_ptr(t), 0, (size_t)t->numel * esz);
+    if (ct_tensor_is_contiguous(t)) {
+        fill_flat(ct_tensor_ptr(t), t->numel, one, esz);
     } else {
         ct_loop2(t->ndim, t->shape, ct_tensor_ptr(t), t->strides, esz, one, NULL, 0, fill_bytes,
                  (void *)(uintptr_t)esz);
