@@ -13,7 +13,8 @@
  *   ops.cast_S_D_N.GBps         ct_copy_ of N elements of dtype S into dtype D (bytes read
  *                               plus bytes written); ops.clone_f32_N.GBps, ct_clone (fresh
  *                               output memory included); ops.contig_t_f32_M.GBps,
- *                               ct_contiguous of the transpose of an MxM matrix
+ *                               ct_contiguous of the transpose of an MxM matrix;
+ *                               ops.fill_f32_N.GBps, ct_fill_ with 1.5 (4 * N bytes written)
  * Each figure is the median of several runs. Arguments, when given, pick the figures
  * whose names contain one of them ("bench/ops copy exp"). */
 #include <stdio.h>
@@ -49,6 +50,15 @@ static int want(const char *name) {
         return 1;
     for (int i = 1; i < g_argc; i++)
         if (strstr(name, g_argv[i]))
+            return 1;
+    return 0;
+}
+
+/* Could a wanted figure's name contain tag ("_1048576")? True when an argument has tag
+ * in it or names no size at all. */
+static int want_size(const char *tag) {
+    for (int i = 1; i < g_argc; i++)
+        if (strstr(g_argv[i], tag) || !strpbrk(g_argv[i], "0123456789"))
             return 1;
     return 0;
 }
@@ -101,6 +111,10 @@ static void run_clone(void *p) {
 static void run_contiguous(void *p) {
     bench_ctx *c = p;
     ct_release(ct_contiguous(c->a));
+}
+static void run_fill(void *p) {
+    bench_ctx *c = p;
+    ct_fill_(c->out, ct_scalar_float(1.5));
 }
 static void run_sum(void *p) {
     bench_ctx *c = p;
@@ -174,6 +188,11 @@ int main(int argc, char **argv) {
     char name[96];
     for (int e = 20; e <= 24; e += 4) {
         int64_t n = (int64_t)1 << e;
+        /* skip the setup of a size none of whose figures is wanted */
+        char tag[32];
+        snprintf(tag, sizeof tag, "_%lld", (long long)n);
+        if (g_argc > 1 && !want_size(tag))
+            continue;
         bench_ctx c = {0};
         c.a = ct_rand(CT_SHAPE(n), CT_F32, CT_CPU);
         c.b = ct_rand(CT_SHAPE(n), CT_F32, CT_CPU);
@@ -188,6 +207,8 @@ int main(int argc, char **argv) {
         figure(name, 8.0 * (double)n, run_copy, &c, 5);
         snprintf(name, sizeof name, "ops.clone_f32_%lld.GBps", (long long)n);
         figure(name, 8.0 * (double)n, run_clone, &c, 5);
+        snprintf(name, sizeof name, "ops.fill_f32_%lld.GBps", (long long)n);
+        figure(name, 4.0 * (double)n, run_fill, &c, 5);
         c.binary = ct_add_out;
         snprintf(name, sizeof name, "ops.add_f32_%lld.GBps", (long long)n);
         figure(name, 12.0 * (double)n, run_binary, &c, 5);
