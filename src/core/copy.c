@@ -206,7 +206,7 @@ static inline uint16_t f32_to_bf16(float f) {
 #define ISF_CT_DTYPE_FLOAT32 2
 #define ISF_CT_DTYPE_FLOAT64 1
 
-/* Store a compute value v (of a source that is floating when F is 1). */
+/* Store a compute value v (of a source that is floating when F is non-zero). */
 #define STORE_INT(T, v, F) ((F) ? (T)f2i64((double)(v)) : (T)(v))
 #define STORE_INT32(T, v, F) ((F) == 2 ? (T)f2i32f((float)(v)) : (F) ? (T)f2i32((double)(v)) : (T)(v))
 #define STORE_CT_DTYPE_BOOL(p, v, F) (*(uint8_t *)(p) = (uint8_t)((v) != 0))
