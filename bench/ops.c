@@ -10,7 +10,13 @@
  *   ops.softmax_f32_4096.GBps   softmax over the rows of a 4096x4096 matrix: 2 * 4 * 4096^2 bytes
  *   ops.matmul_f32_M.gflops     ctorch's mm, and ceil.blas_sgemm_M.gflops (OpenBLAS direct)
  *   ops.tiny_add.c.us_per_op    a 1-element add from C, allocation included
- * Each figure is the median of several runs. */
+ *   ops.cast_S_D_N.GBps         ct_copy_ of N elements of dtype S into dtype D (bytes read
+ *                               plus bytes written); ops.clone_f32_N.GBps, ct_clone (fresh
+ *                               output memory included); ops.contig_t_f32_M.GBps,
+ *                               ct_contiguous of the transpose of an MxM matrix;
+ *                               ops.fill_f32_N.GBps, ct_fill_ with 1.5 (4 * N bytes written)
+ * Each figure is the median of several runs. Arguments, when given, pick the figures
+ * whose names contain one of them ("bench/ops copy exp"). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +40,28 @@ static int cmp_double(const void *a, const void *b) {
 }
 
 #define REPS 9
+
+static int g_argc;
+static char **g_argv;
+
+/* Is the figure called name wanted (no arguments: all are)? */
+static int want(const char *name) {
+    if (g_argc <= 1)
+        return 1;
+    for (int i = 1; i < g_argc; i++)
+        if (strstr(name, g_argv[i]))
+            return 1;
+    return 0;
+}
+
+/* Could a wanted figure's name contain tag ("_1048576")? True when an argument has tag
+ * in it or names no size at all. */
+static int want_size(const char *tag) {
+    for (int i = 1; i < g_argc; i++)
+        if (strstr(g_argv[i], tag) || !strpbrk(g_argv[i], "0123456789"))
+            return 1;
+    return 0;
+}
 
 typedef void (*work_fn)(void *ctx);
 
@@ -76,6 +104,18 @@ static void run_copy(void *p) {
     bench_ctx *c = p;
     ct_copy_(c->out, c->a);
 }
+static void run_clone(void *p) {
+    bench_ctx *c = p;
+    ct_release(ct_clone(c->a));
+}
+static void run_contiguous(void *p) {
+    bench_ctx *c = p;
+    ct_release(ct_contiguous(c->a));
+}
+static void run_fill(void *p) {
+    bench_ctx *c = p;
+    ct_fill_(c->out, ct_scalar_float(1.5));
+}
 static void run_sum(void *p) {
     bench_ctx *c = p;
     ct_release(ct_sum(c->a, NULL, 0, false, CT_DTYPE_UNDEFINED));
@@ -103,14 +143,56 @@ static void run_tiny(void *p) {
     }
 }
 
+/* Prints one figure: bytes / the median time of fn, when the figure is wanted. */
+static void figure(const char *name, double bytes, work_fn fn, bench_ctx *c, int inner) {
+    if (want(name))
+        printf("%s %.1f GB/s\n", name, bytes / median_time(fn, c, inner) / 1e9);
+}
+
+static void cast_figures(int64_t n) {
+    static const struct {
+        ct_dtype s, d;
+        const char *sn, *dn;
+    } pairs[] = {
+        {CT_DTYPE_BOOL, CT_DTYPE_FLOAT32, "bool", "f32"},     {CT_DTYPE_FLOAT32, CT_DTYPE_BFLOAT16, "f32", "bf16"},
+        {CT_DTYPE_BFLOAT16, CT_DTYPE_FLOAT32, "bf16", "f32"}, {CT_DTYPE_FLOAT32, CT_DTYPE_FLOAT16, "f32", "f16"},
+        {CT_DTYPE_FLOAT16, CT_DTYPE_FLOAT32, "f16", "f32"},   {CT_DTYPE_INT64, CT_DTYPE_FLOAT32, "i64", "f32"},
+        {CT_DTYPE_FLOAT32, CT_DTYPE_INT64, "f32", "i64"},     {CT_DTYPE_FLOAT32, CT_DTYPE_FLOAT64, "f32", "f64"},
+        {CT_DTYPE_UINT8, CT_DTYPE_FLOAT32, "u8", "f32"},      {CT_DTYPE_FLOAT32, CT_DTYPE_INT32, "f32", "i32"},
+    };
+    for (size_t k = 0; k < sizeof pairs / sizeof pairs[0]; k++) {
+        char name[96];
+        snprintf(name, sizeof name, "ops.cast_%s_%s_%lld.GBps", pairs[k].sn, pairs[k].dn, (long long)n);
+        if (!want(name))
+            continue;
+        bench_ctx c = {0};
+        /* Values around [-4, 4] so integer and bool sources hold more than zeros. */
+        ct_scope_begin();
+        ct_tensor *v = ct_mul(ct_randn(CT_SHAPE(n), CT_F32, CT_CPU), ct_scalar_tensor(ct_scalar_float(2.0), CT_F32, CT_CPU));
+        c.a = ct_keep(ct_to_dtype(v, pairs[k].s));
+        ct_scope_end();
+        c.out = ct_empty(CT_SHAPE(n), pairs[k].d, CT_CPU);
+        double bytes = (double)n * (double)(ct_dtype_size(pairs[k].s) + ct_dtype_size(pairs[k].d));
+        figure(name, bytes, run_copy, &c, 5);
+        ct_release(c.a);
+        ct_release(c.out);
+    }
+}
+
 int main(int argc, char **argv) {
     ct_runtime_tune_and_reexec(argv); /* as the ctorch CLI runs */
-    (void)argc;
-    (void)argv;
+    g_argc = argc;
+    g_argv = argv;
     printf("ctorch %s (BLAS: %s) threads %d\n", ct_version(), ct_blas_info(), ct_get_num_threads());
     ct_manual_seed(0);
+    char name[96];
     for (int e = 20; e <= 24; e += 4) {
         int64_t n = (int64_t)1 << e;
+        /* skip the setup of a size none of whose figures is wanted */
+        char tag[32];
+        snprintf(tag, sizeof tag, "_%lld", (long long)n);
+        if (g_argc > 1 && !want_size(tag))
+            continue;
         bench_ctx c = {0};
         c.a = ct_rand(CT_SHAPE(n), CT_F32, CT_CPU);
         c.b = ct_rand(CT_SHAPE(n), CT_F32, CT_CPU);
@@ -118,30 +200,55 @@ int main(int argc, char **argv) {
         c.src = ct_tensor_data(c.a);
         c.dst = ct_tensor_data(c.out);
         c.bytes = (size_t)n * 4;
-        double t = median_time(run_memcpy, &c, 5);
         /* memcpy reads and writes: 2 * 4 * n bytes */
-        printf("ceil.copy_f32_%lld.GBps %.1f GB/s\n", (long long)n, 8.0 * (double)n / t / 1e9);
-        printf("ops.copy_f32_%lld.GBps %.1f GB/s\n", (long long)n, 8.0 * (double)n / median_time(run_copy, &c, 5) / 1e9);
+        snprintf(name, sizeof name, "ceil.copy_f32_%lld.GBps", (long long)n);
+        figure(name, 8.0 * (double)n, run_memcpy, &c, 5);
+        snprintf(name, sizeof name, "ops.copy_f32_%lld.GBps", (long long)n);
+        figure(name, 8.0 * (double)n, run_copy, &c, 5);
+        snprintf(name, sizeof name, "ops.clone_f32_%lld.GBps", (long long)n);
+        figure(name, 8.0 * (double)n, run_clone, &c, 5);
+        snprintf(name, sizeof name, "ops.fill_f32_%lld.GBps", (long long)n);
+        figure(name, 4.0 * (double)n, run_fill, &c, 5);
         c.binary = ct_add_out;
-        printf("ops.add_f32_%lld.GBps %.1f GB/s\n", (long long)n, 12.0 * (double)n / median_time(run_binary, &c, 5) / 1e9);
+        snprintf(name, sizeof name, "ops.add_f32_%lld.GBps", (long long)n);
+        figure(name, 12.0 * (double)n, run_binary, &c, 5);
         c.binary = ct_mul_out;
-        printf("ops.mul_f32_%lld.GBps %.1f GB/s\n", (long long)n, 12.0 * (double)n / median_time(run_binary, &c, 5) / 1e9);
+        snprintf(name, sizeof name, "ops.mul_f32_%lld.GBps", (long long)n);
+        figure(name, 12.0 * (double)n, run_binary, &c, 5);
         c.unary = ct_exp_out;
-        printf("ops.exp_f32_%lld.GBps %.1f GB/s\n", (long long)n, 8.0 * (double)n / median_time(run_unary, &c, 5) / 1e9);
-        printf("ops.sum_f32_%lld.GBps %.1f GB/s\n", (long long)n, 4.0 * (double)n / median_time(run_sum, &c, 5) / 1e9);
+        snprintf(name, sizeof name, "ops.exp_f32_%lld.GBps", (long long)n);
+        figure(name, 8.0 * (double)n, run_unary, &c, 5);
+        snprintf(name, sizeof name, "ops.sum_f32_%lld.GBps", (long long)n);
+        figure(name, 4.0 * (double)n, run_sum, &c, 5);
         ct_release(c.a);
         ct_release(c.b);
         ct_release(c.out);
+        cast_figures(n);
+    }
+    {
+        int64_t m = 2048;
+        bench_ctx c = {0};
+        ct_tensor *a = ct_rand(CT_SHAPE(m, m), CT_F32, CT_CPU);
+        c.a = ct_transpose(a, 0, 1);
+        snprintf(name, sizeof name, "ops.contig_t_f32_%lld.GBps", (long long)m);
+        figure(name, 8.0 * (double)(m * m), run_contiguous, &c, 3);
+        ct_release(c.a);
+        ct_release(a);
     }
     {
         int64_t m = 4096;
         bench_ctx c = {0};
         c.a = ct_rand(CT_SHAPE(m, m), CT_F32, CT_CPU);
-        printf("ops.softmax_f32_%lld.GBps %.1f GB/s\n", (long long)m,
-               8.0 * (double)(m * m) / median_time(run_softmax, &c, 3) / 1e9);
+        snprintf(name, sizeof name, "ops.softmax_f32_%lld.GBps", (long long)m);
+        figure(name, 8.0 * (double)(m * m), run_softmax, &c, 3);
         ct_release(c.a);
     }
     for (int m = 256; m <= 2048; m *= (m == 256 ? 4 : 2)) {
+        char cname[96];
+        snprintf(name, sizeof name, "ops.matmul_f32_%d.gflops", m);
+        snprintf(cname, sizeof cname, "ceil.blas_sgemm_%d.gflops", m);
+        if (!want(name) && !want(cname))
+            continue;
         bench_ctx c = {0};
         c.m = m;
         c.a = ct_rand(CT_SHAPE(m, m), CT_F32, CT_CPU);
@@ -149,19 +256,23 @@ int main(int argc, char **argv) {
         c.out = ct_empty(CT_SHAPE(m, m), CT_F32, CT_CPU);
         double flops = 2.0 * m * (double)m * m;
         int inner = m <= 256 ? 20 : 2;
-        printf("ops.matmul_f32_%d.gflops %.1f GFLOP/s\n", m, flops / median_time(run_mm, &c, inner) / 1e9);
+        if (want(name))
+            printf("%s %.1f GFLOP/s\n", name, flops / median_time(run_mm, &c, inner) / 1e9);
 #ifdef CT_HAVE_OPENBLAS
-        printf("ceil.blas_sgemm_%d.gflops %.1f GFLOP/s\n", m, flops / median_time(run_sgemm, &c, inner) / 1e9);
+        if (want(cname))
+            printf("%s %.1f GFLOP/s\n", cname, flops / median_time(run_sgemm, &c, inner) / 1e9);
 #endif
         ct_release(c.a);
         ct_release(c.b);
         ct_release(c.out);
     }
-    bench_ctx c = {0};
-    c.a = ct_ones(CT_SHAPE(1), CT_F32, CT_CPU);
-    c.b = ct_ones(CT_SHAPE(1), CT_F32, CT_CPU);
-    printf("ops.tiny_add.c.us_per_op %.3f us\n", median_time(run_tiny, &c, 10) / 1000 * 1e6);
-    ct_release(c.a);
-    ct_release(c.b);
+    if (want("ops.tiny_add.c.us_per_op")) {
+        bench_ctx c = {0};
+        c.a = ct_ones(CT_SHAPE(1), CT_F32, CT_CPU);
+        c.b = ct_ones(CT_SHAPE(1), CT_F32, CT_CPU);
+        printf("ops.tiny_add.c.us_per_op %.3f us\n", median_time(run_tiny, &c, 10) / 1000 * 1e6);
+        ct_release(c.a);
+        ct_release(c.b);
+    }
     return 0;
 }

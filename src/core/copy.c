@@ -5,6 +5,9 @@
 #include "dtype.h"
 #include "loop.h"
 #include "view.h"
+#ifdef CT_HAVE_OPENMP
+#include <omp.h>
+#endif
 #ifdef CT_HAVE_CUDA
 #include "cuda/cuda_tensor.h"
 #endif
@@ -96,20 +99,80 @@ bool ct_broadcast_strides(const ct_tensor *src, const int64_t *shape, int ndim, 
  * - NaN to bfloat16 is always 0x7fc0 (c10::BFloat16's; PyTorch's vectorised contiguous
  *   float32 path writes 0xffff instead, its strided path 0x7fc0).
  * - same dtype: bytes are moved, never converted, so NaN payloads survive. */
+/* Written without branches (both sides of each choice computed, the conversion done on
+ * an in-range stand-in) so contiguous loops vectorise. */
 static inline int64_t f2i64(double v) {
-    if (!(v > -9223372036854775808.0 && v < 9223372036854775808.0))
-        return INT64_MIN;
-    return (int64_t)v;
+    int ok = (v > -9223372036854775808.0) & (v < 9223372036854775808.0);
+    int64_t r = (int64_t)(ok ? v : 0.0);
+    return ok ? r : INT64_MIN;
 }
 static inline int32_t f2i32(double v) {
-    if (!(v > -2147483649.0 && v < 2147483648.0))
-        return INT32_MIN;
-    return (int32_t)v;
+    int ok = (v > -2147483649.0) & (v < 2147483648.0);
+    int32_t r = (int32_t)(ok ? v : 0.0);
+    return ok ? r : INT32_MIN;
+}
+/* The same for a float value: no float lies between -2^31 - 1 and -2^31, and staying in
+ * float lets the loop convert four lanes per instruction instead of two. */
+static inline int32_t f2i32f(float v) {
+    int ok = (v >= -2147483648.0f) & (v < 2147483648.0f);
+    int32_t r = (int32_t)(ok ? v : 0.0f);
+    return ok ? r : INT32_MIN;
 }
 static inline uint64_t f2u64(double v) {
     if (v >= 9223372036854775808.0 && v < 18446744073709551616.0)
         return (uint64_t)v;
     return (uint64_t)f2i64(v);
+}
+
+/* Note [Branch-free half conversions]
+ * The cast loops inline their own float16/bfloat16 conversions instead of calling
+ * ct_half_to_float and friends (src/core/dtype.c) per element: every case is computed and
+ * the right one selected, so a contiguous loop vectorises. They give the same bits as
+ * dtype.c's for every input (tests/test_copy_fast.c checks all 65536 halves and a sweep
+ * of floats): round to nearest even, overflow to inf, subnormals, the canonical NaNs
+ * float -> half 0x7e00 | sign and float -> bfloat16 0x7fc0, half NaN payloads kept and
+ * made quiet. */
+static inline uint32_t f32_to_bits(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+}
+static inline float bits_to_f32(uint32_t u) {
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+/* c (0 or 1) ? a : b, as masks */
+static inline uint32_t pick(uint32_t c, uint32_t a, uint32_t b) { return (a & (0u - c)) | (b & (c - 1u)); }
+static inline float half_to_f32(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    uint32_t em = (uint32_t)(h & 0x7fffu) << 13; /* exponent and mantissa in float's place */
+    uint32_t e = em & 0x0f800000u;
+    uint32_t normal = em + 0x38000000u; /* rebias 15 -> 127 */
+    /* inf/NaN: exponent all ones; a NaN keeps its payload and gets the quiet bit */
+    uint32_t special = em | 0x7f800000u | ((uint32_t)((em & 0x007fe000u) != 0) << 22);
+    /* subnormal or zero: mant * 2^-24, exactly, by subtracting 2^-14 from 2^-14 + mant * 2^-24 */
+    uint32_t sub = f32_to_bits(bits_to_f32(em + 0x38800000u) - bits_to_f32(0x38800000u));
+    uint32_t r = pick(e == 0x0f800000u, special, pick(e == 0, sub, normal));
+    return bits_to_f32(sign | r);
+}
+static inline uint16_t f32_to_half(float f) {
+    uint32_t x = f32_to_bits(f);
+    uint32_t sign = (x >> 16) & 0x8000u;
+    uint32_t ax = x & 0x7fffffffu;
+    /* subnormal half: adding 0.5 makes the FPU round at half's subnormal step (2^-24);
+     * the input's sign is dropped so -0.0 + 0.5 cannot differ */
+    uint32_t sub = f32_to_bits(bits_to_f32(ax) + 0.5f) - 0x3f000000u;
+    /* normal: rebias the exponent (-112 << 23) and round to even */
+    uint32_t normal = (ax + 0xc8000fffu + ((ax >> 13) & 1u)) >> 13;
+    uint32_t r = pick(ax > 0x7f800000u, 0x7e00u, pick(ax >= 0x477ff000u, 0x7c00u, pick(ax < 0x38800000u, sub, normal)));
+    return (uint16_t)(sign | r);
+}
+static inline float bf16_to_f32(uint16_t b) { return bits_to_f32((uint32_t)b << 16); }
+static inline uint16_t f32_to_bf16(float f) {
+    uint32_t x = f32_to_bits(f);
+    uint32_t rounded = (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;
+    return (uint16_t)pick((x & 0x7fffffffu) > 0x7f800000u, 0x7fc0u, rounded);
 }
 
 /* Load to a "compute" value: floats widen to float/double, half types to float. */
@@ -122,12 +185,13 @@ static inline uint64_t f2u64(double v) {
 #define LOAD_CT_DTYPE_UINT16(p) (*(const uint16_t *)(p))
 #define LOAD_CT_DTYPE_UINT32(p) (*(const uint32_t *)(p))
 #define LOAD_CT_DTYPE_UINT64(p) (*(const uint64_t *)(p))
-#define LOAD_CT_DTYPE_FLOAT16(p) ct_half_to_float(*(const uint16_t *)(p))
-#define LOAD_CT_DTYPE_BFLOAT16(p) ct_bfloat16_to_float(*(const uint16_t *)(p))
+#define LOAD_CT_DTYPE_FLOAT16(p) half_to_f32(*(const uint16_t *)(p))
+#define LOAD_CT_DTYPE_BFLOAT16(p) bf16_to_f32(*(const uint16_t *)(p))
 #define LOAD_CT_DTYPE_FLOAT32(p) (*(const float *)(p))
 #define LOAD_CT_DTYPE_FLOAT64(p) (*(const double *)(p))
 
-/* Is the source a floating type (needs the float-to-integer rules)? */
+/* Is the source a floating type (needs the float-to-integer rules)? 2: its compute
+ * value is a float (float32, float16, bfloat16), 1: a double. */
 #define ISF_CT_DTYPE_BOOL 0
 #define ISF_CT_DTYPE_UINT8 0
 #define ISF_CT_DTYPE_INT8 0
@@ -137,14 +201,14 @@ static inline uint64_t f2u64(double v) {
 #define ISF_CT_DTYPE_UINT16 0
 #define ISF_CT_DTYPE_UINT32 0
 #define ISF_CT_DTYPE_UINT64 0
-#define ISF_CT_DTYPE_FLOAT16 1
-#define ISF_CT_DTYPE_BFLOAT16 1
-#define ISF_CT_DTYPE_FLOAT32 1
+#define ISF_CT_DTYPE_FLOAT16 2
+#define ISF_CT_DTYPE_BFLOAT16 2
+#define ISF_CT_DTYPE_FLOAT32 2
 #define ISF_CT_DTYPE_FLOAT64 1
 
-/* Store a compute value v (of a source that is floating when F is 1). */
+/* Store a compute value v (of a source that is floating when F is non-zero). */
 #define STORE_INT(T, v, F) ((F) ? (T)f2i64((double)(v)) : (T)(v))
-#define STORE_INT32(T, v, F) ((F) ? (T)f2i32((double)(v)) : (T)(v))
+#define STORE_INT32(T, v, F) ((F) == 2 ? (T)f2i32f((float)(v)) : (F) ? (T)f2i32((double)(v)) : (T)(v))
 #define STORE_CT_DTYPE_BOOL(p, v, F) (*(uint8_t *)(p) = (uint8_t)((v) != 0))
 #define STORE_CT_DTYPE_UINT8(p, v, F) (*(uint8_t *)(p) = STORE_INT(uint8_t, v, F))
 #define STORE_CT_DTYPE_INT8(p, v, F) (*(int8_t *)(p) = STORE_INT32(int8_t, v, F))
@@ -154,14 +218,39 @@ static inline uint64_t f2u64(double v) {
 #define STORE_CT_DTYPE_UINT16(p, v, F) (*(uint16_t *)(p) = STORE_INT(uint16_t, v, F))
 #define STORE_CT_DTYPE_UINT32(p, v, F) (*(uint32_t *)(p) = STORE_INT(uint32_t, v, F))
 #define STORE_CT_DTYPE_UINT64(p, v, F) (*(uint64_t *)(p) = (F) ? f2u64((double)(v)) : (uint64_t)(v))
-#define STORE_CT_DTYPE_FLOAT16(p, v, F) (*(uint16_t *)(p) = ct_float_to_half((float)(v)))
-#define STORE_CT_DTYPE_BFLOAT16(p, v, F) (*(uint16_t *)(p) = ct_float_to_bfloat16((float)(v)))
+#define STORE_CT_DTYPE_FLOAT16(p, v, F) (*(uint16_t *)(p) = f32_to_half((float)(v)))
+#define STORE_CT_DTYPE_BFLOAT16(p, v, F) (*(uint16_t *)(p) = f32_to_bf16((float)(v)))
 #define STORE_CT_DTYPE_FLOAT32(p, v, F) (*(float *)(p) = (float)(v))
 #define STORE_CT_DTYPE_FLOAT64(p, v, F) (*(double *)(p) = (double)(v))
 
+/* Element sizes, for the contiguous branch's constant strides. */
+#define SZ_CT_DTYPE_BOOL 1
+#define SZ_CT_DTYPE_UINT8 1
+#define SZ_CT_DTYPE_INT8 1
+#define SZ_CT_DTYPE_INT16 2
+#define SZ_CT_DTYPE_INT32 4
+#define SZ_CT_DTYPE_INT64 8
+#define SZ_CT_DTYPE_UINT16 2
+#define SZ_CT_DTYPE_UINT32 4
+#define SZ_CT_DTYPE_UINT64 8
+#define SZ_CT_DTYPE_FLOAT16 2
+#define SZ_CT_DTYPE_BFLOAT16 2
+#define SZ_CT_DTYPE_FLOAT32 4
+#define SZ_CT_DTYPE_FLOAT64 8
+
+/* Contiguous runs take the same element expression with constant strides, which the
+ * compiler turns into a vector loop; the caller never passes overlapping dst and src
+ * (copy_ reads an overlapping source through a temporary). */
 #define CAST_FN(D, S)                                                                                     \
     static void cast_##D##_##S(char *dst, const char *src, int64_t n, int64_t ds, int64_t ss, void *ctx) { \
         (void)ctx;                                                                                        \
+        if (ds == SZ_##D && ss == SZ_##S) {                                                               \
+            char *restrict o = dst;                                                                       \
+            const char *restrict a = src;                                                                 \
+            for (int64_t i = 0; i < n; i++)                                                               \
+                STORE_##D(o + i * SZ_##D, LOAD_##S(a + i * SZ_##S), ISF_##S);                             \
+            return;                                                                                       \
+        }                                                                                                 \
         for (int64_t i = 0; i < n; i++)                                                                   \
             STORE_##D(dst + i * ds, LOAD_##S(src + i * ss), ISF_##S);                                     \
     }
@@ -258,13 +347,100 @@ static bool ranges_overlap(const ct_tensor *a, const ct_tensor *b) {
     return true; /* conservative: any two views of one storage may overlap */
 }
 
+/* Note [Parallel copies]
+ * A CPU copy of at least CT_COPY_GRAIN elements is split over the threads, as PyTorch
+ * splits its copies (its grain is 32768 elements too): one core cannot saturate memory
+ * bandwidth, and a cast is compute-bound besides. When dst is contiguous and src walks
+ * memory the same way (same strides, no broadcast), the copy is one flat run cut into
+ * equal pieces, each a memcpy for equal dtypes or a contiguous cast loop; otherwise the
+ * outermost dimension left after coalescing is cut. Every element is converted on its
+ * own, so the split never changes a result. Inside a parallel region (an op already
+ * running on the threads) the copy stays on the calling thread. */
+#define CT_COPY_GRAIN 32768
+
+/* Threads worth using for n elements (1: run here). */
+static int copy_threads(int64_t n) {
+#ifdef CT_HAVE_OPENMP
+    if (n < CT_COPY_GRAIN || omp_in_parallel())
+        return 1;
+    int64_t nth = ct_get_num_threads(), chunks = n / (CT_COPY_GRAIN / 2);
+    return (int)(chunks < nth ? chunks : nth);
+#else
+    (void)n;
+    return 1;
+#endif
+}
+
+/* Is src (with the broadcast strides sstr) laid out like the contiguous dst? */
+static bool same_flat_layout(const ct_tensor *dst, const int64_t *sstr) {
+    if (!ct_tensor_is_contiguous(dst))
+        return false;
+    int64_t expected = 1;
+    for (int i = dst->ndim - 1; i >= 0; i--) {
+        if (dst->shape[i] != 1 && sstr[i] != expected)
+            return false;
+        expected *= dst->shape[i];
+    }
+    return true;
+}
+
+static void copy_flat(char *dst, const char *src, int64_t n, size_t desz, size_t sesz, ct_loop2_fn fn) {
+    int nth = copy_threads(n);
+    if (nth <= 1) {
+        fn(dst, src, n, (int64_t)desz, (int64_t)sesz, NULL);
+        return;
+    }
+#ifdef CT_HAVE_OPENMP
+#pragma omp parallel for num_threads(nth) schedule(static)
+    for (int c = 0; c < nth; c++) {
+        /* piece boundaries on multiples of 64 elements keep each piece's stores to whole
+         * cache lines of its own */
+        int64_t b = (n * c / nth) & ~(int64_t)63, e = c == nth - 1 ? n : (n * (c + 1) / nth) & ~(int64_t)63;
+        if (e > b)
+            fn(dst + b * (int64_t)desz, src + b * (int64_t)sesz, e - b, (int64_t)desz, (int64_t)sesz, NULL);
+    }
+#endif
+}
+
+/* The general N-d copy, its outermost dimension split over the threads. */
+static void copy_strided(const ct_tensor *dst, const ct_tensor *src, const int64_t *sstr, ct_loop2_fn fn) {
+    size_t desz = ct_dtype_size(dst->dtype), sesz = ct_dtype_size(src->dtype);
+    char *dp = ct_tensor_ptr(dst);
+    const char *sp = ct_tensor_ptr(src);
+    int nth = copy_threads(dst->numel);
+    /* the outermost dimension of more than one element */
+    int outer = 0;
+    while (outer < dst->ndim && dst->shape[outer] == 1)
+        outer++;
+    if (nth <= 1 || outer >= dst->ndim || dst->shape[outer] < nth) {
+        ct_loop2(dst->ndim, dst->shape, dp, dst->strides, desz, sp, sstr, sesz, fn, NULL);
+        return;
+    }
+#ifdef CT_HAVE_OPENMP
+    int64_t len = dst->shape[outer];
+#pragma omp parallel for num_threads(nth) schedule(static)
+    for (int c = 0; c < nth; c++) {
+        int64_t b = len * c / nth, e = len * (c + 1) / nth;
+        int64_t shape[CT_MAX_DIMS];
+        memcpy(shape, dst->shape, sizeof(int64_t) * (size_t)dst->ndim);
+        shape[outer] = e - b;
+        ct_loop2(dst->ndim, shape, dp + b * dst->strides[outer] * (int64_t)desz, dst->strides, desz,
+                 sp + b * sstr[outer] * (int64_t)sesz, sstr, sesz, fn, NULL);
+    }
+#endif
+}
+
 static bool copy_into(ct_tensor *dst, const ct_tensor *src, const int64_t *src_strides) {
 #ifdef CT_HAVE_CUDA
     if (dst->device.type == CT_DEVICE_CUDA)
         return ct_cuda_copy_into(dst, src, src_strides) == CT_OK;
 #endif
-    ct_loop2(dst->ndim, dst->shape, ct_tensor_ptr(dst), dst->strides, ct_dtype_size(dst->dtype), ct_tensor_ptr(src),
-             src_strides, ct_dtype_size(src->dtype), ct_cast_loop(dst->dtype, src->dtype), NULL);
+    ct_loop2_fn fn = ct_cast_loop(dst->dtype, src->dtype);
+    if (same_flat_layout(dst, src_strides))
+        copy_flat(ct_tensor_ptr(dst), ct_tensor_ptr(src), dst->numel, ct_dtype_size(dst->dtype),
+                  ct_dtype_size(src->dtype), fn);
+    else
+        copy_strided(dst, src, src_strides, fn);
     return true;
 }
 
@@ -373,6 +549,54 @@ static void fill_bytes(char *dst, const char *src, int64_t n, int64_t ds, int64_
         memcpy(dst + i * ds, src, esz);
 }
 
+/* A contiguous run of n elements of esz bytes, each set to the bytes at one. */
+static void fill_run(char *p, int64_t n, const char *one, size_t esz) {
+    bool zero = true;
+    for (size_t i = 0; i < esz; i++)
+        zero = zero && one[i] == 0;
+    if (zero || esz == 1) {
+        memset(p, zero ? 0 : one[0], (size_t)n * esz);
+        return;
+    }
+    /* typed stores of a constant vectorise; one memcpy per element does not */
+    if (esz == 2) {
+        uint16_t v;
+        memcpy(&v, one, 2);
+        uint16_t *restrict o = (uint16_t *)p;
+        for (int64_t i = 0; i < n; i++)
+            o[i] = v;
+    } else if (esz == 4) {
+        uint32_t v;
+        memcpy(&v, one, 4);
+        uint32_t *restrict o = (uint32_t *)p;
+        for (int64_t i = 0; i < n; i++)
+            o[i] = v;
+    } else {
+        uint64_t v;
+        memcpy(&v, one, 8);
+        uint64_t *restrict o = (uint64_t *)p;
+        for (int64_t i = 0; i < n; i++)
+            o[i] = v;
+    }
+}
+
+/* Split over the threads above the copy grain, as copies are (Note [Parallel copies]). */
+static void fill_flat(char *p, int64_t n, const char *one, size_t esz) {
+    int nth = copy_threads(n);
+    if (nth <= 1) {
+        fill_run(p, n, one, esz);
+        return;
+    }
+#ifdef CT_HAVE_OPENMP
+#pragma omp parallel for num_threads(nth) schedule(static)
+    for (int c = 0; c < nth; c++) {
+        int64_t b = (n * c / nth) & ~(int64_t)63, e = c == nth - 1 ? n : (n * (c + 1) / nth) & ~(int64_t)63;
+        if (e > b)
+            fill_run(p + b * (int64_t)esz, e - b, one, esz);
+    }
+#endif
+}
+
 static bool fill_impl(ct_tensor *t, ct_scalar value) {
     ct_tensor_bump_version(t);
     if (t->device.type == CT_DEVICE_META || t->numel == 0)
@@ -384,11 +608,8 @@ static bool fill_impl(ct_tensor *t, ct_scalar value) {
     if (t->device.type == CT_DEVICE_CUDA)
         return ct_cuda_fill(t, one, esz) == CT_OK;
 #endif
-    bool zero = true;
-    for (size_t i = 0; i < esz; i++)
-        zero = zero && one[i] == 0;
-    if (zero && ct_tensor_is_contiguous(t)) {
-        memset(ct_tensor_ptr(t), 0, (size_t)t->numel * esz);
+    if (ct_tensor_is_contiguous(t)) {
+        fill_flat(ct_tensor_ptr(t), t->numel, one, esz);
     } else {
         ct_loop2(t->ndim, t->shape, ct_tensor_ptr(t), t->strides, esz, one, NULL, 0, fill_bytes,
                  (void *)(uintptr_t)esz);
