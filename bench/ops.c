@@ -2,7 +2,7 @@
  *
  * Prints "name value unit" lines (the same names as PyTorch's side in
  * shared/bench/torch_peer.py --what ops, so bench/compare.py can pair them):
- *   ceil.copy_f32_N.GBps        memcpy of N float32: the bandwidth ceiling
+ *   ceil.copy_f32_N.GBps        memcpy of N float32 split over the threads: the bandwidth ceiling
  *   ops.copy_f32_N.GBps         ct_copy_ of N float32 (2 * 4 * N bytes moved)
  *   ops.add_f32_N.GBps          c = a + b  (3 * 4 * N bytes moved)
  *   ops.mul_f32_N.GBps, ops.exp_f32_N.GBps
@@ -20,6 +20,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 #include <time.h>
 
 #include "ctorch.h"
@@ -88,9 +91,22 @@ typedef struct {
     int m;
 } bench_ctx;
 
+/* memcpy in one contiguous piece per thread: the machine's copy bandwidth with the
+ * threads ctorch's own copies use. */
 static void run_memcpy(void *p) {
     bench_ctx *c = p;
+#ifdef _OPENMP
+    int nth = ct_get_num_threads();
+#pragma omp parallel num_threads(nth)
+    {
+        int t = omp_get_thread_num(), n = omp_get_num_threads();
+        size_t per = (c->bytes / (size_t)n + 63) / 64 * 64, lo = per * (size_t)t;
+        if (lo < c->bytes)
+            memcpy((char *)c->dst + lo, (const char *)c->src + lo, per < c->bytes - lo ? per : c->bytes - lo);
+    }
+#else
     memcpy(c->dst, c->src, c->bytes);
+#endif
 }
 static void run_binary(void *p) {
     bench_ctx *c = p;
