@@ -27,6 +27,7 @@
 
 #include "cpu/blas.h"
 #include "cpu/loops.h"
+#include "ops/nn_fused.h"
 #include "ops/nn_ops.h"
 
 #ifdef CT_HAVE_OPENMP
@@ -128,12 +129,6 @@ IM2COL(float)
 IM2COL(double)
 
 /* Computes in float32/float64: converts other floating dtypes on the way in and out. */
-static ct_dtype work_dtype(ct_dtype d) { return d == CT_DTYPE_FLOAT64 ? CT_DTYPE_FLOAT64 : CT_DTYPE_FLOAT32; }
-
-static const ct_tensor *as_work(const ct_tensor *t, ct_dtype wd) {
-    return t ? ct_contiguous(ct_to_dtype(t, wd)) : NULL;
-}
-
 /* ------------------------------------------------------------------ conv2d */
 
 /* Reads a 1x1 kernel with stride 1 and no padding straight from the input. */
@@ -253,9 +248,9 @@ ct_status ct_cpu_conv2d(ct_keyset ks, ct_call *call, void *ud) {
     int64_t shape[4];
     int nd;
     ct_conv2d_out_shape(&g, shape, &nd);
-    ct_dtype dt = call->in[0]->dtype, wd = work_dtype(dt);
+    ct_dtype dt = call->in[0]->dtype, wd = ct_nn_work_dtype(dt);
     ct_scope_begin();
-    const ct_tensor *x = as_work(call->in[0], wd), *w = as_work(call->in[1], wd), *b = as_work(call->in[2], wd);
+    const ct_tensor *x = ct_nn_as_work(call->in[0], wd), *w = ct_nn_as_work(call->in[1], wd), *b = ct_nn_as_work(call->in[2], wd);
     ct_tensor *y = ct_empty(shape, nd, wd, CT_CPU);
     if (!x || !w || (call->in[2] && !b) || !y) {
         ct_scope_end();
@@ -368,10 +363,10 @@ ct_status ct_cpu_conv2d_backward(ct_keyset ks, ct_call *call, void *ud) {
         return ct_error(CT_ERROR_VALUE, "conv2d_backward", "grad_output has shape %s, expected %s",
                         ct_shape_str(go->shape, go->ndim, a, sizeof a), ct_shape_str(shape, nd, b, sizeof b));
     }
-    ct_dtype dt = call->in[1]->dtype, wd = work_dtype(dt);
+    ct_dtype dt = call->in[1]->dtype, wd = ct_nn_work_dtype(dt);
     bool want_in = call->ints[7], want_w = call->ints[8], want_b = call->ints[9];
     ct_scope_begin();
-    const ct_tensor *x = as_work(call->in[1], wd), *w = as_work(call->in[2], wd), *gy = as_work(go, wd);
+    const ct_tensor *x = ct_nn_as_work(call->in[1], wd), *w = ct_nn_as_work(call->in[2], wd), *gy = ct_nn_as_work(go, wd);
     ct_tensor *gx = want_in ? ct_empty(call->in[1]->shape, call->in[1]->ndim, wd, CT_CPU) : NULL;
     ct_tensor *gw = want_w ? ct_empty(call->in[2]->shape, 4, wd, CT_CPU) : NULL;
     ct_tensor *gb = want_b ? ct_empty(&g.oc, 1, wd, CT_CPU) : NULL;

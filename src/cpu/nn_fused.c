@@ -50,16 +50,6 @@ typedef struct ct_sdpa_mask {
 #undef WD
 #undef FN
 
-static ct_dtype work_dtype(ct_dtype d) { return d == CT_DTYPE_FLOAT64 ? CT_DTYPE_FLOAT64 : CT_DTYPE_FLOAT32; }
-
-static ct_tensor *as_work(const ct_tensor *t, ct_dtype wd) { return t ? ct_contiguous(ct_to_dtype(t, wd)) : NULL; }
-
-/* Hands a work-dtype result to the call as output i, converted back to dtype. */
-static ct_status set_out(ct_call *call, int i, ct_tensor *t, ct_dtype dtype) {
-    ct_tensor *o = t ? ct_to_dtype(t, dtype) : NULL;
-    return o ? ct_call_set_output(call, i, o) : ct_last_status();
-}
-
 /* Public ops called from inside a kernel must not be recorded by autograd again
  * (the AUTOGRAD key above this one already did). */
 static ct_keyset below_autograd_begin(void) {
@@ -120,10 +110,10 @@ ct_status ct_cpu_avg_pool2d(ct_keyset ks, ct_call *call, void *ud) {
     ct_status st = ct_avgpool_check(x0, call->ints, &g);
     if (st)
         return st;
-    ct_dtype wd = work_dtype(x0->dtype);
+    ct_dtype wd = ct_nn_work_dtype(x0->dtype);
     int64_t shape[4] = {g.n, g.c, g.oh, g.ow};
     ct_scope_begin();
-    ct_tensor *x = as_work(x0, wd);
+    ct_tensor *x = ct_nn_as_work(x0, wd);
     ct_tensor *y = ct_empty(g.batched ? shape : shape + 1, g.batched ? 4 : 3, wd, CT_CPU);
     if (x && y) {
         if (wd == CT_DTYPE_FLOAT64)
@@ -131,21 +121,9 @@ ct_status ct_cpu_avg_pool2d(ct_keyset ks, ct_call *call, void *ud) {
         else
             avgpool_fwd_f32(ct_tensor_data(x), ct_tensor_data(y), &g);
     }
-    st = x && y ? set_out(call, 0, y, x0->dtype) : ct_last_status();
+    st = x && y ? ct_nn_set_out(call, 0, y, x0->dtype) : ct_last_status();
     ct_scope_end();
     return st;
-}
-
-static ct_status same_shape(const char *op, const ct_tensor *t, const int64_t *shape, int nd) {
-    bool same = t->ndim == nd;
-    for (int i = 0; same && i < nd; i++)
-        same = t->shape[i] == shape[i];
-    if (!same) {
-        char a[96], b[96];
-        return ct_error(CT_ERROR_VALUE, op, "grad_output has shape %s, expected %s",
-                        ct_shape_str(t->shape, t->ndim, a, sizeof a), ct_shape_str(shape, nd, b, sizeof b));
-    }
-    return CT_OK;
 }
 
 ct_status ct_cpu_avg_pool2d_backward(ct_keyset ks, ct_call *call, void *ud) {
@@ -156,11 +134,11 @@ ct_status ct_cpu_avg_pool2d_backward(ct_keyset ks, ct_call *call, void *ud) {
     if (st)
         return st;
     int64_t shape[4] = {g.n, g.c, g.oh, g.ow};
-    if ((st = same_shape("avg_pool2d_backward", gy0, g.batched ? shape : shape + 1, g.batched ? 4 : 3)))
+    if ((st = ct_nn_same_shape("avg_pool2d_backward", gy0, g.batched ? shape : shape + 1, g.batched ? 4 : 3)))
         return st;
-    ct_dtype wd = work_dtype(x0->dtype);
+    ct_dtype wd = ct_nn_work_dtype(x0->dtype);
     ct_scope_begin();
-    ct_tensor *gy = as_work(gy0, wd);
+    ct_tensor *gy = ct_nn_as_work(gy0, wd);
     ct_tensor *gx = ct_zeros(x0->shape, x0->ndim, wd, CT_CPU);
     if (gy && gx) {
         if (wd == CT_DTYPE_FLOAT64)
@@ -168,7 +146,7 @@ ct_status ct_cpu_avg_pool2d_backward(ct_keyset ks, ct_call *call, void *ud) {
         else
             avgpool_bwd_f32(ct_tensor_data(gy), ct_tensor_data(gx), &g);
     }
-    st = gy && gx ? set_out(call, 0, gx, x0->dtype) : ct_last_status();
+    st = gy && gx ? ct_nn_set_out(call, 0, gx, x0->dtype) : ct_last_status();
     ct_scope_end();
     return st;
 }
@@ -180,10 +158,10 @@ ct_status ct_cpu_adaptive_avg_pool2d(ct_keyset ks, ct_call *call, void *ud) {
     ct_status st = ct_adapool_check(x0, call->ints, &g);
     if (st)
         return st;
-    ct_dtype wd = work_dtype(x0->dtype);
+    ct_dtype wd = ct_nn_work_dtype(x0->dtype);
     int64_t shape[4] = {g.n, g.c, g.oh, g.ow};
     ct_scope_begin();
-    ct_tensor *x = as_work(x0, wd);
+    ct_tensor *x = ct_nn_as_work(x0, wd);
     ct_tensor *y = ct_empty(g.batched ? shape : shape + 1, g.batched ? 4 : 3, wd, CT_CPU);
     if (x && y && g.oh > 0 && g.ow > 0) {
         if (wd == CT_DTYPE_FLOAT64)
@@ -191,7 +169,7 @@ ct_status ct_cpu_adaptive_avg_pool2d(ct_keyset ks, ct_call *call, void *ud) {
         else
             adapool_f32(ct_tensor_data(x), ct_tensor_data(y), &g, false);
     }
-    st = x && y ? set_out(call, 0, y, x0->dtype) : ct_last_status();
+    st = x && y ? ct_nn_set_out(call, 0, y, x0->dtype) : ct_last_status();
     ct_scope_end();
     return st;
 }
@@ -204,11 +182,11 @@ ct_status ct_cpu_adaptive_avg_pool2d_backward(ct_keyset ks, ct_call *call, void 
     if (st)
         return st;
     int64_t shape[4] = {g.n, g.c, g.oh, g.ow};
-    if ((st = same_shape("adaptive_avg_pool2d_backward", gy0, g.batched ? shape : shape + 1, g.batched ? 4 : 3)))
+    if ((st = ct_nn_same_shape("adaptive_avg_pool2d_backward", gy0, g.batched ? shape : shape + 1, g.batched ? 4 : 3)))
         return st;
-    ct_dtype wd = work_dtype(x0->dtype);
+    ct_dtype wd = ct_nn_work_dtype(x0->dtype);
     ct_scope_begin();
-    ct_tensor *gy = as_work(gy0, wd);
+    ct_tensor *gy = ct_nn_as_work(gy0, wd);
     ct_tensor *gx = ct_zeros(x0->shape, x0->ndim, wd, CT_CPU);
     if (gy && gx && g.oh > 0 && g.ow > 0) {
         if (wd == CT_DTYPE_FLOAT64)
@@ -216,7 +194,7 @@ ct_status ct_cpu_adaptive_avg_pool2d_backward(ct_keyset ks, ct_call *call, void 
         else
             adapool_f32(ct_tensor_data(gy), ct_tensor_data(gx), &g, true);
     }
-    st = gy && gx ? set_out(call, 0, gx, x0->dtype) : ct_last_status();
+    st = gy && gx ? ct_nn_set_out(call, 0, gx, x0->dtype) : ct_last_status();
     ct_scope_end();
     return st;
 }
@@ -230,9 +208,9 @@ ct_status ct_cpu_rms_norm(ct_keyset ks, ct_call *call, void *ud) {
     ct_status st = ct_rmsnorm_check(call, x0, w0, &g);
     if (st)
         return st;
-    ct_dtype wd = work_dtype(x0->dtype);
+    ct_dtype wd = ct_nn_work_dtype(x0->dtype);
     ct_scope_begin();
-    ct_tensor *x = as_work(x0, wd), *w = as_work(w0, wd);
+    ct_tensor *x = ct_nn_as_work(x0, wd), *w = ct_nn_as_work(w0, wd);
     ct_tensor *y = ct_empty(x0->shape, x0->ndim, wd, CT_CPU);
     bool ok = x && y && (!w0 || w);
     if (ok) {
@@ -241,7 +219,7 @@ ct_status ct_cpu_rms_norm(ct_keyset ks, ct_call *call, void *ud) {
         else
             rmsnorm_fwd_f32(ct_tensor_data(x), w ? ct_tensor_data(w) : NULL, ct_tensor_data(y), g.rows, g.cols, g.eps);
     }
-    st = ok ? set_out(call, 0, y, x0->dtype) : ct_last_status();
+    st = ok ? ct_nn_set_out(call, 0, y, x0->dtype) : ct_last_status();
     ct_scope_end();
     return st;
 }
@@ -253,11 +231,11 @@ ct_status ct_cpu_rms_norm_backward(ct_keyset ks, ct_call *call, void *ud) {
     ct_status st = ct_rmsnorm_check(call, x0, w0, &g);
     if (st)
         return st;
-    if ((st = same_shape("rms_norm_backward", gy0, x0->shape, x0->ndim)))
+    if ((st = ct_nn_same_shape("rms_norm_backward", gy0, x0->shape, x0->ndim)))
         return st;
-    ct_dtype wd = work_dtype(x0->dtype);
+    ct_dtype wd = ct_nn_work_dtype(x0->dtype);
     ct_scope_begin();
-    ct_tensor *x = as_work(x0, wd), *w = as_work(w0, wd), *gy = as_work(gy0, wd);
+    ct_tensor *x = ct_nn_as_work(x0, wd), *w = ct_nn_as_work(w0, wd), *gy = ct_nn_as_work(gy0, wd);
     ct_tensor *gx = ct_empty(x0->shape, x0->ndim, wd, CT_CPU);
     ct_tensor *gw = w0 ? ct_zeros(w0->shape, w0->ndim, CT_DTYPE_FLOAT64, CT_CPU) : NULL;
     bool ok = x && gy && gx && (!w0 || (w && gw));
@@ -270,9 +248,9 @@ ct_status ct_cpu_rms_norm_backward(ct_keyset ks, ct_call *call, void *ud) {
             rmsnorm_bwd_f32(ct_tensor_data(gy), ct_tensor_data(x), w ? ct_tensor_data(w) : NULL, ct_tensor_data(gx),
                             pgw, g.rows, g.cols, g.eps);
     }
-    st = ok ? set_out(call, 0, gx, x0->dtype) : ct_last_status();
+    st = ok ? ct_nn_set_out(call, 0, gx, x0->dtype) : ct_last_status();
     if (st == CT_OK && gw)
-        st = set_out(call, 1, gw, w0->dtype);
+        st = ct_nn_set_out(call, 1, gw, w0->dtype);
     ct_scope_end();
     return st;
 }
@@ -286,9 +264,9 @@ ct_status ct_cpu_layer_norm(ct_keyset ks, ct_call *call, void *ud) {
     ct_status st = ct_layernorm_check(call, x0, w0, b0, &g);
     if (st)
         return st;
-    ct_dtype wd = work_dtype(x0->dtype);
+    ct_dtype wd = ct_nn_work_dtype(x0->dtype);
     ct_scope_begin();
-    ct_tensor *x = as_work(x0, wd), *w = as_work(w0, wd), *b = as_work(b0, wd);
+    ct_tensor *x = ct_nn_as_work(x0, wd), *w = ct_nn_as_work(w0, wd), *b = ct_nn_as_work(b0, wd);
     ct_tensor *y = ct_empty(x0->shape, x0->ndim, wd, CT_CPU);
     bool ok = x && y && (!w0 || w) && (!b0 || b);
     if (ok && g.rows > 0 && g.cols > 0) {
@@ -299,7 +277,7 @@ ct_status ct_cpu_layer_norm(ct_keyset ks, ct_call *call, void *ud) {
             layernorm_fwd_f32(ct_tensor_data(x), w ? ct_tensor_data(w) : NULL, b ? ct_tensor_data(b) : NULL,
                               ct_tensor_data(y), g.rows, g.cols, g.eps);
     }
-    st = ok ? set_out(call, 0, y, x0->dtype) : ct_last_status();
+    st = ok ? ct_nn_set_out(call, 0, y, x0->dtype) : ct_last_status();
     ct_scope_end();
     return st;
 }
@@ -311,11 +289,11 @@ ct_status ct_cpu_layer_norm_backward(ct_keyset ks, ct_call *call, void *ud) {
     ct_status st = ct_layernorm_check(call, x0, w0, b0, &g);
     if (st)
         return st;
-    if ((st = same_shape("layer_norm_backward", gy0, x0->shape, x0->ndim)))
+    if ((st = ct_nn_same_shape("layer_norm_backward", gy0, x0->shape, x0->ndim)))
         return st;
-    ct_dtype wd = work_dtype(x0->dtype);
+    ct_dtype wd = ct_nn_work_dtype(x0->dtype);
     ct_scope_begin();
-    ct_tensor *x = as_work(x0, wd), *w = as_work(w0, wd), *gy = as_work(gy0, wd);
+    ct_tensor *x = ct_nn_as_work(x0, wd), *w = ct_nn_as_work(w0, wd), *gy = ct_nn_as_work(gy0, wd);
     ct_tensor *gx = ct_empty(x0->shape, x0->ndim, wd, CT_CPU);
     ct_tensor *stats = ct_empty(CT_SHAPE(2 * g.rows), CT_DTYPE_FLOAT64, CT_CPU);
     ct_tensor *gw = w0 ? ct_zeros(w0->shape, w0->ndim, CT_DTYPE_FLOAT64, CT_CPU) : NULL;
@@ -330,11 +308,11 @@ ct_status ct_cpu_layer_norm_backward(ct_keyset ks, ct_call *call, void *ud) {
             layernorm_bwd_f32(ct_tensor_data(gy), ct_tensor_data(x), w ? ct_tensor_data(w) : NULL,
                               ct_tensor_data(gx), ct_tensor_data(stats), pgw, pgb, g.rows, g.cols, g.eps);
     }
-    st = ok ? set_out(call, 0, gx, x0->dtype) : ct_last_status();
+    st = ok ? ct_nn_set_out(call, 0, gx, x0->dtype) : ct_last_status();
     if (st == CT_OK && gw)
-        st = set_out(call, 1, gw, w0->dtype);
+        st = ct_nn_set_out(call, 1, gw, w0->dtype);
     if (st == CT_OK && gb)
-        st = set_out(call, 2, gb, b0->dtype);
+        st = ct_nn_set_out(call, 2, gb, b0->dtype);
     ct_scope_end();
     return st;
 }
@@ -419,10 +397,10 @@ ct_status ct_cpu_gelu_backward(ct_keyset ks, ct_call *call, void *ud) {
     ct_status st = ct_gelu_backward_check(gy0, x0, call->ints[0]);
     if (st)
         return st;
-    ct_dtype wd = work_dtype(x0->dtype);
+    ct_dtype wd = ct_nn_work_dtype(x0->dtype);
     bool tanh_form = call->ints[0] == CT_GELU_APPROXIMATE_TANH;
     ct_scope_begin();
-    ct_tensor *x = as_work(x0, wd), *gy = as_work(gy0, wd);
+    ct_tensor *x = ct_nn_as_work(x0, wd), *gy = ct_nn_as_work(gy0, wd);
     ct_tensor *gx = ct_empty(x0->shape, x0->ndim, wd, CT_CPU);
     bool ok = x && gy && gx;
     if (ok && x0->numel > 0) {
@@ -431,7 +409,7 @@ ct_status ct_cpu_gelu_backward(ct_keyset ks, ct_call *call, void *ud) {
         else
             gelu_bwd_f32(ct_tensor_data(gy), ct_tensor_data(x), ct_tensor_data(gx), x0->numel, tanh_form);
     }
-    st = ok ? set_out(call, 0, gx, x0->dtype) : ct_last_status();
+    st = ok ? ct_nn_set_out(call, 0, gx, x0->dtype) : ct_last_status();
     ct_scope_end();
     return st;
 }
@@ -488,11 +466,11 @@ ct_status ct_cpu_scaled_dot_product_attention(ct_keyset ks, ct_call *call, void 
     ct_status st = ct_sdpa_check(op, q0, call->in[1], call->in[2], call->in[3], causal, &g);
     if (st)
         return st;
-    ct_dtype wd = work_dtype(q0->dtype);
+    ct_dtype wd = ct_nn_work_dtype(q0->dtype);
     int64_t shape[CT_MAX_DIMS];
     sdpa_out_shape(&g, g.ev, shape);
     ct_scope_begin();
-    ct_tensor *q = as_work(q0, wd), *k = as_work(call->in[1], wd), *v = as_work(call->in[2], wd);
+    ct_tensor *q = ct_nn_as_work(q0, wd), *k = ct_nn_as_work(call->in[1], wd), *v = ct_nn_as_work(call->in[2], wd);
     ct_tensor *y = ct_zeros(shape, g.nbatch + 2, wd, CT_CPU);
     ct_sdpa_mask m = {.causal = causal, .scale = ct_scalar_to_double(call->s[0])};
     int64_t *boff = NULL;
@@ -518,7 +496,7 @@ ct_status ct_cpu_scaled_dot_product_attention(ct_keyset ks, ct_call *call, void 
     }
     free(boff);
     if (st == CT_OK)
-        st = set_out(call, 0, y, q0->dtype);
+        st = ct_nn_set_out(call, 0, y, q0->dtype);
     ct_scope_end();
     return st;
 }
@@ -535,11 +513,11 @@ ct_status ct_cpu_scaled_dot_product_attention_backward(ct_keyset ks, ct_call *ca
         return st;
     int64_t shape[CT_MAX_DIMS];
     sdpa_out_shape(&g, g.ev, shape);
-    if ((st = same_shape(op, gy0, shape, g.nbatch + 2)))
+    if ((st = ct_nn_same_shape(op, gy0, shape, g.nbatch + 2)))
         return st;
-    ct_dtype wd = work_dtype(q0->dtype);
+    ct_dtype wd = ct_nn_work_dtype(q0->dtype);
     ct_scope_begin();
-    ct_tensor *q = as_work(q0, wd), *k = as_work(k0, wd), *v = as_work(v0, wd), *gy = as_work(gy0, wd);
+    ct_tensor *q = ct_nn_as_work(q0, wd), *k = ct_nn_as_work(k0, wd), *v = ct_nn_as_work(v0, wd), *gy = ct_nn_as_work(gy0, wd);
     ct_tensor *gq = ct_zeros(q0->shape, q0->ndim, wd, CT_CPU), *gk = ct_zeros(k0->shape, k0->ndim, wd, CT_CPU);
     ct_tensor *gv = ct_zeros(v0->shape, v0->ndim, wd, CT_CPU);
     ct_sdpa_mask m = {.causal = causal, .scale = ct_scalar_to_double(call->s[0])};
@@ -562,11 +540,11 @@ ct_status ct_cpu_scaled_dot_product_attention_backward(ct_keyset ks, ct_call *ca
     }
     free(boff);
     if (st == CT_OK)
-        st = set_out(call, 0, gq, q0->dtype);
+        st = ct_nn_set_out(call, 0, gq, q0->dtype);
     if (st == CT_OK)
-        st = set_out(call, 1, gk, q0->dtype);
+        st = ct_nn_set_out(call, 1, gk, q0->dtype);
     if (st == CT_OK)
-        st = set_out(call, 2, gv, q0->dtype);
+        st = ct_nn_set_out(call, 2, gv, q0->dtype);
     ct_scope_end();
     return st;
 }
@@ -617,9 +595,9 @@ ct_status ct_cpu_embedding_backward(ct_keyset ks, ct_call *call, void *ud) {
     if (pad != CT_NO_PADDING_IDX && pad < 0)
         pad += num;
     int64_t dim = gy0->shape[gy0->ndim - 1];
-    ct_dtype wd = work_dtype(gy0->dtype);
+    ct_dtype wd = ct_nn_work_dtype(gy0->dtype);
     ct_scope_begin();
-    ct_tensor *gy = as_work(gy0, wd), *idx = ct_contiguous(idx0);
+    ct_tensor *gy = ct_nn_as_work(gy0, wd), *idx = ct_contiguous(idx0);
     ct_tensor *gw = ct_zeros(CT_SHAPE(num, dim), wd, CT_CPU);
     ct_status st = gy && idx && gw ? CT_OK : ct_last_status();
     if (st == CT_OK) {
@@ -630,7 +608,7 @@ ct_status ct_cpu_embedding_backward(ct_keyset ks, ct_call *call, void *ud) {
             st = ct_error(CT_ERROR_INDEX, op, "index out of range in self");
     }
     if (st == CT_OK)
-        st = set_out(call, 0, gw, gy0->dtype);
+        st = ct_nn_set_out(call, 0, gw, gy0->dtype);
     ct_scope_end();
     return st;
 }
@@ -650,9 +628,9 @@ ct_status ct_cpu_nll_loss(ct_keyset ks, ct_call *call, void *ud) {
         return st;
     int red = (int)call->ints[0];
     int64_t ignore = call->ints[1];
-    ct_dtype wd = work_dtype(x0->dtype);
+    ct_dtype wd = ct_nn_work_dtype(x0->dtype);
     ct_scope_begin();
-    ct_tensor *x = as_work(x0, wd), *t = ct_contiguous(t0), *w = as_work(w0, wd);
+    ct_tensor *x = ct_nn_as_work(x0, wd), *t = ct_contiguous(t0), *w = ct_nn_as_work(w0, wd);
     ct_tensor *y = red == CT_REDUCTION_NONE ? ct_empty(t0->shape, t0->ndim, wd, CT_CPU) : ct_empty(NULL, 0, wd, CT_CPU);
     st = x && t && y && (!w0 || w) ? CT_OK : ct_last_status();
     if (st == CT_OK) {
@@ -666,7 +644,7 @@ ct_status ct_cpu_nll_loss(ct_keyset ks, ct_call *call, void *ud) {
             st = target_error(t, bad);
     }
     if (st == CT_OK)
-        st = set_out(call, 0, y, x0->dtype);
+        st = ct_nn_set_out(call, 0, y, x0->dtype);
     ct_scope_end();
     return st;
 }
@@ -681,15 +659,15 @@ ct_status ct_cpu_nll_loss_backward(ct_keyset ks, ct_call *call, void *ud) {
     int red = (int)call->ints[0];
     int64_t ignore = call->ints[1];
     if (red == CT_REDUCTION_NONE)
-        st = same_shape("nll_loss_backward", gy0, t0->shape, t0->ndim);
+        st = ct_nn_same_shape("nll_loss_backward", gy0, t0->shape, t0->ndim);
     else if (gy0->numel != 1)
         st = ct_error(CT_ERROR_VALUE, "nll_loss_backward", "grad_output must have one element, got %lld",
                       (long long)gy0->numel);
     if (st)
         return st;
-    ct_dtype wd = work_dtype(x0->dtype);
+    ct_dtype wd = ct_nn_work_dtype(x0->dtype);
     ct_scope_begin();
-    ct_tensor *gy = as_work(gy0, wd), *t = ct_contiguous(t0), *w = as_work(w0, wd);
+    ct_tensor *gy = ct_nn_as_work(gy0, wd), *t = ct_contiguous(t0), *w = ct_nn_as_work(w0, wd);
     ct_tensor *gx = ct_zeros(x0->shape, x0->ndim, wd, CT_CPU);
     st = gy && t && gx && (!w0 || w) ? CT_OK : ct_last_status();
     if (st == CT_OK) {
@@ -701,7 +679,7 @@ ct_status ct_cpu_nll_loss_backward(ct_keyset ks, ct_call *call, void *ud) {
             st = target_error(t, bad);
     }
     if (st == CT_OK)
-        st = set_out(call, 0, gx, x0->dtype);
+        st = ct_nn_set_out(call, 0, gx, x0->dtype);
     ct_scope_end();
     return st;
 }

@@ -26,10 +26,6 @@
 /* Column elements per chunk: 2^26 (256 MB in float32). */
 #define CT_CONV_COLS_MAX ((int64_t)1 << 26)
 
-static ct_dtype work_dtype(ct_dtype d) { return d == CT_DTYPE_FLOAT64 ? CT_DTYPE_FLOAT64 : CT_DTYPE_FLOAT32; }
-
-static ct_tensor *as_work(const ct_tensor *t, ct_dtype wd) { return t ? ct_contiguous(ct_to_dtype(t, wd)) : NULL; }
-
 static ct_keyset below_autograd_begin(void) {
     ct_keyset old = ct_tls_excluded();
     ct_tls_set_excluded(old | CT_KEYSET(CT_KEY_AUTOGRAD));
@@ -95,14 +91,14 @@ static ct_status conv2d_kernel(ct_keyset ks, ct_call *call, void *ud) {
     int nd;
     ct_conv2d_out_shape(&g, shape, &nd);
     const ct_tensor *x0 = call->in[0];
-    ct_dtype dt = x0->dtype, wd = work_dtype(dt);
+    ct_dtype dt = x0->dtype, wd = ct_nn_work_dtype(dt);
     if (!ct_cuda_use_device("conv2d", x0->device.index))
         return ct_last_status();
     ct_keyset old = below_autograd_begin();
     ct_scope_begin();
     int64_t cg = g.c / g.groups, og = g.oc / g.groups, krows = cg * g.kh * g.kw, plane = g.oh * g.ow;
     int64_t x4[4] = {g.n, g.c, g.h, g.w}, y4[4] = {g.n, g.oc, g.oh, g.ow};
-    ct_tensor *x = as_work(x0, wd), *w = as_work(call->in[1], wd), *b = as_work(call->in[2], wd);
+    ct_tensor *x = ct_nn_as_work(x0, wd), *w = ct_nn_as_work(call->in[1], wd), *b = ct_nn_as_work(call->in[2], wd);
     ct_tensor *y = ct_empty(y4, 4, wd, x0->device);
     st = x && w && (!call->in[2] || b) && y ? CT_OK : ct_last_status();
     if (st == CT_OK)
@@ -169,15 +165,15 @@ static ct_status backward_chunk(const ct_conv2d_geom *g, const ct_tensor *x, con
  * want flags choose which. */
 static ct_status conv_backward(const ct_conv2d_geom *g, const ct_tensor *x0, const ct_tensor *w0,
                                const ct_tensor *gy0, bool want_in, bool want_w, bool want_b, ct_tensor **res) {
-    ct_dtype wd = work_dtype(w0->dtype);
+    ct_dtype wd = ct_nn_work_dtype(w0->dtype);
     ct_device dev = w0->device;
     int64_t cg = g->c / g->groups, og = g->oc / g->groups, krows = cg * g->kh * g->kw;
     int64_t x4[4] = {g->n, g->c, g->h, g->w}, y4[4] = {g->n, g->oc, g->oh, g->ow}, w3[3] = {g->groups, og, krows};
-    ct_tensor *gy = ct_view(as_work(gy0, wd), y4, 4);
+    ct_tensor *gy = ct_view(ct_nn_as_work(gy0, wd), y4, 4);
     /* the input is read only for the weight gradient (conv_transpose2d passes a
      * broadcast placeholder, which is never made contiguous) */
-    ct_tensor *x = want_w ? ct_view(as_work(x0, wd), x4, 4) : NULL;
-    ct_tensor *wg = want_in ? ct_view(as_work(w0, wd), w3, 3) : NULL;
+    ct_tensor *x = want_w ? ct_view(ct_nn_as_work(x0, wd), x4, 4) : NULL;
+    ct_tensor *wg = want_in ? ct_view(ct_nn_as_work(w0, wd), w3, 3) : NULL;
     ct_tensor *gx = want_in ? ct_empty(x4, 4, wd, dev) : NULL;
     ct_tensor *gw = want_w ? ct_zeros(w3, 3, wd, dev) : NULL;
     if (!gy || (want_w && (!x || !gw)) || (want_in && (!wg || !gx)))

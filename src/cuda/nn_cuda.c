@@ -11,26 +11,6 @@
 #include "ctorch/ops.h"
 #include "ops/nn_fused.h"
 
-static ct_dtype work_dtype(ct_dtype d) { return d == CT_DTYPE_FLOAT64 ? CT_DTYPE_FLOAT64 : CT_DTYPE_FLOAT32; }
-
-static ct_tensor *as_work(const ct_tensor *t, ct_dtype wd) { return t ? ct_contiguous(ct_to_dtype(t, wd)) : NULL; }
-
-static ct_status devices_match(const char *op, const ct_tensor *const *ts, int n) {
-    const ct_tensor *first = NULL;
-    for (int i = 0; i < n; i++) {
-        if (!ts[i])
-            continue;
-        if (first && !ct_device_equal(first->device, ts[i]->device)) {
-            char a[32], b[32];
-            return ct_error(CT_ERROR_DEVICE, op,
-                            "Expected all tensors to be on the same device, but found at least two devices, %s and %s!",
-                            ct_device_str(first->device, a, sizeof a), ct_device_str(ts[i]->device, b, sizeof b));
-        }
-        first = first ? first : ts[i];
-    }
-    return CT_OK;
-}
-
 static ct_status check_targets(const ct_tensor *t, const ct_nll_geom *g, int64_t ignore) {
     int64_t total = g->n * g->inner;
     if (total == 0)
@@ -56,16 +36,16 @@ static ct_status nll_kernel(ct_keyset ks, ct_call *call, void *ud) {
     const ct_tensor *x0 = call->in[0], *t0 = call->in[1], *w0 = call->in[2];
     ct_status st = ct_nll_check(x0, t0, w0, &g);
     if (st == CT_OK)
-        st = devices_match("nll_loss", call->in, 3);
+        st = ct_nn_same_device("nll_loss", call->in, 3);
     if (st)
         return st;
     int red = (int)call->ints[0];
     int64_t ignore = call->ints[1];
-    ct_dtype wd = work_dtype(x0->dtype);
+    ct_dtype wd = ct_nn_work_dtype(x0->dtype);
     if (!ct_cuda_use_device("nll_loss", x0->device.index))
         return ct_last_status();
     ct_scope_begin();
-    ct_tensor *x = as_work(x0, wd), *t = ct_contiguous(t0), *w = as_work(w0, wd);
+    ct_tensor *x = ct_nn_as_work(x0, wd), *t = ct_contiguous(t0), *w = ct_nn_as_work(w0, wd);
     ct_tensor *y = red == CT_REDUCTION_NONE ? ct_empty(t0->shape, t0->ndim, wd, x0->device)
                                             : ct_empty(NULL, 0, wd, x0->device);
     st = x && t && y && (!w0 || w) ? check_targets(t, &g, ignore) : ct_last_status();
@@ -103,13 +83,13 @@ static ct_status nll_backward_kernel(ct_keyset ks, ct_call *call, void *ud) {
         return ct_error(CT_ERROR_VALUE, "nll_loss_backward", "grad_output must have one element, got %lld",
                         (long long)gy0->numel);
     }
-    if ((st = devices_match("nll_loss_backward", call->in, 4)))
+    if ((st = ct_nn_same_device("nll_loss_backward", call->in, 4)))
         return st;
     if (!ct_cuda_use_device("nll_loss_backward", x0->device.index))
         return ct_last_status();
-    ct_dtype wd = work_dtype(x0->dtype);
+    ct_dtype wd = ct_nn_work_dtype(x0->dtype);
     ct_scope_begin();
-    ct_tensor *gy = as_work(gy0, wd), *t = ct_contiguous(t0), *w = as_work(w0, wd);
+    ct_tensor *gy = ct_nn_as_work(gy0, wd), *t = ct_contiguous(t0), *w = ct_nn_as_work(w0, wd);
     ct_tensor *gx = ct_zeros(x0->shape, x0->ndim, wd, x0->device);
     int64_t one = 1;
     ct_tensor *tw = ct_zeros(&one, 1, CT_DTYPE_FLOAT64, x0->device);
@@ -164,7 +144,7 @@ static ct_status sdpa_kernel(ct_keyset ks, ct_call *call, void *ud) {
     ct_sdpa_geom g;
     ct_status st = ct_sdpa_check(op, q, k, v, mask, causal, &g);
     if (st == CT_OK)
-        st = devices_match(op, call->in, 4);
+        st = ct_nn_same_device(op, call->in, 4);
     if (st)
         return st;
     ct_keyset old = below_autograd_begin();
@@ -190,7 +170,7 @@ static ct_status sdpa_backward_kernel(ct_keyset ks, ct_call *call, void *ud) {
     ct_status st = ct_sdpa_check(op, q, k, v, mask, causal, &g);
     const ct_tensor *all[5] = {go, q, k, v, mask};
     if (st == CT_OK)
-        st = devices_match(op, all, 5);
+        st = ct_nn_same_device(op, all, 5);
     if (st)
         return st;
     ct_keyset old = below_autograd_begin();

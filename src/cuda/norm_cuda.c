@@ -13,45 +13,7 @@
 #include "ops/nn_fused.h"
 #include "ops/nn_ops.h"
 
-static ct_dtype work_dtype(ct_dtype d) { return d == CT_DTYPE_FLOAT64 ? CT_DTYPE_FLOAT64 : CT_DTYPE_FLOAT32; }
-
-static ct_tensor *as_work(const ct_tensor *t, ct_dtype wd) { return t ? ct_contiguous(ct_to_dtype(t, wd)) : NULL; }
-
 static const void *ptr_or_null(const ct_tensor *t) { return t ? ct_tensor_ptr(t) : NULL; }
-
-static ct_status devices_match(const char *op, const ct_tensor *const *ts, int n) {
-    const ct_tensor *first = NULL;
-    for (int i = 0; i < n; i++) {
-        if (!ts[i])
-            continue;
-        if (first && !ct_device_equal(first->device, ts[i]->device)) {
-            char a[32], b[32];
-            return ct_error(CT_ERROR_DEVICE, op,
-                            "Expected all tensors to be on the same device, but found at least two devices, %s and %s!",
-                            ct_device_str(first->device, a, sizeof a), ct_device_str(ts[i]->device, b, sizeof b));
-        }
-        first = first ? first : ts[i];
-    }
-    return CT_OK;
-}
-
-static ct_status same_shape(const char *op, const ct_tensor *t, const int64_t *shape, int nd) {
-    bool same = t->ndim == nd;
-    for (int i = 0; same && i < nd; i++)
-        same = t->shape[i] == shape[i];
-    if (!same) {
-        char a[96], b[96];
-        return ct_error(CT_ERROR_VALUE, op, "grad_output has shape %s, expected %s",
-                        ct_shape_str(t->shape, t->ndim, a, sizeof a), ct_shape_str(shape, nd, b, sizeof b));
-    }
-    return CT_OK;
-}
-
-/* Hands a work-dtype result to the call as output i, converted back to dtype. */
-static ct_status set_out(ct_call *call, int i, ct_tensor *t, ct_dtype dtype) {
-    ct_tensor *o = t ? ct_to_dtype(t, dtype) : NULL;
-    return o ? ct_call_set_output(call, i, o) : ct_last_status();
-}
 
 /* Device scratch for a backward pass (ct_cuda_norm_scratch bytes), as a byte tensor. */
 static ct_tensor *norm_scratch(const ct_rmsnorm_geom *g, ct_device dev) {
@@ -70,15 +32,15 @@ static ct_status rms_norm_kernel(ct_keyset ks, ct_call *call, void *ud) {
         return st;
     if (!ct_cuda_use_device("rms_norm", x0->device.index))
         return ct_last_status();
-    ct_dtype wd = work_dtype(x0->dtype);
+    ct_dtype wd = ct_nn_work_dtype(x0->dtype);
     ct_scope_begin();
-    ct_tensor *x = as_work(x0, wd), *w = as_work(w0, wd);
+    ct_tensor *x = ct_nn_as_work(x0, wd), *w = ct_nn_as_work(w0, wd);
     ct_tensor *y = ct_empty(x0->shape, x0->ndim, wd, x0->device);
     st = x && y && (!w0 || w) ? ct_cuda_rms_norm_fwd(wd, ct_tensor_ptr(x), ptr_or_null(w), ct_tensor_ptr(y), g.rows,
                                                      g.cols, g.eps, x0->device.index)
                               : ct_last_status();
     if (st == CT_OK)
-        st = set_out(call, 0, y, x0->dtype);
+        st = ct_nn_set_out(call, 0, y, x0->dtype);
     ct_scope_end();
     return st;
 }
@@ -90,15 +52,15 @@ static ct_status rms_norm_backward_kernel(ct_keyset ks, ct_call *call, void *ud)
     ct_status st = ct_rmsnorm_check(call, x0, w0, &g);
     if (st)
         return st;
-    if ((st = same_shape("rms_norm_backward", gy0, x0->shape, x0->ndim)) ||
-        (st = devices_match("rms_norm_backward", call->in, 3)))
+    if ((st = ct_nn_same_shape("rms_norm_backward", gy0, x0->shape, x0->ndim)) ||
+        (st = ct_nn_same_device("rms_norm_backward", call->in, 3)))
         return st;
     if (!ct_cuda_use_device("rms_norm_backward", x0->device.index))
         return ct_last_status();
-    ct_dtype wd = work_dtype(x0->dtype);
+    ct_dtype wd = ct_nn_work_dtype(x0->dtype);
     ct_device dev = x0->device;
     ct_scope_begin();
-    ct_tensor *x = as_work(x0, wd), *w = as_work(w0, wd), *gy = as_work(gy0, wd);
+    ct_tensor *x = ct_nn_as_work(x0, wd), *w = ct_nn_as_work(w0, wd), *gy = ct_nn_as_work(gy0, wd);
     ct_tensor *gx = ct_empty(x0->shape, x0->ndim, wd, dev);
     ct_tensor *gw = w0 ? ct_zeros(w0->shape, w0->ndim, CT_DTYPE_FLOAT64, dev) : NULL;
     ct_tensor *scratch = norm_scratch(&g, dev);
@@ -108,9 +70,9 @@ static ct_status rms_norm_backward_kernel(ct_keyset ks, ct_call *call, void *ud)
                                    ct_tensor_ptr(scratch), dev.index)
             : ct_last_status();
     if (st == CT_OK)
-        st = set_out(call, 0, gx, x0->dtype);
+        st = ct_nn_set_out(call, 0, gx, x0->dtype);
     if (st == CT_OK && gw)
-        st = set_out(call, 1, gw, w0->dtype);
+        st = ct_nn_set_out(call, 1, gw, w0->dtype);
     ct_scope_end();
     return st;
 }
@@ -126,16 +88,16 @@ static ct_status layer_norm_kernel(ct_keyset ks, ct_call *call, void *ud) {
         return st;
     if (!ct_cuda_use_device("layer_norm", x0->device.index))
         return ct_last_status();
-    ct_dtype wd = work_dtype(x0->dtype);
+    ct_dtype wd = ct_nn_work_dtype(x0->dtype);
     ct_scope_begin();
-    ct_tensor *x = as_work(x0, wd), *w = as_work(w0, wd), *b = as_work(b0, wd);
+    ct_tensor *x = ct_nn_as_work(x0, wd), *w = ct_nn_as_work(w0, wd), *b = ct_nn_as_work(b0, wd);
     ct_tensor *y = ct_empty(x0->shape, x0->ndim, wd, x0->device);
     bool ok = x && y && (!w0 || w) && (!b0 || b);
     st = ok ? ct_cuda_layer_norm_fwd(wd, ct_tensor_ptr(x), ptr_or_null(w), ptr_or_null(b), ct_tensor_ptr(y), g.rows,
                                      g.cols, g.eps, x0->device.index)
             : ct_last_status();
     if (st == CT_OK)
-        st = set_out(call, 0, y, x0->dtype);
+        st = ct_nn_set_out(call, 0, y, x0->dtype);
     ct_scope_end();
     return st;
 }
@@ -147,15 +109,15 @@ static ct_status layer_norm_backward_kernel(ct_keyset ks, ct_call *call, void *u
     ct_status st = ct_layernorm_check(call, x0, w0, b0, &g);
     if (st)
         return st;
-    if ((st = same_shape("layer_norm_backward", gy0, x0->shape, x0->ndim)) ||
-        (st = devices_match("layer_norm_backward", call->in, 4)))
+    if ((st = ct_nn_same_shape("layer_norm_backward", gy0, x0->shape, x0->ndim)) ||
+        (st = ct_nn_same_device("layer_norm_backward", call->in, 4)))
         return st;
     if (!ct_cuda_use_device("layer_norm_backward", x0->device.index))
         return ct_last_status();
-    ct_dtype wd = work_dtype(x0->dtype);
+    ct_dtype wd = ct_nn_work_dtype(x0->dtype);
     ct_device dev = x0->device;
     ct_scope_begin();
-    ct_tensor *x = as_work(x0, wd), *w = as_work(w0, wd), *gy = as_work(gy0, wd);
+    ct_tensor *x = ct_nn_as_work(x0, wd), *w = ct_nn_as_work(w0, wd), *gy = ct_nn_as_work(gy0, wd);
     /* zeros: with no rows or columns nothing is written, as on the CPU */
     ct_tensor *gx = g.rows > 0 && g.cols > 0 ? ct_empty(x0->shape, x0->ndim, wd, dev)
                                              : ct_zeros(x0->shape, x0->ndim, wd, dev);
@@ -168,11 +130,11 @@ static ct_status layer_norm_backward_kernel(ct_keyset ks, ct_call *call, void *u
                                      g.rows, g.cols, g.eps, ct_tensor_ptr(scratch), dev.index)
             : ct_last_status();
     if (st == CT_OK)
-        st = set_out(call, 0, gx, x0->dtype);
+        st = ct_nn_set_out(call, 0, gx, x0->dtype);
     if (st == CT_OK && gw)
-        st = set_out(call, 1, gw, w0->dtype);
+        st = ct_nn_set_out(call, 1, gw, w0->dtype);
     if (st == CT_OK && gb)
-        st = set_out(call, 2, gb, b0->dtype);
+        st = ct_nn_set_out(call, 2, gb, b0->dtype);
     ct_scope_end();
     return st;
 }
@@ -187,16 +149,16 @@ static ct_status gelu_backward_kernel(ct_keyset ks, ct_call *call, void *ud) {
         return st;
     if (!ct_cuda_use_device("gelu_backward", x0->device.index))
         return ct_last_status();
-    ct_dtype wd = work_dtype(x0->dtype);
+    ct_dtype wd = ct_nn_work_dtype(x0->dtype);
     bool tanh_form = call->ints[0] == CT_GELU_APPROXIMATE_TANH;
     ct_scope_begin();
-    ct_tensor *x = as_work(x0, wd), *gy = as_work(gy0, wd);
+    ct_tensor *x = ct_nn_as_work(x0, wd), *gy = ct_nn_as_work(gy0, wd);
     ct_tensor *gx = ct_empty(x0->shape, x0->ndim, wd, x0->device);
     st = x && gy && gx ? ct_cuda_gelu_bwd(wd, ct_tensor_ptr(gy), ct_tensor_ptr(x), ct_tensor_ptr(gx), x0->numel,
                                           tanh_form, x0->device.index)
                        : ct_last_status();
     if (st == CT_OK)
-        st = set_out(call, 0, gx, x0->dtype);
+        st = ct_nn_set_out(call, 0, gx, x0->dtype);
     ct_scope_end();
     return st;
 }
@@ -209,15 +171,15 @@ static ct_status threshold_backward_kernel(ct_keyset ks, ct_call *call, void *ud
     const ct_tensor *gy0 = call->in[0], *x0 = call->in[1];
     if (!ct_cuda_use_device("threshold_backward", x0->device.index))
         return ct_last_status();
-    ct_dtype dt = gy0->dtype, wd = work_dtype(dt);
+    ct_dtype dt = gy0->dtype, wd = ct_nn_work_dtype(dt);
     ct_scope_begin();
-    ct_tensor *gy = as_work(gy0, wd), *x = as_work(x0, wd);
+    ct_tensor *gy = ct_nn_as_work(gy0, wd), *x = ct_nn_as_work(x0, wd);
     ct_tensor *out = ct_empty(gy0->shape, gy0->ndim, wd, gy0->device);
     st = gy && x && out ? ct_cuda_threshold_bwd(wd, ct_tensor_ptr(gy), ct_tensor_ptr(x), ct_scalar_to_double(call->s[0]),
                                                 ct_tensor_ptr(out), out->numel, x0->device.index)
                         : ct_last_status();
     if (st == CT_OK)
-        st = set_out(call, 0, out, dt);
+        st = ct_nn_set_out(call, 0, out, dt);
     ct_scope_end();
     return st;
 }

@@ -12,35 +12,10 @@
 #include "ops/nn_fused.h"
 #include "ops/nn_ops.h"
 
-static ct_dtype work_dtype(ct_dtype d) { return d == CT_DTYPE_FLOAT64 ? CT_DTYPE_FLOAT64 : CT_DTYPE_FLOAT32; }
-
-static ct_tensor *as_work(const ct_tensor *t, ct_dtype wd) { return t ? ct_contiguous(ct_to_dtype(t, wd)) : NULL; }
-
+/* a and b on one device */
 static ct_status same_device(const char *op, const ct_tensor *a, const ct_tensor *b) {
-    if (ct_device_equal(a->device, b->device))
-        return CT_OK;
-    char x[32], y[32];
-    return ct_error(CT_ERROR_DEVICE, op,
-                    "Expected all tensors to be on the same device, but found at least two devices, %s and %s!",
-                    ct_device_str(a->device, x, sizeof x), ct_device_str(b->device, y, sizeof y));
-}
-
-static ct_status same_shape(const char *op, const ct_tensor *t, const int64_t *shape, int nd) {
-    bool same = t->ndim == nd;
-    for (int i = 0; same && i < nd; i++)
-        same = t->shape[i] == shape[i];
-    if (!same) {
-        char a[96], b[96];
-        return ct_error(CT_ERROR_VALUE, op, "grad_output has shape %s, expected %s",
-                        ct_shape_str(t->shape, t->ndim, a, sizeof a), ct_shape_str(shape, nd, b, sizeof b));
-    }
-    return CT_OK;
-}
-
-/* Hands a work-dtype result to the call as output i, converted back to dtype. */
-static ct_status set_out(ct_call *call, int i, ct_tensor *t, ct_dtype dtype) {
-    ct_tensor *o = t ? ct_to_dtype(t, dtype) : NULL;
-    return o ? ct_call_set_output(call, i, o) : ct_last_status();
+    const ct_tensor *ts[2] = {a, b};
+    return ct_nn_same_device(op, ts, 2);
 }
 
 /* ------------------------------------------------------------------ max_pool2d */
@@ -60,7 +35,7 @@ static ct_status max_pool_kernel(ct_keyset ks, ct_call *call, void *ud) {
     if (!ct_cuda_use_device("max_pool2d", x0->device.index))
         return ct_last_status();
     ct_scope_begin();
-    ct_tensor *x = as_work(x0, wd);
+    ct_tensor *x = ct_nn_as_work(x0, wd);
     ct_tensor *y = ct_empty(shape, nd, wd, x0->device);
     ct_tensor *idx = ct_empty(shape, nd, CT_DTYPE_INT64, x0->device);
     st = x && y && idx ? CT_OK : ct_last_status();
@@ -78,7 +53,7 @@ static ct_status max_pool_kernel(ct_keyset ks, ct_call *call, void *ud) {
         st = ct_cuda_max_pool(wd, ct_tensor_ptr(x), ct_tensor_ptr(y), (int64_t *)ct_tensor_ptr(idx), &k,
                               x0->device.index);
     if (st == CT_OK)
-        st = set_out(call, 0, y, dt);
+        st = ct_nn_set_out(call, 0, y, dt);
     if (st == CT_OK)
         st = ct_call_set_output(call, 1, idx);
     ct_scope_end();
@@ -133,7 +108,7 @@ static ct_status max_pool_backward_kernel(ct_keyset ks, ct_call *call, void *ud)
     if (!ct_cuda_use_device(op, x->device.index))
         return ct_last_status();
     ct_scope_begin();
-    ct_tensor *gw = as_work(go, wd), *i64 = ct_contiguous(ix);
+    ct_tensor *gw = ct_nn_as_work(go, wd), *i64 = ct_contiguous(ix);
     ct_tensor *gx = ct_zeros(x->shape, x->ndim, wd, x->device);
     /* no input elements: the CPU reads no index either */
     st = gw && i64 && gx ? (planes > 0 ? check_pool_indices(i64, h * w) : CT_OK) : ct_last_status();
@@ -141,7 +116,7 @@ static ct_status max_pool_backward_kernel(ct_keyset ks, ct_call *call, void *ud)
         st = ct_cuda_max_unpool(wd, ct_tensor_ptr(gw), (const int64_t *)ct_tensor_ptr(i64), ct_tensor_ptr(gx), planes,
                                 h * w, oh * ow, x->device.index);
     if (st == CT_OK)
-        st = set_out(call, 0, gx, x->dtype);
+        st = ct_nn_set_out(call, 0, gx, x->dtype);
     ct_scope_end();
     return st;
 }
@@ -173,15 +148,15 @@ static ct_status avg_pool_kernel(ct_keyset ks, ct_call *call, void *ud) {
         return st;
     if (!ct_cuda_use_device("avg_pool2d", x0->device.index))
         return ct_last_status();
-    ct_dtype wd = work_dtype(x0->dtype);
+    ct_dtype wd = ct_nn_work_dtype(x0->dtype);
     int64_t shape[4] = {g.n, g.c, g.oh, g.ow};
     ct_cuda_pool_geom k = avg_geom(&g);
     ct_scope_begin();
-    ct_tensor *x = as_work(x0, wd);
+    ct_tensor *x = ct_nn_as_work(x0, wd);
     ct_tensor *y = ct_empty(g.batched ? shape : shape + 1, g.batched ? 4 : 3, wd, x0->device);
     st = x && y ? ct_cuda_avg_pool(wd, ct_tensor_ptr(x), ct_tensor_ptr(y), &k, x0->device.index) : ct_last_status();
     if (st == CT_OK)
-        st = set_out(call, 0, y, x0->dtype);
+        st = ct_nn_set_out(call, 0, y, x0->dtype);
     ct_scope_end();
     return st;
 }
@@ -194,20 +169,20 @@ static ct_status avg_pool_backward_kernel(ct_keyset ks, ct_call *call, void *ud)
     if (st)
         return st;
     int64_t shape[4] = {g.n, g.c, g.oh, g.ow};
-    if ((st = same_shape("avg_pool2d_backward", gy0, g.batched ? shape : shape + 1, g.batched ? 4 : 3)) ||
+    if ((st = ct_nn_same_shape("avg_pool2d_backward", gy0, g.batched ? shape : shape + 1, g.batched ? 4 : 3)) ||
         (st = same_device("avg_pool2d_backward", x0, gy0)))
         return st;
     if (!ct_cuda_use_device("avg_pool2d_backward", x0->device.index))
         return ct_last_status();
-    ct_dtype wd = work_dtype(x0->dtype);
+    ct_dtype wd = ct_nn_work_dtype(x0->dtype);
     ct_cuda_pool_geom k = avg_geom(&g);
     ct_scope_begin();
-    ct_tensor *gy = as_work(gy0, wd);
+    ct_tensor *gy = ct_nn_as_work(gy0, wd);
     ct_tensor *gx = ct_empty(x0->shape, x0->ndim, wd, x0->device);
     st = gy && gx ? ct_cuda_avg_pool_bwd(wd, ct_tensor_ptr(gy), ct_tensor_ptr(gx), &k, x0->device.index)
                   : ct_last_status();
     if (st == CT_OK)
-        st = set_out(call, 0, gx, x0->dtype);
+        st = ct_nn_set_out(call, 0, gx, x0->dtype);
     ct_scope_end();
     return st;
 }
@@ -231,16 +206,16 @@ static ct_status adaptive_kernel(ct_keyset ks, ct_call *call, void *ud) {
         return st;
     if (!ct_cuda_use_device("adaptive_avg_pool2d", x0->device.index))
         return ct_last_status();
-    ct_dtype wd = work_dtype(x0->dtype);
+    ct_dtype wd = ct_nn_work_dtype(x0->dtype);
     int64_t shape[4] = {g.n, g.c, g.oh, g.ow};
     ct_cuda_pool_geom k = ada_geom(&g);
     ct_scope_begin();
-    ct_tensor *x = as_work(x0, wd);
+    ct_tensor *x = ct_nn_as_work(x0, wd);
     ct_tensor *y = ct_empty(g.batched ? shape : shape + 1, g.batched ? 4 : 3, wd, x0->device);
     st = x && y ? ct_cuda_adaptive_pool(wd, ct_tensor_ptr(x), ct_tensor_ptr(y), &k, x0->device.index)
                 : ct_last_status();
     if (st == CT_OK)
-        st = set_out(call, 0, y, x0->dtype);
+        st = ct_nn_set_out(call, 0, y, x0->dtype);
     ct_scope_end();
     return st;
 }
@@ -253,21 +228,21 @@ static ct_status adaptive_backward_kernel(ct_keyset ks, ct_call *call, void *ud)
     if (st)
         return st;
     int64_t shape[4] = {g.n, g.c, g.oh, g.ow};
-    if ((st = same_shape("adaptive_avg_pool2d_backward", gy0, g.batched ? shape : shape + 1, g.batched ? 4 : 3)) ||
+    if ((st = ct_nn_same_shape("adaptive_avg_pool2d_backward", gy0, g.batched ? shape : shape + 1, g.batched ? 4 : 3)) ||
         (st = same_device("adaptive_avg_pool2d_backward", x0, gy0)))
         return st;
     if (!ct_cuda_use_device("adaptive_avg_pool2d_backward", x0->device.index))
         return ct_last_status();
-    ct_dtype wd = work_dtype(x0->dtype);
+    ct_dtype wd = ct_nn_work_dtype(x0->dtype);
     ct_cuda_pool_geom k = ada_geom(&g);
     ct_scope_begin();
-    ct_tensor *gy = as_work(gy0, wd);
+    ct_tensor *gy = ct_nn_as_work(gy0, wd);
     /* zeros: with no output cells nothing is written */
     ct_tensor *gx = ct_zeros(x0->shape, x0->ndim, wd, x0->device);
     st = gy && gx ? ct_cuda_adaptive_pool_bwd(wd, ct_tensor_ptr(gy), ct_tensor_ptr(gx), &k, x0->device.index)
                   : ct_last_status();
     if (st == CT_OK)
-        st = set_out(call, 0, gx, x0->dtype);
+        st = ct_nn_set_out(call, 0, gx, x0->dtype);
     ct_scope_end();
     return st;
 }

@@ -16,16 +16,39 @@ static ct_status need_float(const char *op, const ct_tensor *t) {
     return CT_OK;
 }
 
-static ct_status same_device(const char *op, const ct_tensor *const *ts, int n) {
+ct_status ct_nn_same_device(const char *op, const ct_tensor *const *ts, int n) {
     const ct_tensor *first = NULL;
     for (int i = 0; i < n; i++) {
         if (!ts[i])
             continue;
-        if (!first)
-            first = ts[i];
-        else if (!ct_device_equal(first->device, ts[i]->device))
+        if (first && !ct_device_equal(first->device, ts[i]->device)) {
+            char a[32], b[32];
             return ct_error(CT_ERROR_DEVICE, op,
-                            "Expected all tensors to be on the same device, but found at least two devices");
+                            "Expected all tensors to be on the same device, but found at least two devices, %s and %s!",
+                            ct_device_str(first->device, a, sizeof a), ct_device_str(ts[i]->device, b, sizeof b));
+        }
+        first = first ? first : ts[i];
+    }
+    return CT_OK;
+}
+
+ct_dtype ct_nn_work_dtype(ct_dtype d) { return d == CT_DTYPE_FLOAT64 ? CT_DTYPE_FLOAT64 : CT_DTYPE_FLOAT32; }
+
+ct_tensor *ct_nn_as_work(const ct_tensor *t, ct_dtype wd) { return t ? ct_contiguous(ct_to_dtype(t, wd)) : NULL; }
+
+ct_status ct_nn_set_out(ct_call *call, int i, ct_tensor *t, ct_dtype dtype) {
+    ct_tensor *o = t ? ct_to_dtype(t, dtype) : NULL;
+    return o ? ct_call_set_output(call, i, o) : ct_last_status();
+}
+
+ct_status ct_nn_same_shape(const char *op, const ct_tensor *t, const int64_t *shape, int nd) {
+    bool same = t->ndim == nd;
+    for (int i = 0; same && i < nd; i++)
+        same = t->shape[i] == shape[i];
+    if (!same) {
+        char a[96], b[96];
+        return ct_error(CT_ERROR_VALUE, op, "grad_output has shape %s, expected %s",
+                        ct_shape_str(t->shape, t->ndim, a, sizeof a), ct_shape_str(shape, nd, b, sizeof b));
     }
     return CT_OK;
 }
@@ -177,7 +200,7 @@ static ct_status norm_check(const char *op, const ct_call *call, const ct_tensor
     }
     const ct_tensor *ts[3] = {x, w, bias};
     ct_status st = need_float(op, x);
-    if (st || (st = same_device(op, ts, 3)))
+    if (st || (st = ct_nn_same_device(op, ts, 3)))
         return st;
     g->cols = 1;
     for (int i = 0; i < k; i++)
@@ -213,7 +236,7 @@ ct_status ct_gelu_backward_check(const ct_tensor *gy, const ct_tensor *x, int64_
                         ct_dtype_name(x->dtype), ct_shape_str(x->shape, x->ndim, b, sizeof b));
     }
     const ct_tensor *ts[2] = {gy, x};
-    return same_device(op, ts, 2);
+    return ct_nn_same_device(op, ts, 2);
 }
 
 /* ------------------------------------------------------------------ attention */
@@ -273,7 +296,7 @@ ct_status ct_sdpa_check(const char *op, const ct_tensor *q, const ct_tensor *k, 
         }
     }
     const ct_tensor *all[4] = {q, k, v, mask};
-    if ((st = same_device(op, all, 4)))
+    if ((st = ct_nn_same_device(op, all, 4)))
         return st;
     g->nbatch = nd - 2;
     g->b = 1;
@@ -338,7 +361,7 @@ ct_status ct_nll_check(const ct_tensor *x, const ct_tensor *t, const ct_tensor *
                             ct_dtype_name(w->dtype));
     }
     const ct_tensor *all[3] = {x, t, w};
-    return same_device(op, all, 3);
+    return ct_nn_same_device(op, all, 3);
 }
 
 /* ------------------------------------------------------------------ conv_transpose2d */
@@ -394,7 +417,7 @@ ct_status ct_convt_check(const ct_call *call, int64_t *shape, int *nd) {
     if (st)
         return st;
     const ct_tensor *all[3] = {x, w, b};
-    if ((st = same_device(op, all, 3)))
+    if ((st = ct_nn_same_device(op, all, 3)))
         return st;
     int64_t oh = (x->shape[o + 1] - 1) * s[0] - 2 * p[0] + d[0] * (w->shape[2] - 1) + op_[0] + 1;
     int64_t ow = (x->shape[o + 2] - 1) * s[1] - 2 * p[1] + d[1] * (w->shape[3] - 1) + op_[1] + 1;
@@ -440,7 +463,7 @@ ct_status ct_embedding_check(const ct_tensor *w, const ct_tensor *idx) {
     if (idx->ndim + 1 > CT_MAX_DIMS)
         return ct_error(CT_ERROR_VALUE, op, "indices have too many dimensions (%d)", idx->ndim);
     const ct_tensor *all[2] = {w, idx};
-    return same_device(op, all, 2);
+    return ct_nn_same_device(op, all, 2);
 }
 
 /* ------------------------------------------------------------------ META kernels */

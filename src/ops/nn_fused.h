@@ -71,4 +71,16 @@ ct_tensor *ct_layer_norm_fused(const ct_tensor *input, const int64_t *normalized
 /* An error naming op unless r is a reduction the op takes. */
 ct_status ct_nn_check_reduction(const char *op, int r, bool allow_batchmean);
 
+/* Helpers the fused kernels of every backend share. The work dtype a kernel computes
+ * in: float64 for float64, float32 for the other floating dtypes. */
+ct_dtype ct_nn_work_dtype(ct_dtype d);
+/* t converted to wd and contiguous; NULL stays NULL. */
+ct_tensor *ct_nn_as_work(const ct_tensor *t, ct_dtype wd);
+/* Hands a work-dtype result to the call as output i, converted back to dtype. */
+ct_status ct_nn_set_out(ct_call *call, int i, ct_tensor *t, ct_dtype dtype);
+/* A value error unless grad_output t has the given shape. */
+ct_status ct_nn_same_shape(const char *op, const ct_tensor *t, const int64_t *shape, int nd);
+/* A device error unless the non-NULL tensors of ts[0..n) share one device. */
+ct_status ct_nn_same_device(const char *op, const ct_tensor *const *ts, int n);
+
 #endif
