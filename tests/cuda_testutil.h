@@ -200,4 +200,43 @@ static inline void ct_test_agree(const char *what, const ct_tensor *cpu, const c
 
 #define CT_ASSERT_CLOSE(g, c, rtol, atol, what) ct_test_assert_close((g), (c), (rtol), (atol), (what), __FILE__, __LINE__)
 
+/* A differentiable op over inputs in[0..n) (some may be NULL). */
+typedef ct_tensor *(*ct_test_op_fn)(ct_tensor *const *in, const void *ud);
+
+/* f over the CPU inputs and over copies on device 0: the outputs agree, and so do the
+ * gradients of every non-NULL input for the same upstream gradient (n <= 4). */
+static inline void ct_test_agree_with_grads(const char *what, ct_test_op_fn f, const void *ud, ct_tensor *const *cpu,
+                                            int n, double scale, uint64_t seed) {
+    ct_scope_begin();
+    ct_tensor *c[4] = {NULL, NULL, NULL, NULL}, *gp[4] = {NULL, NULL, NULL, NULL};
+    for (int i = 0; i < n; i++) {
+        if (!cpu[i])
+            continue;
+        c[i] = ct_clone(cpu[i]);
+        gp[i] = ct_to_device(cpu[i], CT_CUDA(0));
+        CT_ASSERT_OK(c[i]);
+        CT_ASSERT_OK(gp[i]);
+        ct_tensor_set_requires_grad(c[i], true);
+        ct_tensor_set_requires_grad(gp[i], true);
+    }
+    ct_tensor *y = f(c, ud), *gy = f(gp, ud);
+    if (!y) {
+        print_error("%s: CPU failed: %s\n", what, ct_last_error());
+        fail();
+    }
+    CT_AGREE(what, y, gy, scale);
+    ct_tensor *go = ct_test_values(ct_tensor_shape(y), ct_tensor_dim(y), ct_tensor_dtype(y), -1, 1, seed);
+    CT_ASSERT_OK(go);
+    assert_int_equal(ct_backward(y, go, false, false), CT_OK);
+    assert_int_equal(ct_backward(gy, ct_to_device(go, CT_CUDA(0)), false, false), CT_OK);
+    for (int i = 0; i < n; i++) {
+        if (!c[i])
+            continue;
+        char name[160];
+        snprintf(name, sizeof name, "%s: grad of input %d", what, i);
+        CT_AGREE(name, ct_tensor_grad(c[i]), ct_tensor_grad(gp[i]), scale);
+    }
+    ct_scope_end();
+}
+
 #endif

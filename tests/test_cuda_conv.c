@@ -14,44 +14,6 @@
 
 static ct_tensor *g(const ct_tensor *t) { return t ? ct_test_to_device_as(t, CUDA0) : NULL; }
 
-typedef ct_tensor *(*op_fn)(ct_tensor *const *in, const void *ud);
-
-/* f over the CPU inputs and over GPU copies of them: the outputs agree, and so do the
- * gradients of every (non-NULL, floating) input for the same upstream gradient. */
-static void agree_with_grads(const char *what, op_fn f, const void *ud, ct_tensor *const *cpu, int n, double scale,
-                             uint64_t seed) {
-    ct_scope_begin();
-    ct_tensor *c[4] = {NULL, NULL, NULL, NULL}, *gp[4] = {NULL, NULL, NULL, NULL};
-    for (int i = 0; i < n; i++) {
-        if (!cpu[i])
-            continue;
-        c[i] = ct_clone(cpu[i]);
-        gp[i] = ct_to_device(cpu[i], CUDA0);
-        CT_ASSERT_OK(c[i]);
-        CT_ASSERT_OK(gp[i]);
-        ct_tensor_set_requires_grad(c[i], true);
-        ct_tensor_set_requires_grad(gp[i], true);
-    }
-    ct_tensor *y = f(c, ud), *gy = f(gp, ud);
-    if (!y) {
-        print_error("%s: CPU failed: %s\n", what, ct_last_error());
-        fail();
-    }
-    CT_AGREE(what, y, gy, scale);
-    ct_tensor *go = ct_test_values(ct_tensor_shape(y), ct_tensor_dim(y), ct_tensor_dtype(y), -1, 1, seed);
-    CT_ASSERT_OK(go);
-    assert_int_equal(ct_backward(y, go, false, false), CT_OK);
-    assert_int_equal(ct_backward(gy, ct_to_device(go, CUDA0), false, false), CT_OK);
-    for (int i = 0; i < n; i++) {
-        if (!c[i])
-            continue;
-        char name[160];
-        snprintf(name, sizeof name, "%s: grad of input %d", what, i);
-        CT_AGREE(name, ct_tensor_grad(c[i]), ct_tensor_grad(gp[i]), scale);
-    }
-    ct_scope_end();
-}
-
 /* ------------------------------------------------------------------ conv2d */
 
 typedef struct {
@@ -106,7 +68,7 @@ static void test_conv2d(void **state) {
             conv_inputs(k, dts[d], in, 10 + i);
             char what[128];
             snprintf(what, sizeof what, "conv2d %s (%s)", k->name, ct_dtype_name(dts[d]));
-            agree_with_grads(what, f_conv, k, in, 3, dts[d] == CT_F64 ? 100 : 16, 40 + i);
+            ct_test_agree_with_grads(what, f_conv, k, in, 3, dts[d] == CT_F64 ? 100 : 16, 40 + i);
             ct_scope_end();
         }
 }
@@ -156,7 +118,7 @@ static void test_conv1d(void **state) {
     conv1d_args a = {2, 1, 2, 2};
     ct_tensor *in[3] = {ct_test_values(CT_SHAPE(3, 4, 17), CT_F32, -1, 1, 5),
                         ct_test_values(CT_SHAPE(6, 2, 3), CT_F32, -1, 1, 6), ct_test_values(CT_SHAPE(6), CT_F32, -1, 1, 7)};
-    agree_with_grads("conv1d", f_conv1d, &a, in, 3, 16, 8);
+    ct_test_agree_with_grads("conv1d", f_conv1d, &a, in, 3, 16, 8);
     ct_scope_end();
 }
 
@@ -176,7 +138,7 @@ static void test_conv_transpose2d(void **state) {
     ct_tensor *in[3] = {ct_test_values(CT_SHAPE(2, 4, 5, 6), CT_F64, -1, 1, 9),
                         ct_test_values(CT_SHAPE(4, 3, 3, 2), CT_F64, -1, 1, 10),
                         ct_test_values(CT_SHAPE(6), CT_F64, -1, 1, 11)};
-    agree_with_grads("conv_transpose2d", f_convt, &a, in, 3, 100, 12);
+    ct_test_agree_with_grads("conv_transpose2d", f_convt, &a, in, 3, 100, 12);
     ct_scope_end();
 }
 
@@ -257,7 +219,7 @@ static void test_max_pool2d(void **state) {
         ct_tensor *xt = ct_transpose(x, 1, 2);
         const pool_case *k = &max_cases[i];
         CT_AGREE("max_pool2d transposed", f_max(&xt, k), f_max((ct_tensor *[]){g(xt)}, k), 1);
-        agree_with_grads("max_pool2d autograd", f_max, k, &x, 1, 4, 60 + i);
+        ct_test_agree_with_grads("max_pool2d autograd", f_max, k, &x, 1, 4, 60 + i);
         ct_scope_end();
     }
 }
@@ -327,7 +289,7 @@ static void test_avg_pool2d(void **state) {
                 ct_tensor *x = ct_test_values(shapes[s], 4, dts[d], -2, 2, 70 + i);
                 char what[128];
                 snprintf(what, sizeof what, "avg_pool2d %s (%s)", avg_cases[i].name, ct_dtype_name(dts[d]));
-                agree_with_grads(what, f_avg, &avg_cases[i], &x, 1, 4, 80 + i);
+                ct_test_agree_with_grads(what, f_avg, &avg_cases[i], &x, 1, 4, 80 + i);
                 ct_scope_end();
             }
     ct_scope_begin();
@@ -367,7 +329,7 @@ static void test_adaptive_avg_pool2d(void **state) {
                 char what[128];
                 snprintf(what, sizeof what, "adaptive_avg_pool2d to %lldx%lld (%s)", (long long)outs[o][0],
                          (long long)outs[o][1], ct_dtype_name(dts[d]));
-                agree_with_grads(what, f_ada, outs[o], &x, 1, 4, 110 + o);
+                ct_test_agree_with_grads(what, f_ada, outs[o], &x, 1, 4, 110 + o);
                 ct_scope_end();
             }
     ct_scope_begin();

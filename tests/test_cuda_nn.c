@@ -98,44 +98,6 @@ static void test_layer_norm(void **state) {
     ct_scope_end();
 }
 
-typedef ct_tensor *(*op_fn)(ct_tensor *const *in, const void *ud);
-
-/* f over the CPU inputs and over GPU copies: the outputs agree, and so do the
- * gradients of every non-NULL input for the same upstream gradient. */
-static void agree_with_grads(const char *what, op_fn f, const void *ud, ct_tensor *const *cpu, int n, double scale,
-                             uint64_t seed) {
-    ct_scope_begin();
-    ct_tensor *c[3] = {NULL, NULL, NULL}, *gp[3] = {NULL, NULL, NULL};
-    for (int i = 0; i < n; i++) {
-        if (!cpu[i])
-            continue;
-        c[i] = ct_clone(cpu[i]);
-        gp[i] = ct_to_device(cpu[i], CUDA0);
-        CT_ASSERT_OK(c[i]);
-        CT_ASSERT_OK(gp[i]);
-        ct_tensor_set_requires_grad(c[i], true);
-        ct_tensor_set_requires_grad(gp[i], true);
-    }
-    ct_tensor *y = f(c, ud), *gy = f(gp, ud);
-    if (!y) {
-        print_error("%s: CPU failed: %s\n", what, ct_last_error());
-        fail();
-    }
-    CT_AGREE(what, y, gy, scale);
-    ct_tensor *go = ct_test_values(ct_tensor_shape(y), ct_tensor_dim(y), ct_tensor_dtype(y), -1, 1, seed);
-    CT_ASSERT_OK(go);
-    assert_int_equal(ct_backward(y, go, false, false), CT_OK);
-    assert_int_equal(ct_backward(gy, ct_to_device(go, CUDA0), false, false), CT_OK);
-    for (int i = 0; i < n; i++) {
-        if (!c[i])
-            continue;
-        char name[160];
-        snprintf(name, sizeof name, "%s: grad of input %d", what, i);
-        CT_AGREE(name, ct_tensor_grad(c[i]), ct_tensor_grad(gp[i]), scale);
-    }
-    ct_scope_end();
-}
-
 typedef struct {
     const char *name;
     int64_t shape[3];
@@ -194,9 +156,9 @@ static void test_rms_layer_norm(void **state) {
             char what[128];
             double tol = dts[d] == CT_F64 ? 100 : 16;
             snprintf(what, sizeof what, "rms_norm %s (%s)", k->name, ct_dtype_name(dts[d]));
-            agree_with_grads(what, f_rms, k, in, 2, tol, 210 + i);
+            ct_test_agree_with_grads(what, f_rms, k, in, 2, tol, 210 + i);
             snprintf(what, sizeof what, "layer_norm %s (%s)", k->name, ct_dtype_name(dts[d]));
-            agree_with_grads(what, f_layer, k, in, 3, tol, 220 + i);
+            ct_test_agree_with_grads(what, f_layer, k, in, 3, tol, 220 + i);
             ct_scope_end();
         }
 }
