@@ -62,7 +62,8 @@ static bool wrapped_is_int(const ct_tensor *t) {
 static int64_t rounding_mode(const ct_call *call) { return call->nints > 0 ? call->ints[0] : 0; }
 
 /* Ops that ct_ew_prepare or ct_ew_setup treat specially (every case label below): the
- * fast lane (Note [Fast lane]) runs only ops that need nothing but their loop. */
+ * fast lane (Note [Fast lane]) runs only ops that need nothing but their loop. The
+ * check_ew_args test fails when this list and those functions' case labels differ. */
 bool ct_ew_has_args(ct_op op) {
     switch (op) {
     case CT_OP_addcdiv:
