@@ -341,28 +341,11 @@ static ct_status conv_backward(const ct_conv2d_geom *g, ct_dtype wd, const char 
 
 ct_status ct_cpu_conv2d_backward(ct_keyset ks, ct_call *call, void *ud) {
     (void)ks, (void)ud;
-    /* Check the geometry with the forward rule: in[] = (input, weight, no bias). */
-    ct_call fwd = *call;
-    fwd.in[0] = call->in[1];
-    fwd.in[1] = call->in[2];
-    fwd.in[2] = NULL;
-    fwd.nin = 3;
     ct_conv2d_geom g;
-    ct_status st = ct_conv2d_geometry(&fwd, &g);
+    ct_status st = ct_conv2d_backward_geometry(call, &g);
     if (st)
         return st;
     const ct_tensor *go = call->in[0];
-    int64_t shape[4];
-    int nd;
-    ct_conv2d_out_shape(&g, shape, &nd);
-    bool same = go->ndim == nd;
-    for (int i = 0; same && i < nd; i++)
-        same = go->shape[i] == shape[i];
-    if (!same) {
-        char a[64], b[64];
-        return ct_error(CT_ERROR_VALUE, "conv2d_backward", "grad_output has shape %s, expected %s",
-                        ct_shape_str(go->shape, go->ndim, a, sizeof a), ct_shape_str(shape, nd, b, sizeof b));
-    }
     ct_dtype dt = call->in[1]->dtype, wd = ct_nn_work_dtype(dt);
     bool want_in = call->ints[7], want_w = call->ints[8], want_b = call->ints[9];
     ct_scope_begin();
@@ -575,13 +558,8 @@ ct_status ct_cpu_max_pool2d_backward(ct_keyset ks, ct_call *call, void *ud) {
     (void)ks, (void)ud;
     const ct_tensor *go = call->in[0], *x = call->in[1], *ix = call->in[2];
     const char *op = "max_pool2d_backward";
-    if (ix->dtype != CT_DTYPE_INT64)
-        return ct_error(CT_ERROR_TYPE, op, "indices must be int64, got %s", ct_dtype_name(ix->dtype));
-    bool same = go->ndim == ix->ndim && go->ndim == x->ndim && (x->ndim == 3 || x->ndim == 4);
-    for (int i = 0; same && i < go->ndim; i++)
-        same = go->shape[i] == ix->shape[i] && (i >= go->ndim - 2 || go->shape[i] == x->shape[i]);
-    if (!same)
-        return ct_error(CT_ERROR_VALUE, op, "grad_output, indices and input shapes do not fit together");
+    if (ct_max_pool2d_backward_check(go, x, ix))
+        return ct_last_status();
     int64_t h = x->shape[x->ndim - 2], w = x->shape[x->ndim - 1];
     int64_t oh = go->shape[go->ndim - 2], ow = go->shape[go->ndim - 1];
     int64_t planes = x->numel / (h * w > 0 ? h * w : 1);

@@ -203,34 +203,14 @@ static ct_status conv_backward(const ct_conv2d_geom *g, const ct_tensor *x0, con
 
 static ct_status conv2d_backward_kernel(ct_keyset ks, ct_call *call, void *ud) {
     (void)ks, (void)ud;
-    /* Check the geometry with the forward rule: in[] = (input, weight, no bias). */
-    ct_call fwd = *call;
-    fwd.in[0] = call->in[1];
-    fwd.in[1] = call->in[2];
-    fwd.in[2] = NULL;
-    fwd.nin = 3;
     ct_conv2d_geom g;
-    ct_status st = ct_conv2d_geometry(&fwd, &g);
+    ct_status st = ct_conv2d_backward_geometry(call, &g);
     if (st)
         return st;
     const ct_tensor *go = call->in[0], *x0 = call->in[1], *w0 = call->in[2];
-    int64_t shape[4];
-    int nd;
-    ct_conv2d_out_shape(&g, shape, &nd);
-    bool same = go->ndim == nd;
-    for (int i = 0; same && i < nd; i++)
-        same = go->shape[i] == shape[i];
-    if (!same) {
-        char a[64], b[64];
-        return ct_error(CT_ERROR_VALUE, "conv2d_backward", "grad_output has shape %s, expected %s",
-                        ct_shape_str(go->shape, go->ndim, a, sizeof a), ct_shape_str(shape, nd, b, sizeof b));
-    }
-    if (!ct_device_equal(go->device, x0->device)) {
-        char a[32], b[32];
-        return ct_error(CT_ERROR_DEVICE, "conv2d_backward",
-                        "Expected all tensors to be on the same device, but found at least two devices, %s and %s!",
-                        ct_device_str(x0->device, a, sizeof a), ct_device_str(go->device, b, sizeof b));
-    }
+    const ct_tensor *on[2] = {x0, go};
+    if ((st = ct_nn_same_device("conv2d_backward", on, 2)))
+        return st;
     if (!ct_cuda_use_device("conv2d_backward", x0->device.index))
         return ct_last_status();
     ct_dtype dt = x0->dtype;

@@ -86,13 +86,8 @@ static ct_status max_pool_backward_kernel(ct_keyset ks, ct_call *call, void *ud)
     (void)ks, (void)ud;
     const ct_tensor *go = call->in[0], *x = call->in[1], *ix = call->in[2];
     const char *op = "max_pool2d_backward";
-    if (ix->dtype != CT_DTYPE_INT64)
-        return ct_error(CT_ERROR_TYPE, op, "indices must be int64, got %s", ct_dtype_name(ix->dtype));
-    bool same = go->ndim == ix->ndim && go->ndim == x->ndim && (x->ndim == 3 || x->ndim == 4);
-    for (int i = 0; same && i < go->ndim; i++)
-        same = go->shape[i] == ix->shape[i] && (i >= go->ndim - 2 || go->shape[i] == x->shape[i]);
-    if (!same)
-        return ct_error(CT_ERROR_VALUE, op, "grad_output, indices and input shapes do not fit together");
+    if (ct_max_pool2d_backward_check(go, x, ix))
+        return ct_last_status();
     ct_status st = same_device(op, x, go);
     if (st == CT_OK)
         st = same_device(op, x, ix);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cpu/loops.h"
+#include "ops/nn_fused.h"
 #include "dispatch/dispatch_internal.h"
 
 static int64_t conv_out_size(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d) {
@@ -75,6 +76,34 @@ ct_status ct_conv2d_geometry(const ct_call *call, ct_conv2d_geom *g) {
     for (int i = 0; i < call->nin; i++)
         if (call->in[i] && !ct_device_equal(call->in[i]->device, x->device))
             return ct_error(CT_ERROR_DEVICE, op, "Expected all tensors to be on the same device");
+    return CT_OK;
+}
+
+ct_status ct_conv2d_backward_geometry(const ct_call *call, ct_conv2d_geom *g) {
+    /* the forward rule over in[] = (input, weight, no bias) */
+    ct_call fwd = *call;
+    fwd.in[0] = call->in[1];
+    fwd.in[1] = call->in[2];
+    fwd.in[2] = NULL;
+    fwd.nin = 3;
+    ct_status st = ct_conv2d_geometry(&fwd, g);
+    if (st)
+        return st;
+    int64_t shape[4];
+    int nd;
+    ct_conv2d_out_shape(g, shape, &nd);
+    return ct_nn_same_shape("conv2d_backward", call->in[0], shape, nd);
+}
+
+ct_status ct_max_pool2d_backward_check(const ct_tensor *go, const ct_tensor *x, const ct_tensor *ix) {
+    const char *op = "max_pool2d_backward";
+    if (ix->dtype != CT_DTYPE_INT64)
+        return ct_error(CT_ERROR_TYPE, op, "indices must be int64, got %s", ct_dtype_name(ix->dtype));
+    bool same = go->ndim == ix->ndim && go->ndim == x->ndim && (x->ndim == 3 || x->ndim == 4);
+    for (int i = 0; same && i < go->ndim; i++)
+        same = go->shape[i] == ix->shape[i] && (i >= go->ndim - 2 || go->shape[i] == x->shape[i]);
+    if (!same)
+        return ct_error(CT_ERROR_VALUE, op, "grad_output, indices and input shapes do not fit together");
     return CT_OK;
 }
 

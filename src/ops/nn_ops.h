@@ -23,6 +23,11 @@ typedef struct ct_pool2d_geom {
  * conv2d_backward pass a call whose in[] is shifted to (input, weight, NULL). */
 ct_status ct_conv2d_geometry(const ct_call *call, ct_conv2d_geom *g);
 void ct_conv2d_out_shape(const ct_conv2d_geom *g, int64_t *shape, int *ndim);
+/* Checks a conv2d_backward call (in: grad_output, input, weight; ints as conv2d's),
+ * grad_output's shape included, and fills g. */
+ct_status ct_conv2d_backward_geometry(const ct_call *call, ct_conv2d_geom *g);
+/* Checks max_pool2d_backward's grad_output, input and int64 indices against each other. */
+ct_status ct_max_pool2d_backward_check(const ct_tensor *go, const ct_tensor *x, const ct_tensor *ix);
 /* Checks a max_pool2d call (ints: kernel[2], stride[2], padding[2], dilation[2],
  * ceil_mode) and fills g. */
 ct_status ct_pool2d_geometry(const ct_call *call, ct_pool2d_geom *g);
