@@ -370,12 +370,65 @@ static void test_random_matches_cpu(void **state) {
     ct_scope_end();
 }
 
+/* bernoulli_, bernoulli and dropout draw the CPU's numbers on the GPU. */
+static void test_bernoulli_matches_cpu(void **state) {
+    (void)state;
+    const ct_dtype dts[] = {CT_BOOL, CT_U8, CT_I32, CT_I64, CT_F16, CT_BF16, CT_F32, CT_F64};
+    for (int d = 0; d < 8; d++) {
+        ct_dtype dt = dts[d];
+        ct_scope_begin();
+        ct_manual_seed(31);
+        ct_tensor *c1 = ct_bernoulli_(ct_empty(CT_SHAPE(1001), dt, CT_CPU), 0.3);
+        ct_tensor *c2 = ct_bernoulli_(ct_t(ct_empty(CT_SHAPE(9, 7), dt, CT_CPU)), 0.7);
+        ct_manual_seed(31);
+        ct_tensor *g1 = ct_bernoulli_(ct_empty(CT_SHAPE(1001), dt, CUDA0), 0.3);
+        ct_tensor *g2 = ct_bernoulli_(ct_t(ct_empty(CT_SHAPE(9, 7), dt, CUDA0)), 0.7); /* strided */
+        CT_ASSERT_CLOSE(g1, c1, 0, 0, "bernoulli_");
+        CT_ASSERT_CLOSE(g2, c2, 0, 0, "bernoulli_ strided");
+        ct_scope_end();
+    }
+    for (int d = 4; d < 8; d++) {
+        ct_dtype dt = dts[d];
+        ct_scope_begin();
+        ct_tensor *p = ct_rand(CT_SHAPE(17, 13), dt, CT_CPU);
+        ct_tensor *gp = ct_to_device(p, CUDA0);
+        ct_manual_seed(5);
+        ct_tensor *c = ct_bernoulli(p);
+        ct_tensor *cd = ct_dropout(ct_ones(CT_SHAPE(333), dt, CT_CPU), 0.25, true);
+        ct_manual_seed(5);
+        ct_tensor *g = ct_bernoulli(ct_t(ct_t(gp)));
+        ct_tensor *gd = ct_dropout(ct_ones(CT_SHAPE(333), dt, CUDA0), 0.25, true);
+        CT_ASSERT_CLOSE(g, c, 0, 0, "bernoulli");
+        CT_ASSERT_CLOSE(gd, cd, 0, 0, "dropout");
+        ct_scope_end();
+    }
+    /* p = 0 and 1 are exact; the generator advances as on the CPU. */
+    ct_scope_begin();
+    ct_tensor *z = ct_bernoulli_(ct_empty(CT_SHAPE(100), CT_F32, CUDA0), 0.0);
+    ct_tensor *o = ct_bernoulli_(ct_empty(CT_SHAPE(100), CT_I64, CUDA0), 1.0);
+    CT_ASSERT_CLOSE(z, ct_zeros(CT_SHAPE(100), CT_F32, CT_CPU), 0, 0, "p = 0");
+    CT_ASSERT_CLOSE(o, ct_ones(CT_SHAPE(100), CT_I64, CT_CPU), 0, 0, "p = 1");
+    /* Bad probabilities: the CPU's message naming the first one, nothing drawn. */
+    const float pv[5] = {0.5f, 0.2f, 1.5f, NAN, -1.0f};
+    ct_tensor *bad = ct_to_device(ct_from_data(pv, CT_SHAPE(5), CT_F32), CUDA0);
+    ct_manual_seed(8);
+    CT_ASSERT_ERR(ct_bernoulli(bad) != NULL, CT_ERROR_VALUE, "but got false (p[2] = 1.5)");
+    ct_tensor *after = ct_rand(CT_SHAPE(4), CT_F32, CT_CPU);
+    ct_manual_seed(8);
+    CT_ASSERT_CLOSE(after, ct_rand(CT_SHAPE(4), CT_F32, CT_CPU), 0, 0, "no counters reserved by a refused call");
+    CT_ASSERT_ERR(ct_bernoulli(ct_slice(bad, 0, 3, 5, 1)) != NULL, CT_ERROR_VALUE, "(p[0] = nan)");
+    CT_ASSERT_ERR(ct_bernoulli_(ct_empty(CT_SHAPE(2), CT_F32, CUDA0), 1.5) != NULL, CT_ERROR_VALUE, "p=1.5");
+    CT_ASSERT_ERR(ct_bernoulli(ct_zeros(CT_SHAPE(2), CT_I64, CUDA0)) != NULL, CT_ERROR_TYPE, "'Long'");
+    ct_scope_end();
+}
+
 int main(void) {
     int skip = ct_test_require_gpu("test_cuda_ops");
     if (skip)
         return skip;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_unary_ops),
+        cmocka_unit_test(test_bernoulli_matches_cpu),
         cmocka_unit_test(test_binary_ops),
         cmocka_unit_test(test_alpha_and_large),
         cmocka_unit_test(test_errors_on_cuda),

@@ -8,7 +8,7 @@
 #include "random.h"
 #include "tensor_impl.h"
 #ifdef CT_HAVE_CUDA
-#include "cuda/cuda_rt.h"
+#include "cuda/cuda_tensor.h"
 #endif
 
 #ifdef CT_HAVE_OPENMP
@@ -201,16 +201,19 @@ static void run_job(rng_job *J) {
 /* Runs J over t in place: straight into t when it is contiguous, else through a
  * contiguous buffer copied back (elements keep their logical order). Creates no
  * reference to t; false on error. */
-/* Runs J on the device of its output (uniform and normal only on CUDA: Note [Same
- * numbers on CPU and GPU] in src/cuda/random.cu). */
+/* Runs J on the device of its output (Note [Same numbers on CPU and GPU] in
+ * src/cuda/random.cu). */
 static bool run_job_on(rng_job *J, ct_device device) {
 #ifdef CT_HAVE_CUDA
     if (device.type == CT_DEVICE_CUDA) {
-        CT_ASSERT(J->kind == K_UNIFORM || J->kind == K_NORMAL); /* device_ok_gpu admits only these */
-        int kind = J->kind == K_UNIFORM ? 0 : 1;
+        CT_ASSERT(J->kind != K_RANDINT); /* randint draws on the CPU (CT_RANDOM_VIA_CPU) */
+        int kind = J->kind == K_UNIFORM ? 0 : J->kind == K_NORMAL ? 1 : 2;
         int64_t ncounters = ct_cuda_philox_counters(kind, J->dtype, J->n);
         CT_ASSERT(ncounters == (J->n + J->epc - 1) / J->epc); /* the CPU's layout */
         ct_generator_reserve(&default_generator, (uint64_t)ncounters, &J->seed, &J->offset);
+        if (kind == 2)
+            return ct_cuda_bernoulli_fill(J->dtype, J->out, J->n, J->a, J->probs, J->seed, J->offset,
+                                          device.index) == CT_OK;
         return ct_cuda_philox_fill(kind, J->dtype, J->out, J->n, J->digits, J->a, J->b, J->seed, J->offset,
                                    device.index) == CT_OK;
     }
@@ -254,22 +257,6 @@ static int uniform_digits(ct_dtype d) {
     }
 }
 
-static bool device_ok(const char *op, const ct_tensor *t) {
-    if (t->device.type == CT_DEVICE_CPU || t->device.type == CT_DEVICE_META)
-        return true;
-    ct_error(CT_ERROR_DEVICE, op, "not implemented for CUDA tensors: only rand, randn, uniform_ and normal_ run on CUDA");
-    return false;
-}
-
-/* uniform_ and normal_ also run on CUDA devices. */
-static bool device_ok_gpu(const char *op, const ct_tensor *t) {
-#ifdef CT_HAVE_CUDA
-    if (t->device.type == CT_DEVICE_CUDA)
-        return true;
-#endif
-    return device_ok(op, t);
-}
-
 /* The largest finite value of a floating dtype. */
 static double dtype_max(ct_dtype d) {
     switch (d) {
@@ -288,8 +275,6 @@ static bool uniform_impl(ct_tensor *t, double from, double to) {
         ct_error(CT_ERROR_TYPE, op, "\"check_uniform_bounds\" not implemented for '%s'", scalar_type_name(t->dtype));
         return false;
     }
-    if (!device_ok_gpu(op, t))
-        return false;
     double mx = dtype_max(t->dtype);
     if (!(from >= -mx && from <= mx)) {
         ct_error(CT_ERROR_VALUE, op, "from is out of bounds for %s", ct_dtype_name(t->dtype));
@@ -333,8 +318,6 @@ static bool normal_impl(ct_tensor *t, double mean, double std) {
         ct_error(CT_ERROR_TYPE, op, "\"normal_kernel_cpu\" not implemented for '%s'", scalar_type_name(t->dtype));
         return false;
     }
-    if (!device_ok_gpu(op, t))
-        return false;
     rng_job J = {.kind = K_NORMAL, .a = mean, .b = std, .epc = 2};
     return fill_tensor(op, t, &J);
 }
@@ -357,10 +340,35 @@ ct_tensor *ct_bernoulli_(ct_tensor *t, double p) {
         ct_error(CT_ERROR_TYPE, op, "invalid dtype %d", (int)t->dtype);
         return NULL;
     }
-    if (!device_ok(op, t))
-        return NULL;
     rng_job J = {.kind = K_BERNOULLI, .a = p, .epc = 2};
     return ref_if(fill_tensor(op, t, &J), t);
+}
+
+/* The first element of probs (contiguous float64) outside [0, 1] (NaN included), or
+ * -1, in *first; on a GPU one kernel and one value read back. */
+static ct_status first_bad_probability(const ct_tensor *probs, int64_t *first) {
+    *first = -1;
+#ifdef CT_HAVE_CUDA
+    if (probs->device.type == CT_DEVICE_CUDA) {
+        ct_scope_begin();
+        int64_t one = 1;
+        ct_tensor *at = ct_full(&one, 1, ct_scalar_int(-1), CT_DTYPE_INT64, probs->device);
+        ct_status st = at ? ct_cuda_first_outside_unit((const double *)ct_tensor_ptr(probs), probs->numel,
+                                                       (uint64_t *)ct_tensor_ptr(at), probs->device.index)
+                          : ct_last_status();
+        if (st == CT_OK)
+            st = ct_cuda_read_element(at, 0, first);
+        ct_scope_end();
+        return st;
+    }
+#endif
+    const double *pp = (const double *)ct_tensor_ptr(probs);
+    for (int64_t i = 0; i < probs->numel; i++)
+        if (!(pp[i] >= 0.0 && pp[i] <= 1.0)) {
+            *first = i;
+            break;
+        }
+    return CT_OK;
 }
 
 ct_tensor *ct_bernoulli(const ct_tensor *p) {
@@ -370,26 +378,31 @@ ct_tensor *ct_bernoulli(const ct_tensor *p) {
         ct_error(CT_ERROR_TYPE, op, "\"bernoulli_tensor_cpu_p_\" not implemented for '%s'", scalar_type_name(p->dtype));
         return NULL;
     }
-    if (!device_ok(op, p))
-        return NULL;
     if (p->device.type == CT_DEVICE_META || p->numel == 0)
         return ct_tensor_new(op, p->shape, NULL, p->ndim, p->dtype, p->device);
     /* Validate every probability before allocating the result, so an error leaves
      * nothing behind even without a scope. */
     ct_scope_begin();
     ct_tensor *probs = ct_contiguous(ct_to_dtype(p, CT_DTYPE_FLOAT64));
-    if (!probs) {
+    int64_t bad = -1;
+    if (!probs || first_bad_probability(probs, &bad)) {
+        ct_scope_end();
+        return NULL;
+    }
+    if (bad >= 0) {
+        double v = 0;
+#ifdef CT_HAVE_CUDA
+        if (probs->device.type == CT_DEVICE_CUDA)
+            ct_cuda_read_element(probs, bad, &v);
+        else
+#endif
+            v = ((const double *)ct_tensor_ptr(probs))[bad];
+        ct_error(CT_ERROR_VALUE, op, "Expected p_in >= 0 && p_in <= 1 to be true, but got false (p[%lld] = %g)",
+                 (long long)bad, v);
         ct_scope_end();
         return NULL;
     }
     const double *pp = (const double *)ct_tensor_ptr(probs);
-    for (int64_t i = 0; i < probs->numel; i++)
-        if (!(pp[i] >= 0.0 && pp[i] <= 1.0)) {
-            ct_error(CT_ERROR_VALUE, op, "Expected p_in >= 0 && p_in <= 1 to be true, but got false (p[%lld] = %g)",
-                     (long long)i, pp[i]);
-            ct_scope_end();
-            return NULL;
-        }
     ct_tensor *out = ct_tensor_new(op, p->shape, NULL, p->ndim, p->dtype, p->device);
     rng_job J = {.kind = K_BERNOULLI_TENSOR, .probs = pp, .epc = 2};
     if (out && !fill_tensor(op, out, &J))

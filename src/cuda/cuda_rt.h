@@ -358,8 +358,16 @@ ct_status ct_cuda_fill_kernel(const ct_cuda_iter_desc *d, const void *value, siz
  * bits; kind 1: normal with mean a and standard deviation b. */
 ct_status ct_cuda_philox_fill(int kind, ct_dtype dtype, void *out, int64_t n, int digits, double a, double b,
                               uint64_t seed, uint64_t offset, int device);
-/* Counters a request of n elements of kind needs (the CPU's elements per counter). */
+/* Counters a request of n elements of kind needs (the CPU's elements per counter;
+ * kind 2: bernoulli). */
 int64_t ct_cuda_philox_counters(int kind, ct_dtype dtype, int64_t n);
+/* bernoulli: element i of out (n contiguous elements of dtype) is 1 with probability
+ * probs[i] (contiguous float64 on the device) or p when probs is NULL, else 0. */
+ct_status ct_cuda_bernoulli_fill(ct_dtype dtype, void *out, int64_t n, double p, const double *probs, uint64_t seed,
+                                 uint64_t offset, int device);
+/* *first (device memory, all ones beforehand) becomes the smallest i with p[i]
+ * outside [0, 1] or NaN. */
+ct_status ct_cuda_first_outside_unit(const double *p, int64_t n, uint64_t *first, int device);
 
 /* blas.cu: C (row-major, contiguous in its last dim with row stride ldc, batch stride
  * sc) = alpha * A @ B + beta * C for a batch of nb products of n x k and k x m. A and

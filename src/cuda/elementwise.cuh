@@ -16,10 +16,6 @@
 
 #include "kernels.cuh"
 
-template <typename T, int N> struct alignas(sizeof(T) * N) ct_vec {
-    T v[N];
-};
-
 template <int NIN, typename C, typename F>
 static __device__ __forceinline__ auto ct_apply(const F &f, C x, C y) {
     if constexpr (NIN == 1) {

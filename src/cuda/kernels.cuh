@@ -168,4 +168,9 @@ static inline bool ct_desc_scalar(const ct_cuda_iter_desc *d, int k) {
     return d->ndim == 0 || (d->ndim == 1 && d->strides[0][k] == 0);
 }
 
+/* N elements of T moved by one aligned vector load or store (16 bytes at most). */
+template <typename T, int N> struct alignas(sizeof(T) * N) ct_vec {
+    T v[N];
+};
+
 #endif

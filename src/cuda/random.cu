@@ -10,7 +10,7 @@
  * cos and sin in double; CUDA's log/cos/sin may differ from glibc's in the last bit of
  * a double, so float64 normals agree to within a few ulps and float32 (and smaller)
  * normals are identical except, rarely, one ulp. */
-#include "kernels.cuh"
+#include "casts.cuh"
 
 extern "C" {
 #include "core/random.h"
@@ -104,7 +104,7 @@ static __global__ void normal_kernel(S *out, int64_t n, double mean, double std,
 }
 
 extern "C" int64_t ct_cuda_philox_counters(int kind, ct_dtype dtype, int64_t n) {
-    int epc = kind == 1 || dtype == CT_DTYPE_FLOAT64 ? 2 : 4;
+    int epc = kind != 0 || dtype == CT_DTYPE_FLOAT64 ? 2 : 4;
     return (n + epc - 1) / epc;
 }
 
@@ -131,4 +131,45 @@ extern "C" ct_status ct_cuda_philox_fill(int kind, ct_dtype dtype, void *out, in
     }
 #undef CT_RNG_CASE
     return ct_cuda_check_launch(op);
+}
+
+/* One 64-bit draw per element, two per counter: 1 when its 53-bit uniform is below p. */
+static __global__ void bernoulli_kernel(char *out, int dt, int64_t esz, int64_t n, double p, const double *probs,
+                                        uint64_t seed, uint64_t offset) {
+    const int64_t ncounters = (n + 1) / 2;
+    for (int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; c < ncounters;
+         c += (int64_t)gridDim.x * blockDim.x) {
+        uint32_t r[4];
+        philox_block(seed, offset + (uint64_t)c, r);
+        int64_t i0 = c * 2;
+        int m = n - i0 < 2 ? 1 : 2;
+        for (int e = 0; e < m; e++) {
+            uint64_t w = (uint64_t)r[2 * e] | ((uint64_t)r[2 * e + 1] << 32);
+            double pe = probs ? probs[i0 + e] : p;
+            cast_store_i64(out + (i0 + e) * esz, dt, uniform_bits(w, 53) < pe ? 1 : 0);
+        }
+    }
+}
+
+extern "C" ct_status ct_cuda_bernoulli_fill(ct_dtype dtype, void *out, int64_t n, double p, const double *probs,
+                                            uint64_t seed, uint64_t offset, int device) {
+    if (n == 0)
+        return CT_OK;
+    bernoulli_kernel<<<ct_grid_for((n + 1) / 2, device), CT_CUDA_THREADS, 0, ct_stream_of(device)>>>(
+        (char *)out, (int)dtype, (int64_t)ct_dtype_size(dtype), n, p, probs, seed, offset);
+    return ct_cuda_check_launch(probs ? "bernoulli" : "bernoulli_");
+}
+
+static __global__ void outside_unit_kernel(const double *p, int64_t n, unsigned long long *first) {
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
+        if (!(p[i] >= 0.0 && p[i] <= 1.0))
+            atomicMin(first, (unsigned long long)i);
+}
+
+extern "C" ct_status ct_cuda_first_outside_unit(const double *p, int64_t n, uint64_t *first, int device) {
+    if (n == 0)
+        return CT_OK;
+    outside_unit_kernel<<<ct_grid_for(n, device), CT_CUDA_THREADS, 0, ct_stream_of(device)>>>(
+        p, n, (unsigned long long *)first);
+    return ct_cuda_check_launch("bernoulli");
 }

@@ -14,8 +14,9 @@
  *   elements and combining through shared memory.
  * When there are too few outputs to fill the GPU, each output's reduced range is cut
  * into chunks handled by separate groups; their states go to scratch memory and a
- * second kernel combines them in chunk order. Cut points depend only on the shape and
- * the device's SM count, so results are deterministic run to run.
+ * second kernel combines them, again a group per output. Cut points and combining
+ * order depend only on the shape and the device's SM count, so results are
+ * deterministic run to run. A reduced dim of unit stride is read in 16-byte vectors.
  * Float work accumulates in double (as the CPU); integer work in uint64 with
  * two's-complement wrap-around. Sums are combined in a different order than the CPU's
  * cascade, so float results agree to rounding, not bit for bit; integer results,
@@ -286,6 +287,61 @@ static __device__ void r_final(const ct_cuda_reduce_desc &d, int64_t o, rstate s
     }
 }
 
+/* Combines the states of each group of a block (group lanes in a row, lane 0 first)
+ * through shared memory; lane 0 of each group gets its group's state. Every thread of
+ * the block must call it. */
+template <typename T, int K>
+static __device__ __forceinline__ rstate group_combine(rstate s, rstate *sm, int group, int lane) {
+    if (group == 1)
+        return s;
+    sm[threadIdx.x] = s;
+    for (int st = group / 2; st > 0; st >>= 1) {
+        __syncthreads();
+        if (lane < st)
+            sm[threadIdx.x] = r_combine<T, K>(sm[threadIdx.x], sm[threadIdx.x + st]);
+    }
+    __syncthreads();
+    s = sm[threadIdx.x];
+    __syncthreads(); /* the next round overwrites sm */
+    return s;
+}
+
+/* Adds elements [r0, r1) of a contiguous run (element r at in + r * sizeof(T)) to a
+ * lane's state: the unaligned head one element per lane, then 16-byte vectors, four in
+ * flight per lane, then the tail. A lane's elements still arrive in increasing order. */
+template <typename T, int K>
+static __device__ __forceinline__ void add_run(rstate &s, const char *in, int64_t r0, int64_t r1, int group, int lane,
+                                               double m, double p) {
+    constexpr int V = 16 / sizeof(T);
+    const T *e = (const T *)in;
+    int64_t head = (int64_t)(((16 - ((uintptr_t)(e + r0) & 15)) & 15) / sizeof(T));
+    head = head < r1 - r0 ? head : r1 - r0;
+    if (lane < head)
+        r_add<T, K>(s, e[r0 + lane], r0 + lane, m, p);
+    const int64_t a0 = r0 + head, nv = (r1 - a0) / V;
+    const ct_vec<T, V> *pv = (const ct_vec<T, V> *)(e + a0);
+    int64_t j = lane;
+    for (; j + 3 * group < nv; j += 4 * group) {
+        ct_vec<T, V> x[4];
+#pragma unroll
+        for (int u = 0; u < 4; u++)
+            x[u] = pv[j + u * group];
+#pragma unroll
+        for (int u = 0; u < 4; u++)
+#pragma unroll
+            for (int k = 0; k < V; k++)
+                r_add<T, K>(s, x[u].v[k], a0 + (j + u * group) * V + k, m, p);
+    }
+    for (; j < nv; j += group) {
+        ct_vec<T, V> x = pv[j];
+#pragma unroll
+        for (int k = 0; k < V; k++)
+            r_add<T, K>(s, x.v[k], a0 + j * V + k, m, p);
+    }
+    for (int64_t r = a0 + nv * V + lane; r < r1; r += group)
+        r_add<T, K>(s, e[r], r, m, p);
+}
+
 /* Work items are (output o, chunk c), item = c * out_numel + o, so that neighbouring
  * groups take neighbouring outputs. The loop bound is the same for every thread of a
  * block, which keeps __syncthreads() legal. */
@@ -309,7 +365,9 @@ static __global__ void __launch_bounds__(RED_THREADS)
             const double m = pass == 2 ? shift_of(d, aux[o]) : 0.0;
             const int64_t r0 = c * chunk_len;
             const int64_t r1 = r0 + chunk_len < d.red_numel ? r0 + chunk_len : d.red_numel;
-            if (d.nr <= 1) {
+            if (d.nr == 1 && d.rstride[0] == (int64_t)sizeof(T)) {
+                add_run<T, K>(s, in, r0, r1, group, lane, m, d.p);
+            } else if (d.nr <= 1) {
                 const int64_t rs = d.nr == 1 ? d.rstride[0] : 0;
                 /* Eight loads in flight before their adds (a thread's chain of adds
                  * would otherwise leave one load in flight and the memory system
@@ -332,17 +390,7 @@ static __global__ void __launch_bounds__(RED_THREADS)
                     r_add<T, K>(s, *(const T *)(in + unravel_off(r, d.nr, d.rshape, d.rstride)), r, m, d.p);
             }
         }
-        if (group > 1) {
-            sm[threadIdx.x] = s;
-            for (int st = group / 2; st > 0; st >>= 1) {
-                __syncthreads();
-                if (lane < st)
-                    sm[threadIdx.x] = r_combine<T, K>(sm[threadIdx.x], sm[threadIdx.x + st]);
-            }
-            __syncthreads();
-            s = sm[threadIdx.x];
-            __syncthreads(); /* the next round overwrites sm */
-        }
+        s = group_combine<T, K>(s, sm, group, lane);
         if (active && lane == 0) {
             if (chunks > 1)
                 partial[o * chunks + c] = s;
@@ -352,16 +400,24 @@ static __global__ void __launch_bounds__(RED_THREADS)
     }
 }
 
-/* Combines each output's chunk states in chunk order. */
+/* Combines each output's chunk states: a group per output, lane l folding chunks l,
+ * l + group, ... and the group combining its lanes, in an order fixed by the shape. */
 template <typename T, int K>
 static __global__ void __launch_bounds__(RED_THREADS)
-    red_finish(ct_cuda_reduce_desc d, int64_t chunks, const rstate *partial, double *aux, int pass) {
-    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
-    for (int64_t o = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; o < d.out_numel; o += stride) {
-        rstate s = partial[o * chunks];
-        for (int64_t c = 1; c < chunks; c++)
-            s = r_combine<T, K>(s, partial[o * chunks + c]);
-        r_final<T, K>(d, o, s, aux, pass);
+    red_finish(ct_cuda_reduce_desc d, int group, int64_t chunks, const rstate *partial, double *aux, int pass) {
+    __shared__ rstate sm[RED_THREADS];
+    const int gpb = RED_THREADS / group;
+    const int lane = (int)threadIdx.x % group, gib = (int)threadIdx.x / group;
+    for (int64_t base = (int64_t)blockIdx.x * gpb; base < d.out_numel; base += (int64_t)gridDim.x * gpb) {
+        const int64_t o = base + gib;
+        const bool active = o < d.out_numel;
+        rstate s = r_init<T, K>();
+        if (active)
+            for (int64_t c = lane; c < chunks; c += group)
+                s = r_combine<T, K>(s, partial[o * chunks + c]);
+        s = group_combine<T, K>(s, sm, group, lane);
+        if (active && lane == 0)
+            r_final<T, K>(d, o, s, aux, pass);
     }
 }
 
@@ -433,7 +489,12 @@ static ct_status red_launch(const ct_cuda_reduce_desc *d, const red_plan &pl, rs
     ct_status st = ct_cuda_check_launch(op);
     if (st != CT_OK || pl.chunks == 1)
         return st;
-    red_finish<T, K><<<ct_grid_for(d->out_numel, device), RED_THREADS, 0, s>>>(*d, pl.chunks, partial, aux, pass);
+    /* The combine used to run one thread per output: with a thousand chunks that chain
+     * of dependent loads took longer than reading 64 MB. */
+    int fgroup = pl.chunks > 64 ? RED_THREADS : 32;
+    int64_t fgpb = RED_THREADS / fgroup, fblocks = (d->out_numel + fgpb - 1) / fgpb;
+    fblocks = fblocks > cap ? cap : fblocks;
+    red_finish<T, K><<<(unsigned)fblocks, RED_THREADS, 0, s>>>(*d, fgroup, pl.chunks, partial, aux, pass);
     return ct_cuda_check_launch(op);
 }
 

@@ -8,7 +8,8 @@
  * slowly this way; a parallel scan is future work.
  * softmax/log_softmax give a row to a warp (a block for rows of 1024 and more): the
  * row's max, then the sum of exp(x - max) accumulated in double, then the outputs. A
- * NaN in the row makes the whole row NaN; a row of -inf gives NaN, as the CPU. */
+ * NaN in the row makes the whole row NaN; a row of -inf gives NaN, as the CPU. Dense,
+ * aligned rows move in 16-byte vectors (softmax_vec_kernel). */
 #include <math.h>
 
 #include "casts.cuh"
@@ -149,6 +150,76 @@ static __global__ void __launch_bounds__(SCAN_THREADS) softmax_kernel(ct_cuda_re
     }
 }
 
+/* softmax_kernel for rows that are dense, 16-byte aligned, a whole number of vectors
+ * long, and stored in the work dtype: the same arithmetic per element, moved in
+ * 16-byte vectors. */
+template <typename T>
+static __global__ void __launch_bounds__(SCAN_THREADS) softmax_vec_kernel(ct_cuda_reduce_desc d, int group) {
+    constexpr int V = 16 / sizeof(T);
+    typedef ct_vec<T, V> vec;
+    __shared__ double sm[SCAN_THREADS];
+    const int gpb = SCAN_THREADS / group;
+    const int lane = (int)threadIdx.x % group, gib = (int)threadIdx.x / group, gbase = gib * group;
+    const int64_t nv = d.rshape[0] / V;
+    const bool log_out = d.kind == CT_CUDA_RED_LOG_SOFTMAX;
+    for (int64_t base = (int64_t)blockIdx.x * gpb; base < d.out_numel; base += (int64_t)gridDim.x * gpb) {
+        const int64_t row = base + gib;
+        const bool active = row < d.out_numel;
+        const vec *in = (const vec *)d.in;
+        vec *out = (vec *)d.out[0];
+        if (active) {
+            in = (const vec *)(d.in + unravel_off(row, d.nk, d.kshape, d.kin));
+            out = (vec *)(d.out[0] + unravel_off(row, d.nk, d.kshape, d.kout[0]));
+        }
+        double m = -INFINITY;
+        if (active)
+            for (int64_t i = lane; i < nv; i += group) {
+                vec x = in[i];
+#pragma unroll
+                for (int k = 0; k < V; k++) {
+                    double v = (double)x.v[k];
+                    m = m != m ? m : (v != v || v > m) ? v : m;
+                }
+            }
+        m = group_all<true>(m, sm, group, lane, gbase);
+        const T mt = (T)m;
+        double sum = 0;
+        if (active)
+            for (int64_t i = lane; i < nv; i += group) {
+                vec x = in[i];
+#pragma unroll
+                for (int k = 0; k < V; k++)
+                    sum += (double)d_exp(x.v[k] - mt);
+            }
+        sum = group_all<false>(sum, sm, group, lane, gbase);
+        if (active) {
+            const T lse = (T)log(sum), inv = (T)(1.0 / sum);
+            for (int64_t i = lane; i < nv; i += group) {
+                vec x = in[i], y;
+#pragma unroll
+                for (int k = 0; k < V; k++)
+                    y.v[k] = log_out ? (x.v[k] - mt) - lse : d_exp(x.v[k] - mt) * inv;
+                out[i] = y;
+            }
+        }
+    }
+}
+
+/* Whether a softmax can take softmax_vec_kernel: unit strides along the row, rows a
+ * whole number of vectors apart and starting 16-byte aligned, output in the work
+ * dtype. */
+static bool softmax_vec_ok(const ct_cuda_reduce_desc *d) {
+    int64_t esz = d->in_dtype == CT_DTYPE_FLOAT64 ? 8 : 4, v = 16 / esz;
+    if (d->out_dtype[0] != d->in_dtype || d->rstride[0] != esz || d->rout[0] != esz || d->rshape[0] % v)
+        return false;
+    if (((uintptr_t)d->in | (uintptr_t)d->out[0]) & 15)
+        return false;
+    for (int k = 0; k < d->nk; k++)
+        if (d->kshape[k] > 1 && ((d->kin[k] | d->kout[0][k]) & 15))
+            return false;
+    return true;
+}
+
 extern "C" ct_status ct_cuda_scan_run(const ct_cuda_reduce_desc *d, int device, const char *op) {
     if (d->out_numel == 0 || d->rshape[0] == 0)
         return CT_OK;
@@ -159,9 +230,20 @@ extern "C" ct_status ct_cuda_scan_run(const ct_cuda_reduce_desc *d, int device, 
         int64_t blocks = (d->out_numel + gpb - 1) / gpb;
         int64_t cap = (int64_t)ct_cuda_sm_count(device) * 32;
         blocks = blocks > cap ? cap : blocks;
+        bool vec = softmax_vec_ok(d);
         switch (d->in_dtype) {
-        case CT_DTYPE_FLOAT32: softmax_kernel<float><<<(unsigned)blocks, SCAN_THREADS, 0, s>>>(*d, group); break;
-        case CT_DTYPE_FLOAT64: softmax_kernel<double><<<(unsigned)blocks, SCAN_THREADS, 0, s>>>(*d, group); break;
+        case CT_DTYPE_FLOAT32:
+            if (vec)
+                softmax_vec_kernel<float><<<(unsigned)blocks, SCAN_THREADS, 0, s>>>(*d, group);
+            else
+                softmax_kernel<float><<<(unsigned)blocks, SCAN_THREADS, 0, s>>>(*d, group);
+            break;
+        case CT_DTYPE_FLOAT64:
+            if (vec)
+                softmax_vec_kernel<double><<<(unsigned)blocks, SCAN_THREADS, 0, s>>>(*d, group);
+            else
+                softmax_kernel<double><<<(unsigned)blocks, SCAN_THREADS, 0, s>>>(*d, group);
+            break;
         default: return ct_error(CT_ERROR_TYPE, op, "no CUDA softmax for work dtype %s", ct_dtype_name(d->in_dtype));
         }
         return ct_cuda_check_launch(op);
