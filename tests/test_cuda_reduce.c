@@ -198,6 +198,53 @@ static void test_large(void **state) {
     CT_AGREE("mean rows of (1000, 5000) bf16", ct_mean(w, CT_INDEX(1), 1, false, CT_DTYPE_UNDEFINED),
              ct_mean(gw, CT_INDEX(1), 1, false, CT_DTYPE_UNDEFINED), 2);
     CT_AGREE("std rows of (1000, 5000) bf16", ct_std(w, CT_INDEX(1), 1, 1.0, true), ct_std(gw, CT_INDEX(1), 1, 1.0, true), 2);
+    /* Unit-stride runs are read in 16-byte vectors: starts off a vector boundary, runs
+     * that are not a whole number of vectors, the first NaN or tie inside a vector. */
+    for (int64_t off = 0; off < 4; off++) {
+        ct_tensor *v = ct_slice(f, 0, off, 3000000 - 2 * off + 1, 1), *gv = ct_slice(gf, 0, off, 3000000 - 2 * off + 1, 1);
+        CT_AGREE("sum of an offset run", ct_sum(v, NULL, 0, false, CT_DTYPE_UNDEFINED),
+                 ct_sum(gv, NULL, 0, false, CT_DTYPE_UNDEFINED), 8);
+        CT_AGREE("argmin of an offset run", ct_argmin(v), ct_argmin(gv), 0);
+        ct_tensor *iv = ct_slice(i, 0, off, 1000003, 1), *giv = ct_slice(gi, 0, off, 1000003, 1);
+        CT_AGREE("int sum of an offset run", ct_sum(iv, NULL, 0, false, CT_DTYPE_UNDEFINED),
+                 ct_sum(giv, NULL, 0, false, CT_DTYPE_UNDEFINED), 0);
+        ct_tensor *rows = ct_slice(ct_view(ct_slice(f, 0, 0, 2999997, 1), CT_SHAPE(3, 999999)), 1, off, 999999, 1);
+        ct_tensor *grows = ct_slice(ct_view(ct_slice(gf, 0, 0, 2999997, 1), CT_SHAPE(3, 999999)), 1, off, 999999, 1);
+        CT_AGREE("amax of offset rows", ct_amax(rows, CT_INDEX(1), 1, false), ct_amax(grows, CT_INDEX(1), 1, false), 0);
+    }
+    ct_tensor *nan_at = ct_clone(f);
+    ct_fill_(ct_slice(nan_at, 0, 1234567, 1234568, 1), ct_scalar_float(NAN));
+    ct_fill_(ct_slice(nan_at, 0, 2345678, 2345679, 1), ct_scalar_float(NAN));
+    CT_AGREE("argmax finds the first NaN", ct_argmax(nan_at), ct_argmax(ct_to_device(nan_at, CUDA0)), 0);
+    ct_scope_end();
+}
+
+/* cumsum over a few long rows runs chunked in parallel (Note [Parallel cumsum]):
+ * integers exact, floats within rounding. */
+static void test_long_cumsum(void **state) {
+    (void)state;
+    ct_scope_begin();
+    ct_tensor *i = values(CT_SHAPE(1000003), CT_I64, -1000000, 1000000, 95);
+    CT_AGREE("int cumsum 1M", ct_cumsum(i, 0, CT_DTYPE_UNDEFINED),
+             ct_cumsum(ct_to_device(i, CUDA0), 0, CT_DTYPE_UNDEFINED), 0);
+    ct_tensor *b = ct_gt_scalar(values(CT_SHAPE(3, 70001), CT_F32, -1, 1, 96), ct_scalar_float(0.2));
+    CT_AGREE("bool cumsum rows", ct_cumsum(b, 1, CT_DTYPE_UNDEFINED),
+             ct_cumsum(ct_to_device(b, CUDA0), 1, CT_DTYPE_UNDEFINED), 0);
+    ct_tensor *f = values(CT_SHAPE(5, 40000), CT_F32, 0, 1, 97);
+    CT_AGREE("float cumsum rows", ct_cumsum(f, 1, CT_DTYPE_UNDEFINED),
+             ct_cumsum(ct_to_device(f, CUDA0), 1, CT_DTYPE_UNDEFINED), 8);
+    CT_AGREE("float cumsum strided rows", ct_cumsum(ct_t(f), 0, CT_F64),
+             ct_cumsum(ct_t(ct_to_device(f, CUDA0)), 0, CT_F64), 8);
+    ct_tensor *h = values(CT_SHAPE(2, 3000), CT_F16, -1, 1, 98);
+    CT_AGREE("half cumsum rows", ct_cumsum(h, 1, CT_DTYPE_UNDEFINED),
+             ct_cumsum(ct_to_device(h, CUDA0), 1, CT_DTYPE_UNDEFINED), 4);
+    /* softmax rows that are not a whole number of vectors take the element kernel */
+    ct_tensor *r = values(CT_SHAPE(7, 4099), CT_F32, -10, 10, 99);
+    CT_AGREE("softmax odd rows", ct_softmax(r, 1, CT_DTYPE_UNDEFINED),
+             ct_softmax(ct_to_device(r, CUDA0), 1, CT_DTYPE_UNDEFINED), 4);
+    ct_tensor *q = values(CT_SHAPE(9, 4096), CT_F64, -10, 10, 100);
+    CT_AGREE("log_softmax dense rows", ct_log_softmax(q, 1, CT_DTYPE_UNDEFINED),
+             ct_log_softmax(ct_to_device(q, CUDA0), 1, CT_DTYPE_UNDEFINED), 4);
     ct_scope_end();
 }
 
@@ -387,6 +434,7 @@ int main(void) {
         cmocka_unit_test(test_reductions),  cmocka_unit_test(test_large),
         cmocka_unit_test(test_ties_and_nan), cmocka_unit_test(test_out_and_errors),
         cmocka_unit_test(test_scans),       cmocka_unit_test(test_foreach_powsum),
+        cmocka_unit_test(test_long_cumsum),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -176,8 +176,9 @@ size_t ct_cuda_reduce_scratch(const ct_cuda_reduce_desc *d, int device);
 /* Runs a reduction (kinds SUM..POWSUM); scratch: ct_cuda_reduce_scratch bytes. */
 ct_status ct_cuda_reduce_run(const ct_cuda_reduce_desc *d, void *scratch, int device, const char *op);
 /* scan.cu: cumsum, cumprod, cummax, cummin, softmax and log_softmax along the scanned
- * dim. */
-ct_status ct_cuda_scan_run(const ct_cuda_reduce_desc *d, int device, const char *op);
+ * dim; scratch: ct_cuda_scan_scratch bytes. */
+size_t ct_cuda_scan_scratch(const ct_cuda_reduce_desc *d);
+ct_status ct_cuda_scan_run(const ct_cuda_reduce_desc *d, void *scratch, int device, const char *op);
 
 /* ------------------------------------------------------------------ indexing */
 

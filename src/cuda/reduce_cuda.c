@@ -66,15 +66,17 @@ ct_status ct_cuda_reduce(const ct_reduce_iter *it, const ct_reduce_params *param
     }
     d.out_numel = it->out_numel;
     d.red_numel = it->red_numel;
-    if (d.kind >= CT_CUDA_RED_CUMSUM)
-        return ct_cuda_scan_run(&d, device.index, op);
-    size_t bytes = ct_cuda_reduce_scratch(&d, device.index);
+    bool scan = d.kind >= CT_CUDA_RED_CUMSUM;
+    size_t bytes = scan ? ct_cuda_scan_scratch(&d) : ct_cuda_reduce_scratch(&d, device.index);
     if (bytes == 0)
-        return ct_cuda_reduce_run(&d, NULL, device.index, op);
+        return scan ? ct_cuda_scan_run(&d, NULL, device.index, op) : ct_cuda_reduce_run(&d, NULL, device.index, op);
     ct_scope_begin();
     int64_t n = (int64_t)bytes;
     ct_tensor *scratch = ct_empty(&n, 1, CT_DTYPE_UINT8, device);
-    ct_status st = scratch ? ct_cuda_reduce_run(&d, ct_tensor_ptr(scratch), device.index, op) : ct_last_status();
+    void *p = scratch ? ct_tensor_ptr(scratch) : NULL;
+    ct_status st = !scratch ? ct_last_status()
+                   : scan   ? ct_cuda_scan_run(&d, p, device.index, op)
+                            : ct_cuda_reduce_run(&d, p, device.index, op);
     ct_scope_end(); /* the caching allocator keeps the block for later work on this stream */
     return st;
 }

@@ -4,8 +4,8 @@
  *
  * Cumulative ops walk each row on one thread, in order, exactly as the CPU does (so
  * integer and extremum results match bit for bit, float sums up to the libraries'
- * rounding: both accumulate in double in the same order). Long rows on few outputs run
- * slowly this way; a parallel scan is future work.
+ * rounding: both accumulate in double in the same order), except cumsum over a few long
+ * rows (Note [Parallel cumsum]).
  * softmax/log_softmax give a row to a warp (a block for rows of 1024 and more): the
  * row's max, then the sum of exp(x - max) accumulated in double, then the outputs. A
  * NaN in the row makes the whole row NaN; a row of -inf gives NaN, as the CPU. Dense,
@@ -80,6 +80,122 @@ static __global__ void __launch_bounds__(SCAN_THREADS) cum_kernel(ct_cuda_reduce
             }
         }
     }
+}
+
+/* Note [Parallel cumsum]
+ * A few long rows would leave the GPU idle under cum_kernel's thread per row, so cumsum
+ * over rows of SCAN_LONG elements or more, when there are fewer than SCAN_FEW_ROWS of
+ * them, cuts each row into chunks of SCAN_CHUNK: cumsum_chunk_totals sums every chunk,
+ * cumsum_chunk_offsets turns each row's totals into exclusive prefixes (one thread per
+ * row, in order), and cumsum_chunks scans each chunk in shared memory (a thread's
+ * SCAN_ITEMS neighbours in order, then the threads' totals) from its offset. The
+ * accumulator is the CPU's (double for floats, wrapping uint64 for integers) and the
+ * order is fixed by the shape: integer results are exact, float results differ from
+ * the CPU's sequential sum only by rounding. */
+#define SCAN_ITEMS 16
+#define SCAN_CHUNK (SCAN_THREADS * SCAN_ITEMS)
+#define SCAN_LONG 2048
+#define SCAN_FEW_ROWS 1024
+
+template <typename T>
+using scan_acc = typename std::conditional<std::is_integral<T>::value, uint64_t, double>::type;
+
+template <typename T> static __device__ __forceinline__ scan_acc<T> scan_load(const char *p) {
+    return (scan_acc<T>)*(const T *)p;
+}
+
+template <typename T>
+static __global__ void __launch_bounds__(SCAN_THREADS) cumsum_chunk_totals(ct_cuda_reduce_desc d, scan_acc<T> *totals) {
+    typedef scan_acc<T> A;
+    __shared__ A sm[SCAN_THREADS];
+    const int64_t n = d.rshape[0], s = d.rstride[0], row = blockIdx.y, c = blockIdx.x;
+    const char *in = d.in + unravel_off(row, d.nk, d.kshape, d.kin);
+    A acc = 0;
+    for (int64_t i = c * SCAN_CHUNK + threadIdx.x, end = min((c + 1) * SCAN_CHUNK, n); i < end; i += SCAN_THREADS)
+        acc += scan_load<T>(in + i * s);
+    sm[threadIdx.x] = acc;
+    for (int st = SCAN_THREADS / 2; st > 0; st >>= 1) {
+        __syncthreads();
+        if ((int)threadIdx.x < st)
+            sm[threadIdx.x] += sm[threadIdx.x + st];
+    }
+    if (threadIdx.x == 0)
+        totals[row * gridDim.x + c] = sm[0];
+}
+
+template <typename A>
+static __global__ void cumsum_chunk_offsets(A *totals, int64_t rows, int64_t chunks) {
+    for (int64_t row = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; row < rows; row += (int64_t)gridDim.x * blockDim.x) {
+        A run = 0;
+        for (int64_t c = 0; c < chunks; c++) {
+            A t = totals[row * chunks + c];
+            totals[row * chunks + c] = run;
+            run += t;
+        }
+    }
+}
+
+template <typename T>
+static __global__ void __launch_bounds__(SCAN_THREADS) cumsum_chunks(ct_cuda_reduce_desc d, const scan_acc<T> *offsets) {
+    typedef scan_acc<T> A;
+    __shared__ A sm[SCAN_CHUNK];
+    __shared__ A tot[SCAN_THREADS];
+    const int64_t n = d.rshape[0], s = d.rstride[0], os = d.rout[0], row = blockIdx.y, c = blockIdx.x;
+    const int64_t c0 = c * SCAN_CHUNK, len = min((int64_t)SCAN_CHUNK, n - c0);
+    const char *in = d.in + unravel_off(row, d.nk, d.kshape, d.kin) + c0 * s;
+    char *out = d.out[0] + unravel_off(row, d.nk, d.kshape, d.kout[0]) + c0 * os;
+    const int dt0 = (int)d.out_dtype[0];
+    for (int i = threadIdx.x; i < SCAN_CHUNK; i += SCAN_THREADS)
+        sm[i] = i < len ? scan_load<T>(in + i * s) : (A)0;
+    __syncthreads();
+    A run = 0;
+    for (int k = 0; k < SCAN_ITEMS; k++) {
+        run += sm[threadIdx.x * SCAN_ITEMS + k];
+        sm[threadIdx.x * SCAN_ITEMS + k] = run;
+    }
+    tot[threadIdx.x] = run;
+    for (int st = 1; st < SCAN_THREADS; st <<= 1) { /* inclusive scan of the threads' totals */
+        __syncthreads();
+        A add = (int)threadIdx.x >= st ? tot[threadIdx.x - st] : (A)0;
+        __syncthreads();
+        tot[threadIdx.x] += add;
+    }
+    __syncthreads();
+    const A base = offsets[row * gridDim.x + c] + (threadIdx.x > 0 ? tot[threadIdx.x - 1] : (A)0);
+    for (int k = 0; k < SCAN_ITEMS; k++)
+        sm[threadIdx.x * SCAN_ITEMS + k] = base + sm[threadIdx.x * SCAN_ITEMS + k];
+    __syncthreads();
+    for (int i = threadIdx.x; i < len; i += SCAN_THREADS) {
+        if constexpr (std::is_integral<T>::value)
+            cast_store_i64(out + i * os, dt0, (int64_t)sm[i]);
+        else
+            cast_store_f64(out + i * os, dt0, sm[i]);
+    }
+}
+
+static bool cumsum_parallel(const ct_cuda_reduce_desc *d) {
+    return d->kind == CT_CUDA_RED_CUMSUM && d->rshape[0] >= SCAN_LONG && d->out_numel < SCAN_FEW_ROWS;
+}
+
+static int64_t cumsum_chunks_of(const ct_cuda_reduce_desc *d) { return (d->rshape[0] + SCAN_CHUNK - 1) / SCAN_CHUNK; }
+
+extern "C" size_t ct_cuda_scan_scratch(const ct_cuda_reduce_desc *d) {
+    if (!cumsum_parallel(d))
+        return 0;
+    return (size_t)(d->out_numel * cumsum_chunks_of(d)) * sizeof(uint64_t);
+}
+
+template <typename T>
+static ct_status cumsum_parallel_run(const ct_cuda_reduce_desc *d, void *scratch, int device, const char *op) {
+    typedef scan_acc<T> A;
+    cudaStream_t s = ct_stream_of(device);
+    int64_t chunks = cumsum_chunks_of(d);
+    dim3 grid((unsigned)chunks, (unsigned)d->out_numel);
+    A *totals = (A *)scratch;
+    cumsum_chunk_totals<T><<<grid, SCAN_THREADS, 0, s>>>(*d, totals);
+    cumsum_chunk_offsets<A><<<ct_grid_for(d->out_numel, device), SCAN_THREADS, 0, s>>>(totals, d->out_numel, chunks);
+    cumsum_chunks<T><<<grid, SCAN_THREADS, 0, s>>>(*d, totals);
+    return ct_cuda_check_launch(op);
 }
 
 static __device__ __forceinline__ float d_exp(float x) { return expf(x); }
@@ -220,10 +336,20 @@ static bool softmax_vec_ok(const ct_cuda_reduce_desc *d) {
     return true;
 }
 
-extern "C" ct_status ct_cuda_scan_run(const ct_cuda_reduce_desc *d, int device, const char *op) {
+extern "C" ct_status ct_cuda_scan_run(const ct_cuda_reduce_desc *d, void *scratch, int device, const char *op) {
     if (d->out_numel == 0 || d->rshape[0] == 0)
         return CT_OK;
     cudaStream_t s = ct_stream_of(device);
+    if (cumsum_parallel(d)) {
+        if (!scratch)
+            return ct_error(CT_ERROR_VALUE, op, "scan scratch memory missing");
+        switch (d->in_dtype) {
+        case CT_DTYPE_FLOAT32: return cumsum_parallel_run<float>(d, scratch, device, op);
+        case CT_DTYPE_FLOAT64: return cumsum_parallel_run<double>(d, scratch, device, op);
+        case CT_DTYPE_INT64: return cumsum_parallel_run<int64_t>(d, scratch, device, op);
+        default: return ct_error(CT_ERROR_TYPE, op, "no CUDA scan for work dtype %s", ct_dtype_name(d->in_dtype));
+        }
+    }
     if (d->kind == CT_CUDA_RED_SOFTMAX || d->kind == CT_CUDA_RED_LOG_SOFTMAX) {
         int group = d->rshape[0] >= 1024 ? SCAN_THREADS : 32;
         int64_t gpb = SCAN_THREADS / group;
