@@ -201,9 +201,35 @@ static void test_allocator_context(void **state) {
     assert_non_null(strstr(buf, "sigmoid"));
 }
 
+/* Every op with a CPU kernel has a META shape rule and, in a build with the CUDA
+ * backend (add has a CUDA kernel), a CUDA kernel: no op falls off the GPU. */
+static void test_kernel_coverage(void **state) {
+    (void)state;
+    bool cuda = ct_op_has_kernel(CT_OP_add, CT_KEY_CUDA);
+    int cpu_ops = 0;
+    for (ct_op op = 0; op < CT_OP_COUNT; op++) {
+        if (!ct_op_has_kernel(op, CT_KEY_CPU))
+            continue;
+        cpu_ops++;
+        if (!ct_op_has_kernel(op, CT_KEY_META))
+            fail_msg("%s has a CPU kernel but no META rule", ct_op_name(op));
+        if (cuda && !ct_op_has_kernel(op, CT_KEY_CUDA))
+            fail_msg("%s has a CPU kernel but no CUDA kernel", ct_op_name(op));
+    }
+    assert_true(cpu_ops > 100);
+    /* composites have none; overrides do not count; bad arguments answer false */
+    assert_false(ct_op_has_kernel(CT_OP_linear, CT_KEY_CPU));
+    int64_t h = ct_op_override(CT_OP_add, CT_KEY_LOGGING, add_plus_100, NULL, 0);
+    assert_true(h > 0);
+    assert_false(ct_op_has_kernel(CT_OP_add, CT_KEY_LOGGING));
+    assert_int_equal(ct_op_override_remove(h), CT_OK);
+    assert_false(ct_op_has_kernel(-1, CT_KEY_CPU));
+    assert_false(ct_op_has_kernel(CT_OP_add, (ct_dispatch_key)99));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_op_find),          cmocka_unit_test(test_unconditional_override_and_removal),
+        cmocka_unit_test(test_kernel_coverage),  cmocka_unit_test(test_op_find),          cmocka_unit_test(test_unconditional_override_and_removal),
         cmocka_unit_test(test_conditional_override), cmocka_unit_test(test_override_errors),
         cmocka_unit_test(test_meta_backend),     cmocka_unit_test(test_logging_to_file),
         cmocka_unit_test(test_keysets),          cmocka_unit_test(test_device_mismatch),

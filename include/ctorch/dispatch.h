@@ -53,6 +53,10 @@ typedef int32_t ct_op;
 /* Look-up by name ("add", "exp"); -1 when there is no such op. */
 CT_API ct_op ct_op_find(const char *name);
 CT_API const char *ct_op_name(ct_op op);
+/* Whether op has a built-in kernel at key (overrides aside): ct_op_has_kernel(CT_OP_sort,
+ * CT_KEY_CUDA) says whether sort runs on CUDA tensors in this build. Composite ops
+ * (made of other ops) have none at any key. */
+CT_API bool ct_op_has_kernel(ct_op op, ct_dispatch_key key);
 
 /* ------------------------------------------------------------ calls */
 

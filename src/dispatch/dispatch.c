@@ -118,6 +118,14 @@ void ct_dispatch_ensure_init(void) {
 
 static bool op_valid(ct_op op) { return op >= 0 && op < CT_OP_COUNT; }
 
+bool ct_op_has_kernel(ct_op op, ct_dispatch_key key) {
+    ct_dispatch_ensure_init();
+    if (!op_valid(op) || (int)key < 0 || key >= CT_KEY_COUNT)
+        return false;
+    kernel_stack *s = atomic_load_explicit(&slots[op][key], memory_order_acquire);
+    return s && s->n > 0 && s->e[0].handle == 0 && s->e[0].fn != NULL;
+}
+
 int64_t ct_op_override(ct_op op, ct_dispatch_key key, ct_kernel_fn kernel, void *user_data, uint32_t flags) {
     ct_dispatch_ensure_init();
     if (!op_valid(op)) {
