@@ -219,7 +219,8 @@ static void check_variants(const ct_opinfo *info, const ct_tensor *got, const ct
  * Where a GPU is present, every sample also runs on CUDA (inputs copied with their
  * layouts) and must agree with the CPU result: exactly for integer and bool results,
  * within a few times the dtype's tolerance for floats (the two math libraries round
- * differently in the last place). CT_OPINFO_NO_CUDA=1 turns it off. */
+ * differently in the last place); the gradchecks run again on the GPU in float64.
+ * CT_OPINFO_NO_CUDA=1 turns it off. */
 static bool cuda_pass(void) {
     static int on = -1;
     if (on < 0)
@@ -469,6 +470,19 @@ void ct_opinfo_gradcheck(const ct_opinfo *info, bool gradgrad) {
                 same_shape = false;
         if (same_shape && ct_gradcheck(grad_fn_inplace, &g, in, n, 1e-6, 1e-5, 1e-3) != CT_OK)
             fail_msg("%s_: gradcheck failed on sample %zu: %s", info->name, s, ct_last_error());
+        if (cuda_pass()) {
+            /* The same sample on the GPU: its kernels' derivatives, in float64. */
+            ct_tensor *gin[3] = {NULL, NULL, NULL};
+            for (int i = 0; i < n; i++) {
+                gin[i] = ct_test_to_device_as(ct_detach(in[i]), CT_CUDA(0));
+                if (!(i == 0 && info->condition))
+                    ct_tensor_set_requires_grad(gin[i], true);
+            }
+            if (ct_gradcheck(grad_fn_of, &g, gin, n, 1e-6, 1e-5, 1e-3) != CT_OK)
+                fail_msg("%s: gradcheck on CUDA failed on sample %zu: %s", info->name, s, ct_last_error());
+            if (gradgrad && ct_gradgradcheck(grad_fn_of, &g, gin, n, 1e-6, 1e-5, 1e-3) != CT_OK)
+                fail_msg("%s: gradgradcheck on CUDA failed on sample %zu: %s", info->name, s, ct_last_error());
+        }
         ct_scope_end();
     }
 }

@@ -14,6 +14,31 @@ static double unit(void) {
     return (double)(rng >> 11) / 9007199254740992.0;
 }
 
+/* Where the samples live: the CPU, then (with a GPU) CUDA device 0, so every
+ * derivative is also checked over the CUDA kernels. */
+static ct_device on;
+
+/* t moved to the samples' device (layout kept: a strided sample stays strided). */
+static ct_tensor *placed(ct_tensor *t) {
+    if (on.type == CT_DEVICE_CPU || !t)
+        return t;
+    const int64_t *st = ct_tensor_strides(t);
+    int nd = ct_tensor_dim(t);
+    if (nd >= 2 && st[nd - 1] != 1 && ct_tensor_numel(t) > 1) /* transposed storage */
+        return ct_transpose(ct_to_device(ct_contiguous(ct_transpose(t, -1, -2)), on), -1, -2);
+    return ct_to_device(t, on);
+}
+
+/* Sets the samples' device from a test's prestate (NULL: the CPU); false when that
+ * device is a GPU this machine lacks. */
+static bool use_device(void **state) {
+    on = state && *state ? *(const ct_device *)*state : CT_CPU;
+    if (on.type == CT_DEVICE_CPU || ct_cuda_is_available())
+        return true;
+    on = CT_CPU;
+    return false;
+}
+
 /* A float64 leaf with values in [-1, 1]; transposed storage when strided. */
 static ct_tensor *rand_leaf(const int64_t *shape, int ndim, bool strided) {
     ct_tensor *t;
@@ -35,6 +60,7 @@ static ct_tensor *rand_leaf(const int64_t *shape, int ndim, bool strided) {
         }
         ct_tensor_set(t, idx, 2 * unit() - 1);
     }
+    t = placed(t);
     ct_tensor_set_requires_grad(t, true);
     return t;
 }
@@ -76,7 +102,8 @@ static const sample samples[] = {
 };
 
 static void test_matrix_gradcheck(void **state) {
-    (void)state;
+    if (!use_device(state))
+        skip();
     for (size_t s = 0; s < sizeof samples / sizeof samples[0]; s++)
         for (int strided = 0; strided < 2; strided++) {
             ct_scope_begin();
@@ -84,9 +111,9 @@ static void test_matrix_gradcheck(void **state) {
             for (int i = 0; i < samples[s].n; i++)
                 in[i] = rand_leaf(samples[s].shape[i], samples[s].nd[i], strided);
             if (ct_gradcheck(samples[s].fn, NULL, in, samples[s].n, 1e-6, 1e-6, 1e-4) != CT_OK)
-                fail_msg("%s: %s", samples[s].name, ct_last_error());
+                fail_msg("%s on %s: %s", samples[s].name, on.type == CT_DEVICE_CPU ? "cpu" : "cuda", ct_last_error());
             if (ct_gradgradcheck(samples[s].fn, NULL, in, samples[s].n, 1e-6, 1e-6, 1e-4) != CT_OK)
-                fail_msg("%s (second order): %s", samples[s].name, ct_last_error());
+                fail_msg("%s (second order) on %s: %s", samples[s].name, on.type == CT_DEVICE_CPU ? "cpu" : "cuda", ct_last_error());
             ct_scope_end();
         }
 }
@@ -94,12 +121,12 @@ static void test_matrix_gradcheck(void **state) {
 /* ------------------------------------------------------------------ shape, indexing, nn */
 
 static ct_tensor *idx_tensor(const int64_t *v, const int64_t *shape, int ndim) {
-    return ct_from_data(v, shape, ndim, CT_I64);
+    return placed(ct_from_data(v, shape, ndim, CT_I64));
 }
 
 static ct_tensor *f_cat(ct_tensor *const *in, int n, void *ud) {
     (void)ud;
-    const ct_tensor *l[3] = {in[0], ct_zeros(CT_SHAPE(0), CT_F64, CT_CPU), in[1]};
+    const ct_tensor *l[3] = {in[0], ct_zeros(CT_SHAPE(0), CT_F64, on), in[1]};
     (void)n;
     return ct_cat(l, 3, 1);
 }
@@ -131,7 +158,7 @@ static ct_tensor *f_index_add(ct_tensor *const *in, int n, void *ud) {
 }
 static ct_tensor *f_masked_fill(ct_tensor *const *in, int n, void *ud) {
     (void)n, (void)ud;
-    ct_tensor *m = ct_from_data((bool[]){true, false, false, true}, CT_SHAPE(4), CT_BOOL);
+    ct_tensor *m = placed(ct_from_data((bool[]){true, false, false, true}, CT_SHAPE(4), CT_BOOL));
     return ct_masked_fill(in[0], m, ct_scalar_float(3));
 }
 static ct_tensor *f_sort(ct_tensor *const *in, int n, void *ud) {
@@ -187,11 +214,11 @@ static ct_tensor *f_take(ct_tensor *const *in, int n, void *ud) {
 }
 static ct_tensor *f_masked_select(ct_tensor *const *in, int n, void *ud) {
     (void)n, (void)ud;
-    return ct_masked_select(in[0], ct_from_data((bool[]){true, false, true}, CT_SHAPE(3), CT_BOOL));
+    return ct_masked_select(in[0], placed(ct_from_data((bool[]){true, false, true}, CT_SHAPE(3), CT_BOOL)));
 }
 static ct_tensor *f_masked_scatter(ct_tensor *const *in, int n, void *ud) {
     (void)n, (void)ud;
-    ct_tensor *m = ct_from_data((bool[]){true, false, true, false, false, true}, CT_SHAPE(2, 3), CT_BOOL);
+    ct_tensor *m = placed(ct_from_data((bool[]){true, false, true, false, false, true}, CT_SHAPE(2, 3), CT_BOOL));
     return ct_masked_scatter(in[0], m, in[1]);
 }
 static ct_tensor *f_kthvalue(ct_tensor *const *in, int n, void *ud) {
@@ -263,7 +290,8 @@ static const op_sample op_samples[] = {
 };
 
 static void test_shape_index_nn_gradcheck(void **state) {
-    (void)state;
+    if (!use_device(state))
+        skip();
     for (size_t s = 0; s < sizeof op_samples / sizeof op_samples[0]; s++) {
         const op_sample *o = &op_samples[s];
         ct_scope_begin();
@@ -271,9 +299,9 @@ static void test_shape_index_nn_gradcheck(void **state) {
         for (int i = 0; i < o->n; i++)
             in[i] = rand_leaf(o->shape[i], o->nd[i], false);
         if (ct_gradcheck(o->fn, o->ud, in, o->n, 1e-6, 1e-6, 1e-4) != CT_OK)
-            fail_msg("%s: %s", o->name, ct_last_error());
+            fail_msg("%s on %s: %s", o->name, on.type == CT_DEVICE_CPU ? "cpu" : "cuda", ct_last_error());
         if (o->gradgrad && ct_gradgradcheck(o->fn, o->ud, in, o->n, 1e-6, 1e-6, 1e-4) != CT_OK)
-            fail_msg("%s (second order): %s", o->name, ct_last_error());
+            fail_msg("%s (second order) on %s: %s", o->name, on.type == CT_DEVICE_CPU ? "cpu" : "cuda", ct_last_error());
         ct_scope_end();
     }
 }
@@ -413,6 +441,7 @@ static void test_gradcheck_catches_errors(void **state) {
 }
 
 int main(void) {
+    static const ct_device cuda0 = {CT_DEVICE_CUDA, 0};
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_matrix_gradcheck),
         cmocka_unit_test(test_shape_index_nn_gradcheck),
@@ -420,6 +449,9 @@ int main(void) {
         cmocka_unit_test(test_reduction_ties_and_zero_norms),
         cmocka_unit_test(test_every_op_has_a_derivative),
         cmocka_unit_test(test_gradcheck_catches_errors),
+        /* last: they leave the samples on the GPU */
+        cmocka_unit_test_prestate(test_matrix_gradcheck, (void *)&cuda0),
+        cmocka_unit_test_prestate(test_shape_index_nn_gradcheck, (void *)&cuda0),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
