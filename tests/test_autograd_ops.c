@@ -89,6 +89,15 @@ typedef struct {
     int64_t shape[3][3];
 } sample;
 
+static ct_tensor *f_addmm_relu(ct_tensor *const *in, int n, void *ud) {
+    (void)n, (void)ud;
+    return ct_addmm_activation(in[0], in[1], in[2], ct_scalar_float(0.5), ct_scalar_float(-2), false);
+}
+static ct_tensor *f_addmm_gelu(ct_tensor *const *in, int n, void *ud) {
+    (void)n, (void)ud;
+    return ct_addmm_activation(in[0], in[1], in[2], ct_scalar_int(1), ct_scalar_int(1), true);
+}
+
 static const sample samples[] = {
     {"mm", f_mm, 2, {2, 2}, {{3, 4}, {4, 2}}},
     {"mm_1xk", f_mm, 2, {2, 2}, {{1, 3}, {3, 1}}},
@@ -99,6 +108,8 @@ static const sample samples[] = {
     {"addmm_scalar", f_addmm, 3, {0, 2, 2}, {{0}, {2, 3}, {3, 2}}},
     {"baddbmm", f_baddbmm, 3, {3, 3, 3}, {{2, 3, 2}, {2, 3, 4}, {2, 4, 2}}},
     {"baddbmm_bcast", f_baddbmm, 3, {2, 3, 3}, {{1, 2}, {2, 3, 4}, {2, 4, 2}}},
+    {"addmm_activation_relu", f_addmm_relu, 3, {2, 2, 2}, {{3, 2}, {3, 4}, {4, 2}}},
+    {"addmm_activation_gelu_bias", f_addmm_gelu, 3, {1, 2, 2}, {{2}, {3, 4}, {4, 2}}},
 };
 
 static void test_matrix_gradcheck(void **state) {

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "core/dtype.h"
-#include "testutil.h"
+#include "cuda_testutil.h"
 
 static uint64_t seed = 12345;
 static double rnd(void) {
@@ -126,6 +126,52 @@ static void test_bmm_baddbmm_addmm(void **state) {
     ct_tensor *nanb = ct_full(CT_SHAPE(4, 3), ct_scalar_float(NAN), CT_F32, CT_CPU);
     r = ct_addmm(nanb, a2, b2, ct_scalar_int(0), ct_scalar_int(1));
     check_product(r, a2, b2, 1, 0, NULL);
+    ct_scope_end();
+}
+
+/* addmm_activation equals addmm followed by relu or the tanh-form GELU, in every
+ * floating dtype and for integers (relu only); META and its errors. */
+static void test_addmm_activation(void **state) {
+    (void)state;
+    const ct_dtype dts[] = {CT_F32, CT_F64, CT_BF16, CT_F16};
+    for (int d = 0; d < 4; d++) {
+        ct_scope_begin();
+        ct_tensor *a = randt(CT_SHAPE(6, 5), dts[d]), *b = randt(CT_SHAPE(5, 7), dts[d]);
+        ct_tensor *bias = randt(CT_SHAPE(7), dts[d]), *full = randt(CT_SHAPE(6, 7), dts[d]);
+        for (int g = 0; g < 2; g++) {
+            ct_tensor *pre = ct_addmm(bias, a, b, ct_scalar_int(1), ct_scalar_int(1));
+            ct_tensor *want = g ? ct_gelu(pre, CT_GELU_APPROXIMATE_TANH) : ct_relu(pre);
+            CT_ASSERT_CLOSE(ct_addmm_activation(bias, a, b, ct_scalar_int(1), ct_scalar_int(1), g), want, 0, 0,
+                            g ? "gelu bias row" : "relu bias row");
+            pre = ct_addmm(full, ct_t(ct_contiguous(ct_t(a))), b, ct_scalar_float(0.5), ct_scalar_float(-2));
+            want = g ? ct_gelu(pre, CT_GELU_APPROXIMATE_TANH) : ct_relu(pre);
+            CT_ASSERT_CLOSE(ct_addmm_activation(full, ct_t(ct_contiguous(ct_t(a))), b, ct_scalar_float(0.5),
+                                                ct_scalar_float(-2), g),
+                            want, 0, 0, "full input, strided mat1, beta and alpha");
+        }
+        ct_scope_end();
+    }
+    ct_scope_begin();
+    ct_tensor *ia = ct_arange(ct_scalar_int(-6), ct_scalar_int(6), ct_scalar_int(1), CT_I64, CT_CPU);
+    ct_tensor *im = ct_view(ia, CT_SHAPE(3, 4)), *iw = ct_t(ct_view(ct_arange(ct_scalar_int(0), ct_scalar_int(8), ct_scalar_int(1), CT_I64, CT_CPU), CT_SHAPE(2, 4)));
+    ct_tensor *ib = ct_zeros(CT_SHAPE(2), CT_I64, CT_CPU);
+    CT_ASSERT_CLOSE(ct_addmm_activation(ib, im, iw, ct_scalar_int(1), ct_scalar_int(1), false),
+                    ct_relu(ct_addmm(ib, im, iw, ct_scalar_int(1), ct_scalar_int(1))), 0, 0, "int64 relu");
+    CT_ASSERT_ERR(ct_addmm_activation(ib, im, iw, ct_scalar_int(1), ct_scalar_int(1), true) != NULL, CT_ERROR_TYPE,
+                  "gelu: not implemented for 'int64'");
+    ct_tensor *m = ct_addmm_activation(ct_empty(CT_SHAPE(7), CT_F32, CT_META), ct_empty(CT_SHAPE(6, 5), CT_F32, CT_META),
+                                       ct_empty(CT_SHAPE(5, 7), CT_F32, CT_META), ct_scalar_int(1), ct_scalar_int(1), true);
+    CT_ASSERT_SHAPE(m, 6, 7);
+    assert_int_equal(ct_tensor_device(m).type, CT_DEVICE_META);
+    ct_tensor *f = randt(CT_SHAPE(2, 3), CT_F32);
+    CT_ASSERT_ERR(ct_addmm_activation(ct_zeros(CT_SHAPE(4), CT_F32, CT_CPU), f, ct_t(f), ct_scalar_int(1),
+                                      ct_scalar_int(1), false) != NULL,
+                  CT_ERROR_VALUE, "cannot be broadcast");
+    CT_ASSERT_ERR(ct_addmm_activation(ct_zeros(CT_SHAPE(2), CT_F32, CT_CPU), f, f, ct_scalar_int(1), ct_scalar_int(1),
+                                      false) != NULL,
+                  CT_ERROR_VALUE, "mat1 and mat2 shapes cannot be multiplied (2x3 and 2x3)");
+    CT_ASSERT_ERR(ct_addmm_activation(NULL, f, f, ct_scalar_int(1), ct_scalar_int(1), false) != NULL,
+                  CT_ERROR_NULL_ARGUMENT, "addmm_activation");
     ct_scope_end();
 }
 
@@ -278,6 +324,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_mm_dtypes_and_layouts), cmocka_unit_test(test_bmm_baddbmm_addmm),
         cmocka_unit_test(test_dot_and_out),          cmocka_unit_test(test_matmul_shapes),
+        cmocka_unit_test(test_addmm_activation),
         cmocka_unit_test(test_linear),               cmocka_unit_test(test_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -224,6 +224,13 @@ CT_API ct_tensor *ct_addmm(const ct_tensor *c, const ct_tensor *a, const ct_tens
 /* beta * c + alpha * (a @ b) for batches (b, n, k) @ (b, k, m). */
 CT_API ct_tensor *ct_baddbmm(const ct_tensor *c, const ct_tensor *a, const ct_tensor *b, ct_scalar beta,
                              ct_scalar alpha);
+/* relu(beta * c + alpha * (a @ b)), or its tanh-form GELU when use_gelu, as PyTorch's
+ * torch._addmm_activation. On CUDA, with c a bias row and beta = 1, the activation
+ * and the bias run in cuBLASLt's epilogue; elsewhere addmm is followed by the
+ * activation in place. Differentiable: the backward recomputes the product for GELU
+ * (the fused forward keeps no pre-activation), so it pays off most without grad. */
+CT_API ct_tensor *ct_addmm_activation(const ct_tensor *c, const ct_tensor *a, const ct_tensor *b, ct_scalar beta,
+                                      ct_scalar alpha, bool use_gelu);
 /* x @ w^T + bias (bias may be NULL), as torch.nn.functional.linear. */
 CT_API ct_tensor *ct_linear(const ct_tensor *x, const ct_tensor *w, const ct_tensor *bias);
 

@@ -127,16 +127,20 @@ static bool fused_device(ct_device d) { return d.type == CT_DEVICE_CPU || d.type
 
 /* PyTorch's threshold_backward: the gradient passes where the result is positive.
  * Without create_graph one fused kernel does it in a single pass. */
+/* g through relu, from its output y. */
+static ct_status relu_grad(ct_node_ctx *ctx, ct_tensor *g, ct_tensor *y, ct_tensor **out) {
+    if (!ctx->create_graph && fused_device(y->device) && ct_dtype_is_floating(y->dtype) && g->dtype == y->dtype) {
+        TRY(*out = ct_threshold_backward(g, y, ct_scalar_int(0)));
+        return CT_OK;
+    }
+    TRY(*out = ct_mul(g, ct_gt_scalar(y, ct_scalar_int(0))));
+    return CT_OK;
+}
+
 DEF(relu, CT_SAVE_OUT) {
     ct_tensor *y;
     TRY(y = saved(ctx, OUT_SLOT));
-    if (!ctx->create_graph && fused_device(y->device) && ct_dtype_is_floating(y->dtype) &&
-        G->dtype == y->dtype) {
-        TRY(gin[0] = ct_threshold_backward(G, y, ct_scalar_int(0)));
-        return CT_OK;
-    }
-    TRY(gin[0] = ct_mul(G, ct_gt_scalar(y, ct_scalar_int(0))));
-    return CT_OK;
+    return relu_grad(ctx, G, y, &gin[0]);
 }
 
 static ct_scalar alpha_of(const ct_node *n) { return n->nscalars > 0 ? n->s[0] : ct_scalar_int(1); }
@@ -1310,14 +1314,13 @@ DEF(celu, CT_SAVE_IN0) {
     return elu_like(ctx, gout, gin, alpha, 1.0, 1.0 / alpha);
 }
 
-DEF(gelu, CT_SAVE_IN0) {
-    ct_tensor *a, *d;
-    TRY(a = saved(ctx, 0));
-    bool tanh_form = ctx->node->nints > 0 && ctx->node->ints[0] == CT_GELU_APPROXIMATE_TANH;
+/* g through gelu at its input a. */
+static ct_status gelu_grad(ct_node_ctx *ctx, ct_tensor *g, ct_tensor *a, bool tanh_form, ct_tensor **out) {
+    ct_tensor *d;
     /* one fused kernel (ctorch/nn.h) unless the gradient must itself be differentiable */
-    if (!ctx->create_graph && fused_device(ct_tensor_device(a)) && ct_tensor_dtype(G) == ct_tensor_dtype(a) &&
+    if (!ctx->create_graph && fused_device(ct_tensor_device(a)) && ct_tensor_dtype(g) == ct_tensor_dtype(a) &&
         ct_dtype_is_floating(ct_tensor_dtype(a))) {
-        TRY(gin[0] = ct_gelu_backward(G, a, tanh_form ? CT_GELU_APPROXIMATE_TANH : CT_GELU_APPROXIMATE_NONE));
+        TRY(*out = ct_gelu_backward(g, a, tanh_form ? CT_GELU_APPROXIMATE_TANH : CT_GELU_APPROXIMATE_NONE));
         return CT_OK;
     }
     if (tanh_form) {
@@ -1335,8 +1338,38 @@ DEF(gelu, CT_SAVE_IN0) {
         TRY(pdf = cmul(ct_exp(cmul(ct_mul(a, a), -0.5)), M_2_SQRTPI * M_SQRT1_2 * 0.5));
         TRY(d = ct_add(cdf, ct_mul(a, pdf)));
     }
-    TRY(gin[0] = ct_mul(G, d));
+    TRY(*out = ct_mul(g, d));
     return CT_OK;
+}
+
+DEF(gelu, CT_SAVE_IN0) {
+    ct_tensor *a;
+    TRY(a = saved(ctx, 0));
+    bool tanh_form = ctx->node->nints > 0 && ctx->node->ints[0] == CT_GELU_APPROXIMATE_TANH;
+    return gelu_grad(ctx, G, a, tanh_form, &gin[0]);
+}
+
+/* act(beta * c + alpha * a @ b): the activation's gradient, then addmm's. GELU needs
+ * the pre-activation, which the fused forward does not keep: it is recomputed. */
+DEF(addmm_activation, CT_SAVE_IN0 | CT_SAVE_IN1 | CT_SAVE_IN2 | CT_SAVE_OUT) {
+    ct_tensor *gpre[1];
+    if (ctx->node->ints[0]) {
+        ct_tensor *c, *a, *b, *pre;
+        TRY(c = saved(ctx, 0));
+        TRY(a = saved(ctx, 1));
+        TRY(b = saved(ctx, 2));
+        TRY(pre = ct_addmm(c, a, b, ctx->node->s[0], ctx->node->s[1]));
+        ct_status st = gelu_grad(ctx, G, pre, true, &gpre[0]);
+        if (st)
+            return st;
+    } else {
+        ct_tensor *y;
+        TRY(y = saved(ctx, OUT_SLOT));
+        ct_status st = relu_grad(ctx, G, y, &gpre[0]);
+        if (st)
+            return st;
+    }
+    return addprod_backward(ctx, gpre, gin, false);
 }
 
 DEF(silu, CT_SAVE_IN0) {

@@ -171,6 +171,11 @@ ct_status ct_cpu_addmm(ct_keyset ks, ct_call *call, void *ud) {
 
 ct_status ct_cpu_baddbmm(ct_keyset ks, ct_call *call, void *ud) { return ct_cpu_addmm(ks, call, ud); }
 
+ct_status ct_cpu_addmm_activation(ct_keyset ks, ct_call *call, void *ud) {
+    ct_status st = ct_cpu_addmm(ks, call, ud);
+    return st ? st : ct_linalg_activation_(call->out[0], call->ints[0] != 0);
+}
+
 ct_status ct_cpu_dot(ct_keyset ks, ct_call *call, void *ud) {
     (void)ks, (void)ud;
     ct_status st = ct_linalg_prepare_out(call, CT_CPU);

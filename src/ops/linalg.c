@@ -24,7 +24,7 @@ static ct_status need_dim(const char *op, const char *what, const ct_tensor *t, 
 
 ct_status ct_linalg_out_shape(const ct_call *call, int64_t *shape, int *ndim, ct_dtype *dtype) {
     const char *op = ct_op_name(call->op);
-    bool has_c = call->op == CT_OP_addmm || call->op == CT_OP_baddbmm;
+    bool has_c = call->op == CT_OP_addmm || call->op == CT_OP_baddbmm || call->op == CT_OP_addmm_activation;
     const ct_tensor *a = call->in[has_c ? 1 : 0], *b = call->in[has_c ? 2 : 1];
     ct_status st;
     switch (call->op) {
@@ -44,6 +44,7 @@ ct_status ct_linalg_out_shape(const ct_call *call, int64_t *shape, int *ndim, ct
         break;
     case CT_OP_mm:
     case CT_OP_addmm:
+    case CT_OP_addmm_activation:
         if ((st = need_dim(op, "self", a, 2)) || (st = need_dim(op, "mat2", b, 2)))
             return st;
         if (a->shape[1] != b->shape[0])
@@ -80,6 +81,8 @@ ct_status ct_linalg_out_shape(const ct_call *call, int64_t *shape, int *ndim, ct
     }
     if (a->dtype == CT_DTYPE_BOOL)
         return ct_error(CT_ERROR_TYPE, op, "not implemented for 'bool'");
+    if (call->op == CT_OP_addmm_activation && call->ints[0] && !ct_dtype_is_floating(a->dtype))
+        return ct_error(CT_ERROR_TYPE, op, "gelu: not implemented for '%s'", ct_dtype_name(a->dtype));
     if (has_c) {
         const ct_tensor *c = call->in[0];
         if (c->dtype != a->dtype)
@@ -138,6 +141,14 @@ ct_status ct_meta_bmm(ct_keyset ks, ct_call *call, void *ud) { return ct_meta_mm
 ct_status ct_meta_dot(ct_keyset ks, ct_call *call, void *ud) { return ct_meta_mm(ks, call, ud); }
 ct_status ct_meta_addmm(ct_keyset ks, ct_call *call, void *ud) { return ct_meta_mm(ks, call, ud); }
 ct_status ct_meta_baddbmm(ct_keyset ks, ct_call *call, void *ud) { return ct_meta_mm(ks, call, ud); }
+ct_status ct_meta_addmm_activation(ct_keyset ks, ct_call *call, void *ud) { return ct_meta_mm(ks, call, ud); }
+
+ct_status ct_linalg_activation_(ct_tensor *t, bool use_gelu) {
+    ct_scope_begin();
+    ct_tensor *r = use_gelu ? ct_gelu_(t, CT_GELU_APPROXIMATE_TANH) : ct_relu_(t);
+    ct_scope_end();
+    return r ? CT_OK : ct_last_status();
+}
 
 /* ------------------------------------------------------------------ wrappers */
 
@@ -157,5 +168,16 @@ ct_tensor *ct_addmm(const ct_tensor *c, const ct_tensor *a, const ct_tensor *b, 
 
 ct_tensor *ct_baddbmm(const ct_tensor *c, const ct_tensor *a, const ct_tensor *b, ct_scalar beta, ct_scalar alpha) {
     return call_addmm(CT_OP_baddbmm, c, a, b, beta, alpha);
+}
+
+ct_tensor *ct_addmm_activation(const ct_tensor *c, const ct_tensor *a, const ct_tensor *b, ct_scalar beta,
+                               ct_scalar alpha, bool use_gelu) {
+    const char *name = "addmm_activation";
+    CT_CHECK_ARG(name, c);
+    CT_CHECK_ARG(name, a);
+    CT_CHECK_ARG(name, b);
+    ct_call call = {.op = CT_OP_addmm_activation, .nin = 3, .in = {c, a, b}, .nscalars = 2, .s = {beta, alpha},
+                    .nints = 1, .ints = {use_gelu}, .dtype = CT_DTYPE_UNDEFINED};
+    return ct_dispatch_1(&call);
 }
 
