@@ -436,6 +436,50 @@ static void test_threads(void **state) {
     assert_true(b == 1);
 }
 
+/* The hook sees the gradient on its way into .grad; it keeps no reference. */
+static ct_tensor *note_grad(const ct_tensor *g, void *ud) {
+    *(const ct_tensor **)ud = g;
+    return NULL;
+}
+
+/* Note [Stealing the gradient]: a gradient nothing else holds becomes .grad itself;
+ * a gradient shared by two leaves, the caller's grad_output, and one under
+ * create_graph are copied, so accumulating into one .grad never changes another. */
+static void test_grad_steal(void **state) {
+    (void)state;
+    ct_scope_begin();
+    ct_tensor *x = leaf((double[]){1, 2, 3}, 3);
+    const ct_tensor *seen = NULL;
+    int64_t h = ct_tensor_register_hook(x, note_grad, &seen);
+    assert_int_equal(ct_backward(ct_sum(ct_mul_scalar(x, ct_scalar_int(3)), NULL, 0, false, CT_DTYPE_UNDEFINED), NULL,
+                                 false, false),
+                     CT_OK);
+    ct_tensor *gx = ct_tensor_grad(x);
+    assert_ptr_equal(gx, seen); /* taken, not copied */
+    assert_int_equal(ct_remove_hook(h), CT_OK);
+    /* a + b hands the same gradient tensor to both leaves: each .grad is its own */
+    ct_tensor *a = leaf((double[]){1, 2}, 2), *b = leaf((double[]){3, 4}, 2);
+    assert_int_equal(ct_backward(ct_add(a, b), ct_ones(CT_SHAPE(2), CT_F64, CT_CPU), false, false), CT_OK);
+    ct_tensor *ga = ct_tensor_grad(a), *gb = ct_tensor_grad(b);
+    assert_ptr_not_equal(ga, gb);
+    assert_int_equal(ct_backward(ct_mul_scalar(a, ct_scalar_int(5)), ct_ones(CT_SHAPE(2), CT_F64, CT_CPU), false, false),
+                     CT_OK);
+    double v;
+    assert_int_equal(ct_tensor_get(ct_tensor_grad(a), CT_INDEX(0), &v), CT_OK);
+    assert_true(v == 6);
+    assert_int_equal(ct_tensor_get(ct_tensor_grad(b), CT_INDEX(0), &v), CT_OK);
+    assert_true(v == 1);
+    /* the caller's grad_output reaching a leaf directly is copied */
+    ct_tensor *c = leaf((double[]){1, 2}, 2);
+    ct_tensor *go = ct_full(CT_SHAPE(2), ct_scalar_float(2), CT_F64, CT_CPU);
+    assert_int_equal(ct_backward(ct_view(c, CT_SHAPE(2)), go, false, false), CT_OK);
+    assert_ptr_not_equal(ct_tensor_grad(c), go);
+    ct_fill_(go, ct_scalar_float(7));
+    assert_int_equal(ct_tensor_get(ct_tensor_grad(c), CT_INDEX(1), &v), CT_OK);
+    assert_true(v == 2);
+    ct_scope_end();
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_basic_chain),
@@ -448,6 +492,7 @@ int main(void) {
         cmocka_unit_test(test_no_grad_and_inference),
         cmocka_unit_test(test_detach),
         cmocka_unit_test(test_hooks),
+        cmocka_unit_test(test_grad_steal),
         cmocka_unit_test(test_retain_grad),
         cmocka_unit_test(test_anomaly),
         cmocka_unit_test(test_nondifferentiable),

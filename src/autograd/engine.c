@@ -242,12 +242,32 @@ static ct_tensor *grad_copy(ct_tensor *g, bool create_graph) {
     return ct_clone(g);
 }
 
-static ct_status store_grad(ct_tensor *t, ct_tensor *g, bool create_graph) {
+/* Note [Stealing the gradient]
+ * A leaf's first gradient is stored as a copy, so that later in-place accumulation
+ * cannot reach a tensor someone else holds. When nothing else can hold it (the engine's
+ * buffer has the only reference to the tensor and the tensor the only one to its
+ * storage, it is no view and has no history) and it is dense in the leaf's dtype,
+ * shape and device, the tensor itself becomes .grad: no allocation, no copy. PyTorch's
+ * AccumulateGrad does the same. Under create_graph the copy records history and is
+ * always made. */
+static bool stealable(const ct_tensor *leaf, const ct_tensor *g, bool create_graph) {
+    if (create_graph || atomic_load(&g->refcount) != 1 || g->is_view || g->grad_fn || g->requires_grad ||
+        g->wrapped_number || !g->storage || atomic_load(&g->storage->refcount) != 1 || g->storage->external)
+        return false;
+    if (g->dtype != leaf->dtype || !ct_device_equal(g->device, leaf->device) || g->ndim != leaf->ndim ||
+        memcmp(g->shape, leaf->shape, sizeof(int64_t) * (size_t)g->ndim) != 0)
+        return false;
+    return ct_tensor_is_contiguous(g);
+}
+
+/* Stores g into t->grad (accumulating). steal: g may become .grad itself (Note
+ * [Stealing the gradient]). */
+static ct_status store_grad(ct_tensor *t, ct_tensor *g, bool create_graph, bool steal) {
     pthread_mutex_lock(&accumulate_lock);
     ct_status st = CT_OK;
     ct_tensor *nw;
     if (!t->grad) {
-        nw = grad_copy(g, create_graph);
+        nw = steal && stealable(t, g, create_graph) ? g : grad_copy(g, create_graph);
     } else if (create_graph) {
         nw = ct_add(t->grad, g);
     } else {
@@ -321,7 +341,7 @@ static ct_status run_node(task *t, entry *e, nstack *ready) {
         ct_tensor *keep = n->kind == CT_NODE_OP || n->kind == CT_NODE_INTERNAL ? ct_retain(n->retain[i]) : NULL;
         pthread_mutex_unlock(&ct_autograd_lock);
         if (keep) {
-            st = store_grad(keep, e->buf[i], t->create_graph);
+            st = store_grad(keep, e->buf[i], t->create_graph, false);
             ct_release(keep);
         }
     }
@@ -336,7 +356,7 @@ static ct_status run_node(task *t, entry *e, nstack *ready) {
     if (n->kind == CT_NODE_ACCUMULATE) {
         if (!e->buf[0])
             return CT_OK;
-        st = store_grad(n->leaf, e->buf[0], t->create_graph);
+        st = store_grad(n->leaf, e->buf[0], t->create_graph, true);
         if (st == CT_OK && hooks)
             ct_hooks_run_post(hooks, n->leaf);
         return st;
