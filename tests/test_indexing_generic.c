@@ -422,12 +422,30 @@ static void test_unique_zeros_nan(void **state) {
     ct_scope_end();
 }
 
+/* Long enough for the two-level scan (Note [Two-level scan]), with a padded last row. */
+static void test_long(void **state) {
+    (void)state;
+    ct_dtype dts[] = {CT_BOOL, CT_I8, CT_U64, CT_BF16, CT_F32};
+    for (size_t d = 0; d < sizeof dts / sizeof dts[0]; d++) {
+        ct_scope_begin();
+        ct_tensor *a = sample(dts[d], CT_SHAPE(77, 131), 90 + (uint64_t)d);
+        check_unique(a, false, "unique 10087 elements");
+        check_unique(a, true, "unique_consecutive 10087 elements");
+        check_unique(ct_reshape(ct_expand(ct_unsqueeze(a, 2), CT_SHAPE(77, 131, 2)), CT_SHAPE(-1)), true,
+                     "unique_consecutive 20174 elements in runs");
+        ct_tensor *m = bools(CT_SHAPE(77, 131), 91), *src = sample(dts[d], CT_SHAPE(10087), 92);
+        check_masked_scatter(a, m, src, "masked_scatter 10087 elements");
+        check_masked_scatter(a, ct_ones(CT_SHAPE(131), CT_BOOL, CT_CPU), src, "masked_scatter 10087 ones");
+        ct_scope_end();
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_take),           cmocka_unit_test(test_take_errors),
         cmocka_unit_test(test_masked_scatter), cmocka_unit_test(test_masked_scatter_errors),
         cmocka_unit_test(test_kthvalue),       cmocka_unit_test(test_unique),
-        cmocka_unit_test(test_unique_zeros_nan),
+        cmocka_unit_test(test_unique_zeros_nan), cmocka_unit_test(test_long),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
