@@ -641,7 +641,7 @@ static void test_generic_ops(void **state) {
         ct_scope_end();
     }
     ct_scope_begin();
-    /* a mask long enough for the two-level scan, and sorting many values */
+    /* a mask long enough for the parallel cumsum, and sorting many values */
     ct_tensor *big = ct_gt_scalar(ct_test_values(CT_SHAPE(1000, 1100), CT_F32, -1, 1, 76), ct_scalar_float(0.3));
     ct_tensor *vals = ct_test_values(CT_SHAPE(1000, 1100), CT_F32, -1, 1, 77), *gvals = g(vals);
     CT_AGREE("masked_scatter 1.1M", ct_masked_scatter(vals, big, ct_neg(vals)), ct_masked_scatter(gvals, g(big), ct_neg(gvals)),

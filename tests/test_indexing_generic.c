@@ -422,7 +422,7 @@ static void test_unique_zeros_nan(void **state) {
     ct_scope_end();
 }
 
-/* Long enough for the two-level scan (Note [Two-level scan]), with a padded last row. */
+/* Inputs of ten thousand elements and more (long scans, sorts and masks). */
 static void test_long(void **state) {
     (void)state;
     ct_dtype dts[] = {CT_BOOL, CT_I8, CT_U64, CT_BF16, CT_F32};

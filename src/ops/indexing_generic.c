@@ -48,32 +48,6 @@ static ct_tensor *plain(const ct_tensor *r, const int64_t *shape, int nd) {
     return ct_tensor_make(r->storage, r->offset, shape, NULL, nd, r->dtype, r->device);
 }
 
-/* Note [Two-level scan]
- * cumsum walks each row on one thread on CUDA (src/cuda/scan.cu), so a long 1-D scan
- * would run serially. A long x is scanned as a (rows, cols) matrix instead, rows and
- * cols about sqrt(n): the rows in parallel, then the row totals, whose exclusive
- * prefix is added back to each row. Integer sums, so the result is the plain cumsum
- * exactly. */
-#define CT_GENERIC_SCAN_SPLIT 4096
-
-/* The int64 cumulative sum of the 1-D bool or int64 tensor x. */
-static ct_tensor *cumsum_1d(const ct_tensor *x) {
-    int64_t n = x ? x->numel : 0;
-    if (!x || n < CT_GENERIC_SCAN_SPLIT)
-        return ct_cumsum(x, 0, CT_DTYPE_INT64);
-    int64_t cols = 1;
-    while (cols * cols < n)
-        cols++;
-    int64_t rows = (n + cols - 1) / cols;
-    const ct_tensor *parts[2] = {ct_to_dtype(x, CT_DTYPE_INT64),
-                                 ct_zeros(CT_SHAPE(rows * cols - n), CT_DTYPE_INT64, x->device)};
-    ct_tensor *inner = ct_cumsum(ct_view(ct_cat(parts, 2, 0), CT_SHAPE(rows, cols)), 1, CT_DTYPE_INT64);
-    ct_tensor *totals = ct_select(inner, 1, cols - 1);
-    ct_tensor *before = ct_sub(ct_cumsum(totals, 0, CT_DTYPE_INT64), totals);
-    ct_tensor *all = ct_add(inner, ct_unsqueeze(before, 1));
-    return ct_narrow(ct_view(all, CT_SHAPE(-1)), 0, 0, n);
-}
-
 static ct_status read_int64(const ct_tensor *t, int64_t *v) { return t ? ct_item_int64(t, v) : ct_last_status(); }
 
 /* Sets output i (NULL: the error already set). */
@@ -135,7 +109,7 @@ ct_status ct_generic_masked_scatter(ct_call *call) {
     ct_status st = base && m ? CT_OK : ct_last_status();
     if (st == CT_OK && total > 0) {
         mflat = ct_reshape(m, CT_SHAPE(-1));
-        cs = cumsum_1d(mflat);
+        cs = ct_cumsum(mflat, 0, CT_DTYPE_INT64);
         st = read_int64(cs ? ct_select(cs, 0, total - 1) : NULL, &count);
     }
     if (st == CT_OK && count > src->numel)
@@ -206,7 +180,7 @@ ct_status ct_generic_unique(ct_call *call, bool consecutive) {
         const ct_tensor *parts[2] = {ct_ones(CT_SHAPE(1), CT_DTYPE_BOOL, t->device),
                                      key ? ct_ne(ct_narrow(key, 0, 1, n - 1), ct_narrow(key, 0, 0, n - 1)) : NULL};
         ct_tensor *first = parts[1] ? ct_cat(parts, 2, 0) : NULL;
-        ct_tensor *group = first ? ct_sub_scalar(cumsum_1d(first), ct_scalar_int(1)) : NULL;
+        ct_tensor *group = first ? ct_sub_scalar(ct_cumsum(first, 0, CT_DTYPE_INT64), ct_scalar_int(1)) : NULL;
         vals = sorted && first ? ct_masked_select(sorted, first) : NULL;
         if (consecutive || !group)
             inv = group;
