@@ -4,7 +4,8 @@
  * without self; the last write winning over repeated targets), index_copy, index_fill,
  * index / index_put (accumulate, masks, broadcast indices), nonzero, masked_select,
  * one_hot, embedding and its backward, sort / argsort / topk, nll_loss / cross_entropy
- * and their gradients; every element width, negative and int32 indices, non-contiguous inputs;
+ * and their gradients, take / masked_scatter / kthvalue / unique / unique_consecutive
+ * (composed of the others); every element width, negative and int32 indices, non-contiguous inputs;
  * out-of-range indices and targets refused with the CPU's messages, device mixes
  * refused. Skipped (exit code 77) without a GPU. */
 #include <string.h>
@@ -573,6 +574,122 @@ static void test_one_hot(void **state) {
     ct_scope_end();
 }
 
+/* ------------------------------------------------------------------ take, masked_scatter, kthvalue, unique */
+
+/* The ops composed of others on CUDA (src/ops/indexing_generic.c). */
+static void test_generic_ops(void **state) {
+    (void)state;
+    for (int d = 0; d < NDT; d++) {
+        ct_dtype dt = dtypes[d];
+        char what[96];
+        ct_scope_begin();
+        /* few distinct values: ties and duplicates; NaN, signed zeros and extremes */
+        ct_tensor *a = ct_test_special(CT_SHAPE(6, 7, 8), dt, -3, 3, 70), *ga = g(a);
+        ct_tensor *ti = indices(CT_SHAPE(5, 9), 336, CT_I64, 71);
+        CT_AGREE("take", ct_take(a, ti), ct_take(ga, g(ti)), 0);
+        CT_AGREE("take transposed", ct_take(ct_transpose(a, 0, 2), ct_t(ti)),
+                 ct_take(ct_transpose(ga, 0, 2), g(ct_t(ti))), 0);
+        ct_tensor *s0 = ct_test_special(NULL, 0, dt, -3, 3, 72), *i0 = ct_full(NULL, 0, ct_scalar_int(-1), CT_I64, CT_CPU);
+        CT_AGREE("take 0-d", ct_take(s0, i0), ct_take(g(s0), g(i0)), 0);
+        ct_tensor *ie = ct_zeros(CT_SHAPE(0, 2), CT_I64, CT_CPU);
+        CT_AGREE("take empty index", ct_take(a, ie), ct_take(ga, g(ie)), 0);
+
+        ct_tensor *m = ct_gt_scalar(ct_test_values(CT_SHAPE(7, 1), CT_F32, -1, 1, 73), ct_scalar_int(0));
+        ct_tensor *mbig = ct_gt_scalar(ct_test_values(CT_SHAPE(2, 6, 7, 8), CT_F32, -1, 1, 74), ct_scalar_int(0));
+        ct_tensor *src = ct_test_special(CT_SHAPE(700), dt, -3, 3, 75), *gsrc = g(src);
+        CT_AGREE("masked_scatter", ct_masked_scatter(a, m, src), ct_masked_scatter(ga, g(m), gsrc), 0);
+        CT_AGREE("masked_scatter broadcast self", ct_masked_scatter(a, mbig, src), ct_masked_scatter(ga, g(mbig), gsrc),
+                 0);
+        ct_tensor *mu = ct_to_dtype(m, CT_U8), *s2 = ct_t(ct_reshape(src, CT_SHAPE(35, 20)));
+        CT_AGREE("masked_scatter uint8 mask, transposed", ct_masked_scatter(ct_transpose(a, 0, 2), ct_t(mu), s2),
+                 ct_masked_scatter(ct_transpose(ga, 0, 2), g(ct_t(mu)), g(s2)), 0);
+        ct_tensor *none = ct_zeros(CT_SHAPE(8), CT_BOOL, CT_CPU), *se = ct_zeros(CT_SHAPE(0), dt, CT_CPU);
+        CT_AGREE("masked_scatter none", ct_masked_scatter(a, none, se), ct_masked_scatter(ga, g(none), g(se)), 0);
+        ct_tensor *ca = ct_clone(a), *gca = g(a);
+        CT_ASSERT_OK(ct_masked_scatter_(ct_slice(ca, 2, 0, 8, 2), m, src));
+        CT_ASSERT_OK(ct_masked_scatter_(ct_slice(gca, 2, 0, 8, 2), g(m), gsrc));
+        CT_AGREE("masked_scatter_ strided", ca, gca, 0);
+
+        for (int dim = -1; dim < 3; dim++) {
+            int64_t size = ct_tensor_shape(a)[dim < 0 ? 2 : dim];
+            int64_t ks[3] = {1, (size + 1) / 2, size};
+            for (int ki = 0; ki < 3; ki++) {
+                snprintf(what, sizeof what, "kthvalue %s dim %d k %lld", ct_dtype_name(dt), dim, (long long)ks[ki]);
+                ct_tensor *ci = NULL, *gi = NULL;
+                CT_AGREE_ERR(what, ct_kthvalue(a, ks[ki], dim, ki == 1, &ci), ct_kthvalue(ga, ks[ki], dim, ki == 1, &gi));
+                if (ci)
+                    CT_AGREE(what, ci, gi, 0);
+                CT_AGREE_ERR(what, ct_kthvalue(ct_transpose(a, 0, 2), ks[ki], dim, false, NULL),
+                             ct_kthvalue(ct_transpose(ga, 0, 2), ks[ki], dim, false, NULL));
+            }
+        }
+        CT_AGREE_ERR("kthvalue 0-d", ct_kthvalue(s0, 1, 0, true, NULL), ct_kthvalue(g(s0), 1, 0, true, NULL));
+
+        const ct_tensor *uin[4] = {a, ct_transpose(a, 0, 2), s0, ct_zeros(CT_SHAPE(0, 3), dt, CT_CPU)};
+        for (int u = 0; u < 4; u++)
+            for (int consecutive = 0; consecutive < 2; consecutive++) {
+                snprintf(what, sizeof what, "%s %s input %d", consecutive ? "unique_consecutive" : "unique",
+                         ct_dtype_name(dt), u);
+                ct_tensor *ci = NULL, *cc = NULL, *gi = NULL, *gc = NULL;
+                ct_tensor *gu = g(uin[u]);
+                ct_tensor *cv = consecutive ? ct_unique_consecutive(uin[u], &ci, &cc) : ct_unique(uin[u], true, &ci, &cc);
+                ct_tensor *gv = consecutive ? ct_unique_consecutive(gu, &gi, &gc) : ct_unique(gu, true, &gi, &gc);
+                CT_AGREE(what, cv, gv, 0);
+                CT_AGREE(what, ci, gi, 0);
+                CT_AGREE(what, cc, gc, 0);
+            }
+        ct_scope_end();
+    }
+    ct_scope_begin();
+    /* a mask long enough for the parallel cumsum, and sorting many values */
+    ct_tensor *big = ct_gt_scalar(ct_test_values(CT_SHAPE(1000, 1100), CT_F32, -1, 1, 76), ct_scalar_float(0.3));
+    ct_tensor *vals = ct_test_values(CT_SHAPE(1000, 1100), CT_F32, -1, 1, 77), *gvals = g(vals);
+    CT_AGREE("masked_scatter 1.1M", ct_masked_scatter(vals, big, ct_neg(vals)), ct_masked_scatter(gvals, g(big), ct_neg(gvals)),
+             0);
+    ct_tensor *many = ct_test_values(CT_SHAPE(1100000), CT_I32, -500, 500, 78), *ci = NULL, *cc = NULL, *gi = NULL,
+              *gc = NULL;
+    CT_AGREE("unique 1.1M", ct_unique(many, true, &ci, &cc), ct_unique(g(many), true, &gi, &gc), 0);
+    CT_AGREE("unique 1.1M inverse", ci, gi, 0);
+    CT_AGREE("unique 1.1M counts", cc, gc, 0);
+
+    /* data-dependent errors, with the CPU's messages */
+    ct_tensor *a = ct_test_values(CT_SHAPE(4, 5), CT_F32, -1, 1, 79), *ga = g(a);
+    int64_t bad[] = {0, 3, -21, 25, 19, 40};
+    ct_tensor *bi = ct_from_data(bad, CT_SHAPE(2, 3), CT_I64);
+    BOTH_ERR(ct_take(a, bi), ct_take(ga, g(bi)), CT_ERROR_INDEX,
+             "out of range: tried to access index -21 on a tensor of 20 elements.");
+    BOTH_ERR(ct_take(a, ct_t(bi)), ct_take(ga, g(ct_t(bi))), CT_ERROR_INDEX,
+             "out of range: tried to access index 25 on a tensor of 20 elements.");
+    BOTH_ERR(ct_take(ct_zeros(CT_SHAPE(0), CT_F32, CT_CPU), bi), ct_take(g(ct_zeros(CT_SHAPE(0), CT_F32, CT_CPU)), g(bi)),
+             CT_ERROR_INDEX, "tried to take from an empty tensor");
+    BOTH_ERR(ct_take(a, ct_to_dtype(bi, CT_I32)), ct_take(ga, g(ct_to_dtype(bi, CT_I32))), CT_ERROR_TYPE,
+             "Expected a long tensor for index");
+    CT_ASSERT_ERR(ct_take(ga, bi) != NULL, CT_ERROR_DEVICE, "same device");
+    ct_tensor *ones = ct_ones(CT_SHAPE(5), CT_BOOL, CT_CPU), *short_src = ct_ones(CT_SHAPE(19), CT_F32, CT_CPU);
+    BOTH_ERR(ct_masked_scatter(a, ones, short_src), ct_masked_scatter(ga, g(ones), g(short_src)), CT_ERROR_VALUE,
+             "Number of elements of source < number of ones in mask");
+    ct_tensor *before = ct_to_device(ga, CT_CPU);
+    CT_ASSERT_ERR(ct_masked_scatter_(ga, g(ones), g(short_src)) != NULL, CT_ERROR_VALUE,
+                  "Number of elements of source < number of ones in mask");
+    CT_AGREE("a failed masked_scatter_ leaves its target alone", before, ga, 0);
+    ct_tensor *m3 = ct_ones(CT_SHAPE(3, 4, 5), CT_BOOL, CT_CPU), *src60 = ct_ones(CT_SHAPE(60), CT_F32, CT_CPU);
+    BOTH_ERR(ct_masked_scatter_(ct_clone(a), m3, src60), ct_masked_scatter_(ct_clone(ga), g(m3), g(src60)),
+             CT_ERROR_VALUE, "cannot be broadcast to self's shape");
+    BOTH_ERR(ct_masked_scatter(a, ct_ones(CT_SHAPE(5), CT_F32, CT_CPU), src60),
+             ct_masked_scatter(ga, g(ct_ones(CT_SHAPE(5), CT_F32, CT_CPU)), g(src60)), CT_ERROR_TYPE,
+             "masked_scatter_ only supports boolean masks");
+    BOTH_ERR(ct_kthvalue(a, 6, 1, false, NULL), ct_kthvalue(ga, 6, 1, false, NULL), CT_ERROR_INDEX,
+             "kthvalue(): selected number k out of range for dimension 1");
+    BOTH_ERR(ct_kthvalue(a, 0, -1, false, NULL), ct_kthvalue(ga, 0, -1, false, NULL), CT_ERROR_INDEX,
+             "selected number k out of range");
+    ct_tensor *ab = ct_gt_scalar(a, ct_scalar_int(0));
+    BOTH_ERR(ct_kthvalue(ab, 1, 0, false, NULL), ct_kthvalue(g(ab), 1, 0, false, NULL), CT_ERROR_TYPE,
+             "not implemented for 'Bool'");
+    BOTH_ERR(ct_kthvalue(a, 1, 2, false, NULL), ct_kthvalue(ga, 1, 2, false, NULL), CT_ERROR_INDEX,
+             "Dimension out of range");
+    ct_scope_end();
+}
+
 int main(void) {
     int skip = ct_test_require_gpu("test_cuda_indexing");
     if (skip)
@@ -584,6 +701,7 @@ int main(void) {
         cmocka_unit_test(test_scatter),           cmocka_unit_test(test_scatter_edges),
         cmocka_unit_test(test_index_copy_fill),   cmocka_unit_test(test_index_put),
         cmocka_unit_test(test_select),            cmocka_unit_test(test_one_hot),
+        cmocka_unit_test(test_generic_ops),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -668,7 +668,9 @@ static const shared_kernel k_cat = {ct_cpu_cat}, k_index_select = {ct_cpu_index_
                            k_masked_select = {ct_cpu_masked_select}, k_scatter = {ct_cpu_scatter},
                            k_scatter_reduce = {ct_cpu_scatter_reduce}, k_index_copy = {ct_cpu_index_copy},
                            k_index_fill = {ct_cpu_index_fill}, k_index = {ct_cpu_index},
-                           k_index_put = {ct_cpu_index_put}, k_one_hot = {one_hot_kernel};
+                           k_index_put = {ct_cpu_index_put}, k_one_hot = {one_hot_kernel}, k_take = {ct_cpu_take},
+                           k_masked_scatter = {ct_cpu_masked_scatter}, k_kthvalue = {ct_cpu_kthvalue},
+                           k_unique = {ct_cpu_unique}, k_unique_consecutive = {ct_cpu_unique_consecutive};
 
 void ct_cuda_register_indexing(void) {
     ct_dispatch_register_default(CT_OP_cat, CT_KEY_CUDA, on_one_device, (void *)&k_cat);
@@ -694,4 +696,10 @@ void ct_cuda_register_indexing(void) {
     ct_dispatch_register_default(CT_OP_index, CT_KEY_CUDA, on_one_device, (void *)&k_index);
     ct_dispatch_register_default(CT_OP_index_put, CT_KEY_CUDA, on_one_device, (void *)&k_index_put);
     ct_dispatch_register_default(CT_OP_one_hot, CT_KEY_CUDA, on_one_device, (void *)&k_one_hot);
+    /* composed of the ops above (Note [Generic indexing] in src/ops/indexing_generic.c) */
+    ct_dispatch_register_default(CT_OP_take, CT_KEY_CUDA, on_one_device, (void *)&k_take);
+    ct_dispatch_register_default(CT_OP_masked_scatter, CT_KEY_CUDA, on_one_device, (void *)&k_masked_scatter);
+    ct_dispatch_register_default(CT_OP_kthvalue, CT_KEY_CUDA, on_one_device, (void *)&k_kthvalue);
+    ct_dispatch_register_default(CT_OP_unique, CT_KEY_CUDA, on_one_device, (void *)&k_unique);
+    ct_dispatch_register_default(CT_OP_unique_consecutive, CT_KEY_CUDA, on_one_device, (void *)&k_unique_consecutive);
 }

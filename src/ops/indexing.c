@@ -21,6 +21,7 @@
 #include "ops/indexing.h"
 #ifdef CT_HAVE_CUDA
 #include "cuda/cuda_ops.h"
+#include "ops/indexing_generic.h"
 #endif
 
 /* Contiguous strides of shape (elements). */
@@ -487,6 +488,10 @@ static ct_status take_kernel(ct_keyset ks, ct_call *call, void *ud) {
         return st;
     if (t->numel == 0)
         return ct_error(CT_ERROR_INDEX, op, "take(): tried to take from an empty tensor");
+#ifdef CT_HAVE_CUDA
+    if (t->device.type == CT_DEVICE_CUDA)
+        return ct_generic_take(call);
+#endif
     const ct_tensor *c = ct_contiguous(t);
     if (!c)
         return ct_last_status();
@@ -621,6 +626,10 @@ static ct_status masked_scatter_kernel(ct_keyset ks, ct_call *call, void *ud) {
                             ct_shape_str(mask->shape, mask->ndim, a, sizeof a), ct_shape_str(shape, nd, b, sizeof b));
         }
     }
+#ifdef CT_HAVE_CUDA
+    if (t->device.type == CT_DEVICE_CUDA)
+        return ct_generic_masked_scatter(call);
+#endif
     const ct_tensor *base = t;
     if (call->mode != CT_CALL_INPLACE && (nd != t->ndim || memcmp(shape, t->shape, sizeof(int64_t) * (size_t)nd)))
         if (!(base = ct_expand(t, shape, nd)))
@@ -728,6 +737,10 @@ static ct_status kthvalue_kernel(ct_keyset ks, ct_call *call, void *ud) {
         return ct_error(CT_ERROR_INDEX, op, "kthvalue(): selected number k out of range for dimension %d", d);
     if (t->dtype == CT_DTYPE_BOOL)
         return ct_error(CT_ERROR_TYPE, op, "\"kthvalue_cpu\" not implemented for 'Bool'");
+#ifdef CT_HAVE_CUDA
+    if (t->device.type == CT_DEVICE_CUDA)
+        return ct_generic_kthvalue(call);
+#endif
     int64_t shape[CT_MAX_DIMS];
     int nd = 0;
     for (int i = 0; i < t->ndim; i++)
@@ -803,6 +816,10 @@ static ct_status unique_kernel(ct_call *call, bool consecutive) {
     if (ct_ix_is_meta(t))
         return ct_error(CT_ERROR_NOT_IMPLEMENTED, op, "the output shape of %s depends on the data; META tensors have none",
                         op);
+#ifdef CT_HAVE_CUDA
+    if (t->device.type == CT_DEVICE_CUDA)
+        return ct_generic_unique(call, consecutive);
+#endif
     int64_t n = t->numel;
     const ct_tensor *c = ct_contiguous(t);
     key *keys = malloc(sizeof *keys * (size_t)(n > 0 ? n : 1));
