@@ -190,6 +190,14 @@ extern "C" ct_status ct_cuda_gemm_run(const ct_cuda_gemm *g, int device, const c
         uint64_t lcols = opl == CUBLAS_OP_N ? (uint64_t)g->k : (uint64_t)g->m;
         uint64_t rrows = opr == CUBLAS_OP_N ? (uint64_t)g->k : (uint64_t)g->n;
         uint64_t rcols = opr == CUBLAS_OP_N ? (uint64_t)g->n : (uint64_t)g->k;
+        /* cuBLASLt before 12.1 computed wrong 16-bit products with an epilogue when an
+         * operand's leading dimension exceeded its rows (a slice of a larger matrix):
+         * there, only tight operands take it. */
+        if (g->bias && (g->dtype == CT_DTYPE_FLOAT16 || g->dtype == CT_DTYPE_BFLOAT16) &&
+            cublasLtGetVersion() < 120100 && ((uint64_t)ldl != lrows || (uint64_t)ldr != rrows)) {
+            st = no_epilogue(op);
+            goto done;
+        }
         LT(cublasLtMatrixLayoutCreate(&ll, dt, lrows, lcols, ldl), "layout");
         LT(cublasLtMatrixLayoutCreate(&lr, dt, rrows, rcols, ldr), "layout");
         LT(cublasLtMatrixLayoutCreate(&lc, dt, (uint64_t)g->m, (uint64_t)g->n, g->ldc), "layout");
