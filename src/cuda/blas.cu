@@ -18,9 +18,12 @@
  * above is one per column of the row-major output: the bias row as stored (m packed
  * elements). Its type is D's for every (dtype, compute type) pair used here (float16
  * and bfloat16 included, with float32 compute); it is set explicitly all the same.
- * The heuristic sees the bias pointer and picks algorithms for its alignment. Where it
- * finds none, or any epilogue attribute is refused, the caller falls back to the copy
- * and beta = 1, so the epilogue only ever saves work and never turns into an error. */
+ * The plain bias epilogue needs no auxiliary buffer (the *_AUX ones have leading
+ * dimension rules: multiples of 128 or 8); the heuristic sees the bias pointer and
+ * picks algorithms for its alignment, and the bias must be 16-byte aligned here on top.
+ * Where the heuristic finds no algorithm, or any epilogue attribute is refused, the
+ * caller falls back to the copy and beta = 1, so the epilogue only ever saves work and
+ * never turns into an error. */
 #include <cublasLt.h>
 #include <cublas_v2.h>
 #include <pthread.h>
