@@ -1,5 +1,6 @@
 /* CUDA kernels of the matrix products: the shape rules are the op library's
  * (ops/linalg.c), the products run in cuBLASLt (blas.cu). */
+#include <stdatomic.h>
 #include <string.h>
 
 #include "core/loop.h"
@@ -28,9 +29,16 @@ static const ct_tensor *blas_operand(const ct_tensor *t) {
     return ok ? t : ct_contiguous(t);
 }
 
-/* work (contiguous, out's shape) = alpha * A @ B + beta * work. */
+/* Products that took the bias epilogue (Note [Bias epilogue] in blas.cu). */
+static atomic_uint_fast64_t bias_epilogues;
+
+uint64_t ct_cuda_bias_epilogue_count(void) { return (uint64_t)atomic_load(&bias_epilogues); }
+
+/* work (contiguous, out's shape) = alpha * A @ B + beta * work, or + bias (m elements,
+ * beta 0) through the epilogue. */
 static ct_status run_gemm(ct_dtype dt, const ct_tensor *out, const ct_tensor *A, const ct_tensor *B, ct_tensor *work,
-                          int64_t n, int64_t m, int64_t k, double alpha, double beta, int device, const char *op) {
+                          int64_t n, int64_t m, int64_t k, double alpha, double beta, const void *bias, int device,
+                          const char *op) {
     bool batched = out->ndim == 3;
     ct_cuda_gemm g;
     memset(&g, 0, sizeof g);
@@ -52,7 +60,39 @@ static ct_status run_gemm(ct_dtype dt, const ct_tensor *out, const ct_tensor *A,
     g.c_sb = n * m;
     g.alpha = alpha;
     g.beta = beta;
+    g.bias = bias;
     return ct_cuda_gemm_run(&g, device, op);
+}
+
+/* run_gemm without a bias, retried on fresh copies when cuBLASLt has no algorithm for
+ * the operands' alignments. */
+static ct_status plain_gemm(ct_dtype dt, const ct_tensor *out, const ct_tensor *A, const ct_tensor *B, ct_tensor *work,
+                            int64_t n, int64_t m, int64_t k, double alpha, double beta, int device, const char *op) {
+    ct_status st = run_gemm(dt, out, A, B, work, n, m, k, alpha, beta, NULL, device, op);
+    if (st != CT_ERROR_NOT_IMPLEMENTED)
+        return st;
+    /* Fresh contiguous copies are aligned to the allocator's 512 bytes. */
+    ct_clear_error();
+    ct_tensor *fa = ct_clone(A), *fb = fa ? ct_clone(B) : NULL;
+    ct_tensor *fw = fb ? ct_clone(work) : NULL;
+    st = fw ? run_gemm(dt, out, fa, fb, fw, n, m, k, alpha, beta, NULL, device, op) : ct_last_status();
+    if (st == CT_OK && !ct_copy_(work, fw))
+        st = ct_last_status();
+    return st;
+}
+
+/* Whether addmm's c can go to the bias epilogue (Note [Bias epilogue] in blas.cu):
+ * beta 1, a 2-d product of at least 2 x 2 x 2 (degenerate ones gain nothing from
+ * skipping the copy, and cuBLASLt refuses some of them with an epilogue set), and c
+ * one packed row of out's dtype broadcast over the rows: shape (m), (1, m), or
+ * expanded from one, in memory apart from out's. */
+static bool bias_row(const ct_tensor *c, const ct_tensor *out, int64_t k, double beta) {
+    if (!c || beta != 1 || out->ndim != 2 || c->dtype != out->dtype || c->device.type != CT_DEVICE_CUDA)
+        return false;
+    if (out->shape[0] < 2 || out->shape[1] < 2 || k < 2 || c->storage == out->storage)
+        return false;
+    int64_t s[2];
+    return ct_broadcast_strides(c, out->shape, 2, s) && s[0] == 0 && s[1] == 1;
 }
 
 static ct_status product(ct_call *call, const ct_tensor *c, const ct_tensor *a, const ct_tensor *b, double alpha,
@@ -77,7 +117,8 @@ static ct_status product(ct_call *call, const ct_tensor *c, const ct_tensor *a, 
     ct_scope_begin();
     ct_tensor *work = ct_tensor_is_contiguous(out) ? out : ct_empty(out->shape, out->ndim, out->dtype, dev);
     bool use_c = c && beta != 0;
-    if (work && use_c && !ct_copy_(work, c))
+    bool epilogue = use_c && bias_row(c, out, a->shape[a->ndim - 1], beta);
+    if (work && use_c && !epilogue && !ct_copy_(work, c))
         work = NULL;
     const ct_tensor *A = work ? blas_operand(a) : NULL;
     const ct_tensor *B = A ? blas_operand(b) : NULL;
@@ -94,19 +135,17 @@ static ct_status product(ct_call *call, const ct_tensor *c, const ct_tensor *a, 
             st = ct_zero_(work) ? CT_OK : ct_last_status();
         else if (beta != 1)
             st = ct_mul_scalar_(work, ct_scalar_float(beta)) ? CT_OK : ct_last_status();
-    } else {
-        st = run_gemm(a->dtype, out, A, B, work, n, m, k, alpha, use_c ? beta : 0.0, dev.index, op);
-        if (st == CT_ERROR_NOT_IMPLEMENTED) {
-            /* No cuBLASLt algorithm for these alignments: fresh contiguous copies are
-             * aligned to the allocator's 512 bytes. */
+    } else if (epilogue) {
+        st = run_gemm(a->dtype, out, A, B, work, n, m, k, alpha, 0.0, ct_tensor_ptr(c), dev.index, op);
+        if (st == CT_OK) {
+            atomic_fetch_add(&bias_epilogues, 1);
+        } else if (st == CT_ERROR_NOT_IMPLEMENTED) { /* no algorithm with the epilogue: the copy after all */
             ct_clear_error();
-            ct_tensor *fa = ct_clone(A), *fb = fa ? ct_clone(B) : NULL;
-            ct_tensor *fw = fb ? ct_clone(work) : NULL;
-            st = fw ? run_gemm(a->dtype, out, fa, fb, fw, n, m, k, alpha, use_c ? beta : 0.0, dev.index, op)
-                    : ct_last_status();
-            if (st == CT_OK && !ct_copy_(work, fw))
-                st = ct_last_status();
+            st = ct_copy_(work, c) ? plain_gemm(a->dtype, out, A, B, work, n, m, k, alpha, beta, dev.index, op)
+                                   : ct_last_status();
         }
+    } else {
+        st = plain_gemm(a->dtype, out, A, B, work, n, m, k, alpha, use_c ? beta : 0.0, dev.index, op);
     }
     if (st == CT_OK && work != out && !ct_copy_(out, work))
         st = ct_last_status();

@@ -6,7 +6,24 @@
  * row-major operand with unit column stride is a column-major transposed matrix with
  * leading dimension = its row stride (no transpose needed on the swapped side); one
  * with unit row stride is a column-major matrix (transpose). The C side makes any
- * other layout contiguous before calling here. */
+ * other layout contiguous before calling here.
+ *
+ * Note [Bias epilogue]
+ * addmm with beta = 1 and a bias row (one value per output column, broadcast over the
+ * rows) is what linear asks for. Instead of copying the broadcast bias into the whole
+ * output and running the product with beta = 1, the product runs with beta = 0 and
+ * cuBLASLt's CUBLASLT_EPILOGUE_BIAS adds the vector as it writes the result:
+ * D = alpha * (A @ B) + bias, alpha not applied to the bias, as addmm's beta = 1 wants.
+ * cuBLASLt's bias has one element per row of its column-major D, which after the swap
+ * above is one per column of the row-major output: the bias row as stored (m packed
+ * elements). Its type is D's for every (dtype, compute type) pair used here (float16
+ * and bfloat16 included, with float32 compute); it is set explicitly all the same.
+ * The plain bias epilogue needs no auxiliary buffer (the *_AUX ones have leading
+ * dimension rules: multiples of 128 or 8); the heuristic sees the bias pointer and
+ * picks algorithms for its alignment, and the bias must be 16-byte aligned here on top.
+ * Where the heuristic finds no algorithm, or any epilogue attribute is refused, the
+ * caller falls back to the copy and beta = 1, so the epilogue only ever saves work and
+ * never turns into an error. */
 #include <cublasLt.h>
 #include <cublas_v2.h>
 #include <pthread.h>
@@ -29,6 +46,12 @@ static pthread_mutex_t blas_lock = PTHREAD_MUTEX_INITIALIZER;
 static ct_status lt_fail(cublasStatus_t s, const char *op, const char *what) {
     return ct_error(CT_ERROR_RUNTIME, op, "CUDA error: %s failed: %s (%s)", what, cublasGetStatusString(s),
                     cublasGetStatusName(s));
+}
+
+/* The status that sends the caller from the bias epilogue back to the plain product
+ * (Note [Bias epilogue]); the caller clears the message. */
+static ct_status no_epilogue(const char *op) {
+    return ct_error(CT_ERROR_NOT_IMPLEMENTED, op, "cuBLASLt has no bias epilogue for this product");
 }
 
 static device_blas *get_blas(int device, const char *op) {
@@ -141,11 +164,43 @@ extern "C" ct_status ct_cuda_gemm_run(const ct_cuda_gemm *g, int device, const c
         LT(cublasLtMatmulDescCreate(&desc, ct, scale_dt), "cublasLtMatmulDescCreate");
         LT(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &opl, sizeof opl), "set TRANSA");
         LT(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &opr, sizeof opr), "set TRANSB");
+        if (g->bias) { /* Note [Bias epilogue] */
+            if (g->nb != 1 || g->beta != 0) {
+                st = ct_error(CT_ERROR_RUNTIME, op, "the bias epilogue takes one product with beta = 0 (internal)");
+                goto done;
+            }
+            /* Not every cuBLASLt release lets the heuristic filter for the bias
+             * pointer's alignment; a fresh allocation is 512-byte aligned, so asking
+             * for 16 costs the usual bias nothing and keeps odd views off the path. */
+            if ((uintptr_t)g->bias % 16 != 0) {
+                st = no_epilogue(op);
+                goto done;
+            }
+            uint32_t epi = CUBLASLT_EPILOGUE_BIAS;
+            int32_t bias_dt = (int32_t)dt;
+            s = cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi);
+            if (s == CUBLAS_STATUS_SUCCESS)
+                s = cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &g->bias, sizeof g->bias);
+            if (s == CUBLAS_STATUS_SUCCESS)
+                s = cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_dt, sizeof bias_dt);
+            if (s != CUBLAS_STATUS_SUCCESS) {
+                st = no_epilogue(op);
+                goto done;
+            }
+        }
         /* Stored shapes: before the op is applied. */
         uint64_t lrows = opl == CUBLAS_OP_N ? (uint64_t)g->m : (uint64_t)g->k;
         uint64_t lcols = opl == CUBLAS_OP_N ? (uint64_t)g->k : (uint64_t)g->m;
         uint64_t rrows = opr == CUBLAS_OP_N ? (uint64_t)g->k : (uint64_t)g->n;
         uint64_t rcols = opr == CUBLAS_OP_N ? (uint64_t)g->n : (uint64_t)g->k;
+        /* cuBLASLt before 12.1 computed wrong 16-bit products with an epilogue when an
+         * operand's leading dimension exceeded its rows (a slice of a larger matrix):
+         * there, only tight operands take it. */
+        if (g->bias && (g->dtype == CT_DTYPE_FLOAT16 || g->dtype == CT_DTYPE_BFLOAT16) &&
+            cublasLtGetVersion() < 120100 && ((uint64_t)ldl != lrows || (uint64_t)ldr != rrows)) {
+            st = no_epilogue(op);
+            goto done;
+        }
         LT(cublasLtMatrixLayoutCreate(&ll, dt, lrows, lcols, ldl), "layout");
         LT(cublasLtMatrixLayoutCreate(&lr, dt, rrows, rcols, ldr), "layout");
         LT(cublasLtMatrixLayoutCreate(&lc, dt, (uint64_t)g->m, (uint64_t)g->n, g->ldc), "layout");
@@ -175,6 +230,12 @@ extern "C" ct_status ct_cuda_gemm_run(const ct_cuda_gemm *g, int device, const c
         cublasLtMatmulHeuristicResult_t heur;
         int found = 0;
         s = cublasLtMatmulAlgoGetHeuristic(b->lt, desc, ll, lr, lc, lc, pref, 1, &heur, &found);
+        if (g->bias && (s != CUBLAS_STATUS_SUCCESS || found == 0)) {
+            /* Some shapes are refused with INVALID_VALUE rather than NOT_SUPPORTED
+             * once an epilogue is set: the plain product still serves them. */
+            st = no_epilogue(op);
+            goto done;
+        }
         if (s == CUBLAS_STATUS_NOT_SUPPORTED || (s == CUBLAS_STATUS_SUCCESS && found == 0)) {
             /* The caller retries with fresh, aligned, contiguous operands. */
             st = ct_error(CT_ERROR_NOT_IMPLEMENTED, op, "cuBLASLt has no algorithm for this layout");
@@ -187,9 +248,16 @@ extern "C" ct_status ct_cuda_gemm_run(const ct_cuda_gemm *g, int device, const c
         float af = (float)g->alpha, bf = (float)g->beta;
         const void *alpha = g->dtype == CT_DTYPE_FLOAT64 ? (const void *)&g->alpha : (const void *)&af;
         const void *beta = g->dtype == CT_DTYPE_FLOAT64 ? (const void *)&g->beta : (const void *)&bf;
-        LT(cublasLtMatmul(b->lt, desc, alpha, g->b, ll, g->a, lr, beta, g->c, lc, g->c, lc, &heur.algo, b->workspace,
-                          ws, ct_stream_of(device)),
-           "cublasLtMatmul");
+        s = cublasLtMatmul(b->lt, desc, alpha, g->b, ll, g->a, lr, beta, g->c, lc, g->c, lc, &heur.algo, b->workspace,
+                           ws, ct_stream_of(device));
+        if (g->bias && s == CUBLAS_STATUS_NOT_SUPPORTED) {
+            st = no_epilogue(op);
+            goto done;
+        }
+        if (s != CUBLAS_STATUS_SUCCESS) {
+            st = lt_fail(s, op, "cublasLtMatmul");
+            goto done;
+        }
         ct_cuda_note_op(op);
     }
 #undef LT

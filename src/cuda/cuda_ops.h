@@ -97,5 +97,8 @@ ct_status ct_cuda_bmm(ct_keyset ks, ct_call *call, void *user_data);
 ct_status ct_cuda_dot(ct_keyset ks, ct_call *call, void *user_data);
 ct_status ct_cuda_addmm(ct_keyset ks, ct_call *call, void *user_data);
 ct_status ct_cuda_baddbmm(ct_keyset ks, ct_call *call, void *user_data);
+/* How many addmm products have run with cuBLASLt's bias epilogue in this process
+ * (Note [Bias epilogue] in blas.cu); for tests. */
+uint64_t ct_cuda_bias_epilogue_count(void);
 
 #endif

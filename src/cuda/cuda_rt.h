@@ -373,7 +373,11 @@ ct_status ct_cuda_first_outside_unit(const double *p, int64_t n, uint64_t *first
 /* blas.cu: C (row-major, contiguous in its last dim with row stride ldc, batch stride
  * sc) = alpha * A @ B + beta * C for a batch of nb products of n x k and k x m. A and
  * B are given by element strides (rows, cols, batch); the launcher picks transposes
- * or returns CT_ERROR_NOT_IMPLEMENTED when a layout has no BLAS form. */
+ * or returns CT_ERROR_NOT_IMPLEMENTED when a layout has no BLAS form.
+ * bias (optional; only with nb == 1 and beta == 0): m packed elements of dtype added
+ * to every row of alpha * A @ B by cuBLASLt's bias epilogue; CT_ERROR_NOT_IMPLEMENTED
+ * (C untouched) when cuBLASLt has no algorithm with it, so the caller can add the
+ * bias itself. */
 typedef struct ct_cuda_gemm {
     ct_dtype dtype;
     int64_t nb, n, m, k;
@@ -384,6 +388,7 @@ typedef struct ct_cuda_gemm {
     void *c;
     int64_t ldc, c_sb;
     double alpha, beta;
+    const void *bias;
 } ct_cuda_gemm;
 ct_status ct_cuda_gemm_run(const ct_cuda_gemm *g, int device, const char *op);
 /* dot of n elements with element strides sa, sb; result written to out (device). */
