@@ -313,6 +313,47 @@ static void test_linear_grads(void **state) {
         }
 }
 
+/* ------------------------------------------------------------------ activations */
+
+/* in: c, a, b; ud: non-NULL for GELU. */
+static ct_tensor *f_addmm_act(ct_tensor *const *in, const void *ud) {
+    return ct_addmm_activation(in[0], in[1], in[2], ct_scalar_int(1), ct_scalar_int(1), ud != NULL);
+}
+
+/* addmm_activation: a bias row with beta = 1 may take RELU_BIAS / GELU_BIAS (cuBLASLt
+ * decides per dtype); a full input or beta != 1 runs the product, then the activation.
+ * Either way the CPU's result, and its gradients. */
+static void test_addmm_activation(void **state) {
+    (void)state;
+    for (int d = 0; d < 4; d++)
+        for (int gelu = 0; gelu < 2; gelu++) {
+            ct_dtype dt = float_dtypes[d];
+            ct_scope_begin();
+            char what[128];
+            double rtol, atol;
+            product_tol(dt, 64, &rtol, &atol);
+            ct_tensor *x = ct_test_values(CT_SHAPE(32, 64), dt, -1, 1, 80), *w = ct_test_values(CT_SHAPE(48, 64), dt, -1, 1, 81);
+            ct_tensor *row = ct_test_values(CT_SHAPE(48), dt, -2, 2, 82), *full = ct_test_values(CT_SHAPE(32, 48), dt, -2, 2, 83);
+            ct_tensor *gx = ct_to_device(x, CUDA0), *gw = ct_to_device(w, CUDA0);
+            const ct_tensor *cs[2] = {row, full};
+            for (int c = 0; c < 2; c++)
+                for (int beta2 = 0; beta2 < 2; beta2++) {
+                    ct_scalar beta = ct_scalar_float(beta2 ? 0.5 : 1.0), alpha = ct_scalar_float(-1.5);
+                    snprintf(what, sizeof what, "addmm_activation %s, %s bias, beta %s (%s)", gelu ? "gelu" : "relu",
+                             c ? "full" : "row", beta2 ? "0.5" : "1", ct_dtype_name(dt));
+                    uint64_t before = ct_cuda_bias_epilogue_count();
+                    ct_tensor *got = ct_addmm_activation(ct_to_device(cs[c], CUDA0), gx, ct_t(gw), beta, alpha, gelu);
+                    check_epilogue_count(what, c || beta2 ? EPI_NO : EPI_MAYBE, before, ct_cuda_bias_epilogue_count());
+                    CT_ASSERT_CLOSE(got, ct_addmm_activation(cs[c], x, ct_t(w), beta, alpha, gelu), rtol, 2 * atol, what);
+                }
+            ct_tensor *in[3] = {ct_test_values(CT_SHAPE(24), dt, -1, 1, 84), ct_test_values(CT_SHAPE(16, 32), dt, -1, 1, 85),
+                                ct_test_values(CT_SHAPE(32, 24), dt, -1, 1, 86)};
+            snprintf(what, sizeof what, "addmm_activation %s grads (%s)", gelu ? "gelu" : "relu", ct_dtype_name(dt));
+            ct_test_agree_with_grads(what, f_addmm_act, gelu ? (void *)1 : NULL, in, 3, dt == CT_F64 ? 100 : 16, 87);
+            ct_scope_end();
+        }
+}
+
 int main(void) {
     int skip = ct_test_require_gpu("test_cuda_linear");
     if (skip)
@@ -322,6 +363,7 @@ int main(void) {
         cmocka_unit_test(test_linear),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_linear_grads),
+        cmocka_unit_test(test_addmm_activation),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

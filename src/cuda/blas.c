@@ -37,8 +37,8 @@ uint64_t ct_cuda_bias_epilogue_count(void) { return (uint64_t)atomic_load(&bias_
 /* work (contiguous, out's shape) = alpha * A @ B + beta * work, or + bias (m elements,
  * beta 0) through the epilogue. */
 static ct_status run_gemm(ct_dtype dt, const ct_tensor *out, const ct_tensor *A, const ct_tensor *B, ct_tensor *work,
-                          int64_t n, int64_t m, int64_t k, double alpha, double beta, const void *bias, int device,
-                          const char *op) {
+                          int64_t n, int64_t m, int64_t k, double alpha, double beta, const void *bias, int act,
+                          int device, const char *op) {
     bool batched = out->ndim == 3;
     ct_cuda_gemm g;
     memset(&g, 0, sizeof g);
@@ -61,6 +61,7 @@ static ct_status run_gemm(ct_dtype dt, const ct_tensor *out, const ct_tensor *A,
     g.alpha = alpha;
     g.beta = beta;
     g.bias = bias;
+    g.act = act;
     return ct_cuda_gemm_run(&g, device, op);
 }
 
@@ -68,14 +69,15 @@ static ct_status run_gemm(ct_dtype dt, const ct_tensor *out, const ct_tensor *A,
  * the operands' alignments. */
 static ct_status plain_gemm(ct_dtype dt, const ct_tensor *out, const ct_tensor *A, const ct_tensor *B, ct_tensor *work,
                             int64_t n, int64_t m, int64_t k, double alpha, double beta, int device, const char *op) {
-    ct_status st = run_gemm(dt, out, A, B, work, n, m, k, alpha, beta, NULL, device, op);
+    ct_status st = run_gemm(dt, out, A, B, work, n, m, k, alpha, beta, NULL, CT_CUDA_ACT_NONE, device, op);
     if (st != CT_ERROR_NOT_IMPLEMENTED)
         return st;
     /* Fresh contiguous copies are aligned to the allocator's 512 bytes. */
     ct_clear_error();
     ct_tensor *fa = ct_clone(A), *fb = fa ? ct_clone(B) : NULL;
     ct_tensor *fw = fb ? ct_clone(work) : NULL;
-    st = fw ? run_gemm(dt, out, fa, fb, fw, n, m, k, alpha, beta, NULL, device, op) : ct_last_status();
+    st = fw ? run_gemm(dt, out, fa, fb, fw, n, m, k, alpha, beta, NULL, CT_CUDA_ACT_NONE, device, op)
+            : ct_last_status();
     if (st == CT_OK && !ct_copy_(work, fw))
         st = ct_last_status();
     return st;
@@ -95,8 +97,10 @@ static bool bias_row(const ct_tensor *c, const ct_tensor *out, int64_t k, double
     return ct_broadcast_strides(c, out->shape, 2, s) && s[0] == 0 && s[1] == 1;
 }
 
+/* out = beta * c + alpha * a @ b, then act (CT_CUDA_ACT_*: addmm_activation) in the
+ * epilogue when it applies, else as a kernel of its own afterwards. */
 static ct_status product(ct_call *call, const ct_tensor *c, const ct_tensor *a, const ct_tensor *b, double alpha,
-                         double beta) {
+                         double beta, int act) {
     ct_device dev = ct_cuda_call_device(call);
     const char *op = ct_op_name(call->op);
     for (int i = 0; i < call->nin; i++)
@@ -136,9 +140,10 @@ static ct_status product(ct_call *call, const ct_tensor *c, const ct_tensor *a, 
         else if (beta != 1)
             st = ct_mul_scalar_(work, ct_scalar_float(beta)) ? CT_OK : ct_last_status();
     } else if (epilogue) {
-        st = run_gemm(a->dtype, out, A, B, work, n, m, k, alpha, 0.0, ct_tensor_ptr(c), dev.index, op);
+        st = run_gemm(a->dtype, out, A, B, work, n, m, k, alpha, 0.0, ct_tensor_ptr(c), act, dev.index, op);
         if (st == CT_OK) {
             atomic_fetch_add(&bias_epilogues, 1);
+            act = CT_CUDA_ACT_NONE; /* done */
         } else if (st == CT_ERROR_NOT_IMPLEMENTED) { /* no algorithm with the epilogue: the copy after all */
             ct_clear_error();
             st = ct_copy_(work, c) ? plain_gemm(a->dtype, out, A, B, work, n, m, k, alpha, beta, dev.index, op)
@@ -149,13 +154,15 @@ static ct_status product(ct_call *call, const ct_tensor *c, const ct_tensor *a, 
     }
     if (st == CT_OK && work != out && !ct_copy_(out, work))
         st = ct_last_status();
+    if (st == CT_OK && act != CT_CUDA_ACT_NONE)
+        st = ct_linalg_activation_(out, act == CT_CUDA_ACT_GELU);
     ct_scope_end();
     return st;
 }
 
 ct_status ct_cuda_mm(ct_keyset ks, ct_call *call, void *ud) {
     (void)ks, (void)ud;
-    return product(call, NULL, call->in[0], call->in[1], 1.0, 0.0);
+    return product(call, NULL, call->in[0], call->in[1], 1.0, 0.0, CT_CUDA_ACT_NONE);
 }
 
 ct_status ct_cuda_bmm(ct_keyset ks, ct_call *call, void *ud) { return ct_cuda_mm(ks, call, ud); }
@@ -163,7 +170,13 @@ ct_status ct_cuda_bmm(ct_keyset ks, ct_call *call, void *ud) { return ct_cuda_mm
 ct_status ct_cuda_addmm(ct_keyset ks, ct_call *call, void *ud) {
     (void)ks, (void)ud;
     return product(call, call->in[0], call->in[1], call->in[2], ct_scalar_to_double(call->s[1]),
-                   ct_scalar_to_double(call->s[0]));
+                   ct_scalar_to_double(call->s[0]), CT_CUDA_ACT_NONE);
+}
+
+static ct_status addmm_activation_kernel(ct_keyset ks, ct_call *call, void *ud) {
+    (void)ks, (void)ud;
+    return product(call, call->in[0], call->in[1], call->in[2], ct_scalar_to_double(call->s[1]),
+                   ct_scalar_to_double(call->s[0]), call->ints[0] ? CT_CUDA_ACT_GELU : CT_CUDA_ACT_RELU);
 }
 
 ct_status ct_cuda_baddbmm(ct_keyset ks, ct_call *call, void *ud) { return ct_cuda_addmm(ks, call, ud); }
@@ -199,6 +212,7 @@ void ct_cuda_register_kernels(void) {
     ct_dispatch_register_default(CT_OP_dot, CT_KEY_CUDA, ct_cuda_dot, NULL);
     ct_dispatch_register_default(CT_OP_addmm, CT_KEY_CUDA, ct_cuda_addmm, NULL);
     ct_dispatch_register_default(CT_OP_baddbmm, CT_KEY_CUDA, ct_cuda_baddbmm, NULL);
+    ct_dispatch_register_default(CT_OP_addmm_activation, CT_KEY_CUDA, addmm_activation_kernel, NULL);
     ct_cuda_register_indexing();
     ct_cuda_register_nn();
 }

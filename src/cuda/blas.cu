@@ -23,7 +23,9 @@
  * picks algorithms for its alignment, and the bias must be 16-byte aligned here on top.
  * Where the heuristic finds no algorithm, or any epilogue attribute is refused, the
  * caller falls back to the copy and beta = 1, so the epilogue only ever saves work and
- * never turns into an error. */
+ * never turns into an error. addmm_activation asks for RELU_BIAS or GELU_BIAS (the
+ * tanh form of GELU, as its CPU kernel) the same way; on the fallback the activation
+ * runs as a kernel of its own. */
 #include <cublasLt.h>
 #include <cublas_v2.h>
 #include <pthread.h>
@@ -176,7 +178,9 @@ extern "C" ct_status ct_cuda_gemm_run(const ct_cuda_gemm *g, int device, const c
                 st = no_epilogue(op);
                 goto done;
             }
-            uint32_t epi = CUBLASLT_EPILOGUE_BIAS;
+            uint32_t epi = g->act == CT_CUDA_ACT_RELU   ? CUBLASLT_EPILOGUE_RELU_BIAS
+                           : g->act == CT_CUDA_ACT_GELU ? CUBLASLT_EPILOGUE_GELU_BIAS
+                                                        : CUBLASLT_EPILOGUE_BIAS;
             int32_t bias_dt = (int32_t)dt;
             s = cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi);
             if (s == CUBLAS_STATUS_SUCCESS)

@@ -378,6 +378,7 @@ ct_status ct_cuda_first_outside_unit(const double *p, int64_t n, uint64_t *first
  * to every row of alpha * A @ B by cuBLASLt's bias epilogue; CT_ERROR_NOT_IMPLEMENTED
  * (C untouched) when cuBLASLt has no algorithm with it, so the caller can add the
  * bias itself. */
+enum { CT_CUDA_ACT_NONE, CT_CUDA_ACT_RELU, CT_CUDA_ACT_GELU };
 typedef struct ct_cuda_gemm {
     ct_dtype dtype;
     int64_t nb, n, m, k;
@@ -389,6 +390,7 @@ typedef struct ct_cuda_gemm {
     int64_t ldc, c_sb;
     double alpha, beta;
     const void *bias;
+    int act; /* with bias: CT_CUDA_ACT_RELU or _GELU (tanh form) in the same epilogue */
 } ct_cuda_gemm;
 ct_status ct_cuda_gemm_run(const ct_cuda_gemm *g, int device, const char *op);
 /* dot of n elements with element strides sa, sb; result written to out (device). */
