@@ -4,6 +4,7 @@
 #define CT_CUDA_TESTUTIL_H
 
 #include <math.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -150,6 +151,12 @@ static inline ct_tensor *ct_test_special(const int64_t *shape, int ndim, ct_dtyp
     for (int64_t i = 0; i < n && i < 6; i++)
         memcpy(rp + (size_t)i * esz, &ext[i], esz);
     return r;
+}
+
+/* Under compute-sanitizer (scripts/gpu-check.sh sets CT_CUDA_TEST_SMALL) the large
+ * cases shrink to sizes that still take the same kernel paths. */
+static inline int64_t ct_test_size(int64_t full, int64_t small) {
+    return getenv("CT_CUDA_TEST_SMALL") ? small : full;
 }
 
 /* The verdict on one op run on the CPU and the GPU: both refuse (with the same status)

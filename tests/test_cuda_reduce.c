@@ -168,19 +168,20 @@ static void test_reductions(void **state) {
 static void test_large(void **state) {
     (void)state;
     ct_scope_begin();
-    ct_tensor *f = values(CT_SHAPE(3000000), CT_F32, -1, 1, 91);
+    const int64_t N = ct_test_size(3000000, 300000);
+    ct_tensor *f = values(CT_SHAPE(N), CT_F32, -1, 1, 91);
     ct_tensor *gf = ct_to_device(f, CUDA0);
-    CT_AGREE("sum 3M", ct_sum(f, NULL, 0, false, CT_DTYPE_UNDEFINED), ct_sum(gf, NULL, 0, false, CT_DTYPE_UNDEFINED), 8);
-    CT_AGREE("amax 3M", ct_amax(f, NULL, 0, false), ct_amax(gf, NULL, 0, false), 0);
-    CT_AGREE("argmax 3M", ct_argmax(f), ct_argmax(gf), 0);
-    CT_AGREE("var 3M", ct_var(f, NULL, 0, 1.0, false), ct_var(gf, NULL, 0, 1.0, false), 8);
-    CT_AGREE("norm 3M", ct_linalg_vector_norm(f, 2.0, NULL, 0, false, CT_DTYPE_UNDEFINED),
+    CT_AGREE("sum N", ct_sum(f, NULL, 0, false, CT_DTYPE_UNDEFINED), ct_sum(gf, NULL, 0, false, CT_DTYPE_UNDEFINED), 8);
+    CT_AGREE("amax N", ct_amax(f, NULL, 0, false), ct_amax(gf, NULL, 0, false), 0);
+    CT_AGREE("argmax N", ct_argmax(f), ct_argmax(gf), 0);
+    CT_AGREE("var N", ct_var(f, NULL, 0, 1.0, false), ct_var(gf, NULL, 0, 1.0, false), 8);
+    CT_AGREE("norm N", ct_linalg_vector_norm(f, 2.0, NULL, 0, false, CT_DTYPE_UNDEFINED),
              ct_linalg_vector_norm(gf, 2.0, NULL, 0, false, CT_DTYPE_UNDEFINED), 8);
-    CT_AGREE("logsumexp 3M", ct_logsumexp(f, NULL, 0, false), ct_logsumexp(gf, NULL, 0, false), 8);
-    ct_tensor *i = values(CT_SHAPE(3000000), CT_I64, -1000000, 1000000, 92);
+    CT_AGREE("logsumexp N", ct_logsumexp(f, NULL, 0, false), ct_logsumexp(gf, NULL, 0, false), 8);
+    ct_tensor *i = values(CT_SHAPE(N), CT_I64, -1000000, 1000000, 92);
     ct_tensor *gi = ct_to_device(i, CUDA0);
-    CT_AGREE("int sum 3M", ct_sum(i, NULL, 0, false, CT_DTYPE_UNDEFINED), ct_sum(gi, NULL, 0, false, CT_DTYPE_UNDEFINED), 0);
-    CT_AGREE("int prod 3M (wraps)", ct_prod(i, NULL, 0, false, CT_DTYPE_UNDEFINED),
+    CT_AGREE("int sum N", ct_sum(i, NULL, 0, false, CT_DTYPE_UNDEFINED), ct_sum(gi, NULL, 0, false, CT_DTYPE_UNDEFINED), 0);
+    CT_AGREE("int prod N (wraps)", ct_prod(i, NULL, 0, false, CT_DTYPE_UNDEFINED),
              ct_prod(gi, NULL, 0, false, CT_DTYPE_UNDEFINED), 0);
     /* few outputs with the kept dim innermost: a thread per output, chunked */
     ct_tensor *m = values(CT_SHAPE(200000, 4), CT_F64, -1, 1, 93);
@@ -201,20 +202,20 @@ static void test_large(void **state) {
     /* Unit-stride runs are read in 16-byte vectors: starts off a vector boundary, runs
      * that are not a whole number of vectors, the first NaN or tie inside a vector. */
     for (int64_t off = 0; off < 4; off++) {
-        ct_tensor *v = ct_slice(f, 0, off, 3000000 - 2 * off + 1, 1), *gv = ct_slice(gf, 0, off, 3000000 - 2 * off + 1, 1);
+        ct_tensor *v = ct_slice(f, 0, off, N - 2 * off + 1, 1), *gv = ct_slice(gf, 0, off, N - 2 * off + 1, 1);
         CT_AGREE("sum of an offset run", ct_sum(v, NULL, 0, false, CT_DTYPE_UNDEFINED),
                  ct_sum(gv, NULL, 0, false, CT_DTYPE_UNDEFINED), 8);
         CT_AGREE("argmin of an offset run", ct_argmin(v), ct_argmin(gv), 0);
-        ct_tensor *iv = ct_slice(i, 0, off, 1000003, 1), *giv = ct_slice(gi, 0, off, 1000003, 1);
+        ct_tensor *iv = ct_slice(i, 0, off, N / 3 + 3, 1), *giv = ct_slice(gi, 0, off, N / 3 + 3, 1);
         CT_AGREE("int sum of an offset run", ct_sum(iv, NULL, 0, false, CT_DTYPE_UNDEFINED),
                  ct_sum(giv, NULL, 0, false, CT_DTYPE_UNDEFINED), 0);
-        ct_tensor *rows = ct_slice(ct_view(ct_slice(f, 0, 0, 2999997, 1), CT_SHAPE(3, 999999)), 1, off, 999999, 1);
-        ct_tensor *grows = ct_slice(ct_view(ct_slice(gf, 0, 0, 2999997, 1), CT_SHAPE(3, 999999)), 1, off, 999999, 1);
+        ct_tensor *rows = ct_slice(ct_view(ct_slice(f, 0, 0, N - 3, 1), CT_SHAPE(3, N / 3 - 1)), 1, off, N / 3 - 1, 1);
+        ct_tensor *grows = ct_slice(ct_view(ct_slice(gf, 0, 0, N - 3, 1), CT_SHAPE(3, N / 3 - 1)), 1, off, N / 3 - 1, 1);
         CT_AGREE("amax of offset rows", ct_amax(rows, CT_INDEX(1), 1, false), ct_amax(grows, CT_INDEX(1), 1, false), 0);
     }
     ct_tensor *nan_at = ct_clone(f);
-    ct_fill_(ct_slice(nan_at, 0, 1234567, 1234568, 1), ct_scalar_float(NAN));
-    ct_fill_(ct_slice(nan_at, 0, 2345678, 2345679, 1), ct_scalar_float(NAN));
+    ct_fill_(ct_slice(nan_at, 0, N / 3 + 1, N / 3 + 2, 1), ct_scalar_float(NAN));
+    ct_fill_(ct_slice(nan_at, 0, 2 * N / 3 + 5, 2 * N / 3 + 6, 1), ct_scalar_float(NAN));
     CT_AGREE("argmax finds the first NaN", ct_argmax(nan_at), ct_argmax(ct_to_device(nan_at, CUDA0)), 0);
     ct_scope_end();
 }
@@ -224,13 +225,13 @@ static void test_large(void **state) {
 static void test_long_cumsum(void **state) {
     (void)state;
     ct_scope_begin();
-    ct_tensor *i = values(CT_SHAPE(1000003), CT_I64, -1000000, 1000000, 95);
-    CT_AGREE("int cumsum 1M", ct_cumsum(i, 0, CT_DTYPE_UNDEFINED),
+    ct_tensor *i = values(CT_SHAPE(ct_test_size(1000003, 100003)), CT_I64, -1000000, 1000000, 95);
+    CT_AGREE("int cumsum long", ct_cumsum(i, 0, CT_DTYPE_UNDEFINED),
              ct_cumsum(ct_to_device(i, CUDA0), 0, CT_DTYPE_UNDEFINED), 0);
-    ct_tensor *b = ct_gt_scalar(values(CT_SHAPE(3, 70001), CT_F32, -1, 1, 96), ct_scalar_float(0.2));
+    ct_tensor *b = ct_gt_scalar(values(CT_SHAPE(3, ct_test_size(70001, 9001)), CT_F32, -1, 1, 96), ct_scalar_float(0.2));
     CT_AGREE("bool cumsum rows", ct_cumsum(b, 1, CT_DTYPE_UNDEFINED),
              ct_cumsum(ct_to_device(b, CUDA0), 1, CT_DTYPE_UNDEFINED), 0);
-    ct_tensor *f = values(CT_SHAPE(5, 40000), CT_F32, 0, 1, 97);
+    ct_tensor *f = values(CT_SHAPE(5, ct_test_size(40000, 9000)), CT_F32, 0, 1, 97);
     CT_AGREE("float cumsum rows", ct_cumsum(f, 1, CT_DTYPE_UNDEFINED),
              ct_cumsum(ct_to_device(f, CUDA0), 1, CT_DTYPE_UNDEFINED), 8);
     CT_AGREE("float cumsum strided rows", ct_cumsum(ct_t(f), 0, CT_F64),
