@@ -120,7 +120,15 @@ static ct_status gen_kthvalue(const ct_tensor *t, int64_t k, int64_t dim, bool k
                               ct_tensor **idx) {
     ct_call c = {.op = CT_OP_kthvalue, .nin = 1, .in = {t}, .nints = 3, .ints = {k, dim, keepdim},
                  .dtype = CT_DTYPE_UNDEFINED};
-    ct_status st = ct_generic_kthvalue(&c);
+    /* the wrapped dim and the output shape, as the CPU kernel hands them over */
+    int nd = ct_tensor_dim(t), d = (int)(dim < 0 ? dim + (nd ? nd : 1) : dim), ond = 0;
+    int64_t shape[8];
+    for (int i = 0; i < nd; i++)
+        if (i != d)
+            shape[ond++] = ct_tensor_shape(t)[i];
+        else if (keepdim)
+            shape[ond++] = 1;
+    ct_status st = ct_generic_kthvalue(&c, d, shape, ond);
     *vals = st ? NULL : ct_call_take_output(&c, 0);
     *idx = st ? NULL : ct_call_take_output(&c, 1);
     ct_call_clear_outputs(&c);

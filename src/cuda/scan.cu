@@ -336,6 +336,14 @@ static bool softmax_vec_ok(const ct_cuda_reduce_desc *d) {
     return true;
 }
 
+template <typename T>
+static void softmax_launch(const ct_cuda_reduce_desc *d, bool vec, unsigned blocks, int group, cudaStream_t s) {
+    if (vec)
+        softmax_vec_kernel<T><<<blocks, SCAN_THREADS, 0, s>>>(*d, group);
+    else
+        softmax_kernel<T><<<blocks, SCAN_THREADS, 0, s>>>(*d, group);
+}
+
 extern "C" ct_status ct_cuda_scan_run(const ct_cuda_reduce_desc *d, void *scratch, int device, const char *op) {
     if (d->out_numel == 0 || d->rshape[0] == 0)
         return CT_OK;
@@ -358,18 +366,8 @@ extern "C" ct_status ct_cuda_scan_run(const ct_cuda_reduce_desc *d, void *scratc
         blocks = blocks > cap ? cap : blocks;
         bool vec = softmax_vec_ok(d);
         switch (d->in_dtype) {
-        case CT_DTYPE_FLOAT32:
-            if (vec)
-                softmax_vec_kernel<float><<<(unsigned)blocks, SCAN_THREADS, 0, s>>>(*d, group);
-            else
-                softmax_kernel<float><<<(unsigned)blocks, SCAN_THREADS, 0, s>>>(*d, group);
-            break;
-        case CT_DTYPE_FLOAT64:
-            if (vec)
-                softmax_vec_kernel<double><<<(unsigned)blocks, SCAN_THREADS, 0, s>>>(*d, group);
-            else
-                softmax_kernel<double><<<(unsigned)blocks, SCAN_THREADS, 0, s>>>(*d, group);
-            break;
+        case CT_DTYPE_FLOAT32: softmax_launch<float>(d, vec, (unsigned)blocks, group, s); break;
+        case CT_DTYPE_FLOAT64: softmax_launch<double>(d, vec, (unsigned)blocks, group, s); break;
         default: return ct_error(CT_ERROR_TYPE, op, "no CUDA softmax for work dtype %s", ct_dtype_name(d->in_dtype));
         }
         return ct_cuda_check_launch(op);

@@ -737,10 +737,6 @@ static ct_status kthvalue_kernel(ct_keyset ks, ct_call *call, void *ud) {
         return ct_error(CT_ERROR_INDEX, op, "kthvalue(): selected number k out of range for dimension %d", d);
     if (t->dtype == CT_DTYPE_BOOL)
         return ct_error(CT_ERROR_TYPE, op, "\"kthvalue_cpu\" not implemented for 'Bool'");
-#ifdef CT_HAVE_CUDA
-    if (t->device.type == CT_DEVICE_CUDA)
-        return ct_generic_kthvalue(call);
-#endif
     int64_t shape[CT_MAX_DIMS];
     int nd = 0;
     for (int i = 0; i < t->ndim; i++)
@@ -748,6 +744,10 @@ static ct_status kthvalue_kernel(ct_keyset ks, ct_call *call, void *ud) {
             shape[nd++] = t->shape[i];
         else if (keepdim)
             shape[nd++] = 1;
+#ifdef CT_HAVE_CUDA
+    if (t->device.type == CT_DEVICE_CUDA)
+        return ct_generic_kthvalue(call, d, shape, nd);
+#endif
     ct_tensor *vals = ct_empty(shape, nd, t->dtype, t->device);
     ct_tensor *idx = ct_empty(shape, nd, CT_DTYPE_INT64, t->device);
     ct_status st = ct_ix_set_out(call, 0, vals);

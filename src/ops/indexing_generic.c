@@ -133,20 +133,9 @@ ct_status ct_generic_masked_scatter(ct_call *call) {
 
 /* ------------------------------------------------------------------ kthvalue */
 
-ct_status ct_generic_kthvalue(ct_call *call) {
+ct_status ct_generic_kthvalue(ct_call *call, int d, const int64_t *shape, int nd) {
     const ct_tensor *t = call->in[0];
     int64_t k = call->ints[0];
-    bool keepdim = call->ints[2] != 0;
-    int d = 0;
-    if (ct_wrap_dim("kthvalue", call->ints[1], t->ndim ? t->ndim : 1, &d))
-        return ct_last_status();
-    int64_t shape[CT_MAX_DIMS];
-    int nd = 0;
-    for (int i = 0; i < t->ndim; i++)
-        if (i != d)
-            shape[nd++] = t->shape[i];
-        else if (keepdim)
-            shape[nd++] = 1;
     ct_scope_begin();
     const ct_tensor *x = t->ndim ? t : ct_reshape(t, CT_SHAPE(1));
     ct_tensor *order = NULL, *pick = NULL;

@@ -18,9 +18,9 @@ ct_status ct_generic_take(ct_call *call);
 /* in: t, mask (bool or uint8), src (t's dtype). Functional: output 0 is t and mask
  * broadcast together; in place: written into out[0], mask broadcasting to it. */
 ct_status ct_generic_masked_scatter(ct_call *call);
-/* in: t (not bool); ints: k (1 <= k <= size of dim), dim, keepdim. Outputs: values,
- * int64 indices. */
-ct_status ct_generic_kthvalue(ct_call *call);
+/* in: t (not bool); ints: k (1 <= k <= size of dim), dim, keepdim; d: the wrapped dim,
+ * (shape, nd): the outputs' shape. Outputs: values, int64 indices. */
+ct_status ct_generic_kthvalue(ct_call *call, int d, const int64_t *shape, int nd);
 /* in: t. Outputs: values (1-D), inverse (t's shape, int64), counts (int64). */
 ct_status ct_generic_unique(ct_call *call, bool consecutive);
 
