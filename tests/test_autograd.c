@@ -450,6 +450,7 @@ static void test_grad_steal(void **state) {
     ct_scope_begin();
     ct_tensor *x = leaf((double[]){1, 2, 3}, 3);
     const ct_tensor *seen = NULL;
+    double v;
     int64_t h = ct_tensor_register_hook(x, note_grad, &seen);
     assert_int_equal(ct_backward(ct_sum(ct_mul_scalar(x, ct_scalar_int(3)), NULL, 0, false, CT_DTYPE_UNDEFINED), NULL,
                                  false, false),
@@ -457,6 +458,31 @@ static void test_grad_steal(void **state) {
     ct_tensor *gx = ct_tensor_grad(x);
     assert_ptr_equal(gx, seen); /* taken, not copied */
     assert_int_equal(ct_remove_hook(h), CT_OK);
+    /* linear: w's gradient arrives dense (mm gives w^T's in w^T's layout) and the
+     * bias's is a private view of a sum: both are kept without a copy */
+    ct_tensor *lx = ct_ones(CT_SHAPE(6, 5), CT_F64, CT_CPU);
+    ct_tensor *lw = ct_ones(CT_SHAPE(4, 5), CT_F64, CT_CPU), *lb = ct_ones(CT_SHAPE(4), CT_F64, CT_CPU);
+    ct_tensor_set_requires_grad(lw, true);
+    ct_tensor_set_requires_grad(lb, true);
+    const ct_tensor *seen_w = NULL, *seen_b = NULL;
+    int64_t hw = ct_tensor_register_hook(lw, note_grad, &seen_w), hb = ct_tensor_register_hook(lb, note_grad, &seen_b);
+    assert_int_equal(ct_backward(ct_sum(ct_linear(lx, lw, lb), NULL, 0, false, CT_DTYPE_UNDEFINED), NULL, false, false),
+                     CT_OK);
+    ct_tensor *glw = ct_tensor_grad(lw);
+    assert_ptr_equal(glw, seen_w);
+    assert_ptr_equal(ct_tensor_grad(lb), seen_b);
+    assert_true(ct_tensor_is_contiguous(glw));
+    assert_int_equal(ct_tensor_get(glw, CT_INDEX(3, 4), &v), CT_OK);
+    assert_true(v == 6); /* d/dw of sum(x w^T) = column sums of x */
+    assert_int_equal(ct_tensor_get(ct_tensor_grad(lb), CT_INDEX(2), &v), CT_OK);
+    assert_true(v == 6);
+    /* a second backward accumulates in place into the kept tensors */
+    assert_int_equal(ct_backward(ct_sum(ct_linear(lx, lw, lb), NULL, 0, false, CT_DTYPE_UNDEFINED), NULL, false, false),
+                     CT_OK);
+    assert_int_equal(ct_tensor_get(ct_tensor_grad(lw), CT_INDEX(0, 0), &v), CT_OK);
+    assert_true(v == 12);
+    assert_int_equal(ct_remove_hook(hw), CT_OK);
+    assert_int_equal(ct_remove_hook(hb), CT_OK);
     /* a + b hands the same gradient tensor to both leaves: each .grad is its own */
     ct_tensor *a = leaf((double[]){1, 2}, 2), *b = leaf((double[]){3, 4}, 2);
     assert_int_equal(ct_backward(ct_add(a, b), ct_ones(CT_SHAPE(2), CT_F64, CT_CPU), false, false), CT_OK);
@@ -464,7 +490,6 @@ static void test_grad_steal(void **state) {
     assert_ptr_not_equal(ga, gb);
     assert_int_equal(ct_backward(ct_mul_scalar(a, ct_scalar_int(5)), ct_ones(CT_SHAPE(2), CT_F64, CT_CPU), false, false),
                      CT_OK);
-    double v;
     assert_int_equal(ct_tensor_get(ct_tensor_grad(a), CT_INDEX(0), &v), CT_OK);
     assert_true(v == 6);
     assert_int_equal(ct_tensor_get(ct_tensor_grad(b), CT_INDEX(0), &v), CT_OK);

@@ -225,9 +225,17 @@ static ct_status matprod_backward(ct_node_ctx *ctx, ct_tensor *g, int ia, int ib
         TRY(*ga = scale(prod(g, ag_transpose(b, d0, d1)), alpha));
     }
     if (WANT(ib)) {
-        ct_tensor *a;
+        ct_tensor *a, *b;
         TRY(a = saved(ctx, ia));
-        TRY(*gb = scale(prod(ag_transpose(a, d0, d1), g), alpha));
+        TRY(b = saved(ctx, ib));
+        /* b stored transposed (linear's w^T): the gradient in the same layout, as
+         * (g^T a)^T, so that the transpose's backward gives w a dense gradient that
+         * AccumulateGrad can keep without a copy. */
+        if (!batched && b->ndim == 2 && b->shape[0] > 1 && b->shape[1] > 1 && b->strides[0] == 1 &&
+            b->strides[1] == b->shape[0])
+            TRY(*gb = scale(ag_transpose(prod(ag_transpose(g, 0, 1), a), 0, 1), alpha));
+        else
+            TRY(*gb = scale(prod(ag_transpose(a, d0, d1), g), alpha));
     }
     return CT_OK;
 }

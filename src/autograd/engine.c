@@ -244,15 +244,26 @@ static ct_tensor *grad_copy(ct_tensor *g, bool create_graph) {
 
 /* Note [Stealing the gradient]
  * A leaf's first gradient is stored as a copy, so that later in-place accumulation
- * cannot reach a tensor someone else holds. When nothing else can hold it (the engine's
- * buffer has the only reference to the tensor and the tensor the only one to its
- * storage, it is no view and has no history) and it is dense in the leaf's dtype,
- * shape and device, the tensor itself becomes .grad: no allocation, no copy. PyTorch's
- * AccumulateGrad does the same. Under create_graph the copy records history and is
- * always made. */
+ * cannot reach a tensor someone else holds. When nothing else can hold it (the
+ * engine's buffer has the only reference to the tensor and the tensor the only one to
+ * its storage, or it is a view whose base nothing else holds; no history) and it is
+ * dense in the leaf's dtype, shape and device, the tensor itself becomes .grad: no
+ * allocation, no copy. PyTorch's AccumulateGrad does the same; mm's backward gives a
+ * transposed operand (linear's w^T) its gradient in the same layout so that w's
+ * gradient arrives dense. Under create_graph the copy records history and is always
+ * made. */
 static bool stealable(const ct_tensor *leaf, const ct_tensor *g, bool create_graph) {
-    if (create_graph || atomic_load(&g->refcount) != 1 || g->is_view || g->grad_fn || g->requires_grad ||
-        g->wrapped_number || !g->storage || atomic_load(&g->storage->refcount) != 1 || g->storage->external)
+    if (create_graph || atomic_load(&g->refcount) != 1 || g->grad_fn || g->requires_grad || g->wrapped_number ||
+        !g->storage || g->storage->external)
+        return false;
+    /* A view counts as private when its base is held by it alone and nothing else
+     * holds the storage (base and view: two references), and it spans the whole
+     * storage (keeping it pins no extra memory). */
+    int holders = g->is_view ? 2 : 1;
+    if (atomic_load(&g->storage->refcount) != holders)
+        return false;
+    if (g->is_view && (!g->base || atomic_load(&g->base->refcount) != 1 || g->offset != 0 ||
+                       (size_t)g->numel * ct_dtype_size(g->dtype) != g->storage->nbytes))
         return false;
     if (g->dtype != leaf->dtype || !ct_device_equal(g->device, leaf->device) || g->ndim != leaf->ndim ||
         memcmp(g->shape, leaf->shape, sizeof(int64_t) * (size_t)g->ndim) != 0)
