@@ -50,14 +50,6 @@ typedef struct ct_sdpa_mask {
 #undef WD
 #undef FN
 
-/* Public ops called from inside a kernel must not be recorded by autograd again
- * (the AUTOGRAD key above this one already did). */
-static ct_keyset below_autograd_begin(void) {
-    ct_keyset old = ct_tls_excluded();
-    ct_tls_set_excluded(old | CT_KEYSET(CT_KEY_AUTOGRAD));
-    return old;
-}
-
 static int num_threads_for(int64_t tasks) {
     int nth = 1;
 #ifdef CT_HAVE_OPENMP
@@ -72,33 +64,8 @@ static int num_threads_for(int64_t tasks) {
 
 /* ------------------------------------------------------------------ conv_transpose2d */
 
-/* conv_transpose2d is the input gradient of conv2d: the transposed op's input plays
- * conv2d's grad_output, and its output shape plays conv2d's input. */
 ct_status ct_cpu_conv_transpose2d(ct_keyset ks, ct_call *call, void *ud) {
-    (void)ks, (void)ud;
-    int64_t shape[4];
-    int nd;
-    ct_status st = ct_convt_check(call, shape, &nd);
-    if (st)
-        return st;
-    const ct_tensor *x = call->in[0], *w = call->in[1], *b = call->in[2];
-    ct_keyset saved = below_autograd_begin();
-    ct_scope_begin();
-    ct_tensor *placeholder = ct_expand(ct_zeros(NULL, 0, x->dtype, CT_CPU), shape, nd);
-    ct_tensor *gi = NULL;
-    st = placeholder ? ct_conv2d_backward(x, placeholder, w, &call->ints[0], &call->ints[2], &call->ints[6],
-                                          call->ints[8], &gi, NULL, NULL)
-                     : ct_last_status();
-    if (st == CT_OK && b) {
-        int64_t bs[4] = {1, 1, 1, 1};
-        bs[nd - 3] = b->shape[0];
-        gi = ct_add(gi, ct_view(b, bs + (4 - nd), nd));
-    }
-    if (st == CT_OK)
-        st = gi ? ct_call_set_output(call, 0, gi) : ct_last_status();
-    ct_scope_end();
-    ct_tls_set_excluded(saved);
-    return st;
+    return ct_conv_transpose2d_kernel(ks, call, ud);
 }
 
 /* ------------------------------------------------------------------ pooling */
@@ -228,10 +195,8 @@ ct_status ct_cpu_rms_norm_backward(ct_keyset ks, ct_call *call, void *ud) {
     (void)ks, (void)ud;
     ct_rmsnorm_geom g;
     const ct_tensor *gy0 = call->in[0], *x0 = call->in[1], *w0 = call->in[2];
-    ct_status st = ct_rmsnorm_check(call, x0, w0, &g);
+    ct_status st = ct_rmsnorm_backward_check(call, &g);
     if (st)
-        return st;
-    if ((st = ct_nn_same_shape("rms_norm_backward", gy0, x0->shape, x0->ndim)))
         return st;
     ct_dtype wd = ct_nn_work_dtype(x0->dtype);
     ct_scope_begin();
@@ -286,10 +251,8 @@ ct_status ct_cpu_layer_norm_backward(ct_keyset ks, ct_call *call, void *ud) {
     (void)ks, (void)ud;
     ct_rmsnorm_geom g;
     const ct_tensor *gy0 = call->in[0], *x0 = call->in[1], *w0 = call->in[2], *b0 = call->in[3];
-    ct_status st = ct_layernorm_check(call, x0, w0, b0, &g);
+    ct_status st = ct_layernorm_backward_check(call, &g);
     if (st)
-        return st;
-    if ((st = ct_nn_same_shape("layer_norm_backward", gy0, x0->shape, x0->ndim)))
         return st;
     ct_dtype wd = ct_nn_work_dtype(x0->dtype);
     ct_scope_begin();

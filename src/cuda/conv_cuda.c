@@ -26,12 +26,6 @@
 /* Column elements per chunk: 2^26 (256 MB in float32). */
 #define CT_CONV_COLS_MAX ((int64_t)1 << 26)
 
-static ct_keyset below_autograd_begin(void) {
-    ct_keyset old = ct_tls_excluded();
-    ct_tls_set_excluded(old | CT_KEYSET(CT_KEY_AUTOGRAD));
-    return old;
-}
-
 /* Images per chunk (Note [GPU convolution]). */
 static int64_t chunk_images(const ct_conv2d_geom *g) {
     int64_t per = g->c * g->kh * g->kw * g->oh * g->ow;
@@ -94,7 +88,7 @@ static ct_status conv2d_kernel(ct_keyset ks, ct_call *call, void *ud) {
     ct_dtype dt = x0->dtype, wd = ct_nn_work_dtype(dt);
     if (!ct_cuda_use_device("conv2d", x0->device.index))
         return ct_last_status();
-    ct_keyset old = below_autograd_begin();
+    ct_keyset old = ct_nn_below_autograd_begin();
     ct_scope_begin();
     int64_t cg = g.c / g.groups, og = g.oc / g.groups, krows = cg * g.kh * g.kw, plane = g.oh * g.ow;
     int64_t x4[4] = {g.n, g.c, g.h, g.w}, y4[4] = {g.n, g.oc, g.oh, g.ow};
@@ -214,7 +208,7 @@ static ct_status conv2d_backward_kernel(ct_keyset ks, ct_call *call, void *ud) {
     if (!ct_cuda_use_device("conv2d_backward", x0->device.index))
         return ct_last_status();
     ct_dtype dt = x0->dtype;
-    ct_keyset old = below_autograd_begin();
+    ct_keyset old = ct_nn_below_autograd_begin();
     ct_scope_begin();
     ct_tensor *res[3] = {NULL, NULL, NULL};
     st = conv_backward(&g, x0, w0, go, call->ints[7] != 0, call->ints[8] != 0, call->ints[9] != 0, res);
@@ -230,37 +224,8 @@ static ct_status conv2d_backward_kernel(ct_keyset ks, ct_call *call, void *ud) {
     return st;
 }
 
-/* conv_transpose2d is conv2d's input gradient (as on the CPU): its input plays
- * grad_output and its output shape conv2d's input, given by a broadcast placeholder. */
-static ct_status conv_transpose2d_kernel(ct_keyset ks, ct_call *call, void *ud) {
-    (void)ks, (void)ud;
-    int64_t shape[4];
-    int nd;
-    ct_status st = ct_convt_check(call, shape, &nd);
-    if (st)
-        return st;
-    const ct_tensor *x = call->in[0], *w = call->in[1], *b = call->in[2];
-    ct_keyset old = below_autograd_begin();
-    ct_scope_begin();
-    ct_tensor *placeholder = ct_expand(ct_zeros(NULL, 0, x->dtype, x->device), shape, nd);
-    ct_tensor *gi = NULL;
-    st = placeholder ? ct_conv2d_backward(x, placeholder, w, &call->ints[0], &call->ints[2], &call->ints[6],
-                                          call->ints[8], &gi, NULL, NULL)
-                     : ct_last_status();
-    if (st == CT_OK && b) {
-        int64_t bs[4] = {1, 1, 1, 1};
-        bs[nd - 3] = b->shape[0];
-        gi = ct_add(gi, ct_view(b, bs + (4 - nd), nd));
-    }
-    if (st == CT_OK)
-        st = gi ? ct_call_set_output(call, 0, gi) : ct_last_status();
-    ct_scope_end();
-    ct_tls_set_excluded(old);
-    return st;
-}
-
 void ct_cuda_register_conv(void) {
     ct_dispatch_register_default(CT_OP_conv2d, CT_KEY_CUDA, conv2d_kernel, NULL);
     ct_dispatch_register_default(CT_OP_conv2d_backward, CT_KEY_CUDA, conv2d_backward_kernel, NULL);
-    ct_dispatch_register_default(CT_OP_conv_transpose2d, CT_KEY_CUDA, conv_transpose2d_kernel, NULL);
+    ct_dispatch_register_default(CT_OP_conv_transpose2d, CT_KEY_CUDA, ct_conv_transpose2d_kernel, NULL);
 }

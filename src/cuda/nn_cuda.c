@@ -114,12 +114,6 @@ static ct_status nll_backward_kernel(ct_keyset ks, ct_call *call, void *ud) {
  * and boolean masks become -inf scores, float masks are added, as the CPU. The ops run
  * below the autograd key (the op's own derivative is the backward kernel). */
 
-static ct_keyset below_autograd_begin(void) {
-    ct_keyset old = ct_tls_excluded();
-    ct_tls_set_excluded(old | CT_KEYSET(CT_KEY_AUTOGRAD));
-    return old;
-}
-
 /* softmax(q k^T * scale + mask) over the last dim, on q's device. */
 static ct_tensor *attention_probs(const ct_tensor *q, const ct_tensor *k, const ct_tensor *mask, bool causal,
                                   double scale, const ct_sdpa_geom *g) {
@@ -147,7 +141,7 @@ static ct_status sdpa_kernel(ct_keyset ks, ct_call *call, void *ud) {
         st = ct_nn_same_device(op, call->in, 4);
     if (st)
         return st;
-    ct_keyset old = below_autograd_begin();
+    ct_keyset old = ct_nn_below_autograd_begin();
     ct_scope_begin();
     ct_tensor *p = attention_probs(q, k, mask, causal, ct_scalar_to_double(call->s[0]), &g);
     ct_tensor *y = p ? ct_matmul(p, v) : NULL;
@@ -173,7 +167,7 @@ static ct_status sdpa_backward_kernel(ct_keyset ks, ct_call *call, void *ud) {
         st = ct_nn_same_device(op, all, 5);
     if (st)
         return st;
-    ct_keyset old = below_autograd_begin();
+    ct_keyset old = ct_nn_below_autograd_begin();
     ct_scope_begin();
     ct_tensor *p = attention_probs(q, k, mask, causal, scale, &g);
     ct_tensor *pt = p ? ct_transpose(p, -2, -1) : NULL;

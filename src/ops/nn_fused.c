@@ -219,6 +219,22 @@ ct_status ct_layernorm_check(const ct_call *call, const ct_tensor *x, const ct_t
     return norm_check("layer_norm", call, x, w, b, g);
 }
 
+static ct_status norm_backward_check(const char *op, const ct_call *call, int nin, ct_rmsnorm_geom *g) {
+    const ct_tensor *gy = call->in[0], *x = call->in[1], *w = call->in[2], *b = nin > 3 ? call->in[3] : NULL;
+    ct_status st = norm_check(nin > 3 ? "layer_norm" : "rms_norm", call, x, w, b, g);
+    if (st || (st = ct_nn_same_shape(op, gy, x->shape, x->ndim)))
+        return st;
+    return ct_nn_same_device(op, call->in, nin);
+}
+
+ct_status ct_rmsnorm_backward_check(const ct_call *call, ct_rmsnorm_geom *g) {
+    return norm_backward_check("rms_norm_backward", call, 3, g);
+}
+
+ct_status ct_layernorm_backward_check(const ct_call *call, ct_rmsnorm_geom *g) {
+    return norm_backward_check("layer_norm_backward", call, 4, g);
+}
+
 ct_status ct_gelu_backward_check(const ct_tensor *gy, const ct_tensor *x, int64_t approximate) {
     const char *op = "gelu_backward";
     if (approximate != CT_GELU_APPROXIMATE_NONE && approximate != CT_GELU_APPROXIMATE_TANH)
@@ -946,4 +962,40 @@ ct_tensor *ct_one_hot(const ct_tensor *tensor, int64_t num_classes) {
     ct_call c = {.op = CT_OP_one_hot, .nin = 1, .in = {tensor}, .nints = 1, .dtype = CT_DTYPE_UNDEFINED};
     c.ints[0] = num_classes;
     return ct_dispatch_1(&c);
+}
+
+ct_keyset ct_nn_below_autograd_begin(void) {
+    ct_keyset old = ct_tls_excluded();
+    ct_tls_set_excluded(old | CT_KEYSET(CT_KEY_AUTOGRAD));
+    return old;
+}
+
+/* conv_transpose2d is the input gradient of conv2d: the transposed op's input plays
+ * conv2d's grad_output (a broadcast placeholder of the output's shape stands for
+ * conv2d's input), on whatever device the input is. */
+ct_status ct_conv_transpose2d_kernel(ct_keyset ks, ct_call *call, void *ud) {
+    (void)ks, (void)ud;
+    int64_t shape[4];
+    int nd;
+    ct_status st = ct_convt_check(call, shape, &nd);
+    if (st)
+        return st;
+    const ct_tensor *x = call->in[0], *w = call->in[1], *b = call->in[2];
+    ct_keyset saved = ct_nn_below_autograd_begin();
+    ct_scope_begin();
+    ct_tensor *placeholder = ct_expand(ct_zeros(NULL, 0, x->dtype, x->device), shape, nd);
+    ct_tensor *gi = NULL;
+    st = placeholder ? ct_conv2d_backward(x, placeholder, w, &call->ints[0], &call->ints[2], &call->ints[6],
+                                          call->ints[8], &gi, NULL, NULL)
+                     : ct_last_status();
+    if (st == CT_OK && b) {
+        int64_t bs[4] = {1, 1, 1, 1};
+        bs[nd - 3] = b->shape[0];
+        gi = ct_add(gi, ct_view(b, bs + (4 - nd), nd));
+    }
+    if (st == CT_OK)
+        st = gi ? ct_call_set_output(call, 0, gi) : ct_last_status();
+    ct_scope_end();
+    ct_tls_set_excluded(saved);
+    return st;
 }

@@ -32,6 +32,11 @@ ct_status ct_rmsnorm_check(const ct_call *call, const ct_tensor *x, const ct_ten
  * grad_weight when weight is given, grad_bias when bias is given. */
 ct_status ct_layernorm_check(const ct_call *call, const ct_tensor *x, const ct_tensor *w, const ct_tensor *b,
                              ct_rmsnorm_geom *g);
+/* rms_norm_backward: in (grad_output, x, weight or NULL); layer_norm_backward: in
+ * (grad_output, x, weight, bias): the forward's check, grad_output of x's shape, every
+ * tensor on one device. */
+ct_status ct_rmsnorm_backward_check(const ct_call *call, ct_rmsnorm_geom *g);
+ct_status ct_layernorm_backward_check(const ct_call *call, ct_rmsnorm_geom *g);
 /* gelu_backward: in (grad_output, input); ints: approximate. */
 ct_status ct_gelu_backward_check(const ct_tensor *gy, const ct_tensor *x, int64_t approximate);
 
@@ -56,6 +61,9 @@ ct_status ct_nll_check(const ct_tensor *x, const ct_tensor *t, const ct_tensor *
 /* conv_transpose2d: in (input, weight, bias or NULL); ints stride[2], padding[2],
  * output_padding[2], dilation[2], groups. The output shape goes in shape/nd. */
 ct_status ct_convt_check(const ct_call *call, int64_t *shape, int *nd);
+/* conv_transpose2d's kernel for every device: conv2d's input gradient, through
+ * ct_conv2d_backward on the input's device. */
+ct_status ct_conv_transpose2d_kernel(ct_keyset ks, ct_call *call, void *ud);
 
 ct_status ct_embedding_check(const ct_tensor *w, const ct_tensor *idx);
 /* embedding_backward's arguments, for every backend: index and gradient dtypes,
@@ -82,5 +90,9 @@ ct_status ct_nn_set_out(ct_call *call, int i, ct_tensor *t, ct_dtype dtype);
 ct_status ct_nn_same_shape(const char *op, const ct_tensor *t, const int64_t *shape, int nd);
 /* A device error unless the non-NULL tensors of ts[0..n) share one device. */
 ct_status ct_nn_same_device(const char *op, const ct_tensor *const *ts, int n);
+/* Leaves the AUTOGRAD key out of this thread's dispatch until ct_tls_set_excluded
+ * gets the returned set back: public ops called inside a kernel must not be recorded
+ * again (the key above already recorded the op). */
+ct_keyset ct_nn_below_autograd_begin(void);
 
 #endif
