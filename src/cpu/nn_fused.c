@@ -97,11 +97,8 @@ ct_status ct_cpu_avg_pool2d_backward(ct_keyset ks, ct_call *call, void *ud) {
     (void)ks, (void)ud;
     ct_avgpool_geom g;
     const ct_tensor *gy0 = call->in[0], *x0 = call->in[1];
-    ct_status st = ct_avgpool_check(x0, call->ints, &g);
+    ct_status st = ct_avgpool_backward_check(call, &g);
     if (st)
-        return st;
-    int64_t shape[4] = {g.n, g.c, g.oh, g.ow};
-    if ((st = ct_nn_same_shape("avg_pool2d_backward", gy0, g.batched ? shape : shape + 1, g.batched ? 4 : 3)))
         return st;
     ct_dtype wd = ct_nn_work_dtype(x0->dtype);
     ct_scope_begin();
@@ -145,11 +142,8 @@ ct_status ct_cpu_adaptive_avg_pool2d_backward(ct_keyset ks, ct_call *call, void 
     (void)ks, (void)ud;
     ct_adapool_geom g;
     const ct_tensor *gy0 = call->in[0], *x0 = call->in[1];
-    ct_status st = ct_adapool_check(x0, call->ints, &g);
+    ct_status st = ct_adapool_backward_check(call, &g);
     if (st)
-        return st;
-    int64_t shape[4] = {g.n, g.c, g.oh, g.ow};
-    if ((st = ct_nn_same_shape("adaptive_avg_pool2d_backward", gy0, g.batched ? shape : shape + 1, g.batched ? 4 : 3)))
         return st;
     ct_dtype wd = ct_nn_work_dtype(x0->dtype);
     ct_scope_begin();

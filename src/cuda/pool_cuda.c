@@ -160,12 +160,8 @@ static ct_status avg_pool_backward_kernel(ct_keyset ks, ct_call *call, void *ud)
     (void)ks, (void)ud;
     ct_avgpool_geom g;
     const ct_tensor *gy0 = call->in[0], *x0 = call->in[1];
-    ct_status st = ct_avgpool_check(x0, call->ints, &g);
+    ct_status st = ct_avgpool_backward_check(call, &g);
     if (st)
-        return st;
-    int64_t shape[4] = {g.n, g.c, g.oh, g.ow};
-    if ((st = ct_nn_same_shape("avg_pool2d_backward", gy0, g.batched ? shape : shape + 1, g.batched ? 4 : 3)) ||
-        (st = same_device("avg_pool2d_backward", x0, gy0)))
         return st;
     if (!ct_cuda_use_device("avg_pool2d_backward", x0->device.index))
         return ct_last_status();
@@ -219,12 +215,8 @@ static ct_status adaptive_backward_kernel(ct_keyset ks, ct_call *call, void *ud)
     (void)ks, (void)ud;
     ct_adapool_geom g;
     const ct_tensor *gy0 = call->in[0], *x0 = call->in[1];
-    ct_status st = ct_adapool_check(x0, call->ints, &g);
+    ct_status st = ct_adapool_backward_check(call, &g);
     if (st)
-        return st;
-    int64_t shape[4] = {g.n, g.c, g.oh, g.ow};
-    if ((st = ct_nn_same_shape("adaptive_avg_pool2d_backward", gy0, g.batched ? shape : shape + 1, g.batched ? 4 : 3)) ||
-        (st = same_device("adaptive_avg_pool2d_backward", x0, gy0)))
         return st;
     if (!ct_cuda_use_device("adaptive_avg_pool2d_backward", x0->device.index))
         return ct_last_status();

@@ -219,6 +219,30 @@ ct_status ct_layernorm_check(const ct_call *call, const ct_tensor *x, const ct_t
     return norm_check("layer_norm", call, x, w, b, g);
 }
 
+/* grad_output gy must have the pooled shape (n, c, oh, ow), without n when unbatched,
+ * and sit on x's device. */
+static ct_status pooled_grad_check(const char *op, const ct_tensor *gy, const ct_tensor *x, bool batched, int64_t n,
+                                   int64_t c, int64_t oh, int64_t ow) {
+    int64_t shape[4] = {n, c, oh, ow};
+    const ct_tensor *ts[2] = {x, gy};
+    ct_status st = ct_nn_same_shape(op, gy, batched ? shape : shape + 1, batched ? 4 : 3);
+    return st ? st : ct_nn_same_device(op, ts, 2);
+}
+
+ct_status ct_avgpool_backward_check(const ct_call *call, ct_avgpool_geom *g) {
+    ct_status st = ct_avgpool_check(call->in[1], call->ints, g);
+    return st ? st
+              : pooled_grad_check("avg_pool2d_backward", call->in[0], call->in[1], g->batched, g->n, g->c, g->oh,
+                                  g->ow);
+}
+
+ct_status ct_adapool_backward_check(const ct_call *call, ct_adapool_geom *g) {
+    ct_status st = ct_adapool_check(call->in[1], call->ints, g);
+    return st ? st
+              : pooled_grad_check("adaptive_avg_pool2d_backward", call->in[0], call->in[1], g->batched, g->n, g->c,
+                                  g->oh, g->ow);
+}
+
 static ct_status norm_backward_check(const char *op, const ct_call *call, int nin, ct_rmsnorm_geom *g) {
     const ct_tensor *gy = call->in[0], *x = call->in[1], *w = call->in[2], *b = nin > 3 ? call->in[3] : NULL;
     ct_status st = norm_check(nin > 3 ? "layer_norm" : "rms_norm", call, x, w, b, g);

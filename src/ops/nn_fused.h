@@ -20,6 +20,10 @@ typedef struct ct_adapool_geom {
     int64_t n, c, h, w, oh, ow;
 } ct_adapool_geom;
 ct_status ct_adapool_check(const ct_tensor *x, const int64_t *ints, ct_adapool_geom *g);
+/* avg_pool2d_backward / adaptive_avg_pool2d_backward: in (grad_output, input), ints
+ * as the forward: the forward's check, grad_output of the pooled shape, one device. */
+ct_status ct_avgpool_backward_check(const ct_call *call, ct_avgpool_geom *g);
+ct_status ct_adapool_backward_check(const ct_call *call, ct_adapool_geom *g);
 
 /* rms_norm: in (x, weight or NULL); ints: k, normalized_shape[k]; s[0] eps. */
 typedef struct ct_rmsnorm_geom {
