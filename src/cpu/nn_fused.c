@@ -645,48 +645,26 @@ ct_status ct_cpu_nll_loss_backward(ct_keyset ks, ct_call *call, void *ud) {
 
 ct_status ct_cpu_one_hot(ct_keyset ks, ct_call *call, void *ud) {
     (void)ks, (void)ud;
-    const char *op = "one_hot";
     const ct_tensor *t0 = call->in[0];
     int64_t nc = call->ints[0];
-    if (t0->dtype != CT_DTYPE_INT64)
-        return ct_error(CT_ERROR_TYPE, op, "one_hot is only applicable to index tensor.");
-    if (t0->ndim + 1 > CT_MAX_DIMS)
-        return ct_error(CT_ERROR_VALUE, op, "input has too many dimensions (%d)", t0->ndim);
-    if (nc < -1)
-        return ct_error(CT_ERROR_VALUE, op, "num_classes should be positive or -1");
+    ct_status st = ct_one_hot_check(t0, nc);
+    if (st)
+        return st;
     ct_scope_begin();
     ct_tensor *t = ct_contiguous(t0);
-    ct_status st = t ? CT_OK : ct_last_status();
     const int64_t *p = t ? ct_tensor_data(t) : NULL;
-    int64_t mx = -1;
-    for (int64_t i = 0; st == CT_OK && i < t0->numel; i++) {
-        if (p[i] < 0)
-            st = ct_error(CT_ERROR_VALUE, op, "Class values must be non-negative.");
-        else if (p[i] > mx)
-            mx = p[i];
+    int64_t mn = 0, mx = -1;
+    for (int64_t i = 0; t && i < t0->numel; i++) {
+        mn = i == 0 || p[i] < mn ? p[i] : mn;
+        mx = p[i] > mx ? p[i] : mx;
     }
-    if (st == CT_OK && nc == -1) {
-        if (t0->numel == 0)
-            st = ct_error(CT_ERROR_VALUE, op, "Can not infer total number of classes from empty tensor.");
-        nc = mx + 1;
-    }
-    if (st == CT_OK && mx >= nc)
-        st = ct_error(CT_ERROR_VALUE, op, "Class values must be smaller than num_classes.");
-    ct_tensor *y = NULL;
-    if (st == CT_OK) {
-        int64_t shape[CT_MAX_DIMS];
-        memcpy(shape, t0->shape, sizeof(int64_t) * (size_t)t0->ndim);
-        shape[t0->ndim] = nc;
-        y = ct_zeros(shape, t0->ndim + 1, CT_DTYPE_INT64, CT_CPU);
-        if (!y)
-            st = ct_last_status();
-    }
-    if (st == CT_OK) {
+    ct_tensor *y = t ? ct_one_hot_zeros(t0, mn, mx, &nc) : NULL;
+    if (y) {
         int64_t *py = ct_tensor_data(y);
         for (int64_t i = 0; i < t0->numel; i++)
             py[i * nc + p[i]] = 1;
-        st = ct_call_set_output(call, 0, y);
     }
+    st = y ? ct_call_set_output(call, 0, y) : ct_last_status();
     ct_scope_end();
     return st;
 }

@@ -582,17 +582,14 @@ static ct_status one_hot_kernel(ct_keyset ks, ct_call *call, void *ud) {
     const char *op = "one_hot";
     const ct_tensor *t0 = call->in[0];
     int64_t nc = call->ints[0];
-    if (t0->dtype != CT_DTYPE_INT64)
-        return ct_error(CT_ERROR_TYPE, op, "one_hot is only applicable to index tensor.");
-    if (t0->ndim + 1 > CT_MAX_DIMS)
-        return ct_error(CT_ERROR_VALUE, op, "input has too many dimensions (%d)", t0->ndim);
-    if (nc < -1)
-        return ct_error(CT_ERROR_VALUE, op, "num_classes should be positive or -1");
+    ct_status st = ct_one_hot_check(t0, nc);
+    if (st)
+        return st;
     if (!ct_cuda_use_device(op, t0->device.index))
         return ct_last_status();
     ct_scope_begin();
     const ct_tensor *t = ct_contiguous(t0);
-    ct_status st = t ? CT_OK : ct_last_status();
+    st = t ? CT_OK : ct_last_status();
     int64_t mn = 0, mx = -1;
     if (st == CT_OK && t0->numel > 0) {
         ct_tensor *lo = ct_amin(t, NULL, 0, false), *hi = ct_amax(t, NULL, 0, false);
@@ -600,24 +597,9 @@ static ct_status one_hot_kernel(ct_keyset ks, ct_call *call, void *ud) {
         if (st == CT_OK)
             st = ct_cuda_read_element(hi, 0, &mx);
     }
-    if (st == CT_OK && mn < 0)
-        st = ct_error(CT_ERROR_VALUE, op, "Class values must be non-negative.");
-    if (st == CT_OK && nc == -1) {
-        if (t0->numel == 0)
-            st = ct_error(CT_ERROR_VALUE, op, "Can not infer total number of classes from empty tensor.");
-        nc = mx + 1;
-    }
-    if (st == CT_OK && mx >= nc)
-        st = ct_error(CT_ERROR_VALUE, op, "Class values must be smaller than num_classes.");
-    ct_tensor *y = NULL;
-    if (st == CT_OK) {
-        int64_t shape[CT_MAX_DIMS];
-        memcpy(shape, t0->shape, sizeof(int64_t) * (size_t)t0->ndim);
-        shape[t0->ndim] = nc;
-        y = ct_zeros(shape, t0->ndim + 1, CT_DTYPE_INT64, t0->device);
-        if (!y)
-            st = ct_last_status();
-    }
+    ct_tensor *y = st == CT_OK ? ct_one_hot_zeros(t0, mn, mx, &nc) : NULL;
+    if (st == CT_OK && !y)
+        st = ct_last_status();
     if (st == CT_OK)
         st = ct_cuda_one_hot_run((int64_t *)ct_tensor_ptr(y), (const int64_t *)ct_tensor_ptr(t), t0->numel, nc,
                                  t0->device.index, op);

@@ -1023,3 +1023,37 @@ ct_status ct_conv_transpose2d_kernel(ct_keyset ks, ct_call *call, void *ud) {
     ct_tls_set_excluded(saved);
     return st;
 }
+
+ct_status ct_one_hot_check(const ct_tensor *t, int64_t num_classes) {
+    const char *op = "one_hot";
+    if (t->dtype != CT_DTYPE_INT64)
+        return ct_error(CT_ERROR_TYPE, op, "one_hot is only applicable to index tensor.");
+    if (t->ndim + 1 > CT_MAX_DIMS)
+        return ct_error(CT_ERROR_VALUE, op, "input has too many dimensions (%d)", t->ndim);
+    if (num_classes < -1)
+        return ct_error(CT_ERROR_VALUE, op, "num_classes should be positive or -1");
+    return CT_OK;
+}
+
+ct_tensor *ct_one_hot_zeros(const ct_tensor *t, int64_t mn, int64_t mx, int64_t *nc) {
+    const char *op = "one_hot";
+    if (t->numel > 0 && mn < 0) {
+        ct_error(CT_ERROR_VALUE, op, "Class values must be non-negative.");
+        return NULL;
+    }
+    if (*nc == -1) {
+        if (t->numel == 0) {
+            ct_error(CT_ERROR_VALUE, op, "Can not infer total number of classes from empty tensor.");
+            return NULL;
+        }
+        *nc = mx + 1;
+    }
+    if (t->numel > 0 && mx >= *nc) {
+        ct_error(CT_ERROR_VALUE, op, "Class values must be smaller than num_classes.");
+        return NULL;
+    }
+    int64_t shape[CT_MAX_DIMS];
+    memcpy(shape, t->shape, sizeof(int64_t) * (size_t)t->ndim);
+    shape[t->ndim] = *nc;
+    return ct_zeros(shape, t->ndim + 1, CT_DTYPE_INT64, t->device);
+}

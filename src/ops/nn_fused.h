@@ -69,6 +69,12 @@ ct_status ct_convt_check(const ct_call *call, int64_t *shape, int *nd);
  * ct_conv2d_backward on the input's device. */
 ct_status ct_conv_transpose2d_kernel(ct_keyset ks, ct_call *call, void *ud);
 
+/* one_hot: in (int64 class indices t); ints: num_classes (-1: max + 1). */
+ct_status ct_one_hot_check(const ct_tensor *t, int64_t num_classes);
+/* one_hot's zero-filled result on t's device, once the smallest and largest class (mn,
+ * mx; any values when t is empty) pass the checks; *nc gets the class count. */
+ct_tensor *ct_one_hot_zeros(const ct_tensor *t, int64_t mn, int64_t mx, int64_t *nc);
+
 ct_status ct_embedding_check(const ct_tensor *w, const ct_tensor *idx);
 /* embedding_backward's arguments, for every backend: index and gradient dtypes,
  * num_weights, grad_output's shape against the indices'. */
