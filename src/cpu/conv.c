@@ -68,12 +68,41 @@ static void valid_cols(int64_t ow, int64_t w, int64_t s, int64_t off, int64_t *l
     *hi = b;
 }
 
+/* Stride 1 and an output as wide as the input (a 3x3 kernel with padding 1, say):
+ * see Note [Same-width columns]. */
+static bool same_width(const ct_conv2d_geom *g) {
+    return g->stride[0] == 1 && g->stride[1] == 1 && g->ow == g->w;
+}
+
+/* Note [Same-width columns]
+ * When same_width holds, entry oy * ow + ox of the column row for (c, i, j) reads
+ * input element (oy + dy) * w + ox + dx of channel c, where dy and dx are the
+ * window offsets of (i, j): the row is the channel shifted by one constant. So the
+ * output rows whose input row exists are filled by one contiguous copy, and then the
+ * few entries whose input column lies outside [0, w) (which the copy took from the
+ * neighbouring input row) are set to zero. col2im zeroes the same entries of its
+ * column row first and adds the rest back in one contiguous run, so every input
+ * pixel still receives exactly its own terms, in the same order as the general loop.
+ * One long run replaces oh short ones per column row: for the Fashion-MNIST model's
+ * second convolution, 288 copies of 182 floats instead of 4032 copies of 13 or 14. */
+
 /* im2col writes every column entry (zeros where the window hangs over the padding);
- * col2im, its adjoint, adds every column entry back into its input pixel. The valid
- * span of each row is computed once, so the inner loops are plain copies and adds. */
+ * col2im, its adjoint, adds every column entry back into its input pixel (and may
+ * overwrite the column matrix). The valid span of each row is computed once, so the
+ * inner loops are plain copies and adds. */
 #define IM2COL(T)                                                                                               \
+    /* Zeroes the entries of rows [ylo, yhi) of a column row outside columns [lo, hi). */                      \
+    static void zero_edges_##T(T *row, int64_t ow, int64_t ylo, int64_t yhi, int64_t lo, int64_t hi) {         \
+        for (int64_t oy = ylo; oy < yhi; oy++) {                                                                \
+            for (int64_t ox = 0; ox < lo; ox++)                                                                 \
+                row[oy * ow + ox] = 0;                                                                          \
+            for (int64_t ox = hi; ox < ow; ox++)                                                                \
+                row[oy * ow + ox] = 0;                                                                          \
+        }                                                                                                       \
+    }                                                                                                           \
     static void im2col_##T(const T *x, const ct_conv2d_geom *g, int64_t c0, int64_t cn, T *cols) {             \
         int64_t plane = g->oh * g->ow, sx = g->stride[1];                                                       \
+        bool same = same_width(g);                                                                              \
         for (int64_t c = 0; c < cn; c++)                                                                        \
             for (int64_t i = 0; i < g->kh; i++)                                                                 \
                 for (int64_t j = 0; j < g->kw; j++) {                                                           \
@@ -81,6 +110,20 @@ static void valid_cols(int64_t ow, int64_t w, int64_t s, int64_t off, int64_t *l
                     const T *xc = x + (c0 + c) * g->h * g->w;                                                   \
                     int64_t off = j * g->dilation[1] - g->padding[1], lo, hi;                                   \
                     valid_cols(g->ow, g->w, sx, off, &lo, &hi);                                                 \
+                    if (same) {                                                                                 \
+                        int64_t dy = i * g->dilation[0] - g->padding[0], ylo, yhi;                              \
+                        valid_cols(g->oh, g->h, 1, dy, &ylo, &yhi);                                             \
+                        if (ylo == yhi || lo == hi) {                                                           \
+                            memset(row, 0, sizeof(T) * (size_t)plane);                                          \
+                            continue;                                                                           \
+                        }                                                                                       \
+                        int64_t a = ylo * g->ow + lo, b = (yhi - 1) * g->ow + hi;                               \
+                        memset(row, 0, sizeof(T) * (size_t)a);                                                  \
+                        memcpy(row + a, xc + a + dy * g->w + off, sizeof(T) * (size_t)(b - a));                 \
+                        memset(row + b, 0, sizeof(T) * (size_t)(plane - b));                                    \
+                        zero_edges_##T(row, g->ow, ylo, yhi, lo, hi);                                           \
+                        continue;                                                                               \
+                    }                                                                                           \
                     for (int64_t oy = 0; oy < g->oh; oy++) {                                                    \
                         int64_t y = oy * g->stride[0] - g->padding[0] + i * g->dilation[0];                     \
                         T *r = row + oy * g->ow;                                                                \
@@ -101,15 +144,29 @@ static void valid_cols(int64_t ow, int64_t w, int64_t s, int64_t off, int64_t *l
                     }                                                                                           \
                 }                                                                                               \
     }                                                                                                           \
-    static void col2im_##T(const T *cols, const ct_conv2d_geom *g, int64_t c0, int64_t cn, T *x) {             \
+    static void col2im_##T(T *cols, const ct_conv2d_geom *g, int64_t c0, int64_t cn, T *x) {                   \
         int64_t plane = g->oh * g->ow, sx = g->stride[1];                                                       \
+        bool same = same_width(g);                                                                              \
         for (int64_t c = 0; c < cn; c++)                                                                        \
             for (int64_t i = 0; i < g->kh; i++)                                                                 \
                 for (int64_t j = 0; j < g->kw; j++) {                                                           \
-                    const T *row = cols + ((c * g->kh + i) * g->kw + j) * plane;                                \
+                    T *row = cols + ((c * g->kh + i) * g->kw + j) * plane;                                      \
                     T *xc = x + (c0 + c) * g->h * g->w;                                                         \
                     int64_t off = j * g->dilation[1] - g->padding[1], lo, hi;                                   \
                     valid_cols(g->ow, g->w, sx, off, &lo, &hi);                                                 \
+                    if (same) {                                                                                 \
+                        int64_t dy = i * g->dilation[0] - g->padding[0], ylo, yhi;                              \
+                        valid_cols(g->oh, g->h, 1, dy, &ylo, &yhi);                                             \
+                        if (ylo == yhi || lo == hi)                                                             \
+                            continue;                                                                           \
+                        zero_edges_##T(row, g->ow, ylo, yhi, lo, hi);                                           \
+                        int64_t a = ylo * g->ow + lo, n = (yhi - 1) * g->ow + hi - a;                           \
+                        const T *restrict src = row + a;                                                        \
+                        T *restrict dst = xc + a + dy * g->w + off;                                             \
+                        for (int64_t k = 0; k < n; k++)                                                         \
+                            dst[k] += src[k];                                                                   \
+                        continue;                                                                               \
+                    }                                                                                           \
                     for (int64_t oy = 0; oy < g->oh; oy++) {                                                    \
                         int64_t y = oy * g->stride[0] - g->padding[0] + i * g->dilation[0];                     \
                         if (y < 0 || y >= g->h)                                                                 \

@@ -24,6 +24,13 @@ conv_cases = [
     (1, 2, 5, 5, 3, 1, 1, 1, 1, 0, 0, 1, 1, 1, 1, 1),
     (1, 3, 6, 5, 2, 2, 2, 1, 1, 0, 0, 1, 1, 1, 1, 0),
     (2, 1, 12, 12, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1),
+    # output as wide as the input with stride 1 (the contiguous column path):
+    # dilated, rectangular, kw = 1 with grouped channels, and a window wider than
+    # the input, where whole column rows fall in the padding
+    (2, 3, 6, 7, 4, 3, 3, 1, 1, 2, 2, 2, 2, 1, 1, 1),
+    (1, 2, 7, 5, 3, 5, 3, 1, 1, 2, 1, 1, 1, 1, 0, 1),
+    (2, 4, 5, 6, 4, 3, 1, 1, 1, 0, 0, 1, 1, 2, 1, 1),
+    (1, 2, 2, 2, 3, 5, 5, 1, 1, 2, 2, 1, 1, 1, 1, 1),
 ]
 for (n, c, h, w, o, kh, kw, sh, sw, ph, pw, dh, dw, g, has_bias, batched) in conv_cases:
     x = torch.randn(n, c, h, w, dtype=torch.float64, requires_grad=True)
