@@ -203,6 +203,54 @@ static void test_nan_propagates(void **state) {
     ct_scope_end();
 }
 
+/* The 2x2 / stride 2 fast paths (AVX-512 in whole and partial rows of 16, SSE2, and
+ * the scalar tail; CT_CPU_ISA=avx2 selects SSE2 in the second run of this program)
+ * against a direct scan with PyTorch's rule: the first NaN wins, ties keep the first
+ * position. Values come from a small set so ties are common. */
+static void test_pool_fast_path(void **state) {
+    (void)state;
+    const int64_t widths[] = {2, 6, 14, 16, 18, 28, 32, 34, 40, 66};
+    for (size_t wi = 0; wi < sizeof widths / sizeof *widths; wi++) {
+        ct_scope_begin();
+        int64_t n = 2, c = 3, h = 5, w = widths[wi], oh = h / 2, ow = w / 2;
+        float *v = malloc(sizeof(float) * (size_t)(n * c * h * w));
+        uint32_t r = 12345u + (uint32_t)wi;
+        for (int64_t i = 0; i < n * c * h * w; i++) {
+            r = r * 1664525u + 1013904223u;
+            v[i] = (r >> 28) == 0 ? NAN : (float)((int)(r >> 24) % 5) - 2.0f;
+        }
+        ct_tensor *x = ct_from_data(v, CT_SHAPE(n, c, h, w), CT_F32);
+        int64_t k[2] = {2, 2};
+        ct_tensor *idx;
+        ct_tensor *y = ct_max_pool2d(x, k, NULL, NULL, NULL, false, &idx);
+        CT_ASSERT_OK(y);
+        const float *py = ct_tensor_data(y);
+        const int64_t *pi = ct_tensor_data(idx);
+        for (int64_t p = 0; p < n * c; p++)
+            for (int64_t oy = 0; oy < oh; oy++)
+                for (int64_t ox = 0; ox < ow; ox++) {
+                    const float *xp = v + p * h * w;
+                    int64_t at = 2 * oy * w + 2 * ox;
+                    float best = xp[at];
+                    const int64_t cand[3] = {at + 1, at + w, at + w + 1};
+                    for (int q = 0; q < 3; q++) {
+                        float u = xp[cand[q]];
+                        if (best == best && (u > best || u != u)) {
+                            best = u;
+                            at = cand[q];
+                        }
+                    }
+                    int64_t o = (p * oh + oy) * ow + ox;
+                    if (pi[o] != at || !(py[o] == best || (py[o] != py[o] && best != best)))
+                        fail_msg("w=%lld plane %lld (%lld, %lld): got %g at %lld, want %g at %lld", (long long)w,
+                                 (long long)p, (long long)oy, (long long)ox, py[o], (long long)pi[o], best,
+                                 (long long)at);
+                }
+        free(v);
+        ct_scope_end();
+    }
+}
+
 static int teardown(void **state) {
     (void)state;
     free(line_buf);
@@ -217,6 +265,7 @@ int main(void) {
         cmocka_unit_test(test_golden_f32),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_nan_propagates),
+        cmocka_unit_test(test_pool_fast_path),
     };
     return cmocka_run_group_tests(tests, NULL, teardown);
 }

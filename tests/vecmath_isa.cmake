@@ -9,3 +9,12 @@ foreach(isa avx2 scalar)
   endif()
   set_tests_properties(test_ops_variants_${isa} PROPERTIES ENVIRONMENT "${env}")
 endforeach()
+
+# The convolution and pooling tests once more with the SSE2 pooling path.
+add_test(NAME test_conv_avx2 COMMAND test_conv)
+set(env "CMOCKA_MESSAGE_OUTPUT=stdout" "CT_CPU_ISA=avx2")
+if(CT_SANITIZE)
+  list(APPEND env "ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1:abort_on_error=1"
+                  "UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1")
+endif()
+set_tests_properties(test_conv_avx2 PROPERTIES ENVIRONMENT "${env}")

@@ -196,24 +196,42 @@ static bool conv_direct(const ct_conv2d_geom *g) {
 
 /* The per-image loops for one element type T (work dtype WD). */
 #define CONV_IMAGE(T, WD)                                                                                       \
+    /* With a column buffer and a bias, w is the weight with the bias appended to each  \
+     * row and cols ends in a row of ones (Note [Bias as a column row]). */              \
     static void conv_fwd_image_##T(const ct_conv2d_geom *g, const T *xn, const T *w, const T *b, T *yn,        \
                                    T *cols) {                                                                   \
         int64_t cg = g->c / g->groups, og = g->oc / g->groups, plane = g->oh * g->ow, krows = cg * g->kh * g->kw; \
         for (int64_t gi = 0; gi < g->groups; gi++) {                                                            \
-            const T *src = xn + gi * cg * plane;                                                                \
+            T *yg = yn + gi * og * plane;                                                                       \
             if (cols) {                                                                                         \
                 im2col_##T(xn, g, gi * cg, cg, cols);                                                           \
-                src = cols;                                                                                     \
+                int64_t k = krows + (b != NULL);                                                                \
+                ct_cpu_gemm(WD, false, false, og, plane, k, 1.0, w + gi * og * k, k, cols, plane, 0.0, yg, plane); \
+                continue;                                                                                       \
             }                                                                                                   \
-            T *yg = yn + gi * og * plane;                                                                       \
             if (b) /* bias first, then the product on top of it */                                              \
                 for (int64_t o = 0; o < og; o++) {                                                              \
                     T bv = b[gi * og + o], *yr = yg + o * plane;                                                \
                     for (int64_t p = 0; p < plane; p++)                                                         \
                         yr[p] = bv;                                                                             \
                 }                                                                                               \
-            ct_cpu_gemm(WD, false, false, og, plane, krows, 1.0, w + gi * og * krows, krows, src, plane,        \
-                        b ? 1.0 : 0.0, yg, plane);                                                              \
+            ct_cpu_gemm(WD, false, false, og, plane, krows, 1.0, w + gi * og * krows, krows, xn + gi * cg * plane, \
+                        plane, b ? 1.0 : 0.0, yg, plane);                                                       \
+        }                                                                                                       \
+    }                                                                                                           \
+    /* The weight rows with the bias appended, and the ones row at the end of each     \
+     * thread's column buffer. */                                                       \
+    static void conv_bias_rows_##T(const ct_conv2d_geom *g, const T *w, const T *b, T *wb, T *cols, size_t colsz, \
+                                   int nth) {                                                                   \
+        int64_t krows = g->c / g->groups * g->kh * g->kw, plane = g->oh * g->ow;                                \
+        for (int64_t o = 0; o < g->oc; o++) {                                                                   \
+            memcpy(wb + o * (krows + 1), w + o * krows, sizeof(T) * (size_t)krows);                             \
+            wb[o * (krows + 1) + krows] = b[o];                                                                 \
+        }                                                                                                       \
+        for (int t = 0; t < nth; t++) {                                                                         \
+            T *ones = (T *)(void *)((char *)cols + (size_t)t * colsz) + krows * plane;                          \
+            for (int64_t p = 0; p < plane; p++)                                                                 \
+                ones[p] = 1;                                                                                    \
         }                                                                                                       \
     }                                                                                                           \
     /* gw (+)= gY @ cols^T, gx = col2im(W^T @ gY), gb += row sums of gY, for one image. */                      \
@@ -271,17 +289,47 @@ static void conv_fwd_image(ct_dtype wd, const ct_conv2d_geom *g, const char *x, 
                               (double *)y + n * ys, (double *)cols);
 }
 
+/* Note [Bias as a column row]
+ * With a column matrix, the bias joins the product as one more reduction row: each
+ * weight row gets its bias appended and the column matrix a last row of ones, so the
+ * GEMM writes the finished output (beta = 0). Filling the output with the bias first
+ * and accumulating onto it (beta = 1) would cost a pass to write the output plus a
+ * second read of it inside the GEMM; the extra row costs 1/K more multiply-adds.
+ *
+ * Scratch memory (column buffers, the weight with its bias, the backward pass's
+ * partial sums) comes from the caching allocator as byte tensors of the call's
+ * scope: a malloc of a few hundred KB per call would hand back pages the system
+ * zero-fills on first touch, every step. */
+
+/* A byte buffer from the caching allocator, owned by the current scope; NULL after
+ * setting the error on failure. */
+static char *scratch(size_t nbytes) {
+    int64_t n = (int64_t)nbytes + 1;
+    ct_tensor *t = ct_empty(&n, 1, CT_DTYPE_UINT8, CT_CPU);
+    return t ? ct_tensor_data(t) : NULL;
+}
+
 static ct_status conv_forward(const ct_conv2d_geom *g, ct_dtype wd, const char *x, const char *w, const char *b,
                               char *y) {
     size_t esz = ct_dtype_size(wd);
-    size_t colsz = (size_t)(g->c / g->groups * g->kh * g->kw * g->oh * g->ow) * esz;
-    bool direct = conv_direct(g);
+    bool direct = conv_direct(g), aug = !direct && b;
+    int64_t krows = g->c / g->groups * g->kh * g->kw;
+    /* whole cache lines per thread keep the threads' buffers apart */
+    size_t colsz = ((size_t)((krows + aug) * g->oh * g->ow) * esz + 63) / 64 * 64;
     int nth = image_threads(g->n);
     /* One column buffer per thread, allocated up front so a failure is an error
      * rather than a silently skipped image. */
-    char *bufs = direct ? NULL : malloc((size_t)nth * colsz + 1);
-    if (!direct && !bufs)
-        return ct_error(CT_ERROR_OUT_OF_MEMORY, "conv2d", "could not allocate the column buffers");
+    char *bufs = direct ? NULL : scratch((size_t)nth * colsz);
+    char *wb = aug ? scratch((size_t)(g->oc * (krows + 1)) * esz) : NULL;
+    if ((!direct && !bufs) || (aug && !wb))
+        return ct_last_status();
+    if (aug) {
+        if (wd == CT_DTYPE_FLOAT32)
+            conv_bias_rows_float(g, (const float *)w, (const float *)b, (float *)wb, (float *)bufs, colsz, nth);
+        else
+            conv_bias_rows_double(g, (const double *)w, (const double *)b, (double *)wb, (double *)bufs, colsz, nth);
+        w = wb;
+    }
     if (nth > 1) {
 #ifdef CT_HAVE_OPENMP
 #pragma omp parallel for schedule(static) num_threads(nth)
@@ -292,7 +340,6 @@ static ct_status conv_forward(const ct_conv2d_geom *g, ct_dtype wd, const char *
         for (int64_t n = 0; n < g->n; n++)
             conv_fwd_image(wd, g, x, w, b, y, bufs, n);
     }
-    free(bufs);
     return CT_OK;
 }
 
@@ -348,9 +395,11 @@ static ct_status conv_backward(const ct_conv2d_geom *g, ct_dtype wd, const char 
      * threads' partial sums apart */
     size_t per = (gbsz + gwsz + colsz + 63) / 64 * 64;
     int nth = image_threads(g->n);
-    char *ws = calloc((size_t)nth * per + 1, 1);
+    char *ws = scratch((size_t)nth * per);
     if (!ws)
-        return ct_error(CT_ERROR_OUT_OF_MEMORY, "conv2d_backward", "could not allocate the work buffers");
+        return ct_last_status();
+    for (int t = 0; t < nth; t++) /* the partial sums start at zero; the columns need not */
+        memset(ws + (size_t)t * per, 0, gbsz + gwsz);
     bool want_cols = colsz > 0 && (gw || gx);
 #define CONV_BWD_ARGS(t)                                                                                       \
     wd, g, x, w, gy, gx, gw ? ws + (size_t)(t) * per + gbsz : NULL, gb ? (double *)(void *)(ws + (size_t)(t) * per) : NULL, \
@@ -392,7 +441,6 @@ static ct_status conv_backward(const ct_conv2d_geom *g, ct_dtype wd, const char 
             }
         }
     }
-    free(ws);
     return CT_OK;
 }
 
@@ -442,7 +490,7 @@ ct_status ct_cpu_conv2d_backward(ct_keyset ks, ct_call *call, void *ud) {
  * masks. Returns how many outputs of the row it wrote; the caller does the rest. */
 #if defined(__SSE2__)
 #include <emmintrin.h>
-static int64_t max_pool_2x2_vec_float(const float *r0, const float *r1, float *yr, int64_t *ir, int64_t ow,
+static int64_t max_pool_2x2_sse2_float(const float *r0, const float *r1, float *yr, int64_t *ir, int64_t ow,
                                       int64_t base, int64_t W) {
     int64_t ox = 0;
     for (; ox + 4 <= ow; ox += 4) {
@@ -467,15 +515,86 @@ static int64_t max_pool_2x2_vec_float(const float *r0, const float *r1, float *y
     return ox;
 }
 #else
-static int64_t max_pool_2x2_vec_float(const float *r0, const float *r1, float *yr, int64_t *ir, int64_t ow,
-                                      int64_t base, int64_t W) {
+static int64_t max_pool_2x2_sse2_float(const float *r0, const float *r1, float *yr, int64_t *ir, int64_t ow,
+                                       int64_t base, int64_t W) {
     (void)r0, (void)r1, (void)yr, (void)ir, (void)ow, (void)base, (void)W;
     return 0;
 }
 #endif
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define CT_POOL_AVX512 1
+/* The 2x2 fast path sixteen outputs at a time with AVX-512: masked loads and stores
+ * take a whole output row, the short rows of small feature maps (7 or 14 outputs)
+ * included, and the Note [Max pooling fast path] rule runs on comparison masks. */
+__attribute__((target("avx512f"))) static int64_t max_pool_2x2_avx512_float(const float *r0, const float *r1, float *yr,
+                                                                           int64_t *ir, int64_t ow, int64_t base,
+                                                                           int64_t W) {
+    const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+    const __m512i lane2 = _mm512_setr_epi64(0, 2, 4, 6, 8, 10, 12, 14);
+    for (int64_t ox = 0; ox < ow; ox += 16) {
+        int n = ow - ox < 16 ? (int)(ow - ox) : 16;
+        __mmask16 mo = (__mmask16)((1u << n) - 1);
+        __mmask16 m0 = (__mmask16)(n >= 8 ? 0xffffu : (1u << 2 * n) - 1);
+        __mmask16 m1 = (__mmask16)(n > 8 ? (1u << (2 * n - 16)) - 1 : 0);
+        __m512 a0 = _mm512_maskz_loadu_ps(m0, r0 + 2 * ox), a1 = _mm512_maskz_loadu_ps(m1, r0 + 2 * ox + 16);
+        __m512 c0 = _mm512_maskz_loadu_ps(m0, r1 + 2 * ox), c1 = _mm512_maskz_loadu_ps(m1, r1 + 2 * ox + 16);
+        __m512 v[4] = {_mm512_permutex2var_ps(a0, even, a1), _mm512_permutex2var_ps(a0, odd, a1),
+                       _mm512_permutex2var_ps(c0, even, c1), _mm512_permutex2var_ps(c0, odd, c1)};
+        __m512 best = v[0];
+        __m512i lo = _mm512_add_epi64(_mm512_set1_epi64(base + 2 * ox), lane2);
+        __m512i hi = _mm512_add_epi64(lo, _mm512_set1_epi64(16));
+        __m512i ilo = lo, ihi = hi;
+        const int64_t off[4] = {0, 1, W, W + 1};
+        for (int k = 1; k < 4; k++) {
+            /* !(v <= best) where best is not NaN */
+            __mmask16 t = _mm512_mask_cmp_ps_mask(_mm512_cmp_ps_mask(best, best, _CMP_EQ_OQ), v[k], best, _CMP_NLE_UQ);
+            best = _mm512_mask_mov_ps(best, t, v[k]);
+            __m512i o = _mm512_set1_epi64(off[k]);
+            ilo = _mm512_mask_mov_epi64(ilo, (__mmask8)t, _mm512_add_epi64(lo, o));
+            ihi = _mm512_mask_mov_epi64(ihi, (__mmask8)(t >> 8), _mm512_add_epi64(hi, o));
+        }
+        _mm512_mask_storeu_ps(yr + ox, mo, best);
+        _mm512_mask_storeu_epi64(ir + ox, (__mmask8)mo, ilo);
+        _mm512_mask_storeu_epi64(ir + ox + 8, (__mmask8)(mo >> 8), ihi);
+    }
+    return ow;
+}
+
+/* AVX-512 where the CPU has it and CT_CPU_ISA (see docs/ops.md)
+ * does not cap it lower. */
+static bool pool_use_avx512(void) {
+    static int state = -1; /* every thread computes the same answer */
+    int v = __atomic_load_n(&state, __ATOMIC_RELAXED);
+    if (v < 0) {
+        const char *cap = getenv("CT_CPU_ISA");
+        __builtin_cpu_init();
+        v = __builtin_cpu_supports("avx512f") && (!cap || strcmp(cap, "avx512") == 0);
+        __atomic_store_n(&state, v, __ATOMIC_RELAXED);
+    }
+    return v;
+}
+
+
+#else
+static bool pool_use_avx512(void) {
+    return false;
+}
+#endif
+
+static int64_t max_pool_2x2_vec_float(const float *r0, const float *r1, float *yr, int64_t *ir, int64_t ow,
+                                      int64_t base, int64_t W, bool avx512) {
+#ifdef CT_POOL_AVX512
+    if (avx512)
+        return max_pool_2x2_avx512_float(r0, r1, yr, ir, ow, base, W);
+#endif
+    (void)avx512;
+    return max_pool_2x2_sse2_float(r0, r1, yr, ir, ow, base, W);
+}
 static int64_t max_pool_2x2_vec_double(const double *r0, const double *r1, double *yr, int64_t *ir, int64_t ow,
-                                       int64_t base, int64_t W) {
-    (void)r0, (void)r1, (void)yr, (void)ir, (void)ow, (void)base, (void)W;
+                                       int64_t base, int64_t W, bool avx512) {
+    (void)r0, (void)r1, (void)yr, (void)ir, (void)ow, (void)base, (void)W, (void)avx512;
     return 0;
 }
 
@@ -528,13 +647,14 @@ static bool pool_2x2(const ct_pool2d_geom *g) {
     }                                                                                                   \
     static void max_pool_2x2_##T(const ct_pool2d_geom *g, const T *px, T *py, int64_t *pi) {           \
         int64_t planes = g->n * g->c, W = g->w, ow = g->ow;                                             \
+        bool avx512 = pool_use_avx512();                                                                    \
         CT_POOL_PARALLEL                                                                                \
         for (int64_t p = 0; p < planes; p++)                                                            \
             for (int64_t oy = 0; oy < g->oh; oy++) {                                                    \
                 const T *r0 = px + (p * g->h + 2 * oy) * W, *r1 = r0 + W;                              \
                 T *yr = py + (p * g->oh + oy) * ow;                                                     \
                 int64_t *ir = pi + (p * g->oh + oy) * ow, base = 2 * oy * W;                            \
-                int64_t ox = max_pool_2x2_vec_##T(r0, r1, yr, ir, ow, base, W);                         \
+                int64_t ox = max_pool_2x2_vec_##T(r0, r1, yr, ir, ow, base, W, avx512);                 \
                 for (; ox < ow; ox++) {                                                                 \
                     /* !(v <= best) is v > best or v NaN; best == best stops at a NaN. Bitwise \
                      * operators and selects keep this free of branches, which random data    \
