@@ -246,9 +246,70 @@ static void test_pool_fast_path(void **state) {
                                  (long long)p, (long long)oy, (long long)ox, py[o], (long long)pi[o], best,
                                  (long long)at);
                 }
+        /* backward: the gradient lands at the index and zero elsewhere; -0 becomes +0
+         * (zero plus the gradient, as PyTorch's scatter). h is odd here, so a copy
+         * with one row fewer gives windows that tile the plane (the AVX-512 path). */
+        for (int tile = 0; tile < 2; tile++) {
+            int64_t hh = tile ? h - 1 : h;
+            ct_tensor *xt = tile ? ct_contiguous(ct_narrow(x, 2, 0, hh)) : x;
+            ct_tensor *it;
+            ct_tensor *yt = ct_max_pool2d(xt, k, NULL, NULL, NULL, false, &it);
+            CT_ASSERT_OK(yt);
+            int64_t no = ct_tensor_numel(yt);
+            ct_tensor *gy = ct_randn(ct_tensor_shape(yt), 4, CT_F32, CT_CPU);
+            float *pg = ct_tensor_data(gy);
+            pg[0] = -0.0f;
+            ct_tensor *gx = ct_max_pool2d_backward(gy, xt, it);
+            CT_ASSERT_OK(gx);
+            const float *px = ct_tensor_data(gx);
+            const int64_t *ip = ct_tensor_data(it);
+            float *want = calloc((size_t)(n * c * hh * w), sizeof(float));
+            for (int64_t o = 0; o < no; o++)
+                want[o / (oh * ow) * hh * w + ip[o]] += pg[o];
+            for (int64_t i = 0; i < n * c * hh * w; i++)
+                if (memcmp(&px[i], &want[i], sizeof(float)) != 0)
+                    fail_msg("w=%lld h=%lld grad_input[%lld]: got %g want %g", (long long)w, (long long)hh,
+                             (long long)i, px[i], want[i]);
+            free(want);
+        }
         free(v);
         ct_scope_end();
     }
+}
+
+/* Indices that do not name a position of their own 2x2 window (legal for
+ * max_pool2d_backward, which scatters anywhere in the plane) leave the tiled fast
+ * path for the general scatter, which adds every gradient at its index. */
+static void test_pool_backward_any_index(void **state) {
+    (void)state;
+    ct_scope_begin();
+    int64_t k[2] = {2, 2};
+    ct_tensor *x = ct_randn(CT_SHAPE(1, 2, 4, 36), CT_F32, CT_CPU);
+    ct_tensor *idx;
+    ct_tensor *y = ct_max_pool2d(x, k, NULL, NULL, NULL, false, &idx);
+    CT_ASSERT_OK(y);
+    int64_t no = ct_tensor_numel(y);
+    ct_tensor *gy = ct_ones_like(y, CT_F32);
+    int64_t *ip = ct_tensor_data(idx);
+    const int64_t *orig = ct_tensor_data(ct_clone(idx));
+    for (int pos = 0; pos < 3; pos++) {
+        /* input 5 lies outside the windows of outputs 3 and no - 1: one foreign index
+         * in the first chunk of 16, one in the last, then all of them */
+        for (int64_t o = 0; o < no; o++)
+            ip[o] = pos == 2 ? 5 : orig[o];
+        if (pos < 2)
+            ip[pos == 0 ? 3 : no - 1] = 5;
+        ct_tensor *gx = ct_max_pool2d_backward(gy, x, idx);
+        CT_ASSERT_OK(gx);
+        const float *px = ct_tensor_data(gx);
+        float want[2 * 4 * 36] = {0};
+        for (int64_t o = 0; o < no; o++)
+            want[o / (no / 2) * 144 + ip[o]] += 1;
+        for (int i = 0; i < 2 * 4 * 36; i++)
+            if (px[i] != want[i])
+                fail_msg("case %d grad_input[%d]: got %g want %g", pos, i, px[i], want[i]);
+    }
+    ct_scope_end();
 }
 
 static int teardown(void **state) {
@@ -266,6 +327,7 @@ int main(void) {
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_nan_propagates),
         cmocka_unit_test(test_pool_fast_path),
+        cmocka_unit_test(test_pool_backward_any_index),
     };
     return cmocka_run_group_tests(tests, NULL, teardown);
 }

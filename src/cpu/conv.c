@@ -562,6 +562,56 @@ __attribute__((target("avx512f"))) static int64_t max_pool_2x2_avx512_float(cons
     return ow;
 }
 
+/* The gradient of the 2x2 fast path when the windows tile the planes exactly: each
+ * output's gradient goes to the one input of its window its index names and the
+ * window's other three inputs get zero, so no separate zeroing pass is needed. The
+ * index must name a position of the output's own window; false as soon as one does
+ * not (the caller then runs the general scatter, which handles any index). The
+ * gradient is added to zero, as the general path does, so -0 becomes +0 there too. */
+__attribute__((target("avx512f"))) static bool max_unpool_2x2_avx512_float(const float *gy, const int64_t *idx,
+                                                                         float *gx, int64_t r0, int64_t r1,
+                                                                         int64_t oh, int64_t ow) {
+    const int64_t W = 2 * ow;
+    const __m512i even = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+    const __m512i odd = _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+    const __m512i lane2 = _mm512_setr_epi64(0, 2, 4, 6, 8, 10, 12, 14);
+    const __m512 zero = _mm512_setzero_ps();
+    for (int64_t r = r0; r < r1; r++) { /* output rows of all planes, each over two input rows */
+        const int64_t oy = r % oh;
+        float *top = gx + 2 * r * W, *bottom = top + W;
+        for (int64_t ox = 0; ox < ow; ox += 16) {
+            int n = ow - ox < 16 ? (int)(ow - ox) : 16;
+            __mmask16 mo = (__mmask16)((1u << n) - 1);
+            __mmask16 m0 = (__mmask16)(n >= 8 ? 0xffffu : (1u << 2 * n) - 1);
+            __mmask16 m1 = (__mmask16)(n > 8 ? (1u << (2 * n - 16)) - 1 : 0);
+            const float *g = gy + r * ow + ox;
+            const int64_t *ip = idx + r * ow + ox;
+            __m512 gv = _mm512_maskz_loadu_ps(mo, g);
+            __m512i first = _mm512_add_epi64(_mm512_set1_epi64(2 * oy * W + 2 * ox), lane2);
+            __m512i dlo = _mm512_sub_epi64(_mm512_maskz_loadu_epi64((__mmask8)mo, ip), first);
+            __m512i dhi = _mm512_sub_epi64(_mm512_maskz_loadu_epi64((__mmask8)(mo >> 8), ip + 8),
+                                           _mm512_add_epi64(first, _mm512_set1_epi64(16)));
+            const int64_t off[4] = {0, 1, W, W + 1};
+            __m512 part[4];
+            __mmask16 seen = 0;
+            for (int k = 0; k < 4; k++) {
+                __m512i o = _mm512_set1_epi64(off[k]);
+                __mmask16 m = (__mmask16)(_mm512_cmpeq_epi64_mask(dlo, o) | (_mm512_cmpeq_epi64_mask(dhi, o) << 8));
+                m &= mo;
+                seen |= m;
+                part[k] = _mm512_add_ps(_mm512_maskz_mov_ps(m, gv), zero);
+            }
+            if (seen != mo)
+                return false;
+            _mm512_mask_storeu_ps(top + 2 * ox, m0, _mm512_permutex2var_ps(part[0], even, part[1]));
+            _mm512_mask_storeu_ps(top + 2 * ox + 16, m1, _mm512_permutex2var_ps(part[0], odd, part[1]));
+            _mm512_mask_storeu_ps(bottom + 2 * ox, m0, _mm512_permutex2var_ps(part[2], even, part[3]));
+            _mm512_mask_storeu_ps(bottom + 2 * ox + 16, m1, _mm512_permutex2var_ps(part[2], odd, part[3]));
+        }
+    }
+    return true;
+}
+
 /* AVX-512 where the CPU has it and CT_CPU_ISA (see docs/ops.md)
  * does not cap it lower. */
 static bool pool_use_avx512(void) {
@@ -753,7 +803,27 @@ ct_status ct_cpu_max_pool2d_backward(ct_keyset ks, ct_call *call, void *ud) {
         ct_scope_end();
         return ct_last_status();
     }
-    bool ok = wd == CT_DTYPE_FLOAT32
+    bool ok = false;
+#ifdef CT_POOL_AVX512
+    /* windows that tile the planes exactly: the 2x2 / stride 2 layer on even sizes */
+    if (wd == CT_DTYPE_FLOAT32 && h == 2 * oh && w == 2 * ow && oh * ow > 0 && pool_use_avx512()) {
+        int64_t rows = planes * oh;
+        const float *pg = ct_tensor_data(gw);
+        const int64_t *pi = ct_tensor_data(i64);
+        float *px = ct_tensor_data(gx);
+        int bad = 0;
+#ifdef CT_HAVE_OPENMP
+#pragma omp parallel for schedule(static) reduction(| : bad) if (rows > 64 && ct_get_num_threads() > 1)
+#endif
+        for (int64_t c = 0; c < (rows + 15) / 16; c++) {
+            int64_t r0 = c * 16, nr = rows - r0 < 16 ? rows - r0 : 16;
+            bad |= !max_unpool_2x2_avx512_float(pg, pi, px, r0, r0 + nr, oh, ow);
+        }
+        ok = !bad;
+    }
+#endif
+    if (!ok)
+        ok = wd == CT_DTYPE_FLOAT32
                   ? max_unpool_float(ct_tensor_data(gw), ct_tensor_data(i64), ct_tensor_data(gx), planes, h * w, oh * ow)
                   : max_unpool_double(ct_tensor_data(gw), ct_tensor_data(i64), ct_tensor_data(gx), planes, h * w,
                                       oh * ow);
