@@ -445,6 +445,67 @@ static ct_tensor *note_grad(const ct_tensor *g, void *ud) {
 /* Note [Stealing the gradient]: a gradient nothing else holds becomes .grad itself;
  * a gradient shared by two leaves, the caller's grad_output, and one under
  * create_graph are copied, so accumulating into one .grad never changes another. */
+/* Counts add calls by kind, then runs the default kernel. */
+static ct_status count_adds(ct_keyset ks, ct_call *call, void *ud) {
+    int *n = ud;
+    n[ct_call_is_inplace(call) ? 1 : 0]++;
+    return ct_call_next(ks, call);
+}
+
+/* Note [Accumulating in place]: a node input reached by several gradients sums them
+ * into the first one's memory when nothing else holds it, and never touches a tensor
+ * someone else can see (the caller's grad_output, a retained gradient). */
+static void test_accumulate_in_place(void **state) {
+    (void)state;
+    ct_scope_begin();
+    ct_tensor *x = leaf((double[]){0.5, -1, 2}, 3);
+    ct_tensor *y = ct_exp(x);
+    ct_tensor_retain_grad(y);
+    int adds[2] = {0, 0};
+    /* y reaches the loss through three products: three gradients meet at y */
+    ct_tensor *out = ct_add(ct_add(vsum(ct_mul_scalar(y, ct_scalar_int(2))), vsum(ct_mul_scalar(y, ct_scalar_int(3)))),
+                            vsum(ct_mul_scalar(y, ct_scalar_int(4))));
+    int64_t h = ct_op_override(CT_OP_add, CT_KEY_CPU, count_adds, adds, 0);
+    assert_true(h > 0);
+    assert_int_equal(ct_backward(out, NULL, false, false), CT_OK);
+    assert_int_equal(ct_op_override_remove(h), CT_OK);
+    assert_true(adds[1] >= 2); /* the second and third gradients went in place */
+    double v, e;
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(ct_tensor_get(ct_tensor_grad(x), CT_INDEX(i), &v), CT_OK);
+        assert_int_equal(ct_tensor_get(y, CT_INDEX(i), &e), CT_OK);
+        assert_true(fabs(v - 9 * e) <= 1e-12 * 9 * e);
+        assert_int_equal(ct_tensor_get(ct_tensor_grad(y), CT_INDEX(i), &v), CT_OK);
+        assert_true(v == 9);
+    }
+    /* out = y + y with the caller's gradient: both halves of add's backward are that
+     * tensor, which must come out unchanged */
+    ct_tensor *x2 = leaf((double[]){1, 2}, 2);
+    ct_tensor *y2 = ct_exp(x2);
+    ct_tensor *go = ct_full(CT_SHAPE(2), ct_scalar_float(3), CT_F64, CT_CPU);
+    assert_int_equal(ct_backward(ct_add(y2, y2), go, false, false), CT_OK);
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(ct_tensor_get(go, CT_INDEX(i), &v), CT_OK);
+        assert_true(v == 3);
+        assert_int_equal(ct_tensor_get(ct_tensor_grad(x2), CT_INDEX(i), &v), CT_OK);
+        assert_int_equal(ct_tensor_get(y2, CT_INDEX(i), &e), CT_OK);
+        assert_true(fabs(v - 6 * e) <= 1e-12 * 6 * e);
+    }
+    /* under create_graph the sums record history (double backward through them) */
+    ct_tensor *x3 = leaf((double[]){0.25}, 1);
+    ct_tensor *y3 = ct_mul(x3, x3);
+    ct_tensor *l3 = ct_add(vsum(ct_mul_scalar(y3, ct_scalar_int(2))), vsum(ct_mul_scalar(y3, ct_scalar_int(5))));
+    const ct_tensor *o3[1] = {l3}, *i3[1] = {x3};
+    ct_tensor *g3[1], *gg[1];
+    assert_int_equal(ct_autograd_grad(o3, 1, i3, 1, NULL, false, true, false, g3), CT_OK);
+    assert_vals(g3[0], (double[]){14 * 0.25}, 1, 1e-15); /* d/dx 7x^2 */
+    const ct_tensor *o4[1] = {vsum(g3[0])};
+    assert_int_equal(ct_autograd_grad(o4, 1, i3, 1, NULL, false, false, false, gg), CT_OK);
+    assert_int_equal(ct_tensor_get(gg[0], CT_INDEX(0), &v), CT_OK);
+    assert_true(fabs(v - 14) < 1e-12);
+    ct_scope_end();
+}
+
 static void test_grad_steal(void **state) {
     (void)state;
     ct_scope_begin();
@@ -518,6 +579,7 @@ int main(void) {
         cmocka_unit_test(test_detach),
         cmocka_unit_test(test_hooks),
         cmocka_unit_test(test_grad_steal),
+        cmocka_unit_test(test_accumulate_in_place),
         cmocka_unit_test(test_retain_grad),
         cmocka_unit_test(test_anomaly),
         cmocka_unit_test(test_nondifferentiable),

@@ -252,6 +252,8 @@ static ct_tensor *grad_copy(ct_tensor *g, bool create_graph) {
  * transposed operand (linear's w^T) its gradient in the same layout so that w's
  * gradient arrives dense. Under create_graph the copy records history and is always
  * made. */
+/* Whether g is private (as above) and dense in leaf's dtype, shape and device; also
+ * the test of Note [Accumulating in place], with the incoming gradient as leaf. */
 static bool stealable(const ct_tensor *leaf, const ct_tensor *g, bool create_graph) {
     if (create_graph || atomic_load(&g->refcount) != 1 || g->grad_fn || g->requires_grad || g->wrapped_number ||
         !g->storage || g->storage->external)
@@ -297,11 +299,27 @@ static ct_status store_grad(ct_tensor *t, ct_tensor *g, bool create_graph, bool 
     return st;
 }
 
+/* Note [Accumulating in place]
+ * When a second gradient reaches a node input, the sum usually goes into the first
+ * one's memory: if the buffered tensor passes the test of Note [Stealing the
+ * gradient] against the incoming one (only the buffer holds it and its storage, no
+ * history, dense, same dtype, shape and device), nothing else can observe it change,
+ * so buf += g replaces buf = buf + g and saves an allocation and a pass over memory
+ * (a residual stream's gradient in a transformer meets several of these per block).
+ * PyTorch's InputBuffer does the same. Otherwise, and always under create_graph, the
+ * sum is a new tensor. */
+
 /* Adds g (scope-owned) into entry slot. */
-static ct_status add_to_buffer(entry *e, int slot, ct_tensor *g) {
+static ct_status add_to_buffer(entry *e, int slot, ct_tensor *g, bool create_graph) {
     if (!e->buf[slot]) {
         e->buf[slot] = ct_retain(g);
         return CT_OK;
+    }
+    if (stealable(g, e->buf[slot], create_graph)) {
+        bool prev = ct_set_grad_enabled(false);
+        ct_tensor *r = ct_add_(e->buf[slot], g);
+        ct_set_grad_enabled(prev);
+        return r ? CT_OK : ct_last_status();
     }
     ct_tensor *s = ct_add(e->buf[slot], g);
     if (!s)
@@ -325,7 +343,7 @@ static ct_status deliver(task *t, ct_node *n, int i, ct_tensor *g) {
                         "Function '%s' returned %s values in its %dth output. The node was made by the forward op "
                         "'%s'.",
                         n->name, bad, i, n->kind == CT_NODE_OP ? ct_op_name(n->op) : n->name);
-    return add_to_buffer(lookup(t, next), n->edges[i].input_nr, g);
+    return add_to_buffer(lookup(t, next), n->edges[i].input_nr, g, t->create_graph);
 }
 
 static ct_status run_node(task *t, entry *e, nstack *ready) {
@@ -413,7 +431,7 @@ static ct_status execute(task *t, const ct_edge *roots, ct_tensor *const *root_g
         if (!roots[r].fn)
             continue;
         entry *e = lookup(t, roots[r].fn);
-        if ((st = add_to_buffer(e, roots[r].input_nr, root_grads[r])) != CT_OK)
+        if ((st = add_to_buffer(e, roots[r].input_nr, root_grads[r], t->create_graph)) != CT_OK)
             return st;
     }
     nstack ready = {0};
