@@ -7,6 +7,7 @@
 
 #include "core/dtype.h"
 #include "cpu/reduce.h"
+#include "cpu/vecmath.h"
 
 #ifdef CT_HAVE_OPENMP
 #include <omp.h>
@@ -126,23 +127,28 @@ typedef struct sum_ctx {
         }                                                                                         \
     }
 
-/* The plain float32 sum, the hot one, adds within a block in float32: sixteen
- * accumulators of sixteen values each (exact for integers up to 2^20, within a few ulp
- * otherwise), at twice the lanes of double; block sums join the double cascade. */
+/* The plain float32 sum, the hot one, adds within a block in float32 by Note [Float32
+ * block sums] (src/cpu/vecmath.h): sixteen lanes of sixteen values each, at the
+ * widest vector width the CPU has and with the same result on every ISA; the block
+ * sums join the double cascade. */
+_Static_assert(CT_RED_BLK == CT_VM_SUM_BLK, "float32 blocks and cascade blocks must agree");
 static void seg_sum_f32(void *vctx, const char *p, int64_t n, int64_t s) {
     sum_ctx *ctx = vctx;
     int64_t i = 0;
-    if (s == (int64_t)sizeof(float)) {
+    if (s == (int64_t)sizeof(float) && n >= CT_RED_BLK) {
         const float *a = (const float *)(const void *)p;
-        for (; i + CT_RED_BLK <= n; i += CT_RED_BLK) {
-            float acc[16] = {0};
-            for (int64_t j = 0; j < CT_RED_BLK; j += 16)
-                for (int k = 0; k < 16; k++)
-                    acc[k] += a[i + j + k];
-            double t = 0;
-            for (int k = 0; k < 16; k++)
-                t += (double)acc[k];
-            casc_push(&ctx->c, t);
+        const ct_vm_red *vr = ct_vm_red_get();
+        double bs[64];
+        while (i + CT_RED_BLK <= n) {
+            int64_t nb = (n - i) / CT_RED_BLK;
+            nb = nb < 64 ? nb : 64;
+            if (vr)
+                vr->blocksum_f32(bs, a + i, nb);
+            else
+                ct_vm_blocksum_ref(bs, a + i, nb);
+            for (int64_t k = 0; k < nb; k++)
+                casc_push(&ctx->c, bs[k]);
+            i += nb * CT_RED_BLK;
         }
     }
     for (; i < n; i++)
@@ -581,8 +587,21 @@ static void row_cumext(const ct_reduce_iter *it, const char *in, char *const *ou
     }
 }
 
-/* softmax/log_softmax over a contiguous float32 row into a contiguous float32 row. */
-static void softmax_f32_row(const float *restrict x, float *restrict y, int64_t n, bool log_out) {
+/* Note [Float32 softmax rows]
+ * A float32 row takes three passes: its max (NaN when any element is NaN, and then the
+ * whole row is NaN), the sum of exp(x - max) (softmax stores the exps in y on the
+ * way), and the scaling by 1/sum or the shift by max + log(sum). A row of -inf, or one
+ * holding +inf, gives NaN through inf - inf, as PyTorch.
+ * With vector math (cpu/vecmath.h) the exps are SLEEF's and the sum is taken over
+ * fixed chunks of CT_RED_CHUNK elements, each in double lanes, the chunk sums added in
+ * order. A row longer than a chunk that no outer parallel loop holds (a few long rows)
+ * spreads its chunks over the threads. Chunks depend only on the row's length, so a
+ * row's values do not depend on the thread count or on how rows were split between
+ * threads. Strided float32 rows are gathered into a contiguous buffer and take the same
+ * path, so they agree with contiguous ones. */
+
+/* The scalar path, for CPUs without vector math. x and y may be the same row. */
+static void softmax_f32_row_scalar(const float *x, float *y, int64_t n, bool log_out) {
     float m = -INFINITY;
     int nan = 0;
     for (int64_t i = 0; i < n; i++) {
@@ -594,10 +613,9 @@ static void softmax_f32_row(const float *restrict x, float *restrict y, int64_t 
             y[i] = NAN;
         return;
     }
-    /* A row of -inf (or one holding +inf) gives NaN through inf - inf, as PyTorch. */
     double sum = 0;
     int64_t i = 0;
-    float acc[8] = {0};
+    double acc[8] = {0};
     if (log_out) {
         for (; i + 8 <= n; i += 8)
             for (int k = 0; k < 8; k++)
@@ -629,15 +647,111 @@ static void softmax_f32_row(const float *restrict x, float *restrict y, int64_t 
     }
 }
 
+/* The last pass over elements [0, n) of a row: the NaN fill, the scaling or the shift. */
+static void smx_finish(const float *x, float *y, int64_t n, int how, float m, float c) {
+    if (how == 0) {
+        for (int64_t i = 0; i < n; i++)
+            y[i] = NAN;
+    } else if (how == 1) {
+        for (int64_t i = 0; i < n; i++)
+            y[i] *= c;
+    } else {
+        for (int64_t i = 0; i < n; i++)
+            y[i] = (x[i] - m) - c;
+    }
+}
+
+static void softmax_f32_row_vec(const ct_vm_red *vr, const float *x, float *y, int64_t n, bool log_out) {
+    const int64_t CH = CT_RED_CHUNK;
+    int64_t nch = n <= CH ? 1 : (n + CH - 1) / CH;
+    double *part = NULL;
+#ifdef CT_HAVE_OPENMP
+    int nth = ct_get_num_threads();
+    if (nch > 1 && nth > 1 && !omp_in_parallel())
+        part = malloc((size_t)nch * sizeof(double));
+#endif
+#define CH_LEN(c) ((c) == nch - 1 ? n - (c) * CH : CH)
+    float m;
+    if (part) {
+#ifdef CT_HAVE_OPENMP
+#pragma omp parallel for num_threads(nth) schedule(static)
+#endif
+        for (int64_t c = 0; c < nch; c++)
+            part[c] = (double)vr->max_f32(x + c * CH, CH_LEN(c));
+        m = -INFINITY;
+        for (int64_t c = 0; c < nch; c++)
+            m = part[c] != part[c] ? NAN : (m != m || (float)part[c] <= m) ? m : (float)part[c];
+    } else {
+        m = vr->max_f32(x, n);
+    }
+    int how = 0;
+    float cst = 0;
+    if (m == m) {
+        double sum = 0;
+        if (part) {
+#ifdef CT_HAVE_OPENMP
+#pragma omp parallel for num_threads(nth) schedule(static)
+#endif
+            for (int64_t c = 0; c < nch; c++)
+                part[c] = vr->expsum_f32(log_out ? NULL : y + c * CH, x + c * CH, CH_LEN(c), m);
+            for (int64_t c = 0; c < nch; c++)
+                sum += part[c];
+        } else {
+            for (int64_t c = 0; c < nch; c++)
+                sum += vr->expsum_f32(log_out ? NULL : y + c * CH, x + c * CH, CH_LEN(c), m);
+        }
+        how = log_out ? 2 : 1;
+        cst = log_out ? (float)log(sum) : (float)(1.0 / sum);
+    }
+    if (part) {
+#ifdef CT_HAVE_OPENMP
+#pragma omp parallel for num_threads(nth) schedule(static)
+#endif
+        for (int64_t c = 0; c < nch; c++)
+            smx_finish(x + c * CH, y + c * CH, CH_LEN(c), how, m, cst);
+        free(part);
+    } else {
+        smx_finish(x, y, n, how, m, cst);
+    }
+#undef CH_LEN
+}
+
+/* softmax/log_softmax of a float32 row (x and y may be the same row). */
+static void softmax_f32_row(const float *x, float *y, int64_t n, bool log_out) {
+    const ct_vm_red *vr = ct_vm_red_get();
+    if (vr)
+        softmax_f32_row_vec(vr, x, y, n, log_out);
+    else
+        softmax_f32_row_scalar(x, y, n, log_out);
+}
+
+/* GCC cannot see that the gather fills the stack buffer before the row reads it. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 static void row_softmax(const ct_reduce_iter *it, const char *in, char *const *out, const void *vp) {
     const ct_reduce_params *P = vp;
     int64_t n = it->rshape[0], s = it->rstride[0], os = it->rout[0];
     ct_dtype od = it->out_dtype[0];
-    bool f32 = is_f32(it);
-    if (f32 && od == CT_DTYPE_FLOAT32 && s == (int64_t)sizeof(float) && os == (int64_t)sizeof(float)) {
-        softmax_f32_row((const float *)(const void *)in, (float *)(void *)out[0], n,
-                        P->kind == CT_RED_LOG_SOFTMAX);
-        return;
+    bool f32 = is_f32(it), log_out = P->kind == CT_RED_LOG_SOFTMAX;
+    if (f32 && od == CT_DTYPE_FLOAT32) {
+        if (s == (int64_t)sizeof(float) && os == (int64_t)sizeof(float)) {
+            softmax_f32_row((const float *)(const void *)in, (float *)(void *)out[0], n, log_out);
+            return;
+        }
+        float stack[1024];
+        float *buf = n <= 1024 ? stack : malloc((size_t)n * sizeof(float));
+        if (buf) { /* else the double path below, which needs no memory */
+            for (int64_t i = 0; i < n; i++)
+                buf[i] = CT_LOAD(float, in, i, s);
+            softmax_f32_row(buf, buf, n, log_out);
+            for (int64_t i = 0; i < n; i++)
+                *(float *)(void *)(out[0] + i * os) = buf[i];
+            if (buf != stack)
+                free(buf);
+            return;
+        }
     }
 #define X(i) (f32 ? (double)CT_LOAD(float, in, i, s) : CT_LOAD(double, in, i, s))
     /* Subtracting the row's max keeps exp from overflowing. */
@@ -664,6 +778,9 @@ static void row_softmax(const ct_reduce_iter *it, const char *in, char *const *o
     }
 #undef X
 }
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 
 /* ------------------------------------------------------------------ outer sums */
 

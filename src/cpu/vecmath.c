@@ -1,6 +1,7 @@
 /* Run-time choice of the vector math ISA (see vecmath.h). */
 #include "cpu/vecmath.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -54,6 +55,33 @@ ct_vm_f32_fn ct_vm_get(ct_vm_op op) {
     (void)isa;
     return NULL;
 #endif
+}
+
+const ct_vm_red *ct_vm_red_get(void) {
+#ifdef CT_VM_X86
+    switch (isa()) {
+    case ISA_AVX512: return &ct_vm_red_avx512;
+    case ISA_AVX2: return &ct_vm_red_avx2;
+    default: return NULL;
+    }
+#else
+    return NULL;
+#endif
+}
+
+const ct_vm_red *ct_vm_red_for(const char *name) {
+#ifdef CT_VM_X86
+    __builtin_cpu_init();
+    bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
+    if (strcmp(name, "avx512") == 0 && avx512)
+        return &ct_vm_red_avx512;
+    if (strcmp(name, "avx2") == 0 && avx2)
+        return &ct_vm_red_avx2;
+#else
+    (void)name;
+#endif
+    return NULL;
 }
 
 const char *ct_vm_isa(void) {

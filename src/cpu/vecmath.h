@@ -46,4 +46,53 @@ const char *ct_vm_isa(void);
 extern const ct_vm_f32_fn ct_vm_avx2[CT_VM_COUNT];
 extern const ct_vm_f32_fn ct_vm_avx512[CT_VM_COUNT];
 
+/* Kernels of the float32 reductions (src/cpu/reduce_loops.c), for the same ISA. */
+#define CT_VM_SUM_BLK 256
+typedef struct ct_vm_red {
+    /* The largest of in[0..n), NaN when one is NaN, -inf when n == 0. */
+    float (*max_f32)(const float *in, int64_t n);
+    /* Stores exp(in[i] - m) to out[i] for i < n (out may be NULL: not stored, or in)
+     * and returns their sum, added in double lanes in an order fixed for the ISA. */
+    double (*expsum_f32)(float *out, const float *in, int64_t n, float m);
+    /* out[b] = the sum of floats in[b * CT_VM_SUM_BLK ..][0, CT_VM_SUM_BLK) for
+     * b < nblk, by ct_vm_blocksum_ref's exact sequence of additions on every ISA. */
+    void (*blocksum_f32)(double *out, const float *in, int64_t nblk);
+} ct_vm_red;
+
+/* The reduction kernels for this CPU (the ISA ct_vm_get uses), or NULL. */
+const ct_vm_red *ct_vm_red_get(void);
+/* The kernels of one ISA ("avx2", "avx512"), NULL where this build or CPU lacks them;
+ * tests compare the ISAs with it. */
+const ct_vm_red *ct_vm_red_for(const char *isa);
+extern const ct_vm_red ct_vm_red_avx2;
+extern const ct_vm_red ct_vm_red_avx512;
+
+/* Note [Float32 block sums]
+ * A block of CT_VM_SUM_BLK (256) floats is added in sixteen float32 lanes: lane k takes
+ * in[k], in[16 + k], ..., in[240 + k] in that order, starting from +0. The lanes then
+ * meet in double by the fixed tree below. Every ISA performs exactly these additions
+ * (a vector of W lanes holds W of the sixteen), so block sums are bit-identical
+ * whichever ISA runs; interleaving several blocks only gives the CPU independent
+ * chains to overlap. Each lane sums 16 values, so a block is exact for integers up to
+ * 2^20 in magnitude and otherwise within a few ulp of float32 per lane. */
+static inline double ct_vm_blk_tree(const float *l) {
+    double v[4];
+    for (int k = 0; k < 4; k++)
+        v[k] = ((double)l[k] + (double)l[k + 8]) + ((double)l[k + 4] + (double)l[k + 12]);
+    return (v[0] + v[2]) + (v[1] + v[3]);
+}
+
+static inline void ct_vm_blocksum_ref(double *out, const float *in, int64_t nblk) {
+    for (int64_t b = 0; b < nblk; b++) {
+        const float *a = in + b * CT_VM_SUM_BLK;
+        float l[16];
+        for (int k = 0; k < 16; k++)
+            l[k] = 0.0f;
+        for (int j = 0; j < CT_VM_SUM_BLK; j += 16)
+            for (int k = 0; k < 16; k++)
+                l[k] += a[j + k];
+        out[b] = ct_vm_blk_tree(l);
+    }
+}
+
 #endif /* CT_CPU_VECMATH_H */

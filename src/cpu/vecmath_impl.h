@@ -67,3 +67,110 @@ const ct_vm_f32_fn TABLE[CT_VM_COUNT] = {
     [CT_VM_ASINH] = vm_asinh, [CT_VM_ACOSH] = vm_acosh, [CT_VM_ATANH] = vm_atanh, [CT_VM_ERF] = vm_erf,
     [CT_VM_ERFC] = vm_erfc,
 };
+
+/* ------------------------------------------------------------------ reductions
+ * The kernels of ct_vm_red (vecmath.h). Besides the names above they need VZERO,
+ * VSET1, VADD, VSUB, VMAX (which returns its second operand when one is NaN), VHASNAN
+ * (nonzero when a lane is NaN), and the double vectors DVEC of DW lanes with DZERO,
+ * DADD, DSTORE and CVT_LO/CVT_HI (the low/high half of a float vector in double). */
+
+static float vm_max_f32(const float *in, int64_t n) {
+    VEC m0 = VSET1(-INFINITY), m1 = m0;
+    int nan = 0;
+    int64_t i = 0;
+    for (; i + 2 * W <= n; i += 2 * W) {
+        VEC a = LOAD(in + i), b = LOAD(in + i + W);
+        nan |= VHASNAN(a) | VHASNAN(b);
+        m0 = VMAX(a, m0);
+        m1 = VMAX(b, m1);
+    }
+    float buf[W];
+    STORE(buf, VMAX(m0, m1));
+    float m = -INFINITY;
+    for (int k = 0; k < W; k++)
+        m = buf[k] > m ? buf[k] : m;
+    for (; i < n; i++) {
+        nan |= in[i] != in[i];
+        m = in[i] > m ? in[i] : m;
+    }
+    return nan ? NAN : m;
+}
+
+/* The tail runs through a padded vector whose extra lanes hold -inf, so they add
+ * exp(-inf) = 0 and a row's sum does not depend on how it ends. */
+static double vm_expsum_f32(float *out, const float *in, int64_t n, float m) {
+    const VEC vm = VSET1(m);
+    DVEC s0 = DZERO(), s1 = DZERO();
+    int64_t i = 0;
+    if (out) {
+        for (; i + W <= n; i += W) {
+            VEC e = SL(exp, u10)(VSUB(LOAD(in + i), vm));
+            STORE(out + i, e);
+            s0 = DADD(s0, CVT_LO(e));
+            s1 = DADD(s1, CVT_HI(e));
+        }
+    } else {
+        for (; i + W <= n; i += W) {
+            VEC e = SL(exp, u10)(VSUB(LOAD(in + i), vm));
+            s0 = DADD(s0, CVT_LO(e));
+            s1 = DADD(s1, CVT_HI(e));
+        }
+    }
+    if (i < n) {
+        float buf[W];
+        for (int64_t k = 0; k < W; k++)
+            buf[k] = i + k < n ? in[i + k] - m : -INFINITY;
+        VEC e = SL(exp, u10)(LOAD(buf));
+        STORE(buf, e);
+        if (out)
+            memcpy(out + i, buf, (size_t)(n - i) * sizeof(float));
+        s0 = DADD(s0, CVT_LO(e));
+        s1 = DADD(s1, CVT_HI(e));
+    }
+    double d[2 * DW];
+    DSTORE(d, s0);
+    DSTORE(d + DW, s1);
+    for (int w = DW; w >= 1; w /= 2)
+        for (int k = 0; k < w; k++)
+            d[k] = d[k] + d[k + w];
+    return d[0];
+}
+
+/* Four blocks at a time: their lane sums are independent chains of additions. */
+#define NV (16 / W)
+static void vm_blocksum_f32(double *out, const float *in, int64_t nblk) {
+    int64_t b = 0;
+    for (; b + 4 <= nblk; b += 4) {
+        const float *a = in + b * CT_VM_SUM_BLK;
+        VEC acc[4][NV];
+        for (int q = 0; q < 4; q++)
+            for (int v = 0; v < NV; v++)
+                acc[q][v] = VZERO();
+        for (int j = 0; j < CT_VM_SUM_BLK; j += 16)
+            for (int q = 0; q < 4; q++)
+                for (int v = 0; v < NV; v++)
+                    acc[q][v] = VADD(acc[q][v], LOAD(a + q * CT_VM_SUM_BLK + j + v * W));
+        for (int q = 0; q < 4; q++) {
+            float l[16];
+            for (int v = 0; v < NV; v++)
+                STORE(l + v * W, acc[q][v]);
+            out[b + q] = ct_vm_blk_tree(l);
+        }
+    }
+    for (; b < nblk; b++) {
+        const float *a = in + b * CT_VM_SUM_BLK;
+        VEC acc[NV];
+        for (int v = 0; v < NV; v++)
+            acc[v] = VZERO();
+        for (int j = 0; j < CT_VM_SUM_BLK; j += 16)
+            for (int v = 0; v < NV; v++)
+                acc[v] = VADD(acc[v], LOAD(a + j + v * W));
+        float l[16];
+        for (int v = 0; v < NV; v++)
+            STORE(l + v * W, acc[v]);
+        out[b] = ct_vm_blk_tree(l);
+    }
+}
+#undef NV
+
+const ct_vm_red RED_TABLE = {vm_max_f32, vm_expsum_f32, vm_blocksum_f32};
