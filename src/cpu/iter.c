@@ -299,7 +299,11 @@ void ct_iter_run(const ct_iter *it, ct_cpu_loop loop, const void *params) {
             chunks = nth;
 #pragma omp parallel for num_threads((int)chunks) schedule(static)
         for (int64_t c = 0; c < chunks; c++) {
-            int64_t b = it->numel * c / chunks, e = it->numel * (c + 1) / chunks;
+            /* Cut points at multiples of 16 elements: for contiguous data each thread's
+             * piece starts on a cache line, so threads never write the same line and
+             * vector loops run aligned with a single tail at the very end. */
+            int64_t b = c == 0 ? 0 : it->numel * c / chunks / 16 * 16;
+            int64_t e = c == chunks - 1 ? it->numel : it->numel * (c + 1) / chunks / 16 * 16;
             run_range(it, loop, params, b, e);
         }
         return;
