@@ -342,6 +342,34 @@ static void test_kernels_per_isa(void **state) {
     free(e);
 }
 
+/* exp over a length that is no multiple of the vector width: the threads' pieces are
+ * cut at multiples of 16 elements, and every element's value is the same for any
+ * thread count (the vector routine's tail runs the same function). */
+static void test_exp_threads(void **state) {
+    (void)state;
+    int saved = ct_get_num_threads();
+    ct_scope_begin();
+    int64_t n = 100003;
+    float *x = rand_floats(n, -80, 80);
+    ct_tensor *t = ct_from_data(x, CT_SHAPE(n), CT_F32);
+    ct_set_num_threads(1);
+    ct_tensor *a = ct_exp(t);
+    const float *ya = ct_tensor_data(a);
+    for (int64_t i = 0; i < n; i++) {
+        double w = exp((double)x[i]);
+        assert_true(fabs((double)ya[i] - w) <= 1.2e-7 * w);
+    }
+    for (int th = 2; th <= 3; th++) {
+        ct_set_num_threads(th);
+        ct_tensor *o = ct_empty(CT_SHAPE(n), CT_F32, CT_CPU);
+        CT_ASSERT_OK(ct_exp_out(t, o));
+        assert_memory_equal(ya, ct_tensor_data(o), (size_t)n * sizeof(float));
+    }
+    free(x);
+    ct_scope_end();
+    ct_set_num_threads(saved);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_softmax_rows),
@@ -353,6 +381,7 @@ int main(void) {
         cmocka_unit_test(test_sum_rows),
         cmocka_unit_test(test_sum_threads),
         cmocka_unit_test(test_kernels_per_isa),
+        cmocka_unit_test(test_exp_threads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -22,13 +22,14 @@
 
 /* Note [Deterministic reductions]
  * Float sums are cascaded: each block of CT_RED_BLK contiguous elements is summed with
- * eight independent accumulators (which the compiler vectorises), and the block sums
- * are combined pairwise by a binary counter (casc_push), so the rounding error grows
- * with log(n), not n. A reduction longer than CT_RED_CHUNK elements is cut into chunks
+ * eight independent accumulators (which the compiler vectorises; the plain float32 sum
+ * uses the sixteen float32 lanes of Note [Float32 block sums] in cpu/vecmath.h), and
+ * the block sums are combined pairwise by a binary counter (casc_push), so the rounding
+ * error grows with log(n), not n. A reduction longer than CT_RED_CHUNK elements is cut into chunks
  * of exactly that size; each chunk is summed on its own (in parallel when threads are
  * free) and the chunk results are pushed into a cascade in chunk order. The cut points
  * depend only on the shape, never on the thread count, so results are bit-identical
- * for any ct_set_num_threads. */
+ * for any ct_set_num_threads, and the float32 block sums are the same on every ISA. */
 #define CT_RED_BLK 256
 #define CT_RED_CHUNK ((int64_t)1 << 16)
 #define CT_ID(x) (x)
