@@ -662,7 +662,8 @@ static void smx_finish(const float *x, float *y, int64_t n, int how, float m, fl
     }
 }
 
-static void softmax_f32_row_vec(const ct_vm_red *vr, const float *x, float *y, int64_t n, bool log_out) {
+static void softmax_f32_row_vec(const ct_vm_red *vr, const float *x, float *y, int64_t n, bool log_out,
+                                const float *next) {
     const int64_t CH = CT_RED_CHUNK;
     int64_t nch = n <= CH ? 1 : (n + CH - 1) / CH;
     double *part = NULL;
@@ -694,12 +695,14 @@ static void softmax_f32_row_vec(const ct_vm_red *vr, const float *x, float *y, i
 #pragma omp parallel for num_threads(nth) schedule(static)
 #endif
             for (int64_t c = 0; c < nch; c++)
-                part[c] = vr->expsum_f32(log_out ? NULL : y + c * CH, x + c * CH, CH_LEN(c), m);
+                part[c] = vr->expsum_f32(log_out ? NULL : y + c * CH, x + c * CH, CH_LEN(c), m, NULL);
             for (int64_t c = 0; c < nch; c++)
                 sum += part[c];
+        } else if (nch == 1) {
+            sum = vr->expsum_f32(log_out ? NULL : y, x, n, m, next);
         } else {
             for (int64_t c = 0; c < nch; c++)
-                sum += vr->expsum_f32(log_out ? NULL : y + c * CH, x + c * CH, CH_LEN(c), m);
+                sum += vr->expsum_f32(log_out ? NULL : y + c * CH, x + c * CH, CH_LEN(c), m, NULL);
         }
         how = log_out ? 2 : 1;
         cst = log_out ? (float)log(sum) : (float)(1.0 / sum);
@@ -717,11 +720,13 @@ static void softmax_f32_row_vec(const ct_vm_red *vr, const float *x, float *y, i
 #undef CH_LEN
 }
 
-/* softmax/log_softmax of a float32 row (x and y may be the same row). */
-static void softmax_f32_row(const float *x, float *y, int64_t n, bool log_out) {
+/* softmax/log_softmax of a float32 row (x and y may be the same row). next, when not
+ * NULL, is the row likely to come next, prefetched while this one's exps are computed:
+ * without it each row would wait for memory and then compute, one after the other. */
+static void softmax_f32_row(const float *x, float *y, int64_t n, bool log_out, const float *next) {
     const ct_vm_red *vr = ct_vm_red_get();
     if (vr)
-        softmax_f32_row_vec(vr, x, y, n, log_out);
+        softmax_f32_row_vec(vr, x, y, n, log_out, next);
     else
         softmax_f32_row_scalar(x, y, n, log_out);
 }
@@ -738,7 +743,11 @@ static void row_softmax(const ct_reduce_iter *it, const char *in, char *const *o
     bool f32 = is_f32(it), log_out = P->kind == CT_RED_LOG_SOFTMAX;
     if (f32 && od == CT_DTYPE_FLOAT32) {
         if (s == (int64_t)sizeof(float) && os == (int64_t)sizeof(float)) {
-            softmax_f32_row((const float *)(const void *)in, (float *)(void *)out[0], n, log_out);
+            /* the next row along the innermost kept dim (a wrong guess at the end of an
+             * outer dim only costs a useless prefetch, which never faults) */
+            const float *next =
+                it->nk > 0 ? (const float *)(uintptr_t)((uintptr_t)in + (uintptr_t)it->kin[it->nk - 1]) : NULL;
+            softmax_f32_row((const float *)(const void *)in, (float *)(void *)out[0], n, log_out, next);
             return;
         }
         float stack[1024];
@@ -746,7 +755,7 @@ static void row_softmax(const ct_reduce_iter *it, const char *in, char *const *o
         if (buf) { /* else the double path below, which needs no memory */
             for (int64_t i = 0; i < n; i++)
                 buf[i] = CT_LOAD(float, in, i, s);
-            softmax_f32_row(buf, buf, n, log_out);
+            softmax_f32_row(buf, buf, n, log_out, NULL);
             for (int64_t i = 0; i < n; i++)
                 *(float *)(void *)(out[0] + i * os) = buf[i];
             if (buf != stack)

@@ -5,6 +5,7 @@
  * The tail goes through a padded buffer and the same vector function, so an element's
  * result does not depend on where a row or a thread's chunk happens to end. */
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 #define CT_VM_DEF(fname, SLEEF_FN)                                        \
@@ -98,24 +99,30 @@ static float vm_max_f32(const float *in, int64_t n) {
 
 /* The tail runs through a padded vector whose extra lanes hold -inf, so they add
  * exp(-inf) = 0 and a row's sum does not depend on how it ends. */
-static double vm_expsum_f32(float *out, const float *in, int64_t n, float m) {
+static double vm_expsum_f32(float *out, const float *in, int64_t n, float m, const float *pf) {
     const VEC vm = VSET1(m);
     DVEC s0 = DZERO(), s1 = DZERO();
     int64_t i = 0;
-    if (out) {
-        for (; i + W <= n; i += W) {
-            VEC e = SL(exp, u10)(VSUB(LOAD(in + i), vm));
-            STORE(out + i, e);
-            s0 = DADD(s0, CVT_LO(e));
-            s1 = DADD(s1, CVT_HI(e));
-        }
-    } else {
-        for (; i + W <= n; i += W) {
-            VEC e = SL(exp, u10)(VSUB(LOAD(in + i), vm));
-            s0 = DADD(s0, CVT_LO(e));
-            s1 = DADD(s1, CVT_HI(e));
-        }
+    /* pf may lie past the end of its allocation: its addresses are only computed as
+     * integers and prefetched, never dereferenced. */
+    const uintptr_t pfa = (uintptr_t)pf;
+#define EXPSUM_LOOP(STORE_E, PREFETCH)                         \
+    for (; i + W <= n; i += W) {                               \
+        PREFETCH;                                              \
+        VEC e = SL(exp, u10)(VSUB(LOAD(in + i), vm));          \
+        STORE_E;                                               \
+        s0 = DADD(s0, CVT_LO(e));                              \
+        s1 = DADD(s1, CVT_HI(e));                              \
     }
+    if (out && pf)
+        EXPSUM_LOOP(STORE(out + i, e), _mm_prefetch((const char *)(pfa + (uintptr_t)i * 4u), _MM_HINT_T0))
+    else if (out)
+        EXPSUM_LOOP(STORE(out + i, e), (void)0)
+    else if (pf)
+        EXPSUM_LOOP((void)0, _mm_prefetch((const char *)(pfa + (uintptr_t)i * 4u), _MM_HINT_T0))
+    else
+        EXPSUM_LOOP((void)0, (void)0)
+#undef EXPSUM_LOOP
     if (i < n) {
         float buf[W];
         for (int64_t k = 0; k < W; k++)
