@@ -323,16 +323,17 @@ static void test_kernels_per_isa(void **state) {
                 assert_true(isnan(vr->max_f32(x + 3, len)));
                 x[3 + len / 2] = keep;
             }
-            double s = vr->expsum_f32(e, x + 3, len, m, NULL), ref = 0;
+            double s = vr->expsum_f32(e, x + 3, len, m, NULL, NULL), ref = 0;
             for (int64_t i = 0; i < len; i++) {
                 double w = exp((double)(x[i + 3] - m));
                 ref += w;
                 assert_true(fabs((double)e[i] - w) <= 1.2e-7 * w + 1e-45);
             }
             assert_true(fabs(s - ref) <= 2e-7 * ref);
-            assert_true(vr->expsum_f32(NULL, x + 3, len, m, NULL) == s);
-            /* prefetching another row changes nothing */
-            assert_true(vr->expsum_f32(NULL, x + 3, len, m, x + 70) == s);
+            assert_true(vr->expsum_f32(NULL, x + 3, len, m, NULL, NULL) == s);
+            /* prefetching other rows changes nothing */
+            assert_true(vr->expsum_f32(NULL, x + 3, len, m, x + 70, NULL) == s);
+            assert_true(vr->expsum_f32(e, x + 3, len, m, x + 70, e + 100) == s);
         }
     }
     /* the ISA in use (none with CT_CPU_ISA=scalar) is one of those checked */

@@ -663,7 +663,7 @@ static void smx_finish(const float *x, float *y, int64_t n, int how, float m, fl
 }
 
 static void softmax_f32_row_vec(const ct_vm_red *vr, const float *x, float *y, int64_t n, bool log_out,
-                                const float *next) {
+                                const float *next, const float *ynext) {
     const int64_t CH = CT_RED_CHUNK;
     int64_t nch = n <= CH ? 1 : (n + CH - 1) / CH;
     double *part = NULL;
@@ -695,14 +695,14 @@ static void softmax_f32_row_vec(const ct_vm_red *vr, const float *x, float *y, i
 #pragma omp parallel for num_threads(nth) schedule(static)
 #endif
             for (int64_t c = 0; c < nch; c++)
-                part[c] = vr->expsum_f32(log_out ? NULL : y + c * CH, x + c * CH, CH_LEN(c), m, NULL);
+                part[c] = vr->expsum_f32(log_out ? NULL : y + c * CH, x + c * CH, CH_LEN(c), m, NULL, NULL);
             for (int64_t c = 0; c < nch; c++)
                 sum += part[c];
         } else if (nch == 1) {
-            sum = vr->expsum_f32(log_out ? NULL : y, x, n, m, next);
+            sum = vr->expsum_f32(log_out ? NULL : y, x, n, m, next, ynext);
         } else {
             for (int64_t c = 0; c < nch; c++)
-                sum += vr->expsum_f32(log_out ? NULL : y + c * CH, x + c * CH, CH_LEN(c), m, NULL);
+                sum += vr->expsum_f32(log_out ? NULL : y + c * CH, x + c * CH, CH_LEN(c), m, NULL, NULL);
         }
         how = log_out ? 2 : 1;
         cst = log_out ? (float)log(sum) : (float)(1.0 / sum);
@@ -720,13 +720,15 @@ static void softmax_f32_row_vec(const ct_vm_red *vr, const float *x, float *y, i
 #undef CH_LEN
 }
 
-/* softmax/log_softmax of a float32 row (x and y may be the same row). next, when not
- * NULL, is the row likely to come next, prefetched while this one's exps are computed:
- * without it each row would wait for memory and then compute, one after the other. */
-static void softmax_f32_row(const float *x, float *y, int64_t n, bool log_out, const float *next) {
+/* softmax/log_softmax of a float32 row (x and y may be the same row). next and ynext,
+ * when not NULL, are the input and output rows likely to come next, prefetched while
+ * this one's exps are computed: without that each row would wait for memory and then
+ * compute, one after the other. */
+static void softmax_f32_row(const float *x, float *y, int64_t n, bool log_out, const float *next,
+                            const float *ynext) {
     const ct_vm_red *vr = ct_vm_red_get();
     if (vr)
-        softmax_f32_row_vec(vr, x, y, n, log_out, next);
+        softmax_f32_row_vec(vr, x, y, n, log_out, next, ynext);
     else
         softmax_f32_row_scalar(x, y, n, log_out);
 }
@@ -745,9 +747,12 @@ static void row_softmax(const ct_reduce_iter *it, const char *in, char *const *o
         if (s == (int64_t)sizeof(float) && os == (int64_t)sizeof(float)) {
             /* the next row along the innermost kept dim (a wrong guess at the end of an
              * outer dim only costs a useless prefetch, which never faults) */
-            const float *next =
-                it->nk > 0 ? (const float *)(uintptr_t)((uintptr_t)in + (uintptr_t)it->kin[it->nk - 1]) : NULL;
-            softmax_f32_row((const float *)(const void *)in, (float *)(void *)out[0], n, log_out, next);
+            const float *next = NULL, *ynext = NULL;
+            if (it->nk > 0) {
+                next = (const float *)(uintptr_t)((uintptr_t)in + (uintptr_t)it->kin[it->nk - 1]);
+                ynext = (const float *)(uintptr_t)((uintptr_t)out[0] + (uintptr_t)it->kout[0][it->nk - 1]);
+            }
+            softmax_f32_row((const float *)(const void *)in, (float *)(void *)out[0], n, log_out, next, ynext);
             return;
         }
         float stack[1024];
@@ -755,7 +760,7 @@ static void row_softmax(const ct_reduce_iter *it, const char *in, char *const *o
         if (buf) { /* else the double path below, which needs no memory */
             for (int64_t i = 0; i < n; i++)
                 buf[i] = CT_LOAD(float, in, i, s);
-            softmax_f32_row(buf, buf, n, log_out, NULL);
+            softmax_f32_row(buf, buf, n, log_out, NULL, NULL);
             for (int64_t i = 0; i < n; i++)
                 *(float *)(void *)(out[0] + i * os) = buf[i];
             if (buf != stack)

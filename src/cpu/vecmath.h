@@ -53,9 +53,10 @@ typedef struct ct_vm_red {
     float (*max_f32)(const float *in, int64_t n);
     /* Stores exp(in[i] - m) to out[i] for i < n (out may be NULL: not stored, or in)
      * and returns their sum, added in double lanes in an order fixed for the ISA.
-     * pf, when not NULL, is prefetched over the same length on the way (the next row,
-     * so that its reads from memory overlap this row's arithmetic). */
-    double (*expsum_f32)(float *out, const float *in, int64_t n, float m, const float *pf);
+     * pf_in and pf_out (for writing), when not NULL, are prefetched over the same
+     * length on the way: the next row's input and output, so that their memory
+     * transfers overlap this row's arithmetic. */
+    double (*expsum_f32)(float *out, const float *in, int64_t n, float m, const float *pf_in, const float *pf_out);
     /* out[b] = the sum of floats in[b * CT_VM_SUM_BLK ..][0, CT_VM_SUM_BLK) for
      * b < nblk, by ct_vm_blocksum_ref's exact sequence of additions on every ISA. */
     void (*blocksum_f32)(double *out, const float *in, int64_t nblk);

@@ -99,13 +99,14 @@ static float vm_max_f32(const float *in, int64_t n) {
 
 /* The tail runs through a padded vector whose extra lanes hold -inf, so they add
  * exp(-inf) = 0 and a row's sum does not depend on how it ends. */
-static double vm_expsum_f32(float *out, const float *in, int64_t n, float m, const float *pf) {
+static double vm_expsum_f32(float *out, const float *in, int64_t n, float m, const float *pf_in,
+                            const float *pf_out) {
     const VEC vm = VSET1(m);
     DVEC s0 = DZERO(), s1 = DZERO();
     int64_t i = 0;
-    /* pf may lie past the end of its allocation: its addresses are only computed as
-     * integers and prefetched, never dereferenced. */
-    const uintptr_t pfa = (uintptr_t)pf;
+    /* pf_in/pf_out may lie past the end of their allocations: their addresses are only
+     * computed as integers and prefetched, never dereferenced. */
+    const uintptr_t pfa = (uintptr_t)pf_in, pfo = (uintptr_t)pf_out;
 #define EXPSUM_LOOP(STORE_E, PREFETCH)                         \
     for (; i + W <= n; i += W) {                               \
         PREFETCH;                                              \
@@ -114,11 +115,12 @@ static double vm_expsum_f32(float *out, const float *in, int64_t n, float m, con
         s0 = DADD(s0, CVT_LO(e));                              \
         s1 = DADD(s1, CVT_HI(e));                              \
     }
-    if (out && pf)
-        EXPSUM_LOOP(STORE(out + i, e), _mm_prefetch((const char *)(pfa + (uintptr_t)i * 4u), _MM_HINT_T0))
+    if (out && pf_in && pf_out)
+        EXPSUM_LOOP(STORE(out + i, e), _mm_prefetch((const char *)(pfa + (uintptr_t)i * 4u), _MM_HINT_T0);
+                    __builtin_prefetch((const void *)(pfo + (uintptr_t)i * 4u), 1, 3))
     else if (out)
         EXPSUM_LOOP(STORE(out + i, e), (void)0)
-    else if (pf)
+    else if (pf_in)
         EXPSUM_LOOP((void)0, _mm_prefetch((const char *)(pfa + (uintptr_t)i * 4u), _MM_HINT_T0))
     else
         EXPSUM_LOOP((void)0, (void)0)
