@@ -13,6 +13,11 @@
 #define SL(name, acc) Sleef_##name##f8_##acc##avx2
 #define TABLE ct_vm_avx2
 #define RED_TABLE ct_vm_red_avx2
+#define TAIL_MASK(cnt) _mm256_cmpgt_epi32(_mm256_set1_epi32(cnt), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7))
+#define TAIL_LOAD_SUB(p, cnt, vm)                                                               \
+    _mm256_blendv_ps(_mm256_set1_ps(-INFINITY), _mm256_sub_ps(_mm256_maskload_ps((p), TAIL_MASK(cnt)), (vm)), \
+                     _mm256_castsi256_ps(TAIL_MASK(cnt)))
+#define TAIL_STORE(p, cnt, v) _mm256_maskstore_ps((p), TAIL_MASK(cnt), (v))
 #define VZERO() _mm256_setzero_ps()
 #define VSET1(x) _mm256_set1_ps(x)
 #define VADD(a, b) _mm256_add_ps((a), (b))

@@ -13,6 +13,10 @@
 #define SL(name, acc) Sleef_##name##f16_##acc##avx512f
 #define TABLE ct_vm_avx512
 #define RED_TABLE ct_vm_red_avx512
+#define TAIL_MASK(cnt) ((__mmask16)((1u << (cnt)) - 1u))
+#define TAIL_LOAD_SUB(p, cnt, vm) \
+    _mm512_mask_sub_ps(_mm512_set1_ps(-INFINITY), TAIL_MASK(cnt), _mm512_maskz_loadu_ps(TAIL_MASK(cnt), (p)), (vm))
+#define TAIL_STORE(p, cnt, v) _mm512_mask_storeu_ps((p), TAIL_MASK(cnt), (v))
 #define VZERO() _mm512_setzero_ps()
 #define VSET1(x) _mm512_set1_ps(x)
 #define VADD(a, b) _mm512_add_ps((a), (b))

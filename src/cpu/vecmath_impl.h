@@ -70,26 +70,30 @@ const ct_vm_f32_fn TABLE[CT_VM_COUNT] = {
 };
 
 /* ------------------------------------------------------------------ reductions
- * The kernels of ct_vm_red (vecmath.h). Besides the names above they need VZERO,
+ * The kernels of ct_vm_red (vecmath.h). Besides the names above they need
+ * TAIL_LOAD_SUB(p, cnt, vm) (lanes below cnt: p[k] - vm, the others -inf; nothing past
+ * cnt is read) and TAIL_STORE(p, cnt, v) (stores lanes below cnt only), VZERO,
  * VSET1, VADD, VSUB, VMAX (which returns its second operand when one is NaN), VHASNAN
  * (nonzero when a lane is NaN), and the double vectors DVEC of DW lanes with DZERO,
  * DADD, DSTORE and CVT_LO/CVT_HI (the low/high half of a float vector in double). */
 
 static float vm_max_f32(const float *in, int64_t n) {
-    VEC m0 = VSET1(-INFINITY), m1 = m0;
+    float m = -INFINITY;
     int nan = 0;
     int64_t i = 0;
-    for (; i + 2 * W <= n; i += 2 * W) {
-        VEC a = LOAD(in + i), b = LOAD(in + i + W);
-        nan |= VHASNAN(a) | VHASNAN(b);
-        m0 = VMAX(a, m0);
-        m1 = VMAX(b, m1);
+    if (n >= 2 * W) { /* short rows go straight to the scalar loop */
+        VEC m0 = VSET1(-INFINITY), m1 = m0;
+        for (; i + 2 * W <= n; i += 2 * W) {
+            VEC a = LOAD(in + i), b = LOAD(in + i + W);
+            nan |= VHASNAN(a) | VHASNAN(b);
+            m0 = VMAX(a, m0);
+            m1 = VMAX(b, m1);
+        }
+        float buf[W];
+        STORE(buf, VMAX(m0, m1));
+        for (int k = 0; k < W; k++)
+            m = buf[k] > m ? buf[k] : m;
     }
-    float buf[W];
-    STORE(buf, VMAX(m0, m1));
-    float m = -INFINITY;
-    for (int k = 0; k < W; k++)
-        m = buf[k] > m ? buf[k] : m;
     for (; i < n; i++) {
         nan |= in[i] != in[i];
         m = in[i] > m ? in[i] : m;
@@ -97,7 +101,7 @@ static float vm_max_f32(const float *in, int64_t n) {
     return nan ? NAN : m;
 }
 
-/* The tail runs through a padded vector whose extra lanes hold -inf, so they add
+/* The tail runs through one masked vector whose extra lanes hold -inf, so they add
  * exp(-inf) = 0 and a row's sum does not depend on how it ends. */
 static double vm_expsum_f32(float *out, const float *in, int64_t n, float m, const float *pf_in,
                             const float *pf_out) {
@@ -126,13 +130,10 @@ static double vm_expsum_f32(float *out, const float *in, int64_t n, float m, con
         EXPSUM_LOOP((void)0, (void)0)
 #undef EXPSUM_LOOP
     if (i < n) {
-        float buf[W];
-        for (int64_t k = 0; k < W; k++)
-            buf[k] = i + k < n ? in[i + k] - m : -INFINITY;
-        VEC e = SL(exp, u10)(LOAD(buf));
-        STORE(buf, e);
+        const int cnt = (int)(n - i);
+        VEC e = SL(exp, u10)(TAIL_LOAD_SUB(in + i, cnt, vm));
         if (out)
-            memcpy(out + i, buf, (size_t)(n - i) * sizeof(float));
+            TAIL_STORE(out + i, cnt, e);
         s0 = DADD(s0, CVT_LO(e));
         s1 = DADD(s1, CVT_HI(e));
     }
