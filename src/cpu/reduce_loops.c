@@ -598,8 +598,10 @@ static void row_cumext(const ct_reduce_iter *it, const char *in, char *const *ou
  * order. A row longer than a chunk that no outer parallel loop holds (a few long rows)
  * spreads its chunks over the threads. Chunks depend only on the row's length, so a
  * row's values do not depend on the thread count or on how rows were split between
- * threads. Strided float32 rows are gathered into a contiguous buffer and take the same
- * path, so they agree with contiguous ones. */
+ * threads. While a row's exps are computed, the next row's input and output are
+ * prefetched, so that the memory transfers of one row overlap the arithmetic of the
+ * other instead of alternating with it. Strided float32 rows are gathered into a
+ * contiguous buffer and take the same path, so they agree with contiguous ones. */
 
 /* The scalar path, for CPUs without vector math. x and y may be the same row. */
 static void softmax_f32_row_scalar(const float *x, float *y, int64_t n, bool log_out) {
