@@ -5,12 +5,15 @@
  * thread's exclude set, so ops skip the autograd kernel entirely and record nothing.
  * The two settings are kept apart so that leaving one does not undo the other. */
 #include <stdatomic.h>
+#include <stdint.h>
 
 #include "autograd/node.h"
 
-static _Thread_local bool tls_grad_disabled;
-static _Thread_local int tls_inference_depth;
-static _Thread_local bool tls_inference_saved_grad[64];
+static CT_THREAD_LOCAL bool tls_grad_disabled;
+static CT_THREAD_LOCAL int tls_inference_depth;
+/* Grad mode saved by each of the 64 innermost inference-mode levels, one bit each
+ * (Note [Thread-local storage]). */
+static CT_THREAD_LOCAL uint64_t tls_inference_saved_grad;
 static atomic_bool anomaly;
 
 static void apply_exclusion(void) {
@@ -32,8 +35,10 @@ bool ct_set_grad_enabled(bool enabled) {
 bool ct_is_grad_enabled(void) { return !tls_grad_disabled && tls_inference_depth == 0; }
 
 void ct_inference_mode_begin(void) {
-    if (tls_inference_depth < 64)
-        tls_inference_saved_grad[tls_inference_depth] = tls_grad_disabled;
+    if (tls_inference_depth < 64) {
+        uint64_t bit = (uint64_t)1 << tls_inference_depth;
+        tls_inference_saved_grad = tls_grad_disabled ? tls_inference_saved_grad | bit : tls_inference_saved_grad & ~bit;
+    }
     tls_inference_depth++;
     ct_tls_inference_mode = true;
     apply_exclusion();
@@ -44,7 +49,7 @@ void ct_inference_mode_end(void) {
         return; /* unbalanced end: ignored, as ct_scope_end does */
     tls_inference_depth--;
     if (tls_inference_depth < 64)
-        tls_grad_disabled = tls_inference_saved_grad[tls_inference_depth];
+        tls_grad_disabled = (tls_inference_saved_grad >> tls_inference_depth) & 1;
     ct_tls_inference_mode = tls_inference_depth > 0;
     apply_exclusion();
 }

@@ -45,8 +45,8 @@ static void hooks_free(ct_hook *h);
  * Dropping the last reference to a long chain of nodes would recurse once per node
  * (node -> edge -> node ...). Dying nodes go on a per-thread list instead, and the
  * outermost unref drains it in a loop. */
-static _Thread_local ct_node *free_list;
-static _Thread_local bool freeing;
+static CT_THREAD_LOCAL ct_node *free_list;
+static CT_THREAD_LOCAL bool freeing;
 
 static void node_destroy(ct_node *n) {
     if (n->kind == CT_NODE_ACCUMULATE && n->leaf) {

@@ -183,7 +183,7 @@ static atomic_uint_fast64_t g_history_gen;
 
 /* The op this thread is running (a static name), stamped on blocks and trace entries;
  * a pointer, so that setting it on every op costs a store. */
-static _Thread_local const char *tl_context;
+static CT_THREAD_LOCAL const char *tl_context;
 static _Atomic(ct_alloc_observer_fn) g_observer; /* Note [Allocator observer] */
 
 /* ------------------------------------------------------------------ small helpers */

@@ -7,24 +7,58 @@
  * invariants) stops the process. */
 #include "error.h"
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #define CT_ERROR_CAP 1024
 
-static _Thread_local ct_status tl_status = CT_OK;
-static _Thread_local char tl_message[CT_ERROR_CAP];
+/* The message buffer is allocated on a thread's first error and freed at its exit
+ * (Note [Thread-local storage]: 1 KiB inline would take most of the library's static
+ * TLS). Without memory for it, the status still says what failed. */
+static CT_THREAD_LOCAL ct_status tl_status = CT_OK;
+static CT_THREAD_LOCAL char *tl_message;
+static const char no_message[] = "ctorch: out of memory while recording an error message";
+
+static pthread_key_t message_key;
+static pthread_once_t message_key_once = PTHREAD_ONCE_INIT;
+static bool message_key_ok;
+
+static void message_thread_exit(void *p) {
+    free(p);
+    tl_message = NULL; /* an error raised by a later destructor allocates a new one */
+}
+
+static void message_key_init(void) { message_key_ok = pthread_key_create(&message_key, message_thread_exit) == 0; }
+
+static char *message_buffer(void) {
+    if (CT_UNLIKELY(!tl_message)) {
+        pthread_once(&message_key_once, message_key_init);
+        if (!message_key_ok)
+            return NULL; /* it could never be freed */
+        char *m = malloc(CT_ERROR_CAP);
+        if (!m || pthread_setspecific(message_key, m) != 0) {
+            free(m);
+            return NULL;
+        }
+        tl_message = m;
+    }
+    return tl_message;
+}
 
 ct_status ct_error(ct_status status, const char *op, const char *fmt, ...) {
-    int n = snprintf(tl_message, sizeof tl_message, "%s: ", op ? op : "ctorch");
-    if (n < 0 || (size_t)n >= sizeof tl_message)
+    tl_status = status;
+    char *msg = message_buffer();
+    if (!msg)
+        return status;
+    int n = snprintf(msg, CT_ERROR_CAP, "%s: ", op ? op : "ctorch");
+    if (n < 0 || n >= CT_ERROR_CAP)
         n = 0;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(tl_message + n, sizeof tl_message - (size_t)n, fmt, ap);
+    vsnprintf(msg + n, CT_ERROR_CAP - (size_t)n, fmt, ap);
     va_end(ap);
-    tl_status = status;
     return status;
 }
 
@@ -34,11 +68,16 @@ ct_status ct_error_null(const char *op) {
     return tl_status;
 }
 
-const char *ct_last_error(void) { return tl_status == CT_OK ? "" : tl_message; }
+const char *ct_last_error(void) {
+    if (tl_status == CT_OK)
+        return "";
+    return tl_message ? tl_message : no_message;
+}
 ct_status ct_last_status(void) { return tl_status; }
 void ct_clear_error(void) {
     tl_status = CT_OK;
-    tl_message[0] = '\0';
+    if (tl_message)
+        tl_message[0] = '\0';
 }
 
 const char *ct_status_name(ct_status status) {

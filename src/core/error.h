@@ -14,6 +14,24 @@
 #define CT_UNLIKELY(x) (x)
 #endif
 
+/* Note [Thread-local storage]
+ * Every op reads a handful of thread-locals (the error state, the object caches, the
+ * scope stack, the dispatch and grad modes). In a shared library the default TLS model
+ * reaches each one through a call to __tls_get_addr; the initial-exec model is one load
+ * off the thread pointer. Initial-exec asks the dynamic loader to place the library's
+ * whole TLS block in static TLS, which a dlopen'ed library must take from glibc's small
+ * surplus (about 1.6 KiB, shared with every other such library). So ctorch keeps its
+ * TLS block small, about 200 bytes: anything big (the error message, the profiler's
+ * range stack) sits behind a pointer to a lazily allocated per-thread buffer that a
+ * pthread key destructor frees at thread exit. Declare thread-locals with
+ * CT_THREAD_LOCAL, and keep them small. tests/test_thread_state.c loads the shared
+ * library with dlopen and checks the block's size. */
+#if defined(__GNUC__)
+#define CT_THREAD_LOCAL _Thread_local __attribute__((tls_model("initial-exec")))
+#else
+#define CT_THREAD_LOCAL _Thread_local
+#endif
+
 /* Sets this thread's error to "op: message" and returns status. */
 ct_status ct_error(ct_status status, const char *op, const char *fmt, ...) CT_PRINTF(3, 4);
 /* Records that op got a NULL argument; keeps an earlier pending error untouched. */

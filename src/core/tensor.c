@@ -16,39 +16,48 @@
  * Every op result needs a tensor and a storage object. A small per-thread cache of
  * freed ones saves two malloc/free pairs per op (most of a tiny op's cost); objects
  * freed on another thread simply join that thread's cache. Thread exit frees them
- * (scope_thread_exit). */
+ * (scope_thread_exit). A cache is a list threaded through the dead objects themselves,
+ * so the thread-local part is two words (Note [Thread-local storage]). A reused object
+ * is not cleared: its maker assigns every field (Note [Tensor initialisation]). */
 #define CT_OBJ_CACHE 64
 typedef struct {
-    void *items[CT_OBJ_CACHE];
+    void *head; /* first word of each cached object: the next one */
     int n;
 } obj_cache;
-static _Thread_local obj_cache tensor_cache, storage_cache;
+static CT_THREAD_LOCAL obj_cache tensor_cache, storage_cache;
 static void ensure_thread_exit_hook(void);
 
-static void *cache_get(obj_cache *c, size_t size, const char *op) {
-    if (c->n > 0) {
-        void *p = c->items[--c->n];
-        memset(p, 0, size);
+static inline void *cache_get(obj_cache *c, size_t size, const char *op) {
+    void *p = c->head;
+    if (p) {
+        memcpy(&c->head, p, sizeof c->head);
+        c->n--;
         return p;
     }
     return ct_xcalloc(op, 1, size);
 }
 
-static _Thread_local bool exit_hook_set; /* this thread's caches are freed at its exit */
+static CT_THREAD_LOCAL bool exit_hook_set; /* this thread's caches are freed at its exit */
 
-static void cache_put(obj_cache *c, void *p) {
+static inline void cache_put(obj_cache *c, void *p) {
     if (c->n < CT_OBJ_CACHE) {
         if (__builtin_expect(!exit_hook_set, 0))
             ensure_thread_exit_hook();
-        c->items[c->n++] = p;
+        memcpy(p, &c->head, sizeof c->head);
+        c->head = p;
+        c->n++;
     } else {
         free(p);
     }
 }
 
 static void cache_drain(obj_cache *c) {
-    while (c->n > 0)
-        free(c->items[--c->n]);
+    while (c->head) {
+        void *p = c->head;
+        memcpy(&c->head, p, sizeof c->head);
+        free(p);
+    }
+    c->n = 0;
 }
 
 /* ------------------------------------------------------------------ storage */
@@ -59,8 +68,12 @@ ct_storage *ct_storage_new(size_t nbytes, ct_device device) {
         return NULL;
     atomic_init(&s->refcount, 1);
     atomic_init(&s->version, 0);
+    s->data = NULL;
     s->nbytes = nbytes;
     s->device = device;
+    s->deleter = NULL;
+    s->deleter_ctx = NULL;
+    s->external = false;
     if (device.type != CT_DEVICE_META && nbytes > 0) {
         s->data = ct_alloc(device, nbytes);
         if (!s->data) {
@@ -80,7 +93,7 @@ ct_storage *ct_storage_from_blob(void *data, size_t nbytes, void (*deleter)(void
     s->data = data;
     s->nbytes = nbytes;
     s->device = CT_CPU;
-    s->deleter = deleter ? deleter : NULL;
+    s->deleter = deleter;
     s->deleter_ctx = ctx;
     s->external = true;
     return s;
@@ -177,7 +190,7 @@ typedef struct {
     int nmarks, markcap;
 } scope_stack;
 
-static _Thread_local scope_stack tl_scopes;
+static CT_THREAD_LOCAL scope_stack tl_scopes;
 
 
 static pthread_key_t scope_key;
@@ -303,7 +316,7 @@ void ct_release(ct_tensor *t) {
 
 /* ------------------------------------------------------------------ tensors */
 
-_Thread_local bool ct_tls_inference_mode;
+CT_THREAD_LOCAL bool ct_tls_inference_mode;
 
 ct_tensor *ct_tensor_make(ct_storage *storage, int64_t offset, const int64_t *shape, const int64_t *strides,
                           int ndim, ct_dtype dtype, ct_device device) {
@@ -314,6 +327,12 @@ ct_tensor *ct_tensor_make(ct_storage *storage, int64_t offset, const int64_t *sh
     ct_tensor *t = cache_get(&tensor_cache, sizeof *t, "tensor");
     if (!t)
         return NULL;
+    /* Note [Tensor initialisation]
+     * A tensor taken from the cache still holds its last life's fields; every field is
+     * assigned here rather than clearing the whole struct first (that memset was a
+     * third of a tiny op's host time). shape and strides past ndim are not part of a
+     * tensor's value and are left as they are. A field added to ct_tensor must be set
+     * here too. */
     atomic_init(&t->refcount, 1);
     t->ndim = ndim;
     t->dtype = dtype;
@@ -328,7 +347,15 @@ ct_tensor *ct_tensor_make(ct_storage *storage, int64_t offset, const int64_t *sh
         ct_contiguous_strides(t->shape, ndim, t->strides);
     }
     t->numel = ct_shape_numel(t->shape, ndim);
+    t->requires_grad = false;
+    t->is_view = false;
     t->inference = ct_tls_inference_mode;
+    t->wrapped_number = false;
+    t->grad = NULL;
+    t->grad_fn = NULL;
+    t->grad_fn_release = NULL;
+    t->output_nr = 0;
+    t->base = NULL;
     ct_storage_retain(storage);
     t->storage = storage;
     return ct_scope_adopt(t);

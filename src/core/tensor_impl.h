@@ -54,7 +54,7 @@ struct ct_tensor {
 
 /* Set while this thread is in inference mode (src/autograd): tensors made meanwhile
  * are inference tensors. */
-extern _Thread_local bool ct_tls_inference_mode;
+extern CT_THREAD_LOCAL bool ct_tls_inference_mode;
 
 /* Storage */
 ct_storage *ct_storage_new(size_t nbytes, ct_device device);

@@ -191,12 +191,23 @@ struct ct_cuda_event {
  * As in PyTorch, each thread has a current stream per device, the default (legacy)
  * stream until ct_cuda_set_stream changes it. Kernels and copies run on the current
  * stream of their tensors' device. */
-static thread_local ct_cuda_stream *current[CT_CUDA_MAX_DEVICES];
+/* The table is allocated on a thread's first ct_cuda_set_stream and freed at its exit:
+ * inline it would take 512 bytes of the library's static TLS (Note [Thread-local
+ * storage] in src/core/error.h). */
+namespace {
+struct current_streams {
+    ct_cuda_stream **v;
+    ~current_streams() { free(v); }
+};
+} // namespace
+static thread_local current_streams current;
+
+static ct_cuda_stream *current_get(int device) { return current.v ? current.v[device] : NULL; }
 
 extern "C" void *ct_cuda_raw_stream(int device) {
-    if (device < 0 || device >= CT_CUDA_MAX_DEVICES || !current[device])
+    if (device < 0 || device >= CT_CUDA_MAX_DEVICES || !current_get(device))
         return NULL;
-    return (void *)current[device]->s;
+    return (void *)current_get(device)->s;
 }
 
 extern "C" ct_status ct_cuda_stream_create(int device, int priority, ct_cuda_stream **out) {
@@ -221,8 +232,8 @@ extern "C" ct_status ct_cuda_stream_create(int device, int priority, ct_cuda_str
 extern "C" ct_status ct_cuda_stream_destroy(ct_cuda_stream *stream) {
     if (!stream)
         return CT_OK;
-    if (stream->device >= 0 && stream->device < CT_CUDA_MAX_DEVICES && current[stream->device] == stream)
-        current[stream->device] = NULL;
+    if (stream->device >= 0 && stream->device < CT_CUDA_MAX_DEVICES && current_get(stream->device) == stream)
+        current.v[stream->device] = NULL;
     cudaError_t e = cudaStreamSynchronize(stream->s);
     cudaError_t e2 = cudaStreamDestroy(stream->s);
     free(stream);
@@ -271,14 +282,21 @@ extern "C" ct_status ct_cuda_set_stream(int device, ct_cuda_stream *stream) {
     if (stream && stream->device != device)
         return ct_error(CT_ERROR_DEVICE, "cuda_set_stream", "the stream belongs to cuda:%d, not cuda:%d",
                         stream->device, device);
-    current[device] = stream;
+    if (!current.v) {
+        if (!stream)
+            return CT_OK; /* the default stream is what an empty table says */
+        current.v = (ct_cuda_stream **)ct_xcalloc("cuda_set_stream", CT_CUDA_MAX_DEVICES, sizeof *current.v);
+        if (!current.v)
+            return ct_last_status();
+    }
+    current.v[device] = stream;
     return CT_OK;
 }
 
 extern "C" ct_cuda_stream *ct_cuda_current_stream(int device) {
     if (device < 0 || device >= CT_CUDA_MAX_DEVICES)
         return NULL;
-    return current[device];
+    return current_get(device);
 }
 
 extern "C" int64_t ct_cuda_stream_id(const ct_cuda_stream *stream) {

@@ -56,9 +56,9 @@ ct_dispatch_key ct_keyset_highest(ct_keyset ks) {
 
 /* ------------------------------------------------------------------ TLS */
 
-static _Thread_local ct_keyset tls_included;
-static _Thread_local ct_keyset tls_excluded;
-static _Thread_local const char *tls_op_name; /* the op running on this thread (static name) */
+static CT_THREAD_LOCAL ct_keyset tls_included;
+static CT_THREAD_LOCAL ct_keyset tls_excluded;
+static CT_THREAD_LOCAL const char *tls_op_name; /* the op running on this thread (static name) */
 static ct_keyset global_included; /* logging switched on for every thread */
 
 ct_keyset ct_tls_included(void) { return tls_included; }
@@ -217,7 +217,7 @@ ct_status ct_op_override_remove(int64_t handle) {
  * requires_grad) is the caller's to check. Anything the lane cannot vouch for goes the
  * boxed route, which stays the reference: the lane must give bit-identical results. */
 static atomic_bool fast_lane_off; /* tests switch the lane off to compare with the boxed route */
-static _Thread_local uint64_t fast_lane_hits;
+static CT_THREAD_LOCAL uint64_t fast_lane_hits;
 
 bool ct_dispatch_fast_lane(ct_op op) {
     ct_dispatch_ensure_init();

@@ -64,9 +64,9 @@ static char g_path[1024];
 static pthread_key_t g_key;
 static pthread_once_t g_key_once = PTHREAD_ONCE_INIT;
 
-static _Thread_local thread_buf *tl_buf;
+static CT_THREAD_LOCAL thread_buf *tl_buf;
 /* Requested bytes this thread allocated / freed, for the spans' "bytes" args. */
-static _Thread_local int64_t tl_alloc_bytes, tl_free_bytes;
+static CT_THREAD_LOCAL int64_t tl_alloc_bytes, tl_free_bytes;
 
 #define MAX_RANGES 64
 typedef struct range_frame {
@@ -74,8 +74,13 @@ typedef struct range_frame {
     int64_t t0, a0, f0;
     char name[96];
 } range_frame;
-static _Thread_local range_frame tl_ranges[MAX_RANGES];
-static _Thread_local int tl_depth;
+/* Allocated on a thread's first push, freed at its exit: 8 KiB inline would not fit the
+ * library's static TLS (Note [Thread-local storage]). */
+static CT_THREAD_LOCAL range_frame *tl_ranges;
+static CT_THREAD_LOCAL int tl_depth;
+static pthread_key_t g_range_key;
+static pthread_once_t g_range_key_once = PTHREAD_ONCE_INIT;
+static bool g_range_key_ok;
 
 static int64_t now_ns(void) {
     struct timespec ts;
@@ -92,6 +97,29 @@ static void buf_thread_exit(void *p) {
 }
 
 static void key_init(void) { pthread_key_create(&g_key, buf_thread_exit); }
+
+static void ranges_thread_exit(void *p) {
+    free(p);
+    tl_ranges = NULL;
+    tl_depth = 0;
+}
+
+static void range_key_init(void) { g_range_key_ok = pthread_key_create(&g_range_key, ranges_thread_exit) == 0; }
+
+/* This thread's range stack, allocated on first use; NULL with an error set. */
+static range_frame *get_ranges(void) {
+    if (tl_ranges)
+        return tl_ranges;
+    pthread_once(&g_range_key_once, range_key_init);
+    range_frame *r = g_range_key_ok ? calloc(MAX_RANGES, sizeof *r) : NULL;
+    if (!r || pthread_setspecific(g_range_key, r) != 0) {
+        free(r);
+        ct_error(CT_ERROR_OUT_OF_MEMORY, "profiler_range_push", "could not allocate this thread's range stack");
+        return NULL;
+    }
+    tl_ranges = r;
+    return r;
+}
 
 static thread_buf *get_buf(void) {
     if (tl_buf)
@@ -354,7 +382,10 @@ ct_status ct_profiler_range_push(const char *name) {
     if (tl_depth >= MAX_RANGES)
         return ct_error(CT_ERROR_RUNTIME, "profiler_range_push",
                         "ranges nest at most %d deep on a thread; pop the ones that ended", MAX_RANGES);
-    range_frame *f = &tl_ranges[tl_depth++];
+    range_frame *ranges = get_ranges();
+    if (!ranges)
+        return ct_last_status();
+    range_frame *f = &ranges[tl_depth++];
     f->session = atomic_load_explicit(&ct_profiler_active, memory_order_relaxed) ? atomic_load(&g_session) : 0;
     if (f->session) {
         /* cut at a character boundary so the stored name stays valid UTF-8 */
