@@ -192,14 +192,7 @@ static const char *dev_str(ct_device d, char *buf, size_t cap) { return ct_devic
 
 static bool is_pow2(size_t x) { return x && !(x & (x - 1)); }
 
-static int floor_log2(size_t x) {
-    int r = -1;
-    while (x) {
-        x >>= 1;
-        r++;
-    }
-    return r;
-}
+static int floor_log2(size_t x) { return x ? 63 - __builtin_clzll((unsigned long long)x) : -1; }
 
 /* PyTorch's format_size: "512 bytes", "1.50 KiB", "2.00 MiB", "3.00 GiB". */
 static void format_size(uint64_t n, char *buf, size_t cap) {
@@ -240,13 +233,22 @@ const char *ct_alloc_trace_action_name(int action) {
 
 static void conf_from_env(void);
 
+static atomic_bool g_conf_done; /* every allocation checks it: one load, not pthread_once */
+
+static inline void conf_ensure(void) {
+    if (__builtin_expect(!atomic_load_explicit(&g_conf_done, memory_order_acquire), 0)) {
+        pthread_once(&g_conf_once, conf_from_env);
+        atomic_store_explicit(&g_conf_done, true, memory_order_release);
+    }
+}
+
 size_t ct_alloc_conf_max_split_size(void) {
     pthread_once(&g_conf_once, conf_from_env);
     return atomic_load(&g_max_split);
 }
 
 size_t ct_alloc_conf_roundup_divisions(size_t size) {
-    pthread_once(&g_conf_once, conf_from_env);
+    conf_ensure();
     int log_size = floor_log2(size);
     int start = 20; /* 1 MiB */
     int index = log_size > start ? log_size - start : 0;
@@ -741,13 +743,9 @@ static dev_alloc *find_dev(ct_device d) {
 }
 
 /* The device's allocator, created on first use; NULL with an error set. */
-static atomic_bool g_conf_done; /* every allocation checks it: one load, not pthread_once */
 
 static dev_alloc *get_dev(ct_device d, const char *op) {
-    if (__builtin_expect(!atomic_load_explicit(&g_conf_done, memory_order_acquire), 0)) {
-        pthread_once(&g_conf_once, conf_from_env);
-        atomic_store_explicit(&g_conf_done, true, memory_order_release);
-    }
+    conf_ensure();
     if (!valid_device(d, op))
         return NULL;
     dev_alloc *da = find_dev(d);

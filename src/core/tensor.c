@@ -60,6 +60,8 @@ static void cache_drain(obj_cache *c) {
     c->n = 0;
 }
 
+static inline bool drop_ref(atomic_int *refcount);
+
 /* ------------------------------------------------------------------ storage */
 
 ct_storage *ct_storage_new(size_t nbytes, ct_device device) {
@@ -102,7 +104,7 @@ ct_storage *ct_storage_from_blob(void *data, size_t nbytes, void (*deleter)(void
 void ct_storage_retain(ct_storage *s) { atomic_fetch_add_explicit(&s->refcount, 1, memory_order_relaxed); }
 
 void ct_storage_release(ct_storage *s) {
-    if (!s || atomic_fetch_sub_explicit(&s->refcount, 1, memory_order_acq_rel) != 1)
+    if (!s || !drop_ref(&s->refcount)) /* Note [Last reference] */
         return;
     if (s->external) {
         if (s->deleter)
@@ -303,8 +305,19 @@ ct_tensor *ct_retain(ct_tensor *t) {
     return t;
 }
 
+/* Note [Last reference]
+ * Dropping a reference is an atomic decrement, a locked instruction, and a tiny op drops
+ * two (its result and the result's storage). A holder that sees the count at 1 holds
+ * the only reference: no other thread can take a new one without holding one already.
+ * So the object dies without the decrement; the acquire load orders this thread after
+ * every earlier release on other threads, as the decrement's acquire half did. */
+static inline bool drop_ref(atomic_int *refcount) {
+    return atomic_load_explicit(refcount, memory_order_acquire) == 1 ||
+           atomic_fetch_sub_explicit(refcount, 1, memory_order_acq_rel) == 1;
+}
+
 void ct_release(ct_tensor *t) {
-    if (!t || atomic_fetch_sub_explicit(&t->refcount, 1, memory_order_acq_rel) != 1)
+    if (!t || !drop_ref(&t->refcount))
         return;
     if (t->grad_fn && t->grad_fn_release)
         t->grad_fn_release(t->grad_fn);
@@ -338,15 +351,26 @@ ct_tensor *ct_tensor_make(ct_storage *storage, int64_t offset, const int64_t *sh
     t->dtype = dtype;
     t->device = device;
     t->offset = offset;
-    if (ndim > 0)
-        memcpy(t->shape, shape, (size_t)ndim * sizeof *shape);
-    if (strides) {
-        if (ndim > 0)
-            memcpy(t->strides, strides, (size_t)ndim * sizeof *strides);
-    } else {
-        ct_contiguous_strides(t->shape, ndim, t->strides);
+    /* One pass for shape, strides and numel, with the same results as
+     * ct_contiguous_strides and ct_shape_numel but no division per dim (and no memcpy
+     * of an unknown length, which compilers expand to a slow rep movs). */
+    int64_t span = 1;
+    bool overflow = false;
+    for (int i = ndim - 1; i >= 0; i--) {
+        int64_t d = shape[i];
+        t->shape[i] = d;
+        if (strides) {
+            t->strides[i] = strides[i];
+        } else {
+            t->strides[i] = overflow ? 0 : span; /* past an overflow: as a cleared struct had */
+            overflow = overflow || __builtin_mul_overflow(span, d > 1 ? d : 1, &span);
+        }
     }
-    t->numel = ct_shape_numel(t->shape, ndim);
+    int64_t numel = 1; /* in ct_shape_numel's order: an overflow before a 0 dim counts */
+    for (int i = 0; i < ndim && numel >= 0; i++)
+        if (shape[i] < 0 || __builtin_mul_overflow(numel, shape[i], &numel))
+            numel = -1;
+    t->numel = numel;
     t->requires_grad = false;
     t->is_view = false;
     t->inference = ct_tls_inference_mode;
