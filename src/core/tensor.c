@@ -6,6 +6,7 @@
 #include "alloc.h"
 #include "dtype.h"
 #include "tensor_impl.h"
+#include "tensor_make.h"
 #ifdef CT_HAVE_CUDA
 #include "cuda/cuda_rt.h"
 #endif
@@ -331,15 +332,22 @@ void ct_release(ct_tensor *t) {
 
 CT_THREAD_LOCAL bool ct_tls_inference_mode;
 
-ct_tensor *ct_tensor_make(ct_storage *storage, int64_t offset, const int64_t *shape, const int64_t *strides,
-                          int ndim, ct_dtype dtype, ct_device device) {
+/* ct_tensor_make without the storage reference: owned says the tensor takes over the
+ * caller's (released on failure) instead of taking its own. */
+static inline ct_tensor *tensor_make(ct_storage *storage, bool owned, int64_t offset, const int64_t *shape,
+                                     const int64_t *strides, int ndim, ct_dtype dtype, ct_device device) {
     if (ndim < 0 || ndim > CT_MAX_DIMS) {
+        if (owned)
+            ct_storage_release(storage);
         ct_error(CT_ERROR_VALUE, "tensor", "ctorch supports at most %d dimensions, got %d", CT_MAX_DIMS, ndim);
         return NULL;
     }
     ct_tensor *t = cache_get(&tensor_cache, sizeof *t, "tensor");
-    if (!t)
+    if (!t) {
+        if (owned)
+            ct_storage_release(storage);
         return NULL;
+    }
     /* Note [Tensor initialisation]
      * A tensor taken from the cache still holds its last life's fields; every field is
      * assigned here rather than clearing the whole struct first (that memset was a
@@ -380,9 +388,22 @@ ct_tensor *ct_tensor_make(ct_storage *storage, int64_t offset, const int64_t *sh
     t->grad_fn_release = NULL;
     t->output_nr = 0;
     t->base = NULL;
-    ct_storage_retain(storage);
+    if (!owned)
+        ct_storage_retain(storage);
     t->storage = storage;
     return ct_scope_adopt(t);
+}
+
+ct_tensor *ct_tensor_make(ct_storage *storage, int64_t offset, const int64_t *shape, const int64_t *strides,
+                          int ndim, ct_dtype dtype, ct_device device) {
+    return tensor_make(storage, false, offset, shape, strides, ndim, dtype, device);
+}
+
+/* A fresh storage's one reference goes to its tensor: retaining it and dropping the
+ * maker's reference would be two atomic read-modify-writes per op. */
+ct_tensor *ct_tensor_make_owned(ct_storage *storage, int64_t offset, const int64_t *shape, const int64_t *strides,
+                                int ndim, ct_dtype dtype, ct_device device) {
+    return tensor_make(storage, true, offset, shape, strides, ndim, dtype, device);
 }
 
 ct_tensor *ct_tensor_make_view(const ct_tensor *t, int64_t offset, const int64_t *shape, const int64_t *strides,
@@ -487,9 +508,7 @@ ct_tensor *ct_tensor_new(const char *op, const int64_t *shape, const int64_t *st
             ct_error(CT_ERROR_OUT_OF_MEMORY, op, "could not allocate %lld bytes", (long long)(span * (int64_t)esz));
         return NULL;
     }
-    ct_tensor *t = ct_tensor_make(s, 0, shape, strides, ndim, dtype, device);
-    ct_storage_release(s);
-    return t;
+    return ct_tensor_make_owned(s, 0, shape, strides, ndim, dtype, device);
 }
 
 ct_tensor *ct_empty(const int64_t *shape, int ndim, ct_dtype dtype, ct_device device) {
@@ -529,9 +548,7 @@ ct_tensor *ct_from_blob(void *data, const int64_t *shape, const int64_t *strides
     ct_storage *s = ct_storage_from_blob(data, (size_t)span * ct_dtype_size(dtype), deleter, ctx);
     if (!s)
         return NULL;
-    ct_tensor *t = ct_tensor_make(s, 0, shape, strides, ndim, dtype, CT_CPU);
-    ct_storage_release(s);
-    return t;
+    return ct_tensor_make_owned(s, 0, shape, strides, ndim, dtype, CT_CPU);
 }
 
 ct_tensor *ct_from_data(const void *data, const int64_t *shape, int ndim, ct_dtype dtype) {

@@ -4,6 +4,7 @@
 
 #include "core/alloc.h"
 #include "core/loop.h"
+#include "core/tensor_make.h"
 #include "ctorch/ops.h"
 
 #ifdef CT_HAVE_OPENMP
@@ -370,8 +371,7 @@ ct_tensor *ct_iter_tiny(const char *op, ct_cpu_loop loop, ct_dtype out_dtype, co
     ct_alloc_set_context(outer);
     if (!s)
         return NULL;
-    ct_tensor *out = ct_tensor_make(s, 0, a->shape, NULL, a->ndim, out_dtype, CT_CPU);
-    ct_storage_release(s);
+    ct_tensor *out = ct_tensor_make_owned(s, 0, a->shape, NULL, a->ndim, out_dtype, CT_CPU);
     if (!out)
         return NULL;
     char *data[3] = {s->data, ct_tensor_ptr(a), b ? ct_tensor_ptr(b) : NULL};
