@@ -24,7 +24,7 @@
  * TLS block small, about 200 bytes: anything big (the error message, the profiler's
  * range stack) sits behind a pointer to a lazily allocated per-thread buffer that a
  * pthread key destructor frees at thread exit. Declare thread-locals with
- * CT_THREAD_LOCAL, and keep them small. tests/test_thread_state.c loads the shared
+ * CT_THREAD_LOCAL, and keep them small. tests/dlopen_check.c loads the shared
  * library with dlopen and checks the block's size. */
 #if defined(__GNUC__)
 #define CT_THREAD_LOCAL _Thread_local __attribute__((tls_model("initial-exec")))
