@@ -17,7 +17,7 @@
 #include "gpt.h"
 
 typedef struct {
-    const char *text, *out, *sample_out, *prompt;
+    const char *text, *out, *sample_out, *prompt, *resume;
     const char *profile; /* Chrome trace of the training steps */
     const char *preset;
     ct_char_gpt_config cfg;
@@ -43,7 +43,7 @@ static void help(FILE *f) {
             "         [--dropout P] [--lr X] [--threads N] [--seed N] [--eval-interval N]\n"
             "         [--eval-iters N] [--sample-tokens N] [--temperature X] [--top-k K]\n"
             "         [--prompt TEXT] [--sample-out FILE] [--out CKPT.safetensors] [--quiet]\n"
-            "         [--profile TRACE.json]\n"
+            "         [--profile TRACE.json] [--resume STATE.pt]\n"
             "\n"
             "Trains a character-level GPT (pre-LN blocks, causal attention, tanh-GELU MLP,\n"
             "head tied to the token embedding) on FILE with AdamW, then samples text from it.\n"
@@ -66,7 +66,11 @@ static void help(FILE *f) {
             "  --top-k K          sample among the K likeliest characters (default 0: all)\n"
             "  --prompt TEXT      text the sample continues (default a newline)\n"
             "  --sample-out FILE  also write the sampled characters to FILE\n"
-            "  --out PATH         checkpoint (default char_gpt.safetensors; \"\": none)\n"
+            "  --out PATH         checkpoint (default char_gpt.safetensors; \"\": none); the\n"
+            "                     training state (weights, AdamW state, step, seed) goes\n"
+            "                     beside it as PATH without .safetensors plus .pt\n"
+            "  --resume FILE      continue from a training state up to --steps (same model\n"
+            "                     options; dropout draws restart from the seed)\n"
             "  --profile FILE     Chrome trace of the training steps (chrome://tracing, Perfetto)\n");
 }
 
@@ -167,6 +171,8 @@ static int parse_args(gpt_args *a, int argc, char **argv, bool *done) {
             a->sample_out = v;
         else if (strcmp(k, "--profile") == 0)
             a->profile = v;
+        else if (strcmp(k, "--resume") == 0)
+            a->resume = v;
         else if (strcmp(k, "--prompt") == 0)
             a->prompt = v;
         else if (strcmp(k, "--steps") == 0)
@@ -299,6 +305,71 @@ static ct_status save_checkpoint(const ct_char_gpt *m, const ct_char_dataset *ds
     ct_status st = ct_save_safetensors(path, sd, meta);
     ct_value_free(sd);
     ct_value_free(meta);
+    return st;
+}
+
+/* Note [char-gpt training state]
+ * Beside the weights, `--out` writes the training state as a PyTorch checkpoint: the
+ * parameters by name, the AdamW state dict, the number of steps done and the seed.
+ * Batches are drawn from (seed, step), so `--resume` continues with exactly the
+ * batches an uninterrupted run would have used, and with dropout 0 the weights come
+ * out bit for bit the same (tests/train/check_gpt.sh). The global generator (dropout,
+ * sampling) is not saved: it restarts from the seed. */
+static void state_path(const char *out, char *buf, size_t cap) {
+    size_t n = strlen(out), ext = strlen(".safetensors");
+    if (n > ext && strcmp(out + n - ext, ".safetensors") == 0)
+        n -= ext;
+    snprintf(buf, cap, "%.*s.pt", (int)n, out);
+}
+
+static ct_status save_state(const ct_char_gpt *m, ct_optimizer *opt, int64_t step, uint64_t seed, const char *path) {
+    ct_value *ckpt = ct_value_new_dict(), *model = ct_value_new_dict();
+    for (int i = 0; i < m->nparams; i++)
+        ct_value_set(model, m->names[i], ct_value_new_tensor(m->params[i]));
+    ct_value_set(ckpt, "model", model);
+    ct_value_set(ckpt, "optimizer", ct_optimizer_state_dict(opt));
+    ct_value_set(ckpt, "step", ct_value_new_int(step));
+    ct_value_set(ckpt, "seed", ct_value_new_int((int64_t)seed));
+    ct_status st = ct_save_pt(path, ckpt);
+    ct_value_free(ckpt);
+    return st;
+}
+
+/* Loads a training state into m and opt; *step gets the steps it had done. */
+static ct_status load_state(ct_char_gpt *m, ct_optimizer *opt, const char *path, int64_t *step, uint64_t *seed) {
+    ct_value *ckpt = ct_load(path);
+    if (!ckpt)
+        return ct_last_status();
+    ct_status st = CT_OK;
+    ct_value *model = ct_value_get(ckpt, "model"), *os = ct_value_get(ckpt, "optimizer");
+    ct_value *sv = ct_value_get(ckpt, "step"), *seedv = ct_value_get(ckpt, "seed");
+    if (!model || !os || !sv || !seedv)
+        st = ct_error(CT_ERROR_FORMAT, "char-gpt", "%s is not a char-gpt training state (it needs model, optimizer, "
+                      "step and seed)", path);
+    for (int i = 0; i < m->nparams && st == CT_OK; i++) {
+        ct_scope_begin();
+        ct_tensor *t = ct_value_tensor(ct_value_get(model, m->names[i]));
+        bool prev = ct_set_grad_enabled(false);
+        if (!t)
+            st = ct_error(CT_ERROR_FORMAT, "char-gpt", "%s has no tensor '%s' (a different model?)", path,
+                          m->names[i]);
+        else if (ct_tensor_dim(t) != ct_tensor_dim(m->params[i]) ||
+                 memcmp(ct_tensor_shape(t), ct_tensor_shape(m->params[i]),
+                        sizeof(int64_t) * (size_t)ct_tensor_dim(t)) != 0)
+            st = ct_error(CT_ERROR_VALUE, "char-gpt", "'%s' in %s has another shape than this model's: pass the "
+                          "model options it was trained with", m->names[i], path);
+        else if (!ct_copy_(m->params[i], t))
+            st = ct_last_status();
+        ct_set_grad_enabled(prev);
+        ct_scope_end();
+    }
+    if (st == CT_OK)
+        st = ct_optimizer_load_state_dict(opt, os);
+    if (st == CT_OK) {
+        *step = ct_value_int(sv);
+        *seed = (uint64_t)ct_value_int(seedv);
+    }
+    ct_value_free(ckpt);
     return st;
 }
 
@@ -442,10 +513,20 @@ static int run(gpt_args *a) {
                (long long)a->cfg.block, a->cfg.dropout, (long long)ct_char_gpt_num_params(&m), (long long)a->batch,
                a->lr, ct_get_num_threads());
     }
+    int64_t start = 0;
+    if (!rc && a->resume) {
+        if (load_state(&m, opt, a->resume, &start, &a->seed)) {
+            rc = fail(NULL);
+        } else {
+            ct_manual_seed(a->seed);
+            printf("resumed from %s after step %lld (seed %llu)\n", a->resume, (long long)start,
+                   (unsigned long long)a->seed);
+        }
+    }
     if (!rc && a->profile && ct_profiler_start(a->profile))
         rc = fail(NULL);
     double t0 = now_s(), avg = 0, first = NAN;
-    for (int64_t step = 0; !rc && step < a->steps; step++) {
+    for (int64_t step = start; !rc && step < a->steps; step++) {
         ct_scope_begin();
         ct_tensor *x, *y;
         double lv = NAN;
@@ -459,14 +540,14 @@ static int run(gpt_args *a) {
         ct_scope_end();
         if (rc)
             break;
-        if (step == 0)
+        if (step == start)
             first = avg = lv;
         avg = 0.95 * avg + 0.05 * lv;
         double el = now_s() - t0;
         int64_t done = step + 1;
-        if (done % 10 == 0 || done == a->steps || done == 1)
-            progress(a, done, avg, (double)(done * a->batch * a->cfg.block) / el,
-                     el / (double)done * (double)(a->steps - done));
+        if (done % 10 == 0 || done == a->steps || done == start + 1)
+            progress(a, done, avg, (double)((done - start) * a->batch * a->cfg.block) / el,
+                     el / (double)(done - start) * (double)(a->steps - done));
         if (done % a->eval_interval == 0 || done == a->steps) {
             double val = 0;
             if (estimate_loss(&m, ds, CT_SPLIT_VAL, a, &val)) {
@@ -483,11 +564,17 @@ static int run(gpt_args *a) {
         else if (!rc)
             printf("profile: %s (open it in Perfetto or chrome://tracing)\n", a->profile);
     }
-    if (!rc)
+    if (!rc && start < a->steps)
         printf("first loss %.4f, final train loss %.4f\n", first, avg);
+    else if (!rc)
+        printf("nothing to train: %s is already at step %lld of %lld\n", a->resume, (long long)start,
+               (long long)a->steps);
     if (!rc && a->out && *a->out) { /* --out "" saves nothing */
-        if (save_checkpoint(&m, ds, a->out) == CT_OK)
-            printf("saved %s\n", a->out);
+        char sp[4096];
+        state_path(a->out, sp, sizeof sp);
+        int64_t done = start > a->steps ? start : a->steps;
+        if (save_checkpoint(&m, ds, a->out) == CT_OK && save_state(&m, opt, done, a->seed, sp) == CT_OK)
+            printf("saved %s and %s (training state)\n", a->out, sp);
         else
             rc = fail(NULL);
     }

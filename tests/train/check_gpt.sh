@@ -74,4 +74,18 @@ expect 1 "" train char-gpt --text "$text" --steps 1 --block-size 8 --layers 1 --
   --sample-tokens 0 --out "" --profile "$work/no-such-dir/trace.json" --quiet
 expect 0 "blocks.0.qkv.weight" inspect "$work/gpt.safetensors"
 grep -q "wte.weight" <<<"$out" || fail "checkpoint lacks wte.weight: $out"
+# the training state beside the weights: 4 steps, then --resume to 8, must give the
+# weights of 8 steps in one go, byte for byte (dropout 0, one thread)
+small=(--text "$text" --batch-size 4 --block-size 8 --layers 1 --heads 2 --embd 16 --eval-iters 1
+       --eval-interval 100 --sample-tokens 0 --threads 1 --seed 11 --quiet)
+expect 0 "saved $work/full.safetensors and $work/full.pt" train char-gpt "${small[@]}" --steps 8 \
+  --out "$work/full.safetensors"
+expect 0 "$work/half.pt (training state)" train char-gpt "${small[@]}" --steps 4 --out "$work/half.safetensors"
+expect 0 "resumed from $work/half.pt after step 4 (seed 11)" train char-gpt "${small[@]}" --seed 99 --steps 8 \
+  --resume "$work/half.pt" --out "$work/resumed.safetensors"
+cmp -s "$work/full.safetensors" "$work/resumed.safetensors" || fail "resuming did not continue the same training"
+expect 0 "already at step 8 of 6" train char-gpt "${small[@]}" --steps 6 --resume "$work/full.pt" --out ""
+expect 1 "is not a char-gpt training state" train char-gpt "${small[@]}" --steps 8 --resume "$work/full.safetensors"
+expect 1 "another shape than this model's" train char-gpt "${small[@]}" --embd 32 --steps 8 --resume "$work/half.pt"
+expect 1 "No such file\\|cannot open" train char-gpt "${small[@]}" --steps 8 --resume "$work/missing.pt"
 echo "train_char_gpt_cli: ok"
