@@ -27,6 +27,7 @@
 
 #include "cpu/blas.h"
 #include "cpu/loops.h"
+#include "cpu/vecmath.h"
 #include "ops/nn_fused.h"
 #include "ops/nn_ops.h"
 
@@ -72,6 +73,26 @@ static void valid_cols(int64_t ow, int64_t w, int64_t s, int64_t off, int64_t *l
  * see Note [Same-width columns]. */
 static bool same_width(const ct_conv2d_geom *g) {
     return g->stride[0] == 1 && g->stride[1] == 1 && g->ow == g->w;
+}
+
+/* The contiguous run of a same-width column row for kernel row i, whose window
+ * column offset is off and valid output columns [lo, hi): the output rows [ylo, yhi)
+ * that read an input row, the run [a, b) of the column row from the first valid entry
+ * to the last, and the shift from a column entry to the input element it reads.
+ * False when the column row reads no input at all. */
+typedef struct {
+    int64_t ylo, yhi, a, b, shift;
+} col_run;
+
+static bool same_width_run(const ct_conv2d_geom *g, int64_t i, int64_t off, int64_t lo, int64_t hi, col_run *r) {
+    int64_t dy = i * g->dilation[0] - g->padding[0];
+    valid_cols(g->oh, g->h, 1, dy, &r->ylo, &r->yhi);
+    if (r->ylo == r->yhi || lo == hi)
+        return false;
+    r->a = r->ylo * g->ow + lo;
+    r->b = (r->yhi - 1) * g->ow + hi;
+    r->shift = dy * g->w + off;
+    return true;
 }
 
 /* Note [Same-width columns]
@@ -120,21 +141,20 @@ static bool same_width(const ct_conv2d_geom *g) {
                     const T *xc = x + (c0 + c) * g->h * g->w;                                                   \
                     int64_t off = j * g->dilation[1] - g->padding[1], lo, hi;                                   \
                     valid_cols(g->ow, g->w, sx, off, &lo, &hi);                                                 \
+                    col_run run = {0};                                                                                \
+                    if (same && !same_width_run(g, i, off, lo, hi, &run)) {                                     \
+                        memset(row, 0, sizeof(T) * (size_t)plane);                                              \
+                        continue;                                                                               \
+                    }                                                                                           \
                     if (same) {                                                                                 \
-                        int64_t dy = i * g->dilation[0] - g->padding[0], ylo, yhi;                              \
-                        valid_cols(g->oh, g->h, 1, dy, &ylo, &yhi);                                             \
-                        if (ylo == yhi || lo == hi) {                                                           \
-                            memset(row, 0, sizeof(T) * (size_t)plane);                                          \
-                            continue;                                                                           \
-                        }                                                                                       \
-                        int64_t a = ylo * g->ow + lo, b = (yhi - 1) * g->ow + hi, shift = dy * g->w + off, k = 0; \
-                        for (; k < a; k++)                                                                      \
+                        int64_t k = 0;                                                                          \
+                        for (; k < run.a; k++)                                                                  \
                             row[k] = 0;                                                                         \
-                        for (; k < b; k++)                                                                      \
-                            row[k] = xc[k + shift];                                                             \
+                        for (; k < run.b; k++)                                                                  \
+                            row[k] = xc[k + run.shift];                                                         \
                         for (; k < plane; k++)                                                                  \
                             row[k] = 0;                                                                         \
-                        zero_edges_##T(row, g->ow, ylo, yhi, lo, hi);                                           \
+                        zero_edges_##T(row, g->ow, run.ylo, run.yhi, lo, hi);                                   \
                         continue;                                                                               \
                     }                                                                                           \
                     for (int64_t oy = 0; oy < g->oh; oy++) {                                                    \
@@ -167,16 +187,14 @@ static bool same_width(const ct_conv2d_geom *g) {
                     T *xc = x + (c0 + c) * g->h * g->w;                                                         \
                     int64_t off = j * g->dilation[1] - g->padding[1], lo, hi;                                   \
                     valid_cols(g->ow, g->w, sx, off, &lo, &hi);                                                 \
+                    col_run run = {0};                                                                                \
                     if (same) {                                                                                 \
-                        int64_t dy = i * g->dilation[0] - g->padding[0], ylo, yhi;                              \
-                        valid_cols(g->oh, g->h, 1, dy, &ylo, &yhi);                                             \
-                        if (ylo == yhi || lo == hi)                                                             \
+                        if (!same_width_run(g, i, off, lo, hi, &run))                                           \
                             continue;                                                                           \
-                        zero_edges_##T(row, g->ow, ylo, yhi, lo, hi);                                           \
-                        int64_t a = ylo * g->ow + lo, n = (yhi - 1) * g->ow + hi - a;                           \
-                        const T *restrict src = row + a;                                                        \
-                        T *restrict dst = xc + a + dy * g->w + off;                                             \
-                        for (int64_t k = 0; k < n; k++)                                                         \
+                        zero_edges_##T(row, g->ow, run.ylo, run.yhi, lo, hi);                                   \
+                        const T *restrict src = row + run.a;                                                    \
+                        T *restrict dst = xc + run.a + run.shift;                                               \
+                        for (int64_t k = 0; k < run.b - run.a; k++)                                             \
                             dst[k] += src[k];                                                                   \
                         continue;                                                                               \
                     }                                                                                           \
@@ -547,6 +565,15 @@ static int64_t max_pool_2x2_sse2_float(const float *r0, const float *r1, float *
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 #define CT_POOL_AVX512 1
+/* For a chunk of the min(left, 16) outputs left in a row: mo selects them, m0 and m1
+ * the 2 * that many inputs of each of the two input rows (two vectors of 16). */
+static inline void pool_masks(int64_t left, __mmask16 *mo, __mmask16 *m0, __mmask16 *m1) {
+    unsigned n = left < 16 ? (unsigned)left : 16u;
+    *mo = (__mmask16)((1u << n) - 1);
+    *m0 = (__mmask16)(n >= 8 ? 0xffffu : (1u << 2 * n) - 1);
+    *m1 = (__mmask16)(n > 8 ? (1u << (2 * n - 16)) - 1 : 0);
+}
+
 /* The 2x2 fast path sixteen outputs at a time with AVX-512: masked loads and stores
  * take a whole output row, the short rows of small feature maps (7 or 14 outputs)
  * included, and the Note [Max pooling fast path] rule runs on comparison masks. */
@@ -557,10 +584,8 @@ __attribute__((target("avx512f"))) static int64_t max_pool_2x2_avx512_float(cons
     const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
     const __m512i lane2 = _mm512_setr_epi64(0, 2, 4, 6, 8, 10, 12, 14);
     for (int64_t ox = 0; ox < ow; ox += 16) {
-        int n = ow - ox < 16 ? (int)(ow - ox) : 16;
-        __mmask16 mo = (__mmask16)((1u << n) - 1);
-        __mmask16 m0 = (__mmask16)(n >= 8 ? 0xffffu : (1u << 2 * n) - 1);
-        __mmask16 m1 = (__mmask16)(n > 8 ? (1u << (2 * n - 16)) - 1 : 0);
+        __mmask16 mo, m0, m1;
+        pool_masks(ow - ox, &mo, &m0, &m1);
         __m512 a0 = _mm512_maskz_loadu_ps(m0, r0 + 2 * ox), a1 = _mm512_maskz_loadu_ps(m1, r0 + 2 * ox + 16);
         __m512 c0 = _mm512_maskz_loadu_ps(m0, r1 + 2 * ox), c1 = _mm512_maskz_loadu_ps(m1, r1 + 2 * ox + 16);
         __m512 v[4] = {_mm512_permutex2var_ps(a0, even, a1), _mm512_permutex2var_ps(a0, odd, a1),
@@ -603,10 +628,8 @@ __attribute__((target("avx512f"))) static bool max_unpool_2x2_avx512_float(const
         const int64_t oy = r % oh;
         float *top = gx + 2 * r * W, *bottom = top + W;
         for (int64_t ox = 0; ox < ow; ox += 16) {
-            int n = ow - ox < 16 ? (int)(ow - ox) : 16;
-            __mmask16 mo = (__mmask16)((1u << n) - 1);
-            __mmask16 m0 = (__mmask16)(n >= 8 ? 0xffffu : (1u << 2 * n) - 1);
-            __mmask16 m1 = (__mmask16)(n > 8 ? (1u << (2 * n - 16)) - 1 : 0);
+            __mmask16 mo, m0, m1;
+            pool_masks(ow - ox, &mo, &m0, &m1);
             const float *g = gy + r * ow + ox;
             const int64_t *ip = idx + r * ow + ox;
             __m512 gv = _mm512_maskz_loadu_ps(mo, g);
@@ -635,25 +658,6 @@ __attribute__((target("avx512f"))) static bool max_unpool_2x2_avx512_float(const
     return true;
 }
 
-/* AVX-512 where the CPU has it and CT_CPU_ISA (see docs/ops.md)
- * does not cap it lower. */
-static bool pool_use_avx512(void) {
-    static int state = -1; /* every thread computes the same answer */
-    int v = __atomic_load_n(&state, __ATOMIC_RELAXED);
-    if (v < 0) {
-        const char *cap = getenv("CT_CPU_ISA");
-        __builtin_cpu_init();
-        v = __builtin_cpu_supports("avx512f") && (!cap || strcmp(cap, "avx512") == 0);
-        __atomic_store_n(&state, v, __ATOMIC_RELAXED);
-    }
-    return v;
-}
-
-
-#else
-static bool pool_use_avx512(void) {
-    return false;
-}
 #endif
 
 static int64_t max_pool_2x2_vec_float(const float *r0, const float *r1, float *yr, int64_t *ir, int64_t ow,
@@ -720,7 +724,7 @@ static bool pool_2x2(const ct_pool2d_geom *g) {
     }                                                                                                   \
     static void max_pool_2x2_##T(const ct_pool2d_geom *g, const T *px, T *py, int64_t *pi) {           \
         int64_t planes = g->n * g->c, W = g->w, ow = g->ow;                                             \
-        bool avx512 = pool_use_avx512();                                                                    \
+        bool avx512 = ct_cpu_avx512();                                                                    \
         CT_POOL_PARALLEL                                                                                \
         for (int64_t p = 0; p < planes; p++)                                                            \
             for (int64_t oy = 0; oy < g->oh; oy++) {                                                    \
@@ -829,7 +833,7 @@ ct_status ct_cpu_max_pool2d_backward(ct_keyset ks, ct_call *call, void *ud) {
     bool ok = false;
 #ifdef CT_POOL_AVX512
     /* windows that tile the planes exactly: the 2x2 / stride 2 layer on even sizes */
-    if (wd == CT_DTYPE_FLOAT32 && h == 2 * oh && w == 2 * ow && oh * ow > 0 && pool_use_avx512()) {
+    if (wd == CT_DTYPE_FLOAT32 && h == 2 * oh && w == 2 * ow && oh * ow > 0 && ct_cpu_avx512()) {
         int64_t rows = planes * oh;
         const float *pg = ct_tensor_data(gw);
         const int64_t *pi = ct_tensor_data(i64);

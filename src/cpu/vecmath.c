@@ -5,8 +5,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#if defined(CT_HAVE_SLEEF) && defined(__x86_64__) && defined(__GNUC__)
+/* CPU detection needs no SLEEF (pooling's AVX-512 kernels use it too); the vector
+ * math tables do. */
+#if defined(__x86_64__) && defined(__GNUC__)
+#define CT_CPU_X86 1
+#if defined(CT_HAVE_SLEEF)
 #define CT_VM_X86 1
+#endif
 #endif
 
 enum { ISA_UNSET = -1, ISA_SCALAR = 0, ISA_AVX2 = 1, ISA_AVX512 = 2 };
@@ -15,7 +20,7 @@ static int isa_state = ISA_UNSET;
 
 static int detect(void) {
     int best = ISA_SCALAR;
-#ifdef CT_VM_X86
+#ifdef CT_CPU_X86
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
         best = ISA_AVX2;
@@ -92,4 +97,8 @@ const char *ct_vm_isa(void) {
     (void)isa;
     return "scalar";
 #endif
+}
+
+bool ct_cpu_avx512(void) {
+    return isa() == ISA_AVX512;
 }

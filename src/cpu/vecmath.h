@@ -5,6 +5,7 @@
 #ifndef CT_CPU_VECMATH_H
 #define CT_CPU_VECMATH_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 typedef enum ct_vm_op {
@@ -41,6 +42,10 @@ typedef void (*ct_vm_f32_fn)(float *out, const float *in, int64_t n);
 ct_vm_f32_fn ct_vm_get(ct_vm_op op);
 /* "avx512", "avx2" or "scalar": what ct_vm_get uses. */
 const char *ct_vm_isa(void);
+/* Whether hand-written AVX-512 kernels may run: the CPU has AVX-512 F/DQ and
+ * CT_CPU_ISA does not cap the ISA lower (the same choice as the vector math, but
+ * without needing SLEEF). */
+bool ct_cpu_avx512(void);
 
 /* Per-ISA tables (present only in builds with SLEEF on x86-64). */
 extern const ct_vm_f32_fn ct_vm_avx2[CT_VM_COUNT];
