@@ -98,9 +98,7 @@ static ct_status make_schedule(const train_args *a, ct_optimizer *opt, int64_t t
 
 static ct_status save_checkpoint(const ct_fashion_cnn *m, ct_optimizer *opt, const ct_lr_scheduler *sched, int epoch,
                                  const char *path) {
-    ct_value *model = ct_value_new_dict();
-    for (int i = 0; i < CT_FASHION_CNN_NPARAMS; i++)
-        ct_value_set(model, ct_fashion_cnn_param_names[i], ct_value_new_tensor(m->p[i]));
+    ct_value *model = ct_cli_params_dict(ct_fashion_cnn_param_names, m->p, CT_FASHION_CNN_NPARAMS);
     char weights[1024];
     snprintf(weights, sizeof weights, "%s.safetensors", path);
     ct_status st = ct_save_safetensors(weights, model, NULL);
@@ -126,30 +124,18 @@ static ct_status load_checkpoint(ct_fashion_cnn *m, ct_optimizer *opt, ct_lr_sch
     ct_value *ckpt = ct_load(path);
     if (!ckpt)
         return ct_last_status();
-    ct_status st = CT_OK;
-    ct_value *model = ct_value_get(ckpt, "model");
-    for (int i = 0; i < CT_FASHION_CNN_NPARAMS && st == CT_OK; i++) {
-        ct_scope_begin();
-        ct_tensor *t = model ? ct_value_tensor(ct_value_get(model, ct_fashion_cnn_param_names[i])) : NULL;
-        bool prev = ct_set_grad_enabled(false);
-        if (!t) {
-            fprintf(stderr, "ctorch train: %s has no tensor '%s'\n", path, ct_fashion_cnn_param_names[i]);
-            st = CT_ERROR_FORMAT;
-        } else if (!ct_copy_(m->p[i], t)) {
-            st = ct_last_status();
-        }
-        ct_set_grad_enabled(prev);
-        ct_scope_end();
+    ct_status st = ct_cli_load_params(ct_value_get(ckpt, "model"), ct_fashion_cnn_param_names, m->p,
+                                      CT_FASHION_CNN_NPARAMS, path);
+    if (st == CT_OK) {
+        ct_value *os = ct_value_get(ckpt, "optimizer"), *ss = ct_value_get(ckpt, "scheduler");
+        ct_value *ep = ct_value_get(ckpt, "epoch");
+        ct_clear_error(); /* the keys are optional: an absent one leaves an error behind */
+        if (os)
+            st = ct_optimizer_load_state_dict(opt, os);
+        if (st == CT_OK && sched && ss)
+            st = ct_lr_scheduler_load_state_dict(sched, ss);
+        *epoch = ep ? (int)ct_value_int(ep) : 0;
     }
-    ct_value *os = ct_value_get(ckpt, "optimizer");
-    if (st == CT_OK && os)
-        st = ct_optimizer_load_state_dict(opt, os);
-    ct_value *ss = ct_value_get(ckpt, "scheduler");
-    if (st == CT_OK && sched && ss)
-        st = ct_lr_scheduler_load_state_dict(sched, ss);
-    ct_value *ep = ct_value_get(ckpt, "epoch");
-    *epoch = ep ? (int)ct_value_int(ep) : 0;
-    ct_clear_error();
     ct_value_free(ckpt);
     return st;
 }

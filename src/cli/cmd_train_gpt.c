@@ -278,9 +278,8 @@ static void hex(char *dst, const unsigned char *src, int n) {
 /* The parameters (the tied head.weight once, as wte.weight) and, as metadata, what a
  * reader needs to rebuild the model and its vocabulary. */
 static ct_status save_checkpoint(const ct_char_gpt *m, const ct_char_dataset *ds, const char *path) {
-    ct_value *sd = ct_value_new_dict(), *meta = ct_value_new_dict();
-    for (int i = 0; i < m->nparams; i++)
-        ct_value_set(sd, m->names[i], ct_value_new_tensor(m->params[i]));
+    ct_value *sd = ct_cli_params_dict((const char *const *)m->names, m->params, m->nparams),
+             *meta = ct_value_new_dict();
     unsigned char vocab[256];
     char vhex[513], num[32];
     int nv = ct_char_dataset_vocab_size(ds);
@@ -323,10 +322,8 @@ static void state_path(const char *out, char *buf, size_t cap) {
 }
 
 static ct_status save_state(const ct_char_gpt *m, ct_optimizer *opt, int64_t step, uint64_t seed, const char *path) {
-    ct_value *ckpt = ct_value_new_dict(), *model = ct_value_new_dict();
-    for (int i = 0; i < m->nparams; i++)
-        ct_value_set(model, m->names[i], ct_value_new_tensor(m->params[i]));
-    ct_value_set(ckpt, "model", model);
+    ct_value *ckpt = ct_value_new_dict();
+    ct_value_set(ckpt, "model", ct_cli_params_dict((const char *const *)m->names, m->params, m->nparams));
     ct_value_set(ckpt, "optimizer", ct_optimizer_state_dict(opt));
     ct_value_set(ckpt, "step", ct_value_new_int(step));
     ct_value_set(ckpt, "seed", ct_value_new_int((int64_t)seed));
@@ -346,23 +343,8 @@ static ct_status load_state(ct_char_gpt *m, ct_optimizer *opt, const char *path,
     if (!model || !os || !sv || !seedv)
         st = ct_error(CT_ERROR_FORMAT, "char-gpt", "%s is not a char-gpt training state (it needs model, optimizer, "
                       "step and seed)", path);
-    for (int i = 0; i < m->nparams && st == CT_OK; i++) {
-        ct_scope_begin();
-        ct_tensor *t = ct_value_tensor(ct_value_get(model, m->names[i]));
-        bool prev = ct_set_grad_enabled(false);
-        if (!t)
-            st = ct_error(CT_ERROR_FORMAT, "char-gpt", "%s has no tensor '%s' (a different model?)", path,
-                          m->names[i]);
-        else if (ct_tensor_dim(t) != ct_tensor_dim(m->params[i]) ||
-                 memcmp(ct_tensor_shape(t), ct_tensor_shape(m->params[i]),
-                        sizeof(int64_t) * (size_t)ct_tensor_dim(t)) != 0)
-            st = ct_error(CT_ERROR_VALUE, "char-gpt", "'%s' in %s has another shape than this model's: pass the "
-                          "model options it was trained with", m->names[i], path);
-        else if (!ct_copy_(m->params[i], t))
-            st = ct_last_status();
-        ct_set_grad_enabled(prev);
-        ct_scope_end();
-    }
+    if (st == CT_OK)
+        st = ct_cli_load_params(model, (const char *const *)m->names, m->params, m->nparams, path);
     if (st == CT_OK)
         st = ct_optimizer_load_state_dict(opt, os);
     if (st == CT_OK) {

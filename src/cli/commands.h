@@ -2,6 +2,8 @@
 #ifndef CT_CLI_COMMANDS_H
 #define CT_CLI_COMMANDS_H
 
+#include "ctorch.h"
+
 int ct_cmd_info(int argc, char **argv);
 int ct_cmd_inspect(int argc, char **argv);
 int ct_cmd_train(int argc, char **argv);
@@ -9,5 +11,12 @@ int ct_cmd_train(int argc, char **argv);
 int ct_cmd_train_char_gpt(int argc, char **argv);
 int ct_cmd_memviz(int argc, char **argv);
 int ct_cmd_trace_report(int argc, char **argv);
+
+/* src/cli/checkpoint.c: a dict of the parameters by name (for a checkpoint), and the
+ * parameters copied back from such a dict read from path; a missing name or a shape
+ * other than the parameter's is an error naming the file and the tensor. */
+ct_value *ct_cli_params_dict(const char *const *names, ct_tensor *const *params, int n);
+ct_status ct_cli_load_params(const ct_value *model, const char *const *names, ct_tensor *const *params, int n,
+                             const char *path);
 
 #endif

@@ -87,5 +87,6 @@ cmp -s "$work/full.safetensors" "$work/resumed.safetensors" || fail "resuming di
 expect 0 "already at step 8 of 6" train char-gpt "${small[@]}" --steps 6 --resume "$work/full.pt" --out ""
 expect 1 "is not a char-gpt training state" train char-gpt "${small[@]}" --steps 8 --resume "$work/full.safetensors"
 expect 1 "another shape than this model's" train char-gpt "${small[@]}" --embd 32 --steps 8 --resume "$work/half.pt"
+expect 1 "has no tensor 'blocks.1." train char-gpt "${small[@]}" --layers 2 --steps 8 --resume "$work/half.pt"
 expect 1 "No such file\\|cannot open" train char-gpt "${small[@]}" --steps 8 --resume "$work/missing.pt"
 echo "train_char_gpt_cli: ok"
