@@ -74,17 +74,43 @@ const ct_vm_red *ct_vm_red_get(void) {
 #endif
 }
 
-const ct_vm_red *ct_vm_red_for(const char *name) {
+/* The ISA called name ("avx2", "avx512") when this build and CPU have it, else -1. */
+static int isa_named(const char *name) {
 #ifdef CT_VM_X86
     __builtin_cpu_init();
     bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
     bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
     if (strcmp(name, "avx512") == 0 && avx512)
-        return &ct_vm_red_avx512;
+        return ISA_AVX512;
     if (strcmp(name, "avx2") == 0 && avx2)
-        return &ct_vm_red_avx2;
+        return ISA_AVX2;
 #else
     (void)name;
+#endif
+    return -1;
+}
+
+const ct_vm_red *ct_vm_red_for(const char *name) {
+#ifdef CT_VM_X86
+    switch (isa_named(name)) {
+    case ISA_AVX512: return &ct_vm_red_avx512;
+    case ISA_AVX2: return &ct_vm_red_avx2;
+    }
+#else
+    (void)isa_named;
+#endif
+    return NULL;
+}
+
+ct_vm_f32_fn ct_vm_get_for(const char *name, ct_vm_op op) {
+#ifdef CT_VM_X86
+    switch (isa_named(name)) {
+    case ISA_AVX512: return ct_vm_avx512[op];
+    case ISA_AVX2: return ct_vm_avx2[op];
+    }
+#else
+    (void)name;
+    (void)op;
 #endif
     return NULL;
 }

@@ -40,6 +40,9 @@ typedef void (*ct_vm_f32_fn)(float *out, const float *in, int64_t n);
  * then runs its scalar loop. CT_CPU_ISA=scalar|avx2|avx512 in the environment caps
  * the ISA (for benchmarks and for checking the scalar path). */
 ct_vm_f32_fn ct_vm_get(ct_vm_op op);
+/* The routine of one ISA ("avx2", "avx512"), NULL where this build or CPU lacks it;
+ * tests compare the ISAs with it. */
+ct_vm_f32_fn ct_vm_get_for(const char *isa, ct_vm_op op);
 /* "avx512", "avx2" or "scalar": what ct_vm_get uses. */
 const char *ct_vm_isa(void);
 /* Whether hand-written AVX-512 kernels may run: the CPU has AVX-512 F/DQ and

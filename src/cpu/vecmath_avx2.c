@@ -31,6 +31,7 @@
 #define DSTORE(p, v) _mm256_storeu_pd((p), (v))
 #define CVT_LO(v) _mm256_cvtps_pd(_mm256_castps256_ps128(v))
 #define CVT_HI(v) _mm256_cvtps_pd(_mm256_extractf128_ps((v), 1))
+#define VEXP(v) Sleef_expf8_u10avx2(v)
 #include "cpu/vecmath_impl.h"
 #elif defined(CT_HAVE_SLEEF) && defined(__x86_64__) && defined(__GNUC__)
 #error "vecmath_avx2.c must be built with -mavx2 -mfma (see CMakeLists.txt)"

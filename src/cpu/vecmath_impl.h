@@ -1,6 +1,7 @@
 /* Body of vecmath_avx2.c / vecmath_avx512.c: one routine per ct_vm_op from SLEEF's
  * functions for one ISA. Before including, define VEC (the vector type), W (floats per
- * vector), LOAD/STORE, SL(name) (SLEEF's name for that ISA) and TABLE.
+ * vector), LOAD/STORE, SL(name) (SLEEF's name for that ISA), VEXP(v) (exp of a vector:
+ * SLEEF's, or the same results computed faster, Note [AVX-512 exp]) and TABLE.
  *
  * The tail goes through a padded buffer and the same vector function, so an element's
  * result does not depend on where a row or a thread's chunk happens to end. */
@@ -38,7 +39,7 @@
         }                                                                            \
     }
 
-CT_VM_DEF(vm_exp, SL(exp, u10))
+CT_VM_DEF(vm_exp, VEXP)
 CT_VM_DEF(vm_exp2, SL(exp2, u10))
 CT_VM_DEF(vm_expm1, SL(expm1, u10))
 CT_VM_DEF(vm_log, SL(log, u10))
@@ -114,7 +115,7 @@ static double vm_expsum_f32(float *out, const float *in, int64_t n, float m, con
 #define EXPSUM_LOOP(STORE_E, PREFETCH)                         \
     for (; i + W <= n; i += W) {                               \
         PREFETCH;                                              \
-        VEC e = SL(exp, u10)(VSUB(LOAD(in + i), vm));          \
+        VEC e = VEXP(VSUB(LOAD(in + i), vm));                  \
         STORE_E;                                               \
         s0 = DADD(s0, CVT_LO(e));                              \
         s1 = DADD(s1, CVT_HI(e));                              \
@@ -131,7 +132,7 @@ static double vm_expsum_f32(float *out, const float *in, int64_t n, float m, con
 #undef EXPSUM_LOOP
     if (i < n) {
         const int cnt = (int)(n - i);
-        VEC e = SL(exp, u10)(TAIL_LOAD_SUB(in + i, cnt, vm));
+        VEC e = VEXP(TAIL_LOAD_SUB(in + i, cnt, vm));
         if (out)
             TAIL_STORE(out + i, cnt, e);
         s0 = DADD(s0, CVT_LO(e));
