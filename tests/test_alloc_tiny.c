@@ -7,6 +7,7 @@
 #include "testutil.h"
 
 #define NSLOTS 48
+#define NLIVE (NSLOTS + 2)
 
 /* A fixed mix of tiny and larger allocations and frees, leaving some live. */
 static void run_sequence(void **live) {
@@ -29,11 +30,19 @@ static void run_sequence(void **live) {
         assert_non_null(t[i] = ct_alloc(CT_CPU, 100 + 50 * (size_t)(i % 3)));
     for (int i = 0; i < 6; i++)
         ct_free(CT_CPU, t[(i * 5) % 6]);
+    /* take waiting blocks back with other requests of the same classes (Note [Tiny
+     * fast lane]), free some of them again and keep two */
+    for (int i = 0; i < 6; i++)
+        assert_non_null(t[i] = ct_alloc(CT_CPU, 97 + 50 * (size_t)(i % 3)));
+    for (int i = 0; i < 4; i++)
+        ct_free(CT_CPU, t[i]);
     memcpy(live, p, sizeof p);
+    live[NSLOTS] = t[4];
+    live[NSLOTS + 1] = t[5];
 }
 
 static void free_all(void **live) {
-    for (int i = 0; i < NSLOTS; i++)
+    for (int i = 0; i < NLIVE; i++)
         ct_free(CT_CPU, live[i]);
 }
 
@@ -56,10 +65,15 @@ static void test_tiny_blocks_read_like_the_general_path(void **state) {
     (void)state;
     ct_empty_cache(CT_CPU);
     ct_reset_accumulated_memory_stats(CT_CPU);
-    void *live[NSLOTS];
+    void *live[NLIVE];
+    figures base = read_figures();
     run_sequence(live); /* history off: tiny blocks wait on their lists */
     figures fast = read_figures();
     free_all(live);
+    /* everything freed: the live figures are back where they started */
+    figures after = read_figures();
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(after.v[i], base.v[i]);
     ct_empty_cache(CT_CPU);
     assert_int_equal(ct_memory_reserved(CT_CPU), read_figures().v[6]);
 

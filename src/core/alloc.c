@@ -736,21 +736,27 @@ static bool valid_device(ct_device d, const char *op) {
     return true;
 }
 
-static dev_alloc *find_dev(ct_device d) {
-    if (d.type < 0 || d.type >= CT_DEVICE_TYPES || d.index < 0 || d.index >= CT_ALLOC_MAX_DEVICES)
+static inline dev_alloc *find_dev(ct_device d) {
+    if ((unsigned)d.type >= CT_DEVICE_TYPES || (unsigned)d.index >= CT_ALLOC_MAX_DEVICES)
         return NULL;
     return atomic_load_explicit(&g_devs[d.type][d.index], memory_order_acquire);
 }
 
 /* The device's allocator, created on first use; NULL with an error set. */
 
-static dev_alloc *get_dev(ct_device d, const char *op) {
+static dev_alloc *make_dev(ct_device d, const char *op);
+
+static inline dev_alloc *get_dev(ct_device d, const char *op) {
+    /* An allocator exists only for a valid device, made after the settings were read. */
+    dev_alloc *da = find_dev(d);
+    return da ? da : make_dev(d, op);
+}
+
+static __attribute__((noinline)) dev_alloc *make_dev(ct_device d, const char *op) {
+    dev_alloc *da;
     conf_ensure();
     if (!valid_device(d, op))
         return NULL;
-    dev_alloc *da = find_dev(d);
-    if (da)
-        return da;
     pthread_mutex_lock(&g_lock);
     da = atomic_load(&g_devs[d.type][d.index]);
     if (!da) {
@@ -1253,6 +1259,41 @@ static void *malloc_locked(dev_alloc *da, size_t request, int64_t stream) {
     return b->ptr;
 }
 
+/* Note [Tiny fast lane]
+ * A tiny op allocates one block of a tiny size and frees one, and in a steady loop the
+ * free list of that size holds the block the last op gave back. tiny_take and tiny_give
+ * are malloc_locked and ct_free cut down to that case: the same list operations, table
+ * entry and statistics, in the same order, so the state they leave is the one the
+ * general path leaves; anything else (pending frees, a full table, another size, an
+ * uncached device) takes the general path. */
+static void *tiny_take(dev_alloc *da, size_t request, int64_t stream) {
+    if (!da->tiny_total || da->pending || da->nactive + 1 > da->nbuckets || request > CT_TINY_CLASSES * CT_ALIGN)
+        return NULL;
+    int c = request <= CT_ALIGN ? 0 : (int)((request - 1) / CT_ALIGN);
+    ct_block *b = da->tiny[c];
+    if (!b || unit_of(da) != CT_ALIGN || ct_alloc_round_size_unit(request, CT_ALIGN) != b->size)
+        return NULL;
+    da->tiny[c] = b->pnext;
+    b->pnext = NULL;
+    da->ntiny[c]--;
+    da->tiny_total--;
+    b->state = BLOCK_ACTIVE;
+    b->requested = request;
+    b->stream = stream;
+    copy_context(b->context, tl_context);
+    table_insert(da, b);
+    ct_alloc_stats *s = &da->stats;
+    arr_inc(s->allocation, true, 1);
+    arr_inc(s->allocated_bytes, true, (int64_t)b->size);
+    arr_inc(s->active, true, 1);
+    arr_inc(s->active_bytes, true, (int64_t)b->size);
+    arr_inc(s->requested_bytes, true, (int64_t)request);
+    if (b->size >= atomic_load_explicit(&g_max_split, memory_order_relaxed))
+        stat_inc(&s->oversize_allocations, 1);
+    trace(da, CT_TRACE_ALLOC, (uint64_t)(uintptr_t)b->ptr, request, stream, tl_context);
+    return b->ptr;
+}
+
 void *ct_alloc_stream(ct_device device, size_t nbytes, int64_t stream) {
     dev_alloc *da = get_dev(device, "alloc");
     if (!da)
@@ -1269,7 +1310,9 @@ void *ct_alloc(ct_device device, size_t nbytes) {
         return NULL;
     pthread_mutex_lock(&da->lock);
     int64_t stream = da->iface->current_stream ? da->iface->current_stream(da->iface->ctx, device.index) : 0;
-    void *p = malloc_locked(da, nbytes, stream);
+    void *p = tiny_take(da, nbytes, stream);
+    if (!p)
+        p = malloc_locked(da, nbytes, stream);
     pthread_mutex_unlock(&da->lock);
     return p;
 }

@@ -5,20 +5,17 @@
 
 static const struct {
     const char *name;
-    size_t size;
 } dtype_info[CT_DTYPE_COUNT] = {
-    [CT_DTYPE_BOOL] = {"bool", 1},         [CT_DTYPE_UINT8] = {"uint8", 1},
-    [CT_DTYPE_INT8] = {"int8", 1},         [CT_DTYPE_INT16] = {"int16", 2},
-    [CT_DTYPE_INT32] = {"int32", 4},       [CT_DTYPE_INT64] = {"int64", 8},
-    [CT_DTYPE_UINT16] = {"uint16", 2},     [CT_DTYPE_UINT32] = {"uint32", 4},
-    [CT_DTYPE_UINT64] = {"uint64", 8},     [CT_DTYPE_FLOAT16] = {"float16", 2},
-    [CT_DTYPE_BFLOAT16] = {"bfloat16", 2}, [CT_DTYPE_FLOAT32] = {"float32", 4},
-    [CT_DTYPE_FLOAT64] = {"float64", 8},
+    [CT_DTYPE_BOOL] = {"bool"},         [CT_DTYPE_UINT8] = {"uint8"},     [CT_DTYPE_INT8] = {"int8"},
+    [CT_DTYPE_INT16] = {"int16"},       [CT_DTYPE_INT32] = {"int32"},     [CT_DTYPE_INT64] = {"int64"},
+    [CT_DTYPE_UINT16] = {"uint16"},     [CT_DTYPE_UINT32] = {"uint32"},   [CT_DTYPE_UINT64] = {"uint64"},
+    [CT_DTYPE_FLOAT16] = {"float16"},   [CT_DTYPE_BFLOAT16] = {"bfloat16"}, [CT_DTYPE_FLOAT32] = {"float32"},
+    [CT_DTYPE_FLOAT64] = {"float64"},
 };
 
 const char *ct_dtype_name(ct_dtype d) { return ct_dtype_valid(d) ? dtype_info[d].name : "undefined"; }
 
-size_t ct_dtype_size(ct_dtype d) { return ct_dtype_valid(d) ? dtype_info[d].size : 0; }
+size_t ct_dtype_size(ct_dtype d) { return ct_dtype_itemsize(d); }
 
 ct_dtype ct_dtype_from_name(const char *name) {
     static const struct {

@@ -22,6 +22,14 @@ static inline bool ct_dtype_valid(ct_dtype d) { return (int)d >= 0 && (int)d < C
     X(CT_DTYPE_FLOAT32, float)        \
     X(CT_DTYPE_FLOAT64, double)
 
+/* Bytes per element, inline for the hot paths (ct_dtype_size is the exported form);
+ * 0 for an invalid dtype. The sizes are packed as log2 in two bits per dtype. */
+#define CT_DTYPE_LOG2_SIZE_(e, T) | ((uint64_t)(sizeof(T) == 1 ? 0 : sizeof(T) == 2 ? 1 : sizeof(T) == 4 ? 2 : 3) << (2 * (e)))
+static inline size_t ct_dtype_itemsize(ct_dtype d) {
+    const uint64_t packed = 0 CT_FOR_EACH_DTYPE(CT_DTYPE_LOG2_SIZE_);
+    return ct_dtype_valid(d) ? (size_t)1 << ((packed >> (2 * (int)d)) & 3) : 0;
+}
+
 /* Reads one element as double (integers above 2^53 lose precision). */
 double ct_load_double(const void *p, ct_dtype d);
 /* Reads one integral/bool element exactly (uint64 above INT64_MAX wraps). */

@@ -5,6 +5,7 @@
 #include <stdatomic.h>
 
 #include "ctorch.h"
+#include "dtype.h"
 #include "error.h"
 
 /* Note [Dimension limit]
@@ -82,7 +83,7 @@ ct_tensor *ct_tensor_ref(const ct_tensor *t);
 
 /* Helpers */
 static inline char *ct_tensor_ptr(const ct_tensor *t) {
-    return t->storage->data ? (char *)t->storage->data + t->offset * (int64_t)ct_dtype_size(t->dtype) : NULL;
+    return t->storage->data ? (char *)t->storage->data + t->offset * (int64_t)ct_dtype_itemsize(t->dtype) : NULL;
 }
 /* Contiguous strides for shape; returns the number of elements, or -1 on overflow. */
 int64_t ct_contiguous_strides(const int64_t *shape, int ndim, int64_t *strides);

@@ -364,7 +364,7 @@ bool ct_iter_tiny_ok(const ct_tensor *a, const ct_tensor *b) {
 
 ct_tensor *ct_iter_tiny(const char *op, ct_cpu_loop loop, ct_dtype out_dtype, const ct_tensor *a,
                         const ct_tensor *b, const void *params) {
-    size_t osz = ct_dtype_size(out_dtype), isz = ct_dtype_size(a->dtype);
+    size_t osz = ct_dtype_itemsize(out_dtype), isz = ct_dtype_itemsize(a->dtype);
     const char *outer = ct_alloc_get_context();
     ct_alloc_set_context(op);
     ct_storage *s = ct_storage_new((size_t)a->numel * osz, CT_CPU);

@@ -77,7 +77,7 @@ ct_tensor *ct_init_zeros_(ct_tensor *t) { return ct_init_constant_(t, 0); }
 ct_tensor *ct_init_ones_(ct_tensor *t) { return ct_init_constant_(t, 1); }
 
 ct_tensor *ct_init_xavier_uniform_(ct_tensor *t, double gain) {
-    int64_t fi, fo;
+    int64_t fi = 0, fo = 0;
     if (check_init("xavier_uniform_", t) || ct_init_fans(t, &fi, &fo))
         return NULL;
     double a = sqrt(3.0) * gain * sqrt(2.0 / (double)(fi + fo));
@@ -85,7 +85,7 @@ ct_tensor *ct_init_xavier_uniform_(ct_tensor *t, double gain) {
 }
 
 ct_tensor *ct_init_xavier_normal_(ct_tensor *t, double gain) {
-    int64_t fi, fo;
+    int64_t fi = 0, fo = 0;
     if (check_init("xavier_normal_", t) || ct_init_fans(t, &fi, &fo))
         return NULL;
     return ct_init_normal_(t, 0, gain * sqrt(2.0 / (double)(fi + fo)));
@@ -93,7 +93,7 @@ ct_tensor *ct_init_xavier_normal_(ct_tensor *t, double gain) {
 
 static bool kaiming_std(const char *op, const ct_tensor *t, double a, ct_fan_mode mode, ct_nonlinearity nl,
                         double *std) {
-    int64_t fi, fo;
+    int64_t fi = 0, fo = 0;
     if (check_init(op, t) || ct_init_fans(t, &fi, &fo))
         return false;
     if (mode != CT_FAN_IN && mode != CT_FAN_OUT) {
