@@ -30,7 +30,7 @@ extern const ct_cpu_loop ct_cpu_loops_any_zero[CT_DTYPE_COUNT];
 
 /* Unary loop with an output type of its own (OT; bool results). */
 #define CT_EW_UNARY_LOOP(fname, T, CT, OT, LOAD, STORE, EXPR)                           \
-    static void fname(char **d, const int64_t *s, int64_t n, const void *params) {      \
+    CT_LOOP_BODY(fname) {                                                               \
         const ct_loop_params *P = params;                                               \
         (void)P;                                                                        \
         if (s[0] == (int64_t)sizeof(OT) && s[1] == (int64_t)sizeof(T)) {                \
@@ -48,7 +48,8 @@ extern const ct_cpu_loop ct_cpu_loops_any_zero[CT_DTYPE_COUNT];
                 *(OT *)(d[0] + i * s[0]) = STORE(EXPR);                                 \
             }                                                                           \
         }                                                                               \
-    }
+    }                                                                                   \
+    CT_LOOP_ISA(fname)
 
 /* Float unary loops; float16/bfloat16 compute in float32. EXPR_F/EXPR_D see x and P.
  * In-place calls pass the same pointer as input and output, so no restrict there. */
@@ -163,7 +164,7 @@ extern const ct_cpu_loop ct_cpu_loops_any_zero[CT_DTYPE_COUNT];
 /* Ternary loop over a, b, c of storage type T (compute type CT). The common clamp and
  * lerp cases (b and c broadcast scalars) hoist their loads out of the loop. */
 #define CT_EW_TERNARY_LOOP(fname, T, CT, LOAD, STORE, EXPR)                             \
-    static void fname(char **d, const int64_t *s, int64_t n, const void *params) {      \
+    CT_LOOP_BODY(fname) {                                                               \
         const ct_loop_params *P = params;                                               \
         (void)P;                                                                        \
         const int64_t z = (int64_t)sizeof(T);                                           \
@@ -190,7 +191,8 @@ extern const ct_cpu_loop ct_cpu_loops_any_zero[CT_DTYPE_COUNT];
                 *(T *)(d[0] + i * s[0]) = STORE(EXPR);                                  \
             }                                                                           \
         }                                                                               \
-    }
+    }                                                                                   \
+    CT_LOOP_ISA(fname)
 
 #define CT_EW_TERNARY_F(name, EXPR)                                                     \
     CT_EW_TERNARY_LOOP(name##_f32, float, float, CT_ID, CT_ID, EXPR)                    \

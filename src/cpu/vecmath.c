@@ -125,6 +125,15 @@ const char *ct_vm_isa(void) {
 #endif
 }
 
+int ct_cpu_isa_level(void) {
+    return isa();
+}
+
+void ct_cpu_isa_set_level(int level) {
+    int best = detect();
+    __atomic_store_n(&isa_state, level < best ? level : best, __ATOMIC_RELAXED);
+}
+
 bool ct_cpu_avx512(void) {
     return isa() == ISA_AVX512;
 }

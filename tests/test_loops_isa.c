@@ -1,0 +1,178 @@
+/* Note [Loops per ISA] (src/cpu/loops.h): every elementwise loop is compiled for the
+ * baseline, AVX2 and AVX-512, and all three must give the same bits. Each op runs
+ * here at every ISA level this CPU has, over every dtype it takes, on contiguous,
+ * strided and broadcast operands holding special values (NaN, infinities, signed
+ * zeros, subnormals, huge and integer values), and the results are compared bit for
+ * bit with the widest ISA's. Float32 results of ops built on the vector math (exp,
+ * sin, sigmoid, ...; integer inputs promote to float32) are left out: they come from
+ * libm on the baseline and from SLEEF's routines for each ISA, which may differ in the
+ * last bit (SLEEF's AVX2 and AVX-512 sin do; exp has its own check in
+ * test_reduce_f32). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+#include "cpu/vecmath.h"
+
+typedef ct_tensor *(*un_fn)(const ct_tensor *);
+typedef ct_tensor *(*bin_fn)(const ct_tensor *, const ct_tensor *);
+typedef ct_tensor *(*ter_fn)(const ct_tensor *, const ct_tensor *, const ct_tensor *);
+
+typedef struct {
+    const char *name;
+    un_fn u;
+    bin_fn b;
+    ter_fn t;
+    bool vm; /* float32 goes through vector math */
+} op_entry;
+
+#define U(n) {#n, ct_##n, NULL, NULL, false}
+#define UV(n) {#n, ct_##n, NULL, NULL, true}
+#define B(n) {#n, NULL, ct_##n, NULL, false}
+
+static ct_tensor *add_alpha(const ct_tensor *a, const ct_tensor *b) { return ct_add_alpha(a, b, ct_scalar_float(2.5)); }
+static ct_tensor *sub_alpha(const ct_tensor *a, const ct_tensor *b) { return ct_sub_alpha(a, b, ct_scalar_float(-0.75)); }
+static ct_tensor *leaky(const ct_tensor *a) { return ct_leaky_relu(a, 0.125); }
+static ct_tensor *hardtanh(const ct_tensor *a) { return ct_hardtanh(a, -0.5, 2.0); }
+static ct_tensor *clamp3(const ct_tensor *a, const ct_tensor *lo, const ct_tensor *hi) {
+    return ct_clamp_tensor(a, lo, hi);
+}
+static ct_tensor *clamp_s(const ct_tensor *a) {
+    ct_scalar lo = ct_scalar_float(-1.5), hi = ct_scalar_float(3.0);
+    return ct_clamp(a, &lo, &hi);
+}
+static ct_tensor *addcmul3(const ct_tensor *a, const ct_tensor *b, const ct_tensor *c) {
+    return ct_addcmul(a, b, c, ct_scalar_float(0.5));
+}
+
+static const op_entry ops[] = {
+    U(neg), U(abs), U(sign), U(sgn), U(sqrt), U(rsqrt), U(floor), U(ceil), U(trunc), U(frac), U(reciprocal),
+    U(square), U(relu), U(relu6), UV(selu), U(hardsigmoid), U(hardswish), U(logical_not), U(bitwise_not),
+    U(isnan), U(isinf), U(isfinite), U(erfinv), {"leaky_relu", leaky, NULL, NULL, false},
+    {"hardtanh", hardtanh, NULL, NULL, false}, {"clamp_scalar", clamp_s, NULL, NULL, false}, UV(exp), UV(exp2), UV(expm1), UV(log), UV(log2), UV(log10),
+    UV(log1p), UV(sin), UV(cos), UV(tan), UV(asin), UV(acos), UV(atan), UV(sinh), UV(cosh), UV(tanh),
+    UV(asinh), UV(acosh), UV(atanh), UV(erf), UV(erfc), UV(sigmoid), UV(silu), UV(mish),
+    B(add), B(sub), B(mul), B(div), B(maximum), B(minimum), B(eq), B(ne), B(lt), B(le), B(gt), B(ge),
+    B(floor_divide), B(remainder), B(fmod), B(pow), B(atan2), B(hypot), B(copysign), B(fmax), B(fmin),
+    B(logical_and), B(logical_or), B(logical_xor), B(bitwise_and), B(bitwise_or), B(bitwise_xor),
+    B(bitwise_left_shift), B(bitwise_right_shift), B(clamp_min), B(clamp_max),
+    {"add_alpha", NULL, add_alpha, NULL, false}, {"sub_alpha", NULL, sub_alpha, NULL, false},
+    {"clamp", NULL, NULL, clamp3, false}, {"lerp", NULL, NULL, ct_lerp, false},
+    {"addcmul", NULL, NULL, addcmul3, false}, {"where", NULL, NULL, ct_where, false},
+};
+
+enum { N = 1037 }; /* no multiple of any vector width */
+
+static uint64_t rng = 0x9E3779B97F4A7C15ull;
+static double unit(void) {
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (double)(rng >> 11) / 9007199254740992.0;
+}
+
+/* n values of dtype dt: for floats a mix of specials, small integers and random values
+ * over many magnitudes; for integers values in [-100, 100] ([0, 100] unsigned). */
+static ct_tensor *sample(ct_dtype dt, int64_t n) {
+    static const double special[] = {NAN, INFINITY, -INFINITY, 0.0, -0.0, 1e-40, -1e-40, 3e38, -3e38,
+                                     1e300, 0.5, -0.5, 1.0, -1.0, 2.0, 65504.0, 1e-8};
+    const bool fl = ct_dtype_is_floating(dt), uns = dt == CT_U8 || dt == CT_BOOL;
+    double *v = malloc((size_t)n * sizeof *v);
+    assert_non_null(v);
+    for (int64_t i = 0; i < n; i++) {
+        double r = unit();
+        if (!fl)
+            v[i] = floor(r * 201.0) - (uns ? 0.0 : 100.0);
+        else if (i % 7 == 3)
+            v[i] = special[(size_t)(r * 1e6) % (sizeof special / sizeof special[0])];
+        else if (i % 5 == 1)
+            v[i] = floor(r * 21.0) - 10.0;
+        else
+            v[i] = (r - 0.5) * pow(10.0, floor(unit() * 8.0) - 3.0);
+    }
+    ct_scope_begin();
+    ct_tensor *t = ct_keep(ct_to_dtype(ct_from_data(v, CT_SHAPE(n), CT_F64), dt));
+    ct_scope_end();
+    free(v);
+    CT_ASSERT_OK(t);
+    return t;
+}
+
+/* The result of op on args at ISA level, or NULL when the op refuses the dtypes. */
+static ct_tensor *run(const op_entry *op, int level, ct_tensor *const *x) {
+    ct_cpu_isa_set_level(level);
+    ct_tensor *r = op->u ? op->u(x[0]) : op->b ? op->b(x[0], x[1]) : op->t(x[0], x[1], x[2]);
+    if (!r)
+        ct_clear_error();
+    return r ? ct_keep(ct_contiguous(r)) : NULL;
+}
+
+static void assert_same_bits(const op_entry *op, const char *layout, ct_dtype dt, int level, const ct_tensor *want,
+                             const ct_tensor *got) {
+    assert_int_equal(ct_tensor_dtype(want), ct_tensor_dtype(got));
+    assert_int_equal(ct_tensor_numel(want), ct_tensor_numel(got));
+    ct_dtype rd = ct_tensor_dtype(want);
+    size_t es = ct_dtype_size(rd);
+    const unsigned char *a = ct_tensor_data(want), *b = ct_tensor_data(got);
+    for (int64_t i = 0; i < ct_tensor_numel(want); i++) {
+        if (memcmp(a + (size_t)i * es, b + (size_t)i * es, es) == 0)
+            continue;
+        if (ct_dtype_is_floating(rd) && isnan(ct_test_at(want, i)) && isnan(ct_test_at(got, i)))
+            continue; /* NaN payloads may differ */
+        fail_msg("%s (%s, %s) at level %d: element %lld is %.17g, the widest ISA gives %.17g", op->name,
+                 ct_dtype_name(dt), layout, level, (long long)i, ct_test_at(got, i), ct_test_at(want, i));
+    }
+}
+
+static void test_every_isa_same_bits(void **state) {
+    (void)state;
+    static const ct_dtype dts[] = {CT_F32, CT_F64, CT_F16, CT_BF16, CT_I32, CT_I64, CT_I8, CT_U8, CT_BOOL};
+    const int top = ct_cpu_isa_level();
+    int compared = 0;
+    for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++) {
+        const op_entry *op = &ops[k];
+        for (size_t j = 0; j < sizeof dts / sizeof dts[0]; j++) {
+            ct_dtype dt = dts[j];
+            ct_scope_begin();
+            /* where's first operand is its bool condition */
+            ct_tensor *base[3] = {op->t == ct_where ? sample(CT_BOOL, 2 * N) : sample(dt, 2 * N), sample(dt, 2 * N),
+                                  sample(dt, 2 * N)};
+            for (int layout = 0; layout < 3; layout++) {
+                ct_tensor *x[3];
+                for (int i = 0; i < 3; i++) {
+                    if (layout == 0) /* contiguous */
+                        x[i] = ct_narrow(base[i], 0, 0, N);
+                    else if (layout == 1) /* every other element */
+                        x[i] = ct_slice(base[i], 0, 1, 2 * N, 2);
+                    else /* the later operands broadcast from one element */
+                        x[i] = i == 0 ? ct_narrow(base[i], 0, 0, N) : ct_narrow(base[i], 0, 5, 1);
+                }
+                static const char *names[] = {"contiguous", "strided", "broadcast"};
+                ct_tensor *want = run(op, top, x);
+                if (!want)
+                    continue;
+                for (int level = top - 1; level >= 0; level--) {
+                    if (op->vm && ct_tensor_dtype(want) == CT_F32)
+                        continue;
+                    ct_tensor *got = run(op, level, x);
+                    assert_non_null(got);
+                    assert_same_bits(op, names[layout], dt, level, want, got);
+                    compared++;
+                }
+            }
+            ct_scope_end();
+        }
+    }
+    ct_cpu_isa_set_level(top);
+    /* on a machine with more than the baseline, comparisons did happen */
+    if (top > 0)
+        assert_true(compared > 500);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_every_isa_same_bits),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
