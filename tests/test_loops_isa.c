@@ -1,5 +1,5 @@
-/* Note [Loops per ISA] (src/cpu/loops.h): every elementwise loop is compiled for the
- * baseline, AVX2 and AVX-512, and all three must give the same bits. Each op runs
+/* Note [Loops per ISA] (src/core/cpu_isa.h): every elementwise and cast loop is compiled
+ * for the baseline, AVX2 and AVX-512, and all three must give the same bits. Each op runs
  * here at every ISA level this CPU has, over every dtype it takes, on contiguous,
  * strided and broadcast operands holding special values (NaN, infinities, signed
  * zeros, subnormals, huge and integer values), and the results are compared bit for
@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "testutil.h"
-#include "cpu/vecmath.h"
+#include "core/cpu_isa.h"
 
 typedef ct_tensor *(*un_fn)(const ct_tensor *);
 typedef ct_tensor *(*bin_fn)(const ct_tensor *, const ct_tensor *);
@@ -170,9 +170,43 @@ static void test_every_isa_same_bits(void **state) {
         assert_true(compared > 500);
 }
 
+/* Casts between every pair of dtypes, contiguous and strided, from the same mixed
+ * samples (specials and out-of-range values included). */
+static ct_tensor *cast_at(int level, const ct_tensor *x, ct_dtype to, bool strided) {
+    ct_cpu_isa_set_level(level);
+    if (!strided)
+        return ct_keep(ct_to_dtype(x, to));
+    ct_tensor *o = ct_zeros(CT_SHAPE(2 * N), to, CT_CPU);
+    CT_ASSERT_OK(ct_copy_(ct_slice(o, 0, 0, 2 * N, 2), x));
+    return ct_keep(o);
+}
+
+static void test_casts_same_bits(void **state) {
+    (void)state;
+    static const ct_dtype all[] = {CT_BOOL, CT_U8, CT_I8, CT_I16, CT_I32, CT_I64, CT_U16,
+                                   CT_U32, CT_U64, CT_F16, CT_BF16, CT_F32, CT_F64};
+    const int top = ct_cpu_isa_level();
+    static const op_entry cast_op = {"cast", NULL, NULL, NULL, false};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
+        ct_scope_begin();
+        /* floats keep their specials; integer sources take the integer samples */
+        ct_tensor *x = sample(all[i], N);
+        for (size_t j = 0; j < sizeof all / sizeof all[0]; j++)
+            for (int strided = 0; strided < 2; strided++) {
+                ct_tensor *want = cast_at(top, x, all[j], strided);
+                for (int level = top - 1; level >= 0; level--)
+                    assert_same_bits(&cast_op, strided ? "strided" : "contiguous", all[i], level, want,
+                                     cast_at(level, x, all[j], strided));
+            }
+        ct_scope_end();
+    }
+    ct_cpu_isa_set_level(top);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_isa_same_bits),
+        cmocka_unit_test(test_casts_same_bits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2,6 +2,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "cpu_isa.h"
 #include "dtype.h"
 #include "loop.h"
 #include "view.h"
@@ -239,10 +240,14 @@ static inline uint16_t f32_to_bf16(float f) {
 #define SZ_CT_DTYPE_FLOAT64 8
 
 /* Contiguous runs take the same element expression with constant strides, which the
- * compiler turns into a vector loop; the caller never passes overlapping dst and src
- * (copy_ reads an overlapping source through a temporary). */
+ * compiler turns into a vector loop, once per vector ISA (Note [Loops per ISA] in
+ * cpu_isa.h: the float16/bfloat16 and 64-bit conversions vectorize only with AVX2 or
+ * AVX-512); the caller never passes overlapping dst and src (copy_ reads an
+ * overlapping source through a temporary). */
+#define CAST_PARAMS (char *dst, const char *src, int64_t n, int64_t ds, int64_t ss, void *ctx)
+#define CAST_ARGS (dst, src, n, ds, ss, ctx)
 #define CAST_FN(D, S)                                                                                     \
-    static void cast_##D##_##S(char *dst, const char *src, int64_t n, int64_t ds, int64_t ss, void *ctx) { \
+    CT_LOOP_BODY(cast_##D##_##S, CAST_PARAMS) {                                                           \
         (void)ctx;                                                                                        \
         if (ds == SZ_##D && ss == SZ_##S) {                                                               \
             char *restrict o = dst;                                                                       \
@@ -253,7 +258,8 @@ static inline uint16_t f32_to_bf16(float f) {
         }                                                                                                 \
         for (int64_t i = 0; i < n; i++)                                                                   \
             STORE_##D(dst + i * ds, LOAD_##S(src + i * ss), ISF_##S);                                     \
-    }
+    }                                                                                                     \
+    CT_LOOP_ISA(cast_##D##_##S, CAST_PARAMS, CAST_ARGS)
 #define CAST_ROW(D, T)                 \
     CAST_FN(D, CT_DTYPE_BOOL)          \
     CAST_FN(D, CT_DTYPE_UINT8)         \

@@ -30,7 +30,7 @@ extern const ct_cpu_loop ct_cpu_loops_any_zero[CT_DTYPE_COUNT];
 
 /* Unary loop with an output type of its own (OT; bool results). */
 #define CT_EW_UNARY_LOOP(fname, T, CT, OT, LOAD, STORE, EXPR)                           \
-    CT_LOOP_BODY(fname) {                                                               \
+    CT_LOOP_BODY(fname, CT_EW_PARAMS) {                                                 \
         const ct_loop_params *P = params;                                               \
         (void)P;                                                                        \
         if (s[0] == (int64_t)sizeof(OT) && s[1] == (int64_t)sizeof(T)) {                \
@@ -49,7 +49,7 @@ extern const ct_cpu_loop ct_cpu_loops_any_zero[CT_DTYPE_COUNT];
             }                                                                           \
         }                                                                               \
     }                                                                                   \
-    CT_LOOP_ISA(fname)
+    CT_LOOP_ISA(fname, CT_EW_PARAMS, CT_EW_ARGS)
 
 /* Float unary loops; float16/bfloat16 compute in float32. EXPR_F/EXPR_D see x and P.
  * In-place calls pass the same pointer as input and output, so no restrict there. */
@@ -164,7 +164,7 @@ extern const ct_cpu_loop ct_cpu_loops_any_zero[CT_DTYPE_COUNT];
 /* Ternary loop over a, b, c of storage type T (compute type CT). The common clamp and
  * lerp cases (b and c broadcast scalars) hoist their loads out of the loop. */
 #define CT_EW_TERNARY_LOOP(fname, T, CT, LOAD, STORE, EXPR)                             \
-    CT_LOOP_BODY(fname) {                                                               \
+    CT_LOOP_BODY(fname, CT_EW_PARAMS) {                                                 \
         const ct_loop_params *P = params;                                               \
         (void)P;                                                                        \
         const int64_t z = (int64_t)sizeof(T);                                           \
@@ -192,7 +192,7 @@ extern const ct_cpu_loop ct_cpu_loops_any_zero[CT_DTYPE_COUNT];
             }                                                                           \
         }                                                                               \
     }                                                                                   \
-    CT_LOOP_ISA(fname)
+    CT_LOOP_ISA(fname, CT_EW_PARAMS, CT_EW_ARGS)
 
 #define CT_EW_TERNARY_F(name, EXPR)                                                     \
     CT_EW_TERNARY_LOOP(name##_f32, float, float, CT_ID, CT_ID, EXPR)                    \

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cpu/iter.h"
+#include "core/cpu_isa.h"
 #include "cpu/vecmath.h"
 #include "ops/op_info.h"
 
@@ -48,47 +49,15 @@ static inline uint16_t ct_f2h(float f) { return ct_float_to_half(f); }
 static inline float ct_b2f(uint16_t b) { return ct_bfloat16_to_float(b); }
 static inline uint16_t ct_f2b(float f) { return ct_float_to_bfloat16(f); }
 
-/* Note [Loops per ISA]
- * The library is built for the baseline x86-64 (SSE2), so a plain C loop vectorizes
- * four floats wide. Each elementwise loop below is therefore compiled three times from
- * one body: for the baseline, for AVX2 and for AVX-512 F/DQ (GCC's target attribute;
- * the body is inlined into each), and the loop the op table holds picks one per call
- * from ct_cpu_isa_level(), the ISA choice of the vector math (vecmath.c), so that
- * CT_CPU_ISA caps it too. The ISO C build never contracts a * b + c into an FMA and
- * the compiler keeps IEEE semantics when it vectorizes, so every variant computes the
- * same bits; test_ops_variants runs the op library under each cap. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(CT_NO_ISA_LOOPS)
-#define CT_LOOP_ISA(fname)                                                                \
-    static __attribute__((target("avx512f,avx512dq"))) void fname##_avx512(               \
-        char **d, const int64_t *s, int64_t n, const void *params) {                      \
-        fname##_body(d, s, n, params);                                                    \
-    }                                                                                     \
-    static __attribute__((target("avx2"))) void fname##_avx2(char **d, const int64_t *s, \
-                                                             int64_t n, const void *params) { \
-        fname##_body(d, s, n, params);                                                    \
-    }                                                                                     \
-    static void fname(char **d, const int64_t *s, int64_t n, const void *params) {        \
-        switch (ct_cpu_isa_level()) {                                                     \
-        case 2: fname##_avx512(d, s, n, params); break;                                   \
-        case 1: fname##_avx2(d, s, n, params); break;                                     \
-        default: fname##_body(d, s, n, params); break;                                    \
-        }                                                                                 \
-    }
-#else
-#define CT_LOOP_ISA(fname)                                                                \
-    static void fname(char **d, const int64_t *s, int64_t n, const void *params) {        \
-        fname##_body(d, s, n, params);                                                    \
-    }
-#endif
-/* The body of an elementwise loop, to be compiled once per ISA by CT_LOOP_ISA. */
-#define CT_LOOP_BODY(fname)                                                               \
-    static inline __attribute__((always_inline)) void fname##_body(                       \
-        char **d, const int64_t *s, int64_t n, const void *params)
+/* Every elementwise loop has this signature and is compiled once per vector ISA
+ * (Note [Loops per ISA] in src/core/cpu_isa.h). */
+#define CT_EW_PARAMS (char **d, const int64_t *s, int64_t n, const void *params)
+#define CT_EW_ARGS (d, s, n, params)
 
 /* Unary loop over storage type T computing in C type CT (x is the loaded value).
  * The contiguous case is a plain indexed loop the compiler can vectorize. */
 #define CT_UNARY_LOOP(fname, T, CT, LOAD, STORE, EXPR)                                    \
-    CT_LOOP_BODY(fname) {                                                                 \
+    CT_LOOP_BODY(fname, CT_EW_PARAMS) {                                                   \
         const ct_loop_params *P = params;                                                 \
         (void)P;                                                                          \
         if (s[0] == (int64_t)sizeof(T) && s[1] == (int64_t)sizeof(T)) {                   \
@@ -105,11 +74,11 @@ static inline uint16_t ct_f2b(float f) { return ct_float_to_bfloat16(f); }
             }                                                                             \
         }                                                                                 \
     }                                                                                     \
-    CT_LOOP_ISA(fname)
+    CT_LOOP_ISA(fname, CT_EW_PARAMS, CT_EW_ARGS)
 
 /* Binary loop: inputs of storage type T (compute type CT), output of type OT. */
 #define CT_BINARY_LOOP(fname, T, CT, OT, LOAD, STORE, EXPR)                               \
-    CT_LOOP_BODY(fname) {                                                                 \
+    CT_LOOP_BODY(fname, CT_EW_PARAMS) {                                                   \
         const ct_loop_params *P = params;                                                 \
         (void)P;                                                                          \
         if (s[0] == (int64_t)sizeof(OT) && s[1] == (int64_t)sizeof(T) &&                  \
@@ -137,7 +106,7 @@ static inline uint16_t ct_f2b(float f) { return ct_float_to_bfloat16(f); }
             }                                                                             \
         }                                                                                 \
     }                                                                                     \
-    CT_LOOP_ISA(fname)
+    CT_LOOP_ISA(fname, CT_EW_PARAMS, CT_EW_ARGS)
 
 #define CT_ID(x) (x)
 

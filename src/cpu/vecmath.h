@@ -8,6 +8,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "core/cpu_isa.h" /* the ISA choice: ct_cpu_isa_level, CT_CPU_ISA */
+
 typedef enum ct_vm_op {
     CT_VM_EXP,
     CT_VM_EXP2,
@@ -45,12 +47,6 @@ ct_vm_f32_fn ct_vm_get(ct_vm_op op);
 ct_vm_f32_fn ct_vm_get_for(const char *isa, ct_vm_op op);
 /* "avx512", "avx2" or "scalar": what ct_vm_get uses. */
 const char *ct_vm_isa(void);
-/* The same choice as a level: 2 AVX-512 F/DQ, 1 AVX2 with FMA, 0 neither (or capped by
- * CT_CPU_ISA); Note [Loops per ISA] (loops.h) picks the elementwise loops by it. */
-int ct_cpu_isa_level(void);
-/* For tests: from now on use level (never above what the CPU has and CT_CPU_ISA
- * allows) for the loops and the vector math, to compare the ISAs in one process. */
-void ct_cpu_isa_set_level(int level);
 /* Whether hand-written AVX-512 kernels may run: the CPU has AVX-512 F/DQ and
  * CT_CPU_ISA does not cap the ISA lower (the same choice as the vector math, but
  * without needing SLEEF). */

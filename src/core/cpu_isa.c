@@ -1,0 +1,58 @@
+/* Run-time choice of the x86 vector ISA (cpu_isa.h). */
+#include "cpu_isa.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define CT_CPU_X86 1
+#endif
+
+enum { ISA_UNSET = -1, ISA_BASE = 0, ISA_AVX2 = 1, ISA_AVX512 = 2 };
+
+static int isa_state = ISA_UNSET;
+
+bool ct_cpu_has_avx2(void) {
+#ifdef CT_CPU_X86
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#else
+    return false;
+#endif
+}
+
+bool ct_cpu_has_avx512(void) {
+#ifdef CT_CPU_X86
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+           __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
+#else
+    return false;
+#endif
+}
+
+static int detect(void) {
+    int best = ct_cpu_has_avx512() ? ISA_AVX512 : ct_cpu_has_avx2() ? ISA_AVX2 : ISA_BASE;
+    const char *cap = getenv("CT_CPU_ISA");
+    if (cap) {
+        int want = strcmp(cap, "scalar") == 0 ? ISA_BASE : strcmp(cap, "avx2") == 0 ? ISA_AVX2 : ISA_AVX512;
+        if (want < best)
+            best = want;
+    }
+    return best;
+}
+
+int ct_cpu_isa_level(void) {
+    /* Every thread computes the same answer, so a race only repeats the work. */
+    int v = __atomic_load_n(&isa_state, __ATOMIC_RELAXED);
+    if (v == ISA_UNSET) {
+        v = detect();
+        __atomic_store_n(&isa_state, v, __ATOMIC_RELAXED);
+    }
+    return v;
+}
+
+void ct_cpu_isa_set_level(int level) {
+    int best = detect();
+    __atomic_store_n(&isa_state, level < best ? level : best, __ATOMIC_RELAXED);
+}

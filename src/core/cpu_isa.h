@@ -1,0 +1,53 @@
+/* The x86 vector ISA the CPU kernels use, chosen once at run time, and the macro that
+ * compiles one loop for each ISA (Note [Loops per ISA]). */
+#ifndef CT_CORE_CPU_ISA_H
+#define CT_CORE_CPU_ISA_H
+
+#include <stdbool.h>
+
+/* 2: AVX-512 (F, DQ, BW and VL), 1: AVX2 with FMA, 0: neither (the baseline: SSE2 on
+ * x86-64, or another architecture). CT_CPU_ISA=scalar|avx2|avx512 in the environment
+ * caps the level, for benchmarks and for checking the narrower paths. */
+int ct_cpu_isa_level(void);
+/* For tests: use level from now on (never above what the CPU has and CT_CPU_ISA
+ * allows), to compare the ISAs in one process. */
+void ct_cpu_isa_set_level(int level);
+/* Whether the CPU has AVX-512 F/DQ/BW/VL, whatever the cap says. */
+bool ct_cpu_has_avx512(void);
+/* Whether it has AVX2 and FMA, whatever the cap says. */
+bool ct_cpu_has_avx2(void);
+
+/* Note [Loops per ISA]
+ * The library is built for the baseline x86-64 (SSE2), so a plain C loop vectorizes
+ * four floats wide, and most integer and bit operations (unsigned compares, 64-bit
+ * conversions, narrowing) not at all. So each elementwise and cast loop is compiled
+ * three times from one body: for the baseline, for AVX2 and for AVX-512 (GCC's target
+ * attribute, with the body inlined into each), and the function the tables hold
+ * picks one per call by ct_cpu_isa_level(). The ISO C build never contracts a * b + c
+ * into an FMA, and the compiler keeps the C semantics of every operation when it
+ * vectorizes, so all variants compute the same bits; test_loops_isa checks this for
+ * every elementwise op and cast at each level.
+ *
+ * CT_LOOP_BODY(name, params) opens the body; CT_LOOP_ISA(ret, name, params, args)
+ * then defines name itself, with the variants (args: params' names, in order). */
+#define CT_LOOP_BODY(name, params) static inline __attribute__((always_inline)) void name##_body params
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(CT_NO_ISA_LOOPS)
+#define CT_LOOP_ISA(name, params, args)                                                          \
+    static __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl"))) void name##_avx512 params { \
+        name##_body args;                                                                        \
+    }                                                                                            \
+    static __attribute__((target("avx2,fma"))) void name##_avx2 params { name##_body args; }      \
+    static void name params {                                                                    \
+        switch (ct_cpu_isa_level()) {                                                            \
+        case 2: name##_avx512 args; break;                                                       \
+        case 1: name##_avx2 args; break;                                                         \
+        default: name##_body args; break;                                                        \
+        }                                                                                        \
+    }
+#else
+#define CT_LOOP_ISA(name, params, args) \
+    static void name params { name##_body args; }
+#endif
+
+#endif /* CT_CORE_CPU_ISA_H */
