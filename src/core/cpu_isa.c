@@ -10,7 +10,7 @@
 
 enum { ISA_UNSET = -1, ISA_BASE = 0, ISA_AVX2 = 1, ISA_AVX512 = 2 };
 
-static int isa_state = ISA_UNSET;
+int ct_cpu_isa_state = ISA_UNSET;
 
 bool ct_cpu_has_avx2(void) {
 #ifdef CT_CPU_X86
@@ -42,17 +42,13 @@ static int detect(void) {
     return best;
 }
 
-int ct_cpu_isa_level(void) {
-    /* Every thread computes the same answer, so a race only repeats the work. */
-    int v = __atomic_load_n(&isa_state, __ATOMIC_RELAXED);
-    if (v == ISA_UNSET) {
-        v = detect();
-        __atomic_store_n(&isa_state, v, __ATOMIC_RELAXED);
-    }
+int ct_cpu_isa_detect(void) {
+    int v = detect();
+    __atomic_store_n(&ct_cpu_isa_state, v, __ATOMIC_RELAXED);
     return v;
 }
 
 void ct_cpu_isa_set_level(int level) {
     int best = detect();
-    __atomic_store_n(&isa_state, level < best ? level : best, __ATOMIC_RELAXED);
+    __atomic_store_n(&ct_cpu_isa_state, level < best ? level : best, __ATOMIC_RELAXED);
 }

@@ -8,7 +8,16 @@
 /* 2: AVX-512 (F, DQ, BW and VL), 1: AVX2 with FMA, 0: neither (the baseline: SSE2 on
  * x86-64, or another architecture). CT_CPU_ISA=scalar|avx2|avx512 in the environment
  * caps the level, for benchmarks and for checking the narrower paths. */
-int ct_cpu_isa_level(void);
+static inline int ct_cpu_isa_level(void);
+/* The level, detected on first use (ct_cpu_isa_level's slow path). */
+int ct_cpu_isa_detect(void);
+/* The detected level, -1 before the first use; read on every loop call. */
+extern int ct_cpu_isa_state;
+static inline int ct_cpu_isa_level(void) {
+    /* Every thread detects the same answer, so a race only repeats the work. */
+    int v = __atomic_load_n(&ct_cpu_isa_state, __ATOMIC_RELAXED);
+    return v >= 0 ? v : ct_cpu_isa_detect();
+}
 /* For tests: use level from now on (never above what the CPU has and CT_CPU_ISA
  * allows), to compare the ISAs in one process. */
 void ct_cpu_isa_set_level(int level);
