@@ -9,10 +9,12 @@
  * last bit (SLEEF's AVX2 and AVX-512 sin do; exp has its own check in
  * test_reduce_f32). */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "testutil.h"
+#include "ctorch/nn.h"
 #include "core/cpu_isa.h"
 
 typedef ct_tensor *(*un_fn)(const ct_tensor *);
@@ -203,10 +205,77 @@ static void test_casts_same_bits(void **state) {
     ct_cpu_isa_set_level(top);
 }
 
+/* The fused nn kernels (src/cpu/nn_fused.c, compiled per ISA in one target region):
+ * every output of layer_norm, rms_norm, attention, the average pools, embedding's
+ * and nll_loss' backward, at every level, in float32 and float64. */
+enum { NFUSED = 17 };
+static void fused_outputs(int level, ct_dtype dt, ct_tensor **out) {
+    ct_cpu_isa_set_level(level);
+    ct_manual_seed(7);
+    ct_tensor *x = ct_to_dtype(ct_randn(CT_SHAPE(6, 5, 67), CT_F32, CT_CPU), dt);
+    ct_tensor *g = ct_to_dtype(ct_randn(CT_SHAPE(6, 5, 67), CT_F32, CT_CPU), dt);
+    ct_tensor *w = ct_to_dtype(ct_randn(CT_SHAPE(67), CT_F32, CT_CPU), dt);
+    ct_tensor *b = ct_to_dtype(ct_randn(CT_SHAPE(67), CT_F32, CT_CPU), dt);
+    const int64_t ns[1] = {67};
+    out[0] = ct_layer_norm(x, ns, 1, w, b, 1e-5);
+    assert_int_equal(CT_OK, ct_layer_norm_backward(g, x, ns, 1, w, b, 1e-5, &out[1], &out[2], &out[3]));
+    out[4] = ct_rms_norm(x, ns, 1, w, 1e-6);
+    assert_int_equal(CT_OK, ct_rms_norm_backward(g, x, ns, 1, w, 1e-6, &out[5], &out[6]));
+    ct_tensor *q = ct_to_dtype(ct_randn(CT_SHAPE(2, 3, 37, 24), CT_F32, CT_CPU), dt);
+    ct_tensor *k = ct_to_dtype(ct_randn(CT_SHAPE(2, 3, 41, 24), CT_F32, CT_CPU), dt);
+    ct_tensor *v = ct_to_dtype(ct_randn(CT_SHAPE(2, 3, 41, 19), CT_F32, CT_CPU), dt);
+    ct_tensor *gy = ct_to_dtype(ct_randn(CT_SHAPE(2, 3, 37, 19), CT_F32, CT_CPU), dt);
+    out[7] = ct_scaled_dot_product_attention(q, k, v, NULL, 0.0, false, NULL);
+    assert_int_equal(CT_OK, ct_scaled_dot_product_attention_backward(gy, q, k, v, NULL, false, NULL, &out[8], &out[9],
+                                                                 &out[10]));
+    ct_tensor *img = ct_to_dtype(ct_randn(CT_SHAPE(2, 3, 13, 11), CT_F32, CT_CPU), dt);
+    const int64_t ker[2] = {3, 2}, str[2] = {2, 1}, pad[2] = {1, 0}, osz[2] = {5, 4};
+    out[11] = ct_avg_pool2d(img, ker, str, pad, true, false, 0);
+    out[12] = ct_avg_pool2d_backward(ct_ones_like(out[11], dt), img, ker, str, pad, true, false, 0);
+    out[13] = ct_adaptive_avg_pool2d(img, osz);
+    ct_tensor *idx = ct_remainder_scalar(ct_arange(ct_scalar_int(0), ct_scalar_int(91), ct_scalar_int(7), CT_I64, CT_CPU),
+                                         ct_scalar_int(17));
+    out[14] = ct_embedding_backward(ct_to_dtype(ct_randn(CT_SHAPE(13, 9), CT_F32, CT_CPU), dt), idx, 17, 3);
+    ct_tensor *logits = ct_to_dtype(ct_randn(CT_SHAPE(13, 17), CT_F32, CT_CPU), dt);
+    out[15] = ct_nll_loss(logits, idx, ct_narrow(w, 0, 0, 17), CT_REDUCTION_MEAN, 5);
+    out[16] = ct_nll_loss_backward(ct_ones_like(out[15], dt), logits, idx, ct_narrow(w, 0, 0, 17),
+                                   CT_REDUCTION_MEAN, 5);
+    for (int i = 0; i < NFUSED; i++) {
+        CT_ASSERT_OK(out[i]);
+        out[i] = ct_contiguous(out[i]);
+    }
+}
+
+static void test_fused_same_bits(void **state) {
+    (void)state;
+    const int top = ct_cpu_isa_level();
+    static const ct_dtype dts[] = {CT_F32, CT_F64};
+    for (int j = 0; j < 2; j++) {
+        ct_scope_begin();
+        ct_tensor *want[NFUSED], *got[NFUSED];
+        fused_outputs(top, dts[j], want);
+        for (int level = top - 1; level >= 0; level--) {
+            fused_outputs(level, dts[j], got);
+            for (int i = 0; i < NFUSED; i++) {
+                /* attention's float32 softmax takes SLEEF's exp above the baseline */
+                if (level == 0 && dts[j] == CT_F32 && i >= 7 && i <= 10)
+                    continue;
+                op_entry named = {"fused output", NULL, NULL, NULL, false};
+                char buf[32];
+                snprintf(buf, sizeof buf, "output %d", i);
+                assert_same_bits(&named, buf, dts[j], level, want[i], got[i]);
+            }
+        }
+        ct_scope_end();
+    }
+    ct_cpu_isa_set_level(top);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_isa_same_bits),
         cmocka_unit_test(test_casts_same_bits),
+        cmocka_unit_test(test_fused_same_bits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -50,6 +50,49 @@ typedef struct ct_sdpa_mask {
 #undef WD
 #undef FN
 
+/* The same loops for AVX2 and AVX-512 (Note [Loops per ISA] in src/core/cpu_isa.h; a
+ * whole-file target region, so that the OpenMP bodies the compiler outlines are built
+ * for that ISA too). ISA_FN(f) is the variant of f for this CPU's level. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(CT_NO_ISA_LOOPS)
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+#define T float
+#define WD CT_DTYPE_FLOAT32
+#define FN(name) CT_CAT(name, _f32_avx2)
+#include "cpu/nn_fused_impl.h"
+#undef T
+#undef WD
+#undef FN
+#define T double
+#define WD CT_DTYPE_FLOAT64
+#define FN(name) CT_CAT(name, _f64_avx2)
+#include "cpu/nn_fused_impl.h"
+#undef T
+#undef WD
+#undef FN
+#pragma GCC pop_options
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512dq,avx512bw,avx512vl")
+#define T float
+#define WD CT_DTYPE_FLOAT32
+#define FN(name) CT_CAT(name, _f32_avx512)
+#include "cpu/nn_fused_impl.h"
+#undef T
+#undef WD
+#undef FN
+#define T double
+#define WD CT_DTYPE_FLOAT64
+#define FN(name) CT_CAT(name, _f64_avx512)
+#include "cpu/nn_fused_impl.h"
+#undef T
+#undef WD
+#undef FN
+#pragma GCC pop_options
+#define ISA_FN(f) (ct_cpu_isa_level() == 2 ? f##_avx512 : ct_cpu_isa_level() == 1 ? f##_avx2 : f)
+#else
+#define ISA_FN(f) f
+#endif
+
 static int num_threads_for(int64_t tasks) {
     int nth = 1;
 #ifdef CT_HAVE_OPENMP
@@ -84,9 +127,9 @@ ct_status ct_cpu_avg_pool2d(ct_keyset ks, ct_call *call, void *ud) {
     ct_tensor *y = ct_empty(g.batched ? shape : shape + 1, g.batched ? 4 : 3, wd, CT_CPU);
     if (x && y) {
         if (wd == CT_DTYPE_FLOAT64)
-            avgpool_fwd_f64(ct_tensor_data(x), ct_tensor_data(y), &g);
+            ISA_FN(avgpool_fwd_f64)(ct_tensor_data(x), ct_tensor_data(y), &g);
         else
-            avgpool_fwd_f32(ct_tensor_data(x), ct_tensor_data(y), &g);
+            ISA_FN(avgpool_fwd_f32)(ct_tensor_data(x), ct_tensor_data(y), &g);
     }
     st = x && y ? ct_nn_set_out(call, 0, y, x0->dtype) : ct_last_status();
     ct_scope_end();
@@ -106,9 +149,9 @@ ct_status ct_cpu_avg_pool2d_backward(ct_keyset ks, ct_call *call, void *ud) {
     ct_tensor *gx = ct_zeros(x0->shape, x0->ndim, wd, CT_CPU);
     if (gy && gx) {
         if (wd == CT_DTYPE_FLOAT64)
-            avgpool_bwd_f64(ct_tensor_data(gy), ct_tensor_data(gx), &g);
+            ISA_FN(avgpool_bwd_f64)(ct_tensor_data(gy), ct_tensor_data(gx), &g);
         else
-            avgpool_bwd_f32(ct_tensor_data(gy), ct_tensor_data(gx), &g);
+            ISA_FN(avgpool_bwd_f32)(ct_tensor_data(gy), ct_tensor_data(gx), &g);
     }
     st = gy && gx ? ct_nn_set_out(call, 0, gx, x0->dtype) : ct_last_status();
     ct_scope_end();
@@ -129,9 +172,9 @@ ct_status ct_cpu_adaptive_avg_pool2d(ct_keyset ks, ct_call *call, void *ud) {
     ct_tensor *y = ct_empty(g.batched ? shape : shape + 1, g.batched ? 4 : 3, wd, CT_CPU);
     if (x && y && g.oh > 0 && g.ow > 0) {
         if (wd == CT_DTYPE_FLOAT64)
-            adapool_f64(ct_tensor_data(x), ct_tensor_data(y), &g, false);
+            ISA_FN(adapool_f64)(ct_tensor_data(x), ct_tensor_data(y), &g, false);
         else
-            adapool_f32(ct_tensor_data(x), ct_tensor_data(y), &g, false);
+            ISA_FN(adapool_f32)(ct_tensor_data(x), ct_tensor_data(y), &g, false);
     }
     st = x && y ? ct_nn_set_out(call, 0, y, x0->dtype) : ct_last_status();
     ct_scope_end();
@@ -151,9 +194,9 @@ ct_status ct_cpu_adaptive_avg_pool2d_backward(ct_keyset ks, ct_call *call, void 
     ct_tensor *gx = ct_zeros(x0->shape, x0->ndim, wd, CT_CPU);
     if (gy && gx && g.oh > 0 && g.ow > 0) {
         if (wd == CT_DTYPE_FLOAT64)
-            adapool_f64(ct_tensor_data(gy), ct_tensor_data(gx), &g, true);
+            ISA_FN(adapool_f64)(ct_tensor_data(gy), ct_tensor_data(gx), &g, true);
         else
-            adapool_f32(ct_tensor_data(gy), ct_tensor_data(gx), &g, true);
+            ISA_FN(adapool_f32)(ct_tensor_data(gy), ct_tensor_data(gx), &g, true);
     }
     st = gy && gx ? ct_nn_set_out(call, 0, gx, x0->dtype) : ct_last_status();
     ct_scope_end();
@@ -176,9 +219,9 @@ ct_status ct_cpu_rms_norm(ct_keyset ks, ct_call *call, void *ud) {
     bool ok = x && y && (!w0 || w);
     if (ok) {
         if (wd == CT_DTYPE_FLOAT64)
-            rmsnorm_fwd_f64(ct_tensor_data(x), w ? ct_tensor_data(w) : NULL, ct_tensor_data(y), g.rows, g.cols, g.eps);
+            ISA_FN(rmsnorm_fwd_f64)(ct_tensor_data(x), w ? ct_tensor_data(w) : NULL, ct_tensor_data(y), g.rows, g.cols, g.eps);
         else
-            rmsnorm_fwd_f32(ct_tensor_data(x), w ? ct_tensor_data(w) : NULL, ct_tensor_data(y), g.rows, g.cols, g.eps);
+            ISA_FN(rmsnorm_fwd_f32)(ct_tensor_data(x), w ? ct_tensor_data(w) : NULL, ct_tensor_data(y), g.rows, g.cols, g.eps);
     }
     st = ok ? ct_nn_set_out(call, 0, y, x0->dtype) : ct_last_status();
     ct_scope_end();
@@ -201,10 +244,10 @@ ct_status ct_cpu_rms_norm_backward(ct_keyset ks, ct_call *call, void *ud) {
     if (ok) {
         double *pgw = gw ? ct_tensor_data(gw) : NULL;
         if (wd == CT_DTYPE_FLOAT64)
-            rmsnorm_bwd_f64(ct_tensor_data(gy), ct_tensor_data(x), w ? ct_tensor_data(w) : NULL, ct_tensor_data(gx),
+            ISA_FN(rmsnorm_bwd_f64)(ct_tensor_data(gy), ct_tensor_data(x), w ? ct_tensor_data(w) : NULL, ct_tensor_data(gx),
                             pgw, g.rows, g.cols, g.eps);
         else
-            rmsnorm_bwd_f32(ct_tensor_data(gy), ct_tensor_data(x), w ? ct_tensor_data(w) : NULL, ct_tensor_data(gx),
+            ISA_FN(rmsnorm_bwd_f32)(ct_tensor_data(gy), ct_tensor_data(x), w ? ct_tensor_data(w) : NULL, ct_tensor_data(gx),
                             pgw, g.rows, g.cols, g.eps);
     }
     st = ok ? ct_nn_set_out(call, 0, gx, x0->dtype) : ct_last_status();
@@ -230,10 +273,10 @@ ct_status ct_cpu_layer_norm(ct_keyset ks, ct_call *call, void *ud) {
     bool ok = x && y && (!w0 || w) && (!b0 || b);
     if (ok && g.rows > 0 && g.cols > 0) {
         if (wd == CT_DTYPE_FLOAT64)
-            layernorm_fwd_f64(ct_tensor_data(x), w ? ct_tensor_data(w) : NULL, b ? ct_tensor_data(b) : NULL,
+            ISA_FN(layernorm_fwd_f64)(ct_tensor_data(x), w ? ct_tensor_data(w) : NULL, b ? ct_tensor_data(b) : NULL,
                               ct_tensor_data(y), g.rows, g.cols, g.eps);
         else
-            layernorm_fwd_f32(ct_tensor_data(x), w ? ct_tensor_data(w) : NULL, b ? ct_tensor_data(b) : NULL,
+            ISA_FN(layernorm_fwd_f32)(ct_tensor_data(x), w ? ct_tensor_data(w) : NULL, b ? ct_tensor_data(b) : NULL,
                               ct_tensor_data(y), g.rows, g.cols, g.eps);
     }
     st = ok ? ct_nn_set_out(call, 0, y, x0->dtype) : ct_last_status();
@@ -259,10 +302,10 @@ ct_status ct_cpu_layer_norm_backward(ct_keyset ks, ct_call *call, void *ud) {
     if (ok && g.rows > 0 && g.cols > 0) {
         double *pgw = gw ? ct_tensor_data(gw) : NULL, *pgb = gb ? ct_tensor_data(gb) : NULL;
         if (wd == CT_DTYPE_FLOAT64)
-            layernorm_bwd_f64(ct_tensor_data(gy), ct_tensor_data(x), w ? ct_tensor_data(w) : NULL,
+            ISA_FN(layernorm_bwd_f64)(ct_tensor_data(gy), ct_tensor_data(x), w ? ct_tensor_data(w) : NULL,
                               ct_tensor_data(gx), ct_tensor_data(stats), pgw, pgb, g.rows, g.cols, g.eps);
         else
-            layernorm_bwd_f32(ct_tensor_data(gy), ct_tensor_data(x), w ? ct_tensor_data(w) : NULL,
+            ISA_FN(layernorm_bwd_f32)(ct_tensor_data(gy), ct_tensor_data(x), w ? ct_tensor_data(w) : NULL,
                               ct_tensor_data(gx), ct_tensor_data(stats), pgw, pgb, g.rows, g.cols, g.eps);
     }
     st = ok ? ct_nn_set_out(call, 0, gx, x0->dtype) : ct_last_status();
@@ -440,10 +483,10 @@ ct_status ct_cpu_scaled_dot_product_attention(ct_keyset ks, ct_call *call, void 
             st = ct_last_status();
         } else {
             if (wd == CT_DTYPE_FLOAT64)
-                sdpa_fwd_f64(ct_tensor_data(q), ct_tensor_data(k), ct_tensor_data(v), ct_tensor_data(y), &g, &m, bufs,
+                ISA_FN(sdpa_fwd_f64)(ct_tensor_data(q), ct_tensor_data(k), ct_tensor_data(v), ct_tensor_data(y), &g, &m, bufs,
                              nth);
             else
-                sdpa_fwd_f32(ct_tensor_data(q), ct_tensor_data(k), ct_tensor_data(v), ct_tensor_data(y), &g, &m, bufs,
+                ISA_FN(sdpa_fwd_f32)(ct_tensor_data(q), ct_tensor_data(k), ct_tensor_data(v), ct_tensor_data(y), &g, &m, bufs,
                              nth);
             free(bufs);
         }
@@ -487,10 +530,10 @@ ct_status ct_cpu_scaled_dot_product_attention_backward(ct_keyset ks, ct_call *ca
             st = ct_last_status();
         } else {
             if (wd == CT_DTYPE_FLOAT64)
-                sdpa_bwd_f64(ct_tensor_data(gy), ct_tensor_data(q), ct_tensor_data(k), ct_tensor_data(v),
+                ISA_FN(sdpa_bwd_f64)(ct_tensor_data(gy), ct_tensor_data(q), ct_tensor_data(k), ct_tensor_data(v),
                              ct_tensor_data(gq), ct_tensor_data(gk), ct_tensor_data(gv), &g, &m, bufs, nth);
             else
-                sdpa_bwd_f32(ct_tensor_data(gy), ct_tensor_data(q), ct_tensor_data(k), ct_tensor_data(v),
+                ISA_FN(sdpa_bwd_f32)(ct_tensor_data(gy), ct_tensor_data(q), ct_tensor_data(k), ct_tensor_data(v),
                              ct_tensor_data(gq), ct_tensor_data(gk), ct_tensor_data(gv), &g, &m, bufs, nth);
             free(bufs);
         }
@@ -559,8 +602,8 @@ ct_status ct_cpu_embedding_backward(ct_keyset ks, ct_call *call, void *ud) {
     ct_status st = gy && idx && gw ? CT_OK : ct_last_status();
     if (st == CT_OK) {
         int64_t bad = wd == CT_DTYPE_FLOAT64
-                          ? embedding_bwd_f64(ct_tensor_data(gy), idx, ct_tensor_data(gw), num, dim, pad)
-                          : embedding_bwd_f32(ct_tensor_data(gy), idx, ct_tensor_data(gw), num, dim, pad);
+                          ? ISA_FN(embedding_bwd_f64)(ct_tensor_data(gy), idx, ct_tensor_data(gw), num, dim, pad)
+                          : ISA_FN(embedding_bwd_f32)(ct_tensor_data(gy), idx, ct_tensor_data(gw), num, dim, pad);
         if (bad >= 0)
             st = ct_error(CT_ERROR_INDEX, op, "index out of range in self");
     }
@@ -593,9 +636,9 @@ ct_status ct_cpu_nll_loss(ct_keyset ks, ct_call *call, void *ud) {
     if (st == CT_OK) {
         double tw;
         const void *pw = w ? ct_tensor_data(w) : NULL;
-        int64_t bad = wd == CT_DTYPE_FLOAT64 ? nll_fwd_f64(ct_tensor_data(x), ct_tensor_data(t), pw, ct_tensor_data(y),
+        int64_t bad = wd == CT_DTYPE_FLOAT64 ? ISA_FN(nll_fwd_f64)(ct_tensor_data(x), ct_tensor_data(t), pw, ct_tensor_data(y),
                                                            &g, red, ignore, &tw)
-                                             : nll_fwd_f32(ct_tensor_data(x), ct_tensor_data(t), pw, ct_tensor_data(y),
+                                             : ISA_FN(nll_fwd_f32)(ct_tensor_data(x), ct_tensor_data(t), pw, ct_tensor_data(y),
                                                            &g, red, ignore, &tw);
         if (bad >= 0)
             st = target_error(t, bad);
@@ -630,8 +673,8 @@ ct_status ct_cpu_nll_loss_backward(ct_keyset ks, ct_call *call, void *ud) {
     if (st == CT_OK) {
         const void *pw = w ? ct_tensor_data(w) : NULL;
         int64_t bad = wd == CT_DTYPE_FLOAT64
-                          ? nll_bwd_f64(ct_tensor_data(gy), ct_tensor_data(t), pw, ct_tensor_data(gx), &g, red, ignore)
-                          : nll_bwd_f32(ct_tensor_data(gy), ct_tensor_data(t), pw, ct_tensor_data(gx), &g, red, ignore);
+                          ? ISA_FN(nll_bwd_f64)(ct_tensor_data(gy), ct_tensor_data(t), pw, ct_tensor_data(gx), &g, red, ignore)
+                          : ISA_FN(nll_bwd_f32)(ct_tensor_data(gy), ct_tensor_data(t), pw, ct_tensor_data(gx), &g, red, ignore);
         if (bad >= 0)
             st = target_error(t, bad);
     }
