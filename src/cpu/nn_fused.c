@@ -34,59 +34,26 @@ typedef struct ct_sdpa_mask {
 #define CT_CAT_(a, b) a##b
 #define CT_CAT(a, b) CT_CAT_(a, b)
 
-#define T float
-#define WD CT_DTYPE_FLOAT32
-#define FN(name) CT_CAT(name, _f32)
-#include "cpu/nn_fused_impl.h"
-#undef T
-#undef WD
-#undef FN
+/* The loops for float and double (nn_fused_types.h includes nn_fused_impl.h once for
+ * each), then again for AVX2 and AVX-512 (Note [Loops per ISA] in src/core/cpu_isa.h)
+ * inside target regions, so that the OpenMP bodies the compiler outlines are built for
+ * that ISA too. ISA_FN(f) is the variant of f for this CPU's level. */
+#define CT_NN_SUFFIX
+#include "cpu/nn_fused_types.h"
+#undef CT_NN_SUFFIX
 
-#define T double
-#define WD CT_DTYPE_FLOAT64
-#define FN(name) CT_CAT(name, _f64)
-#include "cpu/nn_fused_impl.h"
-#undef T
-#undef WD
-#undef FN
-
-/* The same loops for AVX2 and AVX-512 (Note [Loops per ISA] in src/core/cpu_isa.h; a
- * whole-file target region, so that the OpenMP bodies the compiler outlines are built
- * for that ISA too). ISA_FN(f) is the variant of f for this CPU's level. */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(CT_NO_ISA_LOOPS)
 #pragma GCC push_options
 #pragma GCC target("avx2,fma")
-#define T float
-#define WD CT_DTYPE_FLOAT32
-#define FN(name) CT_CAT(name, _f32_avx2)
-#include "cpu/nn_fused_impl.h"
-#undef T
-#undef WD
-#undef FN
-#define T double
-#define WD CT_DTYPE_FLOAT64
-#define FN(name) CT_CAT(name, _f64_avx2)
-#include "cpu/nn_fused_impl.h"
-#undef T
-#undef WD
-#undef FN
+#define CT_NN_SUFFIX _avx2
+#include "cpu/nn_fused_types.h"
+#undef CT_NN_SUFFIX
 #pragma GCC pop_options
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512dq,avx512bw,avx512vl")
-#define T float
-#define WD CT_DTYPE_FLOAT32
-#define FN(name) CT_CAT(name, _f32_avx512)
-#include "cpu/nn_fused_impl.h"
-#undef T
-#undef WD
-#undef FN
-#define T double
-#define WD CT_DTYPE_FLOAT64
-#define FN(name) CT_CAT(name, _f64_avx512)
-#include "cpu/nn_fused_impl.h"
-#undef T
-#undef WD
-#undef FN
+#define CT_NN_SUFFIX _avx512
+#include "cpu/nn_fused_types.h"
+#undef CT_NN_SUFFIX
 #pragma GCC pop_options
 #define ISA_FN(f) (ct_cpu_isa_level() == 2 ? f##_avx512 : ct_cpu_isa_level() == 1 ? f##_avx2 : f)
 #else
