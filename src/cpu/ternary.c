@@ -45,7 +45,7 @@ const ct_cpu_loop ct_cpu_loops_addcdiv[CT_DTYPE_COUNT] = {CT_EW_F(addcdiv)};
 /* where(cond, a, b): cond is bool or uint8 (nonzero selects a); values are moved as
  * bytes of their width, so one loop serves every dtype of that size. */
 #define CT_WHERE_LOOP(fname, T)                                                             \
-    static void fname(char **d, const int64_t *s, int64_t n, const void *params) {          \
+    CT_LOOP_BODY(fname, CT_EW_PARAMS) {                                                     \
         (void)params;                                                                       \
         const int64_t z = (int64_t)sizeof(T);                                               \
         if (s[0] == z && s[1] == 1 && s[2] == z && s[3] == z) {                             \
@@ -60,7 +60,8 @@ const ct_cpu_loop ct_cpu_loops_addcdiv[CT_DTYPE_COUNT] = {CT_EW_F(addcdiv)};
                 *(T *)(d[0] + i * s[0]) = c ? *(const T *)(d[2] + i * s[2]) : *(const T *)(d[3] + i * s[3]); \
             }                                                                               \
         }                                                                                   \
-    }
+    }                                                                                       \
+    CT_LOOP_ISA(fname, CT_EW_PARAMS, CT_EW_ARGS)
 CT_WHERE_LOOP(where_1, uint8_t)
 CT_WHERE_LOOP(where_2, uint16_t)
 CT_WHERE_LOOP(where_4, uint32_t)
