@@ -7,12 +7,7 @@
 #include "testutil.h"
 
 static uint64_t rng = 0x2545F4914F6CDD1DULL;
-static double unit(void) {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (double)(rng >> 11) / 9007199254740992.0;
-}
+static double unit(void) { return ct_test_unit(&rng); }
 
 /* Where the samples live: the CPU, then (with a GPU) CUDA device 0, so every
  * derivative is also checked over the CUDA kernels. */

@@ -5,12 +5,7 @@
 #include "testutil.h"
 
 static uint64_t rng = 0x9E3779B97F4A7C15ULL;
-static double unit(void) {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (double)(rng >> 11) / 9007199254740992.0;
-}
+static double unit(void) { return ct_test_unit(&rng); }
 
 static ct_tensor *rand_leaf(const int64_t *shape, int ndim) {
     ct_tensor *t = ct_empty(shape, ndim, CT_F64, CT_CPU);

@@ -67,12 +67,7 @@ static const op_entry ops[] = {
 enum { N = 1037 }; /* no multiple of any vector width */
 
 static uint64_t rng = 0x9E3779B97F4A7C15ull;
-static double unit(void) {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (double)(rng >> 11) / 9007199254740992.0;
-}
+static double unit(void) { return ct_test_unit(&rng); }
 
 /* n values of dtype dt: for floats a mix of specials, small integers and random values
  * over many magnitudes; for integers values in [-100, 100] ([0, 100] unsigned). */

@@ -28,12 +28,7 @@ static ct_tensor *restride(const ct_tensor *base, const int64_t *shape, const in
 }
 
 static uint64_t rng = 0x9E3779B97F4A7C15ull;
-static double unit(void) {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (double)(rng >> 11) / 9007199254740992.0;
-}
+static double unit(void) { return ct_test_unit(&rng); }
 static ct_tensor *randu(const int64_t *shape, int nd, ct_dtype d, double lo, double hi) {
     ct_tensor *t = ct_empty(shape, nd, d, CT_CPU);
     int64_t n = ct_tensor_numel(t);

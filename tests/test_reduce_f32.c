@@ -11,12 +11,7 @@
 #include "cpu/vecmath.h"
 
 static uint64_t rng = 0x2545F4914F6CDD1Dull;
-static double unit(void) {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (double)(rng >> 11) / 9007199254740992.0;
-}
+static double unit(void) { return ct_test_unit(&rng); }
 
 static float *rand_floats(int64_t n, double lo, double hi) {
     float *v = malloc((size_t)n * sizeof(float));

@@ -27,6 +27,15 @@ void ct_test_assert_err(int ok, ct_status st, const char *needle, const char *ex
     ct_clear_error();
 }
 
+double ct_test_unit(uint64_t *state) {
+    uint64_t x = *state;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    *state = x;
+    return (double)(x >> 11) / 9007199254740992.0;
+}
+
 double ct_test_at(const ct_tensor *t, int64_t flat) {
     int nd = ct_tensor_dim(t);
     int64_t idx[16];

@@ -17,6 +17,9 @@
 
 void ct_test_assert_ok(int ok, const char *expr, const char *file, int line);
 void ct_test_assert_err(int ok, ct_status st, const char *needle, const char *expr, const char *file, int line);
+/* Uniform in [0, 1) from a small xorshift generator over *state (nonzero), so that
+ * sample data does not depend on ctorch's own generator. */
+double ct_test_unit(uint64_t *state);
 /* Element at a flat (row-major logical) index, as double. */
 double ct_test_at(const ct_tensor *t, int64_t flat);
 /* Asserts the tensor's shape equals shape[0..ndim). */
