@@ -9,9 +9,24 @@
 #include <stdint.h>
 #include <string.h>
 
+/* Note [Prefetch ahead]
+ * At 16M float32 elements on two cores of the GPU machine's Xeon, exp ran at 0.64-0.70
+ * of the memcpy ceiling: the time was about the sum of its arithmetic and its memory
+ * traffic, the two not overlapping. Prefetching the input 1 KiB ahead of the loop
+ * brings exp to 0.87-0.95 of the ceiling there (three rounds, against 0.70-0.91
+ * without). Long runs only; the address is computed as an integer, since it may lie
+ * past the end of the input (a prefetch never faults). The same prefetch in the plain
+ * binary loops (add, mul) was measured too and did not help them. */
+#define CT_VM_PF_BYTES 1024u
+#define CT_VM_PF_MIN 4096
 #define CT_VM_DEF(fname, SLEEF_FN)                                        \
     static void fname(float *out, const float *in, int64_t n) {          \
         int64_t i = 0;                                                    \
+        if (n >= CT_VM_PF_MIN)                                            \
+            for (; i + W <= n; i += W) {                                  \
+                _mm_prefetch((const char *)((uintptr_t)(in + i) + CT_VM_PF_BYTES), _MM_HINT_T0); \
+                STORE(out + i, SLEEF_FN(LOAD(in + i)));                   \
+            }                                                             \
         for (; i + W <= n; i += W)                                        \
             STORE(out + i, SLEEF_FN(LOAD(in + i)));                       \
         if (i < n) {                                                      \
