@@ -1261,11 +1261,11 @@ static void *malloc_locked(dev_alloc *da, size_t request, int64_t stream) {
 
 /* Note [Tiny fast lane]
  * A tiny op allocates one block of a tiny size and frees one, and in a steady loop the
- * free list of that size holds the block the last op gave back. tiny_take and tiny_give
- * are malloc_locked and ct_free cut down to that case: the same list operations, table
- * entry and statistics, in the same order, so the state they leave is the one the
- * general path leaves; anything else (pending frees, a full table, another size, an
- * uncached device) takes the general path. */
+ * free list of that size holds the block the last op gave back (ct_free's tiny_put).
+ * tiny_take is malloc_locked cut down to that case: the same list operations, table
+ * entry and statistics, in the same order, so the state it leaves is the one the
+ * general path leaves; anything else (pending frees, a table that must grow, a size
+ * whose list is empty, other rounding settings) takes the general path. */
 static void *tiny_take(dev_alloc *da, size_t request, int64_t stream) {
     if (!da->tiny_total || da->pending || da->nactive + 1 > da->nbuckets || request > CT_TINY_CLASSES * CT_ALIGN)
         return NULL;
