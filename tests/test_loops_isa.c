@@ -200,10 +200,11 @@ static void test_casts_same_bits(void **state) {
     ct_cpu_isa_set_level(top);
 }
 
-/* The fused nn kernels (src/cpu/nn_fused.c, compiled per ISA in one target region):
- * every output of layer_norm, rms_norm, attention, the average pools, embedding's
- * and nll_loss' backward, at every level, in float32 and float64. */
-enum { NFUSED = 17 };
+/* The fused nn kernels (src/cpu/nn_fused.c, compiled per ISA in target regions) and
+ * conv2d's column loops (src/cpu/conv.c): every output of layer_norm, rms_norm,
+ * attention, the average pools, embedding's and nll_loss' backward and conv2d forward
+ * and backward, at every level, in float32 and float64. */
+enum { NFUSED = 25 };
 static void fused_outputs(int level, ct_dtype dt, ct_tensor **out) {
     ct_cpu_isa_set_level(level);
     ct_manual_seed(7);
@@ -235,6 +236,19 @@ static void fused_outputs(int level, ct_dtype dt, ct_tensor **out) {
     out[15] = ct_nll_loss(logits, idx, ct_narrow(w, 0, 0, 17), CT_REDUCTION_MEAN, 5);
     out[16] = ct_nll_loss_backward(ct_ones_like(out[15], dt), logits, idx, ct_narrow(w, 0, 0, 17),
                                    CT_REDUCTION_MEAN, 5);
+    /* conv2d: the same-width 3x3 path, and strided, dilated, grouped columns */
+    for (int c = 0; c < 2; c++) {
+        const int64_t st[2][2] = {{1, 1}, {2, 1}}, pd[2][2] = {{1, 1}, {0, 2}}, dl[2][2] = {{1, 1}, {1, 2}};
+        const int64_t groups = c == 0 ? 1 : 2;
+        ct_tensor *xi = ct_to_dtype(ct_randn(CT_SHAPE(3, 4, 14, 13), CT_F32, CT_CPU), dt);
+        ct_tensor *wt = ct_to_dtype(ct_randn(CT_SHAPE(6, 4 / groups, 3, 3), CT_F32, CT_CPU), dt);
+        ct_tensor *bs = ct_to_dtype(ct_randn(CT_SHAPE(6), CT_F32, CT_CPU), dt);
+        ct_tensor *y = out[17 + 4 * c] = ct_conv2d(xi, wt, bs, st[c], pd[c], dl[c], groups);
+        CT_ASSERT_OK(y);
+        ct_tensor *gyc = ct_to_dtype(ct_randn(ct_tensor_shape(y), ct_tensor_dim(y), CT_F32, CT_CPU), dt);
+        assert_int_equal(CT_OK, ct_conv2d_backward(gyc, xi, wt, st[c], pd[c], dl[c], groups, &out[18 + 4 * c],
+                                                   &out[19 + 4 * c], &out[20 + 4 * c]));
+    }
     for (int i = 0; i < NFUSED; i++) {
         CT_ASSERT_OK(out[i]);
         out[i] = ct_contiguous(out[i]);

@@ -120,9 +120,9 @@ static bool same_width_run(const ct_conv2d_geom *g, int64_t i, int64_t off, int6
  * col2im, its adjoint, adds every column entry back into its input pixel (and may
  * overwrite the column matrix). The valid span of each row is computed once, so the
  * inner loops are plain copies and adds. */
-#define IM2COL(T)                                                                                               \
+#define IM2COL(T, S)                                                                                             \
     /* Zeroes the entries of rows [ylo, yhi) of a column row outside columns [lo, hi). */                      \
-    CT_INLINE_LOOPS static void zero_edges_##T(T *row, int64_t ow, int64_t ylo, int64_t yhi, int64_t lo, int64_t hi) {         \
+    CT_INLINE_LOOPS static void zero_edges_##T##S(T *row, int64_t ow, int64_t ylo, int64_t yhi, int64_t lo, int64_t hi) {         \
         for (int64_t oy = ylo; oy < yhi; oy++) {                                                                \
             for (int64_t ox = 0; ox < lo; ox++)                                                                 \
                 row[oy * ow + ox] = 0;                                                                          \
@@ -130,7 +130,7 @@ static bool same_width_run(const ct_conv2d_geom *g, int64_t i, int64_t off, int6
                 row[oy * ow + ox] = 0;                                                                          \
         }                                                                                                       \
     }                                                                                                           \
-    CT_INLINE_LOOPS static void im2col_##T(const T *x, const ct_conv2d_geom *g, int64_t c0, int64_t cn,        \
+    CT_INLINE_LOOPS static void im2col_##T##S(const T *x, const ct_conv2d_geom *g, int64_t c0, int64_t cn,        \
                                            T *cols) {                                                           \
         int64_t plane = g->oh * g->ow, sx = g->stride[1];                                                       \
         bool same = same_width(g);                                                                              \
@@ -154,7 +154,7 @@ static bool same_width_run(const ct_conv2d_geom *g, int64_t i, int64_t off, int6
                             row[k] = xc[k + run.shift];                                                         \
                         for (; k < plane; k++)                                                                  \
                             row[k] = 0;                                                                         \
-                        zero_edges_##T(row, g->ow, run.ylo, run.yhi, lo, hi);                                   \
+                        zero_edges_##T##S(row, g->ow, run.ylo, run.yhi, lo, hi);                                   \
                         continue;                                                                               \
                     }                                                                                           \
                     for (int64_t oy = 0; oy < g->oh; oy++) {                                                    \
@@ -177,7 +177,7 @@ static bool same_width_run(const ct_conv2d_geom *g, int64_t i, int64_t off, int6
                     }                                                                                           \
                 }                                                                                               \
     }                                                                                                           \
-    static void col2im_##T(T *cols, const ct_conv2d_geom *g, int64_t c0, int64_t cn, T *x) {                   \
+    static void col2im_##T##S(T *cols, const ct_conv2d_geom *g, int64_t c0, int64_t cn, T *x) {                   \
         int64_t plane = g->oh * g->ow, sx = g->stride[1];                                                       \
         bool same = same_width(g);                                                                              \
         for (int64_t c = 0; c < cn; c++)                                                                        \
@@ -191,7 +191,7 @@ static bool same_width_run(const ct_conv2d_geom *g, int64_t i, int64_t off, int6
                     if (same) {                                                                                 \
                         if (!same_width_run(g, i, off, lo, hi, &run))                                           \
                             continue;                                                                           \
-                        zero_edges_##T(row, g->ow, run.ylo, run.yhi, lo, hi);                                   \
+                        zero_edges_##T##S(row, g->ow, run.ylo, run.yhi, lo, hi);                                   \
                         const T *restrict src = row + run.a;                                                    \
                         T *restrict dst = xc + run.a + run.shift;                                               \
                         for (int64_t k = 0; k < run.b - run.a; k++)                                             \
@@ -213,8 +213,8 @@ static bool same_width_run(const ct_conv2d_geom *g, int64_t i, int64_t off, int6
                     }                                                                                           \
                 }                                                                                               \
     }
-IM2COL(float)
-IM2COL(double)
+IM2COL(float, )
+IM2COL(double, )
 
 /* Computes in float32/float64: converts other floating dtypes on the way in and out. */
 /* ------------------------------------------------------------------ conv2d */
@@ -226,16 +226,16 @@ static bool conv_direct(const ct_conv2d_geom *g) {
 }
 
 /* The per-image loops for one element type T (work dtype WD). */
-#define CONV_IMAGE(T, WD)                                                                                       \
+#define CONV_IMAGE(T, WD, S)                                                                                       \
     /* With a column buffer and a bias, w is the weight with the bias appended to each  \
      * row and cols ends in a row of ones (Note [Bias as a column row]). */              \
-    static void conv_fwd_image_##T(const ct_conv2d_geom *g, const T *xn, const T *w, const T *b, T *yn,        \
+    static void conv_fwd_image_##T##S(const ct_conv2d_geom *g, const T *xn, const T *w, const T *b, T *yn,        \
                                    T *cols) {                                                                   \
         int64_t cg = g->c / g->groups, og = g->oc / g->groups, plane = g->oh * g->ow, krows = cg * g->kh * g->kw; \
         for (int64_t gi = 0; gi < g->groups; gi++) {                                                            \
             T *yg = yn + gi * og * plane;                                                                       \
             if (cols) {                                                                                         \
-                im2col_##T(xn, g, gi * cg, cg, cols);                                                           \
+                im2col_##T##S(xn, g, gi * cg, cg, cols);                                                           \
                 int64_t k = krows + (b != NULL);                                                                \
                 ct_cpu_gemm(WD, false, false, og, plane, k, 1.0, w + gi * og * k, k, cols, plane, 0.0, yg, plane); \
                 continue;                                                                                       \
@@ -250,6 +250,52 @@ static bool conv_direct(const ct_conv2d_geom *g) {
                         plane, b ? 1.0 : 0.0, yg, plane);                                                       \
         }                                                                                                       \
     }                                                                                                           \
+    /* gw^T (+)= cols @ gY^T per group (the transposed product runs faster in OpenBLAS  \
+     * for these shapes: 85 against 77 GFLOP/s per thread for the Fashion-MNIST model's \
+     * second layer), gx = col2im(W^T @ gY), gb += row sums of gY, for one image. */   \
+    static void conv_bwd_image_##T##S(const ct_conv2d_geom *g, const T *xn, const T *w, const T *gn, T *gxn,      \
+                                   T *gw, double *gb, T *cols) {                                                \
+        int64_t cg = g->c / g->groups, og = g->oc / g->groups, plane = g->oh * g->ow, krows = cg * g->kh * g->kw; \
+        if (gxn && cols)                                                                                        \
+            memset(gxn, 0, sizeof(T) * (size_t)(g->c * g->h * g->w));                                           \
+        for (int64_t gi = 0; gi < g->groups; gi++) {                                                            \
+            const T *gyg = gn + gi * og * plane;                                                                \
+            if (gw) {                                                                                           \
+                const T *src = xn + gi * cg * plane;                                                            \
+                if (cols) {                                                                                     \
+                    im2col_##T##S(xn, g, gi * cg, cg, cols);                                                       \
+                    src = cols;                                                                                 \
+                }                                                                                               \
+                ct_cpu_gemm(WD, false, true, krows, og, plane, 1.0, src, plane, gyg, plane, 1.0,                \
+                            gw + gi * og * krows, og);                                                          \
+            }                                                                                                   \
+            if (gxn) {                                                                                          \
+                T *dst = cols ? cols : gxn + gi * cg * plane;                                                   \
+                ct_cpu_gemm(WD, true, false, krows, plane, og, 1.0, w + gi * og * krows, krows, gyg, plane, 0.0, \
+                            dst, plane);                                                                        \
+                if (cols)                                                                                       \
+                    col2im_##T##S(cols, g, gi * cg, cg, gxn);                                                      \
+            }                                                                                                   \
+        }                                                                                                       \
+        if (gb) /* eight running sums per row: no serial dependency, vectorizes */                           \
+            for (int64_t o = 0; o < g->oc; o++) {                                                               \
+                const T *r = gn + o * plane;                                                                    \
+                T acc[8] = {0};                                                                                 \
+                int64_t p = 0;                                                                                  \
+                for (; p + 8 <= plane; p += 8)                                                                  \
+                    for (int l = 0; l < 8; l++)                                                                 \
+                        acc[l] += r[p + l];                                                                     \
+                double sum = 0;                                                                                 \
+                for (; p < plane; p++)                                                                          \
+                    sum += r[p];                                                                                \
+                for (int l = 0; l < 8; l++)                                                                     \
+                    sum += acc[l];                                                                              \
+                gb[o] += sum;                                                                                   \
+            }                                                                                                   \
+    }
+
+/* The bias rows and the weight-gradient sum, once per element type. */
+#define CONV_HELPERS(T)                                                                                         \
     /* The weight rows with the bias appended, and the ones row at the end of each     \
      * thread's column buffer. */                                                       \
     static void conv_bias_rows_##T(const ct_conv2d_geom *g, const T *w, const T *b, T *wb, T *cols, size_t colsz, \
@@ -279,61 +325,43 @@ static bool conv_direct(const ct_conv2d_geom *g) {
             for (int64_t r = 0; r < krows; r++)                                                                 \
                 for (int64_t o = 0; o < og; o++)                                                                \
                     gw[(gi * og + o) * krows + r] = acc[(gi * krows + r) * og + o];                             \
-    }                                                                                                           \
-    /* gw^T (+)= cols @ gY^T per group (the transposed product runs faster in OpenBLAS  \
-     * for these shapes: 85 against 77 GFLOP/s per thread for the Fashion-MNIST model's \
-     * second layer), gx = col2im(W^T @ gY), gb += row sums of gY, for one image. */   \
-    static void conv_bwd_image_##T(const ct_conv2d_geom *g, const T *xn, const T *w, const T *gn, T *gxn,      \
-                                   T *gw, double *gb, T *cols) {                                                \
-        int64_t cg = g->c / g->groups, og = g->oc / g->groups, plane = g->oh * g->ow, krows = cg * g->kh * g->kw; \
-        if (gxn && cols)                                                                                        \
-            memset(gxn, 0, sizeof(T) * (size_t)(g->c * g->h * g->w));                                           \
-        for (int64_t gi = 0; gi < g->groups; gi++) {                                                            \
-            const T *gyg = gn + gi * og * plane;                                                                \
-            if (gw) {                                                                                           \
-                const T *src = xn + gi * cg * plane;                                                            \
-                if (cols) {                                                                                     \
-                    im2col_##T(xn, g, gi * cg, cg, cols);                                                       \
-                    src = cols;                                                                                 \
-                }                                                                                               \
-                ct_cpu_gemm(WD, false, true, krows, og, plane, 1.0, src, plane, gyg, plane, 1.0,                \
-                            gw + gi * og * krows, og);                                                          \
-            }                                                                                                   \
-            if (gxn) {                                                                                          \
-                T *dst = cols ? cols : gxn + gi * cg * plane;                                                   \
-                ct_cpu_gemm(WD, true, false, krows, plane, og, 1.0, w + gi * og * krows, krows, gyg, plane, 0.0, \
-                            dst, plane);                                                                        \
-                if (cols)                                                                                       \
-                    col2im_##T(cols, g, gi * cg, cg, gxn);                                                      \
-            }                                                                                                   \
-        }                                                                                                       \
-        if (gb) /* eight running sums per row: no serial dependency, vectorizes */                           \
-            for (int64_t o = 0; o < g->oc; o++) {                                                               \
-                const T *r = gn + o * plane;                                                                    \
-                T acc[8] = {0};                                                                                 \
-                int64_t p = 0;                                                                                  \
-                for (; p + 8 <= plane; p += 8)                                                                  \
-                    for (int l = 0; l < 8; l++)                                                                 \
-                        acc[l] += r[p + l];                                                                     \
-                double sum = 0;                                                                                 \
-                for (; p < plane; p++)                                                                          \
-                    sum += r[p];                                                                                \
-                for (int l = 0; l < 8; l++)                                                                     \
-                    sum += acc[l];                                                                              \
-                gb[o] += sum;                                                                                   \
-            }                                                                                                   \
     }
-CONV_IMAGE(float, CT_DTYPE_FLOAT32)
-CONV_IMAGE(double, CT_DTYPE_FLOAT64)
+CONV_IMAGE(float, CT_DTYPE_FLOAT32, )
+CONV_IMAGE(double, CT_DTYPE_FLOAT64, )
+CONV_HELPERS(float)
+CONV_HELPERS(double)
+
+/* The column loops and per-image passes again for AVX2 and AVX-512 (Note [Loops per
+ * ISA] in src/core/cpu_isa.h): copies, adds and lane sums in the same order, so the
+ * same bits; ISA_IMAGE(f) picks the variant for this CPU's level. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(CT_NO_ISA_LOOPS)
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+IM2COL(float, _avx2)
+IM2COL(double, _avx2)
+CONV_IMAGE(float, CT_DTYPE_FLOAT32, _avx2)
+CONV_IMAGE(double, CT_DTYPE_FLOAT64, _avx2)
+#pragma GCC pop_options
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512dq,avx512bw,avx512vl")
+IM2COL(float, _avx512)
+IM2COL(double, _avx512)
+CONV_IMAGE(float, CT_DTYPE_FLOAT32, _avx512)
+CONV_IMAGE(double, CT_DTYPE_FLOAT64, _avx512)
+#pragma GCC pop_options
+#define ISA_IMAGE(f) (ct_cpu_isa_level() == 2 ? f##_avx512 : ct_cpu_isa_level() == 1 ? f##_avx2 : f)
+#else
+#define ISA_IMAGE(f) f
+#endif
 
 static void conv_fwd_image(ct_dtype wd, const ct_conv2d_geom *g, const char *x, const char *w, const char *b,
                            char *y, char *cols, int64_t n) {
     int64_t xs = g->c * g->h * g->w, ys = g->oc * g->oh * g->ow;
     if (wd == CT_DTYPE_FLOAT32)
-        conv_fwd_image_float(g, (const float *)x + n * xs, (const float *)w, (const float *)b, (float *)y + n * ys,
+        ISA_IMAGE(conv_fwd_image_float)(g, (const float *)x + n * xs, (const float *)w, (const float *)b, (float *)y + n * ys,
                              (float *)cols);
     else
-        conv_fwd_image_double(g, (const double *)x + n * xs, (const double *)w, (const double *)b,
+        ISA_IMAGE(conv_fwd_image_double)(g, (const double *)x + n * xs, (const double *)w, (const double *)b,
                               (double *)y + n * ys, (double *)cols);
 }
 
@@ -423,10 +451,10 @@ static void conv_bwd_image(ct_dtype wd, const ct_conv2d_geom *g, const char *x, 
                            char *gx, char *gw, double *gb, char *cols, int64_t n) {
     int64_t xs = g->c * g->h * g->w, ys = g->oc * g->oh * g->ow;
     if (wd == CT_DTYPE_FLOAT32)
-        conv_bwd_image_float(g, (const float *)x + n * xs, (const float *)w, (const float *)gy + n * ys,
+        ISA_IMAGE(conv_bwd_image_float)(g, (const float *)x + n * xs, (const float *)w, (const float *)gy + n * ys,
                              gx ? (float *)gx + n * xs : NULL, (float *)gw, gb, (float *)cols);
     else
-        conv_bwd_image_double(g, (const double *)x + n * xs, (const double *)w, (const double *)gy + n * ys,
+        ISA_IMAGE(conv_bwd_image_double)(g, (const double *)x + n * xs, (const double *)w, (const double *)gy + n * ys,
                               gx ? (double *)gx + n * xs : NULL, (double *)gw, gb, (double *)cols);
 }
 
