@@ -59,4 +59,18 @@ bool ct_cpu_has_avx2(void);
     static void name params { name##_body args; }
 #endif
 
+/* Target regions: every function defined between CT_TARGET_AVX2_BEGIN (or
+ * CT_TARGET_AVX512_BEGIN) and CT_TARGET_END is built for that ISA, the bodies GCC
+ * outlines for OpenMP included (GCC's target pragma; clang's attribute push). */
+#if defined(__clang__)
+#define CT_TARGET_AVX2_BEGIN _Pragma("clang attribute push(__attribute__((target(\"avx2,fma\"))), apply_to = function)")
+#define CT_TARGET_AVX512_BEGIN \
+    _Pragma("clang attribute push(__attribute__((target(\"avx512f,avx512dq,avx512bw,avx512vl\"))), apply_to = function)")
+#define CT_TARGET_END _Pragma("clang attribute pop")
+#else
+#define CT_TARGET_AVX2_BEGIN _Pragma("GCC push_options") _Pragma("GCC target(\"avx2,fma\")")
+#define CT_TARGET_AVX512_BEGIN _Pragma("GCC push_options") _Pragma("GCC target(\"avx512f,avx512dq,avx512bw,avx512vl\")")
+#define CT_TARGET_END _Pragma("GCC pop_options")
+#endif
+
 #endif /* CT_CORE_CPU_ISA_H */

@@ -335,20 +335,18 @@ CONV_HELPERS(double)
  * ISA] in src/core/cpu_isa.h): copies, adds and lane sums in the same order, so the
  * same bits; ISA_IMAGE(f) picks the variant for this CPU's level. */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(CT_NO_ISA_LOOPS)
-#pragma GCC push_options
-#pragma GCC target("avx2,fma")
+CT_TARGET_AVX2_BEGIN
 IM2COL(float, _avx2)
 IM2COL(double, _avx2)
 CONV_IMAGE(float, CT_DTYPE_FLOAT32, _avx2)
 CONV_IMAGE(double, CT_DTYPE_FLOAT64, _avx2)
-#pragma GCC pop_options
-#pragma GCC push_options
-#pragma GCC target("avx512f,avx512dq,avx512bw,avx512vl")
+CT_TARGET_END
+CT_TARGET_AVX512_BEGIN
 IM2COL(float, _avx512)
 IM2COL(double, _avx512)
 CONV_IMAGE(float, CT_DTYPE_FLOAT32, _avx512)
 CONV_IMAGE(double, CT_DTYPE_FLOAT64, _avx512)
-#pragma GCC pop_options
+CT_TARGET_END
 #define ISA_IMAGE(f) (ct_cpu_isa_level() == 2 ? f##_avx512 : ct_cpu_isa_level() == 1 ? f##_avx2 : f)
 #else
 #define ISA_IMAGE(f) f

@@ -43,18 +43,16 @@ typedef struct ct_sdpa_mask {
 #undef CT_NN_SUFFIX
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(CT_NO_ISA_LOOPS)
-#pragma GCC push_options
-#pragma GCC target("avx2,fma")
+CT_TARGET_AVX2_BEGIN
 #define CT_NN_SUFFIX _avx2
 #include "cpu/nn_fused_types.h"
 #undef CT_NN_SUFFIX
-#pragma GCC pop_options
-#pragma GCC push_options
-#pragma GCC target("avx512f,avx512dq,avx512bw,avx512vl")
+CT_TARGET_END
+CT_TARGET_AVX512_BEGIN
 #define CT_NN_SUFFIX _avx512
 #include "cpu/nn_fused_types.h"
 #undef CT_NN_SUFFIX
-#pragma GCC pop_options
+CT_TARGET_END
 #define ISA_FN(f) (ct_cpu_isa_level() == 2 ? f##_avx512 : ct_cpu_isa_level() == 1 ? f##_avx2 : f)
 #else
 #define ISA_FN(f) f
