@@ -59,6 +59,14 @@ bool ct_cpu_has_avx2(void);
     static void name params { name##_body args; }
 #endif
 
+/* The variant of function f (f, f_avx2, f_avx512: made in target regions, below) for
+ * this CPU's level. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(CT_NO_ISA_LOOPS)
+#define CT_ISA_PICK(f) (ct_cpu_isa_level() == 2 ? f##_avx512 : ct_cpu_isa_level() == 1 ? f##_avx2 : f)
+#else
+#define CT_ISA_PICK(f) f
+#endif
+
 /* Target regions: every function defined between CT_TARGET_AVX2_BEGIN (or
  * CT_TARGET_AVX512_BEGIN) and CT_TARGET_END is built for that ISA, the bodies GCC
  * outlines for OpenMP included (GCC's target pragma; clang's attribute push). */

@@ -213,8 +213,6 @@ static bool same_width_run(const ct_conv2d_geom *g, int64_t i, int64_t off, int6
                     }                                                                                           \
                 }                                                                                               \
     }
-IM2COL(float, )
-IM2COL(double, )
 
 /* Computes in float32/float64: converts other floating dtypes on the way in and out. */
 /* ------------------------------------------------------------------ conv2d */
@@ -326,40 +324,36 @@ static bool conv_direct(const ct_conv2d_geom *g) {
                 for (int64_t o = 0; o < og; o++)                                                                \
                     gw[(gi * og + o) * krows + r] = acc[(gi * krows + r) * og + o];                             \
     }
-CONV_IMAGE(float, CT_DTYPE_FLOAT32, )
-CONV_IMAGE(double, CT_DTYPE_FLOAT64, )
+/* The column loops and per-image passes of both element types, names suffixed S. */
+#define CONV_LOOPS(S)                     \
+    IM2COL(float, S)                      \
+    IM2COL(double, S)                     \
+    CONV_IMAGE(float, CT_DTYPE_FLOAT32, S) \
+    CONV_IMAGE(double, CT_DTYPE_FLOAT64, S)
+CONV_LOOPS()
 CONV_HELPERS(float)
 CONV_HELPERS(double)
 
 /* The column loops and per-image passes again for AVX2 and AVX-512 (Note [Loops per
  * ISA] in src/core/cpu_isa.h): copies, adds and lane sums in the same order, so the
- * same bits; ISA_IMAGE(f) picks the variant for this CPU's level. */
+ * same bits; CT_ISA_PICK(f) picks the variant for this CPU's level. */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(CT_NO_ISA_LOOPS)
 CT_TARGET_AVX2_BEGIN
-IM2COL(float, _avx2)
-IM2COL(double, _avx2)
-CONV_IMAGE(float, CT_DTYPE_FLOAT32, _avx2)
-CONV_IMAGE(double, CT_DTYPE_FLOAT64, _avx2)
+CONV_LOOPS(_avx2)
 CT_TARGET_END
 CT_TARGET_AVX512_BEGIN
-IM2COL(float, _avx512)
-IM2COL(double, _avx512)
-CONV_IMAGE(float, CT_DTYPE_FLOAT32, _avx512)
-CONV_IMAGE(double, CT_DTYPE_FLOAT64, _avx512)
+CONV_LOOPS(_avx512)
 CT_TARGET_END
-#define ISA_IMAGE(f) (ct_cpu_isa_level() == 2 ? f##_avx512 : ct_cpu_isa_level() == 1 ? f##_avx2 : f)
-#else
-#define ISA_IMAGE(f) f
 #endif
 
 static void conv_fwd_image(ct_dtype wd, const ct_conv2d_geom *g, const char *x, const char *w, const char *b,
                            char *y, char *cols, int64_t n) {
     int64_t xs = g->c * g->h * g->w, ys = g->oc * g->oh * g->ow;
     if (wd == CT_DTYPE_FLOAT32)
-        ISA_IMAGE(conv_fwd_image_float)(g, (const float *)x + n * xs, (const float *)w, (const float *)b, (float *)y + n * ys,
+        CT_ISA_PICK(conv_fwd_image_float)(g, (const float *)x + n * xs, (const float *)w, (const float *)b, (float *)y + n * ys,
                              (float *)cols);
     else
-        ISA_IMAGE(conv_fwd_image_double)(g, (const double *)x + n * xs, (const double *)w, (const double *)b,
+        CT_ISA_PICK(conv_fwd_image_double)(g, (const double *)x + n * xs, (const double *)w, (const double *)b,
                               (double *)y + n * ys, (double *)cols);
 }
 
@@ -449,10 +443,10 @@ static void conv_bwd_image(ct_dtype wd, const ct_conv2d_geom *g, const char *x, 
                            char *gx, char *gw, double *gb, char *cols, int64_t n) {
     int64_t xs = g->c * g->h * g->w, ys = g->oc * g->oh * g->ow;
     if (wd == CT_DTYPE_FLOAT32)
-        ISA_IMAGE(conv_bwd_image_float)(g, (const float *)x + n * xs, (const float *)w, (const float *)gy + n * ys,
+        CT_ISA_PICK(conv_bwd_image_float)(g, (const float *)x + n * xs, (const float *)w, (const float *)gy + n * ys,
                              gx ? (float *)gx + n * xs : NULL, (float *)gw, gb, (float *)cols);
     else
-        ISA_IMAGE(conv_bwd_image_double)(g, (const double *)x + n * xs, (const double *)w, (const double *)gy + n * ys,
+        CT_ISA_PICK(conv_bwd_image_double)(g, (const double *)x + n * xs, (const double *)w, (const double *)gy + n * ys,
                               gx ? (double *)gx + n * xs : NULL, (double *)gw, gb, (double *)cols);
 }
 

@@ -37,7 +37,7 @@ typedef struct ct_sdpa_mask {
 /* The loops for float and double (nn_fused_types.h includes nn_fused_impl.h once for
  * each), then again for AVX2 and AVX-512 (Note [Loops per ISA] in src/core/cpu_isa.h)
  * inside target regions, so that the OpenMP bodies the compiler outlines are built for
- * that ISA too. ISA_FN(f) is the variant of f for this CPU's level. */
+ * that ISA too. CT_ISA_PICK(f) is the variant of f for this CPU's level. */
 #define CT_NN_SUFFIX
 #include "cpu/nn_fused_types.h"
 #undef CT_NN_SUFFIX
@@ -53,9 +53,6 @@ CT_TARGET_AVX512_BEGIN
 #include "cpu/nn_fused_types.h"
 #undef CT_NN_SUFFIX
 CT_TARGET_END
-#define ISA_FN(f) (ct_cpu_isa_level() == 2 ? f##_avx512 : ct_cpu_isa_level() == 1 ? f##_avx2 : f)
-#else
-#define ISA_FN(f) f
 #endif
 
 static int num_threads_for(int64_t tasks) {
@@ -92,9 +89,9 @@ ct_status ct_cpu_avg_pool2d(ct_keyset ks, ct_call *call, void *ud) {
     ct_tensor *y = ct_empty(g.batched ? shape : shape + 1, g.batched ? 4 : 3, wd, CT_CPU);
     if (x && y) {
         if (wd == CT_DTYPE_FLOAT64)
-            ISA_FN(avgpool_fwd_f64)(ct_tensor_data(x), ct_tensor_data(y), &g);
+            CT_ISA_PICK(avgpool_fwd_f64)(ct_tensor_data(x), ct_tensor_data(y), &g);
         else
-            ISA_FN(avgpool_fwd_f32)(ct_tensor_data(x), ct_tensor_data(y), &g);
+            CT_ISA_PICK(avgpool_fwd_f32)(ct_tensor_data(x), ct_tensor_data(y), &g);
     }
     st = x && y ? ct_nn_set_out(call, 0, y, x0->dtype) : ct_last_status();
     ct_scope_end();
@@ -114,9 +111,9 @@ ct_status ct_cpu_avg_pool2d_backward(ct_keyset ks, ct_call *call, void *ud) {
     ct_tensor *gx = ct_zeros(x0->shape, x0->ndim, wd, CT_CPU);
     if (gy && gx) {
         if (wd == CT_DTYPE_FLOAT64)
-            ISA_FN(avgpool_bwd_f64)(ct_tensor_data(gy), ct_tensor_data(gx), &g);
+            CT_ISA_PICK(avgpool_bwd_f64)(ct_tensor_data(gy), ct_tensor_data(gx), &g);
         else
-            ISA_FN(avgpool_bwd_f32)(ct_tensor_data(gy), ct_tensor_data(gx), &g);
+            CT_ISA_PICK(avgpool_bwd_f32)(ct_tensor_data(gy), ct_tensor_data(gx), &g);
     }
     st = gy && gx ? ct_nn_set_out(call, 0, gx, x0->dtype) : ct_last_status();
     ct_scope_end();
@@ -137,9 +134,9 @@ ct_status ct_cpu_adaptive_avg_pool2d(ct_keyset ks, ct_call *call, void *ud) {
     ct_tensor *y = ct_empty(g.batched ? shape : shape + 1, g.batched ? 4 : 3, wd, CT_CPU);
     if (x && y && g.oh > 0 && g.ow > 0) {
         if (wd == CT_DTYPE_FLOAT64)
-            ISA_FN(adapool_f64)(ct_tensor_data(x), ct_tensor_data(y), &g, false);
+            CT_ISA_PICK(adapool_f64)(ct_tensor_data(x), ct_tensor_data(y), &g, false);
         else
-            ISA_FN(adapool_f32)(ct_tensor_data(x), ct_tensor_data(y), &g, false);
+            CT_ISA_PICK(adapool_f32)(ct_tensor_data(x), ct_tensor_data(y), &g, false);
     }
     st = x && y ? ct_nn_set_out(call, 0, y, x0->dtype) : ct_last_status();
     ct_scope_end();
@@ -159,9 +156,9 @@ ct_status ct_cpu_adaptive_avg_pool2d_backward(ct_keyset ks, ct_call *call, void 
     ct_tensor *gx = ct_zeros(x0->shape, x0->ndim, wd, CT_CPU);
     if (gy && gx && g.oh > 0 && g.ow > 0) {
         if (wd == CT_DTYPE_FLOAT64)
-            ISA_FN(adapool_f64)(ct_tensor_data(gy), ct_tensor_data(gx), &g, true);
+            CT_ISA_PICK(adapool_f64)(ct_tensor_data(gy), ct_tensor_data(gx), &g, true);
         else
-            ISA_FN(adapool_f32)(ct_tensor_data(gy), ct_tensor_data(gx), &g, true);
+            CT_ISA_PICK(adapool_f32)(ct_tensor_data(gy), ct_tensor_data(gx), &g, true);
     }
     st = gy && gx ? ct_nn_set_out(call, 0, gx, x0->dtype) : ct_last_status();
     ct_scope_end();
@@ -184,9 +181,9 @@ ct_status ct_cpu_rms_norm(ct_keyset ks, ct_call *call, void *ud) {
     bool ok = x && y && (!w0 || w);
     if (ok) {
         if (wd == CT_DTYPE_FLOAT64)
-            ISA_FN(rmsnorm_fwd_f64)(ct_tensor_data(x), w ? ct_tensor_data(w) : NULL, ct_tensor_data(y), g.rows, g.cols, g.eps);
+            CT_ISA_PICK(rmsnorm_fwd_f64)(ct_tensor_data(x), w ? ct_tensor_data(w) : NULL, ct_tensor_data(y), g.rows, g.cols, g.eps);
         else
-            ISA_FN(rmsnorm_fwd_f32)(ct_tensor_data(x), w ? ct_tensor_data(w) : NULL, ct_tensor_data(y), g.rows, g.cols, g.eps);
+            CT_ISA_PICK(rmsnorm_fwd_f32)(ct_tensor_data(x), w ? ct_tensor_data(w) : NULL, ct_tensor_data(y), g.rows, g.cols, g.eps);
     }
     st = ok ? ct_nn_set_out(call, 0, y, x0->dtype) : ct_last_status();
     ct_scope_end();
@@ -209,10 +206,10 @@ ct_status ct_cpu_rms_norm_backward(ct_keyset ks, ct_call *call, void *ud) {
     if (ok) {
         double *pgw = gw ? ct_tensor_data(gw) : NULL;
         if (wd == CT_DTYPE_FLOAT64)
-            ISA_FN(rmsnorm_bwd_f64)(ct_tensor_data(gy), ct_tensor_data(x), w ? ct_tensor_data(w) : NULL, ct_tensor_data(gx),
+            CT_ISA_PICK(rmsnorm_bwd_f64)(ct_tensor_data(gy), ct_tensor_data(x), w ? ct_tensor_data(w) : NULL, ct_tensor_data(gx),
                             pgw, g.rows, g.cols, g.eps);
         else
-            ISA_FN(rmsnorm_bwd_f32)(ct_tensor_data(gy), ct_tensor_data(x), w ? ct_tensor_data(w) : NULL, ct_tensor_data(gx),
+            CT_ISA_PICK(rmsnorm_bwd_f32)(ct_tensor_data(gy), ct_tensor_data(x), w ? ct_tensor_data(w) : NULL, ct_tensor_data(gx),
                             pgw, g.rows, g.cols, g.eps);
     }
     st = ok ? ct_nn_set_out(call, 0, gx, x0->dtype) : ct_last_status();
@@ -238,10 +235,10 @@ ct_status ct_cpu_layer_norm(ct_keyset ks, ct_call *call, void *ud) {
     bool ok = x && y && (!w0 || w) && (!b0 || b);
     if (ok && g.rows > 0 && g.cols > 0) {
         if (wd == CT_DTYPE_FLOAT64)
-            ISA_FN(layernorm_fwd_f64)(ct_tensor_data(x), w ? ct_tensor_data(w) : NULL, b ? ct_tensor_data(b) : NULL,
+            CT_ISA_PICK(layernorm_fwd_f64)(ct_tensor_data(x), w ? ct_tensor_data(w) : NULL, b ? ct_tensor_data(b) : NULL,
                               ct_tensor_data(y), g.rows, g.cols, g.eps);
         else
-            ISA_FN(layernorm_fwd_f32)(ct_tensor_data(x), w ? ct_tensor_data(w) : NULL, b ? ct_tensor_data(b) : NULL,
+            CT_ISA_PICK(layernorm_fwd_f32)(ct_tensor_data(x), w ? ct_tensor_data(w) : NULL, b ? ct_tensor_data(b) : NULL,
                               ct_tensor_data(y), g.rows, g.cols, g.eps);
     }
     st = ok ? ct_nn_set_out(call, 0, y, x0->dtype) : ct_last_status();
@@ -267,10 +264,10 @@ ct_status ct_cpu_layer_norm_backward(ct_keyset ks, ct_call *call, void *ud) {
     if (ok && g.rows > 0 && g.cols > 0) {
         double *pgw = gw ? ct_tensor_data(gw) : NULL, *pgb = gb ? ct_tensor_data(gb) : NULL;
         if (wd == CT_DTYPE_FLOAT64)
-            ISA_FN(layernorm_bwd_f64)(ct_tensor_data(gy), ct_tensor_data(x), w ? ct_tensor_data(w) : NULL,
+            CT_ISA_PICK(layernorm_bwd_f64)(ct_tensor_data(gy), ct_tensor_data(x), w ? ct_tensor_data(w) : NULL,
                               ct_tensor_data(gx), ct_tensor_data(stats), pgw, pgb, g.rows, g.cols, g.eps);
         else
-            ISA_FN(layernorm_bwd_f32)(ct_tensor_data(gy), ct_tensor_data(x), w ? ct_tensor_data(w) : NULL,
+            CT_ISA_PICK(layernorm_bwd_f32)(ct_tensor_data(gy), ct_tensor_data(x), w ? ct_tensor_data(w) : NULL,
                               ct_tensor_data(gx), ct_tensor_data(stats), pgw, pgb, g.rows, g.cols, g.eps);
     }
     st = ok ? ct_nn_set_out(call, 0, gx, x0->dtype) : ct_last_status();
@@ -448,10 +445,10 @@ ct_status ct_cpu_scaled_dot_product_attention(ct_keyset ks, ct_call *call, void 
             st = ct_last_status();
         } else {
             if (wd == CT_DTYPE_FLOAT64)
-                ISA_FN(sdpa_fwd_f64)(ct_tensor_data(q), ct_tensor_data(k), ct_tensor_data(v), ct_tensor_data(y), &g, &m, bufs,
+                CT_ISA_PICK(sdpa_fwd_f64)(ct_tensor_data(q), ct_tensor_data(k), ct_tensor_data(v), ct_tensor_data(y), &g, &m, bufs,
                              nth);
             else
-                ISA_FN(sdpa_fwd_f32)(ct_tensor_data(q), ct_tensor_data(k), ct_tensor_data(v), ct_tensor_data(y), &g, &m, bufs,
+                CT_ISA_PICK(sdpa_fwd_f32)(ct_tensor_data(q), ct_tensor_data(k), ct_tensor_data(v), ct_tensor_data(y), &g, &m, bufs,
                              nth);
             free(bufs);
         }
@@ -495,10 +492,10 @@ ct_status ct_cpu_scaled_dot_product_attention_backward(ct_keyset ks, ct_call *ca
             st = ct_last_status();
         } else {
             if (wd == CT_DTYPE_FLOAT64)
-                ISA_FN(sdpa_bwd_f64)(ct_tensor_data(gy), ct_tensor_data(q), ct_tensor_data(k), ct_tensor_data(v),
+                CT_ISA_PICK(sdpa_bwd_f64)(ct_tensor_data(gy), ct_tensor_data(q), ct_tensor_data(k), ct_tensor_data(v),
                              ct_tensor_data(gq), ct_tensor_data(gk), ct_tensor_data(gv), &g, &m, bufs, nth);
             else
-                ISA_FN(sdpa_bwd_f32)(ct_tensor_data(gy), ct_tensor_data(q), ct_tensor_data(k), ct_tensor_data(v),
+                CT_ISA_PICK(sdpa_bwd_f32)(ct_tensor_data(gy), ct_tensor_data(q), ct_tensor_data(k), ct_tensor_data(v),
                              ct_tensor_data(gq), ct_tensor_data(gk), ct_tensor_data(gv), &g, &m, bufs, nth);
             free(bufs);
         }
@@ -567,8 +564,8 @@ ct_status ct_cpu_embedding_backward(ct_keyset ks, ct_call *call, void *ud) {
     ct_status st = gy && idx && gw ? CT_OK : ct_last_status();
     if (st == CT_OK) {
         int64_t bad = wd == CT_DTYPE_FLOAT64
-                          ? ISA_FN(embedding_bwd_f64)(ct_tensor_data(gy), idx, ct_tensor_data(gw), num, dim, pad)
-                          : ISA_FN(embedding_bwd_f32)(ct_tensor_data(gy), idx, ct_tensor_data(gw), num, dim, pad);
+                          ? CT_ISA_PICK(embedding_bwd_f64)(ct_tensor_data(gy), idx, ct_tensor_data(gw), num, dim, pad)
+                          : CT_ISA_PICK(embedding_bwd_f32)(ct_tensor_data(gy), idx, ct_tensor_data(gw), num, dim, pad);
         if (bad >= 0)
             st = ct_error(CT_ERROR_INDEX, op, "index out of range in self");
     }
@@ -601,9 +598,9 @@ ct_status ct_cpu_nll_loss(ct_keyset ks, ct_call *call, void *ud) {
     if (st == CT_OK) {
         double tw;
         const void *pw = w ? ct_tensor_data(w) : NULL;
-        int64_t bad = wd == CT_DTYPE_FLOAT64 ? ISA_FN(nll_fwd_f64)(ct_tensor_data(x), ct_tensor_data(t), pw, ct_tensor_data(y),
+        int64_t bad = wd == CT_DTYPE_FLOAT64 ? CT_ISA_PICK(nll_fwd_f64)(ct_tensor_data(x), ct_tensor_data(t), pw, ct_tensor_data(y),
                                                            &g, red, ignore, &tw)
-                                             : ISA_FN(nll_fwd_f32)(ct_tensor_data(x), ct_tensor_data(t), pw, ct_tensor_data(y),
+                                             : CT_ISA_PICK(nll_fwd_f32)(ct_tensor_data(x), ct_tensor_data(t), pw, ct_tensor_data(y),
                                                            &g, red, ignore, &tw);
         if (bad >= 0)
             st = target_error(t, bad);
@@ -638,8 +635,8 @@ ct_status ct_cpu_nll_loss_backward(ct_keyset ks, ct_call *call, void *ud) {
     if (st == CT_OK) {
         const void *pw = w ? ct_tensor_data(w) : NULL;
         int64_t bad = wd == CT_DTYPE_FLOAT64
-                          ? ISA_FN(nll_bwd_f64)(ct_tensor_data(gy), ct_tensor_data(t), pw, ct_tensor_data(gx), &g, red, ignore)
-                          : ISA_FN(nll_bwd_f32)(ct_tensor_data(gy), ct_tensor_data(t), pw, ct_tensor_data(gx), &g, red, ignore);
+                          ? CT_ISA_PICK(nll_bwd_f64)(ct_tensor_data(gy), ct_tensor_data(t), pw, ct_tensor_data(gx), &g, red, ignore)
+                          : CT_ISA_PICK(nll_bwd_f32)(ct_tensor_data(gy), ct_tensor_data(t), pw, ct_tensor_data(gx), &g, red, ignore);
         if (bad >= 0)
             st = target_error(t, bad);
     }
