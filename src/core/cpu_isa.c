@@ -15,7 +15,7 @@ int ct_cpu_isa_state = ISA_UNSET;
 bool ct_cpu_has_avx2(void) {
 #ifdef CT_CPU_X86
     __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
 #else
     return false;
 #endif

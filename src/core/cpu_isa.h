@@ -5,7 +5,7 @@
 
 #include <stdbool.h>
 
-/* 2: AVX-512 (F, DQ, BW and VL), 1: AVX2 with FMA, 0: neither (the baseline: SSE2 on
+/* 2: AVX-512 (F, DQ, BW and VL), 1: AVX2 with FMA and F16C, 0: neither (the baseline: SSE2 on
  * x86-64, or another architecture). CT_CPU_ISA=scalar|avx2|avx512 in the environment
  * caps the level, for benchmarks and for checking the narrower paths. */
 static inline int ct_cpu_isa_level(void);
@@ -23,7 +23,7 @@ static inline int ct_cpu_isa_level(void) {
 void ct_cpu_isa_set_level(int level);
 /* Whether the CPU has AVX-512 F/DQ/BW/VL, whatever the cap says. */
 bool ct_cpu_has_avx512(void);
-/* Whether it has AVX2 and FMA, whatever the cap says. */
+/* Whether it has AVX2, FMA and F16C, whatever the cap says. */
 bool ct_cpu_has_avx2(void);
 
 /* Note [Loops per ISA]
