@@ -6,6 +6,7 @@
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #define CT_CPU_X86 1
+#include <cpuid.h>
 #endif
 
 enum { ISA_UNSET = -1, ISA_BASE = 0, ISA_AVX2 = 1, ISA_AVX512 = 2 };
@@ -15,7 +16,11 @@ int ct_cpu_isa_state = ISA_UNSET;
 bool ct_cpu_has_avx2(void) {
 #ifdef CT_CPU_X86
     __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+    /* F16C through cpuid (leaf 1, ECX bit 29): clang's __builtin_cpu_supports does not
+     * know the name */
+    unsigned a, b, c, d;
+    bool f16c = __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 29));
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c;
 #else
     return false;
 #endif

@@ -62,6 +62,7 @@ const ct_vm_red *ct_vm_red_for(const char *name) {
     }
 #else
     (void)isa_named;
+    (void)name;
 #endif
     return NULL;
 }
