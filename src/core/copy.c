@@ -317,7 +317,7 @@ COPY_SAME_FN(8)
  * only NaN differs (the hardware keeps the payload), so NaN lanes are set to the
  * software form's 0x7e00 with their sign. The results are the same bits
  * (test_loops_isa compares every cast at every level). */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(CT_NO_ISA_LOOPS)
+#ifdef CT_ISA_VARIANTS
 #include <immintrin.h>
 __attribute__((target("avx2,fma,f16c"))) static int64_t f32_to_half_run_avx2(uint16_t *o, const float *a, int64_t n) {
     int64_t i = 0;
@@ -348,7 +348,7 @@ __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl"))) static int64_t f32
 static void cast_half_from_f32(char *dst, const char *src, int64_t n, int64_t ds, int64_t ss, void *ctx) {
     int level = ct_cpu_isa_level();
     if (ds == 2 && ss == 4 && level > 0) {
-        int64_t done = level == 2 ? f32_to_half_run_avx512((uint16_t *)(void *)dst, (const float *)(const void *)src, n)
+        int64_t done = level == CT_ISA_AVX512 ? f32_to_half_run_avx512((uint16_t *)(void *)dst, (const float *)(const void *)src, n)
                                   : f32_to_half_run_avx2((uint16_t *)(void *)dst, (const float *)(const void *)src, n);
         dst += done * 2;
         src += done * 4;
@@ -359,7 +359,7 @@ static void cast_half_from_f32(char *dst, const char *src, int64_t n, int64_t ds
 #endif
 
 ct_loop2_fn ct_cast_loop(ct_dtype dst, ct_dtype src) {
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(CT_NO_ISA_LOOPS)
+#ifdef CT_ISA_VARIANTS
     if (dst == CT_DTYPE_FLOAT16 && src == CT_DTYPE_FLOAT32)
         return cast_half_from_f32;
 #endif

@@ -9,9 +9,7 @@
 #include <cpuid.h>
 #endif
 
-enum { ISA_UNSET = -1, ISA_BASE = 0, ISA_AVX2 = 1, ISA_AVX512 = 2 };
-
-int ct_cpu_isa_state = ISA_UNSET;
+int ct_cpu_isa_state = -1; /* not detected yet */
 
 bool ct_cpu_has_avx2(void) {
 #ifdef CT_CPU_X86
@@ -37,10 +35,12 @@ bool ct_cpu_has_avx512(void) {
 }
 
 static int detect(void) {
-    int best = ct_cpu_has_avx512() ? ISA_AVX512 : ct_cpu_has_avx2() ? ISA_AVX2 : ISA_BASE;
+    int best = ct_cpu_has_avx512() ? CT_ISA_AVX512 : ct_cpu_has_avx2() ? CT_ISA_AVX2 : CT_ISA_BASE;
     const char *cap = getenv("CT_CPU_ISA");
     if (cap) {
-        int want = strcmp(cap, "scalar") == 0 ? ISA_BASE : strcmp(cap, "avx2") == 0 ? ISA_AVX2 : ISA_AVX512;
+        int want = strcmp(cap, "scalar") == 0  ? CT_ISA_BASE
+                   : strcmp(cap, "avx2") == 0 ? CT_ISA_AVX2
+                                              : CT_ISA_AVX512;
         if (want < best)
             best = want;
     }

@@ -5,9 +5,18 @@
 
 #include <stdbool.h>
 
-/* 2: AVX-512 (F, DQ, BW and VL), 1: AVX2 with FMA and F16C, 0: neither (the baseline: SSE2 on
- * x86-64, or another architecture). CT_CPU_ISA=scalar|avx2|avx512 in the environment
- * caps the level, for benchmarks and for checking the narrower paths. */
+/* The levels: AVX-512 (F, DQ, BW and VL), AVX2 with FMA and F16C, or neither (the
+ * baseline: SSE2 on x86-64, or another architecture). */
+enum { CT_ISA_BASE = 0, CT_ISA_AVX2 = 1, CT_ISA_AVX512 = 2 };
+
+/* Whether this build compiles the AVX2 and AVX-512 variants (x86-64 with GCC or clang,
+ * and CT_NO_ISA_LOOPS not defined). */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(CT_NO_ISA_LOOPS)
+#define CT_ISA_VARIANTS 1
+#endif
+
+/* This CPU's level. CT_CPU_ISA=scalar|avx2|avx512 in the environment caps it, for
+ * benchmarks and for checking the narrower paths. */
 static inline int ct_cpu_isa_level(void);
 /* The level, detected on first use (ct_cpu_isa_level's slow path). */
 int ct_cpu_isa_detect(void);
@@ -37,11 +46,11 @@ bool ct_cpu_has_avx2(void);
  * vectorizes, so all variants compute the same bits; test_loops_isa checks this for
  * every elementwise op and cast at each level.
  *
- * CT_LOOP_BODY(name, params) opens the body; CT_LOOP_ISA(ret, name, params, args)
+ * CT_LOOP_BODY(name, params) opens the body; CT_LOOP_ISA(name, params, args)
  * then defines name itself, with the variants (args: params' names, in order). */
 #define CT_LOOP_BODY(name, params) static inline __attribute__((always_inline)) void name##_body params
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(CT_NO_ISA_LOOPS)
+#ifdef CT_ISA_VARIANTS
 #define CT_LOOP_ISA(name, params, args)                                                          \
     static __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl"))) void name##_avx512 params { \
         name##_body args;                                                                        \
@@ -49,8 +58,8 @@ bool ct_cpu_has_avx2(void);
     static __attribute__((target("avx2,fma"))) void name##_avx2 params { name##_body args; }      \
     static void name params {                                                                    \
         switch (ct_cpu_isa_level()) {                                                            \
-        case 2: name##_avx512 args; break;                                                       \
-        case 1: name##_avx2 args; break;                                                         \
+        case CT_ISA_AVX512: name##_avx512 args; break;                                           \
+        case CT_ISA_AVX2: name##_avx2 args; break;                                               \
         default: name##_body args; break;                                                        \
         }                                                                                        \
     }
@@ -61,8 +70,9 @@ bool ct_cpu_has_avx2(void);
 
 /* The variant of function f (f, f_avx2, f_avx512: made in target regions, below) for
  * this CPU's level. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(CT_NO_ISA_LOOPS)
-#define CT_ISA_PICK(f) (ct_cpu_isa_level() == 2 ? f##_avx512 : ct_cpu_isa_level() == 1 ? f##_avx2 : f)
+#ifdef CT_ISA_VARIANTS
+#define CT_ISA_PICK(f)                                                                          \
+    (ct_cpu_isa_level() == CT_ISA_AVX512 ? f##_avx512 : ct_cpu_isa_level() == CT_ISA_AVX2 ? f##_avx2 : f)
 #else
 #define CT_ISA_PICK(f) f
 #endif

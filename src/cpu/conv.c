@@ -337,7 +337,7 @@ CONV_HELPERS(double)
 /* The column loops and per-image passes again for AVX2 and AVX-512 (Note [Loops per
  * ISA] in src/core/cpu_isa.h): copies, adds and lane sums in the same order, so the
  * same bits; CT_ISA_PICK(f) picks the variant for this CPU's level. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(CT_NO_ISA_LOOPS)
+#ifdef CT_ISA_VARIANTS
 CT_TARGET_AVX2_BEGIN
 CONV_LOOPS(_avx2)
 CT_TARGET_END
@@ -744,7 +744,7 @@ static bool pool_2x2(const ct_pool2d_geom *g) {
     }                                                                                                   \
     static void max_pool_2x2_##T(const ct_pool2d_geom *g, const T *px, T *py, int64_t *pi) {           \
         int64_t planes = g->n * g->c, W = g->w, ow = g->ow;                                             \
-        bool avx512 = ct_cpu_avx512();                                                                    \
+        bool avx512 = ct_cpu_isa_level() == CT_ISA_AVX512;                                              \
         CT_POOL_PARALLEL                                                                                \
         for (int64_t p = 0; p < planes; p++)                                                            \
             for (int64_t oy = 0; oy < g->oh; oy++) {                                                    \
@@ -853,7 +853,8 @@ ct_status ct_cpu_max_pool2d_backward(ct_keyset ks, ct_call *call, void *ud) {
     bool ok = false;
 #ifdef CT_POOL_AVX512
     /* windows that tile the planes exactly: the 2x2 / stride 2 layer on even sizes */
-    if (wd == CT_DTYPE_FLOAT32 && h == 2 * oh && w == 2 * ow && oh * ow > 0 && ct_cpu_avx512()) {
+    if (wd == CT_DTYPE_FLOAT32 && h == 2 * oh && w == 2 * ow && oh * ow > 0 &&
+        ct_cpu_isa_level() == CT_ISA_AVX512) {
         int64_t rows = planes * oh;
         const float *pg = ct_tensor_data(gw);
         const int64_t *pi = ct_tensor_data(i64);

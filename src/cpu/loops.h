@@ -7,7 +7,6 @@
 
 #include "cpu/iter.h"
 #include "core/cpu_isa.h"
-#include "cpu/vecmath.h"
 #include "ops/op_info.h"
 
 /* Arguments a family kernel passes to its loops. */

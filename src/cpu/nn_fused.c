@@ -42,7 +42,7 @@ typedef struct ct_sdpa_mask {
 #include "cpu/nn_fused_types.h"
 #undef CT_NN_SUFFIX
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(CT_NO_ISA_LOOPS)
+#ifdef CT_ISA_VARIANTS
 CT_TARGET_AVX2_BEGIN
 #define CT_NN_SUFFIX _avx2
 #include "cpu/nn_fused_types.h"

@@ -47,10 +47,6 @@ ct_vm_f32_fn ct_vm_get(ct_vm_op op);
 ct_vm_f32_fn ct_vm_get_for(const char *isa, ct_vm_op op);
 /* "avx512", "avx2" or "scalar": what ct_vm_get uses. */
 const char *ct_vm_isa(void);
-/* Whether hand-written AVX-512 kernels may run: the CPU has AVX-512 F/DQ and
- * CT_CPU_ISA does not cap the ISA lower (the same choice as the vector math, but
- * without needing SLEEF). */
-bool ct_cpu_avx512(void);
 
 /* Per-ISA tables (present only in builds with SLEEF on x86-64). */
 extern const ct_vm_f32_fn ct_vm_avx2[CT_VM_COUNT];
