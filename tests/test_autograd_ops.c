@@ -187,6 +187,10 @@ static ct_tensor *f_matmul(ct_tensor *const *in, int n, void *ud) {
     (void)n, (void)ud;
     return ct_matmul(in[0], in[1]);
 }
+static ct_tensor *f_outer(ct_tensor *const *in, int n, void *ud) {
+    (void)n, (void)ud;
+    return ct_outer(in[0], in[1]);
+}
 static ct_tensor *f_linear(ct_tensor *const *in, int n, void *ud) {
     (void)n, (void)ud;
     return ct_linear(in[0], in[1], in[2]);
@@ -277,6 +281,7 @@ static const op_sample op_samples[] = {
     {"matmul_vm", f_matmul, 2, {1, 2}, {{3}, {3, 2}}, true, NULL},
     {"matmul_batched_broadcast", f_matmul, 2, {3, 2}, {{2, 3, 4}, {4, 2}}, true, NULL},
     {"matmul_broadcast_batches", f_matmul, 2, {4, 3}, {{2, 1, 2, 3}, {3, 3, 2}}, true, NULL},
+    {"outer", f_outer, 2, {1, 1}, {{3}, {4}}, true, NULL},
     {"linear", f_linear, 3, {2, 2, 1}, {{5, 3}, {2, 3}, {2}}, true, NULL},
     {"scatter", f_scatter, 2, {2, 2}, {{3, 4}, {3, 2}}, true, NULL},
     {"scatter_value", f_scatter_value, 1, {2}, {{3, 4}}, true, NULL},

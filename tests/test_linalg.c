@@ -1,4 +1,4 @@
-/* Matrix products: mm, bmm, dot, addmm, baddbmm, matmul, linear against a
+/* Matrix products: mm, bmm, dot, addmm, baddbmm, matmul, linear, outer against a
  * double-precision reference, every supported dtype, strided operands, errors. */
 #include <math.h>
 #include <string.h>
@@ -320,12 +320,51 @@ static void test_errors(void **state) {
     ct_scope_end();
 }
 
+/* outer against a double loop: promotion of mixed dtypes (int32 x float32 -> float32,
+ * bool x bool -> bool), a strided operand, empty operands, META, and the 1-D checks
+ * with PyTorch's messages. */
+static void test_outer(void **state) {
+    (void)state;
+    ct_scope_begin();
+    int32_t av[] = {0, 1, -3};
+    float bv[] = {1.5f, 2.0f, -0.25f, 7.0f};
+    ct_tensor *a = ct_from_data(av, CT_SHAPE(3), CT_I32);
+    ct_tensor *b4 = ct_from_data(bv, CT_SHAPE(4), CT_F32);
+    ct_tensor *b = ct_slice(b4, 0, 0, INT64_MAX, 2); /* {1.5, -0.25}, stride 2 */
+    ct_tensor *r = ct_outer(a, b);
+    CT_ASSERT_SHAPE(r, 3, 2);
+    assert_int_equal(ct_tensor_dtype(r), CT_F32);
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 2; j++)
+            assert_true(ct_test_at(r, i * 2 + j) == (double)av[i] * (double)bv[2 * j]);
+    bool pv[] = {true, false}, qv[] = {true, true, false};
+    ct_tensor *l = ct_outer(ct_from_data(pv, CT_SHAPE(2), CT_BOOL), ct_from_data(qv, CT_SHAPE(3), CT_BOOL));
+    CT_ASSERT_SHAPE(l, 2, 3);
+    assert_int_equal(ct_tensor_dtype(l), CT_BOOL);
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 3; j++)
+            assert_true(ct_test_at(l, i * 3 + j) == (double)(pv[i] && qv[j]));
+    CT_ASSERT_SHAPE(ct_outer(ct_ones(CT_SHAPE(0), CT_F64, CT_CPU), ct_ones(CT_SHAPE(3), CT_F64, CT_CPU)), 0, 3);
+    ct_tensor *m = ct_outer(ct_empty(CT_SHAPE(5), CT_F16, CT_META), ct_empty(CT_SHAPE(6), CT_F32, CT_META));
+    CT_ASSERT_SHAPE(m, 5, 6);
+    assert_int_equal(ct_tensor_dtype(m), CT_F32);
+    assert_true(ct_tensor_device(m).type == CT_DEVICE_META);
+    ct_tensor *v = ct_ones(CT_SHAPE(2), CT_F32, CT_CPU);
+    CT_ASSERT_ERR(ct_outer(ct_ones(CT_SHAPE(2, 2), CT_F32, CT_CPU), v) != NULL, CT_ERROR_VALUE,
+                  "outer: Expected 1-D argument self, but got 2-D");
+    CT_ASSERT_ERR(ct_outer(v, ct_ones(NULL, 0, CT_F32, CT_CPU)) != NULL, CT_ERROR_VALUE,
+                  "outer: Expected 1-D argument vec2, but got 0-D");
+    CT_ASSERT_ERR(ct_outer(NULL, v) != NULL, CT_ERROR_NULL_ARGUMENT, "outer");
+    ct_scope_end();
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_mm_dtypes_and_layouts), cmocka_unit_test(test_bmm_baddbmm_addmm),
         cmocka_unit_test(test_dot_and_out),          cmocka_unit_test(test_matmul_shapes),
         cmocka_unit_test(test_addmm_activation),
         cmocka_unit_test(test_linear),               cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_outer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

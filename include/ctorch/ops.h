@@ -233,6 +233,9 @@ CT_API ct_tensor *ct_addmm_activation(const ct_tensor *c, const ct_tensor *a, co
                                       ct_scalar alpha, bool use_gelu);
 /* x @ w^T + bias (bias may be NULL), as torch.nn.functional.linear. */
 CT_API ct_tensor *ct_linear(const ct_tensor *x, const ct_tensor *w, const ct_tensor *bias);
+/* torch.outer (torch.ger): the (n, m) product a[i] * b[j] of two 1-D tensors, in
+ * their promoted dtype (booleans give logical and). */
+CT_API ct_tensor *ct_outer(const ct_tensor *a, const ct_tensor *b);
 
 /* ------------------------------------------------------------ shape and indexing */
 

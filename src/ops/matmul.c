@@ -1,4 +1,4 @@
-/* The composite matrix products (matmul, linear): built from mm/bmm/dot and views,
+/* The composite matrix products (matmul, linear, outer): built from mm/bmm/dot and views,
  * so their gradients come from those ops'. */
 #include <string.h>
 
@@ -108,6 +108,24 @@ ct_tensor *ct_linear(const ct_tensor *x, const ct_tensor *w, const ct_tensor *bi
         if (bias)
             r = ct_add(r, bias);
     }
+    ct_keep(r);
+    ct_scope_end();
+    return r;
+}
+
+/* outer is a broadcast mul of a column by a row, as in PyTorch, so promotion, every
+ * dtype, the devices and the gradient are mul's. */
+ct_tensor *ct_outer(const ct_tensor *a, const ct_tensor *b) {
+    CT_CHECK_ARG("outer", a);
+    CT_CHECK_ARG("outer", b);
+    const char *bad = a->ndim != 1 ? "self" : b->ndim != 1 ? "vec2" : NULL;
+    if (bad) {
+        ct_error(CT_ERROR_VALUE, "outer", "Expected 1-D argument %s, but got %d-D", bad,
+                 a->ndim != 1 ? a->ndim : b->ndim);
+        return NULL;
+    }
+    ct_scope_begin();
+    ct_tensor *r = ct_mul(ct_unsqueeze(a, 1), b);
     ct_keep(r);
     ct_scope_end();
     return r;
