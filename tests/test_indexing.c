@@ -504,6 +504,15 @@ static void test_unique_unsorted_and_optional_outputs(void **state) {
     ct_tensor *ki = NULL;
     ct_tensor *kv = ct_kthvalue(ub, 3, 0, false, &ki);
     assert_true(ct_test_at(kv, 0) == 9223372036854775808.0 && ct_test_at(ki, 0) == 0);
+    ct_tensor *si = NULL;
+    ct_tensor *sv = ct_sort(ub, 0, true, &si); /* stable: the two 2^63 keep their order */
+    const double want_sv[] = {9223372036854775808.0, 9223372036854775808.0, 7, 5}, want_si[] = {0, 2, 3, 1};
+    for (int k = 0; k < 4; k++)
+        assert_true(ct_test_at(sv, k) == want_sv[k] && ct_test_at(si, k) == want_si[k]);
+    ct_tensor *as = ct_argsort(ub, 0, false);
+    assert_true(ct_test_at(as, 0) == 1 && ct_test_at(as, 1) == 3 && ct_test_at(as, 3) == 2);
+    ct_tensor *tk = ct_topk(ub, 1, 0, true, NULL);
+    assert_true(ct_test_at(tk, 0) == 9223372036854775808.0);
     ct_tensor *sr = ct_scatter_reduce(ct_zeros(CT_SHAPE(1), CT_U64, CT_CPU), 0, IV(0, 0, 0, 0), ub, "amax", false);
     assert_true(ct_test_at(sr, 0) == 9223372036854775808.0);
     ct_tensor *p = ct_pad(ct_view(ct_to_dtype(x, CT_I32), CT_SHAPE(1, 4)), CT_INDEX(2, 1), 2, "reflect", 0);

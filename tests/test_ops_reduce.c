@@ -458,6 +458,12 @@ static void test_op_errors(void **state) {
                       CT_OK,
                   CT_ERROR_TYPE, "Expected out tensor to have dtype int64, but got float32 instead");
     CT_ASSERT_ERR(ct_argmax(e) != NULL, CT_ERROR_INDEX, "argmax(): Expected reduction dim to be specified");
+    ct_tensor *flags = ct_ones(CT_SHAPE(3), CT_BOOL, CT_CPU);
+    CT_ASSERT_ERR(ct_argmax(flags) != NULL, CT_ERROR_TYPE, "argmax(): does not support bool input");
+    CT_ASSERT_ERR(ct_argmin_dim(flags, 0, false) != NULL, CT_ERROR_TYPE, "argmin(): does not support bool input");
+    ct_tensor *mv = NULL, *mi = NULL; /* max with a dim takes bools */
+    assert_int_equal(ct_max_dim(flags, 0, false, &mv, &mi), CT_OK);
+    assert_true(ct_test_at(mi, 0) == 0);
     CT_ASSERT_ERR(ct_argmin_dim(f, 5, false) != NULL, CT_ERROR_INDEX, "Dimension out of range");
     CT_ASSERT_ERR(ct_amax(ct_zeros(CT_SHAPE(2), CT_U64, CT_CPU), NULL, 0, false) != NULL, CT_ERROR_TYPE,
                   "not implemented for 'UInt64'");
@@ -797,6 +803,7 @@ static void s_cummin_i(const double *v, int64_t n, double *o) { cumext(v, n, NUL
 #define ALL (CT_DTS_ALL)
 #define NUM (CT_DTS_FLOAT | CT_DTS_INT)
 #define CMP (ALL & ~CT_DT(CT_U64))
+#define CMP_NO_BOOL (CMP & ~CT_DT(CT_BOOL)) /* argmax/argmin refuse bool, as PyTorch */
 #define FLT CT_DTS_FLOAT
 
 static const ct_opinfo_red red_infos[] = {
@@ -819,13 +826,13 @@ static const ct_opinfo_red red_infos[] = {
      .nan_fraction = 0.01, .no_identity = true},
     {"min", a_min, false, r_ext, .param = -1, .full_only = true, .dtypes = CMP, .lo = -9, .hi = 9,
      .no_identity = true},
-    {"argmax", a_argmax, false, r_argext, .param = 1, .full_only = true, .dtypes = CMP, .out = CT_RED_OUT_INT64,
+    {"argmax", a_argmax, false, r_argext, .param = 1, .full_only = true, .dtypes = CMP_NO_BOOL, .out = CT_RED_OUT_INT64,
      .lo = -3, .hi = 3, .integer_inputs = true, .no_identity = true},
-    {"argmin", a_argmin, false, r_argext, .param = -1, .full_only = true, .dtypes = CMP, .out = CT_RED_OUT_INT64,
+    {"argmin", a_argmin, false, r_argext, .param = -1, .full_only = true, .dtypes = CMP_NO_BOOL, .out = CT_RED_OUT_INT64,
      .lo = -3, .hi = 3, .integer_inputs = true, .nan_fraction = 0.01, .no_identity = true},
-    {"argmax_dim", a_argmax_dim, true, r_argext, .param = 1, .single_dim = true, .dtypes = CMP,
+    {"argmax_dim", a_argmax_dim, true, r_argext, .param = 1, .single_dim = true, .dtypes = CMP_NO_BOOL,
      .out = CT_RED_OUT_INT64, .lo = -3, .hi = 3, .integer_inputs = true, .nan_fraction = 0.05, .no_identity = true},
-    {"argmin_dim", a_argmin_dim, true, r_argext, .param = -1, .single_dim = true, .dtypes = CMP,
+    {"argmin_dim", a_argmin_dim, true, r_argext, .param = -1, .single_dim = true, .dtypes = CMP_NO_BOOL,
      .out = CT_RED_OUT_INT64, .lo = -3, .hi = 3, .integer_inputs = true, .no_identity = true},
     {"max_dim.values", a_max_values, true, r_ext, .param = 1, .single_dim = true, .dtypes = CMP, .lo = -9, .hi = 9,
      .nan_fraction = 0.05, .no_identity = true},

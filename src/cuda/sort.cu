@@ -20,6 +20,8 @@ static __device__ __forceinline__ uint64_t sort_key(const char *p, int dt, bool 
             uint64_t b = (uint64_t)__double_as_longlong(x);
             k = (b >> 63) ? ~b : (b | ((uint64_t)1 << 63));
         }
+    } else if (v.kind == 1) {
+        k = v.u; /* uint64: its own order */
     } else {
         k = (uint64_t)as_i64(v) ^ ((uint64_t)1 << 63);
     }

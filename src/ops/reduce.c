@@ -194,6 +194,8 @@ static ct_status plan_op(const ct_call *call, const ct_tensor *a, ct_dtype reque
     case CT_OP_argmax:
     case CT_OP_argmin:
         st = check_comparable(name, in);
+        if (st == CT_OK && in == CT_DTYPE_BOOL) /* PyTorch refuses it; max(dim) takes bools */
+            st = ct_error(CT_ERROR_TYPE, name, "%s(): does not support bool input", name);
         pl->P.kind = call->op == CT_OP_argmax ? CT_RED_ARGMAX : CT_RED_ARGMIN;
         pl->P.index_only = true;
         pl->out_dt[0] = CT_DTYPE_INT64;

@@ -896,6 +896,8 @@ static ct_status sort_rows(ct_call *call, const char *op, int64_t k, int d, bool
     char *pv = ct_tensor_ptr(vals);
     int64_t *pi = ct_tensor_data(idx);
     bool fl = ct_dtype_is_floating(t->dtype);
+    /* uint64 compares as int64 once its sign bit is flipped */
+    int64_t flip = t->dtype == CT_DTYPE_UINT64 ? INT64_MIN : 0;
     int (*cmp)(const void *, const void *) =
         fl ? (descending ? cmp_desc : cmp_asc) : (descending ? cmp_int_desc : cmp_int_asc);
     for (int64_t o = 0; o < outer; o++)
@@ -905,7 +907,7 @@ static ct_status sort_rows(ct_call *call, const char *op, int64_t k, int d, bool
                 if (fl)
                     row[i].v = ct_load_double(e, t->dtype);
                 else
-                    row[i].iv = ct_load_int64(e, t->dtype);
+                    row[i].iv = ct_load_int64(e, t->dtype) ^ flip;
                 row[i].i = i;
             }
             qsort(row, (size_t)size, sizeof *row, cmp);
@@ -926,8 +928,6 @@ static ct_status sort_kernel(ct_keyset ks, ct_call *call, void *ud) {
     int d;
     if (ct_wrap_dim("sort", call->ints[0], t->ndim, &d))
         return ct_last_status();
-    if (t->dtype == CT_DTYPE_UINT64)
-        return ct_error(CT_ERROR_TYPE, "sort", "not implemented for 'uint64'");
     return sort_rows(call, "sort", t->ndim ? t->shape[d] : 1, d, call->ints[1] != 0);
 }
 
@@ -943,7 +943,7 @@ static ct_status topk_kernel(ct_keyset ks, ct_call *call, void *ud) {
     int64_t k = call->ints[0], size = t->ndim ? t->shape[d] : 1;
     if (k < 0 || k > size)
         return ct_error(CT_ERROR_INDEX, "topk", "selected index k out of range");
-    if (t->dtype == CT_DTYPE_UINT64 || t->dtype == CT_DTYPE_BOOL)
+    if (t->dtype == CT_DTYPE_BOOL) /* as PyTorch's CPU topk */
         return ct_error(CT_ERROR_TYPE, "topk", "not implemented for '%s'", ct_dtype_name(t->dtype));
     return sort_rows(call, "topk", k, d, call->ints[2] != 0);
 }
