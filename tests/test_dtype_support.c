@@ -6,24 +6,30 @@
  * mean of integers), or a missing kernel ("not implemented for 'UInt32'"). ctorch must
  * accept what PyTorch accepts with the same result dtype, and refuse what PyTorch
  * refuses by definition; where PyTorch only lacks a kernel ctorch may do better, and
- * the test counts those cases. Every case is checked before the test fails, so one run
- * lists every mismatch. */
+ * the test counts those cases. Every accepted case runs once more on META inputs, whose
+ * result must have the CPU result's shape and dtype. Every case is checked before the
+ * test fails, so one run lists every mismatch. */
 #include <stdio.h>
 #include <string.h>
 
 #include "testutil.h"
 
+/* where the inputs live: CPU, or META for the shape-rule pass */
+static ct_device g_dev = {CT_DEVICE_CPU, 0};
+
+static ct_tensor *on_dev(ct_tensor *t) { return g_dev.type == CT_DEVICE_CPU ? t : ct_to_device(t, g_dev); }
+
 /* the inputs of gen_dtype_support.py, in dtype d */
 static ct_tensor *from_i64(const int64_t *v, const int64_t *shape, int nd, ct_dtype d) {
-    return ct_to_dtype(ct_from_data(v, shape, nd, CT_I64), d);
+    return on_dev(ct_to_dtype(ct_from_data(v, shape, nd, CT_I64), d));
 }
 static ct_tensor *vec(ct_dtype d) { return from_i64((int64_t[]){0, 1, 2}, CT_SHAPE(3), d); }
 static ct_tensor *pos(ct_dtype d) { return from_i64((int64_t[]){1, 2, 3}, CT_SHAPE(3), d); }
 static ct_tensor *pos2(ct_dtype d) { return from_i64((int64_t[]){1, 2}, CT_SHAPE(2), d); }
 static ct_tensor *mat(ct_dtype d) { return from_i64((int64_t[]){0, 1, 2, 2, 1, 0}, CT_SHAPE(2, 3), d); }
 static ct_tensor *sq(ct_dtype d) { return from_i64((int64_t[]){1, 0, 2, 1}, CT_SHAPE(2, 2), d); }
-static ct_tensor *idx(void) { return ct_from_data((int64_t[]){1, 0}, CT_SHAPE(2), CT_I64); }
-static ct_tensor *mask(void) { return ct_from_data((bool[]){true, false, true}, CT_SHAPE(3), CT_BOOL); }
+static ct_tensor *idx(void) { return on_dev(ct_from_data((int64_t[]){1, 0}, CT_SHAPE(2), CT_I64)); }
+static ct_tensor *mask(void) { return on_dev(ct_from_data((bool[]){true, false, true}, CT_SHAPE(3), CT_BOOL)); }
 
 typedef ct_tensor *(*case_fn)(ct_dtype d);
 #define CASE(name, expr)                        \
@@ -128,7 +134,7 @@ CASE(pad_replicate, ct_pad(mat(d), (int64_t[]){1, 1}, 2, "replicate", 0))
 CASE(pad_circular, ct_pad(mat(d), (int64_t[]){1, 1}, 2, "circular", 0))
 /* indexing */
 CASE(index_select, ct_index_select(mat(d), 1, idx()))
-CASE(gather, ct_gather(mat(d), 1, ct_from_data((int64_t[]){1, 0, 1, 0}, CT_SHAPE(2, 2), CT_I64)))
+CASE(gather, ct_gather(mat(d), 1, on_dev(ct_from_data((int64_t[]){1, 0, 1, 0}, CT_SHAPE(2, 2), CT_I64))))
 CASE(scatter, ct_scatter(vec(d), 0, idx(), pos2(d)))
 CASE(scatter_add, ct_scatter_add(vec(d), 0, idx(), pos2(d)))
 CASE(scatter_reduce_amax, ct_scatter_reduce(vec(d), 0, idx(), pos2(d), "amax", true))
@@ -175,12 +181,39 @@ static case_fn find_case(const char *name) {
     return NULL;
 }
 
+/* ops whose output shape depends on the values: META cannot know it and refuses */
+static bool data_dependent(const char *name) {
+    return !strcmp(name, "nonzero") || !strcmp(name, "masked_select") || !strcmp(name, "unique");
+}
+
+/* The same call on META inputs gives the CPU result's shape and dtype (docs/dispatcher.md,
+ * "META"), or, for the data-dependent ops, an error. */
+static bool meta_agrees(const char *name, const char *dname, case_fn fn, ct_dtype d, const ct_tensor *cpu) {
+    g_dev = (ct_device){CT_DEVICE_META, 0};
+    ct_tensor *m = fn(d);
+    g_dev = (ct_device){CT_DEVICE_CPU, 0};
+    const char *why = NULL;
+    if (data_dependent(name))
+        why = m ? "META gave a result for a data-dependent shape" : NULL;
+    else if (!m)
+        why = ct_last_error();
+    else if (ct_tensor_device(m).type != CT_DEVICE_META)
+        why = "the result is not on META";
+    else if (ct_tensor_dtype(m) != ct_tensor_dtype(cpu) || ct_tensor_dim(m) != ct_tensor_dim(cpu) ||
+             memcmp(ct_tensor_shape(m), ct_tensor_shape(cpu), sizeof(int64_t) * (size_t)ct_tensor_dim(cpu)) != 0)
+        why = "shape or dtype differs from the CPU result";
+    if (why)
+        printf("MISMATCH %s(%s) on META: %s\n", name, dname, why);
+    ct_clear_error();
+    return why == NULL;
+}
+
 static void test_against_pytorch(void **state) {
     (void)state;
     FILE *f = fopen(CT_TEST_DATA_DIR "/dtype_support.txt", "r");
     assert_non_null(f);
     char line[256];
-    int checked = 0, accepted = 0, refused = 0, beyond = 0, mismatches = 0;
+    int checked = 0, accepted = 0, refused = 0, beyond = 0, metas = 0, mismatches = 0;
     bool seen[sizeof cases / sizeof cases[0]] = {false};
     while (fgets(line, sizeof line, f)) {
         if (line[0] == '#' || line[0] == '\n')
@@ -219,6 +252,10 @@ static void test_against_pytorch(void **state) {
             assert_string_equal(want, "!unimplemented");
             beyond += r != NULL;
         }
+        if (r) {
+            metas++;
+            mismatches += !meta_agrees(name, dname, fn, d, r);
+        }
         ct_clear_error();
         ct_scope_end();
         checked++;
@@ -227,9 +264,10 @@ static void test_against_pytorch(void **state) {
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         if (!seen[i])
             fail_msg("%s has no line in dtype_support.txt", cases[i].name);
-    printf("%d cases: %d accepted and %d refused by PyTorch; ctorch also runs %d of PyTorch's missing kernels\n",
-           checked, accepted, refused, beyond);
-    assert_true(checked > 1500);
+    printf("%d cases: %d accepted and %d refused by PyTorch; ctorch also runs %d of PyTorch's missing kernels; "
+           "%d calls repeated on META\n",
+           checked, accepted, refused, beyond, metas);
+    assert_true(checked > 1500 && metas > 1500);
     assert_int_equal(mismatches, 0);
 }
 
