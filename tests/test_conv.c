@@ -320,6 +320,76 @@ static int teardown(void **state) {
     return 0;
 }
 
+/* Every element of got equals want (bit-exact integers). */
+static void assert_same_ints(const ct_tensor *got, const ct_tensor *want, const char *what) {
+    CT_ASSERT_OK(got);
+    assert_int_equal(ct_tensor_dtype(got), ct_tensor_dtype(want));
+    assert_int_equal(ct_tensor_numel(got), ct_tensor_numel(want));
+    for (int64_t k = 0; k < ct_tensor_numel(want); k++)
+        if (ct_test_at(got, k) != ct_test_at(want, k))
+            fail_msg("%s: element %lld is %g, want %g", what, (long long)k, ct_test_at(got, k), ct_test_at(want, k));
+}
+
+/* Integer conv2d, conv_transpose2d and avg_pool2d (Note [Integer convolution]) against
+ * the float64 kernels on the same values: exact there, then wrapped to the dtype by
+ * the cast (int8 sums overflow on purpose); avg_pool2d divides with truncation. */
+static void test_integer_conv_and_pool(void **state) {
+    (void)state;
+    ct_scope_begin();
+    ct_manual_seed(7);
+    const ct_dtype dts[] = {CT_U8, CT_I8, CT_I16, CT_I32, CT_I64, CT_U16, CT_U32, CT_U64};
+    /* stride, padding, dilation, groups */
+    const int64_t geoms[][7] = {{1, 1, 0, 0, 1, 1, 1}, {2, 1, 1, 2, 1, 1, 1}, {1, 2, 2, 1, 2, 1, 2},
+                                {2, 2, 0, 1, 1, 2, 3}};
+    for (size_t d = 0; d < sizeof dts / sizeof dts[0]; d++)
+        for (size_t gi = 0; gi < sizeof geoms / sizeof geoms[0]; gi++) {
+            const int64_t *gm = geoms[gi];
+            int64_t groups = gm[6], s[2] = {gm[0], gm[1]}, p[2] = {gm[2], gm[3]}, dl[2] = {gm[4], gm[5]};
+            /* negative samples wrap to large values, which float64 holds exactly up to 16 bits */
+            int64_t lo = dts[d] == CT_U32 || dts[d] == CT_U64 ? 0 : -128;
+            ct_tensor *x = ct_randint(lo, 128, CT_SHAPE(2, 3 * groups, 7, 6), CT_I64, CT_CPU);
+            ct_tensor *w = ct_randint(lo, 128, CT_SHAPE(2 * groups, 3, 3, 2), CT_I64, CT_CPU);
+            ct_tensor *b = ct_randint(lo, 128, CT_SHAPE(2 * groups), CT_I64, CT_CPU);
+            ct_tensor *xd = ct_to_dtype(x, dts[d]), *wd = ct_to_dtype(w, dts[d]), *bd = ct_to_dtype(b, dts[d]);
+            /* the reference: float64 on the dtype's values, exact, then wrapped */
+            ct_tensor *xf = ct_to_dtype(xd, CT_F64), *wf = ct_to_dtype(wd, CT_F64), *bf = ct_to_dtype(bd, CT_F64);
+            ct_tensor *want = ct_to_dtype(ct_to_dtype(ct_conv2d(xf, wf, bf, s, p, dl, groups), CT_I64), dts[d]);
+            assert_same_ints(ct_conv2d(xd, wd, bd, s, p, dl, groups), want, "conv2d");
+            int64_t zero[2] = {0, 0};
+            ct_tensor *wt = ct_transpose(ct_reshape(wd, CT_SHAPE(groups, 2, 3, 3, 2)), 1, 2);
+            wt = ct_reshape(ct_contiguous(wt), CT_SHAPE(3 * groups, 2, 3, 2));
+            ct_tensor *wtf = ct_to_dtype(wt, CT_F64);
+            want = ct_to_dtype(ct_to_dtype(ct_conv_transpose2d(xf, wtf, NULL, s, p, zero, groups, dl), CT_I64),
+                               dts[d]);
+            assert_same_ints(ct_conv_transpose2d(xd, wt, NULL, s, p, zero, groups, dl), want, "conv_transpose2d");
+            int64_t k[2] = {3, 2}, ps[2] = {1, 1};
+            for (int mode = 0; mode < 4; mode++) {
+                bool ceil = mode & 1, incl = mode & 2;
+                ct_tensor *af = ct_avg_pool2d(xf, k, s, ps, ceil, incl, gi == 3 ? 5 : 0);
+                ct_tensor *ai = ct_avg_pool2d(xd, k, s, ps, ceil, incl, gi == 3 ? 5 : 0);
+                assert_same_ints(ai, ct_to_dtype(ct_trunc(af), dts[d]), "avg_pool2d");
+            }
+        }
+    /* int8 wraps: 100 * 3 + 127 * 5 = 935 = 167 - 3 * 256 ... as the dtype computes it */
+    int8_t xv[4] = {100, -100, 127, 3}, wv[4] = {3, 1, 5, -2};
+    ct_tensor *y = ct_conv2d(ct_from_data(xv, CT_SHAPE(1, 1, 2, 2), CT_I8), ct_from_data(wv, CT_SHAPE(1, 1, 2, 2), CT_I8),
+                             NULL, (int64_t[]){1, 1}, (int64_t[]){0, 0}, (int64_t[]){1, 1}, 1);
+    assert_int_equal(ct_tensor_dtype(y), CT_I8);
+    assert_true(ct_test_at(y, 0) == (double)(int8_t)(300 - 100 + 635 - 6));
+    /* bool is refused; the backward of avg_pool2d stays floating */
+    ct_tensor *bx = ct_zeros(CT_SHAPE(1, 1, 3, 3), CT_BOOL, CT_CPU);
+    CT_ASSERT_ERR(ct_conv2d(bx, ct_zeros(CT_SHAPE(1, 1, 2, 2), CT_BOOL, CT_CPU), NULL, (int64_t[]){1, 1},
+                            (int64_t[]){0, 0}, (int64_t[]){1, 1}, 1) != NULL,
+                  CT_ERROR_TYPE, "not implemented for 'bool'");
+    CT_ASSERT_ERR(ct_avg_pool2d(bx, (int64_t[]){2, 2}, NULL, (int64_t[]){0, 0}, false, true, 0) != NULL,
+                  CT_ERROR_TYPE, "not implemented for 'bool'");
+    ct_tensor *ix = ct_zeros(CT_SHAPE(1, 1, 4, 4), CT_I64, CT_CPU);
+    ct_tensor *iy = ct_avg_pool2d(ix, (int64_t[]){2, 2}, NULL, (int64_t[]){0, 0}, false, true, 0);
+    CT_ASSERT_ERR(ct_avg_pool2d_backward(iy, ix, (int64_t[]){2, 2}, NULL, (int64_t[]){0, 0}, false, true, 0) != NULL,
+                  CT_ERROR_TYPE, "int64");
+    ct_scope_end();
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_golden_f64),
@@ -328,6 +398,7 @@ int main(void) {
         cmocka_unit_test(test_nan_propagates),
         cmocka_unit_test(test_pool_fast_path),
         cmocka_unit_test(test_pool_backward_any_index),
+        cmocka_unit_test(test_integer_conv_and_pool),
     };
     return cmocka_run_group_tests(tests, NULL, teardown);
 }

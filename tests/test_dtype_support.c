@@ -14,7 +14,7 @@
 
 #include "testutil.h"
 
-/* where the inputs live: CPU, or META for the shape-rule pass */
+/* where the inputs live: the device under test, or META for the shape-rule pass */
 static ct_device g_dev = {CT_DEVICE_CPU, 0};
 
 static ct_tensor *on_dev(ct_tensor *t) { return g_dev.type == CT_DEVICE_CPU ? t : ct_to_device(t, g_dev); }
@@ -148,6 +148,39 @@ CASE(take, ct_take(vec(d), idx()))
 CASE(nonzero, ct_nonzero(vec(d)))
 CASE(embedding, ct_embedding(idx(), mat(d), CT_NO_PADDING_IDX))
 
+/* neural-network functions */
+static ct_tensor *img(ct_dtype d) { return from_i64((int64_t[]){0, 1, 2, 2, 1, 0, 1, 1, 1}, CT_SHAPE(1, 1, 3, 3), d); }
+static ct_tensor *ker(ct_dtype d) { return from_i64((int64_t[]){1, 0, 2, 1}, CT_SHAPE(1, 1, 2, 2), d); }
+static ct_tensor *one(ct_dtype d) { return from_i64((int64_t[]){1}, CT_SHAPE(1), d); }
+static ct_tensor *quarter(ct_tensor *t) { return ct_div_scalar(t, ct_scalar_int(4)); }
+static const int64_t one2[2] = {1, 1}, zero2[2] = {0, 0}, two2[2] = {2, 2};
+CASE(conv1d, ct_conv1d(ct_slice(ct_view(img(d), CT_SHAPE(3, 3)), 0, 0, 2, 1), ct_view(ker(d), CT_SHAPE(1, 2, 2)),
+                       NULL, 1, 0, 1, 1))
+CASE(conv2d, ct_conv2d(img(d), ker(d), one(d), one2, zero2, one2, 1))
+CASE(conv_transpose2d, ct_conv_transpose2d(img(d), ker(d), NULL, one2, zero2, zero2, 1, one2))
+CASE(max_pool2d, ct_max_pool2d(img(d), two2, NULL, zero2, one2, false, NULL))
+CASE(avg_pool2d, ct_avg_pool2d(img(d), two2, two2, zero2, false, true, 0))
+CASE(adaptive_avg_pool2d, ct_adaptive_avg_pool2d(img(d), one2))
+CASE(batch_norm, ct_batch_norm(img(d), one(d), one(d), NULL, NULL, false, 0.1, 1e-5))
+CASE(layer_norm, ct_layer_norm(mat(d), (int64_t[]){3}, 1, NULL, NULL, 1e-5))
+CASE(group_norm, ct_group_norm(img(d), 1, NULL, NULL, 1e-5))
+CASE(rms_norm, ct_rms_norm(mat(d), (int64_t[]){3}, 1, NULL, -1.0))
+CASE(dropout_eval, ct_dropout(mat(d), 0.5, false))
+CASE(one_hot, ct_one_hot(vec(d), 4))
+CASE(sdpa, ct_scaled_dot_product_attention(ct_unsqueeze(mat(d), 0), ct_unsqueeze(mat(d), 0), ct_unsqueeze(mat(d), 0),
+                                           NULL, 0.0, false, NULL))
+CASE(cross_entropy, ct_cross_entropy(mat(d), idx(), NULL, CT_REDUCTION_MEAN, CT_DEFAULT_IGNORE_INDEX, 0.0))
+CASE(nll_loss, ct_nll_loss(mat(d), idx(), NULL, CT_REDUCTION_MEAN, CT_DEFAULT_IGNORE_INDEX))
+CASE(mse_loss, ct_mse_loss(vec(d), pos(d), CT_REDUCTION_MEAN))
+CASE(l1_loss, ct_l1_loss(vec(d), pos(d), CT_REDUCTION_MEAN))
+CASE(smooth_l1_loss, ct_smooth_l1_loss(vec(d), pos(d), CT_REDUCTION_MEAN, 1.0))
+CASE(huber_loss, ct_huber_loss(vec(d), pos(d), CT_REDUCTION_MEAN, 1.0))
+CASE(binary_cross_entropy, ct_binary_cross_entropy(quarter(vec(d)), quarter(pos(d)), NULL, CT_REDUCTION_MEAN))
+CASE(binary_cross_entropy_with_logits,
+     ct_binary_cross_entropy_with_logits(vec(d), pos(d), NULL, NULL, CT_REDUCTION_MEAN))
+CASE(kl_div, ct_kl_div(vec(d), pos(d), CT_REDUCTION_SUM, false))
+CASE(linear, ct_linear(mat(d), ct_contiguous(ct_expand(ct_slice(sq(d), 1, 0, 1, 1), CT_SHAPE(2, 3))), NULL))
+
 #define E(name) {#name, f_##name}
 static const struct {
     const char *name;
@@ -172,6 +205,10 @@ static const struct {
     E(pad_reflect), E(pad_replicate), E(pad_circular), E(index_select), E(gather), E(scatter),
     E(scatter_add), E(scatter_reduce_amax), E(index_add), E(index_copy), E(index_put_accumulate),
     E(masked_fill), E(masked_select), E(masked_scatter), E(take), E(nonzero), E(embedding),
+    E(conv1d), E(conv2d), E(conv_transpose2d), E(max_pool2d), E(avg_pool2d), E(adaptive_avg_pool2d),
+    E(batch_norm), E(layer_norm), E(group_norm), E(rms_norm), E(dropout_eval), E(one_hot), E(sdpa),
+    E(cross_entropy), E(nll_loss), E(mse_loss), E(l1_loss), E(smooth_l1_loss), E(huber_loss),
+    E(binary_cross_entropy), E(binary_cross_entropy_with_logits), E(kl_div), E(linear),
 };
 
 static case_fn find_case(const char *name) {
@@ -208,13 +245,15 @@ static bool meta_agrees(const char *name, const char *dname, case_fn fn, ct_dtyp
     return why == NULL;
 }
 
-static void test_against_pytorch(void **state) {
-    (void)state;
-    FILE *f = fopen(CT_TEST_DATA_DIR "/dtype_support.txt", "r");
+/* Every case of file on device dev (inputs made there); on the CPU each accepted call
+ * also runs on META. */
+static void run_cases(const char *file, ct_device dev) {
+    FILE *f = fopen(file, "r");
     assert_non_null(f);
     char line[256];
     int checked = 0, accepted = 0, refused = 0, beyond = 0, metas = 0, mismatches = 0;
     bool seen[sizeof cases / sizeof cases[0]] = {false};
+    const char *on = dev.type == CT_DEVICE_CPU ? "" : " on CUDA";
     while (fgets(line, sizeof line, f)) {
         if (line[0] == '#' || line[0] == '\n')
             continue;
@@ -223,28 +262,34 @@ static void test_against_pytorch(void **state) {
         assert_non_null(want);
         case_fn fn = find_case(name);
         if (!fn)
-            fail_msg("dtype_support.txt names %s, which this test does not know", name);
+            fail_msg("%s names %s, which this test does not know", file, name);
         for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
             seen[i] = seen[i] || cases[i].fn == fn;
         ct_dtype d = ct_dtype_from_name(dname);
         assert_true(d != CT_DTYPE_UNDEFINED);
         ct_scope_begin();
+        g_dev = dev;
         ct_tensor *r = fn(d);
+        g_dev = (ct_device){CT_DEVICE_CPU, 0};
         const char *err = r ? NULL : ct_last_error();
+        if (r && !ct_device_equal(ct_tensor_device(r), dev)) {
+            printf("MISMATCH %s(%s)%s: the result is on another device\n", name, dname, on);
+            mismatches++;
+        }
         if (want[0] != '!') {
             accepted++;
             if (!r) {
-                printf("MISMATCH %s(%s): PyTorch gives %s, ctorch refuses: %s\n", name, dname, want, err);
+                printf("MISMATCH %s(%s)%s: PyTorch gives %s, ctorch refuses: %s\n", name, dname, on, want, err);
                 mismatches++;
             } else if (strcmp(ct_dtype_name(ct_tensor_dtype(r)), want) != 0) {
-                printf("MISMATCH %s(%s): PyTorch gives %s, ctorch %s\n", name, dname, want,
+                printf("MISMATCH %s(%s)%s: PyTorch gives %s, ctorch %s\n", name, dname, on, want,
                        ct_dtype_name(ct_tensor_dtype(r)));
                 mismatches++;
             }
         } else if (!strcmp(want, "!refused")) {
             refused++;
             if (r) {
-                printf("MISMATCH %s(%s): PyTorch refuses it, ctorch gives %s\n", name, dname,
+                printf("MISMATCH %s(%s)%s: PyTorch refuses it, ctorch gives %s\n", name, dname, on,
                        ct_dtype_name(ct_tensor_dtype(r)));
                 mismatches++;
             }
@@ -252,7 +297,7 @@ static void test_against_pytorch(void **state) {
             assert_string_equal(want, "!unimplemented");
             beyond += r != NULL;
         }
-        if (r) {
+        if (r && dev.type == CT_DEVICE_CPU) {
             metas++;
             mismatches += !meta_agrees(name, dname, fn, d, r);
         }
@@ -263,15 +308,28 @@ static void test_against_pytorch(void **state) {
     fclose(f);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         if (!seen[i])
-            fail_msg("%s has no line in dtype_support.txt", cases[i].name);
-    printf("%d cases: %d accepted and %d refused by PyTorch; ctorch also runs %d of PyTorch's missing kernels; "
-           "%d calls repeated on META\n",
-           checked, accepted, refused, beyond, metas);
-    assert_true(checked > 1500 && metas > 1500);
+            fail_msg("%s has no line in %s", cases[i].name, file);
+    printf("%s: %d cases: %d accepted and %d refused by PyTorch; ctorch also runs %d of PyTorch's missing "
+           "kernels; %d calls repeated on META\n",
+           file, checked, accepted, refused, beyond, metas);
+    assert_true(checked > 1500 && (dev.type != CT_DEVICE_CPU || metas > 1500));
     assert_int_equal(mismatches, 0);
 }
 
+static void test_cpu(void **state) {
+    (void)state;
+    run_cases(CT_TEST_DATA_DIR "/dtype_support.txt", (ct_device){CT_DEVICE_CPU, 0});
+}
+
+/* The same calls on the GPU against PyTorch's CUDA ops: no op or dtype falls off it. */
+static void test_cuda(void **state) {
+    (void)state;
+    if (!ct_cuda_is_available())
+        skip();
+    run_cases(CT_TEST_DATA_DIR "/dtype_support_cuda.txt", (ct_device){CT_DEVICE_CUDA, 0});
+}
+
 int main(void) {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_against_pytorch)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_cpu), cmocka_unit_test(test_cuda)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -356,6 +356,13 @@ static void test_one_hot(void **state) {
     CT_ASSERT_ERR(ct_one_hot(ct_from_data(neg, CT_SHAPE(1), CT_I64), 3) != NULL, CT_ERROR_VALUE, "non-negative");
     CT_ASSERT_ERR(ct_one_hot(ct_empty(CT_SHAPE(0), CT_I64, CT_CPU), -1) != NULL, CT_ERROR_VALUE, "empty");
     CT_ASSERT_ERR(ct_one_hot(NULL, 3) != NULL, CT_ERROR_NULL_ARGUMENT, "");
+    /* META knows the shape only when num_classes is given */
+    ct_tensor *m = ct_empty(CT_SHAPE(2, 3), CT_I64, CT_META);
+    ct_tensor *mh = ct_one_hot(m, 4);
+    CT_ASSERT_SHAPE(mh, 2, 3, 4);
+    assert_true(ct_tensor_device(mh).type == CT_DEVICE_META && ct_tensor_dtype(mh) == CT_I64);
+    CT_ASSERT_ERR(ct_one_hot(m, -1) != NULL, CT_ERROR_NOT_IMPLEMENTED, "without num_classes");
+    CT_ASSERT_ERR(ct_one_hot(ct_empty(CT_SHAPE(2), CT_I32, CT_META), 4) != NULL, CT_ERROR_TYPE, "index tensor");
     ct_scope_end();
 }
 
@@ -443,9 +450,9 @@ static void test_errors(void **state) {
                   "greater than zero");
     CT_ASSERT_ERR(ct_avg_pool2d(x4, CT_INDEX(9, 9), NULL, NULL, false, true, 0) != NULL, CT_ERROR_VALUE, "too small");
     CT_ASSERT_ERR(ct_avg_pool2d(x4, NULL, NULL, NULL, false, true, 0) != NULL, CT_ERROR_NULL_ARGUMENT, "kernel");
-    CT_ASSERT_ERR(ct_avg_pool2d(ct_zeros(CT_SHAPE(1, 1, 4, 4), CT_I64, CT_CPU), P22, NULL, NULL, false, true, 0) !=
+    CT_ASSERT_ERR(ct_avg_pool2d(ct_zeros(CT_SHAPE(1, 1, 4, 4), CT_BOOL, CT_CPU), P22, NULL, NULL, false, true, 0) !=
                       NULL,
-                  CT_ERROR_TYPE, "not implemented");
+                  CT_ERROR_TYPE, "not implemented for 'bool'");
     CT_ASSERT_ERR(ct_avg_pool2d_backward(x4, x4, P22, NULL, NULL, false, true, 0) != NULL, CT_ERROR_VALUE,
                   "grad_output has shape");
     CT_ASSERT_ERR(ct_adaptive_avg_pool2d(x2, P22) != NULL, CT_ERROR_VALUE, "Expected 3D or 4D");

@@ -30,7 +30,7 @@ static double r_ge(double a, double b) { return a >= b; }
 
 static const ct_opinfo infos[] = {
     {CT_OPINFO_UNARY(neg), .ref = r_neg, .lo = -9, .hi = 9, .dtypes = CT_DTS_FLOAT | CT_DTS_SINT},
-    {CT_OPINFO_UNARY(abs), .ref = r_abs, .lo = -9, .hi = 9, .dtypes = NUMERIC},
+    {CT_OPINFO_UNARY(abs), .ref = r_abs, .lo = -9, .hi = 9, .dtypes = CT_DTS_ALL},
     {CT_OPINFO_UNARY(relu), .ref = r_relu, .lo = -9, .hi = 9, .dtypes = NUMERIC},
     {CT_OPINFO_UNARY(exp), .ref = r_exp, .lo = -4, .hi = 4, .dtypes = CT_DTS_ALL, .out = CT_OPINFO_OUT_FLOAT},
     {CT_OPINFO_UNARY(log), .ref = r_log, .lo = 0.1, .hi = 20, .dtypes = CT_DTS_FLOAT, .out = CT_OPINFO_OUT_FLOAT},

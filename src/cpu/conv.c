@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "cpu/blas.h"
+#include "cpu/conv_int.h"
 #include "cpu/loops.h"
 #include "cpu/vecmath.h"
 #include "ops/nn_fused.h"
@@ -420,7 +421,9 @@ ct_status ct_cpu_conv2d(ct_keyset ks, ct_call *call, void *ud) {
     int64_t shape[4];
     int nd;
     ct_conv2d_out_shape(&g, shape, &nd);
-    ct_dtype dt = call->in[0]->dtype, wd = ct_nn_work_dtype(dt);
+    ct_dtype dt = call->in[0]->dtype;
+    bool integer = !ct_dtype_is_floating(dt);
+    ct_dtype wd = integer ? CT_DTYPE_INT64 : ct_nn_work_dtype(dt);
     ct_scope_begin();
     const ct_tensor *x = ct_nn_as_work(call->in[0], wd), *w = ct_nn_as_work(call->in[1], wd), *b = ct_nn_as_work(call->in[2], wd);
     ct_tensor *y = ct_empty(shape, nd, wd, CT_CPU);
@@ -428,7 +431,10 @@ ct_status ct_cpu_conv2d(ct_keyset ks, ct_call *call, void *ud) {
         ct_scope_end();
         return ct_last_status();
     }
-    if (ct_tensor_numel(y) > 0)
+    if (ct_tensor_numel(y) > 0 && integer)
+        ct_conv2d_int_forward(&g, ct_tensor_data(x), ct_tensor_data(w), b ? ct_tensor_data(b) : NULL,
+                              ct_tensor_data(y));
+    else if (ct_tensor_numel(y) > 0)
         st = conv_forward(&g, wd, ct_tensor_data(x), ct_tensor_data(w), b ? ct_tensor_data(b) : NULL,
                           ct_tensor_data(y));
     if (st == CT_OK) {
@@ -512,10 +518,14 @@ ct_status ct_cpu_conv2d_backward(ct_keyset ks, ct_call *call, void *ud) {
     if (st)
         return st;
     const ct_tensor *go = call->in[0];
-    ct_dtype dt = call->in[1]->dtype, wd = ct_nn_work_dtype(dt);
+    ct_dtype dt = call->in[1]->dtype;
+    bool integer = !ct_dtype_is_floating(dt);
+    ct_dtype wd = integer ? CT_DTYPE_INT64 : ct_nn_work_dtype(dt);
     bool want_in = call->ints[7], want_w = call->ints[8], want_b = call->ints[9];
     ct_scope_begin();
-    const ct_tensor *x = ct_nn_as_work(call->in[1], wd), *w = ct_nn_as_work(call->in[2], wd), *gy = ct_nn_as_work(go, wd);
+    /* conv_transpose2d passes a broadcast placeholder input, read only for grad_weight */
+    const ct_tensor *x = integer && !want_w ? call->in[1] : ct_nn_as_work(call->in[1], wd);
+    const ct_tensor *w = ct_nn_as_work(call->in[2], wd), *gy = ct_nn_as_work(go, wd);
     ct_tensor *gx = want_in ? ct_empty(call->in[1]->shape, call->in[1]->ndim, wd, CT_CPU) : NULL;
     ct_tensor *gw = want_w ? ct_empty(call->in[2]->shape, 4, wd, CT_CPU) : NULL;
     ct_tensor *gb = want_b ? ct_empty(&g.oc, 1, wd, CT_CPU) : NULL;
@@ -523,8 +533,14 @@ ct_status ct_cpu_conv2d_backward(ct_keyset ks, ct_call *call, void *ud) {
         ct_scope_end();
         return ct_last_status();
     }
-    st = conv_backward(&g, wd, ct_tensor_data(x), ct_tensor_data(w), ct_tensor_data(gy),
-                       gx ? ct_tensor_data(gx) : NULL, gw ? ct_tensor_data(gw) : NULL, gb ? ct_tensor_data(gb) : NULL);
+    if (integer)
+        ct_conv2d_int_backward(&g, want_w ? ct_tensor_data(x) : NULL, ct_tensor_data(w), ct_tensor_data(gy),
+                               gx ? ct_tensor_data(gx) : NULL, gw ? ct_tensor_data(gw) : NULL,
+                               gb ? ct_tensor_data(gb) : NULL);
+    else
+        st = conv_backward(&g, wd, ct_tensor_data(x), ct_tensor_data(w), ct_tensor_data(gy),
+                           gx ? ct_tensor_data(gx) : NULL, gw ? ct_tensor_data(gw) : NULL,
+                           gb ? ct_tensor_data(gb) : NULL);
     ct_tensor *res[3] = {gx, gw, gb};
     for (int i = 0; i < 3 && st == CT_OK; i++)
         if (res[i]) {

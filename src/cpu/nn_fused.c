@@ -7,6 +7,7 @@
 
 #include "core/dtype.h"
 #include "cpu/blas.h"
+#include "cpu/conv_int.h"
 #include "cpu/loops.h"
 #include "cpu/vecmath.h"
 #include "ctorch/nn.h"
@@ -39,6 +40,7 @@ typedef struct ct_sdpa_mask {
  * inside target regions, so that the OpenMP bodies the compiler outlines are built for
  * that ISA too. CT_ISA_PICK(f) is the variant of f for this CPU's level. */
 #define CT_NN_SUFFIX
+#include "cpu/conv_int.h"
 #include "cpu/nn_fused_types.h"
 #undef CT_NN_SUFFIX
 
@@ -82,13 +84,16 @@ ct_status ct_cpu_avg_pool2d(ct_keyset ks, ct_call *call, void *ud) {
     ct_status st = ct_avgpool_check(x0, call->ints, &g);
     if (st)
         return st;
-    ct_dtype wd = ct_nn_work_dtype(x0->dtype);
+    bool integer = !ct_dtype_is_floating(x0->dtype);
+    ct_dtype wd = integer ? CT_DTYPE_INT64 : ct_nn_work_dtype(x0->dtype);
     int64_t shape[4] = {g.n, g.c, g.oh, g.ow};
     ct_scope_begin();
     ct_tensor *x = ct_nn_as_work(x0, wd);
     ct_tensor *y = ct_empty(g.batched ? shape : shape + 1, g.batched ? 4 : 3, wd, CT_CPU);
     if (x && y) {
-        if (wd == CT_DTYPE_FLOAT64)
+        if (integer)
+            ct_avgpool_int_forward(&g, ct_tensor_data(x), ct_tensor_data(y));
+        else if (wd == CT_DTYPE_FLOAT64)
             CT_ISA_PICK(avgpool_fwd_f64)(ct_tensor_data(x), ct_tensor_data(y), &g);
         else
             CT_ISA_PICK(avgpool_fwd_f32)(ct_tensor_data(x), ct_tensor_data(y), &g);

@@ -4,32 +4,6 @@
 
 /* ------------------------------------------------------------------ avg_pool2d */
 
-/* The window of output (oy, ox) and its divisor; false when it lies in padding only
- * (possible with ceil_mode), where the output is 0 and no gradient flows. */
-static bool FN(avg_window)(const ct_avgpool_geom *g, int64_t oy, int64_t ox, int64_t *hs, int64_t *he, int64_t *ws,
-                           int64_t *we, double *div) {
-    int64_t h0 = oy * g->stride[0] - g->padding[0], w0 = ox * g->stride[1] - g->padding[1];
-    int64_t h1 = h0 + g->kernel[0], w1 = w0 + g->kernel[1];
-    if (h1 > g->h + g->padding[0])
-        h1 = g->h + g->padding[0];
-    if (w1 > g->w + g->padding[1])
-        w1 = g->w + g->padding[1];
-    int64_t pool = (h1 - h0) * (w1 - w0);
-    if (h0 < 0)
-        h0 = 0;
-    if (w0 < 0)
-        w0 = 0;
-    if (h1 > g->h)
-        h1 = g->h;
-    if (w1 > g->w)
-        w1 = g->w;
-    *hs = h0, *he = h1, *ws = w0, *we = w1;
-    if (h0 >= h1 || w0 >= w1)
-        return false;
-    *div = g->divisor ? (double)g->divisor : g->count_include_pad ? (double)pool : (double)((h1 - h0) * (w1 - w0));
-    return true;
-}
-
 static void FN(avgpool_fwd)(const T *x, T *y, const ct_avgpool_geom *g) {
     int64_t planes = g->n * g->c;
 #ifdef CT_HAVE_OPENMP
@@ -40,16 +14,16 @@ static void FN(avgpool_fwd)(const T *x, T *y, const ct_avgpool_geom *g) {
         T *yp = y + p * g->oh * g->ow;
         for (int64_t oy = 0; oy < g->oh; oy++)
             for (int64_t ox = 0; ox < g->ow; ox++) {
-                int64_t hs, he, ws, we;
-                double div, acc = 0;
-                if (!FN(avg_window)(g, oy, ox, &hs, &he, &ws, &we, &div)) {
+                ct_avgpool_window win;
+                double acc = 0;
+                if (!ct_avgpool_window_of(g, oy, ox, &win)) {
                     yp[oy * g->ow + ox] = 0;
                     continue;
                 }
-                for (int64_t i = hs; i < he; i++)
-                    for (int64_t j = ws; j < we; j++)
+                for (int64_t i = win.h0; i < win.h1; i++)
+                    for (int64_t j = win.w0; j < win.w1; j++)
                         acc += xp[i * g->w + j];
-                yp[oy * g->ow + ox] = (T)(acc / div);
+                yp[oy * g->ow + ox] = (T)(acc / (double)win.divisor);
             }
     }
 }
@@ -64,13 +38,12 @@ static void FN(avgpool_bwd)(const T *gy, T *gx, const ct_avgpool_geom *g) {
         const T *yp = gy + p * g->oh * g->ow;
         for (int64_t oy = 0; oy < g->oh; oy++)
             for (int64_t ox = 0; ox < g->ow; ox++) {
-                int64_t hs, he, ws, we;
-                double div;
-                if (!FN(avg_window)(g, oy, ox, &hs, &he, &ws, &we, &div))
+                ct_avgpool_window win;
+                if (!ct_avgpool_window_of(g, oy, ox, &win))
                     continue;
-                T v = (T)(yp[oy * g->ow + ox] / div);
-                for (int64_t i = hs; i < he; i++)
-                    for (int64_t j = ws; j < we; j++)
+                T v = (T)(yp[oy * g->ow + ox] / (double)win.divisor);
+                for (int64_t i = win.h0; i < win.h1; i++)
+                    for (int64_t j = win.w0; j < win.w1; j++)
                         xp[i * g->w + j] += v;
             }
     }

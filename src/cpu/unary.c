@@ -15,7 +15,9 @@
         [CT_DTYPE_FLOAT16] = name##_f16, [CT_DTYPE_BFLOAT16] = name##_bf16};
 
 /* Ops defined for every numeric dtype, written once with a generic expression. */
-#define CT_ALL_UNARY(name, EXPR)                                                              \
+#define CT_ALL_UNARY(name, EXPR) CT_ALL_UNARY_B(name, EXPR, NULL)
+/* ... with BOOL_LOOP (a loop or NULL) as the bool entry. */
+#define CT_ALL_UNARY_B(name, EXPR, BOOL_LOOP)                                                 \
     CT_UNARY_LOOP(name##_u8, uint8_t, uint8_t, CT_ID, CT_ID, EXPR)                            \
     CT_UNARY_LOOP(name##_i8, int8_t, int8_t, CT_ID, CT_ID, EXPR)                              \
     CT_UNARY_LOOP(name##_i16, int16_t, int16_t, CT_ID, CT_ID, EXPR)                           \
@@ -29,6 +31,7 @@
     CT_UNARY_LOOP(name##_f16, uint16_t, float, ct_h2f, ct_f2h, EXPR)                          \
     CT_UNARY_LOOP(name##_bf16, uint16_t, float, ct_b2f, ct_f2b, EXPR)                         \
     const ct_cpu_loop ct_cpu_loops_##name[CT_DTYPE_COUNT] = {                                 \
+        [CT_DTYPE_BOOL] = BOOL_LOOP,                                                          \
         [CT_DTYPE_UINT8] = name##_u8,   [CT_DTYPE_INT8] = name##_i8,                          \
         [CT_DTYPE_INT16] = name##_i16,  [CT_DTYPE_INT32] = name##_i32,                        \
         [CT_DTYPE_INT64] = name##_i64,  [CT_DTYPE_UINT16] = name##_u16,                       \
@@ -38,8 +41,10 @@
 
 /* Unsigned negation wraps, as in PyTorch. */
 CT_ALL_UNARY(neg, -x)
-/* abs of an unsigned value is itself; the generic expression covers it (x < 0 is false). */
-CT_ALL_UNARY(abs, x < 0 ? -x : x)
+/* abs of an unsigned value (and of a bool, as PyTorch's CUDA abs) is itself; the
+ * generic expression covers them (x < 0 is false). */
+CT_UNARY_LOOP(abs_bool, bool, bool, CT_ID, CT_ID, x)
+CT_ALL_UNARY_B(abs, x < 0 ? -x : x, abs_bool)
 /* relu keeps NaN (NaN > 0 is false, so the comparison form would drop it). */
 CT_ALL_UNARY(relu, x > 0 ? x : (x != x ? x : 0))
 

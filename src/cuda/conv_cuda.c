@@ -79,6 +79,8 @@ static ct_status conv2d_kernel(ct_keyset ks, ct_call *call, void *ud) {
     (void)ks, (void)ud;
     ct_conv2d_geom g;
     ct_status st = ct_conv2d_geometry(call, &g);
+    if (st == CT_OK) /* integers run on the CPU only, as in PyTorch */
+        st = ct_nn_need_float("conv2d", call->in[0]);
     if (st)
         return st;
     int64_t shape[4];
@@ -199,6 +201,8 @@ static ct_status conv2d_backward_kernel(ct_keyset ks, ct_call *call, void *ud) {
     (void)ks, (void)ud;
     ct_conv2d_geom g;
     ct_status st = ct_conv2d_backward_geometry(call, &g);
+    if (st == CT_OK)
+        st = ct_nn_need_float("conv2d_backward", call->in[1]);
     if (st)
         return st;
     const ct_tensor *go = call->in[0], *x0 = call->in[1], *w0 = call->in[2];

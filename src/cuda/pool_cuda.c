@@ -139,6 +139,8 @@ static ct_status avg_pool_kernel(ct_keyset ks, ct_call *call, void *ud) {
     ct_avgpool_geom g;
     const ct_tensor *x0 = call->in[0];
     ct_status st = ct_avgpool_check(x0, call->ints, &g);
+    if (st == CT_OK) /* integers run on the CPU only */
+        st = ct_nn_need_float("avg_pool2d", x0);
     if (st)
         return st;
     if (!ct_cuda_use_device("avg_pool2d", x0->device.index))

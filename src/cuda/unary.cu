@@ -47,7 +47,7 @@ CT_FLOAT_OP(sigmoid, (C)1 / ((C)1 + d_exp(-x)))
 static int groups_of(int op) {
     switch (op) {
     case CT_OP_neg:
-    case CT_OP_abs:
+    case CT_OP_abs: return CT_EW_ALL; /* bool too, as PyTorch's CUDA abs */
     case CT_OP_relu: return CT_EW_FLOAT | CT_EW_INT;
     case CT_OP_exp:
     case CT_OP_log:
@@ -66,7 +66,7 @@ extern "C" ct_status ct_cuda_unary(int op, ct_dtype dt, const ct_cuda_iter_desc 
     const char *name = ct_op_name(op);
     switch (op) {
     case CT_OP_neg: return ew_dispatch<1, false, CT_EW_FLOAT | CT_EW_INT>(dt, d, op_neg(), device, name);
-    case CT_OP_abs: return ew_dispatch<1, false, CT_EW_FLOAT | CT_EW_INT>(dt, d, op_abs(), device, name);
+    case CT_OP_abs: return ew_dispatch<1, false, CT_EW_ALL>(dt, d, op_abs(), device, name);
     case CT_OP_relu: return ew_dispatch<1, false, CT_EW_FLOAT | CT_EW_INT>(dt, d, op_relu(), device, name);
     case CT_OP_exp: return ew_dispatch<1, false, CT_EW_FLOAT>(dt, d, op_exp(), device, name);
     case CT_OP_log: return ew_dispatch<1, false, CT_EW_FLOAT>(dt, d, op_log(), device, name);

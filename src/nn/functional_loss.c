@@ -117,8 +117,8 @@ ct_tensor *ct_binary_cross_entropy(const ct_tensor *input, const ct_tensor *targ
     if (pointwise_args(op, input, target, reduction))
         return NULL;
     ct_scope_begin();
-    /* PyTorch checks the range on the data */
-    if (input->numel > 0) {
+    /* PyTorch checks the range on the data (META has none) */
+    if (input->numel > 0 && input->device.type != CT_DEVICE_META) {
         double lo = 0, hi = 0;
         if (ct_item_double(ct_amin(input, NULL, 0, false), &lo) || ct_item_double(ct_amax(input, NULL, 0, false), &hi)) {
             ct_scope_end();

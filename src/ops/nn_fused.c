@@ -10,9 +10,15 @@
 #include "ctorch/nn.h"
 #include "dispatch/dispatch_internal.h"
 
-static ct_status need_float(const char *op, const ct_tensor *t) {
+ct_status ct_nn_need_float(const char *op, const ct_tensor *t) {
     if (!ct_dtype_is_floating(t->dtype))
         return ct_error(CT_ERROR_TYPE, op, "\"%s\" not implemented for '%s'", op, ct_dtype_name(t->dtype));
+    return CT_OK;
+}
+
+ct_status ct_nn_need_number(const char *op, const ct_tensor *t) {
+    if (t->dtype == CT_DTYPE_BOOL)
+        return ct_error(CT_ERROR_TYPE, op, "\"%s\" not implemented for 'bool'", op);
     return CT_OK;
 }
 
@@ -85,7 +91,7 @@ ct_status ct_avgpool_check(const ct_tensor *x, const int64_t *ints, ct_avgpool_g
                             (long long)g->kernel[0]);
     if (g->divisor < 0 || (ints[9] && g->divisor == 0))
         return ct_error(CT_ERROR_VALUE, op, "divisor must be not zero");
-    ct_status st = need_float(op, x);
+    ct_status st = ct_nn_need_number(op, x); /* integers: Note [Integer convolution] */
     if (st)
         return st;
     g->batched = x->ndim == 4;
@@ -145,7 +151,7 @@ ct_status ct_adapool_check(const ct_tensor *x, const int64_t *ints, ct_adapool_g
     if (ints[0] < 0 || ints[1] < 0)
         return ct_error(CT_ERROR_VALUE, op, "output_size must be non-negative, got (%lld, %lld)", (long long)ints[0],
                         (long long)ints[1]);
-    ct_status st = need_float(op, x);
+    ct_status st = ct_nn_need_float(op, x);
     if (st)
         return st;
     g->batched = x->ndim == 4;
@@ -199,7 +205,7 @@ static ct_status norm_check(const char *op, const ct_call *call, const ct_tensor
                             ct_dtype_name(x->dtype), ct_dtype_name(p->dtype));
     }
     const ct_tensor *ts[3] = {x, w, bias};
-    ct_status st = need_float(op, x);
+    ct_status st = ct_nn_need_float(op, x);
     if (st || (st = ct_nn_same_device(op, ts, 3)))
         return st;
     g->cols = 1;
@@ -231,6 +237,8 @@ static ct_status pooled_grad_check(const char *op, const ct_tensor *gy, const ct
 
 ct_status ct_avgpool_backward_check(const ct_call *call, ct_avgpool_geom *g) {
     ct_status st = ct_avgpool_check(call->in[1], call->ints, g);
+    if (st == CT_OK)
+        st = ct_nn_need_float("avg_pool2d_backward", call->in[1]);
     return st ? st
               : pooled_grad_check("avg_pool2d_backward", call->in[0], call->in[1], g->batched, g->n, g->c, g->oh,
                                   g->ow);
@@ -314,7 +322,7 @@ ct_status ct_sdpa_check(const char *op, const ct_tensor *q, const ct_tensor *k, 
                         "Expected query, key, and value to have the same dtype, but got query.dtype: %s key.dtype: %s "
                         "and value.dtype: %s instead.",
                         ct_dtype_name(q->dtype), ct_dtype_name(k->dtype), ct_dtype_name(v->dtype));
-    ct_status st = need_float(op, q);
+    ct_status st = ct_nn_need_float(op, q);
     if (st)
         return st;
     if (mask) {
@@ -356,7 +364,7 @@ ct_status ct_nll_check(const ct_tensor *x, const ct_tensor *t, const ct_tensor *
         return ct_error(CT_ERROR_VALUE, op, "input tensor should be 1D or 2D");
     if (t->dtype != CT_DTYPE_INT64)
         return ct_error(CT_ERROR_TYPE, op, "expected scalar type Long but found %s", ct_dtype_name(t->dtype));
-    ct_status st = need_float(op, x);
+    ct_status st = ct_nn_need_float(op, x);
     if (st)
         return st;
     g->has_batch = x->ndim >= 2;
@@ -453,7 +461,7 @@ ct_status ct_convt_check(const ct_call *call, int64_t *shape, int *nd) {
     if (w->dtype != x->dtype || (b && b->dtype != x->dtype))
         return ct_error(CT_ERROR_TYPE, op, "Input type (%s) and weight type (%s) should be the same",
                         ct_dtype_name(x->dtype), ct_dtype_name(b && b->dtype != x->dtype ? b->dtype : w->dtype));
-    ct_status st = need_float(op, x);
+    ct_status st = ct_nn_need_number(op, x); /* integers: Note [Integer convolution] */
     if (st)
         return st;
     const ct_tensor *all[3] = {x, w, b};
@@ -665,10 +673,23 @@ ct_status ct_meta_nll_loss_backward(ct_keyset ks, ct_call *call, void *ud) {
     return meta_like(call, 0, call->in[1]);
 }
 
+/* With num_classes given the shape is known (the class values are not checked); with
+ * -1 it depends on the data. */
 ct_status ct_meta_one_hot(ct_keyset ks, ct_call *call, void *ud) {
     (void)ks, (void)ud;
-    return ct_error(CT_ERROR_NOT_IMPLEMENTED, "one_hot",
-                    "the number of classes depends on the data; one_hot is not available on the meta device");
+    const ct_tensor *t = call->in[0];
+    int64_t nc = call->ints[0];
+    ct_status st = ct_one_hot_check(t, nc);
+    if (st)
+        return st;
+    if (nc == -1)
+        return ct_error(CT_ERROR_NOT_IMPLEMENTED, "one_hot",
+                        "the number of classes depends on the data; one_hot is not available on the meta device "
+                        "without num_classes");
+    int64_t shape[CT_MAX_DIMS];
+    memcpy(shape, t->shape, sizeof(int64_t) * (size_t)t->ndim);
+    shape[t->ndim] = nc;
+    return set_meta(call, 0, shape, t->ndim + 1, CT_DTYPE_INT64);
 }
 
 /* ------------------------------------------------------------------ wrappers */

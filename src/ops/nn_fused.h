@@ -14,6 +14,33 @@ typedef struct ct_avgpool_geom {
 } ct_avgpool_geom;
 ct_status ct_avgpool_check(const ct_tensor *x, const int64_t *ints, ct_avgpool_geom *g);
 
+/* The input rows [h0, h1) and columns [w0, w1) that output (oy, ox) averages, and its
+ * divisor. */
+typedef struct ct_avgpool_window {
+    int64_t h0, h1, w0, w1, divisor;
+} ct_avgpool_window;
+
+/* Fills win for output (oy, ox); false when the window lies in padding only (possible
+ * with ceil_mode), where the output is 0 and no gradient flows. */
+static inline bool ct_avgpool_window_of(const ct_avgpool_geom *g, int64_t oy, int64_t ox, ct_avgpool_window *win) {
+    int64_t h0 = oy * g->stride[0] - g->padding[0], w0 = ox * g->stride[1] - g->padding[1];
+    int64_t h1 = h0 + g->kernel[0], w1 = w0 + g->kernel[1];
+    if (h1 > g->h + g->padding[0])
+        h1 = g->h + g->padding[0];
+    if (w1 > g->w + g->padding[1])
+        w1 = g->w + g->padding[1];
+    int64_t pool = (h1 - h0) * (w1 - w0);
+    h0 = h0 < 0 ? 0 : h0;
+    w0 = w0 < 0 ? 0 : w0;
+    h1 = h1 > g->h ? g->h : h1;
+    w1 = w1 > g->w ? g->w : w1;
+    *win = (ct_avgpool_window){h0, h1, w0, w1, 0};
+    if (h0 >= h1 || w0 >= w1)
+        return false;
+    win->divisor = g->divisor ? g->divisor : g->count_include_pad ? pool : (h1 - h0) * (w1 - w0);
+    return true;
+}
+
 /* adaptive_avg_pool2d: ints output_size[2]. */
 typedef struct ct_adapool_geom {
     bool batched;
@@ -92,6 +119,10 @@ ct_status ct_nn_check_reduction(const char *op, int r, bool allow_batchmean);
 /* Helpers the fused kernels of every backend share. The work dtype a kernel computes
  * in: float64 for float64, float32 for the other floating dtypes. */
 ct_dtype ct_nn_work_dtype(ct_dtype d);
+/* A "not implemented" error naming op and t's dtype unless t is floating. */
+ct_status ct_nn_need_float(const char *op, const ct_tensor *t);
+/* The same for bool only (ops that the CPU also runs on integers). */
+ct_status ct_nn_need_number(const char *op, const ct_tensor *t);
 /* t converted to wd and contiguous; NULL stays NULL. */
 ct_tensor *ct_nn_as_work(const ct_tensor *t, ct_dtype wd);
 /* Hands a work-dtype result to the call as output i, converted back to dtype. */

@@ -62,8 +62,8 @@ ct_status ct_conv2d_geometry(const ct_call *call, ct_conv2d_geom *g) {
     if (w->dtype != x->dtype || (b && b->dtype != x->dtype))
         return ct_error(CT_ERROR_TYPE, op, "Input type (%s) and weight type (%s) should be the same",
                         ct_dtype_name(x->dtype), ct_dtype_name(b && b->dtype != x->dtype ? b->dtype : w->dtype));
-    if (!ct_dtype_is_floating(x->dtype))
-        return ct_error(CT_ERROR_TYPE, op, "not implemented for '%s'", ct_dtype_name(x->dtype));
+    if (x->dtype == CT_DTYPE_BOOL) /* integers run on the CPU: Note [Integer convolution] */
+        return ct_error(CT_ERROR_TYPE, op, "not implemented for 'bool'");
     int64_t eh = g->dilation[0] * (g->kh - 1) + 1, ew = g->dilation[1] * (g->kw - 1) + 1;
     if (g->h + 2 * g->padding[0] < eh || g->w + 2 * g->padding[1] < ew)
         return ct_error(CT_ERROR_VALUE, op,
