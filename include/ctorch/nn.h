@@ -108,6 +108,17 @@ CT_API ct_tensor *ct_gelu_backward(const ct_tensor *grad_output, const ct_tensor
                                    ct_gelu_approximate approximate);
 /* F.one_hot of an int64 tensor; num_classes -1 infers max + 1. Result int64. */
 CT_API ct_tensor *ct_one_hot(const ct_tensor *tensor, int64_t num_classes);
+/* Composite activations (src/ops/composite.c), as torch.nn.functional's:
+ * logsigmoid = log(sigmoid(x)), softsign = x / (1 + |x|), tanhshrink = x - tanh(x),
+ * hardshrink / softshrink with threshold lambd (0.5 in PyTorch), glu = a * sigmoid(b)
+ * for the halves of dim, prelu with one weight or one per channel (dim 1). */
+CT_API ct_tensor *ct_logsigmoid(const ct_tensor *x);
+CT_API ct_tensor *ct_softsign(const ct_tensor *x);
+CT_API ct_tensor *ct_tanhshrink(const ct_tensor *x);
+CT_API ct_tensor *ct_hardshrink(const ct_tensor *x, double lambd);
+CT_API ct_tensor *ct_softshrink(const ct_tensor *x, double lambd);
+CT_API ct_tensor *ct_glu(const ct_tensor *x, int64_t dim);
+CT_API ct_tensor *ct_prelu(const ct_tensor *x, const ct_tensor *weight);
 
 /* ------------------------------------------------------------ attention */
 

@@ -237,6 +237,74 @@ CT_API ct_tensor *ct_linear(const ct_tensor *x, const ct_tensor *w, const ct_ten
  * their promoted dtype (booleans give logical and). */
 CT_API ct_tensor *ct_outer(const ct_tensor *a, const ct_tensor *b);
 
+/* ------------------------------------------------------------ composites
+ * Built from other ops (src/ops/composite.c): every backend, META and autograd come
+ * with them (docs/ops.md, "Composites"). */
+
+/* log(exp(a) + exp(b)) and log2(2^a + 2^b), floating results only. */
+CT_API ct_tensor *ct_logaddexp(const ct_tensor *a, const ct_tensor *b);
+CT_API ct_tensor *ct_logaddexp2(const ct_tensor *a, const ct_tensor *b);
+/* x * log(y), 0 where x == 0 (NaN where y is NaN); integers promote to float. */
+CT_API ct_tensor *ct_xlogy(const ct_tensor *x, const ct_tensor *y);
+/* sin(pi x) / (pi x), 1 at 0. */
+CT_API ct_tensor *ct_sinc(const ct_tensor *x);
+CT_API ct_tensor *ct_deg2rad(const ct_tensor *x);
+CT_API ct_tensor *ct_rad2deg(const ct_tensor *x);
+/* values where x == 0, else (x > 0); x and values of one dtype. */
+CT_API ct_tensor *ct_heaviside(const ct_tensor *x, const ct_tensor *values);
+/* true where the sign bit is set (-0.0 and negative NaNs included). */
+CT_API ct_tensor *ct_signbit(const ct_tensor *x);
+/* pow computed in float64. */
+CT_API ct_tensor *ct_float_power(const ct_tensor *a, const ct_tensor *b);
+/* m (2-D) @ v (1-D). */
+CT_API ct_tensor *ct_mv(const ct_tensor *m, const ct_tensor *v);
+/* beta * c + alpha * (m @ v), and beta * c + alpha * outer(a, b). */
+CT_API ct_tensor *ct_addmv(const ct_tensor *c, const ct_tensor *m, const ct_tensor *v, ct_scalar beta,
+                           ct_scalar alpha);
+CT_API ct_tensor *ct_addr(const ct_tensor *c, const ct_tensor *a, const ct_tensor *b, ct_scalar beta,
+                          ct_scalar alpha);
+/* Sum over the last dims of a and b: shape a[:-1] + b[:-1]. */
+CT_API ct_tensor *ct_inner(const ct_tensor *a, const ct_tensor *b);
+/* dot of two 1-D tensors (torch.vdot on real inputs). */
+CT_API ct_tensor *ct_vdot(const ct_tensor *a, const ct_tensor *b);
+/* Contracts dims_a[i] of a with dims_b[i] of b (n pairs): a's free dims, then b's. */
+CT_API ct_tensor *ct_tensordot(const ct_tensor *a, const ct_tensor *b, const int64_t *dims_a,
+                               const int64_t *dims_b, int n);
+CT_API ct_tensor *ct_kron(const ct_tensor *a, const ct_tensor *b);
+/* torch.linalg.cross along dim (size 3 in both). */
+CT_API ct_tensor *ct_linalg_cross(const ct_tensor *a, const ct_tensor *b, int64_t dim);
+/* 1-D x: a matrix with x on diagonal k; 2-D x: a copy of its diagonal k. */
+CT_API ct_tensor *ct_diag(const ct_tensor *x, int64_t k);
+/* Sum of a matrix's main diagonal. */
+CT_API ct_tensor *ct_trace(const ct_tensor *x);
+/* amin and amax at once over dim (NULL: all dims). */
+CT_API ct_status ct_aminmax(const ct_tensor *x, const int64_t *dim, bool keepdim, ct_tensor **min,
+                            ct_tensor **max);
+/* The lower median (Note [Median by sorting]): of all elements (0-d result), or along
+ * dim with the index it came from (indices may be NULL). median gives NaN for a row
+ * with a NaN; nanmedian skips NaNs. */
+CT_API ct_tensor *ct_median(const ct_tensor *x);
+CT_API ct_tensor *ct_nanmedian(const ct_tensor *x);
+CT_API ct_status ct_median_dim(const ct_tensor *x, int64_t dim, bool keepdim, ct_tensor **values,
+                               ct_tensor **indices);
+CT_API ct_status ct_nanmedian_dim(const ct_tensor *x, int64_t dim, bool keepdim, ct_tensor **values,
+                                  ct_tensor **indices);
+/* Sorted along dim 0. */
+CT_API ct_tensor *ct_msort(const ct_tensor *x);
+/* torch.quantile: q (0-d or 1-d, x's dtype, float32/float64) over dim (NULL: all
+ * elements); interpolation "linear", "lower", "higher", "midpoint" or "nearest". */
+CT_API ct_tensor *ct_quantile(const ct_tensor *x, const ct_tensor *q, const int64_t *dim, bool keepdim,
+                              const char *interpolation);
+/* The n-th forward difference along dim; prepend/append (or NULL) are joined first. */
+CT_API ct_tensor *ct_diff(const ct_tensor *x, int64_t n, int64_t dim, const ct_tensor *prepend,
+                          const ct_tensor *append);
+/* (2, N) indices of the lower / upper triangle of a rows x cols matrix, row-major;
+ * dtype int64 (CT_DTYPE_UNDEFINED) or int32. */
+CT_API ct_tensor *ct_tril_indices(int64_t rows, int64_t cols, int64_t offset, ct_dtype dtype, ct_device device);
+CT_API ct_tensor *ct_triu_indices(int64_t rows, int64_t cols, int64_t offset, ct_dtype dtype, ct_device device);
+/* p-norm distances between the rows of x1 (..., P, M) and x2 (..., R, M). */
+CT_API ct_tensor *ct_cdist(const ct_tensor *x1, const ct_tensor *x2, double p);
+
 /* ------------------------------------------------------------ shape and indexing */
 
 /* torch.cat: tensors promoted to their result type; 1-D empty tensors are skipped as

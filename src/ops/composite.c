@@ -1,0 +1,747 @@
+/* Composite ops: functions PyTorch users reach for that are built entirely from other
+ * ops (elementwise math, activations, products, order statistics). Having no kernel of
+ * their own, they run on every backend, META included, and take their gradients from
+ * the ops they are made of (Note [Composites] in docs/ops.md). Each is written so that
+ * its gradient is PyTorch's too: branches that would divide by zero get a safe operand
+ * before the `where` that discards them, so no NaN flows back through the unused side. */
+#include <math.h>
+#include <string.h>
+
+#include "ctorch/nn.h"
+#include "ctorch/ops.h"
+#include "tensor_impl.h"
+
+#define PI 3.14159265358979323846
+
+/* Runs the body (which sets r) in a scope and returns r kept into the caller's. */
+#define COMPOSITE(...)         \
+    ct_scope_begin();          \
+    ct_tensor *r = NULL;       \
+    __VA_ARGS__;               \
+    ct_keep(r);                \
+    ct_scope_end();            \
+    return r
+
+/* An error for inputs whose promoted dtype is not floating (kernels PyTorch has only for
+ * floats); false when fine. */
+static bool need_float(const char *op, ct_dtype d) {
+    if (ct_dtype_is_floating(d))
+        return false;
+    ct_error(CT_ERROR_TYPE, op, "\"%s\" not implemented for '%s'", op, ct_dtype_name(d));
+    return true;
+}
+
+static ct_dtype promoted(const ct_tensor *a, const ct_tensor *b) {
+    const ct_tensor *ts[2] = {a, b};
+    return ct_result_type(ts, b ? 2 : 1);
+}
+
+/* ------------------------------------------------------------------ elementwise */
+
+/* log(exp(a) + exp(b)) = max + log1p(exp(-|a - b|)); equal infinities give themselves
+ * (their difference would be NaN). */
+static ct_tensor *logaddexp_impl(const char *op, const ct_tensor *a, const ct_tensor *b, bool base2) {
+    CT_CHECK_ARG(op, a);
+    CT_CHECK_ARG(op, b);
+    if (need_float(op, promoted(a, b)))
+        return NULL;
+    COMPOSITE({
+        ct_tensor *m = ct_maximum(a, b);
+        ct_tensor *d = ct_neg(ct_abs(ct_sub(a, b)));
+        ct_tensor *tail = base2 ? ct_div_scalar(ct_log1p(ct_exp2(d)), ct_scalar_float(log(2.0))) : ct_log1p(ct_exp(d));
+        r = ct_where(ct_logical_and(ct_eq(a, b), ct_isinf(m)), m, ct_add(m, tail));
+    });
+}
+ct_tensor *ct_logaddexp(const ct_tensor *a, const ct_tensor *b) { return logaddexp_impl("logaddexp", a, b, false); }
+ct_tensor *ct_logaddexp2(const ct_tensor *a, const ct_tensor *b) { return logaddexp_impl("logaddexp2", a, b, true); }
+
+/* x * log(y), 0 where x == 0 unless y is NaN. */
+ct_tensor *ct_xlogy(const ct_tensor *x, const ct_tensor *y) {
+    CT_CHECK_ARG("xlogy", x);
+    CT_CHECK_ARG("xlogy", y);
+    COMPOSITE({
+        ct_tensor *zero = ct_logical_and(ct_eq_scalar(x, ct_scalar_int(0)), ct_logical_not(ct_isnan(y)));
+        /* log(y) where it is discarded is replaced by 1: no -inf * 0 on the gradient's path */
+        ct_tensor *ly = ct_log(ct_where_scalar_other(ct_logical_not(zero), y, ct_scalar_int(1)));
+        ct_tensor *p = ct_mul(x, ly);
+        r = ct_where_scalar_self(zero, ct_scalar_int(0), p);
+    });
+}
+
+/* sin(pi x) / (pi x), 1 at 0. */
+ct_tensor *ct_sinc(const ct_tensor *x) {
+    CT_CHECK_ARG("sinc", x);
+    COMPOSITE({
+        ct_tensor *z = ct_eq_scalar(x, ct_scalar_int(0));
+        ct_tensor *px = ct_mul_scalar(ct_where_scalar_self(z, ct_scalar_int(1), x), ct_scalar_float(PI));
+        r = ct_where_scalar_self(z, ct_scalar_int(1), ct_div(ct_sin(px), px));
+    });
+}
+
+/* Integers and bool convert to the default float dtype first, as PyTorch. */
+static ct_tensor *scale_float(const char *op, const ct_tensor *x, double k) {
+    CT_CHECK_ARG(op, x);
+    COMPOSITE({
+        const ct_tensor *f = ct_dtype_is_floating(x->dtype) ? x : ct_to_dtype(x, ct_get_default_dtype());
+        r = ct_mul_scalar(f, ct_scalar_float(k));
+    });
+}
+ct_tensor *ct_deg2rad(const ct_tensor *x) { return scale_float("deg2rad", x, PI / 180.0); }
+ct_tensor *ct_rad2deg(const ct_tensor *x) { return scale_float("rad2deg", x, 180.0 / PI); }
+
+/* values where x == 0, else x > 0, in x's dtype (both operands of one dtype). */
+ct_tensor *ct_heaviside(const ct_tensor *x, const ct_tensor *values) {
+    CT_CHECK_ARG("heaviside", x);
+    CT_CHECK_ARG("heaviside", values);
+    if (x->dtype != values->dtype) {
+        ct_error(CT_ERROR_TYPE, "heaviside", "heaviside is not yet implemented for tensors with different dtypes.");
+        return NULL;
+    }
+    COMPOSITE(r = ct_where(ct_eq_scalar(x, ct_scalar_int(0)), values, ct_to_dtype(ct_gt_scalar(x, ct_scalar_int(0)), x->dtype)));
+}
+
+/* The sign bit: -0.0 and negative NaNs included (copysign reads it). */
+ct_tensor *ct_signbit(const ct_tensor *x) {
+    CT_CHECK_ARG("signbit", x);
+    COMPOSITE({
+        if (x->dtype == CT_DTYPE_BOOL)
+            r = ct_zeros_like(x, CT_DTYPE_BOOL);
+        else if (ct_dtype_is_floating(x->dtype))
+            r = ct_lt_scalar(ct_copysign(ct_ones_like(x, CT_DTYPE_UNDEFINED), x), ct_scalar_int(0));
+        else
+            r = ct_lt_scalar(x, ct_scalar_int(0));
+    });
+}
+
+/* pow in float64. */
+ct_tensor *ct_float_power(const ct_tensor *a, const ct_tensor *b) {
+    CT_CHECK_ARG("float_power", a);
+    CT_CHECK_ARG("float_power", b);
+    COMPOSITE(r = ct_pow(ct_to_dtype(a, CT_DTYPE_FLOAT64), ct_to_dtype(b, CT_DTYPE_FLOAT64)));
+}
+
+/* ------------------------------------------------------------------ activations */
+
+/* log(sigmoid(x)) = min(x, 0) - log1p(exp(-|x|)). */
+ct_tensor *ct_logsigmoid(const ct_tensor *x) {
+    CT_CHECK_ARG("log_sigmoid", x);
+    if (need_float("log_sigmoid", x->dtype))
+        return NULL;
+    COMPOSITE({
+        ct_scalar zero = ct_scalar_int(0);
+        r = ct_sub(ct_clamp(x, NULL, &zero), ct_log1p(ct_exp(ct_neg(ct_abs(x)))));
+    });
+}
+
+ct_tensor *ct_softsign(const ct_tensor *x) {
+    CT_CHECK_ARG("softsign", x);
+    COMPOSITE(r = ct_div(x, ct_add_scalar(ct_abs(x), ct_scalar_int(1))));
+}
+
+ct_tensor *ct_tanhshrink(const ct_tensor *x) {
+    CT_CHECK_ARG("tanhshrink", x);
+    COMPOSITE(r = ct_sub(x, ct_tanh(x)));
+}
+
+/* 0 inside [-lambd, lambd], x elsewhere (NaN stays NaN). */
+ct_tensor *ct_hardshrink(const ct_tensor *x, double lambd) {
+    CT_CHECK_ARG("hardshrink", x);
+    if (need_float("hardshrink", x->dtype))
+        return NULL;
+    COMPOSITE({
+        ct_tensor *inside = ct_logical_and(ct_ge_scalar(x, ct_scalar_float(-lambd)), ct_le_scalar(x, ct_scalar_float(lambd)));
+        r = ct_where_scalar_self(inside, ct_scalar_int(0), x);
+    });
+}
+
+/* x - lambd above lambd, x + lambd below -lambd, 0 between (NaN stays NaN). */
+ct_tensor *ct_softshrink(const ct_tensor *x, double lambd) {
+    CT_CHECK_ARG("softshrink", x);
+    if (need_float("softshrink", x->dtype))
+        return NULL;
+    if (lambd < 0) {
+        ct_error(CT_ERROR_VALUE, "softshrink",
+                 "lambda must be greater or equal to 0, but found to be %g.", lambd);
+        return NULL;
+    }
+    COMPOSITE({
+        ct_tensor *hi = ct_gt_scalar(x, ct_scalar_float(lambd)), *lo = ct_lt_scalar(x, ct_scalar_float(-lambd));
+        ct_tensor *mid = ct_mul_scalar(x, ct_scalar_int(0)); /* keeps NaN */
+        r = ct_where(hi, ct_sub_scalar(x, ct_scalar_float(lambd)),
+                     ct_where(lo, ct_add_scalar(x, ct_scalar_float(lambd)), mid));
+    });
+}
+
+/* a * sigmoid(b) for the two halves of x along dim. */
+ct_tensor *ct_glu(const ct_tensor *x, int64_t dim) {
+    CT_CHECK_ARG("glu", x);
+    if (x->ndim == 0) {
+        ct_error(CT_ERROR_VALUE, "glu", "glu does not support scalars because halving size must be even");
+        return NULL;
+    }
+    int d;
+    if (ct_wrap_dim("glu", dim, x->ndim, &d))
+        return NULL;
+    if (x->shape[d] % 2) {
+        ct_error(CT_ERROR_VALUE, "glu", "Halving dimension must be even, but dimension %d is size %lld", d,
+                 (long long)x->shape[d]);
+        return NULL;
+    }
+    int64_t h = x->shape[d] / 2;
+    COMPOSITE(r = ct_mul(ct_narrow(x, d, 0, h), ct_sigmoid(ct_narrow(x, d, h, h))));
+}
+
+/* x where x > 0, else weight * x; weight has one value or one per channel (dim 1). */
+ct_tensor *ct_prelu(const ct_tensor *x, const ct_tensor *weight) {
+    CT_CHECK_ARG("prelu", x);
+    CT_CHECK_ARG("prelu", weight);
+    int64_t channels = x->ndim >= 2 ? x->shape[1] : 1;
+    if (weight->ndim > 1 || (weight->numel != 1 && weight->numel != channels)) {
+        ct_error(CT_ERROR_VALUE, "prelu",
+                 "Mismatch of parameter numbers and input channel size. Found parameter numbers = %lld and channel "
+                 "size = %lld.",
+                 (long long)weight->numel, (long long)channels);
+        return NULL;
+    }
+    COMPOSITE({
+        const ct_tensor *w = weight;
+        if (weight->numel > 1 || x->ndim >= 2) {
+            int64_t shape[CT_MAX_DIMS];
+            for (int i = 0; i < x->ndim; i++)
+                shape[i] = i == 1 ? weight->numel : 1;
+            w = ct_reshape(weight, shape, x->ndim);
+        }
+        r = ct_where(ct_gt_scalar(x, ct_scalar_int(0)), x, ct_mul(w, x));
+    });
+}
+
+/* ------------------------------------------------------------------ products */
+
+ct_tensor *ct_mv(const ct_tensor *m, const ct_tensor *v) {
+    CT_CHECK_ARG("mv", m);
+    CT_CHECK_ARG("mv", v);
+    if (m->ndim != 2 || v->ndim != 1) {
+        ct_error(CT_ERROR_VALUE, "mv", "vector + matrix @ vector expected, got %d, %d", m->ndim, v->ndim);
+        return NULL;
+    }
+    return ct_matmul(m, v);
+}
+
+/* beta * c + alpha * (m @ v); beta 0 ignores c's values (NaN included), as PyTorch. */
+static ct_tensor *scaled_sum(const ct_tensor *c, const ct_tensor *p, ct_scalar beta, ct_scalar alpha) {
+    bool beta0 = beta.type == CT_SCALAR_FLOAT ? beta.v.f == 0 : beta.v.i == 0;
+    ct_tensor *ap = ct_mul_scalar(p, alpha);
+    if (beta0)
+        return ct_add(ct_mul_scalar(ct_zeros_like(c, CT_DTYPE_UNDEFINED), ct_scalar_int(0)), ap);
+    return ct_add(ct_mul_scalar(c, beta), ap);
+}
+
+ct_tensor *ct_addmv(const ct_tensor *c, const ct_tensor *m, const ct_tensor *v, ct_scalar beta, ct_scalar alpha) {
+    CT_CHECK_ARG("addmv", c);
+    COMPOSITE({
+        ct_tensor *p = ct_mv(m, v);
+        r = p ? scaled_sum(c, p, beta, alpha) : NULL;
+    });
+}
+
+ct_tensor *ct_addr(const ct_tensor *c, const ct_tensor *a, const ct_tensor *b, ct_scalar beta, ct_scalar alpha) {
+    CT_CHECK_ARG("addr", c);
+    COMPOSITE({
+        ct_tensor *p = ct_outer(a, b);
+        r = p ? scaled_sum(c, p, beta, alpha) : NULL;
+    });
+}
+
+/* Sum over the last dims of both: shape a[:-1] + b[:-1]; a 0-d operand multiplies. */
+ct_tensor *ct_inner(const ct_tensor *a, const ct_tensor *b) {
+    CT_CHECK_ARG("inner", a);
+    CT_CHECK_ARG("inner", b);
+    if (a->ndim == 0 || b->ndim == 0)
+        return ct_mul(a, b);
+    int64_t k = a->shape[a->ndim - 1];
+    if (b->shape[b->ndim - 1] != k) {
+        char sa[96], sb[96];
+        ct_error(CT_ERROR_VALUE, "inner",
+                 "inner() the last dimension must match on both input tensors but got shapes %s and %s",
+                 ct_shape_str(a->shape, a->ndim, sa, sizeof sa), ct_shape_str(b->shape, b->ndim, sb, sizeof sb));
+        return NULL;
+    }
+    int64_t dims[2] = {a->ndim - 1, b->ndim - 1};
+    return ct_tensordot(a, b, &dims[0], &dims[1], 1);
+}
+
+ct_tensor *ct_vdot(const ct_tensor *a, const ct_tensor *b) {
+    CT_CHECK_ARG("vdot", a);
+    CT_CHECK_ARG("vdot", b);
+    if (a->ndim != 1 || b->ndim != 1) {
+        ct_error(CT_ERROR_VALUE, "vdot", "1D tensors expected, but got %dD and %dD tensors", a->ndim, b->ndim);
+        return NULL;
+    }
+    return ct_dot(a, b);
+}
+
+/* Contracts dims_a[i] of a with dims_b[i] of b: a's free dims, then b's. */
+ct_tensor *ct_tensordot(const ct_tensor *a, const ct_tensor *b, const int64_t *dims_a, const int64_t *dims_b,
+                        int n) {
+    const char *op = "tensordot";
+    CT_CHECK_ARG(op, a);
+    CT_CHECK_ARG(op, b);
+    if (n < 0 || n > a->ndim || n > b->ndim || (n > 0 && (!dims_a || !dims_b))) {
+        ct_error(CT_ERROR_VALUE, op, "tensordot expects as many dims to contract in both tensors, got %d", n);
+        return NULL;
+    }
+    bool ca[CT_MAX_DIMS] = {false}, cb[CT_MAX_DIMS] = {false};
+    int da[CT_MAX_DIMS], db[CT_MAX_DIMS];
+    for (int i = 0; i < n; i++) {
+        if (ct_wrap_dim(op, dims_a[i], a->ndim, &da[i]) || ct_wrap_dim(op, dims_b[i], b->ndim, &db[i]))
+            return NULL;
+        if (ca[da[i]] || cb[db[i]]) {
+            ct_error(CT_ERROR_VALUE, op, "dim %d appears multiple times in the list of dims", ca[da[i]] ? da[i] : db[i]);
+            return NULL;
+        }
+        ca[da[i]] = cb[db[i]] = true;
+        if (a->shape[da[i]] != b->shape[db[i]]) {
+            ct_error(CT_ERROR_VALUE, op, "contracted dimensions need to match, but first has size %lld in dim %d and "
+                     "second has size %lld in dim %d",
+                     (long long)a->shape[da[i]], da[i], (long long)b->shape[db[i]], db[i]);
+            return NULL;
+        }
+    }
+    /* a -> (free_a..., contracted...), b -> (contracted..., free_b...) */
+    int64_t pa[CT_MAX_DIMS], pb[CT_MAX_DIMS], shape[2 * CT_MAX_DIMS];
+    int na = 0, nb = 0, ns = 0;
+    int64_t m = 1, k = 1, p = 1;
+    for (int i = 0; i < a->ndim; i++)
+        if (!ca[i]) {
+            pa[na++] = i;
+            shape[ns++] = a->shape[i];
+            m *= a->shape[i];
+        }
+    for (int i = 0; i < n; i++) {
+        pa[na++] = da[i];
+        pb[nb++] = db[i];
+        k *= a->shape[da[i]];
+    }
+    for (int i = 0; i < b->ndim; i++)
+        if (!cb[i]) {
+            pb[nb++] = i;
+            shape[ns++] = b->shape[i];
+            p *= b->shape[i];
+        }
+    if (ns > CT_MAX_DIMS) {
+        ct_error(CT_ERROR_VALUE, op, "the result would have %d dims, more than %d", ns, CT_MAX_DIMS);
+        return NULL;
+    }
+    COMPOSITE({
+        ct_tensor *am = ct_reshape(ct_permute(a, pa, a->ndim), CT_SHAPE(m, k));
+        ct_tensor *bm = ct_reshape(ct_permute(b, pb, b->ndim), CT_SHAPE(k, p));
+        ct_tensor *prod = ct_mm(am, bm);
+        r = prod ? ct_reshape(prod, shape, ns) : NULL;
+    });
+}
+
+/* The Kronecker product: dims line up from the right, result size a_i * b_i. */
+ct_tensor *ct_kron(const ct_tensor *a, const ct_tensor *b) {
+    CT_CHECK_ARG("kron", a);
+    CT_CHECK_ARG("kron", b);
+    int nd = a->ndim > b->ndim ? a->ndim : b->ndim;
+    if (2 * nd > CT_MAX_DIMS) {
+        ct_error(CT_ERROR_VALUE, "kron", "inputs with %d dims are not supported", nd);
+        return NULL;
+    }
+    int64_t sa[2 * CT_MAX_DIMS], sb[2 * CT_MAX_DIMS], out[CT_MAX_DIMS];
+    for (int i = 0; i < nd; i++) {
+        int ia = i - (nd - a->ndim), ib = i - (nd - b->ndim);
+        int64_t x = ia >= 0 ? a->shape[ia] : 1, y = ib >= 0 ? b->shape[ib] : 1;
+        sa[2 * i] = x, sa[2 * i + 1] = 1;
+        sb[2 * i] = 1, sb[2 * i + 1] = y;
+        out[i] = x * y;
+    }
+    COMPOSITE(r = ct_reshape(ct_mul(ct_reshape(a, sa, 2 * nd), ct_reshape(b, sb, 2 * nd)), out, nd));
+}
+
+/* torch.linalg.cross: the cross product along dim (size 3), operands broadcast. */
+ct_tensor *ct_linalg_cross(const ct_tensor *a, const ct_tensor *b, int64_t dim) {
+    const char *op = "linalg_cross";
+    CT_CHECK_ARG(op, a);
+    CT_CHECK_ARG(op, b);
+    if (a->ndim != b->ndim) {
+        ct_error(CT_ERROR_VALUE, op, "linalg.cross: inputs must have the same number of dimensions.");
+        return NULL;
+    }
+    int d;
+    if (ct_wrap_dim(op, dim, a->ndim, &d))
+        return NULL;
+    if (a->shape[d] != 3 || b->shape[d] != 3) {
+        ct_error(CT_ERROR_VALUE, op, "linalg.cross: inputs dimension %d must have length 3. Got %lld and %lld", d,
+                 (long long)a->shape[d], (long long)b->shape[d]);
+        return NULL;
+    }
+    COMPOSITE({
+        ct_tensor *ac[3], *bc[3], *c[3];
+        for (int i = 0; i < 3; i++) {
+            ac[i] = ct_narrow(a, d, i, 1);
+            bc[i] = ct_narrow(b, d, i, 1);
+        }
+        for (int i = 0; i < 3; i++)
+            c[i] = ct_sub(ct_mul(ac[(i + 1) % 3], bc[(i + 2) % 3]), ct_mul(ac[(i + 2) % 3], bc[(i + 1) % 3]));
+        r = ct_cat((const ct_tensor *const *)c, 3, d);
+    });
+}
+
+/* 1-D: a matrix with x on diagonal k; 2-D: a copy of diagonal k. */
+ct_tensor *ct_diag(const ct_tensor *x, int64_t k) {
+    CT_CHECK_ARG("diag", x);
+    if (x->ndim == 2)
+        return ct_clone(ct_diagonal(x, k, 0, 1));
+    if (x->ndim != 1) {
+        ct_error(CT_ERROR_VALUE, "diag", "diag(): Supports 1D or 2D tensors. Got %dD", x->ndim);
+        return NULL;
+    }
+    int64_t n = x->shape[0], a = k >= 0 ? k : -k;
+    COMPOSITE({
+        ct_tensor *eye = ct_eye(n, n, x->dtype, x->device);
+        ct_tensor *m = ct_mul(ct_unsqueeze(x, 1), eye);
+        /* shift onto diagonal k: columns on the left and rows at the bottom for k > 0 */
+        int64_t pad[4] = {k >= 0 ? a : 0, k >= 0 ? 0 : a, k >= 0 ? 0 : a, k >= 0 ? a : 0};
+        r = a ? ct_pad(m, pad, 4, "constant", 0) : m;
+    });
+}
+
+/* The sum of the main diagonal of a matrix (integers give int64, as sum). */
+ct_tensor *ct_trace(const ct_tensor *x) {
+    CT_CHECK_ARG("trace", x);
+    if (x->ndim != 2) {
+        ct_error(CT_ERROR_VALUE, "trace", "trace: expected a matrix, but got tensor with dim %d", x->ndim);
+        return NULL;
+    }
+    return ct_sum(ct_diagonal(x, 0, 0, 1), NULL, 0, false, CT_DTYPE_UNDEFINED);
+}
+
+/* ------------------------------------------------------------------ order statistics */
+
+ct_status ct_aminmax(const ct_tensor *x, const int64_t *dim, bool keepdim, ct_tensor **min, ct_tensor **max) {
+    CT_CHECK_ARG_STATUS("aminmax", x);
+    if (!min || !max)
+        return ct_error(CT_ERROR_NULL_ARGUMENT, "aminmax", "min and max must not be NULL");
+    *min = *max = NULL;
+    ct_scope_begin();
+    ct_tensor *lo = ct_amin(x, dim, dim ? 1 : 0, keepdim), *hi = lo ? ct_amax(x, dim, dim ? 1 : 0, keepdim) : NULL;
+    ct_status st = hi ? CT_OK : ct_last_status();
+    if (st == CT_OK) {
+        *min = ct_keep(lo);
+        *max = ct_keep(hi);
+    }
+    ct_scope_end();
+    return st;
+}
+
+/* Note [Median by sorting]
+ * The lower median of a row of n is its element (n - 1) / 2 in a stable ascending
+ * sort, which puts NaNs last in their original order. median returns NaN, with the
+ * index of the row's first NaN, when the row has one; nanmedian takes the lower median
+ * of the k non-NaN values, element (k - 1) / 2, and NaN only for an all-NaN row (with
+ * the index of the row's middle, as PyTorch). Ties give the index that position holds
+ * in the stable order. */
+static ct_status median_impl(const char *op, const ct_tensor *x, int64_t dim, bool keepdim, bool skip_nan,
+                             ct_tensor **values, ct_tensor **indices) {
+    CT_CHECK_ARG_STATUS(op, x);
+    if (!values)
+        return ct_error(CT_ERROR_NULL_ARGUMENT, op, "values must not be NULL");
+    *values = NULL;
+    if (indices)
+        *indices = NULL;
+    if (x->dtype == CT_DTYPE_BOOL)
+        return ct_error(CT_ERROR_TYPE, op, "\"%s_cpu\" not implemented for 'bool'", op);
+    int d = 0;
+    if (x->ndim && ct_wrap_dim(op, dim, x->ndim, &d))
+        return ct_last_status();
+    int64_t n = x->ndim ? x->shape[d] : 1;
+    if (n == 0)
+        return ct_error(CT_ERROR_INDEX, op, "%s(): Expected reduction dim %d to have non-zero size.", op, d);
+    ct_scope_begin();
+    ct_tensor *si = NULL;
+    ct_tensor *sv = ct_sort(x, d, false, &si);
+    ct_tensor *pos = NULL;
+    if (sv && ct_dtype_is_floating(x->dtype)) {
+        ct_tensor *nans = ct_sum(ct_isnan(x), (int64_t[]){d}, x->ndim ? 1 : 0, true, CT_DTYPE_INT64);
+        ct_tensor *k = ct_add_scalar(ct_neg(nans), ct_scalar_int(n)); /* non-NaN count */
+        ct_tensor *mid = ct_full_like(k, ct_scalar_int((n - 1) / 2), CT_DTYPE_UNDEFINED);
+        if (skip_nan) /* (k - 1) / 2, or the whole row's middle for an all-NaN row */
+            pos = ct_where(ct_gt_scalar(k, ct_scalar_int(0)),
+                           ct_div_scalar_mode(ct_sub_scalar(k, ct_scalar_int(1)), ct_scalar_int(2), CT_ROUNDING_MODE_FLOOR),
+                           mid);
+        else /* the first NaN where there is one */
+            pos = ct_where(ct_gt_scalar(nans, ct_scalar_int(0)), k, mid);
+    } else if (sv) {
+        int64_t shape[CT_MAX_DIMS];
+        memcpy(shape, x->shape, sizeof(int64_t) * (size_t)x->ndim);
+        if (x->ndim)
+            shape[d] = 1;
+        pos = ct_full(shape, x->ndim, ct_scalar_int((n - 1) / 2), CT_DTYPE_INT64, x->device);
+    }
+    ct_tensor *v = pos ? ct_gather(sv, d, pos) : NULL, *i = v ? ct_gather(si, d, pos) : NULL;
+    if (i && !keepdim && x->ndim) {
+        v = ct_squeeze_dim(v, d);
+        i = ct_squeeze_dim(i, d);
+    }
+    ct_status st = i ? CT_OK : ct_last_status();
+    if (st == CT_OK) {
+        *values = ct_keep(v);
+        if (indices)
+            *indices = ct_keep(i);
+    }
+    ct_scope_end();
+    return st;
+}
+
+ct_status ct_median_dim(const ct_tensor *x, int64_t dim, bool keepdim, ct_tensor **values, ct_tensor **indices) {
+    return median_impl("median", x, dim, keepdim, false, values, indices);
+}
+ct_status ct_nanmedian_dim(const ct_tensor *x, int64_t dim, bool keepdim, ct_tensor **values, ct_tensor **indices) {
+    return median_impl("nanmedian", x, dim, keepdim, true, values, indices);
+}
+
+static ct_tensor *median_all(const char *op, const ct_tensor *x, bool skip_nan) {
+    CT_CHECK_ARG(op, x);
+    if (x->numel == 0) { /* PyTorch gives NaN for an empty input */
+        if (x->dtype == CT_DTYPE_BOOL || !ct_dtype_is_floating(x->dtype)) {
+            ct_error(CT_ERROR_INDEX, op, "%s() input tensor cannot be empty", op);
+            return NULL;
+        }
+        return ct_full(NULL, 0, ct_scalar_float(NAN), x->dtype, x->device);
+    }
+    COMPOSITE({
+        ct_tensor *v = NULL;
+        if (median_impl(op, ct_reshape(x, CT_SHAPE(-1)), 0, false, skip_nan, &v, NULL) == CT_OK)
+            r = v;
+    });
+}
+ct_tensor *ct_median(const ct_tensor *x) { return median_all("median", x, false); }
+ct_tensor *ct_nanmedian(const ct_tensor *x) { return median_all("nanmedian", x, true); }
+
+/* Sorted values along dim 0. */
+ct_tensor *ct_msort(const ct_tensor *x) {
+    CT_CHECK_ARG("msort", x);
+    return ct_sort(x, 0, false, NULL);
+}
+
+/* Note [Quantile]
+ * As PyTorch: the input sorted along dim (NaNs last), q's position (n - 1) * q between
+ * two neighbours, then linear interpolation, the lower or higher neighbour, their
+ * midpoint, or the nearest one (halves to even, as torch.round). A row holding a NaN
+ * gives NaN. q is a 0-d or 1-d tensor; a 1-d q puts its dimension first. dim NULL
+ * flattens the input. */
+ct_tensor *ct_quantile(const ct_tensor *x, const ct_tensor *q, const int64_t *dim, bool keepdim,
+                       const char *interpolation) {
+    const char *op = "quantile";
+    CT_CHECK_ARG(op, x);
+    CT_CHECK_ARG(op, q);
+    const char *modes[] = {"linear", "lower", "higher", "midpoint", "nearest"};
+    int mode = -1;
+    for (int i = 0; i < 5; i++)
+        if (interpolation && !strcmp(interpolation, modes[i]))
+            mode = i;
+    if (mode < 0) {
+        ct_error(CT_ERROR_VALUE, op,
+                 "quantile() interpolation must be one of linear, lower, higher, midpoint or nearest. Found '%s'",
+                 interpolation ? interpolation : "(null)");
+        return NULL;
+    }
+    if (x->dtype != CT_DTYPE_FLOAT32 && x->dtype != CT_DTYPE_FLOAT64) {
+        ct_error(CT_ERROR_TYPE, op, "quantile() input tensor must be either float or double dtype");
+        return NULL;
+    }
+    if (q->dtype != x->dtype) {
+        ct_error(CT_ERROR_TYPE, op, "quantile() q tensor must be same dtype as the input tensor");
+        return NULL;
+    }
+    if (q->ndim > 1) {
+        ct_error(CT_ERROR_VALUE, op, "quantile() q must be a scalar or 1D tensor");
+        return NULL;
+    }
+    if (x->numel == 0 && !dim) {
+        ct_error(CT_ERROR_INDEX, op, "quantile() input tensor must be non-empty");
+        return NULL;
+    }
+    double qmin = 0, qmax = 0;
+    if (q->numel > 0 && q->device.type != CT_DEVICE_META &&
+        (ct_item_double(ct_amin(q, NULL, 0, false), &qmin) || ct_item_double(ct_amax(q, NULL, 0, false), &qmax)))
+        return NULL;
+    if (!(qmin >= 0 && qmax <= 1)) {
+        ct_error(CT_ERROR_VALUE, op, "quantile() q values must be in the range [0, 1]");
+        return NULL;
+    }
+    int d = 0;
+    if (dim && ct_wrap_dim(op, *dim, x->ndim, &d))
+        return NULL;
+    ct_scope_begin();
+    /* rows along the last dim: (..., n) */
+    const ct_tensor *src = dim ? ct_movedim(x, d, -1) : ct_reshape(x, CT_SHAPE(-1));
+    ct_tensor *r = NULL;
+    if (src) {
+        int nd = src->ndim;
+        int64_t n = nd ? src->shape[nd - 1] : 1;
+        ct_tensor *sorted = ct_sort(src, -1, false, NULL);
+        ct_tensor *hasnan = ct_any(ct_isnan(src), (int64_t[]){-1}, 1, true);
+        /* positions, shaped (q..., 1...) to broadcast against the rows */
+        ct_tensor *pos = ct_mul_scalar(ct_reshape(q, CT_SHAPE(-1)), ct_scalar_int(n - 1));
+        ct_tensor *lo = ct_floor(pos), *hi = ct_ceil(pos);
+        if (mode == 4)
+            lo = hi = ct_round(pos);
+        ct_tensor *frac = ct_sub(pos, lo);
+        int64_t nq = q->numel, qshape[CT_MAX_DIMS + 1];
+        qshape[0] = nq;
+        for (int i = 1; i < nd; i++)
+            qshape[i] = 1;
+        /* gather along the last dim of the sorted rows, one column per q */
+        ct_tensor *rows = ct_unsqueeze(sorted, 0); /* (1, ..., n) */
+        int64_t ishape[CT_MAX_DIMS + 1];
+        ishape[0] = nq;
+        for (int i = 0; i < nd - 1; i++)
+            ishape[i + 1] = src->shape[i];
+        ishape[nd] = 1;
+        int64_t bshape[CT_MAX_DIMS + 1];
+        memcpy(bshape, ishape, sizeof bshape);
+        bshape[nd] = n;
+        ct_tensor *rows_b = ct_expand(rows, bshape, nd + 1);
+        qshape[nd] = 1;
+        for (int i = 1; i <= nd; i++)
+            qshape[i] = 1;
+        ct_tensor *li = ct_expand(ct_reshape(ct_to_dtype(lo, CT_DTYPE_INT64), qshape, nd + 1), ishape, nd + 1);
+        ct_tensor *hii = ct_expand(ct_reshape(ct_to_dtype(hi, CT_DTYPE_INT64), qshape, nd + 1), ishape, nd + 1);
+        ct_tensor *vlo = ct_gather(rows_b, nd, li), *vhi = ct_gather(rows_b, nd, hii);
+        ct_tensor *w = ct_reshape(frac, qshape, nd + 1);
+        ct_tensor *v = NULL;
+        switch (mode) {
+        case 0: v = ct_lerp(vlo, vhi, w); break;
+        case 1: case 4: v = vlo; break;
+        case 2: v = vhi; break;
+        default: v = ct_mul_scalar(ct_add(vlo, vhi), ct_scalar_float(0.5)); break;
+        }
+        v = ct_where_scalar_self(ct_unsqueeze(hasnan, 0), ct_scalar_float(NAN), v); /* (nq, ..., 1) */
+        v = v ? ct_squeeze_dim(v, nd) : NULL;                                        /* (nq, ...) */
+        if (v && keepdim) {
+            if (dim) {
+                v = ct_unsqueeze(v, d + 1);
+            } else {
+                int64_t ks[CT_MAX_DIMS + 1];
+                ks[0] = nq;
+                for (int i = 0; i < x->ndim; i++)
+                    ks[i + 1] = 1;
+                v = ct_reshape(v, ks, x->ndim + 1);
+            }
+        }
+        if (v && q->ndim == 0)
+            v = ct_squeeze_dim(v, 0);
+        r = v;
+    }
+    ct_keep(r);
+    ct_scope_end();
+    return r;
+}
+
+/* The n-th forward difference along dim, with optional tensors joined before and after
+ * (NULL: none). bool differences are logical xor. */
+ct_tensor *ct_diff(const ct_tensor *x, int64_t n, int64_t dim, const ct_tensor *prepend, const ct_tensor *append) {
+    const char *op = "diff";
+    CT_CHECK_ARG(op, x);
+    if (x->ndim == 0) {
+        ct_error(CT_ERROR_VALUE, op, "diff expects input to be at least one-dimensional");
+        return NULL;
+    }
+    if (n < 0) {
+        ct_error(CT_ERROR_VALUE, op, "order must be non-negative but got %lld", (long long)n);
+        return NULL;
+    }
+    int d;
+    if (ct_wrap_dim(op, dim, x->ndim, &d))
+        return NULL;
+    COMPOSITE({
+        const ct_tensor *parts[3];
+        int np = 0;
+        if (prepend)
+            parts[np++] = prepend;
+        parts[np++] = x;
+        if (append)
+            parts[np++] = append;
+        ct_tensor *cur = np > 1 ? ct_cat(parts, np, d) : ct_alias(x);
+        for (int64_t i = 0; i < n && cur; i++) {
+            int64_t len = cur->shape[d];
+            if (len == 0)
+                break;
+            ct_tensor *hi = ct_narrow(cur, d, 1, len - 1), *lo = ct_narrow(cur, d, 0, len - 1);
+            cur = cur->dtype == CT_DTYPE_BOOL ? ct_logical_xor(hi, lo) : ct_sub(hi, lo);
+        }
+        r = cur;
+    });
+}
+
+/* The (row, col) indices of a lower or upper triangle, as a (2, N) int64 tensor in
+ * row-major order. */
+static ct_tensor *tri_indices(const char *op, int64_t rows, int64_t cols, int64_t offset, bool lower, ct_dtype dtype,
+                              ct_device device) {
+    if (rows < 0 || cols < 0) {
+        ct_error(CT_ERROR_VALUE, op, "row must be non-negative, got %lld", (long long)(rows < 0 ? rows : cols));
+        return NULL;
+    }
+    if (dtype == CT_DTYPE_UNDEFINED)
+        dtype = CT_DTYPE_INT64;
+    if (dtype != CT_DTYPE_INT64 && dtype != CT_DTYPE_INT32) {
+        ct_error(CT_ERROR_TYPE, op, "\"%s\" not implemented for '%s'", op, ct_dtype_name(dtype));
+        return NULL;
+    }
+    int64_t count = 0;
+    for (int64_t i = 0; i < rows; i++)
+        for (int64_t j = 0; j < cols; j++)
+            count += lower ? j - i <= offset : j - i >= offset;
+    COMPOSITE({
+        ct_tensor *h = ct_empty(CT_SHAPE(2, count), CT_DTYPE_INT64, CT_CPU);
+        if (h) {
+            int64_t *p = ct_tensor_data(h), k = 0;
+            for (int64_t i = 0; i < rows; i++)
+                for (int64_t j = 0; j < cols; j++)
+                    if (lower ? j - i <= offset : j - i >= offset) {
+                        p[k] = i;
+                        p[count + k] = j;
+                        k++;
+                    }
+            r = ct_to_device(ct_to_dtype(h, dtype), device);
+        }
+    });
+}
+ct_tensor *ct_tril_indices(int64_t rows, int64_t cols, int64_t offset, ct_dtype dtype, ct_device device) {
+    return tri_indices("tril_indices", rows, cols, offset, true, dtype, device);
+}
+ct_tensor *ct_triu_indices(int64_t rows, int64_t cols, int64_t offset, ct_dtype dtype, ct_device device) {
+    return tri_indices("triu_indices", rows, cols, offset, false, dtype, device);
+}
+
+/* p-norm distances between the rows of x1 (..., P, M) and x2 (..., R, M): (..., P, R),
+ * from the differences themselves (exact; PyTorch may use a matrix-product form for
+ * p = 2 on large inputs). */
+ct_tensor *ct_cdist(const ct_tensor *x1, const ct_tensor *x2, double p) {
+    const char *op = "cdist";
+    CT_CHECK_ARG(op, x1);
+    CT_CHECK_ARG(op, x2);
+    if (x1->ndim < 2 || x2->ndim < 2) {
+        ct_error(CT_ERROR_VALUE, op, "cdist only supports at least 2D tensors, X1 got: %dD, X2 got: %dD", x1->ndim,
+                 x2->ndim);
+        return NULL;
+    }
+    if (x1->shape[x1->ndim - 1] != x2->shape[x2->ndim - 1]) {
+        ct_error(CT_ERROR_VALUE, op, "X1 and X2 must have the same number of columns. X1: %lld X2: %lld",
+                 (long long)x1->shape[x1->ndim - 1], (long long)x2->shape[x2->ndim - 1]);
+        return NULL;
+    }
+    if (!(p >= 0)) {
+        ct_error(CT_ERROR_VALUE, op, "cdist only supports non-negative p values");
+        return NULL;
+    }
+    if (need_float(op, promoted(x1, x2)))
+        return NULL;
+    COMPOSITE({
+        ct_tensor *dif = ct_sub(ct_unsqueeze(x1, -2), ct_unsqueeze(x2, -3)); /* (..., P, R, M) */
+        r = ct_linalg_vector_norm(dif, p, (int64_t[]){-1}, 1, false, CT_DTYPE_UNDEFINED);
+    });
+}

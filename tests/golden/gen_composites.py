@@ -1,0 +1,209 @@
+#!/usr/bin/env python3
+"""Golden values of the composite ops (src/ops/composite.c) from PyTorch.
+
+Writes tests/data/composites_golden.txt, read by tests/test_composites.c. One case per
+line:
+
+    name|in;in;...|out          out: a tensor, or ERR:<start of PyTorch's message>
+
+where a tensor is dtype:shape:values (shape as 2x3, empty for 0-d; values comma-
+separated, nan/inf/-inf). The name says which call (and its fixed arguments); each maps
+to one adapter in tests/test_composites.c. Ops returning two tensors have one case per
+output (name.values / name.indices).
+
+Run with a recent PyTorch:  python3 tests/golden/gen_composites.py
+"""
+import math
+import os
+
+import torch
+import torch.nn.functional as F
+
+torch.manual_seed(0)
+NAMES = {torch.bool: "bool", torch.uint8: "uint8", torch.int8: "int8", torch.int16: "int16", torch.int32: "int32",
+         torch.int64: "int64", torch.float16: "float16", torch.bfloat16: "bfloat16", torch.float32: "float32",
+         torch.float64: "float64"}
+nan, inf = math.nan, math.inf
+
+
+def fmt(v):
+    if isinstance(v, bool):
+        return "1" if v else "0"
+    if isinstance(v, int):
+        return str(v)
+    if math.isnan(v):
+        return "nan"
+    if math.isinf(v):
+        return "inf" if v > 0 else "-inf"
+    return repr(float(v))
+
+
+def ten(t):
+    shape = "x".join(str(s) for s in t.shape)
+    return "%s:%s:%s" % (NAMES[t.dtype], shape, ",".join(fmt(x) for x in t.reshape(-1).tolist()))
+
+
+lines = []
+
+
+def case(name, fn, *inputs):
+    head = name + "|" + ";".join(ten(t) for t in inputs) + "|"
+    try:
+        r = fn(*inputs)
+        lines.append(head + ten(r))
+    except Exception as e:  # noqa: BLE001 - a refusal is a golden value too
+        lines.append(head + "ERR:" + str(e).splitlines()[0][:60].replace("|", "/"))
+
+
+def T(v, d=torch.float64):
+    return torch.tensor(v, dtype=d)
+
+
+def R(*shape, d=torch.float64):
+    return torch.randn(*shape, dtype=d)
+
+
+SPECIAL_A = [-inf, inf, 1.0, nan, 0.0, -1000.0, 3.5, -2.0]
+SPECIAL_B = [-inf, inf, 2.0, 1.0, 1e-10, 5.0, 3.5, -inf]
+for d in (torch.float32, torch.float64):
+    case("logaddexp", torch.logaddexp, T(SPECIAL_A, d), T(SPECIAL_B, d))
+    case("logaddexp2", torch.logaddexp2, T(SPECIAL_A, d), T(SPECIAL_B, d))
+case("logaddexp", torch.logaddexp, R(2, 3), R(3))
+case("logaddexp", torch.logaddexp, T([1, 2], torch.int64), T([3, 4], torch.int64))
+case("xlogy", torch.xlogy, T([0.0, 0.0, 1.0, 2.0, 0.5, -1.0, 0.0], torch.float32),
+     T([nan, 0.0, 0.0, 3.0, -1.0, 2.0, inf], torch.float32))
+case("xlogy", torch.xlogy, T([0, 1, 2], torch.int64), T([5, 2, 3], torch.int32))
+case("sinc", torch.sinc, T([0.0, 0.5, -1.5, 1e-8, 2.0, 3.25, -inf, nan], torch.float32))
+case("sinc", torch.sinc, T([0, 1, 3], torch.int32))
+for op in ("deg2rad", "rad2deg"):
+    case(op, getattr(torch, op), T([0.0, 90.0, -45.5, 3.0], torch.float32))
+    case(op, getattr(torch, op), T([0, 180, -30], torch.int64))
+    case(op, getattr(torch, op), T([True, False], torch.bool))
+case("heaviside", torch.heaviside, T([-1.5, 0.0, -0.0, 2.0, nan], torch.float32), T([0.5], torch.float32))
+case("heaviside", torch.heaviside, T([-1, 0, 3], torch.int64), T([7, 8, 9], torch.int64))
+case("heaviside", torch.heaviside, T([-1.0, 0.0], torch.float32), T([7, 8], torch.int64))
+case("signbit", torch.signbit, T([-0.0, 0.0, -1.0, nan, inf, -inf, 2.5], torch.float32))
+case("signbit", torch.signbit, T([-3, 0, 4], torch.int16))
+case("signbit", torch.signbit, T([0, 200], torch.uint8))
+case("signbit", torch.signbit, T([True, False], torch.bool))
+case("float_power", torch.float_power, T([1, 2, 3], torch.int64), T([2, 3, -1], torch.int64))
+case("float_power", torch.float_power, T([1.5, -2.0, 4.0], torch.float32), T([0.5, 3.0, 0.5], torch.float32))
+
+# activations
+ACT = [-30.0, -2.0, -0.5, -0.25, 0.0, 0.25, 0.5, 3.0, 40.0, nan]
+for d in (torch.float32, torch.float64):
+    case("logsigmoid", F.logsigmoid, T(ACT, d))
+    case("softsign", F.softsign, T(ACT, d))
+    case("tanhshrink", F.tanhshrink, T(ACT, d))
+    case("hardshrink", F.hardshrink, T(ACT, d))
+    case("softshrink", F.softshrink, T(ACT, d))
+    case("hardshrink_0.25", lambda x: F.hardshrink(x, 0.25), T(ACT, d))
+    case("softshrink_0.25", lambda x: F.softshrink(x, 0.25), T(ACT, d))
+case("logsigmoid", F.logsigmoid, T([1, 2], torch.int64))
+case("softsign", F.softsign, T([1, -2], torch.int64))
+case("tanhshrink", F.tanhshrink, T([1, -2], torch.int32))
+case("hardshrink", F.hardshrink, T([1, -2], torch.int64))
+case("softshrink_neg", lambda x: F.softshrink(x, -1.0), T([1.0, -2.0]))
+case("glu", F.glu, R(2, 4))
+case("glu_dim0", lambda x: F.glu(x, 0), R(4, 3))
+case("glu", F.glu, R(2, 3))
+case("prelu", F.prelu, R(2, 3), R(3))
+case("prelu", F.prelu, R(2, 3, 2, 2), R(3))
+case("prelu", F.prelu, R(2, 3), R(1))
+case("prelu", F.prelu, R(4), R(1))
+case("prelu", F.prelu, R(2, 3), R(2))
+
+# products
+case("mv", torch.mv, R(3, 4), R(4))
+case("mv", torch.mv, T([[1, 2], [3, 4]], torch.int64), T([5, 6], torch.int64))
+case("mv", torch.mv, R(3, 4), R(3))
+case("mv", torch.mv, R(3), R(3))
+case("addmv_b0.5_a2", lambda c, m, v: torch.addmv(c, m, v, beta=0.5, alpha=2), R(3), R(3, 4), R(4))
+case("addmv_b0_a1", lambda c, m, v: torch.addmv(c, m, v, beta=0), T([nan, 1.0]), R(2, 3), R(3))
+case("addr_b2_a0.5", lambda c, a, b: torch.addr(c, a, b, beta=2, alpha=0.5), R(3, 2), R(3), R(2))
+case("addr_b1_a1", torch.addr, T([[1, 2], [3, 4]], torch.int64), T([1, 2], torch.int64), T([3, 4], torch.int64))
+case("inner", torch.inner, R(2, 3), R(4, 3))
+case("inner", torch.inner, R(3), R(3))
+case("inner", torch.inner, R(2, 2, 3), R(3))
+case("inner", torch.inner, T(2.5), R(2, 3))
+case("inner", torch.inner, R(2, 3), R(2, 4))
+case("vdot", torch.vdot, R(4), R(4))
+case("vdot", torch.vdot, R(2, 2), R(4))
+case("tensordot_1", lambda a, b: torch.tensordot(a, b, dims=1), R(2, 3), R(3, 4))
+case("tensordot_2", lambda a, b: torch.tensordot(a, b, dims=2), R(2, 3, 4), R(3, 4, 5))
+case("tensordot_10_01", lambda a, b: torch.tensordot(a, b, dims=([1, 0], [0, 1])), R(3, 4, 5), R(4, 3, 2))
+case("tensordot_0", lambda a, b: torch.tensordot(a, b, dims=0), R(2), R(3))
+case("tensordot_1", lambda a, b: torch.tensordot(a, b, dims=1), R(2, 3), R(4, 4))
+case("kron", torch.kron, T([[1, 2], [3, 4]], torch.int64), T([[0, 1], [1, 0]], torch.int64))
+case("kron", torch.kron, R(2), R(2, 3))
+case("kron", torch.kron, R(2, 1, 3), R(3, 2))
+case("linalg_cross_-1", lambda a, b: torch.linalg.cross(a, b), R(3), R(3))
+case("linalg_cross_-1", lambda a, b: torch.linalg.cross(a, b), R(2, 3), R(1, 3))
+case("linalg_cross_0", lambda a, b: torch.linalg.cross(a, b, dim=0), R(3, 2), R(3, 2))
+case("linalg_cross_-1", lambda a, b: torch.linalg.cross(a, b), T([[1, 0, 0]], torch.int64), T([[0, 1, 0]], torch.int64))
+case("linalg_cross_-1", lambda a, b: torch.linalg.cross(a, b), R(2, 4), R(2, 4))
+for k in (0, 1, -2):
+    case("diag_%d" % k, lambda x, k=k: torch.diag(x, k), T([1, 2, 3], torch.int64))
+    case("diag_%d" % k, lambda x, k=k: torch.diag(x, k), R(3, 4))
+case("diag_0", lambda x: torch.diag(x), R(2, 2, 2))
+case("trace", torch.trace, T([[1, 2, 3], [4, 5, 6]], torch.int8))
+case("trace", torch.trace, R(3, 3))
+case("trace", torch.trace, R(3))
+
+# order statistics
+M = T([[3.0, 1.0, 2.0, 1.0, 5.0], [nan, 4.0, 1.0, nan, 0.0], [2.0, 2.0, 2.0, 2.0, 2.0], [nan, nan, nan, nan, nan]])
+case("aminmax_1.min", lambda x: torch.aminmax(x, dim=1).min, R(3, 4))
+case("aminmax_1.max", lambda x: torch.aminmax(x, dim=1).max, R(3, 4))
+case("aminmax.min", lambda x: torch.aminmax(x).min, T([[3, -1], [7, 2]], torch.int32))
+case("aminmax.max", lambda x: torch.aminmax(x).max, T([[3, -1], [7, 2]], torch.int32))
+case("median", torch.median, M)
+case("median", torch.median, T([3.0, 1.0, 2.0, 4.0]))
+case("median", torch.median, T([5, 1, 4, 1, 3, 9], torch.int64))
+case("nanmedian", torch.nanmedian, M)
+case("nanmedian", torch.nanmedian, T([3.0, nan, 2.0, 4.0]))
+for kd in (0, 1):
+    case("median_1_%d.values" % kd, lambda x, kd=kd: torch.median(x, 1, bool(kd)).values, M)
+    case("median_1_%d.indices" % kd, lambda x, kd=kd: torch.median(x, 1, bool(kd)).indices, M)
+    case("nanmedian_1_%d.values" % kd, lambda x, kd=kd: torch.nanmedian(x, 1, bool(kd)).values, M)
+    case("nanmedian_1_%d.indices" % kd, lambda x, kd=kd: torch.nanmedian(x, 1, bool(kd)).indices, M)
+case("median_0_0.values", lambda x: torch.median(x, 0).values, T([[1, 1, 1, 2, 1], [2, 1, 2, 2, 0]], torch.int32))
+case("median_0_0.indices", lambda x: torch.median(x, 0).indices, T([[1, 1, 1, 2, 1], [2, 1, 2, 2, 0]], torch.int32))
+case("median_1_0.values", lambda x: torch.median(x, 1).values, T([[1, 1, 1, 2, 1], [5, 4, 3, 2, 1]], torch.int64))
+case("median_1_0.indices", lambda x: torch.median(x, 1).indices, T([[2, 1, 2, 2], [0, 0, 1, 1]], torch.int64))
+case("median", torch.median, T([True, False]))
+case("msort", torch.msort, T([[3.0, nan], [1.0, 2.0], [2.0, -1.0]]))
+Q = T([[1.0, 2.0, 3.0, 4.0, 10.0], [4.0, 3.0, 2.0, nan, 1.0], [0.5, -0.5, 7.0, 2.0, 2.0]])
+for mode in ("linear", "lower", "higher", "midpoint", "nearest"):
+    case("quantile_1_1_" + mode, lambda x, q, m=mode: torch.quantile(x, q, dim=1, keepdim=True, interpolation=m), Q,
+         T([0.0, 0.125, 0.375, 0.5, 0.875, 1.0]))
+    case("quantile_all_0_" + mode, lambda x, q, m=mode: torch.quantile(x, q, interpolation=m),
+         T([1.0, 2.0, 3.0, 4.0, 5.0, 6.0]), T(0.3))
+case("quantile_0_0_linear", lambda x, q: torch.quantile(x, q, dim=0), Q, T(0.5))
+case("quantile_all_1_linear", lambda x, q: torch.quantile(x, q, keepdim=True), R(2, 3), T([0.25, 0.75]))
+case("quantile_all_0_linear", lambda x, q: torch.quantile(x, q), R(5, d=torch.float32), T(0.4, torch.float32))
+case("quantile_all_0_linear", lambda x, q: torch.quantile(x, q), T([1, 2, 3], torch.int64), T(0.5))
+case("quantile_all_0_linear", lambda x, q: torch.quantile(x, q), R(4), T(1.5))
+case("quantile_all_0_linear", lambda x, q: torch.quantile(x, q), R(4), T(0.5, torch.float32))
+case("diff_1_-1", lambda x: torch.diff(x), T([1, 4, 9, 16], torch.int64))
+case("diff_2_-1", lambda x: torch.diff(x, n=2), R(3, 5))
+case("diff_1_0", lambda x: torch.diff(x, dim=0), R(3, 2))
+case("diff_1_-1", lambda x: torch.diff(x), T([True, False, False, True]))
+case("diff_1_-1", lambda x: torch.diff(x), T([5, 3, 200], torch.uint8))
+case("diff_5_-1", lambda x: torch.diff(x, n=5), R(3))
+case("diff_pre_app", lambda x, p, a: torch.diff(x, prepend=p, append=a), R(2, 3), R(2, 1), R(2, 2))
+case("diff_1_-1", lambda x: torch.diff(x), T(3.0))
+for args in ((4, 3, 0), (4, 3, -1), (3, 4, 1), (3, 3, 5), (0, 3, 0), (3, 3, -5)):
+    n = "_".join(str(a) for a in args)
+    case("tril_indices_" + n, lambda a=args: torch.tril_indices(*a))
+    case("triu_indices_" + n, lambda a=args: torch.triu_indices(*a))
+for p in (2.0, 1.0, 0.0, 3.0, inf):
+    case("cdist_%s" % fmt(p), lambda a, b, p=p: torch.cdist(a, b, p=p), R(3, 4), R(2, 4))
+case("cdist_2.0", lambda a, b: torch.cdist(a, b), R(2, 3, 4), R(2, 5, 4))
+case("cdist_2.0", lambda a, b: torch.cdist(a, b), R(3, 4), R(2, 3))
+case("cdist_-1.0", lambda a, b: torch.cdist(a, b, p=-1.0), R(3, 4), R(2, 4))
+
+out = os.environ.get("OUT_FILE") or os.path.join(os.path.dirname(__file__), "..", "data", "composites_golden.txt")
+with open(out, "w") as f:
+    f.write("# Generated by tests/golden/gen_composites.py from PyTorch %s; do not edit.\n" % torch.__version__)
+    f.write("\n".join(lines) + "\n")
+print("wrote", out, len(lines), "cases")
