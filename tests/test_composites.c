@@ -1,6 +1,7 @@
 /* The composite ops (src/ops/composite.c) against PyTorch: golden values and refusals
  * from tests/data/composites_golden.txt (tests/golden/gen_composites.py), gradients
- * through gradcheck and gradgradcheck, and the same calls on META. */
+ * through gradcheck and gradgradcheck, and the same calls on META and, where there is
+ * a GPU, on CUDA against the same values. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -147,7 +148,7 @@ static void test_golden(void **state) {
     FILE *f = fopen(CT_TEST_DATA_DIR "/composites_golden.txt", "r");
     assert_non_null(f);
     static char line[1 << 16];
-    int cases = 0, errors = 0, bad = 0;
+    int cases = 0, errors = 0, bad = 0, gpu_cases = 0;
     while (fgets(line, sizeof line, f)) {
         if (line[0] == '#' || line[0] == '\n')
             continue;
@@ -198,13 +199,27 @@ static void test_golden(void **state) {
                 printf("MISMATCH %s on META: %s\n", name, m ? "shape or dtype differs" : ct_last_error());
                 bad++;
             }
+            /* and on the GPU where there is one: PyTorch's values again */
+            if (n && ct_cuda_is_available()) {
+                ct_tensor *gin[MAX_IN];
+                for (int i = 0; i < n; i++)
+                    gin[i] = ct_to_device(in[i], (ct_device){CT_DEVICE_CUDA, 0});
+                ct_tensor *g = run(name, gin, n);
+                if (g && ct_tensor_device(g).type != CT_DEVICE_CUDA)
+                    snprintf(why, sizeof why, "the result is not on the GPU");
+                if (!g || ct_tensor_device(g).type != CT_DEVICE_CUDA || !same(ct_to_device(g, CT_CPU), want, why, sizeof why)) {
+                    printf("MISMATCH %s on CUDA: %s\n", name, g ? why : ct_last_error());
+                    bad++;
+                }
+                gpu_cases++;
+            }
         }
         ct_clear_error();
         ct_scope_end();
         cases++;
     }
     fclose(f);
-    printf("%d cases, %d of them refusals\n", cases, errors);
+    printf("%d cases, %d of them refusals; %d also on CUDA\n", cases, errors, gpu_cases);
     assert_true(cases > 150);
     assert_int_equal(bad, 0);
 }
