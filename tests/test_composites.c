@@ -109,6 +109,13 @@ static ct_tensor *run(const char *name, ct_tensor *const *in, int n) {
     if (sscanf(name, "triu_indices_%d_%d_%d", &i, &j, &k) == 3)
         return ct_triu_indices(i, j, k, CT_DTYPE_UNDEFINED, CT_CPU);
     if (sscanf(name, "cdist_%lf", &x) == 1) return ct_cdist(in[0], in[1], x);
+    if (sscanf(name, "bucketize_%15s", mode) == 1)
+        return ct_bucketize(in[0], in[1], !strcmp(mode, "right"), !strcmp(mode, "left32"));
+    if (sscanf(name, "searchsorted_%15s", mode) == 1) return ct_searchsorted(in[0], in[1], !strcmp(mode, "right"), false);
+    if (sscanf(name, "bincount_w_%d", &k) == 1) return ct_bincount(in[0], in[1], k);
+    if (sscanf(name, "bincount_%d", &k) == 1) return ct_bincount(in[0], NULL, k);
+    if (sscanf(name, "histc_%d_%lf_%lf", &k, &x, &y) == 3) return ct_histc(in[0], k, x, y);
+    if (sscanf(name, "logcumsumexp_%d", &k) == 1) return ct_logcumsumexp(in[0], k);
     fail_msg("composites_golden.txt names %s, which this test does not know", name);
     return NULL;
 }
@@ -194,8 +201,9 @@ static void test_golden(void **state) {
             ct_tensor *min[MAX_IN];
             for (int i = 0; i < n; i++)
                 min[i] = ct_to_device(in[i], CT_META);
-            ct_tensor *m = r && n ? run(name, min, n) : NULL;
-            if (r && n && (!m || !same_meta(m, r))) {
+            bool data_sized = !strncmp(name, "bincount", 8) || !strncmp(name, "histc_", 6);
+            ct_tensor *m = r && n && !data_sized ? run(name, min, n) : NULL;
+            if (r && n && !data_sized && (!m || !same_meta(m, r))) {
                 printf("MISMATCH %s on META: %s\n", name, m ? "shape or dtype differs" : ct_last_error());
                 bad++;
             }
@@ -273,6 +281,7 @@ static const grad_case grad_cases[] = {
     {"diff_pre_app", 3, {{2, 3}, {2, 1}, {2, 2}}, {2, 2, 2}, "nnn"},
     {"cdist_2.0", 2, {{3, 4}, {2, 4}}, {2, 2}, "nn"},
     {"cdist_1.5", 2, {{3, 4}, {2, 4}}, {2, 2}, "nn"},
+    {"logcumsumexp_1", 1, {{2, 7}}, {2}, "n"},
 };
 
 static void test_gradients(void **state) {

@@ -304,6 +304,19 @@ CT_API ct_tensor *ct_tril_indices(int64_t rows, int64_t cols, int64_t offset, ct
 CT_API ct_tensor *ct_triu_indices(int64_t rows, int64_t cols, int64_t offset, ct_dtype dtype, ct_device device);
 /* p-norm distances between the rows of x1 (..., P, M) and x2 (..., R, M). */
 CT_API ct_tensor *ct_cdist(const ct_tensor *x1, const ct_tensor *x2, double p);
+/* torch.bucketize: for each x the index of its bucket among the sorted 1-D boundaries
+ * (right: boundaries[i-1] <= x < boundaries[i], else boundaries[i-1] < x <=
+ * boundaries[i]); int64, or int32 with out_int32. */
+CT_API ct_tensor *ct_bucketize(const ct_tensor *x, const ct_tensor *boundaries, bool right, bool out_int32);
+/* torch.searchsorted: sorted is 1-D, or has values' leading dims (one sorted row per
+ * row of values). */
+CT_API ct_tensor *ct_searchsorted(const ct_tensor *sorted, const ct_tensor *values, bool right, bool out_int32);
+/* torch.bincount of a 1-D non-negative integer tensor; weights (or NULL) of its length. */
+CT_API ct_tensor *ct_bincount(const ct_tensor *x, const ct_tensor *weights, int64_t minlength);
+/* torch.histc: bins equal bins over [min, max] (both equal: the data's range). */
+CT_API ct_tensor *ct_histc(const ct_tensor *x, int64_t bins, double min, double max);
+/* log(cumsum(exp(x))) along dim, stable (Note [logcumsumexp as a scan]). */
+CT_API ct_tensor *ct_logcumsumexp(const ct_tensor *x, int64_t dim);
 
 /* ------------------------------------------------------------ shape and indexing */
 

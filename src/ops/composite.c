@@ -745,3 +745,180 @@ ct_tensor *ct_cdist(const ct_tensor *x1, const ct_tensor *x2, double p) {
         r = ct_linalg_vector_norm(dif, p, (int64_t[]){-1}, 1, false, CT_DTYPE_UNDEFINED);
     });
 }
+
+/* ------------------------------------------------------------------ binning */
+
+/* Note [Bucketize by comparison]
+ * The index binary search finds is a count: for side left, the boundaries b with
+ * !(b >= v), for side right those with !(b > v) (so a NaN value lands after every
+ * boundary, as PyTorch's search). Broadcasting the comparison gives it in one pass
+ * over a (values x boundaries) grid; that costs memory proportional to both sizes,
+ * which suits the modest boundary lists these functions usually get. */
+static ct_tensor *count_below(const ct_tensor *seq, const ct_tensor *v, bool right, bool out_int32) {
+    /* seq (..., M), v (..., N) -> (..., N) */
+    ct_tensor *s = ct_unsqueeze(seq, -2), *x = ct_unsqueeze(v, -1);
+    ct_tensor *after = ct_logical_not(right ? ct_gt(s, x) : ct_ge(s, x));
+    return ct_sum(after, (int64_t[]){-1}, 1, false, out_int32 ? CT_DTYPE_INT32 : CT_DTYPE_INT64);
+}
+
+ct_tensor *ct_bucketize(const ct_tensor *x, const ct_tensor *boundaries, bool right, bool out_int32) {
+    CT_CHECK_ARG("bucketize", x);
+    CT_CHECK_ARG("bucketize", boundaries);
+    if (boundaries->ndim != 1) {
+        ct_error(CT_ERROR_VALUE, "bucketize", "boundaries tensor must be 1 dimension, but got dim(%d)", boundaries->ndim);
+        return NULL;
+    }
+    if (x->dtype == CT_DTYPE_BOOL || boundaries->dtype == CT_DTYPE_BOOL) {
+        ct_error(CT_ERROR_TYPE, "bucketize", "\"bucketize\" not implemented for 'bool'");
+        return NULL;
+    }
+    COMPOSITE({
+        ct_tensor *flat = ct_reshape(x, CT_SHAPE(-1));
+        ct_tensor *c = flat ? count_below(boundaries, flat, right, out_int32) : NULL;
+        r = c ? ct_reshape(c, x->shape, x->ndim) : NULL;
+    });
+}
+
+ct_tensor *ct_searchsorted(const ct_tensor *sorted, const ct_tensor *values, bool right, bool out_int32) {
+    const char *op = "searchsorted";
+    CT_CHECK_ARG(op, sorted);
+    CT_CHECK_ARG(op, values);
+    if (sorted->ndim == 0) {
+        ct_error(CT_ERROR_VALUE, op, "torch.searchsorted(): input value can be a scalar only when boundaries tensor "
+                 "dimension is 1, but we got boundaries tensor dim(0) and input value's dim(%d) numbers of dimensions",
+                 values->ndim);
+        return NULL;
+    }
+    if (sorted->dtype == CT_DTYPE_BOOL || values->dtype == CT_DTYPE_BOOL) {
+        ct_error(CT_ERROR_TYPE, op, "\"searchsorted\" not implemented for 'bool'");
+        return NULL;
+    }
+    if (sorted->ndim == 1)
+        return ct_bucketize(values, sorted, right, out_int32);
+    bool same = values->ndim == sorted->ndim;
+    for (int i = 0; same && i < sorted->ndim - 1; i++)
+        same = values->shape[i] == sorted->shape[i];
+    if (!same) {
+        ct_error(CT_ERROR_VALUE, op, "torch.searchsorted(): boundaries tensor should be 1 dimension or the first N-1 "
+                 "dimensions of boundaries tensor and input value tensor must match");
+        return NULL;
+    }
+    COMPOSITE(r = count_below(sorted, values, right, out_int32));
+}
+
+/* Counts of each value of a 1-D non-negative integer tensor (or sums of weights), of
+ * length max(x) + 1 and at least minlength. The length depends on the data: one sync
+ * on a GPU, and no META form. */
+ct_tensor *ct_bincount(const ct_tensor *x, const ct_tensor *weights, int64_t minlength) {
+    const char *op = "bincount";
+    CT_CHECK_ARG(op, x);
+    if (x->ndim != 1 || !ct_dtype_is_integral(x->dtype, false)) {
+        ct_error(CT_ERROR_VALUE, op, "bincount only supports 1-d non-negative integral inputs.");
+        return NULL;
+    }
+    if (minlength < 0) {
+        ct_error(CT_ERROR_VALUE, op, "minlength should be >= 0");
+        return NULL;
+    }
+    if (weights && (weights->ndim != 1 || weights->shape[0] != x->shape[0])) {
+        ct_error(CT_ERROR_VALUE, op, "weights should be 1-d and have the same length as input");
+        return NULL;
+    }
+    if (x->device.type == CT_DEVICE_META) {
+        ct_error(CT_ERROR_NOT_IMPLEMENTED, op, "the length of bincount's result depends on the data; META has none");
+        return NULL;
+    }
+    COMPOSITE({
+        double lo = 0, hi = -1;
+        if (x->numel == 0 ||
+            (ct_item_double(ct_amin(x, NULL, 0, false), &lo) == CT_OK && ct_item_double(ct_amax(x, NULL, 0, false), &hi) == CT_OK)) {
+            if (lo < 0) {
+                ct_error(CT_ERROR_VALUE, op, "bincount only supports 1-d non-negative integral inputs.");
+            } else {
+                int64_t n = (int64_t)hi + 1 > minlength ? (int64_t)hi + 1 : minlength;
+                /* float weights keep their dtype; other weights count in float64, as PyTorch */
+                ct_dtype dt = !weights ? CT_DTYPE_INT64
+                              : weights->dtype == CT_DTYPE_FLOAT32 || weights->dtype == CT_DTYPE_FLOAT64 ? weights->dtype
+                                                                                                        : CT_DTYPE_FLOAT64;
+                ct_tensor *src = weights ? ct_to_dtype(weights, dt) : ct_ones_like(x, CT_DTYPE_INT64);
+                ct_tensor *zeros = ct_zeros(CT_SHAPE(n), dt, x->device);
+                r = src && zeros ? ct_index_add(zeros, 0, ct_to_dtype(x, CT_DTYPE_INT64), src, ct_scalar_int(1)) : NULL;
+            }
+        }
+    });
+}
+
+/* A histogram of bins equal bins over [min, max] (both 0: the data's range, widened by
+ * 1 each side when it is a single value); values outside, and NaN, are not counted. */
+ct_tensor *ct_histc(const ct_tensor *x, int64_t bins, double min, double max) {
+    const char *op = "histc";
+    CT_CHECK_ARG(op, x);
+    if (!ct_dtype_is_floating(x->dtype)) {
+        ct_error(CT_ERROR_TYPE, op, "\"histogram_cpu\" not implemented for '%s'", ct_dtype_name(x->dtype));
+        return NULL;
+    }
+    if (bins <= 0) {
+        ct_error(CT_ERROR_VALUE, op, "torch.histc(): bins must be > 0, but got %lld for dim 0", (long long)bins);
+        return NULL;
+    }
+    if (x->device.type == CT_DEVICE_META && min == max) {
+        ct_error(CT_ERROR_NOT_IMPLEMENTED, op, "histc's range depends on the data here; META has none");
+        return NULL;
+    }
+    COMPOSITE({
+        double lo = min, hi = max;
+        bool ok = true;
+        if (lo == hi && x->numel > 0)
+            ok = ct_item_double(ct_amin(x, NULL, 0, false), &lo) == CT_OK &&
+                 ct_item_double(ct_amax(x, NULL, 0, false), &hi) == CT_OK;
+        if (ok && lo == hi) {
+            lo -= 1;
+            hi += 1;
+        }
+        if (ok && (!(lo <= hi) || isinf(lo) || isinf(hi) || isnan(lo) || isnan(hi))) {
+            ct_error(CT_ERROR_VALUE, op, "torch.histc(): range of [%g, %g] is not finite", lo, hi);
+            ok = false;
+        }
+        if (ok) {
+            /* bin = (x - lo) * bins / (hi - lo), the top edge falling in the last bin */
+            ct_tensor *in = ct_logical_and(ct_ge_scalar(x, ct_scalar_float(lo)), ct_le_scalar(x, ct_scalar_float(hi)));
+            ct_tensor *pos = ct_div_scalar(ct_mul_scalar(ct_sub_scalar(ct_to_dtype(x, CT_DTYPE_FLOAT64), ct_scalar_float(lo)),
+                                                         ct_scalar_int(bins)),
+                                           ct_scalar_float(hi - lo));
+            ct_scalar top = ct_scalar_int(bins - 1);
+            ct_tensor *idx = ct_clamp(ct_to_dtype(ct_where_scalar_other(in, pos, ct_scalar_int(0)), CT_DTYPE_INT64), NULL, &top);
+            ct_tensor *w = ct_to_dtype(in, x->dtype);
+            ct_tensor *zeros = ct_zeros(CT_SHAPE(bins), x->dtype, x->device);
+            r = ct_index_add(zeros, 0, ct_reshape(idx, CT_SHAPE(-1)), ct_reshape(w, CT_SHAPE(-1)), ct_scalar_int(1));
+        }
+    });
+}
+
+/* Note [logcumsumexp as a scan]
+ * log(cumsum(exp(x))) along dim, by log2(n) rounds of r = logaddexp(r, r shifted by
+ * 2^k) with -inf shifted in (a Hillis-Steele scan). Every step is logaddexp's stable
+ * form, so no element underflows however far it lies below the row's maximum (a
+ * single shift by the maximum would lose the early elements), and the gradient comes
+ * through logaddexp's. */
+ct_tensor *ct_logcumsumexp(const ct_tensor *x, int64_t dim) {
+    const char *op = "logcumsumexp";
+    CT_CHECK_ARG(op, x);
+    if (need_float(op, x->dtype))
+        return NULL;
+    int d = 0;
+    if (x->ndim && ct_wrap_dim(op, dim, x->ndim, &d))
+        return NULL;
+    int64_t n = x->ndim ? x->shape[d] : 1;
+    COMPOSITE({
+        r = ct_alias(x);
+        for (int64_t s = 1; s < n && r; s *= 2) {
+            int64_t shape[CT_MAX_DIMS];
+            memcpy(shape, x->shape, sizeof(int64_t) * (size_t)x->ndim);
+            shape[d] = s;
+            const ct_tensor *parts[2] = {ct_full(shape, x->ndim, ct_scalar_float(-INFINITY), x->dtype, x->device),
+                                         ct_narrow(r, d, 0, n - s)};
+            ct_tensor *shifted = parts[0] && parts[1] ? ct_cat(parts, 2, d) : NULL;
+            r = shifted ? ct_logaddexp(r, shifted) : NULL;
+        }
+    });
+}
