@@ -15,9 +15,10 @@
 
 /* "dtype:shape:values" -> a tensor (NULL on a malformed field) */
 static ct_tensor *parse_tensor(char *field) {
-    char *dt = strtok_r(field, ":", &field), *shape_s = field, *vals = strchr(field, ':');
-    if (!dt || !vals)
+    char *dt = field, *shape_s = strchr(field, ':'), *vals = shape_s ? strchr(shape_s + 1, ':') : NULL;
+    if (!vals)
         return NULL;
+    *shape_s++ = '\0';
     *vals++ = '\0';
     int64_t shape[CT_MAX_DIMS];
     int nd = 0;
@@ -172,11 +173,15 @@ static void test_golden(void **state) {
         ct_scope_begin();
         ct_tensor *in[MAX_IN];
         int n = 0;
-        for (char *p = ins, *fld; p && (fld = strtok_r(p, ";", &p)) != NULL;) {
+        for (char *fld = ins; fld;) {
+            char *next = strchr(fld, ';');
+            if (next)
+                *next++ = '\0';
             assert_true(n < MAX_IN);
             in[n] = parse_tensor(fld);
             assert_non_null(in[n]);
             n++;
+            fld = next;
         }
         ct_clear_error();
         ct_tensor *r = run(name, in, n);
