@@ -156,7 +156,7 @@ static void test_golden(void **state) {
     FILE *f = fopen(CT_TEST_DATA_DIR "/composites_golden.txt", "r");
     assert_non_null(f);
     static char line[1 << 16];
-    int cases = 0, errors = 0, bad = 0, gpu_cases = 0;
+    int cases = 0, errors = 0, bad = 0, gpu_cases = 0, gpu_gaps = 0;
     while (fgets(line, sizeof line, f)) {
         if (line[0] == '#' || line[0] == '\n')
             continue;
@@ -218,9 +218,16 @@ static void test_golden(void **state) {
                 for (int i = 0; i < n; i++)
                     gin[i] = ct_to_device(in[i], (ct_device){CT_DEVICE_CUDA, 0});
                 ct_tensor *g = run(name, gin, n);
-                if (g && ct_tensor_device(g).type != CT_DEVICE_CUDA)
+                /* integer GEMMs are CPU-only, as PyTorch's ("mm_cuda" not implemented) */
+                bool cuda_only_gap = !g && strstr(ct_last_error(), "_cuda\" not implemented for") &&
+                                     !ct_dtype_is_floating(ct_tensor_dtype(want));
+                if (cuda_only_gap) {
+                    gpu_gaps++;
+                    ct_clear_error();
+                } else if (g && ct_tensor_device(g).type != CT_DEVICE_CUDA)
                     snprintf(why, sizeof why, "the result is not on the GPU");
-                if (!g || ct_tensor_device(g).type != CT_DEVICE_CUDA || !same(ct_to_device(g, CT_CPU), want, why, sizeof why)) {
+                if (!cuda_only_gap && (!g || ct_tensor_device(g).type != CT_DEVICE_CUDA ||
+                                       !same(ct_to_device(g, CT_CPU), want, why, sizeof why))) {
                     printf("MISMATCH %s on CUDA: %s\n", name, g ? why : ct_last_error());
                     bad++;
                 }
@@ -232,7 +239,8 @@ static void test_golden(void **state) {
         cases++;
     }
     fclose(f);
-    printf("%d cases, %d of them refusals; %d also on CUDA\n", cases, errors, gpu_cases);
+    printf("%d cases, %d of them refusals; %d also on CUDA (%d integer GEMMs refused there, as PyTorch)\n", cases,
+           errors, gpu_cases, gpu_gaps);
     assert_true(cases > 150);
     assert_int_equal(bad, 0);
 }
