@@ -18,29 +18,15 @@ import os
 
 import torch
 import torch.nn.functional as F
+from golden_common import DTYPE_NAMES, number
 
 torch.manual_seed(0)
-NAMES = {torch.bool: "bool", torch.uint8: "uint8", torch.int8: "int8", torch.int16: "int16", torch.int32: "int32",
-         torch.int64: "int64", torch.float16: "float16", torch.bfloat16: "bfloat16", torch.float32: "float32",
-         torch.float64: "float64"}
 nan, inf = math.nan, math.inf
-
-
-def fmt(v):
-    if isinstance(v, bool):
-        return "1" if v else "0"
-    if isinstance(v, int):
-        return str(v)
-    if math.isnan(v):
-        return "nan"
-    if math.isinf(v):
-        return "inf" if v > 0 else "-inf"
-    return repr(float(v))
 
 
 def ten(t):
     shape = "x".join(str(s) for s in t.shape)
-    return "%s:%s:%s" % (NAMES[t.dtype], shape, ",".join(fmt(x) for x in t.reshape(-1).tolist()))
+    return "%s:%s:%s" % (DTYPE_NAMES[t.dtype], shape, ",".join(number(x) for x in t.reshape(-1).tolist()))
 
 
 lines = []
@@ -197,7 +183,7 @@ for args in ((4, 3, 0), (4, 3, -1), (3, 4, 1), (3, 3, 5), (0, 3, 0), (3, 3, -5))
     case("tril_indices_" + n, lambda a=args: torch.tril_indices(*a))
     case("triu_indices_" + n, lambda a=args: torch.triu_indices(*a))
 for p in (2.0, 1.0, 0.0, 3.0, inf):
-    case("cdist_%s" % fmt(p), lambda a, b, p=p: torch.cdist(a, b, p=p), R(3, 4), R(2, 4))
+    case("cdist_%s" % number(p), lambda a, b, p=p: torch.cdist(a, b, p=p), R(3, 4), R(2, 4))
 case("cdist_2.0", lambda a, b: torch.cdist(a, b), R(2, 3, 4), R(2, 5, 4))
 case("cdist_2.0", lambda a, b: torch.cdist(a, b), R(3, 4), R(2, 3))
 case("cdist_-1.0", lambda a, b: torch.cdist(a, b, p=-1.0), R(3, 4), R(2, 4))

@@ -23,31 +23,15 @@ import warnings
 
 import torch
 import torch.nn.functional as F
+from golden_common import DTYPE_NAMES, number
 
 warnings.simplefilter("ignore")
 
-NAMES = {
-    torch.bool: "bool", torch.uint8: "uint8", torch.int8: "int8", torch.int16: "int16",
-    torch.int32: "int32", torch.int64: "int64", torch.float16: "float16",
-    torch.bfloat16: "bfloat16", torch.float32: "float32", torch.float64: "float64",
-}
 inf, nan = math.inf, math.nan
 
 
-def fmt(v):
-    if isinstance(v, bool):
-        return "1" if v else "0"
-    if isinstance(v, int):
-        return str(v)
-    if math.isnan(v):
-        return "nan"
-    if math.isinf(v):
-        return "inf" if v > 0 else "-inf"
-    return repr(float(v))
-
-
 def ten(t):
-    return NAMES[t.dtype] + ":" + ",".join(fmt(x) for x in t.reshape(-1).tolist())
+    return DTYPE_NAMES[t.dtype] + ":" + ",".join(number(x) for x in t.reshape(-1).tolist())
 
 
 lines = []
@@ -71,20 +55,20 @@ ia, ib = [5, -5, 5, -5, 0, 7, -7, 9], [3, 3, -3, -3, 3, -2, 2, 9]
 fa = [5.5, -5.5, 5.5, -5.5, -0.0, 0.0, 6.0, -6.0, 5.0, -5.0, 5.0, -5.0, 0.0, inf, nan, 1e-30]
 fb = [3.0, 3.0, -3.0, -3.0, 3.0, -3.0, 3.0, -3.0, inf, inf, 0.0, -0.0, 0.0, 2.0, 1.0, 1e30]
 for d in (i64, i32, i8):
-    case("remainder_" + NAMES[d], torch.remainder, (d, ia), (d, ib))
-    case("fmod_" + NAMES[d], torch.fmod, (d, ia), (d, ib))
-    case("floor_divide_" + NAMES[d], torch.floor_divide, (d, ia), (d, ib))
-    case("div_trunc_" + NAMES[d], lambda x, y: torch.div(x, y, rounding_mode="trunc"), (d, ia), (d, ib))
-    case("div_floor_" + NAMES[d], lambda x, y: torch.div(x, y, rounding_mode="floor"), (d, ia), (d, ib))
-    case("div_true_" + NAMES[d], torch.div, (d, ia), (d, ib))
+    case("remainder_" + DTYPE_NAMES[d], torch.remainder, (d, ia), (d, ib))
+    case("fmod_" + DTYPE_NAMES[d], torch.fmod, (d, ia), (d, ib))
+    case("floor_divide_" + DTYPE_NAMES[d], torch.floor_divide, (d, ia), (d, ib))
+    case("div_trunc_" + DTYPE_NAMES[d], lambda x, y: torch.div(x, y, rounding_mode="trunc"), (d, ia), (d, ib))
+    case("div_floor_" + DTYPE_NAMES[d], lambda x, y: torch.div(x, y, rounding_mode="floor"), (d, ia), (d, ib))
+    case("div_true_" + DTYPE_NAMES[d], torch.div, (d, ia), (d, ib))
 case("remainder_uint8", torch.remainder, (u8, [5, 251, 7]), (u8, [3, 3, 250]))
 case("floor_divide_uint8", torch.floor_divide, (u8, [5, 251, 7]), (u8, [3, 3, 250]))
 for d in (f32, f64, f16, bf16):
-    case("remainder_" + NAMES[d], torch.remainder, (d, fa), (d, fb))
-    case("fmod_" + NAMES[d], torch.fmod, (d, fa), (d, fb))
-    case("floor_divide_" + NAMES[d], torch.floor_divide, (d, fa), (d, fb))
-    case("div_trunc_" + NAMES[d], lambda x, y: torch.div(x, y, rounding_mode="trunc"), (d, fa), (d, fb))
-    case("div_floor_" + NAMES[d], lambda x, y: torch.div(x, y, rounding_mode="floor"), (d, fa), (d, fb))
+    case("remainder_" + DTYPE_NAMES[d], torch.remainder, (d, fa), (d, fb))
+    case("fmod_" + DTYPE_NAMES[d], torch.fmod, (d, fa), (d, fb))
+    case("floor_divide_" + DTYPE_NAMES[d], torch.floor_divide, (d, fa), (d, fb))
+    case("div_trunc_" + DTYPE_NAMES[d], lambda x, y: torch.div(x, y, rounding_mode="trunc"), (d, fa), (d, fb))
+    case("div_floor_" + DTYPE_NAMES[d], lambda x, y: torch.div(x, y, rounding_mode="floor"), (d, fa), (d, fb))
 case("int8_min_floor_divide", torch.floor_divide, (i8, [-128, -128, 127]), (i8, [-1, 1, -1]))
 case("int8_min_remainder", torch.remainder, (i8, [-128, -128, 127]), (i8, [-1, 1, -1]))
 case("int8_min_fmod", torch.fmod, (i8, [-128, -128, 127]), (i8, [-1, 1, -1]))
@@ -102,7 +86,7 @@ case("zero_float_ok", torch.floor_divide, (f32, [5.0, -5.0, 0.0]), (f32, [0.0, 0
 pa = [0.0, 0.0, -8.0, -8.0, 2.0, -2.0, inf, -inf, nan, 1.0, -0.0, -0.0, 0.0, -1.0, 4.0, 0.5]
 pb = [0.0, -1.0, 1 / 3, 2.0, 0.5, 0.5, -1.0, 3.0, 0.0, nan, 0.5, -1.0, -2.0, inf, -0.5, 10.0]
 for d in (f32, f64, f16, bf16):
-    case("pow_" + NAMES[d], torch.pow, (d, pa), (d, pb))
+    case("pow_" + DTYPE_NAMES[d], torch.pow, (d, pa), (d, pb))
 case("pow_int64", torch.pow, (i64, [2, 3, 0, 0, -2, 1, -1, -1, 5, -3, 7]), (i64, [10, 3, 0, 1, 3, -1, -2, -3, -2, 3, 0]))
 case("pow_uint8_wrap", torch.pow, (u8, [2, 3, 0]), (u8, [8, 200, 0]))
 case("pow_int32_wrap", torch.pow, (i32, [3, -3, 7]), (i32, [40, 41, 30]))
@@ -110,7 +94,7 @@ ps = [-0.0, 0.0, -inf, inf, -2.0, 3.0, 0.3, nan]
 for e in (2, 3, 0.5, -0.5, -1, -2, 2.5, 0):
     tag = str(e).replace("-", "m").replace(".", "p")
     for d in (f32, f64, bf16):
-        case("pow_s%s_%s" % (tag, NAMES[d]), lambda x, e=e: torch.pow(x, e), (d, ps))
+        case("pow_s%s_%s" % (tag, DTYPE_NAMES[d]), lambda x, e=e: torch.pow(x, e), (d, ps))
 case("pow_scalar_int_neg", lambda x: torch.pow(x, -1), (i64, [2, 3]))
 case("pow_scalar_int_float", lambda x: torch.pow(x, -1.0), (i64, [2, 4]))
 case("pow_scalar_int_2", lambda x: torch.pow(x, 2), (i32, [3, -4, 46341]))
@@ -130,11 +114,11 @@ case("lshift_mixed", torch.bitwise_left_shift, (i8, [1, 2]), (i64, [1, 2]))
 # ---- rounding
 rv = [0.5, 1.5, 2.5, -0.5, -2.5, 2.4999999, 1e20, -0.0, 3.5, -3.5, 0.49999997, 4503599627370497.0]
 for d in (f32, f64, bf16):
-    case("round_" + NAMES[d], torch.round, (d, rv))
+    case("round_" + DTYPE_NAMES[d], torch.round, (d, rv))
 dv = [0.125, 0.135, 1.25, -1.35, 1234.5678, 0.005, -0.0, 2.675]
 for d in (f32, f64, bf16):
-    case("round_dec2_" + NAMES[d], lambda x: torch.round(x, decimals=2), (d, dv))
-    case("round_decm2_" + NAMES[d], lambda x: torch.round(x, decimals=-2),
+    case("round_dec2_" + DTYPE_NAMES[d], lambda x: torch.round(x, decimals=2), (d, dv))
+    case("round_decm2_" + DTYPE_NAMES[d], lambda x: torch.round(x, decimals=-2),
          (d, [125.0, 135.0, 1250.0, -1350.0, 1234.5678, 50.0, 150.0]))
 case("round_dec400", lambda x: torch.round(x, decimals=400), (f32, [1.5, 0.0]))
 case("round_decm400", lambda x: torch.round(x, decimals=-400), (f32, [1.5, 0.0]))
@@ -152,12 +136,12 @@ av = [-30.0, -5.0, -3.0, -1.0, -0.5, -0.0, 0.0, 0.5, 1.0, 3.0, 5.0, 19.0, 20.0, 
 # bfloat16 only for the piecewise-linear ones: PyTorch 1.13 evaluates some bfloat16
 # activations step by step in bfloat16, ctorch in float32 with one final rounding.
 for d in (f32, f64, bf16):
-    n = NAMES[d]
+    n = DTYPE_NAMES[d]
     case("leaky_relu_" + n, lambda x: F.leaky_relu(x, 0.2), (d, av))
     case("hardtanh_" + n, lambda x: F.hardtanh(x, -2.0, 3.0), (d, av))
     case("relu6_" + n, F.relu6, (d, av))
 for d in (f32, f64):
-    n = NAMES[d]
+    n = DTYPE_NAMES[d]
     case("gelu_" + n, F.gelu, (d, av))
     case("gelu_tanh_" + n, lambda x: F.gelu(x, approximate="tanh"), (d, av))
     case("silu_" + n, F.silu, (d, av))
@@ -181,7 +165,7 @@ case("gelu_int", F.gelu, (i64, [1]))
 # ---- logit, erfinv and friends
 lv = [0.0, 0.3, 1.0, 1.2, -0.1, nan, 0.5, 1e-8]
 for d in (f32, f64):
-    n = NAMES[d]
+    n = DTYPE_NAMES[d]
     case("logit_" + n, torch.logit, (d, lv))
     case("logit_eps_" + n, lambda x: torch.logit(x, eps=0.1), (d, lv))
 
@@ -200,7 +184,7 @@ try:
     for d in (f64, f32):
         xs = torch.tensor(tails, dtype=d)
         ref = torch.tensor([float(mpmath.erfinv(mpmath.mpf(v))) for v in xs.tolist()], dtype=d)
-        lines.append("erfinv_mp_%s;%s=>%s" % (NAMES[d], ten(xs), ten(ref)))
+        lines.append("erfinv_mp_%s;%s=>%s" % (DTYPE_NAMES[d], ten(xs), ten(ref)))
 except ImportError:
     pass
 case("erfinv_int", torch.erfinv, (i64, [0, 1, -1]))
@@ -212,7 +196,7 @@ case("log1p_float64", torch.log1p, (f64, [-1.0, -2.0, 1e-10, 0.0, 1.0]))
 # ---- nan_to_num
 nv = [nan, inf, -inf, 1.0, -0.0]
 for d in (f32, f64, f16, bf16):
-    case("nan_to_num_" + NAMES[d], torch.nan_to_num, (d, nv))
+    case("nan_to_num_" + DTYPE_NAMES[d], torch.nan_to_num, (d, nv))
 case("nan_to_num_args_f64", lambda x: torch.nan_to_num(x, 1.5, 2.0, -3.0), (f64, nv))
 case("nan_to_num_args_f16", lambda x: torch.nan_to_num(x, 1e6, 1e6, -1e6), (f16, nv))
 case("nan_to_num_posinf_only", lambda x: torch.nan_to_num(x, posinf=7.0), (f32, nv))

@@ -15,24 +15,7 @@ import math
 
 import torch
 import torch.nn.functional as F
-
-NAMES = {
-    torch.bool: "bool", torch.uint8: "uint8", torch.int8: "int8", torch.int16: "int16",
-    torch.int32: "int32", torch.int64: "int64", torch.float16: "float16",
-    torch.bfloat16: "bfloat16", torch.float32: "float32", torch.float64: "float64",
-}
-
-
-def num(v):
-    if isinstance(v, bool):
-        return "1" if v else "0"
-    if isinstance(v, int):
-        return str(v)
-    if math.isnan(v):
-        return "nan"
-    if math.isinf(v):
-        return "inf" if v > 0 else "-inf"
-    return repr(float(v))
+from golden_common import DTYPE_NAMES, number
 
 
 def fmt(t):
@@ -42,7 +25,7 @@ def fmt(t):
     if t.dtype in (torch.float16, torch.bfloat16):
         vals = vals.double()
     vals = vals.tolist()
-    return "%s[%s]=%s" % (NAMES[t.dtype], ",".join(str(s) for s in t.shape), " ".join(num(v) for v in vals))
+    return "%s[%s]=%s" % (DTYPE_NAMES[t.dtype], ",".join(str(s) for s in t.shape), " ".join(number(v) for v in vals))
 
 
 def emit(op, params, inputs, fn):
