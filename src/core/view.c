@@ -73,7 +73,8 @@ static bool infer_size(const char *op, const int64_t *shape, int ndim, int64_t n
             }
             infer = i;
         } else if (shape[i] < 0) {
-            ct_error(CT_ERROR_VALUE, op, "invalid shape dimension %lld", (long long)shape[i]);
+            ct_error(CT_ERROR_VALUE, op, "invalid shape dimension %lld at index %d of shape %s", (long long)shape[i],
+                     i, ct_shape_str(shape, ndim, buf, sizeof buf));
             return false;
         } else if (shape[i] == 0) {
             has_zero = true;
@@ -550,19 +551,15 @@ ct_tensor *ct_narrow_impl(const ct_tensor *t, int dim, int64_t start, int64_t le
     if (ct_wrap_dim("narrow", dim, t->ndim, &d))
         return NULL;
     int64_t n = t->shape[d];
-    /* start may equal the size (an empty narrow at the end); otherwise it is wrapped
-     * like a dim index, an empty dim accepting -1 and 0. */
-    if (start != n) {
-        int64_t m = n > 0 ? n : 1;
-        if (start < -m || start >= m) {
-            ct_error(CT_ERROR_INDEX, "narrow",
-                     "start out of range (expected to be in range of [%lld, %lld], but got %lld)", (long long)-m,
-                     (long long)(m - 1), (long long)start);
-            return NULL;
-        }
-        if (start < 0)
-            start += m;
+    /* start lies in [-n, n] (n: an empty narrow at the end); a negative one counts from
+     * the end, as in PyTorch 2.x */
+    if (start < -n || start > n) {
+        ct_error(CT_ERROR_INDEX, "narrow", "start out of range (expected to be in range of [%lld, %lld], but got %lld)",
+                 (long long)-n, (long long)n, (long long)start);
+        return NULL;
     }
+    if (start < 0)
+        start += n;
     if (length < 0 || start > n - length) {
         ct_error(CT_ERROR_VALUE, "narrow", "start (%lld) + length (%lld) exceeds dimension size (%lld).",
                  (long long)start, (long long)length, (long long)n);

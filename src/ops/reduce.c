@@ -96,17 +96,7 @@ static ct_status plan_norm(const ct_call *call, const ct_tensor *a, ct_dtype req
     pl->P.p = ord;
     pl->P.kind = CT_RED_NORM;
     switch (call->op) {
-    case CT_OP_norm:
-        if (!is_float(in))
-            return ct_error(CT_ERROR_TYPE, "norm",
-                            "norm(): input dtype should be either floating point or complex. Got %s instead.",
-                            pt_name(in));
-        if (requested != CT_DTYPE_UNDEFINED && !is_float(requested))
-            return ct_error(CT_ERROR_TYPE, "norm",
-                            "norm(): the desired output dtype should be either floating point or complex. Got %s "
-                            "instead.",
-                            pt_name(requested));
-        break;
+    case CT_OP_norm: /* torch.norm is linalg.vector_norm over dims (PyTorch 2.x) */
     case CT_OP_linalg_vector_norm:
     case CT_OP_linalg__powsum: {
         const char *pn = call->op == CT_OP_linalg__powsum ? "linalg._powsum" : "linalg.vector_norm";
@@ -116,7 +106,7 @@ static ct_status plan_norm(const ct_call *call, const ct_tensor *a, ct_dtype req
         if (requested != CT_DTYPE_UNDEFINED && !is_float(requested))
             return ct_error(CT_ERROR_TYPE, ct_op_name(call->op),
                             "%s: dtype should be floating point or complex, but got %s", pn, pt_name(requested));
-        if (requested != CT_DTYPE_UNDEFINED && call->op == CT_OP_linalg_vector_norm &&
+        if (requested != CT_DTYPE_UNDEFINED && call->op != CT_OP_linalg__powsum &&
             ct_promote_types(in, requested) != requested)
             return ct_error(CT_ERROR_TYPE, ct_op_name(call->op),
                             "%s: the dtype of the input (%s) should be convertible without narrowing to the "
@@ -162,7 +152,7 @@ static ct_status plan_op(const ct_call *call, const ct_tensor *a, ct_dtype reque
         break;
     case CT_OP_nanmean:
         if (!is_float(in))
-            return ct_error(CT_ERROR_TYPE, name, "nanmean(): expected input to have floating point dtype but got %s",
+            return ct_error(CT_ERROR_TYPE, name, "nanmean(): expected input to have floating point or complex dtype but got %s",
                             pt_name(in));
         if (requested != CT_DTYPE_UNDEFINED && !is_float(requested))
             return ct_error(CT_ERROR_TYPE, name, "nanmean(): expected dtype to be a floating point dtype but got %s",

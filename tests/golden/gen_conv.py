@@ -1,5 +1,6 @@
 """Writes tests/data/conv_golden.txt: conv2d and max_pool2d, forward and backward,
-computed by PyTorch in float64 (run with /usr/bin/python3; PyTorch 1.13 works).
+computed by PyTorch in float64 (the committed file comes from PyTorch 2.11; 1.13 gives
+the same values).
 
 Each case: a header line, then one line per tensor: name, shape, values.
   conv N C H W O KH KW sh sw ph pw dh dw groups bias batched

@@ -1,7 +1,7 @@
 """Reference loss curve for tests/test_autograd_mlp.c: a 2-layer MLP (tanh hidden
 layer, mean squared error) trained with plain SGD for 20 steps in float64.
 
-Run with PyTorch 1.13:  /usr/bin/python3 tests/golden/gen_mlp.py
+Run with PyTorch (the committed file: 2.11; 1.13 agrees):  python3 tests/golden/gen_mlp.py
 Writes tests/data/mlp_golden.txt: named arrays (name, count, values), then the losses.
 Weights are (out_features, in_features), as nn.Linear (and ct_linear) keep them."""
 import os

@@ -1,5 +1,5 @@
 """Writes tests/data/nn_golden.txt: torch.nn.functional forward values and gradients,
-computed by PyTorch in float64 (run with /usr/bin/python3; PyTorch 1.13), and
+computed by PyTorch in float64 (the committed files: PyTorch 2.11; 1.13 works too), and
 tests/data/nn_modules_golden.txt: modules' state dicts with an input and output.
 
 Format: "case NAME" starts a case; each following line is one tensor:

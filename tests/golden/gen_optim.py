@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """Generates tests/data/optim_golden.txt: torch.optim updates over 20 steps, float64.
 
-Run with the Python that has PyTorch 1.13:
-    /usr/bin/python3 tests/golden/gen_optim.py > tests/data/optim_golden.txt
+Run with a Python that has PyTorch (the committed file: 2.11; 1.13 agrees):
+    python3 tests/golden/gen_optim.py > tests/data/optim_golden.txt
 
 Every number is written with float.hex() (exact). Lines:
   case NAME KIND                 KIND is SGD, Adam, AdamW, RMSprop or Adagrad

@@ -1,7 +1,7 @@
 """Records what torch.reshape does for inputs of many layouts: view or copy, the
 result's shape, strides and storage offset, or the error it raises.
 
-Run with PyTorch 1.13:  /usr/bin/python3 tests/golden/gen_reshape.py > tests/data/reshape_golden.txt
+Run with PyTorch (the committed file: 2.11):  python3 tests/golden/gen_reshape.py > tests/data/reshape_golden.txt
 
 Each case is a chain of layout operations applied to arange(numel) of a base shape,
 then the reshape target. Output lines:

@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """Generates tests/data/sched_golden.txt: torch.optim.lr_scheduler LR sequences.
 
-Run with the Python that has PyTorch 1.13:
-    /usr/bin/python3 tests/golden/gen_schedulers.py > tests/data/sched_golden.txt
+Run with a Python that has PyTorch (the committed file: 2.11; 1.13 agrees):
+    python3 tests/golden/gen_schedulers.py > tests/data/sched_golden.txt
 
 Each case builds an optimizer with two param groups (lr 0.1 and 0.05) and a scheduler
 configured as the C test configures the case of the same name (test_lr_scheduler.c),

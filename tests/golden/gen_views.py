@@ -2,7 +2,7 @@
 ctorch's shapes, strides, storage offsets, storage sharing and element values can be
 compared case by case.
 
-Run with PyTorch 1.13:  /usr/bin/python3 tests/golden/gen_views.py > tests/data/views_golden.txt
+Run with PyTorch (the committed file: 2.11):  python3 tests/golden/gen_views.py > tests/data/views_golden.txt
 
 The op language is gen_reshape.py's, plus
     narrow d start length     unfold d size step      diag offset d1 d2
