@@ -6,28 +6,27 @@
 #include "tensor_impl.h"
 
 /* Note [Reproducing PyTorch's sequences bit for bit]
- * torch.arange and torch.linspace on the CPU do not compute element i as
- * start + i * step. Their loops are vectorized: the output is cut into blocks of one
- * SIMD register (32 bytes on the AVX2 and default builds that PyTorch ships), the
- * first element of each block is computed from the index and the rest as
- * base + k * step, and the last (n mod 2*block) elements come from a scalar loop. The
- * kernels are compiled with FMA: the products with the index are fused into their
- * sums, and so are the k * step additions of arange and of the float16 vector, but
- * not those of linspace or of the bfloat16 vector (found by comparing candidate
- * formulas against PyTorch's output). Float16 and bfloat16 arithmetic rounds to the
- * dtype after each operation. For integer dtypes linspace truncates each block's
- * base before adding k * step, which is visible in the values
- * (linspace(0, 10, 25, dtype=int64) starts 0, 0, 0, 1, 1, 1, 1, 2).
+ * torch.arange on the CPU does not compute element i as start + i * step. Its loop is
+ * vectorized: the output is cut into blocks of one SIMD register (32 bytes on the AVX2
+ * and default builds that PyTorch ships), the first element of each block is computed
+ * from the index and the rest as base + k * step, and the last (n mod 2*block)
+ * elements come from a scalar loop. The kernel is compiled with FMA: the products with
+ * the index are fused into their sums, and so are the k * step additions, except in
+ * the bfloat16 vector (found by comparing candidate formulas against PyTorch's
+ * output). Float16 and bfloat16 arithmetic rounds to the dtype after each operation.
+ * torch.linspace (PyTorch 2.x) computes every element from its index, from the nearer
+ * end: fused for float32, float64 and the integers (which truncate start and end
+ * first), rounded after each operation for float16 and bfloat16.
  *
- * ctorch follows the same recipe with C's fma (correctly rounded, like the hardware
+ * ctorch follows the same recipes with C's fma (correctly rounded, like the hardware
  * instruction), so its results equal PyTorch's bit for bit; the golden test in
  * tests/test_factory.c holds us to it for float64, float32, float16, bfloat16 and
  * int64. ISO C mode (-std=c11) keeps the compiler from fusing the unfused
- * expressions on its own. Two things are not reproduced: the block width of AVX-512
- * builds (64 bytes), and PyTorch's split of sequences longer than 32768 elements into
- * per-thread chunks that restart the blocking (which makes its own result depend on
- * its thread count). ctorch treats the whole tensor as one chunk, so its result never
- * depends on the thread count. */
+ * expressions on its own. Two things are not reproduced for arange: the block width
+ * of AVX-512 builds (64 bytes), and PyTorch's split of sequences longer than 32768
+ * elements into per-thread chunks that restart the blocking (which makes its own
+ * result depend on its thread count). ctorch treats the whole tensor as one chunk, so
+ * its result never depends on the thread count. */
 #define CT_SIMD_BYTES 32
 
 /* Integer-to-double conversion of a scalar as c10::Scalar::to<int64_t> does it, with
@@ -185,38 +184,27 @@ ct_tensor *ct_arange(ct_scalar start, ct_scalar end, ct_scalar step, ct_dtype dt
 
 /* ------------------------------------------------------------------ linspace */
 
+/* Every element from its index, from the nearer end (PyTorch 2.x's CPU kernel: no
+ * blocks, unlike arange): fused in float32/float64 and int, each operation rounded in
+ * float16/bfloat16. */
 static void linspace_fill(char *p, ct_dtype d, int64_t n, double start, double end) {
     int64_t esz = (int64_t)ct_dtype_size(d);
-    int64_t w = CT_SIMD_BYTES / esz;
-    int64_t nv = n / (2 * w) * (2 * w);
     int64_t half = n / 2;
     if (d == CT_DTYPE_FLOAT64) {
         double s = start, e = end, st = (e - s) / (double)(n - 1);
-        for (int64_t b = 0; b < nv; b += w) {
-            double base = b < half ? fma(st, (double)b, s) : fma(-st, (double)(n - b - 1), e);
-            for (int64_t k = 0; k < w; k++)
-                ((double *)p)[b + k] = base + (double)k * st;
-        }
-        for (int64_t i = nv; i < n; i++)
+        for (int64_t i = 0; i < n; i++)
             ((double *)p)[i] = i < half ? fma(st, (double)i, s) : fma(-st, (double)(n - i - 1), e);
     } else if (d == CT_DTYPE_FLOAT32) {
         float s = (float)start, e = (float)end, st = (e - s) / (float)(n - 1);
-        for (int64_t b = 0; b < nv; b += w) {
-            float base = b < half ? fmaf(st, (float)b, s) : fmaf(-st, (float)(n - b - 1), e);
-            for (int64_t k = 0; k < w; k++)
-                ((float *)p)[b + k] = base + (float)k * st;
-        }
-        for (int64_t i = nv; i < n; i++)
+        for (int64_t i = 0; i < n; i++)
             ((float *)p)[i] = i < half ? fmaf(st, (float)i, s) : fmaf(-st, (float)(n - i - 1), e);
     } else if (d == CT_DTYPE_FLOAT16 || d == CT_DTYPE_BFLOAT16) {
         /* Every operation rounds to the dtype; nothing is fused. */
         float s = round_to(d, (float)start), e = round_to(d, (float)end);
         float st = round_to(d, round_to(d, e - s) / round_to(d, (float)(n - 1)));
         for (int64_t i = 0; i < n; i++) {
-            int64_t b = i < nv ? i - i % w : i, k = i - b;
-            float base = b < half ? round_to(d, s + round_to(d, st * round_to(d, (float)b)))
-                                  : round_to(d, e - round_to(d, st * round_to(d, (float)(n - b - 1))));
-            float v = k ? round_to(d, base + round_to(d, round_to(d, (float)k) * st)) : base;
+            float v = i < half ? round_to(d, s + round_to(d, st * round_to(d, (float)i)))
+                               : round_to(d, e - round_to(d, st * round_to(d, (float)(n - i - 1))));
             store_f(p + i * esz, d, v);
         }
     } else {
@@ -227,13 +215,7 @@ static void linspace_fill(char *p, ct_dtype d, int64_t n, double start, double e
         ct_store_double(tmp, d, end);
         double e = ct_load_double(tmp, d);
         double st = (e - s) / (double)(n - 1);
-        for (int64_t b = 0; b < nv; b += w) {
-            ct_store_double(tmp, d, b < half ? fma(st, (double)b, s) : fma(-st, (double)(n - b - 1), e));
-            double base = ct_load_double(tmp, d);
-            for (int64_t k = 0; k < w; k++)
-                ct_store_double(p + (b + k) * esz, d, base + (double)k * st);
-        }
-        for (int64_t i = nv; i < n; i++)
+        for (int64_t i = 0; i < n; i++)
             ct_store_double(p + i * esz, d, i < half ? fma(st, (double)i, s) : fma(-st, (double)(n - i - 1), e));
     }
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Records torch.arange / linspace / logspace results for tests/test_factory.c.
 
-Run with the PyTorch 1.13 interpreter:  /usr/bin/python3 tests/golden/gen_factories.py
+Run with a recent PyTorch (the committed file: 2.11):  python3 tests/golden/gen_factories.py
 Writes tests/data/factories.txt, one case per line:
 
     <op> <dtype> <p1> <p2> <p3> <p4> <n> <v0> ... <v(n-1)>
