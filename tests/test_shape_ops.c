@@ -117,12 +117,17 @@ static void test_gather_scatter(void **state) {
            8, 12, 0, 0, 4, 6);
     int64_t xi[] = {2, 0};
     EXPECT(ct_index_select(t, 0, ct_from_data(xi, CT_SHAPE(2), CT_I64)), 8, 9, 10, 11, 0, 1, 2, 3);
+    /* no negative indices, as in PyTorch */
     int64_t neg[] = {-1};
-    EXPECT(ct_index_select(t, 1, ct_from_data(neg, CT_SHAPE(1), CT_I64)), 3, 7, 11);
+    CT_ASSERT_ERR(ct_index_select(t, 1, ct_from_data(neg, CT_SHAPE(1), CT_I64)) != NULL, CT_ERROR_INDEX,
+                  "index out of range in self");
+    CT_ASSERT_ERR(ct_gather(t, 1, ct_from_data(neg, CT_SHAPE(1, 1), CT_I64)) != NULL, CT_ERROR_INDEX,
+                  "index -1 is out of bounds for dimension 1 with size 4");
     int64_t oob[] = {3};
     CT_ASSERT_ERR(ct_index_select(t, 0, ct_from_data(oob, CT_SHAPE(1), CT_I64)) != NULL, CT_ERROR_INDEX,
-                  "index 3 is out of bounds for dimension with size 3");
-    CT_ASSERT_ERR(ct_gather(t, 1, ct_ones(CT_SHAPE(3, 2), CT_F32, CT_CPU)) != NULL, CT_ERROR_TYPE, "index must be int64");
+                  "index out of range in self (index 3, size 3)");
+    CT_ASSERT_ERR(ct_gather(t, 1, ct_ones(CT_SHAPE(3, 2), CT_F32, CT_CPU)) != NULL, CT_ERROR_TYPE,
+                  "gather(): Expected dtype int32/int64 for index");
     CT_ASSERT_ERR(ct_gather(t, 1, ct_zeros(CT_SHAPE(3), CT_I64, CT_CPU)) != NULL, CT_ERROR_VALUE,
                   "same number of dimensions");
     CT_ASSERT_ERR(ct_scatter_add(z, 1, sidx, ct_ones(CT_SHAPE(3, 2), CT_F64, CT_CPU)) != NULL, CT_ERROR_TYPE, "dtype");

@@ -58,16 +58,21 @@ static ct_status find_bad_index(const char *op, const ct_tensor *ic, int64_t siz
     return st;
 }
 
-/* Validates a contiguous index with the shared kernels' message (embedding: its own,
- * and no negative indices). */
-static ct_status check_indices(const char *op, const ct_tensor *ic, int64_t size, bool embedding) {
+/* Validates a contiguous index against [0, size), with the CPU kernels' messages
+ * (src/ops/shape.c's index_at): dim >= 0 names the dim (gather, scatter_add), -1 gives
+ * index_select/index_add's, -2 embedding's. */
+static ct_status check_indices(const char *op, const ct_tensor *ic, int64_t size, int dim) {
     int64_t k, v;
-    ct_status st = find_bad_index(op, ic, size, !embedding, &k, &v);
+    ct_status st = find_bad_index(op, ic, size, false, &k, &v);
     if (st || k < 0)
         return st;
-    return embedding ? ct_error(CT_ERROR_INDEX, op, "index out of range in self")
-                     : ct_error(CT_ERROR_INDEX, op, "index %lld is out of bounds for dimension with size %lld",
-                                (long long)v, (long long)size);
+    if (dim == -2)
+        return ct_error(CT_ERROR_INDEX, op, "index out of range in self");
+    if (dim == -1)
+        return ct_error(CT_ERROR_INDEX, op, "index out of range in self (index %lld, size %lld)", (long long)v,
+                        (long long)size);
+    return ct_error(CT_ERROR_INDEX, op, "index %lld is out of bounds for dimension %d with size %lld", (long long)v,
+                    dim, (long long)size);
 }
 
 /* The same with the message of src/ops/indexing.c (prefix, then the dim). */
@@ -96,7 +101,7 @@ ct_status ct_cuda_index_select(ct_tensor *out, const ct_tensor *t, const ct_tens
     ct_scope_begin();
     const ct_tensor *c = ct_contiguous(t), *ic = ct_contiguous(index);
     int64_t size = t->ndim ? t->shape[d] : 1;
-    st = c && ic ? check_indices(op, ic, size, false) : ct_last_status();
+    st = c && ic ? check_indices(op, ic, size, -1) : ct_last_status();
     if (st == CT_OK) {
         int64_t outer = t->ndim ? prod(t->shape, 0, d) : 1, inner = t->ndim ? prod(t->shape, d + 1, t->ndim) : 1;
         st = ct_cuda_index_select_run(ct_tensor_ptr(out), ct_tensor_ptr(c), ct_dtype_size(t->dtype), ct_tensor_ptr(ic),
@@ -135,7 +140,7 @@ ct_status ct_cuda_gather(ct_tensor *out, const ct_tensor *t, const ct_tensor *in
     ct_cuda_index_desc g;
     if (ic)
         index_desc(&g, ic, t, NULL, d);
-    st = ic ? check_indices(op, ic, g.size, false) : ct_last_status();
+    st = ic ? check_indices(op, ic, g.size, d) : ct_last_status();
     if (st == CT_OK)
         st = ct_cuda_gather_run(ct_tensor_ptr(out), ct_tensor_ptr(t), ct_dtype_size(t->dtype), ct_tensor_ptr(ic),
                                 ic->dtype == CT_DTYPE_INT64, &g, out->device.index, op);
@@ -155,7 +160,7 @@ ct_status ct_cuda_scatter_add(ct_tensor *out, const ct_tensor *src, const ct_ten
     ct_cuda_index_desc g;
     if (ic)
         index_desc(&g, ic, out, src, d);
-    st = ic ? check_indices(op, ic, g.size, false) : ct_last_status();
+    st = ic ? check_indices(op, ic, g.size, d) : ct_last_status();
     if (st == CT_OK)
         st = ct_cuda_scatter_add_run(ct_tensor_ptr(out), ct_tensor_ptr(src), out->dtype, ct_tensor_ptr(ic),
                                      ic->dtype == CT_DTYPE_INT64, &g, out->device.index, op);
@@ -174,7 +179,7 @@ ct_status ct_cuda_index_add(ct_tensor *out, const ct_tensor *src, const ct_tenso
     const ct_tensor *ic = ct_contiguous(index), *sc = ct_contiguous(src);
     ct_tensor *oc = ct_tensor_is_contiguous(out) ? out : ct_clone(out);
     int64_t size = out->ndim ? out->shape[d] : 1;
-    st = ic && sc && oc ? check_indices(op, ic, size, false) : ct_last_status();
+    st = ic && sc && oc ? check_indices(op, ic, size, -1) : ct_last_status();
     if (st == CT_OK) {
         int64_t outer = out->ndim ? prod(out->shape, 0, d) : 1;
         int64_t inner = out->ndim ? prod(out->shape, d + 1, out->ndim) : 1;
@@ -246,7 +251,7 @@ static ct_status embedding_kernel(ct_keyset ks, ct_call *call, void *ud) {
     ct_scope_begin();
     ct_tensor *y = ct_empty(shape, idx0->ndim + 1, w0->dtype, w0->device);
     const ct_tensor *w = ct_contiguous(w0), *idx = ct_contiguous(idx0);
-    st = y && w && idx ? check_indices(op, idx, num, true) : ct_last_status();
+    st = y && w && idx ? check_indices(op, idx, num, -2) : ct_last_status();
     if (st == CT_OK && y->numel > 0)
         st = ct_cuda_index_select_run(ct_tensor_ptr(y), ct_tensor_ptr(w), ct_dtype_size(w0->dtype), ct_tensor_ptr(idx),
                                       idx->dtype == CT_DTYPE_INT64, 1, idx0->numel, dim, num, y->device.index, op);
@@ -278,7 +283,7 @@ static ct_status embedding_backward_kernel(ct_keyset ks, ct_call *call, void *ud
     ct_tensor *gy = ct_contiguous(ct_to_dtype(gy0, wd)), *idx = ct_contiguous(idx0);
     int64_t gshape[2] = {num, dim};
     ct_tensor *gw = ct_zeros(gshape, 2, wd, gy0->device);
-    st = gy && idx && gw ? check_indices(op, idx, num, true) : ct_last_status();
+    st = gy && idx && gw ? check_indices(op, idx, num, -2) : ct_last_status();
     /* idx's values are rows: padding_idx (when in range) is skipped */
     int64_t skip = pad == CT_NO_PADDING_IDX || pad < 0 || pad >= num ? INT64_MIN : pad;
     if (st == CT_OK && dim > 0)

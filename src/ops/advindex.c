@@ -53,6 +53,8 @@ static ct_status plan_index(const char *op, const ct_tensor *t, const ct_tensor 
             d++;
             continue;
         }
+        if (ix->dtype == CT_DTYPE_INT32 && !(ix = ct_to_dtype(ix, CT_DTYPE_INT64))) /* a temporary of the dispatch scope */
+            return ct_last_status();
         if (ix->dtype == CT_DTYPE_INT64) {
             if (d >= t->ndim)
                 return ct_error(CT_ERROR_INDEX, op, "too many indices for tensor of dimension %d", t->ndim);
@@ -60,7 +62,7 @@ static ct_status plan_index(const char *op, const ct_tensor *t, const ct_tensor 
             continue;
         }
         if (ix->dtype != CT_DTYPE_BOOL && ix->dtype != CT_DTYPE_UINT8)
-            return ct_error(CT_ERROR_INDEX, op, "tensors used as indices must be long, byte or bool tensors");
+            return ct_error(CT_ERROR_INDEX, op, "tensors used as indices must be long, int, byte or bool tensors");
         if (ix->ndim == 0)
             return ct_error(CT_ERROR_NOT_IMPLEMENTED, op, "0-dimensional masks are not supported as indices");
         if (d + ix->ndim > t->ndim)

@@ -126,7 +126,8 @@ static ct_status parse_equation(const char *eq, int n, equation *e) {
     }
     e->nterm = cur + 1;
     if (n > e->nterm)
-        return ct_error(CT_ERROR_VALUE, "einsum", "einsum(): more operands were provided than specified in the equation");
+        return ct_error(CT_ERROR_VALUE, "einsum", "Number of einsum subscripts, %d, must be equal to the number of operands, %d.",
+                        e->nterm, n);
     if (n < e->nterm)
         return ct_error(CT_ERROR_VALUE, "einsum", "einsum(): fewer operands were provided than specified in the equation");
     int uses[NLETTERS] = {0};

@@ -33,9 +33,10 @@ static void contiguous_strides(const int64_t *shape, int nd, int64_t *st) {
     }
 }
 
-static ct_status need_long_index(const char *msg_prefix, const char *op, const ct_tensor *index) {
-    if (index->dtype != CT_DTYPE_INT64)
-        return ct_error(CT_ERROR_TYPE, op, "%sExpected dtype int64 for index", msg_prefix);
+/* scatter's index check (PyTorch 2.x): int64 or int32, unless it is empty. */
+static ct_status need_int_index(const char *msg_prefix, const char *op, const ct_tensor *index) {
+    if (index->numel != 0 && index->dtype != CT_DTYPE_INT64 && index->dtype != CT_DTYPE_INT32)
+        return ct_error(CT_ERROR_TYPE, op, "%sExpected dtype int32/int64 for index", msg_prefix);
     return CT_OK;
 }
 
@@ -127,10 +128,10 @@ static ct_status check_scatter_shapes(const char *op, const ct_tensor *t, const 
             ct_shape_str(t->shape, t->ndim, b, sizeof b);
             if (src)
                 return ct_error(CT_ERROR_VALUE, op,
-                                "Expected index %s to be smaller than self %s apart from dimension %d and to be "
-                                "smaller size than src %s",
+                                "Expected index %s to be no larger than self %s apart from dimension %d and to be "
+                                "no larger size than src %s",
                                 a, b, d, ct_shape_str(src->shape, src->ndim, c, sizeof c));
-            return ct_error(CT_ERROR_VALUE, op, "Expected index %s to be smaller than self %s apart from dimension %d",
+            return ct_error(CT_ERROR_VALUE, op, "Expected index %s to be no larger than self %s apart from dimension %d",
                             a, b, d);
         }
     }
@@ -145,9 +146,12 @@ static ct_status scatter_kernel(ct_call *call, const char *op) {
     int64_t reduce = call->ints[1];
     bool include_self = call->ints[2] != 0;
     /* PyTorch's scatter_reduce shares scatter's checks and their "scatter():" prefix */
-    ct_status st = need_long_index("scatter(): ", op, index);
+    ct_status st = need_int_index("scatter(): ", op, index);
     if (st)
         return st;
+    if (index->dtype != CT_DTYPE_INT64) /* the kernels read int64; a temporary of the call's scope */
+        if (!(index = ct_to_dtype(index, CT_DTYPE_INT64)))
+            return ct_last_status();
     if (src && src->dtype != t->dtype)
         return ct_error(CT_ERROR_TYPE, op, "scatter(): Expected self.dtype to be equal to src.dtype");
     int d;
@@ -523,12 +527,6 @@ ct_tensor *ct_take(const ct_tensor *t, const ct_tensor *index) {
 
 /* ------------------------------------------------------------------ masked_select, masked_scatter */
 
-static ct_status check_mask_dtype(const char *op, const char *msg, const ct_tensor *mask) {
-    if (mask->dtype != CT_DTYPE_BOOL && mask->dtype != CT_DTYPE_UINT8)
-        return ct_error(CT_ERROR_TYPE, op, "%s", msg);
-    return CT_OK;
-}
-
 /* Broadcast shape of a and b, with PyTorch's message on failure. */
 static ct_status broadcast_pair(const char *op, const ct_tensor *a, const ct_tensor *b, int64_t *shape, int *nd) {
     int n = a->ndim > b->ndim ? a->ndim : b->ndim;
@@ -552,7 +550,10 @@ static ct_status masked_select_kernel(ct_keyset ks, ct_call *call, void *ud) {
     const ct_tensor *t = call->in[0], *mask = call->in[1];
     if (ct_ix_check_devices(op, call))
         return ct_last_status();
-    ct_status st = check_mask_dtype(op, "masked_select: expected BoolTensor or ByteTensor for mask", mask);
+    /* masks are bool: PyTorch 2.x no longer takes uint8 ones here */
+    ct_status st = mask->dtype == CT_DTYPE_BOOL
+                       ? CT_OK
+                       : ct_error(CT_ERROR_TYPE, op, "masked_select: expected BoolTensor for mask");
     if (st)
         return st;
     int64_t shape[CT_MAX_DIMS], ts[CT_MAX_DIMS], ms[CT_MAX_DIMS];
@@ -605,7 +606,10 @@ static ct_status masked_scatter_kernel(ct_keyset ks, ct_call *call, void *ud) {
     const ct_tensor *t = call->in[0], *mask = call->in[1], *src = call->in[2];
     if (ct_ix_check_devices(op, call))
         return ct_last_status();
-    ct_status st = check_mask_dtype(op, "masked_scatter_ only supports boolean masks", mask);
+    ct_status st = mask->dtype == CT_DTYPE_BOOL
+                       ? CT_OK
+                       : ct_error(CT_ERROR_TYPE, op, "masked_scatter_ only supports boolean masks, but got mask with dtype %s",
+                                  ct_ix_type_name(mask->dtype));
     if (st)
         return st;
     if (src->dtype != t->dtype)

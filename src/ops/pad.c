@@ -36,12 +36,15 @@ static ct_status pad_kernel(ct_keyset ks, ct_call *call, void *ud) {
     if (npad % 2 != 0)
         return ct_error(CT_ERROR_VALUE, op, "Padding length must be divisible by 2");
     if (npad > 2 * nd)
-        return ct_error(CT_ERROR_VALUE, op, "Padding length too large");
+        return ct_error(CT_ERROR_VALUE, op,
+                        "Padding length should be less than or equal to two times the input dimension but got padding "
+                        "length %d and input of dimension %d",
+                        npad, nd);
     int npd = npad / 2;
     if (mode != PAD_CONSTANT && !((npad == 2 && (nd == 2 || nd == 3)) || (npad == 4 && (nd == 3 || nd == 4)) ||
                                   (npad == 6 && (nd == 4 || nd == 5))))
-        return ct_error(CT_ERROR_NOT_IMPLEMENTED, op,
-                        "Only 2D, 3D, 4D, 5D padding with non-constant padding are supported for now");
+        return ct_error(CT_ERROR_NOT_IMPLEMENTED, op, "Padding size %d is not supported for %dD input tensor.", npad,
+                        nd);
     int64_t lo[CT_MAX_DIMS] = {0}, hi_crop[CT_MAX_DIMS] = {0}, shape[CT_MAX_DIMS];
     memcpy(shape, t->shape, sizeof(int64_t) * (size_t)nd);
     for (int i = 0; i < npd; i++) {

@@ -30,21 +30,27 @@ static bool is_meta(const ct_tensor *t) { return t->device.type == CT_DEVICE_MET
 
 static ct_status set_out(ct_call *call, int i, ct_tensor *t) { return t ? ct_call_set_output(call, i, t) : ct_last_status(); }
 
+/* int64 or int32 indices, with PyTorch's messages */
 static ct_status check_index(const char *op, const ct_tensor *index) {
-    if (index->dtype != CT_DTYPE_INT64 && index->dtype != CT_DTYPE_INT32)
-        return ct_error(CT_ERROR_TYPE, op, "index must be int64 (or int32), got %s", ct_dtype_name(index->dtype));
-    return CT_OK;
+    if (index->dtype == CT_DTYPE_INT64 || index->dtype == CT_DTYPE_INT32)
+        return CT_OK;
+    if (!strcmp(op, "index_select"))
+        return ct_error(CT_ERROR_TYPE, op, "index_select(): Expected dtype int32 or int64 for index");
+    return ct_error(CT_ERROR_TYPE, op, "%s(): Expected dtype int32/int64 for index", op);
 }
 
-/* Reads index element k of a contiguous int32/int64 tensor, wrapping negatives. */
-static ct_status index_at(const char *op, const ct_tensor *index, int64_t k, int64_t size, int64_t *out) {
+/* Reads index element k of a contiguous int32/int64 tensor, which must lie in
+ * [0, size) as in PyTorch (no negative indices). dim < 0: index_select/index_add's
+ * message, else gather/scatter_add's naming the dim. */
+static ct_status index_at(const char *op, const ct_tensor *index, int64_t k, int64_t size, int dim, int64_t *out) {
     const char *p = ct_tensor_ptr(index);
     int64_t v = index->dtype == CT_DTYPE_INT64 ? ((const int64_t *)p)[k] : ((const int32_t *)p)[k];
-    int64_t w = v < 0 ? v + size : v;
-    if (w < 0 || w >= size)
-        return ct_error(CT_ERROR_INDEX, op, "index %lld is out of bounds for dimension with size %lld", (long long)v,
-                        (long long)size);
-    *out = w;
+    if (v < 0 || v >= size)
+        return dim < 0 ? ct_error(CT_ERROR_INDEX, op, "index out of range in self (index %lld, size %lld)",
+                                  (long long)v, (long long)size)
+                       : ct_error(CT_ERROR_INDEX, op, "index %lld is out of bounds for dimension %d with size %lld",
+                                  (long long)v, dim, (long long)size);
+    *out = v;
     return CT_OK;
 }
 
@@ -427,7 +433,7 @@ static ct_status index_select_kernel(ct_keyset ks, ct_call *call, void *ud) {
     char *dst = ct_tensor_ptr(out);
     for (int64_t i = 0; i < nidx && st == CT_OK; i++) {
         int64_t at = 0;
-        if ((st = index_at(op, ic, i, size, &at)))
+        if ((st = index_at(op, ic, i, size, -1, &at)))
             break;
         for (int64_t o = 0; o < outer; o++)
             memcpy(dst + (size_t)((o * nidx + i) * inner) * esz, src + (size_t)((o * size + at) * inner) * esz,
@@ -461,7 +467,7 @@ static ct_status check_gather_shapes(const char *op, const ct_tensor *t, const c
     for (int k = 0; k < index->ndim; k++) {
         if (k != d && index->shape[k] > t->shape[k]) {
             char a[64], b[64];
-            return ct_error(CT_ERROR_VALUE, op, "Size does not match at dimension %d expected index %s to be smaller than self %s apart from dimension %d",
+            return ct_error(CT_ERROR_VALUE, op, "Size does not match at dimension %d expected index %s to be no larger than self %s apart from dimension %d",
                             k, ct_shape_str(index->shape, index->ndim, a, sizeof a),
                             ct_shape_str(t->shape, t->ndim, b, sizeof b), d);
         }
@@ -517,7 +523,7 @@ static ct_status gather_kernel(ct_keyset ks, ct_call *call, void *ud) {
     const ct_tensor *ic = ct_contiguous(index);
     for (int64_t k = 0; ic && k < index->numel; k++) {
         int64_t at = 0;
-        if ((st = index_at(op, ic, k, size, &at)))
+        if ((st = index_at(op, ic, k, size, d, &at)))
             break;
         memcpy(dst + (size_t)k * esz, src + offset_in(coord, t, d, at) * (int64_t)esz, esz);
         next_coord(coord, index->shape, index->ndim);
@@ -596,7 +602,7 @@ static ct_status scatter_add_kernel(ct_keyset ks, ct_call *call, void *ud) {
     const ct_tensor *ic = ct_contiguous(index);
     for (int64_t k = 0; ic && k < index->numel; k++) {
         int64_t at = 0;
-        if ((st = index_at(op, ic, k, size, &at)))
+        if ((st = index_at(op, ic, k, size, d, &at)))
             break;
         add_element(dst + offset_in(coord, out, d, at) * (int64_t)esz, ps + offset_in(coord, src, -1, 0) * (int64_t)esz,
                     t->dtype, 1.0);
@@ -681,7 +687,7 @@ static ct_status index_add_kernel(ct_keyset ks, ct_call *call, void *ud) {
     const char *ps = ct_tensor_ptr(sc);
     for (int64_t i = 0; i < nidx && st == CT_OK; i++) {
         int64_t at = 0;
-        if ((st = index_at(op, ic, i, size, &at)))
+        if ((st = index_at(op, ic, i, size, -1, &at)))
             break;
         for (int64_t o = 0; o < outer; o++)
             for (int64_t j = 0; j < inner; j++)
