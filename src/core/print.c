@@ -140,16 +140,9 @@ static void sb_printf(strbuf *sb, const char *fmt, ...) {
 typedef void (*elem_fn)(void *ctx, const char *p);
 
 /* Note [Summarized rows]
- * PyTorch takes the tail of a summarized dim as self[-edgeitems:], which for
- * edgeitems == 0 is the whole dim. A 1-D summary with edgeitems 0 therefore shows
- * " ..." followed by every element; we keep that. For two or more dims PyTorch fails
- * (it stacks an empty list); ctorch prints "[...]" there instead. */
-static int64_t tail_start(int64_t n, int64_t edge, bool last_dim) {
-    if (edge == 0)
-        return last_dim ? 0 : n;
-    return n - edge;
-}
-
+ * A summarized dim shows its first and last edgeitems. With edgeitems 0, PyTorch 2.x
+ * prints a summarized tensor of any rank as "[...]", and adds a size= suffix to every
+ * repr made with edgeitems 0 (summarized or not), so the shape is still visible. */
 static bool summarized_dim(int64_t n, bool summarize, int64_t edge) { return summarize && n > 2 * edge; }
 
 static void walk(const ct_tensor *t, const char *p, int dim, bool summarize, int64_t edge, elem_fn fn, void *ctx) {
@@ -159,11 +152,10 @@ static void walk(const ct_tensor *t, const char *p, int dim, bool summarize, int
     }
     int64_t n = t->shape[dim];
     int64_t step = t->strides[dim] * (int64_t)ct_dtype_size(t->dtype);
-    bool last = dim == t->ndim - 1;
     if (summarized_dim(n, summarize, edge)) {
         for (int64_t i = 0; i < edge; i++)
             walk(t, p + i * step, dim + 1, summarize, edge, fn, ctx);
-        for (int64_t i = tail_start(n, edge, last); i < n; i++)
+        for (int64_t i = n - edge; i < n; i++)
             walk(t, p + i * step, dim + 1, summarize, edge, fn, ctx);
     } else {
         for (int64_t i = 0; i < n; i++)
@@ -181,7 +173,7 @@ static void walk(const ct_tensor *t, const char *p, int dim, bool summarize, int
  *   "{:.{precision}e}";
  * - fixed otherwise: "{:.{precision}f}".
  * The column width is the widest of those strings (plus one for the "." of integer
- * mode), measured before set_printoptions(sci_mode=...) overrides the choice; zeros,
+ * mode), measured in the mode set_printoptions(sci_mode=...) forces, if any; zeros,
  * -0., nan and inf are not measured, so they may print wider than the column. When no
  * value is nonzero and finite, the override does not apply at all (all zeros print
  * "0." even with sci_mode on). C's printf and Python's format agree digit for digit
@@ -276,9 +268,11 @@ static void formatter_init(formatter *f, const ct_tensor *t, bool summarize, con
         f->sci_mode = ratio > 1000.0 || f->amax > 1.0e8;
     else
         f->sci_mode = ratio > 1000.0 || f->amax > 1.0e8 || f->amin < 1.0e-4;
-    walk(t, p, 0, summarize, o->edgeitems, float_width_fn, f);
+    /* PyTorch 2.x measures the column in the mode that prints (1.13 measured it before
+     * the override) */
     if (o->sci_mode >= 0)
         f->sci_mode = o->sci_mode == 1;
+    walk(t, p, 0, summarize, o->edgeitems, float_width_fn, f);
 }
 
 /* Appends one element, right-aligned to the formatter's width. */
@@ -365,7 +359,7 @@ static void write_rows(strbuf *sb, const ct_tensor *t, const char *p, int dim, i
             }
             row_item_sep(&r);
             sb_puts(sb, " ...");
-            for (int64_t i = tail_start(n, edge, true); i < n; i++) {
+            for (int64_t i = n - edge; i < n; i++) {
                 row_item_sep(&r);
                 format_elem(sb, f, p + i * step);
             }
@@ -395,7 +389,7 @@ static void write_rows(strbuf *sb, const ct_tensor *t, const char *p, int dim, i
             }
             SEPARATE();
             sb_puts(sb, "...");
-            for (int64_t i = tail_start(n, edge, false); i < n; i++) {
+            for (int64_t i = n - edge; i < n; i++) {
                 SEPARATE();
                 write_rows(sb, t, p + i * step, dim + 1, indent + 1, summarize, f, o);
             }
@@ -490,13 +484,17 @@ static void repr_into(strbuf *sb, const ct_tensor *t, ct_device device, const pr
             dtype_suffix(&s, t->dtype);
         sb_puts(sb, "[]");
     } else {
+        bool summarize = t->numel > o->threshold;
+        if (o->edgeitems == 0 && t->ndim > 0) /* Note [Summarized rows] */
+            size_suffix(&s, t);
         if (t->dtype != def && t->dtype != CT_DTYPE_INT64 && t->dtype != CT_DTYPE_BOOL)
             dtype_suffix(&s, t->dtype);
-        bool summarize = t->numel > o->threshold;
         formatter f;
         formatter_init(&f, t, summarize, o);
         if (t->ndim == 0)
             format_elem(sb, &f, ct_tensor_ptr(t));
+        else if (summarize && o->edgeitems == 0)
+            sb_puts(sb, "[...]");
         else
             write_rows(sb, t, ct_tensor_ptr(t), 0, indent, summarize, &f, o);
     }

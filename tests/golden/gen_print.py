@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """Generates tests/data/print_golden.txt: tensors and the repr PyTorch gives them.
 
-Run with the Python that has PyTorch installed:
-    /usr/bin/python3 tests/golden/gen_print.py > tests/data/print_golden.txt
+Run with a Python that has a recent PyTorch (the committed file: 2.11):
+    python3 tests/golden/gen_print.py > tests/data/print_golden.txt
 
 Each case in the output file reads:
 
