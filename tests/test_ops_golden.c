@@ -166,6 +166,25 @@ typedef struct golden_case {
     const char *needle;
 } golden_case;
 
+/* Elements where PyTorch 2.11 is wrong and ctorch keeps the right value (docs/ops.md,
+ * "where ctorch differs"). */
+typedef struct departure {
+    const char *name;
+    int64_t index;
+    double ours;
+} departure;
+
+static const departure departures[] = {
+    {"gelu_float32", 16, INFINITY}, /* gelu(inf): PyTorch's vectorized float32 kernel gives NaN */
+};
+
+static const departure *departure_of(const char *name, int64_t i) {
+    for (size_t k = 0; k < sizeof departures / sizeof departures[0]; k++)
+        if (!strcmp(departures[k].name, name) && departures[k].index == i)
+            return &departures[k];
+    return NULL;
+}
+
 #define C(n) {#n, c_##n, 0, NULL}
 #define CT(n, t) {#n, c_##n, t, NULL}
 #define CE(n, needle) {#n, c_##n, 0, needle}
@@ -186,7 +205,7 @@ static const golden_case cases[] = {
     CE(round_dec_int, "not implemented for 'int64'"), {"round_int", c_round, 0, NULL}, {"floor_int", c_floor, 0, NULL},
     {"frac_f32", c_frac, 0, NULL}, {"trunc_f32", c_trunc, 0, NULL}, {"ceil_f32", c_ceil, 0, NULL},
     {"floor_f32", c_floor, 0, NULL},
-    CT(gelu, -4), CT(gelu_tanh, -4), CT(silu, -4), CT(softplus, -4), CT(softplus_b2, -4), CT(softplus_bm2, -4),
+    CT(gelu, -8), CT(gelu_tanh, -4), CT(silu, -4), CT(softplus, -4), CT(softplus_b2, -4), CT(softplus_bm2, -4),
     CT(elu, -4), CT(selu, -4), CT(celu, -4), C(celu_zero), C(leaky_relu), C(hardtanh), C(hardtanh_i8_limits),
     {"hardtanh_u8_neg", c_hardtanh_default, 0, NULL}, {"hardtanh_bool", c_hardtanh_default, 0, NULL},
     C(hardtanh_swapped), C(relu6), CT(hardsigmoid, 1), CT(hardswish, 1), CT(mish, -4),
@@ -312,7 +331,10 @@ static int check_line(char *line, int lineno) {
             for (int64_t i = 0; i < ct_tensor_numel(w); i++) {
                 double g = ct_test_at(got, i), e = ct_test_at(w, i);
                 bool ok;
-                if (isnan(e) || isnan(g))
+                const departure *dep = departure_of(name, i);
+                if (dep)
+                    ok = g == dep->ours;
+                else if (isnan(e) || isnan(g))
                     ok = isnan(e) && isnan(g);
                 else if (gc->tol == 0 || isinf(e))
                     ok = g == e && signbit(g) == signbit(e);

@@ -136,20 +136,16 @@ CT_EW_ROUNDING(trunc, truncf(x), trunc(x))
 CT_EW_ROUNDING(round, rintf(x), rint(x))
 
 /* round(decimals=d): P->p[0] = 10^|d| (rounded to the compute type, as PyTorch),
- * P->p[1] != 0 for negative d. 10^|d| overflowing to inf gives NaN, as in PyTorch. */
-CT_EW_UNARY_LOOP(round_dec_f32, float, float, float, CT_ID, CT_ID,
-                 P->p[1] != 0 ? rintf(x / (float)P->p[0]) * (float)P->p[0] : rintf(x * (float)P->p[0]) / (float)P->p[0])
+ * P->p[1] != 0 for negative d. 10^|d| overflowing to inf gives NaN, as in PyTorch.
+ * float16/bfloat16 compute in float32 and round to the dtype once, as PyTorch 2.x
+ * (1.13 rounded 10^|d| and the scaled value to the dtype too). */
+#define ROUND_DEC_FLOAT(x)                                                                \
+    (P->p[1] != 0 ? rintf(x / (float)P->p[0]) * (float)P->p[0] : rintf(x * (float)P->p[0]) / (float)P->p[0])
+CT_EW_UNARY_LOOP(round_dec_f32, float, float, float, CT_ID, CT_ID, ROUND_DEC_FLOAT(x))
 CT_EW_UNARY_LOOP(round_dec_f64, double, double, double, CT_ID, CT_ID,
                  P->p[1] != 0 ? rint(x / P->p[0]) * P->p[0] : rint(x * P->p[0]) / P->p[0])
-/* float16/bfloat16 as PyTorch: 10^|d| and the scaled value are rounded to the dtype
- * before rounding to an integer (so 0.135 -> 13.5 -> 14 in bfloat16). */
-static inline float rt_h(float v) { return ct_h2f(ct_f2h(v)); }
-static inline float rt_b(float v) { return ct_b2f(ct_f2b(v)); }
-#define ROUND_DEC_HALF(x, RT)                                                            \
-    (P->p[1] != 0 ? rintf(RT(x / RT((float)P->p[0]))) * RT((float)P->p[0])               \
-                  : rintf(RT(x * RT((float)P->p[0]))) / RT((float)P->p[0]))
-CT_EW_UNARY_LOOP(round_dec_f16, uint16_t, float, uint16_t, ct_h2f, ct_f2h, ROUND_DEC_HALF(x, rt_h))
-CT_EW_UNARY_LOOP(round_dec_bf16, uint16_t, float, uint16_t, ct_b2f, ct_f2b, ROUND_DEC_HALF(x, rt_b))
+CT_EW_UNARY_LOOP(round_dec_f16, uint16_t, float, uint16_t, ct_h2f, ct_f2h, ROUND_DEC_FLOAT(x))
+CT_EW_UNARY_LOOP(round_dec_bf16, uint16_t, float, uint16_t, ct_b2f, ct_f2b, ROUND_DEC_FLOAT(x))
 const ct_cpu_loop ct_cpu_loops_round_decimals[CT_DTYPE_COUNT] = {CT_EW_F(round_dec)};
 
 CT_EW_UNARY_F(frac, x - truncf(x), x - trunc(x))

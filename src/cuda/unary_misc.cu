@@ -25,26 +25,17 @@ CT_ROUND_OP(trunc, truncf, trunc)
 /* Halves to even. */
 CT_ROUND_OP(round, rintf, rint)
 
-/* round(decimals): p0 = 10^|d|, neg for d < 0. float16/bfloat16 round 10^|d| and the
- * scaled value to their own precision before rounding to an integer, as the CPU (rt:
- * 1 float16, 2 bfloat16, 0 none). */
-static __device__ __forceinline__ float rt_round(float v, int rt) {
-    if (rt == 1)
-        return ct_dev_h2f(ct_dev_f2h(v));
-    if (rt == 2)
-        return ct_dev_b2f(ct_dev_f2b(v));
-    return v;
-}
+/* round(decimals): p0 = 10^|d|, neg for d < 0. float16/bfloat16 compute in float and
+ * round to the dtype once, as the CPU (PyTorch 2.x). */
 struct op_round_dec {
     double p0;
     bool neg;
-    int rt;
     template <typename C> __device__ C operator()(C x) const {
         if constexpr (std::is_same<C, double>::value) {
             return neg ? rint(x / p0) * p0 : rint(x * p0) / p0;
         } else {
-            float s = rt_round((float)p0, rt);
-            return neg ? rintf(rt_round(x / s, rt)) * s : rintf(rt_round(x * s, rt)) / s;
+            float s = (float)p0;
+            return neg ? rintf(x / s) * s : rintf(x * s) / s;
         }
     }
 };
@@ -144,7 +135,7 @@ extern "C" ct_status ct_cuda_unary_misc(int op, ct_dtype dt, const ct_cuda_iter_
                                         int device) {
     const char *name = ct_op_name(op);
     if (p->variant == CT_CUDA_V_ROUND_DECIMALS) {
-        op_round_dec f{p->p[0], p->p[1] != 0, dt == CT_DTYPE_FLOAT16 ? 1 : dt == CT_DTYPE_BFLOAT16 ? 2 : 0};
+        op_round_dec f{p->p[0], p->p[1] != 0};
         return ew_dispatch<1, false, CT_EW_FLOAT>(dt, d, f, device, name);
     }
     const int FI = CT_EW_FLOAT | CT_EW_INT;

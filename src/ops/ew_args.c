@@ -120,6 +120,8 @@ ct_status ct_ew_prepare(const ct_call *call, ct_iter_config *cfg, const ct_cpu_l
     case CT_OP_relu6:
         if (call->in[0]->dtype == CT_DTYPE_BOOL)
             return ct_error(CT_ERROR_TYPE, name, "Bool inputs not supported for hardtanh");
+        if (call->op == CT_OP_hardtanh && call->s[0].v.f > call->s[1].v.f)
+            return ct_error(CT_ERROR_VALUE, name, "min_val cannot be greater than max_val");
         if (call->op == CT_OP_hardtanh && ct_dtype_is_integral(call->in[0]->dtype, false) &&
             !ct_dtype_is_signed(call->in[0]->dtype) && (call->s[0].v.f < 0 || call->s[1].v.f < 0))
             return ct_error(CT_ERROR_VALUE, name, "cannot do hardtanh on an unsigned type with negative limits");
