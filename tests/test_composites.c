@@ -40,7 +40,6 @@ static ct_tensor *parse_tensor(char *field) {
 
 /* The call a case's name stands for (see gen_composites.py). */
 static ct_tensor *run(const char *name, ct_tensor *const *in, int n) {
-    (void)n;
     double x, y;
     int i, j, k;
     char sel[16] = "", mode[16] = "";
@@ -100,6 +99,15 @@ static ct_tensor *run(const char *name, ct_tensor *const *in, int n) {
         return st != CT_OK ? NULL : !strcmp(sel, "values") ? v : ix;
     }
     if (!strcmp(name, "msort")) return ct_msort(in[0]);
+    if (sscanf(name, "nanquantile_all_%d_%15s", &j, mode) == 2) return ct_nanquantile(in[0], in[1], NULL, j != 0, mode);
+    if (sscanf(name, "nanquantile_%d_%d_%15s", &i, &j, mode) == 3)
+        return ct_nanquantile(in[0], in[1], (int64_t[]){i}, j != 0, mode);
+    if (sscanf(name, "rot90_%d_%d_%d", &k, &i, &j) == 3) return ct_rot90(in[0], k, (int64_t[]){i, j}, 2);
+    if (sscanf(name, "diag_embed_%d_%d_%d", &k, &i, &j) == 3) return ct_diag_embed(in[0], k, i, j);
+    if (!strcmp(name, "block_diag")) return ct_block_diag((const ct_tensor *const *)in, n);
+    if (!strcmp(name, "cartesian_prod")) return ct_cartesian_prod((const ct_tensor *const *)in, n);
+    if (sscanf(name, "cov_%d", &k) == 1) return ct_cov(in[0], k);
+    if (!strcmp(name, "corrcoef")) return ct_corrcoef(in[0]);
     if (sscanf(name, "quantile_all_%d_%15s", &j, mode) == 2) return ct_quantile(in[0], in[1], NULL, j != 0, mode);
     if (sscanf(name, "quantile_%d_%d_%15s", &i, &j, mode) == 3)
         return ct_quantile(in[0], in[1], (int64_t[]){i}, j != 0, mode);
@@ -295,6 +303,13 @@ static const grad_case grad_cases[] = {
     {"cdist_2.0", 2, {{3, 4}, {2, 4}}, {2, 2}, "nn"},
     {"cdist_1.5", 2, {{3, 4}, {2, 4}}, {2, 2}, "nn"},
     {"logcumsumexp_1", 1, {{2, 7}}, {2}, "n"},
+    {"nanquantile_1_0_linear", 2, {{3, 5}, {2}}, {2, 1}, "nq"},
+    {"rot90_1_0_1", 1, {{2, 3}}, {2}, "n"},
+    {"diag_embed_1_-2_-1", 1, {{2, 3}}, {2}, "n"},
+    {"block_diag", 2, {{2, 2}, {1, 3}}, {2, 2}, "nn"},
+    {"cartesian_prod", 2, {{2}, {3}}, {1, 1}, "nn"},
+    {"cov_1", 1, {{3, 5}}, {2}, "n"},
+    {"corrcoef", 1, {{3, 5}}, {2}, "n"},
 };
 
 static void test_gradients(void **state) {

@@ -317,6 +317,20 @@ CT_API ct_tensor *ct_bincount(const ct_tensor *x, const ct_tensor *weights, int6
 CT_API ct_tensor *ct_histc(const ct_tensor *x, int64_t bins, double min, double max);
 /* log(cumsum(exp(x))) along dim, stable (Note [logcumsumexp as a scan]). */
 CT_API ct_tensor *ct_logcumsumexp(const ct_tensor *x, int64_t dim);
+/* quantile over the values that are not NaN (NaN only for rows of NaNs). */
+CT_API ct_tensor *ct_nanquantile(const ct_tensor *x, const ct_tensor *q, const int64_t *dim, bool keepdim,
+                                 const char *interpolation);
+/* torch.rot90: k quarter turns from dims[0] towards dims[1] (dims NULL: {0, 1}). */
+CT_API ct_tensor *ct_rot90(const ct_tensor *x, int64_t k, const int64_t *dims, int ndims);
+/* torch.diag_embed: x's last dim on diagonal offset of the (dim1, dim2) plane. */
+CT_API ct_tensor *ct_diag_embed(const ct_tensor *x, int64_t offset, int64_t dim1, int64_t dim2);
+/* torch.block_diag of n tensors of at most 2 dims (at most 64 of them). */
+CT_API ct_tensor *ct_block_diag(const ct_tensor *const *tensors, int n);
+/* torch.cartesian_prod of n 1-D tensors: (product of sizes, n). */
+CT_API ct_tensor *ct_cartesian_prod(const ct_tensor *const *tensors, int n);
+/* torch.cov of the rows of x (no weights) and torch.corrcoef. */
+CT_API ct_tensor *ct_cov(const ct_tensor *x, int64_t correction);
+CT_API ct_tensor *ct_corrcoef(const ct_tensor *x);
 
 /* ------------------------------------------------------------ shape and indexing */
 

@@ -530,11 +530,11 @@ ct_tensor *ct_msort(const ct_tensor *x) {
  * As PyTorch: the input sorted along dim (NaNs last), q's position (n - 1) * q between
  * two neighbours, then linear interpolation, the lower or higher neighbour, their
  * midpoint, or the nearest one (halves to even, as torch.round). A row holding a NaN
- * gives NaN. q is a 0-d or 1-d tensor; a 1-d q puts its dimension first. dim NULL
- * flattens the input. */
-ct_tensor *ct_quantile(const ct_tensor *x, const ct_tensor *q, const int64_t *dim, bool keepdim,
-                       const char *interpolation) {
-    const char *op = "quantile";
+ * gives NaN. nanquantile uses (k - 1) * q over the row's k non-NaN values instead (which
+ * the sort put first), and gives NaN only for a row of NaNs. q is a 0-d or 1-d tensor;
+ * a 1-d q puts its dimension first. dim NULL flattens the input. */
+static ct_tensor *quantile_impl(const char *op, const ct_tensor *x, const ct_tensor *q, const int64_t *dim,
+                                bool keepdim, const char *interpolation, bool skip_nan) {
     CT_CHECK_ARG(op, x);
     CT_CHECK_ARG(op, q);
     const char *modes[] = {"linear", "lower", "higher", "midpoint", "nearest"};
@@ -581,46 +581,38 @@ ct_tensor *ct_quantile(const ct_tensor *x, const ct_tensor *q, const int64_t *di
     ct_tensor *r = NULL;
     if (src) {
         int nd = src->ndim;
-        int64_t n = nd ? src->shape[nd - 1] : 1;
-        ct_tensor *sorted = ct_sort(src, -1, false, NULL);
-        ct_tensor *hasnan = ct_any(ct_isnan(src), (int64_t[]){-1}, 1, true);
-        /* positions, shaped (q..., 1...) to broadcast against the rows */
-        ct_tensor *pos = ct_mul_scalar(ct_reshape(q, CT_SHAPE(-1)), ct_scalar_int(n - 1));
-        ct_tensor *lo = ct_floor(pos), *hi = ct_ceil(pos);
-        if (mode == 4)
-            lo = hi = ct_round(pos);
-        ct_tensor *frac = ct_sub(pos, lo);
-        int64_t nq = q->numel, qshape[CT_MAX_DIMS + 1];
-        qshape[0] = nq;
-        for (int i = 1; i < nd; i++)
+        int64_t n = nd ? src->shape[nd - 1] : 1, nq = q->numel;
+        ct_tensor *sorted = ct_sort(src, -1, false, NULL); /* NaNs last */
+        ct_tensor *nans = ct_sum(ct_isnan(src), (int64_t[]){-1}, 1, true, x->dtype);
+        ct_tensor *k = ct_add_scalar(ct_neg(nans), ct_scalar_int(n)); /* values that count, (..., 1) */
+        /* rows whose answer is NaN: any NaN (quantile), no value at all (nanquantile) */
+        ct_tensor *invalid = skip_nan ? ct_eq_scalar(k, ct_scalar_int(0)) : ct_gt_scalar(nans, ct_scalar_int(0));
+        /* positions (nq, ..., 1): q (k - 1), q (n - 1) when NaN rows give NaN anyway */
+        int64_t qshape[CT_MAX_DIMS + 1], ishape[CT_MAX_DIMS + 1], bshape[CT_MAX_DIMS + 1];
+        qshape[0] = ishape[0] = bshape[0] = nq;
+        for (int i = 1; i <= nd; i++) {
             qshape[i] = 1;
-        /* gather along the last dim of the sorted rows, one column per q */
-        ct_tensor *rows = ct_unsqueeze(sorted, 0); /* (1, ..., n) */
-        int64_t ishape[CT_MAX_DIMS + 1];
-        ishape[0] = nq;
-        for (int i = 0; i < nd - 1; i++)
-            ishape[i + 1] = src->shape[i];
-        ishape[nd] = 1;
-        int64_t bshape[CT_MAX_DIMS + 1];
-        memcpy(bshape, ishape, sizeof bshape);
+            ishape[i] = bshape[i] = i < nd ? src->shape[i - 1] : 1;
+        }
         bshape[nd] = n;
-        ct_tensor *rows_b = ct_expand(rows, bshape, nd + 1);
-        qshape[nd] = 1;
-        for (int i = 1; i <= nd; i++)
-            qshape[i] = 1;
-        ct_tensor *li = ct_expand(ct_reshape(ct_to_dtype(lo, CT_DTYPE_INT64), qshape, nd + 1), ishape, nd + 1);
-        ct_tensor *hii = ct_expand(ct_reshape(ct_to_dtype(hi, CT_DTYPE_INT64), qshape, nd + 1), ishape, nd + 1);
-        ct_tensor *vlo = ct_gather(rows_b, nd, li), *vhi = ct_gather(rows_b, nd, hii);
-        ct_tensor *w = ct_reshape(frac, qshape, nd + 1);
+        ct_tensor *qc = ct_reshape(q, qshape, nd + 1);
+        ct_tensor *last = skip_nan ? ct_unsqueeze(ct_sub_scalar(k, ct_scalar_int(1)), 0)
+                                   : ct_full(NULL, 0, ct_scalar_int(n - 1), x->dtype, x->device);
+        ct_scalar zero = ct_scalar_int(0);
+        ct_tensor *pos = ct_expand(ct_clamp(ct_mul(qc, last), &zero, NULL), ishape, nd + 1);
+        ct_tensor *lo = mode == 4 ? ct_round(pos) : ct_floor(pos), *hi = mode == 4 ? lo : ct_ceil(pos);
+        ct_tensor *rows = ct_expand(ct_unsqueeze(sorted, 0), bshape, nd + 1); /* (nq, ..., n) */
+        ct_tensor *vlo = ct_gather(rows, nd, ct_to_dtype(lo, CT_DTYPE_INT64));
+        ct_tensor *vhi = ct_gather(rows, nd, ct_to_dtype(hi, CT_DTYPE_INT64));
         ct_tensor *v = NULL;
         switch (mode) {
-        case 0: v = ct_lerp(vlo, vhi, w); break;
+        case 0: v = ct_lerp(vlo, vhi, ct_sub(pos, lo)); break;
         case 1: case 4: v = vlo; break;
         case 2: v = vhi; break;
         default: v = ct_mul_scalar(ct_add(vlo, vhi), ct_scalar_float(0.5)); break;
         }
-        v = ct_where_scalar_self(ct_unsqueeze(hasnan, 0), ct_scalar_float(NAN), v); /* (nq, ..., 1) */
-        v = v ? ct_squeeze_dim(v, nd) : NULL;                                        /* (nq, ...) */
+        v = ct_where_scalar_self(ct_unsqueeze(invalid, 0), ct_scalar_float(NAN), v); /* (nq, ..., 1) */
+        v = v ? ct_squeeze_dim(v, nd) : NULL;                                         /* (nq, ...) */
         if (v && keepdim) {
             if (dim) {
                 v = ct_unsqueeze(v, d + 1);
@@ -639,6 +631,17 @@ ct_tensor *ct_quantile(const ct_tensor *x, const ct_tensor *q, const int64_t *di
     ct_keep(r);
     ct_scope_end();
     return r;
+}
+
+ct_tensor *ct_quantile(const ct_tensor *x, const ct_tensor *q, const int64_t *dim, bool keepdim,
+                       const char *interpolation) {
+    return quantile_impl("quantile", x, q, dim, keepdim, interpolation, false);
+}
+
+/* quantile over the values that are not NaN; NaN for a row of NaNs only. */
+ct_tensor *ct_nanquantile(const ct_tensor *x, const ct_tensor *q, const int64_t *dim, bool keepdim,
+                          const char *interpolation) {
+    return quantile_impl("nanquantile", x, q, dim, keepdim, interpolation, true);
 }
 
 /* The n-th forward difference along dim, with optional tensors joined before and after
@@ -919,6 +922,206 @@ ct_tensor *ct_logcumsumexp(const ct_tensor *x, int64_t dim) {
                                          ct_narrow(r, d, 0, n - s)};
             ct_tensor *shifted = parts[0] && parts[1] ? ct_cat(parts, 2, d) : NULL;
             r = shifted ? ct_logaddexp(r, shifted) : NULL;
+        }
+    });
+}
+
+/* ------------------------------------------------------------------ arrangement */
+
+/* Rotates by k quarter turns in the plane of dims[0] -> dims[1]. */
+ct_tensor *ct_rot90(const ct_tensor *x, int64_t k, const int64_t *dims, int ndims) {
+    const char *op = "rot90";
+    CT_CHECK_ARG(op, x);
+    int64_t dflt[2] = {0, 1};
+    if (!dims) {
+        dims = dflt;
+        ndims = 2;
+    }
+    if (ndims != 2) {
+        ct_error(CT_ERROR_VALUE, op, "expected total rotation dims == 2, but got dims = %d", ndims);
+        return NULL;
+    }
+    if (x->ndim < 2) {
+        ct_error(CT_ERROR_VALUE, op, "expected total dims >= 2, but got total dims = %d", x->ndim);
+        return NULL;
+    }
+    int d0, d1;
+    if (ct_wrap_dim(op, dims[0], x->ndim, &d0) || ct_wrap_dim(op, dims[1], x->ndim, &d1))
+        return NULL;
+    if (d0 == d1) {
+        ct_error(CT_ERROR_VALUE, op, "expected rotation dims to be different, but got dim0 = %d and dim1 = %d", d0, d1);
+        return NULL;
+    }
+    int64_t turns = ((k % 4) + 4) % 4;
+    COMPOSITE({
+        if (turns == 0)
+            r = ct_clone(x);
+        else if (turns == 1)
+            r = ct_contiguous(ct_transpose(ct_flip(x, (int64_t[]){d1}, 1), d0, d1));
+        else if (turns == 2)
+            r = ct_flip(x, (int64_t[]){d0, d1}, 2);
+        else
+            r = ct_contiguous(ct_transpose(ct_flip(x, (int64_t[]){d0}, 1), d0, d1));
+    });
+}
+
+/* The last dim of x laid on diagonal offset of a new (dim1, dim2) plane (default the
+ * last two dims of the result). */
+ct_tensor *ct_diag_embed(const ct_tensor *x, int64_t offset, int64_t dim1, int64_t dim2) {
+    const char *op = "diag_embed";
+    CT_CHECK_ARG(op, x);
+    if (x->ndim < 1) {
+        ct_error(CT_ERROR_VALUE, op, "diag_embed(): input must be at least 1-dimensional");
+        return NULL;
+    }
+    int nd = x->ndim + 1, d1, d2;
+    if (ct_wrap_dim(op, dim1, nd, &d1) || ct_wrap_dim(op, dim2, nd, &d2))
+        return NULL;
+    if (d1 == d2) {
+        ct_error(CT_ERROR_VALUE, op, "diagonal dimensions cannot be identical %lld, %lld", (long long)dim1,
+                 (long long)dim2);
+        return NULL;
+    }
+    int64_t n = x->shape[x->ndim - 1], a = offset >= 0 ? offset : -offset;
+    COMPOSITE({
+        /* (..., n, n) with x on the main diagonal, shifted like diag, then the two new
+         * dims moved where they were asked for */
+        ct_tensor *m = ct_mul(ct_unsqueeze(x, -1), ct_eye(n, n, x->dtype, x->device));
+        int64_t pad[4] = {offset >= 0 ? a : 0, offset >= 0 ? 0 : a, offset >= 0 ? 0 : a, offset >= 0 ? a : 0};
+        if (a && m)
+            m = ct_pad(m, pad, 4, "constant", 0);
+        if (m) {
+            /* m is (batch..., row, col): row goes to dim1, col to dim2, batch dims keep
+             * their order in the other places */
+            int64_t perm[CT_MAX_DIMS];
+            int b = 0;
+            for (int j = 0; j < nd; j++)
+                perm[j] = j == d1 ? nd - 2 : j == d2 ? nd - 1 : b++;
+            r = ct_permute(m, perm, nd);
+        }
+    });
+}
+
+/* A block-diagonal matrix of 0-, 1- (one row) and 2-D tensors, in their promoted dtype. */
+ct_tensor *ct_block_diag(const ct_tensor *const *tensors, int n) {
+    const char *op = "block_diag";
+    if (n < 0 || (n > 0 && !tensors)) {
+        ct_error(CT_ERROR_NULL_ARGUMENT, op, "tensors must not be NULL");
+        return NULL;
+    }
+    int64_t rows = 0, cols = 0;
+    for (int i = 0; i < n; i++) {
+        CT_CHECK_ARG(op, tensors[i]);
+        if (tensors[i]->ndim > 2) {
+            ct_error(CT_ERROR_VALUE, op,
+                     "torch.block_diag: Input tensors must have 2 or fewer dimensions. Input %d has %d dimensions", i,
+                     tensors[i]->ndim);
+            return NULL;
+        }
+    }
+    ct_dtype dt = n ? ct_result_type(tensors, n) : ct_get_default_dtype();
+    ct_device dev = n ? tensors[0]->device : CT_CPU;
+    COMPOSITE({
+        ct_tensor *blocks[64];
+        int nb = 0;
+        bool ok = n <= 64;
+        if (!ok)
+            ct_error(CT_ERROR_VALUE, op, "at most 64 tensors are supported, got %d", n);
+        for (int i = 0; ok && i < n; i++) {
+            const ct_tensor *t = tensors[i];
+            int64_t shape[2] = {t->ndim == 2 ? t->shape[0] : 1, t->ndim == 2 ? t->shape[1] : t->ndim == 1 ? t->shape[0] : 1};
+            blocks[nb] = ct_reshape(ct_to_dtype(t, dt), shape, 2);
+            ok = blocks[nb] != NULL;
+            rows += shape[0];
+            cols += shape[1];
+            nb++;
+        }
+        if (ok && nb == 0) {
+            r = ct_zeros(CT_SHAPE(0, 0), dt, dev);
+        } else if (ok) {
+            const ct_tensor *strips[64];
+            int64_t c0 = 0;
+            for (int i = 0; ok && i < nb; i++) {
+                int64_t w = ct_tensor_shape(blocks[i])[1];
+                int64_t pad[2] = {c0, cols - c0 - w};
+                strips[i] = ct_pad(blocks[i], pad, 2, "constant", 0);
+                ok = strips[i] != NULL;
+                c0 += w;
+            }
+            r = ok ? ct_cat(strips, nb, 0) : NULL;
+        }
+    });
+}
+
+/* Every combination of the elements of n 1-D tensors, one per row (n columns); a single
+ * tensor is returned as it is. */
+ct_tensor *ct_cartesian_prod(const ct_tensor *const *tensors, int n) {
+    const char *op = "cartesian_prod";
+    if (n <= 0 || !tensors) {
+        ct_error(CT_ERROR_VALUE, op, "cartesian_prod expects at least one tensor");
+        return NULL;
+    }
+    for (int i = 0; i < n; i++) {
+        CT_CHECK_ARG(op, tensors[i]);
+        if (tensors[i]->ndim != 1) {
+            ct_error(CT_ERROR_VALUE, op, "Expect a 1D vector, but got shape [%d dims]", tensors[i]->ndim);
+            return NULL;
+        }
+    }
+    if (n == 1)
+        return ct_alias(tensors[0]);
+    if (n > CT_MAX_DIMS) {
+        ct_error(CT_ERROR_VALUE, op, "at most %d tensors are supported, got %d", CT_MAX_DIMS, n);
+        return NULL;
+    }
+    COMPOSITE({
+        ct_tensor *grids[CT_MAX_DIMS];
+        if (ct_meshgrid(tensors, n, "ij", grids) == CT_OK) {
+            const ct_tensor *cols[CT_MAX_DIMS];
+            bool ok = true;
+            for (int i = 0; i < n && ok; i++)
+                ok = (cols[i] = ct_reshape(grids[i], CT_SHAPE(-1))) != NULL;
+            r = ok ? ct_stack(cols, n, 1) : NULL;
+        }
+    });
+}
+
+/* The covariance of the rows of x (variables x observations; a 1-D x is one variable),
+ * dividing by max(0, N - correction); integers in the default float dtype. */
+ct_tensor *ct_cov(const ct_tensor *x, int64_t correction) {
+    const char *op = "cov";
+    CT_CHECK_ARG(op, x);
+    if (x->ndim > 2) {
+        ct_error(CT_ERROR_VALUE, op, "cov(): expected input to have two or fewer dimensions but got an input with %d dimensions",
+                 x->ndim);
+        return NULL;
+    }
+    COMPOSITE({
+        const ct_tensor *f = ct_dtype_is_floating(x->dtype) ? x : ct_to_dtype(x, ct_get_default_dtype());
+        ct_tensor *m = f ? (x->ndim < 2 ? ct_reshape(f, CT_SHAPE(1, -1)) : ct_alias(f)) : NULL;
+        if (m) {
+            int64_t nobs = ct_tensor_shape(m)[1];
+            ct_tensor *c = ct_sub(m, ct_mean(m, (int64_t[]){1}, 1, true, CT_DTYPE_UNDEFINED));
+            ct_tensor *p = ct_mm(c, ct_t(c));
+            double denom = (double)(nobs - correction) > 0 ? (double)(nobs - correction) : 0.0;
+            ct_tensor *v = p ? ct_div_scalar(p, ct_scalar_float(denom)) : NULL;
+            r = v && x->ndim < 2 ? ct_reshape(v, NULL, 0) : v;
+        }
+    });
+}
+
+/* Pearson correlation coefficients of the rows of x: cov / (std_i std_j), clipped to
+ * [-1, 1]. */
+ct_tensor *ct_corrcoef(const ct_tensor *x) {
+    CT_CHECK_ARG("corrcoef", x);
+    COMPOSITE({
+        ct_tensor *c = ct_cov(x, 1);
+        if (c && ct_tensor_dim(c) == 0) {
+            r = ct_div(c, c);
+        } else if (c) {
+            ct_tensor *sd = ct_sqrt(ct_diagonal(c, 0, 0, 1));
+            ct_scalar lo = ct_scalar_int(-1), hi = ct_scalar_int(1);
+            r = ct_clamp(ct_div(ct_div(c, ct_unsqueeze(sd, 1)), ct_unsqueeze(sd, 0)), &lo, &hi);
         }
     });
 }
