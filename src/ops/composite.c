@@ -1009,7 +1009,7 @@ ct_tensor *ct_block_diag(const ct_tensor *const *tensors, int n) {
         ct_error(CT_ERROR_NULL_ARGUMENT, op, "tensors must not be NULL");
         return NULL;
     }
-    int64_t rows = 0, cols = 0;
+    int64_t cols = 0;
     for (int i = 0; i < n; i++) {
         CT_CHECK_ARG(op, tensors[i]);
         if (tensors[i]->ndim > 2) {
@@ -1032,7 +1032,6 @@ ct_tensor *ct_block_diag(const ct_tensor *const *tensors, int n) {
             int64_t shape[2] = {t->ndim == 2 ? t->shape[0] : 1, t->ndim == 2 ? t->shape[1] : t->ndim == 1 ? t->shape[0] : 1};
             blocks[nb] = ct_reshape(ct_to_dtype(t, dt), shape, 2);
             ok = blocks[nb] != NULL;
-            rows += shape[0];
             cols += shape[1];
             nb++;
         }
