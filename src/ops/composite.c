@@ -1,7 +1,7 @@
 /* Composite ops: functions PyTorch users reach for that are built entirely from other
  * ops (elementwise math, activations, products, order statistics). Having no kernel of
  * their own, they run on every backend, META included, and take their gradients from
- * the ops they are made of (Note [Composites] in docs/ops.md). Each is written so that
+ * the ops they are made of (docs/ops.md, "Composites"). Each is written so that
  * its gradient is PyTorch's too: branches that would divide by zero get a safe operand
  * before the `where` that discards them, so no NaN flows back through the unused side. */
 #include <math.h>
@@ -9,6 +9,7 @@
 
 #include "ctorch/nn.h"
 #include "ctorch/ops.h"
+#include "ops/nn_fused.h"
 #include "tensor_impl.h"
 
 #define PI 3.14159265358979323846
@@ -22,15 +23,6 @@
     ct_scope_end();            \
     return r
 
-/* An error for inputs whose promoted dtype is not floating (kernels PyTorch has only for
- * floats); false when fine. */
-static bool need_float(const char *op, ct_dtype d) {
-    if (ct_dtype_is_floating(d))
-        return false;
-    ct_error(CT_ERROR_TYPE, op, "\"%s\" not implemented for '%s'", op, ct_dtype_name(d));
-    return true;
-}
-
 static ct_dtype promoted(const ct_tensor *a, const ct_tensor *b) {
     const ct_tensor *ts[2] = {a, b};
     return ct_result_type(ts, b ? 2 : 1);
@@ -43,7 +35,7 @@ static ct_dtype promoted(const ct_tensor *a, const ct_tensor *b) {
 static ct_tensor *logaddexp_impl(const char *op, const ct_tensor *a, const ct_tensor *b, bool base2) {
     CT_CHECK_ARG(op, a);
     CT_CHECK_ARG(op, b);
-    if (need_float(op, promoted(a, b)))
+    if (ct_nn_need_float_dtype(op, promoted(a, b)))
         return NULL;
     COMPOSITE({
         ct_tensor *m = ct_maximum(a, b);
@@ -125,7 +117,7 @@ ct_tensor *ct_float_power(const ct_tensor *a, const ct_tensor *b) {
 /* log(sigmoid(x)) = min(x, 0) - log1p(exp(-|x|)). */
 ct_tensor *ct_logsigmoid(const ct_tensor *x) {
     CT_CHECK_ARG("log_sigmoid", x);
-    if (need_float("log_sigmoid", x->dtype))
+    if (ct_nn_need_float_dtype("log_sigmoid", x->dtype))
         return NULL;
     COMPOSITE({
         ct_scalar zero = ct_scalar_int(0);
@@ -146,7 +138,7 @@ ct_tensor *ct_tanhshrink(const ct_tensor *x) {
 /* 0 inside [-lambd, lambd], x elsewhere (NaN stays NaN). */
 ct_tensor *ct_hardshrink(const ct_tensor *x, double lambd) {
     CT_CHECK_ARG("hardshrink", x);
-    if (need_float("hardshrink", x->dtype))
+    if (ct_nn_need_float_dtype("hardshrink", x->dtype))
         return NULL;
     COMPOSITE({
         ct_tensor *inside = ct_logical_and(ct_ge_scalar(x, ct_scalar_float(-lambd)), ct_le_scalar(x, ct_scalar_float(lambd)));
@@ -157,7 +149,7 @@ ct_tensor *ct_hardshrink(const ct_tensor *x, double lambd) {
 /* x - lambd above lambd, x + lambd below -lambd, 0 between (NaN stays NaN). */
 ct_tensor *ct_softshrink(const ct_tensor *x, double lambd) {
     CT_CHECK_ARG("softshrink", x);
-    if (need_float("softshrink", x->dtype))
+    if (ct_nn_need_float_dtype("softshrink", x->dtype))
         return NULL;
     if (lambd < 0) {
         ct_error(CT_ERROR_VALUE, "softshrink",
@@ -232,7 +224,7 @@ static ct_tensor *scaled_sum(const ct_tensor *c, const ct_tensor *p, ct_scalar b
     bool beta0 = beta.type == CT_SCALAR_FLOAT ? beta.v.f == 0 : beta.v.i == 0;
     ct_tensor *ap = ct_mul_scalar(p, alpha);
     if (beta0)
-        return ct_add(ct_mul_scalar(ct_zeros_like(c, CT_DTYPE_UNDEFINED), ct_scalar_int(0)), ap);
+        return ct_add(ct_zeros_like(c, CT_DTYPE_UNDEFINED), ap); /* c's shape and dtype, not its values */
     return ct_add(ct_mul_scalar(c, beta), ap);
 }
 
@@ -505,7 +497,7 @@ ct_status ct_nanmedian_dim(const ct_tensor *x, int64_t dim, bool keepdim, ct_ten
 static ct_tensor *median_all(const char *op, const ct_tensor *x, bool skip_nan) {
     CT_CHECK_ARG(op, x);
     if (x->numel == 0) { /* PyTorch gives NaN for an empty input */
-        if (x->dtype == CT_DTYPE_BOOL || !ct_dtype_is_floating(x->dtype)) {
+        if (!ct_dtype_is_floating(x->dtype)) {
             ct_error(CT_ERROR_INDEX, op, "%s() input tensor cannot be empty", op);
             return NULL;
         }
@@ -741,7 +733,7 @@ ct_tensor *ct_cdist(const ct_tensor *x1, const ct_tensor *x2, double p) {
         ct_error(CT_ERROR_VALUE, op, "cdist only supports non-negative p values");
         return NULL;
     }
-    if (need_float(op, promoted(x1, x2)))
+    if (ct_nn_need_float_dtype(op, promoted(x1, x2)))
         return NULL;
     COMPOSITE({
         ct_tensor *dif = ct_sub(ct_unsqueeze(x1, -2), ct_unsqueeze(x2, -3)); /* (..., P, R, M) */
@@ -906,7 +898,7 @@ ct_tensor *ct_histc(const ct_tensor *x, int64_t bins, double min, double max) {
 ct_tensor *ct_logcumsumexp(const ct_tensor *x, int64_t dim) {
     const char *op = "logcumsumexp";
     CT_CHECK_ARG(op, x);
-    if (need_float(op, x->dtype))
+    if (ct_nn_need_float_dtype(op, x->dtype))
         return NULL;
     int d = 0;
     if (x->ndim && ct_wrap_dim(op, dim, x->ndim, &d))

@@ -10,11 +10,13 @@
 #include "ctorch/nn.h"
 #include "dispatch/dispatch_internal.h"
 
-ct_status ct_nn_need_float(const char *op, const ct_tensor *t) {
-    if (!ct_dtype_is_floating(t->dtype))
-        return ct_error(CT_ERROR_TYPE, op, "\"%s\" not implemented for '%s'", op, ct_dtype_name(t->dtype));
+ct_status ct_nn_need_float_dtype(const char *op, ct_dtype d) {
+    if (!ct_dtype_is_floating(d))
+        return ct_error(CT_ERROR_TYPE, op, "\"%s\" not implemented for '%s'", op, ct_dtype_name(d));
     return CT_OK;
 }
+
+ct_status ct_nn_need_float(const char *op, const ct_tensor *t) { return ct_nn_need_float_dtype(op, t->dtype); }
 
 ct_status ct_nn_need_number(const char *op, const ct_tensor *t) {
     if (t->dtype == CT_DTYPE_BOOL)

@@ -119,8 +119,10 @@ ct_status ct_nn_check_reduction(const char *op, int r, bool allow_batchmean);
 /* Helpers the fused kernels of every backend share. The work dtype a kernel computes
  * in: float64 for float64, float32 for the other floating dtypes. */
 ct_dtype ct_nn_work_dtype(ct_dtype d);
-/* A "not implemented" error naming op and t's dtype unless t is floating. */
+/* A "not implemented" error naming op and t's dtype unless t is floating (the _dtype
+ * form: unless d is). */
 ct_status ct_nn_need_float(const char *op, const ct_tensor *t);
+ct_status ct_nn_need_float_dtype(const char *op, ct_dtype d);
 /* The same for bool only (ops that the CPU also runs on integers). */
 ct_status ct_nn_need_number(const char *op, const ct_tensor *t);
 /* t converted to wd and contiguous; NULL stays NULL. */
