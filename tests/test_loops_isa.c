@@ -16,6 +16,7 @@
 #include "testutil.h"
 #include "ctorch/nn.h"
 #include "core/cpu_isa.h"
+#include "cpu/stream.h"
 
 typedef ct_tensor *(*un_fn)(const ct_tensor *);
 typedef ct_tensor *(*bin_fn)(const ct_tensor *, const ct_tensor *);
@@ -167,6 +168,70 @@ static void test_every_isa_same_bits(void **state) {
         assert_true(compared > 500);
 }
 
+/* Note [Streaming stores] (src/cpu/stream.h): long contiguous loops stream their
+ * output a line at a time, and must give the same bits as the plain loop. On one thread
+ * a run of NS elements is long enough for every output dtype (bool included) to take
+ * the streamed path when it is forced, and short of the cache-sized threshold that
+ * decides it otherwise. The outputs here start on a 64-byte boundary; the _out calls
+ * below write one element past it, so the plain head before the first boundary runs
+ * too. */
+enum { NS = 600011 };
+
+static ct_tensor *run_streamed(const op_entry *op, bool on, ct_tensor *const *x) {
+    ct_stream_force(on);
+    ct_tensor *r = run(op, ct_cpu_isa_level(), x);
+    ct_stream_force(false);
+    return r;
+}
+
+static void test_streamed_same_bits(void **state) {
+    (void)state;
+    static const ct_dtype dts[] = {CT_F32, CT_F64, CT_F16, CT_I32, CT_U8, CT_BOOL};
+    const int threads = ct_get_num_threads();
+    ct_set_num_threads(1);
+    int compared = 0;
+    for (size_t j = 0; j < sizeof dts / sizeof dts[0]; j++) {
+        ct_scope_begin();
+        ct_tensor *x[3] = {sample(dts[j], NS), sample(dts[j], NS), sample(dts[j], NS)};
+        ct_tensor *cond = sample(CT_BOOL, NS);
+        for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++) {
+            const op_entry *op = &ops[k];
+            ct_tensor *args[3] = {op->t == ct_where ? cond : x[0], x[1], x[2]};
+            ct_tensor *want = run_streamed(op, false, args);
+            if (!want)
+                continue;
+            assert_same_bits(op, "streamed", dts[j], ct_cpu_isa_level(), want, run_streamed(op, true, args));
+            compared++;
+        }
+        /* outputs one element past a 64-byte boundary: _out, copy_ and fill_ */
+        ct_tensor *o = ct_empty(CT_SHAPE(NS + 1), dts[j], CT_CPU), *ov = ct_narrow(o, 0, 1, NS);
+        static const op_entry copy_op = {"copy_", NULL, NULL, NULL, false};
+        for (int on = 0; on < 2; on++) {
+            ct_stream_force(on);
+            ct_tensor *got[6] = {ct_exp_out(x[0], ov) ? ct_clone(ov) : NULL, ct_neg_out(x[0], ov) ? ct_clone(ov) : NULL,
+                                 ct_add_out(x[0], x[1], ov) ? ct_clone(ov) : NULL,
+                                 ct_mul_out(x[0], x[1], ov) ? ct_clone(ov) : NULL,
+                                 ct_copy_(ov, x[2]) ? ct_clone(ov) : NULL,
+                                 ct_fill_(ov, ct_scalar_float(1.5)) ? ct_clone(ov) : NULL};
+            ct_stream_force(false);
+            ct_clear_error(); /* exp and neg refuse some dtypes */
+            static ct_tensor *plain[6];
+            for (int i = 0; i < 6; i++) {
+                if (!on)
+                    plain[i] = got[i];
+                else if (plain[i]) {
+                    assert_non_null(got[i]);
+                    assert_same_bits(&copy_op, "offset output", dts[j], i, plain[i], got[i]);
+                    compared++;
+                }
+            }
+        }
+        ct_scope_end();
+    }
+    ct_set_num_threads(threads);
+    assert_true(compared > 300);
+}
+
 /* Casts between every pair of dtypes, contiguous and strided, from the same mixed
  * samples (specials and out-of-range values included). */
 static ct_tensor *cast_at(int level, const ct_tensor *x, ct_dtype to, bool strided) {
@@ -285,6 +350,7 @@ int main(void) {
         cmocka_unit_test(test_every_isa_same_bits),
         cmocka_unit_test(test_casts_same_bits),
         cmocka_unit_test(test_fused_same_bits),
+        cmocka_unit_test(test_streamed_same_bits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,6 +6,7 @@
 #include "dtype.h"
 #include "loop.h"
 #include "view.h"
+#include "cpu/stream.h"
 #ifdef CT_HAVE_OPENMP
 #include <omp.h>
 #endif
@@ -293,12 +294,13 @@ CT_FOR_EACH_DTYPE(CAST_ROW)
            CAST_ENTRY(D, CT_DTYPE_FLOAT64)},
 static const ct_loop2_fn cast_table[CT_DTYPE_COUNT][CT_DTYPE_COUNT] = {CT_FOR_EACH_DTYPE(CAST_TABLE_ROW)};
 
-/* Same-dtype copies move bytes, whatever the dtype: a contiguous run is one memcpy. */
+/* Same-dtype copies move bytes, whatever the dtype: a contiguous run is one memcpy
+ * (streamed when long: Note [Streaming stores]). */
 #define COPY_SAME_FN(N)                                                                               \
     static void copy_same_##N(char *dst, const char *src, int64_t n, int64_t ds, int64_t ss, void *ctx) { \
         (void)ctx;                                                                                    \
         if (ds == N && ss == N) {                                                                     \
-            memcpy(dst, src, (size_t)n * N);                                                          \
+            ct_stream_copy(dst, src, (size_t)n * N);                                                  \
             return;                                                                                   \
         }                                                                                             \
         for (int64_t i = 0; i < n; i++)                                                               \
@@ -622,20 +624,17 @@ static void fill_run(char *p, int64_t n, const char *one, size_t esz) {
         uint16_t v;
         memcpy(&v, one, 2);
         uint16_t *restrict o = (uint16_t *)p;
-        for (int64_t i = 0; i < n; i++)
-            o[i] = v;
+        CT_CONTIG_RUN(uint16_t, o, n, 2, i, ((void)i, v));
     } else if (esz == 4) {
         uint32_t v;
         memcpy(&v, one, 4);
         uint32_t *restrict o = (uint32_t *)p;
-        for (int64_t i = 0; i < n; i++)
-            o[i] = v;
+        CT_CONTIG_RUN(uint32_t, o, n, 4, i, ((void)i, v));
     } else {
         uint64_t v;
         memcpy(&v, one, 8);
         uint64_t *restrict o = (uint64_t *)p;
-        for (int64_t i = 0; i < n; i++)
-            o[i] = v;
+        CT_CONTIG_RUN(uint64_t, o, n, 8, i, ((void)i, v));
     }
 }
 

@@ -30,17 +30,18 @@ extern const ct_cpu_loop ct_cpu_loops_any_zero[CT_DTYPE_COUNT];
 
 /* Unary loop with an output type of its own (OT; bool results). */
 #define CT_EW_UNARY_LOOP(fname, T, CT, OT, LOAD, STORE, EXPR)                           \
+    static inline __attribute__((always_inline)) OT fname##_at(CT x, const ct_loop_params *P) { \
+        (void)x;                                                                        \
+        (void)P;                                                                        \
+        return STORE(EXPR);                                                             \
+    }                                                                                   \
     CT_LOOP_BODY(fname, CT_EW_PARAMS) {                                                 \
         const ct_loop_params *P = params;                                               \
         (void)P;                                                                        \
         if (s[0] == (int64_t)sizeof(OT) && s[1] == (int64_t)sizeof(T)) {                \
             OT *restrict o = (OT *)d[0];                                                \
             const T *restrict a = (const T *)d[1];                                      \
-            for (int64_t i = 0; i < n; i++) {                                           \
-                CT x = LOAD(a[i]);                                                      \
-                (void)x;                                                                \
-                o[i] = STORE(EXPR);                                                     \
-            }                                                                           \
+            CT_CONTIG_RUN(OT, o, n, sizeof(OT) + sizeof(T), i, fname##_at(LOAD(a[i]), P)); \
         } else {                                                                        \
             for (int64_t i = 0; i < n; i++) {                                           \
                 CT x = LOAD(*(const T *)(d[1] + i * s[1]));                             \
@@ -164,6 +165,10 @@ extern const ct_cpu_loop ct_cpu_loops_any_zero[CT_DTYPE_COUNT];
 /* Ternary loop over a, b, c of storage type T (compute type CT). The common clamp and
  * lerp cases (b and c broadcast scalars) hoist their loads out of the loop. */
 #define CT_EW_TERNARY_LOOP(fname, T, CT, LOAD, STORE, EXPR)                             \
+    static inline __attribute__((always_inline)) T fname##_at(CT a, CT b, CT c, const ct_loop_params *P) { \
+        (void)P;                                                                        \
+        return STORE(EXPR);                                                             \
+    }                                                                                   \
     CT_LOOP_BODY(fname, CT_EW_PARAMS) {                                                 \
         const ct_loop_params *P = params;                                               \
         (void)P;                                                                        \
@@ -171,18 +176,12 @@ extern const ct_cpu_loop ct_cpu_loops_any_zero[CT_DTYPE_COUNT];
         if (s[0] == z && s[1] == z && s[2] == z && s[3] == z) {                         \
             T *o = (T *)d[0];                                                           \
             const T *pa = (const T *)d[1], *pb = (const T *)d[2], *pc = (const T *)d[3]; \
-            for (int64_t i = 0; i < n; i++) {                                           \
-                CT a = LOAD(pa[i]), b = LOAD(pb[i]), c = LOAD(pc[i]);                   \
-                o[i] = STORE(EXPR);                                                     \
-            }                                                                           \
+            CT_CONTIG_RUN(T, o, n, 4 * z, i, fname##_at(LOAD(pa[i]), LOAD(pb[i]), LOAD(pc[i]), P)); \
         } else if (s[0] == z && s[1] == z && s[2] == 0 && s[3] == 0) {                  \
             T *o = (T *)d[0];                                                           \
             const T *pa = (const T *)d[1];                                              \
             const CT b = LOAD(*(const T *)d[2]), c = LOAD(*(const T *)d[3]);            \
-            for (int64_t i = 0; i < n; i++) {                                           \
-                CT a = LOAD(pa[i]);                                                     \
-                o[i] = STORE(EXPR);                                                     \
-            }                                                                           \
+            CT_CONTIG_RUN(T, o, n, 2 * z, i, fname##_at(LOAD(pa[i]), b, c, P));          \
         } else {                                                                        \
             for (int64_t i = 0; i < n; i++) {                                           \
                 CT a = LOAD(*(const T *)(d[1] + i * s[1]));                             \

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cpu/iter.h"
+#include "cpu/stream.h"
 #include "core/cpu_isa.h"
 #include "ops/op_info.h"
 
@@ -56,16 +57,17 @@ static inline uint16_t ct_f2b(float f) { return ct_float_to_bfloat16(f); }
 /* Unary loop over storage type T computing in C type CT (x is the loaded value).
  * The contiguous case is a plain indexed loop the compiler can vectorize. */
 #define CT_UNARY_LOOP(fname, T, CT, LOAD, STORE, EXPR)                                    \
+    static inline __attribute__((always_inline)) T fname##_at(CT x, const ct_loop_params *P) { \
+        (void)P;                                                                          \
+        return STORE(EXPR);                                                               \
+    }                                                                                     \
     CT_LOOP_BODY(fname, CT_EW_PARAMS) {                                                   \
         const ct_loop_params *P = params;                                                 \
         (void)P;                                                                          \
         if (s[0] == (int64_t)sizeof(T) && s[1] == (int64_t)sizeof(T)) {                   \
             T *restrict o = (T *)d[0];                                                    \
             const T *restrict a = (const T *)d[1];                                        \
-            for (int64_t i = 0; i < n; i++) {                                             \
-                CT x = LOAD(a[i]);                                                        \
-                o[i] = STORE(EXPR);                                                       \
-            }                                                                             \
+            CT_CONTIG_RUN(T, o, n, 2 * sizeof(T), i, fname##_at(LOAD(a[i]), P));         \
         } else {                                                                          \
             for (int64_t i = 0; i < n; i++) {                                             \
                 CT x = LOAD(*(const T *)(d[1] + i * s[1]));                               \
@@ -77,6 +79,10 @@ static inline uint16_t ct_f2b(float f) { return ct_float_to_bfloat16(f); }
 
 /* Binary loop: inputs of storage type T (compute type CT), output of type OT. */
 #define CT_BINARY_LOOP(fname, T, CT, OT, LOAD, STORE, EXPR)                               \
+    static inline __attribute__((always_inline)) OT fname##_at(CT a, CT b, const ct_loop_params *P) { \
+        (void)P;                                                                          \
+        return STORE(EXPR);                                                               \
+    }                                                                                     \
     CT_LOOP_BODY(fname, CT_EW_PARAMS) {                                                   \
         const ct_loop_params *P = params;                                                 \
         (void)P;                                                                          \
@@ -85,18 +91,13 @@ static inline uint16_t ct_f2b(float f) { return ct_float_to_bfloat16(f); }
             OT *restrict o = (OT *)d[0];                                                  \
             const T *restrict pa = (const T *)d[1];                                       \
             const T *restrict pb = (const T *)d[2];                                       \
-            for (int64_t i = 0; i < n; i++) {                                             \
-                CT a = LOAD(pa[i]), b = LOAD(pb[i]);                                      \
-                o[i] = STORE(EXPR);                                                       \
-            }                                                                             \
+            CT_CONTIG_RUN(OT, o, n, sizeof(OT) + 2 * sizeof(T), i,                        \
+                          fname##_at(LOAD(pa[i]), LOAD(pb[i]), P));                       \
         } else if (s[0] == (int64_t)sizeof(OT) && s[1] == (int64_t)sizeof(T) && s[2] == 0) { \
             OT *restrict o = (OT *)d[0];                                                  \
             const T *restrict pa = (const T *)d[1];                                       \
             const CT b = LOAD(*(const T *)d[2]);                                          \
-            for (int64_t i = 0; i < n; i++) {                                             \
-                CT a = LOAD(pa[i]);                                                       \
-                o[i] = STORE(EXPR);                                                       \
-            }                                                                             \
+            CT_CONTIG_RUN(OT, o, n, sizeof(OT) + sizeof(T), i, fname##_at(LOAD(pa[i]), b, P)); \
         } else {                                                                          \
             for (int64_t i = 0; i < n; i++) {                                             \
                 CT a = LOAD(*(const T *)(d[1] + i * s[1]));                               \

@@ -10,6 +10,7 @@
 #define VEC __m256
 #define LOAD(p) _mm256_loadu_ps(p)
 #define STORE(p, v) _mm256_storeu_ps((p), (v))
+#define STREAM(p, v) _mm256_stream_ps((p), (v))
 #define SL(name, acc) Sleef_##name##f8_##acc##avx2
 #define TABLE ct_vm_avx2
 #define RED_TABLE ct_vm_red_avx2

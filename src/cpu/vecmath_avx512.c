@@ -10,6 +10,7 @@
 #define VEC __m512
 #define LOAD(p) _mm512_loadu_ps(p)
 #define STORE(p, v) _mm512_storeu_ps((p), (v))
+#define STREAM(p, v) _mm512_stream_ps((p), (v))
 #define SL(name, acc) Sleef_##name##f16_##acc##avx512f
 #define TABLE ct_vm_avx512
 #define RED_TABLE ct_vm_red_avx512

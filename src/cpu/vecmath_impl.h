@@ -9,6 +9,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "cpu/stream.h"
+
 /* Note [Prefetch ahead]
  * At 16M float32 elements on two cores of the GPU machine's Xeon, exp ran at 0.64-0.88
  * of the memcpy ceiling: its time was about the sum of its arithmetic and its memory
@@ -20,22 +22,41 @@
  * too and did not help them, so they have none. */
 #define CT_VM_PF_BYTES 1024u
 #define CT_VM_PF_MIN 4096
+/* cnt (< W) elements through the padded buffer. */
+#define CT_VM_PART(SLEEF_FN, o, a, cnt)                                   \
+    do {                                                                  \
+        float buf[W] = {0};                                               \
+        memcpy(buf, (a), (size_t)(cnt) * sizeof(float));                  \
+        STORE(buf, SLEEF_FN(LOAD(buf)));                                  \
+        memcpy((o), buf, (size_t)(cnt) * sizeof(float));                  \
+    } while (0)
+/* Long runs prefetch (Note [Prefetch ahead]); those that touch more than the cache
+ * holds stream their output (Note [Streaming stores]) from the first 64-byte
+ * boundary on. */
 #define CT_VM_DEF(fname, SLEEF_FN)                                        \
     static void fname(float *out, const float *in, int64_t n) {          \
         int64_t i = 0;                                                    \
-        if (n >= CT_VM_PF_MIN)                                            \
+        if (n >= CT_VM_PF_MIN && ct_stream_wanted(n * 8, out, sizeof(float))) { \
+            while ((uintptr_t)(out + i) % 64u != 0) {                     \
+                int64_t c = (int64_t)((64u - (uintptr_t)(out + i) % 64u) / sizeof(float)); \
+                c = c < W ? c : W;                                        \
+                CT_VM_PART(SLEEF_FN, out + i, in + i, c);                 \
+                i += c;                                                   \
+            }                                                             \
+            for (; i + W <= n; i += W) {                                  \
+                _mm_prefetch((const char *)((uintptr_t)(in + i) + CT_VM_PF_BYTES), _MM_HINT_T0); \
+                STREAM(out + i, SLEEF_FN(LOAD(in + i)));                  \
+            }                                                             \
+            ct_stream_fence();                                            \
+        } else if (n >= CT_VM_PF_MIN)                                     \
             for (; i + W <= n; i += W) {                                  \
                 _mm_prefetch((const char *)((uintptr_t)(in + i) + CT_VM_PF_BYTES), _MM_HINT_T0); \
                 STORE(out + i, SLEEF_FN(LOAD(in + i)));                   \
             }                                                             \
         for (; i + W <= n; i += W)                                        \
             STORE(out + i, SLEEF_FN(LOAD(in + i)));                       \
-        if (i < n) {                                                      \
-            float buf[W] = {0};                                           \
-            memcpy(buf, in + i, (size_t)(n - i) * sizeof(float));         \
-            STORE(buf, SLEEF_FN(LOAD(buf)));                              \
-            memcpy(out + i, buf, (size_t)(n - i) * sizeof(float));        \
-        }                                                                 \
+        if (i < n)                                                        \
+            CT_VM_PART(SLEEF_FN, out + i, in + i, n - i);                 \
     }
 
 /* SLEEF's single-precision asinh and acosh square their argument, so above about

@@ -1,0 +1,45 @@
+/* When the CPU loops stream their outputs (Note [Streaming stores] in stream.h). */
+#include "cpu/stream.h"
+
+#include <stdlib.h>
+#include <unistd.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+/* The threshold in bytes touched by one op; 0 before it is first needed. */
+static int64_t g_threshold;
+static bool g_forced;
+
+static int64_t detect_threshold(void) {
+    const char *env = getenv("CT_STREAM_MIN_BYTES");
+    if (env && *env) {
+        char *end;
+        long long v = strtoll(env, &end, 10);
+        if (*end == '\0' && v > 0)
+            return (int64_t)v;
+    }
+    long l3 = -1;
+#ifdef _SC_LEVEL3_CACHE_SIZE
+    l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+#endif
+    /* unknown: a size most server and desktop L3 caches are near */
+    return l3 > 0 ? (int64_t)l3 : (int64_t)32 << 20;
+}
+
+bool ct_stream_decide(int64_t bytes) {
+    if (__atomic_load_n(&g_forced, __ATOMIC_RELAXED))
+        return true;
+    int64_t t = __atomic_load_n(&g_threshold, __ATOMIC_RELAXED);
+    if (t == 0) { /* every thread finds the same value, so a race only repeats the work */
+        t = detect_threshold();
+        __atomic_store_n(&g_threshold, t, __ATOMIC_RELAXED);
+    }
+    int nth = 1;
+#ifdef _OPENMP
+    nth = omp_in_parallel() ? omp_get_num_threads() : 1;
+#endif
+    return bytes >= t / nth;
+}
+
+void ct_stream_force(bool on) { __atomic_store_n(&g_forced, on, __ATOMIC_RELAXED); }
