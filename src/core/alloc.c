@@ -38,6 +38,7 @@
 
 #include "alloc.h"
 #include "error.h"
+#include "spin.h"
 
 #define CT_ALIGN 64
 #define CT_CPU_CACHING_DEFAULT true
@@ -140,7 +141,7 @@ typedef struct {
 #define CT_TINY_KEEP_ALL 256
 
 typedef struct dev_alloc {
-    pthread_mutex_t lock;
+    ct_spin lock; /* Note [Allocator lock] */
     ct_device device;
     const ct_alloc_device_iface *iface;
     bool caching;
@@ -709,12 +710,12 @@ ct_status ct_memory_record_history(bool enabled, int64_t max_entries) {
             dev_alloc *da = atomic_load(&g_devs[t][i]);
             if (!da)
                 continue;
-            pthread_mutex_lock(&da->lock);
+            ct_spin_lock(&da->lock);
             tiny_drain(da); /* with history on, every free takes the general path */
             free(da->ring);
             da->ring = NULL;
             da->ring_cap = da->ring_len = da->ring_next = 0;
-            pthread_mutex_unlock(&da->lock);
+            ct_spin_unlock(&da->lock);
         }
     atomic_store(&g_history, enabled);
     pthread_mutex_unlock(&g_lock);
@@ -768,7 +769,7 @@ static __attribute__((noinline)) dev_alloc *make_dev(ct_device d, const char *op
         } else if ((da = calloc(1, sizeof *da)) == NULL) {
             ct_error(CT_ERROR_OUT_OF_MEMORY, op, "could not create the allocator for %s", dev_str(d, buf, sizeof buf));
         } else {
-            pthread_mutex_init(&da->lock, NULL);
+            atomic_init(&da->lock.held, 0);
             da->device = d;
             da->iface = iface;
             int conf = atomic_load(&g_cpu_caching_conf);
@@ -1298,9 +1299,9 @@ void *ct_alloc_stream(ct_device device, size_t nbytes, int64_t stream) {
     dev_alloc *da = get_dev(device, "alloc");
     if (!da)
         return NULL;
-    pthread_mutex_lock(&da->lock);
+    ct_spin_lock(&da->lock);
     void *p = malloc_locked(da, nbytes, stream);
-    pthread_mutex_unlock(&da->lock);
+    ct_spin_unlock(&da->lock);
     return p;
 }
 
@@ -1308,12 +1309,12 @@ void *ct_alloc(ct_device device, size_t nbytes) {
     dev_alloc *da = get_dev(device, "alloc");
     if (!da)
         return NULL;
-    pthread_mutex_lock(&da->lock);
+    ct_spin_lock(&da->lock);
     int64_t stream = da->iface->current_stream ? da->iface->current_stream(da->iface->ctx, device.index) : 0;
     void *p = tiny_take(da, nbytes, stream);
     if (!p)
         p = malloc_locked(da, nbytes, stream);
-    pthread_mutex_unlock(&da->lock);
+    ct_spin_unlock(&da->lock);
     return p;
 }
 
@@ -1326,10 +1327,10 @@ void ct_free(ct_device device, void *ptr) {
         ct_error(CT_ERROR_RUNTIME, "free", "no allocation was ever made on %s", dev_str(device, buf, sizeof buf));
         return;
     }
-    pthread_mutex_lock(&da->lock);
+    ct_spin_lock(&da->lock);
     ct_block *b = table_remove(da, ptr);
     if (!b) {
-        pthread_mutex_unlock(&da->lock);
+        ct_spin_unlock(&da->lock);
         ct_error(CT_ERROR_RUNTIME, "free", "%p was not allocated on %s by ctorch's allocator, or was freed twice", ptr,
                  dev_str(device, buf, sizeof buf));
         return;
@@ -1374,7 +1375,7 @@ void ct_free(ct_device device, void *ptr) {
     } else if (!tiny_put(da, b)) {
         free_block(da, b);
     }
-    pthread_mutex_unlock(&da->lock);
+    ct_spin_unlock(&da->lock);
 }
 
 ct_status ct_alloc_record_stream(ct_device device, void *ptr, int64_t stream) {
@@ -1384,7 +1385,7 @@ ct_status ct_alloc_record_stream(ct_device device, void *ptr, int64_t stream) {
     if (!da)
         return ct_last_status();
     char buf[32];
-    pthread_mutex_lock(&da->lock);
+    ct_spin_lock(&da->lock);
     ct_block *b = table_find(da, ptr);
     ct_status st = CT_OK;
     if (!b) {
@@ -1402,7 +1403,7 @@ ct_status ct_alloc_record_stream(ct_device device, void *ptr, int64_t stream) {
                     int cap = b->capuses ? b->capuses * 2 : 4;
                     int64_t *u = realloc(b->uses, (size_t)cap * sizeof *u);
                     if (!u) {
-                        pthread_mutex_unlock(&da->lock);
+                        ct_spin_unlock(&da->lock);
                         return ct_error(CT_ERROR_OUT_OF_MEMORY, op, "could not record a stream use");
                     }
                     b->uses = u;
@@ -1412,7 +1413,7 @@ ct_status ct_alloc_record_stream(ct_device device, void *ptr, int64_t stream) {
             }
         }
     }
-    pthread_mutex_unlock(&da->lock);
+    ct_spin_unlock(&da->lock);
     return st;
 }
 
@@ -1434,9 +1435,9 @@ ct_status ct_alloc_set_device_interface(ct_device_type type, const ct_alloc_devi
         dev_alloc *da = atomic_load(&g_devs[type][i]);
         if (!da)
             continue;
-        pthread_mutex_lock(&da->lock);
+        ct_spin_lock(&da->lock);
         bool busy = da->nactive > 0 || da->pending != NULL;
-        pthread_mutex_unlock(&da->lock);
+        ct_spin_unlock(&da->lock);
         if (busy) {
             pthread_mutex_unlock(&g_lock);
             return ct_error(CT_ERROR_RUNTIME, op, "device type %d still has memory in use", (int)type);
@@ -1446,12 +1447,12 @@ ct_status ct_alloc_set_device_interface(ct_device_type type, const ct_alloc_devi
         dev_alloc *da = atomic_load(&g_devs[type][i]);
         if (!da)
             continue;
-        pthread_mutex_lock(&da->lock);
+        ct_spin_lock(&da->lock);
         release_cached(da);
         da->iface = iface ? iface : da->iface;
         if (iface)
             da->caching = iface->caching_default;
-        pthread_mutex_unlock(&da->lock);
+        ct_spin_unlock(&da->lock);
     }
     g_iface[type] = iface;
     pthread_mutex_unlock(&g_lock);
@@ -1476,10 +1477,10 @@ ct_status ct_alloc_get_stats(ct_device device, ct_alloc_stats *out) {
     memset(out, 0, sizeof *out);
     dev_alloc *da = find_dev(device);
     if (da) {
-        pthread_mutex_lock(&da->lock);
+        ct_spin_lock(&da->lock);
         tiny_drain(da); /* its inactive-split figures count them merged */
         *out = da->stats;
-        pthread_mutex_unlock(&da->lock);
+        ct_spin_unlock(&da->lock);
     }
     /* a setting, reported with the stats as PyTorch does */
     size_t ms = ct_alloc_conf_max_split_size();
@@ -1520,7 +1521,7 @@ void ct_reset_peak_memory_stats(ct_device device) {
     dev_alloc *da = find_dev(device);
     if (!da)
         return;
-    pthread_mutex_lock(&da->lock);
+    ct_spin_lock(&da->lock);
     tiny_drain(da);
     for (int t = 0; t < CT_STAT_TYPES; t++) {
 #define X(name) reset_peak(&da->stats.name[t]);
@@ -1529,14 +1530,14 @@ void ct_reset_peak_memory_stats(ct_device device) {
     }
     reset_peak(&da->stats.oversize_allocations);
     reset_peak(&da->stats.oversize_segments);
-    pthread_mutex_unlock(&da->lock);
+    ct_spin_unlock(&da->lock);
 }
 
 void ct_reset_accumulated_memory_stats(ct_device device) {
     dev_alloc *da = find_dev(device);
     if (!da)
         return;
-    pthread_mutex_lock(&da->lock);
+    ct_spin_lock(&da->lock);
     for (int t = 0; t < CT_STAT_TYPES; t++) {
 #define X(name) reset_accumulated(&da->stats.name[t]);
         CT_STAT_ARRAYS(X)
@@ -1549,27 +1550,27 @@ void ct_reset_accumulated_memory_stats(ct_device device) {
     da->stats.num_sync_all_streams = 0;
     da->stats.num_device_alloc = 0;
     da->stats.num_device_free = 0;
-    pthread_mutex_unlock(&da->lock);
+    ct_spin_unlock(&da->lock);
 }
 
 void ct_empty_cache(ct_device device) {
     dev_alloc *da = find_dev(device);
     if (!da)
         return;
-    pthread_mutex_lock(&da->lock);
+    ct_spin_lock(&da->lock);
     release_cached(da);
-    pthread_mutex_unlock(&da->lock);
+    ct_spin_unlock(&da->lock);
 }
 
 ct_status ct_memory_set_caching(ct_device device, bool enabled) {
     dev_alloc *da = get_dev(device, "memory_set_caching");
     if (!da)
         return ct_last_status();
-    pthread_mutex_lock(&da->lock);
+    ct_spin_lock(&da->lock);
     da->caching = enabled;
     if (!enabled)
         release_cached(da);
-    pthread_mutex_unlock(&da->lock);
+    ct_spin_unlock(&da->lock);
     return CT_OK;
 }
 
@@ -1577,9 +1578,9 @@ bool ct_memory_caching(ct_device device) {
     dev_alloc *da = get_dev(device, "memory_caching");
     if (!da)
         return false;
-    pthread_mutex_lock(&da->lock);
+    ct_spin_lock(&da->lock);
     bool c = da->caching;
-    pthread_mutex_unlock(&da->lock);
+    ct_spin_unlock(&da->lock);
     return c;
 }
 
@@ -1689,7 +1690,7 @@ ct_status ct_alloc_state_get(ct_device device, ct_alloc_state *out) {
     dev_alloc *da = get_dev(device, op);
     if (!da)
         return ct_last_status();
-    pthread_mutex_lock(&da->lock);
+    ct_spin_lock(&da->lock);
     tiny_drain(da);
     trace(da, CT_TRACE_SNAPSHOT, 0, 0, 0, tl_context);
     out->caching = da->caching;
@@ -1744,7 +1745,7 @@ ct_status ct_alloc_state_get(ct_device device, ct_alloc_state *out) {
         out->ntrace = nring;
     }
 done:
-    pthread_mutex_unlock(&da->lock);
+    ct_spin_unlock(&da->lock);
     if (st != CT_OK)
         ct_alloc_state_free(out);
     return st;
