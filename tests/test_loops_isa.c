@@ -178,9 +178,9 @@ static void test_every_isa_same_bits(void **state) {
 enum { NS = 600011 };
 
 static ct_tensor *run_streamed(const op_entry *op, bool on, ct_tensor *const *x) {
-    ct_stream_force(on);
+    ct_stream_force(on ? CT_STREAM_ALWAYS : CT_STREAM_NEVER);
     ct_tensor *r = run(op, ct_cpu_isa_level(), x);
-    ct_stream_force(false);
+    ct_stream_force(CT_STREAM_AUTO);
     return r;
 }
 
@@ -207,13 +207,13 @@ static void test_streamed_same_bits(void **state) {
         ct_tensor *o = ct_empty(CT_SHAPE(NS + 1), dts[j], CT_CPU), *ov = ct_narrow(o, 0, 1, NS);
         static const op_entry copy_op = {"copy_", NULL, NULL, NULL, false};
         for (int on = 0; on < 2; on++) {
-            ct_stream_force(on);
+            ct_stream_force(on ? CT_STREAM_ALWAYS : CT_STREAM_NEVER);
             ct_tensor *got[6] = {ct_exp_out(x[0], ov) ? ct_clone(ov) : NULL, ct_neg_out(x[0], ov) ? ct_clone(ov) : NULL,
                                  ct_add_out(x[0], x[1], ov) ? ct_clone(ov) : NULL,
                                  ct_mul_out(x[0], x[1], ov) ? ct_clone(ov) : NULL,
                                  ct_copy_(ov, x[2]) ? ct_clone(ov) : NULL,
                                  ct_fill_(ov, ct_scalar_float(1.5)) ? ct_clone(ov) : NULL};
-            ct_stream_force(false);
+            ct_stream_force(CT_STREAM_AUTO);
             ct_clear_error(); /* exp and neg refuse some dtypes */
             static ct_tensor *plain[6];
             for (int i = 0; i < 6; i++) {

@@ -9,7 +9,7 @@
 
 /* The threshold in bytes touched by one op; 0 before it is first needed. */
 static int64_t g_threshold;
-static bool g_forced;
+static int g_forced; /* CT_STREAM_AUTO, _ALWAYS or _NEVER */
 
 static int64_t detect_threshold(void) {
     const char *env = getenv("CT_STREAM_MIN_BYTES");
@@ -30,8 +30,9 @@ static int64_t detect_threshold(void) {
 }
 
 bool ct_stream_decide(int64_t bytes) {
-    if (__atomic_load_n(&g_forced, __ATOMIC_RELAXED))
-        return true;
+    int forced = __atomic_load_n(&g_forced, __ATOMIC_RELAXED);
+    if (forced != CT_STREAM_AUTO)
+        return forced == CT_STREAM_ALWAYS;
     int64_t t = __atomic_load_n(&g_threshold, __ATOMIC_RELAXED);
     if (t == 0) { /* every thread finds the same value, so a race only repeats the work */
         t = detect_threshold();
@@ -44,4 +45,4 @@ bool ct_stream_decide(int64_t bytes) {
     return bytes >= t / nth;
 }
 
-void ct_stream_force(bool on) { __atomic_store_n(&g_forced, on, __ATOMIC_RELAXED); }
+void ct_stream_force(int mode) { __atomic_store_n(&g_forced, mode, __ATOMIC_RELAXED); }

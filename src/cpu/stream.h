@@ -50,9 +50,10 @@ static inline bool ct_stream_wanted(int64_t bytes, const void *o, size_t size) {
     return false;
 #endif
 }
-/* For tests: stream whenever a call writes CT_STREAM_MIN_CALL bytes or more (on), or
- * back to the detected threshold (off). */
-void ct_stream_force(bool on);
+/* For tests: stream every call of CT_STREAM_MIN_CALL bytes or more (CT_STREAM_ALWAYS),
+ * none (CT_STREAM_NEVER), or back to the threshold (CT_STREAM_AUTO). */
+enum { CT_STREAM_AUTO = 0, CT_STREAM_ALWAYS = 1, CT_STREAM_NEVER = 2 };
+void ct_stream_force(int mode);
 
 /* Writes the 64 bytes at src to dst (64-byte aligned) with streaming stores. */
 static inline void ct_stream_line(void *dst, const void *src) {
