@@ -171,8 +171,8 @@ static void test_every_isa_same_bits(void **state) {
 /* Note [Streaming stores] (src/cpu/stream.h): long contiguous loops stream their
  * output a line at a time, and must give the same bits as the plain loop. On one thread
  * a run of NS elements is long enough for every output dtype (bool included) to take
- * the streamed path when it is forced, and short of the cache-sized threshold that
- * decides it otherwise. The outputs here start on a 64-byte boundary; the _out calls
+ * the streamed path when it is forced on; the reference runs with it forced off. The
+ * outputs here start on a 64-byte boundary; the _out calls
  * below write one element past it, so the plain head before the first boundary runs
  * too. */
 enum { NS = 600011 };
