@@ -8,7 +8,7 @@
 set -euo pipefail
 
 # libclang-rt-14-dev is the runtime of Debian 12's clang (14); libFuzzer is in it.
-pkgs=(build-essential cmake pkg-config libopenblas-dev libsleef-dev zlib1g-dev libcmocka-dev)
+pkgs=(build-essential cmake pkg-config libopenblas-dev libdnnl-dev libsleef-dev zlib1g-dev libcmocka-dev)
 for arg in "$@"; do
   case "$arg" in
     --run) pkgs+=(dataset-fashion-mnist) ;;

@@ -1,6 +1,7 @@
 /* Matrix products: mm, bmm, dot, addmm, baddbmm, matmul, linear, outer against a
  * double-precision reference, every supported dtype, strided operands, errors. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/dtype.h"
@@ -358,12 +359,37 @@ static void test_outer(void **state) {
     ct_scope_end();
 }
 
+/* Note [oneDNN sgemm] (src/cpu/linalg.c): float32 products go to oneDNN where it is
+ * built in, and to OpenBLAS under CT_SGEMM=openblas (ctest runs this file both ways).
+ * Every layout BLAS reads in place (plain, transposed, a leading dim past the width)
+ * for both operands; small integer values keep every product exact. */
+static void test_sgemm_backends(void **state) {
+    (void)state;
+    const char *e = getenv("CT_SGEMM");
+    if (e && strcmp(e, "openblas") == 0)
+        assert_null(strstr(ct_blas_info(), "oneDNN"));
+    ct_scope_begin();
+    const int64_t n = 67, k = 131, m = 45;
+    ct_tensor *as[3] = {randt(CT_SHAPE(n, k), CT_F32), ct_transpose(randt(CT_SHAPE(k, n), CT_F32), 0, 1),
+                        ct_narrow(randt(CT_SHAPE(n, k + 9), CT_F32), 1, 0, k)};
+    ct_tensor *bs[3] = {randt(CT_SHAPE(k, m), CT_F32), ct_transpose(randt(CT_SHAPE(m, k), CT_F32), 0, 1),
+                        ct_narrow(randt(CT_SHAPE(k, m + 3), CT_F32), 1, 0, m)};
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++) {
+            ct_tensor *c = ct_mm(as[i], bs[j]);
+            CT_ASSERT_OK(c);
+            check_product(c, as[i], bs[j], 1.0, 0.0, NULL);
+        }
+    ct_scope_end();
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_mm_dtypes_and_layouts), cmocka_unit_test(test_bmm_baddbmm_addmm),
         cmocka_unit_test(test_dot_and_out),          cmocka_unit_test(test_matmul_shapes),
         cmocka_unit_test(test_addmm_activation),
         cmocka_unit_test(test_linear),               cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_sgemm_backends),
         cmocka_unit_test(test_outer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

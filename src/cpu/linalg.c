@@ -1,4 +1,5 @@
-/* CPU matrix products: OpenBLAS for float32/float64, float16/bfloat16 through
+/* CPU matrix products: oneDNN's sgemm for float32 where it is installed (Note [oneDNN
+ * sgemm]), OpenBLAS for float64 (and float32 without oneDNN), float16/bfloat16 through
  * float32, plain loops for integers. */
 #include <string.h>
 
@@ -11,6 +12,37 @@
 
 #ifdef CT_HAVE_OPENBLAS
 #include <cblas.h>
+#endif
+#ifdef CT_HAVE_DNNL
+#include <dnnl.h>
+#include <stdlib.h>
+#endif
+
+/* Note [oneDNN sgemm]
+ * OpenBLAS (Debian's 0.3.21, SkylakeX kernels) reached 205-218 GFLOP/s for a 256^3
+ * float32 product on two cores of the GPU machine's Xeon, where PyTorch, whose CPU
+ * GEMMs come from MKL and oneDNN, reached 177-211; oneDNN's dnnl_sgemm (Debian's
+ * libdnnl 2.6.3, which JIT-compiles its kernels for the CPU it runs on and shares
+ * OpenMP's thread pool) reached 300-311, and 254-294 against 232-297 at 1024, 270-317
+ * against 257-309 at 2048 (three rounds, alternating). So float32 products go to
+ * dnnl_sgemm when the library was built with it (CMake option CT_DNNL, on by default),
+ * and to OpenBLAS when oneDNN reports an error or CT_SGEMM=openblas is set in the
+ * environment. Its results may differ from OpenBLAS' in the last bits (another order of
+ * the k sums), as OpenBLAS' differ between its own kernels. float64 stays on OpenBLAS:
+ * oneDNN has no dgemm. */
+#if defined(CT_HAVE_DNNL)
+static bool sgemm_dnnl(bool ta, bool tb, int64_t n, int64_t m, int64_t k, float alpha, const float *a, int64_t lda,
+                       const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
+    static int use = -1; /* every thread reads the same environment, so a race only repeats it */
+    int u = __atomic_load_n(&use, __ATOMIC_RELAXED);
+    if (u < 0) {
+        const char *e = getenv("CT_SGEMM");
+        u = !(e && strcmp(e, "openblas") == 0);
+        __atomic_store_n(&use, u, __ATOMIC_RELAXED);
+    }
+    return u && dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', n, m, k, alpha, a, lda, b, ldb, beta, c, ldc) ==
+                    dnnl_success;
+}
 #endif
 
 /* A matrix operand: base pointer and element strides of its two dims. */
@@ -77,6 +109,14 @@ static void gemm(ct_dtype dt, int64_t n, int64_t m, int64_t k, mat A, mat B, cha
     int64_t lda, ldb;
     if ((dt == CT_DTYPE_FLOAT32 || dt == CT_DTYPE_FLOAT64) && k > 0 && blas_layout(A, n, k, &ta, &lda) &&
         blas_layout(B, k, m, &tb, &ldb)) {
+#ifdef CT_HAVE_DNNL
+        if (dt == CT_DTYPE_FLOAT32 && sgemm_dnnl(ta, tb, n, m, k, (float)alpha, (const float *)A.p, lda,
+                                                 (const float *)B.p, ldb, (float)beta, (float *)C, ldc)) {
+            if (CT_TRACE_LOG_ON())
+                ct_trace_log_kernel_choice(__FILE__, __LINE__, "gemm", "onednn", dt, n, m, k);
+            return;
+        }
+#endif
         if (dt == CT_DTYPE_FLOAT32)
             cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)n, (int)m,
                         (int)k, (float)alpha, (const float *)A.p, (int)lda, (const float *)B.p, (int)ldb, (float)beta,
