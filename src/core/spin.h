@@ -17,8 +17,6 @@ typedef struct ct_spin {
     atomic_int held;
 } ct_spin;
 
-#define CT_SPIN_INIT {0}
-
 void ct_spin_wait(ct_spin *l);
 
 static inline void ct_spin_lock(ct_spin *l) {
