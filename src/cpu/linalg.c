@@ -19,15 +19,15 @@
 #endif
 
 /* Note [oneDNN sgemm]
- * OpenBLAS (Debian's 0.3.21, SkylakeX kernels) reached 205-218 GFLOP/s for a 256^3
- * float32 product on two cores of the GPU machine's Xeon, where PyTorch, whose CPU
- * GEMMs come from MKL and oneDNN, reached 177-211; oneDNN's dnnl_sgemm (Debian's
- * libdnnl 2.6.3, which JIT-compiles its kernels for the CPU it runs on and shares
- * OpenMP's thread pool) reached 300-311, and 254-294 against 232-297 at 1024, 270-317
- * against 257-309 at 2048 (three rounds, alternating). So float32 products go to
- * dnnl_sgemm when the library was built with it (CMake option CT_DNNL, on by default),
- * and to OpenBLAS when oneDNN reports an error or CT_SGEMM=openblas is set in the
- * environment. Its results may differ from OpenBLAS' in the last bits (another order of
+ * On two cores of the GPU machine's Xeon, OpenBLAS (Debian's 0.3.21, its Cooperlake
+ * kernels) reached 205-218 GFLOP/s for a 256^3 float32 product and oneDNN's dnnl_sgemm
+ * (Debian's libdnnl 2.6.3, which JIT-compiles its kernels for the CPU it runs on and
+ * shares OpenMP's thread pool) 300-311; 232-297 against 254-294 at 1024, 257-309
+ * against 270-317 at 2048 (three rounds, alternating). PyTorch, whose CPU GEMMs come
+ * from MKL and oneDNN, reached 177-211 at 256 in bench/ops on the same machine. So
+ * float32 products go to dnnl_sgemm when the library was built with it (CMake option
+ * CT_DNNL, on by default), and to OpenBLAS when oneDNN reports an error or
+ * CT_SGEMM=openblas is set in the environment. Its results may differ from OpenBLAS' in the last bits (another order of
  * the k sums), as OpenBLAS' differ between its own kernels. float64 stays on OpenBLAS:
  * oneDNN has no dgemm. */
 #if defined(CT_HAVE_DNNL)
