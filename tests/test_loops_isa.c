@@ -226,10 +226,32 @@ static void test_streamed_same_bits(void **state) {
                 }
             }
         }
+        /* casts to every dtype, into a fresh output and one element past a boundary */
+        static const ct_dtype all[] = {CT_BOOL, CT_U8, CT_I8, CT_I16, CT_I32, CT_I64, CT_U16,
+                                       CT_U32, CT_U64, CT_F16, CT_BF16, CT_F32, CT_F64};
+        static const op_entry cast_op = {"cast", NULL, NULL, NULL, false};
+        for (size_t t = 0; t < sizeof all / sizeof all[0]; t++) {
+            ct_tensor *dst = ct_empty(CT_SHAPE(NS + 1), all[t], CT_CPU), *dv = ct_narrow(dst, 0, 1, NS);
+            ct_tensor *got[2][2];
+            for (int on = 0; on < 2; on++) {
+                ct_stream_force(on ? CT_STREAM_ALWAYS : CT_STREAM_NEVER);
+                got[on][0] = ct_to_dtype(x[0], all[t]);
+                CT_ASSERT_OK(ct_copy_(dv, x[0]));
+                got[on][1] = ct_clone(dv);
+                ct_stream_force(CT_STREAM_AUTO);
+            }
+            for (int k = 0; k < 2; k++) {
+                char layout[64];
+                snprintf(layout, sizeof layout, "%s to %s", k ? "streamed, offset" : "streamed",
+                         ct_dtype_name(all[t]));
+                assert_same_bits(&cast_op, layout, dts[j], ct_cpu_isa_level(), got[0][k], got[1][k]);
+                compared++;
+            }
+        }
         ct_scope_end();
     }
     ct_set_num_threads(threads);
-    assert_true(compared > 300);
+    assert_true(compared > 400);
 }
 
 /* Casts between every pair of dtypes, contiguous and strided, from the same mixed

@@ -253,7 +253,20 @@ static inline uint16_t f32_to_bf16(float f) {
         if (ds == SZ_##D && ss == SZ_##S) {                                                               \
             char *restrict o = dst;                                                                       \
             const char *restrict a = src;                                                                 \
-            for (int64_t i = 0; i < n; i++)                                                               \
+            int64_t i = 0;                                                                                \
+            if (ct_stream_wanted(n * (SZ_##D + SZ_##S), o, SZ_##D)) { /* Note [Streaming stores] */       \
+                for (; (uintptr_t)(o + i * SZ_##D) % 64u != 0; i++)                                       \
+                    STORE_##D(o + i * SZ_##D, LOAD_##S(a + i * SZ_##S), ISF_##S);                         \
+                for (; i + 64 / SZ_##D <= n; i += 64 / SZ_##D) {                                          \
+                    _Alignas(64) char line[64];                                                           \
+                    CT_STREAM_SIMD                                                                        \
+                    for (int k = 0; k < 64 / SZ_##D; k++)                                                 \
+                        STORE_##D(line + k * SZ_##D, LOAD_##S(a + (i + k) * SZ_##S), ISF_##S);            \
+                    ct_stream_line(o + i * SZ_##D, line);                                                 \
+                }                                                                                         \
+                ct_stream_fence();                                                                        \
+            }                                                                                             \
+            for (; i < n; i++)                                                                            \
                 STORE_##D(o + i * SZ_##D, LOAD_##S(a + i * SZ_##S), ISF_##S);                             \
             return;                                                                                       \
         }                                                                                                 \

@@ -17,7 +17,7 @@
  * ("read for ownership"), so c = a * b over arrays far larger than the caches moves
  * four bytes per byte of c, not three, and the result then evicts data that is still
  * wanted. A streaming store writes whole lines straight to memory. glibc's memcpy and
- * memset switch to them above a size; ctorch's elementwise loops, same-dtype copies,
+ * memset switch to them above a size; ctorch's elementwise loops, copies and casts,
  * fills and the SLEEF routines do too:
  *  - when the op as a whole touches at least a quarter of the last-level cache (every
  *    operand's bytes, over all the threads running it; CT_STREAM_MIN_BYTES in the
@@ -89,8 +89,9 @@ static inline void ct_stream_copy(char *dst, const char *src, size_t bytes) {
 }
 
 /* The line's loop is one vector operation or two; GCC vectorizes it whole only when
- * told to (without the pragma it splits the 16 floats into 8 + 4 + 2 + 1 + 1). */
-#ifdef _OPENMP
+ * told to (without the pragma it splits the 16 floats into 8 + 4 + 2 + 1 + 1). Not for
+ * clang, which warns about every such loop it cannot vectorize (the sanitizer builds). */
+#if defined(_OPENMP) && !defined(__clang__)
 #define CT_STREAM_SIMD _Pragma("omp simd")
 #else
 #define CT_STREAM_SIMD
