@@ -65,7 +65,10 @@ static const op_entry ops[] = {
     {"addcmul", NULL, NULL, addcmul3, false}, {"where", NULL, NULL, ct_where, false},
 };
 
-enum { N = 4133 }; /* past CT_PF_MIN (the prefetching path), no multiple of a vector width */
+enum { N = 4133 };
+
+static const ct_dtype all_dtypes[] = {CT_BOOL, CT_U8,  CT_I8,  CT_I16,  CT_I32, CT_I64, CT_U16,
+                                      CT_U32,  CT_U64, CT_F16, CT_BF16, CT_F32, CT_F64}; /* past CT_PF_MIN (the prefetching path), no multiple of a vector width */
 
 static uint64_t rng = 0x9E3779B97F4A7C15ull;
 static double unit(void) { return ct_test_unit(&rng); }
@@ -205,46 +208,47 @@ static void test_streamed_same_bits(void **state) {
         }
         /* outputs one element past a 64-byte boundary: _out, copy_ and fill_ */
         ct_tensor *o = ct_empty(CT_SHAPE(NS + 1), dts[j], CT_CPU), *ov = ct_narrow(o, 0, 1, NS);
-        static const op_entry copy_op = {"copy_", NULL, NULL, NULL, false};
+#define NAMED(n) {n, NULL, NULL, NULL, false}
+        static const op_entry offset_ops[6] = {NAMED("exp_out"), NAMED("neg_out"), NAMED("add_out"),
+                                               NAMED("mul_out"), NAMED("copy_"),   NAMED("fill_")};
+#undef NAMED
+        ct_tensor *got[2][6];
         for (int on = 0; on < 2; on++) {
             ct_stream_force(on ? CT_STREAM_ALWAYS : CT_STREAM_NEVER);
-            ct_tensor *got[6] = {ct_exp_out(x[0], ov) ? ct_clone(ov) : NULL, ct_neg_out(x[0], ov) ? ct_clone(ov) : NULL,
-                                 ct_add_out(x[0], x[1], ov) ? ct_clone(ov) : NULL,
-                                 ct_mul_out(x[0], x[1], ov) ? ct_clone(ov) : NULL,
-                                 ct_copy_(ov, x[2]) ? ct_clone(ov) : NULL,
-                                 ct_fill_(ov, ct_scalar_float(1.5)) ? ct_clone(ov) : NULL};
+            ct_tensor **g = got[on];
+            g[0] = ct_exp_out(x[0], ov) ? ct_clone(ov) : NULL;
+            g[1] = ct_neg_out(x[0], ov) ? ct_clone(ov) : NULL;
+            g[2] = ct_add_out(x[0], x[1], ov) ? ct_clone(ov) : NULL;
+            g[3] = ct_mul_out(x[0], x[1], ov) ? ct_clone(ov) : NULL;
+            g[4] = ct_copy_(ov, x[2]) ? ct_clone(ov) : NULL;
+            g[5] = ct_fill_(ov, ct_scalar_float(1.5)) ? ct_clone(ov) : NULL;
             ct_stream_force(CT_STREAM_AUTO);
             ct_clear_error(); /* exp and neg refuse some dtypes */
-            static ct_tensor *plain[6];
-            for (int i = 0; i < 6; i++) {
-                if (!on)
-                    plain[i] = got[i];
-                else if (plain[i]) {
-                    assert_non_null(got[i]);
-                    assert_same_bits(&copy_op, "offset output", dts[j], i, plain[i], got[i]);
-                    compared++;
-                }
-            }
         }
+        for (int i = 0; i < 6; i++)
+            if (got[0][i]) {
+                assert_non_null(got[1][i]);
+                assert_same_bits(&offset_ops[i], "streamed, offset output", dts[j], ct_cpu_isa_level(), got[0][i],
+                                 got[1][i]);
+                compared++;
+            }
         /* casts to every dtype, into a fresh output and one element past a boundary */
-        static const ct_dtype all[] = {CT_BOOL, CT_U8, CT_I8, CT_I16, CT_I32, CT_I64, CT_U16,
-                                       CT_U32, CT_U64, CT_F16, CT_BF16, CT_F32, CT_F64};
         static const op_entry cast_op = {"cast", NULL, NULL, NULL, false};
-        for (size_t t = 0; t < sizeof all / sizeof all[0]; t++) {
-            ct_tensor *dst = ct_empty(CT_SHAPE(NS + 1), all[t], CT_CPU), *dv = ct_narrow(dst, 0, 1, NS);
-            ct_tensor *got[2][2];
+        for (size_t t = 0; t < sizeof all_dtypes / sizeof all_dtypes[0]; t++) {
+            ct_tensor *dst = ct_empty(CT_SHAPE(NS + 1), all_dtypes[t], CT_CPU), *dv = ct_narrow(dst, 0, 1, NS);
+            ct_tensor *cast[2][2];
             for (int on = 0; on < 2; on++) {
                 ct_stream_force(on ? CT_STREAM_ALWAYS : CT_STREAM_NEVER);
-                got[on][0] = ct_to_dtype(x[0], all[t]);
+                cast[on][0] = ct_to_dtype(x[0], all_dtypes[t]);
                 CT_ASSERT_OK(ct_copy_(dv, x[0]));
-                got[on][1] = ct_clone(dv);
+                cast[on][1] = ct_clone(dv);
                 ct_stream_force(CT_STREAM_AUTO);
             }
             for (int k = 0; k < 2; k++) {
                 char layout[64];
                 snprintf(layout, sizeof layout, "%s to %s", k ? "streamed, offset" : "streamed",
-                         ct_dtype_name(all[t]));
-                assert_same_bits(&cast_op, layout, dts[j], ct_cpu_isa_level(), got[0][k], got[1][k]);
+                         ct_dtype_name(all_dtypes[t]));
+                assert_same_bits(&cast_op, layout, dts[j], ct_cpu_isa_level(), cast[0][k], cast[1][k]);
                 compared++;
             }
         }
@@ -267,20 +271,18 @@ static ct_tensor *cast_at(int level, const ct_tensor *x, ct_dtype to, bool strid
 
 static void test_casts_same_bits(void **state) {
     (void)state;
-    static const ct_dtype all[] = {CT_BOOL, CT_U8, CT_I8, CT_I16, CT_I32, CT_I64, CT_U16,
-                                   CT_U32, CT_U64, CT_F16, CT_BF16, CT_F32, CT_F64};
     const int top = ct_cpu_isa_level();
     static const op_entry cast_op = {"cast", NULL, NULL, NULL, false};
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
+    for (size_t i = 0; i < sizeof all_dtypes / sizeof all_dtypes[0]; i++) {
         ct_scope_begin();
         /* floats keep their specials; integer sources take the integer samples */
-        ct_tensor *x = sample(all[i], N);
-        for (size_t j = 0; j < sizeof all / sizeof all[0]; j++)
+        ct_tensor *x = sample(all_dtypes[i], N);
+        for (size_t j = 0; j < sizeof all_dtypes / sizeof all_dtypes[0]; j++)
             for (int strided = 0; strided < 2; strided++) {
-                ct_tensor *want = cast_at(top, x, all[j], strided);
+                ct_tensor *want = cast_at(top, x, all_dtypes[j], strided);
                 for (int level = top - 1; level >= 0; level--)
-                    assert_same_bits(&cast_op, strided ? "strided" : "contiguous", all[i], level, want,
-                                     cast_at(level, x, all[j], strided));
+                    assert_same_bits(&cast_op, strided ? "strided" : "contiguous", all_dtypes[i], level,
+                                     want, cast_at(level, x, all_dtypes[j], strided));
             }
         ct_scope_end();
     }

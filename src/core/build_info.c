@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "build_config.h"
+#include "cpu/blas.h"
 #include "tensor_impl.h"
 
 #ifdef CT_HAVE_OPENMP
@@ -50,13 +51,8 @@ const char *ct_build_info(void) {
 const char *ct_blas_info(void) {
 #ifdef CT_HAVE_OPENBLAS
     static char info[160];
-#ifdef CT_HAVE_DNNL
-    const char *e = getenv("CT_SGEMM");
     snprintf(info, sizeof info, "OpenBLAS, kernels %s%s", openblas_get_corename(),
-             e && strcmp(e, "openblas") == 0 ? "" : "; float32 GEMM: oneDNN");
-#else
-    snprintf(info, sizeof info, "OpenBLAS, kernels %s", openblas_get_corename());
-#endif
+             ct_cpu_sgemm_onednn() ? "; float32 GEMM: oneDNN" : "");
     return info;
 #else
     return "none";

@@ -11,20 +11,18 @@ static inline void cpu_pause(void) {
 }
 
 void ct_spin_wait(ct_spin *l) {
-    for (unsigned n = 0;; n++) {
+    unsigned waited = 0;
+    do {
         /* read-only while it is held, so the line is not bounced between cores */
-        while (atomic_load_explicit(&l->held, memory_order_relaxed)) {
-            if (n < 256) {
+        for (; atomic_load_explicit(&l->held, memory_order_relaxed); waited += waited < 2048) {
+            if (waited < 256) {
                 cpu_pause();
-            } else if (n < 2048) {
+            } else if (waited < 2048) {
                 sched_yield();
             } else {
                 struct timespec ts = {0, 50000};
                 nanosleep(&ts, NULL);
             }
-            n++;
         }
-        if (!atomic_exchange_explicit(&l->held, 1, memory_order_acquire))
-            return;
-    }
+    } while (atomic_exchange_explicit(&l->held, 1, memory_order_acquire));
 }

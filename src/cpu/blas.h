@@ -13,4 +13,8 @@
 void ct_cpu_gemm(ct_dtype dtype, bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const void *a,
                  int64_t lda, const void *b, int64_t ldb, double beta, void *c, int64_t ldc);
 
+/* Whether float32 GEMMs go to oneDNN (Note [oneDNN sgemm] in linalg.c): built with it
+ * and CT_SGEMM is not "openblas". */
+bool ct_cpu_sgemm_onednn(void);
+
 #endif

@@ -30,9 +30,8 @@
  * CT_SGEMM=openblas is set in the environment. Its results may differ from OpenBLAS' in the last bits (another order of
  * the k sums), as OpenBLAS' differ between its own kernels. float64 stays on OpenBLAS:
  * oneDNN has no dgemm. */
-#if defined(CT_HAVE_DNNL)
-static bool sgemm_dnnl(bool ta, bool tb, int64_t n, int64_t m, int64_t k, float alpha, const float *a, int64_t lda,
-                       const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
+bool ct_cpu_sgemm_onednn(void) {
+#ifdef CT_HAVE_DNNL
     static int use = -1; /* every thread reads the same environment, so a race only repeats it */
     int u = __atomic_load_n(&use, __ATOMIC_RELAXED);
     if (u < 0) {
@@ -40,8 +39,17 @@ static bool sgemm_dnnl(bool ta, bool tb, int64_t n, int64_t m, int64_t k, float 
         u = !(e && strcmp(e, "openblas") == 0);
         __atomic_store_n(&use, u, __ATOMIC_RELAXED);
     }
-    return u && dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', n, m, k, alpha, a, lda, b, ldb, beta, c, ldc) ==
-                    dnnl_success;
+    return u;
+#else
+    return false;
+#endif
+}
+
+#ifdef CT_HAVE_DNNL
+static bool sgemm_dnnl(bool ta, bool tb, int64_t n, int64_t m, int64_t k, float alpha, const float *a, int64_t lda,
+                       const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
+    return ct_cpu_sgemm_onednn() &&
+           dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', n, m, k, alpha, a, lda, b, ldb, beta, c, ldc) == dnnl_success;
 }
 #endif
 
