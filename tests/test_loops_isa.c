@@ -172,13 +172,14 @@ static void test_every_isa_same_bits(void **state) {
 }
 
 /* Note [Streaming stores] (src/cpu/stream.h): long contiguous loops stream their
- * output a line at a time, and must give the same bits as the plain loop. On one thread
- * a run of NS elements is long enough for every output dtype (bool included) to take
- * the streamed path when it is forced on; the reference runs with it forced off. The
+ * output a line at a time, and must give the same bits as the plain loop. Forced on,
+ * every call streams, however short; NS elements span hundreds of lines of every dtype
+ * and pass the SLEEF loops' prefetch minimum (4096). The reference runs with streaming
+ * forced off. The
  * outputs here start on a 64-byte boundary; the _out calls
  * below write one element past it, so the plain head before the first boundary runs
  * too. */
-enum { NS = 600011 };
+enum { NS = 20011 };
 
 static ct_tensor *run_streamed(const op_entry *op, bool on, ct_tensor *const *x) {
     ct_stream_force(on ? CT_STREAM_ALWAYS : CT_STREAM_NEVER);

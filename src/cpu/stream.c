@@ -10,6 +10,7 @@
 /* The threshold in bytes touched by one op; 0 before it is first needed. */
 static int64_t g_threshold;
 static int g_forced; /* CT_STREAM_AUTO, _ALWAYS or _NEVER */
+int64_t ct_stream_min_call = CT_STREAM_MIN_CALL;
 
 static int64_t detect_threshold(void) {
     const char *env = getenv("CT_STREAM_MIN_BYTES");
@@ -45,4 +46,7 @@ bool ct_stream_decide(int64_t bytes) {
     return bytes >= t / nth;
 }
 
-void ct_stream_force(int mode) { __atomic_store_n(&g_forced, mode, __ATOMIC_RELAXED); }
+void ct_stream_force(int mode) {
+    __atomic_store_n(&ct_stream_min_call, mode == CT_STREAM_ALWAYS ? 0 : CT_STREAM_MIN_CALL, __ATOMIC_RELAXED);
+    __atomic_store_n(&g_forced, mode, __ATOMIC_RELAXED);
+}

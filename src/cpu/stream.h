@@ -42,16 +42,18 @@
 /* Whether a call that touches `bytes` bytes (all operands) should stream its output o,
  * of elements of `size` bytes (the output must be aligned to its element). */
 bool ct_stream_decide(int64_t bytes);
+extern int64_t ct_stream_min_call; /* CT_STREAM_MIN_CALL; 0 under CT_STREAM_ALWAYS */
 static inline bool ct_stream_wanted(int64_t bytes, const void *o, size_t size) {
 #ifdef CT_STREAM_X86
-    return bytes >= CT_STREAM_MIN_CALL && (uintptr_t)o % size == 0 && ct_stream_decide(bytes);
+    return bytes >= __atomic_load_n(&ct_stream_min_call, __ATOMIC_RELAXED) && (uintptr_t)o % size == 0 &&
+           ct_stream_decide(bytes);
 #else
     (void)bytes, (void)o, (void)size;
     return false;
 #endif
 }
-/* For tests: stream every call of CT_STREAM_MIN_CALL bytes or more (CT_STREAM_ALWAYS),
- * none (CT_STREAM_NEVER), or back to the threshold (CT_STREAM_AUTO). */
+/* For tests: stream every call, however short (CT_STREAM_ALWAYS), none
+ * (CT_STREAM_NEVER), or back to the thresholds (CT_STREAM_AUTO). */
 enum { CT_STREAM_AUTO = 0, CT_STREAM_ALWAYS = 1, CT_STREAM_NEVER = 2 };
 void ct_stream_force(int mode);
 
