@@ -125,6 +125,18 @@ static ct_tensor *run(const char *name, ct_tensor *const *in, int n) {
     if (sscanf(name, "bincount_%d", &k) == 1) return ct_bincount(in[0], NULL, k);
     if (sscanf(name, "histc_%d_%lf_%lf", &k, &x, &y) == 3) return ct_histc(in[0], k, x, y);
     if (sscanf(name, "logcumsumexp_%d", &k) == 1) return ct_logcumsumexp(in[0], k);
+    if (sscanf(name, "isclose_%lf_%lf_%d", &x, &y, &k) == 3) return ct_isclose(in[0], in[1], x, y, k != 0);
+    if (sscanf(name, "allclose_%lf_%lf_%d", &x, &y, &k) == 3 || !strcmp(name, "equal")) {
+        bool b = false;
+        ct_status st = name[0] == 'e' ? ct_equal(in[0], in[1], &b) : ct_allclose(in[0], in[1], x, y, k != 0, &b);
+        return st == CT_OK ? ct_scalar_tensor(ct_scalar_bool(b), CT_BOOL, ct_tensor_device(in[0])) : NULL;
+    }
+    if (!strcmp(name, "argwhere")) return ct_argwhere(in[0]);
+    if (!strcmp(name, "take_along_dim_none")) return ct_take_along_dim(in[0], in[1], NULL);
+    if (sscanf(name, "take_along_dim_%d", &k) == 1) return ct_take_along_dim(in[0], in[1], (int64_t[]){k});
+    if (sscanf(name, "take_along_dim_sorted_%d", &k) == 1) /* gradients: the indices from the input */
+        return ct_take_along_dim(in[0], ct_argsort(in[0], k, false), (int64_t[]){k});
+    if (sscanf(name, "dist_%lf", &x) == 1) return ct_dist(in[0], in[1], x);
     fail_msg("composites_golden.txt names %s, which this test does not know", name);
     return NULL;
 }
@@ -214,7 +226,9 @@ static void test_golden(void **state) {
             ct_tensor *min[MAX_IN];
             for (int i = 0; i < n; i++)
                 min[i] = ct_to_device(in[i], CT_META);
-            bool data_sized = !strncmp(name, "bincount", 8) || !strncmp(name, "histc_", 6);
+            /* no META form: the result's size or value depends on the data */
+            bool data_sized = !strncmp(name, "bincount", 8) || !strncmp(name, "histc_", 6) ||
+                              !strncmp(name, "allclose", 8) || !strcmp(name, "equal") || !strcmp(name, "argwhere");
             ct_tensor *m = r && n && !data_sized ? run(name, min, n) : NULL;
             if (r && n && !data_sized && (!m || !same_meta(m, r))) {
                 printf("MISMATCH %s on META: %s\n", name, m ? "shape or dtype differs" : ct_last_error());
@@ -310,6 +324,11 @@ static const grad_case grad_cases[] = {
     {"cartesian_prod", 2, {{2}, {3}}, {1, 1}, "nn"},
     {"cov_1", 1, {{3, 5}}, {2}, "n"},
     {"corrcoef", 1, {{3, 5}}, {2}, "n"},
+    {"take_along_dim_sorted_1", 1, {{3, 4}}, {2}, "n"},
+    {"take_along_dim_sorted_0", 1, {{3, 4}}, {2}, "n"},
+    {"dist_2", 2, {{3, 4}, {4}}, {2, 1}, "nn"},
+    {"dist_3", 2, {{2, 3}, {2, 3}}, {2, 2}, "nn"},
+    {"dist_1", 2, {{5}, {5}}, {1, 1}, "nn"},
 };
 
 static void test_gradients(void **state) {
@@ -369,8 +388,34 @@ static void test_gradients_at_guarded_points(void **state) {
     ct_scope_end();
 }
 
+/* allclose and equal answer through a bool: a missing one, a missing tensor and META
+ * inputs (whose values cannot be read) are errors, and *out is left alone. */
+static void test_bool_answers(void **state) {
+    (void)state;
+    ct_scope_begin();
+    ct_tensor *a = ct_ones(CT_SHAPE(3), CT_F32, CT_CPU), *m = ct_to_device(a, CT_META);
+    bool b = true;
+    assert_int_equal(ct_allclose(a, a, 1e-5, 1e-8, false, NULL), CT_ERROR_NULL_ARGUMENT);
+    assert_int_equal(ct_equal(a, a, NULL), CT_ERROR_NULL_ARGUMENT);
+    assert_int_equal(ct_equal(NULL, a, &b), CT_ERROR_NULL_ARGUMENT);
+    assert_int_not_equal(ct_allclose(m, m, 1e-5, 1e-8, false, &b), CT_OK);
+    assert_int_not_equal(ct_equal(m, m, &b), CT_OK);
+    assert_int_equal(ct_equal(a, m, &b), CT_ERROR_DEVICE);
+    assert_non_null(strstr(ct_last_error(), "different devices"));
+    assert_true(b);
+    assert_int_equal(ct_equal(a, ct_zeros(CT_SHAPE(3), CT_F32, CT_CPU), &b), CT_OK);
+    assert_false(b);
+    assert_int_equal(ct_allclose(a, ct_full(CT_SHAPE(3), ct_scalar_float(1.0 + 1e-6), CT_F32, CT_CPU), 1e-5, 1e-8,
+                                 false, &b),
+                     CT_OK);
+    assert_true(b);
+    ct_clear_error();
+    ct_scope_end();
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_golden), cmocka_unit_test(test_gradients),
-                                       cmocka_unit_test(test_gradients_at_guarded_points)};
+                                       cmocka_unit_test(test_gradients_at_guarded_points),
+                                       cmocka_unit_test(test_bool_answers)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

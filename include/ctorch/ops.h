@@ -331,6 +331,23 @@ CT_API ct_tensor *ct_cartesian_prod(const ct_tensor *const *tensors, int n);
 /* torch.cov of the rows of x (no weights) and torch.corrcoef. */
 CT_API ct_tensor *ct_cov(const ct_tensor *x, int64_t correction);
 CT_API ct_tensor *ct_corrcoef(const ct_tensor *x);
+/* torch.isclose: |a - b| <= atol + |rtol * b| or a == b, elementwise (bool); NaNs are
+ * close to each other only with equal_nan. a and b of one dtype; PyTorch's defaults
+ * are rtol 1e-5, atol 1e-8. */
+CT_API ct_tensor *ct_isclose(const ct_tensor *a, const ct_tensor *b, double rtol, double atol, bool equal_nan);
+/* torch.allclose: whether isclose holds everywhere, into *out (reads the result on the
+ * host: not on META). */
+CT_API ct_status ct_allclose(const ct_tensor *a, const ct_tensor *b, double rtol, double atol, bool equal_nan,
+                             bool *out);
+/* torch.equal: same shape and equal values (promoted; NaN never equal), into *out. */
+CT_API ct_status ct_equal(const ct_tensor *a, const ct_tensor *b, bool *out);
+/* torch.argwhere: (count, ndim) int64 indices of the nonzero elements (ct_nonzero). */
+CT_API ct_tensor *ct_argwhere(const ct_tensor *x);
+/* torch.take_along_dim: gather along *dim after broadcasting x and the int64 indices
+ * everywhere else; dim NULL: flattened x at the flattened indices. */
+CT_API ct_tensor *ct_take_along_dim(const ct_tensor *x, const ct_tensor *indices, const int64_t *dim);
+/* torch.dist: the p-norm of a - b. */
+CT_API ct_tensor *ct_dist(const ct_tensor *a, const ct_tensor *b, double p);
 
 /* ------------------------------------------------------------ shape and indexing */
 

@@ -1116,3 +1116,131 @@ ct_tensor *ct_corrcoef(const ct_tensor *x) {
         }
     });
 }
+
+/* ------------------------------------------------------------------ closeness, lookup */
+
+/* PyTorch's isclose: equal values are close (infinities of one sign included), NaNs
+ * only with equal_nan; otherwise |a - b| <= atol + |rtol * b|, in a's dtype (bool as the
+ * default float dtype, integers promoting through the float rtol), and finite. */
+ct_tensor *ct_isclose(const ct_tensor *a, const ct_tensor *b, double rtol, double atol, bool equal_nan) {
+    const char *op = "isclose";
+    CT_CHECK_ARG(op, a);
+    CT_CHECK_ARG(op, b);
+    if (a->dtype != b->dtype) {
+        ct_error(CT_ERROR_TYPE, op, "%s did not match %s", ct_dtype_name(a->dtype), ct_dtype_name(b->dtype));
+        return NULL;
+    }
+    if (!(rtol >= 0) || !(atol >= 0)) {
+        ct_error(CT_ERROR_VALUE, op, "%s must be greater than or equal to zero, but got %g", rtol >= 0 ? "atol" : "rtol",
+                 rtol >= 0 ? atol : rtol);
+        return NULL;
+    }
+    COMPOSITE({
+        r = ct_eq(a, b);
+        if (equal_nan && ct_dtype_is_floating(a->dtype))
+            r = ct_logical_or(r, ct_logical_and(ct_isnan(a), ct_isnan(b)));
+        if (rtol != 0 || atol != 0) {
+            const bool to_float = a->dtype == CT_DTYPE_BOOL;
+            const ct_tensor *fa = to_float ? ct_to_dtype(a, ct_get_default_dtype()) : a;
+            const ct_tensor *fb = to_float ? ct_to_dtype(b, ct_get_default_dtype()) : b;
+            ct_tensor *allowed = ct_add_scalar(ct_abs(ct_mul_scalar(fb, ct_scalar_float(rtol))), ct_scalar_float(atol));
+            ct_tensor *err = ct_abs(ct_sub(fa, fb));
+            r = ct_logical_or(r, ct_logical_and(ct_isfinite(err), ct_le(err, allowed)));
+        }
+    });
+}
+
+/* Reads a 0-d bool result into *out (a host read: one sync on a GPU, refused on META). */
+static ct_status read_bool(const char *op, const ct_tensor *t, bool *out) {
+    if (!out)
+        return ct_error(CT_ERROR_NULL_ARGUMENT, op, "out must not be NULL");
+    int64_t v = 0;
+    ct_status st = t ? ct_item_int64(t, &v) : ct_last_status();
+    if (st == CT_OK)
+        *out = v != 0;
+    return st;
+}
+
+ct_status ct_allclose(const ct_tensor *a, const ct_tensor *b, double rtol, double atol, bool equal_nan, bool *out) {
+    ct_scope_begin();
+    ct_tensor *c = ct_isclose(a, b, rtol, atol, equal_nan);
+    ct_status st = read_bool("allclose", c ? ct_all(c, NULL, 0, false) : NULL, out);
+    ct_scope_end();
+    return st;
+}
+
+/* torch.equal: same shape and equal elements in the promoted dtype (NaN is unequal). */
+ct_status ct_equal(const ct_tensor *a, const ct_tensor *b, bool *out) {
+    const char *op = "equal";
+    CT_CHECK_ARG_STATUS(op, a);
+    CT_CHECK_ARG_STATUS(op, b);
+    if (!ct_device_equal(a->device, b->device)) {
+        char da[32], db[32];
+        return ct_error(CT_ERROR_DEVICE, op, "Cannot compare two tensors on different devices. Got: %s and %s",
+                        ct_device_str(a->device, da, sizeof da), ct_device_str(b->device, db, sizeof db));
+    }
+    if (a->ndim != b->ndim || memcmp(a->shape, b->shape, sizeof(int64_t) * (size_t)a->ndim)) {
+        if (!out)
+            return ct_error(CT_ERROR_NULL_ARGUMENT, op, "out must not be NULL");
+        *out = false;
+        return CT_OK;
+    }
+    ct_scope_begin();
+    ct_tensor *e = ct_eq(a, b);
+    ct_status st = read_bool(op, e ? ct_all(e, NULL, 0, false) : NULL, out);
+    ct_scope_end();
+    return st;
+}
+
+/* torch.argwhere: the (count, ndim) int64 indices of the nonzero elements. */
+ct_tensor *ct_argwhere(const ct_tensor *x) {
+    CT_CHECK_ARG("argwhere", x);
+    return ct_nonzero(x);
+}
+
+/* torch.take_along_dim: with a dim, x and indices broadcast against each other except
+ * along dim, then gather; without one (dim NULL), the flattened x at the flattened
+ * indices. */
+ct_tensor *ct_take_along_dim(const ct_tensor *x, const ct_tensor *indices, const int64_t *dim) {
+    const char *op = "take_along_dim";
+    CT_CHECK_ARG(op, x);
+    CT_CHECK_ARG(op, indices);
+    if (indices->dtype != CT_DTYPE_INT64) {
+        ct_error(CT_ERROR_TYPE, op, "torch.take_along_dim(): dtype of indices should be Long but got %s",
+                 ct_dtype_name(indices->dtype));
+        return NULL;
+    }
+    if (!dim) {
+        COMPOSITE({ r = ct_gather(ct_reshape(x, CT_SHAPE(-1)), 0, ct_reshape(indices, CT_SHAPE(-1))); });
+    }
+    if (x->ndim != indices->ndim) {
+        ct_error(CT_ERROR_VALUE, op,
+                 "torch.take_along_dim(): input and indices should have the same number of dimensions, but got %d "
+                 "dimensions for input, and %d dimensions for indices",
+                 x->ndim, indices->ndim);
+        return NULL;
+    }
+    int d;
+    if (ct_wrap_dim(op, *dim, x->ndim, &d))
+        return NULL;
+    int64_t ishape[CT_MAX_DIMS], xshape[CT_MAX_DIMS];
+    for (int i = 0; i < x->ndim; i++) {
+        int64_t s = i == d ? indices->shape[i] : x->shape[i], t = indices->shape[i];
+        if (s != t && s != 1 && t != 1) {
+            ct_error(CT_ERROR_VALUE, op,
+                     "The size of tensor a (%lld) must match the size of tensor b (%lld) at non-singleton dimension %d",
+                     (long long)s, (long long)t, i);
+            return NULL;
+        }
+        ishape[i] = s == 1 ? t : s;
+        xshape[i] = i == d ? x->shape[i] : ishape[i];
+    }
+    COMPOSITE({ r = ct_gather(ct_expand(x, xshape, x->ndim), d, ct_expand(indices, ishape, x->ndim)); });
+}
+
+/* torch.dist: the p-norm of a - b. */
+ct_tensor *ct_dist(const ct_tensor *a, const ct_tensor *b, double p) {
+    CT_CHECK_ARG("dist", a);
+    CT_CHECK_ARG("dist", b);
+    COMPOSITE({ r = ct_linalg_vector_norm(ct_sub(a, b), p, NULL, 0, false, CT_DTYPE_UNDEFINED); });
+}
