@@ -298,7 +298,9 @@ case("take_along_dim_none", lambda x, i: torch.take_along_dim(x, i), R(2, 3), T(
 case("take_along_dim_none", lambda x, i: torch.take_along_dim(x, i), R(2, 3), T([[4], [1]], torch.int64))
 case("take_along_dim_1", lambda x, i: torch.take_along_dim(x, i, 1), R(2, 3), T([[0]], torch.int32))
 case("take_along_dim_1", lambda x, i: torch.take_along_dim(x, i, 1), R(2, 3), T([0, 1], torch.int64))
-case("take_along_dim_1", lambda x, i: torch.take_along_dim(x, i, 1), R(2, 3), T([[3]], torch.int64))
+# an index out of range (3 along a dim of 3) is left out: PyTorch 2.11 returns a value for it
+# without an error (x[:, 0]); ctorch refuses it (test_error_inputs)
+R(2, 3)
 case("take_along_dim_1", lambda x, i: torch.take_along_dim(x, i, 1), R(2, 3), T([[0], [1], [2]], torch.int64))
 case("take_along_dim_3", lambda x, i: torch.take_along_dim(x, i, 3), R(2, 3), T([[0]], torch.int64))
 for p in (2.0, 1.0, 0.0, 3.0, inf, -inf):
