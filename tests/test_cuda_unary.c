@@ -31,6 +31,8 @@ ADAPT(hardtanh_ab, ct_hardtanh(a, -2.5, 3.5))
 ADAPT(nan_to_num_default, ct_nan_to_num(a, NULL, NULL, NULL))
 static const double nan_v = 7, pos_v = 1000, neg_v = -1000;
 ADAPT(nan_to_num_given, ct_nan_to_num(a, &nan_v, &pos_v, &neg_v))
+ADAPT(trigamma, ct_polygamma(a, 1))
+ADAPT(pentagamma, ct_polygamma(a, 3))
 
 typedef struct {
     const char *name;
@@ -42,11 +44,12 @@ typedef struct {
 static const ucase cases[] = {
     U(exp2, -20, 20), U(expm1, -5, 5), U(log2, 0, 100), U(log10, 0, 100), U(log1p, -1, 50), U(rsqrt, 0, 50),
     U(tan, -1.5, 1.5), U(asin, -1, 1), U(acos, -1, 1), U(atan, -20, 20), U(sinh, -5, 5), U(cosh, -5, 5),
-    U(asinh, -20, 20), U(acosh, 1, 30), U(atanh, -1, 1), U(erf, -3, 3), U(erfc, -3, 3), U(erfinv, -1, 1),
+    U(asinh, -20, 20), U(acosh, 1, 30), U(atanh, -1, 1), U(erf, -3, 3), U(erfc, -3, 3), U(erfinv, -1, 1), U(lgamma, 0.1, 20), U(digamma, -5.3, 20),
     U(reciprocal, -10, 10), {"logit_eps", logit_eps, 0, 1}, {"logit_none", logit_none, 0, 1},
     U(sign, -5, 5), U(sgn, -5, 5), U(floor, -9, 9), U(ceil, -9, 9), U(round, -9, 9), U(trunc, -9, 9),
     U(frac, -9, 9), U(square, -30, 30), {"round_dec2", round_dec2, -9, 9}, {"round_decm1", round_decm1, -90, 90},
     {"nan_to_num", nan_to_num_default, -5, 5}, {"nan_to_num_given", nan_to_num_given, -5, 5},
+    {"trigamma", trigamma, -5.3, 20}, {"pentagamma", pentagamma, -5.3, 20},
     U(logical_not, -2, 2), U(bitwise_not, -50, 50), U(isnan, -5, 5), U(isinf, -5, 5), U(isfinite, -5, 5),
     U(relu6, -9, 9), {"leaky_relu", leaky, -5, 5}, {"elu", elu3, -5, 5}, U(selu, -5, 5), {"celu", celu07, -5, 5},
     {"gelu", gelu_none, -5, 5}, {"gelu_tanh", gelu_tanh, -5, 5}, U(silu, -8, 8), U(mish, -8, 8),

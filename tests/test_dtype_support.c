@@ -42,11 +42,12 @@ typedef ct_tensor *(*case_fn)(ct_dtype d);
 /* unary */
 UN(abs) UN(neg) UN(sign) UN(sgn) UN(exp) UN(exp2) UN(expm1) UN(log) UN(log2) UN(log10) UN(log1p) UN(sqrt)
 UN(rsqrt) UN(sin) UN(cos) UN(tan) UN(asin) UN(acos) UN(atan) UN(sinh) UN(cosh) UN(tanh) UN(asinh) UN(acosh)
-UN(atanh) UN(sigmoid) UN(erf) UN(erfc) UN(erfinv) UN(floor) UN(ceil) UN(round) UN(trunc) UN(frac)
+UN(atanh) UN(sigmoid) UN(erf) UN(erfc) UN(erfinv) UN(lgamma) UN(digamma) UN(floor) UN(ceil) UN(round) UN(trunc) UN(frac)
 UN(reciprocal) UN(relu) UN(logical_not) UN(bitwise_not) UN(isnan) UN(isinf) UN(isfinite) UN(square)
 UN(relu6) UN(selu) UN(silu) UN(mish) UN(hardsigmoid) UN(hardswish)
 CASE(nan_to_num, ct_nan_to_num(vec(d), NULL, NULL, NULL))
 CASE(logit, ct_logit(vec(d), -1.0))
+CASE(polygamma, ct_polygamma(vec(d), 1))
 CASE(round_decimals, ct_round_decimals(vec(d), 1))
 CASE(leaky_relu, ct_leaky_relu(vec(d), 0.01))
 CASE(elu, ct_elu(vec(d), 1.0, 1.0, 1.0))
@@ -188,7 +189,7 @@ static const struct {
 } cases[] = {
     E(abs), E(neg), E(sign), E(sgn), E(exp), E(exp2), E(expm1), E(log), E(log2), E(log10), E(log1p), E(sqrt),
     E(rsqrt), E(sin), E(cos), E(tan), E(asin), E(acos), E(atan), E(sinh), E(cosh), E(tanh), E(asinh), E(acosh),
-    E(atanh), E(sigmoid), E(erf), E(erfc), E(erfinv), E(floor), E(ceil), E(round), E(trunc), E(frac),
+    E(atanh), E(sigmoid), E(erf), E(erfc), E(erfinv), E(lgamma), E(digamma), E(polygamma), E(floor), E(ceil), E(round), E(trunc), E(frac),
     E(reciprocal), E(relu), E(logical_not), E(bitwise_not), E(isnan), E(isinf), E(isfinite), E(square),
     E(relu6), E(selu), E(silu), E(mish), E(hardsigmoid), E(hardswish), E(nan_to_num), E(logit),
     E(round_decimals), E(leaky_relu), E(elu), E(celu), E(gelu), E(softplus), E(hardtanh),

@@ -86,6 +86,14 @@ F1(erf, ct_erf(a))
 F1(erfc, ct_erfc(a))
 F1(expm1, ct_expm1(a))
 F1(log1p, ct_log1p(a))
+F1(lgamma, ct_lgamma(a))
+F1(digamma, ct_digamma(a))
+F1(polygamma0, ct_polygamma(a, 0))
+F1(polygamma1, ct_polygamma(a, 1))
+F1(polygamma2, ct_polygamma(a, 2))
+F1(polygamma3, ct_polygamma(a, 3))
+F1(polygamma6, ct_polygamma(a, 6))
+F1(polygammam1, ct_polygamma(a, -1))
 F1(nan_to_num, ct_nan_to_num(a, NULL, NULL, NULL))
 F1(nan_to_num_args_f64, ct_nan_to_num(a, &d_15, &d_2, &d_m3))
 F1(nan_to_num_args_f16, ct_nan_to_num(a, &d_1e6, &d_1e6, &d_m1e6))
@@ -176,6 +184,7 @@ typedef struct departure {
 
 static const departure departures[] = {
     {"gelu_float32", 16, INFINITY}, /* gelu(inf): PyTorch's vectorized float32 kernel gives NaN */
+    {"polygamma1_float64", 1, INFINITY}, /* trigamma(-3), a pole: PyTorch's reflection gives 7.3e31 */
 };
 
 static const departure *departure_of(const char *name, int64_t i) {
@@ -212,6 +221,11 @@ static const golden_case cases[] = {
     {"gelu_int", c_gelu, 0, "not implemented for 'int64'"},
     CT(logit, 2), CT(logit_eps, 2), CT(logit_eps6, 2), CT(erfinv, 2), {"erfinv_mp", c_erfinv, 2, NULL}, {"erfinv_int", c_erfinv, 2, NULL},
     CT(erf, 2), CT(erfc, 2), CT(expm1, 2), CT(log1p, 2),
+    CT(lgamma, -8), CT(digamma, -16), C(polygamma1), C(polygamma2), C(polygamma3),
+    {"polygamma1_int", c_polygamma1, 0, NULL}, {"lgamma_int", c_lgamma, -8, NULL}, {"digamma_bool", c_digamma, -16, NULL},
+    {"polygamma0_mp", c_polygamma0, -64, NULL}, {"polygamma1_mp", c_polygamma1, -64, NULL},
+    {"polygamma2_mp", c_polygamma2, -64, NULL}, {"polygamma3_mp", c_polygamma3, -64, NULL},
+    {"polygamma6_mp", c_polygamma6, -64, NULL}, C(polygammam1),
     C(nan_to_num), C(nan_to_num_args_f64), C(nan_to_num_args_f16), C(nan_to_num_posinf_only), C(nan_to_num_int),
     C(clamp_scalar_f32), C(clamp_nan_min), C(clamp_nan_max), C(clamp_min_only), C(clamp_max_only), C(clamp_swapped),
     C(clamp_int_float), C(clamp_bool_int), C(clamp_int8_overflow), C(clamp_uint8_minus1), C(clamp_none),

@@ -50,6 +50,41 @@ REF(leaky, a > 0 ? a : 0.2 * a)
 REF(elu, a > 0 ? 2 * a : 1.5 * 2 * (exp(0.5 * a) - 1))
 REF(selu, 1.0507009873554805 * (a > 0 ? a : 1.6732632423543772 * (exp(a) - 1)))
 REF(celu, a > 0 ? a : 0.7 * (exp(a / 0.7) - 1))
+REF(lgamma, lgamma(a))
+
+/* The gamma family's references take another road than src/core/special_math.h: the
+ * recurrence up to x >= 40 and a shorter asymptotic series there, reflection through
+ * sin and cos rather than cot, and trigamma and tetragamma by their own series. */
+static double r_digamma(double a, double b) {
+    (void)b;
+    if (a < 0)
+        return r_digamma(1 - a, 0) - M_PI * cos(M_PI * a) / sin(M_PI * a);
+    double s = 0;
+    for (; a < 40; a += 1)
+        s -= 1 / a;
+    double z = 1 / (a * a);
+    return s + log(a) - 0.5 / a - z / 12 + z * z / 120 - z * z * z / 252 + z * z * z * z / 240;
+}
+static double r_trigamma(double a, double b) {
+    (void)b;
+    if (a < 0) {
+        double sn = sin(M_PI * a);
+        return -r_trigamma(1 - a, 0) + M_PI * M_PI / (sn * sn);
+    }
+    double s = 0;
+    for (; a < 40; a += 1)
+        s += 1 / (a * a);
+    double r = 1 / a, r2 = r * r;
+    return s + r + r2 / 2 + r2 * r / 6 - r2 * r2 * r / 30 + r2 * r2 * r2 * r / 42 - r2 * r2 * r2 * r2 * r / 30;
+}
+static double r_tetragamma(double a, double b) {
+    (void)b;
+    double s = 0;
+    for (; a < 40; a += 1)
+        s -= 2 / (a * a * a);
+    double r2 = 1 / (a * a);
+    return s - r2 - r2 / a - r2 * r2 / 2 + r2 * r2 * r2 / 6 - r2 * r2 * r2 * r2 / 6 + 3 * r2 * r2 * r2 * r2 * r2 / 10;
+}
 REF(gelu, 0.5 * a * (1 + erf(a / sqrt(2))))
 REF(gelu_tanh, 0.5 * a * (1 + tanh(sqrt(2 / M_PI) * (a + 0.044715 * a * a * a))))
 REF(silu, a / (1 + exp(-a)))
@@ -97,12 +132,17 @@ ADAPT(softplus, ct_softplus, 2.0, 5.0)
 ADAPT(hardtanh, ct_hardtanh, -2.5, 3.5)
 ADAPT(logit_eps, ct_logit, 0.2)
 ADAPT(logit, ct_logit, -1.0)
+ADAPT(digamma_neg, ct_polygamma, 0)
+ADAPT(trigamma, ct_polygamma, 1)
+ADAPT(trigamma_neg, ct_polygamma, 1)
+ADAPT(tetragamma, ct_polygamma, 2)
 static const ct_scalar clamp_lo = {.type = CT_SCALAR_INT, .v.i = -2};
 static const ct_scalar clamp_hi = {.type = CT_SCALAR_INT, .v.i = 3};
 ADAPT(clamp_scalar, ct_clamp, &clamp_lo, &clamp_hi)
 
 #define FL CT_DTS_FLOAT
 #define ALL CT_DTS_ALL
+#define F32_F64 (CT_DT(CT_F32) | CT_DT(CT_F64))
 #define OUTF .out = CT_OPINFO_OUT_FLOAT
 #define OUTB .out = CT_OPINFO_OUT_BOOL
 #define NOT_FLOAT_REFUSED .refused = (CT_DTS_INT | CT_DT(CT_BOOL))
@@ -130,6 +170,14 @@ static const ct_opinfo infos[] = {
     {CT_OPINFO_UNARY(erf), .ref = r_erf, .lo = -3, .hi = 3, .dtypes = ALL, OUTF},
     {CT_OPINFO_UNARY(erfc), .ref = r_erfc, .lo = -3, .hi = 3, .dtypes = ALL, OUTF},
     {CT_OPINFO_UNARY(erfinv), .ref = r_erfinv, .lo = -0.999, .hi = 0.999, .dtypes = ALL, OUTF},
+    {CT_OPINFO_UNARY(lgamma), .ref = r_lgamma, .lo = 0.1, .hi = 30, .dtypes = ALL, OUTF},
+    {CT_OPINFO_UNARY(digamma), .ref = r_digamma, .lo = 0.1, .hi = 30, .dtypes = ALL, OUTF},
+    /* negative non-integers reflect (float32/float64: the narrower dtypes round samples
+     * onto the poles); polygamma(0) is digamma */
+    {ADAPTED(digamma_neg, polygamma), .ref = r_digamma, .lo = -6.9, .hi = -0.1, .dtypes = F32_F64, OUTF},
+    {ADAPTED(trigamma, polygamma), .ref = r_trigamma, .lo = 0.1, .hi = 30, .dtypes = ALL, OUTF},
+    {ADAPTED(trigamma_neg, polygamma), .ref = r_trigamma, .lo = -6.9, .hi = -0.1, .dtypes = F32_F64, OUTF},
+    {ADAPTED(tetragamma, polygamma), .ref = r_tetragamma, .lo = 0.1, .hi = 30, .dtypes = ALL, OUTF},
     {CT_OPINFO_UNARY(floor), .ref = r_floor, .lo = -9, .hi = 9, .dtypes = NUMERIC, .refused = CT_DT(CT_BOOL)},
     {CT_OPINFO_UNARY(ceil), .ref = r_ceil, .lo = -9, .hi = 9, .dtypes = NUMERIC, .refused = CT_DT(CT_BOOL)},
     {CT_OPINFO_UNARY(trunc), .ref = r_trunc, .lo = -9, .hi = 9, .dtypes = NUMERIC, .refused = CT_DT(CT_BOOL)},

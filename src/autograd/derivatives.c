@@ -1273,6 +1273,14 @@ DEF_IN(erf, ct_mul(G, cmul(ct_exp(ct_neg(ct_mul(a, a))), M_2_SQRTPI)))
 DEF_IN(erfc, ct_mul(G, cmul(ct_exp(ct_neg(ct_mul(a, a))), -M_2_SQRTPI)))
 DEF_OUT(erfinv, ct_mul(G, cmul(ct_exp(ct_mul(y, y)), 0.5 * sqrt(M_PI))))
 DEF_OUT(reciprocal, ct_neg(ct_mul(G, ct_mul(y, y))))
+DEF_IN(lgamma, ct_mul(G, ct_digamma(a)))
+DEF_IN(digamma, ct_mul(G, ct_polygamma(a, 1)))
+DEF(polygamma, CT_SAVE_IN0) {
+    ct_tensor *a;
+    TRY(a = saved(ctx, 0));
+    TRY(gin[0] = ct_mul(G, ct_polygamma(a, ctx->node->ints[0] + 1)));
+    return CT_OK;
+}
 DEF_IN(square, ct_mul(G, cmul(a, 2)))
 DEF_IN(nan_to_num, ct_mul(G, ct_isfinite(a)))
 DEF_IN(relu6, ct_mul(G, ct_logical_and(ct_gt_scalar(a, ct_scalar_int(0)), ct_lt_scalar(a, ct_scalar_int(6)))))

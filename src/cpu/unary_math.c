@@ -1,6 +1,7 @@
 /* CPU loops of the unary math ops: sign, exponentials and logarithms, trigonometric
  * and hyperbolic functions, erf family, rounding, predicates, nan_to_num. */
 #include "cpu/ew_loops.h"
+#include "core/special_math.h"
 
 /* Generic expressions compare unsigned values with 0; that is intended. */
 #pragma GCC diagnostic ignored "-Wtype-limits"
@@ -119,6 +120,21 @@ double ct_erfinv_d(double y) {
     return copysign(x, y);
 }
 CT_EW_FLOAT_OP(erfinv, (float)ct_erfinv_d((double)x), ct_erfinv_d(x))
+
+/* The gamma family. lgamma_r, not lgamma, which writes the global signgam from every
+ * thread. digamma and polygamma (P->p[0] is n) compute in double for every float dtype
+ * (Note [Digamma and polygamma] in src/core/special_math.h). */
+static inline float lgamma_f(float x) {
+    int sign;
+    return lgammaf_r(x, &sign);
+}
+static inline double lgamma_d(double x) {
+    int sign;
+    return lgamma_r(x, &sign);
+}
+CT_EW_FLOAT_OP(lgamma, lgamma_f(x), lgamma_d(x))
+CT_EW_FLOAT_OP(digamma, (float)ct_digamma_d((double)x), ct_digamma_d(x))
+CT_EW_FLOAT_OP(polygamma, (float)ct_polygamma_d((int64_t)P->p[0], (double)x), ct_polygamma_d((int64_t)P->p[0], x))
 
 /* ---------------------------------------------------------------- rounding */
 

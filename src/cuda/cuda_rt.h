@@ -100,7 +100,8 @@ ct_status ct_cuda_compare(int op, ct_dtype dtype, const ct_cuda_iter_desc *d, in
  * output is bool for predicates and logical ops, dtype otherwise; ternary ops have
  * three inputs (where: a uint8/bool condition, then the two values).
  *   unary_math.cu: exp2 expm1 log2 log10 log1p rsqrt tan asin acos atan sinh cosh
- *                  asinh acosh atanh erf erfc erfinv logit reciprocal
+ *                  asinh acosh atanh erf erfc erfinv lgamma digamma polygamma logit
+ *                  reciprocal
  *   unary_misc.cu: sign sgn floor ceil round trunc frac square nan_to_num logical_not
  *                  bitwise_not isnan isinf isfinite
  *   activation.cu: relu6 leaky_relu elu selu celu gelu silu mish softplus hardtanh

@@ -5,6 +5,7 @@
  * differently in the last place, so results agree to a few ulp, not bit for bit. */
 #include "ctorch/dispatch.h"
 #include "elementwise.cuh"
+#include "core/special_math.h"
 
 #define CT_FN2(name, FF, FD)                                                              \
     static __device__ __forceinline__ float d_##name(float x) { return FF(x); }           \
@@ -25,6 +26,7 @@ CT_FN2(acosh, acoshf, acosh)
 CT_FN2(atanh, atanhf, atanh)
 CT_FN2(erf, erff, erf)
 CT_FN2(erfc, erfcf, erfc)
+CT_FN2(lgamma, lgammaf, lgamma)
 CT_FN2(sqrt, sqrtf, sqrt)
 CT_FN2(logf, logf, log)
 
@@ -55,6 +57,13 @@ CT_UOP(reciprocal, (C)1 / x)
  * src/cpu/unary_math.c); CUDA's erfinv gives +-inf at +-1, NaN outside [-1, 1] and
  * keeps -0, the CPU's special values. */
 CT_UOP(erfinv, (C)erfinv((double)x))
+CT_UOP(lgamma, d_lgamma(x))
+/* digamma and polygamma: the CPU's code, in double (src/core/special_math.h) */
+CT_UOP(digamma, (C)ct_digamma_d((double)x))
+struct op_polygamma {
+    int64_t n;
+    template <typename C> __device__ C operator()(C x) const { return (C)ct_polygamma_d(n, (double)x); }
+};
 
 /* logit: eps < 0 means no clamping; the clamp keeps NaN (both comparisons false). */
 struct op_logit {
@@ -89,6 +98,9 @@ static bool known(int op) {
     case CT_OP_erf:
     case CT_OP_erfc:
     case CT_OP_erfinv:
+    case CT_OP_lgamma:
+    case CT_OP_digamma:
+    case CT_OP_polygamma:
     case CT_OP_logit:
     case CT_OP_reciprocal: return true;
     default: return false;
@@ -123,7 +135,11 @@ extern "C" ct_status ct_cuda_unary_math(int op, ct_dtype dt, const ct_cuda_iter_
         CASE(erf)
         CASE(erfc)
         CASE(erfinv)
+        CASE(lgamma)
+        CASE(digamma)
         CASE(reciprocal)
+    case CT_OP_polygamma:
+        return ew_dispatch<1, false, CT_EW_FLOAT>(dt, d, op_polygamma{(int64_t)p->p[0]}, device, name);
     case CT_OP_logit: return ew_dispatch<1, false, CT_EW_FLOAT>(dt, d, op_logit{p->p[0]}, device, name);
     default: return ct_error(CT_ERROR_NOT_IMPLEMENTED, name, "no CUDA kernel for this unary op");
     }

@@ -77,6 +77,7 @@ bool ct_ew_has_args(ct_op op) {
     case CT_OP_hardtanh:
     case CT_OP_lerp:
     case CT_OP_nan_to_num:
+    case CT_OP_polygamma:
     case CT_OP_pow:
     case CT_OP_relu6:
     case CT_OP_remainder:
@@ -125,6 +126,10 @@ ct_status ct_ew_prepare(const ct_call *call, ct_iter_config *cfg, const ct_cpu_l
         if (call->op == CT_OP_hardtanh && ct_dtype_is_integral(call->in[0]->dtype, false) &&
             !ct_dtype_is_signed(call->in[0]->dtype) && (call->s[0].v.f < 0 || call->s[1].v.f < 0))
             return ct_error(CT_ERROR_VALUE, name, "cannot do hardtanh on an unsigned type with negative limits");
+        break;
+    case CT_OP_polygamma:
+        if (call->ints[0] < 0)
+            return ct_error(CT_ERROR_VALUE, name, "polygamma(n, x) does not support negative n.");
         break;
     case CT_OP_celu:
         if (call->s[0].v.f == 0)
@@ -221,6 +226,7 @@ ct_status ct_ew_setup(const ct_call *call, const ct_iter *it, ct_loop_params *p,
     }
     switch (call->op) {
     case CT_OP_celu: p->p[1] = 1.0, p->p[2] = 1.0 / p->p[0]; break;
+    case CT_OP_polygamma: p->p[0] = (double)call->ints[0]; break;
     case CT_OP_selu:
         p->p[0] = 1.6732632423543772848170429916717;
         p->p[1] = 1.0507009873554804934193349852946;

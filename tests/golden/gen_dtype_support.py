@@ -80,9 +80,10 @@ OPS = [
     # unary
     *[(n, U(getattr(torch, n))) for n in (
         "abs neg sign sgn exp exp2 expm1 log log2 log10 log1p sqrt rsqrt sin cos tan asin acos atan sinh "
-        "cosh tanh asinh acosh atanh sigmoid erf erfc erfinv floor ceil round trunc frac reciprocal "
+        "cosh tanh asinh acosh atanh sigmoid erf erfc erfinv lgamma digamma floor ceil round trunc frac reciprocal "
         "relu logical_not bitwise_not isnan isinf isfinite nan_to_num square").split()],
     ("logit", U(torch.logit)),
+    ("polygamma", U(lambda x: torch.polygamma(1, x))),
     ("round_decimals", U(lambda x: torch.round(x, decimals=1))),
     ("relu6", U(F.relu6)), ("leaky_relu", U(F.leaky_relu)), ("elu", U(F.elu)), ("selu", U(F.selu)),
     ("celu", U(F.celu)), ("gelu", U(F.gelu)), ("silu", U(F.silu)), ("mish", U(F.mish)),
