@@ -1,6 +1,7 @@
 /* OpInfo entries of the unary math ops and the activations. Ops with parameters go
  * through adapters that fix them. */
 #include <math.h>
+#include <string.h>
 
 #include "opinfo.h"
 
@@ -241,10 +242,42 @@ static void test_asinh_acosh_large(void **state) {
     ct_scope_end();
 }
 
+/* The gamma family's edges (Note [Digamma and polygamma]): the limits at +inf with
+ * their signs, polygamma(0) as digamma, orders past the reflection's reach at negative
+ * x, and negative orders refused. */
+static void test_gamma_edges(void **state) {
+    (void)state;
+    ct_scope_begin();
+    double v[4] = {INFINITY, -2.5, 0.25, 7.0};
+    ct_tensor *x = ct_from_data(v, CT_SHAPE(4), CT_F64);
+    for (int64_t n = 1; n <= 4; n++) {
+        double r = -1;
+        ct_tensor_get(ct_polygamma(x, n), CT_INDEX(0), &r);
+        assert_true(r == 0 && signbit(r) == (n % 2 == 0));
+    }
+    ct_tensor *d = ct_digamma(x), *p0 = ct_polygamma(x, 0);
+    for (int64_t i = 0; i < 4; i++) {
+        double a, b;
+        ct_tensor_get(d, CT_INDEX(i), &a);
+        ct_tensor_get(p0, CT_INDEX(i), &b);
+        assert_true(a == b);
+    }
+    double r;
+    ct_tensor_get(ct_polygamma(x, 33), CT_INDEX(1), &r); /* -2.5: past the reflection's 32 */
+    assert_true(isnan(r));
+    ct_tensor_get(ct_polygamma(x, 32), CT_INDEX(1), &r); /* mpmath: -2.92438846245110038e17 */
+    assert_true(fabs(r / -2.92438846245110038e17 - 1) < 1e-12);
+    assert_null(ct_polygamma(x, -1));
+    assert_non_null(strstr(ct_last_error(), "does not support negative n"));
+    ct_clear_error();
+    ct_scope_end();
+}
+
 int main(void) {
-    struct CMUnitTest tests[sizeof infos / sizeof infos[0] + 1];
+    struct CMUnitTest tests[sizeof infos / sizeof infos[0] + 2];
     size_t n = 0;
     tests[n++] = (struct CMUnitTest){"asinh_acosh_large", test_asinh_acosh_large, NULL, NULL, NULL};
+    tests[n++] = (struct CMUnitTest){"gamma_edges", test_gamma_edges, NULL, NULL, NULL};
     for (size_t i = 0; i < sizeof infos / sizeof infos[0]; i++)
         tests[n++] = (struct CMUnitTest){infos[i].name, test_opinfo, NULL, NULL, (void *)&infos[i]};
     return _cmocka_run_group_tests("unary", tests, n, NULL, NULL);

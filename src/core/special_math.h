@@ -29,8 +29,9 @@
  * term and up to twelve Bernoulli corrections B_2j / (2j)! s (s+1) ... (s+2j-2) /
  * a^(s+2j-1). polygamma reflects negative x to 1 - x first (the derivatives of
  * psi(1 - x) - psi(x) = pi cot(pi x)), so zeta only ever sees q > 0; orders above 32
- * at negative x give NaN (CT_POLYGAMMA_REFLECT_MAX). Nothing recurses and the stack
+ * at negative x give NaN (CT_POLYGAMMA_REFLECT_MAX). +inf gives the limit, a signed 0. Nothing recurses and the stack
  * use is small, so the GPU runs the same code. */
+
 /* cot(pi x) from x less its nearest integer (cot has period pi), which is exact, so x
  * near an integer keeps its relative precision; exactly 0 at halves, where tan(pi / 2)
  * in double is finite. */
@@ -119,6 +120,8 @@ CT_SPECIAL_FN double ct_polygamma_d(int64_t n, double x) {
     for (int64_t k = 2; k <= n && fact < INFINITY; k++)
         fact *= (double)k;
     const double sign = n % 2 ? 1.0 : -1.0;
+    if (x == INFINITY) /* the limit, (n - 1)! / x^n with psi_n's sign (PyTorch: NaN for n > 1) */
+        return sign * 0.0;
     if (x == -INFINITY) /* PyTorch's values: trigamma reflects (NaN), higher orders hit zeta's pole */
         return n == 1 ? NAN : sign * INFINITY;
     if (x <= 0 && x == floor(x))
