@@ -809,7 +809,8 @@ static ct_status nonzero_kernel(ct_keyset ks, ct_call *call, void *ud) {
         for (int64_t k = 0; k < t->numel; k++) {
             const char *e = p + (size_t)k * esz;
             if (ct_dtype_is_floating(t->dtype) ? ct_load_double(e, t->dtype) != 0 : memcmp(e, zero, esz) != 0) {
-                memcpy(o + row * nd, coord, sizeof(int64_t) * (size_t)nd);
+                if (nd > 0) /* a 0-d input's rows have no coordinates (and o may be NULL) */
+                    memcpy(o + row * nd, coord, sizeof(int64_t) * (size_t)nd);
                 row++;
             }
             next_coord(coord, t->shape, nd);
