@@ -47,6 +47,9 @@ static ct_tensor *run(const char *name, ct_tensor *const *in, int n) {
     if (!strcmp(name, "logaddexp")) return ct_logaddexp(in[0], in[1]);
     if (!strcmp(name, "logaddexp2")) return ct_logaddexp2(in[0], in[1]);
     if (!strcmp(name, "xlogy")) return ct_xlogy(in[0], in[1]);
+    if (!strcmp(name, "xlog1py")) return ct_xlog1py(in[0], in[1]);
+    if (!strcmp(name, "entr")) return ct_entr(in[0]);
+    if (!strcmp(name, "ldexp")) return ct_ldexp(in[0], in[1]);
     if (!strcmp(name, "sinc")) return ct_sinc(in[0]);
     if (!strcmp(name, "deg2rad")) return ct_deg2rad(in[0]);
     if (!strcmp(name, "rad2deg")) return ct_rad2deg(in[0]);
@@ -283,6 +286,9 @@ static const grad_case grad_cases[] = {
     {"logaddexp", 2, {{2, 3}, {3}}, {2, 1}, "nn"},
     {"logaddexp2", 2, {{3}, {2, 3}}, {1, 2}, "nn"},
     {"xlogy", 2, {{2, 3}, {3}}, {2, 1}, "np"},
+    {"xlog1py", 2, {{2, 3}, {3}}, {2, 1}, "np"},
+    {"entr", 1, {{5}}, {1}, "p"},
+    {"ldexp", 2, {{2, 3}, {3}}, {2, 1}, "nn"},
     {"sinc", 1, {{5}}, {1}, "n"},
     {"deg2rad", 1, {{4}}, {1}, "n"},
     {"rad2deg", 1, {{4}}, {1}, "n"},

@@ -246,6 +246,12 @@ CT_API ct_tensor *ct_logaddexp(const ct_tensor *a, const ct_tensor *b);
 CT_API ct_tensor *ct_logaddexp2(const ct_tensor *a, const ct_tensor *b);
 /* x * log(y), 0 where x == 0 (NaN where y is NaN); integers promote to float. */
 CT_API ct_tensor *ct_xlogy(const ct_tensor *x, const ct_tensor *y);
+/* torch.special.xlog1py: x * log1p(y), 0 where x == 0 (NaN where y is NaN). */
+CT_API ct_tensor *ct_xlog1py(const ct_tensor *x, const ct_tensor *y);
+/* torch.special.entr: -x log x for x > 0, 0 at 0, -inf for x < 0. */
+CT_API ct_tensor *ct_entr(const ct_tensor *x);
+/* torch.ldexp: x * 2^e. */
+CT_API ct_tensor *ct_ldexp(const ct_tensor *x, const ct_tensor *e);
 /* sin(pi x) / (pi x), 1 at 0. */
 CT_API ct_tensor *ct_sinc(const ct_tensor *x);
 CT_API ct_tensor *ct_deg2rad(const ct_tensor *x);

@@ -47,17 +47,43 @@ static ct_tensor *logaddexp_impl(const char *op, const ct_tensor *a, const ct_te
 ct_tensor *ct_logaddexp(const ct_tensor *a, const ct_tensor *b) { return logaddexp_impl("logaddexp", a, b, false); }
 ct_tensor *ct_logaddexp2(const ct_tensor *a, const ct_tensor *b) { return logaddexp_impl("logaddexp2", a, b, true); }
 
-/* x * log(y), 0 where x == 0 unless y is NaN. */
-ct_tensor *ct_xlogy(const ct_tensor *x, const ct_tensor *y) {
-    CT_CHECK_ARG("xlogy", x);
-    CT_CHECK_ARG("xlogy", y);
+/* x * log(y) (x * log1p(y) with one_plus), 0 where x == 0 unless y is NaN. */
+static ct_tensor *xlog_impl(const char *op, const ct_tensor *x, const ct_tensor *y, bool one_plus) {
+    CT_CHECK_ARG(op, x);
+    CT_CHECK_ARG(op, y);
     COMPOSITE({
         ct_tensor *zero = ct_logical_and(ct_eq_scalar(x, ct_scalar_int(0)), ct_logical_not(ct_isnan(y)));
-        /* log(y) where it is discarded is replaced by 1: no -inf * 0 on the gradient's path */
-        ct_tensor *ly = ct_log(ct_where_scalar_other(ct_logical_not(zero), y, ct_scalar_int(1)));
-        ct_tensor *p = ct_mul(x, ly);
+        /* the log where it is discarded gets the operand whose log is 0: no -inf * 0 on
+         * the gradient's path */
+        ct_tensor *safe = ct_where_scalar_other(ct_logical_not(zero), y, ct_scalar_int(one_plus ? 0 : 1));
+        ct_tensor *p = ct_mul(x, one_plus ? ct_log1p(safe) : ct_log(safe));
         r = ct_where_scalar_self(zero, ct_scalar_int(0), p);
     });
+}
+ct_tensor *ct_xlogy(const ct_tensor *x, const ct_tensor *y) { return xlog_impl("xlogy", x, y, false); }
+ct_tensor *ct_xlog1py(const ct_tensor *x, const ct_tensor *y) { return xlog_impl("xlog1py", x, y, true); }
+
+/* -x log x for x > 0, 0 at 0, -inf below (NaN stays NaN); integers in the default
+ * float dtype. */
+ct_tensor *ct_entr(const ct_tensor *x) {
+    CT_CHECK_ARG("entr", x);
+    COMPOSITE({
+        const ct_tensor *f = ct_dtype_is_floating(x->dtype) ? x : ct_to_dtype(x, ct_get_default_dtype());
+        ct_tensor *pos = ct_gt_scalar(f, ct_scalar_int(0));
+        ct_tensor *safe = ct_where_scalar_other(pos, f, ct_scalar_int(1));
+        ct_tensor *neg_inf = ct_full_like(f, ct_scalar_float(-INFINITY), CT_DTYPE_UNDEFINED);
+        ct_tensor *rest = ct_where_scalar_self(ct_eq_scalar(f, ct_scalar_int(0)), ct_scalar_int(0),
+                                               ct_where_scalar_self(ct_isnan(f), ct_scalar_float(NAN), neg_inf));
+        r = ct_where(pos, ct_neg(ct_mul(f, ct_log(safe))), rest);
+    });
+}
+
+/* x * 2^e (torch.ldexp: x * pow(2, e), so integer exponents give the default float
+ * dtype). */
+ct_tensor *ct_ldexp(const ct_tensor *x, const ct_tensor *e) {
+    CT_CHECK_ARG("ldexp", x);
+    CT_CHECK_ARG("ldexp", e);
+    COMPOSITE({ r = ct_mul(x, ct_exp2(e)); });
 }
 
 /* sin(pi x) / (pi x), 1 at 0. */

@@ -256,6 +256,19 @@ case("corrcoef", torch.corrcoef, R(3, 6))
 case("corrcoef", torch.corrcoef, T([[0.0, 1.0, 2.0], [2.0, 1.0, 0.5]], torch.float32))
 case("corrcoef", torch.corrcoef, T([1.0, 2.0, 4.0]))
 
+# xlog1py, entr, ldexp
+for d in (torch.float32, torch.float64):
+    case("xlog1py", torch.special.xlog1py, T([0.0, 0.0, 1.0, 2.0, 0.5, -1.0, 0.0, 3.0], d),
+         T([-1.0, nan, 0.5, -1.0, 1e-10, 2.0, 5.0, inf], d))
+    case("entr", torch.special.entr, T([0.0, -0.0, 1.0, 0.5, -1.0, nan, inf, 1e-300, 2.0], d))
+    case("ldexp", torch.ldexp, T([1.0, -2.5, 0.0, inf, nan, 3.0], d), T([3, -2, 5, 1, 0, 1100], torch.int64))
+case("xlog1py", torch.special.xlog1py, T([0, 1, 2], torch.int64), T([5, 2, 3], torch.int32))
+case("xlog1py", torch.special.xlog1py, R(2, 3), R(3))
+case("entr", torch.special.entr, T([0, 1, 2, -3], torch.int64))
+case("ldexp", torch.ldexp, T([1, 2, 3], torch.int32), T([1, 2, 3], torch.int32))
+case("ldexp", torch.ldexp, R(2, 3, d=torch.float32), T([0.5, 1.5, -1.0]))
+case("ldexp", torch.ldexp, R(2, 3), T([1, 2], torch.int64))
+
 # closeness, equality, lookup
 CA = [1.0, inf, -inf, nan, 1e-8, 1.0, 0.0, 1e10, 2.0]
 CB = [1.0 + 1e-6, inf, inf, nan, 0.0, 1.1, -0.0, 1.00001e10, -2.0]
