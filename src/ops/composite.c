@@ -1176,21 +1176,23 @@ ct_tensor *ct_isclose(const ct_tensor *a, const ct_tensor *b, double rtol, doubl
     });
 }
 
-/* Reads a 0-d bool result into *out (a host read: one sync on a GPU, refused on META). */
-static ct_status read_bool(const char *op, const ct_tensor *t, bool *out) {
-    if (!out)
-        return ct_error(CT_ERROR_NULL_ARGUMENT, op, "out must not be NULL");
+/* Whether every element of the bool tensor t (NULL: the error that made it) is true,
+ * into *out (a host read: one sync on a GPU, refused on META). The caller's scope holds
+ * the temporaries. */
+static ct_status all_true(const ct_tensor *t, bool *out) {
     int64_t v = 0;
-    ct_status st = t ? ct_item_int64(t, &v) : ct_last_status();
+    const ct_tensor *all = t ? ct_all(t, NULL, 0, false) : NULL;
+    ct_status st = all ? ct_item_int64(all, &v) : ct_last_status();
     if (st == CT_OK)
         *out = v != 0;
     return st;
 }
 
 ct_status ct_allclose(const ct_tensor *a, const ct_tensor *b, double rtol, double atol, bool equal_nan, bool *out) {
+    if (!out)
+        return ct_error(CT_ERROR_NULL_ARGUMENT, "allclose", "out must not be NULL");
     ct_scope_begin();
-    ct_tensor *c = ct_isclose(a, b, rtol, atol, equal_nan);
-    ct_status st = read_bool("allclose", c ? ct_all(c, NULL, 0, false) : NULL, out);
+    ct_status st = all_true(ct_isclose(a, b, rtol, atol, equal_nan), out);
     ct_scope_end();
     return st;
 }
@@ -1200,20 +1202,19 @@ ct_status ct_equal(const ct_tensor *a, const ct_tensor *b, bool *out) {
     const char *op = "equal";
     CT_CHECK_ARG_STATUS(op, a);
     CT_CHECK_ARG_STATUS(op, b);
+    if (!out)
+        return ct_error(CT_ERROR_NULL_ARGUMENT, op, "out must not be NULL");
     if (!ct_device_equal(a->device, b->device)) {
         char da[32], db[32];
         return ct_error(CT_ERROR_DEVICE, op, "Cannot compare two tensors on different devices. Got: %s and %s",
                         ct_device_str(a->device, da, sizeof da), ct_device_str(b->device, db, sizeof db));
     }
     if (a->ndim != b->ndim || memcmp(a->shape, b->shape, sizeof(int64_t) * (size_t)a->ndim)) {
-        if (!out)
-            return ct_error(CT_ERROR_NULL_ARGUMENT, op, "out must not be NULL");
         *out = false;
         return CT_OK;
     }
     ct_scope_begin();
-    ct_tensor *e = ct_eq(a, b);
-    ct_status st = read_bool(op, e ? ct_all(e, NULL, 0, false) : NULL, out);
+    ct_status st = all_true(ct_eq(a, b), out);
     ct_scope_end();
     return st;
 }
