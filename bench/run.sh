@@ -2,9 +2,13 @@
 # make bench: runs ctorch's benchmarks and, where PyTorch is installed, PyTorch's side of
 # the same workloads in the same run, then prints both with their ratios. ROUNDS=N
 # (default 1) alternates the two sides N times and prints medians and the median ratio.
+# ONLY="words" keeps the bench/ops figures whose names hold one of the words and skips
+# the training benchmarks, so one figure can be re-measured over many short rounds
+# (ONLY=matmul ROUNDS=15 make bench).
 set -euo pipefail
 build=${1:-build}
 rounds=${ROUNDS:-1}
+only=${ONLY:-}
 here=$(cd "$(dirname "$0")/.." && pwd)
 out=$(mktemp -d)
 peer="$here/../shared/bench/torch_peer.py"
@@ -13,20 +17,26 @@ for p in python3 /usr/bin/python3; do
   if "$p" -c "import torch" 2>/dev/null; then py=$p; break; fi
 done
 [ -f "$peer" ] || py=""
+what=ops,cnn,char-cpu
+[ -z "$only" ] || what=ops
 pairs=()
 for r in $(seq 1 "$rounds"); do
   [ "$rounds" = 1 ] || echo "== round $r of $rounds"
   {
-    "$build/bench/ops"
-    # the Fashion-MNIST CNN of `ctorch train fashion-mnist` (torch_peer.py's cnn)
-    "$build/bench/train_cnn"
-    # the character GPT of `ctorch train char-gpt` (torch_peer.py's char-cpu model)
-    "$build/bench/train_char_gpt" --threads "$(nproc)"
+    # $only unquoted: each word is one argument (none: every figure)
+    # shellcheck disable=SC2086
+    "$build/bench/ops" $only
+    if [ -z "$only" ]; then
+      # the Fashion-MNIST CNN of `ctorch train fashion-mnist` (torch_peer.py's cnn)
+      "$build/bench/train_cnn"
+      # the character GPT of `ctorch train char-gpt` (torch_peer.py's char-cpu model)
+      "$build/bench/train_char_gpt" --threads "$(nproc)"
+    fi
   } | tee "$out/ctorch_$r.txt"
   if [ -n "$py" ]; then
     {
       # torch_peer_compat.py supplies F.scaled_dot_product_attention on PyTorch < 2.0
-      "$py" "$here/bench/torch_peer_compat.py" "$peer" --device cpu --what ops,cnn,char-cpu --threads "$(nproc)"
+      "$py" "$here/bench/torch_peer_compat.py" "$peer" --device cpu --what "$what" --threads "$(nproc)"
       # the lines torch_peer.py does not print (copy, mul, exp, softmax)
       "$py" "$here/bench/torch_ops.py" --threads "$(nproc)"
     } | tee "$out/torch_$r.txt"

@@ -8,7 +8,9 @@
 set -euo pipefail
 
 # libclang-rt-14-dev is the runtime of Debian 12's clang (14); libFuzzer is in it.
-pkgs=(build-essential cmake pkg-config libopenblas-dev libdnnl-dev libsleef-dev zlib1g-dev libcmocka-dev)
+# libopenblas-openmp-dev: the OpenMP build of OpenBLAS (Note [OpenBLAS threads] in
+# CMakeLists.txt); libopenblas-dev alone brings the pthread build.
+pkgs=(build-essential cmake pkg-config libopenblas-dev libopenblas-openmp-dev libdnnl-dev libsleef-dev zlib1g-dev libcmocka-dev)
 for arg in "$@"; do
   case "$arg" in
     --run) pkgs+=(dataset-fashion-mnist) ;;
