@@ -4,13 +4,20 @@
 # (default 1) alternates the two sides N times and prints medians and the median ratio.
 # ONLY="words" keeps the bench/ops figures whose names hold one of the words and skips
 # the training benchmarks, so one figure can be re-measured over many short rounds
-# (ONLY=matmul ROUNDS=15 make bench).
+# (ONLY=matmul ROUNDS=15 make bench). BENCH_OUT=dir keeps each round's two output files
+# there (ctorch_R.txt, torch_R.txt) for bench/compare.py to read again later.
 set -euo pipefail
 build=${1:-build}
 rounds=${ROUNDS:-1}
 only=${ONLY:-}
 here=$(cd "$(dirname "$0")/.." && pwd)
-out=$(mktemp -d)
+if [ -n "${BENCH_OUT:-}" ]; then
+  out=$BENCH_OUT
+  mkdir -p "$out"
+else
+  out=$(mktemp -d)
+  trap 'rm -rf "$out"' EXIT
+fi
 peer="$here/../shared/bench/torch_peer.py"
 py=""
 for p in python3 /usr/bin/python3; do
@@ -49,4 +56,3 @@ if [ -n "$py" ]; then
 else
   echo "(PyTorch or shared/bench/torch_peer.py not found: no side-by-side figures)"
 fi
-rm -rf "$out"
