@@ -128,6 +128,16 @@ typedef struct sum_ctx {
         }                                                                                         \
     }
 
+/* Note [Sum streams]
+ * A float32 sum that reads from DRAM is bound by how well the hardware prefetchers
+ * follow it. blocksum_f32 interleaves four blocks for their independent addition
+ * chains; it takes them from the four quarters of what it is given, so memory is read
+ * as four sequential streams of up to 64 KiB. One core of an AMD EPYC (Zen 4), 16M
+ * float32 (bench: GB/s): four neighbouring blocks at a time, with or without software
+ * prefetch, 11-15; four quarters of 64 blocks, 26; of 256 blocks (a whole chunk), 32,
+ * like a plain sequential loop; all of them about equal (55-58) when the data is in
+ * cache. The order of the additions, and so every result, is unchanged. */
+
 /* The plain float32 sum, the hot one, adds within a block in float32 by Note [Float32
  * block sums] (src/cpu/vecmath.h): sixteen lanes of sixteen values each, at the
  * widest vector width the CPU has and with the same result on every ISA; the block
@@ -139,10 +149,13 @@ static void seg_sum_f32(void *vctx, const char *p, int64_t n, int64_t s) {
     if (s == (int64_t)sizeof(float) && n >= CT_RED_BLK) {
         const float *a = (const float *)(const void *)p;
         const ct_vm_red *vr = ct_vm_red_get();
-        double bs[64];
+        /* up to a whole chunk's blocks per call, so each of blocksum_f32's four streams
+         * runs long (Note [Sum streams]) */
+        double bs[CT_RED_CHUNK / CT_RED_BLK];
+        const int64_t most = CT_RED_CHUNK / CT_RED_BLK;
         while (i + CT_RED_BLK <= n) {
             int64_t nb = (n - i) / CT_RED_BLK;
-            nb = nb < 64 ? nb : 64;
+            nb = nb < most ? nb : most;
             if (vr)
                 vr->blocksum_f32(bs, a + i, nb);
             else
