@@ -58,11 +58,23 @@ static int want(const char *name) {
     return 0;
 }
 
+/* Does s name an element count: a run of four or more digits ("1048576"; the "32" of
+ * "f32" is a dtype)? */
+static int names_size(const char *s) {
+    int run = 0;
+    for (; *s; s++) {
+        run = (*s >= '0' && *s <= '9') ? run + 1 : 0;
+        if (run >= 4)
+            return 1;
+    }
+    return 0;
+}
+
 /* Could a wanted figure's name contain tag ("_1048576")? True when an argument has tag
  * in it or names no size at all. */
 static int want_size(const char *tag) {
     for (int i = 1; i < g_argc; i++)
-        if (strstr(g_argv[i], tag) || !strpbrk(g_argv[i], "0123456789"))
+        if (strstr(g_argv[i], tag) || !names_size(g_argv[i]))
             return 1;
     return 0;
 }

@@ -34,6 +34,21 @@ bool ct_cpu_has_avx512(void) {
 #endif
 }
 
+bool ct_cpu_is_intel(void) {
+#ifdef CT_CPU_X86
+    static int known = -1; /* every thread finds the same answer, so a race only repeats it */
+    int v = __atomic_load_n(&known, __ATOMIC_RELAXED);
+    if (v < 0) {
+        __builtin_cpu_init();
+        v = __builtin_cpu_is("intel") ? 1 : 0;
+        __atomic_store_n(&known, v, __ATOMIC_RELAXED);
+    }
+    return v == 1;
+#else
+    return false;
+#endif
+}
+
 static int detect(void) {
     int best = ct_cpu_has_avx512() ? CT_ISA_AVX512 : ct_cpu_has_avx2() ? CT_ISA_AVX2 : CT_ISA_BASE;
     const char *cap = getenv("CT_CPU_ISA");

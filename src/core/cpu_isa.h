@@ -34,6 +34,9 @@ void ct_cpu_isa_set_level(int level);
 bool ct_cpu_has_avx512(void);
 /* Whether it has AVX2, FMA and F16C, whatever the cap says. */
 bool ct_cpu_has_avx2(void);
+/* Whether the CPU is Intel's: software prefetches that help its sequential reads slow
+ * AMD's Zen 4 down (Note [Sum streams] in cpu/reduce_loops.c). */
+bool ct_cpu_is_intel(void);
 
 /* Note [Loops per ISA]
  * The library is built for the baseline x86-64 (SSE2), so a plain C loop vectorizes

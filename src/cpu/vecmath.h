@@ -81,8 +81,7 @@ extern const ct_vm_red ct_vm_red_avx512;
  * in[k], in[16 + k], ..., in[240 + k] in that order, starting from +0. The lanes then
  * meet in double by the fixed tree below. Every ISA performs exactly these additions
  * (a vector of W lanes holds W of the sixteen), so block sums are bit-identical
- * whichever ISA runs; interleaving several blocks only gives the CPU independent
- * chains to overlap. Each lane sums 16 values, so a block is exact for integers up to
+ * whichever ISA runs, in whatever order the blocks are taken. Each lane sums 16 values, so a block is exact for integers up to
  * 2^20 in magnitude and otherwise within a few ulp of float32 per lane. */
 static inline double ct_vm_blk_tree(const float *l) {
     double v[4];
