@@ -81,13 +81,24 @@ extern const ct_vm_red ct_vm_red_avx512;
  * in[k], in[16 + k], ..., in[240 + k] in that order, starting from +0. The lanes then
  * meet in double by the fixed tree below. Every ISA performs exactly these additions
  * (a vector of W lanes holds W of the sixteen), so block sums are bit-identical
- * whichever ISA runs, in whatever order the blocks are taken. Each lane sums 16 values, so a block is exact for integers up to
- * 2^20 in magnitude and otherwise within a few ulp of float32 per lane. */
-static inline double ct_vm_blk_tree(const float *l) {
+ * whichever ISA runs, in whatever order the blocks are taken. Each lane sums 16
+ * values, so a block is exact for integers up to 2^20 in magnitude and otherwise within
+ * a few ulp of float32 per lane. */
+
+/* The tree from the pairs s[k] = l[k] + l[k + 8] (k < 8, in double), which the vector
+ * loops form in registers (blk_tree_vec in vecmath_impl.h). */
+static inline double ct_vm_blk_tree_pairs(const double *s) {
     double v[4];
     for (int k = 0; k < 4; k++)
-        v[k] = ((double)l[k] + (double)l[k + 8]) + ((double)l[k + 4] + (double)l[k + 12]);
+        v[k] = s[k] + s[k + 4];
     return (v[0] + v[2]) + (v[1] + v[3]);
+}
+
+static inline double ct_vm_blk_tree(const float *l) {
+    double s[8];
+    for (int k = 0; k < 8; k++)
+        s[k] = (double)l[k] + (double)l[k + 8];
+    return ct_vm_blk_tree_pairs(s);
 }
 
 static inline void ct_vm_blocksum_ref(double *out, const float *in, int64_t nblk) {

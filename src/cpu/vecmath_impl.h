@@ -192,8 +192,8 @@ static double vm_expsum_f32(float *out, const float *in, int64_t n, float m, con
 #define NV (16 / W)
 #define PF 1024
 /* ct_vm_blk_tree of a block's sixteen lanes (acc[0..NV)) kept in registers: the pairs
- * l[k] + l[k + 8] are formed in double lanes, then the rest of the same tree follows,
- * so the result is the same bit for bit. */
+ * l[k] + l[k + 8] are formed in double lanes, then the same tree follows, so the result
+ * is the same bit for bit. */
 static inline double blk_tree_vec(const VEC *acc) {
     double s[8];
 #if W == 16
@@ -202,10 +202,7 @@ static inline double blk_tree_vec(const VEC *acc) {
     DSTORE(s, DADD(CVT_LO(acc[0]), CVT_LO(acc[1])));
     DSTORE(s + 4, DADD(CVT_HI(acc[0]), CVT_HI(acc[1])));
 #endif
-    double v[4];
-    for (int k = 0; k < 4; k++)
-        v[k] = s[k] + s[k + 4];
-    return (v[0] + v[2]) + (v[1] + v[3]);
+    return ct_vm_blk_tree_pairs(s);
 }
 
 static void vm_blocksum_f32(double *out, const float *in, int64_t nblk) {
