@@ -4,6 +4,7 @@
 
 #include <pthread.h>
 
+#include "ctorch.h" /* derivative formulas are written with the public ops */
 #include "dispatch/call.h"
 
 typedef struct ct_node ct_node;

@@ -5,14 +5,7 @@
 #include <stdlib.h>
 
 #include "ctorch/core.h"
-
-#if defined(__GNUC__)
-#define CT_PRINTF(f, a) __attribute__((format(printf, f, a)))
-#define CT_UNLIKELY(x) __builtin_expect(!!(x), 0)
-#else
-#define CT_PRINTF(f, a)
-#define CT_UNLIKELY(x) (x)
-#endif
+#include "ctorch/ext.h" /* ct_error, ct_error_null, CT_CHECK_ARG, ct_xmalloc, ct_xcalloc */
 
 /* Note [Thread-local storage]
  * Every op reads a handful of thread-locals (the error state, the object caches, the
@@ -32,24 +25,6 @@
 #define CT_THREAD_LOCAL _Thread_local
 #endif
 
-/* Sets this thread's error to "op: message" and returns status. */
-ct_status ct_error(ct_status status, const char *op, const char *fmt, ...) CT_PRINTF(3, 4);
-/* Records that op got a NULL argument; keeps an earlier pending error untouched. */
-ct_status ct_error_null(const char *op);
-
-/* For functions returning tensors: NULL inputs propagate the first error. */
-#define CT_CHECK_ARG(op, t)                 \
-    do {                                    \
-        if (CT_UNLIKELY((t) == NULL)) {     \
-            ct_error_null(op);              \
-            return NULL;                    \
-        }                                   \
-    } while (0)
-#define CT_CHECK_ARG_STATUS(op, t)          \
-    do {                                    \
-        if (CT_UNLIKELY((t) == NULL))       \
-            return ct_error_null(op);       \
-    } while (0)
 
 /* Broken internal invariant: a bug in ctorch, never reachable from user input. */
 void ct_assert_fail(const char *expr, const char *file, int line);
@@ -58,9 +33,5 @@ void ct_assert_fail(const char *expr, const char *file, int line);
         if (CT_UNLIKELY(!(x)))                        \
             ct_assert_fail(#x, __FILE__, __LINE__);   \
     } while (0)
-
-/* Allocation helpers that set CT_ERROR_OUT_OF_MEMORY on failure. */
-void *ct_xmalloc(const char *op, size_t n);
-void *ct_xcalloc(const char *op, size_t n, size_t size);
 
 #endif /* CT_ERROR_H */

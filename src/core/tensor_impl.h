@@ -4,7 +4,8 @@
 
 #include <stdatomic.h>
 
-#include "ctorch.h"
+#include "ctorch/core.h"
+#include "ctorch/ext.h"
 #include "dtype.h"
 #include "error.h"
 
@@ -76,10 +77,6 @@ ct_tensor *ct_tensor_new(const char *op, const int64_t *shape, const int64_t *st
                          ct_device device);
 /* Sets a device error naming op for devices this build cannot use. */
 bool ct_check_device(const char *op, ct_device device);
-/* Registers a freshly owned reference with the innermost scope (no-op without one). */
-ct_tensor *ct_scope_adopt(ct_tensor *t);
-/* A new reference to t, registered with the innermost scope (what in-place ops return). */
-ct_tensor *ct_tensor_ref(const ct_tensor *t);
 
 /* Helpers */
 static inline char *ct_tensor_ptr(const ct_tensor *t) {
@@ -92,7 +89,5 @@ int64_t ct_shape_numel(const int64_t *shape, int ndim);
 bool ct_strides_contiguous(const int64_t *shape, const int64_t *strides, int ndim);
 /* Wraps a possibly negative dim into [0, ndim); sets an IndexError naming op on failure. */
 int ct_wrap_dim(const char *op, int64_t dim, int ndim, int *out);
-/* Writes "[2, 3]" into buf. */
-const char *ct_shape_str(const int64_t *shape, int ndim, char *buf, size_t cap);
 
 #endif /* CT_TENSOR_IMPL_H */

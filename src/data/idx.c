@@ -4,6 +4,7 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "ctorch.h"
 #include "error.h"
 #include "tensor_impl.h"
 

@@ -2,6 +2,7 @@
 #ifndef CT_CALL_H
 #define CT_CALL_H
 
+#include "ctorch/dispatch.h"
 #include "tensor_impl.h"
 
 #define CT_CALL_MAX_IN 4

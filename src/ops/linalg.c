@@ -1,5 +1,6 @@
 /* Matrix products: shape rules, hand-written wrappers and the composite ops
  * (matmul, linear) built from mm/bmm/dot and views. */
+#include "ctorch.h"
 #include "ops/linalg.h"
 
 #include <string.h>

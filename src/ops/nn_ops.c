@@ -1,5 +1,6 @@
 /* Convolution and pooling: argument checks, shape rules (shared by every backend),
  * the public wrappers and the META kernels. */
+#include "ctorch.h"
 #include "ops/nn_ops.h"
 
 #include <string.h>

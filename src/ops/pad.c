@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ctorch.h"
 #include "core/loop.h"
 #include "cpu/loops.h"
 #include "ops/indexing.h"

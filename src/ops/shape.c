@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ctorch.h"
 #include "core/dtype.h"
 #include "core/loop.h"
 #include "cpu/loops.h"

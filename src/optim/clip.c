@@ -2,6 +2,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "ctorch.h"
 #include "error.h"
 #include "optim/grad_access.h"
 #include "tensor_impl.h"

@@ -1,0 +1,74 @@
+/* ctorch's extension header: what code built on the op API may use beyond <ctorch.h>.
+ *
+ * The libraries over the op layer (ctorch's own nn, optim, data, io and the ctorch
+ * tool) and code outside ctorch that adds layers, loaders or override kernels
+ * (ct_op_override) need a few things a plain user does not: reporting an error the way
+ * ctorch's own functions do, allocating with an error on failure, handing a reference
+ * to the innermost scope. This header holds exactly those, and nothing that exposes
+ * ctorch's internal layouts: a tensor stays an opaque handle read through core.h's
+ * accessors. docs/design.md lists which folders may include what. */
+#ifndef CTORCH_EXT_H
+#define CTORCH_EXT_H
+
+#include <stddef.h>
+
+#include "core.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define CT_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#define CT_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#else
+#define CT_PRINTF(f, a)
+#define CT_UNLIKELY(x) (x)
+#endif
+
+/* ------------------------------------------------------------ errors */
+
+/* Sets this thread's error to "op: message" (printf-style) and returns status, so that
+ * a function reports and returns in one statement: return ct_error(CT_ERROR_VALUE,
+ * "my_layer", "expected %d features, got %lld", n, (long long)m). */
+CT_API ct_status ct_error(ct_status status, const char *op, const char *fmt, ...) CT_PRINTF(3, 4);
+/* Records that op got a NULL argument, keeping an earlier pending error (the first
+ * failure of a chain of calls stays the one reported); returns its status. */
+CT_API ct_status ct_error_null(const char *op);
+
+/* For functions returning tensors or statuses: a NULL argument propagates the first
+ * error. */
+#define CT_CHECK_ARG(op, t)                 \
+    do {                                    \
+        if (CT_UNLIKELY((t) == NULL)) {     \
+            ct_error_null(op);              \
+            return NULL;                    \
+        }                                   \
+    } while (0)
+#define CT_CHECK_ARG_STATUS(op, t)          \
+    do {                                    \
+        if (CT_UNLIKELY((t) == NULL))       \
+            return ct_error_null(op);       \
+    } while (0)
+
+/* malloc and calloc that set CT_ERROR_OUT_OF_MEMORY naming op when they fail. */
+CT_API void *ct_xmalloc(const char *op, size_t n);
+CT_API void *ct_xcalloc(const char *op, size_t n, size_t size);
+
+/* ------------------------------------------------------------ ownership */
+
+/* A new reference to t registered with the innermost scope (what an in-place function
+ * returns). */
+CT_API ct_tensor *ct_tensor_ref(const ct_tensor *t);
+/* Hands a reference the caller owns to the innermost scope (no-op without one). */
+CT_API ct_tensor *ct_scope_adopt(ct_tensor *t);
+
+/* ------------------------------------------------------------ messages */
+
+/* Writes a shape as PyTorch prints it, "[2, 3]", into buf; returns buf. */
+CT_API const char *ct_shape_str(const int64_t *shape, int ndim, char *buf, size_t cap);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* CTORCH_EXT_H */
