@@ -10,7 +10,7 @@
 
 #include "ctorch.h"
 #include "io/pt.h"
-#include "io/value.h"
+#include "util/value.h"
 #include "io/zip.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -7,7 +7,7 @@
 
 #include "ctorch.h"
 #include "io/safetensors.h"
-#include "io/value.h"
+#include "util/value.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -8,7 +8,7 @@
 
 #include "alloc.h"
 #include "alloc_fake.h"
-#include "pickle_emit.h"
+#include "util/pickle_emit.h"
 #include "testutil.h"
 
 #define MiB ((size_t)1024 * 1024)

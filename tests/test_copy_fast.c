@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "dtype.h"
-#include "loop.h"
+#include "cpu/loop.h"
 #include "testutil.h"
 
 #define NDT CT_DTYPE_COUNT

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "dtype.h"
-#include "loop.h"
+#include "cpu/loop.h"
 #include "testutil.h"
 
 #define GOLDEN CT_TEST_DATA_DIR "/dtype_casts.txt"

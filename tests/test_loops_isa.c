@@ -1,4 +1,4 @@
-/* Note [Loops per ISA] (src/core/cpu_isa.h): every elementwise and cast loop is compiled
+/* Note [Loops per ISA] (src/cpu/cpu_isa.h): every elementwise and cast loop is compiled
  * for the baseline, AVX2 and AVX-512, and all three must give the same bits. Each op runs
  * here at every ISA level this CPU has, over every dtype it takes, on contiguous,
  * strided and broadcast operands holding special values (NaN, infinities, signed
@@ -15,7 +15,7 @@
 
 #include "testutil.h"
 #include "ctorch/nn.h"
-#include "core/cpu_isa.h"
+#include "cpu/cpu_isa.h"
 #include "cpu/stream.h"
 
 typedef ct_tensor *(*un_fn)(const ct_tensor *);

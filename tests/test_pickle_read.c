@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pickle_emit.h"
-#include "pickle_read.h"
+#include "util/pickle_emit.h"
+#include "util/pickle_read.h"
 #include "testutil.h"
 
 typedef struct {

@@ -13,10 +13,10 @@
 #include <unistd.h>
 
 #include "alloc_fake.h"
-#include "dispatch/md5.h"
-#include "dispatch/trace_report.h"
-#include "io/json.h"
-#include "io/value.h"
+#include "util/md5.h"
+#include "observe/trace_report.h"
+#include "util/json.h"
+#include "util/value.h"
 #include "testutil.h"
 
 /* ------------------------------------------------------------------ helpers */

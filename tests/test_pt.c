@@ -7,7 +7,7 @@
 #include "ctorch/io.h"
 #include "io/pickle.h"
 #include "io/pt.h"
-#include "io/value.h"
+#include "util/value.h"
 #include "io/zip.h"
 #include "tensor_impl.h"
 #include "testutil.h"

@@ -8,9 +8,9 @@
 #include <unistd.h>
 
 #include "dtype.h"
-#include "io/json.h"
+#include "util/json.h"
 #include "io/safetensors.h"
-#include "io/value.h"
+#include "util/value.h"
 #include "tensor_impl.h"
 #include "testutil.h"
 

@@ -3,8 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "io/json.h"
-#include "io/value.h"
+#include "util/json.h"
+#include "util/value.h"
 #include "tensor_impl.h"
 #include "testutil.h"
 

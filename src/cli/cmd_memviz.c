@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "commands.h"
-#include "pickle_read.h"
+#include "util/pickle_read.h"
 
 
 /* ------------------------------------------------------------------ page */

@@ -4,16 +4,11 @@
 #include <stdatomic.h>
 #include <string.h>
 
+#include "device.h"
 #include "dtype.h"
 #include "random.h"
 #include "tensor_impl.h"
-#ifdef CT_HAVE_CUDA
-#include "cuda/cuda_tensor.h"
-#endif
-
-#ifdef CT_HAVE_OPENMP
-#include <omp.h>
-#endif
+#include "view.h"
 
 /* Note [Random streams]
  * A generator is a (seed, offset) pair. Philox4x32-10 turns a 128-bit counter and the
@@ -82,23 +77,7 @@ uint64_t ct_initial_seed(void) {
     return seed;
 }
 
-/* ------------------------------------------------------------------ kernels */
-
-typedef enum { K_UNIFORM, K_NORMAL, K_RANDINT, K_BERNOULLI, K_BERNOULLI_TENSOR } rng_kind;
-
-typedef struct {
-    rng_kind kind;
-    ct_dtype dtype;
-    char *out;     /* contiguous, n elements of dtype */
-    int64_t n;
-    int epc;       /* elements per counter */
-    int digits;    /* uniform: random bits per element */
-    double a, b;   /* uniform: from, to; normal: mean, std; bernoulli: p */
-    int64_t low;   /* randint */
-    uint64_t range;
-    const double *probs; /* bernoulli with a tensor of probabilities */
-    uint64_t seed, offset;
-} rng_job;
+/* ------------------------------------------------------------------ jobs */
 
 /* PyTorch's names in "not implemented for 'Long'" messages. */
 static const char *scalar_type_name(ct_dtype d) {
@@ -107,124 +86,25 @@ static const char *scalar_type_name(ct_dtype d) {
     return ct_dtype_valid(d) ? names[d] : "undefined";
 }
 
-static inline void store(char *out, ct_dtype d, int64_t i, double v) {
-    switch (d) {
-    case CT_DTYPE_FLOAT32: ((float *)out)[i] = (float)v; break;
-    case CT_DTYPE_FLOAT64: ((double *)out)[i] = v; break;
-    default: ct_store_double(out + i * (int64_t)ct_dtype_size(d), d, v); break;
-    }
-}
-
 static inline uint64_t word64(const uint32_t r[4], int half) {
     return (uint64_t)r[2 * half] | ((uint64_t)r[2 * half + 1] << 32);
 }
 
-static void run_counters(const rng_job *job, int64_t c_begin, int64_t c_end) {
-    /* A local copy: stores through the char* output may alias anything reachable
-     * through a pointer, which would reload every field per element. */
-    const rng_job J = *job;
-    const double two_pi = 6.283185307179586476925286766559;
-    const int64_t esz = (int64_t)ct_dtype_size(J.dtype);
-    const bool is_float = ct_dtype_is_floating(J.dtype);
-    const float ffrom = (float)J.a, fspan = (float)J.b - (float)J.a;
-    for (int64_t c = c_begin; c < c_end; c++) {
-        uint32_t r[4];
-        ct_philox_block(J.seed, J.offset + (uint64_t)c, r);
-        int64_t i0 = c * J.epc;
-        int m = (int)(J.n - i0 < J.epc ? J.n - i0 : J.epc);
-        switch (J.kind) {
-        case K_UNIFORM:
-            if (J.digits == 53) {
-                for (int e = 0; e < m; e++)
-                    store(J.out, J.dtype, i0 + e, ct_uniform_from_bits(word64(r, e), 53) * (J.b - J.a) + J.a);
-            } else if (J.dtype == CT_DTYPE_FLOAT32) {
-                for (int e = 0; e < m; e++)
-                    ((float *)J.out)[i0 + e] = (float)ct_uniform_from_bits(r[e], 24) * fspan + ffrom;
-            } else { /* float accumulate type, as PyTorch */
-                for (int e = 0; e < m; e++)
-                    store(J.out, J.dtype, i0 + e, (float)ct_uniform_from_bits(r[e], J.digits) * fspan + ffrom);
-            }
-            break;
-        case K_NORMAL: {
-            /* Box-Muller; 1 - u lies in (0, 1], so the log is finite. */
-            double u1 = 1.0 - ct_uniform_from_bits(word64(r, 0), 53);
-            double u2 = ct_uniform_from_bits(word64(r, 1), 53);
-            double radius = sqrt(-2.0 * log(u1));
-            store(J.out, J.dtype, i0, J.a + J.b * radius * cos(two_pi * u2));
-            if (m > 1)
-                store(J.out, J.dtype, i0 + 1, J.a + J.b * radius * sin(two_pi * u2));
-            break;
-        }
-        case K_RANDINT:
-            /* Modulo of a 64-bit draw: see Note [randint bias]. */
-            for (int e = 0; e < m; e++) {
-                int64_t v = (int64_t)((uint64_t)J.low + word64(r, e) % J.range);
-                if (is_float)
-                    store(J.out, J.dtype, i0 + e, (double)v);
-                else
-                    ct_store_int64(J.out + (i0 + e) * esz, J.dtype, v);
-            }
-            break;
-        case K_BERNOULLI:
-        case K_BERNOULLI_TENSOR:
-            for (int e = 0; e < m; e++) {
-                double p = J.kind == K_BERNOULLI ? J.a : J.probs[i0 + e];
-                double u = ct_uniform_from_bits(word64(r, e), 53);
-                ct_store_int64(J.out + (i0 + e) * esz, J.dtype, u < p ? 1 : 0);
-            }
-            break;
-        }
-    }
-}
-
-/* Counters per OpenMP chunk: big enough that a chunk outweighs scheduling. */
-#define CT_RNG_GRAIN 8192
-
-static void run_job(rng_job *J) {
+/* Reserves J's counters (the same ceil(n / epc) on every backend: Note [Same numbers
+ * on CPU and GPU] in src/cuda/random.cu) and runs it on device's backend. */
+static bool run_job_on(const char *op, ct_random_job *J, ct_device device) {
+    const ct_device_iface *dev = ct_device_need(op, (ct_device_type)device.type);
+    if (!dev)
+        return false;
     int64_t ncounters = (J->n + J->epc - 1) / J->epc;
     ct_generator_reserve(&default_generator, (uint64_t)ncounters, &J->seed, &J->offset);
-#ifdef CT_HAVE_OPENMP
-    int64_t nchunks = (ncounters + CT_RNG_GRAIN - 1) / CT_RNG_GRAIN;
-    int threads = ct_get_num_threads();
-    if (nchunks > 1 && threads > 1) {
-#pragma omp parallel for schedule(static) num_threads(threads)
-        for (int64_t ch = 0; ch < nchunks; ch++) {
-            int64_t end = (ch + 1) * CT_RNG_GRAIN;
-            run_counters(J, ch * CT_RNG_GRAIN, end < ncounters ? end : ncounters);
-        }
-        return;
-    }
-#endif
-    run_counters(J, 0, ncounters);
+    return dev->random_fill(J, device.index) == CT_OK;
 }
 
 /* Runs J over t in place: straight into t when it is contiguous, else through a
  * contiguous buffer copied back (elements keep their logical order). Creates no
  * reference to t; false on error. */
-/* Runs J on the device of its output (Note [Same numbers on CPU and GPU] in
- * src/cuda/random.cu). */
-static bool run_job_on(rng_job *J, ct_device device) {
-#ifdef CT_HAVE_CUDA
-    if (device.type == CT_DEVICE_CUDA) {
-        CT_ASSERT(J->kind != K_RANDINT); /* randint draws on the CPU (CT_RANDOM_VIA_CPU) */
-        int kind = J->kind == K_UNIFORM ? 0 : J->kind == K_NORMAL ? 1 : 2;
-        int64_t ncounters = ct_cuda_philox_counters(kind, J->dtype, J->n);
-        CT_ASSERT(ncounters == (J->n + J->epc - 1) / J->epc); /* the CPU's layout */
-        ct_generator_reserve(&default_generator, (uint64_t)ncounters, &J->seed, &J->offset);
-        if (kind == 2)
-            return ct_cuda_bernoulli_fill(J->dtype, J->out, J->n, J->a, J->probs, J->seed, J->offset,
-                                          device.index) == CT_OK;
-        return ct_cuda_philox_fill(kind, J->dtype, J->out, J->n, J->digits, J->a, J->b, J->seed, J->offset,
-                                   device.index) == CT_OK;
-    }
-#else
-    (void)device;
-#endif
-    run_job(J);
-    return true;
-}
-
-static bool fill_tensor(const char *op, ct_tensor *t, rng_job *J) {
+static bool fill_tensor(const char *op, ct_tensor *t, ct_random_job *J) {
     ct_tensor_bump_version(t);
     if (t->device.type == CT_DEVICE_META || t->numel == 0)
         return true; /* no data: no counters reserved */
@@ -232,14 +112,14 @@ static bool fill_tensor(const char *op, ct_tensor *t, rng_job *J) {
     J->n = t->numel;
     if (ct_tensor_is_contiguous(t)) {
         J->out = ct_tensor_ptr(t);
-        return run_job_on(J, t->device);
+        return run_job_on(op, J, t->device);
     }
     ct_scope_begin();
     ct_tensor *tmp = ct_tensor_new(op, t->shape, NULL, t->ndim, t->dtype, t->device);
     bool ok = tmp != NULL;
     if (ok) {
         J->out = ct_tensor_ptr(tmp);
-        ok = run_job_on(J, t->device) && ct_copy_(t, tmp) != NULL;
+        ok = run_job_on(op, J, t->device) && ct_copy_impl(t, tmp) != NULL;
     }
     ct_scope_end();
     return ok;
@@ -296,7 +176,7 @@ static bool uniform_impl(ct_tensor *t, double from, double to) {
                  scalar_type_name(t->dtype), to, from);
         return false;
     }
-    rng_job J = {.kind = K_UNIFORM, .a = from, .b = to, .digits = uniform_digits(t->dtype)};
+    ct_random_job J = {.kind = CT_RANDOM_UNIFORM, .a = from, .b = to, .digits = uniform_digits(t->dtype)};
     J.epc = J.digits == 53 ? 2 : 4;
     return fill_tensor(op, t, &J);
 }
@@ -318,7 +198,7 @@ static bool normal_impl(ct_tensor *t, double mean, double std) {
         ct_error(CT_ERROR_TYPE, op, "\"normal_kernel_cpu\" not implemented for '%s'", scalar_type_name(t->dtype));
         return false;
     }
-    rng_job J = {.kind = K_NORMAL, .a = mean, .b = std, .epc = 2};
+    ct_random_job J = {.kind = CT_RANDOM_NORMAL, .a = mean, .b = std, .epc = 2};
     return fill_tensor(op, t, &J);
 }
 
@@ -340,7 +220,7 @@ ct_tensor *ct_bernoulli_(ct_tensor *t, double p) {
         ct_error(CT_ERROR_TYPE, op, "invalid dtype %d", (int)t->dtype);
         return NULL;
     }
-    rng_job J = {.kind = K_BERNOULLI, .a = p, .epc = 2};
+    ct_random_job J = {.kind = CT_RANDOM_BERNOULLI, .a = p, .epc = 2};
     return ref_if(fill_tensor(op, t, &J), t);
 }
 
@@ -348,27 +228,10 @@ ct_tensor *ct_bernoulli_(ct_tensor *t, double p) {
  * -1, in *first; on a GPU one kernel and one value read back. */
 static ct_status first_bad_probability(const ct_tensor *probs, int64_t *first) {
     *first = -1;
-#ifdef CT_HAVE_CUDA
-    if (probs->device.type == CT_DEVICE_CUDA) {
-        ct_scope_begin();
-        int64_t one = 1;
-        ct_tensor *at = ct_full(&one, 1, ct_scalar_int(-1), CT_DTYPE_INT64, probs->device);
-        ct_status st = at ? ct_cuda_first_outside_unit((const double *)ct_tensor_ptr(probs), probs->numel,
-                                                       (uint64_t *)ct_tensor_ptr(at), probs->device.index)
-                          : ct_last_status();
-        if (st == CT_OK)
-            st = ct_cuda_read_element(at, 0, first);
-        ct_scope_end();
-        return st;
-    }
-#endif
-    const double *pp = (const double *)ct_tensor_ptr(probs);
-    for (int64_t i = 0; i < probs->numel; i++)
-        if (!(pp[i] >= 0.0 && pp[i] <= 1.0)) {
-            *first = i;
-            break;
-        }
-    return CT_OK;
+    const ct_device_iface *dev = ct_device_need("bernoulli", (ct_device_type)probs->device.type);
+    if (!dev)
+        return ct_last_status();
+    return dev->first_outside_unit((const double *)ct_tensor_ptr(probs), probs->numel, first, probs->device.index);
 }
 
 ct_tensor *ct_bernoulli(const ct_tensor *p) {
@@ -383,7 +246,7 @@ ct_tensor *ct_bernoulli(const ct_tensor *p) {
     /* Validate every probability before allocating the result, so an error leaves
      * nothing behind even without a scope. */
     ct_scope_begin();
-    ct_tensor *probs = ct_contiguous(ct_to_dtype(p, CT_DTYPE_FLOAT64));
+    ct_tensor *probs = ct_contiguous_impl(ct_to_dtype_impl(p, CT_DTYPE_FLOAT64));
     int64_t bad = -1;
     if (!probs || first_bad_probability(probs, &bad)) {
         ct_scope_end();
@@ -391,12 +254,9 @@ ct_tensor *ct_bernoulli(const ct_tensor *p) {
     }
     if (bad >= 0) {
         double v = 0;
-#ifdef CT_HAVE_CUDA
-        if (probs->device.type == CT_DEVICE_CUDA)
-            ct_cuda_read_element(probs, bad, &v);
-        else
-#endif
-            v = ((const double *)ct_tensor_ptr(probs))[bad];
+        const ct_device_iface *dev = ct_device_iface_get((ct_device_type)probs->device.type);
+        if (dev)
+            dev->read_element(probs, bad, &v);
         ct_error(CT_ERROR_VALUE, op, "Expected p_in >= 0 && p_in <= 1 to be true, but got false (p[%lld] = %g)",
                  (long long)bad, v);
         ct_scope_end();
@@ -404,7 +264,7 @@ ct_tensor *ct_bernoulli(const ct_tensor *p) {
     }
     const double *pp = (const double *)ct_tensor_ptr(probs);
     ct_tensor *out = ct_tensor_new(op, p->shape, NULL, p->ndim, p->dtype, p->device);
-    rng_job J = {.kind = K_BERNOULLI_TENSOR, .probs = pp, .epc = 2};
+    ct_random_job J = {.kind = CT_RANDOM_BERNOULLI_TENSOR, .probs = pp, .epc = 2};
     if (out && !fill_tensor(op, out, &J))
         out = NULL;
     ct_keep(out);
@@ -468,11 +328,11 @@ static void dtype_int_range(ct_dtype d, double *lo, double *hi) {
     }
 }
 
-/* randint and randperm on CUDA draw on the CPU and copy the result over: the same
+/* randint and randperm on a GPU draw on the CPU and copy the result over: the same
  * numbers and the same generator advance as on the CPU. */
 #define CT_RANDOM_VIA_CPU(op, device, call)                           \
     do {                                                              \
-        if ((device).type == CT_DEVICE_CUDA) {                        \
+        if ((device).type != CT_DEVICE_CPU && (device).type != CT_DEVICE_META) { \
             if (!ct_check_device(op, device))                         \
                 return NULL;                                          \
             ct_scope_begin();                                         \
@@ -518,7 +378,7 @@ ct_tensor *ct_randint(int64_t low, int64_t high, const int64_t *shape, int ndim,
     ct_tensor *t = ct_tensor_new(op, shape, NULL, ndim, dtype, device);
     if (!t)
         return NULL;
-    rng_job J = {.kind = K_RANDINT, .low = low, .range = (uint64_t)high - (uint64_t)low, .epc = 2};
+    ct_random_job J = {.kind = CT_RANDOM_RANDINT, .low = low, .range = (uint64_t)high - (uint64_t)low, .epc = 2};
     return fill_tensor(op, t, &J) ? t : NULL;
 }
 

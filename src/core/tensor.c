@@ -7,9 +7,7 @@
 #include "dtype.h"
 #include "tensor_impl.h"
 #include "tensor_make.h"
-#ifdef CT_HAVE_CUDA
-#include "cuda/cuda_rt.h"
-#endif
+#include "device.h"
 
 /* ------------------------------------------------------------------ object caches */
 
@@ -462,16 +460,8 @@ static bool check_dtype(const char *op, ct_dtype dtype) {
 bool ct_check_device(const char *op, ct_device device) {
     if (device.type == CT_DEVICE_CPU || device.type == CT_DEVICE_META)
         return true;
-    if (device.type == CT_DEVICE_CUDA) {
-#ifdef CT_HAVE_CUDA
-        return ct_cuda_use_device(op, device.index);
-#else
-        ct_error(CT_ERROR_DEVICE, op, "ctorch was built without CUDA support or no CUDA device is available");
-        return false;
-#endif
-    }
-    ct_error(CT_ERROR_DEVICE, op, "unknown device type %d", (int)device.type);
-    return false;
+    const ct_device_iface *dev = ct_device_need(op, (ct_device_type)device.type);
+    return dev && dev->use_device(op, device.index);
 }
 
 ct_tensor *ct_tensor_new(const char *op, const int64_t *shape, const int64_t *strides, int ndim, ct_dtype dtype,
@@ -635,18 +625,6 @@ ct_tensor *ct_tensor_set_requires_grad(ct_tensor *t, bool requires_grad) {
     }
     t->requires_grad = requires_grad;
     return t;
-}
-
-const char *ct_device_str(ct_device device, char *buf, size_t cap) {
-    if (!buf || cap == 0)
-        return "";
-    switch (device.type) {
-    case CT_DEVICE_CPU: snprintf(buf, cap, "cpu"); break;
-    case CT_DEVICE_META: snprintf(buf, cap, "meta"); break;
-    case CT_DEVICE_CUDA: snprintf(buf, cap, "cuda:%d", (int)device.index); break;
-    default: snprintf(buf, cap, "unknown"); break;
-    }
-    return buf;
 }
 
 const char *ct_version(void) { return CT_VERSION_STRING; }

@@ -87,6 +87,9 @@ int64_t ct_contiguous_strides(const int64_t *shape, int ndim, int64_t *strides);
 /* Number of elements of shape, -1 on negative size or overflow (no error set). */
 int64_t ct_shape_numel(const int64_t *shape, int ndim);
 bool ct_strides_contiguous(const int64_t *shape, const int64_t *strides, int ndim);
+/* Broadcast src's shape/strides to ndim dims of shape (element strides, 0 where
+ * broadcast); false if not broadcastable. */
+bool ct_broadcast_strides(const ct_tensor *src, const int64_t *shape, int ndim, int64_t *out_strides);
 /* Wraps a possibly negative dim into [0, ndim); sets an IndexError naming op on failure. */
 int ct_wrap_dim(const char *op, int64_t dim, int ndim, int *out);
 

@@ -336,7 +336,7 @@ CONV_HELPERS(float)
 CONV_HELPERS(double)
 
 /* The column loops and per-image passes again for AVX2 and AVX-512 (Note [Loops per
- * ISA] in src/core/cpu_isa.h): copies, adds and lane sums in the same order, so the
+ * ISA] in src/cpu/cpu_isa.h): copies, adds and lane sums in the same order, so the
  * same bits; CT_ISA_PICK(f) picks the variant for this CPU's level. */
 #ifdef CT_ISA_VARIANTS
 CT_TARGET_AVX2_BEGIN

@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "core/alloc.h"
-#include "core/loop.h"
+#include "cpu/loop.h"
 #include "core/tensor_make.h"
 #include "ctorch/ops.h"
 

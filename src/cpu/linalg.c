@@ -4,10 +4,10 @@
 #include <string.h>
 
 #include "core/dtype.h"
-#include "core/loop.h"
+#include "cpu/loop.h"
 #include "cpu/loops.h"
 #include "cpu/blas.h"
-#include "dispatch/trace_log.h"
+#include "observe/trace_log.h"
 #include "ops/linalg.h"
 
 #ifdef CT_HAVE_OPENBLAS

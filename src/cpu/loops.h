@@ -7,7 +7,7 @@
 
 #include "cpu/iter.h"
 #include "cpu/stream.h"
-#include "core/cpu_isa.h"
+#include "cpu/cpu_isa.h"
 #include "ops/op_info.h"
 
 /* Arguments a family kernel passes to its loops. */
@@ -50,7 +50,7 @@ static inline float ct_b2f(uint16_t b) { return ct_bfloat16_to_float(b); }
 static inline uint16_t ct_f2b(float f) { return ct_float_to_bfloat16(f); }
 
 /* Every elementwise loop has this signature and is compiled once per vector ISA
- * (Note [Loops per ISA] in src/core/cpu_isa.h). */
+ * (Note [Loops per ISA] in src/cpu/cpu_isa.h). */
 #define CT_EW_PARAMS (char **d, const int64_t *s, int64_t n, const void *params)
 #define CT_EW_ARGS (d, s, n, params)
 

@@ -36,7 +36,7 @@ typedef struct ct_sdpa_mask {
 #define CT_CAT(a, b) CT_CAT_(a, b)
 
 /* The loops for float and double (nn_fused_types.h includes nn_fused_impl.h once for
- * each), then again for AVX2 and AVX-512 (Note [Loops per ISA] in src/core/cpu_isa.h)
+ * each), then again for AVX2 and AVX-512 (Note [Loops per ISA] in src/cpu/cpu_isa.h)
  * inside target regions, so that the OpenMP bodies the compiler outlines are built for
  * that ISA too. CT_ISA_PICK(f) is the variant of f for this CPU's level. */
 #define CT_NN_SUFFIX

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The ISA choice itself lives in src/core/cpu_isa.c (the cast loops use it too); the
+/* The ISA choice itself lives in src/cpu/cpu_isa.c (the cast loops use it too); the
  * vector math tables need SLEEF. */
 #if defined(__x86_64__) && defined(__GNUC__) && defined(CT_HAVE_SLEEF)
 #define CT_VM_X86 1

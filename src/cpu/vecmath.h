@@ -8,7 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "core/cpu_isa.h" /* the ISA choice: ct_cpu_isa_level, CT_CPU_ISA */
+#include "cpu/cpu_isa.h" /* the ISA choice: ct_cpu_isa_level, CT_CPU_ISA */
 
 typedef enum ct_vm_op {
     CT_VM_EXP,

@@ -3,7 +3,6 @@
 #include <stdatomic.h>
 #include <string.h>
 
-#include "core/loop.h"
 #include "ctorch/ops.h"
 #include "cuda/cuda_ops.h"
 #include "dispatch/dispatch_internal.h"

@@ -1,5 +1,5 @@
-/* Tensor-level entry points of the CUDA backend, called by the core (copy.c,
- * random.c) and the op families when a tensor lives on a CUDA device. */
+/* Tensor-level entry points of the CUDA backend: its device interface (copies, fills,
+ * element reads; Note [Device interface] in src/core/device.h) and kernel helpers. */
 #ifndef CT_CUDA_TENSOR_H
 #define CT_CUDA_TENSOR_H
 
@@ -18,6 +18,8 @@ ct_tensor *ct_cuda_to_device(const ct_tensor *t, ct_device device);
 ct_status ct_cuda_fill(ct_tensor *t, const void *value, size_t esize);
 /* Copies the element elem_offset elements past t's first one to host memory out. */
 ct_status ct_cuda_read_element(const ct_tensor *t, int64_t elem_offset, void *out);
+/* Registers the CUDA device interface with the core (Note [Device interface]). */
+void ct_cuda_register_device(void);
 /* Builds a kernel description over nt operands (outermost dim first, byte strides),
  * dropping size-1 dims and merging dims contiguous in every operand. */
 void ct_cuda_desc_build(ct_cuda_iter_desc *d, int nt, int ndim, const int64_t *shape, char *const *data,

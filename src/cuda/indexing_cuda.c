@@ -12,6 +12,7 @@
  * device assert, which poisons the CUDA context; ctorch keeps going. */
 #include <string.h>
 
+#include "ctorch.h"
 #include "core/view.h"
 #include "cuda/cuda_ops.h"
 #include "ops/nn_fused.h"

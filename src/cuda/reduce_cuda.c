@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ctorch.h"
 #include "cuda/cuda_ops.h"
 
 _Static_assert(CT_CUDA_RED_LOG_SOFTMAX == (int)CT_RED_LOG_SOFTMAX, "reduction kinds must line up");

@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "core/alloc.h"
-#include "core/loop.h"
+#include "core/device.h"
 #include "core/view.h"
 #include "cuda/cuda_tensor.h"
 
@@ -191,3 +191,47 @@ ct_status ct_cuda_record_stream(const ct_tensor *t, ct_cuda_stream *stream) {
     return CT_OK;
 #endif
 }
+
+/* ------------------------------------------------------------------ random fills */
+
+/* Note [Same numbers on CPU and GPU] (random.cu): the kernels use the CPU's counter
+ * layout, so the core's reservation of ceil(n / epc) counters fits both. randint draws
+ * on the CPU (src/core/random.c), so it never reaches a GPU. */
+static ct_status cuda_random_fill(const ct_random_job *J, int device_index) {
+    if (J->kind == CT_RANDOM_RANDINT)
+        return ct_error(CT_ERROR_NOT_IMPLEMENTED, "randint", "random integers are drawn on the CPU");
+    int kind = J->kind == CT_RANDOM_UNIFORM ? 0 : J->kind == CT_RANDOM_NORMAL ? 1 : 2;
+    CT_ASSERT(ct_cuda_philox_counters(kind, J->dtype, J->n) == (J->n + J->epc - 1) / J->epc);
+    if (kind == 2)
+        return ct_cuda_bernoulli_fill(J->dtype, J->out, J->n, J->a, J->probs, J->seed, J->offset, device_index);
+    return ct_cuda_philox_fill(kind, J->dtype, J->out, J->n, J->digits, J->a, J->b, J->seed, J->offset,
+                               device_index);
+}
+
+static ct_status cuda_first_outside_unit(const double *p, int64_t n, int64_t *first, int device_index) {
+    ct_scope_begin();
+    int64_t one = 1;
+    ct_tensor *at = ct_full(&one, 1, ct_scalar_int(-1), CT_DTYPE_INT64, CT_CUDA(device_index));
+    ct_status st = at ? ct_cuda_first_outside_unit(p, n, (uint64_t *)ct_tensor_ptr(at), device_index)
+                      : ct_last_status();
+    if (st == CT_OK)
+        st = ct_cuda_read_element(at, 0, first);
+    ct_scope_end();
+    return st;
+}
+
+/* ------------------------------------------------------------------ the interface */
+
+static const ct_device_iface cuda_iface = {
+    .name = "cuda",
+    .use_device = ct_cuda_use_device,
+    .copy = ct_cuda_copy_into,
+    .copy_cross = ct_cuda_copy_cross,
+    .to_device = ct_cuda_to_device,
+    .fill = ct_cuda_fill,
+    .read_element = ct_cuda_read_element,
+    .random_fill = cuda_random_fill,
+    .first_outside_unit = cuda_first_outside_unit,
+};
+
+void ct_cuda_register_device(void) { ct_device_register(CT_DEVICE_CUDA, &cuda_iface); }

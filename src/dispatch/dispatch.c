@@ -7,9 +7,7 @@
 #include "call.h"
 #include "core/alloc.h"
 #include "dispatch_internal.h"
-#include "profiler_internal.h"
-#include "trace_log.h"
-#include "ops/op_info.h"
+#include "registry.h"
 
 /* Note [Kernel tables]
  * Each (op, key) slot holds an immutable array of kernels: the default first, then the
@@ -104,12 +102,23 @@ static void dispatch_init(void) {
     key_fallback[CT_KEY_AUTOGRAD] = fallthrough;
     key_fallback[CT_KEY_AUTOCAST] = fallthrough;
     key_fallback[CT_KEY_TRACE] = fallthrough;
-    ct_trace_log_init_from_env(); /* first, so that it sees the other settings */
-    ct_register_default_kernels();
-    ct_op_logging_init_from_env();
-    ct_profiler_init_from_env();
+    ct_runtime_init(); /* Note [Registry]: the built-in modules register themselves */
     atomic_store_explicit(&init_done, true, memory_order_release);
 }
+
+/* ------------------------------------------------------------------ observer */
+
+/* Note [Observer hook]
+ * The dispatcher knows no observer. One observer (src/observe registers it) may be
+ * told of every call while call observation is on (the profiler records spans; off,
+ * this costs one load and a branch predicted not taken per call), and of overrides as
+ * they are added and removed (the structured log). */
+static _Atomic(const ct_dispatch_observer *) observer;
+static atomic_bool observing;
+
+void ct_dispatch_set_observer(const ct_dispatch_observer *obs) { atomic_store(&observer, obs); }
+
+void ct_dispatch_observe_calls(bool on) { atomic_store(&observing, on); }
 
 void ct_dispatch_ensure_init(void) {
     if (__builtin_expect(!atomic_load_explicit(&init_done, memory_order_acquire), 0))
@@ -169,7 +178,9 @@ int64_t ct_op_override(ct_op op, ct_dispatch_key key, ct_kernel_fn kernel, void 
         retired = old;
     }
     pthread_mutex_unlock(&override_lock);
-    ct_trace_log_override(op, key, handle, flags);
+    const ct_dispatch_observer *obs = atomic_load(&observer);
+    if (obs && obs->override_added)
+        obs->override_added(op, key, handle, flags);
     return handle;
 }
 
@@ -196,7 +207,9 @@ ct_status ct_op_override_remove(int64_t handle) {
                 old->retired_next = retired;
                 retired = old;
                 pthread_mutex_unlock(&override_lock);
-                ct_trace_log_override_removed(op, (ct_dispatch_key)key, handle);
+                const ct_dispatch_observer *obs = atomic_load(&observer);
+                if (obs && obs->override_removed)
+                    obs->override_removed(op, (ct_dispatch_key)key, handle);
                 return CT_OK;
             }
         }
@@ -221,7 +234,7 @@ static CT_THREAD_LOCAL uint64_t fast_lane_hits;
 
 bool ct_dispatch_fast_lane(ct_op op) {
     ct_dispatch_ensure_init();
-    if (__builtin_expect(atomic_load_explicit(&ct_profiler_active, memory_order_relaxed), 0) ||
+    if (__builtin_expect(atomic_load_explicit(&observing, memory_order_relaxed), 0) ||
         (tls_included | global_included) != 0 || atomic_load_explicit(&fast_lane_off, memory_order_relaxed))
         return false;
     kernel_stack *s = atomic_load_explicit(&slots[op][CT_KEY_CPU], memory_order_acquire);
@@ -311,10 +324,13 @@ ct_keyset ct_call_keyset(const ct_call *call) {
 
 ct_status ct_dispatch(ct_call *call) {
     ct_dispatch_ensure_init();
-    /* Note [Profiler hook]: off, the profiler costs this one load and a branch that is
+    /* Note [Observer hook]: off, observing costs this one load and a branch that is
      * predicted not taken. */
-    if (__builtin_expect(atomic_load_explicit(&ct_profiler_active, memory_order_relaxed), 0))
-        return ct_profiler_dispatch(call);
+    if (__builtin_expect(atomic_load_explicit(&observing, memory_order_relaxed), 0)) {
+        const ct_dispatch_observer *obs = atomic_load_explicit(&observer, memory_order_acquire);
+        if (obs && obs->run_call)
+            return obs->run_call(call);
+    }
     return ct_dispatch_run(call);
 }
 

@@ -27,7 +27,20 @@ void ct_dispatch_set_fast_lane(bool on);
 
 /* Defined by src/ops: fills the default kernel tables from the op table. */
 void ct_register_default_kernels(void);
-/* Defined by src/dispatch/logging.c. */
-void ct_op_logging_init_from_env(void);
+
+/* Note [Observer hook] (dispatch.c). run_call must run the call through
+ * ct_dispatch_run; the override events are told after the change. Any member may be
+ * NULL. */
+typedef struct ct_dispatch_observer {
+    ct_status (*run_call)(ct_call *call);
+    void (*override_added)(ct_op op, ct_dispatch_key key, int64_t handle, uint32_t flags);
+    void (*override_removed)(ct_op op, ct_dispatch_key key, int64_t handle);
+} ct_dispatch_observer;
+/* Installs the observer (the struct must outlive its use); NULL removes it. */
+void ct_dispatch_set_observer(const ct_dispatch_observer *obs);
+/* Turns the per-call hook on or off (the profiler, while it records). */
+void ct_dispatch_observe_calls(bool on);
+/* ct_dispatch's body without the observer: computes the key set and runs the call. */
+ct_status ct_dispatch_run(ct_call *call);
 
 #endif /* CT_DISPATCH_INTERNAL_H */

@@ -18,7 +18,7 @@
 
 #include "error.h"
 #include "pickle.h"
-#include "value.h"
+#include "util/value.h"
 
 static void put(ct_pickler *p, const void *data, size_t n) {
     if (p->oom)

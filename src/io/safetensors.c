@@ -27,7 +27,7 @@
 #include <unistd.h>
 
 #include "error.h"
-#include "io/json.h"
+#include "util/json.h"
 #include "io/safetensors.h"
 #include "tensor_impl.h"
 

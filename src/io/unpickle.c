@@ -23,7 +23,7 @@
 #include "dtype.h"
 #include "error.h"
 #include "pickle.h"
-#include "value.h"
+#include "util/value.h"
 
 typedef enum okind {
     O_NONE,

@@ -242,8 +242,4 @@ void ct_register_default_kernels(void) {
 #define CT_OP(name, sig, family, flags) CT_REGISTER_##family(name)
 #include "ctorch/ops.def"
 #undef CT_OP
-    ct_autograd_register_kernels();
-#ifdef CT_HAVE_CUDA
-    ct_cuda_register_kernels();
-#endif
 }

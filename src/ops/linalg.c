@@ -5,7 +5,6 @@
 
 #include <string.h>
 
-#include "core/loop.h"
 #include "cpu/loops.h"
 #include "dispatch/dispatch_internal.h"
 #include "ops/op_info.h"

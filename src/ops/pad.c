@@ -15,7 +15,6 @@
 #include <string.h>
 
 #include "ctorch.h"
-#include "core/loop.h"
 #include "cpu/loops.h"
 #include "ops/indexing.h"
 #ifdef CT_HAVE_CUDA

@@ -13,7 +13,6 @@
 
 #include "ctorch.h"
 #include "core/dtype.h"
-#include "core/loop.h"
 #include "cpu/loops.h"
 #include "dispatch/dispatch_internal.h"
 #ifdef CT_HAVE_CUDA

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "error.h"
-#include "io/value.h"
+#include "util/value.h"
 #include "optim/grad_access.h"
 #include "optim/optim_internal.h"
 #include "tensor_impl.h"

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "error.h"
-#include "io/value.h"
+#include "util/value.h"
 #include "optim/optim_internal.h"
 
 /* Note [Chainable schedules]

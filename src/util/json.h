@@ -5,7 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "io/value.h"
+#include "util/value.h"
 
 /* Nesting deeper than this is refused (serde_json's default limit). */
 #define CT_JSON_MAX_DEPTH 128

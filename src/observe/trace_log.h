@@ -1,4 +1,4 @@
-/* The structured log's internal entry points (src/dispatch/trace_log.c): the runtime's
+/* The structured log's internal entry points (src/observe/trace_log.c): the runtime's
  * decisions, written only while CT_TRACE / ct_trace_log_start has it on. */
 #ifndef CT_DISPATCH_TRACE_LOG_H
 #define CT_DISPATCH_TRACE_LOG_H

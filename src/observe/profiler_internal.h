@@ -1,16 +1,15 @@
-/* The profiler's side of the dispatcher (src/dispatch/profiler.c, docs/profiling.md). */
+/* The profiler's side of the dispatcher's observer hook (src/observe/profiler.c,
+ * docs/profiling.md). */
 #ifndef CT_DISPATCH_PROFILER_INTERNAL_H
 #define CT_DISPATCH_PROFILER_INTERNAL_H
 
 #include <stdatomic.h>
 
-#include "call.h"
+#include "dispatch/dispatch_internal.h"
 
 /* True while a profile is being recorded; read by ct_dispatch on every call. */
 extern atomic_bool ct_profiler_active;
 
-/* ct_dispatch's body without the profiler check (dispatch.c). */
-ct_status ct_dispatch_run(ct_call *call);
 /* Runs call through ct_dispatch_run and records its span. */
 ct_status ct_profiler_dispatch(ct_call *call);
 /* CT_PROFILE=path: starts the profiler and writes the trace at exit. */

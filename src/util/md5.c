@@ -4,7 +4,7 @@
 #include <pthread.h>
 #include <string.h>
 
-#include "md5.h"
+#include "util/md5.h"
 
 static uint32_t K[64];
 static pthread_once_t k_once = PTHREAD_ONCE_INIT;

@@ -2,9 +2,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "error.h"
-#include "io/value.h"
-#include "tensor_impl.h"
+#include "core/error.h"
+#include "util/value.h"
+#include "core/tensor_impl.h"
 
 static const char *const type_names[] = {
     [CT_VALUE_NONE] = "None",     [CT_VALUE_BOOL] = "bool",   [CT_VALUE_INT] = "int",

@@ -13,9 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "alloc.h"
-#include "error.h"
-#include "pickle_emit.h"
+#include "core/alloc.h"
+#include "core/error.h"
+#include "util/pickle_emit.h"
 
 typedef struct {
     bool json;

@@ -1,9 +1,9 @@
 /* Strided N-d loops over one or two operands with dimension coalescing.
  *
- * This is the core's minimal iterator (copies, fills, conversions). The op library's
+ * The CPU backend's minimal iterator (copies, fills, conversions; src/cpu/copy.c). The
  * TensorIterator builds on the same idea with broadcasting, promotion and threads. */
-#ifndef CT_LOOP_H
-#define CT_LOOP_H
+#ifndef CT_CPU_LOOP_H
+#define CT_CPU_LOOP_H
 
 #include "tensor_impl.h"
 
@@ -17,10 +17,7 @@ typedef void (*ct_loop2_fn)(char *dst, const char *src, int64_t n, int64_t dst_s
 void ct_loop2(int ndim, const int64_t *shape, char *dst, const int64_t *dst_strides, size_t dst_esize,
               const char *src, const int64_t *src_strides, size_t src_esize, ct_loop2_fn fn, void *ctx);
 
-/* Broadcast src's shape/strides to ndim dims of shape; false if not broadcastable. */
-bool ct_broadcast_strides(const ct_tensor *src, const int64_t *shape, int ndim, int64_t *out_strides);
-
 /* Returns the inner loop that converts src_dtype elements to dst_dtype. */
 ct_loop2_fn ct_cast_loop(ct_dtype dst_dtype, ct_dtype src_dtype);
 
-#endif /* CT_LOOP_H */
+#endif /* CT_CPU_LOOP_H */

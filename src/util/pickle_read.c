@@ -3,8 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "error.h"
-#include "pickle_read.h"
+#include "core/error.h"
+#include "util/pickle_read.h"
 
 /* Note [Plain unpickler]
  * Only plain data is accepted (the opcodes PyTorch's memory viewer reads, plus the few

@@ -18,11 +18,11 @@
 #endif
 
 #include "core/alloc.h"
-#include "io/json.h"
-#include "io/value.h"
-#include "md5.h"
-#include "profiler_internal.h"
-#include "trace_log.h"
+#include "util/json.h"
+#include "util/value.h"
+#include "util/md5.h"
+#include "observe/profiler_internal.h"
+#include "observe/trace_log.h"
 
 atomic_bool ct_trace_log_on;
 

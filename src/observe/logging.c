@@ -7,8 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dispatch_internal.h"
-#include "trace_log.h"
+#include "dispatch/dispatch_internal.h"
+#include "observe/trace_log.h"
+
+void ct_op_logging_init_from_env(void); /* for observe.c */
 
 static FILE *log_file;
 static bool log_owned;

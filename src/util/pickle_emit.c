@@ -3,8 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "error.h"
-#include "pickle_emit.h"
+#include "core/error.h"
+#include "util/pickle_emit.h"
 
 enum {
     OP_MARK = '(',

@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "error.h"
-#include "io/json.h"
+#include "core/error.h"
+#include "util/json.h"
 
 /* ------------------------------------------------------------------ UTF-8 */
 

@@ -11,11 +11,11 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "io/json.h"
-#include "io/value.h"
-#include "error.h"
-#include "md5.h"
-#include "trace_report.h"
+#include "util/json.h"
+#include "util/value.h"
+#include "core/error.h"
+#include "util/md5.h"
+#include "observe/trace_report.h"
 
 /* Envelope keys that give context rather than name the event (PyTorch's list). */
 static const char *const context_keys[] = {"has_payload", "rank", "frame_id", "frame_compile_id",

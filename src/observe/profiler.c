@@ -10,9 +10,9 @@
 #include <unistd.h>
 
 #include "core/alloc.h"
-#include "io/json.h"
-#include "profiler_internal.h"
-#include "trace_log.h"
+#include "util/json.h"
+#include "observe/profiler_internal.h"
+#include "observe/trace_log.h"
 
 /* Note [Profiler buffers]
  * Each thread appends to its own buffer, so recording takes only that buffer's lock,
@@ -458,6 +458,7 @@ ct_status ct_profiler_start(const char *path) {
     atomic_fetch_add(&g_session, 1);
     ct_profiler_install_alloc_observer();
     atomic_store(&ct_profiler_active, true);
+    ct_dispatch_observe_calls(true);
     pthread_mutex_unlock(&g_lock);
     if (CT_TRACE_LOG_ON()) {
         char meta[1200];
@@ -593,6 +594,7 @@ ct_status ct_profiler_stop(void) {
         return ct_error(CT_ERROR_RUNTIME, "profiler_stop", "the profiler is not recording; call ct_profiler_start first");
     }
     atomic_store(&ct_profiler_active, false);
+    ct_dispatch_observe_calls(false);
     uint64_t session = atomic_load(&g_session);
     size_t nbufs = 0;
     for (thread_buf *b = g_bufs; b; b = b->next)

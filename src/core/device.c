@@ -1,0 +1,74 @@
+/* Device types: names, and the table of backend interfaces (Note [Device interface]
+ * in device.h). */
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "device.h"
+#include "registry.h"
+
+#define CT_DEVICE_TYPES 3 /* CPU, CUDA, META */
+
+static _Atomic(const ct_device_iface *) ifaces[CT_DEVICE_TYPES];
+static _Atomic(const char *) unavailable[CT_DEVICE_TYPES];
+
+static const char *type_name(ct_device_type type) {
+    switch (type) {
+    case CT_DEVICE_CPU: return "cpu";
+    case CT_DEVICE_CUDA: return "cuda";
+    case CT_DEVICE_META: return "meta";
+    default: return "unknown";
+    }
+}
+
+ct_status ct_device_register(ct_device_type type, const ct_device_iface *iface) {
+    if ((int)type < 0 || (int)type >= CT_DEVICE_TYPES || type == CT_DEVICE_META)
+        return ct_error(CT_ERROR_DEVICE, "device_register", "cannot register an interface for device type %d",
+                        (int)type);
+    if (iface && iface->alloc && ct_alloc_set_device_interface(type, iface->alloc) != CT_OK)
+        return ct_last_status();
+    atomic_store_explicit(&ifaces[type], iface, memory_order_release);
+    return CT_OK;
+}
+
+const ct_device_iface *ct_device_iface_get(ct_device_type type) {
+    if ((int)type < 0 || (int)type >= CT_DEVICE_TYPES)
+        return NULL;
+    const ct_device_iface *dev = atomic_load_explicit(&ifaces[type], memory_order_acquire);
+    if (CT_UNLIKELY(!dev)) {
+        ct_runtime_init(); /* Note [Registry]: the backends register on first use */
+        dev = atomic_load_explicit(&ifaces[type], memory_order_acquire);
+    }
+    return dev;
+}
+
+void ct_device_set_unavailable_reason(ct_device_type type, const char *reason) {
+    if ((int)type >= 0 && (int)type < CT_DEVICE_TYPES)
+        atomic_store(&unavailable[type], reason);
+}
+
+const ct_device_iface *ct_device_need(const char *op, ct_device_type type) {
+    const ct_device_iface *dev = ct_device_iface_get(type);
+    if (dev)
+        return dev;
+    if ((int)type < 0 || (int)type >= CT_DEVICE_TYPES || type == CT_DEVICE_META) {
+        ct_error(CT_ERROR_DEVICE, op, "unknown device type %d", (int)type);
+        return NULL;
+    }
+    const char *why = atomic_load(&unavailable[type]);
+    ct_error(CT_ERROR_DEVICE, op, "no backend for device type %s is loaded%s%s", type_name(type), why ? ": " : "",
+             why ? why : "");
+    return NULL;
+}
+
+const char *ct_device_str(ct_device device, char *buf, size_t cap) {
+    if (!buf || cap == 0)
+        return "";
+    switch (device.type) {
+    case CT_DEVICE_CPU: snprintf(buf, cap, "cpu"); break;
+    case CT_DEVICE_META: snprintf(buf, cap, "meta"); break;
+    case CT_DEVICE_CUDA: snprintf(buf, cap, "cuda:%d", (int)device.index); break;
+    default: snprintf(buf, cap, "unknown"); break;
+    }
+    return buf;
+}

@@ -1,0 +1,12 @@
+/* The CPU backend's entry points for the registry and the core's device interface. */
+#ifndef CT_CPU_BACKEND_H
+#define CT_CPU_BACKEND_H
+
+#include "core/device.h"
+
+/* Registers the CPU's device interface (src/cpu/copy.c). */
+void ct_cpu_register_device(void);
+/* ct_device_iface.random_fill of the CPU (src/cpu/random.c). */
+ct_status ct_cpu_random_fill(const ct_random_job *job, int device_index);
+
+#endif /* CT_CPU_BACKEND_H */

@@ -1,0 +1,38 @@
+/* The one list of ctorch's built-in modules (Lua's linit.c): the backends and the keys
+ * that register themselves, in order.
+ *
+ * Note [Registry]
+ * Nothing below this file knows which modules exist. Each module has one registration
+ * function that fills its own table entries: a backend registers its device interface
+ * (src/core/device.h) and its kernels at its dispatch key, autograd its kernel at
+ * AUTOGRAD. ct_runtime_init runs them once, the first time the dispatcher or the core's
+ * device table is used; it is the one call that goes up the layers (from src/dispatch
+ * and src/core/device.c), and the layering test allows it by name. */
+#include <pthread.h>
+
+#include "registry.h"
+#include "autograd/node.h"
+#include "core/device.h"
+#include "cpu/cpu_backend.h"
+#include "dispatch/dispatch_internal.h"
+#include "observe/observe.h"
+#ifdef CT_HAVE_CUDA
+#include "cuda/cuda_ops.h"
+#endif
+
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+static void runtime_init(void) {
+    ct_observe_register(); /* first: the structured log sees what the others register */
+    ct_cpu_register_device();
+    ct_register_default_kernels(); /* the op table's CPU and META kernels */
+    ct_autograd_register_kernels();
+#ifdef CT_HAVE_CUDA
+    ct_cuda_register_device();
+    ct_cuda_register_kernels();
+#else
+    ct_device_set_unavailable_reason(CT_DEVICE_CUDA, "ctorch was built without CUDA support");
+#endif
+}
+
+void ct_runtime_init(void) { pthread_once(&once, runtime_init); }
