@@ -24,7 +24,7 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 static void runtime_init(void) {
     ct_observe_register(); /* first: the structured log sees what the others register */
-    ct_cpu_register_device();
+    ct_cpu_register();
     ct_register_default_kernels(); /* the op table's CPU and META kernels */
     ct_autograd_register_kernels();
 #ifdef CT_HAVE_CUDA

@@ -13,7 +13,7 @@
 
 #include "autograd/node.h"
 #include "core/dtype.h"
-#include "ops/op_info.h"
+#include "meta/op_info.h"
 #include "ops/reduce.h"
 
 #define G (gout[0])
@@ -1660,6 +1660,7 @@ DEF(where, CT_SAVE_IN0) {
 #define CT_DERIV_BINARY_ARITH(name) CT_DERIV_(name)
 #define CT_DERIV_BINARY_FLOAT(name) CT_DERIV_(name)
 #define CT_DERIV_CUSTOM(name) CT_DERIV_(name)
+#define CT_DERIV_STRUCTURED(name) CT_DERIV_(name)
 #define CT_DERIV_COMPARE(name)
 #define CT_DERIV_COMPOSITE(name)
 #define CT_DERIV_VIEW(name) CT_DERIV_(name)

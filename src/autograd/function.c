@@ -13,7 +13,7 @@
 
 #include "autograd/node.h"
 #include "dispatch/dispatch_internal.h"
-#include "ops/op_info.h"
+#include "meta/op_info.h"
 
 bool ct_op_is_differentiable(ct_op op) {
     if (op < 0 || op >= CT_OP_COUNT)

@@ -8,7 +8,7 @@
 #include "cpu/iter.h"
 #include "cpu/stream.h"
 #include "cpu/cpu_isa.h"
-#include "ops/op_info.h"
+#include "meta/op_info.h"
 
 /* Arguments a family kernel passes to its loops. */
 typedef struct ct_loop_params {
@@ -29,6 +29,7 @@ typedef struct ct_loop_params {
     ct_status ct_cpu_##name(ct_keyset ks, ct_call *call, void *user_data);  \
     ct_status ct_meta_##name(ct_keyset ks, ct_call *call, void *user_data);
 #define CT_KERNEL_DECL_COMPOSITE(name)
+#define CT_KERNEL_DECL_STRUCTURED(name)
 /* reductions and scans: one kernel, ct_reduce_kernel (src/ops/reduce.h) */
 #define CT_KERNEL_DECL_REDUCE(name)
 #define CT_KERNEL_DECL_SCAN(name)

@@ -6,7 +6,7 @@
 #include "core/dtype.h"
 #include "cpu/ew_loops.h"
 #include "cuda/cuda_ops.h"
-#include "ops/op_info.h"
+#include "meta/op_info.h"
 
 _Static_assert(CT_CUDA_MAX_OPERANDS == CT_ITER_MAX, "kernel descriptions and ct_iter must agree on operands");
 

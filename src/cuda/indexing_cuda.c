@@ -12,6 +12,8 @@
  * device assert, which poisons the CUDA context; ctorch keeps going. */
 #include <string.h>
 
+#include "meta/kernels.h"
+#include "meta/stubs.h"
 #include "ctorch.h"
 #include "core/view.h"
 #include "cuda/cuda_ops.h"
@@ -647,12 +649,12 @@ static ct_status on_one_device(ct_keyset ks, ct_call *call, void *ud) {
     return k->fn(ks, call, NULL);
 }
 
-static const shared_kernel k_cat = {ct_cpu_cat}, k_index_select = {ct_cpu_index_select}, k_gather = {ct_cpu_gather},
-                           k_scatter_add = {ct_cpu_scatter_add}, k_index_add = {ct_cpu_index_add},
-                           k_masked_fill = {ct_cpu_masked_fill}, k_embedding = {embedding_kernel},
-                           k_embedding_backward = {embedding_backward_kernel}, k_sort = {ct_cpu_sort},
-                           k_topk = {ct_cpu_topk}, k_flip = {ct_cpu_flip}, k_tril = {ct_cpu_tril},
-                           k_triu = {ct_cpu_triu}, k_pad = {ct_cpu_pad}, k_nonzero = {ct_cpu_nonzero},
+static const shared_kernel k_cat = {ct_kernel_cat}, k_index_select = {ct_kernel_index_select}, k_gather = {ct_kernel_gather},
+                           k_scatter_add = {ct_kernel_scatter_add}, k_index_add = {ct_kernel_index_add},
+                           k_masked_fill = {ct_kernel_masked_fill}, k_embedding = {embedding_kernel},
+                           k_embedding_backward = {embedding_backward_kernel}, k_sort = {ct_kernel_sort},
+                           k_topk = {ct_kernel_topk}, k_flip = {ct_kernel_flip}, k_tril = {ct_kernel_tril},
+                           k_triu = {ct_kernel_triu}, k_pad = {ct_cpu_pad}, k_nonzero = {ct_kernel_nonzero},
                            k_masked_select = {ct_cpu_masked_select}, k_scatter = {ct_cpu_scatter},
                            k_scatter_reduce = {ct_cpu_scatter_reduce}, k_index_copy = {ct_cpu_index_copy},
                            k_index_fill = {ct_cpu_index_fill}, k_index = {ct_cpu_index},
@@ -661,6 +663,16 @@ static const shared_kernel k_cat = {ct_cpu_cat}, k_index_select = {ct_cpu_index_
                            k_unique = {ct_cpu_unique}, k_unique_consecutive = {ct_cpu_unique_consecutive};
 
 void ct_cuda_register_indexing(void) {
+    /* the stubs of the structured kernels (src/meta/stubs.def) */
+    ct_stub_flip[CT_DEVICE_CUDA] = ct_cuda_flip;
+    ct_stub_tri[CT_DEVICE_CUDA] = ct_cuda_tri;
+    ct_stub_index_select[CT_DEVICE_CUDA] = ct_cuda_index_select;
+    ct_stub_gather[CT_DEVICE_CUDA] = ct_cuda_gather;
+    ct_stub_scatter_add[CT_DEVICE_CUDA] = ct_cuda_scatter_add;
+    ct_stub_index_add[CT_DEVICE_CUDA] = ct_cuda_index_add;
+    ct_stub_masked_fill[CT_DEVICE_CUDA] = ct_cuda_masked_fill;
+    ct_stub_nonzero[CT_DEVICE_CUDA] = ct_cuda_nonzero;
+    ct_stub_sort[CT_DEVICE_CUDA] = ct_cuda_sort;
     ct_dispatch_register_default(CT_OP_cat, CT_KEY_CUDA, on_one_device, (void *)&k_cat);
     ct_dispatch_register_default(CT_OP_index_select, CT_KEY_CUDA, on_one_device, (void *)&k_index_select);
     ct_dispatch_register_default(CT_OP_gather, CT_KEY_CUDA, on_one_device, (void *)&k_gather);

@@ -7,7 +7,8 @@
 #include "cpu/loops.h"
 #include "dispatch/dispatch_internal.h"
 #include "ops/ew_args.h"
-#include "ops/op_info.h"
+#include "meta/kernels.h"
+#include "meta/op_info.h"
 #include "ops/reduce.h"
 #ifdef CT_HAVE_CUDA
 #include "cuda/cuda_ops.h"
@@ -209,6 +210,11 @@ ct_tensor *ct_ew_tiny(ct_op op, const ct_tensor *a, const ct_tensor *b) {
     ct_dispatch_register_default(CT_OP_##name, CT_KEY_CPU, ct_cpu_##name, NULL);       \
     ct_dispatch_register_default(CT_OP_##name, CT_KEY_META, ct_meta_##name, NULL);
 #define CT_REGISTER_COMPOSITE(name)
+/* Structured kernels (src/meta): the same kernel at CPU and META; the CUDA backend
+ * registers it where it fills the stubs. */
+#define CT_REGISTER_STRUCTURED(name)                                                     \
+    ct_dispatch_register_default(CT_OP_##name, CT_KEY_CPU, ct_kernel_##name, NULL);     \
+    ct_dispatch_register_default(CT_OP_##name, CT_KEY_META, ct_kernel_##name, NULL);
 /* reductions and scans (src/ops/reduce.c): one kernel for CPU, META and CUDA */
 #ifdef CT_HAVE_CUDA
 #define CT_REGISTER_CUDA_REDUCE(name) ct_dispatch_register_default(CT_OP_##name, CT_KEY_CUDA, ct_reduce_kernel, NULL);

@@ -7,7 +7,7 @@
 
 #include "cpu/loops.h"
 #include "dispatch/dispatch_internal.h"
-#include "ops/op_info.h"
+#include "meta/op_info.h"
 
 static ct_status same_dtype(const char *op, const ct_tensor *a, const ct_tensor *b) {
     if (a->dtype != b->dtype)

@@ -6,7 +6,7 @@
 #include "core/dtype.h"
 #include "cpu/reduce.h"
 #include "ctorch/ops.h"
-#include "ops/op_info.h"
+#include "meta/op_info.h"
 #include "ops/reduce.h"
 #ifdef CT_HAVE_CUDA
 #include "cuda/cuda_ops.h"

@@ -3,7 +3,7 @@
 #include "ctorch/ops.h"
 #include "dispatch/call.h"
 #include "ops/ew_args.h"
-#include "ops/op_info.h"
+#include "meta/op_info.h"
 #include "ops/reduce.h"
 #include "wrapped.h"
 #ifdef CT_HAVE_CUDA

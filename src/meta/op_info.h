@@ -50,6 +50,7 @@ typedef enum ct_op_family {
     CT_FAM_BINARY_FLOAT,
     CT_FAM_COMPARE,
     CT_FAM_CUSTOM,    /* its own kernels: ct_cpu_NAME and ct_meta_NAME */
+    CT_FAM_STRUCTURED, /* one device-neutral kernel ct_kernel_NAME (src/meta) and per-device stubs */
     CT_FAM_COMPOSITE, /* no kernel of its own: its function calls other ops */
     /* reductions */
     CT_FAM_REDUCE,

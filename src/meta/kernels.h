@@ -1,0 +1,29 @@
+/* The device-neutral kernels of the op table that the backends register at their
+ * keys: the structured kernels (family STRUCTURED, Note [Stubs] in stubs.h). */
+#ifndef CT_META_KERNELS_H
+#define CT_META_KERNELS_H
+
+#include "meta/op_info.h"
+
+#define CT_OP(name, sig, family, flags) CT_META_DECL_##family(name)
+#define CT_META_DECL_STRUCTURED(name) ct_status ct_kernel_##name(ct_keyset ks, ct_call *call, void *user_data);
+#define CT_META_DECL_UNARY_FLOAT(name)
+#define CT_META_DECL_UNARY_SAME(name)
+#define CT_META_DECL_BINARY_ARITH(name)
+#define CT_META_DECL_BINARY_FLOAT(name)
+#define CT_META_DECL_COMPARE(name)
+#define CT_META_DECL_CUSTOM(name)
+#define CT_META_DECL_COMPOSITE(name)
+#define CT_META_DECL_REDUCE(name)
+#define CT_META_DECL_SCAN(name)
+#define CT_META_DECL_VIEW(name)
+#define CT_META_DECL_COPY(name)
+#define CT_META_DECL_UNARY_BOOL(name)
+#define CT_META_DECL_UNARY_SQUARE(name)
+#define CT_META_DECL_BINARY_DIV(name)
+#define CT_META_DECL_TERNARY_ARITH(name)
+#define CT_META_DECL_WHERE(name)
+#include "ctorch/ops.def"
+#undef CT_OP
+
+#endif /* CT_META_KERNELS_H */
