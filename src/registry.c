@@ -9,11 +9,15 @@
  * device table is used; it is the one call that goes up the layers (from src/dispatch
  * and src/core/device.c), and the layering test allows it by name. */
 #include <pthread.h>
+#include <stdio.h>
+
+#include "build_config.h"
 
 #include "registry.h"
 #include "autograd/node.h"
 #include "core/device.h"
 #include "cpu/cpu_backend.h"
+#include "meta/kernels.h"
 #include "dispatch/dispatch_internal.h"
 #include "observe/observe.h"
 #ifdef CT_HAVE_CUDA
@@ -24,15 +28,46 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 static void runtime_init(void) {
     ct_observe_register(); /* first: the structured log sees what the others register */
+    ct_meta_register();
     ct_cpu_register();
-    ct_register_default_kernels(); /* the op table's CPU and META kernels */
     ct_autograd_register_kernels();
 #ifdef CT_HAVE_CUDA
-    ct_cuda_register_device();
-    ct_cuda_register_kernels();
+    ct_cuda_register();
 #else
     ct_device_set_unavailable_reason(CT_DEVICE_CUDA, "ctorch was built without CUDA support");
 #endif
 }
 
 void ct_runtime_init(void) { pthread_once(&once, runtime_init); }
+
+const char *ct_build_info(void) {
+    static char info[1024];
+    static _Atomic int done = 0;
+    if (!done) {
+        snprintf(info, sizeof info,
+                 "ctorch %s\n"
+                 "  build type: %s (%s)\n"
+                 "  compiler:   %s\n"
+                 "  system:     %s\n"
+                 "  OpenMP:     %s\n"
+                 "  BLAS:       %s\n"
+                 "  SLEEF:      %s\n"
+                 "  CUDA:       %s\n",
+                 CT_VERSION_STRING, CT_BUILD_TYPE, CT_BUILD_DATE, CT_BUILD_COMPILER, CT_BUILD_SYSTEM,
+#ifdef CT_HAVE_OPENMP
+                 "yes",
+#else
+                 "no",
+#endif
+                 ct_blas_info(),
+#ifdef CT_HAVE_SLEEF
+                 "yes",
+#else
+                 "no",
+#endif
+                 CT_BUILD_CUDA);
+        done = 1;
+    }
+    return info;
+}
+

@@ -2,7 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "ops/wrapped.h"
+#include "api/wrapped.h"
 #include "testutil.h"
 
 static ct_tensor *operand(const char *kind, ct_dtype d) {

@@ -14,7 +14,7 @@
 #include "autograd/node.h"
 #include "core/dtype.h"
 #include "meta/op_info.h"
-#include "ops/reduce.h"
+#include "meta/reduce.h"
 
 #define G (gout[0])
 #define OUT_SLOT CT_SAVED_OUT0

@@ -25,12 +25,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cpu/cpu_backend.h"
 #include "cpu/blas.h"
 #include "cpu/conv_int.h"
 #include "cpu/loops.h"
 #include "cpu/vecmath.h"
-#include "ops/nn_fused.h"
-#include "ops/nn_ops.h"
+#include "meta/nn_fused.h"
+#include "meta/nn_ops.h"
 
 #ifdef CT_HAVE_OPENMP
 #include <omp.h>

@@ -4,8 +4,8 @@
 #ifndef CT_CPU_CONV_INT_H
 #define CT_CPU_CONV_INT_H
 
-#include "ops/nn_fused.h"
-#include "ops/nn_ops.h"
+#include "meta/nn_fused.h"
+#include "meta/nn_ops.h"
 
 /* y = conv2d(x, w) + b (b may be NULL). */
 void ct_conv2d_int_forward(const ct_conv2d_geom *g, const int64_t *x, const int64_t *w, const int64_t *b,

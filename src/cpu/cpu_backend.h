@@ -3,12 +3,38 @@
 #define CT_CPU_BACKEND_H
 
 #include "core/device.h"
+#include "dispatch/call.h"
 
 /* Registers the CPU backend: its device interface and stubs (register.c). */
 void ct_cpu_register(void);
-/* The parts, one per file: copy.c (the device interface), shape.c. */
+/* The parts, one per file: copy.c (the device interface), elementwise.c (the
+ * elementwise backend and the fast lane), shape.c and reduce_loops.c (stubs). */
 void ct_cpu_register_device(void);
+void ct_cpu_register_elementwise(void);
 void ct_cpu_register_shape(void);
+void ct_cpu_register_reduce(void);
+
+/* The CPU kernels of the CUSTOM ops (one per op of that family in ops.def). */
+#define CT_OP(name, sig, family, flags) CT_CPU_DECL_##family(name)
+#define CT_CPU_DECL_CUSTOM(name) ct_status ct_cpu_##name(ct_keyset ks, ct_call *call, void *user_data);
+#define CT_CPU_DECL_UNARY_FLOAT(name)
+#define CT_CPU_DECL_UNARY_SAME(name)
+#define CT_CPU_DECL_BINARY_ARITH(name)
+#define CT_CPU_DECL_BINARY_FLOAT(name)
+#define CT_CPU_DECL_COMPARE(name)
+#define CT_CPU_DECL_STRUCTURED(name)
+#define CT_CPU_DECL_COMPOSITE(name)
+#define CT_CPU_DECL_REDUCE(name)
+#define CT_CPU_DECL_SCAN(name)
+#define CT_CPU_DECL_VIEW(name)
+#define CT_CPU_DECL_COPY(name)
+#define CT_CPU_DECL_UNARY_BOOL(name)
+#define CT_CPU_DECL_UNARY_SQUARE(name)
+#define CT_CPU_DECL_BINARY_DIV(name)
+#define CT_CPU_DECL_TERNARY_ARITH(name)
+#define CT_CPU_DECL_WHERE(name)
+#include "ctorch/ops.def"
+#undef CT_OP
 /* ct_device_iface.random_fill of the CPU (src/cpu/random.c). */
 ct_status ct_cpu_random_fill(const ct_random_job *job, int device_index);
 

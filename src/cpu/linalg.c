@@ -3,12 +3,13 @@
  * float32, plain loops for integers. */
 #include <string.h>
 
+#include "cpu/cpu_backend.h"
 #include "core/dtype.h"
 #include "cpu/loop.h"
 #include "cpu/loops.h"
 #include "cpu/blas.h"
 #include "observe/trace_log.h"
-#include "ops/linalg.h"
+#include "meta/linalg.h"
 
 #ifdef CT_HAVE_OPENBLAS
 #include <cblas.h>

@@ -8,34 +8,25 @@
 #include "cpu/iter.h"
 #include "cpu/stream.h"
 #include "cpu/cpu_isa.h"
+#include "meta/elementwise.h"
 #include "meta/op_info.h"
 
-/* Arguments a family kernel passes to its loops. */
-typedef struct ct_loop_params {
-    double alpha;    /* add/sub's alpha and other float parameters */
-    int64_t ialpha;  /* the same for integer compute dtypes */
-    double p[3];     /* extra scalar parameters (leaky_relu's slope, ...) */
-} ct_loop_params;
 
 /* Per-op loop tables of the elementwise families, indexed by compute dtype (NULL:
- * dtype not supported); kernels of CUSTOM ops. */
+ * dtype not supported). */
 #define CT_LOOPS_DECL(name) extern const ct_cpu_loop ct_cpu_loops_##name[CT_DTYPE_COUNT];
 #define CT_KERNEL_DECL_UNARY_FLOAT(name) CT_LOOPS_DECL(name)
 #define CT_KERNEL_DECL_UNARY_SAME(name) CT_LOOPS_DECL(name)
 #define CT_KERNEL_DECL_BINARY_ARITH(name) CT_LOOPS_DECL(name)
 #define CT_KERNEL_DECL_BINARY_FLOAT(name) CT_LOOPS_DECL(name)
 #define CT_KERNEL_DECL_COMPARE(name) CT_LOOPS_DECL(name)
-#define CT_KERNEL_DECL_CUSTOM(name)                                          \
-    ct_status ct_cpu_##name(ct_keyset ks, ct_call *call, void *user_data);  \
-    ct_status ct_meta_##name(ct_keyset ks, ct_call *call, void *user_data);
-#define CT_KERNEL_DECL_COMPOSITE(name)
+#define CT_KERNEL_DECL_CUSTOM(name)
 #define CT_KERNEL_DECL_STRUCTURED(name)
-/* reductions and scans: one kernel, ct_reduce_kernel (src/ops/reduce.h) */
+#define CT_KERNEL_DECL_COMPOSITE(name)
 #define CT_KERNEL_DECL_REDUCE(name)
 #define CT_KERNEL_DECL_SCAN(name)
-/* VIEW and COPY ops share one kernel (src/ops/views.c). */
-#define CT_KERNEL_DECL_VIEW(name) ct_status ct_core_kernel(ct_keyset ks, ct_call *call, void *user_data);
-#define CT_KERNEL_DECL_COPY(name) CT_KERNEL_DECL_VIEW(name)
+#define CT_KERNEL_DECL_VIEW(name)
+#define CT_KERNEL_DECL_COPY(name)
 #define CT_KERNEL_DECL_UNARY_BOOL(name) CT_LOOPS_DECL(name)
 #define CT_KERNEL_DECL_UNARY_SQUARE(name) CT_LOOPS_DECL(name)
 #define CT_KERNEL_DECL_BINARY_DIV(name) CT_LOOPS_DECL(name)

@@ -5,13 +5,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cpu/cpu_backend.h"
 #include "core/dtype.h"
 #include "cpu/blas.h"
 #include "cpu/conv_int.h"
 #include "cpu/loops.h"
 #include "cpu/vecmath.h"
 #include "ctorch/nn.h"
-#include "ops/nn_fused.h"
+#include "meta/nn_fused.h"
 
 #ifdef CT_HAVE_OPENMP
 #include <omp.h>

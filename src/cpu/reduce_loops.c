@@ -1,12 +1,14 @@
 /* CPU row functions of the reductions and scans. Inputs arrive converted to a work
- * dtype (float32, float64 or int64; see src/ops/reduce.c); float work accumulates in
+ * dtype (float32, float64 or int64; see src/meta/reduce.c); float work accumulates in
  * double, integer work in int64 with two's-complement wrap-around. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/dtype.h"
+#include "cpu/cpu_backend.h"
 #include "cpu/reduce.h"
+#include "meta/stubs.h"
 #include "cpu/vecmath.h"
 
 #ifdef CT_HAVE_OPENMP
@@ -973,3 +975,12 @@ void ct_cpu_reduce(const ct_reduce_iter *it, const ct_reduce_params *params) {
     }
     ct_reduce_run(it, fn, params);
 }
+
+static ct_status cpu_reduce(const ct_reduce_iter *it, const ct_reduce_params *params, ct_device device,
+                            const char *op) {
+    (void)device, (void)op;
+    ct_cpu_reduce(it, params);
+    return CT_OK;
+}
+
+void ct_cpu_register_reduce(void) { ct_stub_reduce[CT_DEVICE_CPU] = cpu_reduce; }

@@ -4,8 +4,9 @@
  * contiguous buffers, so the compiler vectorizes it; large tensors are split over
  * the OpenMP threads. float16/bfloat16 go through float32, whose comparison and
  * copy are exact for them. */
+#include "cpu/cpu_backend.h"
 #include "cpu/loops.h"
-#include "ops/nn_ops.h"
+#include "meta/nn_ops.h"
 
 #ifdef CT_HAVE_OPENMP
 #define CT_THRESHOLD_PARALLEL _Pragma("omp parallel for schedule(static) if (n > 65536 && ct_get_num_threads() > 1)")

@@ -6,7 +6,7 @@
 #include "ctorch/ops.h"
 #include "cuda/cuda_ops.h"
 #include "dispatch/dispatch_internal.h"
-#include "ops/linalg.h"
+#include "meta/linalg.h"
 
 static bool unit_or_single(int64_t size, int64_t stride) { return size <= 1 || stride == 1; }
 

@@ -20,8 +20,8 @@
 #include "ctorch/ops.h"
 #include "cuda/cuda_ops.h"
 #include "cuda/nn_rt.h"
-#include "ops/nn_fused.h"
-#include "ops/nn_ops.h"
+#include "meta/nn_fused.h"
+#include "meta/nn_ops.h"
 
 /* Column elements per chunk: 2^26 (256 MB in float32). */
 #define CT_CONV_COLS_MAX ((int64_t)1 << 26)

@@ -2,13 +2,10 @@
 #ifndef CT_CUDA_OPS_H
 #define CT_CUDA_OPS_H
 
-#include "cpu/loops.h"
-#include "cpu/reduce.h"
+#include "meta/reduce_iter.h"
 #include "cuda/cuda_tensor.h"
+#include "meta/elementwise.h"
 
-/* The ct_cuda_variant an op's arguments chose, told by the CPU loop table the family
- * kernel picked for them (src/ops/ew_args.c). */
-int ct_cuda_variant_of(ct_op op, const ct_cpu_loop *loops);
 /* Whether op (in the given variant) has a CUDA kernel for compute dtype dtype; whether
  * it has one for any dtype. */
 bool ct_cuda_elementwise_supported(ct_op op, int variant, ct_dtype dtype);
@@ -18,12 +15,12 @@ ct_status ct_cuda_iter_run(const ct_iter *it, ct_op op, int variant, const ct_lo
 /* *found: whether operand k of a built CUDA iterator holds a zero (integer divisors;
  * waits for the stream). */
 ct_status ct_cuda_iter_any_zero(const ct_iter *it, int k, bool *found);
-/* Copies 0-d CPU inputs (scalars) to device, keeping their wrapped-number status, so
- * the iterator sees every operand on one device. in[] is updated in place; the copies
- * belong to the current scope. */
-ct_status ct_cuda_move_scalars(const ct_tensor **in, int nin, ct_device device);
-/* The device a call's CUDA kernel runs on: the first CUDA input's. */
-ct_device ct_cuda_call_device(const ct_call *call);
+/* Installs the elementwise backend (elementwise.c); the reduction and foreach stubs
+ * (reduce_cuda.c). */
+void ct_cuda_register_elementwise(void);
+void ct_cuda_register_reduce(void);
+/* Registers the whole CUDA backend: device interface, kernels, stubs (register.c). */
+void ct_cuda_register(void);
 
 /* Runs a planned reduction or scan (src/ops/reduce.c) whose input and outputs live on
  * device. */

@@ -1,10 +1,9 @@
-/* The host half of the GPU elementwise engine: the op families build a ct_iter
- * (broadcasting, promotion, output allocation, dim reordering and coalescing are the
- * CPU's code), and this file hands its layout to the kernel file that has the op. */
+/* The host half of the GPU elementwise engine: the elementwise kernel (src/meta)
+ * plans a ct_iter (broadcasting, promotion, output allocation, dim reordering and
+ * coalescing), and this file hands its layout to the kernel file that has the op. */
 #include <string.h>
 
 #include "core/dtype.h"
-#include "cpu/ew_loops.h"
 #include "cuda/cuda_ops.h"
 #include "meta/op_info.h"
 
@@ -33,26 +32,6 @@ static ew_file file_of(ct_op op, int variant, ct_dtype dt) {
     if (ct_cuda_ternary_supported(op, variant, dt))
         return F_TERNARY;
     return F_NONE;
-}
-
-int ct_cuda_variant_of(ct_op op, const ct_cpu_loop *loops) {
-    if (loops == ct_cpu_loops_div_trunc)
-        return CT_CUDA_V_DIV_TRUNC;
-    if (op == CT_OP_div && loops == ct_cpu_loops_floor_divide)
-        return CT_CUDA_V_DIV_FLOOR;
-    if (loops == ct_cpu_loops_round_decimals)
-        return CT_CUDA_V_ROUND_DECIMALS;
-    if (loops == ct_cpu_loops_gelu_tanh)
-        return CT_CUDA_V_GELU_TANH;
-    if (loops == ct_cpu_loops_pow_scalar)
-        return CT_CUDA_V_POW_SCALAR;
-    if (loops == ct_cpu_loops_lerp_scalar)
-        return CT_CUDA_V_LERP_SCALAR;
-    if (op == CT_OP_clamp && loops == ct_cpu_loops_clamp_min)
-        return CT_CUDA_V_CLAMP_MIN;
-    if (op == CT_OP_clamp && loops == ct_cpu_loops_clamp_max)
-        return CT_CUDA_V_CLAMP_MAX;
-    return CT_CUDA_V_DEFAULT;
 }
 
 bool ct_cuda_elementwise_supported(ct_op op, int variant, ct_dtype dtype) {
@@ -132,26 +111,15 @@ ct_status ct_cuda_iter_any_zero(const ct_iter *it, int k, bool *found) {
     return st;
 }
 
-ct_status ct_cuda_move_scalars(const ct_tensor **in, int nin, ct_device device) {
-    for (int i = 0; i < nin; i++) {
-        const ct_tensor *t = in[i];
-        if (!t || t->device.type != CT_DEVICE_CPU || t->ndim != 0)
-            continue;
-        ct_tensor *d = ct_to_device(t, device);
-        if (!d)
-            return ct_last_status();
-        d->wrapped_number = t->wrapped_number; /* promotion treats it as the scalar it was */
-        in[i] = d;
-    }
-    return CT_OK;
-}
+static const ct_ew_backend cuda_backend = {
+    .supported = ct_cuda_elementwise_supported,
+    .has = ct_cuda_elementwise_has,
+    .run = ct_cuda_iter_run,
+    .any_zero = ct_cuda_iter_any_zero,
+};
 
-ct_device ct_cuda_call_device(const ct_call *call) {
-    for (int i = 0; i < call->nin; i++)
-        if (call->in[i] && call->in[i]->device.type == CT_DEVICE_CUDA)
-            return call->in[i]->device;
-    for (int i = 0; i < call->nout; i++)
-        if (call->out[i] && call->out[i]->device.type == CT_DEVICE_CUDA)
-            return call->out[i]->device;
-    return CT_CUDA(0);
-}
+_Static_assert(CT_CUDA_V_COUNT == CT_EW_VARIANT_COUNT && CT_CUDA_V_CLAMP_MAX == CT_EW_CLAMP_MAX &&
+                   CT_CUDA_V_DIV_TRUNC == CT_EW_DIV_TRUNC && CT_CUDA_V_POW_SCALAR == CT_EW_POW_SCALAR,
+               "the kernels' variant numbers are the elementwise kernel's");
+
+void ct_cuda_register_elementwise(void) { ct_ew_register_backend(CT_DEVICE_CUDA, &cuda_backend); }

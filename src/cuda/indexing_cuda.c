@@ -12,12 +12,13 @@
  * device assert, which poisons the CUDA context; ctorch keeps going. */
 #include <string.h>
 
+#include "cpu/cpu_backend.h" /* the CUSTOM kernels of ops not yet structured */
 #include "meta/kernels.h"
 #include "meta/stubs.h"
 #include "ctorch.h"
 #include "core/view.h"
 #include "cuda/cuda_ops.h"
-#include "ops/nn_fused.h"
+#include "meta/nn_fused.h"
 
 static ct_status same_device(const char *op, const ct_tensor *a, const ct_tensor *b) {
     if (!a || !b || ct_device_equal(a->device, b->device))

@@ -9,7 +9,7 @@
 #include "cuda/nn_rt.h"
 #include "ctorch/nn.h"
 #include "ctorch/ops.h"
-#include "ops/nn_fused.h"
+#include "meta/nn_fused.h"
 
 static ct_status check_targets(const ct_tensor *t, const ct_nll_geom *g, int64_t ignore) {
     int64_t total = g->n * g->inner;

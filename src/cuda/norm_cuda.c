@@ -10,8 +10,8 @@
 #include "ctorch/ops.h"
 #include "cuda/cuda_ops.h"
 #include "cuda/nn_rt.h"
-#include "ops/nn_fused.h"
-#include "ops/nn_ops.h"
+#include "meta/nn_fused.h"
+#include "meta/nn_ops.h"
 
 static const void *ptr_or_null(const ct_tensor *t) { return t ? ct_tensor_ptr(t) : NULL; }
 

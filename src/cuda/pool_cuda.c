@@ -9,8 +9,8 @@
 #include "ctorch/ops.h"
 #include "cuda/cuda_ops.h"
 #include "cuda/nn_rt.h"
-#include "ops/nn_fused.h"
-#include "ops/nn_ops.h"
+#include "meta/nn_fused.h"
+#include "meta/nn_ops.h"
 
 /* a and b on one device */
 static ct_status same_device(const char *op, const ct_tensor *a, const ct_tensor *b) {

@@ -6,6 +6,7 @@
 
 #include "ctorch.h"
 #include "cuda/cuda_ops.h"
+#include "meta/stubs.h"
 
 _Static_assert(CT_CUDA_RED_LOG_SOFTMAX == (int)CT_RED_LOG_SOFTMAX, "reduction kinds must line up");
 
@@ -150,4 +151,16 @@ ct_status ct_cuda_foreach_powsum(const ct_tensor *const *ts, int n, double ord, 
         for (int i = 0; i < n; i++)
             results[i] = NULL;
     return st;
+}
+
+/* The stub of ct_foreach_powsum (src/meta/stubs.def): one launch when it applies. */
+static ct_status foreach_powsum_stub(const ct_tensor *const *ts, int n, double ord, ct_dtype dtype,
+                                     ct_tensor **results, bool *done) {
+    *done = ct_cuda_foreach_powsum_applies(ts, n, dtype);
+    return *done ? ct_cuda_foreach_powsum(ts, n, ord, dtype, results) : CT_OK;
+}
+
+void ct_cuda_register_reduce(void) {
+    ct_stub_reduce[CT_DEVICE_CUDA] = ct_cuda_reduce;
+    ct_stub_foreach_powsum[CT_DEVICE_CUDA] = foreach_powsum_stub;
 }

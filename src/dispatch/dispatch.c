@@ -242,6 +242,16 @@ bool ct_dispatch_fast_lane(ct_op op) {
     return s && s->n == 1 && s->e[0].handle == 0;
 }
 
+static _Atomic(ct_fast_lane_fn) fast_lane_fn;
+
+void ct_dispatch_set_fast_lane_fn(ct_fast_lane_fn fn) { atomic_store(&fast_lane_fn, fn); }
+
+ct_tensor *ct_dispatch_fast(ct_op op, const ct_tensor *a, const ct_tensor *b) {
+    ct_dispatch_ensure_init(); /* the CPU backend installs the lane */
+    ct_fast_lane_fn fn = atomic_load_explicit(&fast_lane_fn, memory_order_relaxed);
+    return fn ? fn(op, a, b) : NULL;
+}
+
 void ct_dispatch_fast_lane_taken(void) { fast_lane_hits++; }
 uint64_t ct_dispatch_fast_lane_hits(void) { return fast_lane_hits; }
 void ct_dispatch_set_fast_lane(bool on) { atomic_store(&fast_lane_off, !on); }

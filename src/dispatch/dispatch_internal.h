@@ -19,14 +19,19 @@ void ct_dispatch_set_global_key(ct_dispatch_key key, bool on);
  * that do not require grad would run exactly op's default CPU kernel and nothing else
  * (no functionality key on, no override at CPU, profiler off). */
 bool ct_dispatch_fast_lane(ct_op op);
+/* The fast lane's implementation, installed by the CPU backend: the result of a
+ * functional call of op on a (and b for binary ops), or NULL (no error set) when the
+ * call must take the boxed route. */
+typedef ct_tensor *(*ct_fast_lane_fn)(ct_op op, const ct_tensor *a, const ct_tensor *b);
+void ct_dispatch_set_fast_lane_fn(ct_fast_lane_fn fn);
+/* What a public wrapper asks first: the lane's result, or NULL for the boxed route. */
+ct_tensor *ct_dispatch_fast(ct_op op, const ct_tensor *a, const ct_tensor *b);
 /* Counts a call that took the lane (per thread; tests read it). */
 void ct_dispatch_fast_lane_taken(void);
 uint64_t ct_dispatch_fast_lane_hits(void);
 /* Tests: off sends every call the boxed route. */
 void ct_dispatch_set_fast_lane(bool on);
 
-/* Defined by src/ops: fills the default kernel tables from the op table. */
-void ct_register_default_kernels(void);
 
 /* Note [Observer hook] (dispatch.c). run_call must run the call through
  * ct_dispatch_run; the override events are told after the change. Any member may be

@@ -1,5 +1,6 @@
-/* The device-neutral kernels of the op table that the backends register at their
- * keys: the structured kernels (family STRUCTURED, Note [Stubs] in stubs.h). */
+/* The kernels of the op table that live in src/meta: the device-neutral ones that the
+ * backends register at their keys (the elementwise, reduction, view/copy and structured
+ * kernels: Note [Stubs] in stubs.h), and the META kernels of the CUSTOM ops. */
 #ifndef CT_META_KERNELS_H
 #define CT_META_KERNELS_H
 
@@ -12,7 +13,7 @@
 #define CT_META_DECL_BINARY_ARITH(name)
 #define CT_META_DECL_BINARY_FLOAT(name)
 #define CT_META_DECL_COMPARE(name)
-#define CT_META_DECL_CUSTOM(name)
+#define CT_META_DECL_CUSTOM(name) ct_status ct_meta_##name(ct_keyset ks, ct_call *call, void *user_data);
 #define CT_META_DECL_COMPOSITE(name)
 #define CT_META_DECL_REDUCE(name)
 #define CT_META_DECL_SCAN(name)
@@ -25,5 +26,14 @@
 #define CT_META_DECL_WHERE(name)
 #include "ctorch/ops.def"
 #undef CT_OP
+
+/* The elementwise families (elementwise.c), reductions and scans (reduce.c), views and
+ * copies (views.c: the core's functions as one kernel). */
+ct_status ct_kernel_elementwise(ct_keyset ks, ct_call *call, void *user_data);
+ct_status ct_reduce_kernel(ct_keyset ks, ct_call *call, void *user_data);
+ct_status ct_core_kernel(ct_keyset ks, ct_call *call, void *user_data);
+
+/* Registers every op's META kernel (register.c). */
+void ct_meta_register(void);
 
 #endif /* CT_META_KERNELS_H */

@@ -13,6 +13,7 @@
 #define CT_META_STUBS_H
 
 #include "dispatch/call.h"
+#include "meta/reduce_iter.h"
 
 /* One slot per device type (ct_device_type: CPU, CUDA, META). */
 #define CT_STUB_SLOTS 3

@@ -7,7 +7,7 @@
 #include "ctorch.h"
 #include "dispatch/call.h"
 #include "nn/functional_internal.h"
-#include "ops/nn_fused.h"
+#include "meta/nn_fused.h"
 #include "tensor_impl.h"
 
 /* Note [Statistics without a graph]

@@ -6,7 +6,7 @@
 
 #include "ctorch.h"
 #include "nn/functional_internal.h"
-#include "ops/nn_fused.h"
+#include "meta/nn_fused.h"
 #include "tensor_impl.h"
 
 static ct_tensor *reduce(const ct_tensor *loss, ct_reduction r) {

@@ -4,13 +4,13 @@
 #include <string.h>
 
 #include "core/dtype.h"
-#include "cpu/reduce.h"
+#include "core/view.h"
 #include "ctorch/ops.h"
+#include "meta/kernels.h"
 #include "meta/op_info.h"
-#include "ops/reduce.h"
-#ifdef CT_HAVE_CUDA
-#include "cuda/cuda_ops.h"
-#endif
+#include "meta/reduce.h"
+#include "meta/reduce_iter.h"
+#include "meta/stubs.h"
 
 ct_status ct_reduce_parse_dims(const char *op, int ndim, const int64_t *dims, int ndims, uint32_t *mask) {
     *mask = 0;
@@ -398,9 +398,9 @@ ct_status ct_reduce_kernel(ct_keyset ks, ct_call *call, void *user_data) {
 
     const ct_tensor *w = a;
     if (pl.pre != CT_DTYPE_UNDEFINED)
-        w = ct_to_dtype(w, pl.pre);
+        w = ct_to_dtype_impl(w, pl.pre);
     if (w)
-        w = ct_to_dtype(w, pl.work);
+        w = ct_to_dtype_impl(w, pl.work);
     if (!w)
         return ct_last_status();
     ct_reduce_iter it;
@@ -408,16 +408,11 @@ ct_status ct_reduce_kernel(ct_keyset ks, ct_call *call, void *user_data) {
         ct_scan_iter_init(&it, w, scan_dim, loop, pl.nout);
     else
         ct_reduce_iter_init(&it, w, mask, loop, pl.nout, keepdim, pl.reorder);
-#ifdef CT_HAVE_CUDA
-    if (a->device.type == CT_DEVICE_CUDA) {
-        st = ct_cuda_reduce(&it, &pl.P, a->device, name);
-        if (st)
-            return st;
-    } else
-#endif
-        ct_cpu_reduce(&it, &pl.P);
+    st = CT_CALL_STUB(reduce, name, a->device, &it, &pl.P, a->device, name);
+    if (st)
+        return st;
     for (int i = 0; i < pl.nout; i++)
-        if (call->mode != CT_CALL_FUNCTIONAL && loop[i] != call->out[i] && !ct_copy_(call->out[i], loop[i]))
+        if (call->mode != CT_CALL_FUNCTIONAL && loop[i] != call->out[i] && !ct_copy_impl(call->out[i], loop[i]))
             return ct_last_status();
     return CT_OK;
 }

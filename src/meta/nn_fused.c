@@ -1,12 +1,12 @@
 /* The fused nn kernels: argument checks and shape rules (shared by every backend), the
  * META kernels and the public wrappers. The CPU loops are in src/cpu/nn_fused.c. */
-#include "ops/nn_fused.h"
+#include "meta/kernels.h"
+#include "meta/nn_fused.h"
 
 #include <float.h>
 #include <math.h>
 #include <string.h>
 
-#include "cpu/loops.h"
 #include "ctorch/nn.h"
 #include "dispatch/dispatch_internal.h"
 

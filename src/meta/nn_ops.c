@@ -1,12 +1,12 @@
 /* Convolution and pooling: argument checks, shape rules (shared by every backend),
  * the public wrappers and the META kernels. */
+#include "meta/kernels.h"
 #include "ctorch.h"
-#include "ops/nn_ops.h"
+#include "meta/nn_ops.h"
 
 #include <string.h>
 
-#include "cpu/loops.h"
-#include "ops/nn_fused.h"
+#include "meta/nn_fused.h"
 #include "dispatch/dispatch_internal.h"
 
 static int64_t conv_out_size(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d) {

@@ -9,7 +9,7 @@
 
 #include "ctorch/nn.h"
 #include "ctorch/ops.h"
-#include "ops/nn_fused.h"
+#include "meta/nn_fused.h"
 #include "tensor_impl.h"
 
 #define PI 3.14159265358979323846

@@ -1,4 +1,5 @@
-/* ct_build_info, the thread-count setting and the runtime environment tuning. */
+/* The CPU runtime: the BLAS line of ct_build_info, the thread-count setting and the
+ * runtime environment tuning. */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -6,9 +7,8 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include "build_config.h"
 #include "cpu/blas.h"
-#include "tensor_impl.h"
+#include "core/tensor_impl.h"
 
 #ifdef CT_HAVE_OPENMP
 #include <omp.h>
@@ -16,37 +16,6 @@
 #ifdef CT_HAVE_OPENBLAS
 #include <cblas.h>
 #endif
-
-const char *ct_build_info(void) {
-    static char info[1024];
-    static _Atomic int done = 0;
-    if (!done) {
-        snprintf(info, sizeof info,
-                 "ctorch %s\n"
-                 "  build type: %s (%s)\n"
-                 "  compiler:   %s\n"
-                 "  system:     %s\n"
-                 "  OpenMP:     %s\n"
-                 "  BLAS:       %s\n"
-                 "  SLEEF:      %s\n"
-                 "  CUDA:       %s\n",
-                 CT_VERSION_STRING, CT_BUILD_TYPE, CT_BUILD_DATE, CT_BUILD_COMPILER, CT_BUILD_SYSTEM,
-#ifdef CT_HAVE_OPENMP
-                 "yes",
-#else
-                 "no",
-#endif
-                 ct_blas_info(),
-#ifdef CT_HAVE_SLEEF
-                 "yes",
-#else
-                 "no",
-#endif
-                 CT_BUILD_CUDA);
-        done = 1;
-    }
-    return info;
-}
 
 const char *ct_blas_info(void) {
 #ifdef CT_HAVE_OPENBLAS

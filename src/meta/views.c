@@ -7,8 +7,8 @@
  * dims list travels as its elements followed by nothing else, so nints is its length. */
 #include <string.h>
 
+#include "meta/kernels.h"
 #include "core/view.h"
-#include "cpu/loops.h"
 #include "dispatch/call.h"
 
 static ct_tensor *run(ct_call *c) { return ct_dispatch_1(c); }

@@ -1,4 +1,4 @@
-#include "wrapped.h"
+#include "api/wrapped.h"
 
 ct_tensor *ct_wrapped_scalar(ct_scalar s) {
     ct_dtype d = s.type == CT_SCALAR_FLOAT ? CT_DTYPE_FLOAT64 : s.type == CT_SCALAR_INT ? CT_DTYPE_INT64 : CT_DTYPE_BOOL;

@@ -1,11 +1,11 @@
 /* Matrix products: shape rules, hand-written wrappers and the composite ops
  * (matmul, linear) built from mm/bmm/dot and views. */
+#include "meta/kernels.h"
 #include "ctorch.h"
-#include "ops/linalg.h"
+#include "meta/linalg.h"
 
 #include <string.h>
 
-#include "cpu/loops.h"
 #include "dispatch/dispatch_internal.h"
 #include "meta/op_info.h"
 

@@ -1,18 +1,17 @@
 /* The public op functions, generated from the op table (ctorch/ops.def): each packs
  * its arguments into a ct_call and dispatches it. */
+#include "dispatch/dispatch_internal.h"
 #include "ctorch/ops.h"
 #include "dispatch/call.h"
-#include "ops/ew_args.h"
+#include "meta/elementwise.h"
 #include "meta/op_info.h"
-#include "ops/reduce.h"
-#include "wrapped.h"
-#ifdef CT_HAVE_CUDA
-#include "cuda/cuda_ops.h"
-#endif
+#include "meta/reduce.h"
+#include "api/wrapped.h"
+#include "meta/stubs.h"
 
 static ct_tensor *call_unary(ct_op op, const ct_tensor *a, ct_tensor *out, ct_call_mode mode) {
     if (mode == CT_CALL_FUNCTIONAL) {
-        ct_tensor *r = ct_ew_tiny(op, a, NULL);
+        ct_tensor *r = ct_dispatch_fast(op, a, NULL);
         if (r)
             return r;
     }
@@ -27,7 +26,7 @@ static ct_tensor *call_unary(ct_op op, const ct_tensor *a, ct_tensor *out, ct_ca
 static ct_tensor *call_binary(ct_op op, const ct_tensor *a, const ct_tensor *b, const ct_scalar *alpha,
                               ct_tensor *out, ct_call_mode mode) {
     if (mode == CT_CALL_FUNCTIONAL && !alpha) {
-        ct_tensor *r = ct_ew_tiny(op, a, b);
+        ct_tensor *r = ct_dispatch_fast(op, a, b);
         if (r)
             return r;
     }
@@ -681,10 +680,14 @@ ct_status ct_foreach_powsum(const ct_tensor *const *tensors, int n, double ord, 
         return ct_error(CT_ERROR_VALUE, "_foreach_powsum", "Tensor list must have at least one tensor.");
     for (int i = 0; i < n; i++)
         CT_CHECK_ARG_STATUS("_foreach_powsum", tensors[i]);
-#ifdef CT_HAVE_CUDA
-    if (ct_cuda_foreach_powsum_applies(tensors, n, dtype)) /* one launch for the whole list */
-        return ct_cuda_foreach_powsum(tensors, n, ord, dtype, results);
-#endif
+    /* A device may do the whole list at once (CUDA: one launch); else one op a tensor. */
+    unsigned dev = (unsigned)tensors[0]->device.type;
+    if (dev < CT_STUB_SLOTS && ct_stub_foreach_powsum[dev]) {
+        bool done = false;
+        ct_status st = ct_stub_foreach_powsum[dev](tensors, n, ord, dtype, results, &done);
+        if (st != CT_OK || done)
+            return st;
+    }
     /* Every result or none: the partial ones are owned by this scope until kept. */
     ct_scope_begin();
     ct_status st = CT_OK;

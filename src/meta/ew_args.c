@@ -1,15 +1,10 @@
-/* Op-specific argument handling of the elementwise family kernel (see ew_args.h). */
-#include "ops/ew_args.h"
-
+/* Op-specific argument handling of the elementwise family kernel (see elementwise.h). */
 #include <float.h>
 #include <math.h>
 
 #include "core/dtype.h"
-#include "cpu/ew_loops.h"
 #include "ctorch/ops.h"
-#ifdef CT_HAVE_CUDA
-#include "cuda/cuda_ops.h"
-#endif
+#include "meta/elementwise.h"
 
 /* c10's spelling of the C type behind a dtype, for its overflow message. */
 static const char *c_type_name(ct_dtype d) {
@@ -90,7 +85,7 @@ bool ct_ew_has_args(ct_op op) {
     }
 }
 
-ct_status ct_ew_prepare(const ct_call *call, ct_iter_config *cfg, const ct_cpu_loop **loops) {
+ct_status ct_ew_prepare(const ct_call *call, ct_iter_config *cfg, int *variant) {
     const char *name = ct_op_name(call->op);
     switch (call->op) {
     case CT_OP_div: {
@@ -101,7 +96,7 @@ ct_status ct_ew_prepare(const ct_call *call, ct_iter_config *cfg, const ct_cpu_l
                             (long long)m);
         if (m != CT_ROUNDING_MODE_NONE) {
             cfg->promote_int_to_float = false;
-            *loops = m == CT_ROUNDING_MODE_TRUNC ? ct_cpu_loops_div_trunc : ct_cpu_loops_floor_divide;
+            *variant = m == CT_ROUNDING_MODE_TRUNC ? CT_EW_DIV_TRUNC : CT_EW_DIV_FLOOR;
         }
         if (m != CT_ROUNDING_MODE_NONE && call->in[0]->dtype == CT_DTYPE_BOOL && call->in[1]->dtype == CT_DTYPE_BOOL)
             return ct_error(CT_ERROR_TYPE, name, "not implemented for 'bool'");
@@ -109,13 +104,13 @@ ct_status ct_ew_prepare(const ct_call *call, ct_iter_config *cfg, const ct_cpu_l
     }
     case CT_OP_round:
         if (call->nints > 0)
-            *loops = ct_cpu_loops_round_decimals;
+            *variant = CT_EW_ROUND_DECIMALS;
         break;
     case CT_OP_gelu:
         if (call->ints[0] != CT_GELU_APPROXIMATE_NONE && call->ints[0] != CT_GELU_APPROXIMATE_TANH)
             return ct_error(CT_ERROR_VALUE, name, "approximate argument must be either none or tanh.");
         if (call->ints[0] == CT_GELU_APPROXIMATE_TANH)
-            *loops = ct_cpu_loops_gelu_tanh;
+            *variant = CT_EW_GELU_TANH;
         break;
     case CT_OP_hardtanh:
     case CT_OP_relu6:
@@ -152,7 +147,7 @@ ct_status ct_ew_prepare(const ct_call *call, ct_iter_config *cfg, const ct_cpu_l
             return ct_error(CT_ERROR_TYPE, name, "expected dtype %s for `weight` but got dtype %s",
                             ct_dtype_name(call->in[0]->dtype), ct_dtype_name(call->in[2]->dtype));
         if (call->nin == 2)
-            *loops = ct_cpu_loops_lerp_scalar;
+            *variant = CT_EW_LERP_SCALAR;
         break;
     case CT_OP_addcdiv:
         if (ct_dtype_is_integral(call->in[1]->dtype, true) && ct_dtype_is_integral(call->in[2]->dtype, true))
@@ -172,7 +167,7 @@ ct_status ct_ew_prepare(const ct_call *call, ct_iter_config *cfg, const ct_cpu_l
             cfg->nin = 2;
             cfg->in[1] = lo ? lo : hi;
             cfg->in[2] = NULL;
-            *loops = lo ? ct_cpu_loops_clamp_min : ct_cpu_loops_clamp_max;
+            *variant = lo ? CT_EW_CLAMP_MIN : CT_EW_CLAMP_MAX;
         }
         break;
     }
@@ -211,7 +206,8 @@ static bool divides_integers(const ct_call *call, ct_dtype compute) {
     }
 }
 
-ct_status ct_ew_setup(const ct_call *call, const ct_iter *it, ct_loop_params *p, const ct_cpu_loop **loops) {
+ct_status ct_ew_setup(const ct_call *call, const ct_iter *it, ct_loop_params *p, int *variant,
+                      const ct_ew_backend *backend) {
     const char *name = ct_op_name(call->op);
     ct_dtype d = it->compute_dtype;
     ct_status st = CT_OK;
@@ -254,7 +250,7 @@ ct_status ct_ew_setup(const ct_call *call, const ct_iter *it, ct_loop_params *p,
     case CT_OP_pow:
         if (call->in[1]->wrapped_number && ct_dtype_is_floating(d)) {
             p->p[0] = wrapped_value(call->in[1]);
-            *loops = ct_cpu_loops_pow_scalar;
+            *variant = CT_EW_POW_SCALAR;
         }
         break;
     case CT_OP_lerp:
@@ -277,18 +273,11 @@ ct_status ct_ew_setup(const ct_call *call, const ct_iter *it, ct_loop_params *p,
     }
     if (st != CT_OK)
         return st;
-    if (divides_integers(call, d) && it->data[0] && it->numel > 0) {
-        int zero = 0;
-#ifdef CT_HAVE_CUDA
-        if (it->loop_out->device.type == CT_DEVICE_CUDA) { /* the divisors live on the GPU */
-            bool found = false;
-            ct_status zs = ct_cuda_iter_any_zero(it, 2, &found);
-            if (zs != CT_OK)
-                return zs;
-            zero = found;
-        } else
-#endif
-            ct_iter_run(it, ct_cpu_loops_any_zero[d], &zero);
+    if (divides_integers(call, d) && it->data[0] && it->numel > 0 && backend) {
+        bool zero = false;
+        ct_status zs = backend->any_zero(it, 2, &zero); /* operand 2: the divisor */
+        if (zs != CT_OK)
+            return zs;
         if (zero)
             return ct_error(CT_ERROR_VALUE, name, "ZeroDivisionError");
     }

@@ -1,0 +1,66 @@
+/* The elementwise families' structured kernel (elementwise.c): one shape and dtype rule
+ * (the TensorIterator, meta/iter.h) and the op-specific argument handling (ew_args.c)
+ * for every backend, which then runs its own loop (Note [Elementwise backends]). */
+#ifndef CT_META_ELEMENTWISE_H
+#define CT_META_ELEMENTWISE_H
+
+#include "meta/iter.h"
+#include "meta/op_info.h"
+
+/* Arguments the kernel passes to a backend's loops. */
+typedef struct ct_loop_params {
+    double alpha;    /* add/sub's alpha and other float parameters */
+    int64_t ialpha;  /* the same for integer compute dtypes */
+    double p[3];     /* extra scalar parameters (leaky_relu's slope, ...) */
+} ct_loop_params;
+
+/* The form of an op the call's arguments chose; each backend has a loop per (op,
+ * variant) it supports. */
+typedef enum ct_ew_variant {
+    CT_EW_DEFAULT = 0,
+    CT_EW_DIV_TRUNC,      /* div(rounding_mode='trunc') */
+    CT_EW_DIV_FLOOR,      /* div(rounding_mode='floor') */
+    CT_EW_ROUND_DECIMALS, /* round(decimals=d): p[0] = 10^|d|, p[1] != 0 for d < 0 */
+    CT_EW_GELU_TANH,      /* gelu(approximate='tanh') */
+    CT_EW_POW_SCALAR,     /* pow(float tensor, scalar): p[0] the exponent */
+    CT_EW_LERP_SCALAR,    /* lerp with a scalar weight p[0] (two operands) */
+    CT_EW_CLAMP_MIN,      /* clamp with only a lower bound (two operands) */
+    CT_EW_CLAMP_MAX,      /* clamp with only an upper bound */
+    CT_EW_VARIANT_COUNT
+} ct_ew_variant;
+
+/* Note [Elementwise backends]
+ * What a backend gives the elementwise kernel. The CPU's answer to supported() is the
+ * reference: META refuses what the CPU refuses, and another device runs a dtype only
+ * where both the CPU and it have a loop, so that every device accepts the same calls.
+ * has() tells an op the backend has no loop for at all (any dtype), which reads as an
+ * empty dispatch slot. */
+typedef struct ct_ew_backend {
+    bool (*supported)(ct_op op, int variant, ct_dtype compute);
+    bool (*has)(ct_op op, int variant);
+    /* Runs op over a built iterator whose operands live on the backend's device. */
+    ct_status (*run)(const ct_iter *it, ct_op op, int variant, const ct_loop_params *params);
+    /* *found: whether operand k of a built iterator holds a zero (integer divisors). */
+    ct_status (*any_zero)(const ct_iter *it, int k, bool *found);
+} ct_ew_backend;
+
+/* Installs a device type's backend (the struct must outlive its use). */
+void ct_ew_register_backend(ct_device_type type, const ct_ew_backend *backend);
+
+/* The kernel of every elementwise family op, for every backend (user_data unused). */
+ct_status ct_kernel_elementwise(ct_keyset ks, ct_call *call, void *user_data);
+
+/* Op-specific argument handling (ew_args.c). Before the iterator is built: checks what
+ * depends only on the inputs, drops absent optional inputs (clamp), sets family
+ * options the call's arguments decide (div's rounding mode, where's condition), and
+ * may choose a variant. */
+ct_status ct_ew_prepare(const ct_call *call, ct_iter_config *cfg, int *variant);
+/* After: fills the parameters of the op's loops for the compute dtype, checks what
+ * depends on it, may choose a variant, and asks the backend whether an integer divisor
+ * holds a zero. */
+ct_status ct_ew_setup(const ct_call *call, const ct_iter *it, ct_loop_params *p, int *variant,
+                      const ct_ew_backend *backend);
+/* True for ops the two functions above treat specially (see ew_args.c). */
+bool ct_ew_has_args(ct_op op);
+
+#endif /* CT_META_ELEMENTWISE_H */
