@@ -71,6 +71,11 @@ typedef int32_t ct_op;
 /* Look-up by name ("add", "exp"); -1 when there is no such op. */
 CT_API ct_op ct_op_find(const char *name);
 CT_API const char *ct_op_name(ct_op op);
+/* The op's schema: its arguments and results by name and kind and, for an op that
+ * dispatches, where each travels in its ct_call (docs/dispatcher.md, "Op schemas"):
+ * "tril(Tensor self, int diagonal) -> Tensor" packs self as input 0 and diagonal as
+ * int 0. Overloads are separated by "; ". NULL for an unknown op. */
+CT_API const char *ct_op_schema(ct_op op);
 /* Whether op has a built-in kernel at key (overrides aside): ct_op_has_kernel(CT_OP_sort,
  * CT_KEY_CUDA) says whether sort runs on CUDA tensors in this build. Composite ops
  * (made of other ops) have none at any key. */
@@ -88,9 +93,16 @@ CT_API int ct_call_num_inputs(const ct_call *call);
 CT_API const ct_tensor *ct_call_input(const ct_call *call, int i);
 CT_API int ct_call_num_scalars(const ct_call *call);
 CT_API ct_scalar ct_call_scalar(const ct_call *call, int i);
-/* Integer arguments (dims, sizes, flags) in the order the op's signature lists them. */
+/* Integer arguments (dims, sizes, flags) in the order the op's schema lists them. */
 CT_API int ct_call_num_ints(const ct_call *call);
 CT_API int64_t ct_call_int(const ct_call *call, int i);
+/* The tensor-list argument (cat's tensors, index's indices): its length and entries
+ * (borrowed; NULL for an absent entry). */
+CT_API int ct_call_num_list(const ct_call *call);
+CT_API const ct_tensor *ct_call_list_entry(const ct_call *call, int i);
+/* The ScalarType argument (sum's dtype=, to_dtype's dtype); CT_DTYPE_UNDEFINED when
+ * the op has none or the caller gave none. */
+CT_API ct_dtype ct_call_dtype(const ct_call *call);
 /* True for in-place calls (ct_add_) and out= calls (ct_add_out): the outputs are given. */
 CT_API bool ct_call_is_inplace(const ct_call *call);
 CT_API bool ct_call_has_out(const ct_call *call);

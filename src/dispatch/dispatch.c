@@ -431,6 +431,11 @@ ct_scalar ct_call_scalar(const ct_call *c, int i) {
 }
 int ct_call_num_ints(const ct_call *c) { return c ? c->nints : 0; }
 int64_t ct_call_int(const ct_call *c, int i) { return c && i >= 0 && i < c->nints ? c->ints[i] : 0; }
+int ct_call_num_list(const ct_call *c) { return c ? c->nlist : 0; }
+const ct_tensor *ct_call_list_entry(const ct_call *c, int i) {
+    return c && c->list && i >= 0 && i < c->nlist ? c->list[i] : NULL;
+}
+ct_dtype ct_call_dtype(const ct_call *c) { return c ? c->dtype : CT_DTYPE_UNDEFINED; }
 bool ct_call_is_inplace(const ct_call *c) { return c && c->mode == CT_CALL_INPLACE; }
 bool ct_call_has_out(const ct_call *c) { return c && c->mode == CT_CALL_OUT; }
 int ct_call_num_outputs(const ct_call *c) { return c ? c->nout : 0; }
