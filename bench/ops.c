@@ -11,6 +11,8 @@
  *   ops.matmul_f32_M.gflops     ctorch's mm, and ceil.blas_sgemm_M.gflops (OpenBLAS direct),
  *                               timed alternately
  *   ops.tiny_add.c.us_per_op    a 1-element add from C, allocation included
+ *   ops.tiny_add_boxed.c.us_per_op  the same add with alpha = 1, which the fast lane leaves
+ *                               to the boxed route (ct_call, key set, kernel table, iterator)
  *   ops.cast_S_D_N.GBps         ct_copy_ of N elements of dtype S into dtype D (bytes read
  *                               plus bytes written); ops.clone_f32_N.GBps, ct_clone (fresh
  *                               output memory included); ops.contig_t_f32_M.GBps,
@@ -193,6 +195,15 @@ static void run_tiny(void *p) {
     }
 }
 
+/* The boxed route of the dispatcher (Note [Fast lane]: alpha is not the lane's). */
+static void run_tiny_boxed(void *p) {
+    bench_ctx *c = p;
+    for (int i = 0; i < 1000; i++) {
+        ct_tensor *r = ct_add_alpha(c->a, c->b, ct_scalar_int(1));
+        ct_release(r);
+    }
+}
+
 /* Prints one figure: bytes / the median time of fn, when the figure is wanted. */
 static void figure(const char *name, double bytes, work_fn fn, bench_ctx *c, int inner) {
     if (want(name))
@@ -328,6 +339,14 @@ int main(int argc, char **argv) {
         c.a = ct_ones(CT_SHAPE(1), CT_F32, CT_CPU);
         c.b = ct_ones(CT_SHAPE(1), CT_F32, CT_CPU);
         printf("ops.tiny_add.c.us_per_op %.3f us\n", median_time(run_tiny, &c, 10) / 1000 * 1e6);
+        ct_release(c.a);
+        ct_release(c.b);
+    }
+    if (want("ops.tiny_add_boxed.c.us_per_op")) {
+        bench_ctx c = {0};
+        c.a = ct_ones(CT_SHAPE(1), CT_F32, CT_CPU);
+        c.b = ct_ones(CT_SHAPE(1), CT_F32, CT_CPU);
+        printf("ops.tiny_add_boxed.c.us_per_op %.3f us\n", median_time(run_tiny_boxed, &c, 10) / 1000 * 1e6);
         ct_release(c.a);
         ct_release(c.b);
     }

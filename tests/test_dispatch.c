@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "testutil.h"
@@ -164,6 +165,79 @@ static void test_keysets(void **state) {
     assert_string_equal(ct_dispatch_key_name(CT_KEY_AUTOGRAD), "Autograd");
 }
 
+/* Note [Key numbers and priorities]: the numbers of the existing keys are ABI, kept
+ * forever; a new key is appended. Renumbering one fails here at compile time. */
+_Static_assert(CT_KEY_CPU == 0, "dispatch key numbers are ABI: append new keys, never renumber");
+_Static_assert(CT_KEY_META == 1, "dispatch key numbers are ABI: append new keys, never renumber");
+_Static_assert(CT_KEY_CUDA == 2, "dispatch key numbers are ABI: append new keys, never renumber");
+_Static_assert(CT_KEY_AUTOGRAD == 3, "dispatch key numbers are ABI: append new keys, never renumber");
+_Static_assert(CT_KEY_AUTOCAST == 4, "dispatch key numbers are ABI: append new keys, never renumber");
+_Static_assert(CT_KEY_TRACE == 5, "dispatch key numbers are ABI: append new keys, never renumber");
+_Static_assert(CT_KEY_LOGGING == 6, "dispatch key numbers are ABI: append new keys, never renumber");
+_Static_assert(CT_KEY_COUNT <= CT_KEY_CAPACITY, "a ct_keyset has CT_KEY_CAPACITY bits");
+
+/* The first line of path made of key names joined by " > " (highest first), as keys;
+ * returns how many. */
+static int read_priority_line(const char *path, ct_dispatch_key *keys) {
+    FILE *f = fopen(path, "r");
+    if (!f)
+        fail_msg("cannot read %s", path);
+    char line[512];
+    int n = 0;
+    while (n == 0 && fgets(line, sizeof line, f)) {
+        char *p = line;
+        while (*p == ' ' || *p == '*' || *p == '/')
+            p++;
+        if (!strstr(p, " > "))
+            continue;
+        for (char *tok = strtok(p, " >*/\n"); tok; tok = strtok(NULL, " >*/\n")) {
+            int k = 0;
+            while (k < CT_KEY_COUNT && strcasecmp(ct_dispatch_key_name((ct_dispatch_key)k), tok) != 0)
+                k++;
+            if (k == CT_KEY_COUNT) { /* not a line of key names */
+                n = 0;
+                break;
+            }
+            keys[n++] = (ct_dispatch_key)k;
+        }
+    }
+    fclose(f);
+    return n;
+}
+
+/* The priority order is the one docs/dispatcher.md and dispatch.h state, the ranks
+ * are a permutation, and the key-set helpers follow the ranks. */
+static void test_key_priority(void **state) {
+    (void)state;
+    bool rank_used[CT_KEY_CAPACITY] = {false};
+    for (int k = 0; k < CT_KEY_COUNT; k++) {
+        int r = ct_dispatch_key_rank[k];
+        assert_true(r < CT_KEY_COUNT);
+        assert_false(rank_used[r]);
+        rank_used[r] = true;
+        assert_int_equal(ct_keyset_of((ct_dispatch_key)k), 1u << r);
+        assert_int_equal(ct_keyset_highest(ct_keyset_of((ct_dispatch_key)k)), k);
+    }
+    static const char *const files[] = {CT_SOURCE_DIR "/docs/dispatcher.md", CT_SOURCE_DIR "/include/ctorch/dispatch.h"};
+    for (size_t f = 0; f < sizeof files / sizeof files[0]; f++) {
+        ct_dispatch_key order[CT_KEY_CAPACITY];
+        int n = read_priority_line(files[f], order);
+        if (n != CT_KEY_COUNT)
+            fail_msg("%s: no line listing the %d keys as \"A > B > ...\" (found %d)", files[f], CT_KEY_COUNT, n);
+        for (int i = 0; i + 1 < n; i++) {
+            ct_dispatch_key hi = order[i], lo = order[i + 1];
+            if (ct_dispatch_key_rank[hi] <= ct_dispatch_key_rank[lo])
+                fail_msg("%s says %s > %s; the library ranks them %d and %d", files[f], ct_dispatch_key_name(hi),
+                         ct_dispatch_key_name(lo), ct_dispatch_key_rank[hi], ct_dispatch_key_rank[lo]);
+            ct_keyset ks = ct_keyset_of(hi) | ct_keyset_of(lo);
+            assert_int_equal(ct_keyset_highest(ks), hi);
+            assert_int_equal(ct_keyset_below(ks, hi), ct_keyset_of(lo));
+            assert_int_equal(ct_keyset_below(ks, lo), 0);
+            assert_true(ct_keyset_has(ks, lo) && !ct_keyset_has(ct_keyset_below(ks, hi), hi));
+        }
+    }
+}
+
 static void test_device_mismatch(void **state) {
     (void)state;
     ct_scope_begin();
@@ -232,7 +306,8 @@ int main(void) {
         cmocka_unit_test(test_kernel_coverage),  cmocka_unit_test(test_op_find),          cmocka_unit_test(test_unconditional_override_and_removal),
         cmocka_unit_test(test_conditional_override), cmocka_unit_test(test_override_errors),
         cmocka_unit_test(test_meta_backend),     cmocka_unit_test(test_logging_to_file),
-        cmocka_unit_test(test_keysets),          cmocka_unit_test(test_device_mismatch),
+        cmocka_unit_test(test_keysets),          cmocka_unit_test(test_key_priority),
+        cmocka_unit_test(test_device_mismatch),
         cmocka_unit_test(test_allocator_context),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

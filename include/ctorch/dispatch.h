@@ -3,7 +3,7 @@
  * Every operator call is packed into a ct_call and routed through the dispatch keys
  * present on its inputs and in this thread's include set, highest first:
  *
- *   LOGGING -> TRACE -> AUTOCAST -> AUTOGRAD -> backend (CUDA | CPU | META)
+ *   LOGGING -> TRACE -> AUTOCAST -> AUTOGRAD -> backend (CUDA | META | CPU)
  *
  * A kernel at one key does its part and redispatches below it. A user can put an
  * override kernel at any key of any op at run time (docs/dispatcher.md). */
@@ -16,7 +16,14 @@
 extern "C" {
 #endif
 
-/* Lowest priority first; the highest key present handles a call. */
+/* Dispatch keys. Note [Key numbers and priorities]: a key's number is part of the ABI
+ * and never changes; a new key takes the next free number, whatever its priority.
+ * The priority (which key handles a call first) is a separate table inside the
+ * library, read at run time through ct_dispatch_key_rank. Adding a key: append it
+ * here, and put it in the priority list (CT_KEY_PRIORITY in src/dispatch/dispatch.c).
+ * Highest priority first:
+ *
+ *   LOGGING > TRACE > AUTOCAST > AUTOGRAD > CUDA > META > CPU */
 typedef enum ct_dispatch_key {
     CT_KEY_CPU = 0,
     CT_KEY_META = 1,
@@ -25,19 +32,30 @@ typedef enum ct_dispatch_key {
     CT_KEY_AUTOCAST = 4,
     CT_KEY_TRACE = 5,
     CT_KEY_LOGGING = 6,
-    CT_KEY_COUNT
+    /* the next key is 7 */
+    CT_KEY_COUNT /* one past the last key's number */
 } ct_dispatch_key;
 
+/* A set of keys: one bit per key, at the key's rank (its priority, 0 the lowest), so
+ * that the highest key of a set is its highest bit. At most CT_KEY_CAPACITY keys. */
 typedef uint32_t ct_keyset;
+#define CT_KEY_CAPACITY 32
 
-#define CT_KEYSET(key) ((ct_keyset)1u << (unsigned)(key))
+/* ct_dispatch_key_rank[key]: the rank of a key (entries past the last key are 0).
+ * The inline helpers below read it at run time, so a program built against this
+ * header keeps working with a library that has inserted a key between two others. */
+CT_API extern const uint8_t ct_dispatch_key_rank[CT_KEY_CAPACITY];
 
-static inline bool ct_keyset_has(ct_keyset ks, ct_dispatch_key key) { return (ks & CT_KEYSET(key)) != 0; }
-/* The keys of ks strictly below key (what a kernel at key redispatches to). */
-static inline ct_keyset ct_keyset_below(ct_keyset ks, ct_dispatch_key key) {
-    return ks & (CT_KEYSET(key) - 1u);
+/* The set holding just key (key must be a ct_dispatch_key). */
+static inline ct_keyset ct_keyset_of(ct_dispatch_key key) {
+    return (ct_keyset)1u << ct_dispatch_key_rank[(unsigned)key & (CT_KEY_CAPACITY - 1u)];
 }
-/* Highest key in ks, or CT_KEY_COUNT when ks is empty. */
+#define CT_KEYSET(key) ct_keyset_of(key)
+
+static inline bool ct_keyset_has(ct_keyset ks, ct_dispatch_key key) { return (ks & ct_keyset_of(key)) != 0; }
+/* The keys of ks strictly below key in priority (what a kernel at key redispatches to). */
+static inline ct_keyset ct_keyset_below(ct_keyset ks, ct_dispatch_key key) { return ks & (ct_keyset_of(key) - 1u); }
+/* Highest-priority key in ks, or CT_KEY_COUNT when ks is empty. */
 CT_API ct_dispatch_key ct_keyset_highest(ct_keyset ks);
 CT_API const char *ct_dispatch_key_name(ct_dispatch_key key);
 
@@ -53,6 +71,11 @@ typedef int32_t ct_op;
 /* Look-up by name ("add", "exp"); -1 when there is no such op. */
 CT_API ct_op ct_op_find(const char *name);
 CT_API const char *ct_op_name(ct_op op);
+/* The op's schema: its arguments and results by name and kind and, for an op that
+ * dispatches, where each travels in its ct_call (docs/dispatcher.md, "Op schemas"):
+ * "tril(Tensor self, int diagonal) -> Tensor" packs self as input 0 and diagonal as
+ * int 0. Overloads are separated by "; ". NULL for an unknown op. */
+CT_API const char *ct_op_schema(ct_op op);
 /* Whether op has a built-in kernel at key (overrides aside): ct_op_has_kernel(CT_OP_sort,
  * CT_KEY_CUDA) says whether sort runs on CUDA tensors in this build. Composite ops
  * (made of other ops) have none at any key. */
@@ -70,9 +93,16 @@ CT_API int ct_call_num_inputs(const ct_call *call);
 CT_API const ct_tensor *ct_call_input(const ct_call *call, int i);
 CT_API int ct_call_num_scalars(const ct_call *call);
 CT_API ct_scalar ct_call_scalar(const ct_call *call, int i);
-/* Integer arguments (dims, sizes, flags) in the order the op's signature lists them. */
+/* Integer arguments (dims, sizes, flags) in the order the op's schema lists them. */
 CT_API int ct_call_num_ints(const ct_call *call);
 CT_API int64_t ct_call_int(const ct_call *call, int i);
+/* The tensor-list argument (cat's tensors, index's indices): its length and entries
+ * (borrowed; NULL for an absent entry). */
+CT_API int ct_call_num_list(const ct_call *call);
+CT_API const ct_tensor *ct_call_list_entry(const ct_call *call, int i);
+/* The ScalarType argument (sum's dtype=, to_dtype's dtype); CT_DTYPE_UNDEFINED when
+ * the op has none or the caller gave none. */
+CT_API ct_dtype ct_call_dtype(const ct_call *call);
 /* True for in-place calls (ct_add_) and out= calls (ct_add_out): the outputs are given. */
 CT_API bool ct_call_is_inplace(const ct_call *call);
 CT_API bool ct_call_has_out(const ct_call *call);

@@ -1,8 +1,10 @@
-/* ctorch operators: the public functions generated from ctorch/ops.def.
+/* ctorch operators: the public functions of the op table (ctorch/ops.def).
  *
- * Each line of the op table expands, by its signature class, to the prototypes below
- * (NAME is the op's name). All follow the ownership and error rules of core.h:
- * results are new references owned by the innermost scope, NULL on error. */
+ * An op whose signature class generates its functions (UNARY, BINARY, ...) has its
+ * prototypes in ctorch/ops_generated.h, written from the table by
+ * tools/gen_ops_header.c; the CUSTOM ops are declared below by hand. All follow the
+ * ownership and error rules of core.h: results are new references owned by the
+ * innermost scope, NULL on error. */
 #ifndef CTORCH_OPS_H
 #define CTORCH_OPS_H
 
@@ -12,103 +14,6 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* UNARY: out = NAME(a); in place; into out. */
-#define CT_DECL_UNARY(name)                                                  \
-    CT_API ct_tensor *ct_##name(const ct_tensor *a);                         \
-    CT_API ct_tensor *ct_##name##_(ct_tensor *a);                            \
-    CT_API ct_tensor *ct_##name##_out(const ct_tensor *a, ct_tensor *out);
-
-/* BINARY: out = a NAME b with broadcasting and type promotion; b may be a scalar. */
-#define CT_DECL_BINARY(name)                                                 \
-    CT_API ct_tensor *ct_##name(const ct_tensor *a, const ct_tensor *b);     \
-    CT_API ct_tensor *ct_##name##_(ct_tensor *a, const ct_tensor *b);        \
-    CT_API ct_tensor *ct_##name##_out(const ct_tensor *a, const ct_tensor *b, ct_tensor *out); \
-    CT_API ct_tensor *ct_##name##_scalar(const ct_tensor *a, ct_scalar b);   \
-    CT_API ct_tensor *ct_##name##_scalar_(ct_tensor *a, ct_scalar b);
-
-/* BINARY_ALPHA: BINARY, plus out = a NAME alpha * b. */
-#define CT_DECL_BINARY_ALPHA(name)                                           \
-    CT_DECL_BINARY(name)                                                     \
-    CT_API ct_tensor *ct_##name##_alpha(const ct_tensor *a, const ct_tensor *b, ct_scalar alpha); \
-    CT_API ct_tensor *ct_##name##_alpha_(ct_tensor *a, const ct_tensor *b, ct_scalar alpha);      \
-    CT_API ct_tensor *ct_##name##_alpha_out(const ct_tensor *a, const ct_tensor *b, ct_scalar alpha, ct_tensor *out);
-
-/* BINARY_PLAIN: out = NAME(a, b), and into out (no in-place or scalar forms). */
-#define CT_DECL_BINARY_PLAIN(name)                                           \
-    CT_API ct_tensor *ct_##name(const ct_tensor *a, const ct_tensor *b);     \
-    CT_API ct_tensor *ct_##name##_out(const ct_tensor *a, const ct_tensor *b, ct_tensor *out);
-
-/* CUSTOM: the prototypes are written out below, with the op's own arguments. */
-#define CT_DECL_CUSTOM(name)
-/* ---- reductions (docs/ops.md, Reductions). dims/ndims: the dims to reduce (negative
- * allowed); NULL or ndims == 0 means every dim. dtype: CT_DTYPE_UNDEFINED for the
- * default result dtype, else the input is converted to dtype before reducing. */
-
-/* REDUCE_DT: sum, prod, mean, ... with an optional dtype. */
-#define CT_DECL_REDUCE_DT(name)                                                                     \
-    CT_API ct_tensor *ct_##name(const ct_tensor *a, const int64_t *dims, int ndims, bool keepdim,    \
-                                ct_dtype dtype);                                                    \
-    CT_API ct_tensor *ct_##name##_out(const ct_tensor *a, const int64_t *dims, int ndims, bool keepdim, \
-                                      ct_dtype dtype, ct_tensor *out);
-
-/* REDUCE: amax, amin, logsumexp, all, any. */
-#define CT_DECL_REDUCE(name)                                                                        \
-    CT_API ct_tensor *ct_##name(const ct_tensor *a, const int64_t *dims, int ndims, bool keepdim);  \
-    CT_API ct_tensor *ct_##name##_out(const ct_tensor *a, const int64_t *dims, int ndims, bool keepdim, \
-                                      ct_tensor *out);
-
-/* COUNT: count_nonzero (int64 result, never keepdim, as PyTorch). */
-#define CT_DECL_COUNT(name) CT_API ct_tensor *ct_##name(const ct_tensor *a, const int64_t *dims, int ndims);
-
-/* VAR: var, std with Bessel's correction generalised: divide by max(0, N - correction)
- * (correction 1 is the unbiased estimate, 0 the population one). */
-#define CT_DECL_VAR(name)                                                                           \
-    CT_API ct_tensor *ct_##name(const ct_tensor *a, const int64_t *dims, int ndims, double correction, \
-                                bool keepdim);                                                      \
-    CT_API ct_tensor *ct_##name##_out(const ct_tensor *a, const int64_t *dims, int ndims, double correction, \
-                                      bool keepdim, ct_tensor *out);
-
-/* VAR_MEAN: var_mean, std_mean: both results at once; *r0 gets var/std, *r1 the mean
- * (new references; both NULL on error). */
-#define CT_DECL_VAR_MEAN(name)                                                                      \
-    CT_API ct_status ct_##name(const ct_tensor *a, const int64_t *dims, int ndims, double correction, \
-                               bool keepdim, ct_tensor **r0, ct_tensor **r1);
-
-/* MINMAX: max, min. ct_NAME(a): the largest/smallest element as a 0-d tensor (NaN if
- * any element is NaN). ct_NAME_dim: values and int64 indices along dim (the first
- * occurrence among ties; the first NaN wins). */
-#define CT_DECL_MINMAX(name)                                                                        \
-    CT_API ct_tensor *ct_##name(const ct_tensor *a);                                                \
-    CT_API ct_status ct_##name##_dim(const ct_tensor *a, int64_t dim, bool keepdim, ct_tensor **values, \
-                                     ct_tensor **indices);                                          \
-    CT_API ct_status ct_##name##_dim_out(const ct_tensor *a, int64_t dim, bool keepdim, ct_tensor *values, \
-                                         ct_tensor *indices);
-
-/* ARG: argmax, argmin. ct_NAME(a): the index into the flattened tensor (0-d int64). */
-#define CT_DECL_ARG(name)                                                                           \
-    CT_API ct_tensor *ct_##name(const ct_tensor *a);                                                \
-    CT_API ct_tensor *ct_##name##_dim(const ct_tensor *a, int64_t dim, bool keepdim);               \
-    CT_API ct_tensor *ct_##name##_dim_out(const ct_tensor *a, int64_t dim, bool keepdim, ct_tensor *out);
-
-/* NORM: norm, linalg_vector_norm, linalg__powsum of order ord (docs/ops.md). */
-#define CT_DECL_NORM(name)                                                                          \
-    CT_API ct_tensor *ct_##name(const ct_tensor *a, double ord, const int64_t *dims, int ndims, bool keepdim, \
-                                ct_dtype dtype);                                                    \
-    CT_API ct_tensor *ct_##name##_out(const ct_tensor *a, double ord, const int64_t *dims, int ndims, \
-                                      bool keepdim, ct_dtype dtype, ct_tensor *out);
-
-/* SCAN_DT: cumsum, cumprod, softmax, log_softmax along dim. */
-#define CT_DECL_SCAN_DT(name)                                                                       \
-    CT_API ct_tensor *ct_##name(const ct_tensor *a, int64_t dim, ct_dtype dtype);                   \
-    CT_API ct_tensor *ct_##name##_out(const ct_tensor *a, int64_t dim, ct_dtype dtype, ct_tensor *out);
-
-/* SCAN_IDX: cummax, cummin: running values and the int64 index where each was found. */
-#define CT_DECL_SCAN_IDX(name)                                                                      \
-    CT_API ct_status ct_##name(const ct_tensor *a, int64_t dim, ct_tensor **values, ct_tensor **indices); \
-    CT_API ct_status ct_##name##_out(const ct_tensor *a, int64_t dim, ct_tensor *values, ct_tensor *indices);
-
-/* ---- more elementwise classes (docs/ops.md, "Signature classes"). */
 
 /* Rounding of ct_div_mode (PyTorch's rounding_mode=None, 'trunc', 'floor'). */
 typedef enum ct_rounding_mode {
@@ -123,94 +28,9 @@ typedef enum ct_gelu_approximate {
     CT_GELU_APPROXIMATE_TANH = 1,
 } ct_gelu_approximate;
 
-/* UNARY_FN: out = NAME(a), no in-place or out= form (predicates such as isnan). */
-#define CT_DECL_UNARY_FN(name) CT_API ct_tensor *ct_##name(const ct_tensor *a);
-
-/* UNARY_D1/D2/D3: UNARY with double parameters, in PyTorch's order
- * (leaky_relu(a, negative_slope), softplus(a, beta, threshold), elu(a, alpha, scale,
- * input_scale), ...). */
-#define CT_DECL_UNARY_D1(name)                                                                  \
-    CT_API ct_tensor *ct_##name(const ct_tensor *a, double p0);                                 \
-    CT_API ct_tensor *ct_##name##_(ct_tensor *a, double p0);                                    \
-    CT_API ct_tensor *ct_##name##_out(const ct_tensor *a, double p0, ct_tensor *out);
-#define CT_DECL_UNARY_D2(name)                                                                  \
-    CT_API ct_tensor *ct_##name(const ct_tensor *a, double p0, double p1);                      \
-    CT_API ct_tensor *ct_##name##_(ct_tensor *a, double p0, double p1);                         \
-    CT_API ct_tensor *ct_##name##_out(const ct_tensor *a, double p0, double p1, ct_tensor *out);
-#define CT_DECL_UNARY_D3(name)                                                                  \
-    CT_API ct_tensor *ct_##name(const ct_tensor *a, double p0, double p1, double p2);           \
-    CT_API ct_tensor *ct_##name##_(ct_tensor *a, double p0, double p1, double p2);              \
-    CT_API ct_tensor *ct_##name##_out(const ct_tensor *a, double p0, double p1, double p2, ct_tensor *out);
-
-/* UNARY_OPT_D3: three optional double parameters; NULL takes the op's default
- * (nan_to_num(a, nan, posinf, neginf)). */
-#define CT_DECL_UNARY_OPT_D3(name)                                                              \
-    CT_API ct_tensor *ct_##name(const ct_tensor *a, const double *p0, const double *p1, const double *p2); \
-    CT_API ct_tensor *ct_##name##_(ct_tensor *a, const double *p0, const double *p1, const double *p2);    \
-    CT_API ct_tensor *ct_##name##_out(const ct_tensor *a, const double *p0, const double *p1, const double *p2, \
-                                      ct_tensor *out);
-
-/* UNARY_INT: UNARY with one integer parameter (gelu(a, ct_gelu_approximate)). */
-#define CT_DECL_UNARY_INT(name)                                                                 \
-    CT_API ct_tensor *ct_##name(const ct_tensor *a, int64_t p0);                                \
-    CT_API ct_tensor *ct_##name##_(ct_tensor *a, int64_t p0);                                   \
-    CT_API ct_tensor *ct_##name##_out(const ct_tensor *a, int64_t p0, ct_tensor *out);
-
-/* UNARY_DECIMALS: UNARY, plus rounding to a number of decimals (round(a, decimals=d)). */
-#define CT_DECL_UNARY_DECIMALS(name)                                                            \
-    CT_DECL_UNARY(name)                                                                         \
-    CT_API ct_tensor *ct_##name##_decimals(const ct_tensor *a, int64_t decimals);               \
-    CT_API ct_tensor *ct_##name##_decimals_(ct_tensor *a, int64_t decimals);                    \
-    CT_API ct_tensor *ct_##name##_decimals_out(const ct_tensor *a, int64_t decimals, ct_tensor *out);
-
-/* BINARY_MODE: BINARY, plus a ct_rounding_mode (div(a, b, rounding_mode=...)). */
-#define CT_DECL_BINARY_MODE(name)                                                               \
-    CT_DECL_BINARY(name)                                                                        \
-    CT_API ct_tensor *ct_##name##_mode(const ct_tensor *a, const ct_tensor *b, ct_rounding_mode mode); \
-    CT_API ct_tensor *ct_##name##_mode_(ct_tensor *a, const ct_tensor *b, ct_rounding_mode mode);      \
-    CT_API ct_tensor *ct_##name##_mode_out(const ct_tensor *a, const ct_tensor *b, ct_rounding_mode mode, \
-                                           ct_tensor *out);                                     \
-    CT_API ct_tensor *ct_##name##_scalar_mode(const ct_tensor *a, ct_scalar b, ct_rounding_mode mode); \
-    CT_API ct_tensor *ct_##name##_scalar_mode_(ct_tensor *a, ct_scalar b, ct_rounding_mode mode);
-
-/* TERNARY: out = NAME(a, b, c) with broadcasting; c may be a scalar (lerp's weight). */
-#define CT_DECL_TERNARY(name)                                                                   \
-    CT_API ct_tensor *ct_##name(const ct_tensor *a, const ct_tensor *b, const ct_tensor *c);   \
-    CT_API ct_tensor *ct_##name##_(ct_tensor *a, const ct_tensor *b, const ct_tensor *c);      \
-    CT_API ct_tensor *ct_##name##_out(const ct_tensor *a, const ct_tensor *b, const ct_tensor *c, ct_tensor *out); \
-    CT_API ct_tensor *ct_##name##_scalar(const ct_tensor *a, const ct_tensor *b, ct_scalar c);  \
-    CT_API ct_tensor *ct_##name##_scalar_(ct_tensor *a, const ct_tensor *b, ct_scalar c);     \
-    CT_API ct_tensor *ct_##name##_scalar_out(const ct_tensor *a, const ct_tensor *b, ct_scalar c, ct_tensor *out);
-
-/* TERNARY_VALUE: out = NAME(a, b, c, value) (addcmul: a + value * b * c). */
-#define CT_DECL_TERNARY_VALUE(name)                                                             \
-    CT_API ct_tensor *ct_##name(const ct_tensor *a, const ct_tensor *b, const ct_tensor *c, ct_scalar value); \
-    CT_API ct_tensor *ct_##name##_(ct_tensor *a, const ct_tensor *b, const ct_tensor *c, ct_scalar value);    \
-    CT_API ct_tensor *ct_##name##_out(const ct_tensor *a, const ct_tensor *b, const ct_tensor *c, ct_scalar value, \
-                                      ct_tensor *out);
-
-/* CLAMP: bounds as optional scalars (NULL: no bound) or optional tensors; at least
- * one bound must be given. Scalar and tensor bounds take part in type promotion. */
-#define CT_DECL_CLAMP(name)                                                                     \
-    CT_API ct_tensor *ct_##name(const ct_tensor *a, const ct_scalar *min, const ct_scalar *max); \
-    CT_API ct_tensor *ct_##name##_(ct_tensor *a, const ct_scalar *min, const ct_scalar *max);    \
-    CT_API ct_tensor *ct_##name##_out(const ct_tensor *a, const ct_scalar *min, const ct_scalar *max, ct_tensor *out); \
-    CT_API ct_tensor *ct_##name##_tensor(const ct_tensor *a, const ct_tensor *min, const ct_tensor *max); \
-    CT_API ct_tensor *ct_##name##_tensor_(ct_tensor *a, const ct_tensor *min, const ct_tensor *max);      \
-    CT_API ct_tensor *ct_##name##_tensor_out(const ct_tensor *a, const ct_tensor *min, const ct_tensor *max, \
-                                             ct_tensor *out);
-
-/* WHERE: out = cond ? a : b elementwise; a and/or b may be scalars. */
-#define CT_DECL_WHERE(name)                                                                     \
-    CT_API ct_tensor *ct_##name(const ct_tensor *cond, const ct_tensor *a, const ct_tensor *b); \
-    CT_API ct_tensor *ct_##name##_out(const ct_tensor *cond, const ct_tensor *a, const ct_tensor *b, ct_tensor *out); \
-    CT_API ct_tensor *ct_##name##_scalar_self(const ct_tensor *cond, ct_scalar a, const ct_tensor *b); \
-    CT_API ct_tensor *ct_##name##_scalar_other(const ct_tensor *cond, const ct_tensor *a, ct_scalar b); \
-    CT_API ct_tensor *ct_##name##_scalars(const ct_tensor *cond, ct_scalar a, ct_scalar b);
-
-#define CT_OP(name, sig, family, flags) CT_DECL_##sig(name)
-#include "ops.def"
-#undef CT_OP
+/* The functions of the generated signature classes (UNARY, BINARY, the reductions,
+ * ...): one committed header, written by tools/gen_ops_header.c from ops.def. */
+#include "ops_generated.h"
 
 /* ------------------------------------------------------------ linear algebra */
 

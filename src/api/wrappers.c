@@ -130,7 +130,7 @@ static ct_tensor *call_binary_scalar(ct_op op, const ct_tensor *a, ct_scalar b, 
 
 /* ------------------------------------------------------------------ reductions */
 
-/* Packs keepdim and the dim list (Note: layout in ops/reduce.h). A list longer than
+/* Packs keepdim and the dim list (Note: layout in meta/reduce.h). A list longer than
  * the call can hold must repeat a dim or name one out of range: report which. */
 static bool pack_dims(ct_call *c, const ct_tensor *a, const int64_t *dims, int ndims, bool keepdim) {
     const char *name = ct_op_name(c->op);

@@ -27,8 +27,9 @@ struct ct_call {
     ct_dtype dtype; /* optional dtype= argument; CT_DTYPE_UNDEFINED when absent */
     const ct_tensor *const *list; /* tensor-list argument (cat, stack, foreach) */
     int nlist;
-    /* Dispatcher bookkeeping for ct_call_next. */
-    int cur_key;
+    /* Dispatcher bookkeeping for ct_call_next: the rank of the key running (Note [Key
+     * numbers and priorities] in dispatch.c) and the kernel's place in its stack. */
+    int cur_rank;
     int cur_pos;
 };
 

@@ -9,6 +9,56 @@
 #include "dispatch_internal.h"
 #include "registry.h"
 
+/* Note [Key numbers and priorities]
+ * A key's number (ct_dispatch_key) is part of the public ABI: programs hold it in
+ * their binaries (ct_op_override(op, CT_KEY_CPU, ...)), so it never changes, and a new
+ * key takes the next free number. Its priority is a separate fact, written once, in
+ * CT_KEY_PRIORITY below. A key set has one bit per key at the key's rank (its place
+ * in that list), so the highest key of a set is still one count of leading zeros.
+ * The public inline helpers (ct_keyset_of, ct_keyset_has, ct_keyset_below) read the
+ * ranks from the exported table ct_dispatch_key_rank at run time: a program built
+ * against an older header stays correct when a key is inserted between two others.
+ * The table has CT_KEY_CAPACITY entries whatever the number of keys, so its size,
+ * which a program's copy relocation records, never changes either. Inside this file
+ * the kernel tables are indexed by rank and the ranks are compile-time constants
+ * (RANK_*), so dispatch itself never translates a key: translating happens where a
+ * key comes in (registration, overrides) or goes out (ct_keyset_highest, names).
+ *
+ * Adding a key: append it to ct_dispatch_key (include/ctorch/dispatch.h), put it at
+ * its place in CT_KEY_PRIORITY, give it a name in key_names. test_dispatch checks the
+ * numbers of the existing keys and that the order is the one docs/dispatcher.md
+ * states. */
+
+/* The priority order, lowest first. */
+#define CT_KEY_PRIORITY(X) X(CPU) X(META) X(CUDA) X(AUTOGRAD) X(AUTOCAST) X(TRACE) X(LOGGING)
+
+enum {
+#define X(k) RANK_##k,
+    CT_KEY_PRIORITY(X)
+#undef X
+    RANK_COUNT
+};
+_Static_assert((int)RANK_COUNT == (int)CT_KEY_COUNT, "every key has one place in CT_KEY_PRIORITY");
+_Static_assert(CT_KEY_COUNT <= CT_KEY_CAPACITY, "a ct_keyset holds at most CT_KEY_CAPACITY keys");
+
+#define RANK_BIT(k) ((ct_keyset)1u << RANK_##k)
+
+const uint8_t ct_dispatch_key_rank[CT_KEY_CAPACITY] = {
+#define X(k) [CT_KEY_##k] = RANK_##k,
+    CT_KEY_PRIORITY(X)
+#undef X
+};
+
+static const uint8_t key_of_rank[CT_KEY_CAPACITY] = {
+#define X(k) [RANK_##k] = CT_KEY_##k,
+    CT_KEY_PRIORITY(X)
+#undef X
+};
+
+static bool key_valid(ct_dispatch_key key) { return (int)key >= 0 && key < CT_KEY_COUNT; }
+static int rank_of(ct_dispatch_key key) { return ct_dispatch_key_rank[key]; }
+static ct_keyset below_rank(ct_keyset ks, int rank) { return ks & (((ct_keyset)1u << rank) - 1u); }
+
 /* Note [Kernel tables]
  * Each (op, key) slot holds an immutable array of kernels: the default first, then the
  * overrides in the order they were added. A call runs the last entry; ct_call_next
@@ -28,12 +78,12 @@ typedef struct kernel_stack {
     kernel_entry e[];
 } kernel_stack;
 
-static _Atomic(kernel_stack *) slots[CT_OP_COUNT][CT_KEY_COUNT];
+static _Atomic(kernel_stack *) slots[CT_OP_COUNT][CT_KEY_COUNT]; /* [op][rank] */
 static kernel_stack *retired;
 static pthread_mutex_t override_lock = PTHREAD_MUTEX_INITIALIZER;
 static int64_t next_handle = 1;
 
-/* Per-key fallbacks, used when an op has no kernel at a key. */
+/* Per-key fallbacks, used when an op has no kernel at a key (by rank). */
 static ct_kernel_fn key_fallback[CT_KEY_COUNT];
 
 static const char *const key_names[CT_KEY_COUNT] = {
@@ -43,13 +93,13 @@ static const char *const key_names[CT_KEY_COUNT] = {
 };
 
 const char *ct_dispatch_key_name(ct_dispatch_key key) {
-    return (int)key >= 0 && key < CT_KEY_COUNT ? key_names[key] : "Undefined";
+    return key_valid(key) ? key_names[key] : "Undefined";
 }
 
 ct_dispatch_key ct_keyset_highest(ct_keyset ks) {
     if (!ks)
         return CT_KEY_COUNT;
-    return (ct_dispatch_key)(31 - __builtin_clz(ks));
+    return (ct_dispatch_key)key_of_rank[31 - __builtin_clz(ks)];
 }
 
 /* ------------------------------------------------------------------ TLS */
@@ -64,10 +114,11 @@ ct_keyset ct_tls_excluded(void) { return tls_excluded; }
 void ct_tls_set_included(ct_keyset ks) { tls_included = ks; }
 void ct_tls_set_excluded(ct_keyset ks) { tls_excluded = ks; }
 void ct_dispatch_set_global_key(ct_dispatch_key key, bool on) {
+    ct_keyset bit = (ct_keyset)1u << rank_of(key);
     if (on)
-        global_included |= CT_KEYSET(key);
+        global_included |= bit;
     else
-        global_included &= ~CT_KEYSET(key);
+        global_included &= ~bit;
 }
 
 /* ------------------------------------------------------------------ tables */
@@ -83,11 +134,11 @@ void ct_dispatch_register_default(ct_op op, ct_dispatch_key key, ct_kernel_fn fn
     kernel_stack *s = stack_new(1);
     CT_ASSERT(s != NULL);
     s->e[0] = (kernel_entry){fn, user_data, 0};
-    kernel_stack *old = atomic_exchange(&slots[op][key], s);
+    kernel_stack *old = atomic_exchange(&slots[op][rank_of(key)], s);
     CT_ASSERT(old == NULL); /* defaults are registered once, at start-up */
 }
 
-void ct_dispatch_register_fallback(ct_dispatch_key key, ct_kernel_fn fn) { key_fallback[key] = fn; }
+void ct_dispatch_register_fallback(ct_dispatch_key key, ct_kernel_fn fn) { key_fallback[rank_of(key)] = fn; }
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static atomic_bool init_done; /* set once dispatch_init has run: every op checks it */
@@ -95,13 +146,13 @@ static atomic_bool init_done; /* set once dispatch_init has run: every op checks
 /* Keys an op may have no kernel at simply pass the call on. */
 static ct_status fallthrough(ct_keyset ks, ct_call *call, void *user_data) {
     (void)user_data;
-    return ct_redispatch(ct_keyset_below(ks, (ct_dispatch_key)call->cur_key), call);
+    return ct_redispatch(below_rank(ks, call->cur_rank), call);
 }
 
 static void dispatch_init(void) {
-    key_fallback[CT_KEY_AUTOGRAD] = fallthrough;
-    key_fallback[CT_KEY_AUTOCAST] = fallthrough;
-    key_fallback[CT_KEY_TRACE] = fallthrough;
+    key_fallback[RANK_AUTOGRAD] = fallthrough;
+    key_fallback[RANK_AUTOCAST] = fallthrough;
+    key_fallback[RANK_TRACE] = fallthrough;
     ct_runtime_init(); /* Note [Registry]: the built-in modules register themselves */
     atomic_store_explicit(&init_done, true, memory_order_release);
 }
@@ -129,9 +180,9 @@ static bool op_valid(ct_op op) { return op >= 0 && op < CT_OP_COUNT; }
 
 bool ct_op_has_kernel(ct_op op, ct_dispatch_key key) {
     ct_dispatch_ensure_init();
-    if (!op_valid(op) || (int)key < 0 || key >= CT_KEY_COUNT)
+    if (!op_valid(op) || !key_valid(key))
         return false;
-    kernel_stack *s = atomic_load_explicit(&slots[op][key], memory_order_acquire);
+    kernel_stack *s = atomic_load_explicit(&slots[op][rank_of(key)], memory_order_acquire);
     return s && s->n > 0 && s->e[0].handle == 0 && s->e[0].fn != NULL;
 }
 
@@ -141,7 +192,7 @@ int64_t ct_op_override(ct_op op, ct_dispatch_key key, ct_kernel_fn kernel, void 
         ct_error(CT_ERROR_VALUE, "op_override", "unknown op id %d", (int)op);
         return -1;
     }
-    if ((int)key < 0 || key >= CT_KEY_COUNT) {
+    if (!key_valid(key)) {
         ct_error(CT_ERROR_VALUE, "op_override", "unknown dispatch key %d", (int)key);
         return -1;
     }
@@ -150,7 +201,8 @@ int64_t ct_op_override(ct_op op, ct_dispatch_key key, ct_kernel_fn kernel, void 
         return -1;
     }
     pthread_mutex_lock(&override_lock);
-    kernel_stack *old = atomic_load(&slots[op][key]);
+    _Atomic(kernel_stack *) *slot = &slots[op][rank_of(key)];
+    kernel_stack *old = atomic_load(slot);
     int n_old = old ? old->n : 0;
     bool has_override = old && (old->n > 1 || old->e[0].handle != 0);
     if (has_override && !(flags & CT_OVERRIDE_ALLOW_MULTIPLE)) {
@@ -172,7 +224,7 @@ int64_t ct_op_override(ct_op op, ct_dispatch_key key, ct_kernel_fn kernel, void 
         memcpy(s->e, old->e, (size_t)n_old * sizeof(kernel_entry));
     int64_t handle = next_handle++;
     s->e[n_old + base] = (kernel_entry){kernel, user_data, handle};
-    atomic_store(&slots[op][key], s);
+    atomic_store(slot, s);
     if (old) {
         old->retired_next = retired;
         retired = old;
@@ -189,8 +241,8 @@ ct_status ct_op_override_remove(int64_t handle) {
         return ct_error(CT_ERROR_VALUE, "op_override_remove", "invalid override handle %lld", (long long)handle);
     pthread_mutex_lock(&override_lock);
     for (int op = 0; op < CT_OP_COUNT; op++)
-        for (int key = 0; key < CT_KEY_COUNT; key++) {
-            kernel_stack *old = atomic_load(&slots[op][key]);
+        for (int rank = 0; rank < CT_KEY_COUNT; rank++) {
+            kernel_stack *old = atomic_load(&slots[op][rank]);
             if (!old)
                 continue;
             for (int i = 0; i < old->n; i++) {
@@ -203,13 +255,13 @@ ct_status ct_op_override_remove(int64_t handle) {
                 }
                 memcpy(s->e, old->e, (size_t)i * sizeof(kernel_entry));
                 memcpy(s->e + i, old->e + i + 1, (size_t)(old->n - i - 1) * sizeof(kernel_entry));
-                atomic_store(&slots[op][key], s);
+                atomic_store(&slots[op][rank], s);
                 old->retired_next = retired;
                 retired = old;
                 pthread_mutex_unlock(&override_lock);
                 const ct_dispatch_observer *obs = atomic_load(&observer);
                 if (obs && obs->override_removed)
-                    obs->override_removed(op, (ct_dispatch_key)key, handle);
+                    obs->override_removed(op, (ct_dispatch_key)key_of_rank[rank], handle);
                 return CT_OK;
             }
         }
@@ -237,7 +289,7 @@ bool ct_dispatch_fast_lane(ct_op op) {
     if (__builtin_expect(atomic_load_explicit(&observing, memory_order_relaxed), 0) ||
         (tls_included | global_included) != 0 || atomic_load_explicit(&fast_lane_off, memory_order_relaxed))
         return false;
-    kernel_stack *s = atomic_load_explicit(&slots[op][CT_KEY_CPU], memory_order_acquire);
+    kernel_stack *s = atomic_load_explicit(&slots[op][RANK_CPU], memory_order_acquire);
     /* only the default kernel: no override stacked on it */
     return s && s->n == 1 && s->e[0].handle == 0;
 }
@@ -258,24 +310,24 @@ void ct_dispatch_set_fast_lane(bool on) { atomic_store(&fast_lane_off, !on); }
 
 /* ------------------------------------------------------------------ dispatch */
 
-static ct_status run_entry(ct_keyset ks, ct_call *call, ct_dispatch_key key, int pos) {
-    kernel_stack *s = atomic_load_explicit(&slots[call->op][key], memory_order_acquire);
-    int saved_key = call->cur_key, saved_pos = call->cur_pos;
+static ct_status run_entry(ct_keyset ks, ct_call *call, int rank, int pos) {
+    kernel_stack *s = atomic_load_explicit(&slots[call->op][rank], memory_order_acquire);
+    int saved_rank = call->cur_rank, saved_pos = call->cur_pos;
     ct_status st;
     /* Skip empty default slots (an override stacked over "no kernel"). */
     while (s && pos >= 0 && !s->e[pos].fn)
         pos--;
-    call->cur_key = (int)key;
+    call->cur_rank = rank;
     call->cur_pos = pos;
     if (s && pos >= 0) {
         st = s->e[pos].fn(ks, call, s->e[pos].user_data);
-    } else if (key_fallback[key]) {
-        st = key_fallback[key](ks, call, NULL);
+    } else if (key_fallback[rank]) {
+        st = key_fallback[rank](ks, call, NULL);
     } else {
-        st = ct_error(CT_ERROR_NOT_IMPLEMENTED, ct_op_name(call->op),
-                      "no kernel for this op at dispatch key %s", ct_dispatch_key_name(key));
+        st = ct_error(CT_ERROR_NOT_IMPLEMENTED, ct_op_name(call->op), "no kernel for this op at dispatch key %s",
+                      ct_dispatch_key_name((ct_dispatch_key)key_of_rank[rank]));
     }
-    call->cur_key = saved_key;
+    call->cur_rank = saved_rank;
     call->cur_pos = saved_pos;
     return st;
 }
@@ -283,20 +335,24 @@ static ct_status run_entry(ct_keyset ks, ct_call *call, ct_dispatch_key key, int
 ct_status ct_redispatch(ct_keyset ks, ct_call *call) {
     if (!call)
         return ct_error_null("redispatch");
-    ct_dispatch_key key = ct_keyset_highest(ks);
-    if (key == CT_KEY_COUNT)
+    if (!ks)
         return ct_error(CT_ERROR_RUNTIME, ct_op_name(call->op), "no dispatch key left to run this op");
-    kernel_stack *s = atomic_load_explicit(&slots[call->op][key], memory_order_acquire);
-    return run_entry(ks, call, key, s ? s->n - 1 : -1);
+    int rank = 31 - __builtin_clz(ks);
+    kernel_stack *s = atomic_load_explicit(&slots[call->op][rank], memory_order_acquire);
+    return run_entry(ks, call, rank, s ? s->n - 1 : -1);
 }
 
 ct_status ct_call_next(ct_keyset ks, ct_call *call) {
     if (!call)
         return ct_error_null("call_next");
-    ct_dispatch_key key = (ct_dispatch_key)call->cur_key;
+    int rank = call->cur_rank;
     if (call->cur_pos <= 0) /* below the default: continue with the next key down */
-        return ct_redispatch(ct_keyset_below(ks, key), call);
-    return run_entry(ks, call, key, call->cur_pos - 1);
+        return ct_redispatch(below_rank(ks, rank), call);
+    return run_entry(ks, call, rank, call->cur_pos - 1);
+}
+
+static inline ct_keyset backend_bit(ct_device d) {
+    return d.type == CT_DEVICE_CUDA ? RANK_BIT(CUDA) : d.type == CT_DEVICE_META ? RANK_BIT(META) : RANK_BIT(CPU);
 }
 
 /* Backend key from the inputs' devices (the highest wins: CUDA over CPU), plus the
@@ -308,26 +364,26 @@ ct_keyset ct_call_keyset(const ct_call *call) {
         const ct_tensor *t = call->in[i];
         if (!t)
             continue;
-        ks |= CT_KEYSET(ct_backend_key(t->device));
+        ks |= backend_bit(t->device);
         requires_grad |= t->requires_grad;
     }
     for (int i = 0; i < call->nlist; i++) {
         const ct_tensor *t = call->list[i];
         if (!t)
             continue;
-        ks |= CT_KEYSET(ct_backend_key(t->device));
+        ks |= backend_bit(t->device);
         requires_grad |= t->requires_grad;
     }
     if (call->mode != CT_CALL_FUNCTIONAL)
         for (int i = 0; i < call->nout; i++)
             if (call->out[i]) {
-                ks |= CT_KEYSET(ct_backend_key(call->out[i]->device));
+                ks |= backend_bit(call->out[i]->device);
                 requires_grad |= call->out[i]->requires_grad;
             }
     if (!ks)
-        ks = CT_KEYSET(CT_KEY_CPU);
+        ks = RANK_BIT(CPU);
     if (requires_grad)
-        ks |= CT_KEYSET(CT_KEY_AUTOGRAD);
+        ks |= RANK_BIT(AUTOGRAD);
     ks |= tls_included | global_included;
     return ks & ~tls_excluded;
 }
@@ -401,6 +457,11 @@ ct_scalar ct_call_scalar(const ct_call *c, int i) {
 }
 int ct_call_num_ints(const ct_call *c) { return c ? c->nints : 0; }
 int64_t ct_call_int(const ct_call *c, int i) { return c && i >= 0 && i < c->nints ? c->ints[i] : 0; }
+int ct_call_num_list(const ct_call *c) { return c ? c->nlist : 0; }
+const ct_tensor *ct_call_list_entry(const ct_call *c, int i) {
+    return c && c->list && i >= 0 && i < c->nlist ? c->list[i] : NULL;
+}
+ct_dtype ct_call_dtype(const ct_call *c) { return c ? c->dtype : CT_DTYPE_UNDEFINED; }
 bool ct_call_is_inplace(const ct_call *c) { return c && c->mode == CT_CALL_INPLACE; }
 bool ct_call_has_out(const ct_call *c) { return c && c->mode == CT_CALL_OUT; }
 int ct_call_num_outputs(const ct_call *c) { return c ? c->nout : 0; }

@@ -1,4 +1,7 @@
-/* The op table as data: signature, family and flags of every op. */
+/* The op table as data: signature, family and flags of every op. Its schema
+ * (arguments, results and their places in a ct_call) is ct_op_schema's answer
+ * (ctorch/dispatch.h), defined in op_info.c from the CT_SCHEMA lines of ops.def and the
+ * signature classes (Note [Op schemas]). */
 #ifndef CT_OP_INFO_H
 #define CT_OP_INFO_H
 
