@@ -4,9 +4,10 @@
  * tool) and code outside ctorch that adds layers, loaders or override kernels
  * (ct_op_override) need a few things a plain user does not: reporting an error the way
  * ctorch's own functions do, allocating with an error on failure, handing a reference
- * to the innermost scope. This header holds exactly those, and nothing that exposes
- * ctorch's internal layouts: a tensor stays an opaque handle read through core.h's
- * accessors. docs/design.md lists which folders may include what. */
+ * to the innermost scope, sizing a scratch shape array. This header holds exactly
+ * those, and nothing that exposes ctorch's internal layouts: a tensor stays an opaque
+ * handle read through core.h's accessors. docs/design.md lists which folders may
+ * include what. */
 #ifndef CTORCH_EXT_H
 #define CTORCH_EXT_H
 
@@ -25,6 +26,18 @@ extern "C" {
 #define CT_PRINTF(f, a)
 #define CT_UNLIKELY(x) (x)
 #endif
+
+/* ------------------------------------------------------------ limits */
+
+/* Note [Dimension limit in the extension header]
+ * The most dimensions a tensor may have (ct_empty and every view refuse more), for
+ * scratch shape arrays: int64_t shape[CT_MAX_DIMS]. <ctorch.h> never shows it (users
+ * pass (shape, ndim) pairs), so raising it changes no user signature; it does change
+ * this header, and code built on it is rebuilt with the library. The core defines the
+ * same value next to the tensor layout (Note [Dimension limit] in tensor_impl.h, which
+ * includes this header first), so two different values draw a "redefined" warning in
+ * every core file, an error with CT_WERROR. */
+#define CT_MAX_DIMS 8
 
 /* ------------------------------------------------------------ errors */
 
