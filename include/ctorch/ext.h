@@ -4,10 +4,10 @@
  * tool) and code outside ctorch that adds layers, loaders or override kernels
  * (ct_op_override) need a few things a plain user does not: reporting an error the way
  * ctorch's own functions do, allocating with an error on failure, handing a reference
- * to the innermost scope, sizing a scratch shape array. This header holds exactly
- * those, and nothing that exposes ctorch's internal layouts: a tensor stays an opaque
- * handle read through core.h's accessors. docs/design.md lists which folders may
- * include what. */
+ * to the innermost scope, sizing a scratch shape array, refusing what an op refuses.
+ * This header holds exactly those, and nothing that exposes ctorch's internal layouts:
+ * a tensor stays an opaque handle read through core.h's accessors. docs/design.md
+ * lists which folders may include what. */
 #ifndef CTORCH_EXT_H
 #define CTORCH_EXT_H
 
@@ -75,6 +75,16 @@ CT_API void *ct_xcalloc(const char *op, size_t n, size_t size);
 CT_API ct_tensor *ct_tensor_ref(const ct_tensor *t);
 /* Hands a reference the caller owns to the innermost scope (no-op without one). */
 CT_API ct_tensor *ct_scope_adopt(ct_tensor *t);
+
+/* ------------------------------------------------------------ argument checks */
+
+/* The argument rules of the scaled_dot_product_attention op (shapes, dtypes, mask,
+ * devices), with its messages: CT_OK, or the error the op would report. For code
+ * that computes attention another way (nn's path with dropout) and must refuse what
+ * the op refuses. NULL query, key or value is an error; attn_mask may be NULL. */
+CT_API ct_status ct_scaled_dot_product_attention_check(const ct_tensor *query, const ct_tensor *key,
+                                                       const ct_tensor *value, const ct_tensor *attn_mask,
+                                                       bool is_causal);
 
 /* ------------------------------------------------------------ messages */
 
