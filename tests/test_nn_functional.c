@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ctorch/ext.h"
 #include "nn_golden.h"
 
 static int load_golden(void **state) {
@@ -648,6 +649,83 @@ static void test_fused_float32(void **state) {
     ct_scope_end();
 }
 
+static double max_abs_diff(const ct_tensor *a, const ct_tensor *b) {
+    double d = -1;
+    ct_item_double(ct_amax(ct_abs(ct_sub(a, b)), NULL, 0, false), &d);
+    return d;
+}
+
+/* The op entries under the nn composites (ct_fused_layer_norm,
+ * ct_fused_scaled_dot_product_attention) and the attention check of ctorch/ext.h: the
+ * composites' results, their errors, NULL arguments. */
+static void test_public_op_entries(void **state) {
+    (void)state;
+    ct_manual_seed(5);
+    ct_scope_begin();
+    ct_tensor *x = ct_randn(CT_SHAPE(2, 3, 4), CT_F32, CT_CPU);
+    ct_tensor *w = ct_randn(CT_SHAPE(3, 4), CT_F32, CT_CPU), *b = ct_randn(CT_SHAPE(3, 4), CT_F32, CT_CPU);
+    ct_tensor *y = ct_fused_layer_norm(x, CT_INDEX(3, 4), 2, w, b, 1e-5);
+    CT_ASSERT_OK(y);
+    assert_true(max_abs_diff(y, ct_layer_norm(x, CT_INDEX(3, 4), 2, w, b, 1e-5)) == 0);
+    /* the composite takes mixed dtypes, the op does not */
+    ct_tensor *w64 = ct_to_dtype(w, CT_F64);
+    CT_ASSERT_OK(ct_layer_norm(x, CT_INDEX(3, 4), 2, w64, NULL, 1e-5));
+    CT_ASSERT_ERR(ct_fused_layer_norm(x, CT_INDEX(3, 4), 2, w64, NULL, 1e-5) != NULL, CT_ERROR_TYPE, "dtype");
+    CT_ASSERT_ERR(ct_fused_layer_norm(x, CT_INDEX(5), 1, NULL, NULL, 1e-5) != NULL, CT_ERROR_VALUE,
+                  "normalized_shape");
+    CT_ASSERT_ERR(ct_fused_layer_norm(NULL, CT_INDEX(4), 1, NULL, NULL, 1e-5) != NULL, CT_ERROR_NULL_ARGUMENT, "");
+
+    ct_tensor *q = ct_randn(CT_SHAPE(2, 5, 8), CT_F32, CT_CPU), *k = ct_randn(CT_SHAPE(2, 6, 8), CT_F32, CT_CPU);
+    ct_tensor *v = ct_randn(CT_SHAPE(2, 6, 3), CT_F32, CT_CPU);
+    const double scale = 0.3;
+    for (int c = 0; c < 2; c++) {
+        ct_tensor *a1 = ct_fused_scaled_dot_product_attention(q, k, v, NULL, c, NULL);
+        CT_ASSERT_OK(a1);
+        assert_true(max_abs_diff(a1, ct_scaled_dot_product_attention(q, k, v, NULL, 0, c, NULL)) == 0);
+        ct_tensor *a2 = ct_fused_scaled_dot_product_attention(q, k, v, NULL, c, &scale);
+        assert_true(max_abs_diff(a2, ct_scaled_dot_product_attention(q, k, v, NULL, 0, c, &scale)) == 0);
+    }
+    assert_int_equal(ct_scaled_dot_product_attention_check(q, k, v, NULL, true), CT_OK);
+    ct_tensor *k7 = ct_zeros(CT_SHAPE(2, 6, 7), CT_F32, CT_CPU);
+    CT_ASSERT_ERR(ct_scaled_dot_product_attention_check(q, k7, v, NULL, false) == CT_OK, CT_ERROR_VALUE,
+                  "last dimension");
+    CT_ASSERT_ERR(ct_fused_scaled_dot_product_attention(q, k7, v, NULL, false, NULL) != NULL, CT_ERROR_VALUE,
+                  "last dimension");
+    /* the path with dropout refuses what the op refuses */
+    CT_ASSERT_ERR(ct_scaled_dot_product_attention(q, k7, v, NULL, 0.5, false, NULL) != NULL, CT_ERROR_VALUE,
+                  "last dimension");
+    CT_ASSERT_ERR(ct_scaled_dot_product_attention(q, k, v, ct_zeros(CT_SHAPE(5, 6), CT_I64, CT_CPU), 0.5, false,
+                                                  NULL) != NULL,
+                  CT_ERROR_TYPE, "bool or float");
+    CT_ASSERT_ERR(ct_scaled_dot_product_attention_check(q, NULL, v, NULL, false) == CT_OK, CT_ERROR_NULL_ARGUMENT, "");
+    CT_ASSERT_ERR(ct_fused_scaled_dot_product_attention(q, k, NULL, NULL, false, NULL) != NULL, CT_ERROR_NULL_ARGUMENT,
+                  "");
+    ct_scope_end();
+}
+
+/* batch_norm's running statistics are written with grad mode off (Note [Statistics
+ * without a graph]) and the caller's grad mode comes back unchanged, on or off. */
+static void test_batch_norm_grad_mode(void **state) {
+    (void)state;
+    ct_manual_seed(6);
+    ct_scope_begin();
+    ct_tensor *x = ct_tensor_set_requires_grad(ct_randn(CT_SHAPE(4, 3, 2), CT_F32, CT_CPU), true);
+    ct_tensor *rm = ct_zeros(CT_SHAPE(3), CT_F32, CT_CPU), *rv = ct_ones(CT_SHAPE(3), CT_F32, CT_CPU);
+    for (int on = 1; on >= 0; on--) {
+        bool prev = ct_set_grad_enabled(on);
+        int64_t version = ct_tensor_version(rm);
+        ct_tensor *y = ct_batch_norm(x, rm, rv, NULL, NULL, true, 0.1, 1e-5);
+        CT_ASSERT_OK(y);
+        assert_int_equal(ct_is_grad_enabled(), on);
+        assert_true(ct_tensor_version(rm) > version);
+        assert_false(ct_tensor_requires_grad(rm));
+        assert_null(ct_tensor_grad_fn_name(rm));
+        assert_int_equal(ct_tensor_requires_grad(y), on);
+        ct_set_grad_enabled(prev);
+    }
+    ct_scope_end();
+}
+
 static void test_meta(void **state) {
     (void)state;
     ct_scope_begin();
@@ -690,6 +768,8 @@ int main(void) {
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_fused_float32),
         cmocka_unit_test(test_meta),
+        cmocka_unit_test(test_public_op_entries),
+        cmocka_unit_test(test_batch_norm_grad_mode),
     };
     return cmocka_run_group_tests(tests, load_golden, free_golden);
 }

@@ -50,6 +50,14 @@ static void test_philox_kat(void **state) {
     const uint32_t ctr[4] = {0x243f6a88, 0x85a308d3, 0, 0}, key[2] = {0xa4093822, 0x299f31d0};
     ct_philox4x32_10(ctr, key, b);
     assert_memory_equal(a, b, sizeof a);
+    /* and the public ct_philox4x32 is ct_philox_block (Random123's first vector: key and
+     * counter all zero) */
+    uint32_t c[4];
+    ct_philox4x32(UINT64_C(0x299f31d0a4093822), UINT64_C(0x85a308d3243f6a88), c);
+    assert_memory_equal(a, c, sizeof a);
+    ct_philox4x32(0, 0, c);
+    for (int w = 0; w < 4; w++)
+        assert_int_equal(c[w], kat[0].out[w]);
 }
 
 /* Element i is a pure function of (seed, first counter, i): see Note [Random streams]. */

@@ -132,6 +132,15 @@ static void test_dict_order_replace_and_keys(void **state) {
     assert_int_equal(ct_value_int(ct_value_key_at(d, 2)), 7);
     assert_string_equal(ct_value_str(ct_value_get_int(d, 7), NULL), "seven");
     assert_null(ct_value_get_int(d, 8));
+    /* the public ct_value_set_int: replaces in place, takes the item even on failure */
+    assert_int_equal(ct_value_set_int(d, 7, ct_value_new_str("SEVEN")), CT_OK);
+    assert_int_equal(ct_value_len(d), 3);
+    assert_string_equal(ct_value_str(ct_value_at(d, 2), NULL), "SEVEN");
+    assert_int_not_equal(ct_value_set_int(NULL, 1, ct_value_new_int(1)), CT_OK);
+    ct_value *l = ct_value_new_list();
+    assert_int_equal(ct_value_set_int(l, 1, ct_value_new_int(1)), CT_ERROR_TYPE);
+    ct_value_free(l);
+    ct_clear_error();
     /* "7" and 7 are different keys, as in Python. */
     assert_int_equal(ct_value_set(d, "7", ct_value_none()), CT_OK);
     assert_int_equal(ct_value_len(d), 4);

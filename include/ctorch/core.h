@@ -315,6 +315,13 @@ CT_API ct_tensor *ct_normal_(ct_tensor *t, double mean, double std);
 CT_API ct_tensor *ct_bernoulli_(ct_tensor *t, double p);
 /* Draws 0/1 with the probabilities in p (same shape and dtype as p). */
 CT_API ct_tensor *ct_bernoulli(const ct_tensor *p);
+/* Block `counter` of the Philox4x32-10 stream keyed by seed: four uniformly
+ * distributed 32-bit words, the same on every device, thread count and run. The random
+ * ops above take their numbers from these blocks (docs/random.md says which word goes
+ * to which element); code that wants draws of its own that are reproducible and
+ * independent of the default generator's offset (a data loader's shuffle, a batch's
+ * windows) calls it with counters it picks itself. */
+CT_API void ct_philox4x32(uint64_t seed, uint64_t counter, uint32_t out[4]);
 
 /* ---------------------------------------------------------------- views */
 

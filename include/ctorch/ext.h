@@ -4,9 +4,10 @@
  * tool) and code outside ctorch that adds layers, loaders or override kernels
  * (ct_op_override) need a few things a plain user does not: reporting an error the way
  * ctorch's own functions do, allocating with an error on failure, handing a reference
- * to the innermost scope. This header holds exactly those, and nothing that exposes
- * ctorch's internal layouts: a tensor stays an opaque handle read through core.h's
- * accessors. docs/design.md lists which folders may include what. */
+ * to the innermost scope, sizing a scratch shape array, refusing what an op refuses.
+ * This header holds exactly those, and nothing that exposes ctorch's internal layouts:
+ * a tensor stays an opaque handle read through core.h's accessors. docs/design.md
+ * lists which folders may include what. */
 #ifndef CTORCH_EXT_H
 #define CTORCH_EXT_H
 
@@ -25,6 +26,18 @@ extern "C" {
 #define CT_PRINTF(f, a)
 #define CT_UNLIKELY(x) (x)
 #endif
+
+/* ------------------------------------------------------------ limits */
+
+/* Note [Dimension limit in the extension header]
+ * The most dimensions a tensor may have (ct_empty and every view refuse more), for
+ * scratch shape arrays: int64_t shape[CT_MAX_DIMS]. <ctorch.h> never shows it (users
+ * pass (shape, ndim) pairs), so raising it changes no user signature; it does change
+ * this header, and code built on it is rebuilt with the library. The core defines the
+ * same value next to the tensor layout (Note [Dimension limit] in tensor_impl.h, which
+ * includes this header first), so two different values draw a "redefined" warning in
+ * every core file, an error with CT_WERROR. */
+#define CT_MAX_DIMS 8
 
 /* ------------------------------------------------------------ errors */
 
@@ -62,6 +75,16 @@ CT_API void *ct_xcalloc(const char *op, size_t n, size_t size);
 CT_API ct_tensor *ct_tensor_ref(const ct_tensor *t);
 /* Hands a reference the caller owns to the innermost scope (no-op without one). */
 CT_API ct_tensor *ct_scope_adopt(ct_tensor *t);
+
+/* ------------------------------------------------------------ argument checks */
+
+/* The argument rules of the scaled_dot_product_attention op (shapes, dtypes, mask,
+ * devices), with its messages: CT_OK, or the error the op would report. For code
+ * that computes attention another way (nn's path with dropout) and must refuse what
+ * the op refuses. NULL query, key or value is an error; attn_mask may be NULL. */
+CT_API ct_status ct_scaled_dot_product_attention_check(const ct_tensor *query, const ct_tensor *key,
+                                                       const ct_tensor *value, const ct_tensor *attn_mask,
+                                                       bool is_causal);
 
 /* ------------------------------------------------------------ messages */
 

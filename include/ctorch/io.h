@@ -84,6 +84,8 @@ CT_API ct_value *ct_value_new_dict(void);
 CT_API ct_status ct_value_append(ct_value *list_or_tuple, ct_value *item);
 /* Sets (or replaces) a string key, keeping first-insertion order. */
 CT_API ct_status ct_value_set(ct_value *dict, const char *key, ct_value *item);
+/* The same with an integer key, as torch.optim's state dicts use ({0: {...}, 1: ...}). */
+CT_API ct_status ct_value_set_int(ct_value *dict, int64_t key, ct_value *item);
 
 #ifdef __cplusplus
 }

@@ -72,6 +72,11 @@ CT_API ct_tensor *ct_batch_norm(const ct_tensor *input, ct_tensor *running_mean,
 /* F.layer_norm over the last n dims (normalized_shape); weight/bias may be NULL. */
 CT_API ct_tensor *ct_layer_norm(const ct_tensor *input, const int64_t *normalized_shape, int n,
                                 const ct_tensor *weight, const ct_tensor *bias, double eps);
+/* The layer_norm op itself, one fused kernel (forward and backward, CPU and CUDA):
+ * weight and bias, when given, must have input's dtype. ct_layer_norm calls it and
+ * falls back to a composite for mixed dtypes. */
+CT_API ct_tensor *ct_fused_layer_norm(const ct_tensor *input, const int64_t *normalized_shape, int n,
+                                      const ct_tensor *weight, const ct_tensor *bias, double eps);
 /* Its fused backward (one pass over the rows, statistics recomputed from input):
  * grad_input, and grad_weight / grad_bias when those pointers and weight / bias are
  * given (each may be NULL when not wanted). */
@@ -130,6 +135,12 @@ CT_API ct_tensor *ct_prelu(const ct_tensor *x, const ct_tensor *weight);
 CT_API ct_tensor *ct_scaled_dot_product_attention(const ct_tensor *query, const ct_tensor *key,
                                                   const ct_tensor *value, const ct_tensor *attn_mask,
                                                   double dropout_p, bool is_causal, const double *scale);
+/* The scaled_dot_product_attention op itself (no dropout), the kernel above;
+ * ct_scaled_dot_product_attention calls it when dropout_p is 0. */
+CT_API ct_tensor *ct_fused_scaled_dot_product_attention(const ct_tensor *query, const ct_tensor *key,
+                                                        const ct_tensor *value, const ct_tensor *attn_mask,
+                                                        bool is_causal, const double *scale);
+/* Its backward: the gradients of query, key and value. */
 CT_API ct_status ct_scaled_dot_product_attention_backward(const ct_tensor *grad_output, const ct_tensor *query,
                                                           const ct_tensor *key, const ct_tensor *value,
                                                           const ct_tensor *attn_mask, bool is_causal,

@@ -1,12 +1,12 @@
 /* IDX files (MNIST, Fashion-MNIST), plain or gzip-compressed. */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
 
 #include "ctorch.h"
-#include "error.h"
-#include "tensor_impl.h"
+#include "ctorch/ext.h"
 
 /* Note [IDX format]
  * Bytes 0-1 are zero, byte 2 is the element type (0x08 uint8, 0x09 int8, 0x0B int16,
@@ -255,15 +255,15 @@ ct_status ct_mnist_load(const char *dir, bool train, ct_tensor **images, ct_tens
     ct_tensor *y = x ? ct_idx_load(lpath) : NULL;
     if (!x || !y) {
         st = ct_last_status();
-    } else if (x->dtype != CT_U8 || x->ndim != 3) {
+    } else if (ct_tensor_dtype(x) != CT_U8 || ct_tensor_dim(x) != 3) {
         st = ct_error(CT_ERROR_FORMAT, op, "%s: expected uint8 images (N, H, W), got %s with %d dimensions", ipath,
-                      ct_dtype_name(x->dtype), x->ndim);
-    } else if (y->dtype != CT_U8 || y->ndim != 1) {
+                      ct_dtype_name(ct_tensor_dtype(x)), ct_tensor_dim(x));
+    } else if (ct_tensor_dtype(y) != CT_U8 || ct_tensor_dim(y) != 1) {
         st = ct_error(CT_ERROR_FORMAT, op, "%s: expected uint8 labels (N), got %s with %d dimensions", lpath,
-                      ct_dtype_name(y->dtype), y->ndim);
-    } else if (x->shape[0] != y->shape[0]) {
-        st = ct_error(CT_ERROR_FORMAT, op, "%lld images but %lld labels", (long long)x->shape[0],
-                      (long long)y->shape[0]);
+                      ct_dtype_name(ct_tensor_dtype(y)), ct_tensor_dim(y));
+    } else if (ct_tensor_shape(x)[0] != ct_tensor_shape(y)[0]) {
+        st = ct_error(CT_ERROR_FORMAT, op, "%lld images but %lld labels", (long long)ct_tensor_shape(x)[0],
+                      (long long)ct_tensor_shape(y)[0]);
     } else {
         ct_tensor *y64 = ct_to_dtype(y, CT_I64);
         if (!y64) {

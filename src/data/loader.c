@@ -1,12 +1,11 @@
 /* Datasets and the DataLoader: sampling, batching, collation, worker threads. */
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-#include "ctorch/data.h"
-#include "error.h"
-#include "random.h"
-#include "tensor_impl.h"
+#include "ctorch.h"
+#include "ctorch/ext.h"
 
 /* ------------------------------------------------------------ datasets */
 
@@ -68,13 +67,13 @@ ct_dataset *ct_tensor_dataset_new(ct_tensor *const *tensors, int n) {
             ct_error(CT_ERROR_NULL_ARGUMENT, op, "tensor %d is NULL", i);
             return NULL;
         }
-        if (tensors[i]->ndim < 1) {
+        if (ct_tensor_dim(tensors[i]) < 1) {
             ct_error(CT_ERROR_VALUE, op, "tensor %d is 0-d; each tensor needs a first dimension to index", i);
             return NULL;
         }
-        if (tensors[i]->shape[0] != tensors[0]->shape[0]) {
+        if (ct_tensor_size(tensors[i], 0) != ct_tensor_size(tensors[0], 0)) {
             ct_error(CT_ERROR_VALUE, op, "Size mismatch between tensors: %lld (tensor 0) and %lld (tensor %d)",
-                     (long long)tensors[0]->shape[0], (long long)tensors[i]->shape[0], i);
+                     (long long)ct_tensor_size(tensors[0], 0), (long long)ct_tensor_size(tensors[i], 0), i);
             return NULL;
         }
     }
@@ -88,7 +87,7 @@ ct_dataset *ct_tensor_dataset_new(ct_tensor *const *tensors, int n) {
     for (int i = 0; i < n; i++)
         ts[i] = ct_retain(tensors[i]);
     ds->tensors = ts;
-    ds->length = tensors[0]->shape[0];
+    ds->length = ct_tensor_size(tensors[0], 0);
     ds->nfields = n;
     ds->get = tensor_dataset_get;
     ds->ctx = ds;
@@ -142,33 +141,37 @@ static ct_status default_collate(void *ctx, ct_tensor *const *samples, int64_t b
     static const char *op = "collate";
     for (int f = 0; f < nfields; f++) {
         const ct_tensor *s0 = samples[f];
-        if (s0->ndim + 1 > CT_MAX_DIMS)
-            return ct_error(CT_ERROR_VALUE, op, "samples of %d dimensions cannot be stacked", s0->ndim);
+        const int nd = ct_tensor_dim(s0);
+        const int64_t *shape0 = ct_tensor_shape(s0);
+        const ct_dtype dt = ct_tensor_dtype(s0);
+        if (nd + 1 > CT_MAX_DIMS)
+            return ct_error(CT_ERROR_VALUE, op, "samples of %d dimensions cannot be stacked", nd);
         for (int64_t b = 1; b < batch; b++) {
             const ct_tensor *s = samples[b * nfields + f];
-            if (s->ndim != s0->ndim || memcmp(s->shape, s0->shape, sizeof(int64_t) * (size_t)s0->ndim) != 0) {
+            if (ct_tensor_dim(s) != nd || memcmp(ct_tensor_shape(s), shape0, sizeof(int64_t) * (size_t)nd) != 0) {
                 char x[96], y[96];
                 return ct_error(CT_ERROR_VALUE, op,
                                 "stack expects each tensor to be equal size, but got %s at entry 0 and %s at entry "
                                 "%lld (field %d)",
-                                ct_shape_str(s0->shape, s0->ndim, x, sizeof x), ct_shape_str(s->shape, s->ndim, y, sizeof y),
-                                (long long)b, f);
+                                ct_shape_str(shape0, nd, x, sizeof x),
+                                ct_shape_str(ct_tensor_shape(s), ct_tensor_dim(s), y, sizeof y), (long long)b, f);
             }
-            if (s->dtype != s0->dtype)
-                return ct_error(CT_ERROR_TYPE, op, "samples of field %d have dtypes %s and %s", f,
-                                ct_dtype_name(s0->dtype), ct_dtype_name(s->dtype));
+            if (ct_tensor_dtype(s) != dt)
+                return ct_error(CT_ERROR_TYPE, op, "samples of field %d have dtypes %s and %s", f, ct_dtype_name(dt),
+                                ct_dtype_name(ct_tensor_dtype(s)));
         }
         int64_t shape[CT_MAX_DIMS];
         shape[0] = batch;
-        memcpy(shape + 1, s0->shape, sizeof(int64_t) * (size_t)s0->ndim);
-        ct_tensor *o = ct_empty(shape, s0->ndim + 1, s0->dtype, s0->device);
+        memcpy(shape + 1, shape0, sizeof(int64_t) * (size_t)nd);
+        ct_tensor *o = ct_empty(shape, nd + 1, dt, ct_tensor_device(s0));
         if (!o)
             return ct_last_status();
         out[f] = o;
-        const size_t bytes = (size_t)s0->numel * ct_dtype_size(s0->dtype);
+        const size_t bytes = (size_t)ct_tensor_numel(s0) * ct_dtype_size(dt);
+        const bool o_cpu = ct_tensor_device(o).type == CT_DEVICE_CPU;
         for (int64_t b = 0; b < batch; b++) {
             const ct_tensor *s = samples[b * nfields + f];
-            if (s->device.type == CT_DEVICE_CPU && o->device.type == CT_DEVICE_CPU && ct_tensor_is_contiguous(s)) {
+            if (ct_tensor_device(s).type == CT_DEVICE_CPU && o_cpu && ct_tensor_is_contiguous(s)) {
                 if (bytes)
                     memcpy((char *)ct_tensor_data(o) + (size_t)b * bytes, ct_tensor_data(s), bytes);
             } else {
@@ -237,7 +240,7 @@ static void make_order(ct_dataloader *dl) {
     for (int64_t i = n - 1, k = 0; i > 0; i--, k++) {
         uint64_t block = base + (uint64_t)k / 2;
         if (block != cur) {
-            ct_philox_block(dl->o.seed, block, words);
+            ct_philox4x32(dl->o.seed, block, words);
             cur = block;
         }
         int w = (int)(k % 2) * 2;

@@ -2,12 +2,11 @@
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-#include "ctorch/data.h"
-#include "error.h"
-#include "random.h"
-#include "tensor_impl.h"
+#include "ctorch.h"
+#include "ctorch/ext.h"
 
 struct ct_char_dataset {
     int vocab;
@@ -181,11 +180,11 @@ int64_t ct_char_dataset_decode(const ct_char_dataset *ds, const ct_tensor *ids, 
         ct_error(CT_ERROR_NULL_ARGUMENT, op, "%s is NULL", !ds ? "dataset" : !ids ? "ids" : "buf");
         return -1;
     }
-    if (!ct_dtype_is_integral(ids->dtype, false)) {
-        ct_error(CT_ERROR_TYPE, op, "token ids must be integers, got %s", ct_dtype_name(ids->dtype));
+    if (!ct_dtype_is_integral(ct_tensor_dtype(ids), false)) {
+        ct_error(CT_ERROR_TYPE, op, "token ids must be integers, got %s", ct_dtype_name(ct_tensor_dtype(ids)));
         return -1;
     }
-    int64_t n = ids->numel;
+    int64_t n = ct_tensor_numel(ids);
     ct_scope_begin();
     ct_tensor *c = ct_contiguous(ct_to_dtype(ct_to_device(ids, CT_CPU), CT_I64));
     int64_t r = -1;
@@ -240,7 +239,7 @@ ct_status ct_char_dataset_batch(const ct_char_dataset *ds, ct_text_split split, 
         for (int64_t b = 0; b < batch; b++) {
             /* one Philox block per window: counter (index, b), disjoint for all pairs */
             uint32_t w[4];
-            ct_philox_block(seed, (index << 24) | (uint64_t)b, w);
+            ct_philox4x32(seed, (index << 24) | (uint64_t)b, w);
             uint64_t r = ((uint64_t)w[1] << 32) | w[0];
             int64_t off = start + (int64_t)(r % range);
             memcpy(xp + b * block, ds->tokens + off, sizeof(int64_t) * (size_t)block);

@@ -4,11 +4,7 @@
 
 #include "ctorch.h"
 
-/* Excludes the AUTOGRAD key (Note [Statistics without a graph]); returns what to
- * restore with ct_nn_no_grad_end. */
-ct_keyset ct_nn_no_grad_begin(void);
-void ct_nn_no_grad_end(ct_keyset saved);
-/* t reshaped to ndim dims of size 1 except t->numel at dim `at`. */
+/* t reshaped to ndim dims of size 1 except ct_tensor_numel(t) at dim `at`. */
 ct_tensor *ct_nn_channel_view(const ct_tensor *t, int at, int ndim);
 
 #endif

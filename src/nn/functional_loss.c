@@ -1,13 +1,20 @@
-/* torch.nn.functional losses. nll_loss is a fused kernel (src/ops/nn_fused.c); the
+/* torch.nn.functional losses. nll_loss is a fused kernel (the op ct_nll_loss); the
  * others are composites of elementwise ops and reductions, so their gradients come
  * from those ops. */
 #include <math.h>
 #include <string.h>
 
 #include "ctorch.h"
+#include "ctorch/ext.h"
 #include "nn/functional_internal.h"
-#include "meta/nn_fused.h"
-#include "tensor_impl.h"
+
+/* An error naming op unless r is a reduction the loss takes (BATCHMEAN: kl_div only). */
+static ct_status check_reduction(const char *op, ct_reduction r, bool allow_batchmean) {
+    if (r == CT_REDUCTION_NONE || r == CT_REDUCTION_MEAN || r == CT_REDUCTION_SUM ||
+        (allow_batchmean && r == CT_REDUCTION_BATCHMEAN))
+        return CT_OK;
+    return ct_error(CT_ERROR_VALUE, op, "%d is not a valid value for reduction", (int)r);
+}
 
 static ct_tensor *reduce(const ct_tensor *loss, ct_reduction r) {
     switch (r) {
@@ -20,27 +27,29 @@ static ct_tensor *reduce(const ct_tensor *loss, ct_reduction r) {
 /* Pointwise losses need input and target of one shape (PyTorch broadcasts with a
  * warning; ctorch refuses, since the broadcast is nearly always a bug). */
 static ct_status same_shape(const char *op, const ct_tensor *a, const ct_tensor *b) {
-    bool same = a->ndim == b->ndim;
-    for (int i = 0; same && i < a->ndim; i++)
-        same = a->shape[i] == b->shape[i];
+    const int nd = ct_tensor_dim(a);
+    const int64_t *as = ct_tensor_shape(a), *bs = ct_tensor_shape(b);
+    bool same = nd == ct_tensor_dim(b);
+    for (int i = 0; same && i < nd; i++)
+        same = as[i] == bs[i];
     if (!same) {
         char x[96], y[96];
         return ct_error(CT_ERROR_VALUE, op,
                         "Using a target size (%s) that is different to the input size (%s). Please ensure they have "
                         "the same size.",
-                        ct_shape_str(b->shape, b->ndim, x, sizeof x), ct_shape_str(a->shape, a->ndim, y, sizeof y));
+                        ct_shape_str(bs, ct_tensor_dim(b), x, sizeof x), ct_shape_str(as, nd, y, sizeof y));
     }
     return CT_OK;
 }
 
 static ct_status float_input(const char *op, const ct_tensor *t) {
-    if (!ct_dtype_is_floating(t->dtype))
-        return ct_error(CT_ERROR_TYPE, op, "\"%s\" not implemented for '%s'", op, ct_dtype_name(t->dtype));
+    if (!ct_dtype_is_floating(ct_tensor_dtype(t)))
+        return ct_error(CT_ERROR_TYPE, op, "\"%s\" not implemented for '%s'", op, ct_dtype_name(ct_tensor_dtype(t)));
     return CT_OK;
 }
 
 static ct_status pointwise_args(const char *op, const ct_tensor *input, const ct_tensor *target, ct_reduction r) {
-    ct_status st = ct_nn_check_reduction(op, (int)r, false);
+    ct_status st = check_reduction(op, r, false);
     if (!st)
         st = same_shape(op, input, target);
     if (!st)
@@ -118,7 +127,7 @@ ct_tensor *ct_binary_cross_entropy(const ct_tensor *input, const ct_tensor *targ
         return NULL;
     ct_scope_begin();
     /* PyTorch checks the range on the data (META has none) */
-    if (input->numel > 0 && input->device.type != CT_DEVICE_META) {
+    if (ct_tensor_numel(input) > 0 && ct_tensor_device(input).type != CT_DEVICE_META) {
         double lo = 0, hi = 0;
         if (ct_item_double(ct_amin(input, NULL, 0, false), &lo) || ct_item_double(ct_amax(input, NULL, 0, false), &hi)) {
             ct_scope_end();
@@ -161,7 +170,7 @@ ct_tensor *ct_binary_cross_entropy_with_logits(const ct_tensor *input, const ct_
 ct_tensor *ct_kl_div(const ct_tensor *input, const ct_tensor *target, ct_reduction reduction, bool log_target) {
     const char *op = "kl_div";
     LOSS_BEGIN(op);
-    if (ct_nn_check_reduction(op, (int)reduction, true) || same_shape(op, input, target) || float_input(op, input))
+    if (check_reduction(op, reduction, true) || same_shape(op, input, target) || float_input(op, input))
         return NULL;
     ct_scope_begin();
     ct_tensor *loss;
@@ -175,7 +184,7 @@ ct_tensor *ct_kl_div(const ct_tensor *input, const ct_tensor *target, ct_reducti
     }
     if (loss && reduction == CT_REDUCTION_BATCHMEAN) {
         ct_tensor *s = ct_sum(loss, NULL, 0, false, CT_DTYPE_UNDEFINED);
-        loss = s && input->ndim > 0 ? ct_div_scalar(s, ct_scalar_int(input->shape[0])) : s;
+        loss = s && ct_tensor_dim(input) > 0 ? ct_div_scalar(s, ct_scalar_int(ct_tensor_shape(input)[0])) : s;
         return finish(loss, CT_REDUCTION_NONE);
     }
     return finish(loss, reduction);
@@ -187,37 +196,39 @@ ct_tensor *ct_cross_entropy(const ct_tensor *input, const ct_tensor *target, con
                             ct_reduction reduction, int64_t ignore_index, double label_smoothing) {
     const char *op = "cross_entropy";
     LOSS_BEGIN(op);
-    if (ct_nn_check_reduction(op, (int)reduction, false) || float_input(op, input))
+    if (check_reduction(op, reduction, false) || float_input(op, input))
         return NULL;
     if (!(label_smoothing >= 0 && label_smoothing <= 1)) {
         ct_error(CT_ERROR_VALUE, op, "label_smoothing must be between 0.0 and 1.0. Got: %g", label_smoothing);
         return NULL;
     }
-    if (input->ndim < 1) {
+    const int ndim = ct_tensor_dim(input);
+    if (ndim < 1) {
         ct_error(CT_ERROR_VALUE, op, "input tensor should be 1D or 2D");
         return NULL;
     }
-    int cdim = input->ndim >= 2 ? 1 : 0;
-    int64_t nc = input->shape[cdim];
-    if (weight && (weight->ndim != 1 || weight->shape[0] != nc)) {
+    int cdim = ndim >= 2 ? 1 : 0;
+    int64_t nc = ct_tensor_shape(input)[cdim];
+    if (weight && (ct_tensor_dim(weight) != 1 || ct_tensor_shape(weight)[0] != nc)) {
         char s[96];
         ct_error(CT_ERROR_VALUE, op,
                  "weight tensor should be defined either for all %lld classes or no classes but got weight tensor of "
                  "shape: %s",
-                 (long long)nc, ct_shape_str(weight->shape, weight->ndim, s, sizeof s));
+                 (long long)nc, ct_shape_str(ct_tensor_shape(weight), ct_tensor_dim(weight), s, sizeof s));
         return NULL;
     }
-    bool probs = ct_dtype_is_floating(target->dtype);
+    const ct_dtype tdt = ct_tensor_dtype(target);
+    bool probs = ct_dtype_is_floating(tdt);
     if (probs && same_shape(op, input, target))
         return NULL;
-    if (!probs && target->dtype != CT_DTYPE_INT64) {
-        ct_error(CT_ERROR_TYPE, op, "expected scalar type Long but found %s", ct_dtype_name(target->dtype));
+    if (!probs && tdt != CT_DTYPE_INT64) {
+        ct_error(CT_ERROR_TYPE, op, "expected scalar type Long but found %s", ct_dtype_name(tdt));
         return NULL;
     }
     int64_t cd = cdim;
     ct_scope_begin();
     ct_tensor *logp = ct_log_softmax(input, cdim, CT_DTYPE_UNDEFINED);
-    ct_tensor *wv = weight ? ct_nn_channel_view(weight, cdim, input->ndim) : NULL;
+    ct_tensor *wv = weight ? ct_nn_channel_view(weight, cdim, ndim) : NULL;
     ct_tensor *y = NULL;
     if (!logp) {
         /* fall through with y NULL */
@@ -232,7 +243,7 @@ ct_tensor *ct_cross_entropy(const ct_tensor *input, const ct_tensor *target, con
         ct_tensor *loss = ct_neg(ct_sum(prod, &cd, 1, false, CT_DTYPE_UNDEFINED));
         if (loss && reduction == CT_REDUCTION_MEAN) /* divided by the batch size, not the weights */
             y = ct_div_scalar(ct_sum(loss, NULL, 0, false, CT_DTYPE_UNDEFINED),
-                              ct_scalar_int(nc ? input->numel / nc : 0));
+                              ct_scalar_int(nc ? ct_tensor_numel(input) / nc : 0));
         else if (loss)
             y = reduce(loss, reduction);
     } else {
@@ -255,7 +266,7 @@ ct_tensor *ct_cross_entropy(const ct_tensor *input, const ct_tensor *target, con
                         ct_tensor *wt = ct_embedding(safe, ct_reshape(weight, CT_SHAPE(-1, 1)), CT_NO_PADDING_IDX);
                         den = ct_sum(ct_mul(ct_squeeze_dim(wt, -1), keep), NULL, 0, false, CT_DTYPE_UNDEFINED);
                     } else {
-                        den = ct_sum(keep, NULL, 0, false, input->dtype);
+                        den = ct_sum(keep, NULL, 0, false, ct_tensor_dtype(input));
                     }
                     s = ct_div(s, den);
                 }

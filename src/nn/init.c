@@ -3,14 +3,14 @@
 #include <math.h>
 
 #include "ctorch.h"
-#include "nn/functional_internal.h"
-#include "tensor_impl.h"
+#include "ctorch/ext.h"
 
 static ct_status check_init(const char *op, const ct_tensor *t) {
     if (!t)
         return ct_error_null(op);
-    if (!ct_dtype_is_floating(t->dtype))
-        return ct_error(CT_ERROR_TYPE, op, "expected a floating-point tensor, got %s", ct_dtype_name(t->dtype));
+    if (!ct_dtype_is_floating(ct_tensor_dtype(t)))
+        return ct_error(CT_ERROR_TYPE, op, "expected a floating-point tensor, got %s",
+                        ct_dtype_name(ct_tensor_dtype(t)));
     return CT_OK;
 }
 
@@ -29,25 +29,28 @@ double ct_init_calculate_gain(ct_nonlinearity nonlinearity, double param) {
 ct_status ct_init_fans(const ct_tensor *t, int64_t *fan_in, int64_t *fan_out) {
     if (!t)
         return ct_error_null("_calculate_fan_in_and_fan_out");
-    if (t->ndim < 2)
+    const int nd = ct_tensor_dim(t);
+    const int64_t *shape = ct_tensor_shape(t);
+    if (nd < 2)
         return ct_error(CT_ERROR_VALUE, "_calculate_fan_in_and_fan_out",
                         "Fan in and fan out can not be computed for tensor with fewer than 2 dimensions");
     int64_t rf = 1;
-    for (int d = 2; d < t->ndim; d++)
-        rf *= t->shape[d];
+    for (int d = 2; d < nd; d++)
+        rf *= shape[d];
     if (fan_in)
-        *fan_in = t->shape[1] * rf;
+        *fan_in = shape[1] * rf;
     if (fan_out)
-        *fan_out = t->shape[0] * rf;
+        *fan_out = shape[0] * rf;
     return CT_OK;
 }
 
-/* Runs an in-place fill with the AUTOGRAD key off (Note [Statistics without a graph]). */
+/* Runs an in-place fill with grad mode off (Note [Statistics without a graph] in
+ * functional.c). */
 #define NO_GRAD(expr)                                          \
     do {                                                       \
-        ct_keyset saved_ = ct_nn_no_grad_begin();              \
+        bool grad_was_ = ct_set_grad_enabled(false);           \
         ct_tensor *r_ = (expr);                                \
-        ct_nn_no_grad_end(saved_);                             \
+        ct_set_grad_enabled(grad_was_);                        \
         if (!r_)                                               \
             return NULL;                                       \
     } while (0)
@@ -139,12 +142,12 @@ ct_tensor *ct_init_trunc_normal_(ct_tensor *t, double mean, double std, double a
     }
     double l = norm_cdf((a - mean) / std), u = norm_cdf((b - mean) / std);
     ct_scalar lo = ct_scalar_float(a), hi = ct_scalar_float(b);
-    ct_keyset saved = ct_nn_no_grad_begin();
+    bool grad_was = ct_set_grad_enabled(false);
     ct_scope_begin();
     bool ok = ct_uniform_(t, 2 * l - 1, 2 * u - 1) && ct_erfinv_(t) &&
               ct_mul_scalar_(t, ct_scalar_float(std * sqrt(2.0))) && ct_add_scalar_(t, ct_scalar_float(mean)) &&
               ct_clamp_(t, &lo, &hi);
     ct_scope_end();
-    ct_nn_no_grad_end(saved);
+    ct_set_grad_enabled(grad_was);
     return ok ? ct_tensor_ref(t) : NULL;
 }

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "ctorch.h"
-#include "error.h"
+#include "ctorch/ext.h"
 #include "nn/module_internal.h"
 
 ct_status ct_nn_layer_dtype(const char *op, ct_dtype *dtype) {

@@ -5,8 +5,7 @@
 #include <string.h>
 
 #include "ctorch.h"
-#include "nn/functional_internal.h"
-#include "tensor_impl.h"
+#include "ctorch/ext.h"
 
 typedef struct named_tensor {
     char *name;
@@ -558,9 +557,9 @@ ct_status ct_module_load_state_dict(ct_module *m, const ct_value *state_dict, bo
         walk(m, prefix, 0, sizeof prefix, true, true, list_mismatch, &c);
         st = ct_error(CT_ERROR_VALUE, op, "%s", c.msg);
     } else {
-        ct_keyset saved = ct_nn_no_grad_begin();
+        bool grad_was = ct_set_grad_enabled(false); /* Note [Statistics without a graph] */
         walk(m, prefix, 0, sizeof prefix, true, true, copy_key, &c);
-        ct_nn_no_grad_end(saved);
+        ct_set_grad_enabled(grad_was);
         st = c.st;
     }
     ct_scope_end();

@@ -2,7 +2,7 @@
 #include <string.h>
 
 #include "ctorch.h"
-#include "error.h"
+#include "ctorch/ext.h"
 #include "nn/module_internal.h"
 
 /* ------------------------------------------------------------------ BatchNorm2d */

@@ -1,7 +1,7 @@
 /* The GPT block of nanoGPT (bench/torch_peer.py's Block): pre-norm causal
  * self-attention and a GELU MLP, each added back to the residual stream. */
 #include "ctorch.h"
-#include "error.h"
+#include "ctorch/ext.h"
 #include "nn/module_internal.h"
 
 typedef struct block_ctx {

@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cpu/cpu_backend.h"
+#include "meta/kernels.h"
 #include "ctorch.h"
 #include "cpu/loops.h"
 #include "ops/indexing.h"

@@ -1,11 +1,11 @@
 /* clip_grad_norm_ and clip_grad_value_. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ctorch.h"
-#include "error.h"
+#include "ctorch/ext.h"
 #include "optim/grad_access.h"
-#include "tensor_impl.h"
 
 /* Note [Total norm in one pass]
  * torch.nn.utils.clip_grad_norm_ takes one norm per gradient and then the norm of
@@ -40,17 +40,19 @@ static ct_status grad_special(const ct_tensor *g, bool inf, double *out) {
     ct_scope_begin();
     /* Other dtypes, strides and devices are read through a contiguous float64 copy. */
     const ct_tensor *c = g;
-    if (!(g->device.type == CT_DEVICE_CPU && ct_tensor_is_contiguous(g) && (g->dtype == CT_F32 || g->dtype == CT_F64)))
+    const ct_dtype gd = ct_tensor_dtype(g);
+    if (!(ct_tensor_device(g).type == CT_DEVICE_CPU && ct_tensor_is_contiguous(g) && (gd == CT_F32 || gd == CT_F64)))
         c = ct_contiguous(ct_to_dtype(ct_to_device(g, CT_CPU), CT_F64));
     ct_status st = CT_OK;
+    const int64_t n = c ? ct_tensor_numel(c) : 0;
     if (!c)
         st = ct_last_status();
-    else if (c->numel == 0)
+    else if (n == 0)
         *out = 0;
-    else if (c->dtype == CT_F32)
-        *out = special_f32((const float *)ct_tensor_ptr(c), c->numel, inf);
+    else if (ct_tensor_dtype(c) == CT_F32)
+        *out = special_f32((const float *)ct_tensor_data(c), n, inf);
     else
-        *out = special_f64((const double *)ct_tensor_ptr(c), c->numel, inf);
+        *out = special_f64((const double *)ct_tensor_data(c), n, inf);
     ct_scope_end();
     return st;
 }
@@ -72,13 +74,16 @@ ct_status ct_clip_grad_norm_(ct_tensor *const *params, int n, double max_norm, d
     if (n > 0 && !grads)
         return CT_ERROR_OUT_OF_MEMORY;
     int k = 0;
-    for (int i = 0; i < n; i++)
-        if (ct_optim_grad(params[i]))
-            grads[k++] = ct_optim_grad(params[i]);
+    for (int i = 0; i < n; i++) {
+        const ct_tensor *g = ct_optim_grad(params[i]);
+        if (g)
+            grads[k++] = g;
+    }
     ct_status st = CT_OK;
     for (int i = 0; i < k && !st; i++)
-        if (!ct_dtype_is_floating(grads[i]->dtype))
-            st = ct_error(CT_ERROR_TYPE, op, "gradients must be floating point, got %s", ct_dtype_name(grads[i]->dtype));
+        if (!ct_dtype_is_floating(ct_tensor_dtype(grads[i])))
+            st = ct_error(CT_ERROR_TYPE, op, "gradients must be floating point, got %s",
+                          ct_dtype_name(ct_tensor_dtype(grads[i])));
     double acc = 0;
     if (!st && (isinf(norm_type) || norm_type == 0)) {
         for (int i = 0; i < k && !st; i++) {
@@ -147,19 +152,21 @@ ct_status ct_clip_grad_value_(ct_tensor *const *params, int n, double clip_value
         if (!g)
             continue;
         ct_status st = CT_OK;
-        if (g->device.type == CT_DEVICE_CPU && ct_tensor_is_contiguous(g) && (g->dtype == CT_F32 || g->dtype == CT_F64)) {
+        const ct_dtype gd = ct_tensor_dtype(g);
+        const int64_t numel = ct_tensor_numel(g);
+        if (ct_tensor_device(g).type == CT_DEVICE_CPU && ct_tensor_is_contiguous(g) && (gd == CT_F32 || gd == CT_F64)) {
             /* torch.clamp_(min=-c, max=c): max with the lower bound, then min with the upper
              * one (so a negative c gives c everywhere); NaN stays NaN. */
-            if (g->dtype == CT_F32) {
-                float *x = (float *)ct_tensor_ptr(g);
+            if (gd == CT_F32) {
+                float *x = (float *)ct_tensor_data(g);
                 const float lo = (float)-clip_value, hi = (float)clip_value;
-                for (int64_t k = 0; k < g->numel; k++) {
+                for (int64_t k = 0; k < numel; k++) {
                     float y = x[k] < lo ? lo : x[k];
                     x[k] = y > hi ? hi : y;
                 }
             } else {
-                double *x = (double *)ct_tensor_ptr(g);
-                for (int64_t k = 0; k < g->numel; k++) {
+                double *x = (double *)ct_tensor_data(g);
+                for (int64_t k = 0; k < numel; k++) {
                     double y = x[k] < -clip_value ? -clip_value : x[k];
                     x[k] = y > clip_value ? clip_value : y;
                 }

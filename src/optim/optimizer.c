@@ -1,13 +1,13 @@
 /* Optimizers: SGD, Adam, AdamW, RMSprop, Adagrad. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-#include "error.h"
-#include "util/value.h"
+#include "ctorch.h"
+#include "ctorch/ext.h"
 #include "optim/grad_access.h"
 #include "optim/optim_internal.h"
-#include "tensor_impl.h"
 
 /* Note [Foreach path]
  * PyTorch's _foreach/fused optimizers exist because one op dispatch per elementwise
@@ -25,8 +25,8 @@
 /* Note [No-grad step]
  * An optimizer step must not be recorded by autograd and must bump the version of
  * every tensor it writes, so that a graph that saved a parameter notices the change.
- * The foreach loop writes through raw pointers and bumps versions itself; the plain
- * path uses in-place ops, which bump them. */
+ * The foreach loop writes through raw pointers (ct_tensor_data) and bumps versions
+ * itself (ct_tensor_bump_version); the plain path uses in-place ops, which bump them. */
 
 #define CT_OPTIM_MAX_SLOTS 3
 
@@ -63,6 +63,12 @@ static const char *const slot_names[][CT_OPTIM_MAX_SLOTS] = {
     {"square_avg", "momentum_buffer", "grad_avg"},
     {"sum", NULL, NULL},
 };
+
+/* Same number of dims and same sizes. */
+static bool same_shape(const ct_tensor *a, const ct_tensor *b) {
+    const int nd = ct_tensor_dim(a);
+    return nd == ct_tensor_dim(b) && memcmp(ct_tensor_shape(a), ct_tensor_shape(b), sizeof(int64_t) * (size_t)nd) == 0;
+}
 
 static bool kind_valid(int kind) {
     return kind >= CT_OPTIM_SGD && kind <= CT_OPTIM_ADAGRAD;
@@ -185,7 +191,8 @@ void ct_optimizer_free(ct_optimizer *opt) {
 /* A new reference to a contiguous tensor like p filled with v (no scope owns it). */
 static ct_tensor *state_full(const ct_tensor *p, double v) {
     ct_scope_begin();
-    ct_tensor *t = ct_full(p->shape, p->ndim, ct_scalar_float(v), p->dtype, p->device);
+    ct_tensor *t = ct_full(ct_tensor_shape(p), ct_tensor_dim(p), ct_scalar_float(v), ct_tensor_dtype(p),
+                           ct_tensor_device(p));
     if (t)
         ct_retain(t);
     ct_scope_end();
@@ -228,10 +235,10 @@ ct_status ct_optimizer_add_param_group(ct_optimizer *opt, ct_tensor *const *para
         const ct_tensor *p = params[i];
         if (!p)
             return ct_error(CT_ERROR_NULL_ARGUMENT, op, "parameter %d is NULL", i);
-        if (!ct_dtype_is_floating(p->dtype))
+        if (!ct_dtype_is_floating(ct_tensor_dtype(p)))
             return ct_error(CT_ERROR_TYPE, op, "can't optimize a tensor of dtype %s (parameter %d)",
-                            ct_dtype_name(p->dtype), i);
-        if (p->device.type == CT_DEVICE_META)
+                            ct_dtype_name(ct_tensor_dtype(p)), i);
+        if (ct_tensor_device(p).type == CT_DEVICE_META)
             return ct_error(CT_ERROR_DEVICE, op, "can't optimize a meta tensor (parameter %d)", i);
         bool dup = optimizer_holds(opt, p);
         for (int j = 0; j < i && !dup; j++)
@@ -629,8 +636,8 @@ static ct_status ensure_state(ct_optim_kind kind, const ct_optim_options *o, par
 }
 
 static bool fusable(const ct_tensor *t, const ct_tensor *p) {
-    return t && t->dtype == p->dtype && t->device.type == CT_DEVICE_CPU && ct_tensor_is_contiguous(t) &&
-           t->storage->data != NULL;
+    return t && ct_tensor_dtype(t) == ct_tensor_dtype(p) && ct_tensor_device(t).type == CT_DEVICE_CPU &&
+           ct_tensor_is_contiguous(t) && ct_tensor_data(t) != NULL;
 }
 
 static void fill_consts(ct_optim_kind kind, const ct_optim_options *o, const param_state *st, step_consts *c) {
@@ -713,11 +720,11 @@ static void fused_range(ct_optim_kind kind, bool f64, char *const *ptr, int64_t 
 
 static ct_status fused_update(ct_optim_kind kind, param_state *st, ct_tensor *p, const ct_tensor *g,
                               const step_consts *c) {
-    const int64_t n = p->numel;
-    const bool f64 = p->dtype == CT_F64;
-    char *ptr[5] = {ct_tensor_ptr(p), ct_tensor_ptr(g), NULL, NULL, NULL};
+    const int64_t n = ct_tensor_numel(p);
+    const bool f64 = ct_tensor_dtype(p) == CT_F64;
+    char *ptr[5] = {ct_tensor_data(p), ct_tensor_data(g), NULL, NULL, NULL};
     for (int s = 0; s < CT_OPTIM_MAX_SLOTS; s++)
-        ptr[2 + s] = st->slot[s] ? ct_tensor_ptr(st->slot[s]) : NULL;
+        ptr[2 + s] = st->slot[s] ? ct_tensor_data(st->slot[s]) : NULL;
     if (n < CT_OPTIM_PARALLEL_MIN) {
         fused_range(kind, f64, ptr, 0, n, c);
     } else {
@@ -838,15 +845,16 @@ fail:
 
 static ct_status check_grad(const ct_tensor *p, const ct_tensor *g, int group, int i) {
     char a[64], b[64];
-    if (g->dtype != p->dtype)
+    if (ct_tensor_dtype(g) != ct_tensor_dtype(p))
         return ct_error(CT_ERROR_TYPE, "optimizer.step",
                         "gradient of parameter %d in group %d has dtype %s but the parameter is %s", i, group,
-                        ct_dtype_name(g->dtype), ct_dtype_name(p->dtype));
-    if (g->ndim != p->ndim || memcmp(g->shape, p->shape, sizeof(int64_t) * (size_t)p->ndim) != 0)
+                        ct_dtype_name(ct_tensor_dtype(g)), ct_dtype_name(ct_tensor_dtype(p)));
+    if (!same_shape(g, p))
         return ct_error(CT_ERROR_VALUE, "optimizer.step",
                         "gradient of parameter %d in group %d has shape %s but the parameter has shape %s", i,
-                        group, ct_shape_str(g->shape, g->ndim, a, sizeof a), ct_shape_str(p->shape, p->ndim, b, sizeof b));
-    if (!ct_device_equal(g->device, p->device))
+                        group, ct_shape_str(ct_tensor_shape(g), ct_tensor_dim(g), a, sizeof a),
+                        ct_shape_str(ct_tensor_shape(p), ct_tensor_dim(p), b, sizeof b));
+    if (!ct_device_equal(ct_tensor_device(g), ct_tensor_device(p)))
         return ct_error(CT_ERROR_DEVICE, "optimizer.step",
                         "gradient of parameter %d in group %d is on another device than the parameter", i, group);
     return CT_OK;
@@ -892,7 +900,8 @@ static ct_status step_impl(ct_optimizer *opt) {
                 st->step += 1;
             step_consts c;
             fill_consts(opt->kind, &g->o, st, &c);
-            bool fuse = g->o.foreach != 0 && (p->dtype == CT_F32 || p->dtype == CT_F64) && fusable(p, p) &&
+            const ct_dtype dt = ct_tensor_dtype(p);
+            bool fuse = g->o.foreach != 0 && (dt == CT_F32 || dt == CT_F64) && fusable(p, p) &&
                         fusable(grad, p) && !ct_tensor_shares_storage(p, grad);
             for (int k = 0; k < CT_OPTIM_MAX_SLOTS && fuse; k++)
                 fuse = !st->slot[k] || fusable(st->slot[k], p);
@@ -1065,7 +1074,7 @@ ct_value *ct_optimizer_state_dict(const ct_optimizer *opt) {
             if (!g->state[i].initialized)
                 continue;
             ct_value *sv = param_state_value(opt->kind, &g->state[i]);
-            if (!sv || ct_value_dict_set_int(state, id, sv) != CT_OK)
+            if (!sv || ct_value_set_int(state, id, sv) != CT_OK)
                 goto fail;
         }
     }
@@ -1203,12 +1212,12 @@ static ct_tensor *state_copy(const ct_value *v, const ct_tensor *p, const char *
     ct_scope_begin();
     ct_tensor *t = ct_value_tensor(v), *r = NULL;
     char a[64], b[64];
-    if (t && (t->ndim != p->ndim || memcmp(t->shape, p->shape, sizeof(int64_t) * (size_t)p->ndim) != 0)) {
+    if (t && !same_shape(t, p)) {
         ct_error(CT_ERROR_VALUE, op, "state entry '%s' of parameter %lld has shape %s, but the parameter has %s",
-                 name, (long long)id, ct_shape_str(t->shape, t->ndim, a, sizeof a),
-                 ct_shape_str(p->shape, p->ndim, b, sizeof b));
+                 name, (long long)id, ct_shape_str(ct_tensor_shape(t), ct_tensor_dim(t), a, sizeof a),
+                 ct_shape_str(ct_tensor_shape(p), ct_tensor_dim(p), b, sizeof b));
     } else if (t) {
-        r = ct_empty(p->shape, p->ndim, p->dtype, p->device);
+        r = ct_empty(ct_tensor_shape(p), ct_tensor_dim(p), ct_tensor_dtype(p), ct_tensor_device(p));
         if (r && ct_copy_(r, t))
             ct_retain(r);
         else

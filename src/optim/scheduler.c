@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "error.h"
-#include "util/value.h"
+#include "ctorch.h"
+#include "ctorch/ext.h"
 #include "optim/optim_internal.h"
 
 /* Note [Chainable schedules]
@@ -697,7 +697,7 @@ ct_value *ct_lr_scheduler_state_dict(const ct_lr_scheduler *s) {
         ct_value *m = ok ? ct_value_new_dict() : NULL;
         for (int i = 0; m && i < s->nmilestones; i++)
             if ((i == 0 || s->milestones[i] != s->milestones[i - 1]) &&
-                ct_value_dict_set_int(m, s->milestones[i], ct_value_new_int(milestone_count(s, s->milestones[i]))))
+                ct_value_set_int(m, s->milestones[i], ct_value_new_int(milestone_count(s, s->milestones[i]))))
                 ok = false;
         ok = ok && put(d, "milestones", m) && put(d, "gamma", ct_value_new_float(s->gamma));
         break;

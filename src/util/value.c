@@ -441,6 +441,10 @@ ct_status ct_value_dict_set_int(ct_value *dict, int64_t key, ct_value *item) {
     return ct_value_dict_set(dict, k, item);
 }
 
+ct_status ct_value_set_int(ct_value *dict, int64_t key, ct_value *item) {
+    return ct_value_dict_set_int(dict, key, item);
+}
+
 ct_value *ct_value_pop(ct_value *list) {
     if (!list || (list->type != CT_VALUE_LIST && list->type != CT_VALUE_TUPLE) || list->u.c.len == 0)
         return NULL;
