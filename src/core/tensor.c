@@ -19,7 +19,9 @@
  * freed on another thread simply join that thread's cache. Thread exit frees them
  * (scope_thread_exit). A cache is a list threaded through the dead objects themselves,
  * so the thread-local part is two words (Note [Thread-local storage]). A reused object
- * is not cleared: its maker assigns every field (Note [Tensor initialisation]). */
+ * is not cleared: its maker assigns every field (Note [Tensor initialisation]). In
+ * Note [Sanitizer mode] (alloc.c) nothing is cached, so AddressSanitizer sees every use
+ * of a dead tensor or storage. */
 #define CT_OBJ_CACHE 64
 typedef struct {
     void *head; /* first word of each cached object: the next one */
@@ -30,7 +32,7 @@ static void ensure_thread_exit_hook(void);
 
 static inline void *cache_get(obj_cache *c, size_t size, const char *op) {
     void *p = c->head;
-    if (p) {
+    if (p && !ct_alloc_sanitizing()) {
         memcpy(&c->head, p, sizeof c->head);
         c->n--;
         return p;
@@ -41,7 +43,7 @@ static inline void *cache_get(obj_cache *c, size_t size, const char *op) {
 static CT_THREAD_LOCAL bool exit_hook_set; /* this thread's caches are freed at its exit */
 
 static inline void cache_put(obj_cache *c, void *p) {
-    if (c->n < CT_OBJ_CACHE) {
+    if (c->n < CT_OBJ_CACHE && !ct_alloc_sanitizing()) {
         if (__builtin_expect(!exit_hook_set, 0))
             ensure_thread_exit_hook();
         memcpy(p, &c->head, sizeof c->head);
