@@ -200,7 +200,11 @@ typedef struct ct_tensor ct_tensor;
  *   ct_keep(y);                                // y survives into the enclosing scope
  *   ct_scope_end();
  */
-CT_API void ct_scope_begin(void);
+/* ct_scope_begin never fails to open a scope: when there is no memory to record it (only
+ * possible below the first scope), it returns CT_ERROR_OUT_OF_MEMORY and the scope's
+ * tensors are released when the enclosing scope ends instead. Pair it with
+ * ct_scope_end either way. */
+CT_API ct_status ct_scope_begin(void);
 CT_API void ct_scope_end(void);
 /* Number of scopes open on this thread. */
 CT_API int ct_scope_depth(void);

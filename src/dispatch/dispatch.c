@@ -75,24 +75,36 @@ void ct_dispatch_set_global_key(ct_dispatch_key key, bool on) {
 /* ------------------------------------------------------------------ tables */
 
 static kernel_stack *stack_new(int n) {
-    kernel_stack *s = calloc(1, sizeof *s + (size_t)n * sizeof(kernel_entry));
+    kernel_stack *s = ct_xcalloc("dispatch", 1, sizeof *s + (size_t)n * sizeof(kernel_entry));
     if (s)
         s->n = n;
     return s;
 }
 
+/* Note [Start-up without memory]
+ * The first op registers every kernel, several hundred small allocations. When one
+ * fails, the start-up stops, that op fails with CT_ERROR_OUT_OF_MEMORY and the next op
+ * tries again, keeping the slots the failed attempt filled. */
+static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
+static atomic_bool init_done; /* set once dispatch_init has run: every op checks it */
+static bool init_retry;       /* under init_lock: an earlier start-up ran out of memory */
+static bool init_failed;      /* under init_lock: a registration of this start-up did */
+
 void ct_dispatch_register_default(ct_op op, ct_dispatch_key key, ct_kernel_fn fn, void *user_data) {
-    kernel_stack *s = stack_new(1);
-    CT_ASSERT(s != NULL);
+    if (atomic_load(&slots[op][key])) {
+        CT_ASSERT(init_retry); /* defaults are registered once, at start-up */
+        return;
+    }
+    kernel_stack *s = init_failed ? NULL : stack_new(1);
+    if (!s) {
+        init_failed = true;
+        return;
+    }
     s->e[0] = (kernel_entry){fn, user_data, 0};
-    kernel_stack *old = atomic_exchange(&slots[op][key], s);
-    CT_ASSERT(old == NULL); /* defaults are registered once, at start-up */
+    atomic_store(&slots[op][key], s);
 }
 
 void ct_dispatch_register_fallback(ct_dispatch_key key, ct_kernel_fn fn) { key_fallback[key] = fn; }
-
-static pthread_once_t init_once = PTHREAD_ONCE_INIT;
-static atomic_bool init_done; /* set once dispatch_init has run: every op checks it */
 
 /* Keys an op may have no kernel at simply pass the call on. */
 static ct_status fallthrough(ct_keyset ks, ct_call *call, void *user_data) {
@@ -100,34 +112,49 @@ static ct_status fallthrough(ct_keyset ks, ct_call *call, void *user_data) {
     return ct_redispatch(ct_keyset_below(ks, (ct_dispatch_key)call->cur_key), call);
 }
 
-static void dispatch_init(void) {
-    key_fallback[CT_KEY_AUTOGRAD] = fallthrough;
-    key_fallback[CT_KEY_AUTOCAST] = fallthrough;
-    key_fallback[CT_KEY_TRACE] = fallthrough;
-    ct_trace_log_init_from_env(); /* first, so that it sees the other settings */
-    ct_register_default_kernels();
-    ct_op_logging_init_from_env();
-    ct_profiler_init_from_env();
-    atomic_store_explicit(&init_done, true, memory_order_release);
+/* False (an error set) when the start-up ran out of memory: Note [Start-up without memory]. */
+static __attribute__((noinline)) bool dispatch_init(void) {
+    pthread_mutex_lock(&init_lock);
+    if (!atomic_load(&init_done)) {
+        key_fallback[CT_KEY_AUTOGRAD] = fallthrough;
+        key_fallback[CT_KEY_AUTOCAST] = fallthrough;
+        key_fallback[CT_KEY_TRACE] = fallthrough;
+        if (!init_retry)
+            ct_trace_log_init_from_env(); /* first, so that it sees the other settings */
+        init_failed = false;
+        ct_register_default_kernels();
+        if (init_failed) {
+            init_retry = true;
+            pthread_mutex_unlock(&init_lock);
+            ct_error(CT_ERROR_OUT_OF_MEMORY, "dispatch", "out of memory while registering the kernels");
+            return false;
+        }
+        ct_op_logging_init_from_env();
+        ct_profiler_init_from_env();
+        atomic_store_explicit(&init_done, true, memory_order_release);
+    }
+    pthread_mutex_unlock(&init_lock);
+    return true;
 }
 
-void ct_dispatch_ensure_init(void) {
-    if (__builtin_expect(!atomic_load_explicit(&init_done, memory_order_acquire), 0))
-        pthread_once(&init_once, dispatch_init);
+static inline bool dispatch_ready(void) {
+    return __builtin_expect(atomic_load_explicit(&init_done, memory_order_acquire), 1) || dispatch_init();
 }
+
+void ct_dispatch_ensure_init(void) { (void)dispatch_ready(); }
 
 static bool op_valid(ct_op op) { return op >= 0 && op < CT_OP_COUNT; }
 
 bool ct_op_has_kernel(ct_op op, ct_dispatch_key key) {
-    ct_dispatch_ensure_init();
-    if (!op_valid(op) || (int)key < 0 || key >= CT_KEY_COUNT)
+    if (!dispatch_ready() || !op_valid(op) || (int)key < 0 || key >= CT_KEY_COUNT)
         return false;
     kernel_stack *s = atomic_load_explicit(&slots[op][key], memory_order_acquire);
     return s && s->n > 0 && s->e[0].handle == 0 && s->e[0].fn != NULL;
 }
 
 int64_t ct_op_override(ct_op op, ct_dispatch_key key, ct_kernel_fn kernel, void *user_data, uint32_t flags) {
-    ct_dispatch_ensure_init();
+    if (!dispatch_ready())
+        return -1;
     if (!op_valid(op)) {
         ct_error(CT_ERROR_VALUE, "op_override", "unknown op id %d", (int)op);
         return -1;
@@ -220,8 +247,7 @@ static atomic_bool fast_lane_off; /* tests switch the lane off to compare with t
 static CT_THREAD_LOCAL uint64_t fast_lane_hits;
 
 bool ct_dispatch_fast_lane(ct_op op) {
-    ct_dispatch_ensure_init();
-    if (__builtin_expect(atomic_load_explicit(&ct_profiler_active, memory_order_relaxed), 0) ||
+    if (!dispatch_ready() || __builtin_expect(atomic_load_explicit(&ct_profiler_active, memory_order_relaxed), 0) ||
         (tls_included | global_included) != 0 || atomic_load_explicit(&fast_lane_off, memory_order_relaxed))
         return false;
     kernel_stack *s = atomic_load_explicit(&slots[op][CT_KEY_CPU], memory_order_acquire);
@@ -310,7 +336,10 @@ ct_keyset ct_call_keyset(const ct_call *call) {
 }
 
 ct_status ct_dispatch(ct_call *call) {
-    ct_dispatch_ensure_init();
+    if (!dispatch_ready()) {
+        ct_call_clear_outputs(call);
+        return ct_last_status();
+    }
     /* Note [Profiler hook]: off, the profiler costs this one load and a branch that is
      * predicted not taken. */
     if (__builtin_expect(atomic_load_explicit(&ct_profiler_active, memory_order_relaxed), 0))

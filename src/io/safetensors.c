@@ -225,8 +225,16 @@ static ct_tensor *make_tensor(const entry *e, const uint8_t *data, size_t nbytes
     ct_dtype dt = st_dtypes[e->st].dtype;
     size_t item = ct_dtype_size(dt);
     if (map && nbytes > 0 && (uintptr_t)data % item == 0) {
+        /* Not ct_from_blob: when it fails, whether it has called the deleter (released
+         * the mapping) depends on which step failed. */
+        ct_storage *s = ct_storage_from_blob((void *)data, nbytes, mapping_deleter, map);
+        if (!s)
+            return NULL;
         ct_mapping_retain(map);
-        ct_tensor *t = ct_from_blob((void *)data, e->shape, NULL, e->ndim, dt, mapping_deleter, map);
+        ct_tensor *t = ct_tensor_make(s, 0, e->shape, NULL, e->ndim, dt, CT_CPU);
+        if (!t)
+            s->deleter = NULL; /* the mapping is released below, once */
+        ct_storage_release(s);
         if (!t)
             ct_mapping_release(map);
         return t;
