@@ -382,8 +382,9 @@ CT_API ct_status ct_fprint(FILE *f, const ct_tensor *t);
 CT_API ct_status ct_print(const ct_tensor *t);
 
 /* torch.set_printoptions: a negative argument leaves that option alone; sci_mode is
- * -1 automatic, 0 off, 1 on. */
-CT_API void ct_set_printoptions(int precision, int64_t threshold, int edgeitems, int linewidth, int sci_mode);
+ * -1 automatic, 0 off, 1 on. A precision above 1074 (a double's last decimal digit) is
+ * refused with CT_ERROR_VALUE, leaving every option as it was. */
+CT_API ct_status ct_set_printoptions(int precision, int64_t threshold, int edgeitems, int linewidth, int sci_mode);
 CT_API void ct_reset_printoptions(void);
 
 /* ---------------------------------------------------------------- threads */
