@@ -254,6 +254,22 @@ static void test_inplace_input_alias(void **state) {
     assert_int_equal(ct_memory_allocated(CT_CPU), before);
 }
 
+/* Finding 24 (leaks in long fuzz runs): an in-place op on a view that was made to
+ * require grad itself, over a base that does not, was accepted and gave the base a
+ * CopySlices node that was never freed. PyTorch refuses it: the view is a leaf view. */
+static void test_inplace_on_leaf_view(void **state) {
+    (void)state;
+    int64_t before = ct_memory_allocated(CT_CPU);
+    ct_scope_begin();
+    ct_tensor *z = ct_zeros(CT_SHAPE(2, 3), CT_F32, CT_CPU);
+    ct_tensor *y = ct_transpose(z, 0, 1);
+    CT_ASSERT_OK(ct_tensor_set_requires_grad(y, true));
+    CT_ASSERT_ERR(ct_ceil_(ct_transpose(y, 0, 1)) != NULL, CT_ERROR_RUNTIME,
+                  "a view of a leaf Variable that requires grad is being used in an in-place operation");
+    ct_scope_end();
+    assert_int_equal(ct_memory_allocated(CT_CPU), before);
+}
+
 /* ------------------------------------------------------------------ allocation failures */
 
 /* ct_scope_begin.c: no memory for a scope's mark aborted. */
@@ -372,6 +388,7 @@ int main(void) {
         cmocka_unit_test(test_print_huge_stride),
         cmocka_unit_test(test_set_grad_self),
         cmocka_unit_test(test_inplace_input_alias),
+        cmocka_unit_test(test_inplace_on_leaf_view),
         cmocka_unit_test(test_scope_begin_oom),
         cmocka_unit_test(test_dataloader_oom),
         cmocka_unit_test(test_sanitize_mode),

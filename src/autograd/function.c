@@ -142,7 +142,10 @@ static ct_status autograd_kernel(ct_keyset ks, ct_call *call, void *user_data) {
         if (self->requires_grad && ct_tensor_is_leaf(self) && !self->is_view)
             return ct_error(CT_ERROR_RUNTIME, opname,
                             "a leaf Variable that requires grad is being used in an in-place operation.");
-        if (self->is_view && self->base && self->base->requires_grad && ct_tensor_is_leaf(self->base))
+        /* As PyTorch's check_inplace: whether the base itself requires grad does not
+         * matter (a view made to require grad with requires_grad_ is refused too;
+         * rebasing it gave its base a CopySlices node that was never freed). */
+        if (self->is_view && self->base && self->requires_grad && ct_tensor_is_leaf(self->base))
             return ct_error(CT_ERROR_RUNTIME, opname,
                             "a view of a leaf Variable that requires grad is being used in an in-place operation.");
         rg = rg || self->requires_grad;

@@ -288,8 +288,11 @@ void ct_scope_end(void) {
         return; /* unbalanced end: ignored rather than freeing the caller's tensors */
     size_t mark = scope_top_mark(s);
     s->nmarks--;
-    while (s->nrefs > mark)
-        ct_release(s->refs[--s->nrefs]);
+    while (s->nrefs > mark) {
+        ct_tensor *t = s->refs[--s->nrefs];
+        s->refs[s->nrefs] = NULL; /* no stale pointer for LeakSanitizer to mistake for a reference */
+        ct_release(t);
+    }
     /* Keep small buffers for the next scope (every op opens one); give back ones a
      * big scope grew. The thread-exit destructor frees the rest. */
     if (s->nmarks == 0 && s->cap > 4096) {
