@@ -5,12 +5,12 @@
 #
 #   scripts/fuzz.sh [--ci] [--time SECONDS] [--runs N] [--build-only] [TARGET...]
 #
-#   --ci          the CI mode: every target for 60 s (or --time / --runs); new inputs go
+#   --ci          the CI mode: every target for 40 s (or --time / --runs); new inputs go
 #                 to a temporary directory; exit 1 if any target crashes, leaks or hits UB
-#   --time S      seconds per target (default 60)
+#   --time S      seconds per target (default 60, 40 with --ci)
 #   --runs N      stop each target after N inputs instead of after a time
 #   --build-only  build the targets and stop
-#   TARGET        fuzz_safetensors, fuzz_pt, ... (default: all)
+#   TARGET        fuzz_safetensors, fuzz_pt, fuzz_ops, ... (default: all)
 #
 # Outside --ci, new interesting inputs are kept in build-fuzz/corpus/<name>/ between runs
 # (copy the small ones worth keeping into fuzz/corpus/<name>/). Crash reproducers are
@@ -20,7 +20,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-ci=0 time=60 runs="" build_only=0
+ci=0 time="" runs="" build_only=0
 targets=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -34,6 +34,10 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
+
+if [ -z "$time" ]; then
+  if [ $ci -eq 1 ]; then time=40; else time=60; fi
+fi
 
 cc="${CT_FUZZ_CC:-clang}"
 if ! command -v "$cc" >/dev/null 2>&1; then

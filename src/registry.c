@@ -9,6 +9,7 @@
  * device table is used; it is the one call that goes up the layers (from src/dispatch
  * and src/core/device.c), and the layering test allows it by name. */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 
 #include "build_config.h"
@@ -24,10 +25,14 @@
 #include "cuda/cuda_ops.h"
 #endif
 
-static pthread_once_t once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static atomic_bool registered;
 
-static void runtime_init(void) {
-    ct_observe_register(); /* first: the structured log sees what the others register */
+/* Every module registers; an attempt that ran out of memory (Note [Start-up without
+ * memory] in src/dispatch/dispatch.c) is repeated by the next call, keeping what the
+ * failed one filled in. */
+static bool register_modules(void) {
+    ct_dispatch_registration_begin();
     ct_meta_register();
     ct_cpu_register();
     ct_autograd_register_kernels();
@@ -36,9 +41,26 @@ static void runtime_init(void) {
 #else
     ct_device_set_unavailable_reason(CT_DEVICE_CUDA, "ctorch was built without CUDA support");
 #endif
+    if (!ct_dispatch_registration_ok()) {
+        ct_error(CT_ERROR_OUT_OF_MEMORY, "dispatch", "out of memory while registering the kernels");
+        return false;
+    }
+    /* last: the structured log sees the settings the observers apply from the
+     * environment, and they find every kernel in place */
+    ct_observe_register();
+    return true;
 }
 
-void ct_runtime_init(void) { pthread_once(&once, runtime_init); }
+bool ct_runtime_init(void) {
+    if (atomic_load_explicit(&registered, memory_order_acquire))
+        return true;
+    pthread_mutex_lock(&lock);
+    bool ok = atomic_load(&registered) || register_modules();
+    if (ok)
+        atomic_store_explicit(&registered, true, memory_order_release);
+    pthread_mutex_unlock(&lock);
+    return ok;
+}
 
 const char *ct_build_info(void) {
     static char info[1024];

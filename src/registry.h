@@ -2,8 +2,11 @@
 #ifndef CT_REGISTRY_H
 #define CT_REGISTRY_H
 
+#include <stdbool.h>
+
 /* Registers every built-in module once; later calls return at once. Called by the
- * dispatcher's and the device table's lazy set-up. */
-void ct_runtime_init(void);
+ * dispatcher's and the device table's lazy set-up. False, with an out-of-memory error
+ * set, when the registration ran out of memory; the next call tries again. */
+bool ct_runtime_init(void);
 
 #endif /* CT_REGISTRY_H */

@@ -200,7 +200,11 @@ typedef struct ct_tensor ct_tensor;
  *   ct_keep(y);                                // y survives into the enclosing scope
  *   ct_scope_end();
  */
-CT_API void ct_scope_begin(void);
+/* ct_scope_begin never fails to open a scope: when there is no memory to record it (only
+ * possible below the first scope), it returns CT_ERROR_OUT_OF_MEMORY and the scope's
+ * tensors are released when the enclosing scope ends instead. Pair it with
+ * ct_scope_end either way. */
+CT_API ct_status ct_scope_begin(void);
 CT_API void ct_scope_end(void);
 /* Number of scopes open on this thread. */
 CT_API int ct_scope_depth(void);
@@ -385,8 +389,9 @@ CT_API ct_status ct_fprint(FILE *f, const ct_tensor *t);
 CT_API ct_status ct_print(const ct_tensor *t);
 
 /* torch.set_printoptions: a negative argument leaves that option alone; sci_mode is
- * -1 automatic, 0 off, 1 on. */
-CT_API void ct_set_printoptions(int precision, int64_t threshold, int edgeitems, int linewidth, int sci_mode);
+ * -1 automatic, 0 off, 1 on. A precision above 1074 (a double's last decimal digit) is
+ * refused with CT_ERROR_VALUE, leaving every option as it was. */
+CT_API ct_status ct_set_printoptions(int precision, int64_t threshold, int edgeitems, int linewidth, int sci_mode);
 CT_API void ct_reset_printoptions(void);
 
 /* ---------------------------------------------------------------- threads */

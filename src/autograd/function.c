@@ -6,7 +6,14 @@
  * the node that made self before, and self's grad_fn becomes the new node. When the
  * formula needs self's old value, the kernel saves a copy taken before the op runs.
  * A saved output of an in-place op is recorded with the version the op leaves behind
- * (the dispatcher bumps the version after the kernels return). */
+ * (the dispatcher bumps the version after the kernels return).
+ *
+ * Note [In-place inputs that alias self]
+ * An input of an in-place op may be self again, or a view sharing self's storage
+ * (x.clamp_(x, hi)). Saving it as it is would make a cycle (self -> node -> self, or
+ * through a view's base) and, worse, save the value the op overwrites. Such an input
+ * is saved as a copy taken before the op (self's own copy when the input is self),
+ * which breaks the cycle and gives the formula the value the forward used. */
 #include <ctype.h>
 #include <stdio.h>
 #include <string.h>
@@ -62,7 +69,9 @@ static ct_status run_below(ct_keyset ks, ct_call *call) {
     return st;
 }
 
-static ct_status record(ct_call *call, const ct_derivative *d, ct_tensor *orig_self, ct_edge *edges) {
+/* pre[i]: a copy of input i taken before an in-place op (Note [In-place ops and history],
+ * Note [In-place inputs that alias self]), or NULL. */
+static ct_status record(ct_call *call, const ct_derivative *d, ct_tensor *const *pre, ct_edge *edges) {
     bool inplace = call->mode == CT_CALL_INPLACE;
     int nin = call->nin + call->nlist;
     ct_node *n = ct_node_new(CT_NODE_OP, "", nin);
@@ -91,7 +100,7 @@ static ct_status record(ct_call *call, const ct_derivative *d, ct_tensor *orig_s
     for (int i = 0; i < call->nin && st == CT_OK; i++) {
         if (!(d->saves & (1u << i)))
             continue;
-        const ct_tensor *t = inplace && i == 0 ? orig_self : call->in[i];
+        const ct_tensor *t = inplace && pre[i] ? pre[i] : call->in[i];
         if (t)
             st = ct_node_save(n, i, t, false, ct_tensor_version(t));
     }
@@ -133,7 +142,10 @@ static ct_status autograd_kernel(ct_keyset ks, ct_call *call, void *user_data) {
         if (self->requires_grad && ct_tensor_is_leaf(self) && !self->is_view)
             return ct_error(CT_ERROR_RUNTIME, opname,
                             "a leaf Variable that requires grad is being used in an in-place operation.");
-        if (self->is_view && self->base && self->base->requires_grad && ct_tensor_is_leaf(self->base))
+        /* As PyTorch's check_inplace: whether the base itself requires grad does not
+         * matter (a view made to require grad with requires_grad_ is refused too;
+         * rebasing it gave its base a CopySlices node that was never freed). */
+        if (self->is_view && self->base && self->requires_grad && ct_tensor_is_leaf(self->base))
             return ct_error(CT_ERROR_RUNTIME, opname,
                             "a view of a leaf Variable that requires grad is being used in an in-place operation.");
         rg = rg || self->requires_grad;
@@ -160,21 +172,27 @@ static ct_status autograd_kernel(ct_keyset ks, ct_call *call, void *user_data) {
     ct_edge *edges = ct_xcalloc(opname, (size_t)(nin > 0 ? nin : 1), sizeof *edges);
     if (!edges)
         return ct_last_status();
-    ct_tensor *orig_self = NULL;
+    ct_tensor *pre[CT_CALL_MAX_IN] = {NULL};
     ct_status st = CT_OK;
     for (int i = 0; i < nin && st == CT_OK; i++)
         st = ct_edge_for(input_at(call, i), &edges[i]);
-    if (st == CT_OK && call->mode == CT_CALL_INPLACE && (d->saves & CT_SAVE_IN0)) {
-        /* Recorded, so that double backward reaches self's old history through it;
+    if (st == CT_OK && call->mode == CT_CALL_INPLACE) {
+        /* Recorded, so that double backward reaches the old history through them;
          * owned by the dispatcher's scope. */
-        orig_self = ct_clone(call->out[0]);
-        if (!orig_self)
-            st = ct_last_status();
+        const ct_tensor *self = call->out[0];
+        for (int i = 0; i < call->nin && st == CT_OK; i++) {
+            const ct_tensor *t = call->in[i];
+            if (!(d->saves & (1u << i)) || !t || (i > 0 && t->storage != self->storage))
+                continue;
+            pre[i] = t == self && pre[0] ? pre[0] : ct_clone(t);
+            if (!pre[i])
+                st = ct_last_status();
+        }
     }
     if (st == CT_OK)
         st = run_below(ks, call);
     if (st == CT_OK)
-        st = record(call, d, orig_self, edges);
+        st = record(call, d, pre, edges);
     for (int i = 0; i < nin; i++)
         ct_node_unref(edges[i].fn);
     free(edges);

@@ -316,6 +316,14 @@ ct_tensor *ct_tensor_grad(const ct_tensor *t) {
 
 ct_status ct_tensor_set_grad(ct_tensor *t, const ct_tensor *grad) {
     CT_CHECK_ARG_STATUS("set_grad", t);
+    /* t would own itself (a view owns its base) and never be freed. PyTorch refuses
+     * the first; ctorch also refuses a view of t. */
+    if (grad == t)
+        return ct_error(CT_ERROR_RUNTIME, "set_grad", "can't assign Variable as its own grad");
+    if (grad && grad->base == t)
+        return ct_error(CT_ERROR_RUNTIME, "set_grad",
+                        "can't assign a view of a tensor as its own grad (the tensor would keep itself alive); "
+                        "assign a clone of it");
     if (grad) {
         if (grad->dtype != t->dtype)
             return ct_error(CT_ERROR_TYPE, "set_grad", "assigned grad has data of a different type (%s vs %s)",

@@ -150,6 +150,8 @@ static void walk(const ct_value *v, const char *path, rows *tensors, rows *meta,
         row x = {0};
         x.name = escaped(path);
         x.value = scalar_text(v);
+        if (!x.value)
+            meta->oom = true; /* not a "?" in the listing and exit status 0 */
         push(meta, x);
         return;
     }

@@ -25,7 +25,20 @@
  * docs/memory.md. Caching is a per-device setting (ct_memory_set_caching, CT_ALLOC_CONF
  * key cpu_caching); the CPU default is CT_CPU_CACHING_DEFAULT below. Requests above
  * CT_CPU_BYPASS bypass the CPU cache even when it is on, so a single huge tensor is
- * returned to the system as soon as it dies. */
+ * returned to the system as soon as it dies.
+ *
+ * Note [Sanitizer mode]
+ * Rounding CPU blocks to 64 bytes (or carving them out of 2 MiB segments) and recycling
+ * tensor and storage structs (Note [Object caches], tensor.c) both hide small
+ * out-of-bounds reads and uses after free from AddressSanitizer: two heap-buffer-overflow
+ * reads the op fuzzer found only showed with CPU caching off and buffers of the exact
+ * size. In sanitizer mode (CT_ALLOC_CONF key sanitize) the CPU does not cache by
+ * default, every CPU block is a system allocation of exactly the requested size, so
+ * ASan's redzone starts at the first byte past the tensor's storage, and tensor and
+ * storage structs are freed instead of recycled. It is on by default when the library
+ * is built with AddressSanitizer (make asan, CT_SANITIZE, the fuzz targets); an explicit
+ * cpu_caching setting (or ct_memory_set_caching) still wins, so tests of the cache
+ * itself run there too. */
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -46,6 +59,17 @@
 #define CT_DEVICE_TYPES 3
 #define CT_DEFAULT_NON_SPLIT_ROUNDING CT_ALLOC_LARGE_BUFFER
 
+#if defined(__SANITIZE_ADDRESS__)
+#define CT_SANITIZE_DEFAULT 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define CT_SANITIZE_DEFAULT 1
+#endif
+#endif
+#ifndef CT_SANITIZE_DEFAULT
+#define CT_SANITIZE_DEFAULT 0
+#endif
+
 /* ------------------------------------------------------------------ CPU device */
 
 /* No 64-bit system maps more than 2^47 bytes for a process (x86-64 and AArch64 with
@@ -53,15 +77,15 @@
  * sanitizers aborts instead of returning NULL. */
 #define CT_CPU_MAX_ALLOC ((size_t)1 << 47)
 
+/* Exactly nbytes (Note [Sanitizer mode] relies on it: the allocator does the rounding),
+ * 64-byte aligned. posix_memalign, unlike aligned_alloc, takes any size. */
 static void *cpu_raw_alloc(void *ctx, int index, size_t nbytes) {
     (void)ctx;
     (void)index;
-    if (nbytes > CT_CPU_MAX_ALLOC)
+    if (nbytes > CT_CPU_MAX_ALLOC || ct_host_alloc_should_fail())
         return NULL;
-    size_t n = (nbytes + CT_ALIGN - 1) / CT_ALIGN * CT_ALIGN;
-    if (n < nbytes)
-        return NULL;
-    return aligned_alloc(CT_ALIGN, n);
+    void *p = NULL;
+    return posix_memalign(&p, CT_ALIGN, nbytes ? nbytes : 1) == 0 ? p : NULL;
 }
 
 static void cpu_raw_free(void *ctx, int index, void *ptr, size_t nbytes) {
@@ -79,6 +103,10 @@ static const ct_alloc_device_iface cpu_iface = {
     .caching_default = CT_CPU_CACHING_DEFAULT,
     .bypass_threshold = CT_CPU_BYPASS,
 };
+
+/* The allocator's own bookkeeping, counted for Note [Injected allocation failures]. */
+static void *host_calloc(size_t n, size_t size) { return ct_host_alloc_should_fail() ? NULL : calloc(n, size); }
+static void *host_realloc(void *p, size_t n) { return ct_host_alloc_should_fail() ? NULL : realloc(p, n); }
 
 /* ------------------------------------------------------------------ structures */
 
@@ -175,6 +203,7 @@ static atomic_size_t g_non_split_rounding = CT_DEFAULT_NON_SPLIT_ROUNDING;
 static atomic_size_t g_divisions[CT_ALLOC_POW2_INTERVALS];
 static _Atomic double g_gc_threshold;
 static atomic_int g_cpu_caching_conf = -1; /* -1 unset, 0 off, 1 on */
+atomic_int ct_alloc_sanitize_state = -1;   /* Note [Sanitizer mode]: -1 until the settings are read */
 static pthread_once_t g_conf_once = PTHREAD_ONCE_INIT;
 
 /* History (trace) switch, shared by every device. */
@@ -288,6 +317,9 @@ typedef struct {
     size_t divisions[CT_ALLOC_POW2_INTERVALS];
     double gc_threshold;
     int cpu_caching;
+    int sanitize;     /* Note [Sanitizer mode] */
+    bool sanitize_given;
+    int64_t fail_at;  /* Note [Injected allocation failures]; -1 when not given */
 } alloc_conf;
 
 #define CONF_ERR(...) (ct_error(CT_ERROR_VALUE, "alloc_conf", __VA_ARGS__), false)
@@ -392,12 +424,23 @@ static bool parse_conf(const char *conf, alloc_conf *c) {
             if (!(t < 1.0))
                 return CONF_ERR("garbage_collect_threshold too big, set it 0.0~1.0");
             c->gc_threshold = t;
-        } else if (KEY("expandable_segments") || KEY("release_lock_on_cudamalloc") || KEY("cpu_caching")) {
+        } else if (KEY("expandable_segments") || KEY("release_lock_on_cudamalloc") || KEY("cpu_caching") ||
+                   KEY("sanitize")) {
             bool b;
             if (!parse_bool(v, vlen, &b))
                 return CONF_ERR("Expected True or False for %.*s, got '%.*s'", (int)klen, item, (int)vlen, v);
             if (KEY("cpu_caching"))
                 c->cpu_caching = b ? 1 : 0;
+            if (KEY("sanitize")) {
+                c->sanitize = b ? 1 : 0;
+                c->sanitize_given = true;
+            }
+        } else if (KEY("fail_host_alloc")) {
+            size_t n;
+            if (!parse_size_t(v, vlen, &n) || n > INT64_MAX)
+                return CONF_ERR("fail_host_alloc: expected a whole number (0 turns it off), got '%.*s'", (int)vlen,
+                                v);
+            c->fail_at = (int64_t)n;
         } else if (KEY("backend")) {
             if (!(vlen == 6 && strncmp(v, "native", 6) == 0))
                 return CONF_ERR("Unknown allocator backend '%.*s', options are native", (int)vlen, v);
@@ -419,6 +462,10 @@ static void conf_current(alloc_conf *c) {
         c->divisions[k] = atomic_load(&g_divisions[k]);
     c->gc_threshold = atomic_load(&g_gc_threshold);
     c->cpu_caching = atomic_load(&g_cpu_caching_conf);
+    int san = atomic_load(&ct_alloc_sanitize_state);
+    c->sanitize = san >= 0 ? san : CT_SANITIZE_DEFAULT;
+    c->sanitize_given = false;
+    c->fail_at = -1;
 }
 
 static void conf_apply(const alloc_conf *c) {
@@ -428,17 +475,23 @@ static void conf_apply(const alloc_conf *c) {
         atomic_store(&g_divisions[k], c->divisions[k]);
     atomic_store(&g_gc_threshold, c->gc_threshold);
     atomic_store(&g_cpu_caching_conf, c->cpu_caching);
+    atomic_store(&ct_alloc_sanitize_state, c->sanitize);
+    if (c->fail_at >= 0)
+        ct_host_alloc_fail_at(c->fail_at);
 }
 
 static void conf_from_env(void) {
-    const char *env = getenv("CT_ALLOC_CONF");
-    if (!env || !*env)
-        return;
     alloc_conf c;
     conf_current(&c);
+    const char *env = getenv("CT_ALLOC_CONF");
+    if (!env || !*env) {
+        atomic_store(&ct_alloc_sanitize_state, c.sanitize);
+        return;
+    }
     if (parse_conf(env, &c)) {
         conf_apply(&c);
     } else {
+        atomic_store(&ct_alloc_sanitize_state, CT_SANITIZE_DEFAULT);
         /* An allocation is no place to fail for a bad environment variable: say so once
          * and keep the defaults. */
         fprintf(stderr, "ctorch: ignoring CT_ALLOC_CONF: %s\n", ct_last_error());
@@ -455,12 +508,28 @@ ct_status ct_memory_set_alloc_conf(const char *conf) {
     if (!parse_conf(conf, &c))
         return ct_last_status();
     conf_apply(&c);
-    if (c.cpu_caching >= 0) {
-        ct_status st = ct_memory_set_caching(CT_CPU, c.cpu_caching == 1);
+    if (c.cpu_caching >= 0 || c.sanitize_given) {
+        ct_status st = ct_memory_set_caching(CT_CPU, c.cpu_caching >= 0 ? c.cpu_caching == 1 : !c.sanitize);
         if (st != CT_OK)
             return st;
     }
     return CT_OK;
+}
+
+bool ct_alloc_sanitizing_slow(void) {
+    pthread_once(&g_conf_once, conf_from_env);
+    return atomic_load(&ct_alloc_sanitize_state) == 1;
+}
+
+/* A device type's caching when nothing set it: Note [CPU caching], and Note [Sanitizer
+ * mode] for the built-in CPU device (a device a test installs keeps its own default). */
+static bool caching_default(ct_device_type type, const ct_alloc_device_iface *iface) {
+    if (type != CT_DEVICE_CPU)
+        return iface->caching_default;
+    int conf = atomic_load(&g_cpu_caching_conf);
+    if (conf >= 0)
+        return conf == 1;
+    return iface->caching_default && !(iface == &cpu_iface && atomic_load(&ct_alloc_sanitize_state) == 1);
 }
 
 /* ------------------------------------------------------------------ sizing */
@@ -529,7 +598,7 @@ static size_t set_lower_bound(const block_set *s, int64_t stream, size_t size, u
 static bool set_insert(block_set *s, ct_block *b) {
     if (s->n == s->cap) {
         size_t cap = s->cap ? s->cap * 2 : 64;
-        ct_block **v = realloc(s->v, cap * sizeof *v);
+        ct_block **v = host_realloc(s->v, cap * sizeof *v);
         if (!v)
             return false;
         s->v = v;
@@ -566,7 +635,7 @@ static size_t hash_ptr(const void *p, size_t nbuckets) {
 static bool table_reserve(dev_alloc *da) {
     if (da->nactive + 1 > da->nbuckets) {
         size_t nb = da->nbuckets ? da->nbuckets * 2 : 256;
-        ct_block **buckets = calloc(nb, sizeof *buckets);
+        ct_block **buckets = host_calloc(nb, sizeof *buckets);
         if (!buckets)
             return false;
         for (size_t i = 0; i < da->nbuckets; i++)
@@ -674,7 +743,7 @@ static __attribute__((noinline)) void trace_record(dev_alloc *da, int action, ui
             size_t cap = da->ring_cap ? da->ring_cap * 2 : 1024;
             if (cap > max)
                 cap = max;
-            ct_alloc_trace_entry *r = realloc(da->ring, cap * sizeof *r);
+            ct_alloc_trace_entry *r = host_realloc(da->ring, cap * sizeof *r);
             if (!r)
                 return; /* history is best effort; the allocation itself must not fail */
             da->ring = r;
@@ -766,14 +835,13 @@ static __attribute__((noinline)) dev_alloc *make_dev(ct_device d, const char *op
         if (!iface) {
             ct_error(CT_ERROR_DEVICE, op, "no allocator for device %s: ctorch was built without support for it",
                      dev_str(d, buf, sizeof buf));
-        } else if ((da = calloc(1, sizeof *da)) == NULL) {
+        } else if ((da = host_calloc(1, sizeof *da)) == NULL) {
             ct_error(CT_ERROR_OUT_OF_MEMORY, op, "could not create the allocator for %s", dev_str(d, buf, sizeof buf));
         } else {
             atomic_init(&da->lock.held, 0);
             da->device = d;
             da->iface = iface;
-            int conf = atomic_load(&g_cpu_caching_conf);
-            da->caching = d.type == CT_DEVICE_CPU && conf >= 0 ? conf == 1 : iface->caching_default;
+            da->caching = caching_default(d.type, iface);
             atomic_store_explicit(&g_devs[d.type][d.index], da, memory_order_release);
         }
     }
@@ -800,7 +868,7 @@ static void block_destroy(dev_alloc *da, ct_block *b) {
 static ct_block *block_new(dev_alloc *da) {
     ct_block *b = da->spare;
     if (!b)
-        return calloc(1, sizeof *b);
+        return host_calloc(1, sizeof *b);
     da->spare = b->next;
     da->nspare--;
     memset(b, 0, sizeof *b);
@@ -810,7 +878,7 @@ static ct_block *block_new(dev_alloc *da) {
 /* Asks the device for a segment; returns its one block (not in any pool), or NULL when
  * the device refused (no error set: the caller retries or reports). */
 static ct_block *segment_alloc(dev_alloc *da, size_t size, int64_t stream, bool small, bool cached) {
-    ct_segment *seg = calloc(1, sizeof *seg);
+    ct_segment *seg = host_calloc(1, sizeof *seg);
     ct_block *b = block_new(da);
     void *p = seg && b ? da->iface->raw_alloc(da->iface->ctx, da->device.index, size) : NULL;
     if (!p) {
@@ -1162,9 +1230,13 @@ static void *malloc_locked(dev_alloc *da, size_t request, int64_t stream) {
     if (from_tiny) {
         small = true;
     } else if (!cached) {
-        /* Pass-through: one segment per allocation, sized to the alignment only. */
+        /* Pass-through: one segment per allocation, sized to the alignment only (or
+         * exactly, in Note [Sanitizer mode]). */
         size_t n = request ? request : 1;
-        size = n > SIZE_MAX - CT_ALIGN ? SIZE_MAX : (n + CT_ALIGN - 1) / CT_ALIGN * CT_ALIGN;
+        if (da->iface == &cpu_iface && atomic_load_explicit(&ct_alloc_sanitize_state, memory_order_relaxed) == 1)
+            size = n;
+        else
+            size = n > SIZE_MAX - CT_ALIGN ? SIZE_MAX : (n + CT_ALIGN - 1) / CT_ALIGN * CT_ALIGN;
         small = size <= CT_ALLOC_SMALL_SIZE;
         b = segment_alloc(da, size, stream, small, false);
         if (!b) {
@@ -1346,7 +1418,7 @@ void ct_free(ct_device device, void *ptr) {
         release_segment_free(da, b);
     } else if (b->nuses > 0) {
         /* Note [Stream uses]: wait for every other stream before reusing the block. */
-        void **evs = calloc((size_t)b->nuses, sizeof *evs);
+        void **evs = host_calloc((size_t)b->nuses, sizeof *evs);
         int n = 0;
         bool ok = evs != NULL;
         for (int i = 0; ok && i < b->nuses; i++) {
@@ -1401,7 +1473,7 @@ ct_status ct_alloc_record_stream(ct_device device, void *ptr, int64_t stream) {
             if (!seen) {
                 if (b->nuses == b->capuses) {
                     int cap = b->capuses ? b->capuses * 2 : 4;
-                    int64_t *u = realloc(b->uses, (size_t)cap * sizeof *u);
+                    int64_t *u = host_realloc(b->uses, (size_t)cap * sizeof *u);
                     if (!u) {
                         ct_spin_unlock(&da->lock);
                         return ct_error(CT_ERROR_OUT_OF_MEMORY, op, "could not record a stream use");
@@ -1451,7 +1523,7 @@ ct_status ct_alloc_set_device_interface(ct_device_type type, const ct_alloc_devi
         release_cached(da);
         da->iface = iface ? iface : da->iface;
         if (iface)
-            da->caching = iface->caching_default;
+            da->caching = caching_default(type, iface);
         ct_spin_unlock(&da->lock);
     }
     g_iface[type] = iface;
@@ -1697,9 +1769,9 @@ ct_status ct_alloc_state_get(ct_device device, ct_alloc_state *out) {
     size_t ms = atomic_load(&g_max_split);
     out->max_split_size = ms == SIZE_MAX ? -1 : (int64_t)ms;
     ct_status st = CT_OK;
-    out->segments = calloc(da->nsegments ? da->nsegments : 1, sizeof *out->segments);
+    out->segments = host_calloc(da->nsegments ? da->nsegments : 1, sizeof *out->segments);
     size_t nring = atomic_load(&g_history) && da->ring_gen == atomic_load(&g_history_gen) ? da->ring_len : 0;
-    out->trace = calloc(nring ? nring : 1, sizeof *out->trace);
+    out->trace = host_calloc(nring ? nring : 1, sizeof *out->trace);
     if (!out->segments || !out->trace) {
         st = ct_error(CT_ERROR_OUT_OF_MEMORY, op, "could not copy the allocator state");
         goto done;
@@ -1715,7 +1787,7 @@ ct_status ct_alloc_state_get(ct_device device, ct_alloc_state *out) {
         size_t nb = 0;
         for (ct_block *b = seg->first; b; b = b->next)
             nb++;
-        si->blocks = calloc(nb, sizeof *si->blocks);
+        si->blocks = host_calloc(nb, sizeof *si->blocks);
         if (!si->blocks) {
             st = ct_error(CT_ERROR_OUT_OF_MEMORY, op, "could not copy the allocator state");
             goto done;

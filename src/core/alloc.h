@@ -35,6 +35,19 @@ ct_status ct_alloc_record_stream(ct_device device, void *ptr, int64_t stream);
 void ct_alloc_set_context(const char *op_name);
 const char *ct_alloc_get_context(void);
 
+/* Note [Sanitizer mode] (alloc.c): exact-size CPU blocks, no CPU caching by default and
+ * no recycled tensor or storage structs. On by default in AddressSanitizer builds;
+ * CT_ALLOC_CONF key sanitize. */
+bool ct_alloc_sanitizing_slow(void);
+#ifndef __cplusplus /* CUDA sources include this header too */
+#include <stdatomic.h>
+extern atomic_int ct_alloc_sanitize_state; /* -1 until the settings are read, then 0 or 1 */
+static inline bool ct_alloc_sanitizing(void) {
+    int s = atomic_load_explicit(&ct_alloc_sanitize_state, memory_order_relaxed);
+    return s >= 0 ? s == 1 : ct_alloc_sanitizing_slow();
+}
+#endif
+
 /* ------------------------------------------------------------------ devices */
 
 /* What a device supplies. Everything else (pools, splitting, stats, traces) is shared.

@@ -35,10 +35,8 @@ const ct_device_iface *ct_device_iface_get(ct_device_type type) {
     if ((int)type < 0 || (int)type >= CT_DEVICE_TYPES)
         return NULL;
     const ct_device_iface *dev = atomic_load_explicit(&ifaces[type], memory_order_acquire);
-    if (CT_UNLIKELY(!dev)) {
-        ct_runtime_init(); /* Note [Registry]: the backends register on first use */
+    if (CT_UNLIKELY(!dev) && ct_runtime_init()) /* Note [Registry]: the backends register on first use */
         dev = atomic_load_explicit(&ifaces[type], memory_order_acquire);
-    }
     return dev;
 }
 
@@ -51,6 +49,8 @@ const ct_device_iface *ct_device_need(const char *op, ct_device_type type) {
     const ct_device_iface *dev = ct_device_iface_get(type);
     if (dev)
         return dev;
+    if (!ct_runtime_init())
+        return NULL; /* out of memory while registering (its error is set) */
     if ((int)type < 0 || (int)type >= CT_DEVICE_TYPES || type == CT_DEVICE_META) {
         ct_error(CT_ERROR_DEVICE, op, "unknown device type %d", (int)type);
         return NULL;

@@ -9,6 +9,7 @@
 
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -102,16 +103,53 @@ void ct_assert_fail(const char *expr, const char *file, int line) {
     abort();
 }
 
+/* Note [Injected allocation failures]
+ * CT_ALLOC_CONF=fail_host_alloc:N (src/core/alloc.c parses it) makes the N-th host
+ * allocation from then on fail, once, so that a sweep over N walks a program through
+ * every out-of-memory path it has. Counted are the allocations that go through
+ * ct_xmalloc / ct_xcalloc / ct_xrealloc and the CPU allocator's requests to the system
+ * (storages, its bookkeeping). The chosen failure says so on stderr, so a sweep can
+ * tell when N ran past the program's last allocation. Off, each check is one relaxed
+ * load. tests/test_alloc_failure.c sweeps every allocation of the library instead (it
+ * wraps malloc and friends at link time). */
+static atomic_llong g_fail_at;     /* 0: off */
+static atomic_llong g_host_allocs; /* counted since g_fail_at was set */
+
+bool ct_host_alloc_should_fail(void) {
+    if (!CT_UNLIKELY(atomic_load_explicit(&g_fail_at, memory_order_relaxed) != 0))
+        return false;
+    long long n = atomic_fetch_add(&g_host_allocs, 1) + 1;
+    if (n != atomic_load(&g_fail_at))
+        return false;
+    fprintf(stderr, "ctorch: host allocation %lld fails on purpose (CT_ALLOC_CONF fail_host_alloc)\n", n);
+    return true;
+}
+
+void ct_host_alloc_fail_at(int64_t n) {
+    atomic_store(&g_fail_at, 0);
+    atomic_store(&g_host_allocs, 0);
+    atomic_store(&g_fail_at, n > 0 ? (long long)n : 0);
+}
+
+int64_t ct_host_alloc_count(void) { return (int64_t)atomic_load(&g_host_allocs); }
+
 void *ct_xmalloc(const char *op, size_t n) {
-    void *p = malloc(n ? n : 1);
+    void *p = ct_host_alloc_should_fail() ? NULL : malloc(n ? n : 1);
     if (!p)
         ct_error(CT_ERROR_OUT_OF_MEMORY, op, "could not allocate %zu bytes", n);
     return p;
 }
 
 void *ct_xcalloc(const char *op, size_t n, size_t size) {
-    void *p = calloc(n ? n : 1, size ? size : 1);
+    void *p = ct_host_alloc_should_fail() ? NULL : calloc(n ? n : 1, size ? size : 1);
     if (!p)
         ct_error(CT_ERROR_OUT_OF_MEMORY, op, "could not allocate %zu x %zu bytes", n, size);
     return p;
+}
+
+void *ct_xrealloc(const char *op, void *p, size_t n) {
+    void *q = ct_host_alloc_should_fail() ? NULL : realloc(p, n ? n : 1);
+    if (!q)
+        ct_error(CT_ERROR_OUT_OF_MEMORY, op, "could not allocate %zu bytes", n);
+    return q;
 }

@@ -34,4 +34,16 @@ void ct_assert_fail(const char *expr, const char *file, int line);
             ct_assert_fail(#x, __FILE__, __LINE__);   \
     } while (0)
 
+/* ct_xmalloc and ct_xcalloc are in ctorch/ext.h; ct_xrealloc leaves p as it was when
+ * it fails. All three count for Note [Injected allocation failures]. */
+void *ct_xrealloc(const char *op, void *p, size_t n);
+
+/* Note [Injected allocation failures] (error.c): true when this host allocation is the
+ * one CT_ALLOC_CONF's fail_host_alloc asks to fail; one relaxed load while it is off. */
+bool ct_host_alloc_should_fail(void);
+/* Fails the n-th host allocation from now on (once); 0 turns injection off. */
+void ct_host_alloc_fail_at(int64_t n);
+/* Host allocations counted since the last ct_host_alloc_fail_at. */
+int64_t ct_host_alloc_count(void);
+
 #endif /* CT_ERROR_H */

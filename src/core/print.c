@@ -35,7 +35,19 @@ typedef struct {
     int sci_mode; /* -1 automatic, 0 off, 1 on */
 } print_opts;
 
-void ct_set_printoptions(int precision, int64_t threshold, int edgeitems, int linewidth, int sci_mode) {
+/* Note [Print precision]
+ * Python formats with any precision up to INT_MAX, so PyTorch takes any; but a double's
+ * exact decimal value has at most 1074 digits after the point (767 significant ones),
+ * and every digit past those is a 0. A larger precision only pads with zeros, while
+ * each element becomes that many bytes, formatted several times: precision 2^30 made a
+ * 4-element repr run for minutes and allocate gigabytes. So it is refused. */
+#define CT_PRINT_MAX_PRECISION 1074
+
+ct_status ct_set_printoptions(int precision, int64_t threshold, int edgeitems, int linewidth, int sci_mode) {
+    if (precision > CT_PRINT_MAX_PRECISION)
+        return ct_error(CT_ERROR_VALUE, "set_printoptions",
+                        "precision must be at most %d (a double has no more decimal digits after the point), got %d",
+                        CT_PRINT_MAX_PRECISION, precision);
     if (precision >= 0)
         atomic_store(&opt_precision, precision);
     if (threshold >= 0)
@@ -46,6 +58,7 @@ void ct_set_printoptions(int precision, int64_t threshold, int edgeitems, int li
         atomic_store(&opt_linewidth, linewidth);
     if (sci_mode >= -1)
         atomic_store(&opt_sci_mode, sci_mode > 0 ? 1 : sci_mode);
+    return CT_OK;
 }
 
 void ct_reset_printoptions(void) {
@@ -145,13 +158,19 @@ typedef void (*elem_fn)(void *ctx, const char *p);
  * repr made with edgeitems 0 (summarized or not), so the shape is still visible. */
 static bool summarized_dim(int64_t n, bool summarize, int64_t edge) { return summarize && n > 2 * edge; }
 
+/* Bytes between neighbours along dim. A dim of one element (or none) may carry any
+ * stride, even one whose byte count overflows; it is never stepped along. */
+static int64_t dim_step(const ct_tensor *t, int dim) {
+    return t->shape[dim] > 1 ? t->strides[dim] * (int64_t)ct_dtype_size(t->dtype) : 0;
+}
+
 static void walk(const ct_tensor *t, const char *p, int dim, bool summarize, int64_t edge, elem_fn fn, void *ctx) {
     if (dim == t->ndim) {
         fn(ctx, p);
         return;
     }
     int64_t n = t->shape[dim];
-    int64_t step = t->strides[dim] * (int64_t)ct_dtype_size(t->dtype);
+    int64_t step = dim_step(t, dim);
     if (summarized_dim(n, summarize, edge)) {
         for (int64_t i = 0; i < edge; i++)
             walk(t, p + i * step, dim + 1, summarize, edge, fn, ctx);
@@ -343,7 +362,7 @@ static int64_t floor_div(int64_t a, int64_t b) {
 static void write_rows(strbuf *sb, const ct_tensor *t, const char *p, int dim, int64_t indent, bool summarize,
                        const formatter *f, const print_opts *o) {
     int64_t n = t->shape[dim];
-    int64_t step = t->strides[dim] * (int64_t)ct_dtype_size(t->dtype);
+    int64_t step = dim_step(t, dim);
     int64_t edge = o->edgeitems;
     bool summarized = summarized_dim(n, summarize, edge);
     bool last = dim == t->ndim - 1;

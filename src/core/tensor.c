@@ -17,7 +17,9 @@
  * freed on another thread simply join that thread's cache. Thread exit frees them
  * (scope_thread_exit). A cache is a list threaded through the dead objects themselves,
  * so the thread-local part is two words (Note [Thread-local storage]). A reused object
- * is not cleared: its maker assigns every field (Note [Tensor initialisation]). */
+ * is not cleared: its maker assigns every field (Note [Tensor initialisation]). In
+ * Note [Sanitizer mode] (alloc.c) nothing is cached, so AddressSanitizer sees every use
+ * of a dead tensor or storage. */
 #define CT_OBJ_CACHE 64
 typedef struct {
     void *head; /* first word of each cached object: the next one */
@@ -28,7 +30,7 @@ static void ensure_thread_exit_hook(void);
 
 static inline void *cache_get(obj_cache *c, size_t size, const char *op) {
     void *p = c->head;
-    if (p) {
+    if (p && !ct_alloc_sanitizing()) {
         memcpy(&c->head, p, sizeof c->head);
         c->n--;
         return p;
@@ -39,7 +41,7 @@ static inline void *cache_get(obj_cache *c, size_t size, const char *op) {
 static CT_THREAD_LOCAL bool exit_hook_set; /* this thread's caches are freed at its exit */
 
 static inline void cache_put(obj_cache *c, void *p) {
-    if (c->n < CT_OBJ_CACHE) {
+    if (c->n < CT_OBJ_CACHE && !ct_alloc_sanitizing()) {
         if (__builtin_expect(!exit_hook_set, 0))
             ensure_thread_exit_hook();
         memcpy(p, &c->head, sizeof c->head);
@@ -183,13 +185,27 @@ const char *ct_shape_str(const int64_t *shape, int ndim, char *buf, size_t cap) 
  * tensor is pushed on the reference stack when a scope is open; ct_scope_end releases
  * everything pushed since its mark. ct_keep retains the tensor and pushes it again
  * below the mark, so the scope's own release leaves the enclosing scope one
- * reference. Pushing is O(1), so a loop body in a scope stays flat in memory. */
+ * reference. Pushing is O(1), so a loop body in a scope stays flat in memory.
+ *
+ * Note [Scopes without memory]
+ * ct_scope_begin must work when memory runs out (every op opens a scope). The
+ * outermost scope's mark is always 0 (no scope, nothing pushed), so it is not stored:
+ * marks[k] is the mark of scope k + 2, and opening the first scope allocates nothing.
+ * When a deeper mark cannot be stored, the scope is opened "merged" into the one below
+ * it (nmerged counts them, innermost first): its tensors are released when that scope
+ * ends, later than asked but never lost, and ct_keep inside it has nothing to do.
+ * ct_scope_begin reports CT_ERROR_OUT_OF_MEMORY for it; the depth counts it as usual,
+ * so begin/end pairs stay balanced. */
 typedef struct {
     ct_tensor **refs;
     size_t nrefs, cap;
-    size_t *marks;
+    size_t *marks; /* marks of scopes 2, 3, ... */
     int nmarks, markcap;
+    int nmerged; /* innermost scopes merged into the one below (no memory for a mark) */
 } scope_stack;
+
+/* The mark of the innermost stored scope (nmarks > 0). */
+static inline size_t scope_top_mark(const scope_stack *s) { return s->nmarks > 1 ? s->marks[s->nmarks - 2] : 0; }
 
 static CT_THREAD_LOCAL scope_stack tl_scopes;
 
@@ -199,7 +215,7 @@ static pthread_once_t scope_key_once = PTHREAD_ONCE_INIT;
 
 static void scope_thread_exit(void *p) {
     scope_stack *s = p;
-    while (s->nmarks > 0)
+    while (s->nmarks > 0 || s->nmerged > 0)
         ct_scope_end();
     free(s->refs);
     free(s->marks);
@@ -223,7 +239,7 @@ static bool scope_push(ct_tensor *t) {
     scope_stack *s = &tl_scopes;
     if (s->nrefs == s->cap) {
         size_t cap = s->cap ? s->cap * 2 : 256;
-        ct_tensor **r = realloc(s->refs, cap * sizeof *r);
+        ct_tensor **r = ct_host_alloc_should_fail() ? NULL : realloc(s->refs, cap * sizeof *r);
         if (!r)
             return false;
         s->refs = r;
@@ -233,27 +249,48 @@ static bool scope_push(ct_tensor *t) {
     return true;
 }
 
-void ct_scope_begin(void) {
+ct_status ct_scope_begin(void) {
     scope_stack *s = &tl_scopes;
-    if (s->nmarks == s->markcap) {
-        if (!s->marks) /* first scope on this thread: free the buffers at its exit */
-            ensure_thread_exit_hook();
-        int cap = s->markcap ? s->markcap * 2 : 16;
-        size_t *m = realloc(s->marks, (size_t)cap * sizeof *m);
-        CT_ASSERT(m != NULL); /* a few bytes; nothing sensible to do without them */
-        s->marks = m;
-        s->markcap = cap;
+    if (CT_UNLIKELY(!exit_hook_set)) /* free the buffers at this thread's exit */
+        ensure_thread_exit_hook();
+    if (s->nmarks == 0) {
+        s->nmarks = 1; /* Note [Scopes without memory]: the mark is 0 */
+        return CT_OK;
     }
-    s->marks[s->nmarks++] = s->nrefs;
+    if (s->nmerged == 0 && s->nmarks - 1 == s->markcap) {
+        int cap = s->markcap ? s->markcap * 2 : 16;
+        size_t *m = cap > s->markcap && !ct_host_alloc_should_fail() ? realloc(s->marks, (size_t)cap * sizeof *m)
+                                                                      : NULL;
+        if (m) {
+            s->marks = m;
+            s->markcap = cap;
+        }
+    }
+    if (s->nmerged > 0 || s->nmarks - 1 == s->markcap) {
+        s->nmerged++;
+        return ct_error(CT_ERROR_OUT_OF_MEMORY, "scope_begin",
+                        "no memory to open scope %d; its tensors are released when the enclosing scope ends",
+                        ct_scope_depth());
+    }
+    s->marks[s->nmarks++ - 1] = s->nrefs;
+    return CT_OK;
 }
 
 void ct_scope_end(void) {
     scope_stack *s = &tl_scopes;
+    if (s->nmerged > 0) {
+        s->nmerged--; /* its tensors belong to the enclosing scope */
+        return;
+    }
     if (s->nmarks == 0)
         return; /* unbalanced end: ignored rather than freeing the caller's tensors */
-    size_t mark = s->marks[--s->nmarks];
-    while (s->nrefs > mark)
-        ct_release(s->refs[--s->nrefs]);
+    size_t mark = scope_top_mark(s);
+    s->nmarks--;
+    while (s->nrefs > mark) {
+        ct_tensor *t = s->refs[--s->nrefs];
+        s->refs[s->nrefs] = NULL; /* no stale pointer for LeakSanitizer to mistake for a reference */
+        ct_release(t);
+    }
     /* Keep small buffers for the next scope (every op opens one); give back ones a
      * big scope grew. The thread-exit destructor frees the rest. */
     if (s->nmarks == 0 && s->cap > 4096) {
@@ -265,7 +302,7 @@ void ct_scope_end(void) {
 
 
 
-int ct_scope_depth(void) { return tl_scopes.nmarks; }
+int ct_scope_depth(void) { return tl_scopes.nmarks + tl_scopes.nmerged; }
 
 ct_tensor *ct_scope_adopt(ct_tensor *t) {
     if (!t || tl_scopes.nmarks == 0)
@@ -280,7 +317,7 @@ ct_tensor *ct_scope_adopt(ct_tensor *t) {
 
 ct_tensor *ct_keep(ct_tensor *t) {
     scope_stack *s = &tl_scopes;
-    if (!t || s->nmarks == 0)
+    if (!t || s->nmarks == 0 || s->nmerged > 0) /* merged: t already lives in the enclosing scope */
         return t;
     atomic_fetch_add_explicit(&t->refcount, 1, memory_order_relaxed);
     if (s->nmarks == 1)
@@ -291,10 +328,10 @@ ct_tensor *ct_keep(ct_tensor *t) {
         ct_error(CT_ERROR_OUT_OF_MEMORY, "keep", "could not record a tensor in the enclosing scope");
         return NULL;
     }
-    size_t mark = s->marks[s->nmarks - 1];
+    size_t mark = scope_top_mark(s);
     memmove(&s->refs[mark + 1], &s->refs[mark], (s->nrefs - 1 - mark) * sizeof *s->refs);
     s->refs[mark] = t;
-    s->marks[s->nmarks - 1] = mark + 1;
+    s->marks[s->nmarks - 2] = mark + 1;
     return t;
 }
 

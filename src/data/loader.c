@@ -207,6 +207,16 @@ typedef struct slot {
     ct_tensor **fields;
 } slot;
 
+/* A worker's buffers, allocated by ct_dataloader_new before the thread starts, so that
+ * running out of memory there is the constructor's error and never a worker that
+ * cannot work (the consumer would wait for it forever). */
+typedef struct worker {
+    struct ct_dataloader *dl;
+    int64_t *idx;
+    ct_tensor **fields;
+    char message[512];
+} worker;
+
 struct ct_dataloader {
     ct_dataset *ds;
     ct_dataloader_options o;
@@ -223,6 +233,7 @@ struct ct_dataloader {
     int capacity;
     slot *slots;
     pthread_t *threads;
+    worker *workers;
     int nthreads;
 };
 
@@ -303,15 +314,15 @@ static void slot_clear(slot *s, int nf) {
 }
 
 static void *worker_main(void *arg) {
-    ct_dataloader *dl = arg;
+    worker *w = arg;
+    ct_dataloader *dl = w->dl;
     const int nf = dl->ds->nfields;
-    int64_t *idx = malloc(sizeof(int64_t) * (size_t)dl->o.batch_size);
-    ct_tensor **fields = calloc((size_t)nf, sizeof(ct_tensor *));
-    char *message = malloc(512);
+    int64_t *idx = w->idx;
+    ct_tensor **fields = w->fields;
+    char *message = w->message;
     pthread_mutex_lock(&dl->mu);
     while (!dl->stop) {
-        if (!idx || !fields || !message || dl->next_make >= dl->nbatches ||
-            dl->next_make >= dl->next_consume + dl->capacity) {
+        if (dl->next_make >= dl->nbatches || dl->next_make >= dl->next_consume + dl->capacity) {
             pthread_cond_wait(&dl->work_cv, &dl->mu);
             continue;
         }
@@ -319,7 +330,7 @@ static void *worker_main(void *arg) {
         memcpy(idx, dl->order + b * dl->o.batch_size, sizeof(int64_t) * (size_t)count);
         pthread_mutex_unlock(&dl->mu);
         message[0] = 0;
-        ct_status st = make_batch(dl, idx, count, fields, message, 512);
+        ct_status st = make_batch(dl, idx, count, fields, message, sizeof w->message);
         pthread_mutex_lock(&dl->mu);
         if (gen == dl->gen && !dl->stop) {
             slot *s = &dl->slots[b % dl->capacity];
@@ -338,9 +349,6 @@ static void *worker_main(void *arg) {
             fields[f] = NULL;
     }
     pthread_mutex_unlock(&dl->mu);
-    free(idx);
-    free(fields);
-    free(message);
     return NULL;
 }
 
@@ -382,6 +390,12 @@ void ct_dataloader_free(ct_dataloader *dl) {
         free(dl->slots);
     }
     free(dl->threads);
+    if (dl->workers)
+        for (int i = 0; i < dl->o.num_workers; i++) {
+            free(dl->workers[i].idx);
+            free(dl->workers[i].fields);
+        }
+    free(dl->workers);
     free(dl->order);
     pthread_mutex_destroy(&dl->mu);
     pthread_cond_destroy(&dl->work_cv);
@@ -434,12 +448,21 @@ ct_dataloader *ct_dataloader_new(ct_dataset *ds, const ct_dataloader_options *o)
     start_epoch(dl, 0);
     if (o->num_workers > 0) {
         dl->threads = ct_xcalloc(op, (size_t)o->num_workers, sizeof(pthread_t));
-        if (!dl->threads) {
+        dl->workers = ct_xcalloc(op, (size_t)o->num_workers, sizeof(worker));
+        ok = dl->threads && dl->workers;
+        for (int i = 0; ok && i < o->num_workers; i++) {
+            worker *w = &dl->workers[i];
+            w->dl = dl;
+            w->idx = ct_xcalloc(op, (size_t)o->batch_size, sizeof(int64_t));
+            w->fields = ct_xcalloc(op, (size_t)ds->nfields, sizeof(ct_tensor *));
+            ok = w->idx && w->fields;
+        }
+        if (!ok) {
             ct_dataloader_free(dl);
             return NULL;
         }
         for (int i = 0; i < o->num_workers; i++) {
-            if (pthread_create(&dl->threads[i], NULL, worker_main, dl) != 0) {
+            if (pthread_create(&dl->threads[i], NULL, worker_main, &dl->workers[i]) != 0) {
                 ct_error(CT_ERROR_RUNTIME, op, "could not start worker thread %d", i);
                 ct_dataloader_free(dl);
                 return NULL;
@@ -475,14 +498,18 @@ ct_status ct_dataloader_set_epoch(ct_dataloader *dl, int64_t epoch) {
 
 /* Hands owned references to the caller's scope. */
 static int deliver(ct_tensor **src, ct_tensor **fields, int nf) {
-    for (int f = 0; f < nf; f++) {
-        fields[f] = ct_scope_adopt(src[f]);
+    bool ok = true;
+    for (int f = 0; f < nf; f++) { /* src may be fields */
+        ct_tensor *t = src[f];
         src[f] = NULL;
+        fields[f] = ct_scope_adopt(t); /* NULL (and t released) when the scope cannot record it */
+        ok = ok && fields[f];
     }
+    if (ok)
+        return 1;
     for (int f = 0; f < nf; f++)
-        if (!fields[f])
-            return -1;
-    return 1;
+        fields[f] = NULL; /* those adopted belong to the scope */
+    return -1;
 }
 
 /* End of an epoch: the next one starts now, so workers prefetch it while the caller
@@ -527,28 +554,20 @@ int ct_dataloader_next(ct_dataloader *dl, ct_tensor **fields) {
     ct_status st = s->status;
     char message[sizeof s->message];
     memcpy(message, s->message, sizeof message);
-    ct_tensor **tmp = calloc((size_t)nf, sizeof(ct_tensor *));
-    if (tmp)
-        for (int f = 0; f < nf; f++) {
-            tmp[f] = s->fields[f];
-            s->fields[f] = NULL;
-        }
+    for (int f = 0; f < nf; f++) { /* owned references, handed to the caller below */
+        fields[f] = s->fields[f];
+        s->fields[f] = NULL;
+    }
     s->batch = -1;
     pthread_cond_broadcast(&dl->work_cv); /* a slot is free */
     pthread_mutex_unlock(&dl->mu);
-    if (!tmp) {
-        ct_error(CT_ERROR_OUT_OF_MEMORY, op, "out of memory");
+    if (st) {
+        for (int f = 0; f < nf; f++) {
+            ct_release(fields[f]);
+            fields[f] = NULL;
+        }
+        ct_error(st, op, "batch %lld: %s", (long long)b, message);
         return -1;
     }
-    int r;
-    if (st) {
-        ct_error(st, op, "batch %lld: %s", (long long)b, message);
-        r = -1;
-    } else {
-        r = deliver(tmp, fields, nf);
-    }
-    for (int f = 0; f < nf; f++)
-        ct_release(tmp[f]);
-    free(tmp);
-    return r;
+    return deliver(fields, fields, nf);
 }

@@ -124,24 +124,44 @@ void ct_dispatch_set_global_key(ct_dispatch_key key, bool on) {
 /* ------------------------------------------------------------------ tables */
 
 static kernel_stack *stack_new(int n) {
-    kernel_stack *s = calloc(1, sizeof *s + (size_t)n * sizeof(kernel_entry));
+    kernel_stack *s = ct_xcalloc("dispatch", 1, sizeof *s + (size_t)n * sizeof(kernel_entry));
     if (s)
         s->n = n;
     return s;
 }
 
+/* Note [Start-up without memory]
+ * The first op registers every kernel (src/registry.c), several hundred small
+ * allocations. When one fails, the start-up stops, that op fails with
+ * CT_ERROR_OUT_OF_MEMORY and the next op tries again, keeping the slots the failed
+ * attempt filled. */
+static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
+static atomic_bool init_done; /* set once dispatch_init has run: every op checks it */
+static int registration_attempts; /* under the registry's lock */
+static bool init_failed;      /* a registration of this attempt ran out of memory */
+
+void ct_dispatch_registration_begin(void) {
+    registration_attempts++;
+    init_failed = false;
+}
+
+bool ct_dispatch_registration_ok(void) { return !init_failed; }
+
 void ct_dispatch_register_default(ct_op op, ct_dispatch_key key, ct_kernel_fn fn, void *user_data) {
-    kernel_stack *s = stack_new(1);
-    CT_ASSERT(s != NULL);
+    if (atomic_load(&slots[op][rank_of(key)])) {
+        CT_ASSERT(registration_attempts > 1); /* defaults are registered once, at start-up */
+        return;
+    }
+    kernel_stack *s = init_failed ? NULL : stack_new(1);
+    if (!s) {
+        init_failed = true;
+        return;
+    }
     s->e[0] = (kernel_entry){fn, user_data, 0};
-    kernel_stack *old = atomic_exchange(&slots[op][rank_of(key)], s);
-    CT_ASSERT(old == NULL); /* defaults are registered once, at start-up */
+    atomic_store(&slots[op][rank_of(key)], s);
 }
 
 void ct_dispatch_register_fallback(ct_dispatch_key key, ct_kernel_fn fn) { key_fallback[rank_of(key)] = fn; }
-
-static pthread_once_t init_once = PTHREAD_ONCE_INIT;
-static atomic_bool init_done; /* set once dispatch_init has run: every op checks it */
 
 /* Keys an op may have no kernel at simply pass the call on. */
 static ct_status fallthrough(ct_keyset ks, ct_call *call, void *user_data) {
@@ -149,12 +169,26 @@ static ct_status fallthrough(ct_keyset ks, ct_call *call, void *user_data) {
     return ct_redispatch(below_rank(ks, call->cur_rank), call);
 }
 
-static void dispatch_init(void) {
-    key_fallback[RANK_AUTOGRAD] = fallthrough;
-    key_fallback[RANK_AUTOCAST] = fallthrough;
-    key_fallback[RANK_TRACE] = fallthrough;
-    ct_runtime_init(); /* Note [Registry]: the built-in modules register themselves */
-    atomic_store_explicit(&init_done, true, memory_order_release);
+/* False (an error set) when the start-up ran out of memory: Note [Start-up without memory]. */
+static __attribute__((noinline)) bool dispatch_init(void) {
+    pthread_mutex_lock(&init_lock);
+    if (!atomic_load(&init_done)) {
+        key_fallback[RANK_AUTOGRAD] = fallthrough;
+        key_fallback[RANK_AUTOCAST] = fallthrough;
+        key_fallback[RANK_TRACE] = fallthrough;
+        /* Note [Registry]: the built-in modules register themselves */
+        if (!ct_runtime_init()) {
+            pthread_mutex_unlock(&init_lock);
+            return false;
+        }
+        atomic_store_explicit(&init_done, true, memory_order_release);
+    }
+    pthread_mutex_unlock(&init_lock);
+    return true;
+}
+
+static inline bool dispatch_ready(void) {
+    return __builtin_expect(atomic_load_explicit(&init_done, memory_order_acquire), 1) || dispatch_init();
 }
 
 /* ------------------------------------------------------------------ observer */
@@ -171,23 +205,20 @@ void ct_dispatch_set_observer(const ct_dispatch_observer *obs) { atomic_store(&o
 
 void ct_dispatch_observe_calls(bool on) { atomic_store(&observing, on); }
 
-void ct_dispatch_ensure_init(void) {
-    if (__builtin_expect(!atomic_load_explicit(&init_done, memory_order_acquire), 0))
-        pthread_once(&init_once, dispatch_init);
-}
+void ct_dispatch_ensure_init(void) { (void)dispatch_ready(); }
 
 static bool op_valid(ct_op op) { return op >= 0 && op < CT_OP_COUNT; }
 
 bool ct_op_has_kernel(ct_op op, ct_dispatch_key key) {
-    ct_dispatch_ensure_init();
-    if (!op_valid(op) || !key_valid(key))
+    if (!dispatch_ready() || !op_valid(op) || !key_valid(key))
         return false;
     kernel_stack *s = atomic_load_explicit(&slots[op][rank_of(key)], memory_order_acquire);
     return s && s->n > 0 && s->e[0].handle == 0 && s->e[0].fn != NULL;
 }
 
 int64_t ct_op_override(ct_op op, ct_dispatch_key key, ct_kernel_fn kernel, void *user_data, uint32_t flags) {
-    ct_dispatch_ensure_init();
+    if (!dispatch_ready())
+        return -1;
     if (!op_valid(op)) {
         ct_error(CT_ERROR_VALUE, "op_override", "unknown op id %d", (int)op);
         return -1;
@@ -285,8 +316,7 @@ static atomic_bool fast_lane_off; /* tests switch the lane off to compare with t
 static CT_THREAD_LOCAL uint64_t fast_lane_hits;
 
 bool ct_dispatch_fast_lane(ct_op op) {
-    ct_dispatch_ensure_init();
-    if (__builtin_expect(atomic_load_explicit(&observing, memory_order_relaxed), 0) ||
+    if (!dispatch_ready() || __builtin_expect(atomic_load_explicit(&observing, memory_order_relaxed), 0) ||
         (tls_included | global_included) != 0 || atomic_load_explicit(&fast_lane_off, memory_order_relaxed))
         return false;
     kernel_stack *s = atomic_load_explicit(&slots[op][RANK_CPU], memory_order_acquire);
@@ -299,7 +329,8 @@ static _Atomic(ct_fast_lane_fn) fast_lane_fn;
 void ct_dispatch_set_fast_lane_fn(ct_fast_lane_fn fn) { atomic_store(&fast_lane_fn, fn); }
 
 ct_tensor *ct_dispatch_fast(ct_op op, const ct_tensor *a, const ct_tensor *b) {
-    ct_dispatch_ensure_init(); /* the CPU backend installs the lane */
+    if (!dispatch_ready()) /* the CPU backend installs the lane */
+        return NULL;
     ct_fast_lane_fn fn = atomic_load_explicit(&fast_lane_fn, memory_order_relaxed);
     return fn ? fn(op, a, b) : NULL;
 }
@@ -389,7 +420,10 @@ ct_keyset ct_call_keyset(const ct_call *call) {
 }
 
 ct_status ct_dispatch(ct_call *call) {
-    ct_dispatch_ensure_init();
+    if (!dispatch_ready()) {
+        ct_call_clear_outputs(call);
+        return ct_last_status();
+    }
     /* Note [Observer hook]: off, observing costs this one load and a branch that is
      * predicted not taken. */
     if (__builtin_expect(atomic_load_explicit(&observing, memory_order_relaxed), 0)) {

@@ -33,6 +33,12 @@ uint64_t ct_dispatch_fast_lane_hits(void);
 void ct_dispatch_set_fast_lane(bool on);
 
 
+/* Note [Start-up without memory] (dispatch.c): the registry brackets one attempt at
+ * registering every kernel with these; ok is false when a registration of the attempt
+ * ran out of memory. */
+void ct_dispatch_registration_begin(void);
+bool ct_dispatch_registration_ok(void);
+
 /* Note [Observer hook] (dispatch.c). run_call must run the call through
  * ct_dispatch_run; the override events are told after the change. Any member may be
  * NULL. */

@@ -15,25 +15,30 @@
 
 /* ------------------------------------------------------------------ mappings */
 
-static ct_mapping *read_whole(const char *op, const char *path, int fd) {
-    ct_mapping *m = ct_xcalloc(op, 1, sizeof *m);
-    if (!m)
-        return NULL;
-    atomic_init(&m->refs, 1);
-    size_t cap = 0;
-    for (;;) {
-        if (m->len == cap) {
-            size_t ncap = cap ? cap * 2 : 65536;
-            uint8_t *d = ncap > cap ? realloc(m->data, ncap) : NULL;
-            if (!d) {
-                ct_error(CT_ERROR_OUT_OF_MEMORY, op, "'%s': could not allocate %zu bytes to read it", path, ncap);
-                free(m->data);
-                free(m);
-                return NULL;
-            }
-            m->data = d;
-            cap = ncap;
-        }
+/* Note [Mapping files]
+ * A regular file is mapped read-only and private (MAP_NORESERVE): the parsers can only
+ * read it, and the mapping costs no commit charge, so a file larger than RAM + swap maps
+ * as easily as a small one (a writable private mapping of it fails with ENOMEM under
+ * Linux's default overcommit heuristic). Tensors that view a mapping must be writable
+ * (in-place ops, copy-on-write, never reaching the file): the safetensors reader makes
+ * the tensor data writable once the header has been validated (ct_mapping_writable).
+ * Anything else (pipes, /dev/stdin, character devices such as /dev/zero) is read into
+ * memory, but only after its first bytes look like a checkpoint (ct_sniff_fn): an
+ * endless stream of zeros or random bytes is refused after one small read. */
+
+/* Bytes of a stream looked at before deciding to read the rest. */
+#define SNIFF_BYTES 4096
+
+static void *xrealloc_read(const char *op, const char *path, void *p, size_t n) {
+    void *q = ct_xrealloc(op, p, n);
+    if (!q)
+        ct_error(CT_ERROR_OUT_OF_MEMORY, op, "'%s': could not allocate %zu bytes to read it", path, n);
+    return q;
+}
+
+/* Reads until cap bytes or the end; false (error set) on a read error. */
+static bool read_some(const char *op, const char *path, int fd, ct_mapping *m, size_t cap) {
+    while (m->len < cap) {
         ssize_t r = read(fd, m->data + m->len, cap - m->len);
         if (r == 0)
             break;
@@ -41,16 +46,42 @@ static ct_mapping *read_whole(const char *op, const char *path, int fd) {
             if (errno == EINTR)
                 continue;
             ct_error(CT_ERROR_IO, op, "cannot read '%s': %s", path, strerror(errno));
-            free(m->data);
-            free(m);
-            return NULL;
+            return false;
         }
         m->len += (size_t)r;
     }
-    return m;
+    return true;
 }
 
-ct_mapping *ct_mapping_open(const char *op, const char *path) {
+static ct_mapping *read_whole(const char *op, const char *path, int fd, ct_sniff_fn sniff) {
+    ct_mapping *m = ct_xcalloc(op, 1, sizeof *m);
+    if (!m)
+        return NULL;
+    atomic_init(&m->refs, 1);
+    size_t cap = SNIFF_BYTES;
+    m->data = xrealloc_read(op, path, NULL, cap);
+    if (!m->data || !read_some(op, path, fd, m, cap))
+        goto fail;
+    if (sniff && !sniff(m->data, m->len, path))
+        goto fail;
+    while (m->len == cap) {
+        size_t ncap = cap * 2;
+        uint8_t *d = ncap > cap ? xrealloc_read(op, path, m->data, ncap) : NULL;
+        if (!d)
+            goto fail;
+        m->data = d;
+        cap = ncap;
+        if (!read_some(op, path, fd, m, cap))
+            goto fail;
+    }
+    return m;
+fail:
+    free(m->data);
+    free(m);
+    return NULL;
+}
+
+ct_mapping *ct_mapping_open(const char *op, const char *path, ct_sniff_fn sniff) {
     int fd = open(path, O_RDONLY);
     if (fd < 0) {
         ct_error(CT_ERROR_IO, op, "cannot open '%s': %s", path, strerror(errno));
@@ -68,10 +99,13 @@ ct_mapping *ct_mapping_open(const char *op, const char *path) {
         return NULL;
     }
     ct_mapping *m = NULL;
-    if (S_ISREG(stv.st_mode) && stv.st_size > 0 && (uint64_t)stv.st_size <= SIZE_MAX) {
-        /* Writable and private: tensors over the mapping can be modified in place
-         * (copy-on-write), and nothing ever reaches the file. */
-        void *p = mmap(NULL, (size_t)stv.st_size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+    if (S_ISREG(stv.st_mode) && stv.st_size > 0) {
+        if ((uint64_t)stv.st_size > SIZE_MAX) {
+            ct_error(CT_ERROR_IO, op, "'%s' (%lld bytes) is too large to map", path, (long long)stv.st_size);
+            close(fd);
+            return NULL;
+        }
+        void *p = mmap(NULL, (size_t)stv.st_size, PROT_READ, MAP_PRIVATE | MAP_NORESERVE, fd, 0);
         if (p != MAP_FAILED) {
             m = ct_xcalloc(op, 1, sizeof *m);
             if (!m) {
@@ -83,12 +117,27 @@ ct_mapping *ct_mapping_open(const char *op, const char *path) {
             m->data = p;
             m->len = (size_t)stv.st_size;
             m->mmapped = true;
+        } else if (errno != ENODEV && errno != EACCES) {
+            /* A mappable file that did not map: reading it would fail the same way. */
+            ct_error(CT_ERROR_IO, op, "cannot map '%s' (%lld bytes): %s", path, (long long)stv.st_size,
+                     strerror(errno));
+            close(fd);
+            return NULL;
         }
     }
-    if (!m)
-        m = read_whole(op, path, fd);
+    if (!m) /* pipes, character devices, files of unknown size (/proc) */
+        m = read_whole(op, path, fd, sniff);
     close(fd);
     return m;
+}
+
+bool ct_mapping_writable(ct_mapping *m, const uint8_t *p, size_t n) {
+    if (!m->mmapped || n == 0)
+        return true;
+    long page = sysconf(_SC_PAGESIZE);
+    uintptr_t a = (uintptr_t)p & ~(uintptr_t)(page - 1);
+    uintptr_t e = (uintptr_t)p + n;
+    return mprotect((void *)a, e - a, PROT_READ | PROT_WRITE) == 0;
 }
 
 void ct_mapping_retain(ct_mapping *m) { atomic_fetch_add_explicit(&m->refs, 1, memory_order_relaxed); }
@@ -132,6 +181,47 @@ static file_format detect(const uint8_t *b, size_t n) {
     return FMT_UNKNOWN;
 }
 
+static void refuse_unknown(const uint8_t *b, size_t n, const char *who) {
+    char hex[3 * 8 + 1] = "";
+    size_t h = 0;
+    for (size_t i = 0; i < n && i < 8; i++)
+        h += (size_t)snprintf(hex + h, sizeof hex - h, i ? " %02x" : "%02x", b[i]);
+    ct_error(CT_ERROR_FORMAT, "load",
+             "%s: not a checkpoint ctorch recognises (%zu bytes, starting %s%s): expected safetensors (an 8-byte "
+             "header length, then '{'), a torch.save zip (PK\\x03\\x04) or a legacy torch.save pickle",
+             who, n, n ? "" : "(empty)", hex);
+}
+
+static uint64_t le64(const uint8_t *b) {
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--)
+        v = v << 8 | b[i];
+    return v;
+}
+
+bool ct_sniff_safetensors(const uint8_t *b, size_t n, const char *name) {
+    /* A plausible header length (random bytes pass once in 2^37), then the header's
+     * first byte. Shorter streams are whole: the reader judges them. */
+    if (n < 8 || (le64(b) <= CT_SAFETENSORS_MAX_HEADER && (n == 8 || detect(b, n) == FMT_SAFETENSORS)))
+        return true;
+    ct_clear_error();
+    ct_value *v = ct_safetensors_load_buffer(b, n, NULL, name); /* its own verdict on these bytes */
+    if (v || ct_last_status() == CT_OK) {
+        ct_value_free(v);
+        ct_error(CT_ERROR_FORMAT, "load_safetensors", "%s: not a safetensors file (header length %llu)", name,
+                 (unsigned long long)le64(b));
+    }
+    return false;
+}
+
+bool ct_sniff_checkpoint(const uint8_t *b, size_t n, const char *name) {
+    switch (detect(b, n)) {
+    case FMT_UNKNOWN: refuse_unknown(b, n, name); return false;
+    case FMT_SAFETENSORS: return ct_sniff_safetensors(b, n, name);
+    default: return true;
+    }
+}
+
 static ct_value *dispatch(const uint8_t *b, size_t n, ct_mapping *map, const char *name) {
     const char *who = name ? name : "buffer";
     switch (detect(b, n)) {
@@ -146,14 +236,7 @@ static ct_value *dispatch(const uint8_t *b, size_t n, ct_mapping *map, const cha
         return NULL;
     case FMT_UNKNOWN: break;
     }
-    char hex[3 * 8 + 1] = "";
-    size_t h = 0;
-    for (size_t i = 0; i < n && i < 8; i++)
-        h += (size_t)snprintf(hex + h, sizeof hex - h, i ? " %02x" : "%02x", b[i]);
-    ct_error(CT_ERROR_FORMAT, "load",
-             "%s: not a checkpoint ctorch recognises (%zu bytes, starting %s%s): expected safetensors (an 8-byte "
-             "header length, then '{'), a torch.save zip (PK\\x03\\x04) or a legacy torch.save pickle",
-             who, n, n ? "" : "(empty)", hex);
+    refuse_unknown(b, n, who);
     return NULL;
 }
 
@@ -162,7 +245,7 @@ ct_value *ct_load(const char *path) {
         ct_error(CT_ERROR_NULL_ARGUMENT, "load", "path is NULL");
         return NULL;
     }
-    ct_mapping *m = ct_mapping_open("load", path);
+    ct_mapping *m = ct_mapping_open("load", path, ct_sniff_checkpoint);
     if (!m)
         return NULL;
     ct_value *v = dispatch(m->data, m->len, ct_safetensors_copy_requested() ? NULL : m, path);

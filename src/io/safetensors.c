@@ -225,8 +225,16 @@ static ct_tensor *make_tensor(const entry *e, const uint8_t *data, size_t nbytes
     ct_dtype dt = st_dtypes[e->st].dtype;
     size_t item = ct_dtype_size(dt);
     if (map && nbytes > 0 && (uintptr_t)data % item == 0) {
+        /* Not ct_from_blob: when it fails, whether it has called the deleter (released
+         * the mapping) depends on which step failed. */
+        ct_storage *s = ct_storage_from_blob((void *)data, nbytes, mapping_deleter, map);
+        if (!s)
+            return NULL;
         ct_mapping_retain(map);
-        ct_tensor *t = ct_from_blob((void *)data, e->shape, NULL, e->ndim, dt, mapping_deleter, map);
+        ct_tensor *t = ct_tensor_make(s, 0, e->shape, NULL, e->ndim, dt, CT_CPU);
+        if (!t)
+            s->deleter = NULL; /* the mapping is released below, once */
+        ct_storage_release(s);
         if (!t)
             ct_mapping_release(map);
         return t;
@@ -393,6 +401,10 @@ ct_value *ct_safetensors_load_buffer(const uint8_t *buf, size_t len, ct_mapping 
         goto fail_result;
     qsort(entries, (size_t)nent, sizeof *entries, cmp_names);
     const uint8_t *data = buf + 8 + n;
+    /* Tensors viewing a read-only mapping must be writable (Note [Mapping files]); where
+     * the system refuses, they are copied instead. */
+    if (map && !ct_mapping_writable(map, data, data_len))
+        map = NULL;
     for (int64_t i = 0; i < nent; i++) {
         ct_scope_begin();
         ct_tensor *t = make_tensor(&entries[i], data + entries[i].begin, (size_t)(entries[i].end - entries[i].begin),
@@ -417,7 +429,7 @@ ct_value *ct_load_safetensors(const char *path) {
         ct_error(CT_ERROR_NULL_ARGUMENT, OP_LOAD, "path is NULL");
         return NULL;
     }
-    ct_mapping *m = ct_mapping_open(OP_LOAD, path);
+    ct_mapping *m = ct_mapping_open(OP_LOAD, path, ct_sniff_safetensors);
     if (!m)
         return NULL;
     ct_value *v = ct_safetensors_load_buffer(m->data, m->len, ct_safetensors_copy_requested() ? NULL : m, path);

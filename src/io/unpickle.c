@@ -919,6 +919,13 @@ static ct_value *convert(up *u, const obj *o, int depth) {
                 ct_value_free(v);
                 return NULL;
             }
+            /* As the safetensors reader: a key with a NUL would print and look up as
+             * its prefix (ct_value_get takes a C string). */
+            if (k->kind == O_STR && memchr(k->s, '\0', k->n)) {
+                fail(u, "dict key '%s' contains a NUL character (\\x00)", k->s);
+                ct_value_free(v);
+                return NULL;
+            }
             ct_value *c = convert(u, o->items[i + 1], depth + 1);
             if (!c || (k->kind == O_STR ? ct_value_dict_set(v, ct_value_new_strn(k->s, k->n), c) : ct_value_dict_set_int(v, k->i, c))) {
                 ct_value_free(v);

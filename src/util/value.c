@@ -331,6 +331,34 @@ ct_value *ct_value_new_list(void) { return value_alloc("value_new_list", CT_VALU
 ct_value *ct_value_new_tuple(void) { return value_alloc("value_new_tuple", CT_VALUE_TUPLE); }
 ct_value *ct_value_new_dict(void) { return value_alloc("value_new_dict", CT_VALUE_DICT); }
 
+/* Whether v may not go into container c: it already has a container, or it is c or
+ * holds c (Note [Value trees]). Sets the error; such a value is left to its owner. */
+static bool refuse_child(const char *op, const ct_value *c, const ct_value *v) {
+    if (v->parent) {
+        ct_error(CT_ERROR_VALUE, op,
+                 "the %s is already inside a %s; a value has one owner (add a ct_value_clone of it instead)",
+                 ct_value_type_name(v->type), ct_value_type_name(v->parent->type));
+        return true;
+    }
+    for (const ct_value *a = c; a; a = a->parent)
+        if (a == v) {
+            ct_error(CT_ERROR_VALUE, op, "cannot put a %s inside itself", ct_value_type_name(v->type));
+            return true;
+        }
+    return false;
+}
+
+/* Frees a value handed to a builder that failed, unless it is not the caller's to give
+ * (refuse_child's cases). */
+static void free_handed(const ct_value *c, ct_value *v) {
+    if (!v || v->parent)
+        return;
+    for (const ct_value *a = c; a; a = a->parent)
+        if (a == v)
+            return;
+    ct_value_free(v);
+}
+
 /* Room for one more item (and key, for dicts). */
 static bool reserve(const char *op, ct_value *c) {
     if (c->u.c.len < c->u.c.cap)
@@ -364,14 +392,16 @@ ct_status ct_value_append(ct_value *list, ct_value *item) {
         st = ct_last_status();
     else if (item == list)
         st = ct_error(CT_ERROR_VALUE, "value_append", "cannot append a %s to itself", ct_value_type_name(list->type));
+    else if (refuse_child("value_append", list, item))
+        st = ct_last_status();
     else if (!reserve("value_append", list))
         st = CT_ERROR_OUT_OF_MEMORY;
     if (st != CT_OK) {
-        if (item != list)
-            ct_value_free(item);
+        free_handed(list && is_container(list) ? list : NULL, item);
         return st;
     }
     list->u.c.items[list->u.c.len++] = item;
+    item->parent = list;
     return CT_OK;
 }
 
@@ -386,17 +416,22 @@ ct_status ct_value_dict_set(ct_value *dict, ct_value *key, ct_value *item) {
                       ct_value_type_name(key->type));
     else if (item == dict || key == dict)
         st = ct_error(CT_ERROR_VALUE, "value_set", "cannot put a dict inside itself");
+    else if (key == item)
+        st = ct_error(CT_ERROR_VALUE, "value_set", "the key and the item are the same value");
+    else if (refuse_child("value_set", dict, key) || refuse_child("value_set", dict, item))
+        st = ct_last_status();
     if (st != CT_OK) {
-        if (key != dict)
-            ct_value_free(key);
-        if (item != dict)
-            ct_value_free(item);
+        const ct_value *c = dict && is_container(dict) ? dict : NULL;
+        free_handed(c, key);
+        if (item != key)
+            free_handed(c, item);
         return st;
     }
     int64_t pos = ct_value_dict_find(dict, key);
     if (pos >= 0) {
         ct_value_free(dict->u.c.items[pos]);
         dict->u.c.items[pos] = item;
+        item->parent = dict;
         ct_value_free(key);
         return CT_OK;
     }
@@ -408,6 +443,8 @@ ct_status ct_value_dict_set(ct_value *dict, ct_value *key, ct_value *item) {
     pos = dict->u.c.len++;
     dict->u.c.keys[pos] = key;
     dict->u.c.items[pos] = item;
+    key->parent = dict;
+    item->parent = dict;
     if (dict->u.c.index)
         index_insert(dict, pos);
     return CT_OK;
@@ -448,7 +485,9 @@ ct_status ct_value_set_int(ct_value *dict, int64_t key, ct_value *item) {
 ct_value *ct_value_pop(ct_value *list) {
     if (!list || (list->type != CT_VALUE_LIST && list->type != CT_VALUE_TUPLE) || list->u.c.len == 0)
         return NULL;
-    return list->u.c.items[--list->u.c.len];
+    ct_value *v = list->u.c.items[--list->u.c.len];
+    v->parent = NULL;
+    return v;
 }
 
 ct_value *ct_value_clone(const ct_value *v) {

@@ -11,9 +11,14 @@
  * object twice (a pickle memo hit) stores a ct_value_clone of it, and tensors inside a
  * clone share their storage, which is what aliasing means for a checkpoint. Dicts keep
  * insertion order; past a few entries they also keep an open-addressing index so that
- * building a state_dict of thousands of names stays linear. */
+ * building a state_dict of thousands of names stays linear.
+ *
+ * Each value records the container that holds it, so that the builders refuse a value
+ * that already has one (it would be freed twice) and a container put inside itself or
+ * inside one of its own descendants (freeing would never end). */
 struct ct_value {
     ct_value_type type;
+    ct_value *parent; /* the container holding it (as an item or a key), or NULL */
     union {
         bool b;
         int64_t i;
