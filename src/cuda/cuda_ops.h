@@ -72,7 +72,7 @@ ct_status ct_cuda_index_put(ct_tensor *w, const ct_tensor *values, const int64_t
 ct_status ct_cuda_nonzero(ct_call *call, const ct_tensor *t);
 ct_status ct_cuda_masked_select(ct_call *call, const ct_tensor *t, const ct_tensor *mask, const int64_t *shape, int nd,
                                 const int64_t *tstr, const int64_t *mstr);
-/* shape_cuda.c: flip (flipped: per dim), tril/triu of a contiguous c, pad (src/ops/pad.c's
+/* shape_cuda.c: flip (flipped: per dim), tril/triu of a contiguous c, pad (src/meta/pad.c's
  * lo and hi_crop, its mode order, value's bytes); outputs allocated, contiguous. */
 ct_status ct_cuda_flip(ct_tensor *out, const ct_tensor *t, const bool *flipped);
 ct_status ct_cuda_tri(ct_tensor *out, const ct_tensor *c, int64_t k, bool lower);

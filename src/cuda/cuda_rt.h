@@ -307,7 +307,7 @@ ct_status ct_cuda_masked_select_fill(const ct_cuda_select_desc *d, const void *s
 
 /* shape.cu: flip and pad, one output element per thread, the output contiguous (shape
  * oshape), the input read through element strides istr. mode: CT_CUDA_REMAP_*; pad's
- * lo (left amounts, negative crops) and hicrop (right crops) as in src/ops/pad.c. */
+ * lo (left amounts, negative crops) and hicrop (right crops) as in src/meta/pad.c. */
 enum { CT_CUDA_REMAP_CONSTANT = 0, CT_CUDA_REMAP_REFLECT, CT_CUDA_REMAP_REPLICATE, CT_CUDA_REMAP_CIRCULAR,
        CT_CUDA_REMAP_FLIP };
 typedef struct ct_cuda_remap_desc {

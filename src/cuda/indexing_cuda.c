@@ -654,7 +654,7 @@ static const shared_kernel k_cat = {ct_kernel_cat}, k_index_select = {ct_kernel_
                            k_masked_fill = {ct_kernel_masked_fill}, k_embedding = {embedding_kernel},
                            k_embedding_backward = {embedding_backward_kernel}, k_sort = {ct_kernel_sort},
                            k_topk = {ct_kernel_topk}, k_flip = {ct_kernel_flip}, k_tril = {ct_kernel_tril},
-                           k_triu = {ct_kernel_triu}, k_pad = {ct_cpu_pad}, k_nonzero = {ct_kernel_nonzero},
+                           k_triu = {ct_kernel_triu}, k_pad = {ct_kernel_pad}, k_nonzero = {ct_kernel_nonzero},
                            k_masked_select = {ct_cpu_masked_select}, k_scatter = {ct_cpu_scatter},
                            k_scatter_reduce = {ct_cpu_scatter_reduce}, k_index_copy = {ct_cpu_index_copy},
                            k_index_fill = {ct_cpu_index_fill}, k_index = {ct_cpu_index},
@@ -673,6 +673,7 @@ void ct_cuda_register_indexing(void) {
     ct_stub_masked_fill[CT_DEVICE_CUDA] = ct_cuda_masked_fill;
     ct_stub_nonzero[CT_DEVICE_CUDA] = ct_cuda_nonzero;
     ct_stub_sort[CT_DEVICE_CUDA] = ct_cuda_sort;
+    ct_stub_pad[CT_DEVICE_CUDA] = ct_cuda_pad;
     ct_dispatch_register_default(CT_OP_cat, CT_KEY_CUDA, on_one_device, (void *)&k_cat);
     ct_dispatch_register_default(CT_OP_index_select, CT_KEY_CUDA, on_one_device, (void *)&k_index_select);
     ct_dispatch_register_default(CT_OP_gather, CT_KEY_CUDA, on_one_device, (void *)&k_gather);
