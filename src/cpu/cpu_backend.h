@@ -11,6 +11,8 @@ void ct_cpu_register_device(void);
 void ct_cpu_register_shape(void);
 /* pad.c: pad's stub (src/meta/pad.c). */
 void ct_cpu_register_pad(void);
+/* advindex.c: the stubs of index and index_put (src/meta/advindex.c). */
+void ct_cpu_register_advindex(void);
 /* ct_device_iface.random_fill of the CPU (src/cpu/random.c). */
 ct_status ct_cpu_random_fill(const ct_random_job *job, int device_index);
 

@@ -6,4 +6,5 @@ void ct_cpu_register(void) {
     ct_cpu_register_device();
     ct_cpu_register_shape();
     ct_cpu_register_pad();
+    ct_cpu_register_advindex();
 }

@@ -56,7 +56,7 @@ ct_status ct_cuda_scatter(ct_tensor *w, const ct_tensor *index, const ct_tensor 
                           int reduce, bool include_self, const char *op);
 ct_status ct_cuda_index_copy(ct_tensor *w, const ct_tensor *index, const ct_tensor *src, int dim);
 ct_status ct_cuda_index_fill(ct_tensor *w, const ct_tensor *index, const void *value, int dim);
-/* Advanced indexing (src/ops/advindex.c's plan: per dim of t its int64 index or NULL,
+/* Advanced indexing (src/meta/advindex.c's plan: per dim of t its int64 index or NULL,
  * their strides broadcast to the index shape, which has bnd dims and sits at result
  * dim insert; the sliced dims). index: out (contiguous) = t indexed; index_put: into the
  * contiguous work tensor w, values read through vstr over the result shape. */

@@ -256,7 +256,7 @@ ct_status ct_cuda_index_copy_run(void *dst, const void *src, size_t esz, const i
 ct_status ct_cuda_index_fill_run(void *dst, size_t esz, uint64_t value, const int64_t *idx, int64_t outer,
                                  int64_t nidx, int64_t inner, int64_t size, int device, const char *op);
 
-/* Advanced indexing (index, index_put): the plan of src/ops/advindex.c. The result has
+/* Advanced indexing (index, index_put): the plan of src/meta/advindex.c. The result has
  * shape oshape: the sliced dims before insert, then the broadcast index shape B (bnd
  * dims), then the other sliced dims; indexed dim idim[j] of t takes its position from
  * idata[j] (int64, element strides istr[j] over B). t: tshape, element strides tstr;

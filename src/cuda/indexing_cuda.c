@@ -405,7 +405,7 @@ ct_status ct_cuda_index_fill(ct_tensor *w, const ct_tensor *index, const void *v
 
 /* ------------------------------------------------------------------ index, index_put */
 
-/* The plan of src/ops/advindex.c as indexing.cu takes it; t's strides as given (the
+/* The plan of src/meta/advindex.c as indexing.cu takes it; t's strides as given (the
  * source of index, the contiguous work tensor of index_put). */
 static void advindex_desc(ct_cuda_advindex_desc *a, const ct_tensor *t, const int64_t *tstr,
                           const ct_tensor *const *idx, const int64_t (*istr)[CT_MAX_DIMS], const int64_t *oshape,
@@ -657,8 +657,8 @@ static const shared_kernel k_cat = {ct_kernel_cat}, k_index_select = {ct_kernel_
                            k_triu = {ct_kernel_triu}, k_pad = {ct_kernel_pad}, k_nonzero = {ct_kernel_nonzero},
                            k_masked_select = {ct_cpu_masked_select}, k_scatter = {ct_cpu_scatter},
                            k_scatter_reduce = {ct_cpu_scatter_reduce}, k_index_copy = {ct_cpu_index_copy},
-                           k_index_fill = {ct_cpu_index_fill}, k_index = {ct_cpu_index},
-                           k_index_put = {ct_cpu_index_put}, k_one_hot = {one_hot_kernel}, k_take = {ct_cpu_take},
+                           k_index_fill = {ct_cpu_index_fill}, k_index = {ct_kernel_index},
+                           k_index_put = {ct_kernel_index_put}, k_one_hot = {one_hot_kernel}, k_take = {ct_cpu_take},
                            k_masked_scatter = {ct_cpu_masked_scatter}, k_kthvalue = {ct_cpu_kthvalue},
                            k_unique = {ct_cpu_unique}, k_unique_consecutive = {ct_cpu_unique_consecutive};
 
@@ -674,6 +674,8 @@ void ct_cuda_register_indexing(void) {
     ct_stub_nonzero[CT_DEVICE_CUDA] = ct_cuda_nonzero;
     ct_stub_sort[CT_DEVICE_CUDA] = ct_cuda_sort;
     ct_stub_pad[CT_DEVICE_CUDA] = ct_cuda_pad;
+    ct_stub_index_get[CT_DEVICE_CUDA] = ct_cuda_index_get;
+    ct_stub_index_put[CT_DEVICE_CUDA] = ct_cuda_index_put;
     ct_dispatch_register_default(CT_OP_cat, CT_KEY_CUDA, on_one_device, (void *)&k_cat);
     ct_dispatch_register_default(CT_OP_index_select, CT_KEY_CUDA, on_one_device, (void *)&k_index_select);
     ct_dispatch_register_default(CT_OP_gather, CT_KEY_CUDA, on_one_device, (void *)&k_gather);
