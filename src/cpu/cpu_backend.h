@@ -13,6 +13,9 @@ void ct_cpu_register_shape(void);
 void ct_cpu_register_pad(void);
 /* advindex.c: the stubs of index and index_put (src/meta/advindex.c). */
 void ct_cpu_register_advindex(void);
+/* indexing.c: the stubs of scatter, index_copy, index_fill, take, masked_select,
+ * masked_scatter, kthvalue and unique (src/meta/indexing.c). */
+void ct_cpu_register_indexing(void);
 /* ct_device_iface.random_fill of the CPU (src/cpu/random.c). */
 ct_status ct_cpu_random_fill(const ct_random_job *job, int device_index);
 

@@ -7,4 +7,5 @@ void ct_cpu_register(void) {
     ct_cpu_register_shape();
     ct_cpu_register_pad();
     ct_cpu_register_advindex();
+    ct_cpu_register_indexing();
 }

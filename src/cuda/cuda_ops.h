@@ -47,11 +47,11 @@ ct_status ct_cuda_masked_fill(ct_tensor *out, const ct_tensor *mask, const int64
 /* Writes the first k of t's rows along d, sorted, into vals and idx (allocated with
  * size k along d, contiguous). */
 ct_status ct_cuda_sort(ct_tensor *vals, ct_tensor *idx, const ct_tensor *t, int d, int64_t k, bool descending);
-/* The ops of the update kernels of src/ops/indexing.c, on their contiguous work tensor
- * w once it lives on a GPU (Note [Update kernels]); arguments checked by then.
+/* The stubs of the update kernels of src/meta/indexing.c, on their contiguous work
+ * tensor w once it lives on a GPU (Note [Update kernels]); arguments checked by then.
  * scatter: reduce -1 for a plain scatter of src, or of value's bytes when src is NULL;
- * else the order of its red_kind (CT_CUDA_SCATTER_*). index_fill: value's bytes. Index
- * messages as the CPU's. */
+ * else a CT_SCATTER_* code (src/meta/indexing.h, the CT_CUDA_SCATTER_* order).
+ * index_fill: value's bytes. Index messages as the CPU's. */
 ct_status ct_cuda_scatter(ct_tensor *w, const ct_tensor *index, const ct_tensor *src, const void *value, int dim,
                           int reduce, bool include_self, const char *op);
 ct_status ct_cuda_index_copy(ct_tensor *w, const ct_tensor *index, const ct_tensor *src, int dim);

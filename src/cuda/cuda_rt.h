@@ -222,8 +222,8 @@ ct_status ct_cuda_index_add_run(void *dst, const void *src, ct_dtype dt, const v
 ct_status ct_cuda_masked_fill_run(const ct_cuda_iter_desc *d, const void *value, size_t esz, int device,
                                   const char *op);
 
-/* The element reductions of scatter_reduce (the order of src/ops/indexing.c's
- * red_kind); index_put's accumulate is SUM. */
+/* The element reductions of scatter_reduce (the order of CT_SCATTER_* in
+ * src/meta/indexing.h); index_put's accumulate is SUM. */
 enum { CT_CUDA_SCATTER_SUM = 0, CT_CUDA_SCATTER_PROD, CT_CUDA_SCATTER_MEAN, CT_CUDA_SCATTER_AMAX, CT_CUDA_SCATTER_AMIN };
 
 /* scatter / scatter_reduce into a contiguous target out (g.tstr) of dtype dt; the index

@@ -1,5 +1,6 @@
 /* Helpers shared by the indexing structured kernels (src/meta) and their CPU loops
- * (src/cpu), and the codes their stubs take (pad's modes). */
+ * (src/cpu), and the codes their stubs take (scatter_reduce's reductions, pad's
+ * modes). */
 #ifndef CT_META_INDEXING_H
 #define CT_META_INDEXING_H
 
@@ -8,6 +9,11 @@
 #include "core/dtype.h"
 #include "core/view.h"
 #include "dispatch/call.h"
+
+/* scatter_reduce's reductions, in the order of PyTorch's names (sum, prod, mean, amax,
+ * amin): the reduce argument of the scatter stub (-1: a plain scatter). The CUDA
+ * kernels number them the same way (CT_CUDA_SCATTER_*). */
+enum { CT_SCATTER_SUM = 0, CT_SCATTER_PROD, CT_SCATTER_MEAN, CT_SCATTER_AMAX, CT_SCATTER_AMIN, CT_SCATTER_REDUCE_COUNT };
 
 /* pad's modes (Note [pad] in src/meta/pad.c), in the order of ct_pad_mode_name; the
  * CUDA kernels number them the same way (CT_CUDA_REMAP_*). */
