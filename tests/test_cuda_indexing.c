@@ -589,7 +589,7 @@ static void test_one_hot(void **state) {
 
 /* ------------------------------------------------------------------ take, masked_scatter, kthvalue, unique */
 
-/* The ops composed of others on CUDA (src/ops/indexing_generic.c). */
+/* The ops composed of others on CUDA (src/api/indexing_generic.c). */
 static void test_generic_ops(void **state) {
     (void)state;
     for (int d = 0; d < NDT; d++) {

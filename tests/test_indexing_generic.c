@@ -1,17 +1,18 @@
 /* The device-generic take, masked_scatter, kthvalue, unique and unique_consecutive
- * (src/ops/indexing_generic.c, what CUDA tensors run) against the CPU kernels, on CPU
- * tensors: the same outputs bit for bit (shape, dtype, every byte; plain contiguous
- * tensors, as the CPU's) for all 13 dtypes, with NaN, signed zeros, ties and
- * duplicates, extreme integers (uint64 above INT64_MAX), empty and 0-d tensors,
- * non-contiguous inputs, broadcast masks and negative indices, and the same
+ * (src/api/indexing_generic.c, the stubs CUDA tensors run) against the CPU loops, on
+ * CPU tensors: each runs through its op's structured kernel with the generic version
+ * in the CPU's stub slot, and gives the same outputs bit for bit (shape, dtype, every
+ * byte; plain contiguous tensors, as the CPU's) for all 13 dtypes, with NaN, signed
+ * zeros, ties and duplicates, extreme integers (uint64 above INT64_MAX), empty and 0-d
+ * tensors, non-contiguous inputs, broadcast masks and negative indices, and the same
  * data-dependent errors (status and message). */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "testutil.h"
-#include "ops/indexing.h"
-#include "ops/indexing_generic.h"
+#include "api/indexing_generic.h"
+#include "meta/stubs.h"
 
 static const ct_dtype all_dtypes[] = {CT_BOOL, CT_U8, CT_I8, CT_I16, CT_U16, CT_I32, CT_U32,
                                       CT_I64,  CT_U64, CT_F16, CT_BF16, CT_F32, CT_F64};
@@ -97,54 +98,42 @@ static void expect_same_error(ct_status got, ct_status want, const char *cpu_msg
 
 /* ------------------------------------------------------------------ running the generic versions */
 
+/* Evaluates expr with the generic function fn in the CPU slot of stub name: the
+ * structured kernel checks and allocates as for every device, then fn runs where the
+ * CPU loop would, as on a GPU. */
+#define WITH_GENERIC(name, fn, expr)                                 \
+    do {                                                              \
+        ct_stub_##name##_fn saved_ = ct_stub_##name[CT_DEVICE_CPU];   \
+        ct_stub_##name[CT_DEVICE_CPU] = fn;                           \
+        expr;                                                         \
+        ct_stub_##name[CT_DEVICE_CPU] = saved_;                       \
+    } while (0)
+
 static ct_status gen_take(const ct_tensor *t, const ct_tensor *index, ct_tensor **out) {
-    ct_call c = {.op = CT_OP_take, .nin = 2, .in = {t, index}, .dtype = CT_DTYPE_UNDEFINED};
-    ct_status st = ct_generic_take(&c);
-    *out = st ? NULL : ct_call_take_output(&c, 0);
-    ct_call_clear_outputs(&c);
-    return st;
+    WITH_GENERIC(take, ct_generic_take, *out = ct_take(t, index));
+    return *out ? CT_OK : ct_last_status();
 }
 
 static ct_status gen_masked_scatter(const ct_tensor *t, const ct_tensor *mask, const ct_tensor *src, ct_tensor *self,
                                     ct_tensor **out) {
-    ct_call c = {.op = CT_OP_masked_scatter, .nin = 3, .in = {t, mask, src}, .dtype = CT_DTYPE_UNDEFINED};
-    if (self)
-        ct_ix_inplace(&c, self);
-    ct_status st = ct_generic_masked_scatter(&c);
-    *out = st ? NULL : ct_call_take_output(&c, 0);
-    ct_call_clear_outputs(&c);
-    return st;
+    WITH_GENERIC(masked_scatter, ct_generic_masked_scatter,
+                 *out = self ? ct_masked_scatter_(self, mask, src) : ct_masked_scatter(t, mask, src));
+    return *out ? CT_OK : ct_last_status();
 }
 
 static ct_status gen_kthvalue(const ct_tensor *t, int64_t k, int64_t dim, bool keepdim, ct_tensor **vals,
                               ct_tensor **idx) {
-    ct_call c = {.op = CT_OP_kthvalue, .nin = 1, .in = {t}, .nints = 3, .ints = {k, dim, keepdim},
-                 .dtype = CT_DTYPE_UNDEFINED};
-    /* the wrapped dim and the output shape, as the CPU kernel hands them over */
-    int nd = ct_tensor_dim(t), d = (int)(dim < 0 ? dim + (nd ? nd : 1) : dim), ond = 0;
-    int64_t shape[8];
-    for (int i = 0; i < nd; i++)
-        if (i != d)
-            shape[ond++] = ct_tensor_shape(t)[i];
-        else if (keepdim)
-            shape[ond++] = 1;
-    ct_status st = ct_generic_kthvalue(&c, d, shape, ond);
-    *vals = st ? NULL : ct_call_take_output(&c, 0);
-    *idx = st ? NULL : ct_call_take_output(&c, 1);
-    ct_call_clear_outputs(&c);
-    return st;
+    *idx = NULL;
+    WITH_GENERIC(kthvalue, ct_generic_kthvalue, *vals = ct_kthvalue(t, k, dim, keepdim, idx));
+    return *vals ? CT_OK : ct_last_status();
 }
 
 static ct_status gen_unique(const ct_tensor *t, bool consecutive, ct_tensor **vals, ct_tensor **inv,
                             ct_tensor **counts) {
-    ct_call c = {.op = consecutive ? CT_OP_unique_consecutive : CT_OP_unique, .nin = 1, .in = {t},
-                 .dtype = CT_DTYPE_UNDEFINED};
-    ct_status st = ct_generic_unique(&c, consecutive);
-    *vals = st ? NULL : ct_call_take_output(&c, 0);
-    *inv = st ? NULL : ct_call_take_output(&c, 1);
-    *counts = st ? NULL : ct_call_take_output(&c, 2);
-    ct_call_clear_outputs(&c);
-    return st;
+    *inv = *counts = NULL;
+    WITH_GENERIC(unique, ct_generic_unique,
+                 *vals = consecutive ? ct_unique_consecutive(t, inv, counts) : ct_unique(t, true, inv, counts));
+    return *vals ? CT_OK : ct_last_status();
 }
 
 /* ------------------------------------------------------------------ take */
@@ -324,7 +313,7 @@ static void test_kthvalue(void **state) {
     (void)state;
     for (int d = 0; d < NDT; d++) {
         ct_dtype dt = all_dtypes[d];
-        if (dt == CT_BOOL) /* refused by the shared checks, before the generic version */
+        if (dt == CT_BOOL) /* refused by the structured kernel, before the generic version */
             continue;
         ct_scope_begin();
         ct_tensor *a = sample(dt, CT_SHAPE(4, 5, 6), 60 + (uint64_t)d);

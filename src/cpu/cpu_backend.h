@@ -35,6 +35,13 @@ void ct_cpu_register_reduce(void);
 #define CT_CPU_DECL_WHERE(name)
 #include "ctorch/ops.def"
 #undef CT_OP
+/* pad.c: pad's stub (src/meta/pad.c). */
+void ct_cpu_register_pad(void);
+/* advindex.c: the stubs of index and index_put (src/meta/advindex.c). */
+void ct_cpu_register_advindex(void);
+/* indexing.c: the stubs of scatter, index_copy, index_fill, take, masked_select,
+ * masked_scatter, kthvalue and unique (src/meta/indexing.c). */
+void ct_cpu_register_indexing(void);
 /* ct_device_iface.random_fill of the CPU (src/cpu/random.c). */
 ct_status ct_cpu_random_fill(const ct_random_job *job, int device_index);
 

@@ -32,4 +32,7 @@ void ct_cpu_register(void) {
     ct_cpu_register_elementwise();
     ct_cpu_register_shape();
     ct_cpu_register_reduce();
+    ct_cpu_register_pad();
+    ct_cpu_register_advindex();
+    ct_cpu_register_indexing();
 }

@@ -44,16 +44,16 @@ ct_status ct_cuda_masked_fill(ct_tensor *out, const ct_tensor *mask, const int64
 /* Writes the first k of t's rows along d, sorted, into vals and idx (allocated with
  * size k along d, contiguous). */
 ct_status ct_cuda_sort(ct_tensor *vals, ct_tensor *idx, const ct_tensor *t, int d, int64_t k, bool descending);
-/* The ops of the update kernels of src/ops/indexing.c, on their contiguous work tensor
- * w once it lives on a GPU (Note [Update kernels]); arguments checked by then.
+/* The stubs of the update kernels of src/meta/indexing.c, on their contiguous work
+ * tensor w once it lives on a GPU (Note [Update kernels]); arguments checked by then.
  * scatter: reduce -1 for a plain scatter of src, or of value's bytes when src is NULL;
- * else the order of its red_kind (CT_CUDA_SCATTER_*). index_fill: value's bytes. Index
- * messages as the CPU's. */
+ * else a CT_SCATTER_* code (src/meta/indexing.h, the CT_CUDA_SCATTER_* order).
+ * index_fill: value's bytes. Index messages as the CPU's. */
 ct_status ct_cuda_scatter(ct_tensor *w, const ct_tensor *index, const ct_tensor *src, const void *value, int dim,
                           int reduce, bool include_self, const char *op);
 ct_status ct_cuda_index_copy(ct_tensor *w, const ct_tensor *index, const ct_tensor *src, int dim);
 ct_status ct_cuda_index_fill(ct_tensor *w, const ct_tensor *index, const void *value, int dim);
-/* Advanced indexing (src/ops/advindex.c's plan: per dim of t its int64 index or NULL,
+/* Advanced indexing (src/meta/advindex.c's plan: per dim of t its int64 index or NULL,
  * their strides broadcast to the index shape, which has bnd dims and sits at result
  * dim insert; the sliced dims). index: out (contiguous) = t indexed; index_put: into the
  * contiguous work tensor w, values read through vstr over the result shape. */
@@ -69,7 +69,7 @@ ct_status ct_cuda_index_put(ct_tensor *w, const ct_tensor *values, const int64_t
 ct_status ct_cuda_nonzero(ct_call *call, const ct_tensor *t);
 ct_status ct_cuda_masked_select(ct_call *call, const ct_tensor *t, const ct_tensor *mask, const int64_t *shape, int nd,
                                 const int64_t *tstr, const int64_t *mstr);
-/* shape_cuda.c: flip (flipped: per dim), tril/triu of a contiguous c, pad (src/ops/pad.c's
+/* shape_cuda.c: flip (flipped: per dim), tril/triu of a contiguous c, pad (src/meta/pad.c's
  * lo and hi_crop, its mode order, value's bytes); outputs allocated, contiguous. */
 ct_status ct_cuda_flip(ct_tensor *out, const ct_tensor *t, const bool *flipped);
 ct_status ct_cuda_tri(ct_tensor *out, const ct_tensor *c, int64_t k, bool lower);

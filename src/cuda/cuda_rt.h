@@ -222,8 +222,8 @@ ct_status ct_cuda_index_add_run(void *dst, const void *src, ct_dtype dt, const v
 ct_status ct_cuda_masked_fill_run(const ct_cuda_iter_desc *d, const void *value, size_t esz, int device,
                                   const char *op);
 
-/* The element reductions of scatter_reduce (the order of src/ops/indexing.c's
- * red_kind); index_put's accumulate is SUM. */
+/* The element reductions of scatter_reduce (the order of CT_SCATTER_* in
+ * src/meta/indexing.h); index_put's accumulate is SUM. */
 enum { CT_CUDA_SCATTER_SUM = 0, CT_CUDA_SCATTER_PROD, CT_CUDA_SCATTER_MEAN, CT_CUDA_SCATTER_AMAX, CT_CUDA_SCATTER_AMIN };
 
 /* scatter / scatter_reduce into a contiguous target out (g.tstr) of dtype dt; the index
@@ -256,7 +256,7 @@ ct_status ct_cuda_index_copy_run(void *dst, const void *src, size_t esz, const i
 ct_status ct_cuda_index_fill_run(void *dst, size_t esz, uint64_t value, const int64_t *idx, int64_t outer,
                                  int64_t nidx, int64_t inner, int64_t size, int device, const char *op);
 
-/* Advanced indexing (index, index_put): the plan of src/ops/advindex.c. The result has
+/* Advanced indexing (index, index_put): the plan of src/meta/advindex.c. The result has
  * shape oshape: the sliced dims before insert, then the broadcast index shape B (bnd
  * dims), then the other sliced dims; indexed dim idim[j] of t takes its position from
  * idata[j] (int64, element strides istr[j] over B). t: tshape, element strides tstr;
@@ -307,7 +307,7 @@ ct_status ct_cuda_masked_select_fill(const ct_cuda_select_desc *d, const void *s
 
 /* shape.cu: flip and pad, one output element per thread, the output contiguous (shape
  * oshape), the input read through element strides istr. mode: CT_CUDA_REMAP_*; pad's
- * lo (left amounts, negative crops) and hicrop (right crops) as in src/ops/pad.c. */
+ * lo (left amounts, negative crops) and hicrop (right crops) as in src/meta/pad.c. */
 enum { CT_CUDA_REMAP_CONSTANT = 0, CT_CUDA_REMAP_REFLECT, CT_CUDA_REMAP_REPLICATE, CT_CUDA_REMAP_CIRCULAR,
        CT_CUDA_REMAP_FLIP };
 typedef struct ct_cuda_remap_desc {

@@ -294,7 +294,7 @@ static __device__ __forceinline__ bool is_float_dtype(int dt) {
     return dt == CT_DTYPE_FLOAT16 || dt == CT_DTYPE_BFLOAT16 || dt == CT_DTYPE_FLOAT32 || dt == CT_DTYPE_FLOAT64;
 }
 
-/* *d = *d (r) *s in dtype dt, as the CPU's combine (src/ops/indexing.c): floating values
+/* *d = *d (r) *s in dtype dt, as the CPU's combine (src/cpu/indexing.c): floating values
  * in double (rounded back on every step), integers through int64 with wrap-around
  * (uint64 compared unsigned), bool as and (prod, amin) or or (the others). amax/amin
  * propagate NaN. */

@@ -1,8 +1,8 @@
 /* The host half of the CUDA indexing ops (and sort / topk). The shape/dtype rules and output allocation
- * are the shared kernels' (src/ops/shape.c, which call in here once the output lives
- * on a GPU); this file checks devices, validates the indices on the GPU and launches
- * indexing.cu. Also embedding and its backward (their shape rules are in
- * src/ops/nn_fused.c).
+ * are the structured kernels' (src/meta/shape.c, indexing.c, advindex.c, pad.c, which
+ * call the stubs here once the output lives on a GPU); this file checks devices,
+ * validates the indices on the GPU and launches indexing.cu. Also embedding and its
+ * backward (their shape rules are in src/ops/nn_fused.c).
  *
  * Note [GPU index checks]
  * An out-of-range index is an error, as on the CPU, with the same message naming the
@@ -12,13 +12,19 @@
  * device assert, which poisons the CUDA context; ctorch keeps going. */
 #include <string.h>
 
-#include "cpu/cpu_backend.h" /* the CUSTOM kernels of ops not yet structured */
+#include "api/indexing_generic.h"
+#include "meta/indexing.h"
 #include "meta/kernels.h"
 #include "meta/stubs.h"
 #include "ctorch.h"
 #include "core/view.h"
 #include "cuda/cuda_ops.h"
 #include "meta/nn_fused.h"
+
+_Static_assert((int)CT_CUDA_SCATTER_SUM == CT_SCATTER_SUM && (int)CT_CUDA_SCATTER_PROD == CT_SCATTER_PROD &&
+                   (int)CT_CUDA_SCATTER_MEAN == CT_SCATTER_MEAN && (int)CT_CUDA_SCATTER_AMAX == CT_SCATTER_AMAX &&
+                   (int)CT_CUDA_SCATTER_AMIN == CT_SCATTER_AMIN,
+               "scatter_reduce's codes (meta/indexing.h) are the CUDA kernels'");
 
 static ct_status same_device(const char *op, const ct_tensor *a, const ct_tensor *b) {
     if (!a || !b || ct_device_equal(a->device, b->device))
@@ -79,7 +85,7 @@ static ct_status check_indices(const char *op, const ct_tensor *ic, int64_t size
                     dim, (long long)size);
 }
 
-/* The same with the message of src/ops/indexing.c (prefix, then the dim). */
+/* The same with the message of src/cpu/indexing.c (prefix, then the dim). */
 static ct_status check_indices_dim(const char *op, const char *prefix, const ct_tensor *ic, int64_t size,
                                    bool negatives, int d) {
     int64_t k, v;
@@ -406,7 +412,7 @@ ct_status ct_cuda_index_fill(ct_tensor *w, const ct_tensor *index, const void *v
 
 /* ------------------------------------------------------------------ index, index_put */
 
-/* The plan of src/ops/advindex.c as indexing.cu takes it; t's strides as given (the
+/* The plan of src/meta/advindex.c as indexing.cu takes it; t's strides as given (the
  * source of index, the contiguous work tensor of index_put). */
 static void advindex_desc(ct_cuda_advindex_desc *a, const ct_tensor *t, const int64_t *tstr,
                           const ct_tensor *const *idx, const int64_t (*istr)[CT_MAX_DIMS], const int64_t *oshape,
@@ -620,7 +626,7 @@ static ct_status one_hot_kernel(ct_keyset ks, ct_call *call, void *ud) {
 
 /* ------------------------------------------------------------------ registration */
 
-/* The shared kernels of src/ops/shape.c serve CUDA after this check: every tensor of
+/* The structured kernels of src/meta serve CUDA after this check: every tensor of
  * the call on one CUDA device (a CPU operand would hand its host pointer to a GPU
  * kernel, or a device pointer to the CPU loops). */
 typedef struct shared_kernel {
@@ -655,13 +661,13 @@ static const shared_kernel k_cat = {ct_kernel_cat}, k_index_select = {ct_kernel_
                            k_masked_fill = {ct_kernel_masked_fill}, k_embedding = {embedding_kernel},
                            k_embedding_backward = {embedding_backward_kernel}, k_sort = {ct_kernel_sort},
                            k_topk = {ct_kernel_topk}, k_flip = {ct_kernel_flip}, k_tril = {ct_kernel_tril},
-                           k_triu = {ct_kernel_triu}, k_pad = {ct_cpu_pad}, k_nonzero = {ct_kernel_nonzero},
-                           k_masked_select = {ct_cpu_masked_select}, k_scatter = {ct_cpu_scatter},
-                           k_scatter_reduce = {ct_cpu_scatter_reduce}, k_index_copy = {ct_cpu_index_copy},
-                           k_index_fill = {ct_cpu_index_fill}, k_index = {ct_cpu_index},
-                           k_index_put = {ct_cpu_index_put}, k_one_hot = {one_hot_kernel}, k_take = {ct_cpu_take},
-                           k_masked_scatter = {ct_cpu_masked_scatter}, k_kthvalue = {ct_cpu_kthvalue},
-                           k_unique = {ct_cpu_unique}, k_unique_consecutive = {ct_cpu_unique_consecutive};
+                           k_triu = {ct_kernel_triu}, k_pad = {ct_kernel_pad}, k_nonzero = {ct_kernel_nonzero},
+                           k_masked_select = {ct_kernel_masked_select}, k_scatter = {ct_kernel_scatter},
+                           k_scatter_reduce = {ct_kernel_scatter_reduce}, k_index_copy = {ct_kernel_index_copy},
+                           k_index_fill = {ct_kernel_index_fill}, k_index = {ct_kernel_index},
+                           k_index_put = {ct_kernel_index_put}, k_one_hot = {one_hot_kernel}, k_take = {ct_kernel_take},
+                           k_masked_scatter = {ct_kernel_masked_scatter}, k_kthvalue = {ct_kernel_kthvalue},
+                           k_unique = {ct_kernel_unique}, k_unique_consecutive = {ct_kernel_unique_consecutive};
 
 void ct_cuda_register_indexing(void) {
     /* the stubs of the structured kernels (src/meta/stubs.def) */
@@ -674,6 +680,18 @@ void ct_cuda_register_indexing(void) {
     ct_stub_masked_fill[CT_DEVICE_CUDA] = ct_cuda_masked_fill;
     ct_stub_nonzero[CT_DEVICE_CUDA] = ct_cuda_nonzero;
     ct_stub_sort[CT_DEVICE_CUDA] = ct_cuda_sort;
+    ct_stub_pad[CT_DEVICE_CUDA] = ct_cuda_pad;
+    ct_stub_index_get[CT_DEVICE_CUDA] = ct_cuda_index_get;
+    ct_stub_index_put[CT_DEVICE_CUDA] = ct_cuda_index_put;
+    ct_stub_scatter[CT_DEVICE_CUDA] = ct_cuda_scatter;
+    ct_stub_index_copy[CT_DEVICE_CUDA] = ct_cuda_index_copy;
+    ct_stub_index_fill[CT_DEVICE_CUDA] = ct_cuda_index_fill;
+    ct_stub_masked_select[CT_DEVICE_CUDA] = ct_cuda_masked_select;
+    /* composed of the ops above (Note [Generic indexing] in src/api/indexing_generic.c) */
+    ct_stub_take[CT_DEVICE_CUDA] = ct_generic_take;
+    ct_stub_masked_scatter[CT_DEVICE_CUDA] = ct_generic_masked_scatter;
+    ct_stub_kthvalue[CT_DEVICE_CUDA] = ct_generic_kthvalue;
+    ct_stub_unique[CT_DEVICE_CUDA] = ct_generic_unique;
     ct_dispatch_register_default(CT_OP_cat, CT_KEY_CUDA, on_one_device, (void *)&k_cat);
     ct_dispatch_register_default(CT_OP_index_select, CT_KEY_CUDA, on_one_device, (void *)&k_index_select);
     ct_dispatch_register_default(CT_OP_gather, CT_KEY_CUDA, on_one_device, (void *)&k_gather);
@@ -697,7 +715,6 @@ void ct_cuda_register_indexing(void) {
     ct_dispatch_register_default(CT_OP_index, CT_KEY_CUDA, on_one_device, (void *)&k_index);
     ct_dispatch_register_default(CT_OP_index_put, CT_KEY_CUDA, on_one_device, (void *)&k_index_put);
     ct_dispatch_register_default(CT_OP_one_hot, CT_KEY_CUDA, on_one_device, (void *)&k_one_hot);
-    /* composed of the ops above (Note [Generic indexing] in src/ops/indexing_generic.c) */
     ct_dispatch_register_default(CT_OP_take, CT_KEY_CUDA, on_one_device, (void *)&k_take);
     ct_dispatch_register_default(CT_OP_masked_scatter, CT_KEY_CUDA, on_one_device, (void *)&k_masked_scatter);
     ct_dispatch_register_default(CT_OP_kthvalue, CT_KEY_CUDA, on_one_device, (void *)&k_kthvalue);

@@ -1,9 +1,14 @@
-/* The host half of the CUDA shape ops flip, tril/triu and pad: the shared kernels
- * (src/ops/shape.c, src/ops/pad.c) check the arguments and allocate the output, then
- * call in here once it lives on a GPU; this file describes the layouts for shape.cu. */
+/* The host half of the CUDA shape ops flip, tril/triu and pad: the structured kernels
+ * (src/meta/shape.c, src/meta/pad.c) check the arguments and allocate the output, then
+ * call these stubs once it lives on a GPU; this file describes the layouts for shape.cu. */
 #include <string.h>
 
 #include "cuda/cuda_ops.h"
+#include "meta/indexing.h"
+
+_Static_assert((int)CT_CUDA_REMAP_CONSTANT == CT_PAD_CONSTANT && (int)CT_CUDA_REMAP_REFLECT == CT_PAD_REFLECT &&
+                   (int)CT_CUDA_REMAP_REPLICATE == CT_PAD_REPLICATE && (int)CT_CUDA_REMAP_CIRCULAR == CT_PAD_CIRCULAR,
+               "pad's modes (meta/indexing.h) are the remap kernel's");
 
 ct_status ct_cuda_flip(ct_tensor *out, const ct_tensor *t, const bool *flipped) {
     const char *op = "flip";
@@ -46,7 +51,7 @@ ct_status ct_cuda_pad(ct_tensor *out, const ct_tensor *t, const int64_t *lo, con
     ct_cuda_remap_desc d;
     memset(&d, 0, sizeof d);
     d.nd = t->ndim;
-    d.mode = mode; /* src/ops/pad.c's modes are CT_CUDA_REMAP_CONSTANT..CIRCULAR in order */
+    d.mode = mode; /* CT_PAD_* is CT_CUDA_REMAP_CONSTANT..CIRCULAR in order */
     d.n = out->numel;
     for (int i = 0; i < t->ndim; i++) {
         d.oshape[i] = out->shape[i];

@@ -1,9 +1,9 @@
 /* Device-generic take, masked_scatter, kthvalue, unique and unique_consecutive.
  *
  * Note [Generic indexing]
- * These ops have loops for the CPU only (indexing.c). On other devices they are built
- * from ops that run there, in the way PyTorch builds unique on CUDA from a sort and a
- * pass over neighbours:
+ * These ops have loops for the CPU only (src/cpu/indexing.c). On other devices they are
+ * built from ops that run there, in the way PyTorch builds unique on CUDA from a sort
+ * and a pass over neighbours:
  *  - take: negative indices wrapped (index + numel), then index_select on the
  *    flattened tensor;
  *  - masked_scatter: a cumulative sum of the mask numbers the true positions, which
@@ -17,17 +17,19 @@
  *    permutation and the counts from index_add.
  * Data-dependent errors (an index out of range, a source too short) need a value on
  * the host: one scalar is read back (ct_item_int64), a single synchronisation, and only
- * when the inputs can hold such an error. The argument checks stay in indexing.c, run
- * once for every device; the functions here start where they end.
+ * when the inputs can hold such an error. The argument checks and the allocation of
+ * the outputs stay in the structured kernels (src/meta/indexing.c), run once for every
+ * device; the functions here are stubs (the CUDA backend installs them) and start
+ * where the kernels end.
  *
  * sort refuses uint64, so uint64 values are sorted by an int64 key with the same order
  * (the bits with the top one flipped); values are always taken from the original
- * tensor through the sort's indices, never from the key. Results are new contiguous
- * tensors that view nothing, as the CPU kernels' are. */
-#include "ops/indexing_generic.h"
+ * tensor through the sort's indices, never from the key. take, masked_scatter and
+ * kthvalue write into the outputs the kernels allocated; unique's results are new
+ * contiguous tensors that view nothing, as the CPU loop's are. */
+#include "api/indexing_generic.h"
 
-#include "ctorch/ops.h"
-#include "ops/indexing.h"
+#include "ctorch.h"
 
 /* An int64 tensor ordered as t when t is uint64 (sort has no uint64 kernel); t itself
  * otherwise. */
@@ -38,7 +40,7 @@ static ct_tensor *sort_key(const ct_tensor *t) {
 }
 
 /* r, a contiguous tensor this file made (never an input), as a tensor of shape that
- * views nothing: same storage, no view bookkeeping (the outputs of the CPU kernels are
+ * views nothing: same storage, no view bookkeeping (the outputs of the CPU loops are
  * plain tensors). r's numel must equal shape's. */
 static ct_tensor *plain(const ct_tensor *r, const int64_t *shape, int nd) {
     if (!r)
@@ -52,6 +54,13 @@ static ct_status read_int64(const ct_tensor *t, int64_t *v) { return t ? ct_item
 
 /* Sets output i (NULL: the error already set). */
 static ct_status set_out(ct_call *call, int i, ct_tensor *t) { return t ? ct_call_set_output(call, i, t) : ct_last_status(); }
+
+/* dst = r's elements in row-major order (r: numel of dst, any shape; NULL: the error
+ * already set). */
+static ct_status write_into(ct_tensor *dst, const ct_tensor *r) {
+    r = r ? ct_reshape(r, dst->shape, dst->ndim) : NULL;
+    return r && ct_copy_(dst, r) ? CT_OK : ct_last_status();
+}
 
 /* ------------------------------------------------------------------ take */
 
@@ -68,8 +77,7 @@ static ct_status take_range_error(const ct_tensor *idx, const ct_tensor *bad, in
                     (long long)v, (long long)n);
 }
 
-ct_status ct_generic_take(ct_call *call) {
-    const ct_tensor *t = call->in[0], *index = call->in[1];
+ct_status ct_generic_take(ct_tensor *out, const ct_tensor *t, const ct_tensor *index) {
     int64_t n = t->numel;
     ct_scope_begin();
     ct_tensor *flat = ct_reshape(t, CT_SHAPE(-1)), *idx = ct_reshape(index, CT_SHAPE(-1));
@@ -82,31 +90,24 @@ ct_status ct_generic_take(ct_call *call) {
     if (st == CT_OK && any)
         st = take_range_error(idx, bad, n);
     if (st == CT_OK)
-        st = set_out(call, 0, plain(ct_index_select(flat, 0, w), index->shape, index->ndim));
+        st = write_into(out, ct_index_select(flat, 0, w));
     ct_scope_end();
     return st;
 }
 
 /* ------------------------------------------------------------------ masked_scatter */
 
-ct_status ct_generic_masked_scatter(ct_call *call) {
-    const ct_tensor *t = call->in[0], *mask = call->in[1], *src = call->in[2];
-    bool inplace = call->mode == CT_CALL_INPLACE;
-    /* the shape the checks settled on: self's in place, self and mask broadcast
-     * together otherwise */
-    int64_t shape[CT_MAX_DIMS];
-    int nd = inplace || t->ndim >= mask->ndim ? t->ndim : mask->ndim;
-    for (int i = 0; i < nd; i++) {
-        int it = i - (nd - t->ndim), im = i - (nd - mask->ndim);
-        int64_t st_ = it >= 0 ? t->shape[it] : 1, sm = im >= 0 ? mask->shape[im] : 1;
-        shape[i] = inplace || sm == 1 ? st_ : sm;
-    }
-    int64_t total = ct_shape_numel(shape, nd), count = 0;
+ct_status ct_generic_masked_scatter(ct_tensor *w, const ct_tensor *mask, const int64_t *mask_strides,
+                                    const ct_tensor *src) {
+    (void)mask_strides; /* the mask is expanded to w's shape instead */
+    const int64_t *shape = w->shape;
+    int nd = w->ndim;
+    int64_t total = w->numel, count = 0;
     ct_scope_begin();
     ct_tensor *m = mask->dtype == CT_DTYPE_BOOL ? ct_alias(mask) : ct_ne_scalar(mask, ct_scalar_int(0));
-    ct_tensor *base = ct_expand(t, shape, nd), *mflat = NULL, *cs = NULL, *res = NULL;
+    ct_tensor *mflat = NULL, *cs = NULL;
     m = ct_expand(m, shape, nd);
-    ct_status st = base && m ? CT_OK : ct_last_status();
+    ct_status st = m ? CT_OK : ct_last_status();
     if (st == CT_OK && total > 0) {
         mflat = ct_reshape(m, CT_SHAPE(-1));
         cs = ct_cumsum(mflat, 0, CT_DTYPE_INT64);
@@ -114,44 +115,36 @@ ct_status ct_generic_masked_scatter(ct_call *call) {
     }
     if (st == CT_OK && count > src->numel)
         st = ct_error(CT_ERROR_VALUE, "masked_scatter", "Number of elements of source < number of ones in mask");
-    if (st == CT_OK && count == 0) {
-        res = ct_clone(base);
-    } else if (st == CT_OK) {
+    if (st == CT_OK && count > 0) {
         /* the j-th true position takes source element j; false ones read element 0,
          * which where() then drops */
         ct_tensor *pos = ct_where_scalar_other(mflat, ct_sub_scalar(cs, ct_scalar_int(1)), ct_scalar_int(0));
         ct_tensor *taken = ct_index_select(ct_reshape(src, CT_SHAPE(-1)), 0, pos);
-        res = ct_where(m, taken ? ct_view(taken, shape, nd) : NULL, base);
+        ct_tensor *res = ct_where(m, taken ? ct_view(taken, shape, nd) : NULL, w);
+        st = res && ct_copy_(w, res) ? CT_OK : ct_last_status();
     }
-    if (st == CT_OK && !res)
-        st = ct_last_status();
-    if (st == CT_OK)
-        st = inplace ? (ct_copy_(call->out[0], res) ? CT_OK : ct_last_status()) : set_out(call, 0, plain(res, shape, nd));
     ct_scope_end();
     return st;
 }
 
 /* ------------------------------------------------------------------ kthvalue */
 
-ct_status ct_generic_kthvalue(ct_call *call, int d, const int64_t *shape, int nd) {
-    const ct_tensor *t = call->in[0];
-    int64_t k = call->ints[0];
+ct_status ct_generic_kthvalue(ct_tensor *vals, ct_tensor *idx, const ct_tensor *t, int d, int64_t k) {
     ct_scope_begin();
     const ct_tensor *x = t->ndim ? t : ct_reshape(t, CT_SHAPE(1));
     ct_tensor *order = NULL, *pick = NULL;
     if (x && ct_sort(sort_key(x), d, false, &order))
         pick = ct_narrow(order, d, k - 1, 1);
-    ct_status st = set_out(call, 0, plain(pick ? ct_gather(x, d, pick) : NULL, shape, nd));
+    ct_status st = write_into(vals, pick ? ct_gather(x, d, pick) : NULL);
     if (st == CT_OK)
-        st = set_out(call, 1, plain(pick ? ct_clone(pick) : NULL, shape, nd));
+        st = write_into(idx, pick);
     ct_scope_end();
     return st;
 }
 
 /* ------------------------------------------------------------------ unique */
 
-ct_status ct_generic_unique(ct_call *call, bool consecutive) {
-    const ct_tensor *t = call->in[0];
+ct_status ct_generic_unique(ct_call *call, const ct_tensor *t, bool consecutive) {
     int64_t n = t->numel;
     ct_scope_begin();
     ct_tensor *vals, *inv, *counts;

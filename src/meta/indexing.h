@@ -1,11 +1,28 @@
-/* Helpers shared by the indexing kernels (indexing.c, advindex.c, pad.c). */
-#ifndef CT_OPS_INDEXING_H
-#define CT_OPS_INDEXING_H
+/* Helpers shared by the indexing structured kernels (src/meta) and their CPU loops
+ * (src/cpu), and the codes their stubs take (scatter_reduce's reductions, pad's
+ * modes). */
+#ifndef CT_META_INDEXING_H
+#define CT_META_INDEXING_H
 
 #include <string.h>
 
 #include "core/dtype.h"
-#include "dispatch/dispatch_internal.h"
+#include "core/view.h"
+#include "dispatch/call.h"
+
+/* scatter_reduce's reductions, in the order of PyTorch's names (sum, prod, mean, amax,
+ * amin): the reduce argument of the scatter stub (-1: a plain scatter). The CUDA
+ * kernels number them the same way (CT_CUDA_SCATTER_*). */
+enum { CT_SCATTER_SUM = 0, CT_SCATTER_PROD, CT_SCATTER_MEAN, CT_SCATTER_AMAX, CT_SCATTER_AMIN, CT_SCATTER_REDUCE_COUNT };
+
+/* pad's modes (Note [pad] in src/meta/pad.c), in the order of ct_pad_mode_name; the
+ * CUDA kernels number them the same way (CT_CUDA_REMAP_*). */
+enum { CT_PAD_CONSTANT = 0, CT_PAD_REFLECT, CT_PAD_REPLICATE, CT_PAD_CIRCULAR, CT_PAD_MODE_COUNT };
+
+static inline const char *ct_pad_mode_name(int mode) {
+    static const char *const names[CT_PAD_MODE_COUNT] = {"constant", "reflect", "replicate", "circular"};
+    return mode >= 0 && mode < CT_PAD_MODE_COUNT ? names[mode] : "?";
+}
 
 static inline bool ct_ix_is_meta(const ct_tensor *t) { return t->device.type == CT_DEVICE_META; }
 
@@ -44,7 +61,7 @@ static inline int64_t ct_ix_load_index(const ct_tensor *index, int64_t off) {
 
 /* The output of an update op (scatter, index_copy, ...): the given tensor for in-place
  * calls, a new one holding t's values otherwise; *work is a contiguous tensor holding
- * the same values that the kernel edits (NULL on META). ct_ix_finish_update writes
+ * the same values that the stub edits (NULL on META). ct_ix_finish_update writes
  * work back into out. In place, work is always a copy, so an op that fails half way
  * (an index out of range) leaves self as it was. */
 static inline ct_status ct_ix_begin_update(ct_call *call, const ct_tensor *t, ct_tensor **out, ct_tensor **work) {
@@ -57,18 +74,18 @@ static inline ct_status ct_ix_begin_update(ct_call *call, const ct_tensor *t, ct
         ct_status st = ct_ix_set_out(call, 0, o);
         if (st)
             return st;
-        if (!ct_ix_is_meta(o) && !ct_copy_(o, t))
+        if (!ct_ix_is_meta(o) && !ct_copy_impl(o, t))
             return ct_last_status();
     }
     *out = o;
     if (ct_ix_is_meta(o))
         return CT_OK;
-    *work = ct_tensor_is_contiguous(o) && call->mode != CT_CALL_INPLACE ? o : ct_clone(o);
+    *work = ct_tensor_is_contiguous(o) && call->mode != CT_CALL_INPLACE ? o : ct_clone_impl(o);
     return *work ? CT_OK : ct_last_status();
 }
 
 static inline ct_status ct_ix_finish_update(ct_tensor *out, ct_tensor *work) {
-    if (work && work != out && !ct_copy_(out, work))
+    if (work && work != out && !ct_copy_impl(out, work))
         return ct_last_status();
     return CT_OK;
 }
@@ -102,4 +119,4 @@ static inline void ct_ix_inplace(ct_call *c, ct_tensor *self) {
     c->nout = 1;
 }
 
-#endif /* CT_OPS_INDEXING_H */
+#endif /* CT_META_INDEXING_H */

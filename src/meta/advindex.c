@@ -1,5 +1,7 @@
-/* Advanced indexing: ct_index (t[i0, i1, ...]) and index_put (t[i0, ...] = v, with
- * accumulate), for CPU and META.
+/* The structured kernels of advanced indexing: ct_index (t[i0, i1, ...]) and index_put
+ * (t[i0, ...] = v, with accumulate). The plan (which dims the indices cover, where
+ * their broadcast shape goes in the result), the checks and the allocation are here;
+ * the walks are the stubs' (src/cpu/advindex.c, src/cuda/indexing_cuda.c).
  *
  * Note [Advanced indexing]
  * The index list holds one entry per leading dim of t: NULL is a full slice ':', an
@@ -15,20 +17,14 @@
  * position in B (which picks one entry of every index tensor, read through broadcast
  * strides) and the coordinates of the sliced dims. A mask needs its data to become
  * positions, so a mask on META is refused; int64 indices work on META. */
-#include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
-#include "cpu/cpu_backend.h"
+#include "meta/indexing.h"
 #include "meta/kernels.h"
-#include "ctorch.h"
-#include "cpu/loops.h"
-#include "ops/indexing.h"
-#ifdef CT_HAVE_CUDA
-#include "cuda/cuda_ops.h"
-#endif
+#include "meta/stubs.h"
 
 typedef struct {
-    int src_nd;
     const ct_tensor *idx[CT_MAX_DIMS];        /* per dim of t: int64 positions, or NULL (slice) */
     int64_t istr[CT_MAX_DIMS][CT_MAX_DIMS];   /* idx[d]'s strides broadcast to bshape */
     int64_t bshape[CT_MAX_DIMS];
@@ -40,10 +36,20 @@ typedef struct {
     int nslice;
 } index_plan;
 
+/* The positions of a mask's true elements, (count, k), from the device's nonzero stub;
+ * a temporary of the dispatch scope. */
+static const ct_tensor *mask_positions(const char *op, const ct_tensor *mask) {
+    ct_call c = {.op = CT_OP_nonzero, .nin = 1, .in = {mask}, .dtype = CT_DTYPE_UNDEFINED};
+    ct_tensor *nz = NULL;
+    if (CT_CALL_STUB(nonzero, op, mask->device, &c, mask) == CT_OK)
+        nz = ct_call_take_output(&c, 0);
+    ct_call_clear_outputs(&c);
+    return nz;
+}
+
 static ct_status plan_index(const char *op, const ct_tensor *t, const ct_tensor *const *indices, int n,
                             index_plan *p) {
     memset(p, 0, sizeof *p);
-    p->src_nd = t->ndim;
     if (n < 0 || (n > 0 && !indices))
         return ct_error(CT_ERROR_VALUE, op, "invalid index list");
     int d = 0;
@@ -55,7 +61,7 @@ static ct_status plan_index(const char *op, const ct_tensor *t, const ct_tensor 
             d++;
             continue;
         }
-        if (ix->dtype == CT_DTYPE_INT32 && !(ix = ct_to_dtype(ix, CT_DTYPE_INT64))) /* a temporary of the dispatch scope */
+        if (ix->dtype == CT_DTYPE_INT32 && !(ix = ct_to_dtype_impl(ix, CT_DTYPE_INT64))) /* a temporary of the dispatch scope */
             return ct_last_status();
         if (ix->dtype == CT_DTYPE_INT64) {
             if (d >= t->ndim)
@@ -81,11 +87,11 @@ static ct_status plan_index(const char *op, const ct_tensor *t, const ct_tensor 
         if (ct_ix_is_meta(ix) || ct_ix_is_meta(t))
             return ct_error(CT_ERROR_NOT_IMPLEMENTED, op,
                             "a mask index makes the result's shape depend on the data; META tensors have none");
-        ct_tensor *nz = ct_nonzero(ix); /* (count, k); a temporary of the dispatch scope */
+        const ct_tensor *nz = mask_positions(op, ix);
         if (!nz)
             return ct_last_status();
         for (int j = 0; j < ix->ndim; j++)
-            if (!(p->idx[d + j] = ct_select(nz, 1, j)))
+            if (!(p->idx[d + j] = ct_select_impl(nz, 1, j)))
                 return ct_last_status();
         d += ix->ndim;
     }
@@ -146,31 +152,6 @@ static ct_status plan_index(const char *op, const ct_tensor *t, const ct_tensor 
     return CT_OK;
 }
 
-/* Offset (in elements, through strides) in t of the result element at coordinate oc. */
-static ct_status plan_offset(const char *op, const index_plan *p, const ct_tensor *t, const int64_t *strides,
-                             const int64_t *oc, int64_t *off) {
-    int64_t o = 0;
-    const int64_t *bc = oc + p->insert;
-    for (int i = 0; i < p->nslice; i++) {
-        int pos = i < p->insert ? i : i + p->bnd;
-        o += oc[pos] * strides[p->slice_dim[i]];
-    }
-    /* PyTorch numbers the dim in its message among the indexed dims only */
-    for (int d = 0, nth = 0; d < p->src_nd; d++) {
-        if (!p->idx[d])
-            continue;
-        int64_t v = ct_ix_load_index(p->idx[d], ct_ix_offset(bc, p->istr[d], p->bnd));
-        int64_t size = t->shape[d], w = v < 0 ? v + size : v;
-        if (w < 0 || w >= size)
-            return ct_error(CT_ERROR_INDEX, op, "index %lld is out of bounds for dimension %d with size %lld",
-                            (long long)v, nth, (long long)size);
-        o += w * strides[d];
-        nth++;
-    }
-    *off = o;
-    return CT_OK;
-}
-
 static ct_status index_kernel(ct_keyset ks, ct_call *call, void *ud) {
     (void)ks, (void)ud;
     const char *op = "index";
@@ -184,48 +165,8 @@ static ct_status index_kernel(ct_keyset ks, ct_call *call, void *ud) {
     ct_tensor *out = ct_empty(p.oshape, p.ond, t->dtype, t->device);
     if ((st = ct_ix_set_out(call, 0, out)) || ct_ix_is_meta(out) || out->numel == 0)
         return st;
-#ifdef CT_HAVE_CUDA
-    if (out->device.type == CT_DEVICE_CUDA)
-        return ct_cuda_index_get(out, t, p.idx, (const int64_t(*)[CT_MAX_DIMS])p.istr, p.bnd, p.insert, p.slice_dim,
-                                 p.nslice);
-#endif
-    size_t esz = ct_dtype_size(t->dtype);
-    const char *src = ct_tensor_ptr(t);
-    char *dst = ct_tensor_ptr(out);
-    int64_t oc[CT_MAX_DIMS] = {0};
-    for (int64_t k = 0; k < out->numel; k++) {
-        int64_t off;
-        if ((st = plan_offset(op, &p, t, t->strides, oc, &off)))
-            return st;
-        memcpy(dst + (size_t)k * esz, src + off * (int64_t)esz, esz);
-        ct_ix_next_coord(oc, p.oshape, p.ond);
-    }
-    return CT_OK;
-}
-
-ct_status ct_cpu_index(ct_keyset ks, ct_call *call, void *ud) { return index_kernel(ks, call, ud); }
-ct_status ct_meta_index(ct_keyset ks, ct_call *call, void *ud) { return index_kernel(ks, call, ud); }
-
-ct_tensor *ct_index(const ct_tensor *t, const ct_tensor *const *indices, int n) {
-    CT_CHECK_ARG("index", t);
-    if (n < 0 || n > CT_MAX_DIMS || (n > 0 && !indices)) {
-        ct_error(CT_ERROR_VALUE, "index", "expected a list of at most %d indices, got %d", CT_MAX_DIMS, n);
-        return NULL;
-    }
-    ct_call c = {.op = CT_OP_index, .nin = 1, .in = {t}, .list = indices, .nlist = n, .dtype = CT_DTYPE_UNDEFINED};
-    return ct_dispatch_1(&c);
-}
-
-/* ------------------------------------------------------------------ index_put */
-
-/* dst (r)= src for index_put's accumulate: sums in the element type, bool as or. */
-static void accumulate(char *dst, const char *src, ct_dtype d) {
-    if (ct_dtype_is_floating(d))
-        ct_store_double(dst, d, ct_load_double(dst, d) + ct_load_double(src, d));
-    else if (d == CT_DTYPE_BOOL)
-        *(uint8_t *)dst = (uint8_t)(*(const uint8_t *)dst || *(const uint8_t *)src);
-    else
-        ct_store_int64(dst, d, (int64_t)((uint64_t)ct_load_int64(dst, d) + (uint64_t)ct_load_int64(src, d)));
+    return CT_CALL_STUB(index_get, op, out->device, out, t, p.idx, (const int64_t(*)[CT_MAX_DIMS])p.istr, p.bnd,
+                        p.insert, p.slice_dim, p.nslice);
 }
 
 static ct_status index_put_kernel(ct_keyset ks, ct_call *call, void *ud) {
@@ -254,54 +195,10 @@ static ct_status index_put_kernel(ct_keyset ks, ct_call *call, void *ud) {
     ct_tensor *out, *w;
     if ((st = ct_ix_begin_update(call, t, &out, &w)) || !w)
         return st;
-#ifdef CT_HAVE_CUDA
-    if (w->device.type == CT_DEVICE_CUDA) {
-        st = ct_cuda_index_put(w, values, vstr, p.idx, (const int64_t(*)[CT_MAX_DIMS])p.istr, p.oshape, p.ond, p.bnd,
-                               p.insert, p.slice_dim, p.nslice, acc);
-        return st ? st : ct_ix_finish_update(out, w);
-    }
-#endif
-    int64_t total = ct_shape_numel(p.oshape, p.ond), oc[CT_MAX_DIMS] = {0};
-    size_t esz = ct_dtype_size(t->dtype);
-    const char *pv = ct_tensor_ptr(values);
-    char *dst = ct_tensor_ptr(w);
-    for (int64_t k = 0; k < total; k++) {
-        int64_t off;
-        if ((st = plan_offset(op, &p, t, w->strides, oc, &off)))
-            return st;
-        const char *v = pv + ct_ix_offset(oc, vstr, p.ond) * (int64_t)esz;
-        if (acc)
-            accumulate(dst + off * (int64_t)esz, v, t->dtype);
-        else
-            memcpy(dst + off * (int64_t)esz, v, esz);
-        ct_ix_next_coord(oc, p.oshape, p.ond);
-    }
-    return ct_ix_finish_update(out, w);
+    st = CT_CALL_STUB(index_put, op, w->device, w, values, vstr, p.idx, (const int64_t(*)[CT_MAX_DIMS])p.istr,
+                      p.oshape, p.ond, p.bnd, p.insert, p.slice_dim, p.nslice, acc);
+    return st ? st : ct_ix_finish_update(out, w);
 }
 
-ct_status ct_cpu_index_put(ct_keyset ks, ct_call *call, void *ud) { return index_put_kernel(ks, call, ud); }
-ct_status ct_meta_index_put(ct_keyset ks, ct_call *call, void *ud) { return index_put_kernel(ks, call, ud); }
-
-static ct_tensor *call_index_put(const ct_tensor *t, const ct_tensor *const *indices, int n, const ct_tensor *values,
-                                 bool accumulate_, ct_tensor *self) {
-    CT_CHECK_ARG("index_put", t);
-    CT_CHECK_ARG("index_put", values);
-    if (n < 0 || n > CT_MAX_DIMS || (n > 0 && !indices)) {
-        ct_error(CT_ERROR_VALUE, "index_put", "expected a list of at most %d indices, got %d", CT_MAX_DIMS, n);
-        return NULL;
-    }
-    ct_call c = {.op = CT_OP_index_put, .nin = 2, .in = {t, values}, .list = indices, .nlist = n, .nints = 1,
-                 .ints = {accumulate_}, .dtype = CT_DTYPE_UNDEFINED};
-    if (self)
-        ct_ix_inplace(&c, self);
-    return ct_dispatch_1(&c);
-}
-
-ct_tensor *ct_index_put(const ct_tensor *t, const ct_tensor *const *indices, int n, const ct_tensor *values,
-                        bool accumulate_) {
-    return call_index_put(t, indices, n, values, accumulate_, NULL);
-}
-ct_tensor *ct_index_put_(ct_tensor *t, const ct_tensor *const *indices, int n, const ct_tensor *values,
-                         bool accumulate_) {
-    return call_index_put(t, indices, n, values, accumulate_, t);
-}
+ct_status ct_kernel_index(ct_keyset ks, ct_call *call, void *ud) { return index_kernel(ks, call, ud); }
+ct_status ct_kernel_index_put(ct_keyset ks, ct_call *call, void *ud) { return index_put_kernel(ks, call, ud); }
