@@ -96,11 +96,22 @@ static bool bias_row(const ct_tensor *c, const ct_tensor *out, int64_t k, double
     return ct_broadcast_strides(c, out->shape, 2, s) && s[0] == 0 && s[1] == 1;
 }
 
+/* The device a call runs on: its first CUDA input's (or output's). */
+static ct_device call_device(const ct_call *call) {
+    for (int i = 0; i < call->nin; i++)
+        if (call->in[i] && call->in[i]->device.type == CT_DEVICE_CUDA)
+            return call->in[i]->device;
+    for (int i = 0; i < call->nout; i++)
+        if (call->out[i] && call->out[i]->device.type == CT_DEVICE_CUDA)
+            return call->out[i]->device;
+    return CT_CUDA(0);
+}
+
 /* out = beta * c + alpha * a @ b, then act (CT_CUDA_ACT_*: addmm_activation) in the
  * epilogue when it applies, else as a kernel of its own afterwards. */
 static ct_status product(ct_call *call, const ct_tensor *c, const ct_tensor *a, const ct_tensor *b, double alpha,
                          double beta, int act) {
-    ct_device dev = ct_cuda_call_device(call);
+    ct_device dev = call_device(call);
     const char *op = ct_op_name(call->op);
     for (int i = 0; i < call->nin; i++)
         if (call->in[i]->device.type != CT_DEVICE_CUDA) { /* CPU scalars are not matrices */
@@ -185,7 +196,7 @@ ct_status ct_cuda_baddbmm(ct_keyset ks, ct_call *call, void *ud) { return ct_cud
 
 ct_status ct_cuda_dot(ct_keyset ks, ct_call *call, void *ud) {
     (void)ks, (void)ud;
-    ct_device dev = ct_cuda_call_device(call);
+    ct_device dev = call_device(call);
     const ct_tensor *a = call->in[0], *b = call->in[1];
     for (int i = 0; i < 2; i++)
         if (call->in[i]->device.type != CT_DEVICE_CUDA) {
