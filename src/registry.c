@@ -12,7 +12,8 @@
 #include <stdatomic.h>
 #include <stdio.h>
 
-#include "build_config.h"
+#include "core/build_info.h"
+#include "core/error.h"
 
 #include "registry.h"
 #include "autograd/node.h"
@@ -38,8 +39,10 @@ static bool register_modules(void) {
     ct_autograd_register_kernels();
 #ifdef CT_HAVE_CUDA
     ct_cuda_register();
+    ct_build_info_set("CUDA", "yes");
 #else
     ct_device_set_unavailable_reason(CT_DEVICE_CUDA, "ctorch was built without CUDA support");
+    ct_build_info_set("CUDA", "no (built without CUDA support)");
 #endif
     if (!ct_dispatch_registration_ok()) {
         ct_error(CT_ERROR_OUT_OF_MEMORY, "dispatch", "out of memory while registering the kernels");
@@ -51,45 +54,19 @@ static bool register_modules(void) {
     return true;
 }
 
+/* Set on the thread that runs the registration: a module that asks for the runtime
+ * while registering (the structured log writes ct_build_info) gets what is there. */
+static CT_THREAD_LOCAL bool registering;
+
 bool ct_runtime_init(void) {
-    if (atomic_load_explicit(&registered, memory_order_acquire))
+    if (atomic_load_explicit(&registered, memory_order_acquire) || registering)
         return true;
     pthread_mutex_lock(&lock);
+    registering = true;
     bool ok = atomic_load(&registered) || register_modules();
+    registering = false;
     if (ok)
         atomic_store_explicit(&registered, true, memory_order_release);
     pthread_mutex_unlock(&lock);
     return ok;
 }
-
-const char *ct_build_info(void) {
-    static char info[1024];
-    static _Atomic int done = 0;
-    if (!done) {
-        snprintf(info, sizeof info,
-                 "ctorch %s\n"
-                 "  build type: %s (%s)\n"
-                 "  compiler:   %s\n"
-                 "  system:     %s\n"
-                 "  OpenMP:     %s\n"
-                 "  BLAS:       %s\n"
-                 "  SLEEF:      %s\n"
-                 "  CUDA:       %s\n",
-                 CT_VERSION_STRING, CT_BUILD_TYPE, CT_BUILD_DATE, CT_BUILD_COMPILER, CT_BUILD_SYSTEM,
-#ifdef CT_HAVE_OPENMP
-                 "yes",
-#else
-                 "no",
-#endif
-                 ct_blas_info(),
-#ifdef CT_HAVE_SLEEF
-                 "yes",
-#else
-                 "no",
-#endif
-                 CT_BUILD_CUDA);
-        done = 1;
-    }
-    return info;
-}
-

@@ -24,7 +24,7 @@ static void usage(FILE *f) {
 }
 
 int main(int argc, char **argv) {
-    ct_runtime_tune_and_reexec(argv); /* Note [Runtime environment] in src/core/build_info.c */
+    ct_runtime_tune_and_reexec(argv); /* Note [Runtime environment] in src/cpu/runtime.c */
     if (argc < 2)
         return ct_cmd_info(argc - 1, argv + 1); /* the default job */
     if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "help") == 0) {

@@ -220,17 +220,7 @@ ct_tensor *ct_reshape_impl(const ct_tensor *t, const int64_t *shape, int ndim) {
     return out;
 }
 
-ct_tensor *ct_view_as(const ct_tensor *t, const ct_tensor *other) {
-    CT_CHECK_ARG("view_as", t);
-    CT_CHECK_ARG("view_as", other);
-    return ct_view(t, other->shape, other->ndim);
-}
 
-ct_tensor *ct_reshape_as(const ct_tensor *t, const ct_tensor *other) {
-    CT_CHECK_ARG("reshape_as", t);
-    CT_CHECK_ARG("reshape_as", other);
-    return ct_reshape(t, other->shape, other->ndim);
-}
 
 /* ------------------------------------------------------------------ reordering dims */
 
@@ -374,11 +364,6 @@ ct_tensor *ct_expand_impl(const ct_tensor *t, const int64_t *shape, int ndim) {
     return view_of("expand", t, t->offset, size, strides, ndim);
 }
 
-ct_tensor *ct_expand_as(const ct_tensor *t, const ct_tensor *other) {
-    CT_CHECK_ARG("expand_as", t);
-    CT_CHECK_ARG("expand_as", other);
-    return ct_expand(t, other->shape, other->ndim);
-}
 
 ct_tensor *ct_squeeze_impl(const ct_tensor *t) {
     CT_CHECK_ARG("squeeze", t);

@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/view.h"
 #include "cpu/cpu_backend.h"
 #include "cpu/blas.h"
 #include "cpu/conv_int.h"
@@ -439,7 +440,7 @@ ct_status ct_cpu_conv2d(ct_keyset ks, ct_call *call, void *ud) {
         st = conv_forward(&g, wd, ct_tensor_data(x), ct_tensor_data(w), b ? ct_tensor_data(b) : NULL,
                           ct_tensor_data(y));
     if (st == CT_OK) {
-        ct_tensor *out = ct_to_dtype(y, dt);
+        ct_tensor *out = ct_to_dtype_impl(y, dt);
         st = out ? ct_call_set_output(call, 0, out) : ct_last_status();
     }
     ct_scope_end();
@@ -545,7 +546,7 @@ ct_status ct_cpu_conv2d_backward(ct_keyset ks, ct_call *call, void *ud) {
     ct_tensor *res[3] = {gx, gw, gb};
     for (int i = 0; i < 3 && st == CT_OK; i++)
         if (res[i]) {
-            ct_tensor *r = ct_to_dtype(res[i], dt);
+            ct_tensor *r = ct_to_dtype_impl(res[i], dt);
             st = r ? ct_call_set_output(call, i, r) : ct_last_status();
         }
     ct_scope_end();
@@ -824,7 +825,7 @@ ct_status ct_cpu_max_pool2d_with_indices(ct_keyset ks, ct_call *call, void *ud) 
     ct_pool2d_out_shape(&g, shape, &nd);
     ct_dtype dt = call->in[0]->dtype, wd = dt == CT_DTYPE_FLOAT32 ? CT_DTYPE_FLOAT32 : CT_DTYPE_FLOAT64;
     ct_scope_begin();
-    const ct_tensor *x = ct_contiguous(ct_to_dtype(call->in[0], wd));
+    const ct_tensor *x = ct_contiguous_impl(ct_to_dtype_impl(call->in[0], wd));
     ct_tensor *y = ct_empty(shape, nd, wd, CT_CPU);
     ct_tensor *idx = ct_empty(shape, nd, CT_DTYPE_INT64, CT_CPU);
     if (!x || !y || !idx) {
@@ -837,7 +838,7 @@ ct_status ct_cpu_max_pool2d_with_indices(ct_keyset ks, ct_call *call, void *ud) 
     else
         (fast ? max_pool_2x2_double : max_pool_double)(&g, ct_tensor_data(x), ct_tensor_data(y),
                                                        ct_tensor_data(idx));
-    ct_tensor *out = ct_to_dtype(y, dt);
+    ct_tensor *out = ct_to_dtype_impl(y, dt);
     st = out ? ct_call_set_output(call, 0, out) : ct_last_status();
     if (st == CT_OK)
         st = ct_call_set_output(call, 1, idx);
@@ -859,8 +860,8 @@ ct_status ct_cpu_max_pool2d_backward(ct_keyset ks, ct_call *call, void *ud) {
                       ? CT_DTYPE_FLOAT32
                       : CT_DTYPE_FLOAT64;
     ct_scope_begin();
-    const ct_tensor *gw = ct_contiguous(ct_to_dtype(go, wd));
-    const ct_tensor *i64 = ct_contiguous(ix);
+    const ct_tensor *gw = ct_contiguous_impl(ct_to_dtype_impl(go, wd));
+    const ct_tensor *i64 = ct_contiguous_impl(ix);
     ct_tensor *gx = ct_empty(x->shape, x->ndim, wd, CT_CPU);
     ct_status st = CT_OK;
     if (!gw || !i64 || !gx) {
@@ -904,7 +905,7 @@ ct_status ct_cpu_max_pool2d_backward(ct_keyset ks, ct_call *call, void *ud) {
                       (long long)(h * w));
     }
     if (st == CT_OK) {
-        ct_tensor *out = ct_to_dtype(gx, x->dtype);
+        ct_tensor *out = ct_to_dtype_impl(gx, x->dtype);
         st = out ? ct_call_set_output(call, 0, out) : ct_last_status();
     }
     ct_scope_end();

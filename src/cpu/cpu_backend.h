@@ -10,6 +10,8 @@ void ct_cpu_register(void);
 /* The parts, one per file: copy.c (the device interface), elementwise.c (the
  * elementwise backend and the fast lane), shape.c and reduce_loops.c (stubs). */
 void ct_cpu_register_device(void);
+/* runtime.c: the CPU's lines of ct_build_info (OpenMP, BLAS, SLEEF). */
+void ct_cpu_register_info(void);
 void ct_cpu_register_elementwise(void);
 void ct_cpu_register_shape(void);
 void ct_cpu_register_reduce(void);

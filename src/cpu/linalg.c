@@ -3,6 +3,7 @@
  * float32, plain loops for integers. */
 #include <string.h>
 
+#include "core/view.h"
 #include "cpu/cpu_backend.h"
 #include "core/dtype.h"
 #include "cpu/loop.h"
@@ -151,9 +152,9 @@ static ct_status batched_product(const ct_tensor *a, const ct_tensor *b, ct_tens
     bool low = dt == CT_DTYPE_FLOAT16 || dt == CT_DTYPE_BFLOAT16;
     /* Note [Reduced-precision GEMM]: float16/bfloat16 products accumulate in float32
      * (OpenBLAS sgemm) and round once, which is what PyTorch's CPU path does too. */
-    const ct_tensor *A = low ? ct_to_dtype(a, CT_DTYPE_FLOAT32) : a;
-    const ct_tensor *B = low ? ct_to_dtype(b, CT_DTYPE_FLOAT32) : b;
-    ct_tensor *C = low ? ct_to_dtype(out, CT_DTYPE_FLOAT32) : out;
+    const ct_tensor *A = low ? ct_to_dtype_impl(a, CT_DTYPE_FLOAT32) : a;
+    const ct_tensor *B = low ? ct_to_dtype_impl(b, CT_DTYPE_FLOAT32) : b;
+    ct_tensor *C = low ? ct_to_dtype_impl(out, CT_DTYPE_FLOAT32) : out;
     if (!A || !B || !C) {
         ct_scope_end();
         return ct_last_status();
@@ -178,7 +179,7 @@ static ct_status batched_product(const ct_tensor *a, const ct_tensor *b, ct_tens
         }
         gemm(cdt, n, m, k, ma, mb, pc, m, alpha, beta);
     }
-    if (low && !ct_copy_(out, C)) {
+    if (low && !ct_copy_impl(out, C)) {
         ct_scope_end();
         return ct_last_status();
     }
@@ -196,10 +197,10 @@ static ct_status product_kernel(ct_call *call, const ct_tensor *c, const ct_tens
     ct_tensor *out = call->out[0];
     ct_scope_begin();
     ct_tensor *work = ct_tensor_is_contiguous(out) ? out : ct_empty(out->shape, out->ndim, out->dtype, CT_CPU);
-    if (work && c && beta != 0 && !ct_copy_(work, c))
+    if (work && c && beta != 0 && !ct_copy_impl(work, c))
         work = NULL;
     st = work ? batched_product(a, b, work, alpha, c ? beta : 0.0) : ct_last_status();
-    if (st == CT_OK && work != out && !ct_copy_(out, work))
+    if (st == CT_OK && work != out && !ct_copy_impl(out, work))
         st = ct_last_status();
     ct_scope_end();
     return st;

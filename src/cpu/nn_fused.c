@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/view.h"
 #include "cpu/cpu_backend.h"
 #include "core/dtype.h"
 #include "cpu/blas.h"
@@ -395,7 +396,7 @@ static ct_status sdpa_mask_setup(const ct_tensor *mask, const ct_sdpa_geom *g, c
     memcpy(full, g->batch, sizeof(int64_t) * (size_t)g->nbatch);
     full[g->nbatch] = g->l;
     full[g->nbatch + 1] = g->s;
-    ct_tensor *e = ct_expand(mask, full, nd);
+    ct_tensor *e = ct_expand_impl(mask, full, nd);
     if (!e)
         return ct_last_status();
     int64_t *off = ct_xmalloc("scaled_dot_product_attention", sizeof(int64_t) * (size_t)(g->b > 0 ? g->b : 1));
@@ -535,7 +536,7 @@ ct_status ct_cpu_embedding(ct_keyset ks, ct_call *call, void *ud) {
     int64_t num = w0->shape[0], dim = w0->shape[1];
     shape[idx0->ndim] = dim;
     ct_scope_begin();
-    ct_tensor *w = ct_contiguous(w0), *idx = ct_contiguous(idx0);
+    ct_tensor *w = ct_contiguous_impl(w0), *idx = ct_contiguous_impl(idx0);
     ct_tensor *y = ct_empty(shape, idx0->ndim + 1, w0->dtype, CT_CPU);
     st = w && idx && y ? CT_OK : ct_last_status();
     size_t row = (size_t)dim * ct_dtype_size(w0->dtype);
@@ -565,7 +566,7 @@ ct_status ct_cpu_embedding_backward(ct_keyset ks, ct_call *call, void *ud) {
     int64_t dim = gy0->shape[gy0->ndim - 1];
     ct_dtype wd = ct_nn_work_dtype(gy0->dtype);
     ct_scope_begin();
-    ct_tensor *gy = ct_nn_as_work(gy0, wd), *idx = ct_contiguous(idx0);
+    ct_tensor *gy = ct_nn_as_work(gy0, wd), *idx = ct_contiguous_impl(idx0);
     ct_tensor *gw = ct_zeros(CT_SHAPE(num, dim), wd, CT_CPU);
     ct_status st = gy && idx && gw ? CT_OK : ct_last_status();
     if (st == CT_OK) {
@@ -598,7 +599,7 @@ ct_status ct_cpu_nll_loss(ct_keyset ks, ct_call *call, void *ud) {
     int64_t ignore = call->ints[1];
     ct_dtype wd = ct_nn_work_dtype(x0->dtype);
     ct_scope_begin();
-    ct_tensor *x = ct_nn_as_work(x0, wd), *t = ct_contiguous(t0), *w = ct_nn_as_work(w0, wd);
+    ct_tensor *x = ct_nn_as_work(x0, wd), *t = ct_contiguous_impl(t0), *w = ct_nn_as_work(w0, wd);
     ct_tensor *y = red == CT_REDUCTION_NONE ? ct_empty(t0->shape, t0->ndim, wd, CT_CPU) : ct_empty(NULL, 0, wd, CT_CPU);
     st = x && t && y && (!w0 || w) ? CT_OK : ct_last_status();
     if (st == CT_OK) {
@@ -635,7 +636,7 @@ ct_status ct_cpu_nll_loss_backward(ct_keyset ks, ct_call *call, void *ud) {
         return st;
     ct_dtype wd = ct_nn_work_dtype(x0->dtype);
     ct_scope_begin();
-    ct_tensor *gy = ct_nn_as_work(gy0, wd), *t = ct_contiguous(t0), *w = ct_nn_as_work(w0, wd);
+    ct_tensor *gy = ct_nn_as_work(gy0, wd), *t = ct_contiguous_impl(t0), *w = ct_nn_as_work(w0, wd);
     ct_tensor *gx = ct_zeros(x0->shape, x0->ndim, wd, CT_CPU);
     st = gy && t && gx && (!w0 || w) ? CT_OK : ct_last_status();
     if (st == CT_OK) {
@@ -662,7 +663,7 @@ ct_status ct_cpu_one_hot(ct_keyset ks, ct_call *call, void *ud) {
     if (st)
         return st;
     ct_scope_begin();
-    ct_tensor *t = ct_contiguous(t0);
+    ct_tensor *t = ct_contiguous_impl(t0);
     const int64_t *p = t ? ct_tensor_data(t) : NULL;
     int64_t mn = 0, mx = -1;
     for (int64_t i = 0; t && i < t0->numel; i++) {

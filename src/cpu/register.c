@@ -26,6 +26,7 @@
 
 void ct_cpu_register(void) {
     ct_cpu_register_device();
+    ct_cpu_register_info();
 #define CT_OP(name, sig, family, flags) CPU_##family(name)
 #include "ctorch/ops.def"
 #undef CT_OP

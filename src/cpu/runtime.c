@@ -1,5 +1,4 @@
-/* The CPU runtime: the BLAS line of ct_build_info, the thread-count setting and the
- * runtime environment tuning. */
+/* The CPU runtime: the BLAS line of ct_build_info and the runtime environment tuning. */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,7 +7,9 @@
 #include <unistd.h>
 
 #include "cpu/blas.h"
+#include "core/build_info.h"
 #include "core/tensor_impl.h"
+#include "cpu/cpu_backend.h"
 
 #ifdef CT_HAVE_OPENMP
 #include <omp.h>
@@ -25,27 +26,6 @@ const char *ct_blas_info(void) {
     return info;
 #else
     return "none";
-#endif
-}
-
-static _Atomic int num_threads = 0;
-
-void ct_set_num_threads(int n) {
-    if (n < 1)
-        n = 1;
-    num_threads = n;
-#ifdef CT_HAVE_OPENMP
-    omp_set_num_threads(n);
-#endif
-}
-
-int ct_get_num_threads(void) {
-    if (num_threads > 0)
-        return num_threads;
-#ifdef CT_HAVE_OPENMP
-    return omp_get_max_threads();
-#else
-    return 1;
 #endif
 }
 
@@ -116,4 +96,18 @@ void ct_runtime_tune_and_reexec(char **argv) {
     setenv("CT_NO_REEXEC", "1", 1); /* the new image must not loop */
     execv("/proc/self/exe", argv);
     /* exec failed (no /proc, say): carry on with the environment as it was loaded */
+}
+
+void ct_cpu_register_info(void) {
+#ifdef CT_HAVE_OPENMP
+    ct_build_info_set("OpenMP", "yes");
+#else
+    ct_build_info_set("OpenMP", "no");
+#endif
+    ct_build_info_set("BLAS", ct_blas_info());
+#ifdef CT_HAVE_SLEEF
+    ct_build_info_set("SLEEF", "yes");
+#else
+    ct_build_info_set("SLEEF", "no");
+#endif
 }

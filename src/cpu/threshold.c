@@ -4,6 +4,7 @@
  * contiguous buffers, so the compiler vectorizes it; large tensors are split over
  * the OpenMP threads. float16/bfloat16 go through float32, whose comparison and
  * copy are exact for them. */
+#include "core/view.h"
 #include "cpu/cpu_backend.h"
 #include "cpu/loops.h"
 #include "meta/nn_ops.h"
@@ -37,8 +38,8 @@ ct_status ct_cpu_threshold_backward(ct_keyset ks, ct_call *call, void *ud) {
     ct_dtype dt = call->in[0]->dtype, wd = dt == CT_DTYPE_FLOAT64 ? CT_DTYPE_FLOAT64 : CT_DTYPE_FLOAT32;
     double th = ct_scalar_to_double(call->s[0]);
     ct_scope_begin();
-    const ct_tensor *g = ct_contiguous(ct_to_dtype(call->in[0], wd));
-    const ct_tensor *x = ct_contiguous(ct_to_dtype(call->in[1], wd));
+    const ct_tensor *g = ct_contiguous_impl(ct_to_dtype_impl(call->in[0], wd));
+    const ct_tensor *x = ct_contiguous_impl(ct_to_dtype_impl(call->in[1], wd));
     ct_tensor *out = g ? ct_empty(g->shape, g->ndim, wd, CT_CPU) : NULL;
     if (!g || !x || !out) {
         ct_scope_end();
@@ -48,7 +49,7 @@ ct_status ct_cpu_threshold_backward(ct_keyset ks, ct_call *call, void *ud) {
         threshold_bwd_float(ct_tensor_data(g), ct_tensor_data(x), (float)th, ct_tensor_data(out), out->numel);
     else
         threshold_bwd_double(ct_tensor_data(g), ct_tensor_data(x), th, ct_tensor_data(out), out->numel);
-    ct_tensor *res = ct_to_dtype(out, dt);
+    ct_tensor *res = ct_to_dtype_impl(out, dt);
     st = res ? ct_call_set_output(call, 0, res) : ct_last_status();
     ct_scope_end();
     return st;

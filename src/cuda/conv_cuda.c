@@ -90,7 +90,6 @@ static ct_status conv2d_kernel(ct_keyset ks, ct_call *call, void *ud) {
     ct_dtype dt = x0->dtype, wd = ct_nn_work_dtype(dt);
     if (!ct_cuda_use_device("conv2d", x0->device.index))
         return ct_last_status();
-    ct_keyset old = ct_nn_below_autograd_begin();
     ct_scope_begin();
     int64_t cg = g.c / g.groups, og = g.oc / g.groups, krows = cg * g.kh * g.kw, plane = g.oh * g.ow;
     int64_t x4[4] = {g.n, g.c, g.h, g.w}, y4[4] = {g.n, g.oc, g.oh, g.ow};
@@ -129,7 +128,6 @@ static ct_status conv2d_kernel(ct_keyset ks, ct_call *call, void *ud) {
     if (st == CT_OK)
         st = out ? ct_call_set_output(call, 0, out) : ct_last_status();
     ct_scope_end();
-    ct_tls_set_excluded(old);
     return st;
 }
 
@@ -212,7 +210,6 @@ static ct_status conv2d_backward_kernel(ct_keyset ks, ct_call *call, void *ud) {
     if (!ct_cuda_use_device("conv2d_backward", x0->device.index))
         return ct_last_status();
     ct_dtype dt = x0->dtype;
-    ct_keyset old = ct_nn_below_autograd_begin();
     ct_scope_begin();
     ct_tensor *res[3] = {NULL, NULL, NULL};
     st = conv_backward(&g, x0, w0, go, call->ints[7] != 0, call->ints[8] != 0, call->ints[9] != 0, res);
@@ -224,7 +221,6 @@ static ct_status conv2d_backward_kernel(ct_keyset ks, ct_call *call, void *ud) {
             st = r ? ct_call_set_output(call, i, r) : ct_last_status();
         }
     ct_scope_end();
-    ct_tls_set_excluded(old);
     return st;
 }
 

@@ -141,13 +141,11 @@ static ct_status sdpa_kernel(ct_keyset ks, ct_call *call, void *ud) {
         st = ct_nn_same_device(op, call->in, 4);
     if (st)
         return st;
-    ct_keyset old = ct_nn_below_autograd_begin();
     ct_scope_begin();
     ct_tensor *p = attention_probs(q, k, mask, causal, ct_scalar_to_double(call->s[0]), &g);
     ct_tensor *y = p ? ct_matmul(p, v) : NULL;
     st = y ? ct_call_set_output(call, 0, y) : ct_last_status();
     ct_scope_end();
-    ct_tls_set_excluded(old);
     return st;
 }
 
@@ -167,7 +165,6 @@ static ct_status sdpa_backward_kernel(ct_keyset ks, ct_call *call, void *ud) {
         st = ct_nn_same_device(op, all, 5);
     if (st)
         return st;
-    ct_keyset old = ct_nn_below_autograd_begin();
     ct_scope_begin();
     ct_tensor *p = attention_probs(q, k, mask, causal, scale, &g);
     ct_tensor *pt = p ? ct_transpose(p, -2, -1) : NULL;
@@ -186,7 +183,6 @@ static ct_status sdpa_backward_kernel(ct_keyset ks, ct_call *call, void *ud) {
     if (st == CT_OK)
         st = ct_call_set_output(call, 2, dv);
     ct_scope_end();
-    ct_tls_set_excluded(old);
     return st;
 }
 

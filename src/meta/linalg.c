@@ -144,40 +144,17 @@ ct_status ct_meta_baddbmm(ct_keyset ks, ct_call *call, void *ud) { return ct_met
 ct_status ct_meta_addmm_activation(ct_keyset ks, ct_call *call, void *ud) { return ct_meta_mm(ks, call, ud); }
 
 ct_status ct_linalg_activation_(ct_tensor *t, bool use_gelu) {
+    /* relu_ or gelu_(approximate='tanh') through the elementwise kernel itself: a kernel
+     * never goes back through the dispatcher (which would log, trace or record it). */
+    ct_call c = {.op = use_gelu ? CT_OP_gelu : CT_OP_relu, .mode = CT_CALL_INPLACE, .nin = 1, .in = {t},
+                 .nout = 1, .out = {t}, .dtype = CT_DTYPE_UNDEFINED};
+    if (use_gelu) {
+        c.nints = 1;
+        c.ints[0] = CT_GELU_APPROXIMATE_TANH;
+    }
     ct_scope_begin();
-    ct_tensor *r = use_gelu ? ct_gelu_(t, CT_GELU_APPROXIMATE_TANH) : ct_relu_(t);
+    ct_status st = ct_kernel_elementwise(0, &c, NULL);
     ct_scope_end();
-    return r ? CT_OK : ct_last_status();
-}
-
-/* ------------------------------------------------------------------ wrappers */
-
-static ct_tensor *call_addmm(ct_op op, const ct_tensor *c, const ct_tensor *a, const ct_tensor *b, ct_scalar beta,
-                             ct_scalar alpha) {
-    const char *name = ct_op_name(op);
-    CT_CHECK_ARG(name, c);
-    CT_CHECK_ARG(name, a);
-    CT_CHECK_ARG(name, b);
-    ct_call call = {.op = op, .nin = 3, .in = {c, a, b}, .nscalars = 2, .s = {beta, alpha}, .dtype = CT_DTYPE_UNDEFINED};
-    return ct_dispatch_1(&call);
-}
-
-ct_tensor *ct_addmm(const ct_tensor *c, const ct_tensor *a, const ct_tensor *b, ct_scalar beta, ct_scalar alpha) {
-    return call_addmm(CT_OP_addmm, c, a, b, beta, alpha);
-}
-
-ct_tensor *ct_baddbmm(const ct_tensor *c, const ct_tensor *a, const ct_tensor *b, ct_scalar beta, ct_scalar alpha) {
-    return call_addmm(CT_OP_baddbmm, c, a, b, beta, alpha);
-}
-
-ct_tensor *ct_addmm_activation(const ct_tensor *c, const ct_tensor *a, const ct_tensor *b, ct_scalar beta,
-                               ct_scalar alpha, bool use_gelu) {
-    const char *name = "addmm_activation";
-    CT_CHECK_ARG(name, c);
-    CT_CHECK_ARG(name, a);
-    CT_CHECK_ARG(name, b);
-    ct_call call = {.op = CT_OP_addmm_activation, .nin = 3, .in = {c, a, b}, .nscalars = 2, .s = {beta, alpha},
-                    .nints = 1, .ints = {use_gelu}, .dtype = CT_DTYPE_UNDEFINED};
-    return ct_dispatch_1(&call);
+    return st;
 }
 

@@ -92,8 +92,8 @@ ct_status ct_nll_check(const ct_tensor *x, const ct_tensor *t, const ct_tensor *
 /* conv_transpose2d: in (input, weight, bias or NULL); ints stride[2], padding[2],
  * output_padding[2], dilation[2], groups. The output shape goes in shape/nd. */
 ct_status ct_convt_check(const ct_call *call, int64_t *shape, int *nd);
-/* conv_transpose2d's kernel for every device: conv2d's input gradient, through
- * ct_conv2d_backward on the input's device. */
+/* conv_transpose2d's kernel for every device (src/api/nn_fused.c, a composite): conv2d's
+ * input gradient, through ct_conv2d_backward on the input's device. */
 ct_status ct_conv_transpose2d_kernel(ct_keyset ks, ct_call *call, void *ud);
 
 /* one_hot: in (int64 class indices t); ints: num_classes (-1: max + 1). */
@@ -107,14 +107,12 @@ ct_status ct_embedding_check(const ct_tensor *w, const ct_tensor *idx);
  * num_weights, grad_output's shape against the indices'. */
 ct_status ct_embedding_backward_check(const ct_tensor *gy, const ct_tensor *idx, int64_t num);
 
-/* The fused attention kernel (no dropout); ct_scaled_dot_product_attention picks it. */
+/* The fused attention op (no dropout; src/api/nn_fused.c); ct_scaled_dot_product_attention picks it. */
 ct_tensor *ct_sdpa_fused(const ct_tensor *q, const ct_tensor *k, const ct_tensor *v, const ct_tensor *attn_mask,
                          bool is_causal, double scale);
-/* The fused layer_norm op (arguments already checked by ct_layer_norm). */
+/* The fused layer_norm op (src/api/nn_fused.c; arguments already checked by ct_layer_norm). */
 ct_tensor *ct_layer_norm_fused(const ct_tensor *input, const int64_t *normalized_shape, int n,
                                const ct_tensor *weight, const ct_tensor *bias, double eps);
-/* An error naming op unless r is a reduction the op takes. */
-ct_status ct_nn_check_reduction(const char *op, int r, bool allow_batchmean);
 
 /* Helpers the fused kernels of every backend share. The work dtype a kernel computes
  * in: float64 for float64, float32 for the other floating dtypes. */
@@ -133,9 +131,5 @@ ct_status ct_nn_set_out(ct_call *call, int i, ct_tensor *t, ct_dtype dtype);
 ct_status ct_nn_same_shape(const char *op, const ct_tensor *t, const int64_t *shape, int nd);
 /* A device error unless the non-NULL tensors of ts[0..n) share one device. */
 ct_status ct_nn_same_device(const char *op, const ct_tensor *const *ts, int n);
-/* Leaves the AUTOGRAD key out of this thread's dispatch until ct_tls_set_excluded
- * gets the returned set back: public ops called inside a kernel must not be recorded
- * again (the key above already recorded the op). */
-ct_keyset ct_nn_below_autograd_begin(void);
 
 #endif
