@@ -5,20 +5,37 @@
 #   scripts/deps.sh            build + test dependencies
 #   scripts/deps.sh --run      also the data the main job trains on (Fashion-MNIST)
 #   scripts/deps.sh --fuzz     also clang and its sanitizer/libFuzzer runtime
+#   scripts/deps.sh --download DIR   fetch the build and test libraries (with their
+#                  runtime libraries) as .deb files into DIR instead, for a machine with no
+#                  network and no -dev packages: scripts/gpu-check.sh unpacks them
 set -euo pipefail
 
 # libclang-rt-14-dev is the runtime of Debian 12's clang (14); libFuzzer is in it.
 # libopenblas-openmp-dev: the OpenMP build of OpenBLAS (Note [OpenBLAS threads] in
 # CMakeLists.txt); libopenblas-dev alone brings the pthread build.
 pkgs=(build-essential cmake pkg-config libopenblas-dev libopenblas-openmp-dev libdnnl-dev libsleef-dev zlib1g-dev libcmocka-dev)
-for arg in "$@"; do
-  case "$arg" in
+download=""
+while [ $# -gt 0 ]; do
+  case "$1" in
     --run) pkgs+=(dataset-fashion-mnist) ;;
     --fuzz) pkgs+=(clang libclang-rt-14-dev) ;;
-    -h|--help) sed -n '2,7s/^# \{0,1\}//p' "$0"; exit 0 ;;
-    *) echo "deps.sh: unknown option $arg (try --help)" >&2; exit 2 ;;
+    --download) download=${2:?--download needs a folder}; shift ;;
+    -h|--help) sed -n '2,10s/^# \{0,1\}//p' "$0"; exit 0 ;;
+    *) echo "deps.sh: unknown option $1 (try --help)" >&2; exit 2 ;;
   esac
+  shift
 done
+
+if [ -n "$download" ]; then
+  # The libraries of the list and what they load at run time; the toolchain (compiler,
+  # cmake) is the target machine's own.
+  libs=(libopenblas-dev libopenblas-openmp-dev libopenblas0-openmp libopenblas0 libgfortran5 libquadmath0
+        libdnnl-dev libdnnl2 ocl-icd-libopencl1 libsleef-dev libsleef3 zlib1g-dev zlib1g libcmocka-dev libcmocka0)
+  mkdir -p "$download"
+  (cd "$download" && apt-get download "${libs[@]}" >/dev/null) || { echo "deps.sh: apt-get download failed" >&2; exit 1; }
+  echo "deps.sh: $(ls "$download"/*.deb | wc -l) packages in $download"
+  exit 0
+fi
 
 if ! command -v dpkg-query >/dev/null; then
   echo "deps.sh: not a Debian system; install by hand: ${pkgs[*]}" >&2

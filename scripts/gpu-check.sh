@@ -13,6 +13,11 @@
 # summary.txt (else $BUILD_DIR/gpu-check-out). The build directory is $BUILD_DIR (default
 # build-gpu), kept between runs.
 # Exit status: non-zero when a stage failed (every stage still runs).
+#
+# The GPU machine has no -dev packages and no network: carry the libraries as .deb
+# files (`scripts/deps.sh --download .debs` here, then carry .debs). When .debs/
+# holds any, they are unpacked under /opt/ctorch-deps (DEPS_PREFIX) and CMake, the
+# compiler and the loader are pointed there.
 set -u
 cd "$(dirname "$0")/.."
 BUILD=${BUILD_DIR:-build-gpu}
@@ -30,6 +35,19 @@ stage_result() { # name rc
 stages=${*:-all}
 want() { case " $stages " in *" all "*|*" $1 "*) return 0 ;; *) return 1 ;; esac; }
 say "== gpu-check $(date -u +%Y-%m-%dT%H:%M:%SZ): $stages"
+
+DEBS=${DEBS_DIR:-.debs}
+if ls "$DEBS"/*.deb > /dev/null 2>&1; then
+    PREFIX=${DEPS_PREFIX:-/opt/ctorch-deps}
+    mkdir -p "$PREFIX"
+    for f in "$DEBS"/*.deb; do dpkg -x "$f" "$PREFIX"; done
+    ARCH=$(gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
+    export CMAKE_PREFIX_PATH="$PREFIX/usr${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"
+    export CMAKE_LIBRARY_PATH="$PREFIX/usr/lib/$ARCH${CMAKE_LIBRARY_PATH:+:$CMAKE_LIBRARY_PATH}"
+    export CMAKE_INCLUDE_PATH="$PREFIX/usr/include${CMAKE_INCLUDE_PATH:+:$CMAKE_INCLUDE_PATH}"
+    export LD_LIBRARY_PATH="$PREFIX/usr/lib/$ARCH:$PREFIX/usr/lib/$ARCH/openblas-openmp${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    say "deps: $(ls "$DEBS"/*.deb | wc -l) packages unpacked under $PREFIX"
+fi
 
 if command -v nvidia-smi > /dev/null 2>&1; then
     nvidia-smi > "$OUTDIR/nvidia-smi.txt" 2>&1

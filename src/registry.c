@@ -8,9 +8,18 @@
  * AUTOGRAD. ct_runtime_init runs them once, the first time the dispatcher or the core's
  * device table is used; it is the one call that goes up the layers (from src/dispatch
  * and src/core/device.c), and the layering test allows it by name. */
+#ifdef CT_REGISTRY_DLOPEN
+#define _GNU_SOURCE /* dladdr */
+#endif
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef CT_REGISTRY_DLOPEN
+#include <dlfcn.h>
+#endif
 
 #include "core/build_info.h"
 #include "core/error.h"
@@ -22,12 +31,120 @@
 #include "meta/kernels.h"
 #include "dispatch/dispatch_internal.h"
 #include "observe/observe.h"
-#ifdef CT_HAVE_CUDA
-#include "cuda/cuda_ops.h"
-#endif
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static atomic_bool registered;
+
+/* ------------------------------------------------------------------ loadable backends */
+
+/* Note [Loadable backends]
+ * The CUDA backend is a shared object of its own (Note [CUDA as a plug-in] in
+ * CMakeLists.txt), as ggml loads its backends: libctorch.so links no CUDA library,
+ * so it loads and runs where CUDA is absent, and maps cuBLASLt only into programs
+ * that can use it. The registry looks for the backend in $CT_CUDA_BACKEND (a path),
+ * then beside libctorch.so itself, then on the loader's search path; when one loads,
+ * its entry point registers it like any built-in module. When none loads, the reason
+ * (the loader's message: a missing libcudart, no such file) is what ct_backend_info
+ * and every CUDA call report. A program linked with the static library has the
+ * backend linked in (ctorch_cuda_static) or none. */
+typedef ct_status (*backend_entry_fn)(void);
+#define CT_CUDA_BACKEND_SONAME "libctorch_cuda.so.0"
+
+static char cuda_reason[512];
+
+#ifdef CT_REGISTRY_DLOPEN
+/* The folder this library was loaded from, with its trailing slash, into dir. */
+static bool own_folder(char *dir, size_t cap) {
+    Dl_info info;
+    if (!dladdr((void *)&ct_runtime_init, &info) || !info.dli_fname)
+        return false;
+    const char *slash = strrchr(info.dli_fname, '/');
+    if (!slash || (size_t)(slash - info.dli_fname) + 2 > cap)
+        return false;
+    memcpy(dir, info.dli_fname, (size_t)(slash - info.dli_fname) + 1);
+    dir[slash - info.dli_fname + 1] = '\0';
+    return true;
+}
+
+static void *try_open(const char *path, char *err, size_t cap) {
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        const char *e = dlerror();
+        snprintf(err, cap, "%s", e ? e : "cannot be loaded");
+    }
+    return h;
+}
+
+static backend_entry_fn find_cuda_backend(void) {
+    char path[4096], beside[512] = "", searched[512] = "";
+    const char *env = getenv("CT_CUDA_BACKEND");
+    void *h = NULL;
+    if (env && *env) {
+        h = try_open(env, cuda_reason, sizeof cuda_reason);
+    } else {
+        if (own_folder(path, sizeof path) && strlen(path) + sizeof CT_CUDA_BACKEND_SONAME <= sizeof path) {
+            strcat(path, CT_CUDA_BACKEND_SONAME);
+            h = try_open(path, beside, sizeof beside);
+        }
+        if (!h)
+            h = try_open(CT_CUDA_BACKEND_SONAME, searched, sizeof searched);
+        /* a backend beside the library that failed to load says more than "not found" */
+        if (!h)
+            snprintf(cuda_reason, sizeof cuda_reason, "%s",
+                     beside[0] && !strstr(beside, "No such file") ? beside : searched);
+    }
+    if (!h)
+        return NULL;
+    backend_entry_fn fn = (backend_entry_fn)(uintptr_t)dlsym(h, "ct_cuda_backend_entry");
+    if (!fn)
+        snprintf(cuda_reason, sizeof cuda_reason, "%s has no entry point ct_cuda_backend_entry", CT_CUDA_BACKEND_SONAME);
+    return fn; /* the handle stays open for the life of the process */
+}
+#else
+/* Defined by the static CUDA backend when a program links it (ctorch_cuda_static). */
+extern ct_status ct_cuda_backend_entry(void) __attribute__((weak));
+
+static backend_entry_fn find_cuda_backend(void) {
+    if (ct_cuda_backend_entry)
+        return ct_cuda_backend_entry;
+    snprintf(cuda_reason, sizeof cuda_reason, "%s",
+#ifdef CT_HAVE_CUDA
+             "the program was linked with the static library without its CUDA backend (ctorch_cuda_static)"
+#else
+             "ctorch was built without CUDA support"
+#endif
+    );
+    return NULL;
+}
+#endif
+
+/* Registers the CUDA backend when one can be had; otherwise records why not. */
+static void register_cuda(void) {
+    static bool tried;
+    static backend_entry_fn entry;
+    if (!tried) {
+        tried = true;
+#if defined(CT_REGISTRY_DLOPEN) && !defined(CT_HAVE_CUDA)
+        /* no backend was built with this library: do not pick up another build's */
+        if (!getenv("CT_CUDA_BACKEND")) {
+            snprintf(cuda_reason, sizeof cuda_reason, "ctorch was built without CUDA support");
+        } else
+#endif
+            entry = find_cuda_backend();
+    }
+    char line[600];
+    if (entry && entry() == CT_OK) {
+        ct_build_info_set("CUDA", "yes (backend loaded)");
+        return;
+    }
+    if (entry) { /* it loaded but could not register: out of memory, or no device support */
+        snprintf(cuda_reason, sizeof cuda_reason, "its registration failed: %s", ct_last_error());
+        ct_clear_error();
+    }
+    ct_device_set_unavailable_reason(CT_DEVICE_CUDA, cuda_reason);
+    snprintf(line, sizeof line, "no (%s)", cuda_reason);
+    ct_build_info_set("CUDA", line);
+}
 
 /* Every module registers; an attempt that ran out of memory (Note [Start-up without
  * memory] in src/dispatch/dispatch.c) is repeated by the next call, keeping what the
@@ -37,13 +154,7 @@ static bool register_modules(void) {
     ct_meta_register();
     ct_cpu_register();
     ct_autograd_register_kernels();
-#ifdef CT_HAVE_CUDA
-    ct_cuda_register();
-    ct_build_info_set("CUDA", "yes");
-#else
-    ct_device_set_unavailable_reason(CT_DEVICE_CUDA, "ctorch was built without CUDA support");
-    ct_build_info_set("CUDA", "no (built without CUDA support)");
-#endif
+    register_cuda();
     if (!ct_dispatch_registration_ok()) {
         ct_error(CT_ERROR_OUT_OF_MEMORY, "dispatch", "out of memory while registering the kernels");
         return false;

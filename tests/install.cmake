@@ -4,6 +4,12 @@
 
 add_test(NAME exported_symbols
          COMMAND ${CMAKE_COMMAND} -DLIB=$<TARGET_FILE:ctorch> -P ${PROJECT_SOURCE_DIR}/cmake/check_exports.cmake)
+if(CT_HAVE_CUDA)
+  # the backend exports its entry point only (Note [Loadable backends] in src/registry.c)
+  add_test(NAME exported_symbols_cuda
+           COMMAND ${CMAKE_COMMAND} -DLIB=$<TARGET_FILE:ctorch_cuda> -DONLY=ct_cuda_backend_entry
+                   -P ${PROJECT_SOURCE_DIR}/cmake/check_exports.cmake)
+endif()
 
 # A sanitizer build's libraries need the sanitizer runtime in every consumer: not what
 # these tests are about, so that build leaves them out.

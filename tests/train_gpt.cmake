@@ -7,7 +7,7 @@ add_executable(test_char_gpt_model ${CMAKE_CURRENT_SOURCE_DIR}/train/char_gpt_mo
 target_include_directories(test_char_gpt_model PRIVATE ${CT_CMOCKA_INCLUDE} ${PROJECT_SOURCE_DIR}/src
                                                        ${PROJECT_SOURCE_DIR}/src/core ${CMAKE_CURRENT_SOURCE_DIR})
 target_compile_options(test_char_gpt_model PRIVATE ${CT_WARNINGS} -Wno-missing-prototypes)
-target_link_libraries(test_char_gpt_model PRIVATE ctorch_static ${CT_CMOCKA_LIB})
+target_link_libraries(test_char_gpt_model PRIVATE ${CT_STATIC_LINK} ${CT_CMOCKA_LIB})
 add_test(NAME test_char_gpt_model COMMAND test_char_gpt_model)
 set_tests_properties(test_char_gpt_model PROPERTIES ENVIRONMENT "CMOCKA_MESSAGE_OUTPUT=stdout")
 

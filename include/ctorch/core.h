@@ -33,6 +33,10 @@ extern "C" {
 CT_API const char *ct_version(void);
 /* One line per build setting (compiler, BLAS, OpenMP, CUDA, ...). */
 CT_API const char *ct_build_info(void);
+/* One line per device backend: what it has ("cpu: 2 threads", "cuda: 1 device (runtime
+ * 13.0, ...)") or, for one that is not loaded, why ("cuda: not loaded: libcudart.so.13:
+ * cannot open shared object file"). Asking may initialise a device's driver. */
+CT_API const char *ct_backend_info(void);
 
 /* ---------------------------------------------------------------- dtypes */
 

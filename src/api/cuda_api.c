@@ -1,10 +1,13 @@
-/* The parts of ctorch/cuda.h every build has: the float32 matmul precision setting,
- * and, in a build without CUDA, the runtime functions answering "no device". */
+/* The public CUDA functions (ctorch/cuda.h), in every build: they forward to the CUDA
+ * backend's runtime table when the backend is loaded (Note [Loadable backends] in
+ * src/registry.c) and otherwise answer "no device" or report why there is no backend.
+ * Also the float32 matmul precision setting, which the backend reads. */
 #include <stdatomic.h>
 #include <string.h>
 
-#include "ctorch/cuda.h"
-#include "error.h"
+#include "api/cuda_runtime.h"
+#include "core/device.h"
+#include "core/error.h"
 
 /* 0 "highest", 1 "high", 2 "medium" (torch.get_float32_matmul_precision). */
 static atomic_int matmul_precision;
@@ -27,109 +30,155 @@ const char *ct_get_float32_matmul_precision(void) {
     return names[atomic_load(&matmul_precision)];
 }
 
-/* Declared in cuda/cuda_rt.h for the CUDA build; a prototype here keeps the C build's
- * -Wmissing-prototypes quiet without including CUDA headers. */
+CT_BACKEND_BEGIN
+/* Whether float32 products may use TF32 (the backend's cuBLASLt calls ask). */
 bool ct_cuda_allow_tf32(void);
+CT_BACKEND_END
 bool ct_cuda_allow_tf32(void) { return atomic_load(&matmul_precision) != 0; }
 
-#ifndef CT_HAVE_CUDA
-static ct_status no_cuda(const char *op) {
-    return ct_error(CT_ERROR_DEVICE, op, "ctorch was built without CUDA support");
+/* The loaded backend's table, or NULL (no error set). */
+static const ct_cuda_runtime *runtime(void) {
+    const ct_device_iface *d = ct_device_iface_get(CT_DEVICE_CUDA);
+    return d ? (const ct_cuda_runtime *)d->runtime : NULL;
 }
 
-bool ct_cuda_is_available(void) { return false; }
-int ct_cuda_device_count(void) { return 0; }
+/* The table, or NULL with the error that says why there is no CUDA backend. */
+static const ct_cuda_runtime *need(const char *op) {
+    const ct_device_iface *d = ct_device_need(op, CT_DEVICE_CUDA);
+    return d ? (const ct_cuda_runtime *)d->runtime : NULL;
+}
+
+bool ct_cuda_is_available(void) {
+    const ct_cuda_runtime *rt = runtime();
+    return rt && rt->device_count() > 0;
+}
+
+int ct_cuda_device_count(void) {
+    const ct_cuda_runtime *rt = runtime();
+    return rt ? rt->device_count() : 0;
+}
+
 ct_status ct_cuda_get_device_properties(int device, ct_cuda_device_properties *out) {
-    (void)device, (void)out;
-    return no_cuda("cuda_get_device_properties");
+    const ct_cuda_runtime *rt = need("cuda_get_device_properties");
+    return rt ? rt->get_device_properties(device, out) : ct_last_status();
 }
+
 int ct_cuda_current_device(void) {
-    no_cuda("cuda_current_device");
-    return -1;
+    const ct_cuda_runtime *rt = need("cuda_current_device");
+    return rt ? rt->current_device() : -1;
 }
+
 ct_status ct_cuda_set_device(int device) {
-    (void)device;
-    return no_cuda("cuda_set_device");
+    const ct_cuda_runtime *rt = need("cuda_set_device");
+    return rt ? rt->set_device(device) : ct_last_status();
 }
+
 ct_status ct_cuda_synchronize(int device) {
-    (void)device;
-    return no_cuda("cuda_synchronize");
+    const ct_cuda_runtime *rt = need("cuda_synchronize");
+    return rt ? rt->synchronize(device) : ct_last_status();
 }
+
 ct_status ct_cuda_mem_get_info(int device, int64_t *free_bytes, int64_t *total_bytes) {
-    (void)device, (void)free_bytes, (void)total_bytes;
-    return no_cuda("cuda_mem_get_info");
+    const ct_cuda_runtime *rt = need("cuda_mem_get_info");
+    return rt ? rt->mem_get_info(device, free_bytes, total_bytes) : ct_last_status();
 }
+
 ct_status ct_cuda_stream_create(int device, int priority, ct_cuda_stream **out) {
-    (void)device, (void)priority;
     if (out)
         *out = NULL;
-    return no_cuda("cuda_stream_create");
+    const ct_cuda_runtime *rt = need("cuda_stream_create");
+    return rt ? rt->stream_create(device, priority, out) : ct_last_status();
 }
+
 ct_status ct_cuda_stream_destroy(ct_cuda_stream *stream) {
-    (void)stream;
-    return CT_OK;
+    const ct_cuda_runtime *rt = runtime();
+    return rt ? rt->stream_destroy(stream) : CT_OK; /* no backend made it: nothing to free */
 }
+
 ct_status ct_cuda_stream_synchronize(ct_cuda_stream *stream) {
-    (void)stream;
-    return no_cuda("cuda_stream_synchronize");
+    const ct_cuda_runtime *rt = need("cuda_stream_synchronize");
+    return rt ? rt->stream_synchronize(stream) : ct_last_status();
 }
+
 bool ct_cuda_stream_query(ct_cuda_stream *stream) {
-    (void)stream;
-    return true;
+    const ct_cuda_runtime *rt = runtime();
+    return rt ? rt->stream_query(stream) : true;
 }
+
 ct_status ct_cuda_stream_wait_event(ct_cuda_stream *stream, ct_cuda_event *event) {
-    (void)stream, (void)event;
-    return no_cuda("cuda_stream_wait_event");
+    const ct_cuda_runtime *rt = need("cuda_stream_wait_event");
+    return rt ? rt->stream_wait_event(stream, event) : ct_last_status();
 }
+
 ct_status ct_cuda_set_stream(int device, ct_cuda_stream *stream) {
-    (void)device, (void)stream;
-    return no_cuda("cuda_set_stream");
+    const ct_cuda_runtime *rt = need("cuda_set_stream");
+    return rt ? rt->set_stream(device, stream) : ct_last_status();
 }
+
 ct_cuda_stream *ct_cuda_current_stream(int device) {
-    (void)device;
-    return NULL;
+    const ct_cuda_runtime *rt = runtime();
+    return rt ? rt->current_stream(device) : NULL;
 }
+
 int64_t ct_cuda_stream_id(const ct_cuda_stream *stream) {
-    (void)stream;
-    return 0;
+    const ct_cuda_runtime *rt = runtime();
+    return rt ? rt->stream_id(stream) : 0;
 }
+
 ct_status ct_cuda_record_stream(const ct_tensor *t, ct_cuda_stream *stream) {
-    (void)t, (void)stream;
-    return no_cuda("record_stream");
+    CT_CHECK_ARG_STATUS("record_stream", t);
+    const ct_cuda_runtime *rt = need("record_stream");
+    return rt ? rt->record_stream(t, stream) : ct_last_status();
 }
+
 ct_status ct_cuda_event_create(bool timing, ct_cuda_event **out) {
-    (void)timing;
     if (out)
         *out = NULL;
-    return no_cuda("cuda_event_create");
+    const ct_cuda_runtime *rt = need("cuda_event_create");
+    return rt ? rt->event_create(timing, out) : ct_last_status();
 }
-void ct_cuda_event_destroy(ct_cuda_event *event) { (void)event; }
+
+void ct_cuda_event_destroy(ct_cuda_event *event) {
+    const ct_cuda_runtime *rt = runtime();
+    if (rt)
+        rt->event_destroy(event);
+}
+
 ct_status ct_cuda_event_record(ct_cuda_event *event, ct_cuda_stream *stream) {
-    (void)event, (void)stream;
-    return no_cuda("cuda_event_record");
+    const ct_cuda_runtime *rt = need("cuda_event_record");
+    return rt ? rt->event_record(event, stream) : ct_last_status();
 }
+
 ct_status ct_cuda_event_synchronize(ct_cuda_event *event) {
-    (void)event;
-    return no_cuda("cuda_event_synchronize");
+    const ct_cuda_runtime *rt = need("cuda_event_synchronize");
+    return rt ? rt->event_synchronize(event) : ct_last_status();
 }
+
 bool ct_cuda_event_query(ct_cuda_event *event) {
-    (void)event;
-    return false;
+    const ct_cuda_runtime *rt = runtime();
+    return rt ? rt->event_query(event) : false;
 }
+
 ct_status ct_cuda_event_elapsed_ms(ct_cuda_event *start, ct_cuda_event *end, float *ms) {
-    (void)start, (void)end, (void)ms;
-    return no_cuda("cuda_event_elapsed_ms");
+    const ct_cuda_runtime *rt = need("cuda_event_elapsed_ms");
+    return rt ? rt->event_elapsed_ms(start, end, ms) : ct_last_status();
 }
+
 ct_status ct_cuda_host_alloc(size_t nbytes, void **out) {
-    (void)nbytes;
     if (out)
         *out = NULL;
-    return no_cuda("cuda_host_alloc");
+    const ct_cuda_runtime *rt = need("cuda_host_alloc");
+    return rt ? rt->host_alloc(nbytes, out) : ct_last_status();
 }
-void ct_cuda_host_free(void *ptr) { (void)ptr; }
+
+void ct_cuda_host_free(void *ptr) {
+    const ct_cuda_runtime *rt = runtime();
+    if (rt)
+        rt->host_free(ptr);
+}
+
 ct_tensor *ct_pin_memory(const ct_tensor *t) {
     CT_CHECK_ARG("pin_memory", t);
-    no_cuda("pin_memory");
-    return NULL;
+    const ct_cuda_runtime *rt = need("pin_memory");
+    return rt ? rt->pin_memory(t) : NULL;
 }
-#endif

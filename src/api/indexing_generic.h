@@ -12,6 +12,9 @@
 #include <stdbool.h>
 
 #include "dispatch/call.h"
+#include "core/backend_api.h"
+
+CT_BACKEND_BEGIN
 
 /* out (index's shape) = t's elements at index (int64, any shape); t and index have
  * elements. */
@@ -26,5 +29,7 @@ ct_status ct_generic_masked_scatter(ct_tensor *w, const ct_tensor *mask, const i
 ct_status ct_generic_kthvalue(ct_tensor *vals, ct_tensor *idx, const ct_tensor *t, int d, int64_t k);
 /* Sets the call's outputs: values (1-D), inverse (t's shape, int64), counts (int64). */
 ct_status ct_generic_unique(ct_call *call, const ct_tensor *t, bool consecutive);
+
+CT_BACKEND_END
 
 #endif /* CT_API_INDEXING_GENERIC_H */

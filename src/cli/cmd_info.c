@@ -2,32 +2,22 @@
  * and views printed as PyTorch prints them. */
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "commands.h"
 #include "ctorch.h"
 
-#ifdef CT_HAVE_CUDA
-#include "cuda/probe.h"
-#endif
 
 static void print_devices(void) {
-    printf("devices:\n  cpu:  %d threads\n", ct_get_num_threads());
-#ifdef CT_HAVE_CUDA
-    int n = ct_cuda_probe_device_count();
-    int rt = ct_cuda_probe_runtime_version();
-    printf("  cuda: %d device%s (runtime %d.%d, built for sm_%s", n, n == 1 ? "" : "s", rt / 1000, rt % 1000 / 10,
-           ct_cuda_probe_archs());
-    if (n > 0) {
-        int arch = ct_cuda_probe_device_arch();
-        if (arch > 0)
-            printf("; device 0 runs the sm_%d image", arch / 10);
-        else
-            printf("; no compiled image runs on device 0");
+    /* one line per backend: loaded or not (and why), devices, runtime */
+    printf("devices:\n");
+    const char *info = ct_backend_info();
+    for (const char *line = info; *line;) {
+        const char *end = strchr(line, '\n');
+        int len = end ? (int)(end - line) : (int)strlen(line);
+        printf("  %.*s\n", len, line);
+        line += len + (end != NULL);
     }
-    printf(")\n");
-#else
-    printf("  cuda: not built\n");
-#endif
 }
 
 /* Each tensor is printed under the C call that made it, as PyTorch's repr prints it. */

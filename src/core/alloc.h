@@ -8,6 +8,9 @@
 
 #include "ctorch/core.h"
 #include "ctorch/memory.h"
+#include "core/backend_api.h"
+
+CT_BACKEND_BEGIN
 
 /* 64-byte aligned memory for a storage on the device's current stream; NULL with an
  * error set (CT_ERROR_OUT_OF_MEMORY after the cache was released and the device
@@ -210,5 +213,7 @@ void ct_alloc_state_free(ct_alloc_state *st);
  * number of divisions roundup_power2_divisions gives a size. */
 size_t ct_alloc_conf_max_split_size(void);
 size_t ct_alloc_conf_roundup_divisions(size_t size);
+
+CT_BACKEND_END
 
 #endif /* CT_ALLOC_H */

@@ -1,5 +1,6 @@
 /* Device types: names, and the table of backend interfaces (Note [Device interface]
  * in device.h). */
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
@@ -71,4 +72,28 @@ const char *ct_device_str(ct_device device, char *buf, size_t cap) {
     default: snprintf(buf, cap, "unknown"); break;
     }
     return buf;
+}
+
+const char *ct_backend_info(void) {
+    static char info[2048];
+    static pthread_mutex_t info_lock = PTHREAD_MUTEX_INITIALIZER;
+    ct_runtime_init(); /* Note [Registry]: the backends load on first use */
+    pthread_mutex_lock(&info_lock);
+    size_t n = 0;
+    info[0] = '\0';
+    static const ct_device_type types[] = {CT_DEVICE_CPU, CT_DEVICE_CUDA};
+    for (size_t i = 0; i < sizeof types / sizeof types[0] && n < sizeof info; i++) {
+        const ct_device_iface *dev = atomic_load_explicit(&ifaces[types[i]], memory_order_acquire);
+        const char *why = atomic_load(&unavailable[types[i]]);
+        int w;
+        if (dev)
+            w = snprintf(info + n, sizeof info - n, "%s\n", dev->describe ? dev->describe() : dev->name);
+        else
+            w = snprintf(info + n, sizeof info - n, "%s: not loaded%s%s\n", type_name(types[i]), why ? ": " : "",
+                         why ? why : "");
+        if (w > 0)
+            n += (size_t)w;
+    }
+    pthread_mutex_unlock(&info_lock);
+    return info;
 }

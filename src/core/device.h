@@ -18,6 +18,9 @@
 
 #include "alloc.h"
 #include "tensor_impl.h"
+#include "core/backend_api.h"
+
+CT_BACKEND_BEGIN
 
 /* ------------------------------------------------------------------ random jobs */
 
@@ -73,6 +76,12 @@ typedef struct ct_device_iface {
     /* *first: the first of n float64 probabilities at p (device memory) outside [0, 1]
      * (NaN included), or -1. */
     ct_status (*first_outside_unit)(const double *p, int64_t n, int64_t *first, int device_index);
+    /* One line for ct_backend_info ("cuda: 1 device, ..."); may initialise the device's
+     * driver. Optional. */
+    const char *(*describe)(void);
+    /* The backend's table behind the public functions of its device type (CUDA:
+     * src/api/cuda_runtime.h); NULL for the CPU. */
+    const void *runtime;
 } ct_device_iface;
 
 /* Registers (or, with NULL, removes) the interface of a device type, and its allocator
@@ -85,5 +94,7 @@ const ct_device_iface *ct_device_need(const char *op, ct_device_type type);
 /* Why a device type has no interface, for messages ("ctorch was built without CUDA",
  * "libctorch_cuda.so could not be loaded: ..."); set by the registry. */
 void ct_device_set_unavailable_reason(ct_device_type type, const char *reason);
+
+CT_BACKEND_END
 
 #endif /* CT_DEVICE_H */

@@ -3,6 +3,9 @@
 #define CT_DTYPE_H
 
 #include "ctorch/core.h"
+#include "core/backend_api.h"
+
+CT_BACKEND_BEGIN
 
 static inline bool ct_dtype_valid(ct_dtype d) { return (int)d >= 0 && (int)d < CT_DTYPE_COUNT; }
 
@@ -42,5 +45,7 @@ void ct_store_int64(void *p, ct_dtype d, int64_t value);
 ct_status ct_check_scalar_fits(const char *op, ct_scalar s, ct_dtype d);
 /* Writes a scalar converted to d. */
 void ct_store_scalar(void *p, ct_dtype d, ct_scalar s);
+
+CT_BACKEND_END
 
 #endif /* CT_DTYPE_H */

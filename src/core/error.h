@@ -6,6 +6,9 @@
 
 #include "ctorch/core.h"
 #include "ctorch/ext.h" /* ct_error, ct_error_null, CT_CHECK_ARG, ct_xmalloc, ct_xcalloc */
+#include "core/backend_api.h"
+
+CT_BACKEND_BEGIN
 
 /* Note [Thread-local storage]
  * Every op reads a handful of thread-locals (the error state, the object caches, the
@@ -45,5 +48,7 @@ bool ct_host_alloc_should_fail(void);
 void ct_host_alloc_fail_at(int64_t n);
 /* Host allocations counted since the last ct_host_alloc_fail_at. */
 int64_t ct_host_alloc_count(void);
+
+CT_BACKEND_END
 
 #endif /* CT_ERROR_H */

@@ -9,6 +9,9 @@
 #define CT_RANDOM_H
 
 #include <stdint.h>
+#include "core/backend_api.h"
+
+CT_BACKEND_BEGIN
 
 /* Philox4x32 constants (Salmon et al., "Parallel Random Numbers: As Easy as 1, 2, 3",
  * SC'11): round multipliers and the Weyl sequence that bumps the key (golden ratio
@@ -71,5 +74,7 @@ void ct_generator_reserve(ct_generator *g, uint64_t n, uint64_t *seed, uint64_t 
 /* Current (seed, offset), e.g. to save and restore a state. */
 void ct_generator_get_state(ct_generator *g, uint64_t *seed, uint64_t *offset);
 void ct_generator_set_state(ct_generator *g, uint64_t seed, uint64_t offset);
+
+CT_BACKEND_END
 
 #endif /* CT_RANDOM_H */

@@ -8,6 +8,9 @@
 #include "ctorch/ext.h"
 #include "dtype.h"
 #include "error.h"
+#include "core/backend_api.h"
+
+CT_BACKEND_BEGIN
 
 /* Note [Dimension limit]
  * Shapes live inline in the tensor so that creating a view costs one allocation. The
@@ -92,5 +95,7 @@ bool ct_strides_contiguous(const int64_t *shape, const int64_t *strides, int ndi
 bool ct_broadcast_strides(const ct_tensor *src, const int64_t *shape, int ndim, int64_t *out_strides);
 /* Wraps a possibly negative dim into [0, ndim); sets an IndexError naming op on failure. */
 int ct_wrap_dim(const char *op, int64_t dim, int ndim, int *out);
+
+CT_BACKEND_END
 
 #endif /* CT_TENSOR_IMPL_H */

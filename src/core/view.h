@@ -5,6 +5,9 @@
 #define CT_CORE_VIEW_H
 
 #include "tensor_impl.h"
+#include "core/backend_api.h"
+
+CT_BACKEND_BEGIN
 
 ct_tensor *ct_view_impl(const ct_tensor *t, const int64_t *shape, int ndim);
 ct_tensor *ct_reshape_impl(const ct_tensor *t, const int64_t *shape, int ndim);
@@ -32,5 +35,7 @@ ct_tensor *ct_copy_impl(ct_tensor *dst, const ct_tensor *src);
 ct_tensor *ct_clone_impl(const ct_tensor *t);
 ct_tensor *ct_contiguous_impl(const ct_tensor *t);
 ct_tensor *ct_to_dtype_impl(const ct_tensor *t, ct_dtype dtype);
+
+CT_BACKEND_END
 
 #endif /* CT_CORE_VIEW_H */

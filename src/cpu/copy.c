@@ -1,6 +1,7 @@
 /* The CPU backend's copies, casts and fills, and its device interface (Note [Device
  * interface] in src/core/device.h): the 13x13 cast loops (one per vector ISA),
  * streaming stores for long runs, and the split of large copies over the threads. */
+#include <stdio.h>
 #include <string.h>
 
 #include "cpu/cpu_backend.h"
@@ -394,6 +395,13 @@ static ct_status cpu_first_outside_unit(const double *p, int64_t n, int64_t *fir
     return CT_OK;
 }
 
+static const char *cpu_describe(void) {
+    static char line[64];
+    int n = ct_get_num_threads();
+    snprintf(line, sizeof line, "cpu: %d thread%s", n, n == 1 ? "" : "s");
+    return line;
+}
+
 static const ct_device_iface cpu_iface = {
     .name = "cpu",
     .use_device = cpu_use_device,
@@ -402,6 +410,7 @@ static const ct_device_iface cpu_iface = {
     .read_element = cpu_read_element,
     .random_fill = ct_cpu_random_fill,
     .first_outside_unit = cpu_first_outside_unit,
+    .describe = cpu_describe,
 };
 
 void ct_cpu_register_device(void) { ct_device_register(CT_DEVICE_CPU, &cpu_iface); }

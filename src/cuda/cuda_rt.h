@@ -14,6 +14,36 @@
 extern "C" {
 #endif
 
+/* The backend's side of the public CUDA functions of ctorch/cuda.h: libctorch.so
+ * defines those and forwards them here through the runtime table the backend
+ * registers (Note [Loadable backends] in src/registry.c, src/api/cuda_runtime.h). */
+bool ct_cudart_is_available(void);
+int ct_cudart_device_count(void);
+ct_status ct_cudart_get_device_properties(int device, ct_cuda_device_properties *out);
+int ct_cudart_current_device(void);
+ct_status ct_cudart_set_device(int device);
+ct_status ct_cudart_synchronize(int device);
+ct_status ct_cudart_mem_get_info(int device, int64_t *free_bytes, int64_t *total_bytes);
+ct_status ct_cudart_stream_create(int device, int priority, ct_cuda_stream **out);
+ct_status ct_cudart_stream_destroy(ct_cuda_stream *stream);
+ct_status ct_cudart_stream_synchronize(ct_cuda_stream *stream);
+bool ct_cudart_stream_query(ct_cuda_stream *stream);
+ct_status ct_cudart_stream_wait_event(ct_cuda_stream *stream, ct_cuda_event *event);
+ct_status ct_cudart_set_stream(int device, ct_cuda_stream *stream);
+ct_cuda_stream *ct_cudart_current_stream(int device);
+int64_t ct_cudart_stream_id(const ct_cuda_stream *stream);
+ct_status ct_cudart_record_stream(const ct_tensor *t, ct_cuda_stream *stream);
+ct_status ct_cudart_event_create(bool timing, ct_cuda_event **out);
+void ct_cudart_event_destroy(ct_cuda_event *event);
+ct_status ct_cudart_event_record(ct_cuda_event *event, ct_cuda_stream *stream);
+ct_status ct_cudart_event_synchronize(ct_cuda_event *event);
+bool ct_cudart_event_query(ct_cuda_event *event);
+ct_status ct_cudart_event_elapsed_ms(ct_cuda_event *start, ct_cuda_event *end, float *ms);
+ct_status ct_cudart_host_alloc(size_t nbytes, void **out);
+void ct_cudart_host_free(void *ptr);
+ct_tensor *ct_cudart_pin_memory(const ct_tensor *t);
+
+
 #define CT_CUDA_MAX_DEVICES 64
 /* Must equal CT_MAX_DIMS and CT_ITER_MAX (checked in elementwise.c). */
 #define CT_CUDA_MAX_DIMS 8

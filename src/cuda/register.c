@@ -41,3 +41,12 @@ void ct_cuda_register(void) {
 #undef CT_OP
     ct_cuda_register_kernels();
 }
+
+/* The backend's one exported symbol, which src/registry.c finds with dlsym (or, in a
+ * static program, through a weak reference): Note [Loadable backends]. */
+CT_API ct_status ct_cuda_backend_entry(void);
+
+ct_status ct_cuda_backend_entry(void) {
+    ct_cuda_register();
+    return CT_OK;
+}

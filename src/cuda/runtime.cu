@@ -80,8 +80,8 @@ extern "C" ct_status ct_cuda_check_launch(const char *op) {
 
 /* ------------------------------------------------------------------ devices */
 
-extern "C" int ct_cuda_device_count(void) { return count_devices(); }
-extern "C" bool ct_cuda_is_available(void) { return count_devices() > 0; }
+extern "C" int ct_cudart_device_count(void) { return count_devices(); }
+extern "C" bool ct_cudart_is_available(void) { return count_devices() > 0; }
 
 static bool valid_device(const char *op, int index) {
     int n = count_devices();
@@ -117,7 +117,7 @@ extern "C" int ct_cuda_sm_count(int device) {
     return sm_counts[device];
 }
 
-extern "C" ct_status ct_cuda_get_device_properties(int device, ct_cuda_device_properties *out) {
+extern "C" ct_status ct_cudart_get_device_properties(int device, ct_cuda_device_properties *out) {
     if (!out)
         return ct_error_null("cuda_get_device_properties");
     if (!valid_device("cuda_get_device_properties", device))
@@ -138,7 +138,7 @@ extern "C" ct_status ct_cuda_get_device_properties(int device, ct_cuda_device_pr
     return CT_OK;
 }
 
-extern "C" int ct_cuda_current_device(void) {
+extern "C" int ct_cudart_current_device(void) {
     if (!valid_device("cuda_current_device", 0))
         return -1;
     int d = -1;
@@ -150,18 +150,18 @@ extern "C" int ct_cuda_current_device(void) {
     return d;
 }
 
-extern "C" ct_status ct_cuda_set_device(int device) {
+extern "C" ct_status ct_cudart_set_device(int device) {
     return ct_cuda_use_device("cuda_set_device", device) ? CT_OK : ct_last_status();
 }
 
-extern "C" ct_status ct_cuda_synchronize(int device) {
+extern "C" ct_status ct_cudart_synchronize(int device) {
     if (!ct_cuda_use_device("cuda_synchronize", device))
         return ct_last_status();
     cudaError_t e = cudaDeviceSynchronize();
     return e == cudaSuccess ? CT_OK : cuda_fail_async(e, "cuda_synchronize");
 }
 
-extern "C" ct_status ct_cuda_mem_get_info(int device, int64_t *free_bytes, int64_t *total_bytes) {
+extern "C" ct_status ct_cudart_mem_get_info(int device, int64_t *free_bytes, int64_t *total_bytes) {
     if (!free_bytes || !total_bytes)
         return ct_error_null("cuda_mem_get_info");
     if (!ct_cuda_use_device("cuda_mem_get_info", device))
@@ -210,7 +210,7 @@ extern "C" void *ct_cuda_raw_stream(int device) {
     return (void *)current_get(device)->s;
 }
 
-extern "C" ct_status ct_cuda_stream_create(int device, int priority, ct_cuda_stream **out) {
+extern "C" ct_status ct_cudart_stream_create(int device, int priority, ct_cuda_stream **out) {
     if (!out)
         return ct_error_null("cuda_stream_create");
     *out = NULL;
@@ -229,7 +229,7 @@ extern "C" ct_status ct_cuda_stream_create(int device, int priority, ct_cuda_str
     return CT_OK;
 }
 
-extern "C" ct_status ct_cuda_stream_destroy(ct_cuda_stream *stream) {
+extern "C" ct_status ct_cudart_stream_destroy(ct_cuda_stream *stream) {
     if (!stream)
         return CT_OK;
     if (stream->device >= 0 && stream->device < CT_CUDA_MAX_DEVICES && current_get(stream->device) == stream)
@@ -253,14 +253,14 @@ static cudaStream_t raw_or_current(ct_cuda_stream *stream) {
     return (cudaStream_t)ct_cuda_raw_stream(d);
 }
 
-extern "C" ct_status ct_cuda_stream_synchronize(ct_cuda_stream *stream) {
+extern "C" ct_status ct_cudart_stream_synchronize(ct_cuda_stream *stream) {
     if (!stream && !valid_device("cuda_stream_synchronize", 0))
         return ct_last_status();
     cudaError_t e = cudaStreamSynchronize(raw_or_current(stream));
     return e == cudaSuccess ? CT_OK : cuda_fail_async(e, "cuda_stream_synchronize");
 }
 
-extern "C" bool ct_cuda_stream_query(ct_cuda_stream *stream) {
+extern "C" bool ct_cudart_stream_query(ct_cuda_stream *stream) {
     if (!stream && count_devices() == 0)
         return true;
     cudaError_t e = cudaStreamQuery(raw_or_current(stream));
@@ -269,14 +269,14 @@ extern "C" bool ct_cuda_stream_query(ct_cuda_stream *stream) {
     return e == cudaSuccess;
 }
 
-extern "C" ct_status ct_cuda_stream_wait_event(ct_cuda_stream *stream, ct_cuda_event *event) {
+extern "C" ct_status ct_cudart_stream_wait_event(ct_cuda_stream *stream, ct_cuda_event *event) {
     if (!event)
         return ct_error_null("cuda_stream_wait_event");
     cudaError_t e = cudaStreamWaitEvent(raw_or_current(stream), event->e, 0);
     return e == cudaSuccess ? CT_OK : cuda_fail(e, "cuda_stream_wait_event");
 }
 
-extern "C" ct_status ct_cuda_set_stream(int device, ct_cuda_stream *stream) {
+extern "C" ct_status ct_cudart_set_stream(int device, ct_cuda_stream *stream) {
     if (!valid_device("cuda_set_stream", device))
         return ct_last_status();
     if (stream && stream->device != device)
@@ -293,13 +293,13 @@ extern "C" ct_status ct_cuda_set_stream(int device, ct_cuda_stream *stream) {
     return CT_OK;
 }
 
-extern "C" ct_cuda_stream *ct_cuda_current_stream(int device) {
+extern "C" ct_cuda_stream *ct_cudart_current_stream(int device) {
     if (device < 0 || device >= CT_CUDA_MAX_DEVICES)
         return NULL;
     return current_get(device);
 }
 
-extern "C" int64_t ct_cuda_stream_id(const ct_cuda_stream *stream) {
+extern "C" int64_t ct_cudart_stream_id(const ct_cuda_stream *stream) {
     return stream ? (int64_t)(uintptr_t)stream->s : 0;
 }
 
@@ -310,7 +310,7 @@ extern "C" ct_status ct_cuda_sync_current_stream(int device, const char *op) {
 
 /* ------------------------------------------------------------------ events */
 
-extern "C" ct_status ct_cuda_event_create(bool timing, ct_cuda_event **out) {
+extern "C" ct_status ct_cudart_event_create(bool timing, ct_cuda_event **out) {
     if (!out)
         return ct_error_null("cuda_event_create");
     *out = NULL;
@@ -329,7 +329,7 @@ extern "C" ct_status ct_cuda_event_create(bool timing, ct_cuda_event **out) {
     return CT_OK;
 }
 
-extern "C" void ct_cuda_event_destroy(ct_cuda_event *event) {
+extern "C" void ct_cudart_event_destroy(ct_cuda_event *event) {
     if (!event)
         return;
     cudaEventDestroy(event->e);
@@ -337,21 +337,21 @@ extern "C" void ct_cuda_event_destroy(ct_cuda_event *event) {
     free(event);
 }
 
-extern "C" ct_status ct_cuda_event_record(ct_cuda_event *event, ct_cuda_stream *stream) {
+extern "C" ct_status ct_cudart_event_record(ct_cuda_event *event, ct_cuda_stream *stream) {
     if (!event)
         return ct_error_null("cuda_event_record");
     cudaError_t e = cudaEventRecord(event->e, raw_or_current(stream));
     return e == cudaSuccess ? CT_OK : cuda_fail(e, "cuda_event_record");
 }
 
-extern "C" ct_status ct_cuda_event_synchronize(ct_cuda_event *event) {
+extern "C" ct_status ct_cudart_event_synchronize(ct_cuda_event *event) {
     if (!event)
         return ct_error_null("cuda_event_synchronize");
     cudaError_t e = cudaEventSynchronize(event->e);
     return e == cudaSuccess ? CT_OK : cuda_fail_async(e, "cuda_event_synchronize");
 }
 
-extern "C" bool ct_cuda_event_query(ct_cuda_event *event) {
+extern "C" bool ct_cudart_event_query(ct_cuda_event *event) {
     if (!event)
         return false;
     cudaError_t e = cudaEventQuery(event->e);
@@ -360,7 +360,7 @@ extern "C" bool ct_cuda_event_query(ct_cuda_event *event) {
     return e == cudaSuccess;
 }
 
-extern "C" ct_status ct_cuda_event_elapsed_ms(ct_cuda_event *start, ct_cuda_event *end, float *ms) {
+extern "C" ct_status ct_cudart_event_elapsed_ms(ct_cuda_event *start, ct_cuda_event *end, float *ms) {
     if (!start || !end || !ms)
         return ct_error_null("cuda_event_elapsed_ms");
     if (!start->timing || !end->timing)
@@ -372,7 +372,7 @@ extern "C" ct_status ct_cuda_event_elapsed_ms(ct_cuda_event *start, ct_cuda_even
 
 /* ------------------------------------------------------------------ host memory */
 
-extern "C" ct_status ct_cuda_host_alloc(size_t nbytes, void **out) {
+extern "C" ct_status ct_cudart_host_alloc(size_t nbytes, void **out) {
     if (!out)
         return ct_error_null("cuda_host_alloc");
     *out = NULL;
@@ -386,7 +386,7 @@ extern "C" ct_status ct_cuda_host_alloc(size_t nbytes, void **out) {
     return CT_OK;
 }
 
-extern "C" void ct_cuda_host_free(void *ptr) {
+extern "C" void ct_cudart_host_free(void *ptr) {
     if (!ptr)
         return;
     cudaFreeHost(ptr);

@@ -1,9 +1,12 @@
 /* CUDA tensors: copies between devices and dtypes, fills, element reads, pinned
  * tensors and record_stream. Kernels are in copy.cu; this side owns the tensors. */
+#include <stdio.h>
 #include <string.h>
 
 #include "core/alloc.h"
+#include "api/cuda_runtime.h"
 #include "core/device.h"
+#include "cuda/probe.h"
 #include "core/view.h"
 #include "cuda/cuda_tensor.h"
 
@@ -151,10 +154,10 @@ ct_status ct_cuda_read_element(const ct_tensor *t, int64_t elem_offset, void *ou
 
 static void host_deleter(void *ctx, void *data) {
     (void)ctx;
-    ct_cuda_host_free(data);
+    ct_cudart_host_free(data);
 }
 
-ct_tensor *ct_pin_memory(const ct_tensor *t) {
+ct_tensor *ct_cudart_pin_memory(const ct_tensor *t) {
     CT_CHECK_ARG("pin_memory", t);
     if (t->device.type != CT_DEVICE_CPU) {
         char b[32];
@@ -164,11 +167,11 @@ ct_tensor *ct_pin_memory(const ct_tensor *t) {
     }
     size_t nbytes = (size_t)t->numel * ct_dtype_size(t->dtype);
     void *p = NULL;
-    if (ct_cuda_host_alloc(nbytes, &p) != CT_OK)
+    if (ct_cudart_host_alloc(nbytes, &p) != CT_OK)
         return NULL;
     ct_tensor *out = ct_from_blob(p, t->shape, NULL, t->ndim, t->dtype, host_deleter, NULL);
     if (!out) {
-        ct_cuda_host_free(p);
+        ct_cudart_host_free(p);
         return NULL;
     }
     if (!ct_copy_(out, t))
@@ -177,14 +180,14 @@ ct_tensor *ct_pin_memory(const ct_tensor *t) {
     return out;
 }
 
-ct_status ct_cuda_record_stream(const ct_tensor *t, ct_cuda_stream *stream) {
+ct_status ct_cudart_record_stream(const ct_tensor *t, ct_cuda_stream *stream) {
     CT_CHECK_ARG_STATUS("record_stream", t);
     if (t->device.type != CT_DEVICE_CUDA)
         return ct_error(CT_ERROR_DEVICE, "record_stream", "expected a CUDA tensor");
     if (!t->storage->data)
         return CT_OK;
 #ifdef CT_ALLOC_MAX_DEVICES
-    return ct_alloc_record_stream(t->device, t->storage->data, ct_cuda_stream_id(stream));
+    return ct_alloc_record_stream(t->device, t->storage->data, ct_cudart_stream_id(stream));
 #else
     /* Without a cache every free goes to cudaFree, which waits for the device. */
     (void)stream;
@@ -222,6 +225,54 @@ static ct_status cuda_first_outside_unit(const double *p, int64_t n, int64_t *fi
 
 /* ------------------------------------------------------------------ the interface */
 
+/* The public CUDA functions' answers (src/api/cuda_runtime.h). */
+static const ct_cuda_runtime runtime_table = {
+    .device_count = ct_cudart_device_count,
+    .get_device_properties = ct_cudart_get_device_properties,
+    .current_device = ct_cudart_current_device,
+    .set_device = ct_cudart_set_device,
+    .synchronize = ct_cudart_synchronize,
+    .mem_get_info = ct_cudart_mem_get_info,
+    .stream_create = ct_cudart_stream_create,
+    .stream_destroy = ct_cudart_stream_destroy,
+    .stream_synchronize = ct_cudart_stream_synchronize,
+    .stream_query = ct_cudart_stream_query,
+    .stream_wait_event = ct_cudart_stream_wait_event,
+    .set_stream = ct_cudart_set_stream,
+    .current_stream = ct_cudart_current_stream,
+    .stream_id = ct_cudart_stream_id,
+    .record_stream = ct_cudart_record_stream,
+    .event_create = ct_cudart_event_create,
+    .event_destroy = ct_cudart_event_destroy,
+    .event_record = ct_cudart_event_record,
+    .event_synchronize = ct_cudart_event_synchronize,
+    .event_query = ct_cudart_event_query,
+    .event_elapsed_ms = ct_cudart_event_elapsed_ms,
+    .host_alloc = ct_cudart_host_alloc,
+    .host_free = ct_cudart_host_free,
+    .pin_memory = ct_cudart_pin_memory,
+};
+
+/* ct_backend_info's line: the devices, the runtime, the compiled architectures and
+ * whether device 0 runs one of them (launches one tiny kernel). */
+static const char *describe(void) {
+    static char line[256];
+    int n = ct_cuda_probe_device_count();
+    int rt = ct_cuda_probe_runtime_version();
+    int len = snprintf(line, sizeof line, "cuda: %d device%s (runtime %d.%d, built for sm_%s", n, n == 1 ? "" : "s",
+                       rt / 1000, rt % 1000 / 10, ct_cuda_probe_archs());
+    if (n > 0 && len > 0 && (size_t)len < sizeof line) {
+        int arch = ct_cuda_probe_device_arch();
+        if (arch > 0)
+            len += snprintf(line + len, sizeof line - (size_t)len, "; device 0 runs the sm_%d image", arch / 10);
+        else
+            len += snprintf(line + len, sizeof line - (size_t)len, "; no compiled image runs on device 0");
+    }
+    if (len > 0 && (size_t)len < sizeof line)
+        snprintf(line + len, sizeof line - (size_t)len, ")");
+    return line;
+}
+
 static const ct_device_iface cuda_iface = {
     .name = "cuda",
     .use_device = ct_cuda_use_device,
@@ -232,6 +283,8 @@ static const ct_device_iface cuda_iface = {
     .read_element = ct_cuda_read_element,
     .random_fill = cuda_random_fill,
     .first_outside_unit = cuda_first_outside_unit,
+    .describe = describe,
+    .runtime = &runtime_table,
 };
 
 void ct_cuda_register_device(void) { ct_device_register(CT_DEVICE_CUDA, &cuda_iface); }

@@ -4,6 +4,9 @@
 
 #include "ctorch/dispatch.h"
 #include "tensor_impl.h"
+#include "core/backend_api.h"
+
+CT_BACKEND_BEGIN
 
 #define CT_CALL_MAX_IN 4
 #define CT_CALL_MAX_OUT 4
@@ -54,5 +57,7 @@ void ct_tls_set_excluded(ct_keyset ks);
 
 /* Registers the default kernel of op at key (at start-up, from the op table). */
 void ct_dispatch_register_default(ct_op op, ct_dispatch_key key, ct_kernel_fn fn, void *user_data);
+
+CT_BACKEND_END
 
 #endif /* CT_CALL_H */

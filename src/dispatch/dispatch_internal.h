@@ -3,6 +3,9 @@
 #define CT_DISPATCH_INTERNAL_H
 
 #include "call.h"
+#include "core/backend_api.h"
+
+CT_BACKEND_BEGIN
 
 static inline ct_dispatch_key ct_backend_key(ct_device d) {
     return d.type == CT_DEVICE_CUDA ? CT_KEY_CUDA : d.type == CT_DEVICE_META ? CT_KEY_META : CT_KEY_CPU;
@@ -53,5 +56,7 @@ void ct_dispatch_set_observer(const ct_dispatch_observer *obs);
 void ct_dispatch_observe_calls(bool on);
 /* ct_dispatch's body without the observer: computes the key set and runs the call. */
 ct_status ct_dispatch_run(ct_call *call);
+
+CT_BACKEND_END
 
 #endif /* CT_DISPATCH_INTERNAL_H */

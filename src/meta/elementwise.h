@@ -6,6 +6,9 @@
 
 #include "meta/iter.h"
 #include "meta/op_info.h"
+#include "core/backend_api.h"
+
+CT_BACKEND_BEGIN
 
 /* Arguments the kernel passes to a backend's loops. */
 typedef struct ct_loop_params {
@@ -62,5 +65,7 @@ ct_status ct_ew_setup(const ct_call *call, const ct_iter *it, ct_loop_params *p,
                       const ct_ew_backend *backend);
 /* True for ops the two functions above treat specially (see ew_args.c). */
 bool ct_ew_has_args(ct_op op);
+
+CT_BACKEND_END
 
 #endif /* CT_META_ELEMENTWISE_H */

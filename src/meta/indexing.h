@@ -9,6 +9,9 @@
 #include "core/dtype.h"
 #include "core/view.h"
 #include "dispatch/call.h"
+#include "core/backend_api.h"
+
+CT_BACKEND_BEGIN
 
 /* scatter_reduce's reductions, in the order of PyTorch's names (sum, prod, mean, amax,
  * amin): the reduce argument of the scatter stub (-1: a plain scatter). The CUDA
@@ -118,5 +121,7 @@ static inline void ct_ix_inplace(ct_call *c, ct_tensor *self) {
     c->out[0] = ct_retain(self);
     c->nout = 1;
 }
+
+CT_BACKEND_END
 
 #endif /* CT_META_INDEXING_H */

@@ -14,6 +14,9 @@
 #define CT_META_ITER_H
 
 #include "dispatch/call.h"
+#include "core/backend_api.h"
+
+CT_BACKEND_BEGIN
 
 #define CT_ITER_MAX 6
 
@@ -65,5 +68,7 @@ void ct_iter_abort(ct_iter *it);
 
 /* Broadcast shape of several shapes; false (error set, naming op) if incompatible. */
 bool ct_broadcast_shapes(const char *op, const ct_tensor *const *ts, int n, int64_t *shape, int *ndim);
+
+CT_BACKEND_END
 
 #endif /* CT_META_ITER_H */

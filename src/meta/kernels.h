@@ -5,6 +5,9 @@
 #define CT_META_KERNELS_H
 
 #include "meta/op_info.h"
+#include "core/backend_api.h"
+
+CT_BACKEND_BEGIN
 
 #define CT_OP(name, sig, family, flags) CT_META_DECL_##family(name)
 #define CT_META_DECL_STRUCTURED(name) ct_status ct_kernel_##name(ct_keyset ks, ct_call *call, void *user_data);
@@ -35,5 +38,7 @@ ct_status ct_core_kernel(ct_keyset ks, ct_call *call, void *user_data);
 
 /* Registers every op's META kernel (register.c). */
 void ct_meta_register(void);
+
+CT_BACKEND_END
 
 #endif /* CT_META_KERNELS_H */

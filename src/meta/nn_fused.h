@@ -4,6 +4,9 @@
 #define CT_OPS_NN_FUSED_H
 
 #include "dispatch/call.h"
+#include "core/backend_api.h"
+
+CT_BACKEND_BEGIN
 
 /* avg_pool2d / avg_pool2d_backward (in[0] input; for the backward in[1] is the input).
  * ints: kernel[2], stride[2], padding[2], ceil_mode, count_include_pad, divisor. */
@@ -131,5 +134,7 @@ ct_status ct_nn_set_out(ct_call *call, int i, ct_tensor *t, ct_dtype dtype);
 ct_status ct_nn_same_shape(const char *op, const ct_tensor *t, const int64_t *shape, int nd);
 /* A device error unless the non-NULL tensors of ts[0..n) share one device. */
 ct_status ct_nn_same_device(const char *op, const ct_tensor *const *ts, int n);
+
+CT_BACKEND_END
 
 #endif

@@ -3,6 +3,9 @@
 #define CT_OPS_NN_OPS_H
 
 #include "dispatch/call.h"
+#include "core/backend_api.h"
+
+CT_BACKEND_BEGIN
 
 typedef struct ct_conv2d_geom {
     bool batched;
@@ -34,5 +37,7 @@ ct_status ct_pool2d_geometry(const ct_call *call, ct_pool2d_geom *g);
 void ct_pool2d_out_shape(const ct_pool2d_geom *g, int64_t *shape, int *ndim);
 /* Checks a threshold_backward call (in: grad_output, input; s[0]: threshold). */
 ct_status ct_threshold_backward_check(const ct_call *call);
+
+CT_BACKEND_END
 
 #endif

@@ -6,6 +6,9 @@
 #define CT_OP_INFO_H
 
 #include "dispatch/call.h"
+#include "core/backend_api.h"
+
+CT_BACKEND_BEGIN
 
 /* Flags of an op (the last column of ops.def). */
 enum {
@@ -77,5 +80,7 @@ typedef struct ct_op_info {
 } ct_op_info;
 
 extern const ct_op_info ct_op_table[CT_OP_COUNT];
+
+CT_BACKEND_END
 
 #endif /* CT_OP_INFO_H */

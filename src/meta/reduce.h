@@ -3,6 +3,9 @@
 #define CT_OPS_REDUCE_H
 
 #include "dispatch/call.h"
+#include "core/backend_api.h"
+
+CT_BACKEND_BEGIN
 
 /* The CPU and META kernel of every REDUCE and SCAN family op. */
 ct_status ct_reduce_kernel(ct_keyset ks, ct_call *call, void *user_data);
@@ -17,5 +20,7 @@ ct_status ct_reduce_parse_dims(const char *op, int ndim, const int64_t *dims, in
 #define CT_RED_INT_NDIMS 1
 #define CT_RED_INT_DIMS 2
 #define CT_RED_MAX_DIMS (CT_CALL_MAX_INTS - CT_RED_INT_DIMS)
+
+CT_BACKEND_END
 
 #endif /* CT_OPS_REDUCE_H */

@@ -11,6 +11,9 @@
 #define CT_META_REDUCE_ITER_H
 
 #include "dispatch/call.h"
+#include "core/backend_api.h"
+
+CT_BACKEND_BEGIN
 
 typedef struct ct_reduce_iter {
     int nout;
@@ -69,5 +72,7 @@ typedef struct ct_reduce_params {
     bool mean;         /* sum -> mean, nansum -> nanmean */
     bool index_only;   /* argmax/argmin: out[0] is the index output */
 } ct_reduce_params;
+
+CT_BACKEND_END
 
 #endif /* CT_META_REDUCE_ITER_H */

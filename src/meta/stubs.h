@@ -14,6 +14,9 @@
 
 #include "dispatch/call.h"
 #include "meta/reduce_iter.h"
+#include "core/backend_api.h"
+
+CT_BACKEND_BEGIN
 
 /* One slot per device type (ct_device_type: CPU, CUDA, META). */
 #define CT_STUB_SLOTS 3
@@ -32,5 +35,7 @@ ct_status ct_stub_missing(const char *op, ct_device device);
 #define CT_CALL_STUB(name, op, dev, ...)                                                           \
     ((unsigned)(dev).type < CT_STUB_SLOTS && ct_stub_##name[(dev).type] ? ct_stub_##name[(dev).type](__VA_ARGS__) \
                                                                          : ct_stub_missing(op, dev))
+
+CT_BACKEND_END
 
 #endif /* CT_META_STUBS_H */

@@ -1,0 +1,14 @@
+# The CUDA backend as a plug-in: libctorch.so needs no CUDA library, and a CPU program
+# linked against it runs where the CUDA libraries cannot be loaded (tests/cuda_plugin.sh;
+# skipped in a build without the backend).
+add_executable(cpu_only ${CMAKE_CURRENT_SOURCE_DIR}/cpu_only.c)
+target_compile_options(cpu_only PRIVATE ${CT_WARNINGS})
+target_link_libraries(cpu_only PRIVATE ctorch)
+add_test(NAME cuda_plugin COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cuda_plugin.sh $<TARGET_FILE_DIR:ctorch>
+                                       $<TARGET_FILE:cpu_only>)
+set_tests_properties(cuda_plugin PROPERTIES SKIP_RETURN_CODE 77)
+
+# The layering rules (docs/design.md, "Layers"): greps and a cycle-free folder graph
+# from the includes and the built objects' symbols.
+add_test(NAME layering COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/check_layering.sh ${PROJECT_SOURCE_DIR}
+                                    ${PROJECT_BINARY_DIR})
