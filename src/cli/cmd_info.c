@@ -6,28 +6,25 @@
 #include "commands.h"
 #include "ctorch.h"
 
-#ifdef CT_HAVE_CUDA
-#include "cuda/probe.h"
-#endif
-
+/* Devices through the public API only: the build's own lines (ct_build_info) say
+ * whether CUDA was built in; this says what the running machine offers. */
 static void print_devices(void) {
     printf("devices:\n  cpu:  %d threads\n", ct_get_num_threads());
-#ifdef CT_HAVE_CUDA
-    int n = ct_cuda_probe_device_count();
-    int rt = ct_cuda_probe_runtime_version();
-    printf("  cuda: %d device%s (runtime %d.%d, built for sm_%s", n, n == 1 ? "" : "s", rt / 1000, rt % 1000 / 10,
-           ct_cuda_probe_archs());
-    if (n > 0) {
-        int arch = ct_cuda_probe_device_arch();
-        if (arch > 0)
-            printf("; device 0 runs the sm_%d image", arch / 10);
-        else
-            printf("; no compiled image runs on device 0");
+    int n = ct_cuda_is_available() ? ct_cuda_device_count() : 0;
+    if (n <= 0) {
+        printf("  cuda: no usable device\n");
+        return;
     }
-    printf(")\n");
-#else
-    printf("  cuda: not built\n");
-#endif
+    printf("  cuda: %d device%s\n", n, n == 1 ? "" : "s");
+    for (int i = 0; i < n; i++) {
+        ct_cuda_device_properties p;
+        if (ct_cuda_get_device_properties(i, &p) != CT_OK) {
+            printf("    %d: %s\n", i, ct_last_error());
+            continue;
+        }
+        printf("    %d: %s, sm_%d%d, %.1f GiB, %d SMs\n", i, p.name, p.major, p.minor,
+               (double)p.total_memory / (1024.0 * 1024.0 * 1024.0), p.multi_processor_count);
+    }
 }
 
 /* Each tensor is printed under the C call that made it, as PyTorch's repr prints it. */
