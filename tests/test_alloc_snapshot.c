@@ -385,6 +385,36 @@ static void test_write_sample(void **state) {
     ct_memory_set_caching(CT_CPU, was);
 }
 
+/* ct_memory_viz, the library side of `ctorch memviz` (tests/memviz/check.sh runs the
+ * tool): a page from the sample, and refusals that leave no page behind. */
+static void test_memory_viz(void **state) {
+    (void)state;
+    assert_int_equal(ct_memory_viz("alloc_snapshot.pickle", "alloc_snapshot_viz.html"), CT_OK);
+    size_t n;
+    char *page = read_file("alloc_snapshot_viz.html", &n);
+    assert_non_null(page);
+    assert_non_null(find_bytes((const unsigned char *)page, n, "<!DOCTYPE html>", 15));
+    assert_non_null(find_bytes((const unsigned char *)page, n, "\"name\":\"linear\"", 15));
+    free(page);
+    remove("alloc_snapshot_viz.html");
+    CT_ASSERT_ERR(ct_memory_viz(NULL, "x.html") == CT_OK, CT_ERROR_NULL_ARGUMENT, "snapshot_path is NULL");
+    CT_ASSERT_ERR(ct_memory_viz("does-not-exist.pickle", "x.html") == CT_OK, CT_ERROR_IO,
+                  "memviz: cannot read 'does-not-exist.pickle'");
+    FILE *f = fopen("viz_bad.bin", "wb");
+    assert_non_null(f);
+    fputs("hello", f);
+    fclose(f);
+    CT_ASSERT_ERR(ct_memory_viz("viz_bad.bin", "viz_bad.html") == CT_OK, CT_ERROR_FORMAT, "neither a pickle");
+    f = fopen("viz_bad.bin", "wb");
+    assert_non_null(f);
+    fwrite("\x80\x02" "cos\nsystem\n.", 1, 14, f);
+    fclose(f);
+    CT_ASSERT_ERR(ct_memory_viz("viz_bad.bin", "viz_bad.html") == CT_OK, CT_ERROR_FORMAT,
+                  "memviz: viz_bad.bin: ");
+    assert_null(fopen("viz_bad.html", "rb"));
+    remove("viz_bad.bin");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_trace_ring_wraps, fake_setup, fake_teardown),
@@ -393,6 +423,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_snapshot_pickle, fake_setup, fake_teardown),
         cmocka_unit_test(test_snapshot_errors),
         cmocka_unit_test(test_write_sample),
+        cmocka_unit_test(test_memory_viz),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -14,7 +14,6 @@
 
 #include "alloc_fake.h"
 #include "util/md5.h"
-#include "observe/trace_report.h"
 #include "util/json.h"
 #include "util/value.h"
 #include "testutil.h"

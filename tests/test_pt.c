@@ -426,6 +426,54 @@ static void expect_pickle_error(const char *pkl, size_t pkl_len, const char *nee
 #define REBUILD_FN "ctorch._utils\n_rebuild_tensor_v2\n"
 #define REBUILD REBUILD_FN "("
 
+/* Note [Storages as tensors]: tensors over one untyped storage record, of one dtype
+ * and of another. Those of one dtype share a storage (and keep their offsets); the
+ * other dtype sees the same bytes through a storage of its own. */
+static void test_untyped_storage_two_dtypes(void **state) {
+    (void)state;
+#define PID_U "(X\x07\0\0\0storagectorch.storage\nUntypedStorage\nX\x01\0\0\0" "0X\x03\0\0\0cpuK\x08tQ"
+#define V3(off, n, dtype) "ctorch._utils\n_rebuild_tensor_v3\n(" PID_U off "(" n "t(K\x01t\x89" \
+                          "ccollections\nOrderedDict\n)R" "ctorch\n" dtype "\ntR"
+    const char pkl[] = "\x80\x02](" V3("K\x00", "K\x04", "uint16") V3("K\x00", "K\x02", "int32")
+                       V3("K\x02", "K\x02", "uint16") "e.";
+#undef V3
+#undef PID_U
+    uint16_t data[4] = {1, 2, 3, 4};
+    rec r = {"archive/data/0", data, sizeof data};
+    size_t len;
+    uint8_t *buf = make_archive(pkl, sizeof pkl - 1, &r, 1, &len);
+    ct_scope_begin();
+    ct_value *v = ct_pt_load_buffer(buf, len, NULL);
+    CT_ASSERT_OK(v);
+    assert_int_equal(ct_value_len(v), 3);
+    ct_tensor *a = ct_value_tensor(ct_value_at(v, 0)), *b = ct_value_tensor(ct_value_at(v, 1)),
+              *c = ct_value_tensor(ct_value_at(v, 2));
+    assert_int_equal(ct_tensor_dtype(a), CT_U16);
+    assert_int_equal(ct_tensor_dtype(b), CT_I32);
+    assert_true(ct_test_at(a, 3) == 4.0);
+    assert_true(ct_test_at(b, 0) == 65536.0 * 2 + 1); /* little-endian bytes 01 00 02 00 */
+    assert_true(ct_test_at(c, 0) == 3.0);
+    assert_true(ct_tensor_shares_storage(a, c));
+    assert_int_equal(ct_tensor_storage_offset(c), 2);
+    assert_false(ct_tensor_shares_storage(a, b));
+    assert_ptr_equal(ct_tensor_data(a), ct_tensor_data(b)); /* the same bytes */
+    assert_int_equal(ct_tensor_set(a, CT_INDEX(0), 7.0), CT_OK);
+    assert_true(ct_test_at(b, 0) == 65536.0 * 2 + 7);
+    /* and back: two records (one per storage), the same values */
+    const char *path = tmp_file("untyped.pt");
+    assert_int_equal(ct_save_pt(path, v), CT_OK);
+    ct_value *w = ct_load_pt(path);
+    CT_ASSERT_OK(w);
+    assert_true(ct_test_at(ct_value_tensor(ct_value_at(w, 0)), 0) == 7.0);
+    assert_true(ct_test_at(ct_value_tensor(ct_value_at(w, 1)), 0) == 65536.0 * 2 + 7);
+    assert_true(ct_tensor_shares_storage(ct_value_tensor(ct_value_at(w, 0)), ct_value_tensor(ct_value_at(w, 2))));
+    remove(path);
+    ct_value_free(w);
+    ct_value_free(v);
+    ct_scope_end();
+    free(buf);
+}
+
 /* torch.Size, torch.device and dtypes as plain values; bytes via _codecs.encode. */
 static void test_value_globals(void **state) {
     (void)state;
@@ -945,6 +993,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_writer_layout),
         cmocka_unit_test(test_zip64_reader),
         cmocka_unit_test(test_many_tensors),
+        cmocka_unit_test(test_untyped_storage_two_dtypes),
         cmocka_unit_test(test_value_globals),
         cmocka_unit_test(test_hostile_globals),
         cmocka_unit_test(test_hostile_stack),

@@ -1,4 +1,5 @@
 /* ct_value trees: builders, accessors, error inputs; the strict JSON reader. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -304,6 +305,50 @@ static void test_json_writer_escapes(void **state) {
     ct_json_buf_free(&b);
 }
 
+/* The public JSON pair (ctorch/io.h): compact text in insertion order, read back as
+ * the same tree; what JSON cannot hold is an error. */
+static void test_value_json_public(void **state) {
+    (void)state;
+    ct_scope_begin();
+    const char text[] = "{\"a\":[1,-2.5,true,null,\"x\\u0000y\"],\"n\":{\"3\":0.1,\"e\":1e+300},\"f\":2.0}";
+    ct_value *v = ct_value_from_json(text, sizeof text - 1, NULL);
+    CT_ASSERT_OK(v);
+    size_t n;
+    assert_memory_equal(ct_value_str(ct_value_at(ct_value_get(v, "a"), 4), &n), "x\0y", 3);
+    assert_int_equal(n, 3);
+    assert_int_equal(ct_value_kind(ct_value_get(v, "f")), CT_VALUE_FLOAT);
+    int64_t len = ct_value_to_json(v, NULL, 0);
+    assert_int_equal(len, (int64_t)sizeof text - 1);
+    char out[sizeof text], small[8];
+    assert_int_equal(ct_value_to_json(v, out, sizeof out), len);
+    assert_string_equal(out, text);
+    assert_int_equal(ct_value_to_json(v, small, sizeof small), len); /* truncated, still terminated */
+    assert_string_equal(small, "{\"a\":[1");
+    /* a clone writes the same text; int keys are written as strings */
+    ct_value *c = ct_value_clone(v);
+    assert_int_equal(ct_value_set_int(c, 7, ct_value_new_strn("q", 1)), CT_OK);
+    char out2[sizeof text + 16];
+    assert_int_equal(ct_value_to_json(c, out2, sizeof out2), len + 8);
+    assert_memory_equal(out2 + len - 1, ",\"7\":\"q\"}", 9);
+    ct_value_free(c);
+    ct_value_free(v);
+    /* refused: tensors, bytes, NaN, invalid UTF-8; and the parser's message names `what` */
+    ct_value *d = ct_value_new_dict();
+    ct_value_set(d, "t", ct_value_new_tensor(ct_ones(CT_SHAPE(1), CT_F32, CT_CPU)));
+    CT_ASSERT_ERR(ct_value_to_json(d, NULL, 0) >= 0, CT_ERROR_TYPE, "a Tensor has no JSON form");
+    ct_value_set(d, "t", ct_value_new_bytes("\xff", 1));
+    CT_ASSERT_ERR(ct_value_to_json(d, NULL, 0) >= 0, CT_ERROR_TYPE, "a bytes has no JSON form");
+    ct_value_set(d, "t", ct_value_new_float(NAN));
+    CT_ASSERT_ERR(ct_value_to_json(d, NULL, 0) >= 0, CT_ERROR_VALUE, "NaN has no JSON form");
+    ct_value_set(d, "t", ct_value_new_strn("\xc0\x80", 2));
+    CT_ASSERT_ERR(ct_value_to_json(d, NULL, 0) >= 0, CT_ERROR_VALUE, "not valid UTF-8");
+    ct_value_free(d);
+    CT_ASSERT_ERR(ct_value_from_json("[1,]", 4, "config.json") != NULL, CT_ERROR_FORMAT,
+                  "value_from_json: invalid JSON in config.json: expected a value at byte 3");
+    assert_int_equal(ct_utf8_invalid_at("ok\xff", 3), 2);
+    ct_scope_end();
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_scalars),
@@ -318,6 +363,7 @@ int main(void) {
         cmocka_unit_test(test_json_invalid),
         cmocka_unit_test(test_utf8),
         cmocka_unit_test(test_json_writer_escapes),
+        cmocka_unit_test(test_value_json_public),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

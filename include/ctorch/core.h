@@ -285,7 +285,8 @@ CT_API ct_tensor *ct_eye(int64_t n, int64_t m, ct_dtype dtype, ct_device device)
 /* A contiguous CPU tensor holding a copy of data (numel * element size bytes). */
 CT_API ct_tensor *ct_from_data(const void *data, const int64_t *shape, int ndim, ct_dtype dtype);
 /* A CPU tensor over caller memory, no copy. strides may be NULL (contiguous). When the
- * last reference goes, deleter(ctx, data) is called if given. */
+ * last reference goes, deleter(ctx, data) is called if given; when the call fails
+ * (NULL), it never is: data stays the caller's. */
 CT_API ct_tensor *ct_from_blob(void *data, const int64_t *shape, const int64_t *strides, int ndim, ct_dtype dtype,
                                void (*deleter)(void *ctx, void *data), void *ctx);
 /* A 0-d tensor. dtype CT_DTYPE_UNDEFINED infers it as ct_full does. */

@@ -64,9 +64,11 @@ CT_API ct_status ct_error_null(const char *op);
             return ct_error_null(op);       \
     } while (0)
 
-/* malloc and calloc that set CT_ERROR_OUT_OF_MEMORY naming op when they fail. */
+/* malloc, calloc and realloc that set CT_ERROR_OUT_OF_MEMORY naming op when they
+ * fail (ct_xrealloc then leaves p as it was). Free with free(). */
 CT_API void *ct_xmalloc(const char *op, size_t n);
 CT_API void *ct_xcalloc(const char *op, size_t n, size_t size);
+CT_API void *ct_xrealloc(const char *op, void *p, size_t n);
 
 /* ------------------------------------------------------------ ownership */
 

@@ -77,6 +77,9 @@ CT_API ct_value *ct_value_new_bool(bool b);
 CT_API ct_value *ct_value_new_int(int64_t i);
 CT_API ct_value *ct_value_new_float(double f);
 CT_API ct_value *ct_value_new_str(const char *s);
+/* A string of len bytes (copied; it may hold NULs), and bytes (CT_VALUE_BYTES). */
+CT_API ct_value *ct_value_new_strn(const char *s, size_t len);
+CT_API ct_value *ct_value_new_bytes(const void *data, size_t len);
 CT_API ct_value *ct_value_new_tensor(ct_tensor *t); /* retains t */
 CT_API ct_value *ct_value_new_list(void);
 CT_API ct_value *ct_value_new_tuple(void);
@@ -86,6 +89,36 @@ CT_API ct_status ct_value_append(ct_value *list_or_tuple, ct_value *item);
 CT_API ct_status ct_value_set(ct_value *dict, const char *key, ct_value *item);
 /* The same with an integer key, as torch.optim's state dicts use ({0: {...}, 1: ...}). */
 CT_API ct_status ct_value_set_int(ct_value *dict, int64_t key, ct_value *item);
+
+/* A deep copy; tensors in the copy are new references to the same tensors. */
+CT_API ct_value *ct_value_clone(const ct_value *v);
+
+/* Deepest nesting the loaders read and ct_save_pt and ct_value_to_json write, so that
+ * freeing, cloning and printing a loaded tree can recurse without exhausting the C
+ * stack. */
+#define CT_VALUE_MAX_DEPTH 256
+
+/* ------------------------------------------------------------ JSON */
+
+/* Parses text[0..len) as exactly one JSON value (RFC 8259, strictly: no comments, no
+ * trailing commas, UTF-8 text), surrounded by optional whitespace. Objects become
+ * dicts in their order (a repeated key is an error), arrays lists, integers ints (one
+ * outside int64 is an error), other numbers floats, true/false bools, null None;
+ * nesting deeper than 128 levels is refused. On failure: NULL and a CT_ERROR_FORMAT
+ * error "value_from_json: invalid JSON in <what>: <reason> at byte N", what naming
+ * the text (NULL: "text"). */
+CT_API ct_value *ct_value_from_json(const char *text, size_t len, const char *what);
+/* Writes v as compact JSON (no spaces; dicts in insertion order, int keys as strings,
+ * as Python's json.dumps) into buf, NUL-terminated when cap > 0, truncated to cap - 1
+ * bytes; returns the full length (call with cap 0 to size the buffer), or -1 with an
+ * error for what JSON cannot hold: tensors, bytes, NaN and infinities, strings that
+ * are not UTF-8, nesting deeper than CT_VALUE_MAX_DEPTH. Strings escape '"', '\\'
+ * and control characters only. */
+CT_API int64_t ct_value_to_json(const ct_value *v, char *buf, size_t cap);
+/* Offset of the first byte of s[0..len) that is not part of well-formed UTF-8
+ * (overlong forms, surrogates and code points above U+10FFFF count as malformed), or
+ * -1 when all of it is. */
+CT_API int64_t ct_utf8_invalid_at(const void *s, size_t len);
 
 #ifdef __cplusplus
 }

@@ -60,6 +60,13 @@ typedef enum ct_snapshot_format {
 /* Writes the device's segments, blocks and recorded trace to path. */
 CT_API ct_status ct_memory_snapshot(ct_device device, const char *path, ct_snapshot_format format);
 
+/* Reads a snapshot (either format of ct_memory_snapshot, or a pickle from PyTorch's
+ * torch.cuda.memory._dump_snapshot, whose plain-data subset it is; nothing in it is
+ * executed) and writes html_path: one self-contained page, no network needed, with
+ * memory over time by the op that allocated it and the allocator's segment map
+ * (`ctorch memviz`). On failure html_path is removed and the error says why. */
+CT_API ct_status ct_memory_viz(const char *snapshot_path, const char *html_path);
+
 #ifdef __cplusplus
 }
 #endif

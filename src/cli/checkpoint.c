@@ -2,7 +2,7 @@
 #include <string.h>
 
 #include "commands.h"
-#include "error.h"
+#include "ctorch/ext.h"
 
 ct_value *ct_cli_params_dict(const char *const *names, ct_tensor *const *params, int n) {
     ct_value *d = ct_value_new_dict();

@@ -7,7 +7,6 @@
 #include "commands.h"
 #include "ctorch.h"
 
-
 static void print_devices(void) {
     /* one line per backend: loaded or not (and why), devices, runtime */
     printf("devices:\n");

@@ -5,7 +5,6 @@
 
 #include "commands.h"
 #include "ctorch.h"
-#include "observe/trace_report.h"
 
 int ct_cmd_trace_report(int argc, char **argv) {
     const char *input = NULL, *out = "tl_out";

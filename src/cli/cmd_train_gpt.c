@@ -13,7 +13,7 @@
 
 #include "commands.h"
 #include "ctorch.h"
-#include "error.h"
+#include "ctorch/ext.h"
 #include "gpt.h"
 
 typedef struct {

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "error.h"
+#include "ctorch/ext.h"
 
 #define bad(msg, v) ct_error(CT_ERROR_VALUE, "char-gpt", msg, v)
 

@@ -37,9 +37,8 @@ void ct_assert_fail(const char *expr, const char *file, int line);
             ct_assert_fail(#x, __FILE__, __LINE__);   \
     } while (0)
 
-/* ct_xmalloc and ct_xcalloc are in ctorch/ext.h; ct_xrealloc leaves p as it was when
- * it fails. All three count for Note [Injected allocation failures]. */
-void *ct_xrealloc(const char *op, void *p, size_t n);
+/* ct_xmalloc, ct_xcalloc and ct_xrealloc are in ctorch/ext.h. All three count for
+ * Note [Injected allocation failures]. */
 
 /* Note [Injected allocation failures] (error.c): true when this host allocation is the
  * one CT_ALLOC_CONF's fail_host_alloc asks to fail; one relaxed load while it is off. */

@@ -575,7 +575,11 @@ ct_tensor *ct_from_blob(void *data, const int64_t *shape, const int64_t *strides
     ct_storage *s = ct_storage_from_blob(data, (size_t)span * ct_dtype_size(dtype), deleter, ctx);
     if (!s)
         return NULL;
-    return ct_tensor_make_owned(s, 0, shape, strides, ndim, dtype, CT_CPU);
+    ct_tensor *t = ct_tensor_make(s, 0, shape, strides, ndim, dtype, CT_CPU);
+    if (!t)
+        s->deleter = NULL; /* a failed call leaves data to the caller (core.h) */
+    ct_storage_release(s);
+    return t;
 }
 
 ct_tensor *ct_from_data(const void *data, const int64_t *shape, int ndim, ct_dtype dtype) {

@@ -8,7 +8,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "error.h"
+#include "ctorch.h"
+#include "ctorch/ext.h"
 #include "io/load.h"
 #include "io/pt.h"
 #include "io/safetensors.h"

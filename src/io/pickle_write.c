@@ -12,13 +12,16 @@
  *   PyTorch's weights-only loader allows) and _rebuild_tensor_v3(..., dtype), as
  *   PyTorch 2.3+ does.
  * - No memo (BINPUT): it only saves space for repeated strings; sharing of tensor data
- *   goes through storage keys. */
+ *   goes through storage keys.
+ * - Storages: found through public accessors (Note [Storages as tensors] in pickle.h):
+ *   a tensor's storage begins storage_offset elements before its data, and two
+ *   tensors whose storages begin at the same byte are checked with
+ *   ct_tensor_shares_storage, so the lookup is a hash of that address, not a scan. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "error.h"
+#include "ctorch/ext.h"
 #include "pickle.h"
-#include "util/value.h"
 
 static void put(ct_pickler *p, const void *data, size_t n) {
     if (p->oom)
@@ -110,35 +113,72 @@ static const char *storage_class(ct_dtype d) {
     }
 }
 
+static uint64_t addr_hash(const void *p) {
+    uint64_t h = (uint64_t)(uintptr_t)p;
+    h = (h ^ (h >> 29)) * 0xbf58476d1ce4e5b9ull;
+    return h ^ (h >> 32);
+}
+
+/* The storage record of t: an earlier one t shares, or a new one; -1 on error. */
+static int64_t storage_key(ct_pickler *p, ct_tensor *t) {
+    ct_dtype dtype = ct_tensor_dtype(t);
+    size_t esz = ct_tensor_element_size(t);
+    const char *data = ct_tensor_data(t);
+    const void *base = data ? data - ct_tensor_storage_offset(t) * (int64_t)esz : NULL;
+    uint64_t h = addr_hash(base);
+    if (p->nbuckets) {
+        for (int64_t i = p->buckets[h & (uint64_t)(p->nbuckets - 1)]; i >= 0; i = p->storages[i].next) {
+            if (p->storages[i].data != base || !ct_tensor_shares_storage(p->storages[i].first, t))
+                continue;
+            if (p->storages[i].dtype != dtype) {
+                ct_error(CT_ERROR_NOT_IMPLEMENTED, p->op,
+                         "tensors of dtypes %s and %s share one storage; save a copy of one of them",
+                         ct_dtype_name(p->storages[i].dtype), ct_dtype_name(dtype));
+                return -1;
+            }
+            return i;
+        }
+    }
+    if (p->nstorages == p->capstorages) {
+        int64_t cap = p->capstorages ? p->capstorages * 2 : 16;
+        ct_pickle_storage *n = ct_xrealloc(p->op, p->storages, (size_t)cap * sizeof *n);
+        int64_t *b = n ? ct_xmalloc(p->op, (size_t)cap * 2 * sizeof *b) : NULL;
+        if (!b) {
+            if (n)
+                p->storages = n;
+            return -1;
+        }
+        p->storages = n;
+        p->capstorages = cap;
+        free(p->buckets);
+        p->buckets = b;
+        p->nbuckets = cap * 2; /* at most half full */
+        for (int64_t i = 0; i < p->nbuckets; i++)
+            b[i] = -1;
+        for (int64_t i = 0; i < p->nstorages; i++) {
+            uint64_t g = addr_hash(p->storages[i].data);
+            p->storages[i].next = b[g & (uint64_t)(p->nbuckets - 1)];
+            b[g & (uint64_t)(p->nbuckets - 1)] = i;
+        }
+    }
+    int64_t key = p->nstorages++;
+    p->storages[key] = (ct_pickle_storage){.first = ct_retain(t), .data = base, .nbytes = ct_tensor_storage_nbytes(t),
+                                           .dtype = dtype, .untyped = storage_class(dtype) == NULL,
+                                           .next = p->buckets[h & (uint64_t)(p->nbuckets - 1)]};
+    p->buckets[h & (uint64_t)(p->nbuckets - 1)] = key;
+    return key;
+}
+
 static ct_status put_tensor(ct_pickler *p, ct_tensor *t) {
     if (ct_tensor_device(t).type != CT_DEVICE_CPU)
         return ct_error(CT_ERROR_DEVICE, p->op, "only CPU tensors can be saved; move the tensor to the CPU first");
-    const ct_storage *st = t->storage;
-    int64_t key = -1;
-    for (int64_t i = 0; i < p->nstorages; i++)
-        if (p->storages[i].storage == st) {
-            key = i;
-            if (p->storages[i].dtype != t->dtype)
-                return ct_error(CT_ERROR_NOT_IMPLEMENTED, p->op,
-                                "tensors of dtypes %s and %s share one storage; save a copy of one of them",
-                                ct_dtype_name(p->storages[i].dtype), ct_dtype_name(t->dtype));
-        }
-    if (key < 0) {
-        if (p->nstorages == p->capstorages) {
-            int64_t cap = p->capstorages ? p->capstorages * 2 : 16;
-            ct_pickle_storage *n = realloc(p->storages, (size_t)cap * sizeof *n);
-            if (!n)
-                return ct_error(CT_ERROR_OUT_OF_MEMORY, p->op, "out of memory");
-            p->storages = n;
-            p->capstorages = cap;
-        }
-        key = p->nstorages++;
-        p->storages[key].storage = st;
-        p->storages[key].dtype = t->dtype;
-        p->storages[key].untyped = storage_class(t->dtype) == NULL;
-    }
-    bool untyped = p->storages[key].untyped;
-    size_t esz = ct_dtype_size(t->dtype);
+    int64_t key = storage_key(p, t);
+    if (key < 0)
+        return ct_last_status();
+    const ct_pickle_storage *st = &p->storages[key];
+    ct_dtype dtype = st->dtype;
+    bool untyped = st->untyped;
+    size_t esz = ct_dtype_size(dtype);
     put_global(p, "torch._utils", untyped ? "_rebuild_tensor_v3" : "_rebuild_tensor_v2");
     put1(p, '(');
     /* persistent id */
@@ -147,7 +187,7 @@ static ct_status put_tensor(ct_pickler *p, ct_tensor *t) {
     if (untyped)
         put_global(p, "torch.storage", "UntypedStorage");
     else
-        put_global(p, "torch", storage_class(t->dtype));
+        put_global(p, "torch", storage_class(dtype));
     char kbuf[24];
     int kn = snprintf(kbuf, sizeof kbuf, "%lld", (long long)key);
     put_str(p, kbuf, (size_t)kn);
@@ -156,20 +196,22 @@ static ct_status put_tensor(ct_pickler *p, ct_tensor *t) {
     put1(p, 't');
     put1(p, 'Q');
     /* offset, size, stride, requires_grad, hooks */
-    put_int(p, t->offset);
+    put_int(p, ct_tensor_storage_offset(t));
+    int ndim = ct_tensor_dim(t);
+    const int64_t *shape = ct_tensor_shape(t), *strides = ct_tensor_strides(t);
     put1(p, '(');
-    for (int i = 0; i < t->ndim; i++)
-        put_int(p, t->shape[i]);
+    for (int i = 0; i < ndim; i++)
+        put_int(p, shape[i]);
     put1(p, 't');
     put1(p, '(');
-    for (int i = 0; i < t->ndim; i++)
-        put_int(p, t->strides[i]);
+    for (int i = 0; i < ndim; i++)
+        put_int(p, strides[i]);
     put1(p, 't');
-    put_bool(p, t->requires_grad);
+    put_bool(p, ct_tensor_requires_grad(t));
     put_ordered_dict_call(p);
     if (untyped) {
         char dname[48];
-        snprintf(dname, sizeof dname, "%s", ct_dtype_name(t->dtype));
+        snprintf(dname, sizeof dname, "%s", ct_dtype_name(dtype));
         put_global(p, "torch", dname);
     }
     put1(p, 't');
@@ -310,7 +352,10 @@ ct_status ct_pickle_dump(ct_pickler *p, const ct_value *v, const char *op) {
 }
 
 void ct_pickler_free(ct_pickler *p) {
+    for (int64_t i = 0; i < p->nstorages; i++)
+        ct_release(p->storages[i].first);
     free(p->buf);
     free(p->storages);
+    free(p->buckets);
     memset(p, 0, sizeof *p);
 }

@@ -12,9 +12,8 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "error.h"
+#include "ctorch/ext.h"
 #include "pickle.h"
-#include "tensor_impl.h"
 #include "zip.h"
 
 #define OP_LOAD "load_pt"
@@ -33,9 +32,13 @@ static bool host_little_endian(void) {
     return b == 1;
 }
 
+/* A storage record read so far (Note [Storages as tensors] in pickle.h). */
 typedef struct cached_storage {
     char *key;
-    ct_storage *storage;
+    size_t nbytes;
+    ct_tensor *base;   /* of the storage's dtype, or uint8 when untyped (a reference of the loader's) */
+    ct_tensor **others; /* bases of other dtypes over the same bytes, made on demand */
+    int nothers;
 } cached_storage;
 
 typedef struct loader {
@@ -110,36 +113,36 @@ static void byteswap(uint8_t *p, size_t nbytes, size_t esz) {
         }
 }
 
-static ct_storage *load_storage(void *ctx, size_t pos, const char *key, ct_dtype dtype, int64_t numel,
-                                const char *location) {
+static int64_t load_storage(void *ctx, size_t pos, const char *key, ct_dtype dtype, int64_t numel,
+                            const char *location) {
     loader *l = ctx;
     size_t esz = dtype == CT_DTYPE_UNDEFINED ? 1 : ct_dtype_size(dtype);
     if ((uint64_t)numel > (uint64_t)INT64_MAX / esz || (uint64_t)numel > SIZE_MAX / esz) {
         ct_error(CT_ERROR_FORMAT, OP_LOAD, "data.pkl offset %zu: storage '%s' of %lld elements overflows", pos, key,
                  (long long)numel);
-        return NULL;
+        return -1;
     }
     size_t nbytes = (size_t)numel * esz;
     if (!grow_slots(l)) {
         ct_error(CT_ERROR_OUT_OF_MEMORY, OP_LOAD, "out of memory");
-        return NULL;
+        return -1;
     }
     int64_t slot = find_slot(l, key);
     if (l->slots[slot]) {
         const cached_storage *c = &l->cache[l->slots[slot] - 1];
-        if (c->storage->nbytes != nbytes) {
+        if (c->nbytes != nbytes) {
             ct_error(CT_ERROR_FORMAT, OP_LOAD,
                      "data.pkl offset %zu: storage '%s' is referenced with %zu bytes, earlier with %zu", pos, key,
-                     nbytes, c->storage->nbytes);
-            return NULL;
+                     nbytes, c->nbytes);
+            return -1;
         }
-        return c->storage;
+        return l->slots[slot] - 1;
     }
     if (strcmp(location, "cpu") != 0 && strncmp(location, "cuda", 4) != 0) {
         ct_error(CT_ERROR_NOT_IMPLEMENTED, OP_LOAD,
                  "data.pkl offset %zu: storage location '%.40s' is not supported (cpu and cuda storages load on the CPU)",
                  pos, location);
-        return NULL;
+        return -1;
     }
     size_t klen = strlen(key);
     bool key_ok = klen > 0 && klen < 64;
@@ -150,12 +153,12 @@ static ct_storage *load_storage(void *ctx, size_t pos, const char *key, ct_dtype
     if (!key_ok) {
         ct_error(CT_ERROR_FORMAT, OP_LOAD, "data.pkl offset %zu: invalid storage key (letters, digits and _ only)",
                  pos);
-        return NULL;
+        return -1;
     }
     if (l->swap && dtype == CT_DTYPE_UNDEFINED) {
         ct_error(CT_ERROR_NOT_IMPLEMENTED, OP_LOAD,
                  "data.pkl offset %zu: untyped storages in a big-endian file are not supported", pos);
-        return NULL;
+        return -1;
     }
     char rec[80];
     snprintf(rec, sizeof rec, "data/%s", key);
@@ -163,53 +166,95 @@ static ct_storage *load_storage(void *ctx, size_t pos, const char *key, ct_dtype
     if (!e) {
         ct_error(CT_ERROR_FORMAT, OP_LOAD, "data.pkl offset %zu: storage record '%s/%s' is missing", pos, l->root,
                  rec);
-        return NULL;
+        return -1;
     }
     if (e->size != nbytes) {
         ct_error(CT_ERROR_FORMAT, OP_LOAD,
                  "data.pkl offset %zu: storage '%s' needs %zu bytes (%lld elements of %zu bytes) but its record holds %llu",
                  pos, key, nbytes, (long long)numel, esz, (unsigned long long)e->size);
-        return NULL;
+        return -1;
     }
     if (l->ncache == l->capcache) {
         int64_t cap = l->capcache ? l->capcache * 2 : 16;
         cached_storage *n = realloc(l->cache, (size_t)cap * sizeof *n);
         if (!n) {
             ct_error(CT_ERROR_OUT_OF_MEMORY, OP_LOAD, "out of memory");
-            return NULL;
+            return -1;
         }
         l->cache = n;
         l->capcache = cap;
     }
-    ct_storage *s = ct_storage_new(nbytes, CT_CPU);
-    if (!s) {
+    ct_scope_begin();
+    ct_tensor *base = ct_empty((int64_t[]){numel}, 1, dtype == CT_DTYPE_UNDEFINED ? CT_U8 : dtype, CT_CPU);
+    if (base)
+        base = ct_retain(base);
+    ct_scope_end();
+    if (!base) {
         if (ct_last_status() == CT_OK)
             ct_error(CT_ERROR_OUT_OF_MEMORY, OP_LOAD, "could not allocate %zu bytes for storage '%s'", nbytes, key);
-        return NULL;
+        return -1;
     }
-    if (nbytes && ct_zip_extract(&l->z, e, s->data, OP_LOAD)) {
-        ct_storage_release(s);
-        return NULL;
+    if (nbytes && ct_zip_extract(&l->z, e, ct_tensor_data(base), OP_LOAD)) {
+        ct_release(base);
+        return -1;
     }
     if (l->swap && esz > 1)
-        byteswap(s->data, nbytes, esz);
+        byteswap(ct_tensor_data(base), nbytes, esz);
     char *k = malloc(klen + 1);
     if (!k) {
-        ct_storage_release(s);
+        ct_release(base);
         ct_error(CT_ERROR_OUT_OF_MEMORY, OP_LOAD, "out of memory");
-        return NULL;
+        return -1;
     }
     memcpy(k, key, klen + 1);
-    l->cache[l->ncache].key = k;
-    l->cache[l->ncache++].storage = s;
-    l->slots[slot] = l->ncache;
-    return s;
+    l->cache[l->ncache] = (cached_storage){.key = k, .nbytes = nbytes, .base = base};
+    l->slots[slot] = ++l->ncache;
+    return l->ncache - 1;
 }
+
+static void release_base(void *ctx, void *data) {
+    (void)data;
+    ct_release(ctx);
+}
+
+/* The record's base of dtype: its own, or one of another dtype over its bytes (an
+ * untyped storage read by a tensor of that dtype). */
+static ct_tensor *storage_base(void *ctx, int64_t handle, ct_dtype dtype) {
+    loader *l = ctx;
+    cached_storage *c = &l->cache[handle];
+    if (ct_tensor_dtype(c->base) == dtype)
+        return c->base;
+    for (int i = 0; i < c->nothers; i++)
+        if (ct_tensor_dtype(c->others[i]) == dtype)
+            return c->others[i];
+    ct_tensor **others = ct_xrealloc(OP_LOAD, c->others, (size_t)(c->nothers + 1) * sizeof *others);
+    if (!others)
+        return NULL;
+    c->others = others;
+    /* ct_from_blob over the base's bytes; the new base holds a reference to the
+     * record's base, which its deleter drops (a failed call never runs the deleter). */
+    ct_scope_begin();
+    ct_tensor *v = ct_from_blob(ct_tensor_data(c->base), (int64_t[]){(int64_t)(c->nbytes / ct_dtype_size(dtype))},
+                                NULL, 1, dtype, release_base, ct_retain(c->base));
+    if (v)
+        v = ct_retain(v);
+    else
+        ct_release(c->base);
+    ct_scope_end();
+    if (v)
+        c->others[c->nothers++] = v;
+    return v;
+}
+
+
 
 static void loader_free(loader *l) {
     for (int64_t i = 0; i < l->ncache; i++) {
         free(l->cache[i].key);
-        ct_storage_release(l->cache[i].storage);
+        for (int j = 0; j < l->cache[i].nothers; j++)
+            ct_release(l->cache[i].others[j]);
+        free(l->cache[i].others);
+        ct_release(l->cache[i].base);
     }
     free(l->cache);
     free(l->slots);
@@ -276,7 +321,7 @@ static ct_value *load_zip(loader *l, const uint8_t *buf, size_t len) {
         return NULL;
     ct_value *v = NULL;
     if (!ct_zip_extract(&l->z, pk, pkl, OP_LOAD)) {
-        ct_unpickle_io io = {l, load_storage};
+        ct_unpickle_io io = {l, load_storage, storage_base};
         v = ct_unpickle(pkl, (size_t)pk->size, &io, OP_LOAD);
     }
     free(pkl);
@@ -383,8 +428,7 @@ static ct_status write_records(ct_zip_writer *w, const char *root, const ct_pick
     for (int64_t i = 0; i < p->nstorages; i++) {
         char rel[40];
         snprintf(rel, sizeof rel, "data/%lld", (long long)i);
-        const ct_storage *s = p->storages[i].storage;
-        REC(rel, s->data, s->nbytes);
+        REC(rel, p->storages[i].data, p->storages[i].nbytes);
     }
     REC("version", "3\n", 2);
     /* Readers do not check this id; it only has to look like torch's 40 digits. */

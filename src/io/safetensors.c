@@ -26,10 +26,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "error.h"
-#include "util/json.h"
+#include "ctorch.h"
+#include "ctorch/ext.h"
 #include "io/safetensors.h"
-#include "tensor_impl.h"
 
 #define OP_LOAD "load_safetensors"
 #define OP_SAVE "save_safetensors"
@@ -127,59 +126,63 @@ static uint64_t read_le64(const uint8_t *p) {
  * only their first dims kept: the limit is ctorch's, checked after the file's own
  * validity. */
 static bool parse_entry(const load_ctx *ctx, const char *name, const ct_value *e, entry *out, int *ndim_full) {
-    if (e->type != CT_VALUE_DICT) {
+    if (ct_value_kind(e) != CT_VALUE_DICT) {
         ST_FAIL(CT_ERROR_FORMAT, "tensor '%s': entry must be a JSON object, got %s", name,
-                ct_value_type_name(e->type));
+                ct_value_type_name(ct_value_kind(e)));
         return false;
     }
     static const char *const keys[] = {"dtype", "shape", "data_offsets"};
     const ct_value *f[3];
     for (int k = 0; k < 3; k++) {
-        int64_t pos = ct_value_dict_find_str(e, keys[k], strlen(keys[k]));
-        if (pos < 0) {
+        f[k] = ct_value_get(e, keys[k]);
+        if (!f[k]) {
             ST_FAIL(CT_ERROR_FORMAT, "tensor '%s': missing key '%s'", name, keys[k]);
             return false;
         }
-        f[k] = e->u.c.items[pos];
     }
-    if (f[0]->type != CT_VALUE_STRING) {
-        ST_FAIL(CT_ERROR_FORMAT, "tensor '%s': 'dtype' must be a string, got %s", name, ct_value_type_name(f[0]->type));
+    ct_value_type kinds[3] = {ct_value_kind(f[0]), ct_value_kind(f[1]), ct_value_kind(f[2])};
+    if (kinds[0] != CT_VALUE_STRING) {
+        ST_FAIL(CT_ERROR_FORMAT, "tensor '%s': 'dtype' must be a string, got %s", name, ct_value_type_name(kinds[0]));
         return false;
     }
-    out->st = st_dtype_find(f[0]->u.s.data, f[0]->u.s.len);
+    size_t dlen;
+    const char *dname = ct_value_str(f[0], &dlen);
+    out->st = st_dtype_find(dname, dlen);
     if (out->st < 0) {
-        ST_FAIL(CT_ERROR_FORMAT, "tensor '%s': unknown dtype '%.64s'", name, f[0]->u.s.data);
+        ST_FAIL(CT_ERROR_FORMAT, "tensor '%s': unknown dtype '%.64s'", name, dname);
         return false;
     }
-    if (f[1]->type != CT_VALUE_LIST) {
+    if (kinds[1] != CT_VALUE_LIST) {
         ST_FAIL(CT_ERROR_FORMAT, "tensor '%s': 'shape' must be a list of integers, got %s", name,
-                ct_value_type_name(f[1]->type));
+                ct_value_type_name(kinds[1]));
         return false;
     }
-    *ndim_full = (int)(f[1]->u.c.len < 1000000 ? f[1]->u.c.len : 1000000);
+    int64_t rank = ct_value_len(f[1]);
+    *ndim_full = (int)(rank < 1000000 ? rank : 1000000);
     out->ndim = *ndim_full < CT_MAX_DIMS ? *ndim_full : CT_MAX_DIMS;
-    for (int64_t i = 0; i < f[1]->u.c.len; i++) {
-        const ct_value *d = f[1]->u.c.items[i];
-        if (d->type != CT_VALUE_INT) {
+    for (int64_t i = 0; i < rank; i++) {
+        const ct_value *d = ct_value_at(f[1], i);
+        if (ct_value_kind(d) != CT_VALUE_INT) {
             ST_FAIL(CT_ERROR_FORMAT, "tensor '%s': 'shape' must be a list of integers, got %s at position %lld",
-                    name, ct_value_type_name(d->type), (long long)i);
+                    name, ct_value_type_name(ct_value_kind(d)), (long long)i);
             return false;
         }
-        if (d->u.i < 0) {
+        int64_t size = ct_value_int(d);
+        if (size < 0) {
             ST_FAIL(CT_ERROR_FORMAT, "tensor '%s': negative size %lld in 'shape' at position %lld", name,
-                    (long long)d->u.i, (long long)i);
+                    (long long)size, (long long)i);
             return false;
         }
         if (i < CT_MAX_DIMS)
-            out->shape[i] = d->u.i;
+            out->shape[i] = size;
     }
-    if (f[2]->type != CT_VALUE_LIST || f[2]->u.c.len != 2 || f[2]->u.c.items[0]->type != CT_VALUE_INT ||
-        f[2]->u.c.items[1]->type != CT_VALUE_INT) {
+    if (kinds[2] != CT_VALUE_LIST || ct_value_len(f[2]) != 2 || ct_value_kind(ct_value_at(f[2], 0)) != CT_VALUE_INT ||
+        ct_value_kind(ct_value_at(f[2], 1)) != CT_VALUE_INT) {
         ST_FAIL(CT_ERROR_FORMAT, "tensor '%s': 'data_offsets' must be a list of two integers [BEGIN, END]", name);
         return false;
     }
-    out->begin = f[2]->u.c.items[0]->u.i;
-    out->end = f[2]->u.c.items[1]->u.i;
+    out->begin = ct_value_int(ct_value_at(f[2], 0));
+    out->end = ct_value_int(ct_value_at(f[2], 1));
     if (out->begin < 0 || out->end < 0) {
         ST_FAIL(CT_ERROR_FORMAT, "tensor '%s': negative value in 'data_offsets' [%lld, %lld]", name,
                 (long long)out->begin, (long long)out->end);
@@ -205,9 +208,9 @@ static int cmp_names(const void *a, const void *b) { return strcmp(((const entry
  * fewer than the file's). Like the reference's checked product, it fails at the first
  * overflowing prefix even when a later dimension is 0. */
 static bool full_numel(const ct_value *shape, int64_t *out) {
-    int64_t n = 1;
-    for (int64_t i = 0; i < shape->u.c.len; i++) {
-        int64_t s = shape->u.c.items[i]->u.i;
+    int64_t n = 1, rank = ct_value_len(shape);
+    for (int64_t i = 0; i < rank; i++) {
+        int64_t s = ct_value_int(ct_value_at(shape, i));
         if (s != 0 && n > INT64_MAX / s)
             return false;
         n *= s;
@@ -225,16 +228,10 @@ static ct_tensor *make_tensor(const entry *e, const uint8_t *data, size_t nbytes
     ct_dtype dt = st_dtypes[e->st].dtype;
     size_t item = ct_dtype_size(dt);
     if (map && nbytes > 0 && (uintptr_t)data % item == 0) {
-        /* Not ct_from_blob: when it fails, whether it has called the deleter (released
-         * the mapping) depends on which step failed. */
-        ct_storage *s = ct_storage_from_blob((void *)data, nbytes, mapping_deleter, map);
-        if (!s)
-            return NULL;
+        /* The tensor holds a reference to the mapping, which its deleter drops; a
+         * failed ct_from_blob never calls the deleter, so the reference is dropped here. */
         ct_mapping_retain(map);
-        ct_tensor *t = ct_tensor_make(s, 0, e->shape, NULL, e->ndim, dt, CT_CPU);
-        if (!t)
-            s->deleter = NULL; /* the mapping is released below, once */
-        ct_storage_release(s);
+        ct_tensor *t = ct_from_blob((void *)data, e->shape, NULL, e->ndim, dt, mapping_deleter, map);
         if (!t)
             ct_mapping_release(map);
         return t;
@@ -275,11 +272,12 @@ ct_value *ct_safetensors_load_buffer(const uint8_t *buf, size_t len, ct_mapping 
         ST_FAIL(CT_ERROR_FORMAT, "header is not valid UTF-8 (byte %lld of the header)", (long long)bad);
         return NULL;
     }
-    ct_value *tree = ct_json_parse(hdr, (size_t)n, OP_LOAD, "header");
+    ct_value *tree = ct_value_from_json(hdr, (size_t)n, "header");
     if (!tree) {
-        if (name) {
+        if (ct_last_status() == CT_ERROR_FORMAT) { /* the parser's message, under this reader's name */
             char msg[768];
-            snprintf(msg, sizeof msg, "%s", ct_last_error() + strlen(OP_LOAD ": "));
+            const char *e = ct_last_error();
+            snprintf(msg, sizeof msg, "%s", strncmp(e, "value_from_json: ", 17) == 0 ? e + 17 : e);
             ST_FAIL(CT_ERROR_FORMAT, "%s", msg);
         }
         return NULL;
@@ -288,11 +286,11 @@ ct_value *ct_safetensors_load_buffer(const uint8_t *buf, size_t len, ct_mapping 
     entry *entries = NULL;
     const ct_value *meta = NULL;
     /* 6: structure. */
-    if (tree->type != CT_VALUE_DICT) {
-        ST_FAIL(CT_ERROR_FORMAT, "header must be a JSON object, got %s", ct_value_type_name(tree->type));
+    if (ct_value_kind(tree) != CT_VALUE_DICT) {
+        ST_FAIL(CT_ERROR_FORMAT, "header must be a JSON object, got %s", ct_value_type_name(ct_value_kind(tree)));
         goto done;
     }
-    int64_t count = tree->u.c.len;
+    int64_t count = ct_value_len(tree);
     entries = ct_xcalloc(OP_LOAD, (size_t)(count ? count : 1), sizeof *entries);
     if (!entries)
         goto done;
@@ -301,32 +299,35 @@ ct_value *ct_safetensors_load_buffer(const uint8_t *buf, size_t len, ct_mapping 
     const char *dims_name = NULL;
     int dims_count = 0;
     for (int64_t i = 0; i < count; i++) {
-        const ct_value *key = tree->u.c.keys[i], *item = tree->u.c.items[i];
-        if (strcmp(key->u.s.data, "__metadata__") == 0 && key->u.s.len == strlen("__metadata__")) {
-            if (item->type != CT_VALUE_DICT) {
+        const ct_value *item = ct_value_at(tree, i);
+        size_t klen; /* JSON object keys are strings */
+        const char *key = ct_value_str(ct_value_key_at(tree, i), &klen);
+        if (strcmp(key, "__metadata__") == 0 && klen == strlen("__metadata__")) {
+            if (ct_value_kind(item) != CT_VALUE_DICT) {
                 ST_FAIL(CT_ERROR_FORMAT, "__metadata__ must be an object mapping strings to strings, got %s",
-                        ct_value_type_name(item->type));
+                        ct_value_type_name(ct_value_kind(item)));
                 goto done;
             }
-            for (int64_t j = 0; j < item->u.c.len; j++)
-                if (item->u.c.items[j]->type != CT_VALUE_STRING) {
+            for (int64_t j = 0; j < ct_value_len(item); j++)
+                if (ct_value_kind(ct_value_at(item, j)) != CT_VALUE_STRING) {
                     ST_FAIL(CT_ERROR_FORMAT, "__metadata__ must map strings to strings, but '%.200s' is %s",
-                            item->u.c.keys[j]->u.s.data, ct_value_type_name(item->u.c.items[j]->type));
+                            ct_value_str(ct_value_key_at(item, j), NULL),
+                            ct_value_type_name(ct_value_kind(ct_value_at(item, j))));
                     goto done;
                 }
             meta = item;
             continue;
         }
-        if (strlen(key->u.s.data) != key->u.s.len) {
-            ST_FAIL(CT_ERROR_FORMAT, "tensor name '%s' contains a NUL character (\\u0000)", key->u.s.data);
+        if (strlen(key) != klen) {
+            ST_FAIL(CT_ERROR_FORMAT, "tensor name '%s' contains a NUL character (\\u0000)", key);
             goto done;
         }
         int ndim_full = 0;
-        if (!parse_entry(ctx, key->u.s.data, item, &entries[nent], &ndim_full))
+        if (!parse_entry(ctx, key, item, &entries[nent], &ndim_full))
             goto done;
         if (ndim_full > CT_MAX_DIMS && !too_many_dims) {
             too_many_dims = true;
-            dims_name = key->u.s.data;
+            dims_name = key;
             dims_count = ndim_full;
         }
         nent++;
@@ -442,6 +443,7 @@ ct_value *ct_load_safetensors(const char *path) {
 typedef struct {
     const char *name;
     size_t name_len;
+    const ct_value *key; /* the name as the dict holds it */
     int st;
     ct_tensor *t; /* contiguous CPU tensor, owned by the save's scope */
     int64_t nbytes;
@@ -461,24 +463,82 @@ static int cmp_out(const void *a, const void *b) {
 }
 
 static bool check_metadata(const ct_value *meta) {
-    if (meta->type != CT_VALUE_DICT) {
-        ct_error(CT_ERROR_TYPE, OP_SAVE, "metadata must be a dict of str -> str, got %s", ct_value_type_name(meta->type));
+    if (ct_value_kind(meta) != CT_VALUE_DICT) {
+        ct_error(CT_ERROR_TYPE, OP_SAVE, "metadata must be a dict of str -> str, got %s",
+                 ct_value_type_name(ct_value_kind(meta)));
         return false;
     }
-    for (int64_t i = 0; i < meta->u.c.len; i++) {
-        const ct_value *k = meta->u.c.keys[i], *v = meta->u.c.items[i];
-        if (k->type != CT_VALUE_STRING || v->type != CT_VALUE_STRING) {
+    for (int64_t i = 0; i < ct_value_len(meta); i++) {
+        const ct_value *k = ct_value_key_at(meta, i), *v = ct_value_at(meta, i);
+        if (ct_value_kind(k) != CT_VALUE_STRING || ct_value_kind(v) != CT_VALUE_STRING) {
             ct_error(CT_ERROR_TYPE, OP_SAVE, "metadata must map str to str, got a %s key with a %s value",
-                     ct_value_type_name(k->type), ct_value_type_name(v->type));
+                     ct_value_type_name(ct_value_kind(k)), ct_value_type_name(ct_value_kind(v)));
             return false;
         }
-        if (ct_utf8_invalid_at((const uint8_t *)k->u.s.data, k->u.s.len) >= 0 ||
-            ct_utf8_invalid_at((const uint8_t *)v->u.s.data, v->u.s.len) >= 0) {
-            ct_error(CT_ERROR_VALUE, OP_SAVE, "metadata entry '%.200s' is not valid UTF-8", k->u.s.data);
+        size_t kn, vn;
+        const char *ks = ct_value_str(k, &kn), *vs = ct_value_str(v, &vn);
+        if (ct_utf8_invalid_at(ks, kn) >= 0 || ct_utf8_invalid_at(vs, vn) >= 0) {
+            ct_error(CT_ERROR_VALUE, OP_SAVE, "metadata entry '%.200s' is not valid UTF-8", ks);
             return false;
         }
     }
     return true;
+}
+
+/* The header under construction; the first failed allocation sets failed (and the
+ * error), later appends do nothing. */
+typedef struct {
+    char *data;
+    size_t len, cap;
+    bool failed;
+} header_buf;
+
+static bool hdr_reserve(header_buf *b, size_t n) {
+    if (b->failed)
+        return false;
+    if (b->cap - b->len > n)
+        return true;
+    size_t cap = b->cap ? b->cap : 4096;
+    while (cap - b->len <= n) {
+        if (cap > SIZE_MAX / 2) {
+            b->failed = true;
+            ct_error(CT_ERROR_OUT_OF_MEMORY, OP_SAVE, "the header is too large");
+            return false;
+        }
+        cap *= 2;
+    }
+    char *d = ct_xrealloc(OP_SAVE, b->data, cap);
+    if (!d) {
+        b->failed = true;
+        return false;
+    }
+    b->data = d;
+    b->cap = cap;
+    return true;
+}
+
+static void hdr_put(header_buf *b, const char *s, size_t n) {
+    if (hdr_reserve(b, n)) {
+        memcpy(b->data + b->len, s, n);
+        b->len += n;
+    }
+}
+static void hdr_puts(header_buf *b, const char *s) { hdr_put(b, s, strlen(s)); }
+static void hdr_put_int(header_buf *b, int64_t v) {
+    char num[24];
+    hdr_put(b, num, (size_t)snprintf(num, sizeof num, "%lld", (long long)v));
+}
+/* A string or the metadata dict, as JSON (ct_value_to_json, sized by a first call). */
+static void hdr_put_json(header_buf *b, const ct_value *v) {
+    int64_t n = ct_value_to_json(v, NULL, 0);
+    if (n < 0) {
+        b->failed = true;
+        return;
+    }
+    if (hdr_reserve(b, (size_t)n)) {
+        ct_value_to_json(v, b->data + b->len, (size_t)n + 1);
+        b->len += (size_t)n;
+    }
 }
 
 static bool write_all(int fd, const void *p, size_t n) {
@@ -496,7 +556,7 @@ static bool write_all(int fd, const void *p, size_t n) {
     return true;
 }
 
-static ct_status write_file(const char *path, const ct_json_buf *hdr, const out_entry *ents, int64_t n) {
+static ct_status write_file(const char *path, const header_buf *hdr, const out_entry *ents, int64_t n) {
     static _Atomic unsigned counter;
     size_t plen = strlen(path);
     char *tmp = ct_xmalloc(OP_SAVE, plen + 48);
@@ -542,26 +602,29 @@ ct_status ct_save_safetensors(const char *path, const ct_value *dict, const ct_v
     if (!path)
         return ct_error(CT_ERROR_NULL_ARGUMENT, OP_SAVE, "path is NULL");
     CT_CHECK_ARG_STATUS(OP_SAVE, dict);
-    if (dict->type != CT_VALUE_DICT)
+    if (ct_value_kind(dict) != CT_VALUE_DICT)
         return ct_error(CT_ERROR_TYPE, OP_SAVE, "expected a dict of name -> Tensor, got %s",
-                        ct_value_type_name(dict->type));
+                        ct_value_type_name(ct_value_kind(dict)));
     if (metadata && !check_metadata(metadata))
         return ct_last_status();
     ct_status st = CT_OK;
-    out_entry *ents = ct_xcalloc(OP_SAVE, (size_t)(dict->u.c.len ? dict->u.c.len : 1), sizeof *ents);
+    int64_t count = ct_value_len(dict);
+    out_entry *ents = ct_xcalloc(OP_SAVE, (size_t)(count ? count : 1), sizeof *ents);
     if (!ents)
         return CT_ERROR_OUT_OF_MEMORY;
-    ct_json_buf hdr = {0};
+    header_buf hdr = {0};
     int64_t n = 0;
     ct_scope_begin();
-    for (int64_t i = 0; i < dict->u.c.len && st == CT_OK; i++) {
-        const ct_value *k = dict->u.c.keys[i], *v = dict->u.c.items[i];
-        if (k->type != CT_VALUE_STRING) {
+    for (int64_t i = 0; i < count && st == CT_OK; i++) {
+        const ct_value *k = ct_value_key_at(dict, i), *v = ct_value_at(dict, i);
+        if (ct_value_kind(k) != CT_VALUE_STRING) {
             st = ct_error(CT_ERROR_TYPE, OP_SAVE, "tensor names must be strings, got a %s key",
-                          ct_value_type_name(k->type));
+                          ct_value_type_name(ct_value_kind(k)));
             break;
         }
-        if (strcmp(k->u.s.data, "__metadata__") == 0) {
+        size_t name_len;
+        const char *name = ct_value_str(k, &name_len);
+        if (strcmp(name, "__metadata__") == 0) {
             /* What a load returned saves back as it was. */
             if (metadata)
                 st = ct_error(CT_ERROR_VALUE, OP_SAVE,
@@ -572,19 +635,18 @@ ct_status ct_save_safetensors(const char *path, const ct_value *dict, const ct_v
                 st = ct_last_status();
             continue;
         }
-        if (ct_utf8_invalid_at((const uint8_t *)k->u.s.data, k->u.s.len) >= 0) {
-            st = ct_error(CT_ERROR_VALUE, OP_SAVE, "tensor name '%.200s' is not valid UTF-8", k->u.s.data);
+        if (ct_utf8_invalid_at(name, name_len) >= 0) {
+            st = ct_error(CT_ERROR_VALUE, OP_SAVE, "tensor name '%.200s' is not valid UTF-8", name);
             break;
         }
-        if (v->type != CT_VALUE_TENSOR) {
-            st = ct_error(CT_ERROR_TYPE, OP_SAVE, "'%.200s' is a %s, but safetensors holds only tensors",
-                          k->u.s.data, ct_value_type_name(v->type));
+        if (ct_value_kind(v) != CT_VALUE_TENSOR) {
+            st = ct_error(CT_ERROR_TYPE, OP_SAVE, "'%.200s' is a %s, but safetensors holds only tensors", name,
+                          ct_value_type_name(ct_value_kind(v)));
             break;
         }
-        ct_tensor *t = v->u.t;
-        if (t->device.type == CT_DEVICE_META) {
-            st = ct_error(CT_ERROR_DEVICE, OP_SAVE, "'%.200s' is on the meta device and has no data to save",
-                          k->u.s.data);
+        ct_tensor *t = ct_value_tensor(v);
+        if (ct_tensor_device(t).type == CT_DEVICE_META) {
+            st = ct_error(CT_ERROR_DEVICE, OP_SAVE, "'%.200s' is on the meta device and has no data to save", name);
             break;
         }
         ct_tensor *c = ct_contiguous(ct_to_device(t, CT_CPU));
@@ -592,54 +654,51 @@ ct_status ct_save_safetensors(const char *path, const ct_value *dict, const ct_v
             st = ct_last_status();
             break;
         }
-        ents[n] = (out_entry){.name = k->u.s.data, .name_len = k->u.s.len, .st = st_dtype_of(t->dtype), .t = c,
-                              .nbytes = c->numel * (int64_t)ct_dtype_size(c->dtype)};
-        CT_ASSERT(ents[n].st >= 0);
+        ents[n] = (out_entry){.name = name, .name_len = name_len, .key = k, .st = st_dtype_of(ct_tensor_dtype(t)),
+                              .t = c, .nbytes = ct_tensor_numel(c) * (int64_t)ct_tensor_element_size(c)};
+        if (ents[n].st < 0) {
+            st = ct_error(CT_ERROR_NOT_IMPLEMENTED, OP_SAVE, "'%.200s': dtype %s has no safetensors name", name,
+                          ct_dtype_name(ct_tensor_dtype(t)));
+            break;
+        }
         n++;
     }
     if (st == CT_OK) {
         qsort(ents, (size_t)n, sizeof *ents, cmp_out);
-        ct_json_put(&hdr, "{", 1);
+        hdr_put(&hdr, "{", 1);
         bool first = true;
         if (metadata) {
-            ct_json_puts(&hdr, "\"__metadata__\":{");
-            for (int64_t i = 0; i < metadata->u.c.len; i++) {
-                const ct_value *k = metadata->u.c.keys[i], *v = metadata->u.c.items[i];
-                if (i)
-                    ct_json_put(&hdr, ",", 1);
-                ct_json_put_string(&hdr, k->u.s.data, k->u.s.len);
-                ct_json_put(&hdr, ":", 1);
-                ct_json_put_string(&hdr, v->u.s.data, v->u.s.len);
-            }
-            ct_json_put(&hdr, "}", 1);
+            hdr_puts(&hdr, "\"__metadata__\":");
+            hdr_put_json(&hdr, metadata);
             first = false;
         }
         int64_t off = 0;
         for (int64_t i = 0; i < n; i++) {
             if (!first)
-                ct_json_put(&hdr, ",", 1);
+                hdr_put(&hdr, ",", 1);
             first = false;
-            ct_json_put_string(&hdr, ents[i].name, ents[i].name_len);
-            ct_json_puts(&hdr, ":{\"dtype\":\"");
-            ct_json_puts(&hdr, st_dtypes[ents[i].st].name);
-            ct_json_puts(&hdr, "\",\"shape\":[");
-            for (int d = 0; d < ents[i].t->ndim; d++) {
+            hdr_put_json(&hdr, ents[i].key);
+            hdr_puts(&hdr, ":{\"dtype\":\"");
+            hdr_puts(&hdr, st_dtypes[ents[i].st].name);
+            hdr_puts(&hdr, "\",\"shape\":[");
+            const int64_t *shape = ct_tensor_shape(ents[i].t);
+            for (int d = 0; d < ct_tensor_dim(ents[i].t); d++) {
                 if (d)
-                    ct_json_put(&hdr, ",", 1);
-                ct_json_put_int(&hdr, ents[i].t->shape[d]);
+                    hdr_put(&hdr, ",", 1);
+                hdr_put_int(&hdr, shape[d]);
             }
-            ct_json_puts(&hdr, "],\"data_offsets\":[");
-            ct_json_put_int(&hdr, off);
-            ct_json_put(&hdr, ",", 1);
+            hdr_puts(&hdr, "],\"data_offsets\":[");
+            hdr_put_int(&hdr, off);
+            hdr_put(&hdr, ",", 1);
             off += ents[i].nbytes;
-            ct_json_put_int(&hdr, off);
-            ct_json_puts(&hdr, "]}");
+            hdr_put_int(&hdr, off);
+            hdr_puts(&hdr, "]}");
         }
-        ct_json_put(&hdr, "}", 1);
+        hdr_put(&hdr, "}", 1);
         while (!hdr.failed && hdr.len % 8 != 0)
-            ct_json_put(&hdr, " ", 1);
+            hdr_put(&hdr, " ", 1);
         if (hdr.failed)
-            st = CT_ERROR_OUT_OF_MEMORY;
+            st = ct_last_status() != CT_OK ? ct_last_status() : CT_ERROR_OUT_OF_MEMORY;
         else if (hdr.len > CT_SAFETENSORS_MAX_HEADER)
             st = ct_error(CT_ERROR_VALUE, OP_SAVE, "the header would be %zu bytes, above the %u-byte limit readers accept",
                           hdr.len, CT_SAFETENSORS_MAX_HEADER);
@@ -647,7 +706,7 @@ ct_status ct_save_safetensors(const char *path, const ct_value *dict, const ct_v
             st = write_file(path, &hdr, ents, n);
     }
     ct_scope_end();
-    ct_json_buf_free(&hdr);
+    free(hdr.data);
     free(ents);
     return st;
 }

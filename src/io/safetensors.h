@@ -6,7 +6,7 @@
 #include <stdint.h>
 
 #include "io/load.h"
-#include "util/value.h"
+#include "ctorch/io.h"
 
 /* Largest header the reference reader accepts (MAX_HEADER_SIZE). */
 #define CT_SAFETENSORS_MAX_HEADER 100000000u

@@ -20,10 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dtype.h"
-#include "error.h"
+#include "ctorch/ext.h"
 #include "pickle.h"
-#include "util/value.h"
 
 typedef enum okind {
     O_NONE,
@@ -86,7 +84,7 @@ typedef struct obj {
     pglobal g;
     ct_dtype dtype;
     ct_tensor *t;     /* owned reference, released with the arena */
-    ct_storage *st;   /* borrowed from io */
+    int64_t handle;   /* storage: io's handle */
     int64_t numel;    /* storage: elements of dtype, or bytes when untyped */
     struct obj *next; /* arena chain */
 } obj;
@@ -417,8 +415,14 @@ static obj *make_tensor(up *u, obj *storage, obj *offset, obj *size, obj *stride
     obj *o = onew(u, O_TENSOR);
     if (!o)
         return NULL;
+    /* Note [Storages as tensors] in pickle.h: a tensor of its own over the base's storage. */
+    ct_tensor *base = u->io->base(u->io->ctx, storage->handle, dtype);
+    if (!base) {
+        u->failed = true;
+        return NULL;
+    }
     ct_scope_begin();
-    ct_tensor *t = ct_tensor_make(storage->st, off, shape, strides, nd, dtype, CT_CPU);
+    ct_tensor *t = ct_detach(ct_as_strided(base, shape, strides, nd, off));
     if (t && requires_grad->i && !ct_tensor_set_requires_grad(t, true))
         t = NULL;
     o->t = ct_retain(t);
@@ -590,15 +594,15 @@ static ct_status op_persid(up *u) {
         return fail(u, "malformed storage persistent id (key, location, numel)");
     if (strlen(key->s) != key->n || strlen(loc->s) != loc->n)
         return fail(u, "storage key or location contains a NUL byte");
-    ct_storage *st = u->io->storage(u->io->ctx, u->op_pos, key->s, type->dtype, numel->i, loc->s);
-    if (!st) {
+    int64_t handle = u->io->storage(u->io->ctx, u->op_pos, key->s, type->dtype, numel->i, loc->s);
+    if (handle < 0) {
         u->failed = true;
         return CT_ERROR_FORMAT;
     }
     obj *o = onew(u, O_STORAGE);
     if (!o)
         return CT_ERROR_OUT_OF_MEMORY;
-    o->st = st;
+    o->handle = handle;
     o->dtype = type->dtype;
     o->numel = numel->i;
     return push(u, o);
@@ -927,7 +931,7 @@ static ct_value *convert(up *u, const obj *o, int depth) {
                 return NULL;
             }
             ct_value *c = convert(u, o->items[i + 1], depth + 1);
-            if (!c || (k->kind == O_STR ? ct_value_dict_set(v, ct_value_new_strn(k->s, k->n), c) : ct_value_dict_set_int(v, k->i, c))) {
+            if (!c || (k->kind == O_STR ? ct_value_set(v, k->s, c) : ct_value_set_int(v, k->i, c))) {
                 ct_value_free(v);
                 return NULL;
             }

@@ -24,7 +24,7 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "error.h"
+#include "ctorch/ext.h"
 
 #define SIG_LOCAL 0x04034b50u
 #define SIG_CENTRAL 0x02014b50u

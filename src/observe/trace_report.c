@@ -15,7 +15,7 @@
 #include "util/value.h"
 #include "core/error.h"
 #include "util/md5.h"
-#include "observe/trace_report.h"
+#include "ctorch/profiler.h"
 
 /* Envelope keys that give context rather than name the event (PyTorch's list). */
 static const char *const context_keys[] = {"has_payload", "rank", "frame_id", "frame_compile_id",

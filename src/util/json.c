@@ -1,5 +1,6 @@
 /* Strict JSON (RFC 8259) into ct_value trees, and the escapes the writer needs. */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,7 +43,8 @@ static size_t utf8_seq(const uint8_t *s, size_t n) {
     return len;
 }
 
-int64_t ct_utf8_invalid_at(const uint8_t *s, size_t len) {
+int64_t ct_utf8_invalid_at(const void *text, size_t len) {
+    const uint8_t *s = text;
     size_t i = 0;
     while (i < len) {
         if (s[i] < 0x80) {
@@ -400,6 +402,10 @@ ct_value *ct_json_parse(const char *text, size_t len, const char *op, const char
     return v;
 }
 
+ct_value *ct_value_from_json(const char *text, size_t len, const char *what) {
+    return ct_json_parse(text, len, "value_from_json", what ? what : "text");
+}
+
 /* ------------------------------------------------------------------ writer */
 
 void ct_json_buf_free(ct_json_buf *b) {
@@ -474,4 +480,104 @@ void ct_json_put_string(ct_json_buf *b, const char *s, size_t n) {
     }
     ct_json_put(b, s + run, n - run);
     ct_json_put(b, "\"", 1);
+}
+
+/* ------------------------------------------------------------------ values as JSON */
+
+/* Note [Values as JSON]
+ * ct_value_to_json writes what ct_value_from_json reads back: ints stay ints; a float
+ * gets the fewest of 15 to 17 significant digits that read back exactly, and ".0"
+ * when that looks like an integer, so that it reads back as a float. The text is
+ * compact, its strings spelled by ct_json_put_string. Nothing JSON cannot hold is written approximately:
+ * a tensor, bytes, NaN, an infinity or a string that is not UTF-8 is an error, not a
+ * null or a replacement character. The text goes into a ct_json_buf and is copied out
+ * snprintf-style, so a caller sizes its buffer with a first call of capacity 0. */
+static bool json_value(ct_json_buf *b, const ct_value *v, int depth) {
+    static const char op[] = "value_to_json";
+    if (!v) {
+        ct_error_null(op);
+        return false;
+    }
+    if (depth > CT_VALUE_MAX_DEPTH) {
+        ct_error(CT_ERROR_VALUE, op, "the value nests deeper than %d levels", CT_VALUE_MAX_DEPTH);
+        return false;
+    }
+    switch (v->type) {
+    case CT_VALUE_NONE: ct_json_puts(b, "null"); return true;
+    case CT_VALUE_BOOL: ct_json_puts(b, v->u.b ? "true" : "false"); return true;
+    case CT_VALUE_INT: ct_json_put_int(b, v->u.i); return true;
+    case CT_VALUE_FLOAT: {
+        if (!isfinite(v->u.f)) {
+            ct_error(CT_ERROR_VALUE, op, "%s has no JSON form", isnan(v->u.f) ? "NaN" : "an infinity");
+            return false;
+        }
+        char num[40];
+        int k = 0;
+        for (int digits = 15; digits <= 17; digits++) { /* the shortest that reads back */
+            k = snprintf(num, sizeof num, "%.*g", digits, v->u.f);
+            if (strtod(num, NULL) == v->u.f)
+                break;
+        }
+        if (!strpbrk(num, ".eE"))
+            num[k++] = '.', num[k++] = '0', num[k] = '\0';
+        ct_json_put(b, num, (size_t)k);
+        return true;
+    }
+    case CT_VALUE_STRING:
+        if (ct_utf8_invalid_at(v->u.s.data, v->u.s.len) >= 0) {
+            ct_error(CT_ERROR_VALUE, op, "the string '%.200s' is not valid UTF-8", v->u.s.data);
+            return false;
+        }
+        ct_json_put_string(b, v->u.s.data, v->u.s.len);
+        return true;
+    case CT_VALUE_BYTES:
+    case CT_VALUE_TENSOR:
+        ct_error(CT_ERROR_TYPE, op, "a %s has no JSON form", ct_value_type_name(v->type));
+        return false;
+    case CT_VALUE_LIST:
+    case CT_VALUE_TUPLE:
+    case CT_VALUE_DICT: {
+        bool dict = v->type == CT_VALUE_DICT;
+        ct_json_put(b, dict ? "{" : "[", 1);
+        for (int64_t i = 0; i < v->u.c.len; i++) {
+            if (i)
+                ct_json_put(b, ",", 1);
+            if (dict) {
+                const ct_value *k = v->u.c.keys[i];
+                if (k->type == CT_VALUE_INT) {
+                    ct_json_put(b, "\"", 1);
+                    ct_json_put_int(b, k->u.i);
+                    ct_json_put(b, "\"", 1);
+                } else if (!json_value(b, k, depth + 1)) {
+                    return false;
+                }
+                ct_json_put(b, ":", 1);
+            }
+            if (!json_value(b, v->u.c.items[i], depth + 1))
+                return false;
+        }
+        ct_json_put(b, dict ? "}" : "]", 1);
+        return true;
+    }
+    }
+    ct_error(CT_ERROR_VALUE, op, "corrupt value of kind %d", (int)v->type);
+    return false;
+}
+
+int64_t ct_value_to_json(const ct_value *v, char *buf, size_t cap) {
+    if (!buf && cap) {
+        ct_error(CT_ERROR_NULL_ARGUMENT, "value_to_json", "buf is NULL for %zu bytes", cap);
+        return -1;
+    }
+    ct_json_buf b = {0};
+    bool ok = json_value(&b, v, 0) && !b.failed;
+    if (ok && cap) {
+        size_t n = b.len < cap - 1 ? b.len : cap - 1;
+        if (n)
+            memcpy(buf, b.data, n);
+        buf[n] = '\0';
+    }
+    int64_t len = ok ? (int64_t)b.len : -1;
+    ct_json_buf_free(&b);
+    return len;
 }

@@ -1,4 +1,5 @@
-/* A small strict JSON reader and writer, for the safetensors header. */
+/* A small strict JSON reader and writer: the safetensors header, the structured log,
+ * the profiler's trace. */
 #ifndef CT_IO_JSON_H
 #define CT_IO_JSON_H
 
@@ -10,9 +11,8 @@
 /* Nesting deeper than this is refused (serde_json's default limit). */
 #define CT_JSON_MAX_DEPTH 128
 
-/* Index of the first byte that is not part of well-formed UTF-8 (overlong forms,
- * surrogates and code points above U+10FFFF count as malformed), or -1 if all is. */
-int64_t ct_utf8_invalid_at(const uint8_t *s, size_t len);
+/* ct_utf8_invalid_at, ct_value_from_json and ct_value_to_json are public (ctorch/io.h);
+ * ct_json_parse is ct_value_from_json with the caller's op in its messages. */
 
 /* Parses text[0..len) as exactly one JSON value, surrounded by optional whitespace.
  * Objects become dicts (a repeated key is an error), arrays lists, integers ints

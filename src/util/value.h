@@ -38,10 +38,6 @@ struct ct_value {
     } u;
 };
 
-/* Strings and bytes of a given length (the bytes are copied; s may hold NULs). */
-ct_value *ct_value_new_strn(const char *s, size_t len);
-ct_value *ct_value_new_bytes(const void *data, size_t len);
-
 /* Dict insertion with a string or int key value; takes ownership of key and item,
  * even on failure. A key already present keeps its position and gets the new item. */
 ct_status ct_value_dict_set(ct_value *dict, ct_value *key, ct_value *item);
@@ -52,15 +48,11 @@ int64_t ct_value_dict_find_str(const ct_value *dict, const char *key, size_t len
 /* Dict lookup by int key (borrowed), NULL when absent (no error set). */
 ct_value *ct_value_get_int(const ct_value *dict, int64_t key);
 
-/* Deep copy; tensors in the copy share storage with the original. */
-ct_value *ct_value_clone(const ct_value *v);
-
 /* Removes and returns the last element of a list or tuple (NULL when empty). Handy
  * for a pickle stack kept as a list. */
 ct_value *ct_value_pop(ct_value *list);
 
-/* Deepest nesting the builders and loaders accept, so that freeing, cloning and
- * printing a tree can recurse without exhausting the C stack. */
-#define CT_VALUE_MAX_DEPTH 256
+/* ct_value_new_strn, ct_value_new_bytes, ct_value_clone and CT_VALUE_MAX_DEPTH are
+ * public (ctorch/io.h). */
 
 #endif /* CT_IO_VALUE_H */
