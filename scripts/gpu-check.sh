@@ -64,6 +64,9 @@ if want build; then
 fi
 
 if want test; then
+    # which backends the shared library loads here (the CUDA plug-in, or why not)
+    "$BUILD/ctorch" info > "$OUTDIR/info.txt" 2>&1
+    grep -E "^  (cpu|cuda):" "$OUTDIR/info.txt" | tee -a "$SUMMARY"
     (cd "$BUILD" && ctest --output-on-failure -j4 --timeout 300) > "$OUTDIR/ctest.log" 2>&1
     rc=$?
     stage_result ctest $rc

@@ -12,3 +12,11 @@ set_tests_properties(cuda_plugin PROPERTIES SKIP_RETURN_CODE 77)
 # from the includes and the built objects' symbols.
 add_test(NAME layering COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/check_layering.sh ${PROJECT_SOURCE_DIR}
                                     ${PROJECT_BINARY_DIR})
+
+# The other side, on a GPU machine: a program linked against libctorch.so alone loads
+# the backend and trains a step on the GPU (skipped without a usable device).
+add_executable(cuda_shared ${CMAKE_CURRENT_SOURCE_DIR}/cuda_shared.c)
+target_compile_options(cuda_shared PRIVATE ${CT_WARNINGS})
+target_link_libraries(cuda_shared PRIVATE ctorch)
+add_test(NAME cuda_shared COMMAND cuda_shared)
+set_tests_properties(cuda_shared PROPERTIES SKIP_RETURN_CODE 77)
