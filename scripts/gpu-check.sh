@@ -57,7 +57,7 @@ if want build; then
     cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DCT_CUDA=ON -DCT_WERROR=ON > "$OUTDIR/configure.log" 2>&1
     rc=$?
     if [ $rc -eq 0 ]; then
-        cmake --build "$BUILD" -j"$JOBS" > "$OUTDIR/build.log" 2>&1
+        cmake --build "$BUILD" -j"$JOBS" -- -k > "$OUTDIR/build.log" 2>&1 # -k: every error in one run
         rc=$?
     fi
     stage_result build $rc

@@ -118,8 +118,9 @@ static const ct_ew_backend cuda_backend = {
     .any_zero = ct_cuda_iter_any_zero,
 };
 
-_Static_assert(CT_CUDA_V_COUNT == CT_EW_VARIANT_COUNT && CT_CUDA_V_CLAMP_MAX == CT_EW_CLAMP_MAX &&
-                   CT_CUDA_V_DIV_TRUNC == CT_EW_DIV_TRUNC && CT_CUDA_V_POW_SCALAR == CT_EW_POW_SCALAR,
+_Static_assert((int)CT_CUDA_V_COUNT == (int)CT_EW_VARIANT_COUNT && (int)CT_CUDA_V_CLAMP_MAX == (int)CT_EW_CLAMP_MAX &&
+                   (int)CT_CUDA_V_DIV_TRUNC == (int)CT_EW_DIV_TRUNC &&
+                   (int)CT_CUDA_V_POW_SCALAR == (int)CT_EW_POW_SCALAR,
                "the kernels' variant numbers are the elementwise kernel's");
 
 void ct_cuda_register_elementwise(void) { ct_ew_register_backend(CT_DEVICE_CUDA, &cuda_backend); }
