@@ -115,8 +115,9 @@ ct_tensor *ct_copy_impl(ct_tensor *dst, const ct_tensor *src) {
             return dev->copy_cross(dst, src) == CT_OK ? ct_tensor_ref(dst) : NULL;
     }
     if (dst->device.type != src->device.type) {
-        ct_error(CT_ERROR_DEVICE, "copy_", "copies between device types %d and %d are not supported in this build",
-                 (int)src->device.type, (int)dst->device.type);
+        char a[32], b[32];
+        ct_error(CT_ERROR_DEVICE, "copy_", "cannot copy from a %s tensor into a %s tensor",
+                 ct_device_str(src->device, a, sizeof a), ct_device_str(dst->device, b, sizeof b));
         return NULL;
     }
     /* The dispatcher bumps dst's version (ct_copy_ is an in-place op). */

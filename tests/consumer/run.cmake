@@ -68,7 +68,8 @@ elseif(MODE STREQUAL "pkgconfig")
 
   run(${C_COMPILER} -std=c11 -o "${WORK_DIR}/consumer_shared" "${SOURCE_DIR}/main.c" ${shared_flags})
   run(${C_COMPILER} -std=c11 -o "${WORK_DIR}/consumer_static" "${SOURCE_DIR}/main.c" ${cflags} ${static_flags})
-  set(ENV{LD_LIBRARY_PATH} "${PREFIX}/lib")
+  # the prefix first; the caller's path still finds dependencies installed elsewhere
+  set(ENV{LD_LIBRARY_PATH} "${PREFIX}/lib:$ENV{LD_LIBRARY_PATH}")
   foreach(exe consumer_shared consumer_static)
     run("${WORK_DIR}/${exe}")
     message(STATUS "${exe}: ${run_output}")
