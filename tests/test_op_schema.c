@@ -214,8 +214,8 @@ static bool parse_schema(const char *text, schema *s, char *err, size_t cap) {
     return !ps.err[0];
 }
 
-/* Which array an argument fills in a ct_call. */
-typedef enum { A_IN, A_LIST, A_INTS, A_SCALARS, A_DTYPE, A_NONE } call_array;
+/* Which array (or field) an argument fills in a ct_call. */
+typedef enum { A_IN, A_LIST, A_INTS, A_SCALARS, A_DTYPE, A_DEVICE, A_NONE } call_array;
 
 static call_array array_of(const arg *a) {
     switch (a->kind) {
@@ -225,6 +225,7 @@ static call_array array_of(const arg *a) {
     case K_FLOAT:
     case K_SCALAR: return a->list == L_NONE ? A_SCALARS : A_NONE;
     case K_SCALAR_TYPE: return A_DTYPE;
+    case K_DEVICE: return a->list == L_NONE ? A_DEVICE : A_NONE;
     default: return A_NONE;
     }
 }
@@ -237,7 +238,7 @@ static const char *check_rules(const char *opname, const overload *o, bool dispa
         snprintf(msg, sizeof msg, "overload named %s, not %s", o->name, opname);
         return msg;
     }
-    int nlist = 0, ndtype = 0, nrest = 0, nnamed = 0;
+    int nlist = 0, ndtype = 0, ndevice = 0, nrest = 0, nnamed = 0;
     bool defaulted[A_NONE + 1] = {false};
     for (int i = 0; i < o->nargs; i++) {
         const arg *a = &o->args[i];
@@ -247,6 +248,7 @@ static const char *check_rules(const char *opname, const overload *o, bool dispa
         call_array arr = array_of(a);
         nlist += arr == A_LIST;
         ndtype += arr == A_DTYPE;
+        ndevice += arr == A_DEVICE;
         nrest += a->list == L_REST && arr == A_INTS;
         nnamed += a->list == L_NAMED;
         if (a->has_default)
@@ -266,8 +268,8 @@ static const char *check_rules(const char *opname, const overload *o, bool dispa
         if (arr == A_LIST && a->list != L_REST)
             return "a Tensor[] with a length";
     }
-    if (nlist > 1 || ndtype > 1)
-        return "more than one Tensor[] or ScalarType";
+    if (nlist > 1 || ndtype > 1 || ndevice > 1)
+        return "more than one Tensor[], ScalarType or Device";
     if (nrest && nnamed)
         return "int[] and int[name] in one overload";
     if (o->nres == 0 && dispatched)
@@ -289,6 +291,7 @@ typedef struct {
     bool in_null[8], list_null[MAX_SEEN_LIST], out_null[8];
     int64_t ints[MAX_SEEN_INTS];
     ct_dtype dtype;
+    bool has_device;
     bool ok; /* the kernel succeeded: the outputs were checked too */
 } observation;
 
@@ -297,7 +300,7 @@ static const char *match(const overload *o, const observation *ob) {
     static char msg[200];
     int ntensor = 0, nscal = 0, first_default_scal = -1;
     bool has_list = false, list_entries_opt = false;
-    const arg *dtype_arg = NULL;
+    const arg *dtype_arg = NULL, *device_arg = NULL;
     for (int i = 0; i < o->nargs; i++) {
         const arg *a = &o->args[i];
         switch (array_of(a)) {
@@ -315,6 +318,7 @@ static const char *match(const overload *o, const observation *ob) {
             nscal++;
             break;
         case A_DTYPE: dtype_arg = a; break;
+        case A_DEVICE: device_arg = a; break;
         default: break;
         }
     }
@@ -336,6 +340,10 @@ static const char *match(const overload *o, const observation *ob) {
         return "a dtype the schema does not have";
     if (dtype_arg && !dtype_arg->optional && ob->dtype == CT_DTYPE_UNDEFINED)
         return "no dtype for a ScalarType";
+    if (!device_arg && ob->has_device)
+        return "a device the schema does not have";
+    if (device_arg && !ob->has_device)
+        return "no device for a Device";
     /* ints: in order; a length named by an earlier int is that int's value; the int[]
      * lists share what the others leave; a call may stop before a defaulted int */
     int pos = 0, nrest = 0;
@@ -420,8 +428,9 @@ static void check_observation(const observation *ob) {
         if (i == 0)
             why = w;
     }
-    report("%s: nin %d, nlist %d, nints %d, nscalars %d, dtype %d, nout %d (%s) fits no overload of \"%s\": %s\n",
-           ct_op_name(ob->op), ob->nin, ob->nlist, ob->nints, ob->nscalars, (int)ob->dtype, ob->nout,
+    report("%s: nin %d, nlist %d, nints %d, nscalars %d, dtype %d, device %d, nout %d (%s) fits no overload of "
+           "\"%s\": %s\n",
+           ct_op_name(ob->op), ob->nin, ob->nlist, ob->nints, ob->nscalars, (int)ob->dtype, ob->has_device, ob->nout,
            ob->ok ? "ok" : "failed", ct_op_schema(ob->op), why);
 }
 
@@ -441,6 +450,7 @@ static ct_status observe(ct_keyset ks, ct_call *call, void *ud) {
         ob.ints[i] = ct_call_int(call, i);
     ob.nscalars = ct_call_num_scalars(call);
     ob.dtype = ct_call_dtype(call);
+    ob.has_device = ct_call_has_device(call);
     ct_status st = ct_call_next(ks, call);
     ob.ok = st == CT_OK;
     ob.nout = ct_call_num_outputs(call);
@@ -498,7 +508,8 @@ static void test_schema_rules(void **state) {
         "f(Tensor self, float? x) -> Tensor",           "f(Tensor[] a, Tensor[] b) -> Tensor",
         "f(Tensor self, int[] a, int n, int[n] b) -> Tensor", "f(Tensor self) -> bool",
         "f(Tensor self, int[]? dims) -> Tensor",        "g(Tensor self) -> Tensor",
-        "f(Tensor self, Tensor self) -> Tensor",
+        "f(Tensor self, Tensor self) -> Tensor",        "f(int[] size, Device? device) -> Tensor",
+        "f(Device a, Device b) -> Tensor",              "f(Device[] devices) -> Tensor",
     };
     for (size_t i = 0; i < sizeof bad_rules / sizeof bad_rules[0]; i++) {
         if (!parse_schema(bad_rules[i], &s, err, sizeof err))
@@ -527,6 +538,16 @@ static void test_schema_rules(void **state) {
     assert_null(match(&s.ov[0], &v));
     v.nints = 6;
     assert_non_null(match(&s.ov[0], &v));
+    /* a Device is the call's device, there or not */
+    assert_true(parse_schema("f(int[] size, ScalarType? dtype, Device device) -> Tensor", &s, err, sizeof err));
+    assert_null(check_rules("f", &s.ov[0], true));
+    observation f = {.nints = 2, .dtype = CT_DTYPE_UNDEFINED, .has_device = true, .ok = true, .nout = 1};
+    assert_null(match(&s.ov[0], &f));
+    f.has_device = false;
+    assert_non_null(match(&s.ov[0], &f));
+    assert_true(parse_schema("f(Tensor self) -> Tensor", &s, err, sizeof err));
+    observation g = {.nin = 1, .dtype = CT_DTYPE_UNDEFINED, .has_device = true, .ok = true, .nout = 1};
+    assert_non_null(match(&s.ov[0], &g));
 }
 
 static ct_tensor *f32(const int64_t *shape, int ndim) {

@@ -1,7 +1,8 @@
 /* ctorch dispatcher: op ids, dispatch keys, run-time kernel overrides, op logging.
  *
  * Every operator call is packed into a ct_call and routed through the dispatch keys
- * present on its inputs and in this thread's include set, highest first:
+ * present on its inputs (for a factory, on its device) and in this thread's include
+ * set, highest first:
  *
  *   LOGGING -> TRACE -> AUTOCAST -> AUTOGRAD -> backend (CUDA | META | CPU)
  *
@@ -103,6 +104,12 @@ CT_API const ct_tensor *ct_call_list_entry(const ct_call *call, int i);
 /* The ScalarType argument (sum's dtype=, to_dtype's dtype); CT_DTYPE_UNDEFINED when
  * the op has none or the caller gave none. */
 CT_API ct_dtype ct_call_dtype(const ct_call *call);
+/* The Device argument, for the ops whose schema has one: the device a factory makes
+ * its result on, a move's target. ct_call_has_device is false for the others, and
+ * ct_call_device then gives type and index -1. The dispatcher takes a backend key from
+ * it as from an input's device. */
+CT_API bool ct_call_has_device(const ct_call *call);
+CT_API ct_device ct_call_device(const ct_call *call);
 /* True for in-place calls (ct_add_) and out= calls (ct_add_out): the outputs are given. */
 CT_API bool ct_call_is_inplace(const ct_call *call);
 CT_API bool ct_call_has_out(const ct_call *call);

@@ -30,6 +30,10 @@ struct ct_call {
     ct_dtype dtype; /* optional dtype= argument; CT_DTYPE_UNDEFINED when absent */
     const ct_tensor *const *list; /* tensor-list argument (cat, stack, foreach) */
     int nlist;
+    /* The Device argument of an op whose schema has one (a factory's device), when
+     * has_device: ct_call_keyset adds its backend key, as an input's. */
+    ct_device device;
+    bool has_device;
     /* Dispatcher bookkeeping for ct_call_next: the rank of the key running (Note [Key
      * numbers and priorities] in dispatch.c) and the kernel's place in its stack. */
     int cur_rank;

@@ -411,6 +411,10 @@ ct_keyset ct_call_keyset(const ct_call *call) {
                 ks |= backend_bit(call->out[i]->device);
                 requires_grad |= call->out[i]->requires_grad;
             }
+    /* A factory has no input to take its backend from: its call carries the device.
+     * For every other call this is one branch that is not taken. */
+    if (__builtin_expect(call->has_device, 0))
+        ks |= backend_bit(call->device);
     if (!ks)
         ks = RANK_BIT(CPU);
     if (requires_grad)
@@ -496,6 +500,8 @@ const ct_tensor *ct_call_list_entry(const ct_call *c, int i) {
     return c && c->list && i >= 0 && i < c->nlist ? c->list[i] : NULL;
 }
 ct_dtype ct_call_dtype(const ct_call *c) { return c ? c->dtype : CT_DTYPE_UNDEFINED; }
+bool ct_call_has_device(const ct_call *c) { return c && c->has_device; }
+ct_device ct_call_device(const ct_call *c) { return c && c->has_device ? c->device : (ct_device){-1, -1}; }
 bool ct_call_is_inplace(const ct_call *c) { return c && c->mode == CT_CALL_INPLACE; }
 bool ct_call_has_out(const ct_call *c) { return c && c->mode == CT_CALL_OUT; }
 int ct_call_num_outputs(const ct_call *c) { return c ? c->nout : 0; }

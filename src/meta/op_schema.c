@@ -6,7 +6,9 @@
  * A schema is PyTorch's notation, read as a layout: in a dispatched op's ct_call each
  * Tensor argument is the next call->in[] entry, Tensor[] is call->list, each int, bool
  * or int[N] takes the next call->ints[] entries, each float or Scalar the next
- * call->s[] entry, ScalarType is call->dtype, and result i is call->out[i]. Arguments
+ * call->s[] entry, ScalarType is call->dtype, Device is call->device (with
+ * call->has_device set; the dispatcher takes a backend key from it), and result i is
+ * call->out[i]. Arguments
  * of different kinds fill different arrays, so a schema lists them in the C function's
  * order except where two of one kind are packed in another order (the reductions pack
  * keepdim before the dims); the schema then follows the packing, which is what a

@@ -1,6 +1,7 @@
 /* The LOGGING key: one line per op call, for seeing what a program really runs.
  *
  *   [ct] add(f32[2, 3] cpu, f32[3] cpu) -> f32[2, 3] cpu
+ *   [ct] full(0, 2, 3, device=cpu) -> f32[2, 3] cpu
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -42,15 +43,19 @@ static ct_status logging_kernel(ct_keyset ks, ct_call *call, void *user_data) {
     FILE *f = log_file ? log_file : stderr;
     fprintf(f, "[ct] %s%s(", ct_op_name(call->op),
             call->mode == CT_CALL_INPLACE ? "_" : call->mode == CT_CALL_OUT ? "_out" : "");
-    for (int i = 0; i < call->nin; i++) {
-        if (i)
-            fputs(", ", f);
+    const char *sep = "";
+    for (int i = 0; i < call->nin; i++, sep = ", ") {
+        fputs(sep, f);
         describe(f, call->in[i]);
     }
-    for (int i = 0; i < call->nscalars; i++)
-        fprintf(f, ", %g", ct_scalar_to_double(call->s[i]));
-    for (int i = 0; i < call->nints; i++)
-        fprintf(f, ", %lld", (long long)call->ints[i]);
+    for (int i = 0; i < call->nscalars; i++, sep = ", ")
+        fprintf(f, "%s%g", sep, ct_scalar_to_double(call->s[i]));
+    for (int i = 0; i < call->nints; i++, sep = ", ")
+        fprintf(f, "%s%lld", sep, (long long)call->ints[i]);
+    if (call->has_device) { /* a factory's device, to_device's target */
+        char dev[32];
+        fprintf(f, "%sdevice=%s", sep, ct_device_str(call->device, dev, sizeof dev));
+    }
     fputs(") -> ", f);
     if (st != CT_OK) {
         fprintf(f, "error: %s\n", ct_last_error());
