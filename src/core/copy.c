@@ -1,4 +1,5 @@
-/* Copies and dtype conversions: copy_, contiguous, clone, to, fill_, item. The data
+/* Copies and dtype conversions: copy_, contiguous, clone, to, to_device, fill_, full,
+ * item (the implementations behind the public functions: view.h, factory.h). The data
  * moves through the device interface of the tensors' backend (src/core/device.h); the
  * core checks arguments, broadcasts, allocates and converts single elements. */
 #include <math.h>
@@ -7,6 +8,7 @@
 #include "cast.h"
 #include "device.h"
 #include "dtype.h"
+#include "factory.h"
 #include "view.h"
 
 bool ct_broadcast_strides(const ct_tensor *src, const int64_t *shape, int ndim, int64_t *out) {
@@ -175,7 +177,7 @@ ct_tensor *ct_to_dtype_impl(const ct_tensor *t, ct_dtype dtype) {
     return out;
 }
 
-ct_tensor *ct_to_device(const ct_tensor *t, ct_device device) {
+ct_tensor *ct_to_device_impl(const ct_tensor *t, ct_device device) {
     CT_CHECK_ARG("to_device", t);
     if (ct_device_equal(t->device, device))
         return ct_tensor_ref(t);
@@ -205,8 +207,11 @@ ct_tensor *ct_to_device(const ct_tensor *t, ct_device device) {
 
 /* ------------------------------------------------------------------ fills */
 
-static bool fill_impl(ct_tensor *t, ct_scalar value) {
-    ct_tensor_bump_version(t);
+/* bump: t was just made here (full), and its version counts this write; the version
+ * of fill_'s tensor is bumped by the public function, once. */
+static bool fill_with(ct_tensor *t, ct_scalar value, bool bump) {
+    if (bump)
+        ct_tensor_bump_version(t);
     if (t->device.type == CT_DEVICE_META || t->numel == 0)
         return true;
     char one[16];
@@ -262,50 +267,26 @@ ct_status ct_check_scalar_fits(const char *op, ct_scalar s, ct_dtype d) {
     return CT_OK;
 }
 
-ct_tensor *ct_fill_(ct_tensor *t, ct_scalar value) {
+ct_tensor *ct_fill_impl(ct_tensor *t, ct_scalar value) {
     CT_CHECK_ARG("fill_", t);
     if (ct_check_scalar_fits("fill_", value, t->dtype))
         return NULL;
-    return fill_impl(t, value) ? ct_tensor_ref(t) : NULL;
+    return fill_with(t, value, false) ? ct_tensor_ref(t) : NULL;
 }
-
-ct_tensor *ct_zero_(ct_tensor *t) { return ct_fill_(t, ct_scalar_int(0)); }
 
 static ct_dtype infer_scalar_dtype(ct_scalar v) {
     return v.type == CT_SCALAR_BOOL ? CT_DTYPE_BOOL : v.type == CT_SCALAR_INT ? CT_DTYPE_INT64 : ct_get_default_dtype();
 }
 
-ct_tensor *ct_full(const int64_t *shape, int ndim, ct_scalar value, ct_dtype dtype, ct_device device) {
+ct_tensor *ct_full_impl(const int64_t *shape, int ndim, ct_scalar value, ct_dtype dtype, ct_device device) {
     if (dtype == CT_DTYPE_UNDEFINED)
         dtype = infer_scalar_dtype(value);
     if (ct_dtype_valid(dtype) && ct_check_scalar_fits("full", value, dtype))
         return NULL;
     ct_tensor *t = ct_tensor_new("full", shape, NULL, ndim, dtype, device);
-    if (!t || !fill_impl(t, value))
+    if (!t || !fill_with(t, value, true))
         return NULL; /* t stays with the scope */
     return t;
-}
-
-ct_tensor *ct_zeros(const int64_t *shape, int ndim, ct_dtype dtype, ct_device device) {
-    return ct_full(shape, ndim, ct_scalar_int(0), dtype, device);
-}
-ct_tensor *ct_ones(const int64_t *shape, int ndim, ct_dtype dtype, ct_device device) {
-    return ct_full(shape, ndim, ct_scalar_int(1), dtype, device);
-}
-ct_tensor *ct_scalar_tensor(ct_scalar value, ct_dtype dtype, ct_device device) {
-    return ct_full(NULL, 0, value, dtype, device);
-}
-ct_tensor *ct_zeros_like(const ct_tensor *t, ct_dtype dtype) {
-    CT_CHECK_ARG("zeros_like", t);
-    return ct_zeros(t->shape, t->ndim, dtype == CT_DTYPE_UNDEFINED ? t->dtype : dtype, t->device);
-}
-ct_tensor *ct_ones_like(const ct_tensor *t, ct_dtype dtype) {
-    CT_CHECK_ARG("ones_like", t);
-    return ct_ones(t->shape, t->ndim, dtype == CT_DTYPE_UNDEFINED ? t->dtype : dtype, t->device);
-}
-ct_tensor *ct_full_like(const ct_tensor *t, ct_scalar value, ct_dtype dtype) {
-    CT_CHECK_ARG("full_like", t);
-    return ct_full(t->shape, t->ndim, value, dtype == CT_DTYPE_UNDEFINED ? t->dtype : dtype, t->device);
 }
 
 /* ------------------------------------------------------------------ elements */

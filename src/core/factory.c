@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "dtype.h"
+#include "factory.h"
 #include "tensor_impl.h"
 
 /* Note [Reproducing PyTorch's sequences bit for bit]
@@ -127,7 +128,7 @@ static void arange_fill(char *p, ct_dtype d, int64_t n, ct_scalar start, ct_scal
                 return NULL;                                      \
             ct_scope_begin();                                     \
             ct_tensor *cpu_ = (call);                             \
-            ct_tensor *r_ = cpu_ ? ct_to_device(cpu_, device) : NULL; \
+            ct_tensor *r_ = cpu_ ? ct_to_device_impl(cpu_, device) : NULL; \
             ct_keep(r_);                                          \
             ct_scope_end();                                       \
             return r_;                                            \
@@ -136,9 +137,9 @@ static void arange_fill(char *p, ct_dtype d, int64_t n, ct_scalar start, ct_scal
 
 static bool scalar_is_float(ct_scalar s) { return s.type == CT_SCALAR_FLOAT; }
 
-ct_tensor *ct_arange(ct_scalar start, ct_scalar end, ct_scalar step, ct_dtype dtype, ct_device device) {
+ct_tensor *ct_arange_impl(ct_scalar start, ct_scalar end, ct_scalar step, ct_dtype dtype, ct_device device) {
     const char *op = "arange";
-    CT_SEQUENCE_VIA_CPU(op, device, ct_arange(start, end, step, dtype, CT_CPU));
+    CT_SEQUENCE_VIA_CPU(op, device, ct_arange_impl(start, end, step, dtype, CT_CPU));
     if (dtype == CT_DTYPE_UNDEFINED)
         dtype = scalar_is_float(start) || scalar_is_float(end) || scalar_is_float(step) ? ct_get_default_dtype()
                                                                                         : CT_DTYPE_INT64;
@@ -233,8 +234,8 @@ static ct_tensor *range_common(const char *op, const char *kernel, int64_t steps
     return ct_tensor_new(op, &steps, NULL, 1, *dtype, device);
 }
 
-ct_tensor *ct_linspace(double start, double end, int64_t steps, ct_dtype dtype, ct_device device) {
-    CT_SEQUENCE_VIA_CPU("linspace", device, ct_linspace(start, end, steps, dtype, CT_CPU));
+ct_tensor *ct_linspace_impl(double start, double end, int64_t steps, ct_dtype dtype, ct_device device) {
+    CT_SEQUENCE_VIA_CPU("linspace", device, ct_linspace_impl(start, end, steps, dtype, CT_CPU));
     ct_tensor *t = range_common("linspace", "linspace_cpu", steps, &dtype, device);
     if (!t || device.type == CT_DEVICE_META || steps == 0)
         return t;
@@ -247,8 +248,8 @@ ct_tensor *ct_linspace(double start, double end, int64_t steps, ct_dtype dtype, 
 
 /* ------------------------------------------------------------------ logspace */
 
-ct_tensor *ct_logspace(double start, double end, int64_t steps, double base, ct_dtype dtype, ct_device device) {
-    CT_SEQUENCE_VIA_CPU("logspace", device, ct_logspace(start, end, steps, base, dtype, CT_CPU));
+ct_tensor *ct_logspace_impl(double start, double end, int64_t steps, double base, ct_dtype dtype, ct_device device) {
+    CT_SEQUENCE_VIA_CPU("logspace", device, ct_logspace_impl(start, end, steps, base, dtype, CT_CPU));
     if (dtype == CT_DTYPE_FLOAT16 && steps >= 0) { /* PyTorch 1.13 has no float16 logspace on the CPU */
         ct_error(CT_ERROR_TYPE, "logspace", "\"logspace_cpu\" not implemented for 'Half'");
         return NULL;
@@ -282,8 +283,8 @@ ct_tensor *ct_logspace(double start, double end, int64_t steps, double base, ct_
 
 /* ------------------------------------------------------------------ eye */
 
-ct_tensor *ct_eye(int64_t n, int64_t m, ct_dtype dtype, ct_device device) {
-    CT_SEQUENCE_VIA_CPU("eye", device, ct_eye(n, m, dtype, CT_CPU));
+ct_tensor *ct_eye_impl(int64_t n, int64_t m, ct_dtype dtype, ct_device device) {
+    CT_SEQUENCE_VIA_CPU("eye", device, ct_eye_impl(n, m, dtype, CT_CPU));
     if (n < 0) {
         ct_error(CT_ERROR_VALUE, "eye", "n must be greater or equal to 0, got %lld", (long long)n);
         return NULL;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "dtype.h"
+#include "factory.h"
 #include "tensor_impl.h"
 
 /* ------------------------------------------------------------------ options */
@@ -531,7 +532,7 @@ static bool build_repr(const char *op, const ct_tensor *t, strbuf *sb) {
     } else {
         /* Device memory is not readable from here: print a host copy, keep the device name. */
         ct_scope_begin();
-        ct_tensor *host = ct_to_device(t, CT_CPU);
+        ct_tensor *host = ct_to_device_impl(t, CT_CPU);
         if (host) {
             host->requires_grad = t->requires_grad;
             repr_into(sb, host, t->device, &o);

@@ -1,11 +1,13 @@
-/* Random tensors: the default generator and rand, randn, randint, randperm,
- * uniform_, normal_, bernoulli_, bernoulli. */
+/* Random tensors: the default generator and the implementations of rand, randn,
+ * randint, randperm, uniform_, normal_, bernoulli_ and bernoulli (factory.h; the
+ * public functions are in src/api/factories.c). */
 #include <math.h>
 #include <stdatomic.h>
 #include <string.h>
 
 #include "device.h"
 #include "dtype.h"
+#include "factory.h"
 #include "random.h"
 #include "tensor_impl.h"
 #include "view.h"
@@ -103,9 +105,12 @@ static bool run_job_on(const char *op, ct_random_job *J, ct_device device) {
 
 /* Runs J over t in place: straight into t when it is contiguous, else through a
  * contiguous buffer copied back (elements keep their logical order). Creates no
- * reference to t; false on error. */
-static bool fill_tensor(const char *op, ct_tensor *t, ct_random_job *J) {
-    ct_tensor_bump_version(t);
+ * reference to t; false on error. bump: t was just made here (rand, randint, ...), and
+ * its version counts this write; the public function bumps the version of an in-place
+ * op's tensor (uniform_, normal_, bernoulli_), once. */
+static bool fill_tensor(const char *op, ct_tensor *t, ct_random_job *J, bool bump) {
+    if (bump)
+        ct_tensor_bump_version(t);
     if (t->device.type == CT_DEVICE_META || t->numel == 0)
         return true; /* no data: no counters reserved */
     J->dtype = t->dtype;
@@ -149,7 +154,7 @@ static double dtype_max(ct_dtype d) {
 
 /* ------------------------------------------------------------------ uniform_ */
 
-static bool uniform_impl(ct_tensor *t, double from, double to) {
+static bool uniform_into(ct_tensor *t, double from, double to, bool bump) {
     const char *op = "uniform_";
     if (!ct_dtype_is_floating(t->dtype)) {
         ct_error(CT_ERROR_TYPE, op, "\"check_uniform_bounds\" not implemented for '%s'", scalar_type_name(t->dtype));
@@ -178,17 +183,17 @@ static bool uniform_impl(ct_tensor *t, double from, double to) {
     }
     ct_random_job J = {.kind = CT_RANDOM_UNIFORM, .a = from, .b = to, .digits = uniform_digits(t->dtype)};
     J.epc = J.digits == 53 ? 2 : 4;
-    return fill_tensor(op, t, &J);
+    return fill_tensor(op, t, &J, bump);
 }
 
-ct_tensor *ct_uniform_(ct_tensor *t, double from, double to) {
+ct_tensor *ct_uniform_impl(ct_tensor *t, double from, double to) {
     CT_CHECK_ARG("uniform_", t);
-    return ref_if(uniform_impl(t, from, to), t);
+    return ref_if(uniform_into(t, from, to, false), t);
 }
 
 /* ------------------------------------------------------------------ normal_ */
 
-static bool normal_impl(ct_tensor *t, double mean, double std) {
+static bool normal_into(ct_tensor *t, double mean, double std, bool bump) {
     const char *op = "normal_";
     if (!(std >= 0.0)) {
         ct_error(CT_ERROR_VALUE, op, "normal expects std >= 0.0, but found std %g", std);
@@ -199,17 +204,17 @@ static bool normal_impl(ct_tensor *t, double mean, double std) {
         return false;
     }
     ct_random_job J = {.kind = CT_RANDOM_NORMAL, .a = mean, .b = std, .epc = 2};
-    return fill_tensor(op, t, &J);
+    return fill_tensor(op, t, &J, bump);
 }
 
-ct_tensor *ct_normal_(ct_tensor *t, double mean, double std) {
+ct_tensor *ct_normal_impl(ct_tensor *t, double mean, double std) {
     CT_CHECK_ARG("normal_", t);
-    return ref_if(normal_impl(t, mean, std), t);
+    return ref_if(normal_into(t, mean, std, false), t);
 }
 
 /* ------------------------------------------------------------------ bernoulli */
 
-ct_tensor *ct_bernoulli_(ct_tensor *t, double p) {
+ct_tensor *ct_bernoulli_scalar_impl(ct_tensor *t, double p) {
     const char *op = "bernoulli_";
     CT_CHECK_ARG(op, t);
     if (!(p >= 0.0 && p <= 1.0)) {
@@ -221,7 +226,7 @@ ct_tensor *ct_bernoulli_(ct_tensor *t, double p) {
         return NULL;
     }
     ct_random_job J = {.kind = CT_RANDOM_BERNOULLI, .a = p, .epc = 2};
-    return ref_if(fill_tensor(op, t, &J), t);
+    return ref_if(fill_tensor(op, t, &J, false), t);
 }
 
 /* The first element of probs (contiguous float64) outside [0, 1] (NaN included), or
@@ -234,7 +239,7 @@ static ct_status first_bad_probability(const ct_tensor *probs, int64_t *first) {
     return dev->first_outside_unit((const double *)ct_tensor_ptr(probs), probs->numel, first, probs->device.index);
 }
 
-ct_tensor *ct_bernoulli(const ct_tensor *p) {
+ct_tensor *ct_bernoulli_impl(const ct_tensor *p) {
     const char *op = "bernoulli";
     CT_CHECK_ARG(op, p);
     if (!ct_dtype_is_floating(p->dtype)) {
@@ -265,7 +270,7 @@ ct_tensor *ct_bernoulli(const ct_tensor *p) {
     const double *pp = (const double *)ct_tensor_ptr(probs);
     ct_tensor *out = ct_tensor_new(op, p->shape, NULL, p->ndim, p->dtype, p->device);
     ct_random_job J = {.kind = CT_RANDOM_BERNOULLI_TENSOR, .probs = pp, .epc = 2};
-    if (out && !fill_tensor(op, out, &J))
+    if (out && !fill_tensor(op, out, &J, true))
         out = NULL;
     ct_keep(out);
     ct_scope_end();
@@ -285,28 +290,18 @@ static ct_tensor *new_float_tensor(const char *op, const int64_t *shape, int ndi
     return ct_tensor_new(op, shape, NULL, ndim, *dtype, device);
 }
 
-ct_tensor *ct_rand(const int64_t *shape, int ndim, ct_dtype dtype, ct_device device) {
+ct_tensor *ct_rand_impl(const int64_t *shape, int ndim, ct_dtype dtype, ct_device device) {
     ct_tensor *t = new_float_tensor("rand", shape, ndim, &dtype, device, "check_uniform_bounds");
     if (!t)
         return NULL;
-    return uniform_impl(t, 0.0, 1.0) ? t : NULL;
+    return uniform_into(t, 0.0, 1.0, true) ? t : NULL;
 }
 
-ct_tensor *ct_randn(const int64_t *shape, int ndim, ct_dtype dtype, ct_device device) {
+ct_tensor *ct_randn_impl(const int64_t *shape, int ndim, ct_dtype dtype, ct_device device) {
     ct_tensor *t = new_float_tensor("randn", shape, ndim, &dtype, device, "normal_kernel_cpu");
     if (!t)
         return NULL;
-    return normal_impl(t, 0.0, 1.0) ? t : NULL;
-}
-
-ct_tensor *ct_rand_like(const ct_tensor *t, ct_dtype dtype) {
-    CT_CHECK_ARG("rand_like", t);
-    return ct_rand(t->shape, t->ndim, dtype == CT_DTYPE_UNDEFINED ? t->dtype : dtype, t->device);
-}
-
-ct_tensor *ct_randn_like(const ct_tensor *t, ct_dtype dtype) {
-    CT_CHECK_ARG("randn_like", t);
-    return ct_randn(t->shape, t->ndim, dtype == CT_DTYPE_UNDEFINED ? t->dtype : dtype, t->device);
+    return normal_into(t, 0.0, 1.0, true) ? t : NULL;
 }
 
 /* Inclusive range of integers a dtype holds exactly (floats: up to 2^digits). */
@@ -337,7 +332,7 @@ static void dtype_int_range(ct_dtype d, double *lo, double *hi) {
                 return NULL;                                          \
             ct_scope_begin();                                         \
             ct_tensor *cpu_ = (call);                                 \
-            ct_tensor *r_ = cpu_ ? ct_to_device(cpu_, device) : NULL; \
+            ct_tensor *r_ = cpu_ ? ct_to_device_impl(cpu_, device) : NULL; \
             ct_keep(r_);                                              \
             ct_scope_end();                                           \
             return r_;                                                \
@@ -351,9 +346,10 @@ static void dtype_int_range(ct_dtype d, double *lo, double *hi) {
  * only for ranges near 2^64. PyTorch does the same (with 32-bit draws for ranges below
  * 2^32). A rejection loop would remove it but would make the number of draws depend
  * on the values, which breaks the one-counter-per-pair layout of Note [Random streams]. */
-ct_tensor *ct_randint(int64_t low, int64_t high, const int64_t *shape, int ndim, ct_dtype dtype, ct_device device) {
+ct_tensor *ct_randint_impl(int64_t low, int64_t high, const int64_t *shape, int ndim, ct_dtype dtype,
+                           ct_device device) {
     const char *op = "randint";
-    CT_RANDOM_VIA_CPU(op, device, ct_randint(low, high, shape, ndim, dtype, CT_CPU));
+    CT_RANDOM_VIA_CPU(op, device, ct_randint_impl(low, high, shape, ndim, dtype, CT_CPU));
     if (dtype == CT_DTYPE_UNDEFINED)
         dtype = CT_DTYPE_INT64;
     if (!ct_dtype_valid(dtype)) {
@@ -379,12 +375,12 @@ ct_tensor *ct_randint(int64_t low, int64_t high, const int64_t *shape, int ndim,
     if (!t)
         return NULL;
     ct_random_job J = {.kind = CT_RANDOM_RANDINT, .low = low, .range = (uint64_t)high - (uint64_t)low, .epc = 2};
-    return fill_tensor(op, t, &J) ? t : NULL;
+    return fill_tensor(op, t, &J, true) ? t : NULL;
 }
 
-ct_tensor *ct_randperm(int64_t n, ct_dtype dtype, ct_device device) {
+ct_tensor *ct_randperm_impl(int64_t n, ct_dtype dtype, ct_device device) {
     const char *op = "randperm";
-    CT_RANDOM_VIA_CPU(op, device, ct_randperm(n, dtype, CT_CPU));
+    CT_RANDOM_VIA_CPU(op, device, ct_randperm_impl(n, dtype, CT_CPU));
     if (dtype == CT_DTYPE_UNDEFINED)
         dtype = CT_DTYPE_INT64;
     if (n < 0) {

@@ -8,6 +8,7 @@
 #include "tensor_impl.h"
 #include "tensor_make.h"
 #include "device.h"
+#include "factory.h"
 
 /* ------------------------------------------------------------------ object caches */
 
@@ -538,12 +539,12 @@ ct_tensor *ct_tensor_new(const char *op, const int64_t *shape, const int64_t *st
     return ct_tensor_make_owned(s, 0, shape, strides, ndim, dtype, device);
 }
 
-ct_tensor *ct_empty(const int64_t *shape, int ndim, ct_dtype dtype, ct_device device) {
+ct_tensor *ct_empty_impl(const int64_t *shape, int ndim, ct_dtype dtype, ct_device device) {
     return ct_tensor_new("empty", shape, NULL, ndim, dtype, device);
 }
 
-ct_tensor *ct_empty_strided(const int64_t *shape, const int64_t *strides, int ndim, ct_dtype dtype,
-                            ct_device device) {
+ct_tensor *ct_empty_strided_impl(const int64_t *shape, const int64_t *strides, int ndim, ct_dtype dtype,
+                                 ct_device device) {
     if (!strides) {
         ct_error(CT_ERROR_NULL_ARGUMENT, "empty_strided", "strides is NULL");
         return NULL;
@@ -595,11 +596,6 @@ ct_tensor *ct_from_data(const void *data, const int64_t *shape, int ndim, ct_dty
         memcpy(t->storage->data, data, nbytes);
     }
     return t;
-}
-
-ct_tensor *ct_empty_like(const ct_tensor *t, ct_dtype dtype) {
-    CT_CHECK_ARG("empty_like", t);
-    return ct_empty(t->shape, t->ndim, dtype == CT_DTYPE_UNDEFINED ? t->dtype : dtype, t->device);
 }
 
 /* ------------------------------------------------------------------ properties */

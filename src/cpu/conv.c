@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/factory.h"
 #include "core/view.h"
 #include "cpu/cpu_backend.h"
 #include "cpu/blas.h"
@@ -376,7 +377,7 @@ static void conv_fwd_image(ct_dtype wd, const ct_conv2d_geom *g, const char *x, 
  * setting the error on failure. */
 static char *scratch(size_t nbytes) {
     int64_t n = (int64_t)nbytes + 1;
-    ct_tensor *t = ct_empty(&n, 1, CT_DTYPE_UINT8, CT_CPU);
+    ct_tensor *t = ct_empty_impl(&n, 1, CT_DTYPE_UINT8, CT_CPU);
     return t ? ct_tensor_data(t) : NULL;
 }
 
@@ -428,7 +429,7 @@ ct_status ct_cpu_conv2d(ct_keyset ks, ct_call *call, void *ud) {
     ct_dtype wd = integer ? CT_DTYPE_INT64 : ct_nn_work_dtype(dt);
     ct_scope_begin();
     const ct_tensor *x = ct_nn_as_work(call->in[0], wd), *w = ct_nn_as_work(call->in[1], wd), *b = ct_nn_as_work(call->in[2], wd);
-    ct_tensor *y = ct_empty(shape, nd, wd, CT_CPU);
+    ct_tensor *y = ct_empty_impl(shape, nd, wd, CT_CPU);
     if (!x || !w || (call->in[2] && !b) || !y) {
         ct_scope_end();
         return ct_last_status();
@@ -528,9 +529,9 @@ ct_status ct_cpu_conv2d_backward(ct_keyset ks, ct_call *call, void *ud) {
     /* conv_transpose2d passes a broadcast placeholder input, read only for grad_weight */
     const ct_tensor *x = integer && !want_w ? call->in[1] : ct_nn_as_work(call->in[1], wd);
     const ct_tensor *w = ct_nn_as_work(call->in[2], wd), *gy = ct_nn_as_work(go, wd);
-    ct_tensor *gx = want_in ? ct_empty(call->in[1]->shape, call->in[1]->ndim, wd, CT_CPU) : NULL;
-    ct_tensor *gw = want_w ? ct_empty(call->in[2]->shape, 4, wd, CT_CPU) : NULL;
-    ct_tensor *gb = want_b ? ct_empty(&g.oc, 1, wd, CT_CPU) : NULL;
+    ct_tensor *gx = want_in ? ct_empty_impl(call->in[1]->shape, call->in[1]->ndim, wd, CT_CPU) : NULL;
+    ct_tensor *gw = want_w ? ct_empty_impl(call->in[2]->shape, 4, wd, CT_CPU) : NULL;
+    ct_tensor *gb = want_b ? ct_empty_impl(&g.oc, 1, wd, CT_CPU) : NULL;
     if (!x || !w || !gy || (want_in && !gx) || (want_w && !gw) || (want_b && !gb)) {
         ct_scope_end();
         return ct_last_status();
@@ -826,8 +827,8 @@ ct_status ct_cpu_max_pool2d_with_indices(ct_keyset ks, ct_call *call, void *ud) 
     ct_dtype dt = call->in[0]->dtype, wd = dt == CT_DTYPE_FLOAT32 ? CT_DTYPE_FLOAT32 : CT_DTYPE_FLOAT64;
     ct_scope_begin();
     const ct_tensor *x = ct_contiguous_impl(ct_to_dtype_impl(call->in[0], wd));
-    ct_tensor *y = ct_empty(shape, nd, wd, CT_CPU);
-    ct_tensor *idx = ct_empty(shape, nd, CT_DTYPE_INT64, CT_CPU);
+    ct_tensor *y = ct_empty_impl(shape, nd, wd, CT_CPU);
+    ct_tensor *idx = ct_empty_impl(shape, nd, CT_DTYPE_INT64, CT_CPU);
     if (!x || !y || !idx) {
         ct_scope_end();
         return ct_last_status();
@@ -862,7 +863,7 @@ ct_status ct_cpu_max_pool2d_backward(ct_keyset ks, ct_call *call, void *ud) {
     ct_scope_begin();
     const ct_tensor *gw = ct_contiguous_impl(ct_to_dtype_impl(go, wd));
     const ct_tensor *i64 = ct_contiguous_impl(ix);
-    ct_tensor *gx = ct_empty(x->shape, x->ndim, wd, CT_CPU);
+    ct_tensor *gx = ct_empty_impl(x->shape, x->ndim, wd, CT_CPU);
     ct_status st = CT_OK;
     if (!gw || !i64 || !gx) {
         ct_scope_end();

@@ -244,7 +244,7 @@ static ct_status cpu_masked_select(ct_call *call, const ct_tensor *t, const ct_t
         count += pm[ct_ix_offset(coord, ms, nd)] != 0;
         ct_ix_next_coord(coord, shape, nd);
     }
-    ct_tensor *out = ct_empty(CT_SHAPE(count), t->dtype, t->device);
+    ct_tensor *out = ct_empty_impl(CT_SHAPE(count), t->dtype, t->device);
     if ((st = ct_ix_set_out(call, 0, out)) || count == 0)
         return st;
     size_t esz = ct_dtype_size(t->dtype);
@@ -389,9 +389,9 @@ static ct_status cpu_unique(ct_call *call, const ct_tensor *t, bool consecutive)
     int64_t groups = 0;
     for (int64_t i = 0; i < n; i++)
         groups += i == 0 || !same_key(&keys[i], &keys[i - 1], fl);
-    ct_tensor *vals = ct_empty(CT_SHAPE(groups), t->dtype, t->device);
-    ct_tensor *inv = ct_empty(t->shape, t->ndim, CT_DTYPE_INT64, t->device);
-    ct_tensor *counts = ct_zeros(CT_SHAPE(groups), CT_DTYPE_INT64, t->device);
+    ct_tensor *vals = ct_empty_impl(CT_SHAPE(groups), t->dtype, t->device);
+    ct_tensor *inv = ct_empty_impl(t->shape, t->ndim, CT_DTYPE_INT64, t->device);
+    ct_tensor *counts = ct_zeros_impl(CT_SHAPE(groups), CT_DTYPE_INT64, t->device);
     ct_status st = ct_ix_set_out(call, 0, vals);
     if (st == CT_OK)
         st = ct_ix_set_out(call, 1, inv);

@@ -3,6 +3,7 @@
  * float32, plain loops for integers. */
 #include <string.h>
 
+#include "core/factory.h"
 #include "core/view.h"
 #include "cpu/cpu_backend.h"
 #include "core/dtype.h"
@@ -196,7 +197,7 @@ static ct_status product_kernel(ct_call *call, const ct_tensor *c, const ct_tens
         return st;
     ct_tensor *out = call->out[0];
     ct_scope_begin();
-    ct_tensor *work = ct_tensor_is_contiguous(out) ? out : ct_empty(out->shape, out->ndim, out->dtype, CT_CPU);
+    ct_tensor *work = ct_tensor_is_contiguous(out) ? out : ct_empty_impl(out->shape, out->ndim, out->dtype, CT_CPU);
     if (work && c && beta != 0 && !ct_copy_impl(work, c))
         work = NULL;
     st = work ? batched_product(a, b, work, alpha, c ? beta : 0.0) : ct_last_status();

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/factory.h"
 #include "core/view.h"
 #include "cpu/cpu_backend.h"
 #include "core/dtype.h"
@@ -91,7 +92,7 @@ ct_status ct_cpu_avg_pool2d(ct_keyset ks, ct_call *call, void *ud) {
     int64_t shape[4] = {g.n, g.c, g.oh, g.ow};
     ct_scope_begin();
     ct_tensor *x = ct_nn_as_work(x0, wd);
-    ct_tensor *y = ct_empty(g.batched ? shape : shape + 1, g.batched ? 4 : 3, wd, CT_CPU);
+    ct_tensor *y = ct_empty_impl(g.batched ? shape : shape + 1, g.batched ? 4 : 3, wd, CT_CPU);
     if (x && y) {
         if (integer)
             ct_avgpool_int_forward(&g, ct_tensor_data(x), ct_tensor_data(y));
@@ -115,7 +116,7 @@ ct_status ct_cpu_avg_pool2d_backward(ct_keyset ks, ct_call *call, void *ud) {
     ct_dtype wd = ct_nn_work_dtype(x0->dtype);
     ct_scope_begin();
     ct_tensor *gy = ct_nn_as_work(gy0, wd);
-    ct_tensor *gx = ct_zeros(x0->shape, x0->ndim, wd, CT_CPU);
+    ct_tensor *gx = ct_zeros_impl(x0->shape, x0->ndim, wd, CT_CPU);
     if (gy && gx) {
         if (wd == CT_DTYPE_FLOAT64)
             CT_ISA_PICK(avgpool_bwd_f64)(ct_tensor_data(gy), ct_tensor_data(gx), &g);
@@ -138,7 +139,7 @@ ct_status ct_cpu_adaptive_avg_pool2d(ct_keyset ks, ct_call *call, void *ud) {
     int64_t shape[4] = {g.n, g.c, g.oh, g.ow};
     ct_scope_begin();
     ct_tensor *x = ct_nn_as_work(x0, wd);
-    ct_tensor *y = ct_empty(g.batched ? shape : shape + 1, g.batched ? 4 : 3, wd, CT_CPU);
+    ct_tensor *y = ct_empty_impl(g.batched ? shape : shape + 1, g.batched ? 4 : 3, wd, CT_CPU);
     if (x && y && g.oh > 0 && g.ow > 0) {
         if (wd == CT_DTYPE_FLOAT64)
             CT_ISA_PICK(adapool_f64)(ct_tensor_data(x), ct_tensor_data(y), &g, false);
@@ -160,7 +161,7 @@ ct_status ct_cpu_adaptive_avg_pool2d_backward(ct_keyset ks, ct_call *call, void 
     ct_dtype wd = ct_nn_work_dtype(x0->dtype);
     ct_scope_begin();
     ct_tensor *gy = ct_nn_as_work(gy0, wd);
-    ct_tensor *gx = ct_zeros(x0->shape, x0->ndim, wd, CT_CPU);
+    ct_tensor *gx = ct_zeros_impl(x0->shape, x0->ndim, wd, CT_CPU);
     if (gy && gx && g.oh > 0 && g.ow > 0) {
         if (wd == CT_DTYPE_FLOAT64)
             CT_ISA_PICK(adapool_f64)(ct_tensor_data(gy), ct_tensor_data(gx), &g, true);
@@ -184,7 +185,7 @@ ct_status ct_cpu_rms_norm(ct_keyset ks, ct_call *call, void *ud) {
     ct_dtype wd = ct_nn_work_dtype(x0->dtype);
     ct_scope_begin();
     ct_tensor *x = ct_nn_as_work(x0, wd), *w = ct_nn_as_work(w0, wd);
-    ct_tensor *y = ct_empty(x0->shape, x0->ndim, wd, CT_CPU);
+    ct_tensor *y = ct_empty_impl(x0->shape, x0->ndim, wd, CT_CPU);
     bool ok = x && y && (!w0 || w);
     if (ok) {
         if (wd == CT_DTYPE_FLOAT64)
@@ -207,8 +208,8 @@ ct_status ct_cpu_rms_norm_backward(ct_keyset ks, ct_call *call, void *ud) {
     ct_dtype wd = ct_nn_work_dtype(x0->dtype);
     ct_scope_begin();
     ct_tensor *x = ct_nn_as_work(x0, wd), *w = ct_nn_as_work(w0, wd), *gy = ct_nn_as_work(gy0, wd);
-    ct_tensor *gx = ct_empty(x0->shape, x0->ndim, wd, CT_CPU);
-    ct_tensor *gw = w0 ? ct_zeros(w0->shape, w0->ndim, CT_DTYPE_FLOAT64, CT_CPU) : NULL;
+    ct_tensor *gx = ct_empty_impl(x0->shape, x0->ndim, wd, CT_CPU);
+    ct_tensor *gw = w0 ? ct_zeros_impl(w0->shape, w0->ndim, CT_DTYPE_FLOAT64, CT_CPU) : NULL;
     bool ok = x && gy && gx && (!w0 || (w && gw));
     if (ok) {
         double *pgw = gw ? ct_tensor_data(gw) : NULL;
@@ -238,7 +239,7 @@ ct_status ct_cpu_layer_norm(ct_keyset ks, ct_call *call, void *ud) {
     ct_dtype wd = ct_nn_work_dtype(x0->dtype);
     ct_scope_begin();
     ct_tensor *x = ct_nn_as_work(x0, wd), *w = ct_nn_as_work(w0, wd), *b = ct_nn_as_work(b0, wd);
-    ct_tensor *y = ct_empty(x0->shape, x0->ndim, wd, CT_CPU);
+    ct_tensor *y = ct_empty_impl(x0->shape, x0->ndim, wd, CT_CPU);
     bool ok = x && y && (!w0 || w) && (!b0 || b);
     if (ok && g.rows > 0 && g.cols > 0) {
         if (wd == CT_DTYPE_FLOAT64)
@@ -263,10 +264,10 @@ ct_status ct_cpu_layer_norm_backward(ct_keyset ks, ct_call *call, void *ud) {
     ct_dtype wd = ct_nn_work_dtype(x0->dtype);
     ct_scope_begin();
     ct_tensor *x = ct_nn_as_work(x0, wd), *w = ct_nn_as_work(w0, wd), *gy = ct_nn_as_work(gy0, wd);
-    ct_tensor *gx = ct_empty(x0->shape, x0->ndim, wd, CT_CPU);
-    ct_tensor *stats = ct_empty(CT_SHAPE(2 * g.rows), CT_DTYPE_FLOAT64, CT_CPU);
-    ct_tensor *gw = w0 ? ct_zeros(w0->shape, w0->ndim, CT_DTYPE_FLOAT64, CT_CPU) : NULL;
-    ct_tensor *gb = b0 ? ct_zeros(b0->shape, b0->ndim, CT_DTYPE_FLOAT64, CT_CPU) : NULL;
+    ct_tensor *gx = ct_empty_impl(x0->shape, x0->ndim, wd, CT_CPU);
+    ct_tensor *stats = ct_empty_impl(CT_SHAPE(2 * g.rows), CT_DTYPE_FLOAT64, CT_CPU);
+    ct_tensor *gw = w0 ? ct_zeros_impl(w0->shape, w0->ndim, CT_DTYPE_FLOAT64, CT_CPU) : NULL;
+    ct_tensor *gb = b0 ? ct_zeros_impl(b0->shape, b0->ndim, CT_DTYPE_FLOAT64, CT_CPU) : NULL;
     bool ok = x && gy && gx && stats && (!w0 || (w && gw)) && (!b0 || gb);
     if (ok && g.rows > 0 && g.cols > 0) {
         double *pgw = gw ? ct_tensor_data(gw) : NULL, *pgb = gb ? ct_tensor_data(gb) : NULL;
@@ -370,7 +371,7 @@ ct_status ct_cpu_gelu_backward(ct_keyset ks, ct_call *call, void *ud) {
     bool tanh_form = call->ints[0] == CT_GELU_APPROXIMATE_TANH;
     ct_scope_begin();
     ct_tensor *x = ct_nn_as_work(x0, wd), *gy = ct_nn_as_work(gy0, wd);
-    ct_tensor *gx = ct_empty(x0->shape, x0->ndim, wd, CT_CPU);
+    ct_tensor *gx = ct_empty_impl(x0->shape, x0->ndim, wd, CT_CPU);
     bool ok = x && gy && gx;
     if (ok && x0->numel > 0) {
         if (wd == CT_DTYPE_FLOAT64)
@@ -440,7 +441,7 @@ ct_status ct_cpu_scaled_dot_product_attention(ct_keyset ks, ct_call *call, void 
     sdpa_out_shape(&g, g.ev, shape);
     ct_scope_begin();
     ct_tensor *q = ct_nn_as_work(q0, wd), *k = ct_nn_as_work(call->in[1], wd), *v = ct_nn_as_work(call->in[2], wd);
-    ct_tensor *y = ct_zeros(shape, g.nbatch + 2, wd, CT_CPU);
+    ct_tensor *y = ct_zeros_impl(shape, g.nbatch + 2, wd, CT_CPU);
     ct_sdpa_mask m = {.causal = causal, .scale = ct_scalar_to_double(call->s[0])};
     int64_t *boff = NULL;
     st = q && k && v && y ? sdpa_mask_setup(call->in[3], &g, &m, &boff) : ct_last_status();
@@ -461,7 +462,7 @@ ct_status ct_cpu_scaled_dot_product_attention(ct_keyset ks, ct_call *call, void 
         }
     } else if (st == CT_OK && g.s == 0 && g.l > 0 && g.ev > 0) {
         /* no keys: softmax over nothing, NaN as the reference formula */
-        ct_fill_(y, ct_scalar_float(NAN));
+        ct_fill_impl(y, ct_scalar_float(NAN));
     }
     free(boff);
     if (st == CT_OK)
@@ -487,8 +488,8 @@ ct_status ct_cpu_scaled_dot_product_attention_backward(ct_keyset ks, ct_call *ca
     ct_dtype wd = ct_nn_work_dtype(q0->dtype);
     ct_scope_begin();
     ct_tensor *q = ct_nn_as_work(q0, wd), *k = ct_nn_as_work(k0, wd), *v = ct_nn_as_work(v0, wd), *gy = ct_nn_as_work(gy0, wd);
-    ct_tensor *gq = ct_zeros(q0->shape, q0->ndim, wd, CT_CPU), *gk = ct_zeros(k0->shape, k0->ndim, wd, CT_CPU);
-    ct_tensor *gv = ct_zeros(v0->shape, v0->ndim, wd, CT_CPU);
+    ct_tensor *gq = ct_zeros_impl(q0->shape, q0->ndim, wd, CT_CPU), *gk = ct_zeros_impl(k0->shape, k0->ndim, wd, CT_CPU);
+    ct_tensor *gv = ct_zeros_impl(v0->shape, v0->ndim, wd, CT_CPU);
     ct_sdpa_mask m = {.causal = causal, .scale = ct_scalar_to_double(call->s[0])};
     int64_t *boff = NULL;
     st = q && k && v && gy && gq && gk && gv ? sdpa_mask_setup(mask, &g, &m, &boff) : ct_last_status();
@@ -537,7 +538,7 @@ ct_status ct_cpu_embedding(ct_keyset ks, ct_call *call, void *ud) {
     shape[idx0->ndim] = dim;
     ct_scope_begin();
     ct_tensor *w = ct_contiguous_impl(w0), *idx = ct_contiguous_impl(idx0);
-    ct_tensor *y = ct_empty(shape, idx0->ndim + 1, w0->dtype, CT_CPU);
+    ct_tensor *y = ct_empty_impl(shape, idx0->ndim + 1, w0->dtype, CT_CPU);
     st = w && idx && y ? CT_OK : ct_last_status();
     size_t row = (size_t)dim * ct_dtype_size(w0->dtype);
     for (int64_t i = 0; st == CT_OK && i < idx0->numel; i++) {
@@ -567,7 +568,7 @@ ct_status ct_cpu_embedding_backward(ct_keyset ks, ct_call *call, void *ud) {
     ct_dtype wd = ct_nn_work_dtype(gy0->dtype);
     ct_scope_begin();
     ct_tensor *gy = ct_nn_as_work(gy0, wd), *idx = ct_contiguous_impl(idx0);
-    ct_tensor *gw = ct_zeros(CT_SHAPE(num, dim), wd, CT_CPU);
+    ct_tensor *gw = ct_zeros_impl(CT_SHAPE(num, dim), wd, CT_CPU);
     ct_status st = gy && idx && gw ? CT_OK : ct_last_status();
     if (st == CT_OK) {
         int64_t bad = wd == CT_DTYPE_FLOAT64
@@ -600,7 +601,7 @@ ct_status ct_cpu_nll_loss(ct_keyset ks, ct_call *call, void *ud) {
     ct_dtype wd = ct_nn_work_dtype(x0->dtype);
     ct_scope_begin();
     ct_tensor *x = ct_nn_as_work(x0, wd), *t = ct_contiguous_impl(t0), *w = ct_nn_as_work(w0, wd);
-    ct_tensor *y = red == CT_REDUCTION_NONE ? ct_empty(t0->shape, t0->ndim, wd, CT_CPU) : ct_empty(NULL, 0, wd, CT_CPU);
+    ct_tensor *y = red == CT_REDUCTION_NONE ? ct_empty_impl(t0->shape, t0->ndim, wd, CT_CPU) : ct_empty_impl(NULL, 0, wd, CT_CPU);
     st = x && t && y && (!w0 || w) ? CT_OK : ct_last_status();
     if (st == CT_OK) {
         double tw;
@@ -637,7 +638,7 @@ ct_status ct_cpu_nll_loss_backward(ct_keyset ks, ct_call *call, void *ud) {
     ct_dtype wd = ct_nn_work_dtype(x0->dtype);
     ct_scope_begin();
     ct_tensor *gy = ct_nn_as_work(gy0, wd), *t = ct_contiguous_impl(t0), *w = ct_nn_as_work(w0, wd);
-    ct_tensor *gx = ct_zeros(x0->shape, x0->ndim, wd, CT_CPU);
+    ct_tensor *gx = ct_zeros_impl(x0->shape, x0->ndim, wd, CT_CPU);
     st = gy && t && gx && (!w0 || w) ? CT_OK : ct_last_status();
     if (st == CT_OK) {
         const void *pw = w ? ct_tensor_data(w) : NULL;

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "core/dtype.h"
+#include "core/factory.h"
 #include "core/view.h"
 #include "cpu/cpu_backend.h"
 #include "meta/stubs.h"
@@ -256,7 +257,7 @@ static ct_status cpu_nonzero(ct_call *call, const ct_tensor *t) {
             count++;
     }
     int nd = t->ndim;
-    ct_tensor *out = ct_empty(CT_SHAPE(count, nd), CT_DTYPE_INT64, CT_CPU);
+    ct_tensor *out = ct_empty_impl(CT_SHAPE(count, nd), CT_DTYPE_INT64, CT_CPU);
     ct_status st = set_out(call, 0, out);
     if (st == CT_OK) {
         int64_t *o = ct_tensor_data(out), coord[CT_MAX_DIMS] = {0}, row = 0;

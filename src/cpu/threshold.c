@@ -4,6 +4,7 @@
  * contiguous buffers, so the compiler vectorizes it; large tensors are split over
  * the OpenMP threads. float16/bfloat16 go through float32, whose comparison and
  * copy are exact for them. */
+#include "core/factory.h"
 #include "core/view.h"
 #include "cpu/cpu_backend.h"
 #include "cpu/loops.h"
@@ -40,7 +41,7 @@ ct_status ct_cpu_threshold_backward(ct_keyset ks, ct_call *call, void *ud) {
     ct_scope_begin();
     const ct_tensor *g = ct_contiguous_impl(ct_to_dtype_impl(call->in[0], wd));
     const ct_tensor *x = ct_contiguous_impl(ct_to_dtype_impl(call->in[1], wd));
-    ct_tensor *out = g ? ct_empty(g->shape, g->ndim, wd, CT_CPU) : NULL;
+    ct_tensor *out = g ? ct_empty_impl(g->shape, g->ndim, wd, CT_CPU) : NULL;
     if (!g || !x || !out) {
         ct_scope_end();
         return ct_last_status();

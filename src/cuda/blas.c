@@ -3,6 +3,7 @@
 #include <stdatomic.h>
 #include <string.h>
 
+#include "core/factory.h"
 #include "ctorch/ops.h"
 #include "cuda/cuda_ops.h"
 #include "dispatch/dispatch_internal.h"
@@ -129,7 +130,7 @@ static ct_status product(ct_call *call, const ct_tensor *c, const ct_tensor *a, 
         return ct_last_status();
     ct_tensor *out = call->out[0];
     ct_scope_begin();
-    ct_tensor *work = ct_tensor_is_contiguous(out) ? out : ct_empty(out->shape, out->ndim, out->dtype, dev);
+    ct_tensor *work = ct_tensor_is_contiguous(out) ? out : ct_empty_impl(out->shape, out->ndim, out->dtype, dev);
     bool use_c = c && beta != 0;
     /* cuBLASLt's GELU epilogue is not float64-exact (2e-10 relative measured): float64
      * keeps the CPU's formula as a kernel of its own. */
@@ -149,7 +150,7 @@ static ct_status product(ct_call *call, const ct_tensor *c, const ct_tensor *a, 
         st = CT_OK;
     } else if (k == 0) { /* an empty sum: beta * C */
         if (!use_c)
-            st = ct_zero_(work) ? CT_OK : ct_last_status();
+            st = ct_fill_impl(work, ct_scalar_int(0)) ? CT_OK : ct_last_status();
         else if (beta != 1)
             st = ct_mul_scalar_(work, ct_scalar_float(beta)) ? CT_OK : ct_last_status();
     } else if (epilogue) {
@@ -214,7 +215,7 @@ ct_status ct_cuda_dot(ct_keyset ks, ct_call *call, void *ud) {
         return ct_last_status();
     ct_tensor *out = call->out[0];
     if (a->shape[0] == 0)
-        return ct_zero_(out) ? CT_OK : ct_last_status();
+        return ct_fill_impl(out, ct_scalar_int(0)) ? CT_OK : ct_last_status();
     return ct_cuda_dot_run(a->dtype, a->shape[0], ct_tensor_ptr(a), a->strides[0], ct_tensor_ptr(b), b->strides[0],
                            ct_tensor_ptr(out), dev.index);
 }

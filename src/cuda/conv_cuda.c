@@ -16,6 +16,7 @@
  * full float32 precision unless TF32 is allowed (docs/cuda.md). */
 #include <string.h>
 
+#include "core/factory.h"
 #include "ctorch/nn.h"
 #include "ctorch/ops.h"
 #include "cuda/cuda_ops.h"
@@ -58,7 +59,7 @@ static ct_cuda_conv_geom kernel_geom(const ct_conv2d_geom *g, int64_t nb) {
  * dtype), as a new tensor (c * kh * kw, nb * oh * ow). */
 static ct_tensor *columns(const ct_tensor *x, const ct_conv2d_geom *g, int64_t n0, int64_t nb, ct_dtype wd) {
     int64_t shape[2] = {g->c * g->kh * g->kw, nb * g->oh * g->ow};
-    ct_tensor *cols = ct_empty(shape, 2, wd, x->device);
+    ct_tensor *cols = ct_empty_impl(shape, 2, wd, x->device);
     if (!cols)
         return NULL;
     ct_cuda_conv_geom k = kernel_geom(g, nb);
@@ -94,7 +95,7 @@ static ct_status conv2d_kernel(ct_keyset ks, ct_call *call, void *ud) {
     int64_t cg = g.c / g.groups, og = g.oc / g.groups, krows = cg * g.kh * g.kw, plane = g.oh * g.ow;
     int64_t x4[4] = {g.n, g.c, g.h, g.w}, y4[4] = {g.n, g.oc, g.oh, g.ow};
     ct_tensor *x = ct_nn_as_work(x0, wd), *w = ct_nn_as_work(call->in[1], wd), *b = ct_nn_as_work(call->in[2], wd);
-    ct_tensor *y = ct_empty(y4, 4, wd, x0->device);
+    ct_tensor *y = ct_empty_impl(y4, 4, wd, x0->device);
     st = x && w && (!call->in[2] || b) && y ? CT_OK : ct_last_status();
     if (st == CT_OK)
         x = ct_view(x, x4, 4);
@@ -104,7 +105,7 @@ static ct_status conv2d_kernel(ct_keyset ks, ct_call *call, void *ud) {
         st = ct_last_status();
     if (st == CT_OK && y->numel > 0 && krows == 0) {
         /* no input channels: an empty sum */
-        st = ct_zero_(y) ? CT_OK : ct_last_status();
+        st = ct_fill_impl(y, ct_scalar_int(0)) ? CT_OK : ct_last_status();
     } else if (st == CT_OK && y->numel > 0) {
         int64_t step = chunk_images(&g);
         for (int64_t n0 = 0; st == CT_OK && n0 < g.n; n0 += step) {
@@ -168,14 +169,14 @@ static ct_status conv_backward(const ct_conv2d_geom *g, const ct_tensor *x0, con
      * broadcast placeholder, which is never made contiguous) */
     ct_tensor *x = want_w ? ct_view(ct_nn_as_work(x0, wd), x4, 4) : NULL;
     ct_tensor *wg = want_in ? ct_view(ct_nn_as_work(w0, wd), w3, 3) : NULL;
-    ct_tensor *gx = want_in ? ct_empty(x4, 4, wd, dev) : NULL;
-    ct_tensor *gw = want_w ? ct_zeros(w3, 3, wd, dev) : NULL;
+    ct_tensor *gx = want_in ? ct_empty_impl(x4, 4, wd, dev) : NULL;
+    ct_tensor *gw = want_w ? ct_zeros_impl(w3, 3, wd, dev) : NULL;
     if (!gy || (want_w && (!x || !gw)) || (want_in && (!wg || !gx)))
         return ct_last_status();
     ct_status st = CT_OK;
     bool empty_sum = g->oc == 0 || g->n == 0; /* gy has no elements */
     if (gx && gx->numel > 0 && empty_sum)
-        st = ct_zero_(gx) ? CT_OK : ct_last_status();
+        st = ct_fill_impl(gx, ct_scalar_int(0)) ? CT_OK : ct_last_status();
     if (!empty_sum && ((gx && gx->numel > 0) || (gw && gw->numel > 0))) {
         int64_t step = chunk_images(g);
         for (int64_t n0 = 0; st == CT_OK && n0 < g->n; n0 += step) {

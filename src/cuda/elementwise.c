@@ -3,6 +3,7 @@
  * coalescing), and this file hands its layout to the kernel file that has the op. */
 #include <string.h>
 
+#include "core/factory.h"
 #include "core/dtype.h"
 #include "cuda/cuda_ops.h"
 #include "meta/op_info.h"
@@ -100,7 +101,7 @@ ct_status ct_cuda_iter_any_zero(const ct_iter *it, int k, bool *found) {
     desc_of(it, &d);
     ct_scope_begin();
     int64_t one = 1;
-    ct_tensor *flag = ct_zeros(&one, 1, CT_DTYPE_INT32, dev);
+    ct_tensor *flag = ct_zeros_impl(&one, 1, CT_DTYPE_INT32, dev);
     ct_status st = flag ? ct_cuda_any_zero(it->compute_dtype, &d, k, (int *)ct_tensor_ptr(flag), dev.index)
                         : ct_last_status();
     int32_t v = 0;

@@ -12,6 +12,7 @@
  * device assert, which poisons the CUDA context; ctorch keeps going. */
 #include <string.h>
 
+#include "core/factory.h"
 #include "api/indexing_generic.h"
 #include "meta/indexing.h"
 #include "meta/kernels.h"
@@ -46,7 +47,7 @@ static ct_status find_bad_index(const char *op, const ct_tensor *ic, int64_t siz
     ct_device dev = ic->device;
     ct_scope_begin();
     int64_t one = 1;
-    ct_tensor *first = ct_full(&one, 1, ct_scalar_int(-1), CT_DTYPE_INT64, dev);
+    ct_tensor *first = ct_full_impl(&one, 1, ct_scalar_int(-1), CT_DTYPE_INT64, dev);
     ct_status st = first ? ct_cuda_check_indices(ct_tensor_ptr(ic), ic->dtype == CT_DTYPE_INT64, n, size, negatives,
                                                  (uint64_t *)ct_tensor_ptr(first), dev.index, op)
                          : ct_last_status();
@@ -234,7 +235,7 @@ ct_status ct_cuda_sort(ct_tensor *vals, ct_tensor *idx, const ct_tensor *t, int 
     /* rows contiguous: the sorted dim last, the others in order */
     const ct_tensor *c = ct_contiguous(t->ndim ? ct_movedim(t, d, t->ndim - 1) : t);
     int64_t bytes = (int64_t)ct_cuda_sort_scratch(outer * inner, size);
-    ct_tensor *scratch = ct_empty(&bytes, 1, CT_DTYPE_UINT8, t->device);
+    ct_tensor *scratch = ct_empty_impl(&bytes, 1, CT_DTYPE_UINT8, t->device);
     ct_status st = c && scratch ? ct_cuda_sort_run(ct_tensor_ptr(c), t->dtype, outer, inner, size, k, descending,
                                                    ct_tensor_ptr(vals), (int64_t *)ct_tensor_ptr(idx),
                                                    ct_tensor_ptr(scratch), t->device.index)
@@ -259,7 +260,7 @@ static ct_status embedding_kernel(ct_keyset ks, ct_call *call, void *ud) {
     int64_t num = w0->shape[0], dim = w0->shape[1];
     shape[idx0->ndim] = dim;
     ct_scope_begin();
-    ct_tensor *y = ct_empty(shape, idx0->ndim + 1, w0->dtype, w0->device);
+    ct_tensor *y = ct_empty_impl(shape, idx0->ndim + 1, w0->dtype, w0->device);
     const ct_tensor *w = ct_contiguous(w0), *idx = ct_contiguous(idx0);
     st = y && w && idx ? check_indices(op, idx, num, -2) : ct_last_status();
     if (st == CT_OK && y->numel > 0)
@@ -292,7 +293,7 @@ static ct_status embedding_backward_kernel(ct_keyset ks, ct_call *call, void *ud
     ct_scope_begin();
     ct_tensor *gy = ct_contiguous(ct_to_dtype(gy0, wd)), *idx = ct_contiguous(idx0);
     int64_t gshape[2] = {num, dim};
-    ct_tensor *gw = ct_zeros(gshape, 2, wd, gy0->device);
+    ct_tensor *gw = ct_zeros_impl(gshape, 2, wd, gy0->device);
     st = gy && idx && gw ? check_indices(op, idx, num, -2) : ct_last_status();
     /* idx's values are rows: padding_idx (when in range) is skipped */
     int64_t skip = pad == CT_NO_PADDING_IDX || pad < 0 || pad >= num ? INT64_MIN : pad;
@@ -313,7 +314,7 @@ static ct_status embedding_backward_kernel(ct_keyset ks, ct_call *call, void *ud
 
 /* A zeroed device buffer of n uint64 (the winners and counts of indexing.cu). */
 static uint64_t *zeroed_u64(int64_t n, ct_device dev) {
-    ct_tensor *z = ct_zeros(&n, 1, CT_DTYPE_INT64, dev);
+    ct_tensor *z = ct_zeros_impl(&n, 1, CT_DTYPE_INT64, dev);
     return z ? (uint64_t *)ct_tensor_ptr(z) : NULL;
 }
 
@@ -450,7 +451,7 @@ static ct_status advindex_check(const char *op, const ct_cuda_advindex_desc *a, 
         return CT_OK;
     ct_scope_begin();
     int64_t one = 1, k = -1;
-    ct_tensor *first = ct_full(&one, 1, ct_scalar_int(-1), CT_DTYPE_INT64, dev);
+    ct_tensor *first = ct_full_impl(&one, 1, ct_scalar_int(-1), CT_DTYPE_INT64, dev);
     ct_status st = first ? ct_cuda_advindex_check(a, (uint64_t *)ct_tensor_ptr(first), dev.index, op) : ct_last_status();
     if (st == CT_OK)
         st = ct_cuda_read_element(first, 0, &k);
@@ -522,7 +523,7 @@ ct_status ct_cuda_index_put(ct_tensor *w, const ct_tensor *values, const int64_t
 static ct_status select_count(const char *op, const ct_cuda_select_desc *d, const ct_tensor *tested, ct_dtype dt,
                               ct_tensor **scratch, int64_t *count) {
     int64_t bytes = (int64_t)ct_cuda_select_scratch(d->n);
-    *scratch = ct_empty(&bytes, 1, CT_DTYPE_UINT8, tested->device);
+    *scratch = ct_empty_impl(&bytes, 1, CT_DTYPE_UINT8, tested->device);
     if (!*scratch)
         return ct_last_status();
     return ct_cuda_select_count(d, ct_tensor_ptr(tested), dt, ct_tensor_ptr(*scratch), count, tested->device.index, op);
@@ -545,7 +546,7 @@ ct_status ct_cuda_nonzero(ct_call *call, const ct_tensor *t) {
     int64_t count = 0;
     ct_status st = select_count(op, &d, t, t->dtype, &scratch, &count);
     int64_t shape[2] = {count, t->ndim};
-    ct_tensor *out = st == CT_OK ? ct_empty(shape, 2, CT_DTYPE_INT64, t->device) : NULL;
+    ct_tensor *out = st == CT_OK ? ct_empty_impl(shape, 2, CT_DTYPE_INT64, t->device) : NULL;
     if (st == CT_OK && !out)
         st = ct_last_status();
     if (st == CT_OK && count > 0)
@@ -576,7 +577,7 @@ ct_status ct_cuda_masked_select(ct_call *call, const ct_tensor *t, const ct_tens
     int64_t count = 0;
     /* bool and uint8 masks: a byte each, selected when nonzero */
     ct_status st = select_count(op, &d, mask, CT_DTYPE_UINT8, &scratch, &count);
-    ct_tensor *out = st == CT_OK ? ct_empty(&count, 1, t->dtype, t->device) : NULL;
+    ct_tensor *out = st == CT_OK ? ct_empty_impl(&count, 1, t->dtype, t->device) : NULL;
     if (st == CT_OK && !out)
         st = ct_last_status();
     if (st == CT_OK && count > 0)

@@ -5,6 +5,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "core/factory.h"
 #include "cuda/cuda_ops.h"
 #include "cuda/nn_rt.h"
 #include "ctorch/nn.h"
@@ -17,7 +18,7 @@ static ct_status check_targets(const ct_tensor *t, const ct_nll_geom *g, int64_t
         return CT_OK;
     ct_scope_begin();
     int64_t one = 1;
-    ct_tensor *first = ct_full(&one, 1, ct_scalar_int(-1), CT_DTYPE_INT64, t->device);
+    ct_tensor *first = ct_full_impl(&one, 1, ct_scalar_int(-1), CT_DTYPE_INT64, t->device);
     ct_status st = first ? ct_cuda_nll_check((const int64_t *)ct_tensor_ptr(t), total, g->c, ignore,
                                              (uint64_t *)ct_tensor_ptr(first), t->device.index)
                          : ct_last_status();
@@ -46,8 +47,8 @@ static ct_status nll_kernel(ct_keyset ks, ct_call *call, void *ud) {
         return ct_last_status();
     ct_scope_begin();
     ct_tensor *x = ct_nn_as_work(x0, wd), *t = ct_contiguous(t0), *w = ct_nn_as_work(w0, wd);
-    ct_tensor *y = red == CT_REDUCTION_NONE ? ct_empty(t0->shape, t0->ndim, wd, x0->device)
-                                            : ct_empty(NULL, 0, wd, x0->device);
+    ct_tensor *y = red == CT_REDUCTION_NONE ? ct_empty_impl(t0->shape, t0->ndim, wd, x0->device)
+                                            : ct_empty_impl(NULL, 0, wd, x0->device);
     st = x && t && y && (!w0 || w) ? check_targets(t, &g, ignore) : ct_last_status();
     if (st == CT_OK)
         st = ct_cuda_nll_run(wd, false, NULL, ct_tensor_ptr(x), (const int64_t *)ct_tensor_ptr(t),
@@ -90,9 +91,9 @@ static ct_status nll_backward_kernel(ct_keyset ks, ct_call *call, void *ud) {
     ct_dtype wd = ct_nn_work_dtype(x0->dtype);
     ct_scope_begin();
     ct_tensor *gy = ct_nn_as_work(gy0, wd), *t = ct_contiguous(t0), *w = ct_nn_as_work(w0, wd);
-    ct_tensor *gx = ct_zeros(x0->shape, x0->ndim, wd, x0->device);
+    ct_tensor *gx = ct_zeros_impl(x0->shape, x0->ndim, wd, x0->device);
     int64_t one = 1;
-    ct_tensor *tw = ct_zeros(&one, 1, CT_DTYPE_FLOAT64, x0->device);
+    ct_tensor *tw = ct_zeros_impl(&one, 1, CT_DTYPE_FLOAT64, x0->device);
     st = gy && t && gx && tw && (!w0 || w) ? check_targets(t, &g, ignore) : ct_last_status();
     if (st == CT_OK)
         st = ct_cuda_nll_run(wd, true, ct_tensor_ptr(gy), NULL, (const int64_t *)ct_tensor_ptr(t),
@@ -119,10 +120,9 @@ static ct_tensor *attention_probs(const ct_tensor *q, const ct_tensor *k, const 
                                   double scale, const ct_sdpa_geom *g) {
     ct_tensor *sc = ct_mul_scalar(ct_matmul(q, ct_transpose(k, -2, -1)), ct_scalar_float(scale));
     if (sc && causal) {
-        ct_tensor *i = ct_unsqueeze(ct_arange(ct_scalar_int(0), ct_scalar_int(g->l), ct_scalar_int(1), CT_DTYPE_INT64,
-                                              q->device),
-                                    1);
-        ct_tensor *j = ct_arange(ct_scalar_int(0), ct_scalar_int(g->s), ct_scalar_int(1), CT_DTYPE_INT64, q->device);
+        ct_scalar zero = ct_scalar_int(0), one = ct_scalar_int(1);
+        ct_tensor *i = ct_unsqueeze(ct_arange_impl(zero, ct_scalar_int(g->l), one, CT_DTYPE_INT64, q->device), 1);
+        ct_tensor *j = ct_arange_impl(zero, ct_scalar_int(g->s), one, CT_DTYPE_INT64, q->device);
         sc = ct_where_scalar_other(ct_ge(i, j), sc, ct_scalar_float(-INFINITY));
     } else if (sc && mask) {
         sc = mask->dtype == CT_DTYPE_BOOL ? ct_where_scalar_other(mask, sc, ct_scalar_float(-INFINITY)) : ct_add(sc, mask);

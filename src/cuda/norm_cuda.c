@@ -6,6 +6,7 @@
  * as on the CPU. */
 #include <string.h>
 
+#include "core/factory.h"
 #include "ctorch/nn.h"
 #include "ctorch/ops.h"
 #include "cuda/cuda_ops.h"
@@ -18,7 +19,7 @@ static const void *ptr_or_null(const ct_tensor *t) { return t ? ct_tensor_ptr(t)
 /* Device scratch for a backward pass (ct_cuda_norm_scratch bytes), as a byte tensor. */
 static ct_tensor *norm_scratch(const ct_rmsnorm_geom *g, ct_device dev) {
     int64_t n = (int64_t)ct_cuda_norm_scratch(g->rows, g->cols);
-    return ct_empty(&n, 1, CT_DTYPE_UINT8, dev);
+    return ct_empty_impl(&n, 1, CT_DTYPE_UINT8, dev);
 }
 
 /* ------------------------------------------------------------------ rms_norm */
@@ -35,7 +36,7 @@ static ct_status rms_norm_kernel(ct_keyset ks, ct_call *call, void *ud) {
     ct_dtype wd = ct_nn_work_dtype(x0->dtype);
     ct_scope_begin();
     ct_tensor *x = ct_nn_as_work(x0, wd), *w = ct_nn_as_work(w0, wd);
-    ct_tensor *y = ct_empty(x0->shape, x0->ndim, wd, x0->device);
+    ct_tensor *y = ct_empty_impl(x0->shape, x0->ndim, wd, x0->device);
     st = x && y && (!w0 || w) ? ct_cuda_rms_norm_fwd(wd, ct_tensor_ptr(x), ptr_or_null(w), ct_tensor_ptr(y), g.rows,
                                                      g.cols, g.eps, x0->device.index)
                               : ct_last_status();
@@ -58,8 +59,8 @@ static ct_status rms_norm_backward_kernel(ct_keyset ks, ct_call *call, void *ud)
     ct_device dev = x0->device;
     ct_scope_begin();
     ct_tensor *x = ct_nn_as_work(x0, wd), *w = ct_nn_as_work(w0, wd), *gy = ct_nn_as_work(gy0, wd);
-    ct_tensor *gx = ct_empty(x0->shape, x0->ndim, wd, dev);
-    ct_tensor *gw = w0 ? ct_zeros(w0->shape, w0->ndim, CT_DTYPE_FLOAT64, dev) : NULL;
+    ct_tensor *gx = ct_empty_impl(x0->shape, x0->ndim, wd, dev);
+    ct_tensor *gw = w0 ? ct_zeros_impl(w0->shape, w0->ndim, CT_DTYPE_FLOAT64, dev) : NULL;
     ct_tensor *scratch = norm_scratch(&g, dev);
     bool ok = x && gy && gx && scratch && (!w0 || (w && gw));
     st = ok ? ct_cuda_rms_norm_bwd(wd, ct_tensor_ptr(gy), ct_tensor_ptr(x), ptr_or_null(w), ct_tensor_ptr(gx),
@@ -88,7 +89,7 @@ static ct_status layer_norm_kernel(ct_keyset ks, ct_call *call, void *ud) {
     ct_dtype wd = ct_nn_work_dtype(x0->dtype);
     ct_scope_begin();
     ct_tensor *x = ct_nn_as_work(x0, wd), *w = ct_nn_as_work(w0, wd), *b = ct_nn_as_work(b0, wd);
-    ct_tensor *y = ct_empty(x0->shape, x0->ndim, wd, x0->device);
+    ct_tensor *y = ct_empty_impl(x0->shape, x0->ndim, wd, x0->device);
     bool ok = x && y && (!w0 || w) && (!b0 || b);
     st = ok ? ct_cuda_layer_norm_fwd(wd, ct_tensor_ptr(x), ptr_or_null(w), ptr_or_null(b), ct_tensor_ptr(y), g.rows,
                                      g.cols, g.eps, x0->device.index)
@@ -113,10 +114,10 @@ static ct_status layer_norm_backward_kernel(ct_keyset ks, ct_call *call, void *u
     ct_scope_begin();
     ct_tensor *x = ct_nn_as_work(x0, wd), *w = ct_nn_as_work(w0, wd), *gy = ct_nn_as_work(gy0, wd);
     /* zeros: with no rows or columns nothing is written, as on the CPU */
-    ct_tensor *gx = g.rows > 0 && g.cols > 0 ? ct_empty(x0->shape, x0->ndim, wd, dev)
-                                             : ct_zeros(x0->shape, x0->ndim, wd, dev);
-    ct_tensor *gw = w0 ? ct_zeros(w0->shape, w0->ndim, CT_DTYPE_FLOAT64, dev) : NULL;
-    ct_tensor *gb = b0 ? ct_zeros(b0->shape, b0->ndim, CT_DTYPE_FLOAT64, dev) : NULL;
+    ct_tensor *gx = g.rows > 0 && g.cols > 0 ? ct_empty_impl(x0->shape, x0->ndim, wd, dev)
+                                             : ct_zeros_impl(x0->shape, x0->ndim, wd, dev);
+    ct_tensor *gw = w0 ? ct_zeros_impl(w0->shape, w0->ndim, CT_DTYPE_FLOAT64, dev) : NULL;
+    ct_tensor *gb = b0 ? ct_zeros_impl(b0->shape, b0->ndim, CT_DTYPE_FLOAT64, dev) : NULL;
     ct_tensor *scratch = norm_scratch(&g, dev);
     bool ok = x && gy && gx && scratch && (!w0 || (w && gw)) && (!b0 || gb);
     st = ok ? ct_cuda_layer_norm_bwd(wd, ct_tensor_ptr(gy), ct_tensor_ptr(x), ptr_or_null(w), ct_tensor_ptr(gx),
@@ -147,7 +148,7 @@ static ct_status gelu_backward_kernel(ct_keyset ks, ct_call *call, void *ud) {
     bool tanh_form = call->ints[0] == CT_GELU_APPROXIMATE_TANH;
     ct_scope_begin();
     ct_tensor *x = ct_nn_as_work(x0, wd), *gy = ct_nn_as_work(gy0, wd);
-    ct_tensor *gx = ct_empty(x0->shape, x0->ndim, wd, x0->device);
+    ct_tensor *gx = ct_empty_impl(x0->shape, x0->ndim, wd, x0->device);
     st = x && gy && gx ? ct_cuda_gelu_bwd(wd, ct_tensor_ptr(gy), ct_tensor_ptr(x), ct_tensor_ptr(gx), x0->numel,
                                           tanh_form, x0->device.index)
                        : ct_last_status();
@@ -168,7 +169,7 @@ static ct_status threshold_backward_kernel(ct_keyset ks, ct_call *call, void *ud
     ct_dtype dt = gy0->dtype, wd = ct_nn_work_dtype(dt);
     ct_scope_begin();
     ct_tensor *gy = ct_nn_as_work(gy0, wd), *x = ct_nn_as_work(x0, wd);
-    ct_tensor *out = ct_empty(gy0->shape, gy0->ndim, wd, gy0->device);
+    ct_tensor *out = ct_empty_impl(gy0->shape, gy0->ndim, wd, gy0->device);
     st = gy && x && out ? ct_cuda_threshold_bwd(wd, ct_tensor_ptr(gy), ct_tensor_ptr(x), ct_scalar_to_double(call->s[0]),
                                                 ct_tensor_ptr(out), out->numel, x0->device.index)
                         : ct_last_status();

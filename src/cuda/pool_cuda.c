@@ -6,6 +6,7 @@
  * indexing_cuda.c) before its gradient is scattered with atomics. */
 #include <string.h>
 
+#include "core/factory.h"
 #include "ctorch/ops.h"
 #include "cuda/cuda_ops.h"
 #include "cuda/nn_rt.h"
@@ -36,8 +37,8 @@ static ct_status max_pool_kernel(ct_keyset ks, ct_call *call, void *ud) {
         return ct_last_status();
     ct_scope_begin();
     ct_tensor *x = ct_nn_as_work(x0, wd);
-    ct_tensor *y = ct_empty(shape, nd, wd, x0->device);
-    ct_tensor *idx = ct_empty(shape, nd, CT_DTYPE_INT64, x0->device);
+    ct_tensor *y = ct_empty_impl(shape, nd, wd, x0->device);
+    ct_tensor *idx = ct_empty_impl(shape, nd, CT_DTYPE_INT64, x0->device);
     st = x && y && idx ? CT_OK : ct_last_status();
     ct_cuda_pool_geom k;
     memset(&k, 0, sizeof k);
@@ -68,7 +69,7 @@ static ct_status check_pool_indices(const ct_tensor *ix, int64_t in_plane) {
         return CT_OK;
     ct_scope_begin();
     int64_t one = 1;
-    ct_tensor *first = ct_full(&one, 1, ct_scalar_int(-1), CT_DTYPE_INT64, ix->device);
+    ct_tensor *first = ct_full_impl(&one, 1, ct_scalar_int(-1), CT_DTYPE_INT64, ix->device);
     ct_status st = first ? ct_cuda_check_indices(ct_tensor_ptr(ix), 1, n, in_plane, 0,
                                                  (uint64_t *)ct_tensor_ptr(first), ix->device.index, op)
                          : ct_last_status();
@@ -104,7 +105,7 @@ static ct_status max_pool_backward_kernel(ct_keyset ks, ct_call *call, void *ud)
         return ct_last_status();
     ct_scope_begin();
     ct_tensor *gw = ct_nn_as_work(go, wd), *i64 = ct_contiguous(ix);
-    ct_tensor *gx = ct_zeros(x->shape, x->ndim, wd, x->device);
+    ct_tensor *gx = ct_zeros_impl(x->shape, x->ndim, wd, x->device);
     /* no input elements: the CPU reads no index either */
     st = gw && i64 && gx ? (planes > 0 ? check_pool_indices(i64, h * w) : CT_OK) : ct_last_status();
     if (st == CT_OK && planes > 0)
@@ -150,7 +151,7 @@ static ct_status avg_pool_kernel(ct_keyset ks, ct_call *call, void *ud) {
     ct_cuda_pool_geom k = avg_geom(&g);
     ct_scope_begin();
     ct_tensor *x = ct_nn_as_work(x0, wd);
-    ct_tensor *y = ct_empty(g.batched ? shape : shape + 1, g.batched ? 4 : 3, wd, x0->device);
+    ct_tensor *y = ct_empty_impl(g.batched ? shape : shape + 1, g.batched ? 4 : 3, wd, x0->device);
     st = x && y ? ct_cuda_avg_pool(wd, ct_tensor_ptr(x), ct_tensor_ptr(y), &k, x0->device.index) : ct_last_status();
     if (st == CT_OK)
         st = ct_nn_set_out(call, 0, y, x0->dtype);
@@ -171,7 +172,7 @@ static ct_status avg_pool_backward_kernel(ct_keyset ks, ct_call *call, void *ud)
     ct_cuda_pool_geom k = avg_geom(&g);
     ct_scope_begin();
     ct_tensor *gy = ct_nn_as_work(gy0, wd);
-    ct_tensor *gx = ct_empty(x0->shape, x0->ndim, wd, x0->device);
+    ct_tensor *gx = ct_empty_impl(x0->shape, x0->ndim, wd, x0->device);
     st = gy && gx ? ct_cuda_avg_pool_bwd(wd, ct_tensor_ptr(gy), ct_tensor_ptr(gx), &k, x0->device.index)
                   : ct_last_status();
     if (st == CT_OK)
@@ -204,7 +205,7 @@ static ct_status adaptive_kernel(ct_keyset ks, ct_call *call, void *ud) {
     ct_cuda_pool_geom k = ada_geom(&g);
     ct_scope_begin();
     ct_tensor *x = ct_nn_as_work(x0, wd);
-    ct_tensor *y = ct_empty(g.batched ? shape : shape + 1, g.batched ? 4 : 3, wd, x0->device);
+    ct_tensor *y = ct_empty_impl(g.batched ? shape : shape + 1, g.batched ? 4 : 3, wd, x0->device);
     st = x && y ? ct_cuda_adaptive_pool(wd, ct_tensor_ptr(x), ct_tensor_ptr(y), &k, x0->device.index)
                 : ct_last_status();
     if (st == CT_OK)
@@ -227,7 +228,7 @@ static ct_status adaptive_backward_kernel(ct_keyset ks, ct_call *call, void *ud)
     ct_scope_begin();
     ct_tensor *gy = ct_nn_as_work(gy0, wd);
     /* zeros: with no output cells nothing is written */
-    ct_tensor *gx = ct_zeros(x0->shape, x0->ndim, wd, x0->device);
+    ct_tensor *gx = ct_zeros_impl(x0->shape, x0->ndim, wd, x0->device);
     st = gy && gx ? ct_cuda_adaptive_pool_bwd(wd, ct_tensor_ptr(gy), ct_tensor_ptr(gx), &k, x0->device.index)
                   : ct_last_status();
     if (st == CT_OK)

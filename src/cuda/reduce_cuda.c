@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/factory.h"
 #include "ctorch.h"
 #include "cuda/cuda_ops.h"
 #include "meta/stubs.h"
@@ -74,7 +75,7 @@ ct_status ct_cuda_reduce(const ct_reduce_iter *it, const ct_reduce_params *param
         return scan ? ct_cuda_scan_run(&d, NULL, device.index, op) : ct_cuda_reduce_run(&d, NULL, device.index, op);
     ct_scope_begin();
     int64_t n = (int64_t)bytes;
-    ct_tensor *scratch = ct_empty(&n, 1, CT_DTYPE_UINT8, device);
+    ct_tensor *scratch = ct_empty_impl(&n, 1, CT_DTYPE_UINT8, device);
     void *p = scratch ? ct_tensor_ptr(scratch) : NULL;
     ct_status st = !scratch ? ct_last_status()
                    : scan   ? ct_cuda_scan_run(&d, p, device.index, op)
@@ -114,7 +115,7 @@ ct_status ct_cuda_foreach_powsum(const ct_tensor *const *ts, int n, double ord, 
     for (int i = 0; i < n && st == CT_OK; i++) {
         const ct_tensor *c = ct_contiguous(ts[i]);
         ct_dtype odt = dtype != CT_DTYPE_UNDEFINED ? dtype : ts[i]->dtype;
-        results[i] = ct_empty(NULL, 0, odt, dev);
+        results[i] = ct_empty_impl(NULL, 0, odt, dev);
         if (!c || !results[i]) {
             st = ct_last_status();
             break;
@@ -132,7 +133,7 @@ ct_status ct_cuda_foreach_powsum(const ct_tensor *const *ts, int n, double ord, 
     int64_t tbytes = (int64_t)(sizeof(int64_t) * ((size_t)n * FIELDS + (size_t)n + 1));
     int64_t pbytes = (nchunks > 0 ? nchunks : 1) * (int64_t)sizeof(double);
     int64_t total = ((tbytes + 255) / 256) * 256 + pbytes;
-    ct_tensor *scratch = st == CT_OK ? ct_empty(&total, 1, CT_DTYPE_UINT8, dev) : NULL;
+    ct_tensor *scratch = st == CT_OK ? ct_empty_impl(&total, 1, CT_DTYPE_UINT8, dev) : NULL;
     if (st == CT_OK && !scratch)
         st = ct_last_status();
     if (st == CT_OK) {

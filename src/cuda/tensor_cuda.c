@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/factory.h"
 #include "core/alloc.h"
 #include "api/cuda_runtime.h"
 #include "core/device.h"
@@ -82,7 +83,7 @@ ct_status ct_cuda_copy_cross(ct_tensor *dst, const ct_tensor *src) {
     if (dst->device.type == CT_DEVICE_META || src->device.type == CT_DEVICE_META)
         return ct_error(CT_ERROR_DEVICE, "copy_", "cannot copy between meta and CUDA tensors: meta tensors have no data");
     ct_scope_begin();
-    ct_tensor *tmp = ct_to_device(src, dst->device);
+    ct_tensor *tmp = ct_to_device_impl(src, dst->device);
     ct_status st = tmp && ct_copy_impl(dst, tmp) ? CT_OK : ct_last_status();
     ct_scope_end();
     return st;
@@ -214,7 +215,7 @@ static ct_status cuda_random_fill(const ct_random_job *J, int device_index) {
 static ct_status cuda_first_outside_unit(const double *p, int64_t n, int64_t *first, int device_index) {
     ct_scope_begin();
     int64_t one = 1;
-    ct_tensor *at = ct_full(&one, 1, ct_scalar_int(-1), CT_DTYPE_INT64, CT_CUDA(device_index));
+    ct_tensor *at = ct_full_impl(&one, 1, ct_scalar_int(-1), CT_DTYPE_INT64, CT_CUDA(device_index));
     ct_status st = at ? ct_cuda_first_outside_unit(p, n, (uint64_t *)ct_tensor_ptr(at), device_index)
                       : ct_last_status();
     if (st == CT_OK)

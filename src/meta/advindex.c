@@ -162,7 +162,7 @@ static ct_status index_kernel(ct_keyset ks, ct_call *call, void *ud) {
     ct_status st = plan_index(op, t, call->list, call->nlist, &p);
     if (st)
         return st;
-    ct_tensor *out = ct_empty(p.oshape, p.ond, t->dtype, t->device);
+    ct_tensor *out = ct_empty_impl(p.oshape, p.ond, t->dtype, t->device);
     if ((st = ct_ix_set_out(call, 0, out)) || ct_ix_is_meta(out) || out->numel == 0)
         return st;
     return CT_CALL_STUB(index_get, op, out->device, out, t, p.idx, (const int64_t(*)[CT_MAX_DIMS])p.istr, p.bnd,

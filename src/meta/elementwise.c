@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "dispatch/dispatch_internal.h"
+#include "core/factory.h"
 #include "core/view.h"
 #include "meta/elementwise.h"
 
@@ -79,7 +80,7 @@ static ct_status move_scalars(const ct_tensor **in, int nin, ct_device device) {
         const ct_tensor *t = in[i];
         if (!t || t->device.type != CT_DEVICE_CPU || t->ndim != 0)
             continue;
-        ct_tensor *d = ct_to_device(t, device);
+        ct_tensor *d = ct_to_device_impl(t, device);
         if (!d)
             return ct_last_status();
         d->wrapped_number = t->wrapped_number; /* promotion treats it as the scalar it was */

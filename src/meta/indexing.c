@@ -195,7 +195,7 @@ static ct_status take_kernel(ct_keyset ks, ct_call *call, void *ud) {
     if (index->dtype != CT_DTYPE_INT64)
         return ct_error(CT_ERROR_TYPE, op, "take(): Expected a long tensor for index, but got %s",
                         ct_ix_type_name(index->dtype));
-    ct_tensor *out = ct_empty(index->shape, index->ndim, t->dtype, t->device);
+    ct_tensor *out = ct_empty_impl(index->shape, index->ndim, t->dtype, t->device);
     ct_status st = ct_ix_set_out(call, 0, out);
     if (st || ct_ix_is_meta(out) || index->numel == 0)
         return st;
@@ -314,8 +314,8 @@ static ct_status kthvalue_kernel(ct_keyset ks, ct_call *call, void *ud) {
             shape[nd++] = t->shape[i];
         else if (keepdim)
             shape[nd++] = 1;
-    ct_tensor *vals = ct_empty(shape, nd, t->dtype, t->device);
-    ct_tensor *idx = ct_empty(shape, nd, CT_DTYPE_INT64, t->device);
+    ct_tensor *vals = ct_empty_impl(shape, nd, t->dtype, t->device);
+    ct_tensor *idx = ct_empty_impl(shape, nd, CT_DTYPE_INT64, t->device);
     ct_status st = ct_ix_set_out(call, 0, vals);
     if (st == CT_OK)
         st = ct_ix_set_out(call, 1, idx);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/dtype.h"
+#include "core/factory.h"
 #include "core/view.h"
 #include "dispatch/call.h"
 #include "core/backend_api.h"
@@ -73,7 +74,7 @@ static inline ct_status ct_ix_begin_update(ct_call *call, const ct_tensor *t, ct
     if (call->mode == CT_CALL_INPLACE) {
         o = call->out[0];
     } else {
-        o = ct_empty(t->shape, t->ndim, t->dtype, t->device);
+        o = ct_empty_impl(t->shape, t->ndim, t->dtype, t->device);
         ct_status st = ct_ix_set_out(call, 0, o);
         if (st)
             return st;

@@ -4,6 +4,7 @@
 
 #include <string.h>
 
+#include "core/factory.h"
 #include "core/view.h"
 #include "ctorch/ops.h" /* ct_result_type, ct_can_cast (promote.c) */
 
@@ -151,14 +152,14 @@ ct_status ct_iter_build(ct_iter *it, const ct_iter_config *cfg) {
         }
         it->out = ct_retain(cfg->out);
     } else {
-        it->out = ct_retain(ct_empty(shape, nd, loop_out, dev));
+        it->out = ct_retain(ct_empty_impl(shape, nd, loop_out, dev));
         if (!it->out)
             return ct_last_status();
     }
     if (it->out->dtype == loop_out) {
         it->loop_out = it->out;
     } else {
-        it->loop_out = ct_retain(ct_empty(shape, nd, loop_out, dev));
+        it->loop_out = ct_retain(ct_empty_impl(shape, nd, loop_out, dev));
         if (!it->loop_out) {
             ct_release(it->out);
             it->out = NULL;

@@ -1,5 +1,6 @@
 /* Matrix products: shape rules, hand-written wrappers and the composite ops
  * (matmul, linear) built from mm/bmm/dot and views. */
+#include "core/factory.h"
 #include "meta/kernels.h"
 #include "ctorch.h"
 #include "meta/linalg.h"
@@ -127,7 +128,7 @@ ct_status ct_linalg_prepare_out(ct_call *call, ct_device device) {
         }
         return CT_OK;
     }
-    ct_tensor *o = ct_empty(shape, nd, dt, device);
+    ct_tensor *o = ct_empty_impl(shape, nd, dt, device);
     if (!o)
         return ct_last_status();
     return ct_call_set_output(call, 0, o);

@@ -1,6 +1,7 @@
 /* The fused nn kernels: argument checks and shape rules (shared by every backend) and
  * the META kernels. The CPU loops are in src/cpu/nn_fused.c, the public wrappers in
  * src/api/nn_fused.c. */
+#include "core/factory.h"
 #include "core/view.h"
 #include "meta/kernels.h"
 #include "meta/nn_fused.h"
@@ -521,7 +522,7 @@ ct_status ct_embedding_check(const ct_tensor *w, const ct_tensor *idx) {
 /* ------------------------------------------------------------------ META kernels */
 
 static ct_status set_meta(ct_call *call, int i, const int64_t *shape, int nd, ct_dtype dt) {
-    ct_tensor *o = ct_empty(shape, nd, dt, CT_META);
+    ct_tensor *o = ct_empty_impl(shape, nd, dt, CT_META);
     return o ? ct_call_set_output(call, i, o) : ct_last_status();
 }
 
@@ -727,5 +728,5 @@ ct_tensor *ct_one_hot_zeros(const ct_tensor *t, int64_t mn, int64_t mx, int64_t 
     int64_t shape[CT_MAX_DIMS];
     memcpy(shape, t->shape, sizeof(int64_t) * (size_t)t->ndim);
     shape[t->ndim] = *nc;
-    return ct_zeros(shape, t->ndim + 1, CT_DTYPE_INT64, t->device);
+    return ct_zeros_impl(shape, t->ndim + 1, CT_DTYPE_INT64, t->device);
 }

@@ -1,5 +1,6 @@
 /* Convolution and pooling: argument checks, shape rules (shared by every backend),
  * the public wrappers and the META kernels. */
+#include "core/factory.h"
 #include "meta/kernels.h"
 #include "ctorch.h"
 #include "meta/nn_ops.h"
@@ -221,18 +222,18 @@ ct_status ct_meta_conv2d(ct_keyset ks, ct_call *call, void *ud) {
     int64_t shape[4];
     int nd;
     ct_conv2d_out_shape(&g, shape, &nd);
-    ct_tensor *o = ct_empty(shape, nd, call->in[0]->dtype, CT_META);
+    ct_tensor *o = ct_empty_impl(shape, nd, call->in[0]->dtype, CT_META);
     return o ? ct_call_set_output(call, 0, o) : ct_last_status();
 }
 
 ct_status ct_meta_conv2d_backward(ct_keyset ks, ct_call *call, void *ud) {
     (void)ks, (void)ud;
     const ct_tensor *x = call->in[1], *w = call->in[2];
-    if (call->ints[7] && ct_call_set_output(call, 0, ct_empty_like(x, CT_DTYPE_UNDEFINED)))
+    if (call->ints[7] && ct_call_set_output(call, 0, ct_empty_like_impl(x)))
         return ct_last_status();
-    if (call->ints[8] && ct_call_set_output(call, 1, ct_empty_like(w, CT_DTYPE_UNDEFINED)))
+    if (call->ints[8] && ct_call_set_output(call, 1, ct_empty_like_impl(w)))
         return ct_last_status();
-    if (call->ints[9] && ct_call_set_output(call, 2, ct_empty(&w->shape[0], 1, w->dtype, CT_META)))
+    if (call->ints[9] && ct_call_set_output(call, 2, ct_empty_impl(&w->shape[0], 1, w->dtype, CT_META)))
         return ct_last_status();
     return CT_OK;
 }
@@ -246,8 +247,8 @@ ct_status ct_meta_max_pool2d_with_indices(ct_keyset ks, ct_call *call, void *ud)
     int64_t shape[4];
     int nd;
     ct_pool2d_out_shape(&g, shape, &nd);
-    ct_tensor *o = ct_empty(shape, nd, call->in[0]->dtype, CT_META);
-    ct_tensor *i = ct_empty(shape, nd, CT_DTYPE_INT64, CT_META);
+    ct_tensor *o = ct_empty_impl(shape, nd, call->in[0]->dtype, CT_META);
+    ct_tensor *i = ct_empty_impl(shape, nd, CT_DTYPE_INT64, CT_META);
     if (!o || !i)
         return ct_last_status();
     ct_call_set_output(call, 0, o);
@@ -256,7 +257,7 @@ ct_status ct_meta_max_pool2d_with_indices(ct_keyset ks, ct_call *call, void *ud)
 
 ct_status ct_meta_max_pool2d_backward(ct_keyset ks, ct_call *call, void *ud) {
     (void)ks, (void)ud;
-    ct_tensor *o = ct_empty_like(call->in[1], CT_DTYPE_UNDEFINED);
+    ct_tensor *o = ct_empty_like_impl(call->in[1]);
     return o ? ct_call_set_output(call, 0, o) : ct_last_status();
 }
 
@@ -265,7 +266,7 @@ ct_status ct_meta_threshold_backward(ct_keyset ks, ct_call *call, void *ud) {
     ct_status st = ct_threshold_backward_check(call);
     if (st)
         return st;
-    ct_tensor *o = ct_empty_like(call->in[0], CT_DTYPE_UNDEFINED);
+    ct_tensor *o = ct_empty_like_impl(call->in[0]);
     return o ? ct_call_set_output(call, 0, o) : ct_last_status();
 }
 

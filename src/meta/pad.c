@@ -73,7 +73,7 @@ static ct_status pad_kernel(ct_keyset ks, ct_call *call, void *ud) {
     }
     if (mode == CT_PAD_CONSTANT && ct_check_scalar_fits(op, call->s[0], t->dtype))
         return ct_last_status();
-    ct_tensor *out = ct_empty(shape, nd, t->dtype, t->device);
+    ct_tensor *out = ct_empty_impl(shape, nd, t->dtype, t->device);
     ct_status st = ct_ix_set_out(call, 0, out);
     if (st || ct_ix_is_meta(out) || out->numel == 0)
         return st;

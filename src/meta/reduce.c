@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "core/dtype.h"
+#include "core/factory.h"
 #include "core/view.h"
 #include "ctorch/ops.h"
 #include "meta/kernels.h"
@@ -310,7 +311,7 @@ static ct_status make_output(ct_call *call, int i, const int64_t *shape, int nd,
                              bool exact, ct_tensor **loop) {
     const char *name = ct_op_name(call->op);
     if (call->mode == CT_CALL_FUNCTIONAL) {
-        ct_tensor *t = ct_empty(shape, nd, dt, dev);
+        ct_tensor *t = ct_empty_impl(shape, nd, dt, dev);
         if (!t)
             return ct_last_status();
         *loop = t;
@@ -342,7 +343,7 @@ static ct_status make_output(ct_call *call, int i, const int64_t *shape, int nd,
     if (!ct_can_cast(dt, o->dtype))
         return ct_error(CT_ERROR_TYPE, name, "result type %s can't be cast to the desired output type %s",
                         ct_dtype_name(dt), ct_dtype_name(o->dtype));
-    *loop = ct_empty(shape, nd, dt, dev);
+    *loop = ct_empty_impl(shape, nd, dt, dev);
     return *loop ? CT_OK : ct_last_status();
 }
 

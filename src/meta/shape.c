@@ -5,6 +5,7 @@
  * src/cpu/shape.c, src/cuda/indexing_cuda.c and shape_cuda.c. */
 #include <string.h>
 
+#include "core/factory.h"
 #include "core/view.h"
 #include "meta/kernels.h"
 #include "ctorch/ops.h" /* ct_result_type (promote.c) */
@@ -41,7 +42,7 @@ static ct_status cat_kernel(ct_keyset ks, ct_call *call, void *ud) {
     if (dt == CT_DTYPE_UNDEFINED)
         return ct_last_status();
     if (!ref) { /* everything skipped: an empty 1-D result */
-        ct_tensor *o = ct_empty(CT_SHAPE(0), dt, ts[0]->device);
+        ct_tensor *o = ct_empty_impl(CT_SHAPE(0), dt, ts[0]->device);
         return set_out(call, 0, o);
     }
     for (int i = 0; i < n; i++)
@@ -70,7 +71,7 @@ static ct_status cat_kernel(ct_keyset ks, ct_call *call, void *ud) {
             return ct_error(CT_ERROR_DEVICE, op, "Expected all tensors to be on the same device");
         shape[d] += t->shape[d];
     }
-    ct_tensor *out = ct_empty(shape, ref->ndim, dt, ref->device);
+    ct_tensor *out = ct_empty_impl(shape, ref->ndim, dt, ref->device);
     ct_status st = set_out(call, 0, out);
     if (st || is_meta(out))
         return st;
@@ -103,7 +104,7 @@ static ct_status flip_kernel(ct_keyset ks, ct_call *call, void *ud) {
             return ct_error(CT_ERROR_VALUE, "flip", "dim %d appears multiple times in the list of dims", d);
         flipped[d] = true;
     }
-    ct_tensor *out = ct_empty(t->shape, t->ndim, t->dtype, t->device);
+    ct_tensor *out = ct_empty_impl(t->shape, t->ndim, t->dtype, t->device);
     ct_status st = set_out(call, 0, out);
     if (st || is_meta(out) || t->numel == 0)
         return st;
@@ -116,7 +117,7 @@ static ct_status tri_kernel(ct_call *call, bool lower) {
     if (t->ndim < 2)
         return ct_error(CT_ERROR_VALUE, op, "%s: input tensor must have at least 2 dimensions", op);
     int64_t k = call->ints[0];
-    ct_tensor *out = ct_empty(t->shape, t->ndim, t->dtype, t->device);
+    ct_tensor *out = ct_empty_impl(t->shape, t->ndim, t->dtype, t->device);
     ct_status st = set_out(call, 0, out);
     if (st || is_meta(out) || t->numel == 0)
         return st;
@@ -150,7 +151,7 @@ static ct_status index_select_kernel(ct_keyset ks, ct_call *call, void *ud) {
     int64_t nidx = index->numel;
     if (t->ndim > 0)
         shape[d] = nidx;
-    ct_tensor *out = ct_empty(shape, t->ndim, t->dtype, t->device);
+    ct_tensor *out = ct_empty_impl(shape, t->ndim, t->dtype, t->device);
     st = set_out(call, 0, out);
     if (st || is_meta(out))
         return st;
@@ -188,7 +189,7 @@ static ct_status gather_kernel(ct_keyset ks, ct_call *call, void *ud) {
         return ct_last_status();
     if ((st = check_gather_shapes(op, t, index, d, NULL)))
         return st;
-    ct_tensor *out = ct_empty(index->shape, index->ndim, t->dtype, t->device);
+    ct_tensor *out = ct_empty_impl(index->shape, index->ndim, t->dtype, t->device);
     st = set_out(call, 0, out);
     if (st || is_meta(out))
         return st;
@@ -203,7 +204,7 @@ static ct_status accumulate_target(ct_call *call, const ct_tensor *t, ct_tensor 
         *out = call->out[0];
         return CT_OK;
     }
-    ct_tensor *o = ct_empty(t->shape, t->ndim, t->dtype, t->device);
+    ct_tensor *o = ct_empty_impl(t->shape, t->ndim, t->dtype, t->device);
     ct_status st = set_out(call, 0, o);
     if (st)
         return st;
@@ -308,8 +309,8 @@ static ct_status sort_rows(ct_call *call, const char *op, int64_t k, int d, bool
     memcpy(shape, t->shape, sizeof(int64_t) * (size_t)t->ndim);
     if (t->ndim)
         shape[d] = k;
-    ct_tensor *vals = ct_empty(shape, t->ndim, t->dtype, t->device);
-    ct_tensor *idx = ct_empty(shape, t->ndim, CT_DTYPE_INT64, t->device);
+    ct_tensor *vals = ct_empty_impl(shape, t->ndim, t->dtype, t->device);
+    ct_tensor *idx = ct_empty_impl(shape, t->ndim, CT_DTYPE_INT64, t->device);
     ct_status st = set_out(call, 0, vals);
     if (st == CT_OK)
         st = set_out(call, 1, idx);
