@@ -129,6 +129,35 @@ static void test_grad_device(void **state) {
     ct_scope_end();
 }
 
+/* to_device's gradient is the move back: gradcheck through CPU -> CUDA -> CPU, and a
+ * CPU parameter used on the GPU gets its gradient on the CPU. */
+static ct_tensor *f_moves(ct_tensor *const *in, int n, void *ud) {
+    (void)n, (void)ud;
+    ct_tensor *g = ct_to_device(in[0], CT_CUDA(0));
+    return ct_to_device(ct_mul(g, g), CT_CPU);
+}
+
+static void test_gradcheck_to_device(void **state) {
+    (void)state;
+    ct_scope_begin();
+    ct_tensor *x = ct_test_values(CT_SHAPE(3, 4), CT_F64, -1.5, 1.5, 5);
+    ct_tensor_set_requires_grad(x, true);
+    ct_tensor *in[1] = {x};
+    if (ct_gradcheck(f_moves, NULL, in, 1, 1e-6, 1e-6, 1e-4) != CT_OK) {
+        print_error("gradcheck through to_device: %s\n", ct_last_error());
+        fail();
+    }
+    ct_tensor *g = ct_to_device(x, CT_CUDA(0));
+    assert_string_equal(ct_tensor_grad_fn_name(g), "ToDeviceBackward0");
+    assert_int_equal(ct_backward(ct_sum(ct_mul(g, g), NULL, 0, false, CT_DTYPE_UNDEFINED), NULL, false, false),
+                     CT_OK);
+    ct_tensor *gx = ct_tensor_grad(x);
+    CT_ASSERT_OK(gx);
+    assert_int_equal(ct_tensor_device(gx).type, CT_DEVICE_CPU);
+    CT_ASSERT_CLOSE(gx, ct_mul_scalar(x, ct_scalar_float(2)), 1e-13, 1e-13, "d/dx sum(to_device(x)^2)");
+    ct_scope_end();
+}
+
 /* A two-layer network trained two SGD steps (momentum) on the GPU and on the CPU from
  * the same start: gradients and parameters agree within float32 tolerances. */
 static void test_mlp_steps_match_cpu(void **state) {
@@ -191,7 +220,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gradcheck_elementwise), cmocka_unit_test(test_gradcheck_matmul),
         cmocka_unit_test(test_gradcheck_reductions),  cmocka_unit_test(test_gradcheck_views),
-        cmocka_unit_test(test_grad_device),
+        cmocka_unit_test(test_grad_device),          cmocka_unit_test(test_gradcheck_to_device),
         cmocka_unit_test(test_mlp_steps_match_cpu),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -922,6 +922,37 @@ static void drive_custom_ops(void) {
     ct_contiguous(ct_t(x));
     ct_to_dtype(x, CT_F64);
     ct_copy_(ct_empty(S23, CT_F64, CT_CPU), x);
+    /* factories, random ops, fills, device moves */
+    ct_empty(S23, CT_F32, CT_CPU);
+    ct_empty(NULL, 0, CT_I64, CT_CPU);
+    ct_empty_strided(CT_INDEX(2, 3), CT_INDEX(1, 2), 2, CT_F32, CT_CPU);
+    ct_empty_like(x, CT_DTYPE_UNDEFINED);
+    ct_zeros(S23, CT_F32, CT_CPU);
+    ct_ones(CT_SHAPE(4), CT_DTYPE_UNDEFINED, CT_CPU);
+    ct_full(S23, ct_scalar_float(2.5), CT_DTYPE_UNDEFINED, CT_CPU);
+    ct_full_like(x, ct_scalar_int(3), CT_I64);
+    ct_scalar_tensor(ct_scalar_bool(true), CT_DTYPE_UNDEFINED, CT_CPU);
+    ct_arange(ct_scalar_int(0), ct_scalar_int(5), ct_scalar_int(1), CT_DTYPE_UNDEFINED, CT_CPU);
+    ct_arange(ct_scalar_float(0), ct_scalar_float(1), ct_scalar_float(0.25), CT_F64, CT_CPU);
+    ct_linspace(0, 1, 5, CT_DTYPE_UNDEFINED, CT_CPU);
+    ct_logspace(0, 2, 3, 10, CT_F64, CT_CPU);
+    ct_eye(3, -1, CT_DTYPE_UNDEFINED, CT_CPU);
+    ct_eye(2, 3, CT_I32, CT_CPU);
+    ct_rand(S23, CT_DTYPE_UNDEFINED, CT_CPU);
+    ct_randn(S23, CT_F64, CT_CPU);
+    ct_rand_like(x, CT_DTYPE_UNDEFINED);
+    ct_randn_like(x, CT_DTYPE_UNDEFINED);
+    ct_randint(0, 10, S23, CT_DTYPE_UNDEFINED, CT_CPU);
+    ct_randint(-3, 3, NULL, 0, CT_I8, CT_CPU);
+    ct_randperm(5, CT_DTYPE_UNDEFINED, CT_CPU);
+    ct_tensor *w = ct_clone(x);
+    ct_fill_(w, ct_scalar_float(0.5));
+    ct_zero_(w);
+    ct_uniform_(w, -1, 1);
+    ct_normal_(w, 0, 2);
+    ct_bernoulli_(w, 0.5);
+    ct_bernoulli(ct_full(S23, ct_scalar_float(0.5), CT_F32, CT_CPU));
+    ct_to_device(x, CT_CPU);
     ct_clear_error();
     ct_scope_end();
 }

@@ -258,6 +258,10 @@ CT_API ct_status ct_tensor_set(ct_tensor *t, const int64_t *index, double value)
 
 /* ---------------------------------------------------------------- creation */
 
+/* The factories, fills, random ops and ct_to_device below are ops of the table: they go
+ * through the dispatcher with the device they create on, so the op log, overrides and
+ * captures see them (docs/factories.md). ct_from_data and ct_from_blob do not. */
+
 /* Shape literal helper: ct_zeros(CT_SHAPE(2, 3), CT_F32, CT_CPU). For a 0-d tensor
  * pass (NULL, 0). */
 #define CT_SHAPE(...) \

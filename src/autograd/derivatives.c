@@ -1650,6 +1650,41 @@ DEF(where, CT_SAVE_IN0) {
     return CT_OK;
 }
 
+/* ------------------------------------------------------------------ factories, random ops, fills */
+
+/* The factories have no tensor input: autograd never records them. */
+NONDIFF(empty)
+NONDIFF(empty_strided)
+NONDIFF(full)
+NONDIFF(arange)
+NONDIFF(linspace)
+NONDIFF(logspace)
+NONDIFF(eye)
+NONDIFF(rand)
+NONDIFF(randn)
+NONDIFF(randint)
+NONDIFF(randperm)
+
+/* The value an in-place fill or draw overwrites gets a zero gradient, as PyTorch's
+ * derivatives.yaml says for fill_, uniform_, normal_ and bernoulli_ (and bernoulli's
+ * probabilities: the draw does not depend on them smoothly). */
+static ct_status zero_grad_of_self(ct_node_ctx *ctx, ct_tensor *const *gout, ct_tensor **gin) {
+    if (WANT(0))
+        TRY(gin[0] = ct_zeros_like(G, CT_DTYPE_UNDEFINED));
+    return CT_OK;
+}
+
+DEF(fill, 0) { return zero_grad_of_self(ctx, gout, gin); }
+DEF(uniform, 0) { return zero_grad_of_self(ctx, gout, gin); }
+DEF(normal, 0) { return zero_grad_of_self(ctx, gout, gin); }
+DEF(bernoulli, 0) { return zero_grad_of_self(ctx, gout, gin); }
+
+/* The gradient of a move is the move back (PyTorch's _to_copy_backward). */
+DEF(to_device, 0) {
+    TRY(gin[0] = ct_to_device(G, ctx->node->in_meta[0].device));
+    return CT_OK;
+}
+
 #include "autograd/derivatives_nn.h"
 
 /* ------------------------------------------------------------------ the table */
@@ -1672,6 +1707,8 @@ DEF(where, CT_SAVE_IN0) {
 #define CT_DERIV_BINARY_DIV(name) CT_DERIV_(name)
 #define CT_DERIV_TERNARY_ARITH(name) CT_DERIV_(name)
 #define CT_DERIV_WHERE(name) CT_DERIV_(name)
+#define CT_DERIV_FACTORY(name) CT_DERIV_(name)
+#define CT_DERIV_RANDOM(name) CT_DERIV_(name)
 
 static const ct_derivative table[CT_OP_COUNT] = {
 #define CT_OP(name, sig, family, flags) CT_DERIV_##family(name)

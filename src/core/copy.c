@@ -1,5 +1,5 @@
 /* Copies and dtype conversions: copy_, contiguous, clone, to, to_device, fill_, full,
- * item (the implementations behind the public functions: view.h, factory.h). The data
+ * item (the implementations behind the dispatched ops: view.h, factory.h). The data
  * moves through the device interface of the tensors' backend (src/core/device.h); the
  * core checks arguments, broadcasts, allocates and converts single elements. */
 #include <math.h>
@@ -208,7 +208,7 @@ ct_tensor *ct_to_device_impl(const ct_tensor *t, ct_device device) {
 /* ------------------------------------------------------------------ fills */
 
 /* bump: t was just made here (full), and its version counts this write; the version
- * of fill_'s tensor is bumped by the public function, once. */
+ * of fill_'s tensor is bumped by the dispatcher, once, as for every in-place op. */
 static bool fill_with(ct_tensor *t, ct_scalar value, bool bump) {
     if (bump)
         ct_tensor_bump_version(t);

@@ -1,8 +1,9 @@
-/* The core implementations behind the public factory, random, fill and device-move
- * functions (src/api/factories.c wraps them as ct_empty, ct_zeros, ct_rand, ct_fill_,
- * ct_to_device, ...). Each builds its result and nothing else, so the core and the
- * kernels call them directly and never the public functions. Arguments, errors, dtype
- * rules and random streams are the public functions'. */
+/* The core implementations behind the dispatched factory, random, fill and device-move
+ * ops (src/api/factories.c wraps them as ct_empty, ct_zeros, ct_rand, ct_fill_,
+ * ct_to_device, ...; Note [Factories as ops] in src/meta/factories.c). Each builds its
+ * result and nothing else, so the core and the kernels call them directly and never
+ * the public functions, which dispatch. Arguments, errors, dtype rules and random
+ * streams are the public functions'. */
 #ifndef CT_CORE_FACTORY_H
 #define CT_CORE_FACTORY_H
 
@@ -29,7 +30,7 @@ static inline ct_tensor *ct_zeros_impl(const int64_t *shape, int ndim, ct_dtype 
     return ct_full_impl(shape, ndim, ct_scalar_int(0), dtype, device);
 }
 /* In place: a new reference to t, or NULL. The in-place impls here do not bump t's
- * version: the public function does, once, when the write succeeded. */
+ * version: the dispatcher does, once, for the in-place op (as for ct_copy_impl). */
 ct_tensor *ct_fill_impl(ct_tensor *t, ct_scalar value);
 /* t itself (a new reference) when it is on device already, else a copy there. */
 ct_tensor *ct_to_device_impl(const ct_tensor *t, ct_device device);

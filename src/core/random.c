@@ -1,6 +1,6 @@
 /* Random tensors: the default generator and the implementations of rand, randn,
  * randint, randperm, uniform_, normal_, bernoulli_ and bernoulli (factory.h; the
- * public functions are in src/api/factories.c). */
+ * public functions dispatch: Note [Factories as ops] in src/meta/factories.c). */
 #include <math.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -106,8 +106,8 @@ static bool run_job_on(const char *op, ct_random_job *J, ct_device device) {
 /* Runs J over t in place: straight into t when it is contiguous, else through a
  * contiguous buffer copied back (elements keep their logical order). Creates no
  * reference to t; false on error. bump: t was just made here (rand, randint, ...), and
- * its version counts this write; the public function bumps the version of an in-place
- * op's tensor (uniform_, normal_, bernoulli_), once. */
+ * its version counts this write; the dispatcher bumps the version of an in-place op's
+ * tensor (uniform_, normal_, bernoulli_), once. */
 static bool fill_tensor(const char *op, ct_tensor *t, ct_random_job *J, bool bump) {
     if (bump)
         ct_tensor_bump_version(t);

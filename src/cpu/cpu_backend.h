@@ -30,6 +30,8 @@ void ct_cpu_register_reduce(void);
 #define CT_CPU_DECL_SCAN(name)
 #define CT_CPU_DECL_VIEW(name)
 #define CT_CPU_DECL_COPY(name)
+#define CT_CPU_DECL_FACTORY(name)
+#define CT_CPU_DECL_RANDOM(name)
 #define CT_CPU_DECL_UNARY_BOOL(name)
 #define CT_CPU_DECL_UNARY_SQUARE(name)
 #define CT_CPU_DECL_BINARY_DIV(name)

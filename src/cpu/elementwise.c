@@ -29,6 +29,8 @@ static const ct_cpu_loop *default_loops[CT_OP_COUNT];
 #define CT_EW_TABLE_SCAN(name)
 #define CT_EW_TABLE_VIEW(name)
 #define CT_EW_TABLE_COPY(name)
+#define CT_EW_TABLE_FACTORY(name)
+#define CT_EW_TABLE_RANDOM(name)
 
 static void fill_default_loops(void) {
 #define CT_OP(name, sig, family, flags) CT_EW_TABLE_##family(name)

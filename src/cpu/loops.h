@@ -27,6 +27,8 @@
 #define CT_KERNEL_DECL_SCAN(name)
 #define CT_KERNEL_DECL_VIEW(name)
 #define CT_KERNEL_DECL_COPY(name)
+#define CT_KERNEL_DECL_FACTORY(name)
+#define CT_KERNEL_DECL_RANDOM(name)
 #define CT_KERNEL_DECL_UNARY_BOOL(name) CT_LOOPS_DECL(name)
 #define CT_KERNEL_DECL_UNARY_SQUARE(name) CT_LOOPS_DECL(name)
 #define CT_KERNEL_DECL_BINARY_DIV(name) CT_LOOPS_DECL(name)

@@ -23,6 +23,8 @@
 #define CPU_SCAN(name) CPU_REG(name, ct_reduce_kernel)
 #define CPU_VIEW(name) CPU_REG(name, ct_core_kernel)
 #define CPU_COPY(name) CPU_REG(name, ct_core_kernel)
+#define CPU_FACTORY(name) CPU_REG(name, ct_factory_kernel)
+#define CPU_RANDOM(name) CPU_REG(name, ct_factory_kernel)
 
 void ct_cpu_register(void) {
     ct_cpu_register_device();

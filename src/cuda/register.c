@@ -31,6 +31,8 @@
 #define CUDA_SCAN(name) CUDA_REG(name, ct_reduce_kernel)
 #define CUDA_VIEW(name) CUDA_REG(name, ct_core_kernel)
 #define CUDA_COPY(name) CUDA_REG(name, ct_core_kernel)
+#define CUDA_FACTORY(name) CUDA_REG(name, ct_factory_kernel)
+#define CUDA_RANDOM(name) CUDA_REG(name, ct_factory_kernel)
 
 void ct_cuda_register(void) {
     ct_cuda_register_device();

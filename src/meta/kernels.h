@@ -27,14 +27,18 @@ CT_BACKEND_BEGIN
 #define CT_META_DECL_BINARY_DIV(name)
 #define CT_META_DECL_TERNARY_ARITH(name)
 #define CT_META_DECL_WHERE(name)
+#define CT_META_DECL_FACTORY(name)
+#define CT_META_DECL_RANDOM(name)
 #include "ctorch/ops.def"
 #undef CT_OP
 
 /* The elementwise families (elementwise.c), reductions and scans (reduce.c), views and
- * copies (views.c: the core's functions as one kernel). */
+ * copies (views.c: the core's functions as one kernel, to_device among them). */
 ct_status ct_kernel_elementwise(ct_keyset ks, ct_call *call, void *user_data);
 ct_status ct_reduce_kernel(ct_keyset ks, ct_call *call, void *user_data);
 ct_status ct_core_kernel(ct_keyset ks, ct_call *call, void *user_data);
+/* The factory, random and fill ops (factories.c: the core's functions as one kernel). */
+ct_status ct_factory_kernel(ct_keyset ks, ct_call *call, void *user_data);
 
 /* Registers every op's META kernel (register.c). */
 void ct_meta_register(void);

@@ -69,6 +69,9 @@ typedef enum ct_op_family {
     CT_FAM_BINARY_DIV,
     CT_FAM_TERNARY_ARITH,
     CT_FAM_WHERE,
+    /* made by the core from the arguments alone (Note [Factories as ops] in factories.c) */
+    CT_FAM_FACTORY,   /* empty, full, arange, ..., fill_ */
+    CT_FAM_RANDOM,    /* the same, drawn from the default generator */
     CT_FAM_COUNT
 } ct_op_family;
 

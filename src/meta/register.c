@@ -21,6 +21,8 @@
 #define META_SCAN(name) META_REG(name, ct_reduce_kernel)
 #define META_VIEW(name) META_REG(name, ct_core_kernel)
 #define META_COPY(name) META_REG(name, ct_core_kernel)
+#define META_FACTORY(name) META_REG(name, ct_factory_kernel)
+#define META_RANDOM(name) META_REG(name, ct_factory_kernel)
 
 void ct_meta_register(void) {
 #define CT_OP(name, sig, family, flags) META_##family(name)

@@ -1,8 +1,10 @@
 /* The kernel of the view and copy ops on every backend: it unpacks a call of
- * src/api/views.c's wrappers and runs the core implementation (src/core/view.c,
- * copy.c), which moves data through the device interface where it has to. */
+ * src/api/views.c's wrappers (and of ct_to_device, src/api/factories.c) and runs the
+ * core implementation (src/core/view.c, copy.c), which moves data through the device
+ * interface where it has to. */
 #include <string.h>
 
+#include "core/factory.h"
 #include "core/view.h"
 #include "dispatch/call.h"
 #include "meta/kernels.h"
@@ -38,6 +40,7 @@ static ct_tensor *apply(const ct_call *c) {
     case CT_OP_clone: return ct_clone_impl(t);
     case CT_OP_contiguous: return ct_contiguous_impl(t);
     case CT_OP_to_dtype: return ct_to_dtype_impl(t, c->dtype);
+    case CT_OP_to_device: return ct_to_device_impl(t, c->device);
     default:
         ct_error(CT_ERROR_RUNTIME, ct_op_name(c->op), "not a view or copy op");
         return NULL;
