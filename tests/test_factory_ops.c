@@ -255,6 +255,181 @@ static void test_meta_override_sees_factories(void **state) {
     assert_int_equal(n, 2);
 }
 
+/* An override at the CPU key sees ct_zeros (as full), ct_randn, ct_fill_ and
+ * ct_to_device, each once, with the arguments its schema says. */
+typedef struct {
+    int full, randn, fill, to_device;
+    int64_t full_ints[2];
+    double full_value;
+    bool fill_inplace;
+} seen_calls;
+
+static ct_status see(ct_keyset ks, ct_call *call, void *ud) {
+    seen_calls *s = ud;
+    const char *name = ct_op_name(ct_call_op(call));
+    if (!strcmp(name, "full")) {
+        s->full++;
+        for (int i = 0; i < 2 && i < ct_call_num_ints(call); i++)
+            s->full_ints[i] = ct_call_int(call, i);
+        s->full_value = ct_scalar_to_double(ct_call_scalar(call, 0));
+    } else if (!strcmp(name, "randn")) {
+        s->randn++;
+    } else if (!strcmp(name, "fill")) {
+        s->fill++;
+        s->fill_inplace = ct_call_is_inplace(call);
+    } else if (!strcmp(name, "to_device")) {
+        s->to_device++;
+    }
+    return ct_call_next(ks, call);
+}
+
+static void test_cpu_override_sees_factories(void **state) {
+    (void)state;
+    seen_calls s = {0};
+    const char *names[] = {"full", "randn", "fill", "to_device"};
+    int64_t h[4];
+    for (int i = 0; i < 4; i++) {
+        h[i] = ct_op_override(ct_op_find(names[i]), CT_KEY_CPU, see, &s, 0);
+        assert_true(h[i] > 0);
+    }
+    ct_scope_begin();
+    ct_tensor *z = ct_zeros(CT_SHAPE(2, 5), CT_F32, CT_CPU);
+    ct_tensor *r = ct_randn(CT_SHAPE(3), CT_F32, CT_CPU);
+    CT_ASSERT_OK(ct_fill_(r, ct_scalar_float(0.25)));
+    ct_tensor *m = ct_to_device(z, CT_META);
+    ct_tensor *c = ct_to_device(z, CT_CPU);
+    ct_scope_end();
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(ct_op_override_remove(h[i]), CT_OK);
+    CT_ASSERT_OK(z);
+    CT_ASSERT_OK(m);
+    assert_ptr_equal(c, z);
+    assert_int_equal(s.full, 1);
+    assert_int_equal(s.full_ints[0], 2);
+    assert_int_equal(s.full_ints[1], 5);
+    assert_true(s.full_value == 0.0);
+    assert_int_equal(s.randn, 1);
+    assert_int_equal(s.fill, 1);
+    assert_true(s.fill_inplace);
+    /* the move to the CPU; the one from the CPU to META runs at META, the higher of its
+     * two backend keys */
+    assert_int_equal(s.to_device, 1);
+}
+
+/* ------------------------------------------------------------------ errors */
+
+/* Wrong arguments give an error naming the op, through the dispatcher or before it,
+ * on every device; nothing is made, the generator does not move. */
+static void test_error_inputs(void **state) {
+    (void)state;
+    ct_scope_begin();
+    ct_manual_seed(5);
+    uint64_t expected = first_draw();
+    ct_manual_seed(5);
+    const ct_device devices[2] = {CT_CPU, CT_META};
+    const int64_t neg[2] = {2, -1};
+    const ct_dtype bad_dtype = (ct_dtype)99;
+    const ct_device bad_device = {42, 0};
+    for (int d = 0; d < 2; d++) {
+        ct_device dev = devices[d];
+        /* negative sizes */
+        const char *negdim = "Trying to create tensor with negative dimension -1: [2, -1]";
+        CT_ASSERT_ERR(ct_empty(neg, 2, CT_F32, dev) != NULL, CT_ERROR_VALUE, negdim);
+        CT_ASSERT_ERR(ct_zeros(neg, 2, CT_F32, dev) != NULL, CT_ERROR_VALUE, negdim);
+        CT_ASSERT_ERR(ct_full(neg, 2, ct_scalar_int(1), CT_F32, dev) != NULL, CT_ERROR_VALUE, negdim);
+        CT_ASSERT_ERR(ct_empty_strided(neg, CT_INDEX(1, 1), 2, CT_F32, dev) != NULL, CT_ERROR_VALUE, negdim);
+        CT_ASSERT_ERR(ct_rand(neg, 2, CT_F32, dev) != NULL, CT_ERROR_VALUE, negdim);
+        CT_ASSERT_ERR(ct_randn(neg, 2, CT_F32, dev) != NULL, CT_ERROR_VALUE, negdim);
+        CT_ASSERT_ERR(ct_randint(0, 3, neg, 2, CT_I64, dev) != NULL, CT_ERROR_VALUE, negdim);
+        CT_ASSERT_ERR(ct_randperm(-1, CT_I64, dev) != NULL, CT_ERROR_VALUE, "negative dimension -1");
+        CT_ASSERT_ERR(ct_eye(-1, 2, CT_F32, dev) != NULL, CT_ERROR_VALUE, "n must be greater or equal to 0, got -1");
+        CT_ASSERT_ERR(ct_linspace(0, 1, -2, CT_F32, dev) != NULL, CT_ERROR_VALUE, "number of steps must be non-negative");
+        CT_ASSERT_ERR(ct_logspace(0, 1, -2, 10, CT_F32, dev) != NULL, CT_ERROR_VALUE, "number of steps must be");
+        CT_ASSERT_ERR(ct_arange(ct_scalar_int(0), ct_scalar_int(5), ct_scalar_int(0), CT_DTYPE_UNDEFINED, dev) != NULL,
+                      CT_ERROR_VALUE, "step must be nonzero");
+        /* shapes a call cannot carry: refused with the core's own message */
+        CT_ASSERT_ERR(ct_empty(NULL, 2, CT_F32, dev) != NULL, CT_ERROR_NULL_ARGUMENT, "shape is NULL but ndim is 2");
+        CT_ASSERT_ERR(ct_zeros(neg, -1, CT_F32, dev) != NULL, CT_ERROR_VALUE, "0 to 8 dimensions, got -1");
+        CT_ASSERT_ERR(ct_rand(neg, 99, CT_F32, dev) != NULL, CT_ERROR_VALUE, "0 to 8 dimensions, got 99");
+        /* dtypes */
+        CT_ASSERT_ERR(ct_empty(CT_SHAPE(2), bad_dtype, dev) != NULL, CT_ERROR_TYPE, "empty: invalid dtype 99");
+        CT_ASSERT_ERR(ct_zeros(CT_SHAPE(2), bad_dtype, dev) != NULL, CT_ERROR_TYPE, "full: invalid dtype 99");
+        CT_ASSERT_ERR(ct_rand(CT_SHAPE(2), bad_dtype, dev) != NULL, CT_ERROR_TYPE, "rand: invalid dtype 99");
+        CT_ASSERT_ERR(ct_randint(0, 3, CT_SHAPE(2), bad_dtype, dev) != NULL, CT_ERROR_TYPE, "invalid dtype 99");
+        CT_ASSERT_ERR(ct_eye(2, 2, bad_dtype, dev) != NULL, CT_ERROR_TYPE, "eye: invalid dtype 99");
+        CT_ASSERT_ERR(ct_randn(CT_SHAPE(2), CT_I32, dev) != NULL, CT_ERROR_TYPE,
+                      "\"normal_kernel_cpu\" not implemented for 'Int'");
+        CT_ASSERT_ERR(ct_randint(3, 0, CT_SHAPE(2), CT_I64, dev) != NULL, CT_ERROR_VALUE,
+                      "random_ expects 'from' to be less than 'to', but got from=3 >= to=0");
+        /* in place */
+        ct_tensor *t = ct_empty(CT_SHAPE(2), CT_I32, dev);
+        CT_ASSERT_OK(t);
+        CT_ASSERT_ERR(ct_fill_(t, ct_scalar_int(1LL << 40)) != NULL, CT_ERROR_VALUE, "without overflow");
+        CT_ASSERT_ERR(ct_uniform_(t, 0, 1) != NULL, CT_ERROR_TYPE, "not implemented for 'Int'");
+        ct_tensor *f = ct_empty(CT_SHAPE(2), CT_F32, dev);
+        CT_ASSERT_ERR(ct_uniform_(f, 1, 0) != NULL, CT_ERROR_VALUE, "from=1 > to=0");
+        CT_ASSERT_ERR(ct_normal_(f, 0, -1) != NULL, CT_ERROR_VALUE, "normal expects std >= 0.0");
+        CT_ASSERT_ERR(ct_bernoulli_(f, 2) != NULL, CT_ERROR_VALUE, "expects p to be in [0, 1], but got p=2");
+        CT_ASSERT_ERR(ct_bernoulli(t) != NULL, CT_ERROR_TYPE, "not implemented for 'Int'");
+        /* a device of no known type */
+        CT_ASSERT_ERR(ct_empty(CT_SHAPE(2), CT_F32, bad_device) != NULL, CT_ERROR_DEVICE, "unknown device type 42");
+        CT_ASSERT_ERR(ct_to_device(f, bad_device) != NULL, CT_ERROR_DEVICE,
+                      dev.type == CT_DEVICE_META ? "cannot copy out of meta tensor" : "unknown device type 42");
+    }
+    ct_device bad_types[2] = {{42, 0}, {-3, 0}};
+    for (int i = 0; i < 2; i++) {
+        ct_device dev = bad_types[i];
+        CT_ASSERT_ERR(ct_zeros(CT_SHAPE(2), CT_F32, dev) != NULL, CT_ERROR_DEVICE, "full: unknown device type");
+        CT_ASSERT_ERR(ct_rand(CT_SHAPE(2), CT_F32, dev) != NULL, CT_ERROR_DEVICE, "rand: unknown device type");
+        CT_ASSERT_ERR(ct_randint(0, 3, CT_SHAPE(2), CT_I64, dev) != NULL, CT_ERROR_DEVICE, "unknown device type");
+        CT_ASSERT_ERR(ct_randperm(3, CT_I64, dev) != NULL, CT_ERROR_DEVICE, "unknown device type");
+        CT_ASSERT_ERR(ct_arange(ct_scalar_int(0), ct_scalar_int(3), ct_scalar_int(1), CT_DTYPE_UNDEFINED, dev) != NULL,
+                      CT_ERROR_DEVICE, "arange: unknown device type");
+        CT_ASSERT_ERR(ct_linspace(0, 1, 3, CT_F32, dev) != NULL, CT_ERROR_DEVICE, "unknown device type");
+        CT_ASSERT_ERR(ct_eye(2, 2, CT_F32, dev) != NULL, CT_ERROR_DEVICE, "eye: unknown device type");
+    }
+    CT_ASSERT_ERR(ct_empty(CT_SHAPE(2), CT_F32, ct_device_make(CT_DEVICE_CPU, 3)) != NULL, CT_ERROR_DEVICE,
+                  "invalid device (type 0, index 3)");
+    if (!ct_cuda_is_available()) {
+        /* a device whose backend is not there: the message it always gave */
+        CT_ASSERT_ERR(ct_zeros(CT_SHAPE(2), CT_F32, CT_CUDA(0)) != NULL, CT_ERROR_DEVICE, "full: ");
+        CT_ASSERT_ERR(ct_randn(CT_SHAPE(2), CT_F32, CT_CUDA(0)) != NULL, CT_ERROR_DEVICE, "randn: ");
+        CT_ASSERT_ERR(ct_to_device(ct_ones(CT_SHAPE(2), CT_F32, CT_CPU), CT_CUDA(0)) != NULL, CT_ERROR_DEVICE,
+                      "to_device: ");
+    }
+    /* NULL tensors */
+    ct_clear_error();
+    CT_ASSERT_ERR(ct_fill_(NULL, ct_scalar_int(0)) != NULL, CT_ERROR_NULL_ARGUMENT, "fill_: got a NULL argument");
+    ct_clear_error();
+    CT_ASSERT_ERR(ct_to_device(NULL, CT_CPU) != NULL, CT_ERROR_NULL_ARGUMENT, "to_device: got a NULL argument");
+    ct_clear_error();
+    CT_ASSERT_ERR(ct_bernoulli(NULL) != NULL, CT_ERROR_NULL_ARGUMENT, "bernoulli: got a NULL argument");
+    ct_clear_error();
+    CT_ASSERT_ERR(ct_zeros_like(NULL, CT_F32) != NULL, CT_ERROR_NULL_ARGUMENT, "zeros_like: got a NULL argument");
+    ct_clear_error();
+    /* the op log writes an error line for a failed factory */
+    const char *path = "test_factory_ops_errors.log";
+    remove(path);
+    assert_int_equal(ct_set_op_logging(true, path), CT_OK);
+    assert_null(ct_zeros(neg, 2, CT_F32, CT_CPU));
+    assert_null(ct_empty(CT_SHAPE(1), CT_F32, bad_device));
+    assert_int_equal(ct_set_op_logging(false, NULL), CT_OK);
+    FILE *lf = fopen(path, "r");
+    assert_non_null(lf);
+    char buf[4096];
+    size_t n = fread(buf, 1, sizeof buf - 1, lf);
+    buf[n] = '\0';
+    fclose(lf);
+    remove(path);
+    if (!strstr(buf, "[ct] full(0, 2, -1, device=cpu) -> error: full: Trying to create tensor with negative"))
+        fail_msg("the op log lacks the failed full: %s", buf);
+    if (!strstr(buf, "[ct] empty(1, device=unknown) -> error: empty: unknown device type 42"))
+        fail_msg("the op log lacks the failed empty: %s", buf);
+    /* nothing drew from the generator */
+    assert_true(first_draw() == expected);
+    ct_scope_end();
+}
+
 /* ------------------------------------------------------------------ gradients */
 
 static ct_tensor *to_cpu_squared(ct_tensor *const *in, int n, void *ud) {
@@ -360,6 +535,8 @@ int main(void) {
         cmocka_unit_test(test_op_log_shows_factories),
         cmocka_unit_test(test_factories_on_meta),
         cmocka_unit_test(test_meta_override_sees_factories),
+        cmocka_unit_test(test_cpu_override_sees_factories),
+        cmocka_unit_test(test_error_inputs),
         cmocka_unit_test(test_to_device_gradient),
         cmocka_unit_test(test_inplace_fills_and_grad),
         cmocka_unit_test(test_inplace_version),
