@@ -13,6 +13,8 @@
  *   ops.tiny_add.c.us_per_op    a 1-element add from C, allocation included
  *   ops.tiny_add_boxed.c.us_per_op  the same add with alpha = 1, which the fast lane leaves
  *                               to the boxed route (ct_call, key set, kernel table, iterator)
+ *   ops.tiny_zeros.c.us_per_op, ops.tiny_empty.c.us_per_op  ct_zeros / ct_empty of 4 float32,
+ *                               released: a factory through the dispatcher (docs/factories.md)
  *   ops.cast_S_D_N.GBps         ct_copy_ of N elements of dtype S into dtype D (bytes read
  *                               plus bytes written); ops.clone_f32_N.GBps, ct_clone (fresh
  *                               output memory included); ops.contig_t_f32_M.GBps,
@@ -204,6 +206,19 @@ static void run_tiny_boxed(void *p) {
     }
 }
 
+/* Small factories, as a training loop makes them (Note [Factories as ops]). */
+static void run_tiny_zeros(void *p) {
+    (void)p;
+    for (int i = 0; i < 1000; i++)
+        ct_release(ct_zeros(CT_SHAPE(4), CT_F32, CT_CPU));
+}
+
+static void run_tiny_empty(void *p) {
+    (void)p;
+    for (int i = 0; i < 1000; i++)
+        ct_release(ct_empty(CT_SHAPE(4), CT_F32, CT_CPU));
+}
+
 /* Prints one figure: bytes / the median time of fn, when the figure is wanted. */
 static void figure(const char *name, double bytes, work_fn fn, bench_ctx *c, int inner) {
     if (want(name))
@@ -349,6 +364,14 @@ int main(int argc, char **argv) {
         printf("ops.tiny_add_boxed.c.us_per_op %.3f us\n", median_time(run_tiny_boxed, &c, 10) / 1000 * 1e6);
         ct_release(c.a);
         ct_release(c.b);
+    }
+    if (want("ops.tiny_zeros.c.us_per_op")) {
+        bench_ctx c = {0};
+        printf("ops.tiny_zeros.c.us_per_op %.3f us\n", median_time(run_tiny_zeros, &c, 10) / 1000 * 1e6);
+    }
+    if (want("ops.tiny_empty.c.us_per_op")) {
+        bench_ctx c = {0};
+        printf("ops.tiny_empty.c.us_per_op %.3f us\n", median_time(run_tiny_empty, &c, 10) / 1000 * 1e6);
     }
     return 0;
 }
