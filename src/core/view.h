@@ -1,4 +1,4 @@
-/* The core implementations behind the dispatched view and copy ops (src/ops/views.c
+/* The core implementations behind the dispatched view and copy ops (src/meta/views.c
  * wraps them as ct_view, ct_clone, ...): they build the result and nothing else, so
  * kernels may call them directly. Arguments and errors as the public functions. */
 #ifndef CT_CORE_VIEW_H

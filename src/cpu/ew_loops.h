@@ -9,7 +9,7 @@
 #include "cpu/loops.h"
 #include "cpu/vecmath.h"
 
-/* Tables an op's kernel selects instead of its default one (src/ops/ew_args.c). */
+/* Tables an op's kernel selects instead of its default one (src/meta/ew_args.c). */
 extern const ct_cpu_loop ct_cpu_loops_div_trunc[CT_DTYPE_COUNT];
 extern const ct_cpu_loop ct_cpu_loops_round_decimals[CT_DTYPE_COUNT];
 extern const ct_cpu_loop ct_cpu_loops_gelu_tanh[CT_DTYPE_COUNT];

@@ -1,4 +1,4 @@
-/* CPU kernels of the fused nn ops (shape rules in src/ops/nn_fused.c). They compute in
+/* CPU kernels of the fused nn ops (shape rules in src/meta/nn_fused.c). They compute in
  * float32 or float64 (float16/bfloat16 convert on the way in and out, as conv2d), on
  * contiguous copies of their inputs. */
 #include <math.h>

@@ -22,7 +22,7 @@ void ct_cuda_register_reduce(void);
 /* Registers the whole CUDA backend: device interface, kernels, stubs (register.c). */
 void ct_cuda_register(void);
 
-/* Runs a planned reduction or scan (src/ops/reduce.c) whose input and outputs live on
+/* Runs a planned reduction or scan (src/meta/reduce_iter.c) whose input and outputs live on
  * device. */
 ct_status ct_cuda_reduce(const ct_reduce_iter *it, const ct_reduce_params *params, ct_device device, const char *op);
 
@@ -32,7 +32,7 @@ ct_status ct_cuda_reduce(const ct_reduce_iter *it, const ct_reduce_params *param
 bool ct_cuda_foreach_powsum_applies(const ct_tensor *const *ts, int n, ct_dtype dtype);
 ct_status ct_cuda_foreach_powsum(const ct_tensor *const *ts, int n, double ord, ct_dtype dtype, ct_tensor **results);
 
-/* Indexing (indexing_cuda.c): the shared kernels of src/ops/shape.c call these once
+/* Indexing (indexing_cuda.c): the shared kernels of src/meta/indexing.c call these once
  * their output lives on a CUDA device; shapes, dtypes and dims are checked by then. */
 ct_status ct_cuda_index_select(ct_tensor *out, const ct_tensor *t, const ct_tensor *index, int dim);
 ct_status ct_cuda_gather(ct_tensor *out, const ct_tensor *t, const ct_tensor *index, int dim);

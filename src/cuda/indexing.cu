@@ -1,6 +1,6 @@
 /* CUDA kernels of the indexing ops: index checks, index_select (and embedding's row
  * gather), gather, scatter_add, index_add (and embedding's backward) and masked_fill.
- * The host side (src/ops/shape.c through indexing_cuda.c) has checked shapes and
+ * The host side (src/meta/indexing.c through indexing_cuda.c) has checked shapes and
  * dtypes, allocated the outputs and validated the indices, so the kernels only move
  * bytes. Values move as raw words of their width; accumulations use atomics, so
  * repeated indices add up in an unspecified order (float sums may differ from the

@@ -2,7 +2,7 @@
  * are the structured kernels' (src/meta/shape.c, indexing.c, advindex.c, pad.c, which
  * call the stubs here once the output lives on a GPU); this file checks devices,
  * validates the indices on the GPU and launches indexing.cu. Also embedding and its
- * backward (their shape rules are in src/ops/nn_fused.c).
+ * backward (their shape rules are in src/meta/nn_fused.c).
  *
  * Note [GPU index checks]
  * An out-of-range index is an error, as on the CPU, with the same message naming the
@@ -70,7 +70,7 @@ static ct_status find_bad_index(const char *op, const ct_tensor *ic, int64_t siz
 }
 
 /* Validates a contiguous index against [0, size), with the CPU kernels' messages
- * (src/ops/shape.c's index_at): dim >= 0 names the dim (gather, scatter_add), -1 gives
+ * (the CPU kernels' index_at): dim >= 0 names the dim (gather, scatter_add), -1 gives
  * index_select/index_add's, -2 embedding's. */
 static ct_status check_indices(const char *op, const ct_tensor *ic, int64_t size, int dim) {
     int64_t k, v;

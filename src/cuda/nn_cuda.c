@@ -1,5 +1,5 @@
 /* The host half of the CUDA nn kernels: nll_loss and nll_loss_backward (shape rules
- * shared with the CPU through ct_nll_check, src/ops/nn_fused.c), and attention. Targets are checked
+ * shared with the CPU through ct_nll_check, src/meta/nn_fused.c), and attention. Targets are checked
  * on the GPU before the loss is computed (Note [GPU index checks] in indexing_cuda.c),
  * with the CPU's message. */
 #include <math.h>

@@ -1,6 +1,6 @@
 /* The host half of the fused normalisation ops and activation gradients on CUDA:
  * rms_norm, layer_norm and their backward ops, gelu_backward, threshold_backward.
- * Argument checks are the CPU's (src/ops/nn_fused.c, src/ops/nn_ops.c); inputs are
+ * Argument checks are the CPU's (src/meta/nn_fused.c, src/meta/nn_ops.c); inputs are
  * made contiguous in the CPU's work dtype (float32, or float64 for float64), and
  * weight/bias gradients are summed in float64 before the conversion to their dtype,
  * as on the CPU. */

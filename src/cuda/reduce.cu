@@ -1,6 +1,6 @@
 /* CUDA reductions: sum, nansum, mean, prod, amax/amin, max/min with indices,
  * argmax/argmin, count_nonzero, all/any, var/std (+ mean), logsumexp, vector norms and
- * the power sums, over the layout src/ops/reduce.c plans for every backend.
+ * the power sums, over the layout src/meta/reduce_iter.c plans for every backend.
  *
  * Note [GPU reductions]
  * One kernel template, instantiated per work dtype (float32, float64, int64) and fold

@@ -1,4 +1,4 @@
-/* The host half of the CUDA reductions and scans: src/ops/reduce.c plans a call
+/* The host half of the CUDA reductions and scans: src/meta/reduce_iter.c plans a call
  * (dtypes, outputs, the ct_reduce_iter layout) for every backend; this file hands the
  * layout to reduce.cu / scan.cu. */
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /* CUDA scans along one dim: cumsum, cumprod, cummax, cummin, softmax and log_softmax,
- * over the layout src/ops/reduce.c plans (ct_scan_iter_init: one row per kept index,
+ * over the layout src/meta/reduce_iter.c plans (ct_scan_iter_init: one row per kept index,
  * rows of rshape[0] elements at input stride rstride[0], output strides rout[]).
  *
  * Cumulative ops walk each row on one thread, in order, exactly as the CPU does (so

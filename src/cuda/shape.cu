@@ -1,5 +1,5 @@
 /* CUDA kernels of the shape ops that move elements: flip and pad (one remapping of
- * output coordinates to input coordinates, as src/ops/pad.c and src/ops/shape.c do it
+ * output coordinates to input coordinates, as src/meta/pad.c and the CPU kernels do it
  * on the CPU) and tril/triu. Elements move as raw words of their width, so every
  * dtype takes the same kernels. */
 #include "kernels.cuh"

@@ -1,6 +1,6 @@
 /* CUDA sort along a dim (sort, argsort, topk): every row becomes a segment of a CUB
  * stable segmented sort of (key, position) pairs, where the 64-bit key orders as the
- * CPU compares (src/ops/shape.c): NaN above every number, -0 equal to +0, ties in their
+ * CPU compares (src/cpu/shape.c): NaN above every number, -0 equal to +0, ties in their
  * original order (stable), descending by complementing the keys (which keeps ties in
  * order, as the CPU does). Results match the CPU exactly. */
 #include <cub/device/device_segmented_sort.cuh>

@@ -308,7 +308,7 @@ ct_status ct_op_override_remove(int64_t handle) {
  * the profiler off. For such calls the boxed route (a ct_call, its key set, a scope
  * for the kernel's temporaries, the kernel table) costs more than a small op itself.
  * An op whose kernel can run such a call directly (the plain elementwise ops on small
- * contiguous inputs, src/ops/family.c) asks ct_dispatch_fast_lane first; the answer is
+ * contiguous inputs, src/cpu/elementwise.c) asks ct_dispatch_fast_lane first; the answer is
  * a few loads and predictable branches. The inputs' part of the condition (CPU, no
  * requires_grad) is the caller's to check. Anything the lane cannot vouch for goes the
  * boxed route, which stays the reference: the lane must give bit-identical results. */

@@ -1,4 +1,4 @@
-/* Dispatcher internals shared by src/dispatch and src/ops. */
+/* Dispatcher internals shared by the files of src/dispatch. */
 #ifndef CT_DISPATCH_INTERNAL_H
 #define CT_DISPATCH_INTERNAL_H
 

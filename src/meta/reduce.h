@@ -1,4 +1,4 @@
-/* The reduction family's kernel and helpers (src/ops/reduce.c). */
+/* The reduction family's kernel and helpers (src/meta/reduce.c). */
 #ifndef CT_OPS_REDUCE_H
 #define CT_OPS_REDUCE_H
 
