@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cast.h"
+#include "checks.h"
 #include "device.h"
 #include "dtype.h"
 #include "view.h"
@@ -264,6 +265,8 @@ ct_status ct_check_scalar_fits(const char *op, ct_scalar s, ct_dtype d) {
 
 ct_tensor *ct_fill_(ct_tensor *t, ct_scalar value) {
     CT_CHECK_ARG("fill_", t);
+    if (ct_check_no_internal_overlap("fill_", t)) /* Note [Internal overlap] */
+        return NULL;
     if (ct_check_scalar_fits("fill_", value, t->dtype))
         return NULL;
     return fill_impl(t, value) ? ct_tensor_ref(t) : NULL;
