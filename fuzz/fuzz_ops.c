@@ -87,12 +87,13 @@ static double pick_double(rd *r) {
     return (double)((int)(k % 17) - 8) / 4.0;
 }
 
-/* A scalar for a tensor of dtype d. Integral tensors get integer scalars: float values
- * of any size on them reach unchecked float-to-int casts (findings 18 and 25). */
+/* A scalar for a tensor of dtype d: floats (NaN and infinities too) mostly for
+ * floating tensors, sometimes for integral ones, which must refuse what they cannot
+ * hold. */
 static ct_scalar pick_scalar(rd *r, ct_dtype d) {
     unsigned k = u8(r);
     bool floating = ct_dtype_is_floating(d);
-    if (floating && k < 128)
+    if (k < (floating ? 128u : 24u))
         return ct_scalar_float(pick_double(r));
     if (k < 200)
         return ct_scalar_int((int64_t)(k % 9) - 4);
@@ -101,10 +102,12 @@ static ct_scalar pick_scalar(rd *r, ct_dtype d) {
     return ct_scalar_int(extreme_ints[k % 16]);
 }
 
-/* alpha of the BINARY_ALPHA ops: finite and small (finding 25: a NaN or huge alpha is
- * cast to int64 unchecked, family.c). */
+/* alpha of the BINARY_ALPHA ops and value of addcmul/addcdiv: small mostly, sometimes
+ * NaN, infinite or huge. */
 static ct_scalar pick_alpha(rd *r, ct_dtype d) {
     unsigned k = u8(r);
+    if (k >= 240)
+        return ct_scalar_float(pick_double(r));
     if (ct_dtype_is_floating(d) && (k & 1))
         return ct_scalar_float((double)((int)(k % 9) - 4) / 2.0);
     return ct_scalar_int((int64_t)(k % 7) - 3);
@@ -227,40 +230,6 @@ static void checked_status(ct_status st, const char *call) {
         fail("a failure status without an error message", call);
 }
 
-/* Whether two elements of t may share memory (expanded or as_strided views): writing
- * to such a tensor is finding 10 (and 5, through a divisor aliased by stride 0). */
-static bool may_overlap(const ct_tensor *t) {
-    if (!t)
-        return false;
-    int nd = ct_tensor_dim(t);
-    const int64_t *sh = ct_tensor_shape(t), *st = ct_tensor_strides(t);
-    int64_t sz[8], sd[8];
-    int n = 0;
-    for (int d = 0; d < nd; d++) {
-        if (sh[d] == 0)
-            return false;
-        if (sh[d] > 1) {
-            sz[n] = sh[d];
-            sd[n++] = st[d] < 0 ? -st[d] : st[d];
-        }
-    }
-    for (int i = 1; i < n; i++) /* by stride, ascending */
-        for (int j = i; j > 0 && sd[j] < sd[j - 1]; j--) {
-            int64_t a = sd[j], b = sz[j];
-            sd[j] = sd[j - 1], sz[j] = sz[j - 1];
-            sd[j - 1] = a, sz[j - 1] = b;
-        }
-    __int128 span = 0; /* elements reachable with the smaller strides */
-    for (int i = 0; i < n; i++) {
-        if (sd[i] <= span)
-            return true;
-        span += (__int128)(sz[i] - 1) * sd[i];
-    }
-    return false;
-}
-
-static bool is_meta(const ct_tensor *t) { return t && ct_tensor_device(t).type == CT_DEVICE_META; }
-static bool integral(const ct_tensor *t) { return t && !ct_dtype_is_floating(ct_tensor_dtype(t)); }
 
 /* ------------------------------------------------------------------ the machine */
 
@@ -398,8 +367,16 @@ static void step(rd *r) {
                                      ct_scalar_int(range(r, -3, 3)), CT_DTYPE_UNDEFINED, dev));
         else if (k == 3)
             CALL("eye", ct_eye(pick_size(r), pick_size(r), d, dev));
-        else if (k == 4) /* finding 8: tril_indices counts before it checks; rows and cols small */
-            CALL("tril_indices", ct_tril_indices(range(r, -2, 12), range(r, -2, 12), range(r, -20, 20), CT_DTYPE_UNDEFINED, dev));
+        else if (k == 4) { /* small triangles, and huge ones with few indices (or none) */
+            int64_t rows = range(r, -2, 12), cols = range(r, -2, 12), off = range(r, -20, 20);
+            unsigned big = u8(r) % 8;
+            if (big == 0)
+                rows = (int64_t)1 << 40, cols = range(r, 0, 2), off = u8(r) & 1 ? INT64_MIN : -((int64_t)1 << 40) + 3;
+            else if (big == 1)
+                rows = (int64_t)1 << 40, cols = (int64_t)1 << 40, off = INT64_MAX; /* refused: too many */
+            CALL("tril_indices", u8(r) & 1 ? ct_tril_indices(rows, cols, off, CT_DTYPE_UNDEFINED, dev)
+                                           : ct_triu_indices(cols, rows, off == INT64_MIN ? INT64_MAX : -off, CT_DTYPE_UNDEFINED, dev));
+        }
         else
             CALL("linspace", ct_linspace(pick_double(r), pick_double(r), pick_size(r), ct_dtype_is_floating(d) ? d : CT_F32, dev));
         break;
@@ -407,13 +384,11 @@ static void step(rd *r) {
     case 3:
     case 4: { /* unary: functional, in place, out= */
         unsigned k = u8(r) % NUNARY, form = u8(r) % 3;
-        if (integral(a) && (unary[k].f == ct_neg || unary[k].f == ct_abs)) /* finding 25: -INT64_MIN */
-            break;
         if (form == 0)
             CALL(unary[k].name, unary[k].f(a));
-        else if (form == 1 && !may_overlap(a)) /* finding 10 */
+        else if (form == 1)
             CALL(unary[k].name, unary[k].ip(a));
-        else if (form == 2 && !may_overlap(b))
+        else
             CALL(unary[k].name, unary[k].out(a, b));
         break;
     }
@@ -423,13 +398,13 @@ static void step(rd *r) {
         unsigned k = u8(r) % NBINARY, form = u8(r) % 6;
         if (form == 0)
             CALL(binary[k].name, binary[k].f(a, b));
-        else if (form == 1 && !may_overlap(a)) /* findings 5 and 10 */
+        else if (form == 1)
             CALL(binary[k].name, binary[k].ip(a, b));
-        else if (form == 2 && !may_overlap(c))
+        else if (form == 2)
             CALL(binary[k].name, binary[k].out(a, b, c));
         else if (form == 3)
             CALL(binary[k].name, binary[k].s(a, pick_scalar(r, da)));
-        else if (form == 4 && !may_overlap(a))
+        else if (form == 4)
             CALL(binary[k].name, binary[k].s_ip(a, pick_scalar(r, da)));
         else if (form == 5)
             CALL("add_alpha", ct_add_alpha(a, b, pick_alpha(r, da)));
@@ -446,9 +421,7 @@ static void step(rd *r) {
         } else if (k == 2) {
             CALL("lerp", ct_lerp(a, b, c));
         } else if (k == 3 || k == 4) {
-            /* finding 18: value is cast to int64 unchecked (ew_args.c), whatever the dtype,
-             * so only small finite values */
-            ct_scalar v = pick_alpha(r, CT_F64);
+            ct_scalar v = pick_alpha(r, CT_F64); /* a float value on integers too */
             if (k == 3)
                 CALL("addcmul", ct_addcmul(a, b, c, v));
             else
@@ -527,10 +500,13 @@ static void step(rd *r) {
         case 9: CALL("slice", ct_slice(a, (int)pick_dim(r, nd), range(r, -8, 8), range(r, -8, 8), range(r, -1, 3))); break;
         case 10: CALL("unfold", ct_unfold(a, (int)pick_dim(r, nd), pick_size(r), range(r, -1, 3))); break;
         case 11: CALL("diagonal", ct_diagonal(a, range(r, -4, 4), (int)pick_dim(r, nd), (int)pick_dim(r, nd))); break;
-        case 12: { /* strides and offset small (finding 25: huge strides on empty dims overflow in the loops) */
+        case 12: { /* strides and offset small; any stride on a dim of size 0 or 1 */
             int64_t st[4] = {range(r, 0, 7), range(r, 0, 7), range(r, 0, 7), range(r, 0, 7)};
-            for (int i = 0; i < 4; i++)
+            for (int i = 0; i < 4; i++) {
                 sh[i] = sh[i] < 0 ? 0 : sh[i];
+                if (sh[i] <= 1 && u8(r) < 32)
+                    st[i] = (int64_t)1 << (40 + u8(r) % 22);
+            }
             CALL("as_strided", ct_as_strided(a, sh, st, n, range(r, 0, 9)));
             break;
         }
@@ -546,11 +522,11 @@ static void step(rd *r) {
             CALL("contiguous", ct_contiguous(a));
         else if (k == 2)
             CALL("to_dtype", ct_to_dtype(a, pick_dtype(r)));
-        else if (k == 3 && !may_overlap(a)) /* finding 10 */
+        else if (k == 3)
             CALL("copy_", ct_copy_(a, b));
         else if (k == 4)
             CALL("to_device", ct_to_device(a, u8(r) & 1 ? CT_META : CT_CPU));
-        else if (k == 5 && !may_overlap(a))
+        else if (k == 5)
             CALL("fill_", ct_fill_(a, pick_scalar(r, da)));
         break;
     }
@@ -560,37 +536,16 @@ static void step(rd *r) {
         int64_t dim = pick_dim(r, nd);
         ct_tensor *idx = u8(r) < 200 ? index_tensor(r, a) : b;
         unsigned k = u8(r) % 9;
-        /* finding 1 (and 2 for masks): a META index, source or mask with a CPU self is
-         * read (no device agreement check) */
-        if ((idx && is_meta(idx) != is_meta(a)) || (c && is_meta(c) != is_meta(a)) || (b && is_meta(b) != is_meta(a)))
-            break;
         if (k == 0) {
-            /* new finding: a 0-d self with several indices writes past its one-element
-             * result, and with none leaves it unwritten (src/ops/shape.c,
-             * index_select_kernel; PyTorch: "Index to scalar can have only 1 value") */
-            if (a && ct_tensor_dim(a) == 0 && idx && ct_tensor_numel(idx) != 1)
-                break;
-            if (ct_tensor_numel(a) == 0) /* finding 25: memcpy(NULL, NULL, 0) for an empty inner dim */
-                break;
             CALL("index_select", ct_index_select(a, dim, idx));
         } else if (k == 1) {
             CALL("gather", ct_gather(a, dim, idx));
-        } else if (k == 2 || k == 3) { /* finding 6: src's dims and emptiness unchecked against index */
-            if (!c || !idx || ct_tensor_dim(c) != ct_tensor_dim(idx) ||
-                (ct_tensor_numel(c) == 0 && ct_tensor_numel(idx) > 0) || may_overlap(a))
-                break;
+        } else if (k == 2 || k == 3) {
             if (k == 2)
                 CALL("scatter_add", ct_scatter_add(a, dim, idx, c));
             else
                 CALL("scatter", ct_scatter(a, dim, idx, c));
         } else if (k == 4) {
-            /* finding 7: with a 0-d self or src, src's numel is not checked against the
-             * number of indices (a 0-d src with several, an empty 1-d src with one) */
-            if (a && c && idx && (ct_tensor_dim(a) == 0 || ct_tensor_dim(c) == 0) &&
-                ct_tensor_numel(c) != ct_tensor_numel(idx))
-                break;
-            if (integral(a)) /* finding 25: add_element multiplies in int64 without wrapping */
-                break;
             CALL("index_add", ct_index_add(a, dim, idx, c, pick_alpha(r, da)));
         } else if (k == 5) {
             CALL("masked_fill", ct_masked_fill(a, b, pick_scalar(r, da)));
@@ -617,9 +572,13 @@ static void step(rd *r) {
             CALL("stack", ct_stack(ts, (int)(u8(r) % 4), dim));
         } else if (k == 2 || k == 3) {
             ct_tensor *out[6] = {NULL};
-            /* finding 25: split/chunk sizes near INT64_MAX overflow; finding 4: NULL sizes */
-            int got = (ct_clear_error(), k == 2 ? ct_split(a, range(r, -1, 7), dim, out, 6)
-                                                : ct_chunk(a, range(r, -1, 7), dim, out, 6));
+            int64_t n = u8(r) < 16 ? extreme_ints[u8(r) % 16] : range(r, -1, 7);
+            unsigned w = u8(r) % 3;
+            int64_t sizes[3] = {range(r, -1, 3), range(r, 0, 5), u8(r) < 16 ? INT64_MAX : range(r, 0, 5)};
+            int got = (ct_clear_error(), w == 0 ? ct_split(a, n, dim, out, 6)
+                                         : w == 1 ? ct_chunk(a, n, dim, out, 6)
+                                                  : ct_split_with_sizes(a, u8(r) < 16 ? NULL : sizes, (int)range(r, -1, 3),
+                                                                        dim, out, 6));
             if (got < 0 && !ct_last_error()[0])
                 fail("a negative count without an error message", "split/chunk");
             for (int i = 0; i < 6 && i < got; i++)
@@ -637,8 +596,10 @@ static void step(rd *r) {
         } else if (k == 6) {
             int64_t shifts[2] = {range(r, -7, 7), range(r, -7, 7)}, dims[2] = {dim, pick_dim(r, nd)};
             CALL("roll", ct_roll(a, shifts, dims, (int)(u8(r) % 3)));
-        } else if (k == 7) { /* finding 25: repeat's size product overflows: counts small */
+        } else if (k == 7) { /* counts small, or huge (refused or out of memory) */
             int64_t reps[4] = {range(r, 0, 3), range(r, 0, 3), range(r, 0, 3), range(r, 0, 3)};
+            if (u8(r) < 16)
+                reps[u8(r) % 4] = (int64_t)1 << 62;
             CALL("repeat", ct_repeat(a, reps, (int)(u8(r) % 5)));
         } else if (k == 8) {
             CALL("tril", u8(r) & 1 ? ct_tril(a, range(r, -4, 4)) : ct_triu(a, range(r, -4, 4)));
@@ -654,7 +615,7 @@ static void step(rd *r) {
         unsigned k = u8(r) % 7;
         if (k == 0)
             CALL("mm", ct_mm(a, b));
-        else if (k == 1) /* finding 9b: empty batches loop per batch; sizes here stay small */
+        else if (k == 1)
             CALL("bmm", ct_bmm(a, b));
         else if (k == 2)
             CALL("matmul", ct_matmul(a, b));
@@ -668,9 +629,15 @@ static void step(rd *r) {
             CALL("outer", ct_outer(a, b));
         break;
     }
-    case 22: { /* convolution and pooling: small strides, pads, dilations (findings 9 and 19) */
+    case 22: { /* convolution and pooling: small strides, pads, dilations, kernels, or huge ones */
         int64_t st[2] = {range(r, 0, 3), range(r, 0, 3)}, pd[2] = {range(r, -1, 2), range(r, -1, 2)},
                 dl[2] = {range(r, 0, 2), range(r, 0, 2)}, ks[2] = {range(r, 0, 4), range(r, 0, 4)};
+        if (u8(r) < 24) { /* one of them at 2^31 .. 2^63 - 1; paddings only where the size overflows
+                           * (a padding of 2^31 makes a result of 2^62 elements, out of memory at best) */
+            int64_t *pick[4] = {st, pd, dl, ks};
+            unsigned w = u8(r) % 4;
+            pick[w][u8(r) % 2] = u8(r) & 1 || w == 1 ? INT64_MAX : (int64_t)1 << (31 + u8(r) % 32);
+        }
         unsigned k = u8(r) % 4;
         if (k == 0) {
             CALL("conv2d", ct_conv2d(a, b, u8(r) & 1 ? c : NULL, st, pd, dl, range(r, 0, 3)));
@@ -728,14 +695,6 @@ static void step(rd *r) {
                 eq[n++] = letters[u8(r) % 3];
         }
         eq[n] = '\0';
-        /* finding 3: a letter three times in one operand */
-        for (const char *p = eq; *p; p++) {
-            int same = 0;
-            for (const char *q = p; *q && *q != ',' && *q != '-'; q++)
-                same += *q == *p;
-            if (same >= 3)
-                return;
-        }
         const ct_tensor *ops[2] = {a, b};
         CALL("einsum", ct_einsum(eq, ops, nops));
         break;

@@ -11,6 +11,7 @@
 #include "ctorch/ops.h"
 #include "meta/nn_fused.h"
 #include "tensor_impl.h"
+#include "core/checks.h"
 
 #define PI 3.14159265358979323846
 
@@ -373,7 +374,11 @@ ct_tensor *ct_kron(const ct_tensor *a, const ct_tensor *b) {
         int64_t x = ia >= 0 ? a->shape[ia] : 1, y = ib >= 0 ? b->shape[ib] : 1;
         sa[2 * i] = x, sa[2 * i + 1] = 1;
         sb[2 * i] = 1, sb[2 * i + 1] = y;
-        out[i] = x * y;
+        if (!ct_size_mul(x, y, &out[i])) { /* Note [Checked sizes] */
+            ct_error(CT_ERROR_VALUE, "kron", "the size of the result overflows int64 at dim %d (%lld * %lld)", i,
+                     (long long)x, (long long)y);
+            return NULL;
+        }
     }
     COMPOSITE(r = ct_reshape(ct_mul(ct_reshape(a, sa, 2 * nd), ct_reshape(b, sb, 2 * nd)), out, nd));
 }
@@ -414,6 +419,10 @@ ct_tensor *ct_diag(const ct_tensor *x, int64_t k) {
         return ct_clone(ct_diagonal(x, k, 0, 1));
     if (x->ndim != 1) {
         ct_error(CT_ERROR_VALUE, "diag", "diag(): Supports 1D or 2D tensors. Got %dD", x->ndim);
+        return NULL;
+    }
+    if (k == INT64_MIN) { /* |k| is no int64; the result's size would overflow anyway */
+        ct_error(CT_ERROR_VALUE, "diag", "the size of the result overflows int64 (diagonal %lld)", (long long)k);
         return NULL;
     }
     int64_t n = x->shape[0], a = k >= 0 ? k : -k;
@@ -698,6 +707,22 @@ ct_tensor *ct_diff(const ct_tensor *x, int64_t n, int64_t dim, const ct_tensor *
     });
 }
 
+/* The number of (i, j), 0 <= i < rows, 0 <= j < cols, with j - i <= offset: row i
+ * holds clamp(i + offset + 1, 0, cols) of them. */
+static __int128 tril_count(int64_t rows, int64_t cols, __int128 offset) {
+    __int128 ia = -offset, ib = (__int128)cols - offset - 1; /* rows from ia hold some, from ib all */
+    if (ia < 0)
+        ia = 0;
+    if (ia > rows)
+        ia = rows;
+    if (ib < ia)
+        ib = ia;
+    if (ib > rows)
+        ib = rows;
+    __int128 n = ib - ia; /* rows ia..ib-1 hold i + offset + 1 each */
+    return n * (offset + 1) + (ia + ib - 1) * n / 2 + (rows - ib) * cols;
+}
+
 /* The (row, col) indices of a lower or upper triangle, as a (2, N) int64 tensor in
  * row-major order. */
 static ct_tensor *tri_indices(const char *op, int64_t rows, int64_t cols, int64_t offset, bool lower, ct_dtype dtype,
@@ -712,21 +737,42 @@ static ct_tensor *tri_indices(const char *op, int64_t rows, int64_t cols, int64_
         ct_error(CT_ERROR_TYPE, op, "\"%s\" not implemented for '%s'", op, ct_dtype_name(dtype));
         return NULL;
     }
-    int64_t count = 0;
-    for (int64_t i = 0; i < rows; i++)
-        for (int64_t j = 0; j < cols; j++)
-            count += lower ? j - i <= offset : j - i >= offset;
+    /* The count in closed form (PyTorch's get_tril_size), in 128 bits: counting cell by
+     * cell took rows * cols steps before any check (2^80 for a 2^40 x 2^40 triangle). */
+    __int128 count = lower ? tril_count(rows, cols, offset)
+                           : (__int128)rows * cols - tril_count(rows, cols, (__int128)offset - 1);
+    if (count > INT64_MAX / 2) {
+        ct_error(CT_ERROR_VALUE, op, "the number of indices of a %lld x %lld triangle overflows int64",
+                 (long long)rows, (long long)cols);
+        return NULL;
+    }
+    int64_t n = (int64_t)count;
+    if (device.type == CT_DEVICE_META) /* no data: only the shape */
+        return ct_empty(CT_SHAPE(2, n), dtype, device);
     COMPOSITE({
-        ct_tensor *h = ct_empty(CT_SHAPE(2, count), CT_DTYPE_INT64, CT_CPU);
+        ct_tensor *h = ct_empty(CT_SHAPE(2, n), CT_DTYPE_INT64, CT_CPU);
         if (h) {
             int64_t *p = ct_tensor_data(h), k = 0;
-            for (int64_t i = 0; i < rows; i++)
-                for (int64_t j = 0; j < cols; j++)
-                    if (lower ? j - i <= offset : j - i >= offset) {
-                        p[k] = i;
-                        p[count + k] = j;
-                        k++;
-                    }
+            /* row i holds columns [max(0, i + offset), cols) (upper) or [0, min(cols, i +
+             * offset + 1)) (lower): only the rows that hold some are visited */
+            for (int64_t i = 0; i < rows && k < n; i++) {
+                __int128 a = lower ? 0 : (__int128)i + offset, b = lower ? (__int128)i + offset + 1 : cols;
+                if (a < 0)
+                    a = 0;
+                if (b > cols)
+                    b = cols;
+                if (lower && b <= 0) { /* the first row with an entry is -offset */
+                    __int128 before = -(__int128)offset - 1;
+                    if (before >= rows)
+                        break;
+                    i = (int64_t)before;
+                    continue;
+                }
+                for (__int128 j = a; j < b; j++, k++) {
+                    p[k] = i;
+                    p[n + k] = (int64_t)j;
+                }
+            }
             r = ct_to_device(ct_to_dtype(h, dtype), device);
         }
     });
@@ -1000,6 +1046,10 @@ ct_tensor *ct_diag_embed(const ct_tensor *x, int64_t offset, int64_t dim1, int64
                  (long long)dim2);
         return NULL;
     }
+    if (offset == INT64_MIN) { /* |offset| is no int64; the result's size would overflow anyway */
+        ct_error(CT_ERROR_VALUE, op, "the size of the result overflows int64 (offset %lld)", (long long)offset);
+        return NULL;
+    }
     int64_t n = x->shape[x->ndim - 1], a = offset >= 0 ? offset : -offset;
     COMPOSITE({
         /* (..., n, n) with x on the main diagonal, shifted like diag, then the two new
@@ -1120,7 +1170,8 @@ ct_tensor *ct_cov(const ct_tensor *x, int64_t correction) {
             int64_t nobs = ct_tensor_shape(m)[1];
             ct_tensor *c = ct_sub(m, ct_mean(m, (int64_t[]){1}, 1, true, CT_DTYPE_UNDEFINED));
             ct_tensor *p = ct_mm(c, ct_t(c));
-            double denom = (double)(nobs - correction) > 0 ? (double)(nobs - correction) : 0.0;
+            double dn = (double)nobs - (double)correction; /* in double: correction may be any int64 */
+            double denom = dn > 0 ? dn : 0.0;
             ct_tensor *v = p ? ct_div_scalar(p, ct_scalar_float(denom)) : NULL;
             r = v && x->ndim < 2 ? ct_reshape(v, NULL, 0) : v;
         }

@@ -266,8 +266,9 @@ ct_tensor *ct_einsum(const char *equation_str, const ct_tensor *const *operands,
         bool again = true;
         while (again && x) {
             again = false;
-            for (int a = 0; a < nd && !again; a++)
-                for (int b = a + 1; b < nd && !again; b++)
+            /* x is NULL after an error: both loops stop (a third repeat read x) */
+            for (int a = 0; x && a < nd && !again; a++)
+                for (int b = a + 1; x && b < nd && !again; b++)
                     if (dl[a] == dl[b]) {
                         if (x->shape[a] != x->shape[b]) {
                             ct_error(CT_ERROR_VALUE, "einsum",

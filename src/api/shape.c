@@ -2,11 +2,13 @@
  * src/meta/shape.c (cat, flip, tril/triu, index_select, gather, scatter_add,
  * index_add, masked_fill, nonzero, sort, topk) and the composites built from views
  * and those ops (stack, split, chunk, unbind, roll, repeat, tile, argsort). */
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ctorch.h"
+#include "core/checks.h"
 #include "core/dtype.h"
 #include "dispatch/dispatch_internal.h"
 
@@ -82,6 +84,14 @@ int ct_split_with_sizes(const ct_tensor *t, const int64_t *sizes, int nsizes, in
     int d = split_dim("split_with_sizes", t, dim);
     if (d < 0)
         return -1;
+    if (nsizes < 0) {
+        ct_error(CT_ERROR_VALUE, "split_with_sizes", "the number of sizes must be non-negative, got %d", nsizes);
+        return -1;
+    }
+    if (nsizes > 0 && !sizes) {
+        ct_error(CT_ERROR_NULL_ARGUMENT, "split_with_sizes", "split_sizes is NULL");
+        return -1;
+    }
     int64_t total = 0;
     for (int i = 0; i < nsizes; i++) {
         if (sizes[i] < 0) {
@@ -89,7 +99,8 @@ int ct_split_with_sizes(const ct_tensor *t, const int64_t *sizes, int nsizes, in
                      (long long)sizes[i], i);
             return -1;
         }
-        total += sizes[i];
+        if (!ct_size_add(total, sizes[i], &total)) /* Note [Checked sizes] */
+            total = -1; /* matches no size: the error below */
     }
     if (total != t->shape[d]) {
         ct_error(CT_ERROR_VALUE, "split_with_sizes",
@@ -122,7 +133,8 @@ int ct_split(const ct_tensor *t, int64_t split_size, int64_t dim, ct_tensor **ou
                  (long long)size);
         return -1;
     }
-    int64_t n = split_size == 0 ? 1 : (size + split_size - 1) / split_size;
+    /* ceil(size / split_size) without size + split_size - 1, which overflows */
+    int64_t n = split_size == 0 ? 1 : size / split_size + (size % split_size != 0);
     if (n == 0)
         n = 1;
     if (n > 1 << 20) {
@@ -149,7 +161,7 @@ int ct_chunk(const ct_tensor *t, int64_t chunks, int64_t dim, ct_tensor **out, i
         ct_error(CT_ERROR_VALUE, "chunk", "chunk expects `chunks` to be greater than 0, got: %lld", (long long)chunks);
         return -1;
     }
-    int64_t each = (t->shape[d] + chunks - 1) / chunks;
+    int64_t size = t->shape[d], each = size / chunks + (size % chunks != 0); /* ceil, without overflow */
     return ct_split(t, each, d, out, max_out);
 }
 
@@ -165,9 +177,16 @@ int ct_unbind(const ct_tensor *t, int64_t dim, ct_tensor **out, int max_out) {
     }
     if (ct_wrap_dim("unbind", dim, t->ndim, &d))
         return -1;
+    if (t->shape[d] > INT_MAX) { /* the count is an int */
+        ct_error(CT_ERROR_VALUE, "unbind", "too many pieces (%lld)", (long long)t->shape[d]);
+        return -1;
+    }
     for (int64_t i = 0; i < t->shape[d] && i < max_out && out; i++)
-        if (!(out[i] = ct_select(t, d, i)))
+        if (!(out[i] = ct_select(t, d, i))) {
+            for (int64_t j = 0; j < i; j++) /* as split does: nothing half made is left behind */
+                ct_release(ct_scope_depth() == 0 ? out[j] : NULL);
             return -1;
+        }
     return (int)t->shape[d];
 }
 
@@ -331,7 +350,9 @@ ct_tensor *ct_roll(const ct_tensor *t, const int64_t *shifts, const int64_t *dim
             int64_t size = cur->shape[d];
             if (size == 0)
                 continue;
-            int64_t s = ((shifts[i] % size) + size) % size;
+            int64_t s = shifts[i] % size; /* in (-size, size): adding size cannot overflow */
+            if (s < 0)
+                s += size;
             if (s == 0)
                 continue;
             const ct_tensor *parts[2] = {ct_narrow(cur, d, size - s, s), ct_narrow(cur, d, 0, size - s)};
@@ -372,7 +393,11 @@ ct_tensor *ct_repeat(const ct_tensor *t, const int64_t *repeats, int n) {
         inter[2 * i + 1] = s;
         expanded[2 * i] = repeats[i];
         expanded[2 * i + 1] = s;
-        result[i] = repeats[i] * s;
+        if (!ct_size_mul(repeats[i], s, &result[i])) { /* Note [Checked sizes] */
+            ct_error(CT_ERROR_VALUE, "repeat", "the size of the result overflows int64 at dim %d (%lld * %lld)", i,
+                     (long long)repeats[i], (long long)s);
+            return NULL;
+        }
     }
     ct_scope_begin();
     ct_tensor *r = ct_reshape(ct_expand(ct_reshape(t, inter, 2 * n), expanded, 2 * n), result, n);

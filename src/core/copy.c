@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cast.h"
+#include "checks.h"
 #include "device.h"
 #include "dtype.h"
 #include "factory.h"
@@ -269,6 +270,8 @@ ct_status ct_check_scalar_fits(const char *op, ct_scalar s, ct_dtype d) {
 
 ct_tensor *ct_fill_impl(ct_tensor *t, ct_scalar value) {
     CT_CHECK_ARG("fill_", t);
+    if (ct_check_no_internal_overlap("fill_", t)) /* Note [Internal overlap] */
+        return NULL;
     if (ct_check_scalar_fits("fill_", value, t->dtype))
         return NULL;
     return fill_with(t, value, false) ? ct_tensor_ref(t) : NULL;

@@ -7,6 +7,7 @@
 #include "dtype.h"
 #include "tensor_impl.h"
 #include "tensor_make.h"
+#include "checks.h"
 #include "device.h"
 #include "factory.h"
 
@@ -150,7 +151,10 @@ bool ct_strides_contiguous(const int64_t *shape, const int64_t *strides, int ndi
             return true;
         if (shape[i] != 1 && strides[i] != expected)
             return false;
-        expected *= shape[i];
+        /* past an overflow, the dims left can only be of size 0 or 1 (a tensor whose numel
+         * overflows is refused when made), and those are contiguous with any stride */
+        if (!ct_size_mul(expected, shape[i], &expected))
+            return true;
     }
     return true;
 }
@@ -495,6 +499,57 @@ static bool check_dtype(const char *op, ct_dtype dtype) {
     return true;
 }
 
+bool ct_window_out_size(int64_t in, int64_t pad_l, int64_t pad_r, int64_t kernel, int64_t stride, int64_t dilation,
+                        bool ceil_mode, int64_t *out) {
+    /* every step in 128 bits: the inputs are int64, so no step overflows there */
+    __int128 num = (__int128)in + pad_l + pad_r - (__int128)dilation * (kernel - 1) - 1;
+    if (ceil_mode)
+        num += stride - 1;
+    __int128 r = num / stride + 1;
+    if (r > INT64_MAX || r < INT64_MIN)
+        return false;
+    *out = (int64_t)r;
+    return true;
+}
+
+bool ct_tensor_has_internal_overlap(const ct_tensor *t) {
+    int64_t size[CT_MAX_DIMS], stride[CT_MAX_DIMS];
+    int n = 0;
+    for (int d = 0; d < t->ndim; d++) {
+        if (t->shape[d] == 0)
+            return false; /* nothing is written */
+        if (t->shape[d] == 1)
+            continue;
+        int64_t s = t->strides[d];
+        if (s == 0)
+            return true;
+        /* insertion by |stride|, ascending */
+        uint64_t a = s < 0 ? (uint64_t)0 - (uint64_t)s : (uint64_t)s;
+        int k = n++;
+        for (; k > 0 && (uint64_t)stride[k - 1] > a; k--) {
+            stride[k] = stride[k - 1];
+            size[k] = size[k - 1];
+        }
+        stride[k] = a > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)a;
+        size[k] = t->shape[d];
+    }
+    __int128 reach = 0; /* the largest distance the smaller strides span */
+    for (int k = 0; k < n; k++) {
+        if (stride[k] <= reach)
+            return true;
+        reach += (__int128)(size[k] - 1) * stride[k];
+    }
+    return false;
+}
+
+ct_status ct_check_no_internal_overlap(const char *op, const ct_tensor *t) {
+    if (t && ct_tensor_has_internal_overlap(t))
+        return ct_error(CT_ERROR_VALUE, op,
+                        "unsupported operation: more than one element of the written-to tensor refers to a single "
+                        "memory location. Please clone() the tensor before performing the operation.");
+    return CT_OK;
+}
+
 bool ct_check_device(const char *op, ct_device device) {
     if (device.type == CT_DEVICE_CPU || device.type == CT_DEVICE_META)
         return true;
@@ -570,10 +625,20 @@ ct_tensor *ct_from_blob(void *data, const int64_t *shape, const int64_t *strides
                 ct_error(CT_ERROR_VALUE, "from_blob", "strides must be non-negative");
                 return NULL;
             }
-            span += (shape[i] - 1) * strides[i];
+            int64_t ext;
+            if (!ct_size_mul(shape[i] - 1, strides[i], &ext) || !ct_size_add(span, ext, &span)) {
+                ct_error(CT_ERROR_VALUE, "from_blob", "the view's extent overflows int64 (dim %d)", i);
+                return NULL;
+            }
         }
     }
-    ct_storage *s = ct_storage_from_blob(data, (size_t)span * ct_dtype_size(dtype), deleter, ctx);
+    int64_t nbytes;
+    if (!ct_size_mul(span, (int64_t)ct_dtype_size(dtype), &nbytes)) {
+        ct_error(CT_ERROR_VALUE, "from_blob", "the view's extent of %lld elements overflows int64 in bytes",
+                 (long long)span);
+        return NULL;
+    }
+    ct_storage *s = ct_storage_from_blob(data, (size_t)nbytes, deleter, ctx);
     if (!s)
         return NULL;
     ct_tensor *t = ct_tensor_make(s, 0, shape, strides, ndim, dtype, CT_CPU);

@@ -728,6 +728,18 @@ static bool pool_2x2(const ct_pool2d_geom *g) {
            2 * g->ow <= g->w;
 }
 
+/* The first tap i of a window starting at start (start + i * dilation >= 0), and one
+ * past the last inside an input of size n, at most kernel: the loop skips the taps in
+ * the padding instead of stepping over them (a kernel of 2^31 rows over a small input
+ * took hours). */
+static inline int64_t tap_first(int64_t start, int64_t dilation) {
+    return start >= 0 ? 0 : (-start + dilation - 1) / dilation;
+}
+static inline int64_t tap_end(int64_t start, int64_t n, int64_t dilation, int64_t kernel) {
+    int64_t end = start >= n ? 0 : (n - 1 - start) / dilation + 1;
+    return end < kernel ? end : kernel;
+}
+
 /* One output plane per iteration; T is the element type (float32 and float64 run
  * natively, other dtypes through float64, which holds all their values exactly). */
 #define MAX_POOL_PLANES(T)                                                                              \
@@ -740,12 +752,16 @@ static bool pool_2x2(const ct_pool2d_geom *g) {
                 for (int64_t ox = 0; ox < g->ow; ox++) {                                                \
                     T best = -(T)INFINITY;                                                              \
                     int64_t at = -1;                                                                    \
-                    for (int64_t i = 0; i < g->kernel[0]; i++) {                                        \
-                        int64_t yy = oy * g->stride[0] - g->padding[0] + i * g->dilation[0];            \
+                    /* the taps inside the input, in the same order (a kernel may be far larger) */ \
+                    int64_t y0 = oy * g->stride[0] - g->padding[0], x0 = ox * g->stride[1] - g->padding[1]; \
+                    int64_t i0 = tap_first(y0, g->dilation[0]), i1 = tap_end(y0, g->h, g->dilation[0], g->kernel[0]); \
+                    int64_t j0 = tap_first(x0, g->dilation[1]), j1 = tap_end(x0, g->w, g->dilation[1], g->kernel[1]); \
+                    for (int64_t i = i0; i < i1; i++) {                                                 \
+                        int64_t yy = y0 + i * g->dilation[0];                                           \
                         if (yy < 0 || yy >= g->h)                                                       \
                             continue;                                                                   \
-                        for (int64_t j = 0; j < g->kernel[1]; j++) {                                    \
-                            int64_t xx = ox * g->stride[1] - g->padding[1] + j * g->dilation[1];        \
+                        for (int64_t j = j0; j < j1; j++) {                                             \
+                            int64_t xx = x0 + j * g->dilation[1];                                       \
                             if (xx < 0 || xx >= g->w)                                                   \
                                 continue;                                                               \
                             T v = xp[yy * g->w + xx];                                                   \

@@ -80,7 +80,7 @@ void ct_loop2(int ndim, const int64_t *shape, char *dst, const int64_t *dst_stri
             const char *restrict a = src;                                                                 \
             int64_t i = 0;                                                                                \
             if (ct_stream_wanted(n * (SZ_##D + SZ_##S), o, SZ_##D)) { /* Note [Streaming stores] */       \
-                for (; (uintptr_t)(o + i * SZ_##D) % 64u != 0; i++)                                       \
+                for (; i < n && (uintptr_t)(o + i * SZ_##D) % 64u != 0; i++) /* a short run ends first */  \
                     STORE_##D(o + i * SZ_##D, LOAD_##S(a + i * SZ_##S), ISF_##S);                         \
                 for (; i + 64 / SZ_##D <= n; i += 64 / SZ_##D) {                                          \
                     _Alignas(64) char line[64];                                                           \

@@ -127,21 +127,22 @@ extern const ct_cpu_loop ct_cpu_loops_any_zero[CT_DTYPE_COUNT];
     CT_EW_UNARY_LOOP(name##_u32, uint32_t, uint32_t, uint32_t, CT_ID, CT_ID, EXPR)      \
     CT_EW_UNARY_LOOP(name##_u64, uint64_t, uint64_t, uint64_t, CT_ID, CT_ID, EXPR)
 
-/* Unary loops with a bool (uint8) result over every dtype. */
+/* Unary loops with a bool (uint8) result over every dtype, normalised to 0 and 1 (a
+ * bool tensor holds nothing else; glibc's isinf(-inf) is -1). */
 #define CT_EW_UNARY_TO_BOOL(name, EXPR_I, EXPR_F)                                       \
-    CT_EW_UNARY_LOOP(name##_b, uint8_t, uint8_t, uint8_t, CT_ID, CT_ID, (uint8_t)(EXPR_I)) \
-    CT_EW_UNARY_LOOP(name##_u8, uint8_t, uint8_t, uint8_t, CT_ID, CT_ID, (uint8_t)(EXPR_I)) \
-    CT_EW_UNARY_LOOP(name##_i8, int8_t, int8_t, uint8_t, CT_ID, CT_ID, (uint8_t)(EXPR_I)) \
-    CT_EW_UNARY_LOOP(name##_i16, int16_t, int16_t, uint8_t, CT_ID, CT_ID, (uint8_t)(EXPR_I)) \
-    CT_EW_UNARY_LOOP(name##_i32, int32_t, int32_t, uint8_t, CT_ID, CT_ID, (uint8_t)(EXPR_I)) \
-    CT_EW_UNARY_LOOP(name##_i64, int64_t, int64_t, uint8_t, CT_ID, CT_ID, (uint8_t)(EXPR_I)) \
-    CT_EW_UNARY_LOOP(name##_u16, uint16_t, uint16_t, uint8_t, CT_ID, CT_ID, (uint8_t)(EXPR_I)) \
-    CT_EW_UNARY_LOOP(name##_u32, uint32_t, uint32_t, uint8_t, CT_ID, CT_ID, (uint8_t)(EXPR_I)) \
-    CT_EW_UNARY_LOOP(name##_u64, uint64_t, uint64_t, uint8_t, CT_ID, CT_ID, (uint8_t)(EXPR_I)) \
-    CT_EW_UNARY_LOOP(name##_f32, float, float, uint8_t, CT_ID, CT_ID, (uint8_t)(EXPR_F)) \
-    CT_EW_UNARY_LOOP(name##_f64, double, double, uint8_t, CT_ID, CT_ID, (uint8_t)(EXPR_F)) \
-    CT_EW_UNARY_LOOP(name##_f16, uint16_t, float, uint8_t, ct_h2f, CT_ID, (uint8_t)(EXPR_F)) \
-    CT_EW_UNARY_LOOP(name##_bf16, uint16_t, float, uint8_t, ct_b2f, CT_ID, (uint8_t)(EXPR_F)) \
+    CT_EW_UNARY_LOOP(name##_b, uint8_t, uint8_t, uint8_t, CT_ID, CT_ID, (uint8_t)((EXPR_I) != 0)) \
+    CT_EW_UNARY_LOOP(name##_u8, uint8_t, uint8_t, uint8_t, CT_ID, CT_ID, (uint8_t)((EXPR_I) != 0)) \
+    CT_EW_UNARY_LOOP(name##_i8, int8_t, int8_t, uint8_t, CT_ID, CT_ID, (uint8_t)((EXPR_I) != 0)) \
+    CT_EW_UNARY_LOOP(name##_i16, int16_t, int16_t, uint8_t, CT_ID, CT_ID, (uint8_t)((EXPR_I) != 0)) \
+    CT_EW_UNARY_LOOP(name##_i32, int32_t, int32_t, uint8_t, CT_ID, CT_ID, (uint8_t)((EXPR_I) != 0)) \
+    CT_EW_UNARY_LOOP(name##_i64, int64_t, int64_t, uint8_t, CT_ID, CT_ID, (uint8_t)((EXPR_I) != 0)) \
+    CT_EW_UNARY_LOOP(name##_u16, uint16_t, uint16_t, uint8_t, CT_ID, CT_ID, (uint8_t)((EXPR_I) != 0)) \
+    CT_EW_UNARY_LOOP(name##_u32, uint32_t, uint32_t, uint8_t, CT_ID, CT_ID, (uint8_t)((EXPR_I) != 0)) \
+    CT_EW_UNARY_LOOP(name##_u64, uint64_t, uint64_t, uint8_t, CT_ID, CT_ID, (uint8_t)((EXPR_I) != 0)) \
+    CT_EW_UNARY_LOOP(name##_f32, float, float, uint8_t, CT_ID, CT_ID, (uint8_t)((EXPR_F) != 0)) \
+    CT_EW_UNARY_LOOP(name##_f64, double, double, uint8_t, CT_ID, CT_ID, (uint8_t)((EXPR_F) != 0)) \
+    CT_EW_UNARY_LOOP(name##_f16, uint16_t, float, uint8_t, ct_h2f, CT_ID, (uint8_t)((EXPR_F) != 0)) \
+    CT_EW_UNARY_LOOP(name##_bf16, uint16_t, float, uint8_t, ct_b2f, CT_ID, (uint8_t)((EXPR_F) != 0)) \
     const ct_cpu_loop ct_cpu_loops_##name[CT_DTYPE_COUNT] = {CT_EW_B(name), CT_EW_I(name), CT_EW_F(name)};
 
 /* Binary loops (CT_BINARY_LOOP of loops.h) by dtype group. */

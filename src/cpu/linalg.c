@@ -148,6 +148,8 @@ static void gemm(ct_dtype dt, int64_t n, int64_t m, int64_t k, mat A, mat B, cha
 
 /* out (contiguous) = beta * out + alpha * a @ b over a batch (ndim 2 or 3). */
 static ct_status batched_product(const ct_tensor *a, const ct_tensor *b, ct_tensor *out, double alpha, double beta) {
+    if (out->numel == 0) /* nothing to write: no loop over the batches of an empty result */
+        return CT_OK;
     ct_scope_begin();
     ct_dtype dt = a->dtype;
     bool low = dt == CT_DTYPE_FLOAT16 || dt == CT_DTYPE_BFLOAT16;

@@ -119,7 +119,7 @@ static ct_status cpu_index_select(ct_tensor *out, const ct_tensor *t, const ct_t
         int64_t at = 0;
         if ((st = index_at(op, ic, i, size, -1, &at)))
             break;
-        for (int64_t o = 0; o < outer; o++)
+        for (int64_t o = 0; o < outer && inner > 0; o++) /* an empty t has no data to point into */
             memcpy(dst + (size_t)((o * nidx + i) * inner) * esz, src + (size_t)((o * size + at) * inner) * esz,
                    (size_t)inner * esz);
     }
@@ -152,14 +152,23 @@ static ct_status cpu_gather(ct_tensor *out, const ct_tensor *t, const ct_tensor 
 
 /* ------------------------------------------------------------------ scatter_add, index_add */
 
-/* dst[k] += alpha * src[k] in dtype d (through double for floats, int64 for integers). */
+/* alpha as the integer the meta kernel checked it to be (its range: Note [Checked
+ * sizes] does not apply, a uint64 alpha may exceed INT64_MAX and wraps like uint64). */
+static uint64_t int_alpha(double alpha) {
+    if (!(alpha == alpha) || alpha <= -9223372036854775808.0 || alpha >= 18446744073709551616.0)
+        return 0; /* refused before the stub runs */
+    return alpha >= 9223372036854775808.0 ? (uint64_t)alpha : (uint64_t)(int64_t)alpha;
+}
+
+/* dst[k] += alpha * src[k] in dtype d (through double for floats, int64 for integers,
+ * wrapping like the element type). */
 static void add_element(char *dst, const char *src, ct_dtype d, double alpha) {
     if (ct_dtype_is_floating(d))
         ct_store_double(dst, d, ct_load_double(dst, d) + alpha * ct_load_double(src, d));
     else if (d == CT_DTYPE_BOOL)
         ct_store_int64(dst, d, ct_load_int64(dst, d) | (alpha != 0 && ct_load_int64(src, d)));
     else
-        ct_store_int64(dst, d, (int64_t)((uint64_t)ct_load_int64(dst, d) + (uint64_t)((int64_t)alpha * ct_load_int64(src, d))));
+        ct_store_int64(dst, d, (int64_t)((uint64_t)ct_load_int64(dst, d) + int_alpha(alpha) * (uint64_t)ct_load_int64(src, d)));
 }
 
 static ct_status cpu_scatter_add(ct_tensor *out, const ct_tensor *src, const ct_tensor *index, int d) {

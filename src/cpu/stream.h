@@ -83,6 +83,8 @@ static inline void ct_stream_copy(char *dst, const char *src, size_t bytes) {
         return;
     }
     size_t head = (64u - (uintptr_t)dst % 64u) % 64u, k;
+    if (head > bytes) /* a short copy (CT_STREAM_ALWAYS) ends before the first line */
+        head = bytes;
     memcpy(dst, src, head);
     for (k = head; k + 64 <= bytes; k += 64)
         ct_stream_line(dst + k, src + k);
@@ -107,7 +109,9 @@ static inline void ct_stream_copy(char *dst, const char *src, size_t bytes) {
         int64_t done_ = 0;                                                                     \
         if (ct_stream_wanted((n) * (int64_t)(touched), (const void *)(o), sizeof(OT))) {       \
             enum { LINE_ = 64 / (int)sizeof(OT) };                                             \
-            const int64_t head_ = (int64_t)((64u - (uintptr_t)(o) % 64u) % 64u / sizeof(OT));  \
+            int64_t head_ = (int64_t)((64u - (uintptr_t)(o) % 64u) % 64u / sizeof(OT));        \
+            if (head_ > (n))                                                                   \
+                head_ = (n);                                                                   \
             for (int64_t J = 0; J < head_; J++)                                                \
                 (o)[J] = VALUE;                                                                \
             for (done_ = head_; done_ + LINE_ <= (n); done_ += LINE_) {                        \

@@ -39,12 +39,18 @@
         [CT_DTYPE_FLOAT32] = name##_f32, [CT_DTYPE_FLOAT64] = name##_f64,                     \
         [CT_DTYPE_FLOAT16] = name##_f16, [CT_DTYPE_BFLOAT16] = name##_bf16};
 
-/* Unsigned negation wraps, as in PyTorch. */
-CT_ALL_UNARY(neg, -x)
+/* Negation wraps, as in PyTorch: unsigned values by C's rule, int32/int64 through
+ * their unsigned type (-INT64_MIN is INT64_MIN, where C's signed negation is undefined;
+ * the narrower types negate in int and are narrowed back). */
+#define WRAP_NEG(x)                                                  \
+    _Generic((x), int32_t: (int32_t)(0u - (uint32_t)(x)),            \
+                  int64_t: (int64_t)(UINT64_C(0) - (uint64_t)(x)),   \
+                  default: -(x))
+CT_ALL_UNARY(neg, WRAP_NEG(x))
 /* abs of an unsigned value (and of a bool, as PyTorch's CUDA abs) is itself; the
  * generic expression covers them (x < 0 is false). */
 CT_UNARY_LOOP(abs_bool, bool, bool, CT_ID, CT_ID, x)
-CT_ALL_UNARY_B(abs, x < 0 ? -x : x, abs_bool)
+CT_ALL_UNARY_B(abs, x < 0 ? WRAP_NEG(x) : x, abs_bool)
 /* relu keeps NaN (NaN > 0 is false, so the comparison form would drop it). */
 CT_ALL_UNARY(relu, x > 0 ? x : (x != x ? x : 0))
 

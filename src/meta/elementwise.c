@@ -56,7 +56,7 @@ static ct_status fill_params(const ct_call *call, ct_dtype compute, ct_loop_para
             return ct_error(CT_ERROR_TYPE, ct_op_name(call->op),
                             "Boolean alpha only supported for Boolean results.");
         p->alpha = ct_scalar_to_double(a);
-        p->ialpha = a.type == CT_SCALAR_INT ? a.v.i : a.type == CT_SCALAR_BOOL ? a.v.b : (int64_t)a.v.f;
+        p->ialpha = ct_ew_int_scalar(a);
     }
     return CT_OK;
 }

@@ -65,6 +65,17 @@ ct_status ct_ew_setup(const ct_call *call, const ct_iter *it, ct_loop_params *p,
                       const ct_ew_backend *backend);
 /* True for ops the two functions above treat specially (see ew_args.c). */
 bool ct_ew_has_args(ct_op op);
+/* The integer a scalar stands for on an integer compute dtype: an int or bool as it
+ * is, a float truncated; 0 for a float no int64 holds (NaN, infinities, beyond 2^63),
+ * which never reaches an integer loop (ew_args.c refuses it first). */
+static inline int64_t ct_ew_int_scalar(ct_scalar v) {
+    if (v.type == CT_SCALAR_INT)
+        return v.v.i;
+    if (v.type == CT_SCALAR_BOOL)
+        return v.v.b;
+    double f = v.v.f;
+    return f > -9223372036854775808.0 && f < 9223372036854775808.0 ? (int64_t)f : 0;
+}
 
 CT_BACKEND_END
 

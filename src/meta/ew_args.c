@@ -25,8 +25,10 @@ static const char *c_type_name(ct_dtype d) {
  * checked conversion: signed types their range, unsigned types [-max, max] (so -1
  * means the largest value, as in C). */
 static ct_status check_fits(const char *op, double v, ct_dtype d) {
-    if (!ct_dtype_is_integral(d, false) || isnan(v))
+    if (!ct_dtype_is_integral(d, false))
         return CT_OK;
+    if (isnan(v)) /* no integer holds it (c10's overflows() says the same) */
+        return ct_error(CT_ERROR_VALUE, op, "value cannot be converted to type %s without overflow", c_type_name(d));
     double lo, hi;
     switch (d) {
     case CT_DTYPE_UINT8: hi = 255.0, lo = -hi; break;
@@ -243,7 +245,7 @@ ct_status ct_ew_setup(const ct_call *call, const ct_iter *it, ct_loop_params *p,
     case CT_OP_round:
         if (call->nints > 0) {
             int64_t dec = call->ints[0];
-            p->p[0] = pow(10.0, (double)(dec < 0 ? -dec : dec));
+            p->p[0] = pow(10.0, fabs((double)dec)); /* |dec| in double: -INT64_MIN is no int64 */
             p->p[1] = dec < 0;
         }
         break;
@@ -261,7 +263,9 @@ ct_status ct_ew_setup(const ct_call *call, const ct_iter *it, ct_loop_params *p,
     case CT_OP_addcdiv: {
         ct_scalar v = call->s[0];
         p->alpha = ct_scalar_to_double(v);
-        p->ialpha = v.type == CT_SCALAR_INT ? v.v.i : v.type == CT_SCALAR_BOOL ? v.v.b : (int64_t)v.v.f;
+        p->ialpha = ct_ew_int_scalar(v);
+        if (v.type == CT_SCALAR_FLOAT) /* value on an integer dtype: converted with a check, as c10 does */
+            st = check_fits(name, p->alpha, d);
         break;
     }
     case CT_OP_clamp:

@@ -21,21 +21,12 @@
 #include "meta/kernels.h"
 #include "meta/stubs.h"
 
-/* scatter's index check (PyTorch 2.x): int64 or int32, unless it is empty. */
-static ct_status need_int_index(const char *msg_prefix, const char *op, const ct_tensor *index) {
-    if (index->numel != 0 && index->dtype != CT_DTYPE_INT64 && index->dtype != CT_DTYPE_INT32)
-        return ct_error(CT_ERROR_TYPE, op, "%sExpected dtype int32/int64 for index", msg_prefix);
-    return CT_OK;
-}
-
-/* ------------------------------------------------------------------ scatter, scatter_reduce */
-
 /* Note [scatter shapes]
- * PyTorch's rule: index has self's number of dims (0-d counts as 1-d), and along every
- * dim is no larger than src and, outside dim, no larger than self. An empty index
- * makes the op a copy. */
-static ct_status check_scatter_shapes(const char *op, const ct_tensor *t, const ct_tensor *index, int d,
-                                      const ct_tensor *src) {
+ * PyTorch's rule: index has self's number of dims (0-d counts as 1-d, with size 1), and
+ * src's, and along every dim is no larger than src and, outside dim, no larger than
+ * self. An empty index makes the op a copy. scatter_add (shape.c) shares it. */
+ct_status ct_ix_check_scatter_shapes(const char *op, const ct_tensor *t, const ct_tensor *index, int d,
+                                     const ct_tensor *src) {
     int tnd = t->ndim ? t->ndim : 1, ind = index->ndim ? index->ndim : 1;
     if (tnd != ind)
         return ct_error(CT_ERROR_VALUE, op, "Index tensor must have the same number of dimensions as self tensor");
@@ -43,9 +34,10 @@ static ct_status check_scatter_shapes(const char *op, const ct_tensor *t, const 
         return ct_error(CT_ERROR_VALUE, op, "Index tensor must have the same number of dimensions as src tensor");
     if (index->numel == 0)
         return CT_OK;
-    for (int k = 0; k < index->ndim; k++) {
-        bool bad_self = k != d && index->shape[k] > t->shape[k];
-        bool bad_src = src && index->shape[k] > (src->ndim ? src->shape[k] : 1);
+    for (int k = 0; k < ind; k++) { /* a 0-d tensor has size 1 along its one dim */
+        int64_t isz = index->ndim ? index->shape[k] : 1;
+        bool bad_self = k != d && isz > (t->ndim ? t->shape[k] : 1);
+        bool bad_src = src && isz > (src->ndim ? src->shape[k] : 1);
         if (bad_self || bad_src) {
             char a[96], b[96], c[96];
             ct_shape_str(index->shape, index->ndim, a, sizeof a);
@@ -61,6 +53,15 @@ static ct_status check_scatter_shapes(const char *op, const ct_tensor *t, const 
     }
     return CT_OK;
 }
+
+/* scatter's index check (PyTorch 2.x): int64 or int32, unless it is empty. */
+static ct_status need_int_index(const char *msg_prefix, const char *op, const ct_tensor *index) {
+    if (index->numel != 0 && index->dtype != CT_DTYPE_INT64 && index->dtype != CT_DTYPE_INT32)
+        return ct_error(CT_ERROR_TYPE, op, "%sExpected dtype int32/int64 for index", msg_prefix);
+    return CT_OK;
+}
+
+/* ------------------------------------------------------------------ scatter, scatter_reduce */
 
 /* ints: dim, reduce (-1: plain scatter), include_self. in[2] NULL: scatter s[0]. */
 static ct_status scatter_kernel(ct_call *call, const char *op) {
@@ -81,7 +82,7 @@ static ct_status scatter_kernel(ct_call *call, const char *op) {
     int d;
     if (ct_wrap_dim(op, call->ints[0], t->ndim ? t->ndim : 1, &d))
         return ct_last_status();
-    if ((st = check_scatter_shapes(op, t, index, d, src)))
+    if ((st = ct_ix_check_scatter_shapes(op, t, index, d, src)))
         return st;
     char value[16] = {0};
     if (!src) {

@@ -7,9 +7,11 @@
 #include <string.h>
 
 #include "core/dtype.h"
+#include "core/checks.h"
 #include "core/factory.h"
 #include "core/view.h"
 #include "dispatch/call.h"
+#include "meta/kernels.h"
 #include "core/backend_api.h"
 
 CT_BACKEND_BEGIN
@@ -73,6 +75,8 @@ static inline ct_status ct_ix_begin_update(ct_call *call, const ct_tensor *t, ct
     *work = NULL;
     if (call->mode == CT_CALL_INPLACE) {
         o = call->out[0];
+        if (ct_check_no_internal_overlap(ct_op_name(call->op), o)) /* Note [Internal overlap] */
+            return ct_last_status();
     } else {
         o = ct_empty_impl(t->shape, t->ndim, t->dtype, t->device);
         ct_status st = ct_ix_set_out(call, 0, o);
@@ -94,27 +98,12 @@ static inline ct_status ct_ix_finish_update(ct_tensor *out, ct_tensor *work) {
     return CT_OK;
 }
 
-/* Every tensor of the call (inputs, list entries, in-place target) must be on in[0]'s
- * device: a kernel picked for one backend cannot read another's memory. */
-static inline ct_status ct_ix_check_devices(const char *op, const ct_call *call) {
-    ct_device d = call->in[0]->device;
-    const ct_tensor *all[CT_CALL_MAX_IN + CT_CALL_MAX_OUT];
-    int n = 0;
-    for (int i = 1; i < call->nin; i++)
-        all[n++] = call->in[i];
-    if (call->mode == CT_CALL_INPLACE)
-        all[n++] = call->out[0];
-    for (int i = 0; i < n + call->nlist; i++) {
-        const ct_tensor *t = i < n ? all[i] : call->list[i - n];
-        if (t && !ct_device_equal(t->device, d)) {
-            char a[32], b[32];
-            return ct_error(CT_ERROR_DEVICE, op,
-                            "Expected all tensors to be on the same device, but found at least two devices, %s and %s!",
-                            ct_device_str(d, a, sizeof a), ct_device_str(t->device, b, sizeof b));
-        }
-    }
-    return CT_OK;
-}
+/* Note [scatter shapes] (indexing.c): index against self and src. */
+ct_status ct_ix_check_scatter_shapes(const char *op, const ct_tensor *t, const ct_tensor *index, int d,
+                                     const ct_tensor *src);
+
+/* The shared device check of the structured kernels (kernels.h). */
+static inline ct_status ct_ix_check_devices(const char *op, const ct_call *call) { return ct_call_check_devices(op, call); }
 
 /* Marks a call in place on self (the call takes its own reference). */
 static inline void ct_ix_inplace(ct_call *c, ct_tensor *self) {

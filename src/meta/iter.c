@@ -4,6 +4,7 @@
 
 #include <string.h>
 
+#include "core/checks.h"
 #include "core/factory.h"
 #include "core/view.h"
 #include "ctorch/ops.h" /* ct_result_type, ct_can_cast (promote.c) */
@@ -133,6 +134,8 @@ ct_status ct_iter_build(ct_iter *it, const ct_iter_config *cfg) {
 
     /* Output */
     if (cfg->out) {
+        if (ct_check_no_internal_overlap(op, cfg->out)) /* Note [Internal overlap] */
+            return ct_last_status();
         if (!ct_device_equal(cfg->out->device, dev)) {
             char a[32], b[32];
             return ct_error(CT_ERROR_DEVICE, op, "the output is on %s but the inputs are on %s",
@@ -192,8 +195,11 @@ ct_status ct_iter_build(ct_iter *it, const ct_iter_config *cfg) {
     for (int k = 0; k < it->ntensors; k++) {
         ct_broadcast_strides(ops[k], shape, nd, st[k]);
         int64_t esz = (int64_t)ct_dtype_size(ops[k]->dtype);
+        /* A dim of size 1 is never stepped over, and an empty iteration steps over
+         * none: their strides, which may be anything (as_strided), stay out of the
+         * arithmetic. Others lie inside a storage, so their byte strides fit. */
         for (int d = 0; d < nd; d++)
-            st[k][d] *= esz;
+            st[k][d] = shape[d] == 1 || it->numel == 0 ? 0 : st[k][d] * esz;
         it->data[k] = ct_tensor_ptr(ops[k]);
     }
 

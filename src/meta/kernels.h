@@ -40,6 +40,12 @@ ct_status ct_core_kernel(ct_keyset ks, ct_call *call, void *user_data);
 /* The factory, random and fill ops (factories.c: the core's functions as one kernel). */
 ct_status ct_factory_kernel(ct_keyset ks, ct_call *call, void *user_data);
 
+/* Every tensor of a call (inputs, list entries, in-place and out= outputs) on one
+ * device, in[0]'s: a kernel picked for one backend cannot read another's memory (a
+ * META index with a CPU self has no data). Every structured kernel starts with it
+ * (stubs.c). */
+ct_status ct_call_check_devices(const char *op, const ct_call *call);
+
 /* Registers every op's META kernel (register.c). */
 void ct_meta_register(void);
 

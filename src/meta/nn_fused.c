@@ -1,6 +1,7 @@
 /* The fused nn kernels: argument checks and shape rules (shared by every backend) and
  * the META kernels. The CPU loops are in src/cpu/nn_fused.c, the public wrappers in
  * src/api/nn_fused.c. */
+#include "core/checks.h"
 #include "core/factory.h"
 #include "core/view.h"
 #include "meta/kernels.h"
@@ -107,11 +108,16 @@ ct_status ct_avgpool_check(const ct_tensor *x, const int64_t *ints, ct_avgpool_g
     g->w = x->shape[o + 2];
     int64_t in[2] = {g->h, g->w}, out[2];
     for (int i = 0; i < 2; i++) {
+        /* padding <= kernel / 2, so in + 2 * padding - kernel fits; with the stride, the
+         * steps go through the checked helper (Note [Checked sizes]) */
         int64_t num = in[i] + 2 * g->padding[i] - g->kernel[i];
-        int64_t extra = g->ceil_mode ? g->stride[i] - 1 : 0;
-        out[i] = num + extra < 0 ? 0 : (num + extra) / g->stride[i] + 1;
+        if (!ct_window_out_size(in[i], g->padding[i], g->padding[i], g->kernel[i], g->stride[i], 1, g->ceil_mode,
+                                &out[i]))
+            return ct_error(CT_ERROR_VALUE, op, "the padding, stride and kernel size make the output size overflow int64");
+        if ((__int128)num + (g->ceil_mode ? g->stride[i] - 1 : 0) < 0)
+            out[i] = 0;
         /* the last window must start inside the input or its left padding */
-        if (g->ceil_mode && out[i] > 0 && (out[i] - 1) * g->stride[i] >= in[i] + g->padding[i])
+        if (g->ceil_mode && out[i] > 0 && (__int128)(out[i] - 1) * g->stride[i] >= (__int128)in[i] + g->padding[i])
             out[i]--;
     }
     g->oh = out[0];
@@ -472,8 +478,18 @@ ct_status ct_convt_check(const ct_call *call, int64_t *shape, int *nd) {
     const ct_tensor *all[3] = {x, w, b};
     if ((st = ct_nn_same_device(op, all, 3)))
         return st;
-    int64_t oh = (x->shape[o + 1] - 1) * s[0] - 2 * p[0] + d[0] * (w->shape[2] - 1) + op_[0] + 1;
-    int64_t ow = (x->shape[o + 2] - 1) * s[1] - 2 * p[1] + d[1] * (w->shape[3] - 1) + op_[1] + 1;
+    /* (in - 1) * stride - 2 * pad + dilation * (kernel - 1) + output_padding + 1, in 128
+     * bits (Note [Checked sizes]): each term is a product of two int64 at most */
+    int64_t osz[2];
+    for (int i = 0; i < 2; i++) {
+        __int128 v = (__int128)(x->shape[o + 1 + i] - 1) * s[i] - (__int128)2 * p[i] +
+                     (__int128)d[i] * (w->shape[2 + i] - 1) + op_[i] + 1;
+        if (v > INT64_MAX || v < INT64_MIN)
+            return ct_error(CT_ERROR_VALUE, op,
+                            "the stride, padding, dilation and kernel size make the output size overflow int64");
+        osz[i] = (int64_t)v;
+    }
+    int64_t oh = osz[0], ow = osz[1];
     if (oh <= 0 || ow <= 0)
         return ct_error(CT_ERROR_VALUE, op, "Given input size per channel: (%lld x %lld). Calculated output size per "
                         "channel: (%lld x %lld). Output size is too small",

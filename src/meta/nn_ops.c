@@ -1,5 +1,6 @@
 /* Convolution and pooling: argument checks, shape rules (shared by every backend),
  * the public wrappers and the META kernels. */
+#include "core/checks.h"
 #include "core/factory.h"
 #include "meta/kernels.h"
 #include "ctorch.h"
@@ -10,8 +11,17 @@
 #include "meta/nn_fused.h"
 #include "dispatch/dispatch_internal.h"
 
-static int64_t conv_out_size(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d) {
-    return (in + 2 * p - d * (k - 1) - 1) / s + 1;
+/* The padded input size in + 2 * pad and the window's extent dilation * (kernel - 1) +
+ * 1 (Note [Checked sizes]); false when either overflows. */
+static bool window_extents(int64_t in, int64_t pad, int64_t kernel, int64_t dilation, int64_t *padded,
+                           int64_t *extent) {
+    int64_t p2, dk;
+    return ct_size_mul(pad, 2, &p2) && ct_size_add(in, p2, padded) && ct_size_mul(dilation, kernel - 1, &dk) &&
+           ct_size_add(dk, 1, extent);
+}
+
+static ct_status window_overflow(const char *op) {
+    return ct_error(CT_ERROR_VALUE, op, "the padding, dilation and kernel size make the output size overflow int64");
 }
 
 ct_status ct_conv2d_geometry(const ct_call *call, ct_conv2d_geom *g) {
@@ -66,15 +76,18 @@ ct_status ct_conv2d_geometry(const ct_call *call, ct_conv2d_geom *g) {
                         ct_dtype_name(x->dtype), ct_dtype_name(b && b->dtype != x->dtype ? b->dtype : w->dtype));
     if (x->dtype == CT_DTYPE_BOOL) /* integers run on the CPU: Note [Integer convolution] */
         return ct_error(CT_ERROR_TYPE, op, "not implemented for 'bool'");
-    int64_t eh = g->dilation[0] * (g->kh - 1) + 1, ew = g->dilation[1] * (g->kw - 1) + 1;
-    if (g->h + 2 * g->padding[0] < eh || g->w + 2 * g->padding[1] < ew)
+    int64_t ph, pw, eh, ew;
+    if (!window_extents(g->h, g->padding[0], g->kh, g->dilation[0], &ph, &eh) ||
+        !window_extents(g->w, g->padding[1], g->kw, g->dilation[1], &pw, &ew))
+        return window_overflow(op);
+    if (ph < eh || pw < ew)
         return ct_error(CT_ERROR_VALUE, op,
                         "Calculated padded input size per channel: (%lld x %lld). Kernel size: (%lld x %lld). Kernel "
                         "size can't be greater than actual input size",
-                        (long long)(g->h + 2 * g->padding[0]), (long long)(g->w + 2 * g->padding[1]), (long long)eh,
-                        (long long)ew);
-    g->oh = conv_out_size(g->h, g->kh, g->stride[0], g->padding[0], g->dilation[0]);
-    g->ow = conv_out_size(g->w, g->kw, g->stride[1], g->padding[1], g->dilation[1]);
+                        (long long)ph, (long long)pw, (long long)eh, (long long)ew);
+    if (!ct_window_out_size(g->h, g->padding[0], g->padding[0], g->kh, g->stride[0], g->dilation[0], false, &g->oh) ||
+        !ct_window_out_size(g->w, g->padding[1], g->padding[1], g->kw, g->stride[1], g->dilation[1], false, &g->ow))
+        return window_overflow(op);
     for (int i = 0; i < call->nin; i++)
         if (call->in[i] && !ct_device_equal(call->in[i]->device, x->device))
             return ct_error(CT_ERROR_DEVICE, op, "Expected all tensors to be on the same device");
@@ -82,6 +95,8 @@ ct_status ct_conv2d_geometry(const ct_call *call, ct_conv2d_geom *g) {
 }
 
 ct_status ct_conv2d_backward_geometry(const ct_call *call, ct_conv2d_geom *g) {
+    if (ct_call_check_devices("conv2d_backward", call)) /* grad_output's too */
+        return ct_last_status();
     /* the forward rule over in[] = (input, weight, no bias) */
     ct_call fwd = *call;
     fwd.in[0] = call->in[1];
@@ -94,7 +109,12 @@ ct_status ct_conv2d_backward_geometry(const ct_call *call, ct_conv2d_geom *g) {
     int64_t shape[4];
     int nd;
     ct_conv2d_out_shape(g, shape, &nd);
-    return ct_nn_same_shape("conv2d_backward", call->in[0], shape, nd);
+    if ((st = ct_nn_same_shape("conv2d_backward", call->in[0], shape, nd)))
+        return st;
+    if (call->in[0]->dtype != call->in[1]->dtype)
+        return ct_error(CT_ERROR_TYPE, "conv2d_backward", "grad_output (%s) and input (%s) should have the same dtype",
+                        ct_dtype_name(call->in[0]->dtype), ct_dtype_name(call->in[1]->dtype));
+    return CT_OK;
 }
 
 ct_status ct_max_pool2d_backward_check(const ct_tensor *go, const ct_tensor *x, const ct_tensor *ix) {
@@ -142,7 +162,10 @@ ct_status ct_pool2d_geometry(const ct_call *call, ct_pool2d_geom *g) {
         if (g->dilation[i] <= 0)
             return ct_error(CT_ERROR_VALUE, op, "dilation should be greater than zero, but got dilationH: %lld dilationW: %lld",
                             (long long)g->dilation[0], (long long)g->dilation[1]);
-        if (g->padding[i] < 0 || g->padding[i] > (g->dilation[i] * (g->kernel[i] - 1) + 1) / 2)
+        int64_t padded, extent;
+        if (!window_extents(0, g->padding[i], g->kernel[i], g->dilation[i], &padded, &extent))
+            return window_overflow(op);
+        if (g->padding[i] < 0 || g->padding[i] > extent / 2)
             return ct_error(CT_ERROR_VALUE, op,
                             "pad should be at most half of effective kernel size, but got pad=%lld, kernel_size=%lld and "
                             "dilation=%lld",
@@ -160,13 +183,15 @@ ct_status ct_pool2d_geometry(const ct_call *call, ct_pool2d_geom *g) {
     g->w = x->shape[o + 2];
     int64_t in[2] = {g->h, g->w}, out[2];
     for (int i = 0; i < 2; i++) {
-        int64_t num = in[i] + 2 * g->padding[i] - g->dilation[i] * (g->kernel[i] - 1) - 1;
-        int64_t extra = g->ceil_mode ? g->stride[i] - 1 : 0;
-        out[i] = (num + extra) / g->stride[i] + 1;
-        if (num + extra < 0)
+        int64_t padded, extent;
+        if (!window_extents(in[i], g->padding[i], g->kernel[i], g->dilation[i], &padded, &extent) ||
+            !ct_window_out_size(in[i], g->padding[i], g->padding[i], g->kernel[i], g->stride[i], g->dilation[i],
+                                g->ceil_mode, &out[i]))
+            return window_overflow(op);
+        if ((__int128)padded - extent + (g->ceil_mode ? g->stride[i] - 1 : 0) < 0) /* no window fits */
             out[i] = 0;
         /* the last window must start inside the input or its left padding */
-        if (g->ceil_mode && out[i] > 0 && (out[i] - 1) * g->stride[i] >= in[i] + g->padding[i])
+        if (g->ceil_mode && out[i] > 0 && (__int128)(out[i] - 1) * g->stride[i] >= (__int128)in[i] + g->padding[i])
             out[i]--;
     }
     g->oh = out[0];
@@ -229,6 +254,10 @@ ct_status ct_meta_conv2d(ct_keyset ks, ct_call *call, void *ud) {
 ct_status ct_meta_conv2d_backward(ct_keyset ks, ct_call *call, void *ud) {
     (void)ks, (void)ud;
     const ct_tensor *x = call->in[1], *w = call->in[2];
+    ct_conv2d_geom g; /* the same checks as every backend's kernel */
+    ct_status st = ct_conv2d_backward_geometry(call, &g);
+    if (st)
+        return st;
     if (call->ints[7] && ct_call_set_output(call, 0, ct_empty_like_impl(x)))
         return ct_last_status();
     if (call->ints[8] && ct_call_set_output(call, 1, ct_empty_like_impl(w)))

@@ -15,6 +15,7 @@
  * pads 3-D or 4-D, 6 pads 4-D or 5-D (one or two leading batch/channel dims). */
 #include <string.h>
 
+#include "core/checks.h"
 #include "meta/indexing.h"
 #include "meta/kernels.h"
 #include "meta/stubs.h"
@@ -44,8 +45,14 @@ static ct_status pad_kernel(ct_keyset ks, ct_call *call, void *ud) {
     memcpy(shape, t->shape, sizeof(int64_t) * (size_t)nd);
     for (int i = 0; i < npd; i++) {
         int d = nd - 1 - i;
-        int64_t l = pad[2 * i], r = pad[2 * i + 1], size = t->shape[d];
+        int64_t l = pad[2 * i], r = pad[2 * i + 1], size = t->shape[d], n;
         char s[96];
+        /* size + l + r, and -l, -r below, through Note [Checked sizes] */
+        if (l == INT64_MIN || r == INT64_MIN || !ct_size_add(size, l, &n) || !ct_size_add(n, r, &n))
+            return ct_error(CT_ERROR_VALUE, op,
+                            "The input size %lld, plus padding %lld and %lld overflows int64. Check dimension %d of "
+                            "your input.",
+                            (long long)size, (long long)l, (long long)r, d);
         if (mode == CT_PAD_REFLECT && (l >= size || r >= size))
             return ct_error(CT_ERROR_VALUE, op,
                             "Argument #%d: Padding size should be less than the corresponding input dimension, but "
@@ -56,12 +63,11 @@ static ct_status pad_kernel(ct_keyset ks, ct_call *call, void *ud) {
         /* circular padding wraps within what the negative amounts leave: nothing
          * left and something to fill is refused (PyTorch reads uninitialized memory) */
         if (mode == CT_PAD_CIRCULAR &&
-            (-l > size || -r > size || (size + (l < 0 ? l : 0) + (r < 0 ? r : 0) <= 0 && size + l + r > 0)))
+            (-l > size || -r > size || (size + (l < 0 ? l : 0) + (r < 0 ? r : 0) <= 0 && n > 0)))
             return ct_error(CT_ERROR_VALUE, op, "Negative padding value is resulting in an empty dimension.");
         if (mode != CT_PAD_CONSTANT && size == 0)
             return ct_error(CT_ERROR_VALUE, op, "%s padding needs dimension %d of input %s to be non-empty",
                             ct_pad_mode_name(mode), d, ct_shape_str(t->shape, nd, s, sizeof s));
-        int64_t n = size + l + r;
         if (n < 0 || (mode != CT_PAD_CONSTANT && n == 0))
             return ct_error(CT_ERROR_VALUE, op,
                             "The input size %lld, plus negative padding %lld and %lld resulted in a negative output "

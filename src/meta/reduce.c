@@ -3,6 +3,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "core/checks.h"
 #include "core/dtype.h"
 #include "core/factory.h"
 #include "core/view.h"
@@ -320,6 +321,8 @@ static ct_status make_output(ct_call *call, int i, const int64_t *shape, int nd,
     ct_tensor *o = call->out[i];
     if (!o)
         return ct_error_null(name);
+    if (ct_check_no_internal_overlap(name, o)) /* Note [Internal overlap] */
+        return ct_last_status();
     if (!ct_device_equal(o->device, dev)) {
         char x[32], y[32];
         return ct_error(CT_ERROR_DEVICE, name, "the output is on %s but the input is on %s",

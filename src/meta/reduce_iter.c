@@ -28,6 +28,13 @@ static int coalesce(int n, int64_t *shape, int64_t (*strides)[CT_MAX_DIMS], int 
     return m;
 }
 
+/* The byte stride of dim d of t; 0 where no step is ever taken (an empty t, a dim of
+ * size 1), whose element stride may be anything (as_strided, ct_empty_strided) and
+ * would overflow once multiplied by the element size. */
+static int64_t byte_stride(const ct_tensor *t, int d) {
+    return t->numel == 0 || t->shape[d] == 1 ? 0 : t->strides[d] * (int64_t)ct_dtype_size(t->dtype);
+}
+
 static void iter_common(ct_reduce_iter *it, const ct_tensor *in, ct_tensor *const *outs, int nout) {
     memset(it, 0, sizeof *it);
     it->nout = nout;
@@ -42,7 +49,6 @@ static void iter_common(ct_reduce_iter *it, const ct_tensor *in, ct_tensor *cons
 void ct_reduce_iter_init(ct_reduce_iter *it, const ct_tensor *in, uint32_t mask, ct_tensor *const *outs, int nout,
                          bool keepdim, bool reorder) {
     iter_common(it, in, outs, nout);
-    int64_t esz = (int64_t)ct_dtype_size(in->dtype);
     int64_t kstr[3][CT_MAX_DIMS];
     int64_t rstr[1][CT_MAX_DIMS];
     int nk = 0, nr = 0, j = 0;
@@ -54,7 +60,7 @@ void ct_reduce_iter_init(ct_reduce_iter *it, const ct_tensor *in, uint32_t mask,
             it->red_numel *= in->shape[d];
             if (in->shape[d] != 1) {
                 it->rshape[nr] = in->shape[d];
-                rstr[0][nr++] = in->strides[d] * esz;
+                rstr[0][nr++] = byte_stride(in, d);
             }
             if (keepdim)
                 j++;
@@ -63,9 +69,9 @@ void ct_reduce_iter_init(ct_reduce_iter *it, const ct_tensor *in, uint32_t mask,
         it->out_numel *= in->shape[d];
         if (in->shape[d] != 1) {
             it->kshape[nk] = in->shape[d];
-            kstr[0][nk] = in->strides[d] * esz;
+            kstr[0][nk] = byte_stride(in, d);
             for (int k = 0; k < nout; k++)
-                kstr[1 + k][nk] = outs[k] ? outs[k]->strides[j] * (int64_t)ct_dtype_size(outs[k]->dtype) : 0;
+                kstr[1 + k][nk] = outs[k] ? byte_stride(outs[k], j) : 0;
             nk++;
         }
         j++;
@@ -96,16 +102,15 @@ void ct_reduce_iter_init(ct_reduce_iter *it, const ct_tensor *in, uint32_t mask,
 
 void ct_scan_iter_init(ct_reduce_iter *it, const ct_tensor *in, int dim, ct_tensor *const *outs, int nout) {
     iter_common(it, in, outs, nout);
-    int64_t esz = (int64_t)ct_dtype_size(in->dtype);
     int64_t kstr[3][CT_MAX_DIMS];
     int nk = 0;
     it->out_numel = 1;
     it->nr = 1;
     it->rshape[0] = in->ndim ? in->shape[dim] : 1;
-    it->rstride[0] = in->ndim ? in->strides[dim] * esz : 0;
+    it->rstride[0] = in->ndim ? byte_stride(in, dim) : 0;
     it->red_numel = it->rshape[0];
     for (int k = 0; k < nout; k++)
-        it->rout[k] = in->ndim ? outs[k]->strides[dim] * (int64_t)ct_dtype_size(outs[k]->dtype) : 0;
+        it->rout[k] = in->ndim ? byte_stride(outs[k], dim) : 0;
     for (int d = 0; d < in->ndim; d++) {
         if (d == dim)
             continue;
@@ -113,9 +118,9 @@ void ct_scan_iter_init(ct_reduce_iter *it, const ct_tensor *in, int dim, ct_tens
         if (in->shape[d] == 1)
             continue;
         it->kshape[nk] = in->shape[d];
-        kstr[0][nk] = in->strides[d] * esz;
+        kstr[0][nk] = byte_stride(in, d);
         for (int k = 0; k < nout; k++)
-            kstr[1 + k][nk] = outs[k]->strides[d] * (int64_t)ct_dtype_size(outs[k]->dtype);
+            kstr[1 + k][nk] = byte_stride(outs[k], d);
         nk++;
     }
     it->nk = coalesce(nk, it->kshape, kstr, 1 + nout);

@@ -5,10 +5,12 @@
  * src/cpu/shape.c, src/cuda/indexing_cuda.c and shape_cuda.c. */
 #include <string.h>
 
+#include "core/checks.h"
 #include "core/factory.h"
 #include "core/view.h"
 #include "meta/kernels.h"
 #include "ctorch/ops.h" /* ct_result_type (promote.c) */
+#include "meta/indexing.h"
 #include "meta/stubs.h"
 
 static bool is_meta(const ct_tensor *t) { return t->device.type == CT_DEVICE_META; }
@@ -69,7 +71,8 @@ static ct_status cat_kernel(ct_keyset ks, ct_call *call, void *ud) {
                                 d, (long long)ref->shape[k], (long long)t->shape[k], i);
         if (!ct_device_equal(t->device, ref->device))
             return ct_error(CT_ERROR_DEVICE, op, "Expected all tensors to be on the same device");
-        shape[d] += t->shape[d];
+        if (!ct_size_add(shape[d], t->shape[d], &shape[d])) /* Note [Checked sizes] */
+            return ct_error(CT_ERROR_VALUE, op, "the size of the result along dimension %d overflows int64", d);
     }
     ct_tensor *out = ct_empty_impl(shape, ref->ndim, dt, ref->device);
     ct_status st = set_out(call, 0, out);
@@ -151,6 +154,9 @@ static ct_status index_select_kernel(ct_keyset ks, ct_call *call, void *ud) {
     int64_t nidx = index->numel;
     if (t->ndim > 0)
         shape[d] = nidx;
+    else if (nidx != 1) /* the result is 0-d: one element, from one index */
+        return ct_error(CT_ERROR_INDEX, op, "index_select(): Index to scalar can have only 1 value, got %lld value(s)",
+                        (long long)nidx);
     ct_tensor *out = ct_empty_impl(shape, t->ndim, t->dtype, t->device);
     st = set_out(call, 0, out);
     if (st || is_meta(out))
@@ -159,8 +165,7 @@ static ct_status index_select_kernel(ct_keyset ks, ct_call *call, void *ud) {
 }
 
 /* gather/scatter: index has t's number of dims and is no larger than t outside dim. */
-static ct_status check_gather_shapes(const char *op, const ct_tensor *t, const ct_tensor *index, int d,
-                                     const ct_tensor *src) {
+static ct_status check_gather_shapes(const char *op, const ct_tensor *t, const ct_tensor *index, int d) {
     int tnd = t->ndim ? t->ndim : 1, ind = index->ndim ? index->ndim : 1;
     if (tnd != ind)
         return ct_error(CT_ERROR_VALUE, op, "Index tensor must have the same number of dimensions as input tensor");
@@ -171,8 +176,6 @@ static ct_status check_gather_shapes(const char *op, const ct_tensor *t, const c
                             k, ct_shape_str(index->shape, index->ndim, a, sizeof a),
                             ct_shape_str(t->shape, t->ndim, b, sizeof b), d);
         }
-        if (src && index->shape[k] > src->shape[k])
-            return ct_error(CT_ERROR_VALUE, op, "Size does not match at dimension %d: index is larger than src", k);
     }
     return CT_OK;
 }
@@ -187,7 +190,7 @@ static ct_status gather_kernel(ct_keyset ks, ct_call *call, void *ud) {
     int d;
     if (ct_wrap_dim(op, call->ints[0], t->ndim, &d))
         return ct_last_status();
-    if ((st = check_gather_shapes(op, t, index, d, NULL)))
+    if ((st = check_gather_shapes(op, t, index, d)))
         return st;
     ct_tensor *out = ct_empty_impl(index->shape, index->ndim, t->dtype, t->device);
     st = set_out(call, 0, out);
@@ -202,7 +205,7 @@ static ct_status gather_kernel(ct_keyset ks, ct_call *call, void *ud) {
 static ct_status accumulate_target(ct_call *call, const ct_tensor *t, ct_tensor **out) {
     if (call->mode == CT_CALL_INPLACE) {
         *out = call->out[0];
-        return CT_OK;
+        return ct_check_no_internal_overlap(ct_op_name(call->op), *out); /* Note [Internal overlap] */
     }
     ct_tensor *o = ct_empty_impl(t->shape, t->ndim, t->dtype, t->device);
     ct_status st = set_out(call, 0, o);
@@ -229,7 +232,7 @@ static ct_status scatter_add_kernel(ct_keyset ks, ct_call *call, void *ud) {
     int d;
     if (ct_wrap_dim(op, call->ints[0], t->ndim, &d))
         return ct_last_status();
-    if ((st = check_gather_shapes(op, t, index, d, src)))
+    if ((st = ct_ix_check_scatter_shapes(op, t, index, d, src))) /* Note [scatter shapes] */
         return st;
     ct_tensor *out;
     if ((st = accumulate_target(call, t, &out)) || is_meta(out))
@@ -258,6 +261,12 @@ static ct_status index_add_kernel(ct_keyset ks, ct_call *call, void *ud) {
     if (!ok)
         return ct_error(CT_ERROR_VALUE, op, "index_add_(): source must have the input's shape except in dimension %d, where its size must equal the number of indices",
                         d);
+    int64_t src_size = src->ndim == 0 ? 1 : src->shape[d]; /* a 0-d self: dim 0 of a 0-d or 1-d source */
+    if (index->numel != src_size)
+        return ct_error(CT_ERROR_INDEX, op, "index_add_(): Number of indices (%lld) should be equal to source.size(dim) (%lld)",
+                        (long long)index->numel, (long long)src_size);
+    if (ct_check_scalar_fits(op, call->nscalars ? call->s[0] : ct_scalar_int(1), t->dtype)) /* alpha in self's dtype */
+        return ct_last_status();
     ct_tensor *out;
     if ((st = accumulate_target(call, t, &out)) || is_meta(out))
         return st;
@@ -344,15 +353,22 @@ static ct_status topk_kernel(ct_keyset ks, ct_call *call, void *ud) {
 
 /* ------------------------------------------------------------------ entry points */
 
-ct_status ct_kernel_cat(ct_keyset ks, ct_call *call, void *ud) { return cat_kernel(ks, call, ud); }
-ct_status ct_kernel_flip(ct_keyset ks, ct_call *call, void *ud) { return flip_kernel(ks, call, ud); }
-ct_status ct_kernel_tril(ct_keyset ks, ct_call *call, void *ud) { (void)ks, (void)ud; return tri_kernel(call, true); }
-ct_status ct_kernel_triu(ct_keyset ks, ct_call *call, void *ud) { (void)ks, (void)ud; return tri_kernel(call, false); }
-ct_status ct_kernel_index_select(ct_keyset ks, ct_call *call, void *ud) { return index_select_kernel(ks, call, ud); }
-ct_status ct_kernel_gather(ct_keyset ks, ct_call *call, void *ud) { return gather_kernel(ks, call, ud); }
-ct_status ct_kernel_scatter_add(ct_keyset ks, ct_call *call, void *ud) { return scatter_add_kernel(ks, call, ud); }
-ct_status ct_kernel_index_add(ct_keyset ks, ct_call *call, void *ud) { return index_add_kernel(ks, call, ud); }
-ct_status ct_kernel_masked_fill(ct_keyset ks, ct_call *call, void *ud) { return masked_fill_kernel(ks, call, ud); }
-ct_status ct_kernel_nonzero(ct_keyset ks, ct_call *call, void *ud) { return nonzero_kernel(ks, call, ud); }
-ct_status ct_kernel_sort(ct_keyset ks, ct_call *call, void *ud) { return sort_kernel(ks, call, ud); }
-ct_status ct_kernel_topk(ct_keyset ks, ct_call *call, void *ud) { return topk_kernel(ks, call, ud); }
+/* Each starts with the shared device check (kernels.h). */
+#define ENTRY(name, op, body)                                                    \
+    ct_status ct_kernel_##name(ct_keyset ks, ct_call *call, void *ud) {          \
+        if (ct_call_check_devices(op, call))                                     \
+            return ct_last_status();                                             \
+        return body;                                                             \
+    }
+ENTRY(cat, "cat", cat_kernel(ks, call, ud))
+ENTRY(flip, "flip", flip_kernel(ks, call, ud))
+ENTRY(tril, "tril", ((void)ks, (void)ud, tri_kernel(call, true)))
+ENTRY(triu, "triu", ((void)ks, (void)ud, tri_kernel(call, false)))
+ENTRY(index_select, "index_select", index_select_kernel(ks, call, ud))
+ENTRY(gather, "gather", gather_kernel(ks, call, ud))
+ENTRY(scatter_add, "scatter_add", scatter_add_kernel(ks, call, ud))
+ENTRY(index_add, "index_add", index_add_kernel(ks, call, ud))
+ENTRY(masked_fill, "masked_fill", masked_fill_kernel(ks, call, ud))
+ENTRY(nonzero, "nonzero", nonzero_kernel(ks, call, ud))
+ENTRY(sort, "sort", sort_kernel(ks, call, ud))
+ENTRY(topk, "topk", topk_kernel(ks, call, ud))

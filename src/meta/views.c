@@ -4,6 +4,7 @@
  * interface where it has to. */
 #include <string.h>
 
+#include "core/checks.h"
 #include "core/factory.h"
 #include "core/view.h"
 #include "dispatch/call.h"
@@ -49,8 +50,11 @@ static ct_tensor *apply(const ct_call *c) {
 
 ct_status ct_core_kernel(ct_keyset ks, ct_call *call, void *user_data) {
     (void)ks, (void)user_data;
-    if (call->op == CT_OP_copy)
+    if (call->op == CT_OP_copy) {
+        if (ct_check_no_internal_overlap("copy_", call->out[0])) /* Note [Internal overlap] */
+            return ct_last_status();
         return ct_copy_impl(call->out[0], call->in[1]) ? CT_OK : ct_last_status();
+    }
     ct_tensor *r = apply(call);
     if (!r)
         return ct_last_status();

@@ -162,11 +162,14 @@ ct_tensor *ct_batch_norm(const ct_tensor *input, ct_tensor *running_mean, ct_ten
     int64_t dims[CT_MAX_DIMS];
     int nd = 0;
     int64_t count = 1;
+    bool empty = false, huge = false; /* an expanded input's count may pass INT64_MAX */
     for (int d = 0; d < ndim; d++)
         if (d != 1) {
             dims[nd++] = d;
-            count *= shape[d];
+            empty = empty || shape[d] == 0;
+            huge = huge || __builtin_mul_overflow(count, shape[d], &count);
         }
+    count = empty ? 0 : huge ? INT64_MAX : count;
     if (training && count <= 1) {
         char s[96];
         ct_error(CT_ERROR_VALUE, op, "Expected more than 1 value per channel when training, got input size %s",
