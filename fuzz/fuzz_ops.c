@@ -362,7 +362,10 @@ static void step(rd *r) {
             CALL("zeros", ct_zeros((int64_t[]){pick_size(r), pick_size(r)}, (int)(u8(r) % 3), d, dev));
         else if (k == 1)
             CALL("full", ct_full((int64_t[]){pick_size(r)}, 1, pick_scalar(r, d), d, dev));
-        else if (k == 2) /* bounds kept small: finding 25 (arange's 2^63 bound) */
+        else if (k == 2 && dev.type == CT_DEVICE_META) /* any bounds: nothing is allocated on META */
+            CALL("arange", ct_arange(ct_scalar_float(pick_double(r)), ct_scalar_float(pick_double(r)),
+                                     ct_scalar_float(pick_double(r)), u8(r) & 1 ? CT_DTYPE_UNDEFINED : d, dev));
+        else if (k == 2) /* small bounds on the CPU, where the result is filled */
             CALL("arange", ct_arange(ct_scalar_int(range(r, -8, 8)), ct_scalar_int(range(r, -8, 8)),
                                      ct_scalar_int(range(r, -3, 3)), CT_DTYPE_UNDEFINED, dev));
         else if (k == 3)

@@ -144,6 +144,9 @@ static void test_arange_errors(void **state) {
                   "unsupported range");
     CT_ASSERT_ERR(ct_arange(z, ct_scalar_float(1e30), ct_scalar_float(1e-30), CT_DTYPE_UNDEFINED, CT_CPU) != NULL,
                   CT_ERROR_VALUE, "invalid size, possible overflow?");
+    /* a range of exactly 2^63 steps (../shared/repro/ct_arange.c): refused before the cast */
+    CT_ASSERT_ERR(ct_arange(z, ct_scalar_float(0x1p63), one, CT_F32, CT_META) != NULL, CT_ERROR_VALUE,
+                  "invalid size, possible overflow?");
     CT_ASSERT_ERR(ct_arange(z, ct_scalar_float(1e30), one, CT_I64, CT_CPU) != NULL, CT_ERROR_VALUE,
                   "cannot be converted to type int64_t without overflow");
     CT_ASSERT_ERR(ct_arange(z, five, one, CT_BOOL, CT_CPU) != NULL, CT_ERROR_TYPE,

@@ -171,7 +171,9 @@ ct_tensor *ct_arange_impl(ct_scalar start, ct_scalar end, ct_scalar step, ct_dty
         ct_error(CT_ERROR_VALUE, op, "upper bound and larger bound inconsistent with step sign");
         return NULL;
     }
-    if (!(size_d >= 0 && size_d <= 9223372036854775807.0)) {
+    /* 2^63 itself is out of int64's range: the bound is exclusive (the double nearest
+     * INT64_MAX is 2^63, so "<= INT64_MAX" would let it through to the cast) */
+    if (!(size_d >= 0 && size_d < 0x1p63)) {
         ct_error(CT_ERROR_VALUE, op, "invalid size, possible overflow?");
         return NULL;
     }
