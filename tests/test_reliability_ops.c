@@ -481,8 +481,28 @@ static void test_addcmul_value_on_integers(void **state) {
     ct_scope_end();
 }
 
+/* An empty view may sit at any offset; its data pointer is the storage's, and ops over
+ * it compute nothing (finding 25: offset * itemsize overflowed in ct_tensor_ptr). */
+static void test_empty_view_huge_offset(void **state) {
+    (void)state;
+    ct_scope_begin();
+    ct_tensor *a = ct_ones(CT_SHAPE(4), CT_F32, CT_CPU);
+    ct_tensor *v = ct_as_strided(a, (const int64_t[]){0, 3}, (const int64_t[]){1, 1}, 2, INT64_MAX - 3);
+    assert_non_null(v);
+    assert_ptr_equal(ct_tensor_data(v), ct_tensor_data(a));
+    ct_tensor *s = ct_add(v, v);
+    assert_non_null(s);
+    assert_int_equal(ct_tensor_numel(s), 0);
+    double x = -1;
+    assert_int_equal(ct_item_double(ct_sum(v, NULL, 0, false, CT_DTYPE_UNDEFINED), &x), CT_OK);
+    assert_true(x == 0);
+    assert_non_null(ct_copy_(v, ct_zeros(CT_SHAPE(0, 3), CT_F32, CT_CPU)));
+    ct_scope_end();
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_empty_view_huge_offset),
         cmocka_unit_test(test_meta_index_cpu_self),
         cmocka_unit_test(test_meta_mask_cpu_self),
         cmocka_unit_test(test_conv2d_backward_devices),

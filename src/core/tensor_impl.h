@@ -82,8 +82,12 @@ ct_tensor *ct_tensor_new(const char *op, const int64_t *shape, const int64_t *st
 bool ct_check_device(const char *op, ct_device device);
 
 /* Helpers */
+/* An empty view may sit at any offset (as_strided checks the storage's bounds only for
+ * elements it has), so its pointer is the storage's own: offset * itemsize could
+ * overflow, and nothing reads through it. */
 static inline char *ct_tensor_ptr(const ct_tensor *t) {
-    return t->storage->data ? (char *)t->storage->data + t->offset * (int64_t)ct_dtype_itemsize(t->dtype) : NULL;
+    char *base = (char *)t->storage->data;
+    return base && t->numel ? base + t->offset * (int64_t)ct_dtype_itemsize(t->dtype) : base;
 }
 /* Contiguous strides for shape; returns the number of elements, or -1 on overflow. */
 int64_t ct_contiguous_strides(const int64_t *shape, int ndim, int64_t *strides);
