@@ -248,6 +248,14 @@ static ct_tensor *storage_base(void *ctx, int64_t handle, ct_dtype dtype) {
 
 
 
+/* The hooks' tensor: Note [Storages as tensors] in pickle.h, a tensor of its own over
+ * the base's storage. */
+static ct_tensor *storage_tensor(void *ctx, int64_t handle, ct_dtype dtype, const int64_t *shape,
+                                 const int64_t *stride, int ndim, int64_t offset) {
+    ct_tensor *base = storage_base(ctx, handle, dtype);
+    return base ? ct_detach(ct_as_strided(base, shape, stride, ndim, offset)) : NULL;
+}
+
 static void loader_free(loader *l) {
     for (int64_t i = 0; i < l->ncache; i++) {
         free(l->cache[i].key);
@@ -321,8 +329,18 @@ static ct_value *load_zip(loader *l, const uint8_t *buf, size_t len) {
         return NULL;
     ct_value *v = NULL;
     if (!ct_zip_extract(&l->z, pk, pkl, OP_LOAD)) {
-        ct_unpickle_io io = {l, load_storage, storage_base};
-        v = ct_unpickle(pkl, (size_t)pk->size, &io, OP_LOAD);
+        ct_pickle_hooks hooks = {l, load_storage, storage_tensor};
+        v = ct_value_from_pickle(pkl, (size_t)pk->size, &hooks, "data.pkl");
+        if (!v) {
+            /* the reader's message, under this loader's name */
+            static const char prefix[] = "value_from_pickle: ";
+            const char *msg = ct_last_error();
+            if (strncmp(msg, prefix, sizeof prefix - 1) == 0) {
+                char copy[1024];
+                snprintf(copy, sizeof copy, "%s", msg + sizeof prefix - 1);
+                ct_error(ct_last_status(), OP_LOAD, "%s", copy);
+            }
+        }
     }
     free(pkl);
     return v;
