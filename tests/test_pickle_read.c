@@ -87,6 +87,42 @@ static void test_round_trip_with_writer(void **state) {
     ct_pickle_destroy(&p);
 }
 
+/* The one writer, without a storage callback, and the one reader read each other. */
+static void test_round_trip_value_tree(void **state) {
+    (void)state;
+    static const char json[] = "{\"a\":[1,-70000,9223372036854775807,2.5,\"x<y\",null,true],\"b\":{\"c\":[]}}";
+    ct_value *v = ct_value_from_json(json, sizeof json - 1, NULL);
+    assert_non_null(v);
+    assert_int_equal(ct_value_set_int(ct_value_get(v, "b"), 7, ct_value_new_bytes("\x00\xff", 2)), CT_OK);
+    size_t len = 0;
+    void *bytes = ct_value_to_pickle(v, NULL, NULL, &len);
+    assert_non_null(bytes);
+    assert_true(len > 2);
+    ct_value *back = read_plain(bytes, len);
+    free(bytes);
+    assert_non_null(back);
+    char want[256], got[256];
+    assert_true(ct_value_to_json(ct_value_get(v, "a"), want, sizeof want) > 0);
+    assert_true(ct_value_to_json(ct_value_get(back, "a"), got, sizeof got) > 0);
+    assert_string_equal(got, want);
+    const ct_value *d = ct_value_get(back, "b");
+    assert_int_equal(ct_value_len(d), 2);
+    assert_int_equal(ct_value_int(ct_value_key_at(d, 1)), 7);
+    size_t n = 0;
+    const char *raw = ct_value_str(ct_value_at(d, 1), &n);
+    assert_int_equal(ct_value_kind(ct_value_at(d, 1)), CT_VALUE_BYTES);
+    assert_int_equal(n, 2);
+    assert_memory_equal(raw, "\x00\xff", 2);
+    ct_value_free(back);
+
+    /* a tensor needs a storage callback */
+    assert_int_equal(ct_value_set(v, "t", ct_value_new_tensor(ct_zeros(CT_SHAPE(2), CT_F32, CT_CPU))), CT_OK);
+    ct_clear_error();
+    CT_ASSERT_ERR(ct_value_to_pickle(v, NULL, NULL, &len) != NULL, CT_ERROR_VALUE, "no storage function");
+    assert_int_equal(len, 0);
+    ct_value_free(v);
+}
+
 static void expect_format_error(const void *data, size_t n, const char *needle) {
     ct_clear_error();
     CT_ASSERT_ERR(read_plain(data, n) != NULL, CT_ERROR_FORMAT, needle);
@@ -198,6 +234,7 @@ int main(void) {
         cmocka_unit_test(test_reads_python_protocol4),
         cmocka_unit_test(test_round_trip_with_writer),
         cmocka_unit_test(test_hostile_input),
+        cmocka_unit_test(test_round_trip_value_tree),
         cmocka_unit_test(test_snapshot_truncations_and_flips),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -71,6 +71,21 @@ typedef struct ct_pickle_hooks {
 CT_API ct_value *ct_value_from_pickle(const void *data, size_t len, const ct_pickle_hooks *hooks,
                                       const char *what);
 
+/* Numbers the storage of t (a CPU tensor) for a pickle's persistent id: tensors that
+ * share a storage should get one number. Returns it (>= 0), or -1 with an error set. */
+typedef int64_t (*ct_pickle_storage_fn)(void *ctx, ct_tensor *t);
+
+/* Writes v as a protocol-2 pickle, as torch.save writes the same objects (the
+ * choices are in docs/serialization.md): dicts of str -> tensor as OrderedDicts,
+ * tensors as _rebuild_tensor_v2 (v3 for uint16/32/64) over the persistent id
+ * ('storage', <class>, str(storage(ctx, t)), 'cpu', numel), bytes through
+ * _codecs.encode. Only ct_value_from_pickle's with-hooks subset is written, so that
+ * torch.load(weights_only=True) and ctorch read it back. A tree holding a tensor needs
+ * storage (NULL: only tensor-free trees are written). Returns the bytes (malloc'd:
+ * free them with free()) and their count in *len, or NULL with an error: a non-CPU
+ * tensor, nesting deeper than CT_VALUE_MAX_DEPTH, storage's own error. */
+CT_API void *ct_value_to_pickle(const ct_value *v, ct_pickle_storage_fn storage, void *ctx, size_t *len);
+
 /* ------------------------------------------------------------ saving */
 
 /* dict: a CT_VALUE_DICT of name -> contiguous or strided tensor. metadata: NULL or a dict

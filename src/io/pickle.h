@@ -24,21 +24,21 @@
 /* The reader is ct_value_from_pickle (ctorch/io.h, src/util/unpickle.c); the loader
  * gives it hooks that resolve storage records and make tensors over them. */
 
-/* Writer: protocol 2, as torch.save writes it. Storages are numbered in order of first
- * appearance; tensors sharing a storage (ct_tensor_shares_storage) share one record. */
+/* Writer: ct_value_to_pickle (ctorch/io.h, src/util/pickle_value.c) writes the pickle;
+ * ct_pickle_dump gives it the storage numbers. Storages are numbered in order of first
+ * appearance; tensors sharing a storage (ct_tensor_shares_storage) share one record,
+ * written by ct_save_pt. */
 typedef struct ct_pickle_storage {
     ct_tensor *first;   /* the first tensor seen over it (a reference of the pickler's) */
     const void *data;   /* the storage's first byte (NULL when empty) */
     size_t nbytes;
     ct_dtype dtype;
-    bool untyped; /* written as torch.UntypedStorage (dtypes PyTorch 1.x lacks) */
     int64_t next;  /* the next storage in the same hash bucket, or -1 */
 } ct_pickle_storage;
 
 typedef struct ct_pickler {
-    uint8_t *buf;
-    size_t len, cap;
-    bool oom;
+    uint8_t *buf; /* the pickle (ct_value_to_pickle's) */
+    size_t len;
     ct_pickle_storage *storages;
     int64_t nstorages, capstorages;
     int64_t *buckets; /* by the storage's first byte: the newest storage there, or -1 */

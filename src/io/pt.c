@@ -32,6 +32,18 @@ static bool host_little_endian(void) {
     return b == 1;
 }
 
+/* Gives the last error, when it is function's, to op instead: the pickle reader's and
+ * writer's messages appear under the loader's and saver's names. */
+static void rename_error(const char *function, const char *op) {
+    const char *msg = ct_last_error();
+    size_t n = strlen(function);
+    if (strncmp(msg, function, n) == 0 && msg[n] == ':' && msg[n + 1] == ' ') {
+        char copy[1024];
+        snprintf(copy, sizeof copy, "%s", msg + n + 2);
+        ct_error(ct_last_status(), op, "%s", copy);
+    }
+}
+
 /* A storage record read so far (Note [Storages as tensors] in pickle.h). */
 typedef struct cached_storage {
     char *key;
@@ -331,16 +343,8 @@ static ct_value *load_zip(loader *l, const uint8_t *buf, size_t len) {
     if (!ct_zip_extract(&l->z, pk, pkl, OP_LOAD)) {
         ct_pickle_hooks hooks = {l, load_storage, storage_tensor};
         v = ct_value_from_pickle(pkl, (size_t)pk->size, &hooks, "data.pkl");
-        if (!v) {
-            /* the reader's message, under this loader's name */
-            static const char prefix[] = "value_from_pickle: ";
-            const char *msg = ct_last_error();
-            if (strncmp(msg, prefix, sizeof prefix - 1) == 0) {
-                char copy[1024];
-                snprintf(copy, sizeof copy, "%s", msg + sizeof prefix - 1);
-                ct_error(ct_last_status(), OP_LOAD, "%s", copy);
-            }
-        }
+        if (!v)
+            rename_error("value_from_pickle", OP_LOAD);
     }
     free(pkl);
     return v;
@@ -463,6 +467,7 @@ ct_status ct_pt_save_impl(const char *path, const ct_value *obj, bool force_zip6
         return ct_error(CT_ERROR_NULL_ARGUMENT, OP_SAVE, "%s is NULL", path ? "obj" : "path");
     ct_pickler p;
     if (ct_pickle_dump(&p, obj, OP_SAVE)) {
+        rename_error("value_to_pickle", OP_SAVE);
         ct_pickler_free(&p);
         return ct_last_status();
     }
