@@ -904,9 +904,9 @@ static ct_status step(up *u, uint8_t op, bool *stop) {
 }
 
 static ct_status unsupported(up *u, uint8_t op) {
-        if (op >= 0x20 && op < 0x7f)
-            return fail(u, "Unsupported operand %u ('%c'), not allowed in weights-only loading", op, op);
-        return fail(u, "Unsupported operand %u (0x%02x), not allowed in weights-only loading", op, op);
+    if (op >= 0x20 && op < 0x7f)
+        return fail(u, "Unsupported operand %u ('%c'), not allowed in weights-only loading", op, op);
+    return fail(u, "Unsupported operand %u (0x%02x), not allowed in weights-only loading", op, op);
 }
 
 /* Note [Plain pickles]
