@@ -116,7 +116,9 @@ static void test_round_trip_value_tree(void **state) {
     ct_value_free(back);
 
     /* a tensor needs a storage callback */
+    ct_scope_begin();
     assert_int_equal(ct_value_set(v, "t", ct_value_new_tensor(ct_zeros(CT_SHAPE(2), CT_F32, CT_CPU))), CT_OK);
+    ct_scope_end();
     ct_clear_error();
     CT_ASSERT_ERR(ct_value_to_pickle(v, NULL, NULL, &len) != NULL, CT_ERROR_VALUE, "no storage function");
     assert_int_equal(len, 0);
