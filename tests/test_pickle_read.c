@@ -1,35 +1,16 @@
-/* The plain-data unpickler behind `ctorch memviz`: Python's own pickles, round trips
- * with the pickle writer, JSON output, and hostile input (every truncation of a real
- * snapshot, random byte flips, cycles, code opcodes) failing cleanly. */
+/* The pickle reader without hooks (ct_value_from_pickle, plain data), as `ctorch
+ * memviz` reads snapshots: Python's own pickles, round trips with the pickle writer,
+ * and hostile input (every truncation of a real snapshot, random byte flips, cycles,
+ * code opcodes, persistent ids) failing cleanly. The checkpoint side of the same
+ * reader is tested in test_pt.c. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "util/pickle_emit.h"
-#include "util/pickle_read.h"
 #include "testutil.h"
 
-typedef struct {
-    char buf[4096];
-    size_t len;
-} strbuf;
-
-static bool to_buf(void *ctx, const char *s, size_t n) {
-    strbuf *b = ctx;
-    if (b->len + n >= sizeof b->buf)
-        return false;
-    memcpy(b->buf + b->len, s, n);
-    b->len += n;
-    b->buf[b->len] = '\0';
-    return true;
-}
-
-static const ct_pvalue *dict_get(const ct_pvalue *d, const char *key) {
-    for (size_t i = 0; i + 1 < d->n; i += 2)
-        if (d->items[i]->type == CT_PV_STR && strcmp(d->items[i]->s, key) == 0)
-            return d->items[i + 1];
-    return NULL;
-}
+static ct_value *read_plain(const void *data, size_t n) { return ct_value_from_pickle(data, n, NULL, "test"); }
 
 static void test_reads_python_protocol4(void **state) {
     (void)state;
@@ -41,27 +22,32 @@ static void test_reads_python_protocol4(void **state) {
         "\x00\x00\x00\x00\x00\x00\x8c\x03\x78\x3c\x79\x94\x4e\x88\x4b\x01\x4b\x02\x86\x94\x65\x8c\x01\x62\x94\x4a"
         "\xfb\xff\xff\xff\x8c\x03\x62\x69\x67\x94\x8a\x09\x00\x00\x00\x00\x00\x00\x00\x00\x40\x8c\x03\x6e\x65\x67"
         "\x94\x8a\x06\x00\x00\x00\x00\x00\xff\x8c\x01\x74\x94\x29\x8c\x01\x73\x94\x8c\x03\x73\x73\x73\x94\x75\x2e";
-    ct_pdoc doc;
-    assert_int_equal(ct_pickle_read_plain(py, sizeof py - 1, &doc, "test"), CT_OK);
-    assert_int_equal(doc.root->type, CT_PV_DICT);
-    const ct_pvalue *a = dict_get(doc.root, "a");
+    ct_value *doc = read_plain(py, sizeof py - 1);
+    assert_non_null(doc);
+    assert_int_equal(ct_value_kind(doc), CT_VALUE_DICT);
+    const ct_value *a = ct_value_get(doc, "a");
     assert_non_null(a);
-    assert_int_equal(a->type, CT_PV_LIST);
-    assert_int_equal(a->n, 6);
-    assert_int_equal(a->items[0]->i, 1);
-    assert_true(a->items[1]->f == 2.5);
-    assert_string_equal(a->items[2]->s, "x<y");
-    assert_int_equal(a->items[3]->type, CT_PV_NONE);
-    assert_int_equal(a->items[4]->type, CT_PV_BOOL);
-    assert_int_equal(a->items[5]->n, 2);
-    assert_int_equal(dict_get(doc.root, "b")->i, -5);
-    assert_true(dict_get(doc.root, "big")->f == 1180591620717411303424.0);
-    assert_int_equal(dict_get(doc.root, "neg")->i, -1099511627776LL);
-    strbuf out = {.len = 0};
-    assert_int_equal(ct_pvalue_write_json(doc.root, to_buf, &out, "test"), CT_OK);
-    assert_string_equal(out.buf, "{\"a\":[1,2.5,\"x\\u003cy\",null,true,[1,2]],\"b\":-5,\"big\":1.1805916207174113e+21,"
-                                 "\"neg\":-1099511627776,\"t\":[],\"s\":\"sss\"}");
-    ct_pdoc_free(&doc);
+    assert_int_equal(ct_value_kind(a), CT_VALUE_LIST);
+    assert_int_equal(ct_value_len(a), 6);
+    assert_int_equal(ct_value_int(ct_value_at(a, 0)), 1);
+    assert_true(ct_value_float(ct_value_at(a, 1)) == 2.5);
+    assert_string_equal(ct_value_str(ct_value_at(a, 2), NULL), "x<y");
+    assert_int_equal(ct_value_kind(ct_value_at(a, 3)), CT_VALUE_NONE);
+    assert_int_equal(ct_value_kind(ct_value_at(a, 4)), CT_VALUE_BOOL);
+    assert_int_equal(ct_value_kind(ct_value_at(a, 5)), CT_VALUE_TUPLE);
+    assert_int_equal(ct_value_len(ct_value_at(a, 5)), 2);
+    assert_int_equal(ct_value_int(ct_value_get(doc, "b")), -5);
+    /* beyond 64 bits: an inexact float */
+    assert_int_equal(ct_value_kind(ct_value_get(doc, "big")), CT_VALUE_FLOAT);
+    assert_true(ct_value_float(ct_value_get(doc, "big")) == 1180591620717411303424.0);
+    assert_int_equal(ct_value_int(ct_value_get(doc, "neg")), -1099511627776LL);
+    assert_int_equal(ct_value_kind(ct_value_get(doc, "t")), CT_VALUE_TUPLE);
+    assert_int_equal(ct_value_len(ct_value_get(doc, "t")), 0);
+    char out[256];
+    assert_true(ct_value_to_json(doc, out, sizeof out) > 0);
+    assert_string_equal(out, "{\"a\":[1,2.5,\"x<y\",null,true,[1,2]],\"b\":-5,\"big\":1.1805916207174113e+21,"
+                             "\"neg\":-1099511627776,\"t\":[],\"s\":\"sss\"}");
+    ct_value_free(doc);
 }
 
 static void test_round_trip_with_writer(void **state) {
@@ -84,56 +70,109 @@ static void test_round_trip_with_writer(void **state) {
     ct_pickle_setitems(&p);
     ct_pickle_stop(&p);
     assert_int_equal(ct_pickle_finish(&p, "test"), CT_OK);
-    ct_pdoc doc;
-    assert_int_equal(ct_pickle_read_plain(p.buf, p.len, &doc, "test"), CT_OK);
-    const ct_pvalue *l = dict_get(doc.root, "ints");
-    assert_int_equal(l->n, sizeof ints / sizeof ints[0]);
-    for (size_t i = 0; i < l->n; i++) {
-        assert_int_equal(l->items[i]->type, CT_PV_INT);
-        assert_int_equal(l->items[i]->i, ints[i]);
+    ct_value *doc = read_plain(p.buf, p.len);
+    assert_non_null(doc);
+    const ct_value *l = ct_value_get(doc, "ints");
+    assert_int_equal(ct_value_len(l), sizeof ints / sizeof ints[0]);
+    for (int64_t i = 0; i < ct_value_len(l); i++) {
+        assert_int_equal(ct_value_kind(ct_value_at(l, i)), CT_VALUE_INT);
+        assert_int_equal(ct_value_int(ct_value_at(l, i)), ints[i]);
     }
-    assert_ptr_equal(dict_get(doc.root, "again"), l); /* the memo gives the same list */
-    ct_pdoc_free(&doc);
+    /* the memo gives the same list, copied at each use */
+    const ct_value *again = ct_value_get(doc, "again");
+    assert_ptr_not_equal(again, l);
+    assert_int_equal(ct_value_len(again), ct_value_len(l));
+    assert_int_equal(ct_value_int(ct_value_at(again, 10)), INT64_MAX);
+    ct_value_free(doc);
     ct_pickle_destroy(&p);
 }
 
-static void expect_format_error(const void *data, size_t n, const char *needle) {
-    ct_pdoc doc;
+/* The one writer, without a storage callback, and the one reader read each other. */
+static void test_round_trip_value_tree(void **state) {
+    (void)state;
+    static const char json[] = "{\"a\":[1,-70000,9223372036854775807,2.5,\"x<y\",null,true],\"b\":{\"c\":[]}}";
+    ct_value *v = ct_value_from_json(json, sizeof json - 1, NULL);
+    assert_non_null(v);
+    assert_int_equal(ct_value_set_int(ct_value_get(v, "b"), 7, ct_value_new_bytes("\x00\xff", 2)), CT_OK);
+    size_t len = 0;
+    void *bytes = ct_value_to_pickle(v, NULL, NULL, &len);
+    assert_non_null(bytes);
+    assert_true(len > 2);
+    ct_value *back = read_plain(bytes, len);
+    free(bytes);
+    assert_non_null(back);
+    char want[256], got[256];
+    assert_true(ct_value_to_json(ct_value_get(v, "a"), want, sizeof want) > 0);
+    assert_true(ct_value_to_json(ct_value_get(back, "a"), got, sizeof got) > 0);
+    assert_string_equal(got, want);
+    const ct_value *d = ct_value_get(back, "b");
+    assert_int_equal(ct_value_len(d), 2);
+    assert_int_equal(ct_value_int(ct_value_key_at(d, 1)), 7);
+    size_t n = 0;
+    const char *raw = ct_value_str(ct_value_at(d, 1), &n);
+    assert_int_equal(ct_value_kind(ct_value_at(d, 1)), CT_VALUE_BYTES);
+    assert_int_equal(n, 2);
+    assert_memory_equal(raw, "\x00\xff", 2);
+    ct_value_free(back);
+
+    /* a tensor needs a storage callback */
+    ct_scope_begin();
+    assert_int_equal(ct_value_set(v, "t", ct_value_new_tensor(ct_zeros(CT_SHAPE(2), CT_F32, CT_CPU))), CT_OK);
+    ct_scope_end();
     ct_clear_error();
-    CT_ASSERT_ERR(ct_pickle_read_plain(data, n, &doc, "test") == CT_OK, CT_ERROR_FORMAT, needle);
-    assert_null(doc.root);
+    CT_ASSERT_ERR(ct_value_to_pickle(v, NULL, NULL, &len) != NULL, CT_ERROR_VALUE, "no storage function");
+    assert_int_equal(len, 0);
+    ct_value_free(v);
+}
+
+static void expect_format_error(const void *data, size_t n, const char *needle) {
+    ct_clear_error();
+    CT_ASSERT_ERR(read_plain(data, n) != NULL, CT_ERROR_FORMAT, needle);
 }
 
 static void test_hostile_input(void **state) {
     (void)state;
-    expect_format_error("\x80\x02" "cos\nsystem\n.", 16, "unsupported pickle opcode 0x63");
-    expect_format_error("\x80\x02K\x01R.", 6, "unsupported pickle opcode 0x52");
+    expect_format_error("\x80\x02" "cos\nsystem\n.", 16, "global 'os.system' is not allowed");
+    expect_format_error("\x80\x02K\x01R.", 6, "stack underflow in REDUCE");
+    expect_format_error("\x80\x02NK\x01R.", 7, "unrecognized function NoneType");
     expect_format_error("\x80\x09N.", 4, "unsupported pickle protocol 9");
     expect_format_error("\x80\x02X\xff\xff\xff\x7f", 7, "truncated");
-    expect_format_error("\x80\x02h\x05.", 5, "memo 5 is empty");
-    expect_format_error("\x80\x02N", 3, "no STOP");
-    expect_format_error("\x80\x02NN.", 5, "2 values");
-    expect_format_error("\x80\x02" "e.", 4, "no MARK");
-    expect_format_error("\x80\x02(K\x01u.", 7, "no matching container");
-    expect_format_error("\x80\x02K\x01" "a.", 6, "APPEND without a list");
+    expect_format_error("\x80\x02\x8c\x05" "ab", 7, "truncated");
+    expect_format_error("\x80\x02h\x05.", 5, "memo index 5 was never stored");
+    expect_format_error("\x80\x02N", 3, "without STOP");
+    expect_format_error("\x80\x02" "e.", 4, "APPENDS without a preceding MARK");
+    expect_format_error("\x80\x02(K\x01u.", 7, "odd number of items");
+    expect_format_error("\x80\x02(K\x01K\x02K\x03" "d.", 11, "DICT with an odd number");
+    expect_format_error("\x80\x02K\x01" "a.", 6, "stack underflow in APPEND");
+    expect_format_error("\x80\x02K\x01K\x02" "a.", 8, "Can only append to lists, but got int");
     expect_format_error("\x80\x02\x85.", 4, "TUPLE1");
-    ct_pdoc doc;
+    expect_format_error("\x80\x02\x8f.", 4, "set values are not supported");
+    /* a persistent id needs a loader's hooks */
+    expect_format_error("\x80\x02(X\x07\0\0\0storagetQ.", 18, "persistent id (BINPERSID) in plain data");
     ct_clear_error();
-    CT_ASSERT_ERR(ct_pickle_read_plain(NULL, 0, &doc, "test") == CT_OK, CT_ERROR_NULL_ARGUMENT, "test");
+    CT_ASSERT_ERR(read_plain(NULL, 0) != NULL, CT_ERROR_NULL_ARGUMENT, "value_from_pickle");
 
-    /* a list that holds itself parses, but cannot be written out */
+    /* a list that holds itself, and one that holds itself twice (2^256 values) */
     static const unsigned char cyc[] = "\x80\x02]q\x00(h\x00" "e.";
-    assert_int_equal(ct_pickle_read_plain(cyc, sizeof cyc - 1, &doc, "test"), CT_OK);
-    strbuf out = {.len = 0};
-    ct_clear_error();
-    CT_ASSERT_ERR(ct_pvalue_write_json(doc.root, to_buf, &out, "test") == CT_OK, CT_ERROR_FORMAT, "deeper than 64");
-    ct_pdoc_free(&doc);
-    /* non-string keys */
+    expect_format_error(cyc, sizeof cyc - 1, "deeper than 256 levels (or contains itself)");
+    static const unsigned char cyc2[] = "\x80\x02]q\x00(h\x00h\x00" "e.";
+    expect_format_error(cyc2, sizeof cyc2 - 1, "contains itself");
+    /* t = (t, t) forty times over: shallow, but 2^40 values once the memo is expanded */
+    unsigned char wide[2 + 2 + 40 * 5 + 1];
+    size_t k = 0;
+    wide[k++] = 0x80, wide[k++] = 2, wide[k++] = 'K', wide[k++] = 1;
+    for (int i = 0; i < 40; i++)
+        wide[k++] = 'q', wide[k++] = 0, wide[k++] = 'h', wide[k++] = 0, wide[k++] = 0x86;
+    wide[k++] = '.';
+    expect_format_error(wide, k, "shared references expand the object into more than");
+    /* keys: ints are kept, others refused */
+    static const unsigned char ikey[] = "\x80\x02}(K\x07K\x02u.";
+    ct_value *doc = read_plain(ikey, sizeof ikey - 1);
+    assert_non_null(doc);
+    assert_int_equal(ct_value_int(ct_value_key_at(doc, 0)), 7);
+    ct_value_free(doc);
     static const unsigned char tkey[] = "\x80\x02}(K\x01K\x02\x86K\x03u.";
-    assert_int_equal(ct_pickle_read_plain(tkey, sizeof tkey - 1, &doc, "test"), CT_OK);
-    ct_clear_error();
-    CT_ASSERT_ERR(ct_pvalue_write_json(doc.root, to_buf, &out, "test") == CT_OK, CT_ERROR_FORMAT, "dict key");
-    ct_pdoc_free(&doc);
+    expect_format_error(tkey, sizeof tkey - 1, "dict keys must be str or int");
 }
 
 static unsigned char *snapshot_bytes(size_t *n) {
@@ -160,24 +199,18 @@ static unsigned char *snapshot_bytes(size_t *n) {
     return b;
 }
 
-static bool discard(void *ctx, const char *s, size_t n) {
-    (void)s;
-    *(size_t *)ctx += n;
-    return *(size_t *)ctx < ((size_t)1 << 24);
-}
-
 static void test_snapshot_truncations_and_flips(void **state) {
     (void)state;
     size_t n;
     unsigned char *b = snapshot_bytes(&n);
-    ct_pdoc doc;
-    assert_int_equal(ct_pickle_read_plain(b, n, &doc, "test"), CT_OK);
-    assert_non_null(dict_get(doc.root, "segments"));
-    ct_pdoc_free(&doc);
+    ct_value *doc = read_plain(b, n);
+    assert_non_null(doc);
+    assert_non_null(ct_value_get(doc, "segments"));
+    ct_value_free(doc);
     for (size_t k = 0; k < n; k++) {
         ct_clear_error();
-        assert_int_not_equal(ct_pickle_read_plain(b, k, &doc, "test"), CT_OK);
-        assert_null(doc.root);
+        assert_null(read_plain(b, k));
+        assert_int_not_equal(ct_last_status(), CT_OK);
     }
     /* random corruptions: any outcome but a crash (ASan builds check the memory) */
     uint64_t x = 0x2545F4914F6CDD1DULL;
@@ -190,11 +223,8 @@ static void test_snapshot_truncations_and_flips(void **state) {
             x ^= x << 17;
             m[(x >> 8) % n] = (unsigned char)x;
         }
-        if (ct_pickle_read_plain(m, n, &doc, "test") == CT_OK) {
-            size_t written = 0;
-            ct_pvalue_write_json(doc.root, discard, &written, "test");
-            ct_pdoc_free(&doc);
-        }
+        if ((doc = read_plain(m, n)))
+            ct_value_free(doc);
     }
     ct_clear_error();
     free(m);
@@ -206,6 +236,7 @@ int main(void) {
         cmocka_unit_test(test_reads_python_protocol4),
         cmocka_unit_test(test_round_trip_with_writer),
         cmocka_unit_test(test_hostile_input),
+        cmocka_unit_test(test_round_trip_value_tree),
         cmocka_unit_test(test_snapshot_truncations_and_flips),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -38,6 +38,54 @@ CT_API ct_value *ct_load_pt(const char *path);
 /* Same, from memory (the bytes are copied as needed; buf may be freed afterwards). */
 CT_API ct_value *ct_load_buffer(const void *buf, size_t len);
 
+/* ------------------------------------------------------------ pickles */
+
+/* How a pickle's persistent ids (torch.save's storages) become tensors: the loader's
+ * side of ct_value_from_pickle. storage resolves a persistent id ('storage', type,
+ * key, location, numel) when the pickle names it: dtype is the storage's element
+ * type, or CT_DTYPE_UNDEFINED for torch.UntypedStorage (numel then counts bytes); pos
+ * is the opcode's offset in the pickle, for messages; it returns a handle >= 0, or -1
+ * with an error set. tensor makes a tensor of dtype over the storage of a handle, of
+ * the given size and stride at offset (in elements of dtype; the reader has checked
+ * that every element lies inside the storage), owned by the innermost scope as an
+ * op's result is, or NULL with an error set. */
+typedef struct ct_pickle_hooks {
+    void *ctx;
+    int64_t (*storage)(void *ctx, size_t pos, const char *key, ct_dtype dtype, int64_t numel, const char *location);
+    ct_tensor *(*tensor)(void *ctx, int64_t storage, ct_dtype dtype, const int64_t *shape, const int64_t *stride,
+                         int ndim, int64_t offset);
+} ct_pickle_hooks;
+
+/* Reads a pickle into a value tree; nothing it names is ever imported or called
+ * (docs/serialization.md, "The restricted unpickler"). With hooks, it reads what
+ * torch.load(weights_only=True) reads: the protocol-2 opcodes of that unpickler, its
+ * allowlist of globals (tensors, Parameters, OrderedDicts, torch.Size, devices, bytes)
+ * and tensors over the storages the hooks resolve. With hooks NULL it reads plain data
+ * (dicts, lists, tuples, str, bytes, int, float, bool, None) of protocols 2 to 5, as
+ * Python's pickle.dump writes it: a persistent id is an error, an integer beyond 64
+ * bits reads as an (inexact) float. A shared object (the memo) is copied at each use;
+ * nesting deeper than CT_VALUE_MAX_DEPTH (a container holding itself, too) and
+ * sharing that expands beyond a bound proportional to len are errors. On failure:
+ * NULL and a CT_ERROR_FORMAT error "value_from_pickle: <what> offset N: ...", what
+ * naming the data (NULL: "pickle"). */
+CT_API ct_value *ct_value_from_pickle(const void *data, size_t len, const ct_pickle_hooks *hooks,
+                                      const char *what);
+
+/* Numbers the storage of t (a CPU tensor) for a pickle's persistent id: tensors that
+ * share a storage should get one number. Returns it (>= 0), or -1 with an error set. */
+typedef int64_t (*ct_pickle_storage_fn)(void *ctx, ct_tensor *t);
+
+/* Writes v as a protocol-2 pickle, as torch.save writes the same objects (the
+ * choices are in docs/serialization.md): dicts of str -> tensor as OrderedDicts,
+ * tensors as _rebuild_tensor_v2 (v3 for uint16/32/64) over the persistent id
+ * ('storage', <class>, str(storage(ctx, t)), 'cpu', numel), bytes through
+ * _codecs.encode. Only ct_value_from_pickle's with-hooks subset is written, so that
+ * torch.load(weights_only=True) and ctorch read it back. A tree holding a tensor needs
+ * storage (NULL: only tensor-free trees are written). Returns the bytes (malloc'd:
+ * free them with free()) and their count in *len, or NULL with an error: a non-CPU
+ * tensor, nesting deeper than CT_VALUE_MAX_DEPTH, storage's own error. */
+CT_API void *ct_value_to_pickle(const ct_value *v, ct_pickle_storage_fn storage, void *ctx, size_t *len);
+
 /* ------------------------------------------------------------ saving */
 
 /* dict: a CT_VALUE_DICT of name -> contiguous or strided tensor. metadata: NULL or a dict

@@ -32,6 +32,18 @@ static bool host_little_endian(void) {
     return b == 1;
 }
 
+/* Gives the last error, when it is function's, to op instead: the pickle reader's and
+ * writer's messages appear under the loader's and saver's names. */
+static void rename_error(const char *function, const char *op) {
+    const char *msg = ct_last_error();
+    size_t n = strlen(function);
+    if (strncmp(msg, function, n) == 0 && msg[n] == ':' && msg[n + 1] == ' ') {
+        char copy[1024];
+        snprintf(copy, sizeof copy, "%s", msg + n + 2);
+        ct_error(ct_last_status(), op, "%s", copy);
+    }
+}
+
 /* A storage record read so far (Note [Storages as tensors] in pickle.h). */
 typedef struct cached_storage {
     char *key;
@@ -248,6 +260,14 @@ static ct_tensor *storage_base(void *ctx, int64_t handle, ct_dtype dtype) {
 
 
 
+/* The hooks' tensor: Note [Storages as tensors] in pickle.h, a tensor of its own over
+ * the base's storage. */
+static ct_tensor *storage_tensor(void *ctx, int64_t handle, ct_dtype dtype, const int64_t *shape,
+                                 const int64_t *stride, int ndim, int64_t offset) {
+    ct_tensor *base = storage_base(ctx, handle, dtype);
+    return base ? ct_detach(ct_as_strided(base, shape, stride, ndim, offset)) : NULL;
+}
+
 static void loader_free(loader *l) {
     for (int64_t i = 0; i < l->ncache; i++) {
         free(l->cache[i].key);
@@ -321,8 +341,10 @@ static ct_value *load_zip(loader *l, const uint8_t *buf, size_t len) {
         return NULL;
     ct_value *v = NULL;
     if (!ct_zip_extract(&l->z, pk, pkl, OP_LOAD)) {
-        ct_unpickle_io io = {l, load_storage, storage_base};
-        v = ct_unpickle(pkl, (size_t)pk->size, &io, OP_LOAD);
+        ct_pickle_hooks hooks = {l, load_storage, storage_tensor};
+        v = ct_value_from_pickle(pkl, (size_t)pk->size, &hooks, "data.pkl");
+        if (!v)
+            rename_error("value_from_pickle", OP_LOAD);
     }
     free(pkl);
     return v;
@@ -445,6 +467,7 @@ ct_status ct_pt_save_impl(const char *path, const ct_value *obj, bool force_zip6
         return ct_error(CT_ERROR_NULL_ARGUMENT, OP_SAVE, "%s is NULL", path ? "obj" : "path");
     ct_pickler p;
     if (ct_pickle_dump(&p, obj, OP_SAVE)) {
+        rename_error("value_to_pickle", OP_SAVE);
         ct_pickler_free(&p);
         return ct_last_status();
     }

@@ -15,7 +15,7 @@
 
 #include "core/error.h"
 #include "ctorch/memory.h"
-#include "util/pickle_read.h"
+#include "ctorch/io.h"
 
 #define OP "memviz"
 
@@ -252,9 +252,92 @@ static void put(page_out *o, const char *s, size_t n) {
 }
 static void puts_(page_out *o, const char *s) { put(o, s, strlen(s)); }
 
-static bool sink(void *ctx, const char *s, size_t n) {
-    put(ctx, s, n);
-    return !((page_out *)ctx)->too_big;
+/* JSON string; '<', '>' and '&' escaped so the text is safe inside <script>. */
+static void json_str(page_out *o, const char *s, size_t n) {
+    put(o, "\"", 1);
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        char esc[8];
+        if (c == '"' || c == '\\') {
+            esc[0] = '\\';
+            esc[1] = (char)c;
+            put(o, esc, 2);
+        } else if (c < 0x20 || c == '<' || c == '>' || c == '&') {
+            snprintf(esc, sizeof esc, "\\u%04x", c);
+            put(o, esc, 6);
+        } else {
+            put(o, (const char *)&c, 1);
+        }
+    }
+    put(o, "\"", 1);
+}
+
+/* The snapshot as JSON: tuples as arrays, int keys as strings, NaN and infinities as
+ * null. Nesting is capped at 64 levels (the reader caps it at CT_VALUE_MAX_DEPTH). */
+static ct_status json_value(page_out *o, const ct_value *v, int depth, const char *in) {
+    if (o->too_big)
+        return CT_OK;
+    char buf[64];
+    if (depth > 64)
+        return ct_error(CT_ERROR_FORMAT, OP, "%s: the snapshot nests deeper than 64 levels", in);
+    size_t len = 0;
+    const char *str;
+    switch (ct_value_kind(v)) {
+    case CT_VALUE_NONE: puts_(o, "null"); break;
+    case CT_VALUE_BOOL: puts_(o, ct_value_bool(v) ? "true" : "false"); break;
+    case CT_VALUE_INT:
+        snprintf(buf, sizeof buf, "%lld", (long long)ct_value_int(v));
+        puts_(o, buf);
+        break;
+    case CT_VALUE_FLOAT: {
+        double f = ct_value_float(v);
+        if (f != f || f > 1.7976931348623157e308 || f < -1.7976931348623157e308)
+            puts_(o, "null");
+        else {
+            snprintf(buf, sizeof buf, "%.17g", f);
+            puts_(o, buf);
+        }
+        break;
+    }
+    case CT_VALUE_STRING:
+        str = ct_value_str(v, &len);
+        json_str(o, str, len);
+        break;
+    case CT_VALUE_LIST:
+    case CT_VALUE_TUPLE:
+        put(o, "[", 1);
+        for (int64_t i = 0; i < ct_value_len(v); i++) {
+            if (i)
+                put(o, ",", 1);
+            if (json_value(o, ct_value_at(v, i), depth + 1, in))
+                return ct_last_status();
+        }
+        put(o, "]", 1);
+        break;
+    case CT_VALUE_DICT:
+        put(o, "{", 1);
+        for (int64_t i = 0; i < ct_value_len(v); i++) {
+            const ct_value *k = ct_value_key_at(v, i);
+            if (i)
+                put(o, ",", 1);
+            if (ct_value_kind(k) == CT_VALUE_STRING) {
+                str = ct_value_str(k, &len);
+                json_str(o, str, len);
+            } else {
+                snprintf(buf, sizeof buf, "\"%lld\"", (long long)ct_value_int(k));
+                puts_(o, buf);
+            }
+            put(o, ":", 1);
+            if (json_value(o, ct_value_at(v, i), depth + 1, in))
+                return ct_last_status();
+        }
+        put(o, "}", 1);
+        break;
+    default:
+        return ct_error(CT_ERROR_FORMAT, OP, "%s: the snapshot holds a %s, which is not plain data", in,
+                        ct_value_type_name(ct_value_kind(v)));
+    }
+    return CT_OK;
 }
 
 static unsigned char *read_all(const char *path, size_t *len) {
@@ -297,7 +380,7 @@ ct_status ct_memory_viz(const char *snapshot_path, const char *html_path) {
     size_t n = 0;
     unsigned char *data = read_all(in, &n);
     ct_status st = CT_ERROR_IO;
-    ct_pdoc doc = {0};
+    ct_value *doc = NULL;
     FILE *f = NULL;
     if (!data) {
         st = ct_last_status();
@@ -312,25 +395,29 @@ ct_status ct_memory_viz(const char *snapshot_path, const char *html_path) {
             st = ct_error(CT_ERROR_FORMAT, OP, "'%s' is neither a pickle (protocol 2 or later) nor JSON", in);
             goto out;
         }
-        if (ct_pickle_read_plain(data, n, &doc, in) != CT_OK) {
-            /* "<in>: ..." from the reader, under this function's name */
+        /* plain data only: no hooks, so no persistent ids */
+        if (!(doc = ct_value_from_pickle(data, n, NULL, in))) {
+            /* "value_from_pickle: <in> offset N: ..." from the reader, under this
+             * function's name */
+            static const char prefix[] = "value_from_pickle: ";
+            const char *e = ct_last_error();
             char msg[640];
-            snprintf(msg, sizeof msg, "%s", ct_last_error());
+            snprintf(msg, sizeof msg, "%s", strncmp(e, prefix, sizeof prefix - 1) ? e : e + sizeof prefix - 1);
             st = ct_error(ct_last_status(), OP, "%s", msg);
             goto out;
         }
-        if (doc.root->type == CT_PV_LIST) {
+        if (ct_value_kind(doc) == CT_VALUE_LIST) {
             /* PyTorch 1.13's _snapshot() was the segment list alone: wrap it. */
-            ct_pvalue *d = ct_pdoc_new(&doc, CT_PV_DICT), *k = ct_pdoc_new(&doc, CT_PV_STR);
-            if (!d || !k || !(k->s = malloc(9)) || !ct_pvalue_push(d, k) || !ct_pvalue_push(d, doc.root)) {
-                st = ct_error(CT_ERROR_OUT_OF_MEMORY, OP, "out of memory");
+            ct_value *d = ct_value_new_dict();
+            if (!d || ct_value_set(d, "segments", doc)) {
+                ct_value_free(d);
+                doc = NULL; /* ct_value_set took it, even on failure */
+                st = ct_last_status();
                 goto out;
             }
-            memcpy(k->s, "segments", 9);
-            k->slen = 8;
-            doc.root = d;
+            doc = d;
         }
-        if (doc.root->type != CT_PV_DICT) {
+        if (ct_value_kind(doc) != CT_VALUE_DICT) {
             st = ct_error(CT_ERROR_FORMAT, OP, "'%s' does not hold a memory snapshot (a dict with \"segments\")", in);
             goto out;
         }
@@ -343,7 +430,7 @@ ct_status ct_memory_viz(const char *snapshot_path, const char *html_path) {
     page_out o = {f, 0, false};
     puts_(&o, page_head);
     puts_(&o, "<script>document.getElementById('source').textContent=");
-    ct_json_write_string(sink, &o, in, strlen(in));
+    json_str(&o, in, strlen(in));
     puts_(&o, ";</script>\n<script type=\"application/json\" id=\"snapshot-data\">");
     if (is_json) {
         /* '<' can only occur inside JSON strings, where \u003c means the same */
@@ -353,10 +440,8 @@ ct_status ct_memory_viz(const char *snapshot_path, const char *html_path) {
             else
                 put(&o, (const char *)data + i, 1);
     } else {
-        if (ct_pvalue_write_json(doc.root, sink, &o, in) != CT_OK && !o.too_big) {
-            char msg[640];
-            snprintf(msg, sizeof msg, "%s", ct_last_error());
-            st = ct_error(ct_last_status(), OP, "%s", msg);
+        if (json_value(&o, doc, 0, in) != CT_OK && !o.too_big) {
+            st = ct_last_status();
             goto out;
         }
     }
@@ -377,7 +462,7 @@ out:
         st = ct_error(CT_ERROR_IO, OP, "could not write '%s'", outpath);
     if (st != CT_OK && f)
         remove(outpath);
-    ct_pdoc_free(&doc);
+    ct_value_free(doc);
     free(data);
     return st;
 }

@@ -43,15 +43,15 @@ grep -q "neither a pickle" memviz_err.txt || fail "message for a non-pickle"
 # a list that contains itself
 printf '\200\002]q\000(h\000e.' > bad_cycle.pickle
 expect_rc 1 bad_cycle.pickle -o bad.html
-grep -q "deeper than 64" memviz_err.txt || fail "message for a cyclic pickle: $(cat memviz_err.txt)"
+grep -q "contains itself" memviz_err.txt || fail "message for a cyclic pickle: $(cat memviz_err.txt)"
 # code, not data
 printf '\200\002cos\nsystem\nX\002\000\000\000lsR.' > bad_global.pickle
 expect_rc 1 bad_global.pickle -o bad.html
-grep -q "unsupported pickle opcode 0x63" memviz_err.txt || fail "message for GLOBAL: $(cat memviz_err.txt)"
+grep -q "global 'os.system' is not allowed" memviz_err.txt || fail "message for GLOBAL: $(cat memviz_err.txt)"
 [ ! -e bad.html ] || fail "a failed run left bad.html behind"
 # a truncated snapshot (test_pickle_read tries every truncation in-process)
 head -c 200 alloc_snapshot.pickle > trunc.pickle
 expect_rc 1 trunc.pickle -o bad.html
-grep -q "truncated pickle" memviz_err.txt || fail "message for a truncated pickle: $(cat memviz_err.txt)"
+grep -q "is truncated\|truncated)" memviz_err.txt || fail "message for a truncated pickle: $(cat memviz_err.txt)"
 rm -f bad_text.bin bad_cycle.pickle bad_global.pickle trunc.pickle memviz_err.txt
 echo "memviz: ok"

@@ -1,4 +1,6 @@
-/* The restricted unpickler for torch.save's data.pkl.
+/* The one pickle reader: torch.save's data.pkl (io's loaders, through the hooks of
+ * ct_value_from_pickle in ctorch/io.h) and plain data such as memory snapshots
+ * (ct_memory_viz, without hooks).
  *
  * Note [Restricted unpickler]
  * A pickle is a program for a stack machine whose GLOBAL and REDUCE opcodes import and
@@ -15,13 +17,24 @@
  * needs neither reference counts nor cycle detection. The result is converted into
  * a ct_value tree at STOP; that walk bounds the nesting depth (cycles end there too)
  * and the total number of values, so a few shared references cannot expand into an
- * exponentially large tree. */
+ * exponentially large tree.
+ *
+ * Without hooks (Note [Plain pickles]) the same machine reads plain data: persistent
+ * ids are refused, since only a loader can resolve them, and the opcodes of protocols
+ * 3 to 5 that Python's pickle.dump writes for plain data (FRAME, SHORT_BINUNICODE,
+ * BINUNICODE8, MEMOIZE, LIST, DICT) are accepted, as are integers beyond 64 bits, read
+ * as (inexact) floats. With hooks the opcodes are exactly those of torch.load's
+ * weights-only unpickler, and such an integer is an error. */
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "ctorch.h"
 #include "ctorch/ext.h"
-#include "pickle.h"
+
+/* Limits on hostile pickles (documented in docs/serialization.md); the nesting limit
+ * is CT_VALUE_MAX_DEPTH. */
+#define CT_PICKLE_MAX_STACK (1 << 20) /* stack entries and marks */
 
 typedef enum okind {
     O_NONE,
@@ -84,7 +97,7 @@ typedef struct obj {
     pglobal g;
     ct_dtype dtype;
     ct_tensor *t;     /* owned reference, released with the arena */
-    int64_t handle;   /* storage: io's handle */
+    int64_t handle;   /* storage: the hooks' handle */
     int64_t numel;    /* storage: elements of dtype, or bytes when untyped */
     struct obj *next; /* arena chain */
 } obj;
@@ -92,8 +105,9 @@ typedef struct obj {
 typedef struct up {
     const uint8_t *buf;
     size_t len, pos, op_pos;
-    const ct_unpickle_io *io;
-    const char *op;
+    const ct_pickle_hooks *io; /* NULL: plain data */
+    const char *op, *what;
+    uint64_t memo_next;        /* MEMOIZE's next index */
     obj *arena;
     obj **stack;
     int64_t sp, stack_cap;
@@ -113,7 +127,7 @@ static ct_status fail(up *u, const char *fmt, ...) {
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     u->failed = true;
-    return ct_error(CT_ERROR_FORMAT, u->op, "data.pkl offset %zu: %s", u->op_pos, msg);
+    return ct_error(CT_ERROR_FORMAT, u->op, "%s offset %zu: %s", u->what, u->op_pos, msg);
 }
 
 static obj *onew(up *u, okind kind) {
@@ -223,7 +237,7 @@ static ct_status pop_mark(up *u, const char *opname, int64_t *first) {
 
 static ct_status need(up *u, size_t n) {
     if (n > u->len - u->pos)
-        return fail(u, "data.pkl is truncated (needs %zu more bytes)", n - (u->len - u->pos));
+        return fail(u, "%s is truncated (needs %zu more bytes)", u->what, n - (u->len - u->pos));
     return CT_OK;
 }
 
@@ -238,7 +252,7 @@ static ct_status read_line(up *u, const char **s, size_t *n) {
     const uint8_t *start = u->buf + u->pos;
     const uint8_t *nl = memchr(start, '\n', u->len - u->pos);
     if (!nl)
-        return fail(u, "GLOBAL name is not terminated (data.pkl is truncated)");
+        return fail(u, "GLOBAL name is not terminated (%s is truncated)", u->what);
     *s = (const char *)start;
     *n = (size_t)(nl - start);
     u->pos += *n + 1;
@@ -415,20 +429,19 @@ static obj *make_tensor(up *u, obj *storage, obj *offset, obj *size, obj *stride
     obj *o = onew(u, O_TENSOR);
     if (!o)
         return NULL;
-    /* Note [Storages as tensors] in pickle.h: a tensor of its own over the base's storage. */
-    ct_tensor *base = u->io->base(u->io->ctx, storage->handle, dtype);
-    if (!base) {
-        u->failed = true;
-        return NULL;
-    }
+    /* Storages only come from the hooks (op_persid), so u->io is set here. */
     ct_scope_begin();
-    ct_tensor *t = ct_detach(ct_as_strided(base, shape, strides, nd, off));
+    ct_tensor *t = u->io->tensor(u->io->ctx, storage->handle, dtype, shape, strides, nd, off);
+    bool hook_failed = !t;
     if (t && requires_grad->i && !ct_tensor_set_requires_grad(t, true))
         t = NULL;
-    o->t = ct_retain(t);
+    o->t = t ? ct_retain(t) : NULL;
     ct_scope_end();
     if (!t) {
-        fail(u, "could not create the tensor: %s", ct_last_error());
+        if (hook_failed)
+            u->failed = true; /* the hook's own error stands */
+        else
+            fail(u, "could not create the tensor: %s", ct_last_error());
         return NULL;
     }
     return o;
@@ -584,6 +597,8 @@ static ct_status op_persid(up *u) {
     obj *pid = pop(u, "BINPERSID");
     if (!pid)
         return CT_ERROR_FORMAT;
+    if (!u->io)
+        return fail(u, "a persistent id (BINPERSID) in plain data: only a checkpoint loader can resolve it");
     if (pid->kind != O_TUPLE || pid->len < 5 || pid->items[0]->kind != O_STR ||
         !eq(pid->items[0]->s, pid->items[0]->n, "storage"))
         return fail(u, "Only persistent_load of storage is allowed, but got %s", kind_name(pid));
@@ -628,6 +643,8 @@ static ct_status memo_put(up *u, uint64_t idx) {
         u->memo_cap = cap;
     }
     u->memo[idx] = o;
+    if (idx + 1 > u->memo_next)
+        u->memo_next = idx + 1;
     return CT_OK;
 }
 
@@ -657,6 +674,9 @@ static ct_status set_items(up *u, obj *d, obj **kv, int64_t n, const char *opnam
     return CT_OK;
 }
 
+static ct_status unsupported(up *u, uint8_t op);
+static ct_status step_plain(up *u, uint8_t op);
+
 static ct_status step(up *u, uint8_t op, bool *stop) {
     obj *o;
     int64_t first = 0;
@@ -664,6 +684,8 @@ static ct_status step(up *u, uint8_t op, bool *stop) {
     case 0x80: /* PROTO */
         if (need(u, 1))
             return CT_ERROR_FORMAT;
+        if (!u->io && (u->buf[u->pos] < 2 || u->buf[u->pos] > 5))
+            return fail(u, "unsupported pickle protocol %u (this reader supports 2 to 5)", u->buf[u->pos]);
         u->pos++;
         return CT_OK;
     case '.': /* STOP */
@@ -800,6 +822,19 @@ static ct_status step(up *u, uint8_t op, bool *stop) {
         size_t n = u->buf[u->pos++];
         if (need(u, n))
             return CT_ERROR_FORMAT;
+        if (n > 8 && !u->io) {
+            /* plain data: beyond 64 bits as an (inexact) float, which JSON shows anyway */
+            const uint8_t *b = u->buf + u->pos;
+            bool neg = b[n - 1] & 0x80;
+            double x = 0;
+            for (size_t i = n; i-- > 0;)
+                x = x * 256.0 + (neg ? (uint8_t)~b[i] : b[i]);
+            u->pos += n;
+            if (!(o = onew(u, O_FLOAT)))
+                return CT_ERROR_OUT_OF_MEMORY;
+            o->f = neg ? -(x + 1) : x;
+            return push(u, o);
+        }
         if (n > 8)
             return fail(u, "integer of %zu bytes does not fit in int64", n);
         uint64_t v = 0;
@@ -862,9 +897,70 @@ static ct_status step(up *u, uint8_t op, bool *stop) {
         u->pos += 4;
         return op == 'j' ? memo_get(u, rd_u32(u->buf + u->pos - 4)) : memo_put(u, rd_u32(u->buf + u->pos - 4));
     default:
-        if (op >= 0x20 && op < 0x7f)
-            return fail(u, "Unsupported operand %u ('%c'), not allowed in weights-only loading", op, op);
-        return fail(u, "Unsupported operand %u (0x%02x), not allowed in weights-only loading", op, op);
+        if (!u->io)
+            return step_plain(u, op);
+        return unsupported(u, op);
+    }
+}
+
+static ct_status unsupported(up *u, uint8_t op) {
+    if (op >= 0x20 && op < 0x7f)
+        return fail(u, "Unsupported operand %u ('%c'), not allowed in weights-only loading", op, op);
+    return fail(u, "Unsupported operand %u (0x%02x), not allowed in weights-only loading", op, op);
+}
+
+/* Note [Plain pickles]
+ * The opcodes of protocols 3 to 5 that Python writes for plain data, read only without
+ * hooks: PyTorch's weights-only unpickler refuses them in a torch.save file, and so
+ * does this reader there. */
+static ct_status step_plain(up *u, uint8_t op) {
+    obj *o;
+    int64_t first = 0;
+    switch (op) {
+    case 0x95: /* FRAME: a length prefix, nothing to check against */
+        if (need(u, 8))
+            return CT_ERROR_FORMAT;
+        u->pos += 8;
+        return CT_OK;
+    case 0x8c: /* SHORT_BINUNICODE */
+    case 0x8d: { /* BINUNICODE8 */
+        size_t k = op == 0x8c ? 1 : 8;
+        if (need(u, k))
+            return CT_ERROR_FORMAT;
+        uint64_t n = 0;
+        for (size_t i = k; i-- > 0;)
+            n = n << 8 | u->buf[u->pos + i];
+        u->pos += k;
+        if (n > u->len - u->pos)
+            return fail(u, "%s is truncated (a string of %llu bytes)", u->what, (unsigned long long)n);
+        if (!(o = onew(u, O_STR)))
+            return CT_ERROR_OUT_OF_MEMORY;
+        o->s = malloc((size_t)n + 1);
+        if (!o->s)
+            return fail(u, "out of memory");
+        memcpy(o->s, u->buf + u->pos, (size_t)n);
+        o->s[n] = '\0';
+        o->n = (size_t)n;
+        u->pos += (size_t)n;
+        return push(u, o);
+    }
+    case 0x94: /* MEMOIZE */
+        return memo_put(u, u->memo_next);
+    case 'l': /* LIST */
+    case 'd': /* DICT */
+        if (pop_mark(u, op == 'l' ? "LIST" : "DICT", &first))
+            return CT_ERROR_FORMAT;
+        if (op == 'd' && (u->sp - first) % 2)
+            return fail(u, "DICT with an odd number of items");
+        if (!(o = onew(u, op == 'l' ? O_LIST : O_DICT)))
+            return CT_ERROR_OUT_OF_MEMORY;
+        for (int64_t i = first; i < u->sp; i++)
+            if (oappend(u, o, u->stack[i]))
+                return CT_ERROR_OUT_OF_MEMORY;
+        u->sp = first;
+        return push(u, o);
+    default:
+        return unsupported(u, op);
     }
 }
 
@@ -943,19 +1039,29 @@ static ct_value *convert(up *u, const obj *o, int depth) {
     return v;
 }
 
-ct_value *ct_unpickle(const uint8_t *buf, size_t len, const ct_unpickle_io *io, const char *op) {
+ct_value *ct_value_from_pickle(const void *data, size_t len, const ct_pickle_hooks *hooks, const char *what) {
+    const char *op = "value_from_pickle";
+    if (!data) {
+        ct_error_null(op);
+        return NULL;
+    }
+    if (hooks && (!hooks->storage || !hooks->tensor)) {
+        ct_error(CT_ERROR_NULL_ARGUMENT, op, "the hooks need both a storage and a tensor function");
+        return NULL;
+    }
     up u;
     memset(&u, 0, sizeof u);
-    u.buf = buf;
+    u.buf = data;
     u.len = len;
-    u.io = io;
+    u.io = hooks;
     u.op = op;
+    u.what = what ? what : "pickle";
     bool stop = false;
     ct_value *result = NULL;
     while (!stop) {
         u.op_pos = u.pos;
         if (u.pos >= u.len) {
-            fail(&u, "data.pkl ends without STOP (truncated)");
+            fail(&u, "%s ends without STOP (truncated)", u.what);
             break;
         }
         uint8_t opcode = u.buf[u.pos++];
@@ -970,7 +1076,9 @@ ct_value *ct_unpickle(const uint8_t *buf, size_t len, const ct_unpickle_io *io, 
             if (u.nmarks)
                 fail(&u, "STOP with %lld MARKs still open", (long long)u.nmarks);
             else {
-                u.max_values = (int64_t)len * 2 + 1024;
+                /* Plain data (a memory snapshot) shares more: Python memoizes each
+                 * frame, and a block's trace refers to many of them. */
+                u.max_values = hooks ? (int64_t)len * 2 + 1024 : (int64_t)len * 16 + ((int64_t)1 << 20);
                 result = convert(&u, r, 0);
             }
         }
