@@ -6,6 +6,7 @@
 #include "core/view.h"
 #include "meta/kernels.h"
 #include "meta/nn_fused.h"
+#include "meta/nn_ops.h"
 
 #include <float.h>
 #include <math.h>
@@ -106,29 +107,12 @@ ct_status ct_avgpool_check(const ct_tensor *x, const int64_t *ints, ct_avgpool_g
     g->c = x->shape[o];
     g->h = x->shape[o + 1];
     g->w = x->shape[o + 2];
-    int64_t in[2] = {g->h, g->w}, out[2];
-    for (int i = 0; i < 2; i++) {
-        /* padding <= kernel / 2, so in + 2 * padding - kernel fits; with the stride, the
-         * steps go through the checked helper (Note [Checked sizes]) */
-        int64_t num = in[i] + 2 * g->padding[i] - g->kernel[i];
-        if (!ct_window_out_size(in[i], g->padding[i], g->padding[i], g->kernel[i], g->stride[i], 1, g->ceil_mode,
-                                &out[i]))
-            return ct_error(CT_ERROR_VALUE, op, "the padding, stride and kernel size make the output size overflow int64");
-        if ((__int128)num + (g->ceil_mode ? g->stride[i] - 1 : 0) < 0)
-            out[i] = 0;
-        /* the last window must start inside the input or its left padding */
-        if (g->ceil_mode && out[i] > 0 && (__int128)(out[i] - 1) * g->stride[i] >= (__int128)in[i] + g->padding[i])
-            out[i]--;
-    }
-    g->oh = out[0];
-    g->ow = out[1];
-    if (g->oh < 1 || g->ow < 1)
-        return ct_error(CT_ERROR_VALUE, op,
-                        "Given input size: (%lldx%lldx%lld). Calculated output size: (%lldx%lldx%lld). Output size is "
-                        "too small",
-                        (long long)g->c, (long long)g->h, (long long)g->w, (long long)g->c, (long long)g->oh,
-                        (long long)g->ow);
-    return CT_OK;
+    /* padding <= kernel / 2, so in + 2 * padding - kernel fits; with the stride, the steps
+     * go through the checked helper (Note [Checked sizes]) */
+    if (!ct_pool_out_len(g->h, g->padding[0], g->kernel[0], g->stride[0], 1, g->ceil_mode, &g->oh) ||
+        !ct_pool_out_len(g->w, g->padding[1], g->kernel[1], g->stride[1], 1, g->ceil_mode, &g->ow))
+        return ct_error(CT_ERROR_VALUE, op, "the padding, stride and kernel size make the output size overflow int64");
+    return ct_pool_check_out(op, g->c, g->h, g->w, g->oh, g->ow);
 }
 
 static void pool_shape(bool batched, int64_t n, int64_t c, int64_t oh, int64_t ow, int64_t *shape, int *nd) {

@@ -181,27 +181,32 @@ ct_status ct_pool2d_geometry(const ct_call *call, ct_pool2d_geom *g) {
     g->c = x->shape[o];
     g->h = x->shape[o + 1];
     g->w = x->shape[o + 2];
-    int64_t in[2] = {g->h, g->w}, out[2];
-    for (int i = 0; i < 2; i++) {
-        int64_t padded, extent;
-        if (!window_extents(in[i], g->padding[i], g->kernel[i], g->dilation[i], &padded, &extent) ||
-            !ct_window_out_size(in[i], g->padding[i], g->padding[i], g->kernel[i], g->stride[i], g->dilation[i],
-                                g->ceil_mode, &out[i]))
-            return window_overflow(op);
-        if ((__int128)padded - extent + (g->ceil_mode ? g->stride[i] - 1 : 0) < 0) /* no window fits */
-            out[i] = 0;
-        /* the last window must start inside the input or its left padding */
-        if (g->ceil_mode && out[i] > 0 && (__int128)(out[i] - 1) * g->stride[i] >= (__int128)in[i] + g->padding[i])
-            out[i]--;
-    }
-    g->oh = out[0];
-    g->ow = out[1];
-    if (g->oh < 1 || g->ow < 1)
+    if (!ct_pool_out_len(g->h, g->padding[0], g->kernel[0], g->stride[0], g->dilation[0], g->ceil_mode, &g->oh) ||
+        !ct_pool_out_len(g->w, g->padding[1], g->kernel[1], g->stride[1], g->dilation[1], g->ceil_mode, &g->ow))
+        return window_overflow(op);
+    return ct_pool_check_out(op, g->c, g->h, g->w, g->oh, g->ow);
+}
+
+bool ct_pool_out_len(int64_t in, int64_t pad, int64_t kernel, int64_t stride, int64_t dilation, bool ceil_mode,
+                     int64_t *out) {
+    int64_t padded, extent;
+    if (!window_extents(in, pad, kernel, dilation, &padded, &extent) ||
+        !ct_window_out_size(in, pad, pad, kernel, stride, dilation, ceil_mode, out))
+        return false;
+    if ((__int128)padded - extent + (ceil_mode ? stride - 1 : 0) < 0) /* no window fits */
+        *out = 0;
+    /* the last window must start inside the input or its left padding */
+    if (ceil_mode && *out > 0 && (__int128)(*out - 1) * stride >= (__int128)in + pad)
+        (*out)--;
+    return true;
+}
+
+ct_status ct_pool_check_out(const char *op, int64_t c, int64_t h, int64_t w, int64_t oh, int64_t ow) {
+    if (oh < 1 || ow < 1)
         return ct_error(CT_ERROR_VALUE, op,
                         "Given input size: (%lldx%lldx%lld). Calculated output size: (%lldx%lldx%lld). Output size is "
                         "too small",
-                        (long long)g->c, (long long)g->h, (long long)g->w, (long long)g->c, (long long)g->oh,
-                        (long long)g->ow);
+                        (long long)c, (long long)h, (long long)w, (long long)c, (long long)oh, (long long)ow);
     return CT_OK;
 }
 

@@ -35,6 +35,13 @@ ct_status ct_max_pool2d_backward_check(const ct_tensor *go, const ct_tensor *x, 
  * ceil_mode) and fills g. */
 ct_status ct_pool2d_geometry(const ct_call *call, ct_pool2d_geom *g);
 void ct_pool2d_out_shape(const ct_pool2d_geom *g, int64_t *shape, int *ndim);
+/* The output length of a pooling window along one dim (max and avg pooling), with
+ * PyTorch's ceil_mode rule (the last window starts inside the input or its left
+ * padding); false when the sizes overflow int64. */
+bool ct_pool_out_len(int64_t in, int64_t pad, int64_t kernel, int64_t stride, int64_t dilation, bool ceil_mode,
+                     int64_t *out);
+/* PyTorch's "Output size is too small" error when a pooled output would be empty. */
+ct_status ct_pool_check_out(const char *op, int64_t c, int64_t h, int64_t w, int64_t oh, int64_t ow);
 /* Checks a threshold_backward call (in: grad_output, input; s[0]: threshold). */
 ct_status ct_threshold_backward_check(const ct_call *call);
 
