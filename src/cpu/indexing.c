@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cpu/cpu_backend.h"
+#include "cpu/sort_key.h"
 #include "meta/indexing.h"
 #include "meta/stubs.h"
 
@@ -291,45 +292,8 @@ static ct_status cpu_masked_scatter(ct_tensor *w, const ct_tensor *mask, const i
 
 /* ------------------------------------------------------------------ kthvalue, unique */
 
-/* A sort key: floating values as double (NaN above everything), integers as int64
- * (uint64 with its sign bit flipped, so signed comparison orders it), plus the
- * original position for stable ties. */
-typedef struct {
-    double v;
-    int64_t iv;
-    int64_t i;
-} key;
-
-static int cmp_float(const void *a, const void *b) {
-    const key *x = a, *y = b;
-    bool nx = isnan(x->v), ny = isnan(y->v);
-    if (nx != ny)
-        return nx ? 1 : -1;
-    if (!nx && x->v != y->v)
-        return x->v < y->v ? -1 : 1;
-    return x->i < y->i ? -1 : x->i > y->i;
-}
-
-static int cmp_int(const void *a, const void *b) {
-    const key *x = a, *y = b;
-    if (x->iv != y->iv)
-        return x->iv < y->iv ? -1 : 1;
-    return x->i < y->i ? -1 : x->i > y->i;
-}
-
-static void load_key(key *k, const char *p, ct_dtype d, int64_t i) {
-    if (ct_dtype_is_floating(d)) {
-        k->v = ct_load_double(p, d);
-    } else {
-        k->iv = ct_load_int64(p, d);
-        if (d == CT_DTYPE_UINT64)
-            k->iv = (int64_t)((uint64_t)k->iv ^ (UINT64_C(1) << 63));
-    }
-    k->i = i;
-}
-
 /* Equal as values (-0.0 equals 0.0; NaN equals nothing, so each NaN stays apart). */
-static bool same_key(const key *a, const key *b, bool fl) { return fl ? a->v == b->v : a->iv == b->iv; }
+static bool same_key(const ct_sort_key *a, const ct_sort_key *b, bool fl) { return fl ? a->v == b->v : a->iv == b->iv; }
 
 static ct_status cpu_kthvalue(ct_tensor *vals, ct_tensor *idx, const ct_tensor *t, int d, int64_t k) {
     const char *op = "kthvalue";
@@ -337,7 +301,7 @@ static ct_status cpu_kthvalue(ct_tensor *vals, ct_tensor *idx, const ct_tensor *
     outer_inner(t, d, &outer, &size, &inner);
     ct_scope_begin();
     const ct_tensor *c = ct_contiguous_impl(t);
-    key *row = malloc(sizeof *row * (size_t)size);
+    ct_sort_key *row = malloc(sizeof *row * (size_t)size);
     if (!c || !row) {
         free(row);
         ct_scope_end();
@@ -351,8 +315,8 @@ static ct_status cpu_kthvalue(ct_tensor *vals, ct_tensor *idx, const ct_tensor *
     for (int64_t o = 0; o < outer; o++)
         for (int64_t j = 0; j < inner; j++) {
             for (int64_t i = 0; i < size; i++)
-                load_key(&row[i], src + (size_t)((o * size + i) * inner + j) * esz, t->dtype, i);
-            qsort(row, (size_t)size, sizeof *row, fl ? cmp_float : cmp_int);
+                ct_sort_key_load(&row[i], src + (size_t)((o * size + i) * inner + j) * esz, t->dtype, i);
+            qsort(row, (size_t)size, sizeof *row, fl ? ct_sort_key_cmp_float : ct_sort_key_cmp_int);
             int64_t at = o * inner + j, pick = row[k - 1].i;
             memcpy(pv + (size_t)at * esz, src + (size_t)((o * size + pick) * inner + j) * esz, esz);
             pi[at] = pick;
@@ -373,7 +337,7 @@ static ct_status cpu_unique(ct_call *call, const ct_tensor *t, bool consecutive)
     int64_t n = t->numel;
     ct_scope_begin();
     const ct_tensor *c = ct_contiguous_impl(t);
-    key *keys = malloc(sizeof *keys * (size_t)(n > 0 ? n : 1));
+    ct_sort_key *keys = malloc(sizeof *keys * (size_t)(n > 0 ? n : 1));
     if (!c || !keys) {
         free(keys);
         ct_scope_end();
@@ -383,9 +347,9 @@ static ct_status cpu_unique(ct_call *call, const ct_tensor *t, bool consecutive)
     bool fl = ct_dtype_is_floating(t->dtype);
     const char *src = ct_tensor_ptr(c);
     for (int64_t i = 0; i < n; i++)
-        load_key(&keys[i], src + (size_t)i * esz, t->dtype, i);
+        ct_sort_key_load(&keys[i], src + (size_t)i * esz, t->dtype, i);
     if (!consecutive)
-        qsort(keys, (size_t)n, sizeof *keys, fl ? cmp_float : cmp_int);
+        qsort(keys, (size_t)n, sizeof *keys, fl ? ct_sort_key_cmp_float : ct_sort_key_cmp_int);
     int64_t groups = 0;
     for (int64_t i = 0; i < n; i++)
         groups += i == 0 || !same_key(&keys[i], &keys[i - 1], fl);

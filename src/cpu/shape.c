@@ -14,6 +14,7 @@
 #include "core/factory.h"
 #include "core/view.h"
 #include "cpu/cpu_backend.h"
+#include "cpu/sort_key.h"
 #include "meta/stubs.h"
 
 static ct_status set_out(ct_call *call, int i, ct_tensor *t) { return t ? ct_call_set_output(call, i, t) : ct_last_status(); }
@@ -286,28 +287,22 @@ static ct_status cpu_nonzero(ct_call *call, const ct_tensor *t) {
 
 /* ------------------------------------------------------------------ sort, topk */
 
-typedef struct {
-    double v;   /* floating dtypes */
-    int64_t iv; /* integer dtypes: compared exactly */
-    int64_t i;
-} keyed;
-
-static int cmp_int_asc(const void *a, const void *b) {
-    const keyed *x = a, *y = b;
+int ct_sort_key_cmp_int(const void *a, const void *b) {
+    const ct_sort_key *x = a, *y = b;
     if (x->iv != y->iv)
         return x->iv < y->iv ? -1 : 1;
     return x->i < y->i ? -1 : x->i > y->i;
 }
-static int cmp_int_desc(const void *a, const void *b) {
-    const keyed *x = a, *y = b;
+int ct_sort_key_cmp_int_desc(const void *a, const void *b) {
+    const ct_sort_key *x = a, *y = b;
     if (x->iv != y->iv)
         return x->iv > y->iv ? -1 : 1;
     return x->i < y->i ? -1 : x->i > y->i;
 }
 
 /* NaN sorts above every number (as PyTorch); ties keep their order (stable). */
-static int cmp_asc(const void *a, const void *b) {
-    const keyed *x = a, *y = b;
+int ct_sort_key_cmp_float(const void *a, const void *b) {
+    const ct_sort_key *x = a, *y = b;
     bool nx = isnan(x->v), ny = isnan(y->v);
     if (nx != ny)
         return nx ? 1 : -1;
@@ -315,8 +310,8 @@ static int cmp_asc(const void *a, const void *b) {
         return x->v < y->v ? -1 : 1;
     return x->i < y->i ? -1 : x->i > y->i;
 }
-static int cmp_desc(const void *a, const void *b) {
-    const keyed *x = a, *y = b;
+int ct_sort_key_cmp_float_desc(const void *a, const void *b) {
+    const ct_sort_key *x = a, *y = b;
     bool nx = isnan(x->v), ny = isnan(y->v);
     if (nx != ny)
         return nx ? -1 : 1;
@@ -331,7 +326,7 @@ static ct_status cpu_sort(ct_tensor *vals, ct_tensor *idx, const ct_tensor *t, i
     int64_t inner = t->ndim ? prod(t->shape, d + 1, t->ndim) : 1;
     ct_scope_begin();
     const ct_tensor *c = ct_contiguous_impl(t);
-    keyed *row = malloc(sizeof *row * (size_t)(size > 0 ? size : 1));
+    ct_sort_key *row = malloc(sizeof *row * (size_t)(size > 0 ? size : 1));
     if (!c || !row) {
         free(row);
         ct_scope_end();
@@ -342,20 +337,12 @@ static ct_status cpu_sort(ct_tensor *vals, ct_tensor *idx, const ct_tensor *t, i
     char *pv = ct_tensor_ptr(vals);
     int64_t *pi = ct_tensor_data(idx);
     bool fl = ct_dtype_is_floating(t->dtype);
-    /* uint64 compares as int64 once its sign bit is flipped */
-    int64_t flip = t->dtype == CT_DTYPE_UINT64 ? INT64_MIN : 0;
-    int (*cmp)(const void *, const void *) =
-        fl ? (descending ? cmp_desc : cmp_asc) : (descending ? cmp_int_desc : cmp_int_asc);
+    int (*cmp)(const void *, const void *) = fl ? (descending ? ct_sort_key_cmp_float_desc : ct_sort_key_cmp_float)
+                                                : (descending ? ct_sort_key_cmp_int_desc : ct_sort_key_cmp_int);
     for (int64_t o = 0; o < outer; o++)
         for (int64_t j = 0; j < inner; j++) {
-            for (int64_t i = 0; i < size; i++) {
-                const char *e = src + (size_t)((o * size + i) * inner + j) * esz;
-                if (fl)
-                    row[i].v = ct_load_double(e, t->dtype);
-                else
-                    row[i].iv = ct_load_int64(e, t->dtype) ^ flip;
-                row[i].i = i;
-            }
+            for (int64_t i = 0; i < size; i++)
+                ct_sort_key_load(&row[i], src + (size_t)((o * size + i) * inner + j) * esz, t->dtype, i);
             qsort(row, (size_t)size, sizeof *row, cmp);
             for (int64_t i = 0; i < k; i++) {
                 size_t at = (size_t)((o * k + i) * inner + j);
