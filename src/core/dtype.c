@@ -15,6 +15,17 @@ static const struct {
 
 const char *ct_dtype_name(ct_dtype d) { return ct_dtype_valid(d) ? dtype_info[d].name : "undefined"; }
 
+const char *ct_dtype_pt_name(ct_dtype d) {
+    static const char *const names[CT_DTYPE_COUNT] = {
+        [CT_DTYPE_BOOL] = "Bool",     [CT_DTYPE_UINT8] = "Byte",        [CT_DTYPE_INT8] = "Char",
+        [CT_DTYPE_INT16] = "Short",   [CT_DTYPE_INT32] = "Int",         [CT_DTYPE_INT64] = "Long",
+        [CT_DTYPE_UINT16] = "UInt16", [CT_DTYPE_UINT32] = "UInt32",     [CT_DTYPE_UINT64] = "UInt64",
+        [CT_DTYPE_FLOAT16] = "Half",  [CT_DTYPE_BFLOAT16] = "BFloat16", [CT_DTYPE_FLOAT32] = "Float",
+        [CT_DTYPE_FLOAT64] = "Double",
+    };
+    return ct_dtype_valid(d) ? names[d] : "Undefined";
+}
+
 size_t ct_dtype_size(ct_dtype d) { return ct_dtype_itemsize(d); }
 
 ct_dtype ct_dtype_from_name(const char *name) {

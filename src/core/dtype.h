@@ -45,6 +45,9 @@ void ct_store_int64(void *p, ct_dtype d, int64_t value);
 ct_status ct_check_scalar_fits(const char *op, ct_scalar s, ct_dtype d);
 /* Writes a scalar converted to d. */
 void ct_store_scalar(void *p, ct_dtype d, ct_scalar s);
+/* PyTorch's ScalarType name of d ("Float", "Long", "Half"), as its messages spell it
+ * ("not implemented for 'Long'"); "Undefined" for an invalid dtype. */
+const char *ct_dtype_pt_name(ct_dtype d);
 
 CT_BACKEND_END
 

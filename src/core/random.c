@@ -81,13 +81,6 @@ uint64_t ct_initial_seed(void) {
 
 /* ------------------------------------------------------------------ jobs */
 
-/* PyTorch's names in "not implemented for 'Long'" messages. */
-static const char *scalar_type_name(ct_dtype d) {
-    static const char *names[CT_DTYPE_COUNT] = {"Bool",   "Byte",   "Char",   "Short", "Int",      "Long",  "UInt16",
-                                                "UInt32", "UInt64", "Half",   "BFloat16", "Float", "Double"};
-    return ct_dtype_valid(d) ? names[d] : "undefined";
-}
-
 static inline uint64_t word64(const uint32_t r[4], int half) {
     return (uint64_t)r[2 * half] | ((uint64_t)r[2 * half + 1] << 32);
 }
@@ -157,7 +150,7 @@ static double dtype_max(ct_dtype d) {
 static bool uniform_into(ct_tensor *t, double from, double to, bool bump) {
     const char *op = "uniform_";
     if (!ct_dtype_is_floating(t->dtype)) {
-        ct_error(CT_ERROR_TYPE, op, "\"check_uniform_bounds\" not implemented for '%s'", scalar_type_name(t->dtype));
+        ct_error(CT_ERROR_TYPE, op, "\"check_uniform_bounds\" not implemented for '%s'", ct_dtype_pt_name(t->dtype));
         return false;
     }
     double mx = dtype_max(t->dtype);
@@ -178,7 +171,7 @@ static bool uniform_into(ct_tensor *t, double from, double to, bool bump) {
         ct_error(CT_ERROR_VALUE, op,
                  "uniform_ expects to-from <= std::numeric_limits<%s>::max(), but found to=%g and from=%g which "
                  "result in to-from to exceed the limit",
-                 scalar_type_name(t->dtype), to, from);
+                 ct_dtype_pt_name(t->dtype), to, from);
         return false;
     }
     ct_random_job J = {.kind = CT_RANDOM_UNIFORM, .a = from, .b = to, .digits = uniform_digits(t->dtype)};
@@ -200,7 +193,7 @@ static bool normal_into(ct_tensor *t, double mean, double std, bool bump) {
         return false;
     }
     if (!ct_dtype_is_floating(t->dtype)) {
-        ct_error(CT_ERROR_TYPE, op, "\"normal_kernel_cpu\" not implemented for '%s'", scalar_type_name(t->dtype));
+        ct_error(CT_ERROR_TYPE, op, "\"normal_kernel_cpu\" not implemented for '%s'", ct_dtype_pt_name(t->dtype));
         return false;
     }
     ct_random_job J = {.kind = CT_RANDOM_NORMAL, .a = mean, .b = std, .epc = 2};
@@ -243,7 +236,7 @@ ct_tensor *ct_bernoulli_impl(const ct_tensor *p) {
     const char *op = "bernoulli";
     CT_CHECK_ARG(op, p);
     if (!ct_dtype_is_floating(p->dtype)) {
-        ct_error(CT_ERROR_TYPE, op, "\"bernoulli_tensor_cpu_p_\" not implemented for '%s'", scalar_type_name(p->dtype));
+        ct_error(CT_ERROR_TYPE, op, "\"bernoulli_tensor_cpu_p_\" not implemented for '%s'", ct_dtype_pt_name(p->dtype));
         return NULL;
     }
     if (p->device.type == CT_DEVICE_META || p->numel == 0)
@@ -284,7 +277,7 @@ static ct_tensor *new_float_tensor(const char *op, const int64_t *shape, int ndi
     if (*dtype == CT_DTYPE_UNDEFINED)
         *dtype = ct_get_default_dtype();
     if (ct_dtype_valid(*dtype) && !ct_dtype_is_floating(*dtype)) {
-        ct_error(CT_ERROR_TYPE, op, "\"%s\" not implemented for '%s'", kernel, scalar_type_name(*dtype));
+        ct_error(CT_ERROR_TYPE, op, "\"%s\" not implemented for '%s'", kernel, ct_dtype_pt_name(*dtype));
         return NULL;
     }
     return ct_tensor_new(op, shape, NULL, ndim, *dtype, device);
@@ -399,7 +392,7 @@ ct_tensor *ct_randperm_impl(int64_t n, ct_dtype dtype, ct_device device) {
     double lo, hi;
     dtype_int_range(dtype, &lo, &hi);
     if (n > 0 && (double)(n - 1) > hi) {
-        ct_error(CT_ERROR_VALUE, op, "n cannot be greater than %.0f for %s type.", hi + 1, scalar_type_name(dtype));
+        ct_error(CT_ERROR_VALUE, op, "n cannot be greater than %.0f for %s type.", hi + 1, ct_dtype_pt_name(dtype));
         return NULL;
     }
     ct_tensor *t = ct_tensor_new(op, &n, NULL, 1, dtype, device);

@@ -180,7 +180,7 @@ static ct_status index_put_kernel(ct_keyset ks, ct_call *call, void *ud) {
         return ct_error(CT_ERROR_TYPE, op,
                         "Index put requires the source and destination dtypes match, got %s for the destination "
                         "and %s for the source.",
-                        ct_ix_type_name(t->dtype), ct_ix_type_name(values->dtype));
+                        ct_dtype_pt_name(t->dtype), ct_dtype_pt_name(values->dtype));
     index_plan p;
     ct_status st = plan_index(op, t, call->list, call->nlist, &p);
     if (st)

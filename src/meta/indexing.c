@@ -121,12 +121,12 @@ static ct_status index_copy_kernel(ct_keyset ks, ct_call *call, void *ud) {
                         src->ndim, t->ndim);
     if (index->dtype != CT_DTYPE_INT64)
         return ct_error(CT_ERROR_TYPE, op, "index_copy_(): Expected a long tensor for index, but got %s",
-                        ct_ix_type_name(index->dtype));
+                        ct_dtype_pt_name(index->dtype));
     if (src->dtype != t->dtype)
         return ct_error(CT_ERROR_TYPE, op,
                         "index_copy_(): self and source expected to have the same dtype, but got (self) %s and "
                         "(source) %s",
-                        ct_ix_type_name(t->dtype), ct_ix_type_name(src->dtype));
+                        ct_dtype_pt_name(t->dtype), ct_dtype_pt_name(src->dtype));
     if (src->ndim == 0 && t->ndim >= 2) { /* a scalar source fills a slice of one element only */
         int64_t slice[CT_MAX_DIMS];
         int n = 0;
@@ -195,7 +195,7 @@ static ct_status take_kernel(ct_keyset ks, ct_call *call, void *ud) {
         return ct_last_status();
     if (index->dtype != CT_DTYPE_INT64)
         return ct_error(CT_ERROR_TYPE, op, "take(): Expected a long tensor for index, but got %s",
-                        ct_ix_type_name(index->dtype));
+                        ct_dtype_pt_name(index->dtype));
     ct_tensor *out = ct_empty_impl(index->shape, index->ndim, t->dtype, t->device);
     ct_status st = ct_ix_set_out(call, 0, out);
     if (st || ct_ix_is_meta(out) || index->numel == 0)
@@ -257,12 +257,12 @@ static ct_status masked_scatter_kernel(ct_keyset ks, ct_call *call, void *ud) {
     ct_status st = mask->dtype == CT_DTYPE_BOOL
                        ? CT_OK
                        : ct_error(CT_ERROR_TYPE, op, "masked_scatter_ only supports boolean masks, but got mask with dtype %s",
-                                  ct_ix_type_name(mask->dtype));
+                                  ct_dtype_pt_name(mask->dtype));
     if (st)
         return st;
     if (src->dtype != t->dtype)
         return ct_error(CT_ERROR_TYPE, op, "masked_scatter: expected self and source to have same dtypes but got %s and %s",
-                        ct_ix_type_name(t->dtype), ct_ix_type_name(src->dtype));
+                        ct_dtype_pt_name(t->dtype), ct_dtype_pt_name(src->dtype));
     /* Out of place, self and mask broadcast together; in place, the mask broadcasts to
      * self. */
     int64_t shape[CT_MAX_DIMS], ms[CT_MAX_DIMS];

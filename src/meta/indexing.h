@@ -52,14 +52,6 @@ static inline int64_t ct_ix_offset(const int64_t *coord, const int64_t *strides,
     return off;
 }
 
-/* PyTorch's ScalarType names ("Float", "Long"), which its indexing messages use. */
-static inline const char *ct_ix_type_name(ct_dtype d) {
-    static const char *const names[CT_DTYPE_COUNT] = {"Bool",   "Byte",   "Char",   "Short", "Int",
-                                                      "Long",   "UInt16", "UInt32", "UInt64", "Half",
-                                                      "BFloat16", "Float", "Double"};
-    return ct_dtype_valid(d) ? names[d] : "Undefined";
-}
-
 /* Reads an int64 index element at an element offset of index's storage view. */
 static inline int64_t ct_ix_load_index(const ct_tensor *index, int64_t off) {
     return ((const int64_t *)ct_tensor_ptr(index))[off];

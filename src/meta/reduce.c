@@ -49,18 +49,6 @@ typedef struct red_plan {
 
 static bool is_float(ct_dtype d) { return ct_dtype_is_floating(d); }
 
-/* PyTorch's ScalarType names, as its messages spell them. */
-static const char *pt_name(ct_dtype d) {
-    static const char *const names[CT_DTYPE_COUNT] = {
-        [CT_DTYPE_BOOL] = "Bool",     [CT_DTYPE_UINT8] = "Byte",     [CT_DTYPE_INT8] = "Char",
-        [CT_DTYPE_INT16] = "Short",   [CT_DTYPE_INT32] = "Int",      [CT_DTYPE_INT64] = "Long",
-        [CT_DTYPE_UINT16] = "UInt16", [CT_DTYPE_UINT32] = "UInt32",  [CT_DTYPE_UINT64] = "UInt64",
-        [CT_DTYPE_FLOAT16] = "Half",  [CT_DTYPE_BFLOAT16] = "BFloat16", [CT_DTYPE_FLOAT32] = "Float",
-        [CT_DTYPE_FLOAT64] = "Double",
-    };
-    return ct_dtype_valid(d) ? names[d] : "Undefined";
-}
-
 /* The work dtype for computing a result of dtype d. */
 static ct_dtype work_for(ct_dtype d) {
     if (d == CT_DTYPE_FLOAT64)
@@ -84,7 +72,7 @@ static ct_dtype int_to_long(ct_dtype in, ct_dtype requested) {
 }
 
 static ct_status not_implemented(const char *name, ct_dtype d) {
-    return ct_error(CT_ERROR_TYPE, name, "\"%s\" not implemented for '%s'", name, pt_name(d));
+    return ct_error(CT_ERROR_TYPE, name, "\"%s\" not implemented for '%s'", name, ct_dtype_pt_name(d));
 }
 
 /* Comparisons run on int64 work values: uint64 beyond INT64_MAX would compare wrong. */
@@ -104,16 +92,16 @@ static ct_status plan_norm(const ct_call *call, const ct_tensor *a, ct_dtype req
         const char *pn = call->op == CT_OP_linalg__powsum ? "linalg._powsum" : "linalg.vector_norm";
         if (!is_float(in))
             return ct_error(CT_ERROR_TYPE, ct_op_name(call->op),
-                            "%s: Expected a floating point or complex tensor as input. Got %s", pn, pt_name(in));
+                            "%s: Expected a floating point or complex tensor as input. Got %s", pn, ct_dtype_pt_name(in));
         if (requested != CT_DTYPE_UNDEFINED && !is_float(requested))
             return ct_error(CT_ERROR_TYPE, ct_op_name(call->op),
-                            "%s: dtype should be floating point or complex, but got %s", pn, pt_name(requested));
+                            "%s: dtype should be floating point or complex, but got %s", pn, ct_dtype_pt_name(requested));
         if (requested != CT_DTYPE_UNDEFINED && call->op != CT_OP_linalg__powsum &&
             ct_promote_types(in, requested) != requested)
             return ct_error(CT_ERROR_TYPE, ct_op_name(call->op),
                             "%s: the dtype of the input (%s) should be convertible without narrowing to the "
                             "specified dtype (%s)",
-                            pn, pt_name(in), pt_name(requested));
+                            pn, ct_dtype_pt_name(in), ct_dtype_pt_name(requested));
         if (call->op == CT_OP_linalg__powsum)
             pl->P.kind = CT_RED_POWSUM;
         else if (isinf(ord) || ord < 0)
@@ -147,7 +135,7 @@ static ct_status plan_op(const ct_call *call, const ct_tensor *a, ct_dtype reque
                             "mean(): could not infer output dtype. %s dtype must be either a floating point or "
                             "complex dtype. Got: %s",
                             requested != CT_DTYPE_UNDEFINED ? "Optional" : "Input",
-                            pt_name(requested != CT_DTYPE_UNDEFINED ? requested : in));
+                            ct_dtype_pt_name(requested != CT_DTYPE_UNDEFINED ? requested : in));
         pl->P.kind = CT_RED_SUM;
         pl->P.mean = true;
         pl->out_dt[0] = requested != CT_DTYPE_UNDEFINED ? requested : in;
@@ -155,10 +143,10 @@ static ct_status plan_op(const ct_call *call, const ct_tensor *a, ct_dtype reque
     case CT_OP_nanmean:
         if (!is_float(in))
             return ct_error(CT_ERROR_TYPE, name, "nanmean(): expected input to have floating point or complex dtype but got %s",
-                            pt_name(in));
+                            ct_dtype_pt_name(in));
         if (requested != CT_DTYPE_UNDEFINED && !is_float(requested))
             return ct_error(CT_ERROR_TYPE, name, "nanmean(): expected dtype to be a floating point dtype but got %s",
-                            pt_name(requested));
+                            ct_dtype_pt_name(requested));
         pl->P.kind = CT_RED_NANSUM;
         pl->P.mean = true;
         pl->out_dt[0] = requested != CT_DTYPE_UNDEFINED ? requested : in;
