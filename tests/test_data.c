@@ -690,6 +690,162 @@ static void test_char_dataset(void **state) {
     CT_ASSERT_ERR(ct_char_dataset_from_file(p, 0.1) != NULL, CT_ERROR_VALUE, "is empty");
 }
 
+/* ------------------------------------------------------------ tokens */
+
+static void put32(unsigned char *p, int32_t v) {
+    for (int i = 0; i < 4; i++)
+        p[i] = (unsigned char)((uint32_t)v >> (8 * i));
+}
+
+/* An llm.c shard of n tokens: token i is (i * 7 + 1) % 50257, tok[bad] = badval if bad >= 0. */
+static size_t make_shard(unsigned char *buf, int32_t magic, int32_t version, int32_t ntok, int n, int bad,
+                         int badval) {
+    memset(buf, 0, 1024);
+    put32(buf, magic);
+    put32(buf + 4, version);
+    put32(buf + 8, ntok);
+    for (int i = 0; i < n; i++) {
+        int t = i == bad ? badval : (i * 7 + 1) % 50257;
+        buf[1024 + 2 * i] = (unsigned char)(t & 255);
+        buf[1024 + 2 * i + 1] = (unsigned char)(t >> 8);
+    }
+    return 1024 + 2 * (size_t)n;
+}
+
+static void test_token_dataset(void **state) {
+    (void)state;
+    static unsigned char buf[1024 + 2 * 400];
+    const char *p = tmp_path("shard.bin");
+    write_file(p, buf, make_shard(buf, 20240520, 1, 400, 400, -1, 0), false);
+    ct_token_dataset *ds = ct_token_dataset_open(p, 0.25);
+    CT_ASSERT_OK(ds);
+    assert_int_equal(ct_token_dataset_format(ds), CT_TOKENS_SHARD);
+    assert_int_equal(ct_token_dataset_vocab_size(ds), 50257);
+    assert_int_equal(ct_token_dataset_len(ds, CT_SPLIT_TRAIN), 300);
+    assert_int_equal(ct_token_dataset_len(ds, CT_SPLIT_VAL), 100);
+    ct_tensor *x, *y, *x2, *y2;
+    assert_int_equal(ct_token_dataset_batch(ds, CT_SPLIT_VAL, 3, 16, 5, 2, &x, &y), CT_OK);
+    CT_ASSERT_SHAPE(x, 3, 16);
+    assert_int_equal(ct_tensor_dtype(x), CT_I64);
+    for (int b = 0; b < 3; b++) {
+        /* invert t = (i * 7 + 1) % 50257 for i < 400: the window's position */
+        int64_t t0 = ct_test_at(x, b * 16), i0 = -1;
+        for (int i = 0; i < 400; i++)
+            if ((i * 7 + 1) % 50257 == t0)
+                i0 = i;
+        assert_true(i0 >= 300 && i0 + 17 <= 400); /* inside the val split */
+        for (int j = 0; j < 16; j++) {
+            assert_true(ct_test_at(x, b * 16 + j) == (double)(((i0 + j) * 7 + 1) % 50257));
+            assert_true(ct_test_at(y, b * 16 + j) == (double)(((i0 + j + 1) * 7 + 1) % 50257));
+        }
+    }
+    assert_int_equal(ct_token_dataset_batch(ds, CT_SPLIT_VAL, 3, 16, 5, 2, &x2, &y2), CT_OK);
+    for (int i = 0; i < 48; i++)
+        assert_true(ct_test_at(x, i) == ct_test_at(x2, i));
+    ct_release(x);
+    ct_release(y);
+    ct_release(x2);
+    ct_release(y2);
+    CT_ASSERT_ERR(ct_token_dataset_batch(ds, CT_SPLIT_VAL, 1, 100, 0, 0, &x, &y) == CT_OK, CT_ERROR_VALUE,
+                  "the val split has 100 tokens; a block of 100 needs at least 101");
+    assert_null(x);
+    CT_ASSERT_ERR(ct_token_dataset_batch(ds, (ct_text_split)3, 1, 4, 0, 0, &x, &y) == CT_OK, CT_ERROR_VALUE, "split");
+    CT_ASSERT_ERR(ct_token_dataset_batch(ds, CT_SPLIT_TRAIN, 1, 4, 0, (uint64_t)1 << 41, &x, &y) == CT_OK,
+                  CT_ERROR_VALUE, "2^40");
+    CT_ASSERT_ERR(ct_token_dataset_batch(NULL, CT_SPLIT_TRAIN, 1, 4, 0, 0, &x, &y) == CT_OK, CT_ERROR_NULL_ARGUMENT,
+                  "dataset");
+    CT_ASSERT_ERR(ct_token_dataset_batch(ds, CT_SPLIT_TRAIN, 1, 4, 0, 0, NULL, &y) == CT_OK, CT_ERROR_NULL_ARGUMENT,
+                  "x");
+    ct_token_dataset_free(ds);
+
+    /* malformed shards: each names what is wrong */
+    write_file(p, buf, make_shard(buf, 20240520, 7, 400, 400, -1, 0), false);
+    CT_ASSERT_ERR(ct_token_dataset_open(p, 0) != NULL, CT_ERROR_FORMAT, "token shard version 7 is not supported");
+    write_file(p, buf, make_shard(buf, 20240520, 1, 401, 400, -1, 0), false);
+    CT_ASSERT_ERR(ct_token_dataset_open(p, 0) != NULL, CT_ERROR_FORMAT, "the header says 401 tokens");
+    write_file(p, buf, make_shard(buf, 20240520, 1, -5, 400, -1, 0), false);
+    CT_ASSERT_ERR(ct_token_dataset_open(p, 0) != NULL, CT_ERROR_FORMAT, "the header says -5 tokens");
+    write_file(p, buf, make_shard(buf, 20240520, 1, 400, 400, 123, 50257), false);
+    CT_ASSERT_ERR(ct_token_dataset_open(p, 0) != NULL, CT_ERROR_FORMAT,
+                  "token 50257 at position 123 is outside GPT-2's vocabulary");
+    write_file(p, buf, make_shard(buf, 20240520, 1, 0, 0, -1, 0), false);
+    CT_ASSERT_ERR(ct_token_dataset_open(p, 0) != NULL, CT_ERROR_VALUE, "holds no tokens");
+    write_file(p, buf, 600, false); /* the magic, a short header */
+    CT_ASSERT_ERR(ct_token_dataset_open(p, 0) != NULL, CT_ERROR_FORMAT, "needs a 1024-byte header");
+    CT_ASSERT_ERR(ct_token_dataset_open(p, 1.0) != NULL, CT_ERROR_VALUE, "val_fraction");
+    CT_ASSERT_ERR(ct_token_dataset_open(tmp_path("none.bin"), 0) != NULL, CT_ERROR_IO, "cannot open");
+    CT_ASSERT_ERR(ct_token_dataset_open(NULL, 0) != NULL, CT_ERROR_NULL_ARGUMENT, "path");
+    write_file(p, buf, 0, false);
+    CT_ASSERT_ERR(ct_token_dataset_open(p, 0) != NULL, CT_ERROR_VALUE, "is empty");
+    CT_ASSERT_ERR(ct_token_dataset_vocab_size(NULL) >= 0, CT_ERROR_NULL_ARGUMENT, "dataset");
+
+    /* any other file: bytes */
+    const char *text = "abcabcabcabcabcabcabcabcabcabcabcabcabcabc\xff";
+    write_file(p, (const unsigned char *)text, strlen(text), false);
+    ds = ct_token_dataset_open(p, 0);
+    CT_ASSERT_OK(ds);
+    assert_int_equal(ct_token_dataset_format(ds), CT_TOKENS_BYTES);
+    assert_int_equal(ct_token_dataset_vocab_size(ds), 256);
+    assert_int_equal(ct_token_dataset_len(ds, CT_SPLIT_TRAIN), (int64_t)strlen(text));
+    assert_int_equal(ct_token_dataset_len(ds, CT_SPLIT_VAL), 0);
+    assert_int_equal(ct_token_dataset_batch(ds, CT_SPLIT_TRAIN, 2, 42, 1, 0, &x, &y), CT_OK);
+    assert_true(ct_test_at(x, 0) == 'a' && ct_test_at(y, 41) == 255); /* the only window: offset 0 */
+    ct_release(x);
+    ct_release(y);
+    ct_token_dataset_free(ds);
+    ct_token_dataset_free(NULL);
+}
+
+/* llm.c's tokenizer file: header, then per token a length byte and its bytes. */
+static void test_tokenizer(void **state) {
+    (void)state;
+    static unsigned char buf[2048];
+    const char *p = tmp_path("tok.bin");
+    memset(buf, 0, 1024);
+    put32(buf, 20240328);
+    put32(buf + 4, 2);
+    put32(buf + 8, 3);
+    put32(buf + 12, 2);
+    size_t n = 1024;
+    const char *toks[3] = {"Hello", ",", " world"};
+    for (int i = 0; i < 3; i++) {
+        buf[n++] = (unsigned char)strlen(toks[i]);
+        memcpy(buf + n, toks[i], strlen(toks[i]));
+        n += strlen(toks[i]);
+    }
+    write_file(p, buf, n, false);
+    ct_tokenizer *tk = ct_tokenizer_load(p);
+    CT_ASSERT_OK(tk);
+    assert_int_equal(ct_tokenizer_vocab_size(tk), 3);
+    assert_int_equal(ct_tokenizer_eot(tk), 2);
+    size_t len = 0;
+    assert_string_equal(ct_tokenizer_decode(tk, 2, &len), " world");
+    assert_int_equal(len, 6);
+    CT_ASSERT_ERR(ct_tokenizer_decode(tk, 3, &len) != NULL, CT_ERROR_INDEX, "token id 3 is outside");
+    assert_int_equal(len, 0);
+    CT_ASSERT_ERR(ct_tokenizer_decode(NULL, 0, NULL) != NULL, CT_ERROR_NULL_ARGUMENT, "tokenizer");
+    ct_tokenizer_free(tk);
+    ct_tokenizer_free(NULL);
+
+    write_file(p, buf, n - 2, false); /* the last token runs past the end */
+    CT_ASSERT_ERR(ct_tokenizer_load(p) != NULL, CT_ERROR_FORMAT, "token 2 runs past the end");
+    put32(buf + 4, 3);
+    write_file(p, buf, n, false);
+    CT_ASSERT_ERR(ct_tokenizer_load(p) != NULL, CT_ERROR_FORMAT, "tokenizer version 3");
+    put32(buf + 4, 1);
+    put32(buf + 8, 0);
+    write_file(p, buf, n, false);
+    CT_ASSERT_ERR(ct_tokenizer_load(p) != NULL, CT_ERROR_FORMAT, "vocabulary size 0");
+    put32(buf, 1234);
+    write_file(p, buf, n, false);
+    CT_ASSERT_ERR(ct_tokenizer_load(p) != NULL, CT_ERROR_FORMAT, "is not a tokenizer file");
+    put32(buf, 20240328);
+    put32(buf + 8, 3);
+    buf[1024] = 0; /* an empty token */
+    write_file(p, buf, n, false);
+    CT_ASSERT_ERR(ct_tokenizer_load(p) != NULL, CT_ERROR_FORMAT, "token 0 runs past the end of the file or is empty");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_idx_uint8_plain_and_gzip),
@@ -705,6 +861,8 @@ int main(void) {
         cmocka_unit_test(test_loader_and_dataset_errors),
         cmocka_unit_test(test_loader_empty_dataset),
         cmocka_unit_test(test_char_dataset),
+        cmocka_unit_test(test_token_dataset),
+        cmocka_unit_test(test_tokenizer),
     };
     return cmocka_run_group_tests(tests, make_tmpdir, remove_tmpdir);
 }

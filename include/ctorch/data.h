@@ -124,6 +124,36 @@ CT_API int64_t ct_char_dataset_decode(const ct_char_dataset *ds, const ct_tensor
 CT_API ct_status ct_char_dataset_batch(const ct_char_dataset *ds, ct_text_split split, int64_t batch, int64_t block,
                                        uint64_t seed, uint64_t index, ct_tensor **x, ct_tensor **y);
 
+/* ------------------------------------------------------------ tokens
+ * Token ids for language models (docs/data.md, "Token shards"). A file whose first
+ * int32 is 20240520 is read as an llm.c token shard (version 1: GPT-2 ids as uint16,
+ * vocabulary 50257); any other file as bytes (vocabulary 256). The first
+ * (1 - val_fraction) of the tokens are the training split, the rest validation. */
+typedef struct ct_token_dataset ct_token_dataset;
+typedef enum ct_token_format { CT_TOKENS_BYTES = 0, CT_TOKENS_SHARD = 1 } ct_token_format;
+
+CT_API ct_token_dataset *ct_token_dataset_open(const char *path, double val_fraction);
+CT_API void ct_token_dataset_free(ct_token_dataset *ds);
+CT_API ct_token_format ct_token_dataset_format(const ct_token_dataset *ds);
+/* 50257 for a GPT-2 shard, 256 for bytes; -1 for NULL. */
+CT_API int64_t ct_token_dataset_vocab_size(const ct_token_dataset *ds);
+CT_API int64_t ct_token_dataset_len(const ct_token_dataset *ds, ct_text_split split);
+/* As ct_char_dataset_batch: batch windows at random offsets of the split, x (batch,
+ * block) and y shifted by one, int64 on the CPU, a function of (seed, index) only. */
+CT_API ct_status ct_token_dataset_batch(const ct_token_dataset *ds, ct_text_split split, int64_t batch,
+                                        int64_t block, uint64_t seed, uint64_t index, ct_tensor **x, ct_tensor **y);
+
+/* llm.c's tokenizer file (gpt2_tokenizer.bin): the text of each token id, for printing
+ * samples. Decoding only; there is no encoder. */
+typedef struct ct_tokenizer ct_tokenizer;
+CT_API ct_tokenizer *ct_tokenizer_load(const char *path);
+CT_API void ct_tokenizer_free(ct_tokenizer *tk);
+CT_API int64_t ct_tokenizer_vocab_size(const ct_tokenizer *tk);
+/* The end-of-text id (version 2 files), else -1. */
+CT_API int64_t ct_tokenizer_eot(const ct_tokenizer *tk);
+/* The bytes of token id (*len of them, NUL-terminated), or NULL with the error set. */
+CT_API const char *ct_tokenizer_decode(const ct_tokenizer *tk, int64_t id, size_t *len);
+
 #ifdef __cplusplus
 }
 #endif

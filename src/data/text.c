@@ -7,6 +7,7 @@
 
 #include "ctorch.h"
 #include "ctorch/ext.h"
+#include "data/data_internal.h"
 
 struct ct_char_dataset {
     int vocab;
@@ -66,42 +67,11 @@ ct_char_dataset *ct_char_dataset_from_file(const char *path, double val_fraction
         ct_error(CT_ERROR_NULL_ARGUMENT, op, "path is NULL");
         return NULL;
     }
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        ct_error(CT_ERROR_IO, op, "cannot open %s: %s", path, strerror(errno));
-        return NULL;
-    }
-    size_t cap = 1 << 16, len = 0;
-    char *buf = ct_xmalloc(op, cap);
-    while (buf) {
-        size_t k = fread(buf + len, 1, cap - len, f);
-        len += k;
-        if (len < cap) {
-            if (ferror(f)) {
-                ct_error(CT_ERROR_IO, op, "error reading %s", path);
-                free(buf);
-                buf = NULL;
-            }
-            break;
-        }
-        char *nb = realloc(buf, cap * 2);
-        if (!nb) {
-            ct_error(CT_ERROR_OUT_OF_MEMORY, op, "out of memory reading %s", path);
-            free(buf);
-            buf = NULL;
-            break;
-        }
-        buf = nb;
-        cap *= 2;
-    }
-    fclose(f);
+    size_t len = 0;
+    char *buf = ct_data_read_file(op, path, &len);
     if (!buf)
         return NULL;
-    ct_char_dataset *ds = NULL;
-    if (len == 0)
-        ct_error(CT_ERROR_VALUE, op, "%s is empty", path);
-    else
-        ds = ct_char_dataset_from_text(buf, len, val_fraction);
+    ct_char_dataset *ds = ct_char_dataset_from_text(buf, len, val_fraction);
     free(buf);
     return ds;
 }
@@ -217,18 +187,8 @@ ct_status ct_char_dataset_batch(const ct_char_dataset *ds, ct_text_split split, 
     int64_t start, n;
     if (!split_range(ds, split, &start, &n, op))
         return ct_last_status();
-    if (batch < 1 || block < 1)
-        return ct_error(CT_ERROR_VALUE, op, "batch and block must be >= 1, got %lld and %lld", (long long)batch,
-                        (long long)block);
-    if (n <= block)
-        return ct_error(CT_ERROR_VALUE, op, "the %s split has %lld tokens; a block of %lld needs at least %lld",
-                        split == CT_SPLIT_TRAIN ? "train" : "val", (long long)n, (long long)block,
-                        (long long)block + 1);
-    if (batch > ((int64_t)1 << 24) || block > INT64_MAX / batch / 8)
-        return ct_error(CT_ERROR_VALUE, op, "batch of %lld windows of %lld tokens is too large", (long long)batch,
-                        (long long)block);
-    if (index >= ((uint64_t)1 << 40))
-        return ct_error(CT_ERROR_VALUE, op, "batch index must be < 2^40");
+    if (ct_data_check_batch(op, split == CT_SPLIT_TRAIN ? "train" : "val", n, batch, block, index))
+        return ct_last_status();
     ct_scope_begin();
     ct_tensor *xt = ct_empty(CT_SHAPE(batch, block), CT_I64, CT_CPU);
     ct_tensor *yt = xt ? ct_empty(CT_SHAPE(batch, block), CT_I64, CT_CPU) : NULL;
@@ -237,11 +197,7 @@ ct_status ct_char_dataset_batch(const ct_char_dataset *ds, ct_text_split split, 
         int64_t *xp = ct_tensor_data(xt), *yp = ct_tensor_data(yt);
         const uint64_t range = (uint64_t)(n - block); /* offsets in [0, n - block) */
         for (int64_t b = 0; b < batch; b++) {
-            /* one Philox block per window: counter (index, b), disjoint for all pairs */
-            uint32_t w[4];
-            ct_philox4x32(seed, (index << 24) | (uint64_t)b, w);
-            uint64_t r = ((uint64_t)w[1] << 32) | w[0];
-            int64_t off = start + (int64_t)(r % range);
+            int64_t off = start + ct_data_window_offset(seed, index, b, range);
             memcpy(xp + b * block, ds->tokens + off, sizeof(int64_t) * (size_t)block);
             memcpy(yp + b * block, ds->tokens + off + 1, sizeof(int64_t) * (size_t)block);
         }
