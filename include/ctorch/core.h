@@ -138,6 +138,10 @@ typedef enum ct_status {
     CT_ERROR_RUNTIME,         /* anything else a user can cause (autograd misuse, ...) */
 } ct_status;
 
+/* torch.device(str): "cpu", "cuda", "cuda:1", "meta" into *out; anything else is an
+ * error. Parsing does not check that the device exists. */
+CT_API ct_status ct_device_parse(const char *s, ct_device *out);
+
 /* The message of the most recent error on this thread, "op: what went wrong", or ""
  * when none is pending. Functions that fail return NULL or a non-zero ct_status and
  * set it. A function given a NULL tensor returns NULL and keeps the pending error, so a

@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "device.h"
@@ -72,6 +73,30 @@ const char *ct_device_str(ct_device device, char *buf, size_t cap) {
     default: snprintf(buf, cap, "unknown"); break;
     }
     return buf;
+}
+
+ct_status ct_device_parse(const char *s, ct_device *out) {
+    if (!s || !out)
+        return ct_error(CT_ERROR_NULL_ARGUMENT, "device", "%s is NULL", !s ? "device string" : "out");
+    static const ct_device_type types[] = {CT_DEVICE_CPU, CT_DEVICE_CUDA, CT_DEVICE_META};
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+        const char *name = type_name(types[i]);
+        size_t n = strlen(name);
+        if (strncmp(s, name, n) != 0 || (s[n] != '\0' && s[n] != ':'))
+            continue;
+        long index = 0;
+        if (s[n] == ':') { /* torch.device("cuda:1"); "cpu:0" and "meta:0" are accepted as PyTorch does */
+            const char *p = s + n + 1;
+            char *end = NULL;
+            index = *p >= '0' && *p <= '9' ? strtol(p, &end, 10) : -1;
+            if (index < 0 || !end || *end || index > 1023 || (types[i] != CT_DEVICE_CUDA && index != 0))
+                break;
+        }
+        *out = ct_device_make(types[i], (int32_t)index);
+        return CT_OK;
+    }
+    return ct_error(CT_ERROR_VALUE, "device", "Expected one of cpu, cuda, meta device type at start of device string: "
+                    "%s", s);
 }
 
 const char *ct_backend_info(void) {
