@@ -471,12 +471,14 @@ static void test_module_to_meta(void **state) {
     assert_ptr_equal(PARAM(m, "b", "weight"), w); /* still tied: one new tensor */
     assert_int_equal(ct_module_parameters(m, NULL, NULL, 0), 5);
     assert_true(ct_device_equal(ct_module_device(m), CT_META));
+    ct_scope_begin();
     ct_value *sd = ct_module_state_dict(m);
     for (int64_t i = 0; i < ct_value_len(sd); i++) {
         ct_tensor *t = ct_value_tensor(ct_value_at(sd, i));
         assert_true(ct_device_equal(ct_tensor_device(t), CT_META));
     }
     ct_value_free(sd);
+    ct_scope_end();
     /* leaves with their requires_grad; the grad moved along */
     assert_true(ct_tensor_is_leaf(w) && ct_tensor_requires_grad(w));
     assert_false(ct_tensor_requires_grad(PARAM(m, "b", "bias")));
@@ -616,11 +618,13 @@ static void test_default_device(void **state) {
     ct_module *ms[] = {lin, bn, gpt, emb, conv, rms};
     for (int k = 0; k < 6; k++) {
         assert_non_null(ms[k]);
+        ct_scope_begin();
         ct_value *sd = ct_module_state_dict(ms[k]);
         assert_true(ct_value_len(sd) > 0);
         for (int64_t i = 0; i < ct_value_len(sd); i++)
             assert_true(ct_device_equal(ct_tensor_device(ct_value_tensor(ct_value_at(sd, i))), CT_META));
         ct_value_free(sd);
+        ct_scope_end();
         assert_true(ct_device_equal(ct_module_device(ms[k]), CT_META));
         if (ms[k] == bn)
             assert_int_equal(ct_tensor_dtype(ct_module_buffer(bn, "num_batches_tracked")), CT_I64);
