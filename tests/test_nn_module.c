@@ -1,6 +1,7 @@
 /* nn modules: parameter names and shapes as PyTorch's state_dict keys, default
  * initialisation bounds, train/eval behaviour, state_dict round trips, strict and
  * non-strict loading, nn.init, and the GPT block / a small CNN against PyTorch. */
+#include <pthread.h>
 #include <unistd.h>
 
 #include "nn_golden.h"
@@ -438,6 +439,217 @@ static void test_init(void **state) {
     ct_scope_end();
 }
 
+/* ------------------------------------------------------------------ Module.to */
+
+#define PARAM(m, child, name) ct_module_param(ct_module_child((m), (child)), (name))
+
+/* a: Linear(3, 3) with bias; b: Linear(3, 3) whose weight is a's (tied); bn:
+ * BatchNorm2d(3) with its float and int64 buffers. b's bias is frozen and a's weight
+ * has a .grad. */
+static ct_module *tied_model(void) {
+    ct_module *m = ct_module_new("Tied", NULL, NULL, NULL);
+    assert_int_equal(ct_module_add_child(m, "a", ct_nn_linear(3, 3, true, CT_F32)), CT_OK);
+    assert_int_equal(ct_module_add_child(m, "b", ct_nn_linear(3, 3, true, CT_F32)), CT_OK);
+    assert_int_equal(ct_module_add_child(m, "bn", ct_nn_batch_norm2d(3, 1e-5, 0.1, true, true, CT_F32)), CT_OK);
+    assert_int_equal(ct_module_set_param(ct_module_child(m, "b"), "weight", PARAM(m, "a", "weight")), CT_OK);
+    ct_tensor_set_requires_grad(PARAM(m, "b", "bias"), false);
+    ct_scope_begin();
+    assert_int_equal(ct_tensor_set_grad(PARAM(m, "a", "weight"), ct_full(CT_SHAPE(3, 3), ct_scalar_float(0.5), CT_F32,
+                                                                         CT_CPU)),
+                     CT_OK);
+    ct_scope_end();
+    return m;
+}
+
+static void test_module_to_meta(void **state) {
+    (void)state;
+    ct_module *m = tied_model();
+    ct_tensor *w0 = PARAM(m, "a", "weight");
+    assert_int_equal(ct_module_to(m, CT_META, CT_DTYPE_UNDEFINED), CT_OK);
+    ct_tensor *w = PARAM(m, "a", "weight");
+    assert_ptr_not_equal(w, w0);
+    assert_ptr_equal(PARAM(m, "b", "weight"), w); /* still tied: one new tensor */
+    assert_int_equal(ct_module_parameters(m, NULL, NULL, 0), 5);
+    assert_true(ct_device_equal(ct_module_device(m), CT_META));
+    ct_scope_begin();
+    ct_value *sd = ct_module_state_dict(m);
+    for (int64_t i = 0; i < ct_value_len(sd); i++) {
+        ct_tensor *t = ct_value_tensor(ct_value_at(sd, i));
+        assert_true(ct_device_equal(ct_tensor_device(t), CT_META));
+    }
+    ct_value_free(sd);
+    ct_scope_end();
+    /* leaves with their requires_grad; the grad moved along */
+    assert_true(ct_tensor_is_leaf(w) && ct_tensor_requires_grad(w));
+    assert_false(ct_tensor_requires_grad(PARAM(m, "b", "bias")));
+    assert_true(ct_tensor_requires_grad(PARAM(m, "a", "bias")));
+    assert_false(ct_tensor_requires_grad(ct_module_buffer(ct_module_child(m, "bn"), "running_mean")));
+    ct_scope_begin();
+    ct_tensor *g = ct_tensor_grad(w);
+    assert_non_null(g);
+    assert_true(ct_device_equal(ct_tensor_device(g), CT_META));
+    CT_ASSERT_SHAPE(g, 3, 3);
+    assert_null(ct_tensor_grad(PARAM(m, "a", "bias")));
+    ct_scope_end();
+    /* integer buffers move, and keep their dtype under a dtype change */
+    assert_int_equal(ct_module_to(m, CT_META, CT_F16), CT_OK);
+    ct_tensor *nbt = ct_module_buffer(ct_module_child(m, "bn"), "num_batches_tracked");
+    assert_int_equal(ct_tensor_dtype(nbt), CT_I64);
+    assert_true(ct_device_equal(ct_tensor_device(nbt), CT_META));
+    assert_int_equal(ct_tensor_dtype(PARAM(m, "a", "weight")), CT_F16);
+    assert_ptr_equal(PARAM(m, "b", "weight"), PARAM(m, "a", "weight"));
+    assert_false(ct_tensor_requires_grad(PARAM(m, "b", "bias")));
+    ct_scope_begin();
+    ct_tensor *g16 = ct_tensor_grad(PARAM(m, "a", "weight"));
+    assert_non_null(g16);
+    assert_int_equal(ct_tensor_dtype(g16), CT_F16);
+    ct_scope_end();
+    /* a meta tensor has no data to bring back: an error, and the module stays as it was */
+    ct_tensor *before = PARAM(m, "a", "weight");
+    CT_ASSERT_ERR(ct_module_to(m, CT_CPU, CT_DTYPE_UNDEFINED) == CT_OK, CT_ERROR_DEVICE,
+                  "cannot copy out of meta tensor");
+    assert_ptr_equal(PARAM(m, "a", "weight"), before);
+    assert_true(ct_device_equal(ct_module_device(m), CT_META));
+    ct_module_free(m);
+}
+
+static void test_module_to_dtype(void **state) {
+    (void)state;
+    ct_module *m = tied_model();
+    ct_scope_begin();
+    ct_tensor *w32 = ct_clone(PARAM(m, "a", "weight"));
+    ct_tensor *w0 = PARAM(m, "a", "weight");
+    /* nothing to do: every tensor stays itself */
+    assert_int_equal(ct_module_to(m, CT_CPU, CT_DTYPE_UNDEFINED), CT_OK);
+    assert_int_equal(ct_module_to(m, CT_CPU, CT_F32), CT_OK);
+    assert_int_equal(ct_module_float(m), CT_OK);
+    assert_ptr_equal(PARAM(m, "a", "weight"), w0);
+    assert_int_equal(ct_module_double(m), CT_OK);
+    ct_tensor *w = PARAM(m, "a", "weight");
+    assert_int_equal(ct_tensor_dtype(w), CT_F64);
+    assert_ptr_equal(PARAM(m, "b", "weight"), w);
+    for (int64_t i = 0; i < 9; i++)
+        assert_true(ct_test_at(w, i) == ct_test_at(w32, i));
+    assert_true(ct_test_at(ct_tensor_grad(w), 4) == 0.5);
+    assert_int_equal(ct_tensor_dtype(ct_module_buffer(ct_module_child(m, "bn"), "num_batches_tracked")), CT_I64);
+    assert_int_equal(ct_tensor_dtype(ct_module_buffer(ct_module_child(m, "bn"), "running_var")), CT_F64);
+    /* the old tensor is the caller's pointer no more: the module holds the new one only */
+    assert_int_equal(ct_module_half(m), CT_OK);
+    assert_int_equal(ct_tensor_dtype(PARAM(m, "a", "bias")), CT_F16);
+    assert_int_equal(ct_module_bfloat16(m), CT_OK);
+    assert_int_equal(ct_tensor_dtype(PARAM(m, "bn", "weight")), CT_BF16);
+    assert_true(ct_tensor_is_leaf(PARAM(m, "a", "weight")) && ct_tensor_requires_grad(PARAM(m, "a", "weight")));
+    assert_false(ct_tensor_requires_grad(PARAM(m, "b", "bias")));
+    /* a module that works after the conversion: forward in bfloat16 */
+    ct_tensor *y = ct_module_forward(ct_module_child(m, "a"), ct_ones(CT_SHAPE(2, 3), CT_BF16, CT_CPU));
+    CT_ASSERT_OK(y);
+    assert_int_equal(ct_tensor_dtype(y), CT_BF16);
+    ct_scope_end();
+
+    /* errors leave the module unchanged */
+    ct_tensor *before = PARAM(m, "a", "weight");
+    CT_ASSERT_ERR(ct_module_to(m, CT_CPU, CT_I64) == CT_OK, CT_ERROR_TYPE,
+                  "only accepts floating point or complex dtypes, but got desired dtype=torch.int64");
+    CT_ASSERT_ERR(ct_module_to(m, ct_device_make((ct_device_type)7, 0), CT_F32) == CT_OK, CT_ERROR_DEVICE,
+                  "unknown device type 7");
+    CT_ASSERT_ERR(ct_module_to(m, ct_device_make(CT_DEVICE_CPU, 2), CT_F32) == CT_OK, CT_ERROR_DEVICE,
+                  "invalid device index 2");
+    CT_ASSERT_ERR(ct_module_to(m, CT_CUDA(-1), CT_F32) == CT_OK, CT_ERROR_DEVICE, "invalid device index -1");
+    if (!ct_cuda_is_available())
+        CT_ASSERT_ERR(ct_module_to(m, CT_CUDA(0), CT_F32) == CT_OK, CT_ERROR_DEVICE, "cuda");
+    assert_ptr_equal(PARAM(m, "a", "weight"), before);
+    assert_int_equal(ct_tensor_dtype(before), CT_BF16);
+    CT_ASSERT_ERR(ct_module_to(NULL, CT_CPU, CT_F32) == CT_OK, CT_ERROR_NULL_ARGUMENT, "module is NULL");
+    CT_ASSERT_ERR(ct_module_half(NULL) == CT_OK, CT_ERROR_NULL_ARGUMENT, "module is NULL");
+    CT_ASSERT_ERR(ct_module_bfloat16(NULL) == CT_OK, CT_ERROR_NULL_ARGUMENT, "module is NULL");
+    CT_ASSERT_ERR(ct_module_float(NULL) == CT_OK, CT_ERROR_NULL_ARGUMENT, "module is NULL");
+    CT_ASSERT_ERR(ct_module_double(NULL) == CT_OK, CT_ERROR_NULL_ARGUMENT, "module is NULL");
+    ct_clear_error();
+    assert_true(ct_device_equal(ct_module_device(NULL), CT_CPU));
+    assert_int_equal(ct_last_status(), CT_ERROR_NULL_ARGUMENT);
+    ct_module_free(m);
+
+    /* a failure half way (one child on meta, one on the CPU) undoes nothing because
+     * nothing was swapped in: the CPU child keeps its float32 tensors */
+    ct_module *mixed = ct_module_new("Mixed", NULL, NULL, NULL);
+    assert_int_equal(ct_module_add_child(mixed, "cpu", ct_nn_linear(2, 2, true, CT_F32)), CT_OK);
+    assert_int_equal(ct_module_add_child(mixed, "meta", ct_nn_linear(2, 2, true, CT_F32)), CT_OK);
+    assert_int_equal(ct_module_to(ct_module_child(mixed, "meta"), CT_META, CT_DTYPE_UNDEFINED), CT_OK);
+    ct_tensor *cw = PARAM(mixed, "cpu", "weight");
+    CT_ASSERT_ERR(ct_module_to(mixed, CT_CPU, CT_F64) == CT_OK, CT_ERROR_DEVICE, "meta");
+    assert_ptr_equal(PARAM(mixed, "cpu", "weight"), cw);
+    assert_int_equal(ct_tensor_dtype(cw), CT_F32);
+    /* an empty module has nothing to move; its device is the CPU */
+    ct_module *empty = ct_nn_relu();
+    assert_int_equal(ct_module_to(empty, CT_META, CT_F16), CT_OK);
+    assert_true(ct_device_equal(ct_module_device(empty), CT_CPU));
+    assert_true(ct_device_equal(ct_module_device(mixed), CT_CPU));
+    ct_module_free(empty);
+    ct_module_free(mixed);
+}
+
+static void *default_device_of_thread(void *arg) {
+    *(ct_device *)arg = ct_get_default_device();
+    return NULL;
+}
+
+static void test_default_device(void **state) {
+    (void)state;
+    assert_true(ct_device_equal(ct_get_default_device(), CT_CPU));
+    assert_int_equal(ct_set_default_device(CT_META), CT_OK);
+    /* per thread: another thread still sees the CPU */
+    ct_device other = CT_META;
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, default_device_of_thread, &other), 0);
+    pthread_join(th, NULL);
+    assert_true(ct_device_equal(other, CT_CPU));
+    ct_module *lin = ct_nn_linear(4, 3, true, CT_DTYPE_UNDEFINED);
+    ct_module *bn = ct_nn_batch_norm2d(3, 1e-5, 0.1, true, true, CT_F32);
+    ct_module *gpt = ct_nn_gpt_block(8, 2, CT_F32);
+    ct_module *emb = ct_nn_embedding(5, 3, 1, CT_F32);
+    ct_module *conv = ct_nn_conv2d(2, 4, CT_INDEX(3, 3), NULL, NULL, NULL, 1, true, CT_F32);
+    ct_module *rms = ct_nn_rms_norm(CT_INDEX(3), 1, -1, true, CT_F32);
+    /* a factory given its device keeps it */
+    ct_scope_begin();
+    ct_tensor *z = ct_zeros(CT_SHAPE(2), CT_F32, CT_CPU);
+    assert_true(ct_device_equal(ct_tensor_device(z), CT_CPU));
+    ct_scope_end();
+    assert_int_equal(ct_set_default_device(CT_CPU), CT_OK);
+    ct_module *ms[] = {lin, bn, gpt, emb, conv, rms};
+    for (int k = 0; k < 6; k++) {
+        assert_non_null(ms[k]);
+        ct_scope_begin();
+        ct_value *sd = ct_module_state_dict(ms[k]);
+        assert_true(ct_value_len(sd) > 0);
+        for (int64_t i = 0; i < ct_value_len(sd); i++)
+            assert_true(ct_device_equal(ct_tensor_device(ct_value_tensor(ct_value_at(sd, i))), CT_META));
+        ct_value_free(sd);
+        ct_scope_end();
+        assert_true(ct_device_equal(ct_module_device(ms[k]), CT_META));
+        if (ms[k] == bn)
+            assert_int_equal(ct_tensor_dtype(ct_module_buffer(bn, "num_batches_tracked")), CT_I64);
+        ct_module_free(ms[k]);
+    }
+    /* back on the CPU, a layer is on the CPU again */
+    ct_module *cpu = ct_nn_linear(2, 2, false, CT_F32);
+    assert_true(ct_device_equal(ct_module_device(cpu), CT_CPU));
+    ct_module_free(cpu);
+
+    CT_ASSERT_ERR(ct_set_default_device(ct_device_make((ct_device_type)9, 0)) == CT_OK, CT_ERROR_DEVICE,
+                  "unknown device type 9");
+    CT_ASSERT_ERR(ct_set_default_device(ct_device_make(CT_DEVICE_META, 1)) == CT_OK, CT_ERROR_DEVICE,
+                  "invalid device index 1 for device type meta");
+    CT_ASSERT_ERR(ct_set_default_device(CT_CUDA(-2)) == CT_OK, CT_ERROR_DEVICE, "invalid device index -2");
+    assert_true(ct_device_equal(ct_get_default_device(), CT_CPU));
+    if (!ct_cuda_is_available()) {
+        /* an absent device can be the default; the layer made there fails with the backend's error */
+        assert_int_equal(ct_set_default_device(CT_CUDA(0)), CT_OK);
+        CT_ASSERT_ERR(ct_nn_linear(2, 2, true, CT_F32) != NULL, CT_ERROR_DEVICE, "cuda");
+        CT_ASSERT_ERR(ct_nn_batch_norm2d(2, 1e-5, 0.1, false, true, CT_F32) != NULL, CT_ERROR_DEVICE, "cuda");
+        assert_int_equal(ct_set_default_device(CT_CPU), CT_OK);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_linear),
@@ -451,6 +663,9 @@ int main(void) {
         cmocka_unit_test(test_registration),
         cmocka_unit_test(test_constructor_errors),
         cmocka_unit_test(test_init),
+        cmocka_unit_test(test_module_to_meta),
+        cmocka_unit_test(test_module_to_dtype),
+        cmocka_unit_test(test_default_device),
     };
     return cmocka_run_group_tests(tests, load, free_golden);
 }

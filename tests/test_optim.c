@@ -761,6 +761,46 @@ static void test_clip_grad_value(void **state) {
     ct_release(b);
 }
 
+/* Devices: state dicts load onto the parameters' device (a state tensor of another
+ * device is copied over; one with no data, on meta, is refused and the optimizer is
+ * left as it was), and meta parameters are refused, as there is nothing to update.
+ * Parameters on CUDA are tested in test_cuda_module. */
+static void test_state_devices(void **state) {
+    (void)state;
+    ct_scope_begin();
+    ct_tensor *w = ct_tensor_set_requires_grad(ct_zeros(CT_SHAPE(2, 3), CT_F32, CT_CPU), true);
+    ct_tensor *ps[1] = {w};
+    set_grad(w, ct_ones(CT_SHAPE(2, 3), CT_F32, CT_CPU));
+    ct_optim_options o = ct_adamw_options(0.1);
+    ct_optimizer *opt = ct_optimizer_new(CT_OPTIM_ADAMW, ps, 1, &o);
+    assert_int_equal(ct_optimizer_step(opt), CT_OK);
+    ct_value *sd = ct_optimizer_state_dict(opt);
+    ct_value *s0 = ct_value_at(ct_value_get(sd, "state"), 0);
+    ct_tensor *m = ct_value_tensor(ct_value_get(s0, "exp_avg"));
+    assert_true(ct_device_equal(ct_tensor_device(m), CT_CPU));
+    double before = ct_test_at(m, 0);
+    assert_true(before != 0);
+    /* exp_avg on meta: refused, nothing loaded */
+    assert_int_equal(ct_value_set(s0, "exp_avg", ct_value_new_tensor(ct_empty(CT_SHAPE(2, 3), CT_F32, CT_META))),
+                     CT_OK);
+    assert_int_equal(ct_value_set(s0, "exp_avg_sq", ct_value_new_tensor(ct_zeros(CT_SHAPE(2, 3), CT_F32, CT_CPU))),
+                     CT_OK);
+    CT_ASSERT_ERR(ct_optimizer_load_state_dict(opt, sd) == CT_OK, CT_ERROR_DEVICE, "meta");
+    ct_value *sd2 = ct_optimizer_state_dict(opt);
+    ct_value *s2 = ct_value_at(ct_value_get(sd2, "state"), 0);
+    assert_true(ct_test_at(ct_value_tensor(ct_value_get(s2, "exp_avg")), 0) == before);
+    assert_true(ct_test_at(ct_value_tensor(ct_value_get(s2, "exp_avg_sq")), 0) != 0);
+    ct_value_free(sd2);
+    ct_value_free(sd);
+    ct_optimizer_free(opt);
+    set_grad(w, NULL);
+
+    ct_tensor *mw = ct_tensor_set_requires_grad(ct_empty(CT_SHAPE(2), CT_F32, CT_META), true);
+    CT_ASSERT_ERR(ct_optimizer_new(CT_OPTIM_SGD, &mw, 1, &o) != NULL, CT_ERROR_DEVICE,
+                  "can't optimize a meta tensor");
+    ct_scope_end();
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_golden_foreach),
@@ -777,6 +817,7 @@ int main(void) {
         cmocka_unit_test(test_clip_grad_norm),
         cmocka_unit_test(test_clip_grad_norm_strided_matches),
         cmocka_unit_test(test_clip_grad_value),
+        cmocka_unit_test(test_state_devices),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

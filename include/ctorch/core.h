@@ -142,6 +142,15 @@ typedef enum ct_status {
  * error. Parsing does not check that the device exists. */
 CT_API ct_status ct_device_parse(const char *s, ct_device *out);
 
+/* The device nn layer constructors create their parameters and buffers on (PyTorch's
+ * torch.set_default_device / `with torch.device(d):`); CPU at start. Per thread, as
+ * PyTorch's. Factories given a device keep it: in C every factory names its device,
+ * so only the layer constructors (ct_nn_*) read this one. Setting it checks the device
+ * type and index, not whether the device is there: a layer made on an absent device
+ * fails with the backend's error. */
+CT_API ct_device ct_get_default_device(void);
+CT_API ct_status ct_set_default_device(ct_device device);
+
 /* The message of the most recent error on this thread, "op: what went wrong", or ""
  * when none is pending. Functions that fail return NULL or a non-zero ct_status and
  * set it. A function given a NULL tensor returns NULL and keeps the pending error, so a

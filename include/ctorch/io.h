@@ -71,8 +71,10 @@ typedef struct ct_pickle_hooks {
 CT_API ct_value *ct_value_from_pickle(const void *data, size_t len, const ct_pickle_hooks *hooks,
                                       const char *what);
 
-/* Numbers the storage of t (a CPU tensor) for a pickle's persistent id: tensors that
- * share a storage should get one number. Returns it (>= 0), or -1 with an error set. */
+/* Numbers the storage of t for a pickle's persistent id: tensors that share a storage
+ * should get one number. t may be on any device with data (not meta): the location
+ * written is "cpu", so a function that keeps the bytes copies other devices' storages
+ * to the host. Returns the number (>= 0), or -1 with an error set. */
 typedef int64_t (*ct_pickle_storage_fn)(void *ctx, ct_tensor *t);
 
 /* Writes v as a protocol-2 pickle, as torch.save writes the same objects (the
@@ -82,7 +84,7 @@ typedef int64_t (*ct_pickle_storage_fn)(void *ctx, ct_tensor *t);
  * _codecs.encode. Only ct_value_from_pickle's with-hooks subset is written, so that
  * torch.load(weights_only=True) and ctorch read it back. A tree holding a tensor needs
  * storage (NULL: only tensor-free trees are written). Returns the bytes (malloc'd:
- * free them with free()) and their count in *len, or NULL with an error: a non-CPU
+ * free them with free()) and their count in *len, or NULL with an error: a meta
  * tensor, nesting deeper than CT_VALUE_MAX_DEPTH, storage's own error. */
 CT_API void *ct_value_to_pickle(const ct_value *v, ct_pickle_storage_fn storage, void *ctx, size_t *len);
 
@@ -92,7 +94,9 @@ CT_API void *ct_value_to_pickle(const ct_value *v, ct_pickle_storage_fn storage,
  * of string -> string, stored as "__metadata__". */
 CT_API ct_status ct_save_safetensors(const char *path, const ct_value *dict, const ct_value *metadata);
 /* Any ct_value tree, written as torch.save does (zip, 64-byte aligned records) so that
- * torch.load(path, weights_only=True) reads it back. Shared storages stay shared. */
+ * torch.load(path, weights_only=True) reads it back. Shared storages stay shared.
+ * Tensors of other devices (CUDA) are written from a host copy of their storage, with
+ * location "cpu" (torch.load puts them on the CPU, as map_location="cpu" would). */
 CT_API ct_status ct_save_pt(const char *path, const ct_value *obj);
 
 /* ------------------------------------------------------------ values */

@@ -253,12 +253,33 @@ CT_API ct_value *ct_module_state_dict(const ct_module *m);
 CT_API ct_status ct_module_load_state_dict(ct_module *m, const ct_value *state_dict, bool strict,
                                            int64_t *n_missing, int64_t *n_unexpected);
 
+/* module.to(device, dtype): every parameter and buffer of the tree is replaced by its
+ * copy on device, floating-point ones converted to dtype (CT_DTYPE_UNDEFINED keeps
+ * each dtype; integer and bool buffers always keep theirs). A tensor already there in
+ * that dtype is kept. Parameters stay leaves with their requires_grad, and a .grad
+ * moves with its parameter. Tied tensors stay tied (one new tensor for both places).
+ * On error (no memory, a device with no backend, a meta tensor that has no data to
+ * copy out) the module is left unchanged. Pointers taken before (ct_module_param,
+ * ct_module_parameters, an optimizer's parameters) still point at the old tensors,
+ * which the module no longer holds: build the optimizer after moving the model. */
+CT_API ct_status ct_module_to(ct_module *m, ct_device device, ct_dtype dtype);
+/* module.half() / .bfloat16() / .float() / .double(): dtype only, each tensor stays on
+ * its device. */
+CT_API ct_status ct_module_half(ct_module *m);
+CT_API ct_status ct_module_bfloat16(ct_module *m);
+CT_API ct_status ct_module_float(ct_module *m);
+CT_API ct_status ct_module_double(ct_module *m);
+/* The device of the first tensor in state_dict order (parameters and buffers); CPU
+ * for a module with none. */
+CT_API ct_device ct_module_device(const ct_module *m);
+
 /* ------------------------------------------------------------ layers */
 
 /* The layers below initialise their parameters as PyTorch's (kaiming_uniform_ with
  * a = sqrt(5) for weights, U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for biases, ones/zeros
  * for norms, N(0, 1) for embeddings) from the default generator, in dtype (must be
- * floating; CT_DTYPE_UNDEFINED means the default dtype). */
+ * floating; CT_DTYPE_UNDEFINED means the default dtype), on the default device
+ * (ct_set_default_device, CPU unless set). */
 CT_API ct_module *ct_nn_linear(int64_t in_features, int64_t out_features, bool bias, ct_dtype dtype);
 CT_API ct_module *ct_nn_conv2d(int64_t in_channels, int64_t out_channels, const int64_t kernel[2],
                                const int64_t stride[2], const int64_t padding[2], const int64_t dilation[2],

@@ -99,6 +99,24 @@ ct_status ct_device_parse(const char *s, ct_device *out) {
                     "%s", s);
 }
 
+/* Note [Default device]
+ * Thread-local, as torch.set_default_device is (it works through a per-thread
+ * function mode): a data loader thread making tensors is not moved by the training
+ * thread's choice. Only the nn layer constructors read it. */
+static _Thread_local ct_device default_device = {CT_DEVICE_CPU, 0};
+
+ct_device ct_get_default_device(void) { return default_device; }
+
+ct_status ct_set_default_device(ct_device device) {
+    if ((int)device.type < 0 || (int)device.type >= CT_DEVICE_TYPES)
+        return ct_error(CT_ERROR_DEVICE, "set_default_device", "unknown device type %d", (int)device.type);
+    if (device.index < 0 || (device.type != CT_DEVICE_CUDA && device.index != 0))
+        return ct_error(CT_ERROR_DEVICE, "set_default_device", "invalid device index %d for device type %s",
+                        (int)device.index, type_name((ct_device_type)device.type));
+    default_device = device;
+    return CT_OK;
+}
+
 const char *ct_backend_info(void) {
     static char info[2048];
     static pthread_mutex_t info_lock = PTHREAD_MUTEX_INITIALIZER;

@@ -29,8 +29,10 @@
  * appearance; tensors sharing a storage (ct_tensor_shares_storage) share one record,
  * written by ct_save_pt. */
 typedef struct ct_pickle_storage {
-    ct_tensor *first;   /* the first tensor seen over it (a reference of the pickler's) */
-    const void *data;   /* the storage's first byte (NULL when empty) */
+    ct_tensor *first;     /* the first tensor seen over it (a reference of the pickler's) */
+    ct_tensor *host_copy; /* of a non-CPU storage: its bytes on the host (a reference), else NULL */
+    const void *key;      /* the storage's first byte on its device (NULL when empty) */
+    const void *data;     /* the bytes to write: key, or host_copy's for other devices */
     size_t nbytes;
     ct_dtype dtype;
     int64_t next;  /* the next storage in the same hash bucket, or -1 */

@@ -18,6 +18,24 @@ static uint64_t addr_hash(const void *p) {
     return h ^ (h >> 32);
 }
 
+/* Note [Saving tensors of other devices]
+ * A CUDA tensor's storage is copied to the host whole when it is first met (one
+ * record per storage, as for CPU tensors: views of one CUDA storage share the copy),
+ * and the record is written from that copy with location "cpu". The lookup key stays
+ * the device address, so that later tensors over the same device storage find it;
+ * host_copy holds the bytes until the archive is written. */
+static ct_tensor *host_copy_of_storage(const ct_tensor *t, size_t nbytes) {
+    ct_scope_begin();
+    size_t esz = ct_tensor_element_size(t);
+    int64_t n = (int64_t)(nbytes / esz);
+    ct_tensor *whole = ct_as_strided(t, (int64_t[]){n}, (int64_t[]){1}, 1, 0);
+    ct_tensor *h = whole ? ct_to_device(whole, CT_CPU) : NULL;
+    if (h)
+        ct_retain(h);
+    ct_scope_end();
+    return h;
+}
+
 /* The storage record of t: an earlier one t shares, or a new one; -1 on error. */
 static int64_t storage_key(void *ctx, ct_tensor *t) {
     ct_pickler *p = ctx;
@@ -28,7 +46,7 @@ static int64_t storage_key(void *ctx, ct_tensor *t) {
     uint64_t h = addr_hash(base);
     if (p->nbuckets) {
         for (int64_t i = p->buckets[h & (uint64_t)(p->nbuckets - 1)]; i >= 0; i = p->storages[i].next) {
-            if (p->storages[i].data != base || !ct_tensor_shares_storage(p->storages[i].first, t))
+            if (p->storages[i].key != base || !ct_tensor_shares_storage(p->storages[i].first, t))
                 continue;
             if (p->storages[i].dtype != dtype) {
                 ct_error(CT_ERROR_NOT_IMPLEMENTED, p->op,
@@ -56,13 +74,21 @@ static int64_t storage_key(void *ctx, ct_tensor *t) {
         for (int64_t i = 0; i < p->nbuckets; i++)
             b[i] = -1;
         for (int64_t i = 0; i < p->nstorages; i++) {
-            uint64_t g = addr_hash(p->storages[i].data);
+            uint64_t g = addr_hash(p->storages[i].key);
             p->storages[i].next = b[g & (uint64_t)(p->nbuckets - 1)];
             b[g & (uint64_t)(p->nbuckets - 1)] = i;
         }
     }
+    size_t nbytes = ct_tensor_storage_nbytes(t);
+    ct_tensor *host = NULL;
+    if (ct_tensor_device(t).type != CT_DEVICE_CPU && nbytes > 0) { /* Note [Saving tensors of other devices] */
+        host = host_copy_of_storage(t, nbytes);
+        if (!host)
+            return -1;
+    }
     int64_t key = p->nstorages++;
-    p->storages[key] = (ct_pickle_storage){.first = ct_retain(t), .data = base, .nbytes = ct_tensor_storage_nbytes(t),
+    p->storages[key] = (ct_pickle_storage){.first = ct_retain(t), .host_copy = host, .key = base,
+                                           .data = host ? ct_tensor_data(host) : base, .nbytes = nbytes,
                                            .dtype = dtype,
                                            .next = p->buckets[h & (uint64_t)(p->nbuckets - 1)]};
     p->buckets[h & (uint64_t)(p->nbuckets - 1)] = key;
@@ -77,8 +103,10 @@ ct_status ct_pickle_dump(ct_pickler *p, const ct_value *v, const char *op) {
 }
 
 void ct_pickler_free(ct_pickler *p) {
-    for (int64_t i = 0; i < p->nstorages; i++)
+    for (int64_t i = 0; i < p->nstorages; i++) {
         ct_release(p->storages[i].first);
+        ct_release(p->storages[i].host_copy);
+    }
     free(p->buf);
     free(p->storages);
     free(p->buckets);

@@ -30,7 +30,7 @@ ct_module *ct_nn_module_with_ctx(const char *type, ct_module_forward_fn forward,
 
 ct_tensor *ct_nn_new_param(ct_module *m, const char *name, const int64_t *shape, int ndim, ct_dtype dtype) {
     ct_scope_begin();
-    ct_tensor *t = ct_empty(shape, ndim, dtype, CT_CPU);
+    ct_tensor *t = ct_empty(shape, ndim, dtype, ct_get_default_device()); /* Note [Default device] */
     ct_status st = t ? ct_module_register_parameter(m, name, t) : ct_last_status();
     ct_scope_end(); /* the module holds the only reference now */
     return st == CT_OK ? ct_module_param(m, name) : NULL;

@@ -566,3 +566,187 @@ ct_status ct_module_load_state_dict(ct_module *m, const ct_value *state_dict, bo
     free(c.seen);
     return st;
 }
+
+/* ------------------------------------------------------------------ to(device, dtype) */
+
+/* Note [Module.to]
+ * PyTorch's module.to(device, dtype) replaces every parameter and buffer of the tree by
+ * its converted copy (a tensor already of that device and dtype is kept). Here:
+ * - Two passes. The first makes every new tensor and records old -> new in a table;
+ *   the second swaps them into the module. Only the first can fail (no memory, a device
+ *   with no backend, a meta tensor that has no data to move), and then the table is
+ *   dropped and the module is as it was. The swap cannot fail.
+ * - The table is also what keeps ties: a tensor that two places hold (a tied embedding
+ *   and head) is converted once, and both places get the one new tensor.
+ * - A converted parameter is a new leaf (made with grad mode off, then detached) with
+ *   the old one's requires_grad; its .grad, when there is one, is converted the same
+ *   way and set on it. Buffers keep requires_grad off as they had it.
+ * - dtype converts floating-point tensors only: integer and bool buffers
+ *   (num_batches_tracked) keep their dtype and only move, as in PyTorch.
+ * - Pointers to the old tensors (from ct_module_param, ct_module_parameters, an
+ *   optimizer built before) keep the old tensors, which the module no longer holds:
+ *   build the optimizer after moving the model, as in PyTorch. */
+typedef struct to_entry {
+    ct_tensor *old, *cur; /* cur: a reference of the table's */
+} to_entry;
+
+typedef struct to_table {
+    const ct_device *device; /* NULL: keep each tensor's device */
+    ct_dtype dtype;          /* CT_DTYPE_UNDEFINED: keep each tensor's dtype */
+    to_entry *e;
+    int64_t n, cap;
+} to_table;
+
+static ct_tensor *to_lookup(const to_table *tb, const ct_tensor *t) {
+    for (int64_t i = 0; i < tb->n; i++)
+        if (tb->e[i].old == t)
+            return tb->e[i].cur;
+    return NULL;
+}
+
+/* t converted (a new reference of the open scope), or t itself (not a new reference)
+ * when nothing changes; NULL on error. */
+static ct_tensor *to_convert(const to_table *tb, ct_tensor *t, bool *changed) {
+    ct_dtype dt = tb->dtype != CT_DTYPE_UNDEFINED && ct_dtype_is_floating(ct_tensor_dtype(t)) ? tb->dtype
+                                                                                             : ct_tensor_dtype(t);
+    ct_device dev = tb->device ? *tb->device : ct_tensor_device(t);
+    *changed = dt != ct_tensor_dtype(t) || !ct_device_equal(dev, ct_tensor_device(t));
+    if (!*changed)
+        return t;
+    /* to a CPU, convert after the copy; elsewhere before it, so that a narrower
+     * dtype crosses the bus */
+    ct_tensor *x = dev.type == CT_DEVICE_CPU ? ct_to_dtype(ct_to_device(t, dev), dt)
+                                             : ct_to_device(ct_to_dtype(t, dt), dev);
+    return x ? ct_detach(x) : NULL;
+}
+
+static ct_status to_add(to_table *tb, ct_tensor *t) {
+    const char *op = "Module.to";
+    if (to_lookup(tb, t))
+        return CT_OK;
+    if (tb->n == tb->cap) {
+        int64_t nc = tb->cap ? 2 * tb->cap : 16;
+        to_entry *a = realloc(tb->e, sizeof *a * (size_t)nc);
+        if (!a)
+            return ct_error(CT_ERROR_OUT_OF_MEMORY, op, "out of memory");
+        tb->e = a;
+        tb->cap = nc;
+    }
+    ct_scope_begin();
+    bool changed = false;
+    ct_tensor *nt = to_convert(tb, t, &changed);
+    ct_tensor *g = nt ? ct_tensor_grad(t) : NULL;
+    ct_status st = nt ? CT_OK : ct_last_status();
+    if (!st && changed && ct_tensor_requires_grad(t) && !ct_tensor_set_requires_grad(nt, true))
+        st = ct_last_status();
+    if (!st && changed && g) {
+        bool gchanged;
+        ct_tensor *ng = to_convert(tb, g, &gchanged);
+        st = ng ? ct_tensor_set_grad(nt, ng) : ct_last_status();
+    }
+    if (!st) {
+        tb->e[tb->n].old = t;
+        tb->e[tb->n].cur = ct_retain(nt);
+        tb->n++;
+    }
+    ct_scope_end();
+    return st;
+}
+
+static ct_status to_collect(const ct_module *m, to_table *tb) {
+    for (int pass = 0; pass < 2; pass++) {
+        named_tensor *arr = pass == 0 ? m->params : m->buffers;
+        int n = pass == 0 ? m->nparams : m->nbuffers;
+        for (int i = 0; i < n; i++) {
+            ct_status st = arr[i].t ? to_add(tb, arr[i].t) : CT_OK;
+            if (st)
+                return st;
+        }
+    }
+    for (int i = 0; i < m->nchildren; i++) {
+        ct_status st = to_collect(m->children[i].m, tb);
+        if (st)
+            return st;
+    }
+    return CT_OK;
+}
+
+static void to_swap(ct_module *m, const to_table *tb) {
+    for (int pass = 0; pass < 2; pass++) {
+        named_tensor *arr = pass == 0 ? m->params : m->buffers;
+        int n = pass == 0 ? m->nparams : m->nbuffers;
+        for (int i = 0; i < n; i++) {
+            ct_tensor *nt = arr[i].t ? to_lookup(tb, arr[i].t) : NULL;
+            if (nt && nt != arr[i].t) {
+                ct_retain(nt);
+                ct_release(arr[i].t);
+                arr[i].t = nt;
+            }
+        }
+    }
+    for (int i = 0; i < m->nchildren; i++)
+        to_swap(m->children[i].m, tb);
+}
+
+static ct_status module_apply_to(ct_module *m, const ct_device *device, ct_dtype dtype, const char *op) {
+    if (!m)
+        return ct_error(CT_ERROR_NULL_ARGUMENT, op, "module is NULL");
+    if (dtype != CT_DTYPE_UNDEFINED && !ct_dtype_is_floating(dtype)) {
+        char name[32];
+        snprintf(name, sizeof name, "%s", ct_dtype_name(dtype));
+        return ct_error(CT_ERROR_TYPE, op,
+                        "nn.Module.to only accepts floating point or complex dtypes, but got desired dtype=torch.%s",
+                        name);
+    }
+    if (device && (device->type != CT_DEVICE_CPU && device->type != CT_DEVICE_CUDA && device->type != CT_DEVICE_META))
+        return ct_error(CT_ERROR_DEVICE, op, "unknown device type %d", (int)device->type);
+    if (device && (device->index < 0 || (device->type != CT_DEVICE_CUDA && device->index != 0))) {
+        char d[32];
+        return ct_error(CT_ERROR_DEVICE, op, "invalid device index %d for device %s", (int)device->index,
+                        ct_device_str(*device, d, sizeof d));
+    }
+    to_table tb = {.device = device, .dtype = dtype};
+    bool grad_was = ct_set_grad_enabled(false);
+    ct_status st = to_collect(m, &tb);
+    ct_set_grad_enabled(grad_was);
+    if (!st)
+        to_swap(m, &tb);
+    for (int64_t i = 0; i < tb.n; i++)
+        ct_release(tb.e[i].cur);
+    free(tb.e);
+    return st;
+}
+
+ct_status ct_module_to(ct_module *m, ct_device device, ct_dtype dtype) {
+    return module_apply_to(m, &device, dtype, "Module.to");
+}
+
+ct_status ct_module_half(ct_module *m) { return module_apply_to(m, NULL, CT_F16, "Module.half"); }
+ct_status ct_module_bfloat16(ct_module *m) { return module_apply_to(m, NULL, CT_BF16, "Module.bfloat16"); }
+ct_status ct_module_float(ct_module *m) { return module_apply_to(m, NULL, CT_F32, "Module.float"); }
+ct_status ct_module_double(ct_module *m) { return module_apply_to(m, NULL, CT_F64, "Module.double"); }
+
+static bool first_tensor(const ct_module *m, ct_device *out) {
+    for (int pass = 0; pass < 2; pass++) {
+        named_tensor *arr = pass == 0 ? m->params : m->buffers;
+        int n = pass == 0 ? m->nparams : m->nbuffers;
+        for (int i = 0; i < n; i++)
+            if (arr[i].t) {
+                *out = ct_tensor_device(arr[i].t);
+                return true;
+            }
+    }
+    for (int i = 0; i < m->nchildren; i++)
+        if (first_tensor(m->children[i].m, out))
+            return true;
+    return false;
+}
+
+ct_device ct_module_device(const ct_module *m) {
+    ct_device d = CT_CPU;
+    if (!m)
+        ct_error(CT_ERROR_NULL_ARGUMENT, "Module.device", "module is NULL");
+    else
+        first_tensor(m, &d);
+    return d;
+}

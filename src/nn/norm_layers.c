@@ -57,10 +57,17 @@ ct_module *ct_nn_batch_norm2d(int64_t num_features, double eps, double momentum,
         ct_tensor *b = w ? ct_nn_new_param(m, "bias", CT_SHAPE(num_features), dtype) : NULL;
         ok = w && b && ct_init_ones_(w) && ct_init_zeros_(b);
     }
-    if (ok && track_running_stats)
-        ok = !ct_module_register_buffer(m, "running_mean", ct_zeros(CT_SHAPE(num_features), dtype, CT_CPU)) &&
-             !ct_module_register_buffer(m, "running_var", ct_ones(CT_SHAPE(num_features), dtype, CT_CPU)) &&
-             !ct_module_register_buffer(m, "num_batches_tracked", ct_zeros(NULL, 0, CT_I64, CT_CPU));
+    if (ok && track_running_stats) {
+        /* on the default device, as the parameters (Note [Default device] in src/core/device.c);
+         * a factory's failure must not register a None buffer */
+        ct_device dev = ct_get_default_device();
+        ct_tensor *mean = ct_zeros(CT_SHAPE(num_features), dtype, dev);
+        ct_tensor *var = mean ? ct_ones(CT_SHAPE(num_features), dtype, dev) : NULL;
+        ct_tensor *nbt = var ? ct_zeros(NULL, 0, CT_I64, dev) : NULL;
+        ok = nbt && !ct_module_register_buffer(m, "running_mean", mean) &&
+             !ct_module_register_buffer(m, "running_var", var) &&
+             !ct_module_register_buffer(m, "num_batches_tracked", nbt);
+    }
     ct_scope_end();
     if (!ok) {
         ct_module_free(m);

@@ -57,8 +57,10 @@ static const char *storage_class(ct_dtype d) {
 
 static ct_status put_tensor(writer *w, ct_tensor *t) {
     ct_pickle *p = &w->p;
-    if (ct_tensor_device(t).type != CT_DEVICE_CPU)
-        return ct_error(CT_ERROR_DEVICE, OP, "only CPU tensors can be saved; move the tensor to the CPU first");
+    /* Other devices' tensors are the storage function's to copy to the host (the
+     * location written is "cpu" either way); a meta tensor has no data to save. */
+    if (ct_tensor_device(t).type == CT_DEVICE_META)
+        return ct_error(CT_ERROR_DEVICE, OP, "cannot save a meta tensor; it has no data");
     if (!w->storage)
         return ct_error(CT_ERROR_VALUE, OP, "the value tree holds a tensor, and no storage function was given");
     int64_t key = w->storage(w->ctx, t);
