@@ -67,6 +67,9 @@ static void fp32_ops(void **state) {
     assert_int_equal(dt(ct_log(xb)), CT_F32);
     assert_int_equal(dt(ct_cumsum(xb, 0, CT_DTYPE_UNDEFINED)), CT_F32);
     assert_int_equal(dt(ct_pow_scalar(xb, ct_scalar_float(2.0))), CT_F32);
+    /* cross entropy is log_softmax then nll_loss: float32 */
+    ct_tensor *target = ct_zeros(CT_SHAPE(3), CT_I64, CT_CPU);
+    assert_int_equal(dt(ct_cross_entropy(y, target, NULL, CT_REDUCTION_MEAN, -100, 0.0)), CT_F32);
     /* an explicit dtype= is not eligible: the op runs as called */
     assert_int_equal(dt(ct_sum(y, NULL, 0, false, CT_BF16)), CT_BF16);
     assert_int_equal(dt(ct_softmax(y, -1, CT_BF16)), CT_BF16);
@@ -373,6 +376,50 @@ static void errors(void **state) {
     ct_clear_error();
 }
 
+/* On a GPU (skipped without one): float16 autocast through the same kernels, the
+ * CPU's calls untouched by a CUDA region, and float32 gradients on CUDA weights. */
+static void cuda_float16(void **state) {
+    (void)state;
+    if (!ct_cuda_is_available()) {
+        skip();
+        return;
+    }
+    ct_scope_begin();
+    ct_device g = CT_CUDA(0);
+    ct_tensor *x = ct_randn(CT_SHAPE(2, 5, 3), CT_F32, g);
+    ct_tensor *w = ct_tensor_set_requires_grad(ct_randn(CT_SHAPE(4, 3), CT_F32, g), true);
+    ct_tensor *b = ct_tensor_set_requires_grad(ct_randn(CT_SHAPE(4), CT_F32, g), true);
+    ct_tensor *xc = randn(2, 3, CT_F32);
+    assert_int_equal(ct_autocast_begin(CT_DEVICE_CUDA, CT_DTYPE_UNDEFINED), CT_OK);
+    assert_int_equal(ct_autocast_get_dtype(CT_DEVICE_CUDA), CT_F16);
+    ct_tensor *y = ct_linear(x, w, b);
+    assert_int_equal(dt(y), CT_F16);
+    assert_int_equal(dt(ct_mm(ct_select(x, 0, 0), ct_t(w))), CT_F16);
+    assert_int_equal(dt(ct_mm(xc, ct_t(xc))), CT_F32); /* a CPU call in a CUDA region */
+    ct_tensor *p = ct_softmax(y, -1, CT_DTYPE_UNDEFINED);
+    assert_int_equal(dt(p), CT_F32);
+    ct_tensor *loss = ct_sum(ct_mul(p, ct_to_dtype(y, CT_F32)), NULL, 0, false, CT_DTYPE_UNDEFINED);
+    assert_int_equal(dt(loss), CT_F32);
+    assert_int_equal(ct_autocast_end(), CT_OK);
+    assert_int_equal(ct_backward(loss, NULL, false, false), CT_OK);
+    ct_tensor *gw = ct_tensor_grad(w);
+    CT_ASSERT_OK(gw);
+    assert_int_equal(dt(gw), CT_F32);
+    assert_int_equal(ct_tensor_device(gw).type, CT_DEVICE_CUDA);
+    /* the same with explicit casts, on the CPU copies: equal up to the GPU's sums */
+    ct_tensor *w2 = ct_tensor_set_requires_grad(ct_to_device(ct_detach(w), CT_CPU), true);
+    ct_tensor *b2 = ct_tensor_set_requires_grad(ct_to_device(ct_detach(b), CT_CPU), true);
+    ct_tensor *y2 = ct_linear(ct_to_dtype(ct_to_device(x, CT_CPU), CT_F16), ct_to_dtype(w2, CT_F16),
+                              ct_to_dtype(b2, CT_F16));
+    ct_tensor *p2 = ct_softmax(ct_to_dtype(y2, CT_F32), -1, CT_DTYPE_UNDEFINED);
+    ct_tensor *loss2 = ct_sum(ct_mul(p2, ct_to_dtype(y2, CT_F32)), NULL, 0, false, CT_DTYPE_UNDEFINED);
+    assert_int_equal(ct_backward(loss2, NULL, false, false), CT_OK);
+    bool close = false;
+    assert_int_equal(ct_allclose(ct_to_device(gw, CT_CPU), ct_tensor_grad(w2), 1e-2, 1e-2, false, &close), CT_OK);
+    assert_true(close);
+    ct_scope_end();
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(lower_precision_ops), cmocka_unit_test(fp32_ops),
@@ -380,6 +427,7 @@ int main(void) {
         cmocka_unit_test(nesting_and_disable), cmocka_unit_test(thread_local_state),
         cmocka_unit_test(linear_gradients),    cmocka_unit_test(weight_cast_cache),
         cmocka_unit_test(policy_table),        cmocka_unit_test(errors),
+        cmocka_unit_test(cuda_float16),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

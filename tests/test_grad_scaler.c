@@ -401,12 +401,43 @@ static void training_step_under_autocast(void **state) {
     ct_scope_end();
 }
 
+/* On a GPU (skipped without one): unscaling, the inf check and a skipped step on
+ * CUDA gradients. */
+static void cuda_gradients(void **state) {
+    (void)state;
+    if (!ct_cuda_is_available()) {
+        skip();
+        return;
+    }
+    ct_scope_begin();
+    ct_tensor *w = ct_tensor_set_requires_grad(ct_to_device(vec3(1, 2, 3), CT_CUDA(0)), true);
+    ct_optim_options o = ct_sgd_options(0.5);
+    ct_optimizer *opt = ct_optimizer_new(CT_OPTIM_SGD, &w, 1, &o);
+    ct_grad_scaler *s = ct_grad_scaler_new(NULL);
+    CT_ASSERT_OK(ct_grad_scaler_scale(s, w));
+    assert_int_equal(ct_tensor_set_grad(w, ct_to_device(vec3(65536, 131072, 0), CT_CUDA(0))), CT_OK);
+    assert_int_equal(ct_grad_scaler_step(s, opt), CT_OK);
+    assert_true(ct_grad_scaler_stepped(s, opt));
+    assert_values(ct_to_device(w, CT_CPU), 0.5, 1, 3);
+    assert_int_equal(ct_grad_scaler_update(s), CT_OK);
+    CT_ASSERT_OK(ct_grad_scaler_scale(s, w));
+    assert_int_equal(ct_tensor_set_grad(w, ct_to_device(vec3(1, NAN, 0), CT_CUDA(0))), CT_OK);
+    assert_int_equal(ct_grad_scaler_step(s, opt), CT_OK);
+    assert_false(ct_grad_scaler_stepped(s, opt));
+    assert_values(ct_to_device(w, CT_CPU), 0.5, 1, 3);
+    assert_int_equal(ct_grad_scaler_update(s), CT_OK);
+    assert_exactly(ct_grad_scaler_get_scale(s), 32768);
+    ct_grad_scaler_free(s);
+    ct_optimizer_free(opt);
+    ct_scope_end();
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(defaults_and_scale),    cmocka_unit_test(unscale_and_step),
         cmocka_unit_test(skip_on_inf_and_nan),   cmocka_unit_test(growth_and_backoff),
         cmocka_unit_test(state_dict_round_trip), cmocka_unit_test(errors),
-        cmocka_unit_test(training_step_under_autocast),
+        cmocka_unit_test(training_step_under_autocast), cmocka_unit_test(cuda_gradients),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
