@@ -37,6 +37,13 @@ static void lower_precision_ops(void **state) {
     assert_int_equal(dt(ct_linear(x3, w, b)), CT_BF16);
     assert_int_equal(dt(ct_linear(x3, w, NULL)), CT_BF16);
     assert_int_equal(dt(ct_matmul(x3, ct_t(w))), CT_BF16);
+    ct_tensor *q = ct_randn(CT_SHAPE(1, 2, 4, 8), CT_F32, CT_CPU);
+    assert_int_equal(dt(ct_scaled_dot_product_attention(q, q, q, NULL, 0.0, true, NULL)), CT_BF16);
+    assert_int_equal(dt(ct_baddbmm(ct_zeros(CT_SHAPE(2, 5, 4), CT_F32, CT_CPU), x3,
+                                   ct_randn(CT_SHAPE(2, 3, 4), CT_F32, CT_CPU), ct_scalar_int(1), ct_scalar_int(1))),
+                     CT_BF16);
+    ct_tensor *img = ct_randn(CT_SHAPE(1, 2, 5, 5), CT_F32, CT_CPU), *k = ct_randn(CT_SHAPE(3, 2, 3, 3), CT_F32, CT_CPU);
+    assert_int_equal(dt(ct_conv2d(img, k, NULL, CT_INDEX(1, 1), CT_INDEX(0, 0), CT_INDEX(1, 1), 1)), CT_BF16);
     /* float16 inputs go to the region's bfloat16; float64 is never cast */
     assert_int_equal(dt(ct_mm(ct_to_dtype(x, CT_F16), ct_t(w))), CT_BF16);
     assert_int_equal(dt(ct_mm(ct_to_dtype(x, CT_F64), ct_to_dtype(ct_t(w), CT_F64))), CT_F64);
@@ -67,6 +74,13 @@ static void fp32_ops(void **state) {
     assert_int_equal(dt(ct_log(xb)), CT_F32);
     assert_int_equal(dt(ct_cumsum(xb, 0, CT_DTYPE_UNDEFINED)), CT_F32);
     assert_int_equal(dt(ct_pow_scalar(xb, ct_scalar_float(2.0))), CT_F32);
+    /* layer_norm and rms_norm run in float32; rms_norm's eps=None is then float32's
+     * epsilon, as for a float32 input */
+    ct_tensor *ln = ct_layer_norm(y, CT_INDEX(3), 1, NULL, NULL, 1e-5);
+    assert_int_equal(dt(ln), CT_F32);
+    ct_tensor *rn = ct_rms_norm(y, CT_INDEX(3), 1, NULL, -1);
+    assert_int_equal(dt(rn), CT_F32);
+    ct_tensor *rn_want = ct_rms_norm(ct_to_dtype(y, CT_F32), CT_INDEX(3), 1, NULL, -1);
     /* cross entropy is log_softmax then nll_loss: float32 */
     ct_tensor *target = ct_zeros(CT_SHAPE(3), CT_I64, CT_CPU);
     assert_int_equal(dt(ct_cross_entropy(y, target, NULL, CT_REDUCTION_MEAN, -100, 0.0)), CT_F32);
@@ -80,6 +94,7 @@ static void fp32_ops(void **state) {
     ct_tensor *got = ct_softmax(xb, 1, CT_DTYPE_UNDEFINED);
     assert_int_equal(ct_autocast_end(), CT_OK);
     assert_true(same(got, ct_softmax(ct_to_dtype(xb, CT_F32), 1, CT_DTYPE_UNDEFINED)));
+    assert_true(same(rn, rn_want));
     assert_int_equal(dt(ct_softmax(xb, -1, CT_DTYPE_UNDEFINED)), CT_BF16);
     ct_scope_end();
 }

@@ -324,6 +324,8 @@ static void errors(void **state) {
     CT_ASSERT_ERR(ct_grad_scaler_update_to(NULL, 2) == CT_OK, CT_ERROR_NULL_ARGUMENT, "scaler");
     CT_ASSERT_ERR(ct_grad_scaler_state_dict(NULL) != NULL, CT_ERROR_NULL_ARGUMENT, "scaler");
     assert_true(isnan(ct_grad_scaler_get_scale(NULL)));
+    assert_false(ct_grad_scaler_is_enabled(NULL));
+    assert_int_equal(ct_grad_scaler_growth_tracker(NULL), 0);
     assert_false(ct_grad_scaler_stepped(NULL, opt));
     ct_grad_scaler_free(NULL);
     /* before the first scale call */

@@ -31,7 +31,9 @@
  * catch it at AUTOCAST. Those of the policy table call ct_dispatch_composite_cast on
  * entry with their tensor arguments; inside a region it reaches composite_cast here,
  * which replaces them by their casts, as the kernel does for a call. Outside a region it
- * costs one thread-local load. */
+ * costs one thread-local load. rms_norm's wrapper calls it too, before it packs the
+ * call: eps=None is packed as the input dtype's epsilon, which must be that of the
+ * float32 cast, as for a float32 input (the kernel then finds nothing to cast). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
