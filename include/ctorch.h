@@ -11,6 +11,7 @@
 #include "ctorch/optim.h"
 #include "ctorch/data.h"
 #include "ctorch/autograd.h"
+#include "ctorch/amp.h"
 #include "ctorch/nn.h"
 #include "ctorch/profiler.h"
 

@@ -25,6 +25,7 @@
 #include "core/error.h"
 
 #include "registry.h"
+#include "amp/amp_internal.h"
 #include "autograd/node.h"
 #include "core/device.h"
 #include "cpu/cpu_backend.h"
@@ -154,6 +155,7 @@ static bool register_modules(void) {
     ct_meta_register();
     ct_cpu_register();
     ct_autograd_register_kernels();
+    ct_amp_register();
     register_cuda();
     if (!ct_dispatch_registration_ok()) {
         ct_error(CT_ERROR_OUT_OF_MEMORY, "dispatch", "out of memory while registering the kernels");

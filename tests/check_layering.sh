@@ -4,8 +4,8 @@
 #
 #   tests/check_layering.sh SOURCE_ROOT [BUILD_DIR]
 #
-# 1. Greps: no CT_HAVE_CUDA in src/core, meta, api, dispatch; no "cuda/..." include in
-#    core, meta, api, dispatch, cpu; no "cpu/..." include and no ct_cpu_ name in
+# 1. Greps: no CT_HAVE_CUDA in src/core, meta, api, dispatch, amp; no "cuda/..." include in
+#    core, meta, api, dispatch, amp, cpu; no "cpu/..." include and no ct_cpu_ name in
 #    src/cuda; src/core/tensor_impl.h does not include the umbrella ctorch.h.
 # 2. Folder graph without cycles: every src/<folder> is a unit (src/registry.c is the
 #    unit "registry"). An edge A -> B exists when a file of A includes a header of B
@@ -24,9 +24,9 @@ fail=0
 say() { echo "$*"; fail=1; }
 
 # ------------------------------------------------------------------ 1. greps
-hits=$(grep -rn --include='*.[ch]' CT_HAVE_CUDA src/core src/meta src/api src/dispatch)
+hits=$(grep -rn --include='*.[ch]' CT_HAVE_CUDA src/core src/meta src/api src/dispatch src/amp)
 [ -z "$hits" ] || say "FAIL: CT_HAVE_CUDA outside the backends and the registry:"$'\n'"$hits"
-hits=$(grep -rn '#[[:space:]]*include[[:space:]]*"cuda/' src/core src/meta src/api src/dispatch src/cpu)
+hits=$(grep -rn '#[[:space:]]*include[[:space:]]*"cuda/' src/core src/meta src/api src/dispatch src/amp src/cpu)
 [ -z "$hits" ] || say "FAIL: a cuda/ header included below or beside the CUDA backend:"$'\n'"$hits"
 hits=$(grep -rn '#[[:space:]]*include[[:space:]]*"cpu/\|ct_cpu_' src/cuda)
 [ -z "$hits" ] || say "FAIL: the CUDA backend reaches into the CPU backend:"$'\n'"$hits"

@@ -188,6 +188,66 @@ CT_API int64_t ct_lr_scheduler_last_epoch(const ct_lr_scheduler *s);
 CT_API ct_value *ct_lr_scheduler_state_dict(const ct_lr_scheduler *s);
 CT_API ct_status ct_lr_scheduler_load_state_dict(ct_lr_scheduler *s, const ct_value *state_dict);
 
+/* ------------------------------------------------------------ gradient scaling */
+
+/* torch.amp.GradScaler: multiplies the loss by a scale so that small float16
+ * gradients do not flush to zero, divides the gradients by it before the step, skips
+ * the step when a gradient is inf or NaN, and adapts the scale (docs/amp.md):
+ *
+ *   ct_grad_scaler *sc = ct_grad_scaler_new(NULL);
+ *   for (...) {
+ *       ct_optimizer_zero_grad(opt, true);
+ *       ct_autocast_begin(CT_DEVICE_CUDA, CT_F16);
+ *       ct_tensor *loss = ...;
+ *       ct_autocast_end();
+ *       ct_backward(ct_grad_scaler_scale(sc, loss), NULL, false, false);
+ *       ct_grad_scaler_unscale_(sc, opt);            (optional: to clip real gradients)
+ *       ct_grad_scaler_step(sc, opt);
+ *       ct_grad_scaler_update(sc);
+ *   }
+ *   ct_grad_scaler_free(sc); */
+typedef struct ct_grad_scaler_options {
+    double init_scale;       /* 65536 (2**16) */
+    double growth_factor;    /* 2, must be > 1 */
+    double backoff_factor;   /* 0.5, must be < 1 */
+    int64_t growth_interval; /* 2000 steps without inf/NaN before the scale grows */
+    bool enabled;            /* true; false makes every call a pass-through */
+    int32_t reserved[8];     /* zero; room for options without an ABI break */
+} ct_grad_scaler_options;
+CT_API ct_grad_scaler_options ct_grad_scaler_defaults(void);
+
+typedef struct ct_grad_scaler ct_grad_scaler;
+
+/* o NULL: the defaults. */
+CT_API ct_grad_scaler *ct_grad_scaler_new(const ct_grad_scaler_options *o);
+CT_API void ct_grad_scaler_free(ct_grad_scaler *s);
+CT_API bool ct_grad_scaler_is_enabled(const ct_grad_scaler *s);
+/* loss * scale, in loss's dtype (a new tensor owned by the innermost scope); a
+ * disabled scaler gives loss itself (a new reference). */
+CT_API ct_tensor *ct_grad_scaler_scale(ct_grad_scaler *s, const ct_tensor *loss);
+/* Divides the .grad of every parameter of opt by the scale, in place, and records
+ * whether any was inf or NaN. Once per optimizer between two updates, before step. */
+CT_API ct_status ct_grad_scaler_unscale_(ct_grad_scaler *s, ct_optimizer *opt);
+/* Unscales (unless done) and runs ct_optimizer_step unless a gradient was inf or NaN.
+ * Reads the inf check back from the device: the one synchronisation of an iteration.
+ * Between it and ct_grad_scaler_update, ct_grad_scaler_stepped says whether the
+ * optimizer stepped (false when the step was skipped). */
+CT_API ct_status ct_grad_scaler_step(ct_grad_scaler *s, ct_optimizer *opt);
+CT_API bool ct_grad_scaler_stepped(const ct_grad_scaler *s, const ct_optimizer *opt);
+/* The end of an iteration: the scale times backoff_factor if any step of it found inf
+ * or NaN (the growth count restarts), else one more good step, and after
+ * growth_interval of them the scale times growth_factor (kept when that is finite). */
+CT_API ct_status ct_grad_scaler_update(ct_grad_scaler *s);
+/* update(new_scale): sets the scale instead. */
+CT_API ct_status ct_grad_scaler_update_to(ct_grad_scaler *s, double new_scale);
+/* The current scale (init_scale before the first scale call; 1 when disabled). */
+CT_API double ct_grad_scaler_get_scale(const ct_grad_scaler *s);
+CT_API int64_t ct_grad_scaler_growth_tracker(const ct_grad_scaler *s);
+/* {"scale", "growth_factor", "backoff_factor", "growth_interval", "_growth_tracker"}
+ * as GradScaler.state_dict(); an empty dict when disabled. */
+CT_API ct_value *ct_grad_scaler_state_dict(const ct_grad_scaler *s);
+CT_API ct_status ct_grad_scaler_load_state_dict(ct_grad_scaler *s, const ct_value *state_dict);
+
 #ifdef __cplusplus
 }
 #endif

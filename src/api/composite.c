@@ -12,6 +12,7 @@
 #include "meta/nn_fused.h"
 #include "tensor_impl.h"
 #include "core/checks.h"
+#include "dispatch/dispatch_internal.h"
 
 #define PI 3.14159265358979323846
 
@@ -214,6 +215,7 @@ ct_tensor *ct_glu(const ct_tensor *x, int64_t dim) {
 ct_tensor *ct_prelu(const ct_tensor *x, const ct_tensor *weight) {
     CT_CHECK_ARG("prelu", x);
     CT_CHECK_ARG("prelu", weight);
+    CT_AUTOCAST_COMPOSITE2(prelu, x, weight);
     int64_t channels = x->ndim >= 2 ? x->shape[1] : 1;
     if (weight->ndim > 1 || (weight->numel != 1 && weight->numel != channels)) {
         ct_error(CT_ERROR_VALUE, "prelu",
@@ -239,6 +241,7 @@ ct_tensor *ct_prelu(const ct_tensor *x, const ct_tensor *weight) {
 ct_tensor *ct_mv(const ct_tensor *m, const ct_tensor *v) {
     CT_CHECK_ARG("mv", m);
     CT_CHECK_ARG("mv", v);
+    CT_AUTOCAST_COMPOSITE2(mv, m, v);
     if (m->ndim != 2 || v->ndim != 1) {
         ct_error(CT_ERROR_VALUE, "mv", "vector + matrix @ vector expected, got %d, %d", m->ndim, v->ndim);
         return NULL;
@@ -257,6 +260,7 @@ static ct_tensor *scaled_sum(const ct_tensor *c, const ct_tensor *p, ct_scalar b
 
 ct_tensor *ct_addmv(const ct_tensor *c, const ct_tensor *m, const ct_tensor *v, ct_scalar beta, ct_scalar alpha) {
     CT_CHECK_ARG("addmv", c);
+    CT_AUTOCAST_COMPOSITE3(addmv, c, m, v);
     COMPOSITE({
         ct_tensor *p = ct_mv(m, v);
         r = p ? scaled_sum(c, p, beta, alpha) : NULL;
@@ -265,6 +269,7 @@ ct_tensor *ct_addmv(const ct_tensor *c, const ct_tensor *m, const ct_tensor *v, 
 
 ct_tensor *ct_addr(const ct_tensor *c, const ct_tensor *a, const ct_tensor *b, ct_scalar beta, ct_scalar alpha) {
     CT_CHECK_ARG("addr", c);
+    CT_AUTOCAST_COMPOSITE3(addr, c, a, b);
     COMPOSITE({
         ct_tensor *p = ct_outer(a, b);
         r = p ? scaled_sum(c, p, beta, alpha) : NULL;
@@ -305,6 +310,7 @@ ct_tensor *ct_tensordot(const ct_tensor *a, const ct_tensor *b, const int64_t *d
     const char *op = "tensordot";
     CT_CHECK_ARG(op, a);
     CT_CHECK_ARG(op, b);
+    CT_AUTOCAST_COMPOSITE2(tensordot, a, b);
     if (n < 0 || n > a->ndim || n > b->ndim || (n > 0 && (!dims_a || !dims_b))) {
         ct_error(CT_ERROR_VALUE, op, "tensordot expects as many dims to contract in both tensors, got %d", n);
         return NULL;
@@ -388,6 +394,7 @@ ct_tensor *ct_linalg_cross(const ct_tensor *a, const ct_tensor *b, int64_t dim) 
     const char *op = "linalg_cross";
     CT_CHECK_ARG(op, a);
     CT_CHECK_ARG(op, b);
+    CT_AUTOCAST_COMPOSITE2(linalg_cross, a, b);
     if (a->ndim != b->ndim) {
         ct_error(CT_ERROR_VALUE, op, "linalg.cross: inputs must have the same number of dimensions.");
         return NULL;
@@ -791,6 +798,7 @@ ct_tensor *ct_cdist(const ct_tensor *x1, const ct_tensor *x2, double p) {
     const char *op = "cdist";
     CT_CHECK_ARG(op, x1);
     CT_CHECK_ARG(op, x2);
+    CT_AUTOCAST_COMPOSITE2(cdist, x1, x2);
     if (x1->ndim < 2 || x2->ndim < 2) {
         ct_error(CT_ERROR_VALUE, op, "cdist only supports at least 2D tensors, X1 got: %dD, X2 got: %dD", x1->ndim,
                  x2->ndim);
@@ -1320,5 +1328,6 @@ ct_tensor *ct_take_along_dim(const ct_tensor *x, const ct_tensor *indices, const
 ct_tensor *ct_dist(const ct_tensor *a, const ct_tensor *b, double p) {
     CT_CHECK_ARG("dist", a);
     CT_CHECK_ARG("dist", b);
+    CT_AUTOCAST_COMPOSITE2(dist, a, b);
     COMPOSITE({ r = ct_linalg_vector_norm(ct_sub(a, b), p, NULL, 0, false, CT_DTYPE_UNDEFINED); });
 }

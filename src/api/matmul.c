@@ -4,6 +4,7 @@
 
 #include "ctorch/ops.h"
 #include "tensor_impl.h"
+#include "dispatch/dispatch_internal.h"
 
 /* Note [matmul]
  * matmul is a composite, as in PyTorch: it reshapes and calls dot, mm or bmm, so its
@@ -14,6 +15,7 @@
 ct_tensor *ct_matmul(const ct_tensor *a, const ct_tensor *b) {
     CT_CHECK_ARG("matmul", a);
     CT_CHECK_ARG("matmul", b);
+    CT_AUTOCAST_COMPOSITE2(matmul, a, b);
     int da = a->ndim, db = b->ndim;
     if (da == 0 || db == 0) {
         ct_error(CT_ERROR_VALUE, "matmul", "both arguments to matmul need to be at least 1D, but they are %dD and %dD",
@@ -99,6 +101,7 @@ ct_tensor *ct_matmul(const ct_tensor *a, const ct_tensor *b) {
 ct_tensor *ct_linear(const ct_tensor *x, const ct_tensor *w, const ct_tensor *bias) {
     CT_CHECK_ARG("linear", x);
     CT_CHECK_ARG("linear", w);
+    CT_AUTOCAST_COMPOSITE3(linear, x, w, bias);
     ct_scope_begin();
     ct_tensor *r;
     if (x->ndim == 2 && bias)

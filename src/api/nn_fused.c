@@ -121,6 +121,9 @@ static ct_status rms_args(ct_call *c, const ct_tensor *x, const int64_t *normali
 ct_tensor *ct_rms_norm(const ct_tensor *input, const int64_t *normalized_shape, int n, const ct_tensor *weight,
                        double eps) {
     CT_CHECK_ARG("rms_norm", input);
+    /* cast before eps=None picks the dtype's epsilon: under autocast, float32's
+     * (Note [Autocast of composites] in src/amp/autocast.c) */
+    CT_AUTOCAST_COMPOSITE2(rms_norm, input, weight);
     ct_call c = {.op = CT_OP_rms_norm, .nin = 2, .in = {input, weight}, .dtype = CT_DTYPE_UNDEFINED};
     if (rms_args(&c, input, normalized_shape, n, eps))
         return NULL;

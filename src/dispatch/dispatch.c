@@ -121,6 +121,17 @@ void ct_dispatch_set_global_key(ct_dispatch_key key, bool on) {
         global_included &= ~bit;
 }
 
+static _Atomic(ct_composite_cast_fn) composite_cast;
+
+void ct_dispatch_set_composite_cast(ct_composite_cast_fn fn) { atomic_store(&composite_cast, fn); }
+
+bool ct_dispatch_composite_cast(ct_op op, const ct_tensor **args, int n) {
+    if (__builtin_expect(!(tls_included & RANK_BIT(AUTOCAST)) || (tls_excluded & RANK_BIT(AUTOCAST)), 1))
+        return true;
+    ct_composite_cast_fn fn = atomic_load_explicit(&composite_cast, memory_order_acquire);
+    return fn ? fn(op, args, n) : true;
+}
+
 /* ------------------------------------------------------------------ tables */
 
 static kernel_stack *stack_new(int n) {

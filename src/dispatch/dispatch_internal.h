@@ -36,6 +36,34 @@ uint64_t ct_dispatch_fast_lane_hits(void);
 void ct_dispatch_set_fast_lane(bool on);
 
 
+/* Note [Autocast of composites] (src/amp/autocast.c): a COMPOSITE op of the autocast
+ * policy table passes its tensor arguments (NULL entries allowed) on entry; inside an
+ * autocast region the hook replaces them by their casts, owned by the innermost scope.
+ * Outside a region, or below the AUTOCAST key, it returns at once. False, with the
+ * error set, when a cast failed. */
+typedef bool (*ct_composite_cast_fn)(ct_op op, const ct_tensor **args, int n);
+void ct_dispatch_set_composite_cast(ct_composite_cast_fn fn);
+bool ct_dispatch_composite_cast(ct_op op, const ct_tensor **args, int n);
+/* The first lines of such a composite: its arguments become their casts, or the
+ * composite returns NULL when a cast failed. */
+#define CT_AUTOCAST_COMPOSITE2(op, a, b)                                  \
+    do {                                                                  \
+        const ct_tensor *args_[2] = {(a), (b)};                           \
+        if (!ct_dispatch_composite_cast(CT_OP_##op, args_, 2))            \
+            return NULL;                                                  \
+        (a) = args_[0];                                                   \
+        (b) = args_[1];                                                   \
+    } while (0)
+#define CT_AUTOCAST_COMPOSITE3(op, a, b, c)                               \
+    do {                                                                  \
+        const ct_tensor *args_[3] = {(a), (b), (c)};                      \
+        if (!ct_dispatch_composite_cast(CT_OP_##op, args_, 3))            \
+            return NULL;                                                  \
+        (a) = args_[0];                                                   \
+        (b) = args_[1];                                                   \
+        (c) = args_[2];                                                   \
+    } while (0)
+
 /* Note [Start-up without memory] (dispatch.c): the registry brackets one attempt at
  * registering every kernel with these; ok is false when a registration of the attempt
  * ran out of memory. */
