@@ -154,9 +154,40 @@ static void test_fill_overflow(void **state) {
     ct_scope_end();
 }
 
+/* torch.device's strings, and ct_device_str back */
+static void test_device_parse(void **state) {
+    (void)state;
+    static const struct {
+        const char *s;
+        ct_device d;
+    } ok[] = {{"cpu", {CT_DEVICE_CPU, 0}}, {"cuda", {CT_DEVICE_CUDA, 0}}, {"cuda:3", {CT_DEVICE_CUDA, 3}},
+              {"meta", {CT_DEVICE_META, 0}}, {"cpu:0", {CT_DEVICE_CPU, 0}}};
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        ct_device d = {-1, -1};
+        assert_int_equal(ct_device_parse(ok[i].s, &d), CT_OK);
+        assert_true(ct_device_equal(d, ok[i].d));
+    }
+    char buf[32];
+    ct_device d;
+    assert_int_equal(ct_device_parse("cuda:12", &d), CT_OK);
+    assert_string_equal(ct_device_str(d, buf, sizeof buf), "cuda:12");
+    static const char *const bad[] = {"", "gpu", "cuda:", "cuda:-1", "cuda:1x", "cuda:99999", "cpu:1",
+                                      "cpux", "CUDA", "cuda: 1", "meta:2"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_not_equal(ct_device_parse(bad[i], &d), CT_OK);
+        assert_int_equal(ct_last_status(), CT_ERROR_VALUE);
+        assert_non_null(strstr(ct_last_error(), "Expected one of cpu, cuda, meta device type"));
+        ct_clear_error();
+    }
+    assert_int_equal(ct_device_parse(NULL, &d), CT_ERROR_NULL_ARGUMENT);
+    assert_int_equal(ct_device_parse("cpu", NULL), CT_ERROR_NULL_ARGUMENT);
+    ct_clear_error();
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_scope_releases_temporaries),
+        cmocka_unit_test(test_device_parse),
         cmocka_unit_test(test_keep_moves_to_parent),
         cmocka_unit_test(test_keep_outermost_gives_caller),
         cmocka_unit_test(test_no_scope_caller_owns),

@@ -14,3 +14,9 @@ set_tests_properties(test_char_gpt_model PROPERTIES ENVIRONMENT "CMOCKA_MESSAGE_
 add_test(NAME train_char_gpt_cli COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/train/check_gpt.sh
                                          $<TARGET_FILE:ctorch_cli> ${CMAKE_CURRENT_BINARY_DIR}/train_char_gpt_cli)
 set_tests_properties(train_char_gpt_cli PROPERTIES TIMEOUT 120)
+
+# ctorch train gpt2 end to end (tests/train/check_gpt2.sh): errors, a byte-level run whose
+# loss drops, llm.c token and tokenizer files, --resume.
+add_test(NAME train_gpt2_cli COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/train/check_gpt2.sh
+                                     $<TARGET_FILE:ctorch_cli> ${CMAKE_CURRENT_BINARY_DIR}/train_gpt2_cli)
+set_tests_properties(train_gpt2_cli PROPERTIES TIMEOUT 300)

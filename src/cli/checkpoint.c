@@ -6,8 +6,10 @@
 
 ct_value *ct_cli_params_dict(const char *const *names, ct_tensor *const *params, int n) {
     ct_value *d = ct_value_new_dict();
-    for (int i = 0; i < n; i++)
-        ct_value_set(d, names[i], ct_value_new_tensor(params[i]));
+    ct_scope_begin();
+    for (int i = 0; i < n; i++) /* host copies of parameters on a GPU: checkpoints hold CPU tensors */
+        ct_value_set(d, names[i], ct_value_new_tensor(ct_detach(ct_to_device(params[i], CT_CPU))));
+    ct_scope_end();
     return d;
 }
 

@@ -34,6 +34,27 @@ ct_status ct_fashion_cnn_init(ct_fashion_cnn *m) {
     return ok ? CT_OK : ct_last_status();
 }
 
+ct_status ct_fashion_cnn_to(ct_fashion_cnn *m, ct_device device) {
+    ct_tensor *moved[CT_FASHION_CNN_NPARAMS] = {NULL};
+    bool ok = true;
+    ct_scope_begin();
+    for (int i = 0; i < CT_FASHION_CNN_NPARAMS && ok; i++) { /* all moved first: on failure m is unchanged */
+        moved[i] = ct_keep(ct_detach(ct_to_device(m->p[i], device)));
+        ok = moved[i] && ct_tensor_set_requires_grad(moved[i], true);
+    }
+    ct_scope_end();
+    ct_status st = ok ? CT_OK : ct_last_status();
+    for (int i = 0; i < CT_FASHION_CNN_NPARAMS; i++) {
+        if (ok) {
+            ct_release(m->p[i]);
+            m->p[i] = moved[i];
+        } else {
+            ct_release(moved[i]);
+        }
+    }
+    return st;
+}
+
 void ct_fashion_cnn_free(ct_fashion_cnn *m) {
     for (int i = 0; i < CT_FASHION_CNN_NPARAMS; i++) {
         ct_release(m->p[i]);

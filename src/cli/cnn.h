@@ -22,6 +22,9 @@ extern const char *const ct_fashion_cnn_param_names[CT_FASHION_CNN_NPARAMS];
  * for weights and biases alike), from ctorch's generator. */
 ct_status ct_fashion_cnn_init(ct_fashion_cnn *m);
 void ct_fashion_cnn_free(ct_fashion_cnn *m);
+/* Moves the parameters to device (new leaf tensors requiring grad; on error m is
+ * unchanged). */
+ct_status ct_fashion_cnn_to(ct_fashion_cnn *m, ct_device device);
 /* x: float32 (B, 1, 28, 28) -> logits (B, 10). */
 ct_tensor *ct_fashion_cnn_forward(const ct_fashion_cnn *m, const ct_tensor *x);
 /* Mean cross-entropy of the logits for x against int64 labels y (B); when correct is

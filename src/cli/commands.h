@@ -9,6 +9,8 @@ int ct_cmd_inspect(int argc, char **argv);
 int ct_cmd_train(int argc, char **argv);
 /* ctorch train char-gpt (argv[0] is "char-gpt"), src/cli/cmd_train_gpt.c */
 int ct_cmd_train_char_gpt(int argc, char **argv);
+/* ctorch train gpt2 (argv[0] is "gpt2"), the same file */
+int ct_cmd_train_gpt2(int argc, char **argv);
 int ct_cmd_memviz(int argc, char **argv);
 int ct_cmd_trace_report(int argc, char **argv);
 

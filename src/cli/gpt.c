@@ -117,6 +117,19 @@ ct_status ct_char_gpt_init(ct_char_gpt *m, const ct_char_gpt_config *cfg) {
     return st;
 }
 
+ct_status ct_char_gpt_to(ct_char_gpt *m, ct_device device, ct_dtype dtype) {
+    if (ct_module_to(m->root, device, dtype))
+        return ct_last_status();
+    /* the module holds new tensors now: the borrowed pointers are refreshed, in the same
+     * order (the walk's order does not depend on where the tensors live) */
+    const char **names = calloc((size_t)m->nparams, sizeof *names);
+    if (!names)
+        return ct_error(CT_ERROR_OUT_OF_MEMORY, "char-gpt", "out of memory");
+    int64_t n = ct_module_parameters(m->root, m->params, names, m->nparams);
+    free(names);
+    return n == m->nparams ? CT_OK : ct_error(CT_ERROR_VALUE, "char-gpt", "the model changed while moving it");
+}
+
 void ct_char_gpt_free(ct_char_gpt *m) {
     ct_module_free(m->root);
     for (int i = 0; m->names && i < m->nparams; i++)
@@ -169,7 +182,7 @@ ct_tensor *ct_char_gpt_forward(const ct_char_gpt *m, const ct_tensor *idx) {
     }
     int64_t t = ct_tensor_size(idx, 1);
     ct_scope_begin();
-    ct_tensor *pos = ct_arange(ct_scalar_int(0), ct_scalar_int(t), ct_scalar_int(1), CT_I64, CT_CPU);
+    ct_tensor *pos = ct_arange(ct_scalar_int(0), ct_scalar_int(t), ct_scalar_int(1), CT_I64, ct_tensor_device(idx));
     ct_tensor *x = ct_add(fwd(m->root, "wte", idx), fwd(m->root, "wpe", pos));
     x = x ? drop(m, x) : NULL;
     ct_module *blocks = ct_module_child(m->root, "blocks");

@@ -35,6 +35,9 @@ typedef struct ct_char_gpt {
  * (from ctorch's generator). On error nothing is left allocated. */
 ct_status ct_char_gpt_init(ct_char_gpt *m, const ct_char_gpt_config *cfg);
 void ct_char_gpt_free(ct_char_gpt *m);
+/* Moves the parameters to device and, unless dtype is CT_DTYPE_UNDEFINED, converts
+ * them to dtype (ct_module_to); m->params points at the moved tensors afterwards. */
+ct_status ct_char_gpt_to(ct_char_gpt *m, ct_device device, ct_dtype dtype);
 /* train(mode): dropout is active only in training. */
 void ct_char_gpt_train(ct_char_gpt *m, bool training);
 /* Number of parameter elements (tied weights counted once). */
