@@ -61,8 +61,10 @@ static attn_result run_attention(const ct_tensor *q0, const ct_tensor *k0, const
 static void check_case(int64_t b, int64_t h, int64_t t, int64_t d, bool causal, ct_dtype dt, uint64_t seed) {
     ct_scope_begin();
     int64_t shape[4] = {b, h, t, d};
-    ct_tensor *q = ct_test_values(shape, 4, CT_F32, -3, 3, seed), *k = ct_test_values(shape, 4, CT_F32, -3, 3, seed + 1);
-    ct_tensor *v = ct_test_values(shape, 4, CT_F32, -1, 1, seed + 2), *go = ct_test_values(shape, 4, CT_F32, -1, 1, seed + 3);
+    ct_tensor *q = ct_test_values(shape, 4, CT_F32, -3, 3, seed);
+    ct_tensor *k = ct_test_values(shape, 4, CT_F32, -3, 3, seed + 1);
+    ct_tensor *v = ct_test_values(shape, 4, CT_F32, -1, 1, seed + 2);
+    ct_tensor *go = ct_test_values(shape, 4, CT_F32, -1, 1, seed + 3);
     ct_backends_cuda_enable_flash_sdp(false);
     attn_result ref = run_attention(q, k, v, go, CT_F32, causal);
     ct_backends_cuda_enable_flash_sdp(true);

@@ -61,9 +61,10 @@ static ct_status flash_forward_kernel(ct_keyset ks, ct_call *call, void *ud) {
                     *v = readable(call->in[2], g.v_str);
     ct_tensor *o = ct_empty_impl(q0->shape, 4, q0->dtype, q0->device);
     ct_tensor *lse = ct_empty_impl(q0->shape, 3, CT_DTYPE_FLOAT32, q0->device);
-    st = q && k && v && o && lse ? ct_cuda_flash_fwd(q0->dtype, ct_tensor_ptr(q), ct_tensor_ptr(k), ct_tensor_ptr(v),
-                                                     ct_tensor_ptr(o), (float *)ct_tensor_ptr(lse), &g, q0->device.index)
-                                 : ct_last_status();
+    st = q && k && v && o && lse
+             ? ct_cuda_flash_fwd(q0->dtype, ct_tensor_ptr(q), ct_tensor_ptr(k), ct_tensor_ptr(v), ct_tensor_ptr(o),
+                                 (float *)ct_tensor_ptr(lse), &g, q0->device.index)
+             : ct_last_status();
     if (st == CT_OK)
         st = ct_call_set_output(call, 0, o);
     if (st == CT_OK)
@@ -97,8 +98,9 @@ static ct_status flash_backward_kernel(ct_keyset ks, ct_call *call, void *ud) {
     ct_tensor *delta = ct_empty_impl(q0->shape, 3, CT_DTYPE_FLOAT32, dev);
     st = go && q && k && v && o && lse && gq && gk && gv && dq && delta
              ? ct_cuda_flash_bwd(q0->dtype, ct_tensor_ptr(go), ct_tensor_ptr(q), ct_tensor_ptr(k), ct_tensor_ptr(v),
-                                 ct_tensor_ptr(o), (const float *)ct_tensor_ptr(lse), ct_tensor_ptr(gq), ct_tensor_ptr(gk),
-                                 ct_tensor_ptr(gv), (float *)ct_tensor_ptr(dq), (float *)ct_tensor_ptr(delta), &g, dev.index)
+                                 ct_tensor_ptr(o), (const float *)ct_tensor_ptr(lse), ct_tensor_ptr(gq),
+                                 ct_tensor_ptr(gk), ct_tensor_ptr(gv), (float *)ct_tensor_ptr(dq),
+                                 (float *)ct_tensor_ptr(delta), &g, dev.index)
              : ct_last_status();
     if (st == CT_OK)
         st = ct_call_set_output(call, 0, gq);
