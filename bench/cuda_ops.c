@@ -3,7 +3,8 @@
  * (bench/torch_cuda_peer.py prints the same names for PyTorch). Without a GPU it says
  * so and exits 0.
  *
- *   cuda_ops [--quick]      (--quick: 16M elementwise and 4096 matmul only) */
+ *   cuda_ops [--quick | --attention]   (--quick: 16M elementwise and 4096 matmul only;
+ *                                       --attention: the attention cases only) */
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -171,8 +172,66 @@ static int bench_launch(void) {
     return rc;
 }
 
+/* Attention at GPT-2 124M's shape (B 32, H 12, T 1024, D 64, causal, bfloat16): the
+ * flash op (forward; forward and backward) against the math path (the attention op
+ * that holds the (B, H, T, T) probabilities). FLOPs as FlashAttention's papers count
+ * them: 4 B H T^2 D / 2 for the causal forward, 2.5 times that for the backward. */
+typedef struct {
+    ct_tensor *q, *k, *v, *go;
+    bool flash, backward;
+} attn_job;
+
+static bool run_attention(void *ctx) {
+    attn_job *j = ctx;
+    ct_scope_begin();
+    bool ok;
+    if (j->flash) {
+        ct_tensor *o, *l, *a, *b, *c;
+        ok = ct_flash_attention_forward(j->q, j->k, j->v, true, NULL, &o, &l) == CT_OK;
+        if (ok && j->backward)
+            ok = ct_flash_attention_backward(j->go, j->q, j->k, j->v, o, l, true, NULL, &a, &b, &c) == CT_OK;
+    } else {
+        ct_tensor *a, *b, *c;
+        ok = ct_fused_scaled_dot_product_attention(j->q, j->k, j->v, NULL, true, NULL) != NULL;
+        if (ok && j->backward)
+            ok = ct_scaled_dot_product_attention_backward(j->go, j->q, j->k, j->v, NULL, true, NULL, &a, &b, &c) ==
+                 CT_OK;
+    }
+    ct_scope_end();
+    return ok;
+}
+
+static int bench_attention(void) {
+    ct_scope_begin();
+    ct_manual_seed(3);
+    int64_t shape[4] = {32, 12, 1024, 64};
+    attn_job j = {ct_randn(shape, 4, CT_BF16, CT_CUDA(0)), ct_randn(shape, 4, CT_BF16, CT_CUDA(0)),
+                  ct_randn(shape, 4, CT_BF16, CT_CUDA(0)), ct_randn(shape, 4, CT_BF16, CT_CUDA(0)), true, false};
+    int rc = check(j.q && j.k && j.v && j.go, "allocating the attention operands");
+    double fwd_flop = 4.0 * 32 * 12 * 1024.0 * 1024.0 * 64 / 2;
+    for (int m = 0; m < 4 && !rc; m++) {
+        j.flash = m < 2;
+        j.backward = m % 2 == 1;
+        bool was = ct_backends_cuda_flash_sdp_enabled();
+        ct_backends_cuda_enable_flash_sdp(j.flash);
+        double ms = time_ms(run_attention, &j, 2, j.flash ? 20 : 5);
+        ct_backends_cuda_enable_flash_sdp(was);
+        rc = check(ms > 0, "attention timing");
+        if (rc)
+            break;
+        double flop = fwd_flop * (j.backward ? 3.5 : 1.0);
+        const char *name = j.flash ? (j.backward ? "flash_attn_fwd_bwd" : "flash_attn_fwd")
+                                   : (j.backward ? "math_attn_fwd_bwd" : "math_attn_fwd");
+        printf("%s_bf16_b32h12t1024d64_causal %.3f ms\n", name, ms);
+        printf("%s_bf16_b32h12t1024d64_causal %.1f TFLOP/s\n", name, flop / (ms * 1e9));
+    }
+    ct_scope_end();
+    return rc;
+}
+
 int main(int argc, char **argv) {
     bool quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
+    bool attention_only = argc > 1 && strcmp(argv[1], "--attention") == 0;
     if (!ct_cuda_is_available()) {
         printf("# cuda_ops: no CUDA device (or a build without CUDA); nothing measured\n");
         return 0;
@@ -181,6 +240,8 @@ int main(int argc, char **argv) {
     if (ct_cuda_get_device_properties(0, &p) == CT_OK)
         printf("# device: %s (sm_%d%d, %.1f GiB)\n", p.name, p.major, p.minor, (double)p.total_memory / (1 << 30));
     int rc = 0;
+    if (attention_only)
+        return bench_attention();
     rc |= bench_elementwise((int64_t)1 << 24, "16M");
     if (!quick)
         rc |= bench_elementwise((int64_t)1 << 28, "256M");
@@ -189,5 +250,6 @@ int main(int argc, char **argv) {
     if (!quick)
         rc |= bench_matmul(8192);
     rc |= bench_launch();
+    rc |= bench_attention();
     return rc;
 }

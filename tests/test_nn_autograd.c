@@ -252,12 +252,130 @@ static void test_gpt_block_trains(void **state) {
     ct_module_free(blk);
 }
 
+/* ------------------------------------------------------------------ flash attention
+ * The flash op's CPU reference kernel: its output and log-sum-exp against the math
+ * path, gradcheck of the forward through its backward op, the gradients against the
+ * attention op's, and the argument errors. */
+
+static bool flash_close(const ct_tensor *a, const ct_tensor *b, double rtol, double atol) {
+    bool r = false;
+    return ct_allclose(a, b, rtol, atol, false, &r) == CT_OK && r;
+}
+
+static ct_tensor *f_flash(ct_tensor *const *in, int n, void *ud) {
+    (void)n;
+    ct_tensor *o, *l;
+    return ct_flash_attention_forward(in[0], in[1], in[2], ud != NULL, &(double){0.6}, &o, &l) == CT_OK ? o : NULL;
+}
+
+static void test_flash_attention_cpu(void **state) {
+    (void)state;
+    for (int causal = 0; causal < 2; causal++) {
+        ct_scope_begin();
+        ct_manual_seed(7 + causal);
+        /* L != S: causal masking is top-left (key j <= query i) */
+        ct_tensor *q = ct_tensor_set_requires_grad(ct_randn(CT_SHAPE(2, 3, 5, 4), CT_F64, CT_CPU), true);
+        ct_tensor *k = ct_tensor_set_requires_grad(ct_randn(CT_SHAPE(2, 3, 6, 4), CT_F64, CT_CPU), true);
+        ct_tensor *v = ct_tensor_set_requires_grad(ct_randn(CT_SHAPE(2, 3, 6, 4), CT_F64, CT_CPU), true);
+        double sc = 0.6;
+        ct_tensor *o, *l;
+        assert_int_equal(ct_flash_attention_forward(q, k, v, causal, &sc, &o, &l), CT_OK);
+        assert_int_equal(ct_tensor_dtype(l), CT_F64);
+        assert_int_equal(ct_tensor_dim(l), 3);
+        ct_tensor *ref = ct_fused_scaled_dot_product_attention(q, k, v, NULL, causal, &sc);
+        assert_true(flash_close(o, ref, 1e-12, 1e-12));
+        /* logsumexp of the masked scores */
+        ct_tensor *s = ct_mul_scalar(ct_matmul(q, ct_transpose(k, -2, -1)), ct_scalar_float(sc));
+        if (causal) {
+            ct_tensor *keep = ct_tril(ct_ones(CT_SHAPE(5, 6), CT_BOOL, CT_CPU), 0);
+            s = ct_where_scalar_other(keep, s, ct_scalar_float(-INFINITY));
+        }
+        int64_t last = -1;
+        assert_true(flash_close(l, ct_logsumexp(s, &last, 1, false), 1e-12, 1e-12));
+        /* gradients through autograd equal the attention op's */
+        ct_tensor *go = ct_randn(CT_SHAPE(2, 3, 5, 4), CT_F64, CT_CPU);
+        const ct_tensor *ins[3] = {q, k, v}, *outs[1] = {o}, *gos[1] = {go};
+        ct_tensor *g1[3], *g2[3];
+        assert_int_equal(ct_autograd_grad(outs, 1, ins, 3, gos, false, false, false, g1), CT_OK);
+        assert_int_equal(ct_scaled_dot_product_attention_backward(go, q, k, v, NULL, causal, &sc, &g2[0], &g2[1],
+                                                                  &g2[2]),
+                         CT_OK);
+        for (int i = 0; i < 3; i++)
+            assert_true(flash_close(g1[i], g2[i], 1e-10, 1e-12));
+        /* finite differences */
+        ct_tensor *in[3] = {q, k, v};
+        if (ct_gradcheck(f_flash, causal ? (void *)1 : NULL, in, 3, 1e-6, 1e-7, 1e-5) != CT_OK)
+            fail_msg("flash attention (causal %d): gradcheck failed: %s", causal, ct_last_error());
+        ct_scope_end();
+    }
+    /* float32 and bfloat16 inputs: the same formulas, a float32 log-sum-exp */
+    ct_scope_begin();
+    ct_tensor *x = ct_randn(CT_SHAPE(1, 2, 3, 8), CT_BF16, CT_CPU), *o, *l;
+    assert_int_equal(ct_flash_attention_forward(x, x, x, true, NULL, &o, &l), CT_OK);
+    assert_int_equal(ct_tensor_dtype(o), CT_BF16);
+    assert_int_equal(ct_tensor_dtype(l), CT_F32);
+    ct_scope_end();
+}
+
+static void test_flash_attention_errors(void **state) {
+    (void)state;
+    ct_scope_begin();
+    ct_tensor *x = ct_randn(CT_SHAPE(1, 2, 3, 4), CT_F64, CT_CPU), *x3 = ct_randn(CT_SHAPE(2, 3, 4), CT_F64, CT_CPU);
+    ct_tensor *xv = ct_randn(CT_SHAPE(1, 2, 3, 5), CT_F64, CT_CPU);
+    ct_tensor *xf = ct_randn(CT_SHAPE(1, 2, 3, 4), CT_F32, CT_CPU);
+    ct_tensor *xi = ct_ones(CT_SHAPE(1, 2, 3, 4), CT_I64, CT_CPU), *xb = ct_randn(CT_SHAPE(2, 2, 3, 4), CT_F64, CT_CPU);
+    ct_tensor *o, *l, *a, *b, *c;
+    CT_ASSERT_ERR(ct_flash_attention_forward(x3, x3, x3, false, NULL, &o, &l) == CT_OK, CT_ERROR_VALUE, "4-D");
+    CT_ASSERT_ERR(ct_flash_attention_forward(x, x, xv, false, NULL, &o, &l) == CT_OK, CT_ERROR_VALUE, "head dim");
+    CT_ASSERT_ERR(ct_flash_attention_forward(x, xb, xb, false, NULL, &o, &l) == CT_OK, CT_ERROR_VALUE,
+                  "batch dimensions");
+    CT_ASSERT_ERR(ct_flash_attention_forward(x, xf, x, false, NULL, &o, &l) == CT_OK, CT_ERROR_TYPE, "same dtype");
+    CT_ASSERT_ERR(ct_flash_attention_forward(xi, xi, xi, false, NULL, &o, &l) == CT_OK, CT_ERROR_TYPE,
+                  "not implemented");
+    CT_ASSERT_ERR(ct_flash_attention_forward(NULL, x, x, false, NULL, &o, &l) == CT_OK, CT_ERROR_NULL_ARGUMENT, "");
+    CT_ASSERT_ERR(ct_flash_attention_forward(x, x, x, false, NULL, &o, NULL) == CT_OK, CT_ERROR_NULL_ARGUMENT, "");
+    assert_int_equal(ct_flash_attention_forward(x, x, x, false, NULL, &o, &l), CT_OK);
+    CT_ASSERT_ERR(ct_flash_attention_backward(x, x, x, x, o, ct_to_dtype(l, CT_F32), false, NULL, &a, &b, &c) == CT_OK,
+                  CT_ERROR_VALUE, "logsumexp");
+    CT_ASSERT_ERR(ct_flash_attention_backward(x, x, x, x, o, x, false, NULL, &a, &b, &c) == CT_OK, CT_ERROR_VALUE,
+                  "logsumexp");
+    CT_ASSERT_ERR(ct_flash_attention_backward(xv, x, x, x, o, l, false, NULL, &a, &b, &c) == CT_OK, CT_ERROR_VALUE,
+                  "grad_out");
+    CT_ASSERT_ERR(ct_flash_attention_backward(x, x, x, x, xf, l, false, NULL, &a, &b, &c) == CT_OK, CT_ERROR_VALUE,
+                  "out");
+    CT_ASSERT_ERR(ct_flash_attention_backward(x, x, x, x, NULL, l, false, NULL, &a, &b, &c) == CT_OK,
+                  CT_ERROR_NULL_ARGUMENT, "");
+    CT_ASSERT_ERR(ct_flash_attention_backward(x, x, x, x, o, l, false, NULL, NULL, &b, &c) == CT_OK,
+                  CT_ERROR_NULL_ARGUMENT, "");
+    /* double backward is refused; the log-sum-exp gets no gradient */
+    ct_tensor *q = ct_tensor_set_requires_grad(ct_clone(x), true);
+    assert_int_equal(ct_flash_attention_forward(q, q, q, true, NULL, &o, &l), CT_OK);
+    const ct_tensor *ins[1] = {q}, *outs[1] = {o}, *louts[1] = {l};
+    const ct_tensor *gos[1] = {ct_ones_like(o, CT_DTYPE_UNDEFINED)}, *glo[1] = {ct_ones_like(l, CT_DTYPE_UNDEFINED)};
+    ct_tensor *gq = NULL;
+    CT_ASSERT_ERR(ct_autograd_grad(outs, 1, ins, 1, gos, true, true, false, &gq) == CT_OK, CT_ERROR_NOT_IMPLEMENTED,
+                  "double backward");
+    CT_ASSERT_ERR(ct_autograd_grad(louts, 1, ins, 1, glo, true, false, false, &gq) == CT_OK, CT_ERROR_NOT_IMPLEMENTED,
+                  "logsumexp");
+    /* the switch of scaled_dot_product_attention's flash path */
+    bool was = ct_backends_cuda_flash_sdp_enabled();
+    ct_backends_cuda_enable_flash_sdp(false);
+    assert_false(ct_backends_cuda_flash_sdp_enabled());
+    ct_backends_cuda_enable_flash_sdp(true);
+    assert_true(ct_backends_cuda_flash_sdp_enabled());
+    ct_backends_cuda_enable_flash_sdp(was);
+    ct_clear_error();
+    ct_scope_end();
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fused_gradcheck),
         cmocka_unit_test(test_composite_gradcheck),
         cmocka_unit_test(test_fused_double_backward),
         cmocka_unit_test(test_gpt_block_trains),
+        cmocka_unit_test(test_flash_attention_cpu),
+        cmocka_unit_test(test_flash_attention_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -889,6 +889,9 @@ static void drive_custom_ops(void) {
     ct_scaled_dot_product_attention(q, q, q, amask, 0.0, false, &scale);
     ct_scaled_dot_product_attention_backward(q, q, q, q, NULL, false, NULL, &r, &r2, &r3);
     ct_scaled_dot_product_attention_backward(q, q, q, q, amask, false, &scale, &r, &r2, &r3);
+    ct_tensor *fq = f32(CT_SHAPE(1, 1, 2, 4)), *fo = NULL, *fl = NULL;
+    ct_flash_attention_forward(fq, fq, fq, true, NULL, &fo, &fl);
+    ct_flash_attention_backward(fq, fq, fq, fq, fo, fl, false, &scale, &r, &r2, &r3);
     ct_tensor *ids = i64(CT_INDEX(0, 2), 2, CT_SHAPE(2));
     ct_embedding(ids, x32, CT_NO_PADDING_IDX);
     ct_embedding(ids, x32, 0);

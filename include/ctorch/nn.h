@@ -147,6 +147,28 @@ CT_API ct_status ct_scaled_dot_product_attention_backward(const ct_tensor *grad_
                                                           const double *scale, ct_tensor **grad_query,
                                                           ct_tensor **grad_key, ct_tensor **grad_value);
 
+/* Flash attention (PyTorch's _scaled_dot_product_flash_attention and its backward):
+ * query (B, H, L, E), key and value (B, H, S, E), no mask, top-left causal masking
+ * (key j <= query i) when is_causal; scale NULL means 1 / sqrt(E). *out gets the
+ * attention (B, H, L, E), *logsumexp the log of each row's sum of exp(scores)
+ * (B, H, L; float32, float64 for float64 inputs). On CUDA it runs tensor-core kernels
+ * for float16 and bfloat16 with E <= 128 a multiple of 8 that never hold the (L, S)
+ * scores; on the CPU a plain reference (docs/nn.md). */
+CT_API ct_status ct_flash_attention_forward(const ct_tensor *query, const ct_tensor *key, const ct_tensor *value,
+                                            bool is_causal, const double *scale, ct_tensor **out,
+                                            ct_tensor **logsumexp);
+/* Its backward, from the forward's out and logsumexp: the gradients of query, key and
+ * value. Not differentiable itself (double backward is refused). */
+CT_API ct_status ct_flash_attention_backward(const ct_tensor *grad_out, const ct_tensor *query,
+                                             const ct_tensor *key, const ct_tensor *value, const ct_tensor *out,
+                                             const ct_tensor *logsumexp, bool is_causal, const double *scale,
+                                             ct_tensor **grad_query, ct_tensor **grad_key, ct_tensor **grad_value);
+/* torch.backends.cuda.enable_flash_sdp / flash_sdp_enabled: whether
+ * ct_scaled_dot_product_attention may take flash attention for CUDA inputs (on by
+ * default; CT_FLASH_SDP=0 in the environment turns it off at start-up). */
+CT_API void ct_backends_cuda_enable_flash_sdp(bool enabled);
+CT_API bool ct_backends_cuda_flash_sdp_enabled(void);
+
 /* ------------------------------------------------------------ losses */
 
 /* F.cross_entropy. target: class indices (int64, shape (N) / (N, d1, ...) / ()) or

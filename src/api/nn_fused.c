@@ -5,6 +5,8 @@
  * and conv_transpose2d's composite kernel. */
 #include <float.h>
 #include <math.h>
+#include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ctorch.h"
@@ -261,6 +263,98 @@ ct_status ct_scaled_dot_product_attention_backward(const ct_tensor *grad_output,
     return st;
 }
 
+ct_status ct_flash_attention_forward(const ct_tensor *query, const ct_tensor *key, const ct_tensor *value,
+                                     bool is_causal, const double *scale, ct_tensor **out, ct_tensor **logsumexp) {
+    const char *op = "_flash_attention_forward";
+    CT_CHECK_ARG_STATUS(op, query);
+    CT_CHECK_ARG_STATUS(op, key);
+    CT_CHECK_ARG_STATUS(op, value);
+    if (!out || !logsumexp)
+        return ct_error(CT_ERROR_NULL_ARGUMENT, op, "the outputs must not be NULL");
+    *out = *logsumexp = NULL;
+    ct_call c = {.op = CT_OP__flash_attention_forward, .nin = 3, .in = {query, key, value}, .nints = 1,
+                 .nscalars = 1, .dtype = CT_DTYPE_UNDEFINED};
+    c.ints[0] = is_causal;
+    c.s[0] = ct_scalar_float(sdpa_scale(query, scale));
+    ct_status st = ct_dispatch(&c);
+    if (st == CT_OK) {
+        *out = ct_call_take_output(&c, 0);
+        *logsumexp = ct_call_take_output(&c, 1);
+    }
+    ct_call_clear_outputs(&c);
+    return st;
+}
+
+ct_status ct_flash_attention_backward(const ct_tensor *grad_out, const ct_tensor *query, const ct_tensor *key,
+                                      const ct_tensor *value, const ct_tensor *out, const ct_tensor *logsumexp,
+                                      bool is_causal, const double *scale, ct_tensor **grad_query,
+                                      ct_tensor **grad_key, ct_tensor **grad_value) {
+    const char *op = "_flash_attention_backward";
+    CT_CHECK_ARG_STATUS(op, grad_out);
+    CT_CHECK_ARG_STATUS(op, query);
+    CT_CHECK_ARG_STATUS(op, key);
+    CT_CHECK_ARG_STATUS(op, value);
+    CT_CHECK_ARG_STATUS(op, out);
+    CT_CHECK_ARG_STATUS(op, logsumexp);
+    if (!grad_query || !grad_key || !grad_value)
+        return ct_error(CT_ERROR_NULL_ARGUMENT, op, "the gradient outputs must not be NULL");
+    *grad_query = *grad_key = *grad_value = NULL;
+    const ct_tensor *list[2] = {out, logsumexp};
+    ct_call c = {.op = CT_OP__flash_attention_backward, .nin = 4, .in = {grad_out, query, key, value}, .nints = 1,
+                 .nscalars = 1, .dtype = CT_DTYPE_UNDEFINED, .list = list, .nlist = 2};
+    c.ints[0] = is_causal;
+    c.s[0] = ct_scalar_float(sdpa_scale(query, scale));
+    ct_status st = ct_dispatch(&c);
+    if (st == CT_OK) {
+        *grad_query = ct_call_take_output(&c, 0);
+        *grad_key = ct_call_take_output(&c, 1);
+        *grad_value = ct_call_take_output(&c, 2);
+    }
+    ct_call_clear_outputs(&c);
+    return st;
+}
+
+/* -1: not read yet (CT_FLASH_SDP decides), 0 off, 1 on. */
+static atomic_int flash_sdp = -1;
+
+void ct_backends_cuda_enable_flash_sdp(bool enabled) { atomic_store(&flash_sdp, enabled ? 1 : 0); }
+
+bool ct_backends_cuda_flash_sdp_enabled(void) {
+    int v = atomic_load(&flash_sdp);
+    if (v < 0) {
+        const char *e = getenv("CT_FLASH_SDP");
+        int want = e && (strcmp(e, "0") == 0 || strcmp(e, "false") == 0 || strcmp(e, "False") == 0) ? 0 : 1;
+        atomic_compare_exchange_strong(&flash_sdp, &v, want);
+        v = atomic_load(&flash_sdp);
+    }
+    return v != 0;
+}
+
+/* Note [Flash attention routing]
+ * scaled_dot_product_attention takes the flash op (src/cuda/flash_attn.cu) where its
+ * CUDA kernels apply, as PyTorch's dispatcher picks its flash backend: query, key and
+ * value on one CUDA device, float16 or bfloat16, 4-D (B, H, L, E) / (B, H, S, E) with one
+ * head dim E <= 128 a multiple of 8, S >= 1, no attn_mask (is_causal is fine), and the
+ * switch on. Everything else, float32 included, keeps the attention op and its math
+ * kernel. The flash op's autograd node saves q, k, v, the output and the log-sum-exp:
+ * O(B H L E) where the math path keeps the (B, H, L, S) probabilities. */
+static bool flash_applies(const ct_tensor *q, const ct_tensor *k, const ct_tensor *v, const ct_tensor *mask) {
+    if (mask || q->device.type != CT_DEVICE_CUDA || k->device.type != CT_DEVICE_CUDA ||
+        v->device.type != CT_DEVICE_CUDA || k->device.index != q->device.index || v->device.index != q->device.index)
+        return false;
+    if ((q->dtype != CT_DTYPE_BFLOAT16 && q->dtype != CT_DTYPE_FLOAT16) || k->dtype != q->dtype ||
+        v->dtype != q->dtype)
+        return false;
+    if (q->ndim != 4 || k->ndim != 4 || v->ndim != 4)
+        return false;
+    int64_t e = q->shape[3];
+    for (int d = 0; d < 2; d++)
+        if (k->shape[d] != q->shape[d] || v->shape[d] != q->shape[d])
+            return false;
+    return k->shape[2] == v->shape[2] && k->shape[2] >= 1 && k->shape[3] == e && v->shape[3] == e && e % 8 == 0 &&
+           e >= 8 && e <= 128 && ct_backends_cuda_flash_sdp_enabled();
+}
+
 ct_tensor *ct_embedding(const ct_tensor *input, const ct_tensor *weight, int64_t padding_idx) {
     CT_CHECK_ARG("embedding", input);
     CT_CHECK_ARG("embedding", weight);
@@ -379,6 +473,16 @@ ct_tensor *ct_fused_scaled_dot_product_attention(const ct_tensor *query, const c
     int nd = ct_tensor_dim(query);
     int64_t e = nd > 0 ? ct_tensor_shape(query)[nd - 1] : 1;
     double sc = scale ? *scale : 1.0 / sqrt((double)(e > 0 ? e : 1));
+    if (flash_applies(query, key, value, attn_mask)) {
+        /* the log-sum-exp is dropped here (the autograd node holds its own reference) */
+        ct_call c = {.op = CT_OP__flash_attention_forward, .nin = 3, .in = {query, key, value}, .nints = 1,
+                     .nscalars = 1, .dtype = CT_DTYPE_UNDEFINED};
+        c.ints[0] = is_causal;
+        c.s[0] = ct_scalar_float(sc);
+        ct_tensor *out = ct_dispatch(&c) == CT_OK ? ct_call_take_output(&c, 0) : NULL;
+        ct_call_clear_outputs(&c);
+        return out;
+    }
     return ct_sdpa_fused(query, key, value, attn_mask, is_causal, sc);
 }
 

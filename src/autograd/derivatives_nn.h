@@ -160,6 +160,34 @@ DEF(scaled_dot_product_attention, CT_SAVE_IN0 | CT_SAVE_IN1 | CT_SAVE_IN2 | CT_S
     return CT_OK;
 }
 
+/* in: q, k, v; ints: is_causal; s[0]: scale; outputs out and logsumexp. The backward
+ * op recomputes the probabilities from q, k and the saved log-sum-exp. The
+ * log-sum-exp gets no gradient of its own (as PyTorch's flash attention). */
+DEF(_flash_attention_forward, CT_SAVE_IN0 | CT_SAVE_IN1 | CT_SAVE_IN2 | CT_SAVE_OUT | CT_SAVE_OUT1) {
+    ct_node *n = ctx->node;
+    if (ctx->create_graph)
+        return nn_no_double_backward(ctx);
+    if (n->nout > 1 && gout[1])
+        return ct_error(CT_ERROR_NOT_IMPLEMENTED, n->name,
+                        "the derivative of flash attention's logsumexp output is not implemented");
+    if (!G)
+        return CT_OK;
+    ct_tensor *q, *k, *v, *o, *lse, *gq, *gk, *gv;
+    TRY(q = saved(ctx, 0));
+    TRY(k = saved(ctx, 1));
+    TRY(v = saved(ctx, 2));
+    TRY(o = saved(ctx, CT_SAVED_OUT0));
+    TRY(lse = saved(ctx, CT_SAVED_OUT1));
+    double scale = ct_scalar_to_double(n->s[0]);
+    ct_status st = ct_flash_attention_backward(G, q, k, v, o, lse, n->ints[0] != 0, &scale, &gq, &gk, &gv);
+    if (st)
+        return st;
+    gin[0] = WANT(0) ? gq : NULL;
+    gin[1] = WANT(1) ? gk : NULL;
+    gin[2] = WANT(2) ? gv : NULL;
+    return CT_OK;
+}
+
 /* in: weight, indices; ints: padding_idx. */
 DEF(embedding, CT_SAVE_IN1) {
     ct_node *n = ctx->node;
@@ -192,6 +220,7 @@ NONDIFF(rms_norm_backward)
 NONDIFF(layer_norm_backward)
 NONDIFF(gelu_backward)
 NONDIFF(scaled_dot_product_attention_backward)
+NONDIFF(_flash_attention_backward)
 NONDIFF(embedding_backward)
 NONDIFF(nll_loss_backward)
 NONDIFF(one_hot)

@@ -7,6 +7,7 @@
 
 #include "core/factory.h"
 #include "cuda/cuda_ops.h"
+#include "cuda/flash_attn.h"
 #include "cuda/nn_rt.h"
 #include "ctorch/nn.h"
 #include "ctorch/ops.h"
@@ -194,4 +195,5 @@ void ct_cuda_register_nn(void) {
     ct_cuda_register_conv();
     ct_cuda_register_pool();
     ct_cuda_register_norm();
+    ct_cuda_register_flash_attn();
 }

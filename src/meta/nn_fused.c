@@ -614,6 +614,62 @@ ct_status ct_meta_rms_norm_backward(ct_keyset ks, ct_call *call, void *ud) {
     return call->in[2] ? meta_like(call, 1, call->in[2]) : CT_OK;
 }
 
+ct_dtype ct_flash_lse_dtype(ct_dtype d) { return d == CT_DTYPE_FLOAT64 ? CT_DTYPE_FLOAT64 : CT_DTYPE_FLOAT32; }
+
+ct_status ct_flash_check(const char *op, const ct_tensor *q, const ct_tensor *k, const ct_tensor *v,
+                         ct_sdpa_geom *g) {
+    if (q->ndim != 4 || k->ndim != 4 || v->ndim != 4)
+        return ct_error(CT_ERROR_VALUE, op,
+                        "Expected query, key and value to be 4-D (batch, heads, length, head_dim), but got "
+                        "query.dim()=%d, key.dim()=%d and value.dim()=%d",
+                        q->ndim, k->ndim, v->ndim);
+    ct_status st = ct_sdpa_check(op, q, k, v, NULL, false, g);
+    if (st)
+        return st;
+    if (g->ev != g->e)
+        return ct_error(CT_ERROR_VALUE, op,
+                        "Expected query, key and value to have the same head dim, but got %lld, %lld and %lld",
+                        (long long)g->e, (long long)k->shape[3], (long long)g->ev);
+    const ct_tensor *ts[3] = {q, k, v};
+    return ct_nn_same_device(op, ts, 3);
+}
+
+/* in: grad_out, q, k, v; list: out, logsumexp. */
+ct_status ct_flash_backward_check(const ct_call *call, ct_sdpa_geom *g) {
+    const char *op = "_flash_attention_backward";
+    const ct_tensor *go = call->in[0], *q = call->in[1];
+    if (call->nlist != 2 || !call->list[0] || !call->list[1])
+        return ct_error(CT_ERROR_VALUE, op, "expected the forward's out and logsumexp");
+    const ct_tensor *o = call->list[0], *lse = call->list[1];
+    ct_status st = ct_flash_check(op, q, call->in[2], call->in[3], g);
+    if (st)
+        return st;
+    const ct_tensor *pair[2] = {go, o};
+    const char *names[2] = {"grad_out", "out"};
+    for (int i = 0; i < 2; i++) {
+        const ct_tensor *t = pair[i];
+        bool same = t->ndim == 4 && t->dtype == q->dtype;
+        for (int d = 0; same && d < 4; d++)
+            same = t->shape[d] == q->shape[d];
+        if (!same) {
+            char a[96], b[96];
+            return ct_error(CT_ERROR_VALUE, op, "%s (%s %s) must have the shape and dtype of query (%s %s)", names[i],
+                            ct_dtype_name(t->dtype), ct_shape_str(t->shape, t->ndim, a, sizeof a),
+                            ct_dtype_name(q->dtype), ct_shape_str(q->shape, q->ndim, b, sizeof b));
+        }
+    }
+    ct_dtype ld = ct_flash_lse_dtype(q->dtype);
+    if (lse->ndim != 3 || lse->shape[0] != q->shape[0] || lse->shape[1] != q->shape[1] ||
+        lse->shape[2] != q->shape[2] || lse->dtype != ld) {
+        char a[96];
+        return ct_error(CT_ERROR_VALUE, op, "logsumexp (%s %s) must be %s of shape (%lld, %lld, %lld)",
+                        ct_dtype_name(lse->dtype), ct_shape_str(lse->shape, lse->ndim, a, sizeof a),
+                        ct_dtype_name(ld), (long long)q->shape[0], (long long)q->shape[1], (long long)q->shape[2]);
+    }
+    const ct_tensor *all[6] = {go, q, call->in[2], call->in[3], o, lse};
+    return ct_nn_same_device(op, all, 6);
+}
+
 static void sdpa_out_shape(const ct_sdpa_geom *g, int64_t last, int64_t *shape, int *nd) {
     memcpy(shape, g->batch, sizeof(int64_t) * (size_t)g->nbatch);
     shape[g->nbatch] = g->l;
@@ -641,6 +697,27 @@ ct_status ct_meta_scaled_dot_product_attention_backward(ct_keyset ks, ct_call *c
         if ((st = meta_like(call, i, call->in[1 + i])))
             return st;
     return CT_OK;
+}
+
+ct_status ct_meta__flash_attention_forward(ct_keyset ks, ct_call *call, void *ud) {
+    (void)ks, (void)ud;
+    ct_sdpa_geom g;
+    const ct_tensor *q = call->in[0];
+    ct_status st = ct_flash_check("_flash_attention_forward", q, call->in[1], call->in[2], &g);
+    if (st)
+        return st;
+    if ((st = set_meta(call, 0, q->shape, 4, q->dtype)))
+        return st;
+    return set_meta(call, 1, q->shape, 3, ct_flash_lse_dtype(q->dtype));
+}
+
+ct_status ct_meta__flash_attention_backward(ct_keyset ks, ct_call *call, void *ud) {
+    (void)ks, (void)ud;
+    ct_sdpa_geom g;
+    ct_status st = ct_flash_backward_check(call, &g);
+    for (int i = 0; i < 3 && st == CT_OK; i++)
+        st = meta_like(call, i, call->in[1 + i]);
+    return st;
 }
 
 ct_status ct_meta_embedding(ct_keyset ks, ct_call *call, void *ud) {

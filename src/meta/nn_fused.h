@@ -84,6 +84,14 @@ typedef struct ct_sdpa_geom {
 } ct_sdpa_geom;
 ct_status ct_sdpa_check(const char *op, const ct_tensor *q, const ct_tensor *k, const ct_tensor *v,
                         const ct_tensor *mask, bool is_causal, ct_sdpa_geom *g);
+/* _flash_attention_forward: ct_sdpa_check without a mask, and q (B, H, L, E), k and v
+ * (B, H, S, E) on one device. _flash_attention_backward: the same, grad_out and out of
+ * q's shape and dtype, logsumexp (B, H, L) of ct_flash_lse_dtype. */
+ct_status ct_flash_check(const char *op, const ct_tensor *q, const ct_tensor *k, const ct_tensor *v,
+                         ct_sdpa_geom *g);
+ct_status ct_flash_backward_check(const ct_call *call, ct_sdpa_geom *g);
+/* The dtype of flash attention's logsumexp: float64 for float64 inputs, else float32. */
+ct_dtype ct_flash_lse_dtype(ct_dtype d);
 
 /* nll_loss: in (input, target, weight or NULL); ints reduction, ignore_index. */
 typedef struct ct_nll_geom {

@@ -1,0 +1,127 @@
+/* The CPU kernels of _flash_attention_forward and _flash_attention_backward: the plain
+ * formulas in float64, row by row, on contiguous copies. They are the reference the
+ * CUDA kernels (src/cuda/flash_attn.cu) are checked against, and make the ops exist on
+ * every backend; scaled_dot_product_attention on the CPU keeps its own blocked kernel
+ * (src/cpu/nn_fused.c).
+ *
+ * With s_ij = scale q_i . k_j over the keys row i sees (j <= i when causal):
+ *   lse_i = log sum_j exp(s_ij), p_ij = exp(s_ij - lse_i), o_i = sum_j p_ij v_j;
+ *   delta_i = dO_i . o_i, ds_ij = p_ij (dO_i . v_j - delta_i),
+ *   dq_i = scale sum_j ds_ij k_j, dk_j = scale sum_i ds_ij q_i, dv_j = sum_i p_ij dO_i. */
+#include <math.h>
+#include <string.h>
+
+#include "core/factory.h"
+#include "core/view.h"
+#include "cpu/cpu_backend.h"
+#include "meta/nn_fused.h"
+
+static double dot(const double *a, const double *b, int64_t n) {
+    double s = 0;
+    for (int64_t i = 0; i < n; i++)
+        s += a[i] * b[i];
+    return s;
+}
+
+/* The number of keys row i sees. */
+static int64_t keys_seen(int64_t i, int64_t lk, bool causal) { return causal ? (i + 1 < lk ? i + 1 : lk) : lk; }
+
+ct_status ct_cpu__flash_attention_forward(ct_keyset ks, ct_call *call, void *ud) {
+    (void)ks, (void)ud;
+    const char *op = "_flash_attention_forward";
+    const ct_tensor *q0 = call->in[0];
+    ct_sdpa_geom g;
+    ct_status st = ct_flash_check(op, q0, call->in[1], call->in[2], &g);
+    if (st)
+        return st;
+    bool causal = call->ints[0] != 0;
+    double scale = ct_scalar_to_double(call->s[0]);
+    int64_t bh = q0->shape[0] * q0->shape[1], lq = g.l, lk = g.s, d = g.e;
+    ct_scope_begin();
+    ct_tensor *q = ct_nn_as_work(q0, CT_DTYPE_FLOAT64), *k = ct_nn_as_work(call->in[1], CT_DTYPE_FLOAT64),
+              *v = ct_nn_as_work(call->in[2], CT_DTYPE_FLOAT64);
+    ct_tensor *o = ct_zeros_impl(q0->shape, 4, CT_DTYPE_FLOAT64, q0->device);
+    ct_tensor *lse = ct_empty_impl(q0->shape, 3, CT_DTYPE_FLOAT64, q0->device);
+    int64_t ns = lk > 0 ? lk : 1;
+    ct_tensor *sbuf = ct_empty_impl(&ns, 1, CT_DTYPE_FLOAT64, q0->device);
+    st = q && k && v && o && lse && sbuf ? CT_OK : ct_last_status();
+    if (st == CT_OK) {
+        const double *qp = ct_tensor_data(q), *kp = ct_tensor_data(k), *vp = ct_tensor_data(v);
+        double *op_ = ct_tensor_data(o), *lp = ct_tensor_data(lse), *s = ct_tensor_data(sbuf);
+        for (int64_t b = 0; b < bh; b++)
+            for (int64_t i = 0; i < lq; i++) {
+                const double *qi = qp + (b * lq + i) * d;
+                const double *kb = kp + b * lk * d, *vb = vp + b * lk * d;
+                double *oi = op_ + (b * lq + i) * d;
+                int64_t n = keys_seen(i, lk, causal);
+                double m = -INFINITY, l = 0;
+                for (int64_t j = 0; j < n; j++) {
+                    s[j] = scale * dot(qi, kb + j * d, d);
+                    m = s[j] > m ? s[j] : m;
+                }
+                for (int64_t j = 0; j < n; j++) {
+                    double p = exp(s[j] - m);
+                    l += p;
+                    for (int64_t c = 0; c < d; c++)
+                        oi[c] += p * vb[j * d + c];
+                }
+                for (int64_t c = 0; n > 0 && c < d; c++)
+                    oi[c] /= l;
+                lp[b * lq + i] = n > 0 ? m + log(l) : -INFINITY;
+            }
+        st = ct_nn_set_out(call, 0, o, q0->dtype);
+        if (st == CT_OK)
+            st = ct_nn_set_out(call, 1, lse, ct_flash_lse_dtype(q0->dtype));
+    }
+    ct_scope_end();
+    return st;
+}
+
+ct_status ct_cpu__flash_attention_backward(ct_keyset ks, ct_call *call, void *ud) {
+    (void)ks, (void)ud;
+    ct_sdpa_geom g;
+    ct_status st = ct_flash_backward_check(call, &g);
+    if (st)
+        return st;
+    const ct_tensor *q0 = call->in[1], *k0 = call->in[2];
+    bool causal = call->ints[0] != 0;
+    double scale = ct_scalar_to_double(call->s[0]);
+    int64_t bh = q0->shape[0] * q0->shape[1], lq = g.l, lk = g.s, d = g.e;
+    ct_dtype wd = CT_DTYPE_FLOAT64;
+    ct_scope_begin();
+    ct_tensor *go = ct_nn_as_work(call->in[0], wd), *q = ct_nn_as_work(q0, wd), *k = ct_nn_as_work(k0, wd),
+              *v = ct_nn_as_work(call->in[3], wd), *o = ct_nn_as_work(call->list[0], wd),
+              *lse = ct_nn_as_work(call->list[1], wd);
+    ct_tensor *gq = ct_zeros_impl(q0->shape, 4, wd, q0->device), *gk = ct_zeros_impl(k0->shape, 4, wd, q0->device),
+              *gv = ct_zeros_impl(k0->shape, 4, wd, q0->device);
+    st = go && q && k && v && o && lse && gq && gk && gv ? CT_OK : ct_last_status();
+    if (st == CT_OK) {
+        const double *gop = ct_tensor_data(go), *qp = ct_tensor_data(q), *kp = ct_tensor_data(k),
+                     *vp = ct_tensor_data(v), *opp = ct_tensor_data(o), *lp = ct_tensor_data(lse);
+        double *gqp = ct_tensor_data(gq), *gkp = ct_tensor_data(gk), *gvp = ct_tensor_data(gv);
+        for (int64_t b = 0; b < bh; b++)
+            for (int64_t i = 0; i < lq; i++) {
+                int64_t r = b * lq + i;
+                const double *qi = qp + r * d, *doi = gop + r * d;
+                double *dqi = gqp + r * d, delta = dot(doi, opp + r * d, d), lse_i = lp[r];
+                int64_t n = keys_seen(i, lk, causal);
+                for (int64_t j = 0; j < n; j++) {
+                    int64_t c0 = (b * lk + j) * d;
+                    double p = exp(scale * dot(qi, kp + c0, d) - lse_i);
+                    double ds = p * (dot(doi, vp + c0, d) - delta);
+                    for (int64_t c = 0; c < d; c++) {
+                        gvp[c0 + c] += p * doi[c];
+                        dqi[c] += scale * ds * kp[c0 + c];
+                        gkp[c0 + c] += scale * ds * qi[c];
+                    }
+                }
+            }
+        st = ct_nn_set_out(call, 0, gq, q0->dtype);
+        if (st == CT_OK)
+            st = ct_nn_set_out(call, 1, gk, q0->dtype);
+        if (st == CT_OK)
+            st = ct_nn_set_out(call, 2, gv, q0->dtype);
+    }
+    ct_scope_end();
+    return st;
+}
