@@ -1,15 +1,21 @@
 /* GPU benchmark: elementwise bandwidth against a device-to-device copy, bf16 matrix
- * products, and the host cost of launching an op. Prints "name value unit" lines
+ * products, the host cost of launching an op, and the fused nn kernels: layer_norm
+ * forward/backward (against the two-pass kernels, CT_CUDA_LAYER_NORM_TWO_PASS), the
+ * fused cross_entropy (against log_softmax + nll_loss) and embedding's backward
+ * (against index_add's atomics). Prints "name value unit" lines
  * (bench/torch_cuda_peer.py prints the same names for PyTorch). Without a GPU it says
  * so and exits 0.
  *
- *   cuda_ops [--quick | --attention]   (--quick: 16M elementwise and 4096 matmul only;
- *                                       --attention: the attention cases only) */
+ *   cuda_ops [--quick | --attention | --nn]   (--quick: 16M elementwise and 4096 matmul only;
+ *                                            --attention: the attention cases only;
+ *                                            --nn: the fused nn kernels only) */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "ctorch.h"
+#include "ctorch/nn.h"
 
 static double now_s(void) {
     struct timespec ts;
@@ -201,6 +207,48 @@ static bool run_attention(void *ctx) {
     return ok;
 }
 
+/* ------------------------------------------------------------------ fused nn kernels */
+
+typedef struct {
+    ct_tensor *x, *w, *b, *gy, *t, *idx;
+    int64_t n;
+    int op; /* 0 layer_norm, 1 layer_norm_backward, 2 cross_entropy fused fwd+bwd,
+               3 log_softmax + nll_loss fwd+bwd, 4 embedding_backward, 5 index_add */
+} nn_job;
+
+static bool run_nn(void *ctx) {
+    nn_job *j = ctx;
+    ct_scope_begin();
+    bool ok = false;
+    int64_t c = ct_tensor_shape(j->x)[ct_tensor_dim(j->x) - 1];
+    switch (j->op) {
+    case 0: ok = ct_layer_norm(j->x, &c, 1, j->w, j->b, 1e-5) != NULL; break;
+    case 1: {
+        ct_tensor *gx, *gw, *gb;
+        ok = ct_layer_norm_backward(j->gy, j->x, &c, 1, j->w, j->b, 1e-5, &gx, &gw, &gb) == CT_OK;
+        break;
+    }
+    case 2:
+    case 3: {
+        ct_tensor_set_grad(j->x, NULL);
+        ct_tensor *loss = j->op == 2 ? ct_cross_entropy(j->x, j->t, NULL, CT_REDUCTION_MEAN, -100, 0.0)
+                                     : ct_nll_loss(ct_log_softmax(j->x, 1, CT_DTYPE_UNDEFINED), j->t, NULL,
+                                                   CT_REDUCTION_MEAN, -100);
+        ok = loss && ct_backward(loss, NULL, false, false) == CT_OK;
+        break;
+    }
+    case 4: ok = ct_embedding_backward(j->gy, j->idx, j->n, CT_NO_PADDING_IDX) != NULL; break;
+    default: {
+        int64_t shape[2] = {j->n, c};
+        ct_tensor *z = ct_zeros(shape, 2, ct_tensor_dtype(j->gy), CT_CUDA(0));
+        ok = z && ct_index_add(z, 0, j->idx, j->gy, ct_scalar_int(1)) != NULL;
+        break;
+    }
+    }
+    ct_scope_end();
+    return ok;
+}
+
 static int bench_attention(void) {
     ct_scope_begin();
     ct_manual_seed(3);
@@ -229,9 +277,96 @@ static int bench_attention(void) {
     return rc;
 }
 
+static int bench_layer_norm(int64_t rows, int64_t cols, ct_dtype dt, const char *label) {
+    ct_scope_begin();
+    ct_manual_seed(3);
+    nn_job j = {ct_randn(CT_SHAPE(rows, cols), dt, CT_CUDA(0)), ct_randn(CT_SHAPE(cols), dt, CT_CUDA(0)),
+                ct_randn(CT_SHAPE(cols), dt, CT_CUDA(0)), ct_randn(CT_SHAPE(rows, cols), dt, CT_CUDA(0)), NULL, NULL,
+                0, 0};
+    int rc = check(j.x && j.w && j.b && j.gy, "allocating the layer_norm operands");
+    double bytes = (double)rows * (double)cols * (double)ct_dtype_size(dt);
+    for (int legacy = 0; legacy < 2 && !rc; legacy++) {
+        if (legacy)
+            setenv("CT_CUDA_LAYER_NORM_TWO_PASS", "1", 1);
+        j.op = 0;
+        double fwd = time_ms(run_nn, &j, 3, 50);
+        j.op = 1;
+        double bwd = time_ms(run_nn, &j, 3, 50);
+        unsetenv("CT_CUDA_LAYER_NORM_TWO_PASS");
+        rc = check(fwd > 0 && bwd > 0, "layer_norm timing");
+        if (!rc) {
+            /* the floor: x read and y written; x and grad_output read and grad_input written */
+            printf("layer_norm_fwd_%s%s %.1f GB/s (%.3f ms)\n", label, legacy ? "_two_pass" : "", 2 * bytes / (fwd * 1e6),
+                   fwd);
+            printf("layer_norm_bwd_%s%s %.1f GB/s (%.3f ms)\n", label, legacy ? "_two_pass" : "", 3 * bytes / (bwd * 1e6),
+                   bwd);
+        }
+    }
+    ct_scope_end();
+    return rc;
+}
+
+/* Forward and backward of cross_entropy over (n, 50304) bf16 logits (mean), fused and
+ * as log_softmax + nll_loss. The fused floor: the logits read twice, the gradient
+ * written once. */
+static int bench_cross_entropy(int64_t n) {
+    ct_scope_begin();
+    ct_manual_seed(4);
+    const int64_t v = 50304;
+    nn_job j = {ct_tensor_set_requires_grad(ct_randn(CT_SHAPE(n, v), CT_BF16, CT_CUDA(0)), true), NULL, NULL, NULL,
+                ct_randint(0, v, CT_SHAPE(n), CT_I64, CT_CUDA(0)), NULL, 0, 2};
+    int rc = check(j.x && j.t, "allocating the logits");
+    double bytes = (double)n * (double)v * 2;
+    if (!rc) {
+        double fused = time_ms(run_nn, &j, 2, 10);
+        j.op = 3;
+        double two = time_ms(run_nn, &j, 2, 10);
+        rc = check(fused > 0 && two > 0, "cross_entropy timing");
+        if (!rc) {
+            printf("cross_entropy_fused_bf16_%lldx%lld %.3f ms (%.1f GB/s of 3 passes)\n", (long long)n, (long long)v,
+                   fused, 3 * bytes / (fused * 1e6));
+            printf("cross_entropy_log_softmax_nll_bf16_%lldx%lld %.3f ms\n", (long long)n, (long long)v, two);
+        }
+    }
+    ct_scope_end();
+    return rc;
+}
+
+/* embedding's backward for GPT-2's token table: (n, 768) gradients into 50304 rows. */
+static int bench_embedding_backward(int64_t n) {
+    ct_scope_begin();
+    ct_manual_seed(5);
+    nn_job j = {NULL, NULL, NULL, ct_randn(CT_SHAPE(n, 768), CT_F32, CT_CUDA(0)), NULL,
+                ct_randint(0, 50304, CT_SHAPE(n), CT_I64, CT_CUDA(0)), 50304, 4};
+    j.x = j.gy;
+    int rc = check(j.gy && j.idx, "allocating the embedding operands");
+    if (!rc) {
+        double sorted = time_ms(run_nn, &j, 3, 20);
+        j.op = 5;
+        double atomics = time_ms(run_nn, &j, 3, 20);
+        rc = check(sorted > 0 && atomics > 0, "embedding timing");
+        if (!rc) {
+            printf("embedding_backward_f32_%lldx768 %.3f ms\n", (long long)n, sorted);
+            printf("embedding_backward_index_add_f32_%lldx768 %.3f ms\n", (long long)n, atomics);
+        }
+    }
+    ct_scope_end();
+    return rc;
+}
+
+static int bench_nn(void) {
+    int rc = 0;
+    rc |= bench_layer_norm(32768, 768, CT_F32, "f32_32768x768");
+    rc |= bench_layer_norm(32768, 768, CT_BF16, "bf16_32768x768");
+    rc |= bench_cross_entropy(8192);
+    rc |= bench_embedding_backward(32768);
+    return rc;
+}
+
 int main(int argc, char **argv) {
     bool quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
     bool attention_only = argc > 1 && strcmp(argv[1], "--attention") == 0;
+    bool nn_only = argc > 1 && strcmp(argv[1], "--nn") == 0;
     if (!ct_cuda_is_available()) {
         printf("# cuda_ops: no CUDA device (or a build without CUDA); nothing measured\n");
         return 0;
@@ -239,6 +374,8 @@ int main(int argc, char **argv) {
     ct_cuda_device_properties p;
     if (ct_cuda_get_device_properties(0, &p) == CT_OK)
         printf("# device: %s (sm_%d%d, %.1f GiB)\n", p.name, p.major, p.minor, (double)p.total_memory / (1 << 30));
+    if (nn_only)
+        return bench_elementwise((int64_t)1 << 28, "256M") | bench_nn();
     int rc = 0;
     if (attention_only)
         return bench_attention();
@@ -251,5 +388,7 @@ int main(int argc, char **argv) {
         rc |= bench_matmul(8192);
     rc |= bench_launch();
     rc |= bench_attention();
+    if (!quick)
+        rc |= bench_nn();
     return rc;
 }

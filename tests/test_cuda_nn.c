@@ -1,9 +1,13 @@
 /* The attention kernels on CUDA (Note [GPU attention] in src/cuda/nn_cuda.c) against
  * the CPU's fused kernel: scaled_dot_product_attention and its backward with causal,
  * boolean and float masks, custom scales and batch dims, float16 to float64; the fused
- * rms_norm and layer_norm with their backward ops (directly and through autograd),
- * gelu_backward and threshold_backward, and their argument errors. Skipped (exit 77)
- * without a GPU. */
+ * rms_norm and layer_norm with their backward ops (directly and through autograd; the
+ * one-pass layer_norm kernels at GPT's width, odd widths and long rows, bit-identical
+ * from run to run), gelu_backward and threshold_backward, and their argument errors;
+ * the fused cross_entropy against the CPU (GPT-2's vocabulary, every reduction, an
+ * ignored class, out-of-range targets); embedding's backward equal to the CPU's and
+ * bit-identical from run to run. Skipped (exit 77) without a GPU. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "cuda_testutil.h"
@@ -265,6 +269,207 @@ static void test_activation_backward(void **state) {
     ct_scope_end();
 }
 
+/* ------------------------------------------------------------------ one-pass layer_norm */
+
+static bool same_values(const ct_tensor *a, const ct_tensor *b) {
+    bool eq = false;
+    assert_int_equal(ct_equal(ct_to_device(a, CT_CPU), ct_to_device(b, CT_CPU), &eq), CT_OK);
+    return eq;
+}
+
+/* Note [layer_norm on CUDA]: GPT-2's width, widths that are no multiple of the vector
+ * (scalar loads), a row that needs the opted-in shared memory and one past it (the
+ * two-pass kernels), in float32, bfloat16 and float16; forward and backward against
+ * the CPU, and the backward twice, bit for bit. */
+static void test_layer_norm_one_pass(void **state) {
+    (void)state;
+    struct {
+        int64_t rows, cols;
+    } shapes[] = {{ct_test_size(4096, 64), 768}, {257, 771}, {33, 7}, {70, 3}, {5, 5000}, {3, 7000}};
+    ct_dtype dts[] = {CT_F32, CT_BF16, CT_F16};
+    for (int d = 0; d < 3; d++)
+        for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+            ct_scope_begin();
+            int64_t r = shapes[i].rows, c = shapes[i].cols;
+            ct_tensor *x = ct_test_values(CT_SHAPE(r, c), dts[d], -3, 3, 500 + i);
+            ct_tensor *w = ct_test_values(CT_SHAPE(c), dts[d], 0.5, 1.5, 510 + i);
+            ct_tensor *b = ct_test_values(CT_SHAPE(c), dts[d], -1, 1, 520 + i);
+            ct_tensor *go = ct_test_values(CT_SHAPE(r, c), dts[d], -1, 1, 530 + i);
+            char what[96];
+            snprintf(what, sizeof what, "layer_norm %lldx%lld (%s)", (long long)r, (long long)c, ct_dtype_name(dts[d]));
+            CT_AGREE(what, ct_layer_norm(x, &c, 1, w, b, 1e-5), ct_layer_norm(g(x), &c, 1, g(w), g(b), 1e-5), 16);
+            ct_tensor *cx, *cw, *cb, *gx, *gw, *gb, *gx2, *gw2, *gb2;
+            assert_int_equal(ct_layer_norm_backward(go, x, &c, 1, w, b, 1e-5, &cx, &cw, &cb), CT_OK);
+            assert_int_equal(ct_layer_norm_backward(g(go), g(x), &c, 1, g(w), g(b), 1e-5, &gx, &gw, &gb), CT_OK);
+            assert_int_equal(ct_layer_norm_backward(g(go), g(x), &c, 1, g(w), g(b), 1e-5, &gx2, &gw2, &gb2), CT_OK);
+            CT_AGREE("layer_norm_backward input", cx, gx, 16);
+            CT_AGREE("layer_norm_backward weight", cw, gw, 16);
+            CT_AGREE("layer_norm_backward bias", cb, gb, 16);
+            assert_true(same_values(gx, gx2));
+            assert_true(same_values(gw, gw2));
+            assert_true(same_values(gb, gb2));
+            ct_scope_end();
+        }
+}
+
+/* ------------------------------------------------------------------ fused cross_entropy */
+
+/* Targets in [0, c), every seventh ignore. */
+static ct_tensor *xent_targets(int64_t n, int64_t c, int64_t ignore, uint64_t seed) {
+    ct_tensor *t = ct_to_dtype(ct_test_values(CT_SHAPE(n), CT_F64, 0, (double)c - 0.01, seed), CT_I64);
+    int64_t *p = ct_tensor_data(t);
+    for (int64_t i = 0; i < n; i += 7)
+        p[i] = ignore;
+    return t;
+}
+
+/* Loss, lse and the logits' gradient of cross_entropy_fused on the CPU and the GPU. */
+static void xent_agree(const char *what, const ct_tensor *x, const ct_tensor *t, ct_reduction red, int64_t ignore,
+                       double scale) {
+    ct_dtype dt = ct_tensor_dtype(x);
+    int64_t n = ct_tensor_shape(x)[0];
+    ct_tensor *lse = NULL, *glse = NULL;
+    ct_tensor *y = ct_cross_entropy_fused(x, t, red, ignore, &lse);
+    ct_tensor *gy = ct_cross_entropy_fused(g(x), g(t), red, ignore, &glse);
+    CT_AGREE(what, y, gy, scale);
+    CT_AGREE(what, lse, glse, scale);
+    ct_tensor *go = red == CT_REDUCTION_NONE ? ct_test_values(CT_SHAPE(n), dt, -1, 1, 77)
+                                             : ct_full(NULL, 0, ct_scalar_float(0.75), dt, CT_CPU);
+    ct_tensor *cgx = ct_cross_entropy_fused_backward(go, x, t, lse, red, ignore);
+    ct_tensor *ggx = ct_cross_entropy_fused_backward(g(go), g(x), g(t), glse, red, ignore);
+    CT_ASSERT_OK(cgx);
+    CT_ASSERT_OK(ggx);
+    assert_int_equal(ct_tensor_dtype(ggx), dt);
+    /* relative: the gradient's elements are tiny where the probabilities are */
+    double rtol = dt == CT_F64 ? 1e-12 : dt == CT_F32 ? 1e-4 : dt == CT_F16 ? 4e-3 : 1.6e-2;
+    /* float16's subnormals are 6e-8 apart */
+    double atol = dt == CT_F64 ? 1e-15 : dt == CT_F16 ? 1.2e-7 : 1e-9;
+    ct_test_assert_close(ggx, cgx, rtol, atol, what, __FILE__, __LINE__);
+}
+
+static void test_cross_entropy_fused(void **state) {
+    (void)state;
+    ct_dtype dts[] = {CT_F32, CT_BF16, CT_F16, CT_F64};
+    ct_reduction reds[] = {CT_REDUCTION_NONE, CT_REDUCTION_MEAN, CT_REDUCTION_SUM};
+    int64_t ignores[] = {-100, 5};
+    /* 1003 classes: element loads; 1024: 16-byte vectors */
+    int64_t widths[] = {1003, 1024};
+    for (int d = 0; d < 4; d++)
+        for (int wi = 0; wi < 2; wi++) {
+            ct_scope_begin();
+            ct_tensor *x = ct_test_values(CT_SHAPE(300, widths[wi]), dts[d], -6, 6, 600 + d);
+            for (int r = 0; r < 3; r++)
+                for (int k = 0; k < 2; k++) {
+                    char what[96];
+                    snprintf(what, sizeof what, "cross_entropy_fused %lld classes %s red %d ignore %lld",
+                             (long long)widths[wi], ct_dtype_name(dts[d]), (int)reds[r], (long long)ignores[k]);
+                    xent_agree(what, x, xent_targets(300, widths[wi], ignores[k], 610 + r), reds[r], ignores[k],
+                               dts[d] == CT_F64 ? 100 : 8);
+                }
+            ct_scope_end();
+        }
+    /* GPT-2's logits: (B*T, 50304) in bfloat16 and float32 */
+    const int64_t n = ct_test_size(4096, 64), v = 50304;
+    ct_dtype big[] = {CT_BF16, CT_F32};
+    for (int d = 0; d < 2; d++) {
+        ct_scope_begin();
+        ct_manual_seed(620);
+        ct_tensor *x = ct_to_device(ct_mul_scalar(ct_randn(CT_SHAPE(n, v), big[d], CT_CUDA(0)), ct_scalar_float(2)),
+                                    CT_CPU);
+        ct_tensor *t = xent_targets(n, v, -100, 621);
+        xent_agree("cross_entropy_fused 50304 mean", x, t, CT_REDUCTION_MEAN, -100, 8);
+        xent_agree("cross_entropy_fused 50304 none", x, t, CT_REDUCTION_NONE, -100, 8);
+        ct_scope_end();
+    }
+}
+
+/* ct_cross_entropy routes to the fused op on CUDA too; autograd's gradient equals the CPU's. */
+static void test_cross_entropy_autograd(void **state) {
+    (void)state;
+    ct_scope_begin();
+    ct_tensor *x = ct_test_values(CT_SHAPE(33, 517), CT_F32, -4, 4, 700);
+    ct_tensor *gx = g(x);
+    ct_tensor_set_requires_grad(x, true);
+    ct_tensor_set_requires_grad(gx, true);
+    ct_tensor *t = xent_targets(33, 517, -100, 701);
+    ct_tensor *y = ct_cross_entropy(x, t, NULL, CT_REDUCTION_MEAN, -100, 0.0);
+    ct_tensor *gy = ct_cross_entropy(gx, g(t), NULL, CT_REDUCTION_MEAN, -100, 0.0);
+    CT_AGREE("cross_entropy", y, gy, 8);
+    assert_non_null(strstr(ct_tensor_grad_fn_name(gy), "CrossEntropyFused"));
+    assert_int_equal(ct_backward(y, NULL, false, false), CT_OK);
+    assert_int_equal(ct_backward(gy, NULL, false, false), CT_OK);
+    CT_AGREE("cross_entropy gradient", ct_tensor_grad(x), ct_tensor_grad(gx), 8);
+    ct_scope_end();
+}
+
+/* Note [Fused cross_entropy]: a target out of range marks its row with nan, without a
+ * host sync; CT_CHECK_TARGETS=1 raises the CPU's error instead. */
+static void test_cross_entropy_bad_targets(void **state) {
+    (void)state;
+    ct_scope_begin();
+    ct_tensor *x = g(ct_test_values(CT_SHAPE(4, 5), CT_F32, -1, 1, 710));
+    int64_t tv[4] = {0, 7, 1, -100};
+    ct_tensor *t = g(ct_from_data(tv, CT_SHAPE(4), CT_I64)), *lse = NULL;
+    unsetenv("CT_CHECK_TARGETS");
+    double v = 0;
+    ct_tensor *y = ct_cross_entropy_fused(x, t, CT_REDUCTION_MEAN, -100, &lse);
+    CT_ASSERT_OK(y);
+    assert_int_equal(ct_item_double(y, &v), CT_OK);
+    assert_true(isnan(v));
+    ct_tensor *rows = ct_to_device(ct_cross_entropy_fused(x, t, CT_REDUCTION_NONE, -100, NULL), CT_CPU);
+    assert_true(!isnan(ct_test_at(rows, 0)) && isnan(ct_test_at(rows, 1)) && ct_test_at(rows, 3) == 0);
+    ct_tensor *gr = ct_to_device(ct_cross_entropy_fused_backward(g(ct_ones(NULL, 0, CT_F32, CT_CPU)), x, t, lse,
+                                                                 CT_REDUCTION_SUM, -100),
+                                 CT_CPU);
+    assert_true(!isnan(ct_test_at(gr, 0)) && isnan(ct_test_at(gr, 5)) && ct_test_at(gr, 15) == 0);
+    setenv("CT_CHECK_TARGETS", "1", 1);
+    CT_ASSERT_ERR(ct_cross_entropy_fused(x, t, CT_REDUCTION_MEAN, -100, NULL) != NULL, CT_ERROR_INDEX,
+                  "Target 7 is out of bounds.");
+    CT_ASSERT_ERR(ct_cross_entropy(x, t, NULL, CT_REDUCTION_MEAN, -100, 0.0) != NULL, CT_ERROR_INDEX,
+                  "Target 7 is out of bounds.");
+    unsetenv("CT_CHECK_TARGETS");
+    CT_ASSERT_ERR(ct_cross_entropy_fused(x, ct_from_data(tv, CT_SHAPE(4), CT_I64), CT_REDUCTION_MEAN, -100, NULL) !=
+                      NULL,
+                  CT_ERROR_DEVICE, "same device");
+    ct_scope_end();
+}
+
+/* ------------------------------------------------------------------ embedding backward */
+
+/* Note [Deterministic embedding backward]: with many repeated indices the GPU's sums
+ * equal the CPU's exactly and are the same on every run; padding_idx's row stays 0. */
+static void test_embedding_backward_deterministic(void **state) {
+    (void)state;
+    const int64_t n = ct_test_size(32768, 512), dim = 768, num = 50;
+    ct_dtype dts[] = {CT_F32, CT_BF16, CT_F16, CT_F64};
+    int64_t pads[] = {CT_NO_PADDING_IDX, 7};
+    for (int d = 0; d < 4; d++)
+        for (int p = 0; p < 2; p++) {
+            ct_scope_begin();
+            ct_tensor *idx = ct_to_dtype(ct_test_values(CT_SHAPE(n), CT_F64, 0, (double)num - 0.01, 800 + d), CT_I64);
+            if (p)
+                idx = ct_reshape(ct_to_dtype(idx, CT_I32), CT_SHAPE(4, n / 4));
+            ct_tensor *gy = ct_test_values(CT_SHAPE(n, dim), dts[d], -1, 1, 810 + d);
+            if (p)
+                gy = ct_reshape(gy, CT_SHAPE(4, n / 4, dim));
+            ct_tensor *cpu = ct_embedding_backward(gy, idx, num, pads[p]);
+            ct_tensor *a = ct_embedding_backward(g(gy), g(idx), num, pads[p]);
+            ct_tensor *b = ct_embedding_backward(g(gy), g(idx), num, pads[p]);
+            CT_ASSERT_OK(cpu);
+            CT_ASSERT_OK(a);
+            CT_ASSERT_OK(b);
+            assert_int_equal(ct_tensor_dtype(a), dts[d]);
+            assert_true(same_values(a, b));
+            assert_true(same_values(cpu, a));
+            if (p) {
+                ct_tensor *row = ct_to_device(ct_select(a, 0, 7), CT_CPU);
+                for (int64_t j = 0; j < dim; j++)
+                    assert_true(ct_test_at(row, j) == 0);
+            }
+            ct_scope_end();
+        }
+}
+
 int main(void) {
     int skip = ct_test_require_gpu("test_cuda_nn");
     if (skip)
@@ -277,6 +482,11 @@ int main(void) {
         cmocka_unit_test(test_norm_backward_ops),
         cmocka_unit_test(test_norm_errors),
         cmocka_unit_test(test_activation_backward),
+        cmocka_unit_test(test_layer_norm_one_pass),
+        cmocka_unit_test(test_cross_entropy_fused),
+        cmocka_unit_test(test_cross_entropy_autograd),
+        cmocka_unit_test(test_cross_entropy_bad_targets),
+        cmocka_unit_test(test_embedding_backward_deterministic),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

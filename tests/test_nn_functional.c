@@ -414,6 +414,178 @@ static void test_nll_ignored_mean_is_nan(void **state) {
     ct_scope_end();
 }
 
+/* ------------------------------------------------------------------ fused cross_entropy */
+
+/* Logits (n, c) of dtype dt with values in [-4, 4) and targets in [0, c), every third
+ * one ignore (when ignore >= 0 or -100). */
+static ct_tensor *xent_logits(int64_t n, int64_t c, ct_dtype dt, uint64_t seed) {
+    ct_tensor *x = ct_empty(CT_SHAPE(n, c), CT_F64, CT_CPU);
+    double *p = ct_tensor_data(x);
+    for (int64_t i = 0; i < n * c; i++)
+        p[i] = 8 * ct_test_unit(&seed) - 4;
+    return ct_to_dtype(x, dt);
+}
+
+static ct_tensor *xent_targets(int64_t n, int64_t c, int64_t ignore, uint64_t seed) {
+    ct_tensor *t = ct_empty(CT_SHAPE(n), CT_I64, CT_CPU);
+    int64_t *p = ct_tensor_data(t);
+    for (int64_t i = 0; i < n; i++)
+        p[i] = i % 3 == 2 ? ignore : (int64_t)(ct_test_unit(&seed) * (double)c) % c;
+    return t;
+}
+
+static void assert_close(const ct_tensor *a, const ct_tensor *b, double rtol, double atol, const char *what) {
+    CT_ASSERT_OK(a);
+    CT_ASSERT_OK(b);
+    bool ok = false;
+    assert_int_equal(ct_allclose(ct_to_dtype(a, CT_F64), ct_to_dtype(b, CT_F64), rtol, atol, true, &ok), CT_OK);
+    if (!ok)
+        fail_msg("%s: values differ", what);
+}
+
+/* The fused op against log_softmax + nll_loss, forward and gradient, in every floating
+ * dtype, reduction and with an ignored class; lse against logsumexp. */
+static void test_cross_entropy_fused(void **state) {
+    (void)state;
+    ct_dtype dts[] = {CT_F64, CT_F32, CT_BF16, CT_F16};
+    ct_reduction reds[] = {CT_REDUCTION_NONE, CT_REDUCTION_MEAN, CT_REDUCTION_SUM};
+    int64_t ignores[] = {-100, 3};
+    for (int d = 0; d < 4; d++)
+        for (int r = 0; r < 3; r++)
+            for (int k = 0; k < 2; k++) {
+                ct_scope_begin();
+                double tol = dts[d] == CT_F64 ? 1e-12 : dts[d] == CT_F32 ? 1e-5 : dts[d] == CT_F16 ? 4e-3 : 3e-2;
+                ct_tensor *x = ct_tensor_set_requires_grad(xent_logits(13, 37, dts[d], 100 + d), true);
+                ct_tensor *xr = ct_tensor_set_requires_grad(ct_detach(x), true);
+                ct_tensor *t = xent_targets(13, 37, ignores[k], 7 + r);
+                ct_tensor *lse = NULL;
+                ct_tensor *y = ct_cross_entropy_fused(x, t, reds[r], ignores[k], &lse);
+                ct_tensor *yr = ct_nll_loss(ct_log_softmax(xr, 1, CT_DTYPE_UNDEFINED), t, NULL, reds[r], ignores[k]);
+                assert_int_equal(ct_tensor_dtype(y), dts[d]);
+                assert_int_equal(ct_tensor_dtype(lse), dts[d] == CT_F64 ? CT_F64 : CT_F32);
+                assert_close(y, yr, tol, tol, "cross_entropy_fused forward");
+                assert_close(lse, ct_logsumexp(ct_to_dtype(x, ct_tensor_dtype(lse)), CT_INDEX(1), 1, false), tol, tol,
+                             "cross_entropy_fused lse");
+                /* the same loss through ct_cross_entropy, which takes the fused op */
+                ct_tensor *yc = ct_cross_entropy(x, t, NULL, reds[r], ignores[k], 0.0);
+                assert_close(yc, yr, tol, tol, "cross_entropy routed");
+                assert_non_null(strstr(ct_tensor_grad_fn_name(yc), "CrossEntropyFused"));
+                ct_tensor *go = reds[r] == CT_REDUCTION_NONE ? ct_to_dtype(xent_logits(1, 13, CT_F64, 5), dts[d])
+                                                             : ct_full(NULL, 0, ct_scalar_float(0.75), dts[d], CT_CPU);
+                if (reds[r] == CT_REDUCTION_NONE)
+                    go = ct_reshape(go, CT_SHAPE(13));
+                assert_int_equal(ct_backward(y, go, false, false), CT_OK);
+                assert_int_equal(ct_backward(yr, go, false, false), CT_OK);
+                assert_close(ct_tensor_grad(x), ct_tensor_grad(xr), tol, tol, "cross_entropy_fused gradient");
+                /* ignored rows get no gradient */
+                for (int64_t i = 2; i < 13; i += 3)
+                    for (int64_t j = 0; j < 37; j++)
+                        assert_true(ct_test_at(ct_tensor_grad(x), i * 37 + j) == 0);
+                ct_scope_end();
+            }
+}
+
+static ct_tensor *xent_fn(ct_tensor *const *in, int n, void *ud) {
+    (void)n;
+    const int *mode = ud;
+    int64_t tv[5] = {2, 0, -100, 4, 2};
+    ct_tensor *t = ct_from_data(tv, CT_SHAPE(5), CT_I64), *lse = NULL;
+    ct_tensor *y = ct_cross_entropy_fused(in[0], t, (ct_reduction)(mode[0] % 3), -100, &lse);
+    if (mode[0] < 3)
+        return y;
+    /* the gradient that reaches lse as well */
+    return ct_add(ct_sum(y, NULL, 0, false, CT_DTYPE_UNDEFINED),
+                  ct_mul_scalar(ct_sum(ct_mul(lse, lse), NULL, 0, false, CT_DTYPE_UNDEFINED), ct_scalar_float(0.5)));
+}
+
+static void test_cross_entropy_fused_gradcheck(void **state) {
+    (void)state;
+    for (int mode = 0; mode < 6; mode++) {
+        ct_scope_begin();
+        ct_tensor *x = ct_tensor_set_requires_grad(xent_logits(5, 6, CT_F64, 40 + mode), true);
+        if (ct_gradcheck(xent_fn, &mode, &x, 1, 1e-6, 1e-7, 1e-5) != CT_OK)
+            fail_msg("cross_entropy_fused mode %d: gradcheck failed: %s", mode, ct_last_error());
+        ct_scope_end();
+    }
+}
+
+static void test_cross_entropy_fused_errors(void **state) {
+    (void)state;
+    ct_scope_begin();
+    ct_tensor *x = xent_logits(4, 5, CT_F32, 1), *lse = NULL;
+    int64_t tv[4] = {0, 5, 1, -100}, tok[4] = {0, 4, 1, -100};
+    ct_tensor *bad = ct_from_data(tv, CT_SHAPE(4), CT_I64), *t = ct_from_data(tok, CT_SHAPE(4), CT_I64);
+    const char *op = "cross_entropy_fused";
+    CT_ASSERT_ERR(ct_cross_entropy_fused(x, ct_to_dtype(t, CT_I32), CT_REDUCTION_MEAN, -100, &lse) != NULL,
+                  CT_ERROR_TYPE, "expected scalar type Long but found Int");
+    assert_null(lse);
+    CT_ASSERT_ERR(ct_cross_entropy_fused(x, ct_narrow(t, 0, 0, 3), CT_REDUCTION_MEAN, -100, NULL) != NULL,
+                  CT_ERROR_VALUE, "Expected input batch_size (4) to match target batch_size (3).");
+    CT_ASSERT_ERR(ct_cross_entropy_fused(x, ct_reshape(t, CT_SHAPE(2, 2)), CT_REDUCTION_MEAN, -100, NULL) != NULL,
+                  CT_ERROR_VALUE, "multi-target not supported");
+    CT_ASSERT_ERR(ct_cross_entropy_fused(ct_reshape(x, CT_SHAPE(4, 5, 1)), t, CT_REDUCTION_MEAN, -100, NULL) != NULL,
+                  CT_ERROR_VALUE, "expected input of shape (N, C), got 3 dimensions");
+    CT_ASSERT_ERR(ct_cross_entropy_fused(ct_to_dtype(x, CT_I64), t, CT_REDUCTION_MEAN, -100, NULL) != NULL,
+                  CT_ERROR_TYPE, "not implemented for 'int64'");
+    CT_ASSERT_ERR(ct_cross_entropy_fused(x, bad, CT_REDUCTION_MEAN, -100, NULL) != NULL, CT_ERROR_INDEX,
+                  "Target 5 is out of bounds.");
+    CT_ASSERT_ERR(ct_cross_entropy(x, bad, NULL, CT_REDUCTION_SUM, -100, 0.0) != NULL, CT_ERROR_INDEX,
+                  "Target 5 is out of bounds.");
+    int64_t tneg[4] = {0, -1, 1, -100};
+    CT_ASSERT_ERR(ct_cross_entropy_fused(x, ct_from_data(tneg, CT_SHAPE(4), CT_I64), CT_REDUCTION_NONE, -100, NULL) !=
+                      NULL,
+                  CT_ERROR_INDEX,
+                  "Target -1 is out of bounds.");
+    CT_ASSERT_ERR(ct_cross_entropy_fused(x, t, (ct_reduction)7, -100, NULL) != NULL, CT_ERROR_VALUE,
+                  "7 is not a valid value for reduction");
+    CT_ASSERT_ERR(ct_cross_entropy_fused(NULL, t, CT_REDUCTION_MEAN, -100, NULL) != NULL, CT_ERROR_NULL_ARGUMENT, op);
+    CT_ASSERT_ERR(ct_cross_entropy_fused(x, NULL, CT_REDUCTION_MEAN, -100, NULL) != NULL, CT_ERROR_NULL_ARGUMENT, op);
+    CT_ASSERT_ERR(ct_cross_entropy_fused(x, ct_to_device(t, CT_META), CT_REDUCTION_MEAN, -100, NULL) != NULL,
+                  CT_ERROR_DEVICE, "same device");
+    /* the backward's own arguments */
+    ct_tensor *y = ct_cross_entropy_fused(x, t, CT_REDUCTION_MEAN, -100, &lse);
+    CT_ASSERT_OK(y);
+    ct_tensor *one = ct_ones(NULL, 0, CT_F32, CT_CPU);
+    CT_ASSERT_OK(ct_cross_entropy_fused_backward(one, x, t, lse, CT_REDUCTION_MEAN, -100));
+    CT_ASSERT_ERR(ct_cross_entropy_fused_backward(one, x, t, ct_to_dtype(lse, CT_F64), CT_REDUCTION_MEAN, -100) !=
+                      NULL,
+                  CT_ERROR_TYPE, "expected lse of scalar type Float but found Double");
+    CT_ASSERT_ERR(ct_cross_entropy_fused_backward(one, x, t, ct_narrow(lse, 0, 0, 2), CT_REDUCTION_MEAN, -100) !=
+                      NULL,
+                  CT_ERROR_VALUE, "expected lse of shape (4)");
+    CT_ASSERT_ERR(ct_cross_entropy_fused_backward(ct_ones(CT_SHAPE(3), CT_F32, CT_CPU), x, t, lse, CT_REDUCTION_NONE,
+                                                  -100) != NULL,
+                  CT_ERROR_VALUE, "grad_output has shape");
+    CT_ASSERT_ERR(ct_cross_entropy_fused_backward(ct_ones(CT_SHAPE(4), CT_F32, CT_CPU), x, t, lse, CT_REDUCTION_SUM,
+                                                  -100) != NULL,
+                  CT_ERROR_VALUE, "grad_output must have one element, got 4");
+    CT_ASSERT_ERR(ct_cross_entropy_fused_backward(one, x, bad, lse, CT_REDUCTION_SUM, -100) != NULL, CT_ERROR_INDEX,
+                  "out of bounds");
+    CT_ASSERT_ERR(ct_cross_entropy_fused_backward(one, x, t, NULL, CT_REDUCTION_SUM, -100) != NULL,
+                  CT_ERROR_NULL_ARGUMENT, "cross_entropy_fused_backward");
+    CT_ASSERT_ERR(ct_cross_entropy_fused_backward(one, x, t, lse, (ct_reduction)-1, -100) != NULL, CT_ERROR_VALUE,
+                  "not a valid value for reduction");
+    /* every target ignored: the mean is 0/0 */
+    int64_t all[4] = {-100, -100, -100, -100};
+    double v = 0;
+    assert_int_equal(ct_item_double(ct_cross_entropy_fused(x, ct_from_data(all, CT_SHAPE(4), CT_I64),
+                                                           CT_REDUCTION_MEAN, -100, NULL),
+                                    &v),
+                     CT_OK);
+    assert_true(isnan(v));
+    /* META: shapes only */
+    ct_tensor *mx = ct_empty(CT_SHAPE(6, 50304), CT_BF16, CT_META), *mt = ct_empty(CT_SHAPE(6), CT_I64, CT_META);
+    ct_tensor *ml = NULL;
+    CT_ASSERT_SHAPE(ct_cross_entropy_fused(mx, mt, CT_REDUCTION_NONE, -100, &ml), 6);
+    CT_ASSERT_SHAPE(ml, 6);
+    assert_int_equal(ct_tensor_dtype(ml), CT_F32);
+    assert_int_equal(ct_tensor_dim(ct_cross_entropy_fused(mx, mt, CT_REDUCTION_MEAN, -100, NULL)), 0);
+    CT_ASSERT_SHAPE(ct_cross_entropy_fused_backward(ct_empty(NULL, 0, CT_BF16, CT_META), mx, mt, ml, CT_REDUCTION_MEAN,
+                                                    -100),
+                    6, 50304);
+    ct_scope_end();
+}
+
 /* ------------------------------------------------------------------ errors */
 
 static void test_errors(void **state) {
@@ -765,6 +937,9 @@ int main(void) {
         cmocka_unit_test(test_one_hot),
         cmocka_unit_test(test_sdpa_long_blocks),
         cmocka_unit_test(test_nll_ignored_mean_is_nan),
+        cmocka_unit_test(test_cross_entropy_fused),
+        cmocka_unit_test(test_cross_entropy_fused_gradcheck),
+        cmocka_unit_test(test_cross_entropy_fused_errors),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_fused_float32),
         cmocka_unit_test(test_meta),

@@ -900,6 +900,10 @@ static void drive_custom_ops(void) {
     ct_nll_loss(logp, ids, NULL, CT_REDUCTION_MEAN, -100);
     ct_nll_loss(logp, ids, w3, CT_REDUCTION_NONE, 1);
     ct_nll_loss_backward(ct_ones(NULL, 0, CT_F32, CT_CPU), logp, ids, w3, CT_REDUCTION_SUM, -100);
+    ct_tensor *lse = NULL;
+    ct_cross_entropy_fused(x, ids, CT_REDUCTION_MEAN, -100, &lse);
+    ct_cross_entropy_fused(x, ids, CT_REDUCTION_NONE, 2, NULL);
+    ct_cross_entropy_fused_backward(ct_ones(NULL, 0, CT_F32, CT_CPU), x, ids, lse, CT_REDUCTION_MEAN, -100);
     ct_one_hot(ids, 4);
     /* views and copies */
     ct_view(x, CT_SHAPE(3, 2));

@@ -180,6 +180,18 @@ CT_API ct_tensor *ct_nll_loss(const ct_tensor *input, const ct_tensor *target, c
                               ct_reduction reduction, int64_t ignore_index);
 CT_API ct_tensor *ct_nll_loss_backward(const ct_tensor *grad_output, const ct_tensor *input, const ct_tensor *target,
                                        const ct_tensor *weight, ct_reduction reduction, int64_t ignore_index);
+/* cross_entropy of logits (N, C) and int64 class indices (N) as one op: the loss (of
+ * the reduction's shape, in input's dtype) and, when lse is not NULL, each row's
+ * logsumexp (N) in float32 (float64 for float64 logits), which the backward needs.
+ * ct_cross_entropy takes this path for class-index targets without weights or label
+ * smoothing (docs/nn.md). Targets out of range: see Note [Fused cross_entropy]. */
+CT_API ct_tensor *ct_cross_entropy_fused(const ct_tensor *input, const ct_tensor *target, ct_reduction reduction,
+                                         int64_t ignore_index, ct_tensor **lse);
+/* Its backward: grad_loss * (softmax(input) - onehot(target)) per row, 0 in ignored
+ * rows, divided by the count of counted rows for the mean; in input's dtype. */
+CT_API ct_tensor *ct_cross_entropy_fused_backward(const ct_tensor *grad_loss, const ct_tensor *input,
+                                                  const ct_tensor *target, const ct_tensor *lse,
+                                                  ct_reduction reduction, int64_t ignore_index);
 CT_API ct_tensor *ct_mse_loss(const ct_tensor *input, const ct_tensor *target, ct_reduction reduction);
 CT_API ct_tensor *ct_l1_loss(const ct_tensor *input, const ct_tensor *target, ct_reduction reduction);
 CT_API ct_tensor *ct_smooth_l1_loss(const ct_tensor *input, const ct_tensor *target, ct_reduction reduction,

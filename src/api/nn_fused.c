@@ -417,6 +417,43 @@ ct_tensor *ct_nll_loss_backward(const ct_tensor *grad_output, const ct_tensor *i
     return ct_dispatch_1(&c);
 }
 
+ct_tensor *ct_cross_entropy_fused(const ct_tensor *input, const ct_tensor *target, ct_reduction reduction,
+                                  int64_t ignore_index, ct_tensor **lse) {
+    if (lse)
+        *lse = NULL;
+    CT_CHECK_ARG("cross_entropy_fused", input);
+    CT_CHECK_ARG("cross_entropy_fused", target);
+    if (check_reduction("cross_entropy_fused", reduction, false))
+        return NULL;
+    ct_call c = {.op = CT_OP_cross_entropy_fused, .nin = 2, .in = {input, target}, .nints = 2,
+                 .dtype = CT_DTYPE_UNDEFINED};
+    c.ints[0] = reduction;
+    c.ints[1] = ignore_index;
+    if (ct_dispatch(&c) != CT_OK)
+        return NULL;
+    ct_tensor *loss = ct_call_take_output(&c, 0);
+    if (lse)
+        *lse = ct_call_take_output(&c, 1);
+    ct_call_clear_outputs(&c);
+    return loss;
+}
+
+ct_tensor *ct_cross_entropy_fused_backward(const ct_tensor *grad_loss, const ct_tensor *input,
+                                           const ct_tensor *target, const ct_tensor *lse, ct_reduction reduction,
+                                           int64_t ignore_index) {
+    CT_CHECK_ARG("cross_entropy_fused_backward", grad_loss);
+    CT_CHECK_ARG("cross_entropy_fused_backward", input);
+    CT_CHECK_ARG("cross_entropy_fused_backward", target);
+    CT_CHECK_ARG("cross_entropy_fused_backward", lse);
+    if (check_reduction("cross_entropy_fused_backward", reduction, false))
+        return NULL;
+    ct_call c = {.op = CT_OP_cross_entropy_fused_backward, .nin = 4, .in = {grad_loss, input, target, lse},
+                 .nints = 2, .dtype = CT_DTYPE_UNDEFINED};
+    c.ints[0] = reduction;
+    c.ints[1] = ignore_index;
+    return ct_dispatch_1(&c);
+}
+
 ct_tensor *ct_one_hot(const ct_tensor *tensor, int64_t num_classes) {
     CT_CHECK_ARG("one_hot", tensor);
     ct_call c = {.op = CT_OP_one_hot, .nin = 1, .in = {tensor}, .nints = 1, .dtype = CT_DTYPE_UNDEFINED};

@@ -214,6 +214,29 @@ DEF(nll_loss, CT_SAVE_IN0 | CT_SAVE_IN1 | CT_SAVE_IN2) {
     return CT_OK;
 }
 
+/* in: logits, target; out: loss, lse; ints: reduction, ignore_index. The loss's
+ * gradient is the fused backward kernel; a gradient reaching lse (lse_i is logsumexp
+ * of row i) adds softmax(x) * g_lse. */
+DEF(cross_entropy_fused, CT_SAVE_IN0 | CT_SAVE_IN1 | CT_SAVE_OUT1) {
+    ct_node *n = ctx->node;
+    if (ctx->create_graph)
+        return nn_no_double_backward(ctx);
+    ct_tensor *x, *t, *lse;
+    TRY(x = saved(ctx, 0));
+    TRY(t = saved(ctx, 1));
+    TRY(lse = saved(ctx, CT_SAVED_OUT1));
+    ct_tensor *gx = NULL;
+    if (gout[0])
+        TRY(gx = ct_cross_entropy_fused_backward(gout[0], x, t, lse, (ct_reduction)n->ints[0], n->ints[1]));
+    if (n->nout > 1 && gout[1]) {
+        ct_tensor *gl;
+        TRY(gl = ct_mul(ct_softmax(x, 1, CT_DTYPE_UNDEFINED), ct_unsqueeze(gout[1], 1)));
+        TRY(gx = gx ? ct_add(gx, gl) : gl);
+    }
+    gin[0] = gx;
+    return CT_OK;
+}
+
 NONDIFF(avg_pool2d_backward)
 NONDIFF(adaptive_avg_pool2d_backward)
 NONDIFF(rms_norm_backward)
@@ -223,6 +246,7 @@ NONDIFF(scaled_dot_product_attention_backward)
 NONDIFF(_flash_attention_backward)
 NONDIFF(embedding_backward)
 NONDIFF(nll_loss_backward)
+NONDIFF(cross_entropy_fused_backward)
 NONDIFF(one_hot)
 
 #endif

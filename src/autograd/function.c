@@ -114,8 +114,11 @@ static ct_status record(ct_call *call, const ct_derivative *d, ct_tensor *const 
     }
     if (st == CT_OK && (d->saves & CT_SAVE_OUT) && call->out[0])
         st = ct_node_save(n, CT_SAVED_OUT0, call->out[0], true, ct_tensor_version(call->out[0]) + (inplace ? 1 : 0));
+    /* A floating output 1 (cross_entropy_fused's lse) gets this node as its history
+     * below: saved as an output, without history, so that the node does not own it. */
     if (st == CT_OK && (d->saves & CT_SAVE_OUT1) && call->nout > 1 && call->out[1])
-        st = ct_node_save(n, CT_SAVED_OUT1, call->out[1], false, ct_tensor_version(call->out[1]));
+        st = ct_node_save(n, CT_SAVED_OUT1, call->out[1], ct_dtype_is_floating(call->out[1]->dtype),
+                          ct_tensor_version(call->out[1]));
     if (call->out[0])
         ct_input_meta_set(&n->out_meta, call->out[0]);
     for (int i = 0; i < call->nout && st == CT_OK; i++) {

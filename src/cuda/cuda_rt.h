@@ -248,6 +248,13 @@ ct_status ct_cuda_scatter_add_run(void *out, const void *src, ct_dtype dt, const
 ct_status ct_cuda_index_add_run(void *dst, const void *src, ct_dtype dt, const void *idx, int is64, int64_t outer,
                                 int64_t nidx, int64_t inner, int64_t size, double alpha, int64_t skip, int device,
                                 const char *op);
+/* embedding's deterministic backward (Note [Deterministic embedding backward] in
+ * indexing.cu): keys[i] = idx[i] * n + i for the n validated indices; once the keys are
+ * sorted, gw (num, dim; zeroed, work dtype float32/float64) gets each index's rows of
+ * gy (n, dim) added in position order, the rows of index skip left out. */
+ct_status ct_cuda_embedding_keys(const void *idx, int is64, int64_t n, int64_t *keys, int device);
+ct_status ct_cuda_embedding_bwd_sorted(ct_dtype wd, const int64_t *keys, const void *gy, void *gw, int64_t n,
+                                       int64_t dim, int64_t skip, int device);
 /* Operand 0 of d at every element where operand 1 (a bool mask) is set = value. */
 ct_status ct_cuda_masked_fill_run(const ct_cuda_iter_desc *d, const void *value, size_t esz, int device,
                                   const char *op);

@@ -272,9 +272,11 @@ static ct_status embedding_kernel(ct_keyset ks, ct_call *call, void *ud) {
     return st;
 }
 
-/* The gradient of the weight: rows of grad_output added at their indices (atomically,
- * in float32 for float16/bfloat16/float32, float64 for float64), padding_idx rows
- * left out; the result in grad_output's dtype. */
+/* The gradient of the weight: rows of grad_output added at their indices (in float32
+ * for float16/bfloat16/float32, float64 for float64), padding_idx rows left out; the
+ * result in grad_output's dtype. The indices are sorted with their positions, so each
+ * row's sum runs in position order, the CPU's: deterministic and equal to the CPU's
+ * (Note [Deterministic embedding backward] in indexing.cu). */
 static ct_status embedding_backward_kernel(ct_keyset ks, ct_call *call, void *ud) {
     (void)ks, (void)ud;
     const char *op = "embedding_backward";
@@ -297,10 +299,23 @@ static ct_status embedding_backward_kernel(ct_keyset ks, ct_call *call, void *ud
     st = gy && idx && gw ? check_indices(op, idx, num, -2) : ct_last_status();
     /* idx's values are rows: padding_idx (when in range) is skipped */
     int64_t skip = pad == CT_NO_PADDING_IDX || pad < 0 || pad >= num ? INT64_MIN : pad;
-    if (st == CT_OK && dim > 0)
+    int64_t n = idx0->numel;
+    if (st == CT_OK && dim > 0 && n > 0 && num > INT64_MAX / n) /* keys would overflow: atomics, in any order */
         st = ct_cuda_index_add_run(ct_tensor_ptr(gw), ct_tensor_ptr(gy), wd, ct_tensor_ptr(idx),
-                                   idx->dtype == CT_DTYPE_INT64, 1, idx0->numel, dim, num, 1.0, skip,
-                                   gy0->device.index, op);
+                                   idx->dtype == CT_DTYPE_INT64, 1, n, dim, num, 1.0, skip, gy0->device.index, op);
+    else if (st == CT_OK && dim > 0 && n > 0) {
+        ct_tensor *keys = ct_empty_impl(&n, 1, CT_DTYPE_INT64, gy0->device);
+        ct_tensor *sorted = ct_empty_impl(&n, 1, CT_DTYPE_INT64, gy0->device);
+        ct_tensor *perm = ct_empty_impl(&n, 1, CT_DTYPE_INT64, gy0->device);
+        st = keys && sorted && perm ? ct_cuda_embedding_keys(ct_tensor_ptr(idx), idx->dtype == CT_DTYPE_INT64, n,
+                                                             (int64_t *)ct_tensor_ptr(keys), gy0->device.index)
+                                    : ct_last_status();
+        if (st == CT_OK)
+            st = ct_cuda_sort(sorted, perm, keys, 0, n, false);
+        if (st == CT_OK)
+            st = ct_cuda_embedding_bwd_sorted(wd, (const int64_t *)ct_tensor_ptr(sorted), ct_tensor_ptr(gy),
+                                              ct_tensor_ptr(gw), n, dim, skip, gy0->device.index);
+    }
     ct_tensor *res = st == CT_OK ? ct_to_dtype(gw, gy0->dtype) : NULL;
     if (st == CT_OK && !res)
         st = ct_last_status();

@@ -6,9 +6,11 @@
 #include <string.h>
 
 #include "core/factory.h"
+#include "core/view.h"
 #include "cuda/cuda_ops.h"
 #include "cuda/flash_attn.h"
 #include "cuda/nn_rt.h"
+#include "cuda/xent_rt.h"
 #include "ctorch/nn.h"
 #include "ctorch/ops.h"
 #include "meta/nn_fused.h"
@@ -107,6 +109,80 @@ static ct_status nll_backward_kernel(ct_keyset ks, ct_call *call, void *ud) {
     return st;
 }
 
+/* ------------------------------------------------------------------ cross_entropy_fused
+ *
+ * The logits stay in their dtype (no float32 copy); targets out of range mark their row
+ * with nan instead of a host check, unless CT_CHECK_TARGETS asks for it (Note [Fused
+ * cross_entropy] in src/meta/nn_fused.c). */
+
+static ct_status xent_targets(const ct_tensor *t, const ct_xent_geom *xg, int64_t ignore) {
+    if (!ct_xent_check_targets_env())
+        return CT_OK;
+    ct_nll_geom g = {.n = xg->n, .c = xg->c, .inner = 1, .has_batch = true};
+    return check_targets(t, &g, ignore);
+}
+
+static ct_status xent_kernel(ct_keyset ks, ct_call *call, void *ud) {
+    (void)ks, (void)ud;
+    const char *op = "cross_entropy_fused";
+    const ct_tensor *x0 = call->in[0], *t0 = call->in[1];
+    ct_xent_geom g;
+    ct_status st = ct_xent_check(op, x0, t0, &g);
+    if (st)
+        return st;
+    int red = (int)call->ints[0];
+    int64_t ignore = call->ints[1];
+    if (!ct_cuda_use_device(op, x0->device.index))
+        return ct_last_status();
+    ct_dtype wd = ct_nn_work_dtype(x0->dtype);
+    ct_scope_begin();
+    const ct_tensor *x = ct_contiguous_impl(x0), *t = ct_contiguous_impl(t0);
+    ct_tensor *rows = ct_empty_impl(&g.n, 1, wd, x0->device), *lse = ct_empty_impl(&g.n, 1, wd, x0->device);
+    ct_tensor *y = red == CT_REDUCTION_NONE ? NULL : ct_empty_impl(NULL, 0, x0->dtype, x0->device);
+    st = x && t && rows && lse && (red == CT_REDUCTION_NONE || y) ? xent_targets(t, &g, ignore) : ct_last_status();
+    if (st == CT_OK)
+        st = ct_cuda_xent_fwd(x0->dtype, ct_tensor_ptr(x), (const int64_t *)ct_tensor_ptr(t), ct_tensor_ptr(rows),
+                              ct_tensor_ptr(lse), y ? ct_tensor_ptr(y) : NULL, g.n, g.c, red, ignore,
+                              x0->device.index);
+    if (st == CT_OK && red == CT_REDUCTION_NONE)
+        st = ct_nn_set_out(call, 0, rows, x0->dtype);
+    else if (st == CT_OK)
+        st = ct_call_set_output(call, 0, y);
+    if (st == CT_OK)
+        st = ct_call_set_output(call, 1, lse);
+    ct_scope_end();
+    return st;
+}
+
+static ct_status xent_backward_kernel(ct_keyset ks, ct_call *call, void *ud) {
+    (void)ks, (void)ud;
+    const char *op = "cross_entropy_fused_backward";
+    const ct_tensor *gy0 = call->in[0], *x0 = call->in[1], *t0 = call->in[2], *lse0 = call->in[3];
+    ct_xent_geom g;
+    ct_status st = ct_xent_backward_check(call, &g);
+    if (st)
+        return st;
+    int red = (int)call->ints[0];
+    int64_t ignore = call->ints[1];
+    if (!ct_cuda_use_device(op, x0->device.index))
+        return ct_last_status();
+    ct_dtype wd = ct_nn_work_dtype(x0->dtype);
+    ct_scope_begin();
+    const ct_tensor *x = ct_contiguous_impl(x0), *t = ct_contiguous_impl(t0), *lse = ct_contiguous_impl(lse0);
+    ct_tensor *gy = ct_nn_as_work(gy0, wd), *gx = ct_empty_impl(x0->shape, 2, x0->dtype, x0->device);
+    int64_t one = 1;
+    ct_tensor *scratch = ct_empty_impl(&one, 1, CT_DTYPE_FLOAT64, x0->device);
+    st = x && t && lse && gy && gx && scratch ? xent_targets(t, &g, ignore) : ct_last_status();
+    if (st == CT_OK)
+        st = ct_cuda_xent_bwd(x0->dtype, ct_tensor_ptr(gy), ct_tensor_ptr(x), (const int64_t *)ct_tensor_ptr(t),
+                              ct_tensor_ptr(lse), ct_tensor_ptr(gx), g.n, g.c, red, ignore,
+                              (double *)ct_tensor_ptr(scratch), x0->device.index);
+    if (st == CT_OK)
+        st = ct_call_set_output(call, 0, gx);
+    ct_scope_end();
+    return st;
+}
+
 /* ------------------------------------------------------------------ attention
  *
  * Note [GPU attention]
@@ -192,6 +268,8 @@ void ct_cuda_register_nn(void) {
     ct_dispatch_register_default(CT_OP_scaled_dot_product_attention_backward, CT_KEY_CUDA, sdpa_backward_kernel, NULL);
     ct_dispatch_register_default(CT_OP_nll_loss, CT_KEY_CUDA, nll_kernel, NULL);
     ct_dispatch_register_default(CT_OP_nll_loss_backward, CT_KEY_CUDA, nll_backward_kernel, NULL);
+    ct_dispatch_register_default(CT_OP_cross_entropy_fused, CT_KEY_CUDA, xent_kernel, NULL);
+    ct_dispatch_register_default(CT_OP_cross_entropy_fused_backward, CT_KEY_CUDA, xent_backward_kernel, NULL);
     ct_cuda_register_conv();
     ct_cuda_register_pool();
     ct_cuda_register_norm();

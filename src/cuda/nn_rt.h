@@ -56,8 +56,12 @@ ct_status ct_cuda_adaptive_pool_bwd(ct_dtype wd, const void *gy, void *gx, const
  * rms_norm_bwd: gx, and with gw (double, cols) the weight gradient summed over rows;
  *   scratch: ct_cuda_norm_scratch(rows, cols) bytes.
  * layer_norm_fwd: y = (x - mean) * rstd * w + b.
- * layer_norm_bwd: gx, gw and gb (double, cols, each may be NULL); same scratch. */
+ * layer_norm_bwd: gx, gw and gb (double, cols, each may be NULL); same scratch.
+ * layer_norm_native: whether the layer_norm kernels take arrays of dtype dt as they are
+ *   (float16, bfloat16, float32 rows up to a length: Note [layer_norm on CUDA]); wd is
+ *   then that dtype, otherwise the work dtype float32/float64. */
 size_t ct_cuda_norm_scratch(int64_t rows, int64_t cols);
+bool ct_cuda_layer_norm_native(ct_dtype dt, int64_t cols);
 ct_status ct_cuda_rms_norm_fwd(ct_dtype wd, const void *x, const void *w, void *y, int64_t rows, int64_t cols,
                                double eps, int device);
 ct_status ct_cuda_rms_norm_bwd(ct_dtype wd, const void *gy, const void *x, const void *w, void *gx, double *gw,

@@ -9,7 +9,12 @@
  * shared memory in a fixed tree, so results are deterministic (they differ from the
  * CPU's sequential sums by rounding in double only). The weight and bias gradients are
  * column sums over the rows: blocks of columns sum chunks of rows into double partials,
- * and a second pass adds the partials of each column in chunk order. */
+ * and a second pass adds the partials of each column in chunk order. layer_norm on
+ * float16/bfloat16/float32 rows up to LN_MAX_COLS takes the one-pass kernels instead
+ * (Note [layer_norm on CUDA]), which compute in float32. */
+#include <stdlib.h>
+#include <string.h>
+
 #include "kernels.cuh"
 #include "nn_rt.h"
 
@@ -248,11 +253,307 @@ static ct_status colsum(int mode, const T *gy, const T *x, const double *stats, 
     return ct_cuda_check_launch(op);
 }
 
+/* ------------------------------------------------------------------ layer_norm, one pass
+ *
+ * Note [layer_norm on CUDA]
+ * The kernels above read a row three times (mean, variance, output) in the work dtype,
+ * which for float16/bfloat16 inputs is a float32 copy made first and converted back
+ * after; the backward reads x and grad_output four times and the weight and bias sums
+ * read them twice more. For float16, bfloat16 and float32 rows that fit in shared memory
+ * (cols <= LN_MAX_COLS) the kernels below replace them: one warp per row, which it
+ * loads once from global memory (16-byte vectors when the row allows) into its slice
+ * of shared memory as float32; statistics are float32 warp reductions (mean first, then
+ * the variance of the cached values, so no cancellation); the output is written once
+ * in the input's dtype. The backward also caches grad_output's row, and each warp adds
+ * its rows' g * xhat and g into its own shared partial sums of the weight and bias
+ * gradients; a block adds its warps' partials in warp order into one row of a global
+ * scratch array, and a last kernel adds those rows in block order (in double). No
+ * atomics: results are bit-identical from run to run on one GPU (the number of blocks,
+ * hence the grouping, follows the SM count). float64 and longer rows keep the kernels
+ * above (and every dtype with CT_CUDA_LAYER_NORM_TWO_PASS=1, for comparisons).
+ * On an H200 at 32768 x 768 (docs/cuda.md, "Fused kernels"): forward f32 0.064 ms
+ * (was 0.194), bf16 0.044 ms (was 0.546 with the float32 copies); backward f32
+ * 0.250 ms (was 0.456), bf16 0.226 ms (was 0.980). */
+
+#define LN_MAX_WARPS 8
+#define LN_SMEM_DEFAULT (48 * 1024)
+#define LN_SMEM_OPTIN (96 * 1024)
+/* Longest row of the one-pass kernels: the backward's four float arrays in one warp's
+ * opted-in shared memory. */
+#define LN_MAX_COLS (LN_SMEM_OPTIN / 16)
+#define LN_MAX_BLOCKS 1024
+
+static __device__ __forceinline__ float warp_sum(float v) {
+    for (int off = 16; off > 0; off >>= 1)
+        v += __shfl_xor_sync(0xffffffffu, v, off);
+    return v;
+}
+
+/* 16 bytes of storage type S. */
+template <typename S> struct ln_vec {
+    static const int K = 16 / sizeof(S);
+    union {
+        uint4 raw;
+        S e[K];
+    };
+};
+
+/* The lane's elements of a row: in vector mode element j = k * K + q (k the vector,
+ * taken by lane k % 32) sits in the cache at q * nv + k, so that a warp's accesses to
+ * the cache are to consecutive words; in scalar mode j sits at j. at(p) maps a cache
+ * position back to its column. */
+struct ln_layout {
+    bool vec;
+    int K;
+    int64_t nv, cols;
+    __device__ __forceinline__ int64_t at(int64_t p) const { return vec ? (p % nv) * K + p / nv : p; }
+};
+
+/* Loads row xr into cache c (float32) and returns the row's sum (every lane). */
+template <typename S> static __device__ float ln_load(const S *__restrict__ xr, float *c, const ln_layout &L) {
+    const int lane = threadIdx.x & 31;
+    float s = 0;
+    if (L.vec) {
+        const uint4 *p = (const uint4 *)xr;
+        for (int64_t k = lane; k < L.nv; k += 32) {
+            ln_vec<S> v;
+            v.raw = p[k];
+            for (int q = 0; q < ln_vec<S>::K; q++) {
+                float f = (float)ct_load<S>(v.e[q]);
+                c[q * L.nv + k] = f;
+                s += f;
+            }
+        }
+    } else {
+        for (int64_t j = lane; j < L.cols; j += 32) {
+            float f = (float)ct_load<S>(xr[j]);
+            c[j] = f;
+            s += f;
+        }
+    }
+    return warp_sum(s);
+}
+
+/* Runs the statement after it for each cache position p of the lane (its vectors'
+ * elements q * nv + k, or its columns), which only this lane reads or writes. */
+#define LN_FOR_MINE(L, lane, p)                                                      \
+    for (int64_t k_ = (lane); k_ < ((L).vec ? (L).nv : (L).cols); k_ += 32)         \
+        for (int q_ = 0; q_ < ((L).vec ? (L).K : 1); q_++)                           \
+            for (int64_t p = (L).vec ? q_ * (L).nv + k_ : k_, once_ = 0; once_ < 1; once_++)
+
+/* The sum of (c - mean)^2 over the lane's cached elements, over the warp. */
+static __device__ float ln_sqdev(const float *c, float mean, const ln_layout &L) {
+    const int lane = threadIdx.x & 31;
+    float s = 0;
+    LN_FOR_MINE(L, lane, p) {
+        float d = c[p] - mean;
+        s += d * d;
+    }
+    return warp_sum(s);
+}
+
+template <typename S>
+static __global__ void ln_fwd_fast_kernel(const S *__restrict__ x, const S *__restrict__ w, const S *__restrict__ b,
+                                          S *__restrict__ y, int64_t rows, int64_t cols, float eps, bool vec) {
+    extern __shared__ float ln_sm[];
+    const int warp = threadIdx.x / 32, lane = threadIdx.x & 31, nw = blockDim.x / 32;
+    float *c = ln_sm + warp * cols;
+    ln_layout L = {vec, ln_vec<S>::K, cols / ln_vec<S>::K, cols};
+    for (int64_t r = (int64_t)blockIdx.x * nw + warp; r < rows; r += (int64_t)gridDim.x * nw) {
+        const S *xr = x + r * cols;
+        S *yr = y + r * cols;
+        const float mean = ln_load(xr, c, L) / (float)cols;
+        const float rstd = rsqrtf(ln_sqdev(c, mean, L) / (float)cols + eps);
+        if (vec) {
+            const int K = ln_vec<S>::K;
+            for (int64_t k = lane; k < L.nv; k += 32) {
+                ln_vec<S> o, wv, bv;
+                if (w)
+                    wv.raw = ((const uint4 *)w)[k];
+                if (b)
+                    bv.raw = ((const uint4 *)b)[k];
+                for (int q = 0; q < K; q++) {
+                    float v = (c[q * L.nv + k] - mean) * rstd;
+                    if (w)
+                        v = v * (float)ct_load<S>(wv.e[q]);
+                    if (b)
+                        v = v + (float)ct_load<S>(bv.e[q]);
+                    o.e[q] = ct_store<S>(v);
+                }
+                ((uint4 *)yr)[k] = o.raw;
+            }
+        } else {
+            for (int64_t j = lane; j < cols; j += 32) {
+                float v = (c[j] - mean) * rstd;
+                if (w)
+                    v = v * (float)ct_load<S>(w[j]);
+                if (b)
+                    v = v + (float)ct_load<S>(b[j]);
+                yr[j] = ct_store<S>(v);
+            }
+        }
+    }
+}
+
+/* gx = rstd (gh - mean(gh) - xhat mean(gh xhat)) with xhat = (x - mean) rstd, gh = g w.
+ * Shared memory per warp: x's row, g's row, the weight and bias partials (cols floats
+ * each). partial: 2 * cols floats per block (weight's, then bias's), in cache order. */
+template <typename S>
+static __global__ void ln_bwd_fast_kernel(const S *__restrict__ gy, const S *__restrict__ x, const S *__restrict__ w,
+                                          S *__restrict__ gx, float *__restrict__ partial, int64_t rows, int64_t cols,
+                                          float eps, bool vec) {
+    extern __shared__ float ln_sm[];
+    const int warp = threadIdx.x / 32, lane = threadIdx.x & 31, nw = blockDim.x / 32;
+    float *xc = ln_sm + (int64_t)warp * 4 * cols, *gc = xc + cols, *dw = gc + cols, *db = dw + cols;
+    ln_layout L = {vec, ln_vec<S>::K, cols / ln_vec<S>::K, cols};
+    const int64_t n = vec ? L.nv * L.K : cols;
+    LN_FOR_MINE(L, lane, p) {
+        dw[p] = 0;
+        db[p] = 0;
+    }
+    for (int64_t r = (int64_t)blockIdx.x * nw + warp; r < rows; r += (int64_t)gridDim.x * nw) {
+        const float mean = ln_load(x + r * cols, xc, L) / (float)cols;
+        const float rstd = rsqrtf(ln_sqdev(xc, mean, L) / (float)cols + eps);
+        ln_load(gy + r * cols, gc, L);
+        float sg = 0, sgx = 0;
+        LN_FOR_MINE(L, lane, p) {
+            float xh = (xc[p] - mean) * rstd, gv = gc[p];
+            float gh = w ? gv * (float)ct_load<S>(w[L.at(p)]) : gv;
+            sg += gh;
+            sgx += gh * xh;
+            dw[p] += gv * xh;
+            db[p] += gv;
+            xc[p] = xh;
+            gc[p] = gh;
+        }
+        sg = warp_sum(sg) / (float)cols;
+        sgx = warp_sum(sgx) / (float)cols;
+        S *gr = gx + r * cols;
+        if (vec) {
+            const int K = ln_vec<S>::K;
+            for (int64_t k = lane; k < L.nv; k += 32) {
+                ln_vec<S> o;
+                for (int q = 0; q < K; q++) {
+                    int64_t p = q * L.nv + k;
+                    o.e[q] = ct_store<S>(rstd * (gc[p] - sg - xc[p] * sgx));
+                }
+                ((uint4 *)gr)[k] = o.raw;
+            }
+        } else {
+            for (int64_t j = lane; j < cols; j += 32)
+                gr[j] = ct_store<S>(rstd * (gc[j] - sg - xc[j] * sgx));
+        }
+    }
+    __syncthreads();
+    float *pw = partial + (int64_t)blockIdx.x * 2 * cols, *pb = pw + cols;
+    for (int64_t p = threadIdx.x; p < n; p += blockDim.x) {
+        float sw = 0, sb = 0;
+        for (int v = 0; v < nw; v++) {
+            sw += ln_sm[(int64_t)v * 4 * cols + 2 * cols + p];
+            sb += ln_sm[(int64_t)v * 4 * cols + 3 * cols + p];
+        }
+        pw[p] = sw;
+        pb[p] = sb;
+    }
+}
+
+/* gw[j], gb[j] = the blocks' partials of column j added in block order (either may be
+ * NULL). */
+static __global__ void ln_bwd_final_kernel(const float *__restrict__ partial, double *__restrict__ gw,
+                                           double *__restrict__ gb, int nblocks, int64_t cols, ln_layout L) {
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    const int64_t n = L.vec ? L.nv * L.K : cols;
+    for (int64_t p = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; p < n; p += stride) {
+        double sw = 0, sb = 0;
+        for (int k = 0; k < nblocks; k++) {
+            sw += (double)partial[(int64_t)k * 2 * cols + p];
+            sb += (double)partial[(int64_t)k * 2 * cols + cols + p];
+        }
+        int64_t j = L.at(p);
+        if (gw)
+            gw[j] = sw;
+        if (gb)
+            gb[j] = sb;
+    }
+}
+
+/* Warps per block for per-warp shared arrays of `floats` floats each, within the
+ * default 48 KiB where possible; 0 when one warp does not fit the opted-in size. */
+static int ln_warps(int64_t floats, size_t *smem) {
+    for (int nw = LN_MAX_WARPS; nw >= 1; nw /= 2) {
+        size_t bytes = (size_t)nw * (size_t)floats * sizeof(float);
+        if (bytes <= LN_SMEM_DEFAULT || (nw == 1 && bytes <= LN_SMEM_OPTIN)) {
+            *smem = bytes;
+            return nw;
+        }
+    }
+    return 0;
+}
+
+template <typename S> static bool ln_vec_ok(const void *a, const void *b, const void *c, const void *d, int64_t cols) {
+    const int K = ln_vec<S>::K;
+    return cols % K == 0 && (((uintptr_t)a | (uintptr_t)b | (uintptr_t)c | (uintptr_t)d) & 15) == 0;
+}
+
+template <typename S>
+static ct_status ln_fwd_fast(const S *x, const S *w, const S *b, S *y, int64_t rows, int64_t cols, double eps,
+                             int device) {
+    size_t smem;
+    int nw = ln_warps(cols, &smem);
+    if (smem > LN_SMEM_DEFAULT)
+        cudaFuncSetAttribute(ln_fwd_fast_kernel<S>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+    int64_t want = (rows + nw - 1) / nw, cap = (int64_t)ct_cuda_sm_count(device) * 16;
+    unsigned grid = (unsigned)(want < cap ? want : cap);
+    bool vec = ln_vec_ok<S>(x, w, b, y, cols);
+    ln_fwd_fast_kernel<S><<<grid, nw * 32, smem, ct_stream_of(device)>>>(x, w, b, y, rows, cols, (float)eps, vec);
+    return ct_cuda_check_launch("layer_norm");
+}
+
+/* Blocks of the one-pass backward: enough to fill the GPU, at most LN_MAX_BLOCKS (the
+ * scratch holds 2 * cols floats per block). */
+static int ln_bwd_blocks(int64_t rows, int nw, int device) {
+    int64_t want = (rows + nw - 1) / nw, cap = (int64_t)ct_cuda_sm_count(device) * 4;
+    cap = cap < LN_MAX_BLOCKS ? cap : LN_MAX_BLOCKS;
+    return (int)(want < cap ? want : cap);
+}
+
+template <typename S>
+static ct_status ln_bwd_fast(const S *gy, const S *x, const S *w, S *gx, double *gw, double *gb, int64_t rows,
+                             int64_t cols, double eps, float *partial, int device) {
+    const char *op = "layer_norm_backward";
+    size_t smem;
+    int nw = ln_warps(4 * cols, &smem);
+    if (smem > LN_SMEM_DEFAULT)
+        cudaFuncSetAttribute(ln_bwd_fast_kernel<S>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+    int nb = ln_bwd_blocks(rows, nw, device);
+    bool vec = ln_vec_ok<S>(gy, x, w, gx, cols);
+    cudaStream_t s = ct_stream_of(device);
+    ln_bwd_fast_kernel<S><<<nb, nw * 32, smem, s>>>(gy, x, w, gx, partial, rows, cols, (float)eps, vec);
+    ct_status st = ct_cuda_check_launch(op);
+    if (st != CT_OK || (!gw && !gb))
+        return st;
+    ln_layout L = {vec, ln_vec<S>::K, cols / ln_vec<S>::K, cols};
+    ln_bwd_final_kernel<<<ct_grid_for(cols, device), CT_CUDA_THREADS, 0, s>>>(partial, gw, gb, nb, cols, L);
+    return ct_cuda_check_launch(op);
+}
+
+/* CT_CUDA_LAYER_NORM_TWO_PASS=1 keeps the kernels above for every dtype: the before of
+ * the benchmark's comparison (bench/cuda_ops.c). */
+extern "C" bool ct_cuda_layer_norm_native(ct_dtype dt, int64_t cols) {
+    const char *e = getenv("CT_CUDA_LAYER_NORM_TWO_PASS");
+    if (e && *e && strcmp(e, "0") != 0)
+        return false;
+    return (dt == CT_DTYPE_FLOAT32 || dt == CT_DTYPE_FLOAT16 || dt == CT_DTYPE_BFLOAT16) && cols > 0 &&
+           cols <= LN_MAX_COLS;
+}
+
 /* ------------------------------------------------------------------ launchers */
 
 /* [stats: 2 doubles per row] [partials: one double per column and chunk of rows] */
 extern "C" size_t ct_cuda_norm_scratch(int64_t rows, int64_t cols) {
-    return (size_t)(2 * rows + colsum_chunks(rows) * cols) * sizeof(double) + 16;
+    size_t two_pass = (size_t)(2 * rows + colsum_chunks(rows) * cols) * sizeof(double);
+    size_t one_pass = (size_t)LN_MAX_BLOCKS * 2 * (size_t)cols * sizeof(float);
+    return (two_pass > one_pass ? two_pass : one_pass) + 16;
 }
 
 extern "C" ct_status ct_cuda_rms_norm_fwd(ct_dtype wd, const void *x, const void *w, void *y, int64_t rows,
@@ -299,6 +600,19 @@ extern "C" ct_status ct_cuda_layer_norm_fwd(ct_dtype wd, const void *x, const vo
                                             int64_t rows, int64_t cols, double eps, int device) {
     if (rows <= 0 || cols <= 0)
         return CT_OK;
+    if (ct_cuda_layer_norm_native(wd, cols)) {
+        switch (wd) {
+        case CT_DTYPE_FLOAT16:
+            return ln_fwd_fast<ct_half_s>((const ct_half_s *)x, (const ct_half_s *)w, (const ct_half_s *)b,
+                                          (ct_half_s *)y, rows, cols, eps, device);
+        case CT_DTYPE_BFLOAT16:
+            return ln_fwd_fast<ct_bf16_s>((const ct_bf16_s *)x, (const ct_bf16_s *)w, (const ct_bf16_s *)b,
+                                          (ct_bf16_s *)y, rows, cols, eps, device);
+        default:
+            return ln_fwd_fast<float>((const float *)x, (const float *)w, (const float *)b, (float *)y, rows, cols,
+                                      eps, device);
+        }
+    }
     unsigned grid = row_grid(rows, device);
     cudaStream_t s = ct_stream_of(device);
     if (wd == CT_DTYPE_FLOAT64)
@@ -330,6 +644,20 @@ extern "C" ct_status ct_cuda_layer_norm_bwd(ct_dtype wd, const void *gy, const v
                                             void *scratch, int device) {
     if (rows <= 0 || cols <= 0)
         return CT_OK;
+    if (ct_cuda_layer_norm_native(wd, cols)) {
+        float *partial = (float *)scratch;
+        switch (wd) {
+        case CT_DTYPE_FLOAT16:
+            return ln_bwd_fast<ct_half_s>((const ct_half_s *)gy, (const ct_half_s *)x, (const ct_half_s *)w,
+                                          (ct_half_s *)gx, gw, gb, rows, cols, eps, partial, device);
+        case CT_DTYPE_BFLOAT16:
+            return ln_bwd_fast<ct_bf16_s>((const ct_bf16_s *)gy, (const ct_bf16_s *)x, (const ct_bf16_s *)w,
+                                          (ct_bf16_s *)gx, gw, gb, rows, cols, eps, partial, device);
+        default:
+            return ln_bwd_fast<float>((const float *)gy, (const float *)x, (const float *)w, (float *)gx, gw, gb,
+                                      rows, cols, eps, partial, device);
+        }
+    }
     if (wd == CT_DTYPE_FLOAT64)
         return ln_bwd<double>((const double *)gy, (const double *)x, (const double *)w, (double *)gx, gw, gb, rows,
                               cols, eps, (double *)scratch, device);

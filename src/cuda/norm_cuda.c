@@ -1,7 +1,8 @@
 /* The host half of the fused normalisation ops and activation gradients on CUDA:
  * rms_norm, layer_norm and their backward ops, gelu_backward, threshold_backward.
  * Argument checks are the CPU's (src/meta/nn_fused.c, src/meta/nn_ops.c); inputs are
- * made contiguous in the CPU's work dtype (float32, or float64 for float64), and
+ * made contiguous in the CPU's work dtype (float32, or float64 for float64; layer_norm
+ * keeps float16/bfloat16 as they are, Note [layer_norm on CUDA] in norm.cu), and
  * weight/bias gradients are summed in float64 before the conversion to their dtype,
  * as on the CPU. */
 #include <string.h>
@@ -86,7 +87,8 @@ static ct_status layer_norm_kernel(ct_keyset ks, ct_call *call, void *ud) {
         return st;
     if (!ct_cuda_use_device("layer_norm", x0->device.index))
         return ct_last_status();
-    ct_dtype wd = ct_nn_work_dtype(x0->dtype);
+    /* Note [layer_norm on CUDA] in norm.cu: float16/bfloat16 stay as they are */
+    ct_dtype wd = ct_cuda_layer_norm_native(x0->dtype, g.cols) ? x0->dtype : ct_nn_work_dtype(x0->dtype);
     ct_scope_begin();
     ct_tensor *x = ct_nn_as_work(x0, wd), *w = ct_nn_as_work(w0, wd), *b = ct_nn_as_work(b0, wd);
     ct_tensor *y = ct_empty_impl(x0->shape, x0->ndim, wd, x0->device);
@@ -109,7 +111,7 @@ static ct_status layer_norm_backward_kernel(ct_keyset ks, ct_call *call, void *u
         return st;
     if (!ct_cuda_use_device("layer_norm_backward", x0->device.index))
         return ct_last_status();
-    ct_dtype wd = ct_nn_work_dtype(x0->dtype);
+    ct_dtype wd = ct_cuda_layer_norm_native(x0->dtype, g.cols) ? x0->dtype : ct_nn_work_dtype(x0->dtype);
     ct_device dev = x0->device;
     ct_scope_begin();
     ct_tensor *x = ct_nn_as_work(x0, wd), *w = ct_nn_as_work(w0, wd), *gy = ct_nn_as_work(gy0, wd);

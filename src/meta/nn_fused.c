@@ -2,6 +2,7 @@
  * the META kernels. The CPU loops are in src/cpu/nn_fused.c, the public wrappers in
  * src/api/nn_fused.c. */
 #include "core/checks.h"
+#include "core/dtype.h"
 #include "core/factory.h"
 #include "core/view.h"
 #include "meta/kernels.h"
@@ -10,6 +11,7 @@
 
 #include <float.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ctorch/nn.h"
@@ -407,6 +409,86 @@ ct_status ct_nll_check(const ct_tensor *x, const ct_tensor *t, const ct_tensor *
     return ct_nn_same_device(op, all, 3);
 }
 
+/* ------------------------------------------------------------------ cross_entropy_fused
+ *
+ * Note [Fused cross_entropy]
+ * F.cross_entropy with class-index targets is log_softmax then nll_loss: the
+ * log-probabilities are a second tensor of the logits' size, written once, read by
+ * nll_loss and kept for the backward, which writes nll_loss's one-hot gradient and
+ * reads both again in log_softmax_backward. For a GPT's (B*T, 50304) logits that tensor
+ * is the largest activation of the step. cross_entropy_fused computes, per row i,
+ *   lse_i = log(sum_c exp(x_ic)),  loss_i = lse_i - x_i,t_i   (0 where t_i is ignored)
+ * and keeps only lse (n floats) for the backward, which writes each gradient element once:
+ *   dx_ic = g_i (exp(x_ic - lse_i) - [c == t_i]),  0 in ignored rows,
+ * with g_i the incoming gradient (g / count of counted rows for the mean, where no row
+ * counted gives 0/0 = nan as PyTorch's). Rows are reduced in float32 (float64 for
+ * float64 logits) whatever the logits' dtype; the loss comes back in the logits' dtype.
+ * ct_cross_entropy routes here for 2-D input, int64 targets, no class weights and no
+ * label smoothing (the common case of language models); everything else keeps the
+ * log_softmax + nll_loss path. On an H200, forward and backward over (8192, 50304)
+ * bf16 logits take 0.705 ms, against 17.8 ms for log_softmax + nll_loss
+ * (docs/cuda.md, "Fused kernels").
+ *
+ * Targets out of [0, C) (other than ignore_index): the CPU raises nll_loss's
+ * IndexError ("Target 7 is out of bounds."). On CUDA, checking them means reading a
+ * flag back, a device sync every step (what nll_loss does); PyTorch raises a
+ * device-side assert instead, which kills the context. ctorch's CUDA kernel marks such a
+ * row instead: its loss and lse are nan, so a mean or sum is nan and the gradient of
+ * the row is nan, and training visibly diverges at the step with the bad batch. Setting
+ * the environment variable CT_CHECK_TARGETS=1 adds the host check (one sync per call)
+ * and raises the CPU's error, for debugging. */
+
+bool ct_xent_check_targets_env(void) {
+    const char *e = getenv("CT_CHECK_TARGETS");
+    return e && *e && strcmp(e, "0") != 0;
+}
+
+ct_status ct_xent_check(const char *op, const ct_tensor *x, const ct_tensor *t, ct_xent_geom *g) {
+    memset(g, 0, sizeof *g);
+    if (x->ndim != 2)
+        return ct_error(CT_ERROR_VALUE, op, "expected input of shape (N, C), got %d dimensions", x->ndim);
+    ct_status st = ct_nn_need_float(op, x);
+    if (st)
+        return st;
+    if (t->dtype != CT_DTYPE_INT64)
+        return ct_error(CT_ERROR_TYPE, op, "expected scalar type Long but found %s", ct_dtype_pt_name(t->dtype));
+    if (t->ndim != 1)
+        return ct_error(CT_ERROR_VALUE, op, "0D or 1D target tensor expected, multi-target not supported");
+    if (t->shape[0] != x->shape[0])
+        return ct_error(CT_ERROR_VALUE, op, "Expected input batch_size (%lld) to match target batch_size (%lld).",
+                        (long long)x->shape[0], (long long)t->shape[0]);
+    g->n = x->shape[0];
+    g->c = x->shape[1];
+    const ct_tensor *all[2] = {x, t};
+    return ct_nn_same_device(op, all, 2);
+}
+
+ct_status ct_xent_backward_check(const ct_call *call, ct_xent_geom *g) {
+    const char *op = "cross_entropy_fused_backward";
+    const ct_tensor *gy = call->in[0], *x = call->in[1], *t = call->in[2], *lse = call->in[3];
+    ct_status st = ct_xent_check(op, x, t, g);
+    if (st)
+        return st;
+    if (call->ints[0] == CT_REDUCTION_NONE)
+        st = ct_nn_same_shape(op, gy, t->shape, 1);
+    else if (gy->numel != 1)
+        st = ct_error(CT_ERROR_VALUE, op, "grad_output must have one element, got %lld", (long long)gy->numel);
+    if (st)
+        return st;
+    if ((st = ct_nn_need_float(op, gy)))
+        return st;
+    ct_dtype wd = ct_nn_work_dtype(x->dtype);
+    if (lse->dtype != wd)
+        return ct_error(CT_ERROR_TYPE, op, "expected lse of scalar type %s but found %s", ct_dtype_pt_name(wd),
+                        ct_dtype_pt_name(lse->dtype));
+    if (lse->ndim != 1 || lse->shape[0] != g->n) {
+        char a[96];
+        return ct_error(CT_ERROR_VALUE, op, "expected lse of shape (%lld), got %s", (long long)g->n,
+                        ct_shape_str(lse->shape, lse->ndim, a, sizeof a));
+    }
+    return ct_nn_same_device(op, call->in, 4);
+}
+
 /* ------------------------------------------------------------------ conv_transpose2d */
 
 ct_status ct_convt_check(const ct_call *call, int64_t *shape, int *nd) {
@@ -753,6 +835,24 @@ ct_status ct_meta_nll_loss(ct_keyset ks, ct_call *call, void *ud) {
 ct_status ct_meta_nll_loss_backward(ct_keyset ks, ct_call *call, void *ud) {
     (void)ks, (void)ud;
     return meta_like(call, 0, call->in[1]);
+}
+
+ct_status ct_meta_cross_entropy_fused(ct_keyset ks, ct_call *call, void *ud) {
+    (void)ks, (void)ud;
+    ct_xent_geom g;
+    ct_status st = ct_xent_check("cross_entropy_fused", call->in[0], call->in[1], &g);
+    if (st)
+        return st;
+    const ct_tensor *x = call->in[0];
+    st = call->ints[0] == CT_REDUCTION_NONE ? set_meta(call, 0, &g.n, 1, x->dtype) : set_meta(call, 0, NULL, 0, x->dtype);
+    return st ? st : set_meta(call, 1, &g.n, 1, ct_nn_work_dtype(x->dtype));
+}
+
+ct_status ct_meta_cross_entropy_fused_backward(ct_keyset ks, ct_call *call, void *ud) {
+    (void)ks, (void)ud;
+    ct_xent_geom g;
+    ct_status st = ct_xent_backward_check(call, &g);
+    return st ? st : meta_like(call, 0, call->in[1]);
 }
 
 /* With num_classes given the shape is known (the class values are not checked); with

@@ -100,6 +100,18 @@ typedef struct ct_nll_geom {
 } ct_nll_geom;
 ct_status ct_nll_check(const ct_tensor *x, const ct_tensor *t, const ct_tensor *w, ct_nll_geom *g);
 
+/* cross_entropy_fused: in (logits (n, c) floating, int64 target (n)); ints reduction,
+ * ignore_index. The backward: in (grad_loss, logits, target, lse): the forward's check,
+ * lse (n) in the work dtype, grad_loss of the loss's shape, one device. */
+typedef struct ct_xent_geom {
+    int64_t n, c;
+} ct_xent_geom;
+ct_status ct_xent_check(const char *op, const ct_tensor *x, const ct_tensor *t, ct_xent_geom *g);
+ct_status ct_xent_backward_check(const ct_call *call, ct_xent_geom *g);
+/* Whether CT_CHECK_TARGETS asks a GPU to check cross_entropy's targets on the host (a
+ * device sync per call; Note [Fused cross_entropy]). */
+bool ct_xent_check_targets_env(void);
+
 /* conv_transpose2d: in (input, weight, bias or NULL); ints stride[2], padding[2],
  * output_padding[2], dilation[2], groups. The output shape goes in shape/nd. */
 ct_status ct_convt_check(const ct_call *call, int64_t *shape, int *nd);

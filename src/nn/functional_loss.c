@@ -1,6 +1,6 @@
-/* torch.nn.functional losses. nll_loss is a fused kernel (the op ct_nll_loss); the
- * others are composites of elementwise ops and reductions, so their gradients come
- * from those ops. */
+/* torch.nn.functional losses. nll_loss is a fused kernel (the op ct_nll_loss), and so
+ * is cross_entropy's common case (ct_cross_entropy_fused); the others are composites
+ * of elementwise ops and reductions, so their gradients come from those ops. */
 #include <math.h>
 #include <string.h>
 
@@ -225,6 +225,11 @@ ct_tensor *ct_cross_entropy(const ct_tensor *input, const ct_tensor *target, con
         ct_error(CT_ERROR_TYPE, op, "expected scalar type Long but found %s", ct_dtype_name(tdt));
         return NULL;
     }
+    /* The common case runs as one fused op (Note [Fused cross_entropy] in
+     * src/meta/nn_fused.c): no log-probabilities are materialized or kept. */
+    if (ndim == 2 && !probs && !weight && label_smoothing == 0 && ct_dtype_is_floating(ct_tensor_dtype(input)) &&
+        ct_tensor_dim(target) == 1 && ct_tensor_shape(target)[0] == ct_tensor_shape(input)[0])
+        return ct_cross_entropy_fused(input, target, reduction, ignore_index, NULL);
     int64_t cd = cdim;
     ct_scope_begin();
     ct_tensor *logp = ct_log_softmax(input, cdim, CT_DTYPE_UNDEFINED);
