@@ -89,7 +89,7 @@ CT_API ct_status ct_optimizer_step(ct_optimizer *opt);
 /* clip_grad_norm_ and step in one: the total norm (norm_type p > 0, or INFINITY) of
  * every .grad of the optimizer, and one update that follows each gradient times
  * min(1, max_norm / (total + 1e-6)). On the fused path the factor is an input of the
- * kernel (a device tensor: nothing waits for the GPU, and the gradients are left as
+ * kernel (a device tensor: no number is read back, and the gradients are left as
  * they are); elsewhere the gradients are scaled first. *total_norm, when not NULL,
  * gets the total norm as a float64 0-d tensor on the gradients' device (owned by the
  * innermost scope; NULL when no parameter has a gradient). */
@@ -130,7 +130,7 @@ CT_API ct_status ct_optimizer_load_state_dict(ct_optimizer *opt, const ct_value 
  * without a .grad are skipped. */
 CT_API ct_status ct_clip_grad_norm_(ct_tensor *const *params, int n, double max_norm, double norm_type,
                                     bool error_if_nonfinite, double *total_norm);
-/* clip_grad_norm_ without waiting for the device: the total norm stays a tensor
+/* clip_grad_norm_ without reading the norm back: the total norm stays a tensor
  * (float64, 0-d, on the gradients' device, owned by the innermost scope) and the
  * gradients are multiplied by the clamped factor as a tensor, as PyTorch does. Needs
  * every .grad on one device; *total_norm is NULL when no parameter has a gradient.
