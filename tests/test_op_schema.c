@@ -905,6 +905,14 @@ static void drive_custom_ops(void) {
     ct_cross_entropy_fused(x, ids, CT_REDUCTION_NONE, 2, NULL);
     ct_cross_entropy_fused_backward(ct_ones(NULL, 0, CT_F32, CT_CPU), x, ids, lse, CT_REDUCTION_MEAN, -100);
     ct_one_hot(ids, 4);
+    /* fused optimizer steps: the lists as one list, all optional inputs */
+    ct_tensor *fp[1] = {f32(CT_SHAPE(2))}, *fg[1] = {f32(CT_SHAPE(2))}, *fm[1] = {ct_zeros(CT_SHAPE(2), CT_F32, CT_CPU)};
+    ct_tensor *fv[1] = {ct_zeros(CT_SHAPE(2), CT_F32, CT_CPU)}, *fx[1] = {ct_zeros(CT_SHAPE(2), CT_F32, CT_CPU)};
+    ct_tensor *fone = ct_ones(NULL, 0, CT_F32, CT_CPU), *fzero = ct_zeros(NULL, 0, CT_F32, CT_CPU);
+    ct_fused_adam_(fp, 1, fg, 1, fm, 1, fv, 1, NULL, 0, NULL, 0, 1, 1e-3, 0.9, 0.999, 0, 1e-8, false, false, NULL, NULL,
+                   NULL);
+    ct_fused_adamw_(fp, 1, fg, 1, fm, 1, fv, 1, fx, 1, NULL, 0, 2, 1e-3, 0.9, 0.999, 0.01, 1e-8, true, true, fone,
+                    fzero, fone);
     /* views and copies */
     ct_view(x, CT_SHAPE(3, 2));
     ct_reshape(x, CT_SHAPE(6));

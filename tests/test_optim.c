@@ -801,6 +801,339 @@ static void test_state_devices(void **state) {
     ct_scope_end();
 }
 
+/* ------------------------------------------------------------ fused Adam op */
+
+/* n parameters of odd sizes with gradients, deterministic, dtype dt (new references). */
+static void make_params(ct_tensor **ps, int n, ct_dtype dt, uint64_t seed) {
+    static const int64_t sizes[] = {7, 1, 33, 0, 600, 5};
+    uint64_t s = seed;
+    for (int i = 0; i < n; i++) {
+        int64_t sz = sizes[i % 6];
+        ct_tensor *p = ct_empty(&sz, 1, CT_F64, CT_CPU), *g = ct_empty(&sz, 1, CT_F64, CT_CPU);
+        for (int64_t k = 0; k < sz; k++) {
+            ((double *)ct_tensor_data(p))[k] = 2 * ct_test_unit(&s) - 1;
+            ((double *)ct_tensor_data(g))[k] = 2 * ct_test_unit(&s) - 1;
+        }
+        ps[i] = ct_retain(ct_to_dtype(p, dt));
+        ct_tensor *gd = ct_to_dtype(g, dt);
+        set_grad(ps[i], gd);
+    }
+}
+
+static void new_grads(ct_tensor *const *ps, int n, uint64_t seed) {
+    uint64_t s = seed;
+    for (int i = 0; i < n; i++) {
+        ct_tensor *g = ct_optim_grad(ps[i]);
+        for (int64_t k = 0; k < ct_tensor_numel(g); k++) {
+            double v = 2 * ct_test_unit(&s) - 1;
+            if (ct_tensor_dtype(g) == CT_F32)
+                ((float *)ct_tensor_data(g))[k] = (float)v;
+            else
+                ((double *)ct_tensor_data(g))[k] = v;
+        }
+    }
+}
+
+static void release_fused_params(ct_tensor **ps, int n) {
+    for (int i = 0; i < n; i++) {
+        set_grad(ps[i], NULL);
+        ct_release(ps[i]);
+    }
+}
+
+static bool same_bits(const ct_tensor *a, const ct_tensor *b) {
+    size_t nb = (size_t)ct_tensor_numel(a) * ct_dtype_itemsize(ct_tensor_dtype(a));
+    return ct_tensor_numel(a) == ct_tensor_numel(b) && ct_tensor_dtype(a) == ct_tensor_dtype(b) &&
+           (nb == 0 || memcmp(ct_tensor_data(a), ct_tensor_data(b), nb) == 0);
+}
+
+static int fused_calls;
+static ct_status count_fused(ct_keyset ks, ct_call *call, void *ud) {
+    (void)ud;
+    fused_calls++;
+    return ct_call_next(ks, call);
+}
+
+/* fused = 1 on CPU runs the op's CPU kernel; it must give the foreach path's bits, for
+ * Adam and AdamW, with weight decay, amsgrad and maximize, float32 and float64. */
+static void test_fused_cpu_matches_foreach(void **state) {
+    (void)state;
+    enum { N = 6 };
+    const ct_dtype dts[2] = {CT_F32, CT_F64};
+    int64_t h[2] = {ct_op_override(CT_OP_fused_adam, CT_KEY_CPU, count_fused, NULL, 0),
+                    ct_op_override(CT_OP_fused_adamw, CT_KEY_CPU, count_fused, NULL, 0)};
+    assert_true(h[0] > 0 && h[1] > 0);
+    fused_calls = 0;
+    for (int d = 0; d < 2; d++)
+        for (int kind = CT_OPTIM_ADAM; kind <= CT_OPTIM_ADAMW; kind++)
+            for (int variant = 0; variant < 4; variant++) {
+                ct_scope_begin();
+                ct_tensor *a[N], *b[N];
+                make_params(a, N, dts[d], 11);
+                make_params(b, N, dts[d], 11);
+                ct_optim_options o = kind == CT_OPTIM_ADAMW ? ct_adamw_options(1e-2) : ct_adam_options(1e-2);
+                o.weight_decay = variant == 0 ? 0 : 0.1;
+                o.amsgrad = variant == 2;
+                o.maximize = variant == 3;
+                ct_optimizer *ref = ct_optimizer_new((ct_optim_kind)kind, a, N, &o);
+                o.fused = 1;
+                o.foreach = 0;
+                ct_optimizer *fu = ct_optimizer_new((ct_optim_kind)kind, b, N, &o);
+                assert_non_null(ref);
+                assert_non_null(fu);
+                for (int step = 0; step < 3; step++) {
+                    new_grads(a, N, 100 + (uint64_t)step);
+                    new_grads(b, N, 100 + (uint64_t)step);
+                    int64_t v = ct_tensor_version(b[0]);
+                    assert_int_equal(ct_optimizer_step(ref), CT_OK);
+                    assert_int_equal(ct_optimizer_step(fu), CT_OK);
+                    assert_true(ct_tensor_version(b[0]) > v);
+                    for (int i = 0; i < N; i++)
+                        if (!same_bits(a[i], b[i]))
+                            fail_msg("%s %s variant %d step %d param %d differs", kind == CT_OPTIM_ADAMW ? "AdamW" : "Adam",
+                                     ct_dtype_name(dts[d]), variant, step, i);
+                }
+                /* the state dict is torch's either way */
+                ct_value *sa = ct_optimizer_state_dict(ref), *sb = ct_optimizer_state_dict(fu);
+                const ct_value *s0 = ct_value_at(ct_value_get(sb, "state"), 0);
+                assert_non_null(s0);
+                assert_non_null(ct_value_get(s0, "exp_avg"));
+                assert_non_null(ct_value_get(s0, "exp_avg_sq"));
+                assert_true(same_bits(ct_value_tensor(ct_value_get(s0, "exp_avg_sq")),
+                                      ct_value_tensor(ct_value_get(ct_value_at(ct_value_get(sa, "state"), 0),
+                                                                   "exp_avg_sq"))));
+                ct_value_free(sa);
+                ct_value_free(sb);
+                ct_optimizer_free(ref);
+                ct_optimizer_free(fu);
+                release_fused_params(a, N);
+                release_fused_params(b, N);
+                ct_scope_end();
+            }
+    /* one call a step: 2 dtypes x 2 kinds x 4 variants x 3 steps */
+    assert_int_equal(fused_calls, 48);
+    ct_op_override_remove(h[0]);
+    ct_op_override_remove(h[1]);
+}
+
+/* The op called directly against the optimizer's foreach path, with grad_scale,
+ * found_inf and clip_coef. */
+static void test_fused_op_direct(void **state) {
+    (void)state;
+    enum { N = 3 };
+    ct_scope_begin();
+    ct_tensor *a[N], *b[N], *m[N], *v[N], *g[N];
+    make_params(a, N, CT_F32, 5);
+    make_params(b, N, CT_F32, 5);
+    ct_optim_options o = ct_adamw_options(1e-3);
+    ct_optimizer *ref = ct_optimizer_new(CT_OPTIM_ADAMW, a, N, &o);
+    assert_int_equal(ct_optimizer_step(ref), CT_OK);
+    for (int i = 0; i < N; i++) {
+        m[i] = ct_zeros_like(b[i], CT_DTYPE_UNDEFINED);
+        v[i] = ct_zeros_like(b[i], CT_DTYPE_UNDEFINED);
+        g[i] = ct_mul_scalar(ct_optim_grad(b[i]), ct_scalar_float(4)); /* scaled by 4 */
+    }
+    ct_tensor *scale = ct_scalar_tensor(ct_scalar_float(4), CT_F32, CT_CPU);
+    ct_tensor *inf1 = ct_scalar_tensor(ct_scalar_float(1), CT_F32, CT_CPU);
+    ct_tensor *inf0 = ct_scalar_tensor(ct_scalar_float(0), CT_F32, CT_CPU);
+    /* found_inf: nothing moves */
+    assert_int_equal(ct_fused_adamw_(b, N, g, N, m, N, v, N, NULL, 0, NULL, 0, 1, o.lr, o.beta1, o.beta2,
+                                     o.weight_decay, o.eps, false, false, scale, inf1, NULL),
+                     CT_OK);
+    assert_true(ct_test_at(g[0], 0) == 4 * ct_test_at(ct_optim_grad(b[0]), 0));
+    assert_true(ct_test_at(m[0], 0) == 0);
+    assert_int_equal(ct_fused_adamw_(b, N, g, N, m, N, v, N, NULL, 0, NULL, 0, 1, o.lr, o.beta1, o.beta2,
+                                     o.weight_decay, o.eps, false, false, scale, inf0, NULL),
+                     CT_OK);
+    for (int i = 0; i < N; i++) {
+        assert_true(same_bits(a[i], b[i]));                   /* 4 * g / 4 is g exactly */
+        assert_true(same_bits(g[i], ct_optim_grad(b[i]))); /* unscaled gradients written back */
+    }
+    /* clip_coef: the gradients times the factor, left as they are */
+    ct_tensor *half = ct_scalar_tensor(ct_scalar_float(0.5), CT_F32, CT_CPU);
+    for (int i = 0; i < N; i++)
+        assert_non_null(ct_mul_scalar_(ct_optim_grad(a[i]), ct_scalar_float(0.5)));
+    assert_int_equal(ct_optimizer_step(ref), CT_OK);
+    assert_int_equal(ct_fused_adamw_(b, N, g, N, m, N, v, N, NULL, 0, NULL, 0, 2, o.lr, o.beta1, o.beta2,
+                                     o.weight_decay, o.eps, false, false, NULL, NULL, half),
+                     CT_OK);
+    for (int i = 0; i < N; i++) {
+        assert_true(same_bits(a[i], b[i]));
+        assert_true(same_bits(g[i], ct_optim_grad(b[i])));
+    }
+    ct_optimizer_free(ref);
+    release_fused_params(a, N);
+    release_fused_params(b, N);
+    ct_scope_end();
+}
+
+static void test_fused_op_errors(void **state) {
+    (void)state;
+    ct_scope_begin();
+    int64_t sz = 4;
+    ct_tensor *p = ct_zeros(&sz, 1, CT_F32, CT_CPU), *g = ct_ones(&sz, 1, CT_F32, CT_CPU);
+    ct_tensor *m = ct_zeros(&sz, 1, CT_F32, CT_CPU), *v = ct_zeros(&sz, 1, CT_F32, CT_CPU);
+    ct_tensor *P[2] = {p, p}, *G[1] = {g}, *M[1] = {m}, *V[1] = {v};
+#define CALL(params, np, grads, ng, ms, nm, vs, nv, step, ams, gs, fi, cc)                                     \
+    ct_fused_adamw_(params, np, grads, ng, ms, nm, vs, nv, NULL, 0, NULL, 0, step, 1e-3, 0.9, 0.999, 0.01, 1e-8, \
+                    ams, false, gs, fi, cc)
+    CT_ASSERT_ERR(CALL(P, 2, G, 1, M, 1, V, 1, 1, false, NULL, NULL, NULL) == CT_OK, CT_ERROR_VALUE,
+                  "Tensor lists must have the same number of tensors, got 2 and 1");
+    CT_ASSERT_ERR(CALL(P, 0, G, 0, M, 0, V, 0, 1, false, NULL, NULL, NULL) == CT_OK, CT_ERROR_VALUE,
+                  "at least one tensor");
+    CT_ASSERT_ERR(CALL(NULL, 1, G, 1, M, 1, V, 1, 1, false, NULL, NULL, NULL) == CT_OK, CT_ERROR_NULL_ARGUMENT,
+                  "params is NULL");
+    CT_ASSERT_ERR(CALL(P, 1, G, 1, M, 1, V, 1, 0, false, NULL, NULL, NULL) == CT_OK, CT_ERROR_VALUE, "step");
+    CT_ASSERT_ERR(CALL(P, 1, G, 1, M, 1, V, 1, 1, true, NULL, NULL, NULL) == CT_OK, CT_ERROR_VALUE, "amsgrad");
+    ct_tensor *nul[1] = {NULL};
+    CT_ASSERT_ERR(CALL(P, 1, nul, 1, M, 1, V, 1, 1, false, NULL, NULL, NULL) == CT_OK, CT_ERROR_NULL_ARGUMENT,
+                  "grads[0] is NULL");
+    /* mixed devices */
+    ct_tensor *gm = ct_empty(&sz, 1, CT_F32, ct_device_make(CT_DEVICE_META, 0));
+    ct_tensor *GM[1] = {gm};
+    CT_ASSERT_ERR(CALL(P, 1, GM, 1, M, 1, V, 1, 1, false, NULL, NULL, NULL) == CT_OK, CT_ERROR_DEVICE,
+                  "same device");
+    /* non-float params, mismatched dtypes and shapes, strides */
+    ct_tensor *pi = ct_zeros(&sz, 1, CT_I32, CT_CPU), *gi = ct_zeros(&sz, 1, CT_I32, CT_CPU);
+    ct_tensor *PI[1] = {pi}, *GI[1] = {gi};
+    CT_ASSERT_ERR(CALL(PI, 1, GI, 1, M, 1, V, 1, 1, false, NULL, NULL, NULL) == CT_OK, CT_ERROR_TYPE,
+                  "floating point");
+    ct_tensor *g64 = ct_zeros(&sz, 1, CT_F64, CT_CPU), *G64[1] = {g64};
+    CT_ASSERT_ERR(CALL(P, 1, G64, 1, M, 1, V, 1, 1, false, NULL, NULL, NULL) == CT_OK, CT_ERROR_TYPE,
+                  "grads[0] has dtype");
+    int64_t sz5 = 5;
+    ct_tensor *g5 = ct_zeros(&sz5, 1, CT_F32, CT_CPU), *G5[1] = {g5};
+    CT_ASSERT_ERR(CALL(P, 1, G5, 1, M, 1, V, 1, 1, false, NULL, NULL, NULL) == CT_OK, CT_ERROR_VALUE, "shape");
+    ct_tensor *g22 = ct_t(ct_zeros(CT_SHAPE(2, 2), CT_F32, CT_CPU));
+    ct_tensor *p22 = ct_zeros(CT_SHAPE(2, 2), CT_F32, CT_CPU), *m22 = ct_zeros(CT_SHAPE(2, 2), CT_F32, CT_CPU);
+    ct_tensor *P22[1] = {p22}, *G22[1] = {g22}, *M22[1] = {m22};
+    CT_ASSERT_ERR(CALL(P22, 1, G22, 1, M22, 1, M22, 1, 1, false, NULL, NULL, NULL) == CT_OK, CT_ERROR_VALUE,
+                  "contiguous");
+    ct_tensor *s64 = ct_scalar_tensor(ct_scalar_float(1), CT_F64, CT_CPU);
+    CT_ASSERT_ERR(CALL(P, 1, G, 1, M, 1, V, 1, 1, false, s64, NULL, NULL) == CT_OK, CT_ERROR_TYPE,
+                  "grad_scale must be a one-element float32");
+    /* master copies are for bfloat16/float16 params; the CPU kernel takes float32/float64 */
+    ct_tensor *MS[1] = {m};
+    CT_ASSERT_ERR(ct_fused_adamw_(P, 1, G, 1, M, 1, V, 1, NULL, 0, MS, 1, 1, 1e-3, 0.9, 0.999, 0, 1e-8, false, false,
+                                  NULL, NULL, NULL) == CT_OK,
+                  CT_ERROR_TYPE, "master_params");
+    ct_tensor *pb = ct_zeros(&sz, 1, CT_BF16, CT_CPU), *gb = ct_zeros(&sz, 1, CT_BF16, CT_CPU);
+    ct_tensor *mb = ct_zeros(&sz, 1, CT_BF16, CT_CPU), *PB[1] = {pb}, *GB[1] = {gb}, *MB[1] = {mb};
+    CT_ASSERT_ERR(CALL(PB, 1, GB, 1, MB, 1, MB, 1, 1, false, NULL, NULL, NULL) == CT_OK, CT_ERROR_NOT_IMPLEMENTED,
+                  "CPU kernel takes float32 and float64");
+#undef CALL
+    /* options */
+    ct_tensor *one[1] = {p};
+    ct_optim_options o = ct_adamw_options(1e-3);
+    o.fused = 2;
+    CT_ASSERT_ERR(ct_optimizer_new(CT_OPTIM_ADAMW, one, 1, &o) != NULL, CT_ERROR_VALUE, "fused must be");
+    o.fused = 1;
+    o.foreach = 1;
+    CT_ASSERT_ERR(ct_optimizer_new(CT_OPTIM_ADAMW, one, 1, &o) != NULL, CT_ERROR_VALUE,
+                  "`fused` and `foreach` cannot be `True` together.");
+    ct_optim_options so = ct_sgd_options(0.1);
+    so.fused = 1;
+    CT_ASSERT_ERR(ct_optimizer_new(CT_OPTIM_SGD, one, 1, &so) != NULL, CT_ERROR_NOT_IMPLEMENTED, "Adam and AdamW");
+    assert_int_equal(ct_adamw_options(1).fused, -1);
+    assert_false(ct_adamw_options(1).master_weights);
+    ct_scope_end();
+}
+
+/* step_clipped: clip_grad_norm_ then step, with the factor folded into the fused
+ * kernel (gradients left as they are) or applied to the gradients (other paths). */
+static void test_step_clipped(void **state) {
+    (void)state;
+    enum { N = 6 };
+    for (int fused = 0; fused <= 1; fused++) {
+        ct_scope_begin();
+        ct_tensor *a[N], *b[N];
+        make_params(a, N, CT_F32, 3);
+        make_params(b, N, CT_F32, 3);
+        ct_optim_options o = ct_adamw_options(1e-2);
+        ct_optimizer *ref = ct_optimizer_new(CT_OPTIM_ADAMW, a, N, &o);
+        o.fused = fused;
+        o.foreach = fused ? 0 : -1;
+        ct_optimizer *cl = ct_optimizer_new(CT_OPTIM_ADAMW, b, N, &o);
+        for (int step = 0; step < 3; step++) {
+            new_grads(a, N, 40 + (uint64_t)step);
+            new_grads(b, N, 40 + (uint64_t)step);
+            double norm = 0;
+            assert_int_equal(ct_clip_grad_norm_(a, N, 0.5, 2.0, false, &norm), CT_OK);
+            assert_int_equal(ct_optimizer_step(ref), CT_OK);
+            double g0 = ct_test_at(ct_optim_grad(b[0]), 0);
+            ct_tensor *tn = NULL;
+            assert_int_equal(ct_optimizer_step_clipped(cl, 0.5, 2.0, &tn), CT_OK);
+            assert_non_null(tn);
+            assert_int_equal(ct_tensor_dtype(tn), CT_F64);
+            assert_true(fabs(ct_test_at(tn, 0) - norm) <= 1e-12 * norm);
+            double g1 = ct_test_at(ct_optim_grad(b[0]), 0);
+            if (fused)
+                assert_true(g1 == g0); /* folded: the gradient is untouched */
+            else
+                assert_true(fabs(g1 - ct_test_at(ct_optim_grad(a[0]), 0)) <= 1e-7);
+            for (int i = 0; i < N; i++)
+                for (int64_t k = 0; k < ct_tensor_numel(a[i]); k++) {
+                    double x = ct_test_at(b[i], k), y = ct_test_at(a[i], k);
+                    if (!(fabs(x - y) <= 1e-6 * fabs(y) + 1e-7))
+                        fail_msg("fused %d step %d param %d element %lld: %.9g vs %.9g", fused, step, i,
+                                 (long long)k, x, y);
+                }
+        }
+        ct_optimizer_free(ref);
+        ct_optimizer_free(cl);
+        release_fused_params(a, N);
+        release_fused_params(b, N);
+        ct_scope_end();
+    }
+    /* no gradient: no norm, and the step is a no-op */
+    ct_scope_begin();
+    int64_t sz = 3;
+    ct_tensor *p = ct_retain(ct_ones(&sz, 1, CT_F32, CT_CPU)), *ps[1] = {p};
+    ct_optimizer *opt = ct_optimizer_new(CT_OPTIM_ADAMW, ps, 1, NULL);
+    ct_tensor *tn = (ct_tensor *)1;
+    assert_int_equal(ct_optimizer_step_clipped(opt, 1.0, 2.0, &tn), CT_OK);
+    assert_null(tn);
+    CT_ASSERT_ERR(ct_optimizer_step_clipped(NULL, 1.0, 2.0, NULL) == CT_OK, CT_ERROR_NULL_ARGUMENT, "optimizer");
+    CT_ASSERT_ERR(ct_optimizer_step_clipped(opt, NAN, 2.0, NULL) == CT_OK, CT_ERROR_VALUE, "max_norm");
+    ct_optimizer_free(opt);
+    ct_release(p);
+    ct_scope_end();
+}
+
+/* The tensor form of clip_grad_norm_: the same norm and gradients as the host form. */
+static void test_clip_grad_norm_tensor(void **state) {
+    (void)state;
+    enum { N = 6 };
+    ct_scope_begin();
+    ct_tensor *a[N], *b[N];
+    make_params(a, N, CT_F32, 9);
+    make_params(b, N, CT_F32, 9);
+    for (int t = 0; t < 2; t++) {
+        const double p = t ? 3.0 : 2.0;
+        double norm = 0;
+        assert_int_equal(ct_clip_grad_norm_(a, N, 0.25, p, false, &norm), CT_OK);
+        ct_tensor *tn = NULL;
+        assert_int_equal(ct_clip_grad_norm_tensor_(b, N, 0.25, p, &tn), CT_OK);
+        assert_non_null(tn);
+        assert_int_equal(ct_tensor_dim(tn), 0);
+        assert_true(fabs(ct_test_at(tn, 0) - norm) <= 1e-12 * norm);
+        for (int i = 0; i < N; i++)
+            for (int64_t k = 0; k < ct_tensor_numel(a[i]); k++)
+                assert_true(fabs(ct_test_at(ct_optim_grad(a[i]), k) - ct_test_at(ct_optim_grad(b[i]), k)) <= 1e-7);
+    }
+    ct_tensor *tn = (ct_tensor *)1;
+    CT_ASSERT_ERR(ct_clip_grad_norm_tensor_(b, N, 1.0, INFINITY, &tn) == CT_OK, CT_ERROR_NOT_IMPLEMENTED,
+                  "finite norm_type");
+    assert_null(tn);
+    CT_ASSERT_ERR(ct_clip_grad_norm_tensor_(NULL, 1, 1.0, 2.0, NULL) == CT_OK, CT_ERROR_NULL_ARGUMENT, "params");
+    CT_ASSERT_ERR(ct_clip_grad_norm_tensor_(b, N, 1.0, -1.0, NULL) == CT_OK, CT_ERROR_VALUE, "norm_type");
+    ct_tensor *nul[1] = {NULL};
+    CT_ASSERT_ERR(ct_clip_grad_norm_tensor_(nul, 1, 1.0, 2.0, NULL) == CT_OK, CT_ERROR_NULL_ARGUMENT, "parameter 0");
+    release_fused_params(a, N);
+    release_fused_params(b, N);
+    ct_scope_end();
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_golden_foreach),
@@ -818,6 +1151,11 @@ int main(void) {
         cmocka_unit_test(test_clip_grad_norm_strided_matches),
         cmocka_unit_test(test_clip_grad_value),
         cmocka_unit_test(test_state_devices),
+        cmocka_unit_test(test_fused_cpu_matches_foreach),
+        cmocka_unit_test(test_fused_op_direct),
+        cmocka_unit_test(test_fused_op_errors),
+        cmocka_unit_test(test_step_clipped),
+        cmocka_unit_test(test_clip_grad_norm_tensor),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -52,7 +52,16 @@ typedef struct ct_optim_options {
     /* Multi-tensor path: -1 default (on), 0 the one-op-per-step path, 1 on. See
      * Note [Foreach path] in src/optim/optimizer.c. */
     int foreach;
-    int32_t reserved[8]; /* zero; room for options without an ABI break */
+    /* Adam and AdamW: the fused kernel (one launch for every parameter of a device and
+     * dtype: the op fused_adam/fused_adamw). -1 default: on for CUDA parameters of
+     * dtype float32, bfloat16 or float16; 0 off; 1 on for every parameter it can take
+     * (CPU float32/float64 too). fused and foreach can't both be 1. docs/optim.md. */
+    int fused;
+    /* Fused Adam/AdamW with bfloat16/float16 parameters: keep a float32 copy of each
+     * parameter (and float32 exp_avg/exp_avg_sq); the kernel updates the copy and
+     * writes its rounded value to the parameter. Not in the state dict. */
+    bool master_weights;
+    int32_t reserved[6]; /* zero; room for options without an ABI break */
 } ct_optim_options;
 
 CT_API ct_optim_options ct_sgd_options(double lr);     /* momentum 0, dampening 0, ... */
@@ -77,6 +86,15 @@ CT_API ct_status ct_optimizer_add_param_group(ct_optimizer *opt, ct_tensor *cons
 /* One update of every parameter that has a .grad, in place under no-grad semantics
  * (each parameter's version counter is bumped; autograd does not record it). */
 CT_API ct_status ct_optimizer_step(ct_optimizer *opt);
+/* clip_grad_norm_ and step in one: the total norm (norm_type p > 0, or INFINITY) of
+ * every .grad of the optimizer, and one update that follows each gradient times
+ * min(1, max_norm / (total + 1e-6)). On the fused path the factor is an input of the
+ * kernel (a device tensor: no number is read back, and the gradients are left as
+ * they are); elsewhere the gradients are scaled first. *total_norm, when not NULL,
+ * gets the total norm as a float64 0-d tensor on the gradients' device (owned by the
+ * innermost scope; NULL when no parameter has a gradient). */
+CT_API ct_status ct_optimizer_step_clipped(ct_optimizer *opt, double max_norm, double norm_type,
+                                           ct_tensor **total_norm);
 /* Clears every parameter's .grad: set_to_none drops it, otherwise it is zeroed. */
 CT_API ct_status ct_optimizer_zero_grad(ct_optimizer *opt, bool set_to_none);
 
@@ -112,8 +130,44 @@ CT_API ct_status ct_optimizer_load_state_dict(ct_optimizer *opt, const ct_value 
  * without a .grad are skipped. */
 CT_API ct_status ct_clip_grad_norm_(ct_tensor *const *params, int n, double max_norm, double norm_type,
                                     bool error_if_nonfinite, double *total_norm);
+/* clip_grad_norm_ without reading the norm back: the total norm stays a tensor
+ * (float64, 0-d, on the gradients' device, owned by the innermost scope) and the
+ * gradients are multiplied by the clamped factor as a tensor, as PyTorch does. Needs
+ * every .grad on one device; *total_norm is NULL when no parameter has a gradient.
+ * ct_clip_grad_norm_ runs this path on CUDA gradients when it needs no number back
+ * (total_norm NULL, error_if_nonfinite false). */
+CT_API ct_status ct_clip_grad_norm_tensor_(ct_tensor *const *params, int n, double max_norm, double norm_type,
+                                           ct_tensor **total_norm);
 /* Clamps every .grad into [-clip_value, clip_value]. */
 CT_API ct_status ct_clip_grad_value_(ct_tensor *const *params, int n, double clip_value);
+
+/* ------------------------------------------------------------ fused optimizer ops */
+
+/* torch._fused_adam_ / torch._fused_adamw_: one Adam (AdamW: decoupled weight decay)
+ * update of every tensor of the lists, in place, as torch.optim's single-tensor code
+ * computes it for one step number `step` (>= 1, the count after this step). The lists
+ * have nparams entries each; max_exp_avg_sqs only with amsgrad (else NULL, 0) and
+ * master_params (float32 copies of bfloat16/float16 params; else NULL, 0) optional.
+ * Every tensor on one device, contiguous; params float32, float64 (CPU), bfloat16 or
+ * float16; grads the params' dtype; the states the params' dtype, or float32 with
+ * master copies. grad_scale (the gradients are divided by it, and the unscaled
+ * gradients written back), found_inf (nonzero: nothing is updated) and clip_coef (the
+ * gradients are multiplied by it for the update only) are optional one-element float32
+ * tensors on the same device. CUDA: one launch for all tensors, float32 arithmetic. */
+CT_API ct_status ct_fused_adam_(ct_tensor *const *params, int nparams, ct_tensor *const *grads, int ngrads,
+                                ct_tensor *const *exp_avgs, int nexp_avgs, ct_tensor *const *exp_avg_sqs,
+                                int nexp_avg_sqs, ct_tensor *const *max_exp_avg_sqs, int nmax_exp_avg_sqs,
+                                ct_tensor *const *master_params, int nmaster_params, int64_t step, double lr,
+                                double beta1, double beta2, double weight_decay, double eps, bool amsgrad,
+                                bool maximize, const ct_tensor *grad_scale, const ct_tensor *found_inf,
+                                const ct_tensor *clip_coef);
+CT_API ct_status ct_fused_adamw_(ct_tensor *const *params, int nparams, ct_tensor *const *grads, int ngrads,
+                                 ct_tensor *const *exp_avgs, int nexp_avgs, ct_tensor *const *exp_avg_sqs,
+                                 int nexp_avg_sqs, ct_tensor *const *max_exp_avg_sqs, int nmax_exp_avg_sqs,
+                                 ct_tensor *const *master_params, int nmaster_params, int64_t step, double lr,
+                                 double beta1, double beta2, double weight_decay, double eps, bool amsgrad,
+                                 bool maximize, const ct_tensor *grad_scale, const ct_tensor *found_inf,
+                                 const ct_tensor *clip_coef);
 
 /* ------------------------------------------------------------ LR schedulers */
 

@@ -1437,6 +1437,9 @@ NONDIFF(bitwise_or)
 NONDIFF(bitwise_xor)
 NONDIFF(bitwise_left_shift)
 NONDIFF(bitwise_right_shift)
+/* the fused optimizer steps update their lists in place under no-grad */
+NONDIFF(fused_adam)
+NONDIFF(fused_adamw)
 
 /* remainder (floor) and fmod (trunc): a - round(a / b) b. */
 static ct_status rem_backward(ct_node_ctx *ctx, ct_tensor *const *gout, ct_tensor **gin, bool floor_) {

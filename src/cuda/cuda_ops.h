@@ -84,6 +84,9 @@ void ct_cuda_register_indexing(void);
  * pooling and the fused normalisation ops at CT_KEY_CUDA (nn_cuda.c). */
 void ct_cuda_register_nn(void);
 
+/* Registers fused_adam and fused_adamw at CT_KEY_CUDA (fused_optim_cuda.c). */
+void ct_cuda_register_fused_optim(void);
+
 /* Registers the CUDA kernels of CUSTOM ops at CT_KEY_CUDA (called once by the op
  * table's registration). */
 void ct_cuda_register_kernels(void);

@@ -42,6 +42,7 @@ void ct_cuda_register(void) {
 #include "ctorch/ops.def"
 #undef CT_OP
     ct_cuda_register_kernels();
+    ct_cuda_register_fused_optim();
 }
 
 /* The backend's one exported symbol, which src/registry.c finds with dlsym (or, in a

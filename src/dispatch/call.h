@@ -10,7 +10,8 @@ CT_BACKEND_BEGIN
 
 #define CT_CALL_MAX_IN 4
 #define CT_CALL_MAX_OUT 4
-#define CT_CALL_MAX_SCALARS 4
+/* 5: the fused Adam ops' lr, betas, weight_decay and eps (include/ctorch/ops.def) */
+#define CT_CALL_MAX_SCALARS 5
 #define CT_CALL_MAX_INTS (2 * CT_MAX_DIMS + 4)
 
 typedef enum ct_call_mode {

@@ -6,6 +6,7 @@
 #include "ctorch.h"
 #include "ctorch/ext.h"
 #include "optim/grad_access.h"
+#include "optim/optim_internal.h"
 
 /* Note [Total norm in one pass]
  * torch.nn.utils.clip_grad_norm_ takes one norm per gradient and then the norm of
@@ -57,6 +58,141 @@ static ct_status grad_special(const ct_tensor *g, bool inf, double *out) {
     return st;
 }
 
+/* Note [Clipping without a sync]
+ * torch.nn.utils.clip_grad_norm_ never reads the norm on the host: the total norm is a
+ * tensor, and the gradients are multiplied by clamp(max_norm / (total + 1e-6), max=1)
+ * as a tensor, so the GPU runs ahead of the host. The device path here does the same:
+ * ct_foreach_powsum (one launch over every gradient on CUDA), then a few one-element
+ * ops for the norm and the factor. One wait is left, in ct_foreach_powsum: its table
+ * goes to the device through ct_cuda_memcpy, which synchronizes the stream after a
+ * host-to-device copy. Measured (bench/optim, GPT-2 124M's gradients, one H200): the
+ * clip folded into the fused AdamW step adds 1.06 ms to its 1.26 ms. ct_optimizer_step_clipped hands the factor to the
+ * fused kernel instead of scaling the gradients. The factor is computed in float64,
+ * then rounded to float32 (the fused kernels' input). */
+
+/* The device path: every gradient on one device, norm_type finite and > 0. */
+static bool device_path(const ct_tensor *const *grads, int k, double norm_type) {
+    if (k == 0 || !(norm_type > 0) || isinf(norm_type))
+        return false;
+    for (int i = 0; i < k; i++)
+        if (!ct_device_equal(ct_tensor_device(grads[i]), ct_tensor_device(grads[0])) ||
+            !ct_dtype_is_floating(ct_tensor_dtype(grads[i])))
+            return false;
+    return true;
+}
+
+/* The gradients of params (borrowed), k of them; NULL with k 0 when none has one. */
+static ct_status collect_grads(const char *op, ct_tensor *const *params, int n, ct_tensor ***out, int *k) {
+    *out = NULL;
+    *k = 0;
+    if (!params && n > 0)
+        return ct_error(CT_ERROR_NULL_ARGUMENT, op, "params is NULL");
+    if (n < 0)
+        return ct_error(CT_ERROR_VALUE, op, "number of parameters must be >= 0, got %d", n);
+    for (int i = 0; i < n; i++)
+        if (!params[i])
+            return ct_error(CT_ERROR_NULL_ARGUMENT, op, "parameter %d is NULL", i);
+    ct_tensor **grads = n > 0 ? ct_xcalloc(op, (size_t)n, sizeof *grads) : NULL;
+    if (n > 0 && !grads)
+        return CT_ERROR_OUT_OF_MEMORY;
+    for (int i = 0; i < n; i++) {
+        ct_tensor *g = ct_optim_grad(params[i]);
+        if (g)
+            grads[(*k)++] = g;
+    }
+    *out = grads;
+    return CT_OK;
+}
+
+/* total norm and clamped factor as tensors on the gradients' device (scope-owned). */
+static ct_status norm_and_coef(const char *op, ct_tensor *const *grads, int k, double max_norm, double norm_type,
+                               ct_tensor **norm, ct_tensor **coef) {
+    ct_tensor **sums = ct_xcalloc(op, (size_t)k, sizeof *sums);
+    if (!sums)
+        return CT_ERROR_OUT_OF_MEMORY;
+    ct_status st = ct_foreach_powsum((const ct_tensor *const *)grads, k, norm_type, CT_F64, sums);
+    ct_tensor *total = st ? NULL : ct_sum(ct_stack((const ct_tensor *const *)sums, k, 0), NULL, 0, false,
+                                          CT_DTYPE_UNDEFINED);
+    free(sums);
+    if (!total)
+        return ct_last_status();
+    *norm = norm_type == 1   ? total
+            : norm_type == 2 ? ct_sqrt(total)
+                             : ct_pow_scalar(total, ct_scalar_float(1.0 / norm_type));
+    ct_tensor *c = *norm ? ct_mul_scalar(ct_reciprocal(ct_add_scalar(*norm, ct_scalar_float(1e-6))),
+                                         ct_scalar_float(max_norm))
+                         : NULL;
+    *coef = c ? ct_to_dtype(ct_clamp_max_scalar(c, ct_scalar_float(1.0)), CT_F32) : NULL;
+    return *coef ? CT_OK : ct_last_status();
+}
+
+ct_status ct_clip_grad_norm_tensor_(ct_tensor *const *params, int n, double max_norm, double norm_type,
+                                    ct_tensor **total_norm) {
+    static const char *op = "clip_grad_norm_";
+    if (total_norm)
+        *total_norm = NULL;
+    if (isnan(max_norm) || isnan(norm_type) || norm_type < 0)
+        return ct_error(CT_ERROR_VALUE, op, "norm_type must be >= 0 and max_norm a number, got norm_type %g, max_norm %g",
+                        norm_type, max_norm);
+    ct_tensor **grads;
+    int k;
+    ct_status st = collect_grads(op, params, n, &grads, &k);
+    if (st)
+        return st;
+    if (k == 0) {
+        free(grads);
+        return CT_OK;
+    }
+    if (!device_path((const ct_tensor *const *)grads, k, norm_type)) {
+        free(grads);
+        if (isinf(norm_type) || norm_type == 0)
+            return ct_error(CT_ERROR_NOT_IMPLEMENTED, op,
+                            "the tensor form takes a finite norm_type > 0, got %g (use ct_clip_grad_norm_)", norm_type);
+        return ct_error(CT_ERROR_DEVICE, op, "the tensor form needs every gradient on one device");
+    }
+    bool prev = ct_set_grad_enabled(false);
+    ct_tensor *norm = NULL, *coef = NULL;
+    st = norm_and_coef(op, grads, k, max_norm, norm_type, &norm, &coef);
+    for (int i = 0; i < k && !st; i++) {
+        ct_scope_begin();
+        if (!ct_mul_(grads[i], coef))
+            st = ct_last_status();
+        ct_scope_end();
+    }
+    ct_set_grad_enabled(prev);
+    free(grads);
+    if (!st && total_norm)
+        *total_norm = norm;
+    return st;
+}
+
+ct_status ct_optim_clip_coef(ct_tensor *const *params, int n, double max_norm, double norm_type,
+                             ct_tensor **total_norm, ct_tensor **coef) {
+    static const char *op = "clip_grad_norm_";
+    *total_norm = *coef = NULL;
+    if (isnan(max_norm) || isnan(norm_type) || norm_type < 0)
+        return ct_error(CT_ERROR_VALUE, op, "norm_type must be >= 0 and max_norm a number, got norm_type %g, max_norm %g",
+                        norm_type, max_norm);
+    ct_tensor **grads;
+    int k;
+    ct_status st = collect_grads(op, params, n, &grads, &k);
+    if (st || k == 0) {
+        free(grads);
+        return st;
+    }
+    if (device_path((const ct_tensor *const *)grads, k, norm_type)) {
+        st = norm_and_coef(op, grads, k, max_norm, norm_type, total_norm, coef);
+        free(grads);
+        return st;
+    }
+    free(grads);
+    double total = 0;
+    st = ct_clip_grad_norm_(params, n, max_norm, norm_type, false, &total);
+    if (!st && !(*total_norm = ct_scalar_tensor(ct_scalar_float(total), CT_F64, CT_CPU)))
+        st = ct_last_status();
+    return st;
+}
+
 ct_status ct_clip_grad_norm_(ct_tensor *const *params, int n, double max_norm, double norm_type,
                              bool error_if_nonfinite, double *total_norm) {
     static const char *op = "clip_grad_norm_";
@@ -78,6 +214,11 @@ ct_status ct_clip_grad_norm_(ct_tensor *const *params, int n, double max_norm, d
         const ct_tensor *g = ct_optim_grad(params[i]);
         if (g)
             grads[k++] = g;
+    }
+    if (!total_norm && !error_if_nonfinite && k > 0 && ct_tensor_device(grads[0]).type == CT_DEVICE_CUDA &&
+        device_path(grads, k, norm_type)) {
+        free(grads);
+        return ct_clip_grad_norm_tensor_(params, n, max_norm, norm_type, NULL);
     }
     ct_status st = CT_OK;
     for (int i = 0; i < k && !st; i++)

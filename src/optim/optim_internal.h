@@ -16,4 +16,13 @@ void ct_optimizer_put_momentum(ct_optimizer *opt, int group, double m);
 /* Counts ct_optimizer_step calls (PyTorch's optimizer._step_count). */
 int64_t ct_optimizer_step_count(const ct_optimizer *opt);
 
+/* clip_grad_norm_ for ct_optimizer_step_clipped (clip.c). When every .grad of params is
+ * on one device and norm_type is finite and > 0: *total_norm (float64, 0-d) and
+ * *coef = min(1, max_norm / (total + 1e-6)) (float32, 0-d) on that device, the
+ * gradients untouched and no number read back from the device. Otherwise the gradients are
+ * clipped as ct_clip_grad_norm_ does, *total_norm is a CPU tensor and *coef NULL.
+ * Both owned by the innermost scope; NULL when no parameter has a gradient. */
+ct_status ct_optim_clip_coef(ct_tensor *const *params, int n, double max_norm, double norm_type,
+                             ct_tensor **total_norm, ct_tensor **coef);
+
 #endif /* CT_OPTIM_INTERNAL_H */
