@@ -404,6 +404,31 @@ static void test_default_device_cuda(void **state) {
     ct_module_free(gpt);
 }
 
+/* Attention with dropout on CUDA (the composite path, its causal mask made on the
+ * scores' device): with p = 0.5 about half the probabilities are dropped, so the output
+ * differs from p = 0's yet stays finite; p = 1 gives zeros. */
+static void test_attention_dropout_cuda(void **state) {
+    (void)state;
+    ct_scope_begin();
+    ct_tensor *q = ct_randn(CT_SHAPE(2, 3, 16, 8), CT_F32, CT_CUDA(0));
+    ct_tensor *y0 = ct_scaled_dot_product_attention(q, q, q, NULL, 0.0, true, NULL);
+    ct_tensor *y = ct_scaled_dot_product_attention(q, q, q, NULL, 0.5, true, NULL);
+    ct_tensor *y1 = ct_scaled_dot_product_attention(q, q, q, NULL, 1.0, true, NULL);
+    CT_ASSERT_OK(y0);
+    CT_ASSERT_OK(y);
+    CT_ASSERT_OK(y1);
+    assert_true(ct_device_equal(ct_tensor_device(y), CT_CUDA(0)));
+    ct_tensor *a = ct_to_device(y, CT_CPU), *b = ct_to_device(y0, CT_CPU), *c = ct_to_device(y1, CT_CPU);
+    int differ = 0;
+    for (int64_t i = 0; i < ct_tensor_numel(a); i++) {
+        assert_true(isfinite(ct_test_at(a, i)));
+        differ += ct_test_at(a, i) != ct_test_at(b, i);
+        assert_true(ct_test_at(c, i) == 0);
+    }
+    assert_true(differ > ct_tensor_numel(a) / 4);
+    ct_scope_end();
+}
+
 int main(void) {
     int skip = ct_test_require_gpu("test_cuda_module");
     if (skip)
@@ -415,6 +440,7 @@ int main(void) {
         cmocka_unit_test(test_optimizer_state_across_devices),
         cmocka_unit_test(test_bfloat16_module),
         cmocka_unit_test(test_default_device_cuda),
+        cmocka_unit_test(test_attention_dropout_cuda),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -510,17 +510,33 @@ ct_tensor *ct_fused_scaled_dot_product_attention(const ct_tensor *query, const c
     int nd = ct_tensor_dim(query);
     int64_t e = nd > 0 ? ct_tensor_shape(query)[nd - 1] : 1;
     double sc = scale ? *scale : 1.0 / sqrt((double)(e > 0 ? e : 1));
+    ct_scope_begin();
+    /* attention is on autocast's lower-precision list: under a CUDA autocast region,
+     * float32 inputs take the flash kernels in the region's dtype, cast here (the casts
+     * are recorded by autograd) rather than by the attention op's autocast kernel */
+    if (query->device.type == CT_DEVICE_CUDA && query->dtype == CT_DTYPE_FLOAT32 && !attn_mask &&
+        ct_autocast_is_enabled(CT_DEVICE_CUDA) && key->dtype == CT_DTYPE_FLOAT32 &&
+        value->dtype == CT_DTYPE_FLOAT32) {
+        ct_dtype low = ct_autocast_get_dtype(CT_DEVICE_CUDA);
+        const ct_tensor *q = ct_to_dtype(query, low), *k = ct_to_dtype(key, low), *v = ct_to_dtype(value, low);
+        if (q && k && v && flash_applies(q, k, v, NULL))
+            query = q, key = k, value = v;
+    }
+    ct_tensor *out = NULL;
     if (flash_applies(query, key, value, attn_mask)) {
         /* the log-sum-exp is dropped here (the autograd node holds its own reference) */
         ct_call c = {.op = CT_OP__flash_attention_forward, .nin = 3, .in = {query, key, value}, .nints = 1,
                      .nscalars = 1, .dtype = CT_DTYPE_UNDEFINED};
         c.ints[0] = is_causal;
         c.s[0] = ct_scalar_float(sc);
-        ct_tensor *out = ct_dispatch(&c) == CT_OK ? ct_call_take_output(&c, 0) : NULL;
+        out = ct_dispatch(&c) == CT_OK ? ct_call_take_output(&c, 0) : NULL;
         ct_call_clear_outputs(&c);
-        return out;
+    } else {
+        out = ct_sdpa_fused(query, key, value, attn_mask, is_causal, sc);
     }
-    return ct_sdpa_fused(query, key, value, attn_mask, is_causal, sc);
+    ct_keep(out);
+    ct_scope_end();
+    return out;
 }
 
 ct_status ct_scaled_dot_product_attention_check(const ct_tensor *query, const ct_tensor *key, const ct_tensor *value,
