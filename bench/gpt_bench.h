@@ -19,6 +19,7 @@
 #include "cli/commands.h"
 #include "cli/gpt.h"
 #include "ctorch.h"
+#include "ctorch/ext.h"
 
 typedef struct {
     const char *name; /* figure prefix before ".eager": "char.cpu", "char.bf16", "gpt2_124m.b32.bf16" */
@@ -33,6 +34,7 @@ typedef struct {
      * step's loss printed */
     const char *init;
     bool losses;
+    const char *grads; /* the first step's gradients by parameter name, as a PyTorch checkpoint */
 } gpt_bench;
 
 static double gb_now(void) {
@@ -83,6 +85,24 @@ static double gb_gemm_rate(const gpt_bench *b) {
         return 0;
     qsort(ts, 10, sizeof *ts, gb_cmp);
     return 2.0 * (double)(n * n * n) / ts[5];
+}
+
+/* The gradients of every parameter (float32, on the host) by name, as a PyTorch
+ * checkpoint: scripts/gpt2_parity.py --grads compares them with PyTorch's. */
+static ct_status gb_save_grads(const ct_char_gpt *m, const char *path) {
+    ct_scope_begin();
+    ct_tensor **gs = calloc((size_t)m->nparams, sizeof *gs);
+    ct_status st = gs ? CT_OK : ct_error(CT_ERROR_OUT_OF_MEMORY, "grads", "out of memory");
+    for (int k = 0; !st && k < m->nparams; k++)
+        if (!(gs[k] = ct_to_dtype(ct_tensor_grad(m->params[k]), CT_F32)))
+            st = ct_last_status();
+    ct_value *d = st ? NULL : ct_cli_params_dict((const char *const *)m->names, gs, m->nparams);
+    if (!st)
+        st = d ? ct_save_pt(path, d) : ct_last_status();
+    ct_value_free(d);
+    free(gs);
+    ct_scope_end();
+    return st;
 }
 
 static int gpt_bench_run(const char *prog, const gpt_bench *b) {
@@ -138,7 +158,10 @@ static int gpt_bench_run(const char *prog, const gpt_bench *b) {
                 ct_autocast_end();
         }
         double lv = 0;
-        if (!loss || ct_backward(loss, NULL, false, false) || ct_optimizer_step(opt) ||
+        ct_status st = loss ? ct_backward(loss, NULL, false, false) : ct_last_status();
+        if (st == CT_OK && b->grads && i == 0)
+            st = gb_save_grads(&m, b->grads);
+        if (st || ct_optimizer_step(opt) ||
             ct_optimizer_zero_grad(opt, true) || gb_sync(b->device) || (b->losses && ct_item_double(loss, &lv)))
             return gb_fail(prog);
         if (b->losses)
@@ -202,6 +225,8 @@ static bool gpt_bench_args(gpt_bench *b, int argc, char **argv) {
             b->precision = v;
         else if (strcmp(k, "--init") == 0)
             b->init = v;
+        else if (strcmp(k, "--grads") == 0)
+            b->grads = v;
         else if (strcmp(k, "--losses") == 0)
             b->losses = strcmp(v, "1") == 0;
         else if (strcmp(k, "--device") == 0) {

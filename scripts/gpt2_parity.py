@@ -78,9 +78,40 @@ def torch_losses(state, x, y, steps, amp):
     return out
 
 
-def ctorch_losses(bench, init, batch, steps, precision):
+def torch_grads(state, x, y, amp):
+    m = GPT(50304, 1024, 12, 12, 768).cuda()
+    m.load_state_dict(state)
+    with torch.autocast("cuda", dtype=torch.bfloat16, enabled=amp):
+        loss = m(x, y)
+    loss.backward()
+    return {n: p.grad.float() for n, p in m.named_parameters()}
+
+
+def compare_grads(a, state, x, y, init):
+    """The first step's gradient of every parameter: ctorch's and PyTorch's bf16 ones
+    against PyTorch's float32 one (relative norm of the difference), ctorch's float32
+    one too. A bf16 gradient much further off than PyTorch's names the culprit."""
+    ref = torch_grads(state, x, y, False)
+    t16 = torch_grads(state, x, y, True)
+    got = {}
+    for prec in ("fp32", "bf16"):
+        path = os.path.join(a.work, f"grads_{prec}.pt")
+        ctorch_losses(a.bench, init, a.batch, 1, prec, ["--grads", path])
+        got[prec] = torch.load(path)
+    print("parameter                      ctorch fp32  ctorch bf16  torch bf16   (|g - g_torch_fp32| / |g_torch_fp32|)")
+    rows = []
+    for n, g in ref.items():
+        if n == "head.weight":
+            continue
+        r = lambda h: ((h.cuda() - g).norm() / g.norm().clamp_min(1e-30)).item()
+        rows.append((r(got["bf16"][n]), n, r(got["fp32"][n]), r(t16[n])))
+    for c16, n, c32, t in sorted(rows, reverse=True)[:16]:
+        print(f"{n:30s} {c32:.2e}     {c16:.2e}     {t:.2e}")
+
+
+def ctorch_losses(bench, init, batch, steps, precision, extra=()):
     cmd = [bench, "--device", "cuda", "--precision", precision, "--batch", str(batch), "--steps", str(steps),
-           "--warmup", "0", "--init", init, "--losses", "1"]
+           "--warmup", "0", "--init", init, "--losses", "1", *extra]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
         sys.exit(f"{' '.join(cmd)} failed:\n{r.stdout}{r.stderr}")
@@ -95,6 +126,7 @@ def main():
     ap.add_argument("--rtol", type=float, default=1e-4)
     ap.add_argument("--bf16-rtol", type=float, default=2e-2)
     ap.add_argument("--work", default="/tmp/gpt2_parity")
+    ap.add_argument("--grads", action="store_true", help="also compare the first step's gradients")
     a = ap.parse_args()
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
@@ -106,6 +138,8 @@ def main():
     state = {k: v.detach().clone() for k, v in m.state_dict().items()}
     init = os.path.join(a.work, "init.pt")
     torch.save({"model": state, "x": x, "y": y}, init)
+    if a.grads:
+        compare_grads(a, state, x.cuda(), y.cuda(), init)
     ref = torch_losses(state, x.cuda(), y.cuda(), a.steps, False)
     got = ctorch_losses(a.bench, init, a.batch, a.steps, "fp32")
     ok = len(got) == a.steps
