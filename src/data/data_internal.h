@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "ctorch.h"
+#include "ctorch/ext.h"
 
 /* The bytes of the file at path (malloc'ed, *len of them), or NULL with the error set
  * (op names the caller in the message). An empty file is an error. */
@@ -19,6 +20,19 @@ static inline int64_t ct_data_window_offset(uint64_t seed, uint64_t index, int64
     uint32_t w[4];
     ct_philox4x32(seed, (index << 24) | (uint64_t)b, w);
     return (int64_t)((((uint64_t)w[1] << 32) | w[0]) % range);
+}
+
+/* The range [*start, *start + *len) of a split of n tokens whose first ntrain train;
+ * false with the error set for a split that is neither. */
+static inline bool ct_data_split_range(const char *op, ct_text_split split, int64_t n, int64_t ntrain,
+                                       int64_t *start, int64_t *len) {
+    if (split != CT_SPLIT_TRAIN && split != CT_SPLIT_VAL) {
+        ct_error(CT_ERROR_VALUE, op, "split must be CT_SPLIT_TRAIN or CT_SPLIT_VAL, got %d", (int)split);
+        return false;
+    }
+    *start = split == CT_SPLIT_TRAIN ? 0 : ntrain;
+    *len = split == CT_SPLIT_TRAIN ? ntrain : n - ntrain;
+    return true;
 }
 
 /* The checks of a batch request shared by the datasets: batch, block and index in

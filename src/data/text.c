@@ -92,13 +92,7 @@ int ct_char_dataset_byte(const ct_char_dataset *ds, int id) {
 }
 
 static bool split_range(const ct_char_dataset *ds, ct_text_split split, int64_t *start, int64_t *n, const char *op) {
-    if (split != CT_SPLIT_TRAIN && split != CT_SPLIT_VAL) {
-        ct_error(CT_ERROR_VALUE, op, "split must be CT_SPLIT_TRAIN or CT_SPLIT_VAL, got %d", (int)split);
-        return false;
-    }
-    *start = split == CT_SPLIT_TRAIN ? 0 : ds->ntrain;
-    *n = split == CT_SPLIT_TRAIN ? ds->ntrain : ds->n - ds->ntrain;
-    return true;
+    return ct_data_split_range(op, split, ds->n, ds->ntrain, start, n);
 }
 
 int64_t ct_char_dataset_len(const ct_char_dataset *ds, ct_text_split split) {

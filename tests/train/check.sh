@@ -4,13 +4,7 @@
 set -u
 ctorch=$1 work=$2
 mkdir -p "$work"
-fail() { echo "FAIL: $*"; exit 1; }
-expect() { # expect RC TEXT ARGS...
-  local want=$1 text=$2; shift 2
-  out=$("$ctorch" "$@" 2>&1); rc=$?
-  [ "$rc" -eq "$want" ] || fail "ctorch $*: exit $rc, expected $want: $out"
-  grep -q -- "$text" <<<"$out" || fail "ctorch $*: output lacks '$text': $out"
-}
+. "$(dirname "$0")/lib.sh" # fail, expect
 expect 2 "unknown job 'nope'" train nope
 expect 2 "usage: ctorch train" train fashion-mnist --epochs 0
 expect 2 "usage: ctorch train" train fashion-mnist --lr

@@ -6,13 +6,7 @@
 set -u
 ctorch=$1 work=$2
 mkdir -p "$work"
-fail() { echo "FAIL: $*"; exit 1; }
-expect() { # expect RC TEXT ARGS...
-  local want=$1 text=$2; shift 2
-  out=$("$ctorch" "$@" 2>&1); rc=$?
-  [ "$rc" -eq "$want" ] || fail "ctorch $*: exit $rc, expected $want: $out"
-  grep -q -- "$text" <<<"$out" || fail "ctorch $*: output lacks '$text': $out"
-}
+. "$(dirname "$0")/lib.sh" # fail, expect
 # a text over the alphabet "abcdefgh", spaces and newlines: words of a small
 # deterministic sequence (a linear congruential generator), 6 words a line
 text=$work/text.txt

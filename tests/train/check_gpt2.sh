@@ -6,13 +6,7 @@
 set -u
 ctorch=$1 work=$2
 mkdir -p "$work"
-fail() { echo "FAIL: $*"; exit 1; }
-expect() { # expect RC TEXT ARGS...
-  local want=$1 text=$2; shift 2
-  out=$("$ctorch" "$@" 2>&1); rc=$?
-  [ "$rc" -eq "$want" ] || fail "ctorch $*: exit $rc, expected $want: $out"
-  grep -q -- "$text" <<<"$out" || fail "ctorch $*: output lacks '$text': $out"
-}
+. "$(dirname "$0")/lib.sh" # fail, expect
 # bytes: a repetitive text, so a tiny model learns it in a few dozen steps
 for i in $(seq 1 300); do printf 'the cat sat on the mat. '; done >"$work/text.txt"
 # an llm.c shard (magic 20240520, version 1, N, then uint16 ids), ids cycling over 0..7
