@@ -1,6 +1,8 @@
 /* torch.nn.functional against PyTorch 1.13 goldens (tests/golden/gen_nn.py): forward
  * values of every function, the fused backward kernels against PyTorch's gradients,
- * error inputs, dropout statistics. */
+ * error inputs, dropout statistics; normalize, cosine_similarity and pairwise_distance
+ * against PyTorch (tests/golden/gen_distance.py) and gradcheck; multinomial's
+ * statistics and errors. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1145,6 +1147,14 @@ static void test_multinomial(void **state) {
     ct_tensor *s6 = ct_multinomial(pg, 3, true);
     assert_non_null(s6);
     assert_false(ct_tensor_requires_grad(s6));
+    /* on META: the shape and dtype, no values read */
+    ct_tensor *s7 = ct_multinomial(ct_empty(CT_SHAPE(3, 6), CT_F32, CT_META), 4, false);
+    if (!s7)
+        fail_msg("multinomial on META: %s", ct_last_error());
+    assert_int_equal(ct_tensor_device(s7).type, CT_DEVICE_META);
+    assert_int_equal(ct_tensor_dtype(s7), CT_I64);
+    assert_int_equal(ct_tensor_shape(s7)[0], 3);
+    assert_int_equal(ct_tensor_shape(s7)[1], 4);
     ct_scope_end();
 }
 
