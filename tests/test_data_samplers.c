@@ -8,6 +8,7 @@
 
 #include "testutil.h"
 #include "ctorch/data.h"
+#include "ctorch/memory.h"
 #include "data/distance_golden.h"
 
 /* A TensorDataset whose sample i is the int64 scalar i + offset. */
@@ -487,12 +488,59 @@ static void test_random_split(void **state) {
     ct_dataset_free(ds);
 }
 
+/* The documented per-step scope: the batch is taken inside the step's scope, so what
+ * a step makes is freed at its end and memory stays flat; with next() outside it the
+ * batches pile up in the enclosing scope until it ends. */
+static void test_step_scope_memory(void **state) {
+    (void)state;
+    ct_scope_begin();
+    ct_tensor *x = ct_zeros(CT_SHAPE(64, 1024), CT_F32, CT_CPU);
+    ct_dataset *ds = ct_tensor_dataset_new(&x, 1);
+    ct_scope_end();
+    ct_dataloader_options o = ct_dataloader_defaults(4);
+    ct_dataloader *dl = ct_dataloader_new(ds, &o);
+    ct_tensor *batch[1];
+    int64_t first = -1, steps = 0;
+    for (ct_dataloader_iter_begin(dl);;) {
+        ct_scope_begin();
+        int r = ct_dataloader_next(dl, batch);
+        if (r == 1) {
+            ct_tensor *y = ct_mul_scalar(batch[0], ct_scalar_float(2)); /* the step's work */
+            assert_non_null(y);
+        }
+        ct_scope_end();
+        if (r != 1) {
+            assert_int_equal(r, 0);
+            break;
+        }
+        int64_t now = ct_memory_allocated(CT_CPU);
+        if (first < 0)
+            first = now;
+        assert_int_equal(now, first); /* flat */
+        steps++;
+    }
+    assert_int_equal(steps, 16);
+    /* the other way round, batches stay alive until the enclosing scope ends */
+    ct_scope_begin();
+    const int64_t before = ct_memory_allocated(CT_CPU);
+    for (ct_dataloader_iter_begin(dl); ct_dataloader_next(dl, batch) == 1;) {
+        ct_scope_begin();
+        ct_scope_end();
+    }
+    assert_true(ct_memory_allocated(CT_CPU) >= before + 15 * 4 * 1024 * 4);
+    ct_scope_end();
+    assert_int_equal(ct_memory_allocated(CT_CPU), before);
+    ct_dataloader_free(dl);
+    ct_dataset_free(ds);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fresh_iteration),  cmocka_unit_test(test_sequential_sampler),
         cmocka_unit_test(test_random_sampler),   cmocka_unit_test(test_weighted_sampler),
         cmocka_unit_test(test_batch_sampler),    cmocka_unit_test(test_sampler_errors),
         cmocka_unit_test(test_subset_and_concat), cmocka_unit_test(test_random_split),
+        cmocka_unit_test(test_step_scope_memory),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

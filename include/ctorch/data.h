@@ -9,7 +9,13 @@
  *   o.shuffle = true; o.num_workers = 2;
  *   ct_dataloader *dl = ct_dataloader_new(ds, &o);
  *   ct_tensor *batch[2];
- *   for (ct_dataloader_iter_begin(dl); ct_dataloader_next(dl, batch) == 1;) { ... }  // one epoch
+ *   for (ct_dataloader_iter_begin(dl);;) {               // one epoch
+ *       ct_scope_begin();                                 // one scope per step
+ *       int r = ct_dataloader_next(dl, batch);
+ *       if (r == 1) { ... }
+ *       ct_scope_end();
+ *       if (r != 1) break;
+ *   }
  *
  * See docs/data.md. */
 #ifndef CTORCH_DATA_H
@@ -145,8 +151,7 @@ CT_API int ct_dataloader_next(ct_dataloader *dl, ct_tensor **fields);
  * current epoch has been partly consumed (a loop that broke out early), it restarts
  * at that epoch's first batch; otherwise (a fresh loader, or an epoch that ended) it
  * does nothing, so the batches already prefetched are kept. The epoch number and its
- * order do not change.
- *     for (ct_dataloader_iter_begin(dl); ct_dataloader_next(dl, batch) == 1;) { ... } */
+ * order do not change. See docs/data.md for the loop with a scope per step. */
 CT_API ct_status ct_dataloader_iter_begin(ct_dataloader *dl);
 /* Restarts at the beginning of `epoch` (0-based): to resume, or to replay one. */
 CT_API ct_status ct_dataloader_set_epoch(ct_dataloader *dl, int64_t epoch);
