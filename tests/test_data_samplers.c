@@ -14,7 +14,7 @@
 /* A TensorDataset whose sample i is the int64 scalar i + offset. */
 static ct_dataset *index_dataset(int64_t n, int64_t offset) {
     ct_scope_begin();
-    ct_tensor *t = ct_add_scalar(ct_arange(ct_scalar_int(0), ct_scalar_int(n), ct_scalar_int(1), CT_I64, CT_CPU), ct_scalar_int(offset));
+    ct_tensor *t = ct_arange(ct_scalar_int(offset), ct_scalar_int(offset + n), ct_scalar_int(1), CT_I64, CT_CPU);
     ct_dataset *ds = ct_tensor_dataset_new(&t, 1);
     ct_scope_end();
     assert_non_null(ds);

@@ -1158,6 +1158,9 @@ static void test_multinomial(void **state) {
     ct_scope_end();
 }
 
+#define BAD_P "probability tensor contains either `inf`, `nan` or element < 0"
+#define BAD_SUM "invalid multinomial distribution (sum of probabilities <= 0)"
+#define TOO_MANY "cannot sample n_sample > prob_dist.size(-1) samples without replacement"
 static void test_multinomial_errors(void **state) {
     (void)state;
     ct_scope_begin();
@@ -1169,16 +1172,16 @@ static void test_multinomial_errors(void **state) {
         bool repl;
         const char *msg;
     } bad[] = {
-        {ct_from_data(neg, CT_SHAPE(3), CT_F64), 1, true, "probability tensor contains either `inf`, `nan` or element < 0"},
-        {ct_from_data(nan_, CT_SHAPE(3), CT_F64), 1, false, "probability tensor contains either `inf`, `nan` or element < 0"},
-        {ct_from_data(inf, CT_SHAPE(2), CT_F64), 1, true, "probability tensor contains either `inf`, `nan` or element < 0"},
-        {ct_from_data(zero, CT_SHAPE(3), CT_F64), 1, true, "invalid multinomial distribution (sum of probabilities <= 0)"},
-        {ct_from_data(rows, CT_SHAPE(2, 2), CT_F64), 1, true, "invalid multinomial distribution (sum of probabilities <= 0)"},
-        {ct_ones(CT_SHAPE(2), CT_F32, CT_CPU), 3, false, "cannot sample n_sample > prob_dist.size(-1) samples without replacement"},
+        {ct_from_data(neg, CT_SHAPE(3), CT_F64), 1, true, BAD_P},
+        {ct_from_data(nan_, CT_SHAPE(3), CT_F64), 1, false, BAD_P},
+        {ct_from_data(inf, CT_SHAPE(2), CT_F64), 1, true, BAD_P},
+        {ct_from_data(zero, CT_SHAPE(3), CT_F64), 1, true, BAD_SUM},
+        {ct_from_data(rows, CT_SHAPE(2, 2), CT_F64), 1, true, BAD_SUM},
+        {ct_ones(CT_SHAPE(2), CT_F32, CT_CPU), 3, false, TOO_MANY},
         {ct_ones(CT_SHAPE(2), CT_F32, CT_CPU), 0, true, "cannot sample n_sample <= 0 samples"},
         {ct_ones(CT_SHAPE(2), CT_I64, CT_CPU), 1, true, "multinomial only supports floating-point dtypes for input, got: "},
         {ct_ones(CT_SHAPE(2, 2, 2), CT_F32, CT_CPU), 1, true, "prob_dist must be 1 or 2 dim"},
-        {ct_ones(CT_SHAPE(0), CT_F32, CT_CPU), 1, false, "cannot sample n_sample > prob_dist.size(-1) samples without replacement"},
+        {ct_ones(CT_SHAPE(0), CT_F32, CT_CPU), 1, false, TOO_MANY},
     };
     for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
         assert_null(ct_multinomial(bad[k].p, bad[k].n, bad[k].repl));
