@@ -1,6 +1,8 @@
 /* torch.nn.functional against PyTorch 1.13 goldens (tests/golden/gen_nn.py): forward
  * values of every function, the fused backward kernels against PyTorch's gradients,
- * error inputs, dropout statistics. */
+ * error inputs, dropout statistics; normalize, cosine_similarity and pairwise_distance
+ * against PyTorch (tests/golden/gen_distance.py) and gradcheck; multinomial's
+ * statistics and errors. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -925,6 +927,272 @@ static void test_meta(void **state) {
     ct_scope_end();
 }
 
+/* ------------------------------------------------------------------ distances */
+
+#include "data/distance_golden.h"
+
+typedef struct dist_case {
+    const char *name;
+    int kind; /* 0 normalize, 1 cosine_similarity, 2 pairwise_distance */
+    double p, eps;
+    int64_t dim;
+    bool keepdim;
+    const double *x1, *x2, *out, *g1, *g2;
+    const int64_t *s1, *s2, *so;
+    int n1, n2, no;
+} dist_case;
+
+#define X1(c) c##_x1, NULL, c##_out, c##_g1, NULL, c##_x1_shape, NULL, c##_out_shape, c##_x1_ndim, 0, c##_out_ndim
+#define X2(c) c##_x1, c##_x2, c##_out, c##_g1, c##_g2, c##_x1_shape, c##_x2_shape, c##_out_shape, c##_x1_ndim, \
+              c##_x2_ndim, c##_out_ndim
+static const dist_case dist_cases[] = {
+    {"norm_p2_d1", 0, 2, 1e-12, 1, false, X1(norm_p2_d1)},
+    {"norm_p1_d0", 0, 1, 1e-12, 0, false, X1(norm_p1_d0)},
+    {"norm_clamp", 0, 2, 0.05, 1, false, X1(norm_clamp)},
+    {"norm_p3_dm1", 0, 3, 1e-12, -1, false, X1(norm_p3_dm1)},
+    {"cos_bcast", 1, 0, 1e-8, 1, false, X2(cos_bcast)},
+    {"cos_3d", 1, 0, 1e-8, -1, false, X2(cos_3d)},
+    {"cos_eps", 1, 0, 0.1, 1, false, X2(cos_eps)},
+    {"pd_p2", 2, 2, 1e-6, 0, false, X2(pd_p2)},
+    {"pd_p1_keep", 2, 1, 1e-6, 0, true, X2(pd_p1_keep)},
+    {"pd_p3_bcast", 2, 3, 0.01, 0, false, X2(pd_p3_bcast)},
+};
+
+static ct_tensor *dist_call(const dist_case *c, ct_tensor *const *x) {
+    switch (c->kind) {
+    case 0:
+        return ct_normalize(x[0], c->p, c->dim, c->eps);
+    case 1:
+        return ct_cosine_similarity(x[0], x[1], c->dim, c->eps);
+    default:
+        return ct_pairwise_distance(x[0], x[1], c->p, c->eps, c->keepdim);
+    }
+}
+
+static ct_tensor *dist_fn(ct_tensor *const *x, int n, void *ud) {
+    (void)n;
+    return dist_call(ud, x);
+}
+
+static void expect_values(const char *what, const char *name, const ct_tensor *t, const double *want,
+                          const int64_t *shape, int ndim) {
+    if (!t)
+        fail_msg("%s %s: %s", name, what, ct_last_error());
+    assert_int_equal(ct_tensor_dim(t), ndim);
+    for (int i = 0; i < ndim; i++)
+        assert_int_equal(ct_tensor_shape(t)[i], shape[i]);
+    ct_tensor *c = ct_contiguous(ct_to_dtype(t, CT_F64));
+    const double *v = ct_tensor_data(c);
+    for (int64_t i = 0; i < ct_tensor_numel(c); i++)
+        if (!(fabs(v[i] - want[i]) <= 1e-12 + 1e-10 * fabs(want[i])))
+            fail_msg("%s %s[%lld]: %.17g, PyTorch %.17g", name, what, (long long)i, v[i], want[i]);
+}
+
+static void test_distance_golden(void **state) {
+    (void)state;
+    for (size_t k = 0; k < sizeof dist_cases / sizeof dist_cases[0]; k++) {
+        const dist_case *c = &dist_cases[k];
+        ct_scope_begin();
+        ct_tensor *x[2] = {ct_tensor_set_requires_grad(ct_from_data(c->x1, c->s1, c->n1, CT_F64), true),
+                           c->x2 ? ct_tensor_set_requires_grad(ct_from_data(c->x2, c->s2, c->n2, CT_F64), true)
+                                 : NULL};
+        ct_tensor *y = dist_call(c, x);
+        expect_values("out", c->name, y, c->out, c->so, c->no);
+        /* gradients of sum(y * linspace(0.5, 1.5, numel)) */
+        const int64_t m = ct_tensor_numel(y);
+        double *w = malloc(sizeof(double) * (size_t)m);
+        for (int64_t i = 0; i < m; i++)
+            w[i] = m > 1 ? 0.5 + (double)i / (double)(m - 1) : 0.5;
+        ct_tensor *wt = ct_reshape(ct_from_data(w, CT_SHAPE(m), CT_F64), ct_tensor_shape(y), ct_tensor_dim(y));
+        free(w);
+        assert_int_equal(ct_backward(ct_sum(ct_mul(y, wt), NULL, 0, false, CT_DTYPE_UNDEFINED), NULL, false, false),
+                         CT_OK);
+        expect_values("grad x1", c->name, ct_tensor_grad(x[0]), c->g1, c->s1, c->n1);
+        if (c->x2)
+            expect_values("grad x2", c->name, ct_tensor_grad(x[1]), c->g2, c->s2, c->n2);
+        /* and gradcheck in float64; not for cos_eps, whose gradient is PyTorch's (the
+         * unclamped norm's, Note [cosine_similarity's eps]) and not the derivative of
+         * the clamped function (torch.autograd.gradcheck fails there too) */
+        if (!strcmp(c->name, "cos_eps")) {
+            ct_scope_end();
+            continue;
+        }
+        ct_tensor *in[2] = {ct_tensor_set_requires_grad(ct_from_data(c->x1, c->s1, c->n1, CT_F64), true),
+                            c->x2 ? ct_tensor_set_requires_grad(ct_from_data(c->x2, c->s2, c->n2, CT_F64), true)
+                                  : NULL};
+        if (ct_gradcheck(dist_fn, (void *)c, in, c->x2 ? 2 : 1, 1e-6, 1e-7, 1e-5) != CT_OK)
+            fail_msg("%s: gradcheck failed: %s", c->name, ct_last_error());
+        ct_scope_end();
+    }
+    /* pairwise_distance of equal inputs is eps * n^(1/p), not 0 */
+    ct_scope_begin();
+    ct_tensor *s = ct_from_data(pd_same_x1, pd_same_x1_shape, pd_same_x1_ndim, CT_F64);
+    expect_values("out", "pd_same", ct_pairwise_distance(s, s, 2, 1e-6, false), pd_same_out, pd_same_out_shape,
+                  pd_same_out_ndim);
+    /* 0-d inputs: the norm of a 0-d difference, |1 - 3 + 0| */
+    double v;
+    ct_tensor *d0 = ct_pairwise_distance(ct_scalar_tensor(ct_scalar_float(1), CT_F32, CT_CPU),
+                                         ct_scalar_tensor(ct_scalar_float(3), CT_F32, CT_CPU), 2, 0, false);
+    assert_non_null(d0);
+    assert_int_equal(ct_tensor_dim(d0), 0);
+    assert_int_equal(ct_item_double(d0, &v), CT_OK);
+    assert_true(fabs(v - 2) < 1e-6);
+    /* normalize of zeros is zeros (the clamp keeps it finite) */
+    ct_tensor *z = ct_normalize(ct_zeros(CT_SHAPE(2, 3), CT_F32, CT_CPU), 2, 1, 1e-12);
+    assert_int_equal(ct_item_double(ct_sum(ct_abs(z), NULL, 0, false, CT_DTYPE_UNDEFINED), &v), CT_OK);
+    assert_true(v == 0);
+    /* integer inputs of cosine_similarity are converted to their floating common dtype */
+    ct_tensor *ci = ct_cosine_similarity(ct_ones(CT_SHAPE(2, 3), CT_I64, CT_CPU), ct_ones(CT_SHAPE(3), CT_F32, CT_CPU),
+                                         1, 1e-8);
+    assert_non_null(ci);
+    assert_int_equal(ct_tensor_dtype(ci), CT_F32);
+    ct_scope_end();
+}
+
+static void test_distance_errors(void **state) {
+    (void)state;
+    ct_scope_begin();
+    ct_tensor *a = ct_ones(CT_SHAPE(2, 3), CT_F32, CT_CPU), *b = ct_ones(CT_SHAPE(4, 3), CT_F32, CT_CPU);
+    ct_tensor *i = ct_ones(CT_SHAPE(2, 3), CT_I64, CT_CPU), *v = ct_ones(CT_SHAPE(3), CT_F32, CT_CPU);
+    assert_null(ct_normalize(NULL, 2, 1, 1e-12));
+    assert_null(ct_normalize(a, 2, 4, 1e-12));
+    assert_non_null(strstr(ct_last_error(), "Dimension out of range"));
+    assert_null(ct_normalize(i, 2, 1, 1e-12));
+    assert_null(ct_cosine_similarity(NULL, a, 1, 1e-8));
+    assert_null(ct_cosine_similarity(a, NULL, 1, 1e-8));
+    assert_null(ct_cosine_similarity(a, b, 1, 1e-8));
+    assert_non_null(strstr(ct_last_error(),
+                           "The size of tensor a (2) must match the size of tensor b (4) at non-singleton dimension 0"));
+    assert_null(ct_cosine_similarity(a, v, 5, 1e-8));
+    assert_non_null(strstr(ct_last_error(), "Dimension out of range"));
+    assert_null(ct_cosine_similarity(v, v, 1, 1e-8)); /* the default dim 1 of 1-D inputs */
+    assert_null(ct_cosine_similarity(i, i, 1, 1e-8));
+    assert_non_null(strstr(ct_last_error(), "expected common dtype to be floating point, yet common dtype is"));
+    assert_null(ct_pairwise_distance(NULL, a, 2, 1e-6, false));
+    assert_null(ct_pairwise_distance(a, NULL, 2, 1e-6, false));
+    assert_null(ct_pairwise_distance(a, b, 2, 1e-6, false));
+    ct_scope_end();
+}
+
+/* ------------------------------------------------------------------ multinomial */
+
+static void test_multinomial(void **state) {
+    (void)state;
+    ct_scope_begin();
+    /* with replacement: frequencies within 5 sigma of the weights, zero never drawn */
+    const double w[5] = {1, 2, 3, 4, 0};
+    enum { DRAWS = 100000 };
+    ct_manual_seed(5);
+    ct_tensor *p = ct_from_data(w, CT_SHAPE(5), CT_F64);
+    ct_tensor *s = ct_multinomial(p, DRAWS, true);
+    assert_non_null(s);
+    assert_int_equal(ct_tensor_dtype(s), CT_I64);
+    assert_int_equal(ct_tensor_dim(s), 1);
+    assert_int_equal(ct_tensor_shape(s)[0], DRAWS);
+    const int64_t *d = ct_tensor_data(ct_contiguous(s));
+    int64_t count[5] = {0};
+    for (int i = 0; i < DRAWS; i++) {
+        assert_true(d[i] >= 0 && d[i] < 5);
+        count[d[i]]++;
+    }
+    assert_int_equal(count[4], 0);
+    for (int i = 0; i < 4; i++) {
+        double q = w[i] / 10, sd = sqrt(DRAWS * q * (1 - q));
+        assert_true(fabs((double)count[i] - DRAWS * q) < 5 * sd);
+    }
+    /* the seed fixes the draws */
+    ct_manual_seed(5);
+    ct_tensor *s2 = ct_multinomial(p, DRAWS, true);
+    assert_memory_equal(ct_tensor_data(ct_contiguous(s2)), d, sizeof(int64_t) * DRAWS);
+
+    /* 2-D, float32, without replacement: distinct per row; first picks follow the row */
+    enum { ROWS = 4000 };
+    float *pr = malloc(sizeof(float) * ROWS * 4);
+    for (int r = 0; r < ROWS; r++)
+        for (int j = 0; j < 4; j++)
+            pr[r * 4 + j] = (float)(j + 1); /* 0.1 .. 0.4 */
+    ct_tensor *p2 = ct_from_data(pr, CT_SHAPE(ROWS, 4), CT_F32);
+    free(pr);
+    ct_tensor *s3 = ct_multinomial(p2, 3, false);
+    assert_non_null(s3);
+    assert_int_equal(ct_tensor_shape(s3)[0], ROWS);
+    assert_int_equal(ct_tensor_shape(s3)[1], 3);
+    const int64_t *e = ct_tensor_data(ct_contiguous(s3));
+    int64_t first[4] = {0};
+    for (int r = 0; r < ROWS; r++) {
+        const int64_t *row = e + r * 3;
+        for (int j = 0; j < 3; j++) {
+            assert_true(row[j] >= 0 && row[j] < 4);
+            for (int k = 0; k < j; k++)
+                assert_true(row[j] != row[k]);
+        }
+        first[row[0]]++;
+    }
+    for (int j = 0; j < 4; j++) {
+        double q = (j + 1) / 10.0, sd = sqrt(ROWS * q * (1 - q));
+        assert_true(fabs((double)first[j] - ROWS * q) < 5 * sd);
+    }
+    /* without replacement, zero-probability categories come only after the others */
+    const double z[4] = {0, 3, 0, 1};
+    ct_tensor *s4 = ct_multinomial(ct_from_data(z, CT_SHAPE(4), CT_F64), 2, false);
+    const int64_t *f = ct_tensor_data(ct_contiguous(s4));
+    assert_true((f[0] == 1 && f[1] == 3) || (f[0] == 3 && f[1] == 1));
+    /* an empty batch of rows */
+    ct_tensor *s5 = ct_multinomial(ct_ones(CT_SHAPE(0, 3), CT_F32, CT_CPU), 2, true);
+    assert_non_null(s5);
+    assert_int_equal(ct_tensor_shape(s5)[0], 0);
+    assert_int_equal(ct_tensor_shape(s5)[1], 2);
+    /* probabilities that require grad are fine; the result has no gradient */
+    ct_tensor *pg = ct_tensor_set_requires_grad(ct_from_data(w, CT_SHAPE(5), CT_F64), true);
+    ct_tensor *s6 = ct_multinomial(pg, 3, true);
+    assert_non_null(s6);
+    assert_false(ct_tensor_requires_grad(s6));
+    /* on META: the shape and dtype, no values read */
+    ct_tensor *s7 = ct_multinomial(ct_empty(CT_SHAPE(3, 6), CT_F32, CT_META), 4, false);
+    if (!s7)
+        fail_msg("multinomial on META: %s", ct_last_error());
+    assert_int_equal(ct_tensor_device(s7).type, CT_DEVICE_META);
+    assert_int_equal(ct_tensor_dtype(s7), CT_I64);
+    assert_int_equal(ct_tensor_shape(s7)[0], 3);
+    assert_int_equal(ct_tensor_shape(s7)[1], 4);
+    ct_scope_end();
+}
+
+#define BAD_P "probability tensor contains either `inf`, `nan` or element < 0"
+#define BAD_SUM "invalid multinomial distribution (sum of probabilities <= 0)"
+#define TOO_MANY "cannot sample n_sample > prob_dist.size(-1) samples without replacement"
+static void test_multinomial_errors(void **state) {
+    (void)state;
+    ct_scope_begin();
+    const double neg[3] = {1, -1, 0}, nan_[3] = {1, NAN, 0}, inf[2] = {INFINITY, 1}, zero[3] = {0, 0, 0};
+    const double rows[4] = {1, 1, 0, 0};
+    struct {
+        ct_tensor *p;
+        int64_t n;
+        bool repl;
+        const char *msg;
+    } bad[] = {
+        {ct_from_data(neg, CT_SHAPE(3), CT_F64), 1, true, BAD_P},
+        {ct_from_data(nan_, CT_SHAPE(3), CT_F64), 1, false, BAD_P},
+        {ct_from_data(inf, CT_SHAPE(2), CT_F64), 1, true, BAD_P},
+        {ct_from_data(zero, CT_SHAPE(3), CT_F64), 1, true, BAD_SUM},
+        {ct_from_data(rows, CT_SHAPE(2, 2), CT_F64), 1, true, BAD_SUM},
+        {ct_ones(CT_SHAPE(2), CT_F32, CT_CPU), 3, false, TOO_MANY},
+        {ct_ones(CT_SHAPE(2), CT_F32, CT_CPU), 0, true, "cannot sample n_sample <= 0 samples"},
+        {ct_ones(CT_SHAPE(2), CT_I64, CT_CPU), 1, true, "multinomial only supports floating-point dtypes for input, got: "},
+        {ct_ones(CT_SHAPE(2, 2, 2), CT_F32, CT_CPU), 1, true, "prob_dist must be 1 or 2 dim"},
+        {ct_ones(CT_SHAPE(0), CT_F32, CT_CPU), 1, false, TOO_MANY},
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        assert_null(ct_multinomial(bad[k].p, bad[k].n, bad[k].repl));
+        if (!strstr(ct_last_error(), bad[k].msg))
+            fail_msg("case %zu: %s", k, ct_last_error());
+    }
+    assert_null(ct_multinomial(NULL, 1, true));
+    assert_int_equal(ct_last_status(), CT_ERROR_NULL_ARGUMENT);
+    ct_scope_end();
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_forward_golden),
@@ -945,6 +1213,10 @@ int main(void) {
         cmocka_unit_test(test_meta),
         cmocka_unit_test(test_public_op_entries),
         cmocka_unit_test(test_batch_norm_grad_mode),
+        cmocka_unit_test(test_distance_golden),
+        cmocka_unit_test(test_distance_errors),
+        cmocka_unit_test(test_multinomial),
+        cmocka_unit_test(test_multinomial_errors),
     };
     return cmocka_run_group_tests(tests, load_golden, free_golden);
 }

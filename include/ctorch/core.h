@@ -341,6 +341,11 @@ CT_API ct_tensor *ct_normal_(ct_tensor *t, double mean, double std);
 CT_API ct_tensor *ct_bernoulli_(ct_tensor *t, double p);
 /* Draws 0/1 with the probabilities in p (same shape and dtype as p). */
 CT_API ct_tensor *ct_bernoulli(const ct_tensor *p);
+/* torch.multinomial: num_samples category indices (int64) per row of probs (1-D (n)
+ * or 2-D (rows, n), floating, non-negative, finite, each row with a positive sum; not
+ * necessarily normalized), with or without replacement, from the default generator.
+ * Result (num_samples) or (rows, num_samples), on probs' device; no gradient. */
+CT_API ct_tensor *ct_multinomial(const ct_tensor *probs, int64_t num_samples, bool replacement);
 /* Block `counter` of the Philox4x32-10 stream keyed by seed: four uniformly
  * distributed 32-bit words, the same on every device, thread count and run. The random
  * ops above take their numbers from these blocks (docs/random.md says which word goes

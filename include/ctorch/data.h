@@ -9,7 +9,13 @@
  *   o.shuffle = true; o.num_workers = 2;
  *   ct_dataloader *dl = ct_dataloader_new(ds, &o);
  *   ct_tensor *batch[2];
- *   while (ct_dataloader_next(dl, batch) == 1) { ... }   // one epoch
+ *   for (ct_dataloader_iter_begin(dl);;) {               // one epoch
+ *       ct_scope_begin();                                 // one scope per step
+ *       int r = ct_dataloader_next(dl, batch);
+ *       if (r == 1) { ... }
+ *       ct_scope_end();
+ *       if (r != 1) break;
+ *   }
  *
  * See docs/data.md. */
 #ifndef CTORCH_DATA_H
@@ -55,6 +61,51 @@ CT_API int ct_dataset_num_fields(const ct_dataset *ds);
 /* One sample, with the index checked. */
 CT_API ct_status ct_dataset_get(const ct_dataset *ds, int64_t index, ct_tensor **fields);
 
+/* torch.utils.data.Subset: sample i is ds's sample indices[i]. ds is borrowed and must
+ * outlive the subset; the n indices are copied and each must be in [0, len(ds)). */
+CT_API ct_dataset *ct_subset_new(ct_dataset *ds, const int64_t *indices, int64_t n);
+/* torch.utils.data.random_split: n subsets (written to out[0..n), each freed with
+ * ct_dataset_free, ds borrowed) of a random permutation of ds's indices, fixed by seed.
+ * lengths are sample counts (whole numbers summing to len(ds)) or, when each is in
+ * [0, 1] and they sum to 1, fractions: floor(len * fraction) each, and the remainder
+ * handed out one by one from the first subset on, as PyTorch does. */
+CT_API ct_status ct_random_split(ct_dataset *ds, const double *lengths, int n, uint64_t seed, ct_dataset **out);
+/* torch.utils.data.ConcatDataset: the samples of ds[0], then those of ds[1], ... The n
+ * datasets are borrowed and must have the same number of fields. */
+CT_API ct_dataset *ct_concat_dataset_new(ct_dataset *const *ds, int n);
+
+/* ------------------------------------------------------------ samplers
+ * torch.utils.data's samplers: which sample indices an epoch visits, in which order.
+ * A sampler's indices for epoch e are a function of (seed, e) only (Philox, as the
+ * loader's shuffle), so ct_dataloader_set_epoch replays them. */
+
+typedef struct ct_sampler ct_sampler;
+
+/* SequentialSampler: 0, 1, ..., n - 1. */
+CT_API ct_sampler *ct_sequential_sampler_new(int64_t n);
+/* RandomSampler over n samples. Without replacement: a permutation of the n indices
+ * (num_samples beyond n chains whole permutations, then part of one); with it,
+ * num_samples independent uniform draws. num_samples <= 0 means n. */
+CT_API ct_sampler *ct_random_sampler_new(int64_t n, bool replacement, int64_t num_samples, uint64_t seed);
+/* WeightedRandomSampler: num_samples indices i in [0, n) drawn with probability
+ * proportional to weights[i] (copied), with or without replacement (then num_samples
+ * <= the number of categories, as torch.multinomial). */
+CT_API ct_sampler *ct_weighted_random_sampler_new(const double *weights, int64_t n, int64_t num_samples,
+                                                  bool replacement, uint64_t seed);
+CT_API void ct_sampler_free(ct_sampler *s);
+/* Indices per epoch. */
+CT_API int64_t ct_sampler_len(const ct_sampler *s);
+/* Writes epoch `epoch`'s ct_sampler_len(s) indices to out. */
+CT_API ct_status ct_sampler_indices(const ct_sampler *s, int64_t epoch, int64_t *out);
+
+/* BatchSampler: the sampler's indices cut into batches of batch_size, the last one
+ * smaller unless drop_last. The sampler is borrowed and must outlive it. */
+typedef struct ct_batch_sampler ct_batch_sampler;
+CT_API ct_batch_sampler *ct_batch_sampler_new(const ct_sampler *sampler, int64_t batch_size, bool drop_last);
+CT_API void ct_batch_sampler_free(ct_batch_sampler *bs);
+/* Batches per epoch. */
+CT_API int64_t ct_batch_sampler_len(const ct_batch_sampler *bs);
+
 /* ------------------------------------------------------------ loader */
 
 /* Builds the batch fields out[0..nfields) (new references) from samples[b * nfields + f]
@@ -71,7 +122,12 @@ typedef struct ct_dataloader_options {
     int prefetch_factor; /* batches each worker may have ready ahead (2) */
     ct_collate_fn collate; /* NULL: stack */
     void *collate_ctx;
-    int32_t reserved[8];
+    /* torch's sampler= (exclusive with shuffle) and batch_sampler= (exclusive with
+     * shuffle, sampler and drop_last; batch_size must be 1 or the batch sampler's).
+     * Borrowed: they must outlive the loader. NULL: shuffle/seed decide the order. */
+    const ct_sampler *sampler;
+    const ct_batch_sampler *batch_sampler;
+    int32_t reserved[4];
 } ct_dataloader_options;
 
 CT_API ct_dataloader_options ct_dataloader_defaults(int64_t batch_size);
@@ -91,6 +147,12 @@ CT_API int64_t ct_dataloader_len(const ct_dataloader *dl);
  * collate: the batch is skipped and the error is the worker's). The batch order
  * depends on the seed and the epoch only, never on num_workers. */
 CT_API int ct_dataloader_next(ct_dataloader *dl, ct_tensor **fields);
+/* Starts a loop over the loader, as PyTorch's iter(loader) at each `for`: when the
+ * current epoch has been partly consumed (a loop that broke out early), it restarts
+ * at that epoch's first batch; otherwise (a fresh loader, or an epoch that ended) it
+ * does nothing, so the batches already prefetched are kept. The epoch number and its
+ * order do not change. See docs/data.md for the loop with a scope per step. */
+CT_API ct_status ct_dataloader_iter_begin(ct_dataloader *dl);
 /* Restarts at the beginning of `epoch` (0-based): to resume, or to replay one. */
 CT_API ct_status ct_dataloader_set_epoch(ct_dataloader *dl, int64_t epoch);
 CT_API int64_t ct_dataloader_epoch(const ct_dataloader *dl);

@@ -342,6 +342,21 @@ CT_API ct_module *ct_nn_sequential(ct_module *const *modules, int n);
  * qkv, proj, fc, fc2. */
 CT_API ct_module *ct_nn_gpt_block(int64_t d_model, int64_t n_head, ct_dtype dtype);
 
+/* ------------------------------------------------------------ distances
+ * torch.nn.functional.normalize, cosine_similarity and pairwise_distance, made of ops
+ * (autograd and devices come with them). */
+
+/* x / max(||x||_p along dim, eps) (F.normalize; PyTorch's defaults are p = 2, dim = 1,
+ * eps = 1e-12). */
+CT_API ct_tensor *ct_normalize(const ct_tensor *x, double p, int64_t dim, double eps);
+/* sum over dim of (x1 / max(||x1||, eps)) * (x2 / max(||x2||, eps)), x1 and x2
+ * broadcast together first, dim counted in the broadcast shape (defaults dim = 1,
+ * eps = 1e-8). Integer inputs are converted to their floating common dtype. */
+CT_API ct_tensor *ct_cosine_similarity(const ct_tensor *x1, const ct_tensor *x2, int64_t dim, double eps);
+/* ||x1 - x2 + eps||_p over the last dimension (defaults p = 2, eps = 1e-6, keepdim
+ * false); inputs broadcast. */
+CT_API ct_tensor *ct_pairwise_distance(const ct_tensor *x1, const ct_tensor *x2, double p, double eps, bool keepdim);
+
 #ifdef __cplusplus
 }
 #endif

@@ -3,6 +3,7 @@
 #ifndef CT_DATA_INTERNAL_H
 #define CT_DATA_INTERNAL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -40,5 +41,10 @@ static inline bool ct_data_split_range(const char *op, ct_text_split split, int6
  * "val". */
 ct_status ct_data_check_batch(const char *op, const char *split_name, int64_t n, int64_t batch, int64_t block,
                               uint64_t index);
+
+/* What the loader reads of a sampler (src/data/sampler.c): the range of its indices
+ * ([0, range)), and a batch sampler's sampler, batch size and drop_last. */
+int64_t ct_data_sampler_range(const ct_sampler *s);
+const ct_sampler *ct_data_batch_sampler_parts(const ct_batch_sampler *bs, int64_t *batch_size, bool *drop_last);
 
 #endif

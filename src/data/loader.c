@@ -6,6 +6,7 @@
 
 #include "ctorch.h"
 #include "ctorch/ext.h"
+#include "data/data_internal.h"
 
 /* ------------------------------------------------------------ datasets */
 
@@ -222,7 +223,10 @@ struct ct_dataloader {
     ct_dataloader_options o;
     int64_t nbatches;
     int64_t epoch;
-    int64_t *order; /* the current epoch's permutation */
+    int64_t *order; /* the current epoch's sample indices, norder of them */
+    int64_t norder;
+    int64_t batch_size; /* the options' or the batch sampler's */
+    const ct_sampler *sampler;
     /* shared with workers, under mu */
     pthread_mutex_t mu;
     pthread_cond_t work_cv, done_cv;
@@ -238,6 +242,10 @@ struct ct_dataloader {
 };
 
 static void make_order(ct_dataloader *dl) {
+    if (dl->sampler) { /* cannot fail: sampler, epoch and buffer were checked */
+        ct_sampler_indices(dl->sampler, dl->epoch, dl->order);
+        return;
+    }
     const int64_t n = dl->ds->length;
     for (int64_t i = 0; i < n; i++)
         dl->order[i] = i;
@@ -264,8 +272,8 @@ static void make_order(ct_dataloader *dl) {
 }
 
 static int64_t batch_count(const ct_dataloader *dl, int64_t b) {
-    int64_t start = b * dl->o.batch_size, left = dl->ds->length - start;
-    return left < dl->o.batch_size ? left : dl->o.batch_size;
+    int64_t start = b * dl->batch_size, left = dl->norder - start;
+    return left < dl->batch_size ? left : dl->batch_size;
 }
 
 /* Makes batch b from indices idx[0..count): fields are owned references (no scope). */
@@ -327,7 +335,7 @@ static void *worker_main(void *arg) {
             continue;
         }
         int64_t b = dl->next_make++, gen = dl->gen, count = batch_count(dl, b);
-        memcpy(idx, dl->order + b * dl->o.batch_size, sizeof(int64_t) * (size_t)count);
+        memcpy(idx, dl->order + b * dl->batch_size, sizeof(int64_t) * (size_t)count);
         pthread_mutex_unlock(&dl->mu);
         message[0] = 0;
         ct_status st = make_batch(dl, idx, count, fields, message, sizeof w->message);
@@ -414,6 +422,34 @@ ct_dataloader *ct_dataloader_new(ct_dataset *ds, const ct_dataloader_options *o)
                  (long long)o->batch_size);
         return NULL;
     }
+    /* Note [Samplers in the loader]
+     * A sampler replaces the shuffle's permutation as the epoch's list of indices (the
+     * loader asks it for epoch e's, so set_epoch and iter_begin replay them); a batch
+     * sampler brings its sampler, batch size and drop_last. torch's exclusions apply. */
+    const ct_sampler *sampler = o->sampler;
+    int64_t batch_size = o->batch_size;
+    bool drop_last = o->drop_last;
+    if (o->sampler && o->shuffle) {
+        ct_error(CT_ERROR_VALUE, op, "sampler option is mutually exclusive with shuffle");
+        return NULL;
+    }
+    if (o->batch_sampler) {
+        int64_t bbs;
+        bool bdl;
+        sampler = ct_data_batch_sampler_parts(o->batch_sampler, &bbs, &bdl);
+        if ((o->batch_size != 1 && o->batch_size != bbs) || o->shuffle || o->sampler || o->drop_last) {
+            ct_error(CT_ERROR_VALUE, op,
+                     "batch_sampler option is mutually exclusive with batch_size, shuffle, sampler, and drop_last");
+            return NULL;
+        }
+        batch_size = bbs;
+        drop_last = bdl;
+    }
+    if (sampler && ct_data_sampler_range(sampler) > ds->length) {
+        ct_error(CT_ERROR_INDEX, op, "the sampler draws indices in [0, %lld), beyond the dataset's %lld samples",
+                 (long long)ct_data_sampler_range(sampler), (long long)ds->length);
+        return NULL;
+    }
     if (o->num_workers < 0 || o->num_workers > 256) {
         ct_error(CT_ERROR_VALUE, op, "num_workers option should be between 0 and 256, got %d", o->num_workers);
         return NULL;
@@ -430,8 +466,10 @@ ct_dataloader *ct_dataloader_new(ct_dataset *ds, const ct_dataloader_options *o)
     pthread_cond_init(&dl->done_cv, NULL);
     dl->ds = ds;
     dl->o = *o;
-    const int64_t n = ds->length;
-    dl->nbatches = o->drop_last ? n / o->batch_size : (n + o->batch_size - 1) / o->batch_size;
+    dl->sampler = sampler;
+    dl->batch_size = batch_size;
+    const int64_t n = dl->norder = sampler ? ct_sampler_len(sampler) : ds->length;
+    dl->nbatches = drop_last ? n / batch_size : (n + batch_size - 1) / batch_size;
     dl->order = ct_xcalloc(op, (size_t)(n > 0 ? n : 1), sizeof(int64_t));
     dl->capacity = o->num_workers > 0 ? o->num_workers * o->prefetch_factor : 1;
     dl->slots = ct_xcalloc(op, (size_t)dl->capacity, sizeof(slot));
@@ -453,7 +491,7 @@ ct_dataloader *ct_dataloader_new(ct_dataset *ds, const ct_dataloader_options *o)
         for (int i = 0; ok && i < o->num_workers; i++) {
             worker *w = &dl->workers[i];
             w->dl = dl;
-            w->idx = ct_xcalloc(op, (size_t)o->batch_size, sizeof(int64_t));
+            w->idx = ct_xcalloc(op, (size_t)batch_size, sizeof(int64_t));
             w->fields = ct_xcalloc(op, (size_t)ds->nfields, sizeof(ct_tensor *));
             ok = w->idx && w->fields;
         }
@@ -489,6 +527,20 @@ ct_status ct_dataloader_set_epoch(ct_dataloader *dl, int64_t epoch) {
     if (dl->nthreads)
         pthread_mutex_lock(&dl->mu);
     start_epoch(dl, epoch);
+    if (dl->nthreads) {
+        pthread_cond_broadcast(&dl->work_cv);
+        pthread_mutex_unlock(&dl->mu);
+    }
+    return CT_OK;
+}
+
+ct_status ct_dataloader_iter_begin(ct_dataloader *dl) {
+    if (!dl)
+        return ct_error(CT_ERROR_NULL_ARGUMENT, "DataLoader.iter", "loader is NULL");
+    if (dl->nthreads)
+        pthread_mutex_lock(&dl->mu);
+    if (dl->next_consume > 0) /* a loop broke out of this epoch: replay it from its start */
+        start_epoch(dl, dl->epoch);
     if (dl->nthreads) {
         pthread_cond_broadcast(&dl->work_cv);
         pthread_mutex_unlock(&dl->mu);
@@ -535,7 +587,7 @@ int ct_dataloader_next(ct_dataloader *dl, ct_tensor **fields) {
             return end_epoch(dl, op);
         int64_t b = dl->next_consume++;
         ct_tensor **tmp = dl->slots[0].fields;
-        if (make_batch(dl, dl->order + b * dl->o.batch_size, batch_count(dl, b), tmp, NULL, 0))
+        if (make_batch(dl, dl->order + b * dl->batch_size, batch_count(dl, b), tmp, NULL, 0))
             return -1;
         return deliver(tmp, fields, nf);
     }
