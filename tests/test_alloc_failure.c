@@ -2,16 +2,17 @@
  *
  * A small training loop (synthetic data through a DataLoader with one worker thread, a
  * conv + linear model, cross-entropy, backward, SGD with momentum, three steps), then
- * saving its state_dict as .pt and .safetensors, loading both back and printing a
- * parameter, runs once per N in a forked child in which the N-th host allocation fails.
- * The first op of each child also starts the dispatcher, so its kernel registration is
- * swept too. The failing allocation is chosen by wrapping malloc, calloc, realloc,
- * aligned_alloc, posix_memalign, strdup and strndup at link time (tests/CMakeLists.txt
- * links this test with --wrap), which catches every allocation the library makes, not
- * only those that go through its helpers. Each child must end normally; a call that
- * fails must return NULL or a status with a message; the CPU allocator must hold no
- * memory at the end; an alarm turns a hang into a failure, and in the sanitizer build
- * LeakSanitizer checks the child before it exits.
+ * saving its state_dict as .pt and .safetensors, loading both back, printing a
+ * parameter and calling the module API around forward (module_api), runs once per N
+ * in a forked child in which the N-th host allocation fails. The first op of each
+ * child also starts the dispatcher, so its kernel registration is swept too. The
+ * failing allocation is chosen by wrapping malloc, calloc, realloc, aligned_alloc,
+ * posix_memalign, strdup and strndup at link time (tests/CMakeLists.txt links this
+ * test with --wrap), which catches every allocation the library makes, not only those
+ * that go through its helpers. Each child must end normally; a call that fails must
+ * return NULL or a status with a message; the CPU allocator must hold no memory at the
+ * end; an alarm turns a hang into a failure, and in the sanitizer build LeakSanitizer
+ * checks the child before it exits.
  *
  * Every N is swept, up to a little past the count of a clean run (every 4th under the
  * sanitizers, to keep the test well under a minute there; CT_TEST_SWEEP_STRIDE=k sets
@@ -122,6 +123,45 @@ static ct_status train_step(ct_module *model, ct_optimizer *opt, ct_dataloader *
     return ok ? CT_OK : CT_ERROR_RUNTIME;
 }
 
+static ct_status add_one(ct_module *m, const ct_tensor *const *in, int nin, ct_tensor **out, int *nout, int cap,
+                         void *ud) {
+    (void)m, (void)in, (void)nin, (void)nout, (void)cap, (void)ud;
+    return (out[0] = ct_add_scalar(out[0], ct_scalar_float(1))) != NULL ? CT_OK : ct_last_status();
+}
+
+static int count_tensor(const char *name, ct_tensor *t, void *ud) {
+    (void)name, (void)t;
+    ++*(int *)ud;
+    return 0;
+}
+
+/* The module API around forward: printing, a hook, dotted names, a walk, the state
+ * dict file and its metadata, a non-strict load that lists what it skipped. */
+static bool module_api(ct_module *model, ct_tensor *x, const char *st) {
+    char *repr = NULL;
+    ct_module *tree = NULL;
+    ct_value *sd = NULL, *meta = NULL, *missing = NULL;
+    int64_t hook = -1;
+    int n = 0;
+    bool ok = OK_PTR(repr = ct_module_to_string(model)) &&
+              ((ct_clear_error(), hook = ct_module_register_forward_hook(model, add_one, NULL)) > 0 ||
+               !failed_call("ct_module_register_forward_hook")) &&
+              OK_PTR(ct_module_forward(model, x)) && OK_ST(ct_module_remove_hook(model, hook)) &&
+              OK_PTR(tree = ct_module_new("Tree", NULL, NULL, NULL)) &&
+              OK_ST(ct_module_register_buffer(tree, "enc.layer.0.x", x)) &&
+              ((ct_clear_error(), ct_module_named_buffers(tree, count_tensor, &n)) == 0 ||
+               !failed_call("ct_module_named_buffers")) &&
+              OK_PTR(sd = ct_load_state_dict_file(st)) && OK_PTR(meta = ct_load_safetensors_metadata(st)) &&
+              OK_ST(ct_value_dict_remove(sd, "0.bias")) &&
+              OK_ST(ct_module_load_state_dict_keys(model, sd, false, &missing, NULL));
+    free(repr);
+    ct_module_free(tree);
+    ct_value_free(sd);
+    ct_value_free(meta);
+    ct_value_free(missing);
+    return ok;
+}
+
 /* One run; false when it stopped at a (reported) failure. */
 static bool workload(const char *dir) {
     ct_module *model = NULL;
@@ -167,6 +207,7 @@ static bool workload(const char *dir) {
         ok = ct_to_string(ct_module_param(ct_module_child(model, "3"), "bias"), text, sizeof text) >= 0 ||
              !failed_call("ct_to_string");
     }
+    ok = ok && module_api(model, x, st);
     ct_value_free(a);
     ct_value_free(b);
     ct_value_free(sd);

@@ -342,7 +342,7 @@ static void test_registration(void **state) {
     assert_int_equal(ct_module_register_parameter(m, "p", p), CT_OK);
     assert_true(ct_tensor_requires_grad(p));
     CT_ASSERT_ERR(ct_module_register_parameter(m, "p", p) == CT_OK, CT_ERROR_VALUE, "already exists");
-    CT_ASSERT_ERR(ct_module_register_buffer(m, "a.b", p) == CT_OK, CT_ERROR_VALUE, "can't contain \".\"");
+    CT_ASSERT_ERR(ct_module_register_buffer(m, "a..b", p) == CT_OK, CT_ERROR_VALUE, "has an empty part");
     CT_ASSERT_ERR(ct_module_register_buffer(m, "", p) == CT_OK, CT_ERROR_VALUE, "empty string");
     CT_ASSERT_ERR(ct_module_register_parameter(m, "i", ct_zeros(CT_SHAPE(2), CT_I64, CT_CPU)) == CT_OK, CT_ERROR_TYPE,
                   "floating point");

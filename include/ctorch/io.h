@@ -31,12 +31,25 @@ typedef enum ct_value_type {
 /* ------------------------------------------------------------ loading */
 
 /* Reads a checkpoint, choosing the format by content (safetensors, torch.save zip),
- * never by file name. NULL on error (ct_last_error says what and where). */
+ * never by file name. NULL on error (ct_last_error says what and where). A
+ * safetensors file gives a dict of its tensors by name, after a "__metadata__" entry
+ * (a dict of string -> string) when the file has metadata; ct_module_load_state_dict
+ * ignores that entry, ct_load_state_dict_file leaves it out. */
 CT_API ct_value *ct_load(const char *path);
 CT_API ct_value *ct_load_safetensors(const char *path);
 CT_API ct_value *ct_load_pt(const char *path);
 /* Same, from memory (the bytes are copied as needed; buf may be freed afterwards). */
 CT_API ct_value *ct_load_buffer(const void *buf, size_t len);
+/* A state dict file, as safetensors.torch.load_file reads one: a dict of name ->
+ * tensor and nothing else, from a safetensors file (its "__metadata__" left out) or a
+ * torch.save file of a flat dict of tensors (model.state_dict()). Anything else in a
+ * torch.save file (nested dicts, optimizer state, an epoch count) is a CT_ERROR_TYPE
+ * naming the first entry that is not a tensor: read such checkpoints with ct_load. */
+CT_API ct_value *ct_load_state_dict_file(const char *path);
+/* safe_open(path).metadata(): the "__metadata__" dict of string -> string of a
+ * safetensors file (empty when it has none), validated as ct_load validates it; no
+ * tensor is made. */
+CT_API ct_value *ct_load_safetensors_metadata(const char *path);
 
 /* ------------------------------------------------------------ pickles */
 
@@ -141,6 +154,12 @@ CT_API ct_status ct_value_append(ct_value *list_or_tuple, ct_value *item);
 CT_API ct_status ct_value_set(ct_value *dict, const char *key, ct_value *item);
 /* The same with an integer key, as torch.optim's state dicts use ({0: {...}, 1: ...}). */
 CT_API ct_status ct_value_set_int(ct_value *dict, int64_t key, ct_value *item);
+/* del dict[key]: removes the entry and frees its value; the others keep their order.
+ * A key that is not there is an error (CT_ERROR_INDEX), as Python's KeyError. O(len). */
+CT_API ct_status ct_value_dict_remove(ct_value *dict, const char *key);
+/* dict.pop(key): the same, but the value is handed to the caller (free it with
+ * ct_value_free, or put it in another container); NULL with an error when absent. */
+CT_API ct_value *ct_value_dict_pop(ct_value *dict, const char *key);
 
 /* A deep copy; tensors in the copy are new references to the same tensors. */
 CT_API ct_value *ct_value_clone(const ct_value *v);

@@ -240,10 +240,38 @@ CT_API ct_tensor *ct_init_trunc_normal_(ct_tensor *t, double mean, double std, d
 typedef struct ct_module ct_module;
 /* A module's forward: one tensor in, one out (new reference owned by the scope). */
 typedef ct_tensor *(*ct_module_forward_fn)(ct_module *m, const ct_tensor *input);
+/* A forward of several tensors in and several out, PyTorch's forward(x, mask) ->
+ * (output, hidden): it reads in[0..nin), writes its results to out[0..*nout) as new
+ * references owned by the innermost scope (an input handed back as it is:
+ * ct_tensor_ref(in[i])), and returns CT_OK; or it returns an error status with
+ * ct_last_error set. out has room for cap tensors, never fewer than CT_MODULE_IO_CAP:
+ * a forward with more results than cap returns an error instead of writing them. No
+ * entry of in or out is NULL: an optional argument (mask=None) is left off the end,
+ * nin tells which were given. */
+typedef ct_status (*ct_module_forward_multi_fn)(ct_module *m, const ct_tensor *const *in, int nin, ct_tensor **out,
+                                                int cap, int *nout);
+/* The room a multi forward and a hook always get for tensors (inputs and outputs);
+ * Sequential passes at most this many tensors from one layer to the next. */
+#define CT_MODULE_IO_CAP 16
 
-/* Frees the module, its children and its references to parameters and buffers. */
+/* Drops a reference to the module (docs/nn.md, "Shared modules"); the last one frees
+ * it, its children and its references to parameters and buffers. NULL is a no-op. */
 CT_API void ct_module_free(ct_module *m);
+/* Another owner for m (it returns m): add one module under two names with
+ * ct_module_retain(shared) before the second ct_module_add_child (nn.Module allows
+ * shared submodules; named_modules lists each once). Not thread-safe. */
+CT_API ct_module *ct_module_retain(ct_module *m);
+/* forward(input): the one-in, one-out call, for either kind of module. A multi module
+ * gets one input and this returns its first output (the others are dropped with the
+ * scope). Forward pre-hooks and hooks run around it. */
 CT_API ct_tensor *ct_module_forward(ct_module *m, const ct_tensor *input);
+/* forward(*in): nin inputs (none may be NULL), at most cap outputs written to out (new
+ * references owned by the innermost scope), their count in *nout. A one-tensor module
+ * takes exactly one input and gives one output. Errors (*nout is then 0): a NULL
+ * input (the first error of a chain is kept), a wrong number of inputs, more outputs
+ * than cap, the forward's or a hook's own error. */
+CT_API ct_status ct_module_forward_multi(ct_module *m, const ct_tensor *const *in, int nin, ct_tensor **out, int cap,
+                                         int *nout);
 /* "Linear", "Sequential", ... */
 CT_API const char *ct_module_type(const ct_module *m);
 /* train(mode) for m and all its children; returns m. */
@@ -253,27 +281,106 @@ CT_API bool ct_module_is_training(const ct_module *m);
 /* A module with no parameters of its own, for building custom ones: forward may be
  * NULL for a pure container. ctx is handed back by ct_module_ctx. */
 CT_API ct_module *ct_module_new(const char *type, ct_module_forward_fn forward, void *ctx, void (*free_ctx)(void *));
+/* The same with a forward of several tensors in and out. */
+CT_API ct_module *ct_module_new_multi(const char *type, ct_module_forward_multi_fn forward, void *ctx,
+                                      void (*free_ctx)(void *));
 CT_API void *ct_module_ctx(const ct_module *m);
 /* Registers a parameter (requires_grad is set on it) or a buffer under name; the
  * module takes its own reference (ct_retain). A NULL tensor registers "None"
- * (skipped by state_dict, as PyTorch). */
+ * (skipped by state_dict, as PyTorch). A dotted name ("encoder.layer.0.query.weight")
+ * registers on the submodule it names, creating the missing ones as empty containers
+ * of type "Module", so a Hugging Face state dict can be mirrored in a loop. Names may
+ * not be empty or have an empty part ("a..b", ".x", "x."), nor be taken already (by a
+ * parameter, buffer or child), nor pass through a parameter or buffer. */
 CT_API ct_status ct_module_register_parameter(ct_module *m, const char *name, ct_tensor *t);
 CT_API ct_status ct_module_register_buffer(ct_module *m, const char *name, ct_tensor *t);
-/* Adds child under name; m takes ownership of child (also on error). */
+/* Adds child under name (dotted names as above); m takes ownership of one reference
+ * to child, also on error, except one: a child that is already a submodule and was not
+ * ct_module_retain'ed is refused and left as it is (that reference was its parent's).
+ * A module may not become its own descendant. */
 CT_API ct_status ct_module_add_child(ct_module *m, const char *name, ct_module *child);
-/* Borrowed look-ups of this module's own entries; NULL when absent. */
+/* ModuleList.append / Sequential.append: adds child under the name "<number of
+ * children>". */
+CT_API ct_status ct_module_append(ct_module *m, ct_module *child);
+/* Borrowed look-ups, also of dotted names ("blocks.0.qkv.weight"); NULL when absent. */
 CT_API ct_tensor *ct_module_param(const ct_module *m, const char *name);
 CT_API ct_tensor *ct_module_buffer(const ct_module *m, const char *name);
 CT_API ct_module *ct_module_child(const ct_module *m, const char *name);
-/* Replaces a parameter's tensor (weight tying: head.weight = wte.weight). */
+/* Replaces a parameter's tensor (weight tying: head.weight = wte.weight); name may be
+ * dotted. */
 CT_API ct_status ct_module_set_param(ct_module *m, const char *name, ct_tensor *t);
+
+/* ------------------------------------------------------------ iteration */
+
+/* m's direct children in the order they were added, as m._modules: shared modules
+ * appear under each name. ct_module_child_at returns the i-th (borrowed) and its name
+ * in *name when name is not NULL (borrowed from m); NULL with an error when i is out
+ * of range. */
+CT_API int ct_module_num_children(const ct_module *m);
+CT_API ct_module *ct_module_child_at(const ct_module *m, int i, const char **name);
+
+/* Visitors get borrowed names and objects, the name valid during the call. They
+ * return 0 to go on; any other value stops the walk and is what the walk returns
+ * (ct_error's status passes through; a visitor that stops without an error should
+ * return a value no ct_status has, such as -1). A walk returns 0 when it visited
+ * everything, or a ct_status of its own (a NULL module or function, no memory). */
+typedef int (*ct_module_visit_fn)(const char *name, ct_module *m, void *ud);
+typedef int (*ct_module_tensor_visit_fn)(const char *name, ct_tensor *t, void *ud);
+typedef int (*ct_module_apply_fn)(ct_module *m, void *ud);
+/* named_modules(): m itself (name ""), then its descendants in pre-order with dotted
+ * names ("blocks.0.qkv"), each module once (under its first name). */
+CT_API int ct_module_named_modules(ct_module *m, ct_module_visit_fn fn, void *ud);
+/* named_parameters() / named_buffers(): recursive, in named_modules order, each
+ * module's own in registration order; None entries skipped and each tensor once,
+ * under its first name (tied weights count once). */
+CT_API int ct_module_named_parameters(const ct_module *m, ct_module_tensor_visit_fn fn, void *ud);
+CT_API int ct_module_named_buffers(const ct_module *m, ct_module_tensor_visit_fn fn, void *ud);
+/* apply(fn): fn on every child's subtree, then on m (children first, as
+ * nn.Module.apply; a child added twice under one parent is visited once). */
+CT_API int ct_module_apply(ct_module *m, ct_module_apply_fn fn, void *ud);
 
 /* All parameters, recursively, in registration order with dotted names ("0.weight"),
  * each shared tensor once (as parameters()). Returns the count; fills at most cap
  * entries of params/names (either may be NULL). Names are borrowed from m, valid until
- * m is freed or the next call of this function that asks for names. */
+ * m is freed or the next call of this function that asks for names. The visitor
+ * ct_module_named_parameters needs no array. */
 CT_API int64_t ct_module_parameters(const ct_module *m, ct_tensor **params, const char **names, int64_t cap);
 CT_API int64_t ct_module_num_parameters(const ct_module *m); /* total elements */
+
+/* ------------------------------------------------------------ printing */
+
+/* extra_repr: writes the text between a module's parentheses ("in_features=4,
+ * out_features=3, bias=True") into buf as snprintf does (NUL-terminated, at most cap
+ * bytes) and returns its full length (called again with a larger buffer when it did
+ * not fit), or a negative value with an error set. */
+typedef int (*ct_module_extra_repr_fn)(const ct_module *m, char *buf, size_t cap);
+/* Sets m's extra_repr (NULL: none). The ct_nn_* layers set PyTorch's. */
+CT_API ct_status ct_module_set_extra_repr(ct_module *m, ct_module_extra_repr_fn fn);
+/* repr(m) as PyTorch prints a module: "Type(extra_repr)" for a leaf, and children as
+ * "(name): ..." lines indented by two spaces; a ModuleList prints runs of equal
+ * children once ("(0-11): 12 x GPTBlock(...)"). A malloc'd string (free it with
+ * free()), or NULL with an error. */
+CT_API char *ct_module_to_string(const ct_module *m);
+
+/* ------------------------------------------------------------ hooks */
+
+/* register_forward_pre_hook: runs before forward with the inputs, which it may replace
+ * (in[i] = a new tensor owned by the innermost scope) or add and remove (*nin, at most
+ * cap). register_forward_hook: runs after forward with the inputs forward got and its
+ * outputs, which it may replace the same way. Hooks run in registration order for
+ * both kinds of forward; a non-zero status stops the call with that error. ud is the
+ * caller's (it must outlive the hook). Each returns the hook's id (> 0, unique in the
+ * process) for ct_module_remove_hook, or -1 with an error. */
+typedef ct_status (*ct_module_forward_pre_hook_fn)(ct_module *m, const ct_tensor **in, int *nin, int cap, void *ud);
+typedef ct_status (*ct_module_forward_hook_fn)(ct_module *m, const ct_tensor *const *in, int nin, ct_tensor **out,
+                                               int *nout, int cap, void *ud);
+CT_API int64_t ct_module_register_forward_pre_hook(ct_module *m, ct_module_forward_pre_hook_fn fn, void *ud);
+CT_API int64_t ct_module_register_forward_hook(ct_module *m, ct_module_forward_hook_fn fn, void *ud);
+/* handle.remove(): an error when m has no hook of that id. A hook may remove itself
+ * or others while it runs; the hooks of the call in progress all still run. */
+CT_API ct_status ct_module_remove_hook(ct_module *m, int64_t id);
+
+/* ------------------------------------------------------------ state dicts */
 
 /* state_dict(): a dict of "name" -> tensor (parameters and buffers, dotted names,
  * detached references). Free with ct_value_free. */
@@ -283,9 +390,15 @@ CT_API ct_value *ct_module_state_dict(const ct_module *m);
  * All problems are reported together in one message, as PyTorch's
  * "Error(s) in loading state_dict for Linear: Missing key(s) ...". Nothing is copied
  * when an error is reported. Counts (if not NULL) get the number of missing and
- * unexpected keys. */
+ * unexpected keys. A "__metadata__" entry holding a dict of strings (a safetensors
+ * file's metadata, which ct_load returns) is not a key: it is ignored. */
 CT_API ct_status ct_module_load_state_dict(ct_module *m, const ct_value *state_dict, bool strict,
                                            int64_t *n_missing, int64_t *n_unexpected);
+/* The same, returning PyTorch's _IncompatibleKeys: *missing_keys and *unexpected_keys
+ * (either may be NULL) get new lists of the names (free them with ct_value_free), also
+ * when the load fails for them. */
+CT_API ct_status ct_module_load_state_dict_keys(ct_module *m, const ct_value *state_dict, bool strict,
+                                                ct_value **missing_keys, ct_value **unexpected_keys);
 
 /* module.to(device, dtype): every parameter and buffer of the tree is replaced by its
  * copy on device, floating-point ones converted to dtype (CT_DTYPE_UNDEFINED keeps
@@ -335,8 +448,14 @@ CT_API ct_module *ct_nn_gelu(const char *approximate);
 CT_API ct_module *ct_nn_flatten(int start_dim, int end_dim);
 CT_API ct_module *ct_nn_max_pool2d(const int64_t kernel[2], const int64_t stride[2], const int64_t padding[2]);
 /* Sequential of n modules (takes ownership of each, also on error); children are
- * named "0", "1", ... */
+ * named "0", "1", ... Each layer's outputs are the next layer's inputs (at most
+ * CT_MODULE_IO_CAP of them), so multi modules chain: (x, mask) -> attention -> ... */
 CT_API ct_module *ct_nn_sequential(ct_module *const *modules, int n);
+/* ModuleList of n modules (children "0", "1", ...) and ModuleDict of n named modules
+ * (names copied): containers with no forward. Both take ownership of each module, also
+ * on error. */
+CT_API ct_module *ct_nn_module_list(ct_module *const *modules, int n);
+CT_API ct_module *ct_nn_module_dict(const char *const *names, ct_module *const *modules, int n);
 /* The GPT block of nanoGPT: x + proj(attn(ln1(x))), then x + fc2(gelu_tanh(fc(ln2(x)))),
  * causal self-attention with n_head heads over (B, T, d_model). Children: ln1, ln2,
  * qkv, proj, fc, fc2. */

@@ -77,13 +77,9 @@ ct_status ct_char_gpt_init(ct_char_gpt *m, const ct_char_gpt_config *cfg) {
     /* children in the reference's order, so state_dict keys line up */
     bool ok = !ct_module_add_child(root, "wte", ct_nn_embedding(cfg->vocab, d, CT_NO_PADDING_IDX, CT_F32)) &&
               !ct_module_add_child(root, "wpe", ct_nn_embedding(cfg->block, d, CT_NO_PADDING_IDX, CT_F32)) &&
-              (blocks = ct_module_new("ModuleList", NULL, NULL, NULL)) != NULL &&
-              !ct_module_add_child(root, "blocks", blocks);
-    for (int64_t i = 0; ok && i < cfg->n_layer; i++) {
-        char name[24];
-        snprintf(name, sizeof name, "%lld", (long long)i);
-        ok = !ct_module_add_child(blocks, name, ct_nn_gpt_block(d, cfg->n_head, CT_F32));
-    }
+              (blocks = ct_nn_module_list(NULL, 0)) != NULL && !ct_module_add_child(root, "blocks", blocks);
+    for (int64_t i = 0; ok && i < cfg->n_layer; i++)
+        ok = !ct_module_append(blocks, ct_nn_gpt_block(d, cfg->n_head, CT_F32));
     ok = ok && !ct_module_add_child(root, "lnf", ct_nn_layer_norm(&d, 1, 1e-5, true, CT_F32)) &&
          !ct_module_add_child(root, "head", ct_nn_linear(d, cfg->vocab, false, CT_F32)) &&
          !ct_module_set_param(ct_module_child(root, "head"), "weight",

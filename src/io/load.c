@@ -223,10 +223,10 @@ bool ct_sniff_checkpoint(const uint8_t *b, size_t n, const char *name) {
     }
 }
 
-static ct_value *dispatch(const uint8_t *b, size_t n, ct_mapping *map, const char *name) {
+static ct_value *dispatch(const uint8_t *b, size_t n, ct_mapping *map, const char *name, ct_st_parts parts) {
     const char *who = name ? name : "buffer";
     switch (detect(b, n)) {
-    case FMT_SAFETENSORS: return ct_safetensors_load_buffer(b, n, map, name);
+    case FMT_SAFETENSORS: return ct_safetensors_load_parts(b, n, map, name, parts);
     case FMT_ZIP:
     case FMT_LEGACY_PICKLE: return ct_pt_load_buffer(b, n, name);
     case FMT_TAR:
@@ -241,16 +241,55 @@ static ct_value *dispatch(const uint8_t *b, size_t n, ct_mapping *map, const cha
     return NULL;
 }
 
-ct_value *ct_load(const char *path) {
+static ct_value *load_path(const char *op, const char *path, ct_st_parts parts) {
     if (!path) {
-        ct_error(CT_ERROR_NULL_ARGUMENT, "load", "path is NULL");
+        ct_error(CT_ERROR_NULL_ARGUMENT, op, "path is NULL");
         return NULL;
     }
-    ct_mapping *m = ct_mapping_open("load", path, ct_sniff_checkpoint);
+    ct_mapping *m = ct_mapping_open(op, path, ct_sniff_checkpoint);
     if (!m)
         return NULL;
-    ct_value *v = dispatch(m->data, m->len, ct_safetensors_copy_requested() ? NULL : m, path);
+    ct_value *v = dispatch(m->data, m->len, ct_safetensors_copy_requested() ? NULL : m, path, parts);
     ct_mapping_release(m);
+    return v;
+}
+
+ct_value *ct_load(const char *path) { return load_path("load", path, CT_ST_ALL); }
+
+/* A state dict is a dict of str -> tensor; a torch.save file may hold anything. */
+static bool is_state_dict(const char *op, const ct_value *v, const char *path) {
+    if (ct_value_kind(v) != CT_VALUE_DICT) {
+        ct_error(CT_ERROR_TYPE, op,
+                 "'%s' holds a value of type %s, not a state dict (a dict of name -> tensor); ct_load "
+                 "reads any checkpoint",
+                 path, ct_value_type_name(ct_value_kind(v)));
+        return false;
+    }
+    for (int64_t i = 0; i < ct_value_len(v); i++) {
+        const ct_value *k = ct_value_key_at(v, i), *item = ct_value_at(v, i);
+        if (ct_value_kind(k) != CT_VALUE_STRING) {
+            ct_error(CT_ERROR_TYPE, op, "'%s': key %lld of the dict is an int, but a state dict's keys are names", path,
+                     (long long)ct_value_int(k));
+            return false;
+        }
+        if (ct_value_kind(item) != CT_VALUE_TENSOR) {
+            ct_error(CT_ERROR_TYPE, op,
+                     "'%s': '%s' is of type %s, not a tensor: a checkpoint rather than a state dict? "
+                     "(ct_load reads any checkpoint)",
+                     path, ct_value_str(k, NULL), ct_value_type_name(ct_value_kind(item)));
+            return false;
+        }
+    }
+    return true;
+}
+
+ct_value *ct_load_state_dict_file(const char *path) {
+    const char *op = "load_state_dict_file";
+    ct_value *v = load_path(op, path, CT_ST_TENSORS);
+    if (v && !is_state_dict(op, v, path)) {
+        ct_value_free(v);
+        return NULL;
+    }
     return v;
 }
 
@@ -260,5 +299,5 @@ ct_value *ct_load_buffer(const void *buf, size_t len) {
         return NULL;
     }
     /* No mapping: the caller may free buf, so every tensor is copied. */
-    return dispatch(buf, len, NULL, NULL);
+    return dispatch(buf, len, NULL, NULL, CT_ST_ALL);
 }

@@ -243,6 +243,11 @@ static ct_tensor *make_tensor(const entry *e, const uint8_t *data, size_t nbytes
 }
 
 ct_value *ct_safetensors_load_buffer(const uint8_t *buf, size_t len, ct_mapping *map, const char *name) {
+    return ct_safetensors_load_parts(buf, len, map, name, CT_ST_ALL);
+}
+
+ct_value *ct_safetensors_load_parts(const uint8_t *buf, size_t len, ct_mapping *map, const char *name,
+                                    ct_st_parts parts) {
     load_ctx ctxv = {.file = name}, *ctx = &ctxv;
     if (!buf && len) {
         ct_error(CT_ERROR_NULL_ARGUMENT, OP_LOAD, "buffer is NULL for %zu bytes", len);
@@ -381,6 +386,10 @@ ct_value *ct_safetensors_load_buffer(const uint8_t *buf, size_t len, ct_mapping 
                     (unsigned long long)(8 + n) + (unsigned long long)pos, len);
         goto done;
     }
+    if (parts == CT_ST_METADATA) {
+        result = meta ? ct_value_clone(meta) : ct_value_new_dict();
+        goto done;
+    }
     /* ctorch's own limits. */
     for (int64_t i = 0; i < nent; i++)
         if (st_dtypes[entries[i].st].dtype == CT_DTYPE_UNDEFINED) {
@@ -398,7 +407,7 @@ ct_value *ct_safetensors_load_buffer(const uint8_t *buf, size_t len, ct_mapping 
     result = ct_value_new_dict();
     if (!result)
         goto done;
-    if (meta && ct_value_set(result, "__metadata__", ct_value_clone(meta)) != CT_OK)
+    if (meta && parts == CT_ST_ALL && ct_value_set(result, "__metadata__", ct_value_clone(meta)) != CT_OK)
         goto fail_result;
     qsort(entries, (size_t)nent, sizeof *entries, cmp_names);
     const uint8_t *data = buf + 8 + n;
@@ -425,7 +434,7 @@ done:
     return result;
 }
 
-ct_value *ct_load_safetensors(const char *path) {
+static ct_value *load_file(const char *path, ct_st_parts parts) {
     if (!path) {
         ct_error(CT_ERROR_NULL_ARGUMENT, OP_LOAD, "path is NULL");
         return NULL;
@@ -433,10 +442,13 @@ ct_value *ct_load_safetensors(const char *path) {
     ct_mapping *m = ct_mapping_open(OP_LOAD, path, ct_sniff_safetensors);
     if (!m)
         return NULL;
-    ct_value *v = ct_safetensors_load_buffer(m->data, m->len, ct_safetensors_copy_requested() ? NULL : m, path);
+    ct_value *v = ct_safetensors_load_parts(m->data, m->len, ct_safetensors_copy_requested() ? NULL : m, path, parts);
     ct_mapping_release(m);
     return v;
 }
+
+ct_value *ct_load_safetensors(const char *path) { return load_file(path, CT_ST_ALL); }
+ct_value *ct_load_safetensors_metadata(const char *path) { return load_file(path, CT_ST_METADATA); }
 
 /* ------------------------------------------------------------------ saving */
 

@@ -17,6 +17,14 @@
  * file name used in messages (NULL: none). */
 ct_value *ct_safetensors_load_buffer(const uint8_t *buf, size_t len, ct_mapping *map, const char *name);
 
+/* What a load returns: the tensors and the "__metadata__" entry (ct_load), the
+ * tensors alone (ct_load_state_dict_file) or the metadata alone, a dict of string ->
+ * string, empty when the file has none (ct_load_safetensors_metadata: no tensor is
+ * made, and dtypes ctorch lacks are no error). The file is validated the same way. */
+typedef enum ct_st_parts { CT_ST_ALL, CT_ST_TENSORS, CT_ST_METADATA } ct_st_parts;
+ct_value *ct_safetensors_load_parts(const uint8_t *buf, size_t len, ct_mapping *map, const char *name,
+                                    ct_st_parts parts);
+
 /* True when the CT_SAFETENSORS_COPY environment variable asks loads from files to
  * copy tensors instead of viewing the mapping. */
 bool ct_safetensors_copy_requested(void);

@@ -12,4 +12,10 @@ ct_module *ct_nn_module_with_ctx(const char *type, ct_module_forward_fn forward,
  * reference) and returns it borrowed; NULL on error. */
 ct_tensor *ct_nn_new_param(ct_module *m, const char *name, const int64_t *shape, int ndim, ct_dtype dtype);
 
+/* Python's repr of a float ("1e-05", "0.1", "1.0"), written as snprintf writes;
+ * returns the length. For extra_repr functions. */
+int ct_nn_float_repr(double f, char *buf, size_t cap);
+/* Makes m print as a ModuleList does (runs of equal children once). */
+void ct_nn_module_set_list_repr(ct_module *m);
+
 #endif

@@ -1,4 +1,5 @@
 /* BatchNorm2d, LayerNorm, RMSNorm. */
+#include <stdio.h>
 #include <string.h>
 
 #include "ctorch.h"
@@ -9,7 +10,8 @@
 
 typedef struct bn_ctx {
     double eps, momentum;
-    bool track;
+    int64_t num_features;
+    bool track, affine;
 } bn_ctx;
 
 static ct_tensor *batchnorm_forward(ct_module *m, const ct_tensor *x) {
@@ -34,6 +36,16 @@ static ct_tensor *batchnorm_forward(ct_module *m, const ct_tensor *x) {
                          ct_module_param(m, "weight"), ct_module_param(m, "bias"), use_batch, c->momentum, c->eps);
 }
 
+static int batchnorm_repr(const ct_module *m, char *buf, size_t cap) {
+    bn_ctx *c = ct_module_ctx(m);
+    char eps[40], mom[40];
+    ct_nn_float_repr(c->eps, eps, sizeof eps);
+    ct_nn_float_repr(c->momentum, mom, sizeof mom);
+    const char *affine = c->affine ? "True" : "False";
+    return snprintf(buf, cap, "%lld, eps=%s, momentum=%s, affine=%s, bias=%s, track_running_stats=%s",
+                    (long long)c->num_features, eps, mom, affine, affine, c->track ? "True" : "False");
+}
+
 ct_module *ct_nn_batch_norm2d(int64_t num_features, double eps, double momentum, bool affine,
                               bool track_running_stats, ct_dtype dtype) {
     const char *op = "BatchNorm2d";
@@ -50,6 +62,9 @@ ct_module *ct_nn_batch_norm2d(int64_t num_features, double eps, double momentum,
     c->eps = eps;
     c->momentum = momentum;
     c->track = track_running_stats;
+    c->num_features = num_features;
+    c->affine = affine;
+    ct_module_set_extra_repr(m, batchnorm_repr);
     ct_scope_begin();
     bool ok = true;
     if (affine) {
@@ -94,8 +109,32 @@ static ct_tensor *rmsnorm_forward(ct_module *m, const ct_tensor *x) {
     return ct_rms_norm(x, c->shape, c->n, ct_module_param(m, "weight"), c->eps);
 }
 
-static ct_module *norm_module(const char *op, ct_module_forward_fn fwd, const int64_t *shape, int n, double eps,
-                              bool affine, bool has_bias, ct_dtype dtype) {
+/* "(128,), eps=1e-05, elementwise_affine=True": normalized_shape as a Python tuple,
+ * eps < 0 as RMSNorm's None. */
+static int norm_repr_common(const ct_module *m, char *buf, size_t cap, const char *tail) {
+    ln_ctx *c = ct_module_ctx(m);
+    char shape[200], eps[40];
+    int o = snprintf(shape, sizeof shape, "(");
+    for (int i = 0; i < c->n && o < (int)sizeof shape; i++)
+        o += snprintf(shape + o, sizeof shape - (size_t)o, i ? ", %lld" : "%lld", (long long)c->shape[i]);
+    if (o < (int)sizeof shape)
+        snprintf(shape + o, sizeof shape - (size_t)o, c->n == 1 ? ",)" : ")");
+    if (c->eps < 0)
+        snprintf(eps, sizeof eps, "None");
+    else
+        ct_nn_float_repr(c->eps, eps, sizeof eps);
+    return snprintf(buf, cap, "%s, eps=%s, elementwise_affine=%s%s", shape, eps,
+                    ct_module_param(m, "weight") ? "True" : "False", tail);
+}
+
+static int layernorm_repr(const ct_module *m, char *buf, size_t cap) {
+    return norm_repr_common(m, buf, cap, ct_module_param(m, "bias") ? ", bias=True" : ", bias=False");
+}
+
+static int rmsnorm_repr(const ct_module *m, char *buf, size_t cap) { return norm_repr_common(m, buf, cap, ""); }
+
+static ct_module *norm_module(const char *op, ct_module_forward_fn fwd, ct_module_extra_repr_fn repr,
+                              const int64_t *shape, int n, double eps, bool affine, bool has_bias, ct_dtype dtype) {
     if (!shape || n < 1 || n > 8) {
         ct_error(CT_ERROR_VALUE, op, "normalized_shape must have between 1 and 8 sizes");
         return NULL;
@@ -110,6 +149,7 @@ static ct_module *norm_module(const char *op, ct_module_forward_fn fwd, const in
     ct_module *m = ct_nn_module_with_ctx(op, fwd, sizeof(ln_ctx));
     if (!m)
         return NULL;
+    ct_module_set_extra_repr(m, repr);
     ln_ctx *c = ct_module_ctx(m);
     memcpy(c->shape, shape, sizeof(int64_t) * (size_t)n);
     c->n = n;
@@ -130,10 +170,12 @@ static ct_module *norm_module(const char *op, ct_module_forward_fn fwd, const in
 
 ct_module *ct_nn_layer_norm(const int64_t *normalized_shape, int n, double eps, bool elementwise_affine,
                             ct_dtype dtype) {
-    return norm_module("LayerNorm", layernorm_forward, normalized_shape, n, eps, elementwise_affine, true, dtype);
+    return norm_module("LayerNorm", layernorm_forward, layernorm_repr, normalized_shape, n, eps, elementwise_affine,
+                       true, dtype);
 }
 
 ct_module *ct_nn_rms_norm(const int64_t *normalized_shape, int n, double eps, bool elementwise_affine,
                           ct_dtype dtype) {
-    return norm_module("RMSNorm", rmsnorm_forward, normalized_shape, n, eps, elementwise_affine, false, dtype);
+    return norm_module("RMSNorm", rmsnorm_forward, rmsnorm_repr, normalized_shape, n, eps, elementwise_affine, false,
+                       dtype);
 }

@@ -482,6 +482,43 @@ ct_status ct_value_set_int(ct_value *dict, int64_t key, ct_value *item) {
     return ct_value_dict_set_int(dict, key, item);
 }
 
+static ct_value *dict_take(const char *op, ct_value *dict, const char *key) {
+    if (!expect(op, dict, dict && dict->type == CT_VALUE_DICT, "a dict"))
+        return NULL;
+    if (!key) {
+        ct_error(CT_ERROR_NULL_ARGUMENT, op, "key is NULL");
+        return NULL;
+    }
+    int64_t pos = ct_value_dict_find_str(dict, key, strlen(key));
+    if (pos < 0) {
+        ct_error(CT_ERROR_INDEX, op, "no key '%s' in the dict (%lld entries)", key, (long long)dict->u.c.len);
+        return NULL;
+    }
+    ct_value *item = dict->u.c.items[pos];
+    ct_value_free(dict->u.c.keys[pos]);
+    int64_t after = dict->u.c.len - pos - 1;
+    memmove(&dict->u.c.items[pos], &dict->u.c.items[pos + 1], (size_t)after * sizeof *dict->u.c.items);
+    memmove(&dict->u.c.keys[pos], &dict->u.c.keys[pos + 1], (size_t)after * sizeof *dict->u.c.keys);
+    dict->u.c.len--;
+    if (dict->u.c.index) { /* positions after pos moved: index them again */
+        memset(dict->u.c.index, 0, (size_t)dict->u.c.index_cap * sizeof *dict->u.c.index);
+        for (int64_t i = 0; i < dict->u.c.len; i++)
+            index_insert(dict, i);
+    }
+    item->parent = NULL;
+    return item;
+}
+
+ct_value *ct_value_dict_pop(ct_value *dict, const char *key) { return dict_take("value_dict_pop", dict, key); }
+
+ct_status ct_value_dict_remove(ct_value *dict, const char *key) {
+    ct_value *v = dict_take("value_dict_remove", dict, key);
+    if (!v)
+        return ct_last_status();
+    ct_value_free(v);
+    return CT_OK;
+}
+
 ct_value *ct_value_pop(ct_value *list) {
     if (!list || (list->type != CT_VALUE_LIST && list->type != CT_VALUE_TUPLE) || list->u.c.len == 0)
         return NULL;
