@@ -163,6 +163,7 @@ static void test_golden_modules(void **state) {
     for (int ci = 0; ci < ncases; ci++) {
         const gcase *c = &cases[ci];
         cfg k = case_cfg(c);
+        ct_scope_begin(); /* ct_value_tensor's references */
         ct_module *m = make_module(&k, CT_F64);
         if (!m)
             fail_msg("%s: %s", c->name, ct_last_error());
@@ -180,9 +181,7 @@ static void test_golden_modules(void **state) {
             assert_int_equal(ct_tensor_dim(mine), want->ndim);
             for (int d = 0; d < want->ndim; d++)
                 assert_int_equal(ct_tensor_size(mine, d), want->shape[d]);
-            ct_tensor *t = T(c, names[i]);
-            ct_value_set(load, names[i], ct_value_new_tensor(t));
-            ct_release(t);
+            ct_value_set(load, names[i], ct_value_new_tensor(T(c, names[i])));
         }
         ct_value_free(sd);
         if (ct_module_load_state_dict(m, load, true, NULL, NULL) != CT_OK)
@@ -203,12 +202,14 @@ static void test_golden_modules(void **state) {
             expect(c, "y", ct_module_forward(m, T(c, "x")), 1e-6);
         ct_scope_end();
         ct_module_free(m);
+        ct_scope_end();
     }
 }
 
 /* Hand-written key lists, as PyTorch prints them. */
 static void test_state_dict_names(void **state) {
     (void)state;
+    ct_scope_begin(); /* ct_value_tensor's references */
     ct_module *m = ct_nn_lstm(10, 20, 2, true, false, 0.0, true, 5, CT_F32);
     assert_non_null(m);
     const char *keys[] = {"weight_ih_l0", "weight_hh_l0", "bias_ih_l0", "bias_hh_l0", "weight_hr_l0",
@@ -251,6 +252,7 @@ static void test_state_dict_names(void **state) {
     assert_string_equal(ct_module_type(m), "RNN");
     assert_int_equal(ct_module_num_parameters(m), 3 * 4 + 3 * 3 + 3 + 3);
     ct_module_free(m);
+    ct_scope_end();
 }
 
 /* reset_parameters: U(-1/sqrt(hidden), 1/sqrt(hidden)) for every parameter. */
@@ -446,6 +448,14 @@ static void test_dropout_and_results(void **state) {
     ct_tensor *hn;
     assert_int_equal(ct_nn_gru_forward(one, x, NULL, NULL, NULL, &hn), CT_OK);
     CT_ASSERT_SHAPE(hn, 1, 2, 4);
+    /* an empty batch: empty results, as PyTorch */
+    ct_tensor *cn;
+    assert_int_equal(ct_nn_lstm_forward(m, ct_zeros(CT_SHAPE(5, 0, 3), CT_F64, CT_CPU), NULL, NULL, NULL, &y, &hn,
+                                        &cn),
+                     CT_OK);
+    CT_ASSERT_SHAPE(y, 5, 0, 8);
+    CT_ASSERT_SHAPE(hn, 3, 0, 8);
+    CT_ASSERT_SHAPE(cn, 3, 0, 8);
     /* batch_first output is (B, T, D * P) */
     ct_module *bf = ct_nn_rnn(3, 4, 1, "relu", true, true, 0.0, true, CT_F64);
     CT_ASSERT_SHAPE(ct_module_forward(bf, ct_randn(CT_SHAPE(2, 7, 3), CT_F64, CT_CPU)), 2, 7, 8);
