@@ -9,8 +9,8 @@ Prints the names bench/rnn prints:
     lstm.cpu.s128b32h512l2.fwd_ms
 On x86 PyTorch runs float32 LSTMs on the CPU through oneDNN's fused RNN kernel
 (mkldnn_rnn) where it is built in; --no-mkldnn turns that off
-(torch.backends.mkldnn.enabled = False) for its plain composite path, printed with
-".nomkldnn" before the unit's name part.
+(torch.backends.mkldnn.enabled = False) for its composite path, printed as
+lstm.cpu.s128b32h512l2.nomkldnn.ms_per_step and .fwd_ms.
 """
 import argparse
 import time
