@@ -1,4 +1,4 @@
-/* The nn golden files (tests/golden/gen_nn.py): cases of named float64 tensors. */
+/* The nn golden files (tests/golden/gen_nn.py, gen_rnn.py): cases of named float64 tensors. */
 #ifndef CT_TEST_NN_GOLDEN_H
 #define CT_TEST_NN_GOLDEN_H
 
@@ -12,6 +12,10 @@
 #define CT_NN_GOLDEN_FILE CT_TEST_DATA_DIR "/nn_golden.txt"
 /* ------------------------------------------------------------------ golden file */
 
+/* The most tensors one case holds (an RNN case: its state dict, inputs, outputs and
+ * a gradient for each). */
+#define CT_GOLDEN_MAX_TENSORS 64
+
 typedef struct gt {
     char name[32];
     int ndim;
@@ -23,7 +27,7 @@ typedef struct gt {
 typedef struct gcase {
     char name[64];
     int n;
-    gt t[16];
+    gt t[CT_GOLDEN_MAX_TENSORS];
 } gcase;
 
 static gcase *cases;
@@ -49,7 +53,7 @@ static inline int load_golden_file(const char *path) {
             continue;
         }
         gcase *c = &cases[ncases - 1];
-        if (c->n == 16)
+        if (c->n == CT_GOLDEN_MAX_TENSORS)
             return -1;
         gt *t = &c->t[c->n++];
         snprintf(t->name, sizeof t->name, "%s", tok);
@@ -87,7 +91,7 @@ static inline const gt *find(const gcase *c, const char *name) {
 /* While a case is pinned, T() hands out the same tensor for a name every time, so a
  * gradient test can mark inputs as requiring grad before running the forward. */
 static const gcase *pinned_case;
-static ct_tensor *pinned[16];
+static ct_tensor *pinned[CT_GOLDEN_MAX_TENSORS];
 
 static inline ct_tensor *T(const gcase *c, const char *name) {
     const gt *t = find(c, name);

@@ -200,6 +200,77 @@ static void test_inplace_on_views_gradcheck(void **state) {
     ct_scope_end();
 }
 
+/* Many slices of one non-leaf tensor, each used once (an RNN's per-step slices of its
+ * input projection): their gradients are summed into the base's buffer in place
+ * (Note [Slice gradients in place] in src/autograd/engine.c). The result must match
+ * the whole tensor's gradient taken at once, with overlapping slices, select, narrow
+ * and strided slice, a hook on one slice, and under create_graph. */
+static ct_tensor *slices_loss(const ct_tensor *x, ct_tensor **base_out) {
+    ct_tensor *base = ct_mul_scalar(x, ct_scalar_float(2.0)); /* (6, 4), contiguous, non-leaf */
+    ct_tensor *terms[12];
+    int n = 0;
+    for (int t = 0; t < 6; t++) /* each row, weighted by its index */
+        terms[n++] = ct_sum(ct_mul_scalar(ct_select(base, 0, t), ct_scalar_float(t + 1.0)), NULL, 0, false,
+                            CT_DTYPE_UNDEFINED);
+    terms[n++] = ct_sum(ct_sin(ct_narrow(base, 0, 1, 3)), NULL, 0, false, CT_DTYPE_UNDEFINED);  /* overlaps */
+    terms[n++] = ct_sum(ct_exp(ct_narrow(base, 1, 2, 2)), NULL, 0, false, CT_DTYPE_UNDEFINED);  /* columns */
+    terms[n++] = ct_sum(ct_slice(base, 0, 0, 6, 2), NULL, 0, false, CT_DTYPE_UNDEFINED);        /* strided */
+    if (base_out)
+        *base_out = base;
+    return ct_sum(ct_stack((const ct_tensor *const *)terms, n, 0), NULL, 0, false, CT_DTYPE_UNDEFINED);
+}
+
+static ct_tensor *double_it(const ct_tensor *g, void *ud) {
+    (void)ud;
+    return ct_mul_scalar(g, ct_scalar_float(2.0));
+}
+
+static void test_many_slices(void **state) {
+    (void)state;
+    ct_scope_begin();
+    ct_tensor *x = rand_leaf(CT_SHAPE(6, 4));
+    /* the reference: d/dx of each term written without slices */
+    double want[24];
+    const double *xv = ct_tensor_data(x);
+    for (int i = 0; i < 6; i++)
+        for (int j = 0; j < 4; j++) {
+            double b = 2 * xv[i * 4 + j], g = i + 1.0;
+            if (i >= 1 && i <= 3)
+                g += cos(b);
+            if (j >= 2)
+                g += exp(b);
+            if (i % 2 == 0)
+                g += 1;
+            want[i * 4 + j] = 2 * g;
+        }
+    assert_int_equal(ct_backward(slices_loss(x, NULL), NULL, false, false), CT_OK);
+    ct_tensor *g = ct_tensor_grad(x);
+    for (int k = 0; k < 24; k++)
+        assert_true(fabs(ct_test_at(g, k) - want[k]) < 1e-12);
+    /* ct_autograd_grad of the base itself, and create_graph (the plain path) */
+    for (int cg = 0; cg < 2; cg++) {
+        ct_tensor *base, *loss = slices_loss(x, &base), *gb = NULL;
+        const ct_tensor *o[1] = {loss}, *in[1] = {base};
+        assert_int_equal(ct_autograd_grad(o, 1, in, 1, NULL, false, cg, false, &gb), CT_OK);
+        for (int k = 0; k < 24; k++)
+            assert_true(fabs(2 * ct_test_at(gb, k) - want[k]) < 1e-12);
+    }
+    /* a hook on one slice sees and changes only that slice's gradient */
+    ct_tensor_set_grad(x, NULL);
+    ct_tensor *base = ct_mul_scalar(x, ct_scalar_float(2.0));
+    ct_tensor *s0 = ct_select(base, 0, 0), *s1 = ct_select(base, 0, 1);
+    ct_tensor_register_hook(s1, double_it, NULL);
+    const ct_tensor *parts[2] = {ct_sum(s0, NULL, 0, false, CT_DTYPE_UNDEFINED),
+                                 ct_sum(s1, NULL, 0, false, CT_DTYPE_UNDEFINED)};
+    assert_int_equal(ct_backward(ct_sum(ct_stack(parts, 2, 0), NULL, 0, false, CT_DTYPE_UNDEFINED), NULL, false,
+                                 false),
+                     CT_OK);
+    g = ct_tensor_grad(x);
+    for (int k = 0; k < 24; k++)
+        assert_true(ct_test_at(g, k) == (k < 4 ? 2.0 : k < 8 ? 4.0 : 0.0));
+    ct_scope_end();
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_view_gradients),
@@ -207,6 +278,7 @@ int main(void) {
         cmocka_unit_test(test_to_dtype_and_copy),
         cmocka_unit_test(test_inplace_on_view),
         cmocka_unit_test(test_inplace_on_views_gradcheck),
+        cmocka_unit_test(test_many_slices),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -169,6 +169,46 @@ CT_API ct_status ct_flash_attention_backward(const ct_tensor *grad_out, const ct
 CT_API void ct_backends_cuda_enable_flash_sdp(bool enabled);
 CT_API bool ct_backends_cuda_flash_sdp_enabled(void);
 
+/* ------------------------------------------------------------ recurrent layers */
+
+/* torch.lstm / torch.gru / torch.rnn_tanh / torch.rnn_relu (docs/nn.md, "Recurrent
+ * layers"), built from ops (every device, autograd).
+ *
+ * input: (T, B, input_size), (B, T, input_size) when batch_first, or unbatched
+ * (T, input_size). params: PyTorch's flat weight list, for each layer and then each
+ * direction (forward, then reverse): weight_ih (G * hidden, in), weight_hh
+ * (G * hidden, P), then bias_ih, bias_hh (G * hidden) when has_biases, then (LSTM
+ * with projections) weight_hr (P, hidden); G is 4 for LSTM (gates i, f, g, o), 3 for
+ * GRU (r, z, n), 1 for the plain RNN; P is the projection size, or hidden. in is
+ * input_size for layer 0 and num_directions * P above. LSTM takes projections when
+ * there are 5 (3 without biases) parameters per layer and direction.
+ * h0: (num_layers * num_directions, B, P) ((L * D, P) unbatched), c0 the same with
+ * hidden; NULL means zeros.
+ * lengths: NULL, or an integer tensor (B) of sequence lengths in [1, T], sorted or not
+ * (batched input only): PyTorch's pack_padded_sequence(enforce_sorted=False), the RNN
+ * and pad_packed_sequence(total_length=T). Outputs past a sequence's length are 0 and
+ * its final state is the one of its last valid step (the reverse direction starts at
+ * the last valid step).
+ * Dropout (the default generator) falls on the outputs of every layer but the last
+ * when train. Results: *output (T, B, D * P) ((B, T, D * P) when batch_first,
+ * (T, D * P) unbatched), *hn (L * D, B, P), *cn (L * D, B, hidden); each pointer may
+ * be NULL when not wanted; on error all are set to NULL. */
+CT_API ct_status ct_lstm(const ct_tensor *input, const ct_tensor *h0, const ct_tensor *c0, const ct_tensor *lengths,
+                         ct_tensor *const *params, int nparams, bool has_biases, int num_layers, double dropout,
+                         bool train, bool bidirectional, bool batch_first, ct_tensor **output, ct_tensor **hn,
+                         ct_tensor **cn);
+/* n = tanh(W_in x + b_in + r * (W_hn h + b_hn)), h' = (1 - z) * n + z * h. */
+CT_API ct_status ct_gru(const ct_tensor *input, const ct_tensor *h0, const ct_tensor *lengths,
+                        ct_tensor *const *params, int nparams, bool has_biases, int num_layers, double dropout,
+                        bool train, bool bidirectional, bool batch_first, ct_tensor **output, ct_tensor **hn);
+/* h' = tanh (or relu)(W_ih x + b_ih + W_hh h + b_hh). */
+CT_API ct_status ct_rnn_tanh(const ct_tensor *input, const ct_tensor *h0, const ct_tensor *lengths,
+                             ct_tensor *const *params, int nparams, bool has_biases, int num_layers, double dropout,
+                             bool train, bool bidirectional, bool batch_first, ct_tensor **output, ct_tensor **hn);
+CT_API ct_status ct_rnn_relu(const ct_tensor *input, const ct_tensor *h0, const ct_tensor *lengths,
+                             ct_tensor *const *params, int nparams, bool has_biases, int num_layers, double dropout,
+                             bool train, bool bidirectional, bool batch_first, ct_tensor **output, ct_tensor **hn);
+
 /* ------------------------------------------------------------ losses */
 
 /* F.cross_entropy. target: class indices (int64, shape (N) / (N, d1, ...) / ()) or
@@ -475,6 +515,26 @@ CT_API ct_tensor *ct_cosine_similarity(const ct_tensor *x1, const ct_tensor *x2,
 /* ||x1 - x2 + eps||_p over the last dimension (defaults p = 2, eps = 1e-6, keepdim
  * false); inputs broadcast. */
 CT_API ct_tensor *ct_pairwise_distance(const ct_tensor *x1, const ct_tensor *x2, double p, double eps, bool keepdim);
+
+/* nn.RNN, nn.LSTM and nn.GRU: parameters named as PyTorch's (weight_ih_l0,
+ * weight_hh_l0, bias_ih_l0, bias_hh_l0, ..._reverse, LSTM's weight_hr_l0), so state
+ * dicts load from PyTorch; all initialised U(-1/sqrt(hidden), 1/sqrt(hidden)).
+ * nonlinearity: "tanh" (NULL) or "relu". proj_size 0: no projections. ct_module_forward
+ * returns the output sequence with zero initial states; the functions below take the
+ * initial states and lengths (NULL: zeros, full length) and give the final states
+ * too (each result pointer may be NULL). Dropout follows the module's training flag. */
+CT_API ct_module *ct_nn_rnn(int64_t input_size, int64_t hidden_size, int64_t num_layers, const char *nonlinearity,
+                            bool bias, bool batch_first, double dropout, bool bidirectional, ct_dtype dtype);
+CT_API ct_module *ct_nn_lstm(int64_t input_size, int64_t hidden_size, int64_t num_layers, bool bias,
+                             bool batch_first, double dropout, bool bidirectional, int64_t proj_size, ct_dtype dtype);
+CT_API ct_module *ct_nn_gru(int64_t input_size, int64_t hidden_size, int64_t num_layers, bool bias, bool batch_first,
+                            double dropout, bool bidirectional, ct_dtype dtype);
+CT_API ct_status ct_nn_rnn_forward(ct_module *m, const ct_tensor *input, const ct_tensor *h0,
+                                   const ct_tensor *lengths, ct_tensor **output, ct_tensor **hn);
+CT_API ct_status ct_nn_lstm_forward(ct_module *m, const ct_tensor *input, const ct_tensor *h0, const ct_tensor *c0,
+                                    const ct_tensor *lengths, ct_tensor **output, ct_tensor **hn, ct_tensor **cn);
+CT_API ct_status ct_nn_gru_forward(ct_module *m, const ct_tensor *input, const ct_tensor *h0,
+                                   const ct_tensor *lengths, ct_tensor **output, ct_tensor **hn);
 
 #ifdef __cplusplus
 }

@@ -346,6 +346,52 @@ static ct_status deliver(task *t, ct_node *n, int i, ct_tensor *g) {
     return add_to_buffer(lookup(t, next), n->edges[i].input_nr, g, t->create_graph);
 }
 
+/* Note [Slice gradients in place]
+ * The gradient of a slice (select, narrow, slice) is its input's shape of zeros with
+ * the slice's part filled in. Code that takes many slices of one tensor (an RNN reads
+ * one time step of its input projection per step) would then build and sum one
+ * input-sized tensor per slice: O(T^2) work for T slices. When the input's gradient
+ * buffer already holds a private dense tensor (the first slice's gradient put it
+ * there) and the input's layout is contiguous, the slice's gradient is added into its
+ * part of that buffer instead, in place: O(slice) per slice. Under create_graph (the
+ * sum must record history) or anomaly mode (which checks each delivered gradient) the
+ * plain path runs. PyTorch reaches the same cost through unbind, whose one node
+ * stacks every step's gradient. */
+static bool meta_is_contiguous(const ct_input_meta *m) {
+    int64_t expect = 1;
+    for (int d = m->ndim - 1; d >= 0; d--) {
+        if (m->shape[d] != 1 && m->strides[d] != expect)
+            return false;
+        expect *= m->shape[d];
+    }
+    return true;
+}
+
+/* Adds the gradient of slice node n into its input's buffer when Note [Slice
+ * gradients in place] applies; false when the plain backward must run. */
+static bool slice_grad_in_place(task *t, entry *e, ct_status *st) {
+    ct_node *n = e->node;
+    if (t->create_graph || n->kind != CT_NODE_OP || n->nin != 1 || n->nout != 1 || !n->edges[0].fn ||
+        (n->op != CT_OP_select && n->op != CT_OP_narrow && n->op != CT_OP_slice) || !e->buf[0] ||
+        ct_anomaly_enabled())
+        return false;
+    const ct_input_meta *in = &n->in_meta[0], *out = &n->out_meta;
+    ct_tensor *g = e->buf[0];
+    ct_tensor *dst = lookup(t, n->edges[0].fn)->buf[n->edges[0].input_nr];
+    if (!dst || !stealable(dst, dst, false) || dst->dtype != in->dtype || g->dtype != in->dtype ||
+        !ct_device_equal(dst->device, in->device) || !ct_device_equal(g->device, in->device) ||
+        dst->ndim != in->ndim || memcmp(dst->shape, in->shape, sizeof(int64_t) * (size_t)in->ndim) != 0 ||
+        !meta_is_contiguous(in) || out->offset < in->offset)
+        return false;
+    bool prev = ct_set_grad_enabled(false);
+    ct_scope_begin();
+    ct_tensor *part = ct_as_strided(dst, out->shape, out->strides, out->ndim, dst->offset + out->offset - in->offset);
+    *st = part && ct_add_(part, g) ? CT_OK : ct_last_status();
+    ct_scope_end();
+    ct_set_grad_enabled(prev);
+    return true;
+}
+
 static ct_status run_node(task *t, entry *e, nstack *ready) {
     ct_node *n = e->node;
     ct_status st = CT_OK;
@@ -394,7 +440,12 @@ static ct_status run_node(task *t, entry *e, nstack *ready) {
     bool any = false;
     for (int i = 0; i < n->nout; i++)
         any = any || e->buf[i];
-    if (any) {
+    if (any && slice_grad_in_place(t, e, &st)) {
+        if (st != CT_OK)
+            return st;
+        if (!t->keep_graph)
+            ct_node_free_saved(n);
+    } else if (any) {
         ct_tensor **gin = ct_xcalloc("backward", (size_t)(n->nin > 0 ? n->nin : 1), sizeof *gin);
         if (!gin)
             return ct_last_status();

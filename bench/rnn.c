@@ -1,0 +1,100 @@
+/* bench/rnn: nn.LSTM (input 512, hidden 512, 2 layers) over a (128, 32, 512) float32
+ * sequence on the CPU: one training step (forward, sum of the output, backward into
+ * every parameter) and the forward alone, each the median of several runs.
+ *
+ *   bench/rnn [--threads N] [--reps N]
+ *
+ * Prints "name value unit" lines a peer can match (bench/torch_rnn_peer.py prints the
+ * same names for PyTorch):
+ *   lstm.cpu.s128b32h512l2.ms_per_step   forward + backward
+ *   lstm.cpu.s128b32h512l2.fwd_ms        forward only, no graph (inference mode) */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ctorch.h"
+
+enum { SEQ = 128, BATCH = 32, HIDDEN = 512, INPUT = 512, LAYERS = 2 };
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int fail(void) {
+    fprintf(stderr, "rnn: %s\n", ct_last_error());
+    return 1;
+}
+
+int main(int argc, char **argv) {
+    int threads = 0, reps = 7;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--threads") && i + 1 < argc)
+            threads = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
+            reps = atoi(argv[++i]);
+        else {
+            fprintf(stderr, "usage: %s [--threads N] [--reps N]\n", argv[0]);
+            return 2;
+        }
+    }
+    if (reps < 1 || reps > 1000)
+        reps = 7;
+    if (threads > 0)
+        ct_set_num_threads(threads);
+    ct_manual_seed(0);
+    ct_module *m = ct_nn_lstm(INPUT, HIDDEN, LAYERS, true, false, 0.0, false, 0, CT_F32);
+    ct_tensor *x = ct_randn(CT_SHAPE(SEQ, BATCH, INPUT), CT_F32, CT_CPU);
+    if (!m || !x)
+        return fail();
+    ct_tensor *params[16];
+    int np = (int)ct_module_parameters(m, params, NULL, 16);
+    double *t = calloc((size_t)reps, sizeof *t);
+    const char *tag = "lstm.cpu.s128b32h512l2";
+
+    /* training steps: one warm-up, then reps timed */
+    for (int r = -1; r < reps; r++) {
+        for (int i = 0; i < np; i++)
+            ct_tensor_set_grad(params[i], NULL);
+        double t0 = now();
+        ct_scope_begin();
+        ct_tensor *y = ct_module_forward(m, x);
+        ct_tensor *loss = y ? ct_sum(y, NULL, 0, false, CT_DTYPE_UNDEFINED) : NULL;
+        ct_status st = loss ? ct_backward(loss, NULL, false, false) : ct_last_status();
+        ct_scope_end();
+        if (st != CT_OK)
+            return fail();
+        if (r >= 0)
+            t[r] = now() - t0;
+    }
+    qsort(t, (size_t)reps, sizeof *t, cmp_double);
+    printf("%s.ms_per_step %.1f ms\n", tag, 1e3 * t[reps / 2]);
+    fflush(stdout);
+
+    /* forward only, no graph */
+    ct_inference_mode_begin();
+    for (int r = -1; r < reps; r++) {
+        double t0 = now();
+        ct_scope_begin();
+        ct_tensor *y = ct_module_forward(m, x);
+        ct_scope_end();
+        if (!y)
+            return fail();
+        if (r >= 0)
+            t[r] = now() - t0;
+    }
+    ct_inference_mode_end();
+    qsort(t, (size_t)reps, sizeof *t, cmp_double);
+    printf("%s.fwd_ms %.1f ms\n", tag, 1e3 * t[reps / 2]);
+    free(t);
+    ct_release(x);
+    ct_module_free(m);
+    return 0;
+}
