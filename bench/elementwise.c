@@ -13,12 +13,7 @@
 
 #include "ctorch.h"
 #include "cpu/vecmath.h"
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+#include "bench_util.h"
 
 typedef struct {
     const char *name;

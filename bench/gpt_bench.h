@@ -16,6 +16,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_util.h"
 #include "cli/commands.h"
 #include "cli/gpt.h"
 #include "ctorch.h"
@@ -37,23 +38,6 @@ typedef struct {
     const char *grads; /* the first step's gradients by parameter name, as a PyTorch checkpoint */
 } gpt_bench;
 
-static double gb_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static double gb_cpu_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int gb_cmp(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 static int gb_fail(const char *prog) {
     fprintf(stderr, "%s: %s\n", prog, ct_last_error());
     return 1;
@@ -73,17 +57,17 @@ static double gb_gemm_rate(const gpt_bench *b) {
     ct_tensor *x = ct_randn(CT_SHAPE(n, n), dt, b->device), *w = ct_randn(CT_SHAPE(n, n), dt, b->device);
     bool ok = x && w;
     for (int i = 0; i < 13 && ok; i++) {
-        double t0 = gb_now();
+        double t0 = now();
         ct_scope_begin();
         ok = ct_mm(x, w) && !gb_sync(b->device);
         ct_scope_end();
         if (i >= 3)
-            ts[i - 3] = gb_now() - t0;
+            ts[i - 3] = now() - t0;
     }
     ct_scope_end();
     if (!ok)
         return 0;
-    qsort(ts, 10, sizeof *ts, gb_cmp);
+    qsort(ts, 10, sizeof *ts, cmp_double);
     return 2.0 * (double)(n * n * n) / ts[5];
 }
 
@@ -149,7 +133,7 @@ static int gpt_bench_run(const char *prog, const gpt_bench *b) {
                 return gb_fail(prog);
             ct_reset_peak_memory_stats(b->device);
         }
-        double t0 = gb_now(), c0 = gb_cpu_now();
+        double t0 = now(), c0 = process_cpu_now();
         ct_scope_begin();
         ct_tensor *loss = NULL;
         if (!amp || !ct_autocast_begin((ct_device_type)b->device.type, CT_BF16)) {
@@ -168,12 +152,12 @@ static int gpt_bench_run(const char *prog, const gpt_bench *b) {
             printf("step %d loss %.9g\n", i, lv);
         ct_scope_end();
         if (i >= b->warmup) {
-            ts[i - b->warmup] = gb_now() - t0;
-            cs[i - b->warmup] = gb_cpu_now() - c0;
+            ts[i - b->warmup] = now() - t0;
+            cs[i - b->warmup] = process_cpu_now() - c0;
         }
     }
-    qsort(ts, (size_t)b->steps, sizeof *ts, gb_cmp);
-    qsort(cs, (size_t)b->steps, sizeof *cs, gb_cmp);
+    qsort(ts, (size_t)b->steps, sizeof *ts, cmp_double);
+    qsort(cs, (size_t)b->steps, sizeof *cs, cmp_double);
     double med = ts[b->steps / 2];
     int64_t nparams = ct_char_gpt_num_params(&m);
     double flops = 6.0 * (double)nparams * (double)(b->batch * t) +

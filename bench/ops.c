@@ -30,22 +30,12 @@
 #endif
 #include <time.h>
 
+#include "bench_util.h"
 #include "ctorch.h"
 
 #ifdef CT_HAVE_OPENBLAS
 #include <cblas.h>
 #endif
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 
 #define REPS 9
 

@@ -12,17 +12,7 @@
 
 #include "ctorch.h"
 #include "optim/grad_access.h"
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
+#include "bench_util.h"
 
 /* GPT-2 124M (n_layer 12, n_embd 768, vocab 50257, block 1024): wte, wpe, per layer
  * ln_1 (w, b), attn.c_attn (w, b), attn.c_proj (w, b), ln_2 (w, b), mlp.c_fc (w, b),

@@ -7,12 +7,7 @@
 #include <time.h>
 
 #include "ctorch.h"
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+#include "bench_util.h"
 
 static double best_of(int reps, void (*fn)(void *), void *ctx) {
     double best = 1e30;

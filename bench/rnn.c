@@ -14,19 +14,9 @@
 #include <time.h>
 
 #include "ctorch.h"
+#include "bench_util.h"
 
 enum { SEQ = 128, BATCH = 32, HIDDEN = 512, INPUT = 512, LAYERS = 2 };
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 
 static int fail(void) {
     fprintf(stderr, "rnn: %s\n", ct_last_error());
