@@ -507,9 +507,7 @@ ct_tensor *ct_fused_scaled_dot_product_attention(const ct_tensor *query, const c
     CT_CHECK_ARG(op, query);
     CT_CHECK_ARG(op, key);
     CT_CHECK_ARG(op, value);
-    int nd = ct_tensor_dim(query);
-    int64_t e = nd > 0 ? ct_tensor_shape(query)[nd - 1] : 1;
-    double sc = scale ? *scale : 1.0 / sqrt((double)(e > 0 ? e : 1));
+    double sc = sdpa_scale(query, scale);
     ct_scope_begin();
     /* attention is on autocast's lower-precision list: under a CUDA autocast region,
      * float32 inputs take the flash kernels in the region's dtype, cast here (the casts
@@ -522,15 +520,10 @@ ct_tensor *ct_fused_scaled_dot_product_attention(const ct_tensor *query, const c
         if (q && k && v && flash_applies(q, k, v, NULL))
             query = q, key = k, value = v;
     }
-    ct_tensor *out = NULL;
+    ct_tensor *out = NULL, *lse = NULL; /* lse: the autograd node keeps its own reference */
     if (flash_applies(query, key, value, attn_mask)) {
-        /* the log-sum-exp is dropped here (the autograd node holds its own reference) */
-        ct_call c = {.op = CT_OP__flash_attention_forward, .nin = 3, .in = {query, key, value}, .nints = 1,
-                     .nscalars = 1, .dtype = CT_DTYPE_UNDEFINED};
-        c.ints[0] = is_causal;
-        c.s[0] = ct_scalar_float(sc);
-        out = ct_dispatch(&c) == CT_OK ? ct_call_take_output(&c, 0) : NULL;
-        ct_call_clear_outputs(&c);
+        if (ct_flash_attention_forward(query, key, value, is_causal, &sc, &out, &lse))
+            out = NULL;
     } else {
         out = ct_sdpa_fused(query, key, value, attn_mask, is_causal, sc);
     }
