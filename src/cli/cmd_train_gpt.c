@@ -256,11 +256,12 @@ static int parse_args(gpt_args *a, int argc, char **argv, bool *done) {
     int64_t eval_interval = -1;
     for (int i = 1; i < argc; i++) {
         const char *k = argv[i];
-        if (strcmp(k, "--quiet") == 0 || strcmp(k, "--tf32") == 0 ||
-            (a->job == JOB_GPT2 && strcmp(k, "--synthetic") == 0)) {
-            a->quiet |= k[2] == 'q';
-            a->tf32 |= k[2] == 't';
-            a->synthetic |= k[2] == 's';
+        bool *flag = strcmp(k, "--quiet") == 0                                 ? &a->quiet
+                     : strcmp(k, "--tf32") == 0                                ? &a->tf32
+                     : a->job == JOB_GPT2 && strcmp(k, "--synthetic") == 0 ? &a->synthetic
+                                                                               : NULL;
+        if (flag) { /* options without a value */
+            *flag = true;
             continue;
         }
         if (strncmp(k, "--", 2) != 0)
