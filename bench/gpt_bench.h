@@ -213,6 +213,13 @@ static bool gpt_bench_args(gpt_bench *b, int argc, char **argv) {
             b->grads = v;
         else if (strcmp(k, "--losses") == 0)
             b->losses = strcmp(v, "1") == 0;
+        else if (strcmp(k, "--shape") == 0) { /* vocab,block,layers,heads,embd: another device's model */
+            ct_char_gpt_config *c = &b->cfg;
+            long long x[5];
+            if (sscanf(v, "%lld,%lld,%lld,%lld,%lld", &x[0], &x[1], &x[2], &x[3], &x[4]) != 5)
+                return false;
+            *c = (ct_char_gpt_config){.vocab = x[0], .block = x[1], .n_layer = x[2], .n_head = x[3], .n_embd = x[4]};
+        }
         else if (strcmp(k, "--device") == 0) {
             if (ct_device_parse(v, &b->device))
                 return false;

@@ -29,7 +29,7 @@ int main(int argc, char **argv) {
     }
     if (!gpt_bench_args(&b, argc, argv)) {
         fprintf(stderr, "usage: train_char_gpt [--device cpu|cuda] [--precision fp32|tf32|bf16] [--threads N] "
-                        "[--steps N>=1] [--warmup N>=0] [--batch B>=1]\n");
+                        "[--steps N>=1] [--warmup N>=0] [--batch B>=1] [--shape V,T,L,H,D]\n");
         return 2;
     }
     char name[64];
