@@ -127,7 +127,7 @@ static inline void expect(const gcase *c, const char *name, const ct_tensor *got
         if (ct_tensor_size(got, i) != want->shape[i])
             fail_msg("%s/%s: size %d is %lld, want %lld", c->name, name, i, (long long)ct_tensor_size(got, i),
                      (long long)want->shape[i]);
-    ct_tensor *g = ct_contiguous(ct_to_dtype(got, CT_F64));
+    ct_tensor *g = ct_contiguous(ct_to_device(ct_to_dtype(got, CT_F64), CT_CPU)); /* read on the host */
     const double *p = ct_tensor_data(g);
     for (int64_t i = 0; i < want->n; i++) {
         double a = p[i], b = want->v[i];

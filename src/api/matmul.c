@@ -106,7 +106,20 @@ ct_tensor *ct_linear(const ct_tensor *x, const ct_tensor *w, const ct_tensor *bi
     ct_tensor *r;
     if (x->ndim == 2 && bias)
         r = ct_addmm(bias, x, ct_t(w), ct_scalar_int(1), ct_scalar_int(1));
-    else {
+    else if (x->ndim > 2 && bias && w->ndim == 2 && ct_tensor_is_contiguous(x)) {
+        /* Note [Linear over leading dims]: a contiguous (..., K) input is a (N, K) matrix,
+         * so the bias rides in the product's epilogue (cuBLASLt's BIAS) instead of a
+         * second pass over the output, and its gradient is one reduction, as PyTorch
+         * folds it. */
+        int64_t shape[CT_MAX_DIMS], rows = 1;
+        memcpy(shape, x->shape, sizeof(int64_t) * (size_t)x->ndim);
+        for (int i = 0; i < x->ndim - 1; i++)
+            rows *= shape[i];
+        shape[x->ndim - 1] = w->shape[0];
+        r = ct_addmm(bias, ct_view(x, CT_SHAPE(rows, x->shape[x->ndim - 1])), ct_t(w), ct_scalar_int(1),
+                     ct_scalar_int(1));
+        r = r ? ct_view(r, shape, x->ndim) : NULL;
+    } else {
         r = ct_matmul(x, ct_t(w));
         if (bias)
             r = ct_add(r, bias);
