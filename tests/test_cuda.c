@@ -160,6 +160,37 @@ static void test_clone_contiguous_fill(void **state) {
     }
 }
 
+/* Strided copies whose rows are dense move words of up to 16 bytes (Note [Copy paths]
+ * in src/cuda/copy.cu): a (B, T, H, D) -> (B, H, T, D) transpose made contiguous, for
+ * row lengths that allow 16-, 8-, 4-byte words or none, and from a view at an odd
+ * element offset (misaligned: element-wise). */
+static void test_transpose_copies(void **state) {
+    (void)state;
+    const int64_t ds[] = {64, 8, 4, 6, 3, 1};
+    for (int i = 0; i < NDT; i++)
+        for (int j = 0; j < (int)(sizeof ds / sizeof ds[0]); j++)
+            for (int off = 0; off < 2; off++) {
+                ct_scope_begin();
+                ct_dtype dt = all_dtypes[i];
+                ct_tensor *cpu = ct_test_values(CT_SHAPE(2 * 5 * 3 * ds[j] + off), dt, 0, 100, 5u + (uint64_t)j);
+                ct_tensor *gpu = ct_to_device(cpu, CUDA0);
+                int64_t n = 2 * 5 * 3 * ds[j];
+                ct_tensor *vc = ct_transpose(ct_view(ct_narrow(cpu, 0, off, n), CT_SHAPE(2, 5, 3, ds[j])), 1, 2);
+                ct_tensor *vg = ct_transpose(ct_view(ct_narrow(gpu, 0, off, n), CT_SHAPE(2, 5, 3, ds[j])), 1, 2);
+                char what[80];
+                snprintf(what, sizeof what, "transpose copy %s d=%lld offset %d", ct_dtype_name(dt), (long long)ds[j],
+                         off);
+                assert_same_bytes(ct_contiguous(vg), ct_contiguous(vc), what);
+                /* and into a strided destination: the transpose written back */
+                ct_tensor *dg = ct_zeros(CT_SHAPE(2, 5, 3, ds[j]), dt, CUDA0);
+                ct_tensor *dc = ct_zeros(CT_SHAPE(2, 5, 3, ds[j]), dt, CT_CPU);
+                CT_ASSERT_OK(ct_copy_(ct_transpose(dg, 1, 2), ct_contiguous(vg)));
+                CT_ASSERT_OK(ct_copy_(ct_transpose(dc, 1, 2), ct_contiguous(vc)));
+                assert_same_bytes(dg, dc, what);
+                ct_scope_end();
+            }
+}
+
 static void test_item_and_print(void **state) {
     (void)state;
     ct_scope_begin();
@@ -330,6 +361,7 @@ int main(void) {
         cmocka_unit_test(test_casts_match_cpu),
         cmocka_unit_test(test_copy_across_devices),
         cmocka_unit_test(test_clone_contiguous_fill),
+        cmocka_unit_test(test_transpose_copies),
         cmocka_unit_test(test_item_and_print),
         cmocka_unit_test(test_factories_on_cuda),
         cmocka_unit_test(test_streams_and_events),

@@ -228,13 +228,24 @@ static void test_linear(void **state) {
         check_epilogue_count(what, EPI_YES, before, ct_cuda_bias_epilogue_count());
         CT_ASSERT_CLOSE(got, ct_linear(x, w, bias), rtol, 2 * atol, what);
 
-        /* No bias; a 3-d input (matmul, then add): no epilogue. */
+        /* No bias: no epilogue. */
         before = ct_cuda_bias_epilogue_count();
         snprintf(what, sizeof what, "linear without bias (%s)", ct_dtype_name(dt));
         CT_ASSERT_CLOSE(ct_linear(gx, gw, NULL), ct_linear(x, w, NULL), rtol, atol, what);
+        check_epilogue_count(what, EPI_NO, before, ct_cuda_bias_epilogue_count());
+        /* A contiguous 3-d input is one (15, 40) product with the bias in its epilogue
+         * (Note [Linear over leading dims]); a transposed one is matmul, then add. */
         ct_tensor *x3 = ct_test_values(CT_SHAPE(3, 5, 40), dt, -1, 1, 14);
+        before = ct_cuda_bias_epilogue_count();
         snprintf(what, sizeof what, "linear 3-d (%s)", ct_dtype_name(dt));
         CT_ASSERT_CLOSE(ct_linear(ct_to_device(x3, CUDA0), gw, gbias), ct_linear(x3, w, bias), rtol, 2 * atol, what);
+        check_epilogue_count(what, EPI_YES, before, ct_cuda_bias_epilogue_count());
+        ct_tensor *x53 = ct_test_values(CT_SHAPE(5, 3, 40), dt, -1, 1, 16);
+        ct_tensor *gx3t = ct_transpose(ct_to_device(x53, CUDA0), 0, 1);
+        assert_false(ct_tensor_is_contiguous(gx3t));
+        before = ct_cuda_bias_epilogue_count();
+        snprintf(what, sizeof what, "linear 3-d transposed (%s)", ct_dtype_name(dt));
+        CT_ASSERT_CLOSE(ct_linear(gx3t, gw, gbias), ct_linear(ct_transpose(x53, 0, 1), w, bias), rtol, 2 * atol, what);
         check_epilogue_count(what, EPI_NO, before, ct_cuda_bias_epilogue_count());
 
         /* A weight sliced out of a larger one (rows 8 apart in memory, as a transposed

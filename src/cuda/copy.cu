@@ -47,6 +47,30 @@ static bool float_cast(const ct_cuda_iter_desc *d, ct_dtype dst, ct_dtype src, i
     }
 }
 
+/* A strided copy whose innermost dim is dense on both sides (a transpose of (B, T, H, D)
+ * into (B, H, T, D) moves rows of D elements) moves words of up to 16 bytes along it:
+ * d is rewritten to count words, and the word size is returned (esize when no wider
+ * word divides the rows, the other strides and both pointers). Dense copies keep
+ * esize: the contiguous path already moves 16-byte vectors. */
+static int widen_rows(ct_cuda_iter_desc *d, int64_t esize) {
+    if (d->ndim < 2 || d->strides[0][0] != esize || d->strides[0][1] != esize)
+        return (int)esize;
+    for (int64_t wsz = 16; wsz > esize; wsz /= 2) {
+        bool ok = (d->shape[0] * esize) % wsz == 0 && (uintptr_t)d->data[0] % (uintptr_t)wsz == 0 &&
+                  (uintptr_t)d->data[1] % (uintptr_t)wsz == 0;
+        for (int i = 1; i < d->ndim && ok; i++)
+            ok = d->strides[i][0] % wsz == 0 && d->strides[i][1] % wsz == 0;
+        if (ok) {
+            int64_t k = wsz / esize;
+            d->shape[0] /= k;
+            d->numel /= k;
+            d->strides[0][0] = d->strides[0][1] = wsz;
+            return (int)wsz;
+        }
+    }
+    return (int)esize;
+}
+
 extern "C" ct_status ct_cuda_copy_kernel(const ct_cuda_iter_desc *d, ct_dtype dst_dtype, ct_dtype src_dtype,
                                          int device) {
     if (d->numel == 0)
@@ -54,11 +78,13 @@ extern "C" ct_status ct_cuda_copy_kernel(const ct_cuda_iter_desc *d, ct_dtype ds
     /* Note [Casts] for float16 to float32 etc.: converting through the loaded value
      * gives the same bits, so only identical dtypes take the word-moving path. */
     if (dst_dtype == src_dtype) {
-        switch (ct_dtype_size(dst_dtype)) {
-        case 1: return ew_launch<1, uint8_t, uint8_t>(d, op_same(), device, "copy_");
-        case 2: return ew_launch<1, uint16_t, uint16_t>(d, op_same(), device, "copy_");
-        case 4: return ew_launch<1, uint32_t, uint32_t>(d, op_same(), device, "copy_");
-        default: return ew_launch<1, uint64_t, uint64_t>(d, op_same(), device, "copy_");
+        ct_cuda_iter_desc w = *d;
+        switch (widen_rows(&w, (int64_t)ct_dtype_size(dst_dtype))) {
+        case 1: return ew_launch<1, uint8_t, uint8_t>(&w, op_same(), device, "copy_");
+        case 2: return ew_launch<1, uint16_t, uint16_t>(&w, op_same(), device, "copy_");
+        case 4: return ew_launch<1, uint32_t, uint32_t>(&w, op_same(), device, "copy_");
+        case 8: return ew_launch<1, uint64_t, uint64_t>(&w, op_same(), device, "copy_");
+        default: return ew_launch<1, uint4, uint4>(&w, op_same(), device, "copy_");
         }
     }
     ct_status st;
