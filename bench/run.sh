@@ -6,7 +6,13 @@
 # the training benchmarks, so one figure can be re-measured over many short rounds
 # (ONLY=matmul ROUNDS=15 make bench). BENCH_OUT=dir keeps each round's two output files
 # there (ctorch_R.txt, torch_R.txt) for bench/compare.py to read again later.
+# bench/run.sh --contended [build] runs the CPU training steps quiet and beside a busy
+# loop instead (bench/contended.sh).
 set -euo pipefail
+if [ "${1:-}" = "--contended" ]; then # busy-machine mode: bench/contended.sh says what it runs
+  shift
+  exec "$(dirname "$0")/contended.sh" "$@"
+fi
 build=${1:-build}
 rounds=${ROUNDS:-1}
 only=${ONLY:-}
