@@ -9,7 +9,11 @@ bf16 losses must stay within --bf16-rtol (default 2e-2) of its float32 ones, the
 PyTorch's own bf16 run shows (printed beside).
 
   python3 scripts/gpt2_parity.py --bench build-gpu/bench/train_gpt2 [--batch 8]
-      [--steps 20] [--work DIR]
+      [--steps 20] [--work DIR] [--grads [--grads-after K]]
+
+--grads compares every parameter's gradient, ctorch's and PyTorch's bf16 ones against
+PyTorch's float32 one, at the initial weights or at those PyTorch's float32 run reaches
+after K steps: a kernel that is wrong only on trained weights shows there.
 
 Exit status 0 when both checks hold. Needs PyTorch and a GPU; never run by make test.
 """
@@ -62,7 +66,8 @@ class GPT(nn.Module):
         return F.cross_entropy(logits.view(-1, logits.size(-1)).float(), tgt.view(-1))
 
 
-def torch_losses(state, x, y, steps, amp):
+def torch_losses(state, x, y, steps, amp, final=None):
+    """Every step's loss; the weights after the last step go into final (a dict) when given."""
     torch.manual_seed(0)
     m = GPT(50304, 1024, 12, 12, 768).cuda()
     m.load_state_dict(state)
@@ -75,6 +80,8 @@ def torch_losses(state, x, y, steps, amp):
         opt.step()
         opt.zero_grad(set_to_none=True)
         out.append(loss.item())
+    if final is not None:
+        final.update({k: v.detach().cpu().clone() for k, v in m.state_dict().items()})
     return out
 
 
@@ -127,6 +134,8 @@ def main():
     ap.add_argument("--bf16-rtol", type=float, default=2e-2)
     ap.add_argument("--work", default="/tmp/gpt2_parity")
     ap.add_argument("--grads", action="store_true", help="also compare the first step's gradients")
+    ap.add_argument("--grads-after", type=int, default=0, metavar="K",
+                    help="compare the gradients at the weights PyTorch's float32 run reaches after K steps")
     a = ap.parse_args()
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
@@ -139,7 +148,13 @@ def main():
     init = os.path.join(a.work, "init.pt")
     torch.save({"model": state, "x": x, "y": y}, init)
     if a.grads:
-        compare_grads(a, state, x.cuda(), y.cuda(), init)
+        gstate, ginit = state, init
+        if a.grads_after > 0:
+            gstate = {}
+            torch_losses(state, x.cuda(), y.cuda(), a.grads_after, False, gstate)
+            ginit = os.path.join(a.work, f"init_after{a.grads_after}.pt")
+            torch.save({"model": gstate, "x": x, "y": y}, ginit)
+        compare_grads(a, gstate, x.cuda(), y.cuda(), ginit)
     ref = torch_losses(state, x.cuda(), y.cuda(), a.steps, False)
     got = ctorch_losses(a.bench, init, a.batch, a.steps, "fp32")
     ok = len(got) == a.steps
