@@ -75,6 +75,17 @@ template <typename T, int K> static __device__ __forceinline__ rstate r_init() {
     return s;
 }
 
+/* An element as the double the work computes on; bfloat16 and float16 inputs are read
+ * as they are (Note [Narrow reduction inputs] in src/meta/reduce.c) and widen exactly,
+ * so they take float32's path. */
+template <typename T> static __device__ __forceinline__ double r_val(T x) { return (double)x; }
+template <> __device__ __forceinline__ double r_val<ct_bf16_s>(ct_bf16_s x) { return (double)ct_dev_b2f(x.x); }
+template <> __device__ __forceinline__ double r_val<ct_half_s>(ct_half_s x) { return (double)ct_dev_h2f(x.x); }
+template <typename T> struct r_f32_work {
+    static constexpr bool value =
+        std::is_same<T, float>::value || std::is_same<T, ct_bf16_s>::value || std::is_same<T, ct_half_s>::value;
+};
+
 /* Elements reach one state in increasing walk order, so strict comparisons keep the
  * first best element; combine() breaks ties by the smaller index. */
 template <typename T, int K>
@@ -100,7 +111,7 @@ static __device__ __forceinline__ void r_add(rstate &s, T x, int64_t r, double m
         } else if constexpr (K == F_COUNT)
             s.u += xi != 0;
     } else {
-        double d = (double)x;
+        double d = r_val(x);
         if constexpr (K == F_SUM)
             s.v += d;
         else if constexpr (K == F_NANSUM) {
@@ -129,7 +140,7 @@ static __device__ __forceinline__ void r_add(rstate &s, T x, int64_t r, double m
         else if constexpr (K == F_DEV2)
             s.v += (d - m) * (d - m);
         else if constexpr (K == F_EXPM) {
-            if constexpr (std::is_same<T, float>::value)
+            if constexpr (r_f32_work<T>::value)
                 s.v += (double)expf((float)(d - m));
             else
                 s.v += exp(d - m);
@@ -504,6 +515,8 @@ static ct_status red_by_dtype(const ct_cuda_reduce_desc *d, const red_plan &pl, 
     switch (d->in_dtype) {
     case CT_DTYPE_FLOAT32: return red_launch<float, K>(d, pl, partial, aux, pass, device, op);
     case CT_DTYPE_FLOAT64: return red_launch<double, K>(d, pl, partial, aux, pass, device, op);
+    case CT_DTYPE_BFLOAT16: return red_launch<ct_bf16_s, K>(d, pl, partial, aux, pass, device, op);
+    case CT_DTYPE_FLOAT16: return red_launch<ct_half_s, K>(d, pl, partial, aux, pass, device, op);
     case CT_DTYPE_INT64:
         if constexpr (K == F_SUM || K == F_PROD || K == F_MAX || K == F_MIN || K == F_ARGMAX || K == F_ARGMIN ||
                       K == F_COUNT)

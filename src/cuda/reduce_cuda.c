@@ -163,5 +163,6 @@ static ct_status foreach_powsum_stub(const ct_tensor *const *ts, int n, double o
 
 void ct_cuda_register_reduce(void) {
     ct_stub_reduce[CT_DEVICE_CUDA] = ct_cuda_reduce;
+    ct_stub_reduce_narrow[CT_DEVICE_CUDA] = ct_cuda_reduce; /* reduce.cu loads bfloat16 and float16 */
     ct_stub_foreach_powsum[CT_DEVICE_CUDA] = foreach_powsum_stub;
 }
