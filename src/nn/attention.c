@@ -270,7 +270,7 @@ static ct_status mha_core(ct_module *m, const mha_ctx *x, ct_tensor *q, ct_tenso
         y = y ? ct_view(ct_contiguous(ct_transpose(y, 0, 1)), CT_SHAPE(L * N, E)) : NULL;
     } else {
         if (mask)
-            mask = ct_tensor_size(mask, 0) == 1 ? ct_unsqueeze(mask, 0) : ct_view(mask, CT_SHAPE(N, H, -1, S));
+            mask = ct_tensor_size(mask, 0) == 1 ? ct_unsqueeze(mask, 0) : ct_reshape(mask, CT_SHAPE(N, H, -1, S));
         ct_tensor *q4 = ct_view(q, CT_SHAPE(N, H, L, hd)), *k4 = ct_view(k, CT_SHAPE(N, H, S, hd));
         ct_tensor *v4 = ct_view(v, CT_SHAPE(N, H, S, hd));
         y = q4 && k4 && v4 ? ct_scaled_dot_product_attention(q4, k4, v4, mask, p, is_causal, NULL) : NULL;
