@@ -408,6 +408,78 @@ static void test_square_subsequent_mask(void **state) {
     ct_scope_end();
 }
 
+static const gcase *case_named(const char *name) {
+    for (int i = 0; i < ncases; i++)
+        if (!strcmp(cases[i].name, name))
+            return &cases[i];
+    fail_msg("no case %s", name);
+    return NULL;
+}
+
+/* A state dict written by torch.save (the module of case enc_post_relu) loads with
+ * ct_load and ct_module_load_state_dict, strictly, and gives PyTorch's output. */
+static void test_load_pytorch_file(void **state) {
+    (void)state;
+    const gcase *c = case_named("enc_post_relu");
+    ct_scope_begin();
+    ct_value *sd = ct_load(CT_TEST_DATA_DIR "/io/transformer_encoder_layer.pt");
+    if (!sd)
+        fail_msg("ct_load: %s", ct_last_error());
+    ct_module *m = make_module(c, CT_F64);
+    int64_t missing = -1, unexpected = -1;
+    if (ct_module_load_state_dict(m, sd, true, &missing, &unexpected) != CT_OK)
+        fail_msg("load_state_dict: %s", ct_last_error());
+    assert_int_equal(missing, 0);
+    assert_int_equal(unexpected, 0);
+    ct_value_free(sd);
+    expect(c, "out", ct_nn_transformer_encoder_layer_forward(m, T(c, "src"), NULL, NULL, false), 1e-6);
+    ct_module_free(m);
+    ct_scope_end();
+}
+
+/* repr(nn.TransformerEncoderLayer(8, 2, 16)), as PyTorch prints it. */
+static void test_repr(void **state) {
+    (void)state;
+    ct_module *m = ct_nn_transformer_encoder_layer(8, 2, 16, 0.1, NULL, 1e-5, false, false, true, CT_F32);
+    char *s = ct_module_to_string(m);
+    assert_non_null(s);
+    assert_string_equal(s, "TransformerEncoderLayer(\n"
+                           "  (self_attn): MultiheadAttention(\n"
+                           "    (out_proj): NonDynamicallyQuantizableLinear(in_features=8, out_features=8, bias=True)\n"
+                           "  )\n"
+                           "  (linear1): Linear(in_features=8, out_features=16, bias=True)\n"
+                           "  (dropout): Dropout(p=0.1, inplace=False)\n"
+                           "  (linear2): Linear(in_features=16, out_features=8, bias=True)\n"
+                           "  (norm1): LayerNorm((8,), eps=1e-05, elementwise_affine=True, bias=True)\n"
+                           "  (norm2): LayerNorm((8,), eps=1e-05, elementwise_affine=True, bias=True)\n"
+                           "  (dropout1): Dropout(p=0.1, inplace=False)\n"
+                           "  (dropout2): Dropout(p=0.1, inplace=False)\n"
+                           ")");
+    free(s);
+    ct_module_free(m);
+}
+
+/* Masks need not be contiguous: a transposed 3-D mask gives what its copy gives. */
+static void test_strided_mask(void **state) {
+    (void)state;
+    ct_scope_begin();
+    ct_manual_seed(4);
+    ct_module *m = ct_nn_multihead_attention(8, 2, 0.0, true, false, false, 0, 0, false, CT_F64);
+    ct_tensor *q = ct_randn(CT_SHAPE(4, 3, 8), CT_F64, CT_CPU);
+    ct_tensor *mask = ct_transpose(ct_randn(CT_SHAPE(6, 4, 4), CT_F64, CT_CPU), 1, 2);
+    for (int nw = 0; nw < 2; nw++) {
+        ct_tensor *a = NULL, *b = NULL;
+        assert_int_equal(ct_nn_multihead_attention_forward(m, q, q, q, NULL, nw, mask, &a, NULL), CT_OK);
+        assert_int_equal(ct_nn_multihead_attention_forward(m, q, q, q, NULL, nw, ct_contiguous(mask), &b, NULL),
+                         CT_OK);
+        bool close = false;
+        assert_int_equal(ct_allclose(a, b, 1e-12, 1e-12, false, &close), CT_OK);
+        assert_true(close);
+    }
+    ct_module_free(m);
+    ct_scope_end();
+}
+
 /* ------------------------------------------------------------------ gradcheck */
 
 typedef struct gc_ctx {
@@ -663,7 +735,8 @@ static void test_errors(void **state) {
     expect_error(ct_nn_multihead_attention_forward(m, NULL, kv, kv, NULL, true, NULL, &o, &w) != CT_OK, "");
     expect_error(ct_nn_multihead_attention_forward(ct_module_child(m, "out_proj"), q, kv, kv, NULL, true, NULL, &o,
                                                    &w) != CT_OK,
-                 "expected a MultiheadAttention module made by ct_nn_multihead_attention, got Linear");
+                 "expected a MultiheadAttention module made by ct_nn_multihead_attention, got "
+                 "NonDynamicallyQuantizableLinear");
     ct_tensor *out[CT_MODULE_IO_CAP];
     int nout = 0;
     const ct_tensor *two[2] = {q, kv};
@@ -752,6 +825,9 @@ int main(void) {
         cmocka_unit_test(test_sequential),
         cmocka_unit_test(test_state_dict_names),
         cmocka_unit_test(test_init),
+        cmocka_unit_test(test_load_pytorch_file),
+        cmocka_unit_test(test_repr),
+        cmocka_unit_test(test_strided_mask),
         cmocka_unit_test(test_square_subsequent_mask),
         cmocka_unit_test(test_gradcheck),
         cmocka_unit_test(test_dropout),

@@ -552,7 +552,8 @@ CT_API ct_status ct_nn_gru_forward(ct_module *m, const ct_tensor *input, const c
 
 /* embed_dim divisible by num_heads; kdim / vdim 0 mean embed_dim (when either differs,
  * the projections are q_proj_weight, k_proj_weight and v_proj_weight, else one
- * in_proj_weight (3 * embed_dim, embed_dim)); in_proj_bias and out_proj (a Linear).
+ * in_proj_weight (3 * embed_dim, embed_dim)); in_proj_bias and out_proj (a Linear, typed
+ * NonDynamicallyQuantizableLinear as in PyTorch).
  * add_bias_kv adds bias_k and bias_v (1, 1, embed_dim); add_zero_attn a key and value of
  * zeros. Initialised as PyTorch's: xavier_uniform_ projections, zero biases,
  * xavier_normal_ bias_k / bias_v. Dropout (on the attention weights) follows the

@@ -384,12 +384,30 @@ static ct_status mha_forward_multi(ct_module *m, const ct_tensor *const *in, int
     return st;
 }
 
-static int mha_repr(const ct_module *m, char *buf, size_t cap) {
-    const mha_ctx *x = ct_module_ctx(m);
-    char p[40];
-    ct_nn_float_repr(x->dropout, p, sizeof p);
-    return snprintf(buf, cap, "embed_dim=%lld, num_heads=%lld, dropout=%s, batch_first=%s", (long long)x->embed_dim,
-                    (long long)x->num_heads, p, x->batch_first ? "True" : "False");
+/* out_proj: an nn.Linear (initialised as one) under the type name PyTorch gives it,
+ * NonDynamicallyQuantizableLinear, so the module prints as PyTorch's. */
+static ct_tensor *out_proj_forward(ct_module *m, const ct_tensor *x) {
+    return ct_linear(x, ct_module_param(m, "weight"), ct_module_param(m, "bias"));
+}
+
+static int out_proj_repr(const ct_module *m, char *buf, size_t cap) {
+    ct_tensor *w = ct_module_param(m, "weight");
+    return snprintf(buf, cap, "in_features=%lld, out_features=%lld, bias=%s", (long long)ct_tensor_size(w, 1),
+                    (long long)ct_tensor_size(w, 0), ct_module_param(m, "bias") ? "True" : "False");
+}
+
+static ct_module *out_proj_new(int64_t E, bool bias, ct_dtype dtype) {
+    ct_module *lin = ct_nn_linear(E, E, bias, dtype);
+    ct_module *m = lin ? ct_module_new("NonDynamicallyQuantizableLinear", out_proj_forward, NULL, NULL) : NULL;
+    bool ok = m && !ct_module_register_parameter(m, "weight", ct_module_param(lin, "weight")) &&
+              (!bias || !ct_module_register_parameter(m, "bias", ct_module_param(lin, "bias")));
+    ct_module_free(lin);
+    if (!ok) {
+        ct_module_free(m);
+        return NULL;
+    }
+    ct_module_set_extra_repr(m, out_proj_repr);
+    return m;
 }
 
 ct_module *ct_nn_multihead_attention(int64_t embed_dim, int64_t num_heads, double dropout, bool bias,
@@ -423,7 +441,6 @@ ct_module *ct_nn_multihead_attention(int64_t embed_dim, int64_t num_heads, doubl
         free(x);
         return NULL;
     }
-    ct_module_set_extra_repr(m, mha_repr);
     int64_t E = embed_dim;
     *x = (mha_ctx){.magic = MHA_CTX_MAGIC,
                    .embed_dim = E,
@@ -449,7 +466,7 @@ ct_module *ct_nn_multihead_attention(int64_t embed_dim, int64_t num_heads, doubl
     if (ok && add_bias_kv)
         ok = (bk = ct_nn_new_param(m, "bias_k", CT_SHAPE(1, 1, E), dtype)) &&
              (bv = ct_nn_new_param(m, "bias_v", CT_SHAPE(1, 1, E), dtype));
-    ct_module *proj = ok ? ct_nn_linear(E, E, bias, dtype) : NULL;
+    ct_module *proj = ok ? out_proj_new(E, bias, dtype) : NULL;
     ok = proj && ct_module_add_child(m, "out_proj", proj) == CT_OK;
     ct_scope_begin();
     for (int i = 0; i < 3 && ok; i++)

@@ -19,9 +19,12 @@ Each case holds
   out, w     the output and (need_weights) the attention weights
   gout, gw   random gradients of those
   gq ..., g.NAME   the gradients they give to the inputs and every parameter
+The case enc_post_relu also saves its module's state dict with torch.save, as
+io/transformer_encoder_layer.pt beside the text file (float64 values, full precision).
 Values are written with 12 significant digits (the tests compare at 1e-6). Dropout
 is 0 throughout; the fast paths are off, so eval and train agree.
 """
+import os
 import sys
 
 import torch
@@ -29,7 +32,8 @@ import torch
 torch.manual_seed(0)
 torch.set_default_dtype(torch.float64)
 torch.backends.mha.set_fastpath_enabled(False)
-out = open(sys.argv[1] if len(sys.argv) > 1 else "tests/data/transformer_golden.txt", "w")
+path = sys.argv[1] if len(sys.argv) > 1 else "tests/data/transformer_golden.txt"
+out = open(path, "w")
 
 # cfg[0]: the kind
 MHA, ENC_LAYER, DEC_LAYER, ENCODER, DECODER, TRANSFORMER = range(6)
@@ -166,7 +170,7 @@ def seq(n, d, batch, bf, unbatched=False):
 
 
 def enc_case(name, d=8, h=2, dff=12, act="relu", eps=1e-5, bf=False, nf=False, bias=True, T=4, B=3,
-             src_mask=None, src_kpm=None, is_causal=False, num_layers=0, norm=False, unbatched=False):
+             src_mask=None, src_kpm=None, is_causal=False, num_layers=0, norm=False, unbatched=False, save=None):
     layer = torch.nn.TransformerEncoderLayer(d, h, dff, 0.0, act, eps, bf, nf, bias)
     if num_layers:
         m = torch.nn.TransformerEncoder(layer, num_layers, torch.nn.LayerNorm(d, eps) if norm else None,
@@ -178,6 +182,8 @@ def enc_case(name, d=8, h=2, dff=12, act="relu", eps=1e-5, bf=False, nf=False, b
     out.write("case %s\n" % name)
     emit("cfg", cfg)
     state(m)
+    if save:
+        torch.save(m.state_dict(), os.path.join(os.path.dirname(path), "io", save))
     src = seq(T, d, B, bf, unbatched)
     emit("src", src)
     mask_value("src_mask", src_mask)
@@ -232,7 +238,7 @@ def transformer_case(name, d=8, h=2, ne=2, nd=1, dff=12, act="relu", eps=1e-5, b
 
 
 kpm4 = torch.tensor([[False, False, True, True], [False] * 4, [False, True, False, False]])
-enc_case("enc_post_relu")
+enc_case("enc_post_relu", save="transformer_encoder_layer.pt")
 enc_case("enc_pre_gelu_bf", act="gelu", nf=True, bf=True)
 enc_case("enc_kpm_bool", src_kpm=kpm4)
 enc_case("enc_causal", src_mask=causal(4), is_causal=True, nf=True)
