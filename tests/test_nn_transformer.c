@@ -3,7 +3,7 @@
  * forward values, attention weights and the gradients of the inputs and every
  * parameter, in float64 and float32, with masks of each kind, batch_first and
  * norm_first both ways), loading PyTorch's state dicts, the multi-module forward,
- * gradcheck, dropout, initialisation and error inputs. */
+ * gradcheck, dropout, initialisation, error inputs and, where there is a GPU, CUDA. */
 #include "nn_golden.h"
 
 static int load(void **state) {
@@ -47,14 +47,17 @@ static ct_module *make_module(const gcase *c, ct_dtype dt) {
     }
 }
 
-/* The case's mask NAME (floating, in dt) or NAME_bool (bool), or NULL. */
+/* The device the golden cases run on (run_golden sets it). */
+static ct_device run_dev;
+
+/* The case's mask NAME (floating, in dt) or NAME_bool (bool), or NULL, on run_dev. */
 static ct_tensor *mask_of(const gcase *c, const char *name, ct_dtype dt) {
     char b[64];
     snprintf(b, sizeof b, "%s_bool", name);
     if (find(c, name))
-        return ct_to_dtype(T(c, name), dt);
+        return ct_to_device(ct_to_dtype(T(c, name), dt), run_dev);
     if (find(c, b))
-        return ct_to_dtype(T(c, b), CT_BOOL);
+        return ct_to_device(ct_to_dtype(T(c, b), CT_BOOL), run_dev);
     return NULL;
 }
 
@@ -89,14 +92,14 @@ static void load_case_state(const gcase *c, ct_module *m, ct_dtype dt) {
 }
 
 /* The case's inputs in order (q[, k, v] / src / tgt, memory / src, tgt), converted to
- * dt and requiring grad when grad; returns their count and names. */
+ * dt on run_dev and requiring grad when grad; returns their count and names. */
 static int case_inputs(const gcase *c, ct_dtype dt, bool grad, ct_tensor **in, const char **names) {
     static const char *const all[] = {"q", "k", "v", "src", "tgt", "memory"};
     int n = 0;
     for (int i = 0; i < 6; i++)
         if (find(c, all[i])) {
             names[n] = all[i];
-            in[n] = ct_to_dtype(T(c, all[i]), dt);
+            in[n] = ct_to_device(ct_to_dtype(T(c, all[i]), dt), run_dev);
             if (grad)
                 in[n] = ct_tensor_set_requires_grad(ct_detach(in[n]), true);
             n++;
@@ -144,11 +147,18 @@ static void run_case(const gcase *c, ct_module *m, ct_tensor *const *in, ct_dtyp
         fail_msg("%s: %s", c->name, ct_last_error());
 }
 
-/* Forward and backward of one case in dtype dt against PyTorch's float64 values. */
-static void run_golden(const gcase *c, ct_dtype dt, double tol) {
+/* expect() of a result on any device. */
+static void expect_on(const gcase *c, const char *name, const ct_tensor *got, double tol) {
+    expect(c, name, got ? ct_to_device(got, CT_CPU) : NULL, tol);
+}
+
+/* Forward and backward of one case in dtype dt on device dev against PyTorch's
+ * float64 values. */
+static void run_golden(const gcase *c, ct_dtype dt, ct_device dev, double tol) {
     ct_scope_begin();
+    run_dev = dev;
     ct_module *m = make_module(c, dt);
-    if (!m)
+    if (!m || ct_module_to(m, dev, CT_DTYPE_UNDEFINED))
         fail_msg("%s: %s", c->name, ct_last_error());
     load_case_state(c, m, dt);
     ct_tensor *in[6];
@@ -156,12 +166,13 @@ static void run_golden(const gcase *c, ct_dtype dt, double tol) {
     int nin = case_inputs(c, dt, true, in, in_names);
     ct_tensor *out = NULL, *w = NULL;
     run_case(c, m, in, dt, &out, &w);
-    expect(c, "out", out, tol);
+    expect_on(c, "out", out, tol);
     if (w)
-        expect(c, "w", w, tol);
+        expect_on(c, "w", w, tol);
 
     const ct_tensor *outs[2] = {out, w};
-    const ct_tensor *gouts[2] = {ct_to_dtype(T(c, "gout"), dt), w ? ct_to_dtype(T(c, "gw"), dt) : NULL};
+    const ct_tensor *gouts[2] = {ct_to_device(ct_to_dtype(T(c, "gout"), dt), dev),
+                                 w ? ct_to_device(ct_to_dtype(T(c, "gw"), dt), dev) : NULL};
     ct_tensor *params[64];
     const char *pnames[64];
     int64_t np = ct_module_parameters(m, params, pnames, 64);
@@ -181,21 +192,22 @@ static void run_golden(const gcase *c, ct_dtype dt, double tol) {
     if (ct_autograd_grad(outs, w ? 2 : 1, wrt, n, gouts, false, false, true, grads) != CT_OK)
         fail_msg("%s: backward: %s", c->name, ct_last_error());
     for (int i = 0; i < n; i++)
-        expect(c, gnames[i], grads[i] ? grads[i] : ct_zeros_like(wrt[i], CT_DTYPE_UNDEFINED), tol);
+        expect_on(c, gnames[i], grads[i] ? grads[i] : ct_zeros_like(wrt[i], CT_DTYPE_UNDEFINED), tol);
     ct_module_free(m);
+    run_dev = CT_CPU;
     ct_scope_end();
 }
 
 static void test_golden_float64(void **state) {
     (void)state;
     for (int i = 0; i < ncases; i++)
-        run_golden(&cases[i], CT_F64, 1e-6);
+        run_golden(&cases[i], CT_F64, CT_CPU, 1e-6);
 }
 
 static void test_golden_float32(void **state) {
     (void)state;
     for (int i = 0; i < ncases; i++)
-        run_golden(&cases[i], CT_F32, 1e-5);
+        run_golden(&cases[i], CT_F32, CT_CPU, 1e-5);
 }
 
 /* ct_module_forward_multi reaches the same forwards with PyTorch's default flags
@@ -817,6 +829,44 @@ static void test_bert_layer(void **state) {
     ct_scope_end();
 }
 
+/* ------------------------------------------------------------------ CUDA */
+
+/* The goldens on the GPU (float64 and float32), through the same ops; and a float16
+ * causal self-attention without weights, the flash kernels' case, against float32 on
+ * the CPU. */
+static void test_cuda(void **state) {
+    (void)state;
+    if (!ct_cuda_is_available()) {
+        skip();
+        return;
+    }
+    for (int i = 0; i < ncases; i++) {
+        run_golden(&cases[i], CT_F64, CT_CUDA(0), 1e-6);
+        run_golden(&cases[i], CT_F32, CT_CUDA(0), 1e-5);
+    }
+    ct_scope_begin();
+    ct_manual_seed(6);
+    ct_module *m = ct_nn_multihead_attention(64, 4, 0.0, true, false, false, 0, 0, true, CT_F32);
+    ct_tensor *x = ct_randn(CT_SHAPE(2, 16, 64), CT_F32, CT_CPU);
+    ct_tensor *causal = ct_nn_transformer_generate_square_subsequent_mask(16, CT_F32, CT_CPU);
+    ct_tensor *want = NULL, *got = NULL;
+    assert_int_equal(ct_nn_multihead_attention_forward_ex(m, x, x, x, NULL, false, causal, true, true, &want, NULL),
+                     CT_OK);
+    assert_int_equal(ct_module_to(m, CT_CUDA(0), CT_F16), CT_OK);
+    ct_tensor *xh = ct_to_device(ct_to_dtype(x, CT_F16), CT_CUDA(0));
+    assert_int_equal(ct_nn_multihead_attention_forward_ex(m, xh, xh, xh, NULL, false,
+                                                          ct_to_device(ct_to_dtype(causal, CT_F16), CT_CUDA(0)), true,
+                                                          true, &got, NULL),
+                     CT_OK);
+    assert_int_equal(ct_tensor_device(got).type, CT_DEVICE_CUDA);
+    bool close = false;
+    assert_int_equal(ct_allclose(ct_to_dtype(ct_to_device(got, CT_CPU), CT_F32), want, 2e-2, 2e-2, false, &close),
+                     CT_OK);
+    assert_true(close);
+    ct_module_free(m);
+    ct_scope_end();
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_golden_float64),
@@ -834,6 +884,7 @@ int main(void) {
         cmocka_unit_test(test_paths_agree),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_bert_layer),
+        cmocka_unit_test(test_cuda),
     };
     return cmocka_run_group_tests(tests, load, free_golden);
 }
