@@ -795,6 +795,14 @@ static void test_errors(void **state) {
                  "expecting key_padding_mask shape of (3, 5), but got torch.Size([3, 4])");
     expect_error(!ct_nn_transformer_forward(NULL, src, src, NULL, NULL, NULL, NULL, NULL, NULL, false, false, false),
                  "module is NULL");
+    expect_error(!ct_nn_transformer_decoder_forward(ct_module_child(m, "encoder"), src, src, NULL, NULL, NULL, NULL,
+                                                    false, false),
+                 "expected a TransformerDecoder module, got TransformerEncoder");
+    expect_error(!ct_nn_transformer_decoder_forward(ct_module_child(m, "decoder"), src, src, NULL, NULL, NULL,
+                                                    ct_zeros(CT_SHAPE(3, 5), CT_I64, CT_CPU), false, false),
+                 "only bool and floating types of memory_key_padding_mask are supported");
+    expect_error(!ct_nn_transformer_encoder_forward(ct_module_child(m, "decoder"), src, NULL, NULL, false),
+                 "expected a TransformerEncoder module, got TransformerDecoder");
     const ct_tensor *one[1] = {src};
     expect_error(ct_module_forward_multi(dec, one, 1, out, CT_MODULE_IO_CAP, &nout) != CT_OK,
                  "takes tgt, memory[, tgt_mask");
