@@ -14,10 +14,10 @@
 
 /* The most tensors one case holds (an RNN case: its state dict, inputs, outputs and
  * a gradient for each). */
-#define CT_GOLDEN_MAX_TENSORS 64
+#define CT_GOLDEN_MAX_TENSORS 128
 
 typedef struct gt {
-    char name[32];
+    char name[64];
     int ndim;
     int64_t shape[8];
     int64_t n;

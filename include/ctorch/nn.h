@@ -536,6 +536,96 @@ CT_API ct_status ct_nn_lstm_forward(ct_module *m, const ct_tensor *input, const 
 CT_API ct_status ct_nn_gru_forward(ct_module *m, const ct_tensor *input, const ct_tensor *h0,
                                    const ct_tensor *lengths, ct_tensor **output, ct_tensor **hn);
 
+/* ------------------------------------------------------------ attention and Transformer layers
+ * nn.MultiheadAttention, nn.TransformerEncoderLayer / DecoderLayer, nn.TransformerEncoder /
+ * Decoder and nn.Transformer (docs/nn.md, "Transformer layers"), made of ops (every
+ * device, autograd), with PyTorch's parameter names so that state dicts load from
+ * PyTorch (self_attn.in_proj_weight, linear1.weight, norm1.bias, ...).
+ *
+ * Masks, as PyTorch's: an attn_mask is bool (true = NOT allowed to attend) or floating
+ * (added to the scores), (L, S) or (N * num_heads, L, S); a key_padding_mask is bool
+ * (true = ignore that key) or floating, (N, S) ((S) unbatched). NULL means None.
+ * Sequences are (L, N, E), or (N, L, E) when batch_first, or unbatched (L, E).
+ * Every forward also runs through ct_module_forward_multi, with its tensors in
+ * PyTorch's order: optional ones may be left off the end, and a tensor with no elements
+ * in between stands for None; flags take PyTorch's defaults. */
+
+/* embed_dim divisible by num_heads; kdim / vdim 0 mean embed_dim (when either differs,
+ * the projections are q_proj_weight, k_proj_weight and v_proj_weight, else one
+ * in_proj_weight (3 * embed_dim, embed_dim)); in_proj_bias and out_proj (a Linear, typed
+ * NonDynamicallyQuantizableLinear as in PyTorch).
+ * add_bias_kv adds bias_k and bias_v (1, 1, embed_dim); add_zero_attn a key and value of
+ * zeros. Initialised as PyTorch's: xavier_uniform_ projections, zero biases,
+ * xavier_normal_ bias_k / bias_v. Dropout (on the attention weights) follows the
+ * module's training flag. */
+CT_API ct_module *ct_nn_multihead_attention(int64_t embed_dim, int64_t num_heads, double dropout, bool bias,
+                                            bool add_bias_kv, bool add_zero_attn, int64_t kdim, int64_t vdim,
+                                            bool batch_first, ct_dtype dtype);
+/* forward(query, key, value, key_padding_mask, need_weights, attn_mask): *attn_output
+ * (L, N, E), and when need_weights *attn_weights, averaged over the heads (N, L, S);
+ * NULL when !need_weights. Without weights it runs ct_scaled_dot_product_attention (the
+ * CUDA flash kernels where they apply). Either result pointer may be NULL. */
+CT_API ct_status ct_nn_multihead_attention_forward(ct_module *m, const ct_tensor *query, const ct_tensor *key,
+                                                   const ct_tensor *value, const ct_tensor *key_padding_mask,
+                                                   bool need_weights, const ct_tensor *attn_mask,
+                                                   ct_tensor **attn_output, ct_tensor **attn_weights);
+/* The same with average_attn_weights (false: weights per head, (N, num_heads, L, S)) and
+ * is_causal (a hint that attn_mask, which must be given, is the causal mask). */
+CT_API ct_status ct_nn_multihead_attention_forward_ex(ct_module *m, const ct_tensor *query, const ct_tensor *key,
+                                                      const ct_tensor *value, const ct_tensor *key_padding_mask,
+                                                      bool need_weights, const ct_tensor *attn_mask,
+                                                      bool average_attn_weights, bool is_causal,
+                                                      ct_tensor **attn_output, ct_tensor **attn_weights);
+
+/* The (sz, sz) mask with -inf above the diagonal and 0 elsewhere
+ * (nn.Transformer.generate_square_subsequent_mask); dtype CT_DTYPE_UNDEFINED means the
+ * default dtype. */
+CT_API ct_tensor *ct_nn_transformer_generate_square_subsequent_mask(int64_t sz, ct_dtype dtype, ct_device device);
+
+/* activation: "relu" (NULL) or "gelu". PyTorch's defaults: dim_feedforward 2048,
+ * dropout 0.1, layer_norm_eps 1e-5, batch_first false, norm_first false, bias true.
+ * Children: self_attn, linear1, dropout, linear2, norm1, norm2, dropout1, dropout2
+ * (the decoder layer adds multihead_attn, norm3, dropout3). */
+CT_API ct_module *ct_nn_transformer_encoder_layer(int64_t d_model, int64_t nhead, int64_t dim_feedforward,
+                                                  double dropout, const char *activation, double layer_norm_eps,
+                                                  bool batch_first, bool norm_first, bool bias, ct_dtype dtype);
+CT_API ct_module *ct_nn_transformer_decoder_layer(int64_t d_model, int64_t nhead, int64_t dim_feedforward,
+                                                  double dropout, const char *activation, double layer_norm_eps,
+                                                  bool batch_first, bool norm_first, bool bias, ct_dtype dtype);
+/* num_layers copies of layer (an encoder / decoder layer, which is freed: the copies
+ * have its parameters' values) under layers.0, layers.1, ..., then norm (a module or
+ * NULL). Both take ownership of layer and norm, also on error. */
+CT_API ct_module *ct_nn_transformer_encoder(ct_module *encoder_layer, int64_t num_layers, ct_module *norm);
+CT_API ct_module *ct_nn_transformer_decoder(ct_module *decoder_layer, int64_t num_layers, ct_module *norm);
+/* encoder (num_encoder_layers layers and a LayerNorm) and decoder (likewise); every
+ * parameter of more than one dimension xavier_uniform_, as PyTorch's. */
+CT_API ct_module *ct_nn_transformer(int64_t d_model, int64_t nhead, int64_t num_encoder_layers,
+                                    int64_t num_decoder_layers, int64_t dim_feedforward, double dropout,
+                                    const char *activation, double layer_norm_eps, bool batch_first, bool norm_first,
+                                    bool bias, ct_dtype dtype);
+/* The forwards; NULL masks are None. A false is_causal of an encoder or decoder is
+ * PyTorch's None: the hint is taken when the mask is the causal one. */
+CT_API ct_tensor *ct_nn_transformer_encoder_layer_forward(ct_module *m, const ct_tensor *src, const ct_tensor *src_mask,
+                                                          const ct_tensor *src_key_padding_mask, bool is_causal);
+CT_API ct_tensor *ct_nn_transformer_decoder_layer_forward(ct_module *m, const ct_tensor *tgt, const ct_tensor *memory,
+                                                          const ct_tensor *tgt_mask, const ct_tensor *memory_mask,
+                                                          const ct_tensor *tgt_key_padding_mask,
+                                                          const ct_tensor *memory_key_padding_mask,
+                                                          bool tgt_is_causal, bool memory_is_causal);
+CT_API ct_tensor *ct_nn_transformer_encoder_forward(ct_module *m, const ct_tensor *src, const ct_tensor *mask,
+                                                    const ct_tensor *src_key_padding_mask, bool is_causal);
+CT_API ct_tensor *ct_nn_transformer_decoder_forward(ct_module *m, const ct_tensor *tgt, const ct_tensor *memory,
+                                                    const ct_tensor *tgt_mask, const ct_tensor *memory_mask,
+                                                    const ct_tensor *tgt_key_padding_mask,
+                                                    const ct_tensor *memory_key_padding_mask, bool tgt_is_causal,
+                                                    bool memory_is_causal);
+CT_API ct_tensor *ct_nn_transformer_forward(ct_module *m, const ct_tensor *src, const ct_tensor *tgt,
+                                            const ct_tensor *src_mask, const ct_tensor *tgt_mask,
+                                            const ct_tensor *memory_mask, const ct_tensor *src_key_padding_mask,
+                                            const ct_tensor *tgt_key_padding_mask,
+                                            const ct_tensor *memory_key_padding_mask, bool src_is_causal,
+                                            bool tgt_is_causal, bool memory_is_causal);
+
 #ifdef __cplusplus
 }
 #endif

@@ -12,6 +12,11 @@ ct_module *ct_nn_module_with_ctx(const char *type, ct_module_forward_fn forward,
  * reference) and returns it borrowed; NULL on error. */
 ct_tensor *ct_nn_new_param(ct_module *m, const char *name, const int64_t *shape, int ndim, ct_dtype dtype);
 
+/* nn.LayerNorm(normalized_shape, eps, elementwise_affine, bias): without bias, the
+ * weight alone (the Transformer layers' bias=False). */
+ct_module *ct_nn_layer_norm_bias(const int64_t *normalized_shape, int n, double eps, bool elementwise_affine,
+                                 bool bias, ct_dtype dtype);
+
 /* Python's repr of a float ("1e-05", "0.1", "1.0"), written as snprintf writes;
  * returns the length. For extra_repr functions. */
 int ct_nn_float_repr(double f, char *buf, size_t cap);

@@ -174,6 +174,12 @@ ct_module *ct_nn_layer_norm(const int64_t *normalized_shape, int n, double eps, 
                        true, dtype);
 }
 
+ct_module *ct_nn_layer_norm_bias(const int64_t *normalized_shape, int n, double eps, bool elementwise_affine,
+                                 bool bias, ct_dtype dtype) {
+    return norm_module("LayerNorm", layernorm_forward, layernorm_repr, normalized_shape, n, eps, elementwise_affine,
+                       bias, dtype);
+}
+
 ct_module *ct_nn_rms_norm(const int64_t *normalized_shape, int n, double eps, bool elementwise_affine,
                           ct_dtype dtype) {
     return norm_module("RMSNorm", rmsnorm_forward, rmsnorm_repr, normalized_shape, n, eps, elementwise_affine, false,
