@@ -359,6 +359,7 @@ static void policy_table(void **state) {
     assert_string_equal(ct_autocast_policy_name(ct_autocast_op_policy(CT_OP_mm)), "lower_precision_fp");
     assert_string_equal(ct_autocast_policy_name(ct_autocast_op_policy(CT_OP_softmax)), "fp32");
     assert_string_equal(ct_autocast_policy_name(ct_autocast_op_policy(CT_OP_cat)), "promote");
+    assert_string_equal(ct_autocast_policy_name(ct_autocast_op_policy(CT_OP_cross_entropy_fused)), "fp32_out");
     assert_string_equal(ct_autocast_policy_name(CT_AUTOCAST_NONE), "none");
     assert_int_equal(ct_autocast_op_policy(-1), CT_AUTOCAST_NONE);
     assert_int_equal(ct_autocast_op_policy(CT_OP_COUNT), CT_AUTOCAST_NONE);
@@ -389,6 +390,54 @@ static void errors(void **state) {
     ct_scope_end();
     assert_int_equal(ct_autocast_end(), CT_OK);
     ct_clear_error();
+}
+
+/* cross_entropy under autocast reads bfloat16/float16 logits as they are and returns a
+ * float32 loss (policy FP32_OUT, Note [cross_entropy's loss dtype]): the loss and the
+ * logits' gradient are the same bits as PyTorch's route (cast the logits to float32,
+ * cross_entropy, the cast's backward), for every reduction, with ignored rows. */
+static void xent_on(ct_device dev, ct_dtype low) {
+    ct_scope_begin();
+    ct_device_type dt_dev = (ct_device_type)dev.type;
+    int64_t tv[7] = {3, 0, -100, 9, 9, 1, 4};
+    ct_tensor *target = ct_to_device(ct_from_data(tv, CT_SHAPE(7), CT_I64), dev);
+    for (int r = 0; r < 3; r++) {
+        ct_reduction red = r == 0 ? CT_REDUCTION_MEAN : r == 1 ? CT_REDUCTION_SUM : CT_REDUCTION_NONE;
+        ct_tensor *x0 = ct_to_device(ct_to_dtype(ct_mul_scalar(randn(7, 10, CT_F32), ct_scalar_float(4)), low), dev);
+        ct_tensor *xa = ct_tensor_set_requires_grad(ct_clone(x0), true);
+        ct_tensor *xb = ct_tensor_set_requires_grad(ct_clone(x0), true);
+        assert_int_equal(ct_autocast_begin(dt_dev, low), CT_OK);
+        ct_tensor *la = ct_cross_entropy(xa, target, NULL, red, -100, 0.0);
+        assert_int_equal(ct_autocast_end(), CT_OK);
+        assert_int_equal(dt(la), CT_F32);
+        ct_tensor *lb = ct_cross_entropy(ct_to_dtype(xb, CT_F32), target, NULL, red, -100, 0.0);
+        assert_true(same(la, lb));
+        ct_tensor *go = ct_ones_like(la, CT_DTYPE_UNDEFINED);
+        assert_int_equal(ct_backward(la, go, false, false), CT_OK);
+        assert_int_equal(ct_backward(lb, go, false, false), CT_OK);
+        assert_int_equal(dt(ct_tensor_grad(xa)), low);
+        assert_true(same(ct_tensor_grad(xa), ct_tensor_grad(xb)));
+    }
+    /* the op's dtype= takes the logits' dtype or their work dtype, nothing else */
+    ct_tensor *x16 = ct_to_device(ct_to_dtype(randn(7, 10, CT_F32), low), dev);
+    ct_call c = {.op = CT_OP_cross_entropy_fused, .nin = 2, .in = {x16, target}, .nints = 2, .dtype = CT_F64};
+    c.ints[0] = CT_REDUCTION_MEAN;
+    c.ints[1] = -100;
+    CT_ASSERT_ERR(ct_dispatch_1(&c) != NULL, CT_ERROR_TYPE, "dtype must be");
+    c.dtype = CT_F32;
+    ct_tensor *l32 = ct_dispatch_1(&c);
+    assert_int_equal(dt(l32), CT_F32);
+    ct_scope_end();
+}
+
+static void cross_entropy_reads_low_precision(void **state) {
+    (void)state;
+    xent_on(CT_CPU, CT_BF16);
+    xent_on(CT_CPU, CT_F16);
+    if (ct_cuda_is_available()) {
+        xent_on(CT_CUDA(0), CT_BF16);
+        xent_on(CT_CUDA(0), CT_F16);
+    }
 }
 
 /* On a GPU (skipped without one): float16 autocast through the same kernels, the
@@ -442,7 +491,7 @@ int main(void) {
         cmocka_unit_test(nesting_and_disable), cmocka_unit_test(thread_local_state),
         cmocka_unit_test(linear_gradients),    cmocka_unit_test(weight_cast_cache),
         cmocka_unit_test(policy_table),        cmocka_unit_test(errors),
-        cmocka_unit_test(cuda_float16),
+        cmocka_unit_test(cross_entropy_reads_low_precision), cmocka_unit_test(cuda_float16),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

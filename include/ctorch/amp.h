@@ -48,16 +48,19 @@ CT_API int ct_autocast_cache_size(void);
  *   LOWER    floating inputs are cast to the autocast dtype (mm, conv2d, ...);
  *   FP32     float16/bfloat16 inputs are cast to float32 (softmax, sum, exp, ...);
  *   PROMOTE  floating inputs are cast to the widest floating input type (cat, ...);
+ *   FP32_OUT float16/bfloat16 inputs run as they are and the op is asked for a
+ *            float32 result, where that is the same as FP32 (cross_entropy's kernel);
  *   NONE     the op runs as called. */
 typedef enum ct_autocast_policy {
     CT_AUTOCAST_NONE = 0,
     CT_AUTOCAST_LOWER = 1,
     CT_AUTOCAST_FP32 = 2,
     CT_AUTOCAST_PROMOTE = 3,
+    CT_AUTOCAST_FP32_OUT = 4,
 } ct_autocast_policy;
 
 CT_API ct_autocast_policy ct_autocast_op_policy(ct_op op);
-/* "lower_precision_fp", "fp32", "promote", "none". */
+/* "lower_precision_fp", "fp32", "promote", "fp32_out", "none". */
 CT_API const char *ct_autocast_policy_name(ct_autocast_policy policy);
 
 #ifdef __cplusplus

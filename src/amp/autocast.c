@@ -64,6 +64,8 @@ const char *ct_autocast_policy_name(ct_autocast_policy policy) {
         return "fp32";
     case CT_AUTOCAST_PROMOTE:
         return "promote";
+    case CT_AUTOCAST_FP32_OUT:
+        return "fp32_out";
     default:
         return "none";
     }
@@ -281,11 +283,14 @@ static ct_status autocast_kernel(ct_keyset ks, ct_call *call, void *user_data) {
     ct_keyset below = ct_keyset_below(ks, CT_KEY_AUTOCAST);
     int dev = call_device(ks);
     if (dev < 0 || !tls_state.enabled[dev] || call->mode != CT_CALL_FUNCTIONAL ||
-        (policy == CT_AUTOCAST_FP32 && call->dtype != CT_DTYPE_UNDEFINED))
+        ((policy == CT_AUTOCAST_FP32 || policy == CT_AUTOCAST_FP32_OUT) && call->dtype != CT_DTYPE_UNDEFINED))
         return ct_redispatch(below, call);
     ct_dtype to = target_dtype(policy, dev, call->in, call->nin, call->list, call->nlist);
     ct_call c2 = *call;
-    if (!cast_all(c2.in, c2.nin, to, dev))
+    if (policy == CT_AUTOCAST_FP32_OUT) { /* Note [cross_entropy's loss dtype] in src/meta/nn_fused.c */
+        if (eligible(c2.in[0], dev) && c2.in[0]->dtype != CT_F32)
+            c2.dtype = CT_F32;
+    } else if (!cast_all(c2.in, c2.nin, to, dev))
         return ct_last_status();
     const ct_tensor *small[16];
     const ct_tensor **list = NULL;

@@ -66,7 +66,9 @@ ct_status ct_cpu_cross_entropy_fused(ct_keyset ks, ct_call *call, void *ud) {
         return st;
     int red = (int)call->ints[0];
     int64_t ignore = call->ints[1];
-    ct_dtype wd = ct_nn_work_dtype(x0->dtype);
+    ct_dtype wd = ct_nn_work_dtype(x0->dtype), ld;
+    if ((st = ct_xent_loss_dtype(call, &ld)))
+        return st;
     ct_scope_begin();
     ct_tensor *x = ct_nn_as_work(x0, wd), *t = ct_contiguous_impl(t0);
     ct_tensor *rows = ct_empty_impl(&g.n, 1, wd, CT_CPU), *lse = ct_empty_impl(&g.n, 1, wd, CT_CPU);
@@ -99,7 +101,7 @@ ct_status ct_cpu_cross_entropy_fused(ct_keyset ks, ct_call *call, void *ud) {
             *(float *)ct_tensor_data(y) = (float)v;
     }
     if (st == CT_OK)
-        st = ct_nn_set_out(call, 0, y, x0->dtype);
+        st = ct_nn_set_out(call, 0, y, ld);
     if (st == CT_OK)
         st = ct_call_set_output(call, 1, lse);
     ct_scope_end();

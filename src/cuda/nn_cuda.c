@@ -132,20 +132,22 @@ static ct_status xent_kernel(ct_keyset ks, ct_call *call, void *ud) {
         return st;
     int red = (int)call->ints[0];
     int64_t ignore = call->ints[1];
+    ct_dtype wd = ct_nn_work_dtype(x0->dtype), ld;
+    if ((st = ct_xent_loss_dtype(call, &ld)))
+        return st;
     if (!ct_cuda_use_device(op, x0->device.index))
         return ct_last_status();
-    ct_dtype wd = ct_nn_work_dtype(x0->dtype);
     ct_scope_begin();
     const ct_tensor *x = ct_contiguous_impl(x0), *t = ct_contiguous_impl(t0);
     ct_tensor *rows = ct_empty_impl(&g.n, 1, wd, x0->device), *lse = ct_empty_impl(&g.n, 1, wd, x0->device);
-    ct_tensor *y = red == CT_REDUCTION_NONE ? NULL : ct_empty_impl(NULL, 0, x0->dtype, x0->device);
+    ct_tensor *y = red == CT_REDUCTION_NONE ? NULL : ct_empty_impl(NULL, 0, ld, x0->device);
     st = x && t && rows && lse && (red == CT_REDUCTION_NONE || y) ? xent_targets(t, &g, ignore) : ct_last_status();
     if (st == CT_OK)
         st = ct_cuda_xent_fwd(x0->dtype, ct_tensor_ptr(x), (const int64_t *)ct_tensor_ptr(t), ct_tensor_ptr(rows),
-                              ct_tensor_ptr(lse), y ? ct_tensor_ptr(y) : NULL, g.n, g.c, red, ignore,
-                              x0->device.index);
+                              ct_tensor_ptr(lse), y ? ct_tensor_ptr(y) : NULL, ld == wd && ld != x0->dtype, g.n, g.c,
+                              red, ignore, x0->device.index);
     if (st == CT_OK && red == CT_REDUCTION_NONE)
-        st = ct_nn_set_out(call, 0, rows, x0->dtype);
+        st = ct_nn_set_out(call, 0, rows, ld);
     else if (st == CT_OK)
         st = ct_call_set_output(call, 0, y);
     if (st == CT_OK)

@@ -215,8 +215,8 @@ static __global__ void __launch_bounds__(XENT_THREADS)
 }
 
 template <typename S>
-static ct_status fwd(const S *x, const int64_t *t, void *rows, void *lse, void *out, int64_t n, int64_t c, int mode,
-                     int64_t ignore, int device) {
+static ct_status fwd(const S *x, const int64_t *t, void *rows, void *lse, void *out, bool out_work, int64_t n,
+                     int64_t c, int mode, int64_t ignore, int device) {
     typedef typename xent_acc<S>::type A;
     cudaStream_t st = ct_stream_of(device);
     bool vec = c % xvec<S>::K == 0 && ((uintptr_t)x & 15) == 0;
@@ -226,7 +226,10 @@ static ct_status fwd(const S *x, const int64_t *t, void *rows, void *lse, void *
         xent_fwd_kernel<S, A><<<(unsigned)n, XENT_THREADS, 0, st>>>(x, t, (A *)rows, (A *)lse, c, ignore, vec);
     ct_status e = ct_cuda_check_launch("cross_entropy_fused");
     if (e == CT_OK && mode != XENT_NONE) {
-        xent_sum_kernel<S, A><<<1, XENT_SUM_THREADS, 0, st>>>((const A *)rows, t, (S *)out, n, ignore, mode);
+        if (out_work)
+            xent_sum_kernel<A, A><<<1, XENT_SUM_THREADS, 0, st>>>((const A *)rows, t, (A *)out, n, ignore, mode);
+        else
+            xent_sum_kernel<S, A><<<1, XENT_SUM_THREADS, 0, st>>>((const A *)rows, t, (S *)out, n, ignore, mode);
         e = ct_cuda_check_launch("cross_entropy_fused");
     }
     return e;
@@ -255,14 +258,15 @@ static ct_status bwd(const void *gy, const S *x, const int64_t *t, const void *l
 }
 
 extern "C" ct_status ct_cuda_xent_fwd(ct_dtype dt, const void *x, const int64_t *t, void *rows, void *lse, void *out,
-                                      int64_t n, int64_t c, int reduction, int64_t ignore, int device) {
+                                      bool out_work, int64_t n, int64_t c, int reduction, int64_t ignore, int device) {
+    const bool w = out_work;
     switch (dt) {
-    case CT_DTYPE_FLOAT64: return fwd<double>((const double *)x, t, rows, lse, out, n, c, reduction, ignore, device);
-    case CT_DTYPE_FLOAT32: return fwd<float>((const float *)x, t, rows, lse, out, n, c, reduction, ignore, device);
+    case CT_DTYPE_FLOAT64: return fwd<double>((const double *)x, t, rows, lse, out, w, n, c, reduction, ignore, device);
+    case CT_DTYPE_FLOAT32: return fwd<float>((const float *)x, t, rows, lse, out, w, n, c, reduction, ignore, device);
     case CT_DTYPE_FLOAT16:
-        return fwd<ct_half_s>((const ct_half_s *)x, t, rows, lse, out, n, c, reduction, ignore, device);
+        return fwd<ct_half_s>((const ct_half_s *)x, t, rows, lse, out, w, n, c, reduction, ignore, device);
     case CT_DTYPE_BFLOAT16:
-        return fwd<ct_bf16_s>((const ct_bf16_s *)x, t, rows, lse, out, n, c, reduction, ignore, device);
+        return fwd<ct_bf16_s>((const ct_bf16_s *)x, t, rows, lse, out, w, n, c, reduction, ignore, device);
     default:
         return ct_error(CT_ERROR_TYPE, "cross_entropy_fused", "\"cross_entropy_fused\" not implemented for '%s'",
                         ct_dtype_name(dt));

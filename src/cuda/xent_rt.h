@@ -14,10 +14,10 @@ extern "C" {
 
 /* rows[i] = lse[i] - x[i, t[i]] (0 where t[i] == ignore, nan with lse[i] = nan where t[i]
  * is out of range), lse[i] = logsumexp of row i. With reduction mean or sum, out (one
- * element of dtype dt) gets the sum of rows in row order, divided by the count of
- * counted rows for the mean. */
+ * element of dtype dt, of the work dtype when out_work) gets the sum of rows in row
+ * order, divided by the count of counted rows for the mean. */
 ct_status ct_cuda_xent_fwd(ct_dtype dt, const void *x, const int64_t *t, void *rows, void *lse, void *out,
-                           int64_t n, int64_t c, int reduction, int64_t ignore, int device);
+                           bool out_work, int64_t n, int64_t c, int reduction, int64_t ignore, int device);
 /* gx (n, c) in dt = g_i (exp(x - lse_i) - onehot(t_i)), 0 in ignored rows, with g_i =
  * gy[i] (reduction none) or gy[0] (sum) or gy[0] / count (mean); gy in the work dtype.
  * scratch: one double. */

@@ -837,6 +837,24 @@ ct_status ct_meta_nll_loss_backward(ct_keyset ks, ct_call *call, void *ud) {
     return meta_like(call, 0, call->in[1]);
 }
 
+/* Note [cross_entropy's loss dtype]
+ * The loss comes back in the logits' dtype, or in their work dtype (float32, float64
+ * for float64) when the call's dtype asks for it. Autocast asks for float32 with
+ * bfloat16 or float16 logits (policy FP32_OUT in src/amp/autocast.def): PyTorch casts
+ * the logits to float32 first, but the kernels already widen each element as they
+ * read it and round the gradient once into the logits' dtype, so the result is the
+ * same bits without the float32 copy of the logits and of their gradient (6.6 GB each
+ * for GPT-2's (32768, 50304) logits). */
+ct_status ct_xent_loss_dtype(const ct_call *call, ct_dtype *dt) {
+    const ct_tensor *x = call->in[0];
+    *dt = call->dtype == CT_DTYPE_UNDEFINED ? x->dtype : call->dtype;
+    if (*dt != x->dtype && *dt != ct_nn_work_dtype(x->dtype))
+        return ct_error(CT_ERROR_TYPE, "cross_entropy_fused",
+                        "dtype must be the input's (%s) or %s, got %s", ct_dtype_pt_name(x->dtype),
+                        ct_dtype_pt_name(ct_nn_work_dtype(x->dtype)), ct_dtype_pt_name(*dt));
+    return CT_OK;
+}
+
 ct_status ct_meta_cross_entropy_fused(ct_keyset ks, ct_call *call, void *ud) {
     (void)ks, (void)ud;
     ct_xent_geom g;
@@ -844,7 +862,10 @@ ct_status ct_meta_cross_entropy_fused(ct_keyset ks, ct_call *call, void *ud) {
     if (st)
         return st;
     const ct_tensor *x = call->in[0];
-    st = call->ints[0] == CT_REDUCTION_NONE ? set_meta(call, 0, &g.n, 1, x->dtype) : set_meta(call, 0, NULL, 0, x->dtype);
+    ct_dtype ld;
+    if ((st = ct_xent_loss_dtype(call, &ld)))
+        return st;
+    st = call->ints[0] == CT_REDUCTION_NONE ? set_meta(call, 0, &g.n, 1, ld) : set_meta(call, 0, NULL, 0, ld);
     return st ? st : set_meta(call, 1, &g.n, 1, ct_nn_work_dtype(x->dtype));
 }
 

@@ -108,6 +108,8 @@ typedef struct ct_xent_geom {
 } ct_xent_geom;
 ct_status ct_xent_check(const char *op, const ct_tensor *x, const ct_tensor *t, ct_xent_geom *g);
 ct_status ct_xent_backward_check(const ct_call *call, ct_xent_geom *g);
+/* The loss's dtype of a cross_entropy_fused call (Note [cross_entropy's loss dtype]). */
+ct_status ct_xent_loss_dtype(const ct_call *call, ct_dtype *dt);
 /* Whether CT_CHECK_TARGETS asks a GPU to check cross_entropy's targets on the host (a
  * device sync per call; Note [Fused cross_entropy]). */
 bool ct_xent_check_targets_env(void);
