@@ -213,6 +213,22 @@ static void test_large(void **state) {
         ct_tensor *grows = ct_slice(ct_view(ct_slice(gf, 0, 0, N - 3, 1), CT_SHAPE(3, N / 3 - 1)), 1, off, N / 3 - 1, 1);
         CT_AGREE("amax of offset rows", ct_amax(rows, CT_INDEX(1), 1, false), ct_amax(grows, CT_INDEX(1), 1, false), 0);
     }
+    /* A broadcast kept dim (stride 0) over a unit-stride reduced one: a thread per
+     * output, each run cut into chunks whose starts fall off 16-byte boundaries (the
+     * unaligned head of a chunk is several elements), in every floating dtype; and the
+     * narrow dtypes read as they are (Note [Narrow reduction inputs]). */
+    const ct_dtype fdt[4] = {CT_F16, CT_BF16, CT_F32, CT_F64};
+    for (int k = 0; k < 4; k++) {
+        ct_tensor *row = ct_to_dtype(ct_slice(f, 0, 1, N / 7 + 1, 1), fdt[k]);
+        ct_tensor *e = ct_expand(ct_unsqueeze(row, 0), CT_SHAPE(3, N / 7));
+        ct_tensor *ge = ct_expand(ct_unsqueeze(ct_to_device(row, CUDA0), 0), CT_SHAPE(3, N / 7));
+        CT_AGREE("sum of broadcast rows", ct_sum(e, CT_INDEX(1), 1, false, CT_DTYPE_UNDEFINED),
+                 ct_sum(ge, CT_INDEX(1), 1, false, CT_DTYPE_UNDEFINED), 8);
+        CT_AGREE("amax of broadcast rows", ct_amax(e, CT_INDEX(1), 1, false), ct_amax(ge, CT_INDEX(1), 1, false), 0);
+        ct_tensor *col = ct_slice(row, 0, 0, N / 7, 3), *gcol = ct_slice(ct_to_device(row, CUDA0), 0, 0, N / 7, 3);
+        CT_AGREE("sum of a strided column", ct_sum(col, NULL, 0, false, CT_DTYPE_UNDEFINED),
+                 ct_sum(gcol, NULL, 0, false, CT_DTYPE_UNDEFINED), 8);
+    }
     ct_tensor *nan_at = ct_clone(f);
     ct_fill_(ct_slice(nan_at, 0, N / 3 + 1, N / 3 + 2, 1), ct_scalar_float(NAN));
     ct_fill_(ct_slice(nan_at, 0, 2 * N / 3 + 5, 2 * N / 3 + 6, 1), ct_scalar_float(NAN));

@@ -319,7 +319,10 @@ static __device__ __forceinline__ rstate group_combine(rstate s, rstate *sm, int
 
 /* Adds elements [r0, r1) of a contiguous run (element r at in + r * sizeof(T)) to a
  * lane's state: the unaligned head one element per lane, then 16-byte vectors, four in
- * flight per lane, then the tail. A lane's elements still arrive in increasing order. */
+ * flight per lane, then the tail. A lane's elements still arrive in increasing order.
+ * The head is up to 15 / sizeof(T) elements: more than a group of 1 has lanes, so the
+ * lanes walk it (a one-thread group once added only its first element: a 2-byte run
+ * whose chunk started off a 16-byte boundary reduced to that element). */
 template <typename T, int K>
 static __device__ __forceinline__ void add_run(rstate &s, const char *in, int64_t r0, int64_t r1, int group, int lane,
                                                double m, double p) {
@@ -327,8 +330,8 @@ static __device__ __forceinline__ void add_run(rstate &s, const char *in, int64_
     const T *e = (const T *)in;
     int64_t head = (int64_t)(((16 - ((uintptr_t)(e + r0) & 15)) & 15) / sizeof(T));
     head = head < r1 - r0 ? head : r1 - r0;
-    if (lane < head)
-        r_add<T, K>(s, e[r0 + lane], r0 + lane, m, p);
+    for (int64_t h = lane; h < head; h += group) /* a group of 1 takes the whole head */
+        r_add<T, K>(s, e[r0 + h], r0 + h, m, p);
     const int64_t a0 = r0 + head, nv = (r1 - a0) / V;
     const ct_vec<T, V> *pv = (const ct_vec<T, V> *)(e + a0);
     int64_t j = lane;
