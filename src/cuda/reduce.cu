@@ -414,6 +414,60 @@ static __global__ void __launch_bounds__(RED_THREADS)
     }
 }
 
+/* Note [Column sums]
+ * A sum over one strided dim whose outputs are neighbours in memory (a bias gradient:
+ * the sum over the rows of a (rows, n) matrix) takes red_kernel's one-thread groups, a
+ * thread per output reading one element per row. red_cols_kernel gives a thread V
+ * neighbouring outputs instead and reads them as one 16-byte vector per row, with the
+ * same chunks (plan_of) and each output's adds in the same order, so the results are
+ * the same bits. On an H200 the 48 bias gradients of a GPT-2 bf16 step (sums over
+ * 32768 rows) took 13.3 ms in red_kernel, 0.4 TB/s. */
+template <typename T>
+static __global__ void __launch_bounds__(RED_THREADS)
+    red_cols_kernel(ct_cuda_reduce_desc d, int64_t chunks, int64_t chunk_len, rstate *partial) {
+    constexpr int V = 16 / sizeof(T);
+    const int64_t ov_count = d.out_numel / V, items = ov_count * chunks;
+    const int64_t rs = d.nr == 1 ? d.rstride[0] : 0;
+    for (int64_t item = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; item < items;
+         item += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t o = (item % ov_count) * V, c = item / ov_count;
+        const char *in = d.in + unravel_off(o, d.nk, d.kshape, d.kin);
+        const int64_t r0 = c * chunk_len;
+        const int64_t r1 = r0 + chunk_len < d.red_numel ? r0 + chunk_len : d.red_numel;
+        double acc[V];
+#pragma unroll
+        for (int j = 0; j < V; j++)
+            acc[j] = 0;
+        int64_t r = r0;
+        for (; r + 3 < r1; r += 4) {
+            ct_vec<T, V> x[4];
+#pragma unroll
+            for (int u = 0; u < 4; u++)
+                x[u] = *(const ct_vec<T, V> *)(in + (r + u) * rs);
+#pragma unroll
+            for (int u = 0; u < 4; u++)
+#pragma unroll
+                for (int j = 0; j < V; j++)
+                    acc[j] += r_val(x[u].v[j]);
+        }
+        for (; r < r1; r++) {
+            ct_vec<T, V> x = *(const ct_vec<T, V> *)(in + r * rs);
+#pragma unroll
+            for (int j = 0; j < V; j++)
+                acc[j] += r_val(x.v[j]);
+        }
+#pragma unroll
+        for (int j = 0; j < V; j++) {
+            rstate st = r_init<T, F_SUM>();
+            st.v = acc[j];
+            if (chunks > 1)
+                partial[(o + j) * chunks + c] = st;
+            else
+                r_final<T, F_SUM>(d, o + j, st, NULL, 0);
+        }
+    }
+}
+
 /* Combines each output's chunk states: a group per output, lane l folding chunks l,
  * l + group, ... and the group combining its lanes, in an order fixed by the shape. */
 template <typename T, int K>
@@ -487,6 +541,22 @@ extern "C" size_t ct_cuda_reduce_scratch(const ct_cuda_reduce_desc *d, int devic
     return bytes;
 }
 
+/* Whether red_cols_kernel takes the plan (Note [Column sums]). */
+template <typename T, int K> static bool cols_apply(const ct_cuda_reduce_desc *d, const red_plan &pl, int pass) {
+    if constexpr (K != F_SUM || !r_f32_work<T>::value) {
+        (void)d, (void)pl, (void)pass;
+        return false;
+    } else {
+        constexpr int64_t V = 16 / sizeof(T);
+        bool ok = pass == 0 && pl.group == 1 && d->nr == 1 && d->nk >= 1 &&
+                  d->kin[d->nk - 1] == (int64_t)sizeof(T) && d->kshape[d->nk - 1] % V == 0 &&
+                  d->rstride[0] % 16 == 0 && (uintptr_t)d->in % 16 == 0;
+        for (int k = 0; ok && k + 1 < d->nk; k++)
+            ok = d->kin[k] % 16 == 0;
+        return ok;
+    }
+}
+
 template <typename T, int K>
 static ct_status red_launch(const ct_cuda_reduce_desc *d, const red_plan &pl, rstate *partial, double *aux, int pass,
                             int device, const char *op) {
@@ -499,7 +569,14 @@ static ct_status red_launch(const ct_cuda_reduce_desc *d, const red_plan &pl, rs
         blocks = cap;
     if (blocks < 1)
         blocks = 1;
-    red_kernel<T, K><<<(unsigned)blocks, RED_THREADS, 0, s>>>(*d, pl.group, pl.chunks, pl.chunk_len, partial, aux, pass);
+    if (cols_apply<T, K>(d, pl, pass)) {
+        int64_t cb = (d->out_numel / (16 / (int64_t)sizeof(T)) * pl.chunks + RED_THREADS - 1) / RED_THREADS;
+        cb = cb > cap ? cap : cb < 1 ? 1 : cb;
+        red_cols_kernel<T><<<(unsigned)cb, RED_THREADS, 0, s>>>(*d, pl.chunks, pl.chunk_len, partial);
+    } else {
+        red_kernel<T, K><<<(unsigned)blocks, RED_THREADS, 0, s>>>(*d, pl.group, pl.chunks, pl.chunk_len, partial, aux,
+                                                                 pass);
+    }
     ct_status st = ct_cuda_check_launch(op);
     if (st != CT_OK || pl.chunks == 1)
         return st;
