@@ -121,6 +121,7 @@ static void test_live_listing(void **state) {
     ct_release(leaked);
     ct_release(a);
     assert_int_equal(report_live(text, sizeof text), before);
+    assert_int_equal(ct_debug_report_live(NULL), before); /* NULL: stderr */
 }
 
 void test_scope_end_without_scope(void **state) {

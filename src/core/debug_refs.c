@@ -404,7 +404,8 @@ int64_t ct_debug_report_live(FILE *f) {
             char desc[160], site[512];
             tensor_desc(r->t, desc, sizeof desc);
             format_site(r->made, r->nmade, site, sizeof site);
-            fprintf(f, "  %s made by %s at %s\n", desc, r->maker ? r->maker : "(no op)", site);
+            fprintf(f, "  %s made %s%s at %s\n", desc, r->maker ? "by " : "outside any op", r->maker ? r->maker : "",
+                    site);
             shown++;
         }
     if (live > shown)
