@@ -156,7 +156,6 @@ static bool register_modules(void) {
     ct_cpu_register();
     ct_autograd_register_kernels();
     ct_amp_register();
-    register_cuda();
     if (!ct_dispatch_registration_ok()) {
         ct_error(CT_ERROR_OUT_OF_MEMORY, "dispatch", "out of memory while registering the kernels");
         return false;
@@ -180,6 +179,41 @@ bool ct_runtime_init(void) {
     registering = false;
     if (ok)
         atomic_store_explicit(&registered, true, memory_order_release);
+    pthread_mutex_unlock(&lock);
+    return ok;
+}
+
+/* Note [Lazy CUDA backend]
+ * Loading the CUDA backend maps cuBLASLt and the CUDA runtime, and their relocations and
+ * static initialisers make about 150 MB resident (a CPU-only "hello tensor" went from
+ * 12 MB to 163 MB). So the start-up registers the built-in modules only, and the backend
+ * is looked for when a CUDA device is first asked for: a CUDA tensor, a copy to CUDA,
+ * ct_cuda_is_available and the other public CUDA functions, ct_backend_info and
+ * ct_build_info (which report whether it loads). Every one of them reaches the device
+ * table (ct_device_iface_get), which calls here; nothing reaches the CUDA dispatch key
+ * without a CUDA tensor, so its kernels are in place before any call can need them.
+ * Registering them later is safe: defaults are published with an atomic store, and
+ * this runs under the registry's lock. */
+static atomic_bool cuda_looked_for;
+
+bool ct_runtime_load_backend(int type) {
+    if (!ct_runtime_init())
+        return false;
+    if (type != CT_DEVICE_CUDA || atomic_load_explicit(&cuda_looked_for, memory_order_acquire) || registering)
+        return true;
+    pthread_mutex_lock(&lock);
+    bool ok = true;
+    if (!atomic_load(&cuda_looked_for)) {
+        registering = true;
+        ct_dispatch_registration_begin();
+        register_cuda();
+        ok = ct_dispatch_registration_ok();
+        registering = false;
+        if (ok)
+            atomic_store_explicit(&cuda_looked_for, true, memory_order_release);
+        else
+            ct_error(CT_ERROR_OUT_OF_MEMORY, "dispatch", "out of memory while registering the CUDA kernels");
+    }
     pthread_mutex_unlock(&lock);
     return ok;
 }

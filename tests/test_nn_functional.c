@@ -751,8 +751,15 @@ static void test_errors(void **state) {
                   "weight tensor should be defined either for all 3 classes");
     CT_ASSERT_ERR(ct_cross_entropy(x53, t5, NULL, CT_REDUCTION_MEAN, -100, 1.5) != NULL, CT_ERROR_VALUE,
                   "label_smoothing must be between 0.0 and 1.0");
-    CT_ASSERT_ERR(ct_cross_entropy(x53, x2, NULL, CT_REDUCTION_MEAN, -100, 0) != NULL, CT_ERROR_VALUE,
-                  "Please ensure they have the same size");
+    /* a float target of another shape than the input is class labels of the wrong dtype,
+     * as in PyTorch; an integer one of the input's shape is probabilities of the wrong dtype */
+    CT_ASSERT_ERR(ct_cross_entropy(x53, x2, NULL, CT_REDUCTION_MEAN, -100, 0) != NULL, CT_ERROR_TYPE,
+                  "cross_entropy: expected scalar type Long but found Float");
+    CT_ASSERT_ERR(ct_cross_entropy(x53, ct_to_dtype(t5, CT_F32), NULL, CT_REDUCTION_MEAN, -100, 0) != NULL,
+                  CT_ERROR_TYPE, "cross_entropy: expected scalar type Long but found Float");
+    CT_ASSERT_ERR(ct_cross_entropy(x53, ct_zeros(CT_SHAPE(5, 3), CT_I64, CT_CPU), NULL, CT_REDUCTION_MEAN, -100, 0) !=
+                      NULL,
+                  CT_ERROR_TYPE, "Expected floating point type for target with class probabilities, got Long");
     CT_ASSERT_ERR(ct_cross_entropy(x53, ct_to_dtype(t5, CT_I32), NULL, CT_REDUCTION_MEAN, -100, 0) != NULL,
                   CT_ERROR_TYPE, "expected scalar type Long");
     CT_ASSERT_ERR(ct_cross_entropy(x53, t5, NULL, (ct_reduction)7, -100, 0) != NULL, CT_ERROR_VALUE,

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "nn_golden.h"
+#include "ctorch/ext.h"
 
 static int load(void **state) {
     (void)state;
@@ -665,9 +666,58 @@ static void test_default_device(void **state) {
     }
 }
 
+/* Note [Module paths in errors]: a failure names the module's dotted path and type
+ * once, the innermost failing module; the layer op's own message follows. */
+static ct_tensor *block_forward(ct_module *m, const ct_tensor *x) {
+    return ct_module_forward(ct_module_child(m, "mlp"), x);
+}
+
+static void test_error_names_module_path(void **state) {
+    (void)state;
+    /* blocks.1.mlp is a Sequential whose second layer (fc, index 1) takes 5 features */
+    ct_module *blocks = ct_module_new("ModuleList", NULL, NULL, NULL);
+    ct_module *model = ct_module_new("Model", NULL, NULL, NULL);
+    assert_non_null(blocks);
+    for (int i = 0; i < 2; i++) {
+        ct_module *layers[2] = {ct_nn_linear(3, 3, true, CT_F32), ct_nn_linear(i == 1 ? 5 : 3, 2, true, CT_F32)};
+        ct_module *block = ct_module_new("Block", block_forward, NULL, NULL);
+        assert_int_equal(ct_module_add_child(block, "mlp", ct_nn_sequential(layers, 2)), CT_OK);
+        char name[8];
+        snprintf(name, sizeof name, "%d", i);
+        assert_int_equal(ct_module_add_child(blocks, name, block), CT_OK);
+    }
+    assert_int_equal(ct_module_add_child(model, "blocks", blocks), CT_OK);
+    ct_scope_begin();
+    ct_tensor *x = ct_ones(CT_SHAPE(4, 3), CT_F32, CT_CPU);
+    ct_module *b0 = ct_module_child(blocks, "0"), *b1 = ct_module_child(blocks, "1");
+    /* a model's forward runs its blocks as children: emulate it with an outer frame */
+    CT_ASSERT_OK(ct_module_forward(b0, x));
+    CT_ASSERT_ERR(ct_module_forward(b1, x) != NULL, CT_ERROR_VALUE,
+                  "mlp.1 (Linear): linear: mat1 and mat2 shapes cannot be multiplied (4x3 and 5x2)");
+    /* the path starts at the outermost module running, and a success clears the mark */
+    ct_module *layers[1] = {b1};
+    ct_module_retain(b1);
+    ct_module *seq = ct_nn_sequential(layers, 1);
+    CT_ASSERT_ERR(ct_module_forward(seq, x) != NULL, CT_ERROR_VALUE,
+                  "0.mlp.1 (Linear): linear: mat1 and mat2 shapes cannot be multiplied");
+    CT_ASSERT_OK(ct_module_forward(b0, x));
+    /* an error of the outermost module names its type only */
+    CT_ASSERT_ERR(ct_module_forward(ct_module_child(ct_module_child(b1, "mlp"), "1"), x) != NULL, CT_ERROR_VALUE,
+                  "Linear: linear: mat1 and mat2 shapes cannot be multiplied");
+    /* a NULL input is an earlier failure, reported unchanged */
+    ct_error(CT_ERROR_VALUE, "mul", "an earlier failure");
+    assert_null(ct_module_forward(seq, NULL));
+    assert_string_equal(ct_last_error(), "mul: an earlier failure");
+    ct_clear_error();
+    ct_scope_end();
+    ct_module_free(seq);
+    ct_module_free(model);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_linear),
+        cmocka_unit_test(test_error_names_module_path),
         cmocka_unit_test(test_conv2d_module),
         cmocka_unit_test(test_batchnorm),
         cmocka_unit_test(test_norms_embedding_dropout),

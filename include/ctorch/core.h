@@ -232,6 +232,17 @@ CT_API ct_tensor *ct_keep(ct_tensor *t);
 CT_API ct_tensor *ct_retain(ct_tensor *t);
 CT_API void ct_release(ct_tensor *t);
 
+/* The ownership debug mode (docs/debugging.md), also set by CT_DEBUG=refs and on by
+ * default in sanitizer mode: released tensors are poisoned and never recycled, a use
+ * of one makes the op fail with an error naming where it was released, a second
+ * release is reported with both sites, and at exit the tensors still alive are listed
+ * with the op that made each. Turn it on before making the tensors it should watch. */
+CT_API ct_status ct_debug_set_refs(bool on);
+CT_API bool ct_debug_refs_enabled(void);
+/* Lists the tensors made while the mode was on and still alive, with the op that made
+ * each, on f (stderr when NULL); returns how many there are. */
+CT_API int64_t ct_debug_report_live(FILE *f);
+
 /* ---------------------------------------------------------------- properties */
 
 CT_API int ct_tensor_dim(const ct_tensor *t);

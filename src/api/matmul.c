@@ -102,6 +102,17 @@ ct_tensor *ct_linear(const ct_tensor *x, const ct_tensor *w, const ct_tensor *bi
     CT_CHECK_ARG("linear", x);
     CT_CHECK_ARG("linear", w);
     CT_AUTOCAST_COMPOSITE3(linear, x, w, bias);
+    /* The product's shape error names linear, the call the user made, rather than the
+     * mm or addmm it runs as (PyTorch's message, with linear for mm). */
+    if (x->ndim >= 2 && w->ndim == 2 && x->shape[x->ndim - 1] != w->shape[1]) {
+        int64_t rows = 1;
+        for (int i = 0; i < x->ndim - 1 && rows >= 0; i++)
+            if (__builtin_mul_overflow(rows, x->shape[i], &rows))
+                rows = -1;
+        ct_error(CT_ERROR_VALUE, "linear", "mat1 and mat2 shapes cannot be multiplied (%lldx%lld and %lldx%lld)",
+                 (long long)rows, (long long)x->shape[x->ndim - 1], (long long)w->shape[1], (long long)w->shape[0]);
+        return NULL;
+    }
     ct_scope_begin();
     ct_tensor *r;
     if (x->ndim == 2 && bias)

@@ -42,6 +42,7 @@ typedef struct {
     int threads;
     uint64_t seed;
     bool quiet, tf32;
+    bool memory_report; /* allocator peak and RSS at steps 10, 100, 1000, ... */
     ct_device device;
     ct_dtype amp; /* CT_F32: no autocast; CT_BF16 or CT_F16 */
 } gpt_args;
@@ -71,7 +72,7 @@ static void help(const gpt_args *a, FILE *f) {
                 "         [--eval-iters N] [--sample-tokens N] [--temperature X] [--top-k K]\n"
                 "         [--prompt TEXT] [--sample-out FILE] [--out CKPT.safetensors] [--quiet]\n"
                 "         [--profile TRACE.json] [--resume STATE.pt]\n"
-                "         [--device cpu|cuda[:N]] [--dtype fp32|bf16|fp16] [--tf32]\n"
+                "         [--device cpu|cuda[:N]] [--dtype fp32|bf16|fp16] [--tf32] [--memory-report]\n"
                 "\n"
                 "Trains a character-level GPT (pre-LN blocks, causal attention, tanh-GELU MLP,\n"
                 "head tied to the token embedding) on FILE with AdamW, then samples text from it.\n"
@@ -96,7 +97,7 @@ static void help(const gpt_args *a, FILE *f) {
                 "         [--top-k K] [--prompt TEXT] [--tokenizer FILE] [--sample-out FILE]\n"
                 "         [--out CKPT.safetensors] [--resume STATE.pt] [--profile TRACE.json]\n"
                 "         [--device cpu|cuda[:N]] [--dtype fp32|bf16|fp16] [--tf32]\n"
-                "         [--peak-tflops X] [--quiet]\n"
+                "         [--peak-tflops X] [--quiet] [--memory-report]\n"
                 "\n"
                 "Trains GPT-2 (nanoGPT's model: pre-LN blocks, causal attention, tanh-GELU MLP,\n"
                 "head tied to the token embedding, GPT-2's initialisation) with AdamW (weight\n"
@@ -258,6 +259,7 @@ static int parse_args(gpt_args *a, int argc, char **argv, bool *done) {
         const char *k = argv[i];
         bool *flag = strcmp(k, "--quiet") == 0                                 ? &a->quiet
                      : strcmp(k, "--tf32") == 0                                ? &a->tf32
+                     : strcmp(k, "--memory-report") == 0                       ? &a->memory_report
                      : a->job == JOB_GPT2 && strcmp(k, "--synthetic") == 0 ? &a->synthetic
                                                                                : NULL;
         if (flag) { /* options without a value */
@@ -959,6 +961,8 @@ static int run(gpt_args *a) {
         if (rc)
             break;
         int64_t done = step + 1;
+        if (a->memory_report)
+            ct_cli_memory_report(done);
         bool eval = done % a->eval_interval == 0 || done == a->steps;
         if (done % log_every == 0 || done == start + 1 || eval) {
             double total = 0;

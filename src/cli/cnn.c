@@ -7,11 +7,15 @@ const char *const ct_fashion_cnn_param_names[CT_FASHION_CNN_NPARAMS] = {
 
 /* kaiming_uniform_(a=sqrt(5)) gives the bound gain * sqrt(3 / fan_in) with gain
  * sqrt(2 / (1 + 5)): 1 / sqrt(fan_in), the bias bound too. */
+/* The result is the model's own reference whether or not the caller has a scope open
+ * (made in a scope of its own and retained out of it). */
 static ct_tensor *param(const int64_t *shape, int ndim, int64_t fan_in) {
-    ct_tensor *t = ct_empty(shape, ndim, CT_F32, CT_CPU);
+    ct_scope_begin();
     double b = 1.0 / sqrt((double)fan_in);
-    ct_release(ct_uniform_(t, -b, b));
-    return ct_tensor_set_requires_grad(t, true);
+    ct_tensor *t = ct_tensor_set_requires_grad(ct_uniform_(ct_empty(shape, ndim, CT_F32, CT_CPU), -b, b), true);
+    ct_retain(t);
+    ct_scope_end();
+    return t;
 }
 
 ct_status ct_fashion_cnn_init(ct_fashion_cnn *m) {
@@ -39,7 +43,9 @@ ct_status ct_fashion_cnn_to(ct_fashion_cnn *m, ct_device device) {
     bool ok = true;
     ct_scope_begin();
     for (int i = 0; i < CT_FASHION_CNN_NPARAMS && ok; i++) { /* all moved first: on failure m is unchanged */
-        moved[i] = ct_keep(ct_detach(ct_to_device(m->p[i], device)));
+        /* a reference of the model's own: ct_keep would hand it to the caller's scope
+         * when one is open, which released it again after ct_fashion_cnn_free did */
+        moved[i] = ct_retain(ct_detach(ct_to_device(m->p[i], device)));
         ok = moved[i] && ct_tensor_set_requires_grad(moved[i], true);
     }
     ct_scope_end();

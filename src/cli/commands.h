@@ -12,6 +12,9 @@ int ct_cmd_train_char_gpt(int argc, char **argv);
 /* ctorch train gpt2 (argv[0] is "gpt2"), the same file */
 int ct_cmd_train_gpt2(int argc, char **argv);
 int ct_cmd_memviz(int argc, char **argv);
+/* src/cli/cmd_train.c: at steps 10, 100, 1000, ... prints the CPU allocator's peak,
+ * what it reserves and the process's RSS (--memory-report of the train jobs). */
+void ct_cli_memory_report(int64_t step);
 int ct_cmd_trace_report(int argc, char **argv);
 
 /* src/cli/checkpoint.c: a dict of the parameters by name (for a checkpoint), and the

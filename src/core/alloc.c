@@ -50,6 +50,7 @@
 #include <time.h>
 
 #include "alloc.h"
+#include "device.h"
 #include "error.h"
 #include "spin.h"
 
@@ -827,6 +828,8 @@ static __attribute__((noinline)) dev_alloc *make_dev(ct_device d, const char *op
     conf_ensure();
     if (!valid_device(d, op))
         return NULL;
+    if (d.type != CT_DEVICE_CPU) /* Note [Lazy CUDA backend]: its allocator comes with it */
+        (void)ct_device_iface_get((ct_device_type)d.type);
     pthread_mutex_lock(&g_lock);
     da = atomic_load(&g_devs[d.type][d.index]);
     if (!da) {

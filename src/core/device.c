@@ -37,7 +37,9 @@ const ct_device_iface *ct_device_iface_get(ct_device_type type) {
     if ((int)type < 0 || (int)type >= CT_DEVICE_TYPES)
         return NULL;
     const ct_device_iface *dev = atomic_load_explicit(&ifaces[type], memory_order_acquire);
-    if (CT_UNLIKELY(!dev) && ct_runtime_init()) /* Note [Registry]: the backends register on first use */
+    /* Note [Registry]: the backends register on first use; CUDA's when first asked for
+     * (Note [Lazy CUDA backend]) */
+    if (CT_UNLIKELY(!dev) && ct_runtime_load_backend(type))
         dev = atomic_load_explicit(&ifaces[type], memory_order_acquire);
     return dev;
 }
@@ -120,7 +122,7 @@ ct_status ct_set_default_device(ct_device device) {
 const char *ct_backend_info(void) {
     static char info[2048];
     static pthread_mutex_t info_lock = PTHREAD_MUTEX_INITIALIZER;
-    ct_runtime_init(); /* Note [Registry]: the backends load on first use */
+    ct_runtime_load_backend(CT_DEVICE_CUDA); /* Note [Lazy CUDA backend]: it reports whether CUDA loads */
     pthread_mutex_lock(&info_lock);
     size_t n = 0;
     info[0] = '\0';

@@ -66,7 +66,7 @@ void ct_build_info_set(const char *key, const char *value) {
 }
 
 const char *ct_build_info(void) {
-    ct_runtime_init(); /* Note [Registry]: the backends add their lines */
+    ct_runtime_load_backend(CT_DEVICE_CUDA); /* Note [Registry]: the backends add their lines, CUDA's too */
     pthread_mutex_lock(&info_lock);
     int n = snprintf(info, sizeof info,
                      "ctorch %s\n"

@@ -10,6 +10,7 @@
 #include "checks.h"
 #include "device.h"
 #include "factory.h"
+#include "debug_refs.h"
 
 /* ------------------------------------------------------------------ object caches */
 
@@ -64,6 +65,7 @@ static void cache_drain(obj_cache *c) {
 }
 
 static inline bool drop_ref(atomic_int *refcount);
+static inline void release_as(ct_tensor *t, const char *how);
 
 /* ------------------------------------------------------------------ storage */
 
@@ -287,14 +289,19 @@ void ct_scope_end(void) {
         s->nmerged--; /* its tensors belong to the enclosing scope */
         return;
     }
-    if (s->nmarks == 0)
-        return; /* unbalanced end: ignored rather than freeing the caller's tensors */
+    if (s->nmarks == 0) {
+        /* An unbalanced end frees nothing (the caller's tensors stay theirs) and is an
+         * error, as PyTorch raises for a context exited twice. */
+        ct_debug_refs_unbalanced_scope_end();
+        __asm__ volatile(""); /* not a tail call: ct_scope_end shows in the site */
+        return;
+    }
     size_t mark = scope_top_mark(s);
     s->nmarks--;
     while (s->nrefs > mark) {
         ct_tensor *t = s->refs[--s->nrefs];
         s->refs[s->nrefs] = NULL; /* no stale pointer for LeakSanitizer to mistake for a reference */
-        ct_release(t);
+        release_as(t, "ct_scope_end");
     }
     /* Keep small buffers for the next scope (every op opens one); give back ones a
      * big scope grew. The thread-exit destructor frees the rest. */
@@ -322,6 +329,10 @@ ct_tensor *ct_scope_adopt(ct_tensor *t) {
 
 ct_tensor *ct_keep(ct_tensor *t) {
     scope_stack *s = &tl_scopes;
+    if (CT_UNLIKELY(ct_debug_refs_on()) && t && ct_tensor_is_dead(t)) {
+        ct_debug_refs_misuse(t, "ct_keep");
+        return NULL;
+    }
     if (!t || s->nmarks == 0 || s->nmerged > 0) /* merged: t already lives in the enclosing scope */
         return t;
     atomic_fetch_add_explicit(&t->refcount, 1, memory_order_relaxed);
@@ -341,6 +352,10 @@ ct_tensor *ct_keep(ct_tensor *t) {
 }
 
 ct_tensor *ct_retain(ct_tensor *t) {
+    if (CT_UNLIKELY(ct_debug_refs_on()) && t && ct_tensor_is_dead(t)) {
+        ct_debug_refs_misuse(t, "ct_retain");
+        return NULL;
+    }
     if (t)
         atomic_fetch_add_explicit(&t->refcount, 1, memory_order_relaxed);
     return t;
@@ -357,16 +372,31 @@ static inline bool drop_ref(atomic_int *refcount) {
            atomic_fetch_sub_explicit(refcount, 1, memory_order_acq_rel) == 1;
 }
 
-void ct_release(ct_tensor *t) {
+/* how names the call for Note [Ownership debug mode]: "ct_release" or "ct_scope_end". */
+static inline void release_as(ct_tensor *t, const char *how) {
     if (!t || !drop_ref(&t->refcount))
         return;
+    /* Note [Ownership debug mode]; the empty asm statements keep these calls out of
+     * tail position, so that the caller (ct_release, ct_scope_end) shows in the site */
+    if (CT_UNLIKELY(ct_tensor_is_dead(t))) {
+        ct_debug_refs_misuse(t, how);
+        __asm__ volatile("");
+        return;
+    }
     if (t->grad_fn && t->grad_fn_release)
         t->grad_fn_release(t->grad_fn);
     ct_release(t->grad);
     ct_release(t->base);
     ct_storage_release(t->storage);
+    if (CT_UNLIKELY(ct_debug_refs_on())) {
+        ct_debug_refs_bury(t, how);
+        __asm__ volatile("");
+        return;
+    }
     cache_put(&tensor_cache, t);
 }
+
+void ct_release(ct_tensor *t) { release_as(t, "ct_release"); }
 
 /* ------------------------------------------------------------------ tensors */
 
@@ -431,6 +461,8 @@ static inline ct_tensor *tensor_make(ct_storage *storage, bool owned, int64_t of
     if (!owned)
         ct_storage_retain(storage);
     t->storage = storage;
+    if (CT_UNLIKELY(atomic_load_explicit(&ct_debug_refs_state, memory_order_relaxed) != 0))
+        ct_debug_refs_made(t); /* Note [Ownership debug mode]; resolves the setting on the first tensor */
     return ct_scope_adopt(t);
 }
 

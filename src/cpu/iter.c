@@ -123,10 +123,9 @@ ct_tensor *ct_iter_tiny(const char *op, ct_cpu_loop loop, ct_dtype out_dtype, co
     const char *outer = ct_alloc_get_context();
     ct_alloc_set_context(op);
     ct_storage *s = ct_storage_new((size_t)a->numel * osz, CT_CPU);
+    /* the op is the result's maker too (Note [Ownership debug mode]) */
+    ct_tensor *out = s ? ct_tensor_make_owned(s, 0, a->shape, NULL, a->ndim, out_dtype, CT_CPU) : NULL;
     ct_alloc_set_context(outer);
-    if (!s)
-        return NULL;
-    ct_tensor *out = ct_tensor_make_owned(s, 0, a->shape, NULL, a->ndim, out_dtype, CT_CPU);
     if (!out)
         return NULL;
     char *data[3] = {s->data, ct_tensor_ptr(a), b ? ct_tensor_ptr(b) : NULL};

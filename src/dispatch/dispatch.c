@@ -6,6 +6,7 @@
 
 #include "call.h"
 #include "core/alloc.h"
+#include "core/debug_refs.h"
 #include "dispatch_internal.h"
 #include "registry.h"
 
@@ -434,8 +435,32 @@ ct_keyset ct_call_keyset(const ct_call *call) {
     return ks & ~tls_excluded;
 }
 
+/* Note [Ownership debug mode] (src/core/debug_refs.c): every tensor argument of a call
+ * is checked here, the one place all of them pass, before any key runs. */
+static __attribute__((noinline)) ct_status check_live_args(const ct_call *call) {
+    const char *op = ct_op_name(call->op);
+    for (int i = 0; i < call->nin; i++)
+        if (ct_debug_refs_check_arg(op, call->in[i], "argument", i) != CT_OK)
+            return ct_last_status();
+    for (int i = 0; i < call->nlist; i++)
+        if (call->list && ct_debug_refs_check_arg(op, call->list[i], "list entry", i) != CT_OK)
+            return ct_last_status();
+    if (call->mode != CT_CALL_FUNCTIONAL)
+        for (int i = 0; i < call->nout; i++) {
+            if (!call->out[i]) /* ct_retain refused a dead output: its error names the call */
+                return ct_error_null(op);
+            if (ct_debug_refs_check_arg(op, call->out[i], "output", i) != CT_OK)
+                return ct_last_status();
+        }
+    return CT_OK;
+}
+
 ct_status ct_dispatch(ct_call *call) {
     if (!dispatch_ready()) {
+        ct_call_clear_outputs(call);
+        return ct_last_status();
+    }
+    if (CT_UNLIKELY(ct_debug_refs_on()) && check_live_args(call) != CT_OK) {
         ct_call_clear_outputs(call);
         return ct_last_status();
     }

@@ -42,6 +42,23 @@ static ct_status same_shape(const char *op, const ct_tensor *a, const ct_tensor 
     return CT_OK;
 }
 
+/* PyTorch's name of a scalar type, as its dtype errors print it ("Long", "Float"). */
+static const char *pt_type_name(ct_dtype d) {
+    switch (d) {
+    case CT_DTYPE_FLOAT32: return "Float";
+    case CT_DTYPE_FLOAT64: return "Double";
+    case CT_DTYPE_FLOAT16: return "Half";
+    case CT_DTYPE_BFLOAT16: return "BFloat16";
+    case CT_DTYPE_INT64: return "Long";
+    case CT_DTYPE_INT32: return "Int";
+    case CT_DTYPE_INT16: return "Short";
+    case CT_DTYPE_INT8: return "Char";
+    case CT_DTYPE_UINT8: return "Byte";
+    case CT_DTYPE_BOOL: return "Bool";
+    default: return ct_dtype_name(d);
+    }
+}
+
 static ct_status float_input(const char *op, const ct_tensor *t) {
     if (!ct_dtype_is_floating(ct_tensor_dtype(t)))
         return ct_error(CT_ERROR_TYPE, op, "\"%s\" not implemented for '%s'", op, ct_dtype_name(ct_tensor_dtype(t)));
@@ -217,12 +234,20 @@ ct_tensor *ct_cross_entropy(const ct_tensor *input, const ct_tensor *target, con
                  (long long)nc, ct_shape_str(ct_tensor_shape(weight), ct_tensor_dim(weight), s, sizeof s));
         return NULL;
     }
+    /* As in PyTorch, the target's shape says what it holds: the input's shape means
+     * class probabilities (a floating dtype), any other shape class indices (Long), so
+     * float class labels are a dtype error, not a shape one. */
     const ct_dtype tdt = ct_tensor_dtype(target);
-    bool probs = ct_dtype_is_floating(tdt);
-    if (probs && same_shape(op, input, target))
+    bool probs = ct_tensor_dim(target) == ndim;
+    for (int i = 0; probs && i < ndim; i++)
+        probs = ct_tensor_shape(target)[i] == ct_tensor_shape(input)[i];
+    if (probs && !ct_dtype_is_floating(tdt)) {
+        ct_error(CT_ERROR_TYPE, op, "Expected floating point type for target with class probabilities, got %s",
+                 pt_type_name(tdt));
         return NULL;
+    }
     if (!probs && tdt != CT_DTYPE_INT64) {
-        ct_error(CT_ERROR_TYPE, op, "expected scalar type Long but found %s", ct_dtype_name(tdt));
+        ct_error(CT_ERROR_TYPE, op, "expected scalar type Long but found %s", pt_type_name(tdt));
         return NULL;
     }
     /* The common case runs as one fused op (Note [Fused cross_entropy] in

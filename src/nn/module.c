@@ -266,17 +266,89 @@ static ct_status run_forward(ct_module *m, const ct_tensor *const *in, int nin, 
     return st;
 }
 
+/* Note [Module paths in errors]
+ * A failure deep in a model should say where it happened: PyTorch's traceback shows
+ * the forward of each module on the way, ctorch's error is one message. So each
+ * forward that runs pushes a frame (on the C stack, linked from one thread-local
+ * pointer), and when a forward fails with its inputs present, the innermost module
+ * that failed puts its dotted path in the model and its type in front of the message:
+ * "blocks.3.mlp.fc (Linear): linear: mat1 and mat2 shapes cannot be multiplied ...".
+ * The path is the children's names from the outermost forward running on the thread
+ * down to the failing module (a module run by a parent that does not hold it as a
+ * child is named by its type in brackets). The modules around it leave the message as
+ * it is; the mark that it was named clears when a forward succeeds or a new outermost
+ * one starts. A NULL input is an earlier failure, reported as it was. */
+typedef struct forward_frame {
+    const ct_module *m;
+    struct forward_frame *up;
+} forward_frame;
+
+static _Thread_local forward_frame *tl_forward;
+static _Thread_local bool tl_forward_named;
+
+static void forward_enter(forward_frame *f, const ct_module *m) {
+    f->m = m;
+    f->up = tl_forward;
+    if (!f->up)
+        tl_forward_named = false;
+    tl_forward = f;
+}
+
+static const char *child_name(const ct_module *parent, const ct_module *m) {
+    for (int i = 0; i < parent->nchildren; i++)
+        if (parent->children[i].m == m)
+            return parent->children[i].name;
+    return NULL;
+}
+
+static void forward_leave(forward_frame *f, bool ok) {
+    tl_forward = f->up;
+    if (ok) {
+        tl_forward_named = false;
+        return;
+    }
+    if (tl_forward_named || ct_last_status() == CT_OK)
+        return;
+    tl_forward_named = true;
+    const forward_frame *chain[64];
+    int n = 0;
+    for (const forward_frame *p = f; p && n < 64; p = p->up)
+        chain[n++] = p;
+    char path[512], msg[1024];
+    size_t len = 0;
+    path[0] = '\0';
+    for (int i = n - 2; i >= 0 && len < sizeof path; i--) { /* the outermost module has no name */
+        const char *name = child_name(chain[i + 1]->m, chain[i]->m);
+        len += (size_t)snprintf(path + len, sizeof path - len, name ? "%s%s" : "%s[%s]", len ? "." : "",
+                                name ? name : chain[i]->m->type);
+    }
+    char where[600];
+    snprintf(msg, sizeof msg, "%s", ct_last_error());
+    if (path[0])
+        snprintf(where, sizeof where, "%s (%s)", path, f->m->type);
+    else
+        snprintf(where, sizeof where, "%s", f->m->type);
+    ct_error(ct_last_status(), where, "%s", msg);
+}
+
 ct_tensor *ct_module_forward(ct_module *m, const ct_tensor *input) {
     if (!m) {
         ct_error(CT_ERROR_NULL_ARGUMENT, "Module.forward", "module is NULL");
         return NULL;
     }
     CT_CHECK_ARG(m->type, input);
-    if (m->forward && !m->nhooks)
-        return m->forward(m, input);
+    forward_frame f;
+    forward_enter(&f, m);
     ct_tensor *out;
-    int n;
-    return run_forward(m, &input, 1, &out, 1, &n, true) ? NULL : out;
+    if (m->forward && !m->nhooks) {
+        out = m->forward(m, input);
+    } else {
+        int n;
+        if (run_forward(m, &input, 1, &out, 1, &n, true))
+            out = NULL;
+    }
+    forward_leave(&f, out != NULL);
+    return out;
 }
 
 ct_status ct_module_forward_multi(ct_module *m, const ct_tensor *const *in, int nin, ct_tensor **out, int cap,
@@ -294,7 +366,11 @@ ct_status ct_module_forward_multi(ct_module *m, const ct_tensor *const *in, int 
         if (!in[i]) /* a failed op's NULL: its error is the one to report */
             return ct_last_status() != CT_OK ? ct_last_status()
                                              : ct_error(CT_ERROR_NULL_ARGUMENT, op, "input %d is NULL", i);
-    return run_forward(m, in, nin, out, cap, nout, false);
+    forward_frame f;
+    forward_enter(&f, m);
+    ct_status st = run_forward(m, in, nin, out, cap, nout, false);
+    forward_leave(&f, st == CT_OK);
+    return st;
 }
 
 /* ------------------------------------------------------------------ hooks */
