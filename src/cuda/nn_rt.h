@@ -70,8 +70,9 @@ ct_status ct_cuda_layer_norm_fwd(ct_dtype wd, const void *x, const void *w, cons
                                  int64_t cols, double eps, int device);
 ct_status ct_cuda_layer_norm_bwd(ct_dtype wd, const void *gy, const void *x, const void *w, void *gx, double *gw,
                                  double *gb, int64_t rows, int64_t cols, double eps, void *scratch, int device);
-/* gx = gy * gelu'(x) over n elements (tanh_form: the tanh approximation). */
-ct_status ct_cuda_gelu_bwd(ct_dtype wd, const void *gy, const void *x, void *gx, int64_t n, bool tanh_form,
+/* gx = gy * gelu'(x) over n elements of dtype dt (tanh_form: the tanh approximation);
+ * float16 and bfloat16 computed in float32. */
+ct_status ct_cuda_gelu_bwd(ct_dtype dt, const void *gy, const void *x, void *gx, int64_t n, bool tanh_form,
                            int device);
 /* out = x <= threshold ? 0 : gy over n elements. */
 ct_status ct_cuda_threshold_bwd(ct_dtype wd, const void *gy, const void *x, double threshold, void *out, int64_t n,

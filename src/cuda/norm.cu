@@ -717,26 +717,41 @@ static __device__ __forceinline__ double gelu_d(double x, bool tanh_form) {
                   mul_rn(mul_rn(x, exp(mul_rn(mul_rn(-0.5, x), x))), GELU_INV_SQRT_2PI));
 }
 
-template <typename T>
-static __global__ void gelu_bwd_kernel(const T *__restrict__ gy, const T *__restrict__ x, T *__restrict__ gx,
+/* S: the storage dtype; the math runs in its work dtype A (float for float16 and
+ * bfloat16, read widened and rounded once on the store: the bits of converting the
+ * operands to float32 first and the result back, without those three copies). */
+template <typename S, typename A>
+static __global__ void gelu_bwd_kernel(const S *__restrict__ gy, const S *__restrict__ x, S *__restrict__ gx,
                                        int64_t n, bool tanh_form) {
     const int64_t stride = (int64_t)gridDim.x * blockDim.x;
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
-        gx[i] = mul_rn(gy[i], gelu_d(x[i], tanh_form));
+        gx[i] = ct_store<S>(mul_rn((A)ct_load<S>(gy[i]), gelu_d((A)ct_load<S>(x[i]), tanh_form)));
 }
 
-extern "C" ct_status ct_cuda_gelu_bwd(ct_dtype wd, const void *gy, const void *x, void *gx, int64_t n, bool tanh_form,
+extern "C" ct_status ct_cuda_gelu_bwd(ct_dtype dt, const void *gy, const void *x, void *gx, int64_t n, bool tanh_form,
                                       int device) {
     if (n <= 0)
         return CT_OK;
     unsigned grid = ct_grid_for(n, device);
     cudaStream_t s = ct_stream_of(device);
-    if (wd == CT_DTYPE_FLOAT64)
-        gelu_bwd_kernel<double><<<grid, CT_CUDA_THREADS, 0, s>>>((const double *)gy, (const double *)x, (double *)gx,
-                                                                 n, tanh_form);
-    else
-        gelu_bwd_kernel<float><<<grid, CT_CUDA_THREADS, 0, s>>>((const float *)gy, (const float *)x, (float *)gx, n,
-                                                                tanh_form);
+    switch (dt) {
+    case CT_DTYPE_FLOAT64:
+        gelu_bwd_kernel<double, double><<<grid, CT_CUDA_THREADS, 0, s>>>((const double *)gy, (const double *)x,
+                                                                         (double *)gx, n, tanh_form);
+        break;
+    case CT_DTYPE_BFLOAT16:
+        gelu_bwd_kernel<ct_bf16_s, float><<<grid, CT_CUDA_THREADS, 0, s>>>((const ct_bf16_s *)gy, (const ct_bf16_s *)x,
+                                                                           (ct_bf16_s *)gx, n, tanh_form);
+        break;
+    case CT_DTYPE_FLOAT16:
+        gelu_bwd_kernel<ct_half_s, float><<<grid, CT_CUDA_THREADS, 0, s>>>((const ct_half_s *)gy, (const ct_half_s *)x,
+                                                                           (ct_half_s *)gx, n, tanh_form);
+        break;
+    default:
+        gelu_bwd_kernel<float, float><<<grid, CT_CUDA_THREADS, 0, s>>>((const float *)gy, (const float *)x,
+                                                                       (float *)gx, n, tanh_form);
+        break;
+    }
     return ct_cuda_check_launch("gelu_backward");
 }
 

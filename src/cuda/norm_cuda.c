@@ -146,7 +146,8 @@ static ct_status gelu_backward_kernel(ct_keyset ks, ct_call *call, void *ud) {
         return st;
     if (!ct_cuda_use_device("gelu_backward", x0->device.index))
         return ct_last_status();
-    ct_dtype wd = ct_nn_work_dtype(x0->dtype);
+    /* float16/bfloat16 operands of one dtype are read as they are (the kernel widens) */
+    ct_dtype wd = gy0->dtype == x0->dtype ? x0->dtype : ct_nn_work_dtype(x0->dtype);
     bool tanh_form = call->ints[0] == CT_GELU_APPROXIMATE_TANH;
     ct_scope_begin();
     ct_tensor *x = ct_nn_as_work(x0, wd), *gy = ct_nn_as_work(gy0, wd);
