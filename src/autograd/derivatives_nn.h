@@ -5,8 +5,9 @@
  * Note [Fused nn backward kernels]
  * Each formula calls the op's backward kernel (ct_*_backward, public in ctorch/nn.h),
  * which is not differentiable itself. A backward pass with create_graph through them
- * would silently give gradients without history, so it is refused, as conv2d's is.
- * conv_transpose2d's input gradient is a conv2d, which stays differentiable. */
+ * would silently give gradients without history, so it is refused where no
+ * formula with differentiable ops is written. conv_transpose2d's gradients are
+ * conv2d's (Note [Conv double backward]), differentiable again. */
 #ifndef CT_AUTOGRAD_DERIVATIVES_NN_H
 #define CT_AUTOGRAD_DERIVATIVES_NN_H
 
@@ -27,18 +28,16 @@ DEF(conv_transpose2d, CT_SAVE_IN0 | CT_SAVE_IN1) {
     TRY(w = saved(ctx, 1));
     if (WANT(0))
         TRY(gin[0] = ct_conv2d(G, w, NULL, n->ints, n->ints + 2, n->ints + 6, n->ints[8]));
-    if (WANT(1)) {
-        if (ctx->create_graph)
-            return nn_no_double_backward(ctx);
+    if (WANT(1) && ctx->create_graph) {
+        TRY(gin[1] = conv2d_weight_grad(G, x, w->shape[2], w->shape[3], n->ints, n->ints + 2, n->ints + 6,
+                                        n->ints[8]));
+    } else if (WANT(1)) {
         ct_status st = ct_conv2d_backward(x, G, w, n->ints, n->ints + 2, n->ints + 6, n->ints[8], NULL, &gin[1], NULL);
         if (st)
             return st;
     }
-    if (WANT(2)) {
-        int64_t dims[3] = {0, 2, 3};
-        bool batched = G->ndim == 4;
-        TRY(gin[2] = ct_sum(G, batched ? dims : dims + 1, batched ? 3 : 2, false, CT_DTYPE_UNDEFINED));
-    }
+    if (WANT(2))
+        TRY(gin[2] = conv2d_bias_grad(G));
     return CT_OK;
 }
 
