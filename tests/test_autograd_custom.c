@@ -675,6 +675,60 @@ static void test_checkpoint_gradcheck(void **state) {
     free_stack(&s);
 }
 
+/* Two layers, each in a checkpoint of its own, inside an outer checkpoint; the
+ * second layer's tanh replaced by the custom exp. */
+static ct_status nested_inner(ct_tensor *const *in, int nin, ct_tensor **out, int nout, void *ud) {
+    (void)nin, (void)nout;
+    one_layer *l = ud;
+    ct_tensor *a = ct_mm(in[0], l->s->w[l->i]);
+    out[0] = l->i == 0 ? ct_mul(ct_tanh(a), a) : ct_dropout(my_exp(ct_mul_scalar(a, ct_scalar_float(0.1))), 0.3, true);
+    return out[0] ? CT_OK : ct_last_status();
+}
+
+static ct_status nested_outer(ct_tensor *const *in, int nin, ct_tensor **out, int nout, void *ud) {
+    (void)nin, (void)nout;
+    one_layer *ls = ud;
+    ct_tensor *h = NULL, *o = NULL;
+    ct_status st = ct_checkpoint(nested_inner, in, 1, &h, 1, &ls[0]);
+    if (st == CT_OK)
+        st = ct_checkpoint(nested_inner, &h, 1, &o, 1, &ls[1]);
+    out[0] = o;
+    return st;
+}
+
+static void test_checkpoint_nested(void **state) {
+    (void)state;
+    ct_manual_seed(13);
+    stack s = make_stack(2, 5, 0.0);
+    one_layer ls[2] = {{&s, 0}, {&s, 1}};
+    ct_tensor *x = randn64(CT_SHAPE(3, 5), true); /* no scope open: owned */
+    ct_tensor *g[2][3];
+    for (int ck = 0; ck < 2; ck++) {
+        ct_scope_begin();
+        ct_manual_seed(77);
+        ct_tensor *o = NULL;
+        if (ck) {
+            assert_int_equal(ct_checkpoint(nested_outer, &x, 1, &o, 1, ls), CT_OK);
+        } else {
+            ct_tensor *h = NULL;
+            assert_int_equal(nested_inner(&x, 1, &h, 1, &ls[0]), CT_OK);
+            assert_int_equal(nested_inner(&h, 1, &o, 1, &ls[1]), CT_OK);
+        }
+        const ct_tensor *outs[1] = {all_sum(o)}, *ins[3] = {x, s.w[0], s.w[1]};
+        assert_int_equal(ct_autograd_grad(outs, 1, ins, 3, NULL, false, false, false, g[ck]), CT_OK);
+        for (int i = 0; i < 3; i++)
+            ct_keep(g[ck][i]);
+        ct_scope_end();
+    }
+    for (int i = 0; i < 3; i++) {
+        assert_bits(g[0][i], g[1][i]);
+        ct_release(g[0][i]);
+        ct_release(g[1][i]);
+    }
+    ct_release(x);
+    free_stack(&s);
+}
+
 static ct_status bad_ckpt_fn(ct_tensor *const *in, int nin, ct_tensor **out, int nout, void *ud) {
     (void)in, (void)nin, (void)out, (void)nout, (void)ud;
     return ct_error(CT_ERROR_VALUE, "inner", "the function failed");
@@ -734,6 +788,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_checkpoint_dropout),
         cmocka_unit_test(test_checkpoint_memory),
         cmocka_unit_test(test_checkpoint_gradcheck),
+        cmocka_unit_test(test_checkpoint_nested),
         cmocka_unit_test(test_checkpoint_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
