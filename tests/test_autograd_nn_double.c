@@ -1,7 +1,8 @@
 /* Double backward through the fused nn kernels (Note [Fused nn backward kernels],
  * Note [Linear backward kernels] in src/autograd/derivatives_nn.h): gradgradcheck in
- * float64 of the average pools, rms_norm, embedding, nll_loss and the fused
- * cross_entropy, and the refusal that remains (attention). */
+ * float64 of the average pools, rms_norm, embedding, nll_loss, the fused
+ * cross_entropy and scaled_dot_product_attention, and the refusal that remains
+ * (flash attention). */
 #include <math.h>
 #include <string.h>
 
@@ -183,15 +184,51 @@ static void test_losses(void **state) {
     }
 }
 
-/* ------------------------------------------------------------------ what stays refused */
+/* ------------------------------------------------------------------ attention */
 
-static void test_attention_refused(void **state) {
+typedef struct {
+    int mask; /* 0 none, 1 bool, 2 float */
+    bool causal;
+} attn_args;
+
+static ct_tensor *attn_fn(ct_tensor *const *in, int n, void *ud) {
+    (void)n;
+    const attn_args *a = ud;
+    ct_tensor *mask = NULL;
+    if (a->mask == 1) {
+        bool m[12] = {1, 0, 1, 1, 1, 1, 0, 1, 0, 1, 1, 0}; /* (3, 4): every row keeps some */
+        mask = ct_from_data(m, CT_SHAPE(3, 4), CT_BOOL);
+    } else if (a->mask == 2) {
+        double m[12] = {0.5, -1, 0, 0.25, 2, -0.5, 0, 1, -2, 0.75, 0, 0.1};
+        mask = ct_from_data(m, CT_SHAPE(3, 4), CT_F64);
+    }
+    return ct_scaled_dot_product_attention(in[0], in[1], in[2], mask, 0.0, a->causal, NULL);
+}
+
+static void test_attention(void **state) {
+    (void)state;
+    ct_manual_seed(36);
+    attn_args cases[] = {{0, false}, {1, false}, {2, false}, {0, true}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        ct_scope_begin();
+        ct_tensor *in[3] = {leaf(CT_SHAPE(1, 2, 3, 2)), leaf(CT_SHAPE(1, 2, 4, 2)), leaf(CT_SHAPE(1, 2, 4, 3))};
+        check(attn_fn, &cases[i], in, 3, "scaled_dot_product_attention");
+        /* one tensor as query, key and value */
+        ct_tensor *x = leaf(CT_SHAPE(2, 3, 2));
+        ct_tensor *same[3] = {x, x, x};
+        attn_args causal = {0, cases[i].causal};
+        check(attn_fn, &causal, same, 3, "self-attention");
+        ct_scope_end();
+    }
+}
+
+/* Flash attention refuses double backward, as PyTorch's. */
+static void test_flash_attention_refused(void **state) {
     (void)state;
     ct_scope_begin();
-    ct_tensor *q = leaf(CT_SHAPE(1, 2, 3, 4));
-    ct_tensor *y = ct_scaled_dot_product_attention(q, q, q, NULL, 0.0, false, NULL);
-    CT_ASSERT_OK(y);
-    const ct_tensor *outs[1] = {y}, *ins[1] = {q}, *gos[1] = {ct_ones_like(y, CT_DTYPE_UNDEFINED)};
+    ct_tensor *q = leaf(CT_SHAPE(1, 2, 3, 8)), *o = NULL, *l = NULL;
+    assert_int_equal(ct_flash_attention_forward(q, q, q, false, NULL, &o, &l), CT_OK);
+    const ct_tensor *outs[1] = {o}, *ins[1] = {q}, *gos[1] = {ct_ones_like(o, CT_DTYPE_UNDEFINED)};
     ct_tensor *g = NULL;
     CT_ASSERT_ERR(ct_autograd_grad(outs, 1, ins, 1, gos, true, true, false, &g) == CT_OK, CT_ERROR_NOT_IMPLEMENTED,
                   "double backward");
@@ -203,7 +240,8 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_avg_pool2d),     cmocka_unit_test(test_adaptive_avg_pool2d),
         cmocka_unit_test(test_rms_norm),       cmocka_unit_test(test_embedding),
-        cmocka_unit_test(test_losses),         cmocka_unit_test(test_attention_refused),
+        cmocka_unit_test(test_losses),         cmocka_unit_test(test_attention),
+        cmocka_unit_test(test_flash_attention_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -9,8 +9,8 @@
  * either is written with differentiable ops (conv_transpose2d: Note [Conv double
  * backward]; layer_norm, rms_norm, embedding, cross_entropy_fused) or records a node
  * of its own over the kernel's result (Note [Linear backward kernels]: avg_pool2d,
- * adaptive_avg_pool2d, nll_loss). Attention (scaled_dot_product_attention and flash
- * attention) still refuses, as PyTorch's flash attention does.
+ * adaptive_avg_pool2d, nll_loss). scaled_dot_product_attention's gradient is written
+ * with ops too; flash attention refuses, as PyTorch's does.
  *
  * Note [Linear backward kernels]
  * When an op f is linear in its input (the average pools, nll_loss), its backward
@@ -214,10 +214,41 @@ DEF(layer_norm, CT_SAVE_IN0 | CT_SAVE_IN1 | CT_SAVE_IN2) {
 
 /* in: query, key, value, mask; ints: is_causal; s[0]: scale. The mask gets no
  * gradient (docs/nn.md). */
+/* Attention's gradients written with ops, for create_graph: with S = q k^T scale
+ * (masked as the forward) and P = softmax(S),
+ *   dv = P^T g, dP = g v^T, dS = P (dP - rowsum(dP P)), dq = dS k scale, dk = dS^T q scale
+ * (the batch dims broadcast as matmul's; the engine sums them down). */
+static ct_status sdpa_grad_composite(ct_node_ctx *ctx, ct_tensor *const *gout, ct_tensor **gin, const ct_tensor *q,
+                                     const ct_tensor *k, const ct_tensor *v, const ct_tensor *mask, double scale) {
+    ct_tensor *sc, *p, *dp, *ds;
+    TRY(sc = ct_mul_scalar(ct_matmul(q, ct_transpose(k, -2, -1)), ct_scalar_float(scale)));
+    if (ctx->node->ints[0]) {
+        int64_t l = ct_tensor_size(q, -2), s = ct_tensor_size(k, -2);
+        ct_device d = ct_tensor_device(q);
+        ct_tensor *i = ct_unsqueeze(ct_arange(ct_scalar_int(0), ct_scalar_int(l), ct_scalar_int(1), CT_I64, d), 1);
+        ct_tensor *j = ct_arange(ct_scalar_int(0), ct_scalar_int(s), ct_scalar_int(1), CT_I64, d);
+        TRY(sc = ct_where_scalar_other(ct_ge(i, j), sc, ct_scalar_float(-INFINITY)));
+    } else if (mask) {
+        TRY(sc = ct_tensor_dtype(mask) == CT_DTYPE_BOOL ? ct_where_scalar_other(mask, sc, ct_scalar_float(-INFINITY))
+                                                         : ct_add(sc, mask));
+    }
+    TRY(p = ct_softmax(sc, -1, CT_DTYPE_UNDEFINED));
+    if (WANT(2))
+        TRY(gin[2] = ct_matmul(ct_transpose(p, -2, -1), G));
+    if (!WANT(0) && !WANT(1))
+        return CT_OK;
+    int64_t last = -1;
+    TRY(dp = ct_matmul(G, ct_transpose(v, -2, -1)));
+    TRY(ds = ct_mul(p, ct_sub(dp, ct_sum(ct_mul(dp, p), &last, 1, true, CT_DTYPE_UNDEFINED))));
+    if (WANT(0))
+        TRY(gin[0] = ct_mul_scalar(ct_matmul(ds, k), ct_scalar_float(scale)));
+    if (WANT(1))
+        TRY(gin[1] = ct_mul_scalar(ct_matmul(ct_transpose(ds, -2, -1), q), ct_scalar_float(scale)));
+    return CT_OK;
+}
+
 DEF(scaled_dot_product_attention, CT_SAVE_IN0 | CT_SAVE_IN1 | CT_SAVE_IN2 | CT_SAVE_IN3) {
     ct_node *n = ctx->node;
-    if (ctx->create_graph)
-        return nn_no_double_backward(ctx);
     ct_tensor *q, *k, *v, *mask, *gq, *gk, *gv;
     TRY(q = saved(ctx, 0));
     TRY(k = saved(ctx, 1));
@@ -226,6 +257,8 @@ DEF(scaled_dot_product_attention, CT_SAVE_IN0 | CT_SAVE_IN1 | CT_SAVE_IN2 | CT_S
     if (!mask && n->in_meta[3].dtype != CT_DTYPE_UNDEFINED)
         return ct_last_status() != CT_OK ? ct_last_status() : CT_ERROR_RUNTIME;
     double scale = ct_scalar_to_double(n->s[0]);
+    if (ctx->create_graph)
+        return sdpa_grad_composite(ctx, gout, gin, q, k, v, mask, scale);
     ct_status st = ct_scaled_dot_product_attention_backward(G, q, k, v, mask, n->ints[0] != 0, &scale, &gq, &gk, &gv);
     if (st)
         return st;
