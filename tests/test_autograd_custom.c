@@ -397,6 +397,11 @@ static void test_errors(void **state) {
     assert_true(y != x);
     assert_string_equal(ct_tensor_grad_fn_name(y), "IdBackward");
     assert_true(ct_tensor_is_leaf(x));
+    bool prev = ct_set_grad_enabled(false); /* not recorded: still an alias */
+    assert_int_equal(ct_autograd_function_apply(&d, &x, 1, &y, 1, NULL), CT_OK);
+    ct_set_grad_enabled(prev);
+    assert_true(y != x);
+    assert_null(ct_tensor_grad_fn_name(y));
     ct_scope_end();
 }
 
@@ -741,6 +746,12 @@ static ct_status shape_changing_fn(ct_tensor *const *in, int nin, ct_tensor **ou
     return out[0] ? CT_OK : ct_last_status();
 }
 
+static ct_status identity_fn(ct_tensor *const *in, int nin, ct_tensor **out, int nout, void *ud) {
+    (void)nin, (void)nout, (void)ud;
+    out[0] = in[0];
+    return CT_OK;
+}
+
 static void test_checkpoint_errors(void **state) {
     (void)state;
     ct_scope_begin();
@@ -765,12 +776,21 @@ static void test_checkpoint_errors(void **state) {
     calls = 0;
     CT_ASSERT_ERR(ct_backward(loss, NULL, false, false) == CT_OK, CT_ERROR_RUNTIME,
                   "Trying to backward through the graph a second time");
-    /* under no_grad fn just runs */
+    /* under no_grad fn just runs; an input returned as it is comes back as an alias */
     bool prev = ct_set_grad_enabled(false);
     calls = 0;
     assert_int_equal(ct_checkpoint(shape_changing_fn, &x, 1, &o, 1, &calls), CT_OK);
-    ct_set_grad_enabled(prev);
     assert_false(ct_tensor_requires_grad(o));
+    assert_int_equal(ct_checkpoint(identity_fn, &x, 1, &o, 1, NULL), CT_OK);
+    assert_true(o != x);
+    ct_set_grad_enabled(prev);
+    /* with grad: the output is the checkpoint's, the gradient passes */
+    assert_int_equal(ct_checkpoint(identity_fn, &x, 1, &o, 1, NULL), CT_OK);
+    assert_true(o != x);
+    assert_string_equal(ct_tensor_grad_fn_name(o), "CheckpointBackward");
+    ct_tensor_set_grad(x, NULL);
+    assert_int_equal(ct_backward(all_sum(o), NULL, false, false), CT_OK);
+    assert_close(ct_tensor_grad(x), ct_ones_like(x, CT_DTYPE_UNDEFINED), 0);
     ct_scope_end();
 }
 

@@ -267,6 +267,19 @@ ct_status ct_autograd_function_apply(const ct_autograd_function_def *def, ct_ten
         if (!outputs[k])
             st = ct_error(CT_ERROR_RUNTIME, op, "the forward of %s wrote no tensor for output %d of %d", name, k,
                           noutputs);
+    /* The outputs as forward wrote them, for matching saved tensors. An input
+     * returned as it is, or a tensor returned twice, becomes an alias: each output is
+     * a tensor of its own, owned as an op's result is. */
+    ct_tensor *orig[CT_NODE_MAX_OUT] = {NULL};
+    for (int k = 0; st == CT_OK && k < noutputs; k++) {
+        orig[k] = outputs[k];
+        if (in_list((const ct_tensor *const *)inputs, ninputs, orig[k]) ||
+            in_list((const ct_tensor *const *)orig, k, orig[k])) {
+            outputs[k] = ct_detach(orig[k]);
+            if (!outputs[k])
+                st = ct_last_status();
+        }
+    }
     if (st != CT_OK || !record) {
         ct_custom_free(c);
         return st;
@@ -291,18 +304,14 @@ ct_status ct_autograd_function_apply(const ct_autograd_function_def *def, ct_ten
         ct_input_meta_set(&n->in_meta[i], inputs[i]);
         st = ct_edge_for(inputs[i], &n->edges[i]);
     }
-    /* The outputs as forward wrote them, for matching saved tensors. */
-    ct_tensor *orig[CT_NODE_MAX_OUT] = {NULL};
     for (int k = 0; k < noutputs && st == CT_OK; k++) {
         ct_tensor *o = outputs[k];
-        orig[k] = o;
         ct_input_meta_set(&c->out_meta[k], o);
-        if (!ct_dtype_is_floating(o->dtype) || in_list(c->nondiff, c->nnondiff, o))
+        if (!ct_dtype_is_floating(o->dtype) || in_list(c->nondiff, c->nnondiff, orig[k]))
             continue;
-        /* An input, a tensor with history of its own or one returned twice keeps it:
-         * the output is an alias that takes the node's history. */
-        if (in_list((const ct_tensor *const *)inputs, ninputs, o) || o->requires_grad ||
-            in_list((const ct_tensor *const *)orig, k, o)) {
+        /* A tensor with history of its own (reached through user_data) keeps it: the
+         * output is an alias that takes the node's history. */
+        if (o->requires_grad) {
             o = ct_detach(o);
             if (!o) {
                 st = ct_last_status();
@@ -540,6 +549,8 @@ ct_status ct_checkpoint(ct_checkpoint_fn fn, ct_tensor *const *inputs, int ninpu
         for (int k = 0; st == CT_OK && k < noutputs; k++)
             if (!outputs[k])
                 st = ct_error(CT_ERROR_RUNTIME, op, "the checkpointed function wrote no tensor for output %d", k);
+            else if (in_list((const ct_tensor *const *)inputs, ninputs, outputs[k]) && !(outputs[k] = ct_detach(outputs[k])))
+                st = ct_last_status(); /* an input returned as it is: an alias, owned as the others */
         return st;
     }
 
