@@ -6,6 +6,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "ctorch/ext.h"
 #include "testutil.h"
 
 static ct_tensor *leaf(const int64_t *shape, int nd) {
@@ -180,6 +181,11 @@ static void test_losses(void **state) {
         check(nll_fn, &cases[i], &x, 1, "nll_loss");
         if (!cases[i].weighted)
             check(ce_fn, &cases[i], &x, 1, "cross_entropy_fused");
+        /* an error left over from earlier does not fail the formulas (a missing
+         * weight is told apart from a failed unpacking without looking at it) */
+        ct_error(CT_ERROR_VALUE, "test", "an earlier error");
+        if (ct_gradgradcheck(nll_fn, &cases[i], &x, 1, 1e-6, 1e-5, 1e-3) != CT_OK)
+            fail_msg("nll_loss double backward after an earlier error: %s", ct_last_error());
         ct_scope_end();
     }
 }

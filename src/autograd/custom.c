@@ -490,6 +490,7 @@ static ct_status checkpoint_backward(ct_node_ctx *nctx, ct_tensor *const *gout, 
         tls_tag = 0;
         tls_discard = false;
         bool prev = ct_set_grad_enabled(true);
+        ct_clear_error();
         st = c->ckpt(in, c->nin, outs, c->nout, c->user_data);
         ct_set_grad_enabled(prev);
         tls_tag = prev_tag;

@@ -327,9 +327,9 @@ static ct_status nll_loss_adjoint(ct_node_ctx *ctx, ct_tensor *const *gout, ct_t
     ct_node *n = ctx->node;
     ct_tensor *t, *w;
     TRY(t = saved(ctx, 1));
-    w = saved(ctx, 2);
-    if (!w && ct_last_status() != CT_OK)
-        return ct_last_status();
+    w = saved(ctx, 2); /* NULL without a weight; with an error when freed */
+    if (!w && (n->saved_freed || n->saved[2].t))
+        return ct_last_status() != CT_OK ? ct_last_status() : CT_ERROR_RUNTIME;
     TRY(gin[0] = ct_nll_loss(G, t, w, (ct_reduction)n->ints[0], n->ints[1]));
     return CT_OK;
 }
