@@ -275,7 +275,7 @@ static const op_sample op_samples[] = {
     {"topk", f_topk, 1, {2}, {{4, 3}}, true, NULL},
     {"max_pool2d", f_max_pool, 1, {4}, {{1, 2, 4, 5}}, true, NULL},
     {"max_pool2d_unbatched", f_max_pool, 1, {3}, {{2, 3, 4}}, true, NULL},
-    {"conv2d", f_conv, 3, {4, 4, 1}, {{2, 2, 4, 5}, {3, 2, 2, 3}, {3}}, false, NULL},
+    {"conv2d", f_conv, 3, {4, 4, 1}, {{2, 2, 4, 5}, {3, 2, 2, 3}, {3}}, true, NULL},
     {"matmul_vv", f_matmul, 2, {1, 1}, {{4}, {4}}, true, NULL},
     {"matmul_mv", f_matmul, 2, {2, 1}, {{3, 4}, {4}}, true, NULL},
     {"matmul_vm", f_matmul, 2, {1, 2}, {{3}, {3, 2}}, true, NULL},
@@ -317,8 +317,9 @@ static void test_shape_index_nn_gradcheck(void **state) {
     }
 }
 
-/* conv2d's backward kernel is not differentiable: asking for it is a clear error. */
-static void test_conv2d_double_backward_refused(void **state) {
+/* conv2d's backward kernel is not differentiable; under create_graph the gradients are
+ * written with conv ops (Note [Conv double backward]) and equal the kernel's. */
+static void test_conv2d_double_backward(void **state) {
     (void)state;
     ct_scope_begin();
     ct_tensor *x = rand_leaf(CT_SHAPE(1, 1, 3, 3), false);
@@ -326,13 +327,17 @@ static void test_conv2d_double_backward_refused(void **state) {
     ct_tensor *y = ct_conv2d(x, w, NULL, NULL, NULL, NULL, 1);
     CT_ASSERT_OK(y);
     const ct_tensor *outs[1] = {y};
-    const ct_tensor *ins[1] = {x};
+    const ct_tensor *ins[2] = {x, w};
     const ct_tensor *gos[1] = {ct_ones_like(y, CT_DTYPE_UNDEFINED)};
-    ct_tensor *g[1];
-    CT_ASSERT_ERR(ct_autograd_grad(outs, 1, ins, 1, gos, true, true, false, g) == CT_OK, CT_ERROR_NOT_IMPLEMENTED,
-                  "double backward through conv2d");
-    assert_int_equal(ct_autograd_grad(outs, 1, ins, 1, gos, false, false, false, g), CT_OK);
+    ct_tensor *g[2], *h[2];
+    assert_int_equal(ct_autograd_grad(outs, 1, ins, 2, gos, true, true, false, g), CT_OK);
+    assert_true(ct_tensor_requires_grad(g[0]) && ct_tensor_requires_grad(g[1]));
+    assert_int_equal(ct_autograd_grad(outs, 1, ins, 2, gos, false, false, false, h), CT_OK);
     CT_ASSERT_SHAPE(g[0], 1, 1, 3, 3);
+    CT_ASSERT_SHAPE(g[1], 1, 1, 2, 2);
+    for (int k = 0; k < 2; k++)
+        for (int64_t i = 0; i < ct_tensor_numel(h[k]); i++)
+            assert_true(fabs(ct_test_at(g[k], i) - ct_test_at(h[k], i)) < 1e-5);
     ct_scope_end();
 }
 
@@ -456,7 +461,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_matrix_gradcheck),
         cmocka_unit_test(test_shape_index_nn_gradcheck),
-        cmocka_unit_test(test_conv2d_double_backward_refused),
+        cmocka_unit_test(test_conv2d_double_backward),
         cmocka_unit_test(test_reduction_ties_and_zero_norms),
         cmocka_unit_test(test_every_op_has_a_derivative),
         cmocka_unit_test(test_gradcheck_catches_errors),

@@ -75,6 +75,85 @@ CT_API int64_t ct_tensor_register_post_accumulate_grad_hook(ct_tensor *t, ct_pos
                                                             void *user_data);
 CT_API ct_status ct_remove_hook(int64_t handle);
 
+/* ------------------------------------------------------------ custom functions */
+
+/* torch.autograd.Function from C callbacks (docs/autograd.md, "Custom functions").
+ *
+ *   static ct_status exp_fwd(ct_autograd_ctx *ctx, ct_tensor *const *in, int nin, ct_tensor **out,
+ *                            int nout, void *ud) {
+ *       out[0] = ct_exp(in[0]);                      // runs without recording
+ *       return ct_autograd_ctx_save_for_backward(ctx, out, 1);
+ *   }
+ *   static int exp_bwd(ct_autograd_ctx *ctx, ct_tensor *const *gout, int nout, ct_tensor **gin, int nin,
+ *                      void *ud) {
+ *       gin[0] = ct_mul(gout[0], ct_autograd_ctx_saved(ctx, 0));
+ *       return 1;                                    // the number of gradients written
+ *   }
+ *   static const ct_autograd_function_def MyExp = {"MyExp", exp_fwd, exp_bwd};
+ *   ct_autograd_function_apply(&MyExp, &x, 1, &y, 1, NULL);   // y's grad_fn: "MyExpBackward"
+ */
+typedef struct ct_autograd_ctx ct_autograd_ctx;
+
+/* Writes outputs[0..noutputs): tensors made by ops (owned as every op's result is),
+ * an input returned as it is becomes an alias of it. Runs with grad mode off. */
+typedef ct_status (*ct_autograd_forward_fn)(ct_autograd_ctx *ctx, ct_tensor *const *inputs, int ninputs,
+                                            ct_tensor **outputs, int noutputs, void *user_data);
+/* grad_outputs[k]: the gradient of output k (NULL when none reached it and
+ * materialize_grads was turned off). Writes grad_inputs[0..ninputs) (NULL for none;
+ * tensors made by ops, or a grad_outputs entry itself) and returns how many it wrote
+ * (ninputs), or a negative number after a ct_error. Runs with grad mode on under
+ * create_graph, so a backward written with ops can be differentiated again. */
+typedef int (*ct_autograd_backward_fn)(ct_autograd_ctx *ctx, ct_tensor *const *grad_outputs, int noutputs,
+                                       ct_tensor **grad_inputs, int ninputs, void *user_data);
+
+typedef struct ct_autograd_function_def {
+    const char *name; /* the outputs' grad_fn is "<name>Backward" */
+    ct_autograd_forward_fn forward;
+    ct_autograd_backward_fn backward;
+} ct_autograd_function_def;
+
+/* Runs def->forward on inputs (entries may be NULL) and, when grad mode is on and an
+ * input requires grad, records one node for it. user_data is passed to both callbacks
+ * and must live as long as the graph. At most 8 outputs. */
+CT_API ct_status ct_autograd_function_apply(const ct_autograd_function_def *def, ct_tensor *const *inputs,
+                                            int ninputs, ct_tensor **outputs, int noutputs, void *user_data);
+
+/* In forward: the tensors backward needs (inputs, outputs or others; NULL entries
+ * allowed). A later call replaces the earlier list. Saved tensors are freed with the
+ * graph, or after a backward without retain_graph. */
+CT_API ct_status ct_autograd_ctx_save_for_backward(ct_autograd_ctx *ctx, ct_tensor *const *tensors, int n);
+/* In backward: saved tensor i (owned by the current scope), checked against in-place
+ * modification and use after free; NULL with an error then, NULL without one for a
+ * saved NULL. */
+CT_API ct_tensor *ct_autograd_ctx_saved(ct_autograd_ctx *ctx, int i);
+CT_API int ct_autograd_ctx_saved_count(const ct_autograd_ctx *ctx);
+/* Whether input i requires a gradient (fixed when forward ran). */
+CT_API bool ct_autograd_ctx_needs_input_grad(const ct_autograd_ctx *ctx, int i);
+/* In forward: output (a tensor forward writes to outputs) gets no gradient and does
+ * not require grad. */
+CT_API ct_status ct_autograd_ctx_mark_non_differentiable(ct_autograd_ctx *ctx, const ct_tensor *output);
+/* Whether missing output gradients reach backward as zeros (the default) or NULL. */
+CT_API void ct_autograd_ctx_set_materialize_grads(ct_autograd_ctx *ctx, bool value);
+/* Non-tensor state for backward (ctx.attr = ...); free_fn (may be NULL) runs when the
+ * context dies or the state is replaced. */
+CT_API void ct_autograd_ctx_set_state(ct_autograd_ctx *ctx, void *state, void (*free_fn)(void *));
+CT_API void *ct_autograd_ctx_state(const ct_autograd_ctx *ctx);
+
+/* ------------------------------------------------------------ checkpointing */
+
+/* A function of tensors for ct_checkpoint: writes outputs[0..noutputs) as ops return
+ * them. It runs twice (forward, then again in backward), so it must compute the same
+ * thing both times; random draws repeat because the generator's state is restored. */
+typedef ct_status (*ct_checkpoint_fn)(ct_tensor *const *inputs, int ninputs, ct_tensor **outputs, int noutputs,
+                                      void *user_data);
+/* torch.utils.checkpoint.checkpoint (use_reentrant=False): runs fn without keeping
+ * the tensors its backward would need, and recomputes it in backward with the
+ * default generator's forward state restored. Gradients reach everything fn uses
+ * (inputs and tensors it reaches through user_data), with ct_backward and
+ * ct_autograd_grad, and under create_graph. outputs are owned like an op's result. */
+CT_API ct_status ct_checkpoint(ct_checkpoint_fn fn, ct_tensor *const *inputs, int ninputs, ct_tensor **outputs,
+                               int noutputs, void *user_data);
+
 /* ------------------------------------------------------------ checking */
 
 /* A differentiable function of several tensors returning one tensor. */

@@ -482,7 +482,7 @@ ct_status ct_conv_transpose2d_kernel(ct_keyset ks, ct_call *call, void *ud) {
                      : ct_last_status();
     if (st == CT_OK && b) {
         int64_t bs[4] = {1, 1, 1, 1};
-        bs[nd - 3] = b->shape[0];
+        bs[1] = b->shape[0]; /* (1, O, 1, 1), or (O, 1, 1) unbatched */
         gi = ct_add(gi, ct_view(b, bs + (4 - nd), nd));
     }
     if (st == CT_OK)

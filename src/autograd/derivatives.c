@@ -677,17 +677,73 @@ NONDIFF(nonzero)
 
 /* ------------------------------------------------------------------ neural-network kernels */
 
-/* Through the conv2d_backward kernel, which is not itself differentiable. */
+/* Note [Conv double backward]
+ * The conv2d_backward kernel is not differentiable, so under create_graph conv2d's
+ * gradients are written with ops that are: the input's is conv_transpose2d of the
+ * gradient with the same weight (output_padding restores the input's size), the
+ * weight's is a conv2d of the input by the gradient (batch and channels swapped,
+ * stride and dilation exchanged, the groups side by side along the batch) cut to the
+ * kernel's size, the bias's a sum. conv_transpose2d's gradients are the same two
+ * formulas the other way round, so derivatives of any order work, as with PyTorch's
+ * _convolution_double_backward. Without create_graph the fused kernel runs. */
+
+/* The gradient g of conv2d(x, w) brought to x (whose layout is xm). */
+static ct_tensor *conv2d_input_grad(const ct_tensor *g, const ct_tensor *w, const ct_input_meta *xm,
+                                    const int64_t *stride, const int64_t *pad, const int64_t *dil, int64_t groups) {
+    int64_t opad[2];
+    for (int i = 0; i < 2; i++) {
+        int64_t k = w->shape[2 + i], h = xm->shape[xm->ndim - 2 + i], oh = g->shape[g->ndim - 2 + i];
+        opad[i] = h + 2 * pad[i] - dil[i] * (k - 1) - 1 - (oh - 1) * stride[i];
+    }
+    return ct_conv_transpose2d(g, w, NULL, stride, pad, opad, groups, dil);
+}
+
+/* The gradient g of conv2d(x, w) brought to w (kernel kh x kw): for each group,
+ * gw[o, c] = sum over n of x[n, c] correlated with g[n, o] at stride dil and
+ * dilation stride. */
+static ct_tensor *conv2d_weight_grad(const ct_tensor *x, const ct_tensor *g, int64_t kh, int64_t kw,
+                                     const int64_t *stride, const int64_t *pad, const int64_t *dil, int64_t groups) {
+    if (ct_tensor_dim(x) == 3) {
+        x = ct_unsqueeze(x, 0);
+        g = x ? ct_unsqueeze(g, 0) : NULL;
+        if (!g)
+            return NULL;
+    }
+    int64_t n = x->shape[0], cg = x->shape[1] / groups, h = x->shape[2], w = x->shape[3];
+    int64_t s5[5] = {n, groups, cg, h, w}, perm[5] = {2, 1, 0, 3, 4}, s4[4] = {cg, groups * n, h, w};
+    ct_tensor *xv = ct_reshape(ct_permute(ct_reshape(x, s5, 5), perm, 5), s4, 4);
+    ct_tensor *r = ct_conv2d(xv, ct_transpose(g, 0, 1), NULL, dil, pad, stride, groups);
+    return ct_transpose(ct_narrow(ct_narrow(r, 2, 0, kh), 3, 0, kw), 0, 1);
+}
+
+/* The bias's gradient: g summed over all but the channel dim ((N, O, H, W) or
+ * unbatched (O, H, W)). */
+static ct_tensor *conv2d_bias_grad(const ct_tensor *g) {
+    static const int64_t batched[3] = {0, 2, 3}, unbatched[2] = {1, 2};
+    bool b = ct_tensor_dim(g) == 4;
+    return ct_sum(g, b ? batched : unbatched, b ? 3 : 2, false, CT_DTYPE_UNDEFINED);
+}
+
+/* ints: stride[2], padding[2], dilation[2], groups. Through the conv2d_backward kernel,
+ * or with ops under create_graph (Note [Conv double backward]). */
 DEF(conv2d, CT_SAVE_IN0 | CT_SAVE_IN1) {
     ct_node *n = ctx->node;
-    if (ctx->create_graph)
-        return ct_error(CT_ERROR_NOT_IMPLEMENTED, n->name,
-                        "the derivative of conv2d's backward (double backward through conv2d) is not implemented");
     ct_tensor *x, *w;
     TRY(x = saved(ctx, 0));
     TRY(w = saved(ctx, 1));
-    return ct_conv2d_backward(G, x, w, n->ints, n->ints + 2, n->ints + 4, n->ints[6], WANT(0) ? &gin[0] : NULL,
-                              WANT(1) ? &gin[1] : NULL, WANT(2) ? &gin[2] : NULL);
+    const int64_t *stride = n->ints, *pad = n->ints + 2, *dil = n->ints + 4;
+    int64_t groups = n->ints[6];
+    if (ctx->create_graph) {
+        if (WANT(0))
+            TRY(gin[0] = conv2d_input_grad(G, w, &n->in_meta[0], stride, pad, dil, groups));
+        if (WANT(1))
+            TRY(gin[1] = conv2d_weight_grad(x, G, w->shape[2], w->shape[3], stride, pad, dil, groups));
+        if (WANT(2))
+            TRY(gin[2] = conv2d_bias_grad(G));
+        return CT_OK;
+    }
+    return ct_conv2d_backward(G, x, w, stride, pad, dil, groups, WANT(0) ? &gin[0] : NULL, WANT(1) ? &gin[1] : NULL,
+                              WANT(2) ? &gin[2] : NULL);
 }
 
 /* The indices are flat h * W + w positions in each input plane: a scatter over the

@@ -22,7 +22,7 @@ typedef struct entry {
     bool needed;  /* runs (or, for captures, leads to a requested input) */
     bool visited; /* post-order marking */
     bool ready;
-    ct_tensor *buf[CT_CALL_MAX_OUT]; /* owned references */
+    ct_tensor *buf[CT_NODE_MAX_OUT]; /* owned references */
 } entry;
 
 typedef struct task {
@@ -30,6 +30,7 @@ typedef struct task {
     size_t cap, count;
     bool accumulate; /* ct_backward: run AccumulateGrad nodes */
     bool keep_graph, create_graph;
+    bool stop_at_caps; /* capture nodes do not run, nor anything behind them */
     /* ct_autograd_grad: where each requested input's gradient arrives. */
     int ncap;
     ct_edge *caps;
@@ -134,7 +135,8 @@ static ct_status discover(task *t, const ct_edge *roots, int nroots) {
     while (status == CT_OK && st.n > 0) {
         ct_node *n = st.v[st.n - 1];
         int k = st.k[st.n - 1];
-        if (k < n->nin) {
+        bool stop = t->stop_at_caps && is_capture(t, n);
+        if (k < n->nin && !stop) {
             st.k[st.n - 1] = k + 1;
             ct_node *c = n->edges[k].fn;
             if (!c)
@@ -149,7 +151,7 @@ static ct_status discover(task *t, const ct_edge *roots, int nroots) {
         e->visited = true;
         if (t->accumulate) {
             e->needed = true;
-        } else if (n->kind != CT_NODE_ACCUMULATE) {
+        } else if (n->kind != CT_NODE_ACCUMULATE && !stop) {
             for (int i = 0; i < n->nin && !e->needed; i++) {
                 ct_node *c = n->edges[i].fn;
                 if (c && (is_capture(t, c) || lookup(t, c)->needed))
@@ -174,7 +176,7 @@ static ct_status discover(task *t, const ct_edge *roots, int nroots) {
 
 static void task_free(task *t) {
     for (size_t i = 0; i < t->cap; i++)
-        for (int j = 0; j < CT_CALL_MAX_OUT; j++)
+        for (int j = 0; j < CT_NODE_MAX_OUT; j++)
             ct_release(t->map[i].buf[j]);
     free(t->map);
 }
@@ -395,6 +397,12 @@ static bool slice_grad_in_place(task *t, entry *e, ct_status *st) {
 static ct_status run_node(task *t, entry *e, nstack *ready) {
     ct_node *n = e->node;
     ct_status st = CT_OK;
+    if (t->stop_at_caps && is_capture(t, n)) { /* a boundary: no hooks, nothing runs */
+        for (int c = 0; c < t->ncap; c++)
+            if (t->caps[c].fn == n && e->buf[t->caps[c].input_nr] && !t->captured[c])
+                t->captured[c] = ct_retain(e->buf[t->caps[c].input_nr]);
+        return CT_OK;
+    }
     /* Tensor hooks and retained gradients see what flows into the tensor. */
     pthread_mutex_lock(&ct_autograd_lock);
     ct_hook *hooks = n->kind == CT_NODE_ACCUMULATE ? (ct_ag_meta_peek(n->leaf) ? ct_ag_meta_peek(n->leaf)->hooks : NULL)
@@ -505,7 +513,7 @@ static ct_status execute(task *t, const ct_edge *roots, ct_tensor *const *root_g
         ct_scope_begin();
         st = run_node(t, e, &ready);
         ct_scope_end();
-        for (int j = 0; j < CT_CALL_MAX_OUT; j++) {
+        for (int j = 0; j < CT_NODE_MAX_OUT; j++) {
             ct_release(e->buf[j]);
             e->buf[j] = NULL;
         }
@@ -559,19 +567,24 @@ static ct_status prepare_roots(const char *op, const ct_tensor *const *outputs, 
     return CT_OK;
 }
 
+/* inputs == NULL and cap_edges == NULL: ct_backward. cap_edges: capture at these
+ * edges (ninputs of them) and stop there. */
 static ct_status run_backward(const char *op, const ct_tensor *const *outputs, int noutputs,
                               const ct_tensor *const *grad_outputs, const ct_tensor *const *inputs, int ninputs,
-                              bool keep_graph, bool create_graph, bool allow_unused, ct_tensor **grads) {
+                              const ct_edge *cap_edges, bool keep_graph, bool create_graph, bool allow_unused,
+                              ct_tensor **grads) {
     if (noutputs <= 0)
         return ct_error(CT_ERROR_VALUE, op, "no outputs to differentiate");
-    if (noutputs > 1024 || ninputs > 1024)
+    if (noutputs > 1024 || (!cap_edges && ninputs > 1024)) /* a checkpoint's edges are not limited */
         return ct_error(CT_ERROR_VALUE, op, "at most 1024 outputs and inputs");
     ct_edge *roots = calloc((size_t)noutputs, sizeof *roots);
     ct_tensor **root_grads = calloc((size_t)noutputs, sizeof *root_grads);
     ct_edge *caps = calloc((size_t)(ninputs > 0 ? ninputs : 1), sizeof *caps);
     ct_tensor **captured = calloc((size_t)(ninputs > 0 ? ninputs : 1), sizeof *captured);
-    task t = {.accumulate = inputs == NULL, .keep_graph = keep_graph, .create_graph = create_graph,
-              .ncap = inputs ? ninputs : 0, .caps = caps, .captured = captured};
+    bool capturing = inputs || cap_edges;
+    task t = {.accumulate = !capturing, .keep_graph = keep_graph, .create_graph = create_graph,
+              .stop_at_caps = cap_edges != NULL, .ncap = capturing ? ninputs : 0, .caps = caps,
+              .captured = captured};
     ct_status st = CT_OK;
     if (!roots || !root_grads || !caps || !captured)
         st = ct_error(CT_ERROR_OUT_OF_MEMORY, op, "out of memory");
@@ -587,12 +600,16 @@ static ct_status run_backward(const char *op, const ct_tensor *const *outputs, i
         else
             st = ct_edge_for(inputs[i], &caps[i]);
     }
+    for (int i = 0; st == CT_OK && cap_edges && caps && i < ninputs; i++) {
+        caps[i] = cap_edges[i];
+        ct_node_ref(caps[i].fn);
+    }
     if (st == CT_OK)
         st = execute(&t, roots, root_grads, noutputs);
     ct_scope_end();
     ct_set_grad_enabled(prev);
     task_free(&t);
-    if (st == CT_OK && inputs) {
+    if (st == CT_OK && capturing) {
         for (int i = 0; i < ninputs && st == CT_OK; i++)
             if (!captured[i] && !allow_unused)
                 st = ct_error(CT_ERROR_RUNTIME, op,
@@ -603,7 +620,7 @@ static ct_status run_backward(const char *op, const ct_tensor *const *outputs, i
             if (st != CT_OK)
                 ct_release(captured[i]);
         }
-    } else if (inputs) {
+    } else if (capturing) {
         for (int i = 0; i < ninputs; i++) {
             ct_release(captured[i]);
             grads[i] = NULL;
@@ -623,8 +640,8 @@ static ct_status run_backward(const char *op, const ct_tensor *const *outputs, i
 ct_status ct_backward(const ct_tensor *output, const ct_tensor *grad_output, bool retain_graph, bool create_graph) {
     CT_CHECK_ARG_STATUS("backward", output);
     const ct_tensor *gos[1] = {grad_output};
-    return run_backward("backward", &output, 1, gos, NULL, 0, retain_graph || create_graph, create_graph, false,
-                        NULL);
+    return run_backward("backward", &output, 1, gos, NULL, 0, NULL, retain_graph || create_graph, create_graph,
+                        false, NULL);
 }
 
 ct_status ct_autograd_grad(const ct_tensor *const *outputs, int noutputs, const ct_tensor *const *inputs,
@@ -636,6 +653,14 @@ ct_status ct_autograd_grad(const ct_tensor *const *outputs, int noutputs, const 
         return ct_error(CT_ERROR_VALUE, "autograd_grad", "grad requires at least one input, got %d", ninputs);
     for (int i = 0; i < ninputs; i++)
         grads[i] = NULL;
-    return run_backward("autograd_grad", outputs, noutputs, grad_outputs, inputs, ninputs,
+    return run_backward("autograd_grad", outputs, noutputs, grad_outputs, inputs, ninputs, NULL,
                         retain_graph || create_graph, create_graph, allow_unused, grads);
+}
+
+ct_status ct_engine_grad_at_edges(const ct_tensor *const *outputs, int noutputs, const ct_tensor *const *grad_outputs,
+                                  const ct_edge *caps, int ncaps, bool create_graph, ct_tensor **grads) {
+    for (int i = 0; i < ncaps; i++)
+        grads[i] = NULL;
+    return run_backward("backward", outputs, noutputs, grad_outputs, NULL, ncaps, caps, create_graph, create_graph,
+                        true, grads);
 }

@@ -104,7 +104,9 @@ static ct_status record(ct_call *call, const ct_derivative *d, ct_tensor *const 
         if (t)
             st = ct_node_save(n, i, t, false, ct_tensor_version(t));
     }
-    if (st == CT_OK && (d->saves & CT_SAVE_LIST) && call->nlist > 0) {
+    if (st == CT_OK && (d->saves & CT_SAVE_LIST) && call->nlist > 0 && ct_checkpoint_discards_saves()) {
+        n->saved_freed = true; /* Note [Checkpoint] */
+    } else if (st == CT_OK && (d->saves & CT_SAVE_LIST) && call->nlist > 0) {
         n->saved_list = ct_xcalloc(ct_op_name(call->op), (size_t)call->nlist, sizeof *n->saved_list);
         if (!n->saved_list)
             st = ct_last_status();

@@ -21,6 +21,7 @@ ct_node *ct_node_new(ct_node_kind kind, const char *name, int nin) {
     n->kind = kind;
     n->op = -1;
     n->dtype = CT_DTYPE_UNDEFINED;
+    n->tag = ct_checkpoint_tag();
     snprintf(n->name, sizeof n->name, "%s", name);
     return n;
 }
@@ -58,7 +59,7 @@ static void node_destroy(ct_node *n) {
         ct_release(n->leaf);
     }
     pthread_mutex_lock(&ct_autograd_lock);
-    for (int i = 0; i < CT_CALL_MAX_OUT; i++)
+    for (int i = 0; i < CT_NODE_MAX_OUT; i++)
         n->retain[i] = NULL;
     ct_hook *hooks = n->hooks;
     n->hooks = NULL;
@@ -69,6 +70,7 @@ static void node_destroy(ct_node *n) {
     for (int i = 0; i < n->nsaved_list; i++)
         ct_release(n->saved_list[i]);
     free(n->saved_list);
+    ct_custom_free(n->custom);
     for (int i = 0; i < n->nin; i++)
         ct_node_unref(n->edges[i].fn);
     ct_node_unref(n->wrapped);
@@ -110,7 +112,7 @@ static void meta_release(void *p) {
     ct_ag_meta *m = p;
     pthread_mutex_lock(&ct_autograd_lock);
     if (m->grad_fn && m->retains_grad && m->owner)
-        for (int i = 0; i < CT_CALL_MAX_OUT; i++)
+        for (int i = 0; i < CT_NODE_MAX_OUT; i++)
             if (m->grad_fn->retain[i] == m->owner)
                 m->grad_fn->retain[i] = NULL;
     ct_hook *hooks = m->hooks;
@@ -191,9 +193,9 @@ ct_status ct_set_history(ct_tensor *t, ct_node *n, int output_nr) {
     pthread_mutex_lock(&ct_autograd_lock);
     ct_node *old = m->grad_fn;
     if (m->retains_grad) { /* the retained gradient follows the tensor to its new node */
-        if (old && t->output_nr >= 0 && t->output_nr < CT_CALL_MAX_OUT && old->retain[t->output_nr] == t)
+        if (old && t->output_nr >= 0 && t->output_nr < CT_NODE_MAX_OUT && old->retain[t->output_nr] == t)
             old->retain[t->output_nr] = NULL;
-        if (output_nr < CT_CALL_MAX_OUT)
+        if (output_nr < CT_NODE_MAX_OUT)
             n->retain[output_nr] = t;
     }
     m->grad_fn = n;
@@ -226,23 +228,24 @@ static ct_tensor *bare_alias(const ct_tensor *t) {
     return a;
 }
 
-ct_status ct_node_save(ct_node *n, int i, const ct_tensor *t, bool is_output, int64_t version) {
+ct_status ct_saved_set(ct_node *n, ct_saved *s, const ct_tensor *t, int output_nr, int64_t version) {
     if (!t)
         return CT_OK;
     if (t->inference)
         return ct_error(CT_ERROR_RUNTIME, n->name,
                         "Inference tensors cannot be saved for backward. To work around you can make a clone to "
                         "get a normal tensor and use it in autograd.");
-    ct_saved *s = &n->saved[i];
+    bool is_output = output_nr >= 0;
     s->version = version;
     s->is_output = is_output;
+    s->output_nr = is_output ? output_nr : 0;
     s->requires_grad = t->requires_grad || is_output;
     if (is_output) {
         s->t = bare_alias(t);
         if (!s->t)
             return ct_last_status();
         s->producer = n->name;
-        s->producer_nr = 0;
+        s->producer_nr = output_nr;
     } else {
         s->t = ct_retain((ct_tensor *)t);
         ct_node *p = ct_tensor_node(t);
@@ -252,8 +255,15 @@ ct_status ct_node_save(ct_node *n, int i, const ct_tensor *t, bool is_output, in
     return CT_OK;
 }
 
-ct_tensor *ct_node_saved(ct_node_ctx *ctx, int i) {
-    ct_node *n = ctx->node;
+ct_status ct_node_save(ct_node *n, int i, const ct_tensor *t, bool is_output, int64_t version) {
+    if (t && ct_checkpoint_discards_saves()) { /* Note [Checkpoint] */
+        n->saved_freed = true;
+        return CT_OK;
+    }
+    return ct_saved_set(n, &n->saved[i], t, is_output ? 0 : -1, version);
+}
+
+ct_tensor *ct_saved_unpack(ct_node *n, ct_saved *s, bool create_graph) {
     if (n->saved_freed) {
         ct_error(CT_ERROR_RUNTIME, n->name,
                  "Trying to backward through the graph a second time (or directly access saved tensors after they "
@@ -262,7 +272,6 @@ ct_tensor *ct_node_saved(ct_node_ctx *ctx, int i) {
                  "graph a second time or if you need to access saved tensors after calling backward.");
         return NULL;
     }
-    ct_saved *s = &n->saved[i];
     if (!s->t)
         return NULL;
     int64_t v = ct_tensor_version(s->t);
@@ -285,10 +294,12 @@ ct_tensor *ct_node_saved(ct_node_ctx *ctx, int i) {
         return NULL;
     a = ct_scope_adopt(a);
     /* With create_graph the formula's result must lead back through this node. */
-    if (a && ctx->create_graph && s->requires_grad && ct_set_history(a, n, 0) != CT_OK)
+    if (a && create_graph && s->requires_grad && ct_set_history(a, n, s->output_nr) != CT_OK)
         return NULL;
     return a;
 }
+
+ct_tensor *ct_node_saved(ct_node_ctx *ctx, int i) { return ct_saved_unpack(ctx->node, &ctx->node->saved[i], ctx->create_graph); }
 
 void ct_node_free_saved(ct_node *n) {
     for (int i = 0; i < CT_NODE_MAX_SAVED; i++) {
@@ -300,6 +311,7 @@ void ct_node_free_saved(ct_node *n) {
         n->saved_list[i] = NULL;
     }
     n->saved_freed = true;
+    ct_custom_free_saved(n->custom);
     if (n->wrapped)
         ct_node_free_saved(n->wrapped);
 }
@@ -363,7 +375,7 @@ ct_status ct_tensor_retain_grad(ct_tensor *t) {
     ct_ag_meta *m = ct_ag_meta_get(t);
     pthread_mutex_lock(&ct_autograd_lock);
     m->retains_grad = true;
-    if (t->output_nr >= 0 && t->output_nr < CT_CALL_MAX_OUT)
+    if (t->output_nr >= 0 && t->output_nr < CT_NODE_MAX_OUT)
         n->retain[t->output_nr] = t;
     pthread_mutex_unlock(&ct_autograd_lock);
     return CT_OK;
@@ -387,7 +399,7 @@ ct_tensor *ct_detach_(ct_tensor *t) {
     if (m && m->grad_fn) {
         pthread_mutex_lock(&ct_autograd_lock);
         ct_node *old = m->grad_fn;
-        if (m->retains_grad && t->output_nr >= 0 && t->output_nr < CT_CALL_MAX_OUT && old->retain[t->output_nr] == t)
+        if (m->retains_grad && t->output_nr >= 0 && t->output_nr < CT_NODE_MAX_OUT && old->retain[t->output_nr] == t)
             old->retain[t->output_nr] = NULL;
         m->grad_fn = NULL;
         m->retains_grad = false;

@@ -23,7 +23,8 @@ typedef struct ct_edge {
 typedef struct ct_saved {
     ct_tensor *t;      /* strong; NULL when not saved or freed */
     int64_t version;   /* storage version at save time */
-    bool is_output;    /* output 0 of the saving node */
+    bool is_output;    /* an output of the saving node */
+    int output_nr;     /* which output, when is_output */
     bool requires_grad;
     const char *producer; /* grad_fn name of the saved tensor at save time (for errors) */
     int producer_nr;
@@ -47,6 +48,7 @@ typedef struct ct_input_meta {
 } ct_input_meta;
 
 typedef struct ct_hook ct_hook;
+typedef struct ct_autograd_ctx ct_autograd_ctx; /* custom functions (custom.c) */
 
 typedef enum ct_node_kind {
     CT_NODE_OP,         /* made by the AUTOGRAD kernel from an op-table call */
@@ -55,6 +57,9 @@ typedef enum ct_node_kind {
 } ct_node_kind;
 
 #define CT_NODE_MAX_IN CT_CALL_MAX_IN
+/* Outputs of one node: an op's (CT_CALL_MAX_OUT) or a custom function's. */
+#define CT_NODE_MAX_OUT 8
+_Static_assert(CT_NODE_MAX_OUT >= CT_CALL_MAX_OUT, "a node holds every output of an op");
 /* Saved slots: the inputs, then output 1 (an index output), then output 0. */
 #define CT_NODE_MAX_SAVED (CT_CALL_MAX_IN + 2)
 #define CT_SAVED_OUT1 CT_CALL_MAX_IN
@@ -85,12 +90,16 @@ struct ct_node {
      * retain their gradient (weak: cleared when the tensor dies). Guarded by
      * ct_autograd_lock. */
     ct_hook *hooks;
-    ct_tensor *retain[CT_CALL_MAX_OUT];
+    ct_tensor *retain[CT_NODE_MAX_OUT];
     ct_node *next_free; /* Note [Freeing graphs] */
     ct_node *wrapped;   /* CopySlices: the in-place op's node (strong) */
     /* CT_SAVE_LIST: the call's tensor list (index tensors; entries may be NULL). */
     ct_tensor **saved_list;
     int nsaved_list;
+    /* Custom functions and checkpoints (custom.c): their context (owned). */
+    ct_autograd_ctx *custom;
+    /* The checkpoint forward that recorded this node (Note [Checkpoint]), or 0. */
+    uint64_t tag;
 };
 
 struct ct_node_ctx {
@@ -140,13 +149,34 @@ ct_node *ct_tensor_node(const ct_tensor *t);
 ct_status ct_edge_for(const ct_tensor *t, ct_edge *e);
 /* Makes t an output of n: sets grad_fn (taking a reference), output_nr, requires_grad. */
 ct_status ct_set_history(ct_tensor *t, ct_node *n, int output_nr);
-/* Saves t into slot i of n (is_output: t is n's own output). */
+/* Saves t into slot i of n (is_output: t is n's own output 0). */
 ct_status ct_node_save(ct_node *n, int i, const ct_tensor *t, bool is_output, int64_t version);
+/* Saves t into s for node n (output_nr >= 0: t is n's output output_nr). */
+ct_status ct_saved_set(ct_node *n, ct_saved *s, const ct_tensor *t, int output_nr, int64_t version);
+/* The tensor saved in s, as ct_node_saved does it. */
+ct_tensor *ct_saved_unpack(ct_node *n, ct_saved *s, bool create_graph);
 /* The saved tensor i for a formula, checking its version; NULL (no error) when the
  * slot is empty, NULL with an error when it was freed or modified. */
 ct_tensor *ct_node_saved(ct_node_ctx *ctx, int i);
 void ct_node_free_saved(ct_node *n);
 void ct_input_meta_set(ct_input_meta *m, const ct_tensor *t);
+
+/* ------------------------------------------------------------ custom functions (custom.c) */
+
+void ct_custom_free(ct_autograd_ctx *c);
+void ct_custom_free_saved(ct_autograd_ctx *c);
+/* Note [Checkpoint]: inside a checkpointed forward, nodes are recorded with the
+ * forward's tag and save nothing. */
+uint64_t ct_checkpoint_tag(void);
+bool ct_checkpoint_discards_saves(void);
+
+/* ------------------------------------------------------------ engine (engine.c) */
+
+/* The gradients arriving at the edges caps[0..ncaps) from outputs (grad_outputs, one
+ * per output), without running the nodes of caps or anything behind them; grads[i]
+ * is scope-owned or NULL when nothing arrived. */
+ct_status ct_engine_grad_at_edges(const ct_tensor *const *outputs, int noutputs, const ct_tensor *const *grad_outputs,
+                                  const ct_edge *caps, int ncaps, bool create_graph, ct_tensor **grads);
 
 /* ------------------------------------------------------------ hooks (hooks.c) */
 
