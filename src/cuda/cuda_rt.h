@@ -361,13 +361,22 @@ ct_status ct_cuda_remap_run(const ct_cuda_remap_desc *d, void *dst, const void *
 ct_status ct_cuda_tri_run(void *dst, const void *src, size_t esz, int64_t mats, int64_t rows, int64_t cols, int64_t k,
                           int lower, int device, const char *op);
 
-/* foreach.cu: table holds, per tensor, {data, numel, dtype, out, out dtype} (float
- * dtypes, contiguous data, 0-d outputs), then the index of each tensor's first chunk of
- * ct_cuda_foreach_chunks elements (n + 1 entries, the last = nchunks), on the device;
- * partial: nchunks doubles of scratch. Writes sum |x|^p of each tensor to its out. */
+/* foreach.cu: up to CT_FE_MAX tensors of a list (float dtypes, contiguous data, 0-d
+ * outputs) and the index of each one's first chunk of ct_cuda_foreach_chunks elements
+ * (first[n] = the chunks of all). The table travels as the kernels' argument, so a
+ * launch needs no copy to the device and no wait. partial: first[n] doubles of scratch.
+ * Writes sum |x|^p of each tensor to its out. */
+#define CT_FE_MAX 64
+typedef struct ct_fe_table {
+    int n;
+    const void *data[CT_FE_MAX];
+    void *out[CT_FE_MAX];
+    int64_t numel[CT_FE_MAX];
+    int64_t first[CT_FE_MAX + 1];
+    uint8_t dt[CT_FE_MAX], odt[CT_FE_MAX];
+} ct_fe_table;
 int64_t ct_cuda_foreach_chunks(int64_t numel);
-ct_status ct_cuda_foreach_powsum_run(const int64_t *table, int n, int64_t nchunks, double p, double *partial,
-                                     int device);
+ct_status ct_cuda_foreach_powsum_run(const ct_fe_table *t, double p, double *partial, int device);
 
 /* sort.cu: sorts the nseg = outer * inner rows of c (contiguous (outer, inner, size),
  * dtype dt) and writes the first k of each into vals (dt) and idx (int64), laid out

@@ -105,49 +105,46 @@ ct_status ct_cuda_foreach_powsum(const ct_tensor *const *ts, int n, double ord, 
     ct_device dev = ts[0]->device;
     if (!ct_cuda_use_device(op, dev.index))
         return ct_last_status();
-    enum { FIELDS = 5 };
-    int64_t *table = malloc(sizeof(int64_t) * ((size_t)n * FIELDS + (size_t)n + 1));
-    if (!table)
-        return ct_error(CT_ERROR_OUT_OF_MEMORY, op, "out of memory");
     ct_status st = CT_OK;
-    int64_t nchunks = 0;
     ct_scope_begin();
-    for (int i = 0; i < n && st == CT_OK; i++) {
-        const ct_tensor *c = ct_contiguous(ts[i]);
-        ct_dtype odt = dtype != CT_DTYPE_UNDEFINED ? dtype : ts[i]->dtype;
-        results[i] = ct_empty_impl(NULL, 0, odt, dev);
-        if (!c || !results[i]) {
-            st = ct_last_status();
-            break;
+    /* the list in groups of CT_FE_MAX, each one launch with its table as the argument;
+     * a tensor's chunks and their order do not depend on the grouping */
+    int64_t most = 1, group = 0;
+    for (int i = 0; i < n; i++) {
+        group += ct_cuda_foreach_chunks(ts[i]->numel);
+        if ((i + 1) % CT_FE_MAX == 0 || i + 1 == n) {
+            most = group > most ? group : most;
+            group = 0;
         }
-        int64_t *row = table + (size_t)i * FIELDS;
-        row[0] = (int64_t)(uintptr_t)ct_tensor_ptr(c);
-        row[1] = c->numel;
-        row[2] = (int64_t)c->dtype;
-        row[3] = (int64_t)(uintptr_t)ct_tensor_ptr(results[i]);
-        row[4] = (int64_t)odt;
-        table[(size_t)n * FIELDS + (size_t)i] = nchunks;
-        nchunks += ct_cuda_foreach_chunks(c->numel);
     }
-    table[(size_t)n * FIELDS + (size_t)n] = nchunks;
-    int64_t tbytes = (int64_t)(sizeof(int64_t) * ((size_t)n * FIELDS + (size_t)n + 1));
-    int64_t pbytes = (nchunks > 0 ? nchunks : 1) * (int64_t)sizeof(double);
-    int64_t total = ((tbytes + 255) / 256) * 256 + pbytes;
-    ct_tensor *scratch = st == CT_OK ? ct_empty_impl(&total, 1, CT_DTYPE_UINT8, dev) : NULL;
-    if (st == CT_OK && !scratch)
+    int64_t pbytes = most * (int64_t)sizeof(double);
+    ct_tensor *scratch = ct_empty_impl(&pbytes, 1, CT_DTYPE_UINT8, dev);
+    if (!scratch)
         st = ct_last_status();
-    if (st == CT_OK) {
-        char *base = ct_tensor_ptr(scratch);
-        st = ct_cuda_memcpy(base, table, (size_t)tbytes, 0, dev.index, op);
+    for (int g0 = 0; g0 < n && st == CT_OK; g0 += CT_FE_MAX) {
+        ct_fe_table t = {.n = n - g0 < CT_FE_MAX ? n - g0 : CT_FE_MAX};
+        for (int j = 0; j < t.n && st == CT_OK; j++) {
+            const ct_tensor *c = ct_contiguous(ts[g0 + j]);
+            ct_dtype odt = dtype != CT_DTYPE_UNDEFINED ? dtype : ts[g0 + j]->dtype;
+            results[g0 + j] = ct_empty_impl(NULL, 0, odt, dev);
+            if (!c || !results[g0 + j]) {
+                st = ct_last_status();
+                break;
+            }
+            t.data[j] = ct_tensor_ptr(c);
+            t.out[j] = ct_tensor_ptr(results[g0 + j]);
+            t.numel[j] = c->numel;
+            t.dt[j] = (uint8_t)c->dtype;
+            t.odt[j] = (uint8_t)odt;
+            t.first[j + 1] = t.first[j] + ct_cuda_foreach_chunks(c->numel);
+        }
         if (st == CT_OK)
-            st = ct_cuda_foreach_powsum_run((const int64_t *)base, n, nchunks, ord,
-                                            (double *)(base + ((tbytes + 255) / 256) * 256), dev.index);
+            st = ct_cuda_foreach_powsum_run(&t, ord, (double *)ct_tensor_ptr(scratch), dev.index);
     }
     if (st == CT_OK)
         for (int i = 0; i < n; i++)
             ct_keep(results[i]);
     ct_scope_end();
-    free(table);
     if (st != CT_OK)
         for (int i = 0; i < n; i++)
             results[i] = NULL;
