@@ -268,6 +268,12 @@ CT_API ct_tensor *ct_unique_consecutive(const ct_tensor *t, ct_tensor **inverse,
  * mode "constant" (value fills; negative pads crop), "reflect", "replicate" or
  * "circular" (these on the last 1-3 dims of a batched or unbatched input). */
 CT_API ct_tensor *ct_pad(const ct_tensor *t, const int64_t *pad, int npad, const char *mode, double value);
+/* The gradient of ct_pad (PyTorch's reflection_pad*_backward, replication_pad*_backward
+ * and the circular one, in one op): grad_output (the padded shape, floating) summed back
+ * onto an input of shape input_size (ndim dims). Differentiable (its derivative is
+ * pad). CUDA runs it as a composite of index_add (docs/cuda.md). */
+CT_API ct_tensor *ct_pad_backward(const ct_tensor *grad_output, const int64_t *input_size, int ndim,
+                                  const int64_t *pad, int npad, const char *mode);
 /* torch.meshgrid: n 0-d or 1-d tensors give n tensors (views) of shape (s0, ..., sn-1);
  * indexing "ij" (also when NULL) or "xy" (first two dims swapped). */
 CT_API ct_status ct_meshgrid(const ct_tensor *const *tensors, int n, const char *indexing, ct_tensor **out);
