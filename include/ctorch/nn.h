@@ -501,6 +501,100 @@ CT_API ct_module *ct_nn_module_dict(const char *const *names, ct_module *const *
  * qkv, proj, fc, fc2. */
 CT_API ct_module *ct_nn_gpt_block(int64_t d_model, int64_t n_head, ct_dtype dtype);
 
+/* ------------------------------------------------------------ more layers
+ * torch.nn's convolution, pooling, normalization, shape and activation modules beyond
+ * the ones above, and the functions they run (docs/nn.md, "Layers"). Parameters are
+ * named, shaped and initialised as PyTorch's; sizes of 1-D layers are one number. */
+
+/* F.conv_transpose1d on (N, C, L) or (C, L); weight (C, O / groups, k). */
+CT_API ct_tensor *ct_conv_transpose1d(const ct_tensor *input, const ct_tensor *weight, const ct_tensor *bias,
+                                      int64_t stride, int64_t padding, int64_t output_padding, int64_t groups,
+                                      int64_t dilation);
+/* F.max_pool1d / F.avg_pool1d / F.adaptive_avg_pool1d on (N, C, L) or (C, L); stride 0
+ * means stride = kernel. */
+CT_API ct_tensor *ct_max_pool1d(const ct_tensor *input, int64_t kernel_size, int64_t stride, int64_t padding,
+                                int64_t dilation, bool ceil_mode);
+CT_API ct_tensor *ct_avg_pool1d(const ct_tensor *input, int64_t kernel_size, int64_t stride, int64_t padding,
+                                bool ceil_mode, bool count_include_pad);
+CT_API ct_tensor *ct_adaptive_avg_pool1d(const ct_tensor *input, int64_t output_size);
+/* F.pixel_shuffle: (*, C r^2, H, W) -> (*, C, H r, W r); F.pixel_unshuffle the inverse. */
+CT_API ct_tensor *ct_pixel_shuffle(const ct_tensor *input, int64_t upscale_factor);
+CT_API ct_tensor *ct_pixel_unshuffle(const ct_tensor *input, int64_t downscale_factor);
+/* F.instance_norm over (N, C, ...): each (sample, channel) normalized by its own
+ * statistics when use_input_stats, else by the running ones. Given running statistics
+ * are updated as batch_norm's, averaged over the samples. Any of the four vectors
+ * (C) may be NULL. */
+CT_API ct_tensor *ct_instance_norm(const ct_tensor *input, ct_tensor *running_mean, ct_tensor *running_var,
+                                   const ct_tensor *weight, const ct_tensor *bias, bool use_input_stats,
+                                   double momentum, double eps);
+
+/* nn.Conv1d: padding_mode "zeros" (NULL), "reflect", "replicate" or "circular". */
+CT_API ct_module *ct_nn_conv1d(int64_t in_channels, int64_t out_channels, int64_t kernel_size, int64_t stride,
+                               int64_t padding, int64_t dilation, int64_t groups, bool bias, const char *padding_mode,
+                               ct_dtype dtype);
+/* nn.ConvTranspose1d / nn.ConvTranspose2d, arguments in PyTorch's order; NULL pairs:
+ * stride 1, padding 0, output_padding 0, dilation 1. */
+CT_API ct_module *ct_nn_conv_transpose1d(int64_t in_channels, int64_t out_channels, int64_t kernel_size,
+                                         int64_t stride, int64_t padding, int64_t output_padding, int64_t groups,
+                                         bool bias, int64_t dilation, ct_dtype dtype);
+CT_API ct_module *ct_nn_conv_transpose2d(int64_t in_channels, int64_t out_channels, const int64_t kernel_size[2],
+                                         const int64_t stride[2], const int64_t padding[2],
+                                         const int64_t output_padding[2], int64_t groups, bool bias,
+                                         const int64_t dilation[2], ct_dtype dtype);
+/* nn.BatchNorm1d ((N, C) or (N, C, L)) and nn.BatchNorm3d ((N, C, D, H, W)), as
+ * ct_nn_batch_norm2d. */
+CT_API ct_module *ct_nn_batch_norm1d(int64_t num_features, double eps, double momentum, bool affine,
+                                     bool track_running_stats, ct_dtype dtype);
+CT_API ct_module *ct_nn_batch_norm3d(int64_t num_features, double eps, double momentum, bool affine,
+                                     bool track_running_stats, ct_dtype dtype);
+/* nn.InstanceNorm1d ((N, C, L) or (C, L)) and nn.InstanceNorm2d ((N, C, H, W) or
+ * (C, H, W)); PyTorch's defaults are eps 1e-5, momentum 0.1, affine and
+ * track_running_stats false. */
+CT_API ct_module *ct_nn_instance_norm1d(int64_t num_features, double eps, double momentum, bool affine,
+                                        bool track_running_stats, ct_dtype dtype);
+CT_API ct_module *ct_nn_instance_norm2d(int64_t num_features, double eps, double momentum, bool affine,
+                                        bool track_running_stats, ct_dtype dtype);
+/* nn.GroupNorm: weight and bias (num_channels) when affine. */
+CT_API ct_module *ct_nn_group_norm(int64_t num_groups, int64_t num_channels, double eps, bool affine, ct_dtype dtype);
+/* nn.MaxPool1d, nn.MaxPool2d with dilation and ceil_mode, nn.AvgPool1d, nn.AvgPool2d
+ * (divisor_override 0: none): stride 0 (or NULL) means the kernel size. */
+CT_API ct_module *ct_nn_max_pool1d(int64_t kernel_size, int64_t stride, int64_t padding, int64_t dilation,
+                                   bool ceil_mode);
+CT_API ct_module *ct_nn_max_pool2d_ex(const int64_t kernel_size[2], const int64_t stride[2], const int64_t padding[2],
+                                      const int64_t dilation[2], bool ceil_mode);
+CT_API ct_module *ct_nn_avg_pool1d(int64_t kernel_size, int64_t stride, int64_t padding, bool ceil_mode,
+                                   bool count_include_pad);
+CT_API ct_module *ct_nn_avg_pool2d(const int64_t kernel_size[2], const int64_t stride[2], const int64_t padding[2],
+                                   bool ceil_mode, bool count_include_pad, int64_t divisor_override);
+/* nn.AdaptiveAvgPool1d / 2d; in output_size -1 is PyTorch's None (the input's size). */
+CT_API ct_module *ct_nn_adaptive_avg_pool1d(int64_t output_size);
+CT_API ct_module *ct_nn_adaptive_avg_pool2d(const int64_t output_size[2]);
+CT_API ct_module *ct_nn_pixel_shuffle(int64_t upscale_factor);
+CT_API ct_module *ct_nn_pixel_unshuffle(int64_t downscale_factor);
+/* nn.Identity: its inputs, unchanged (new references). */
+CT_API ct_module *ct_nn_identity(void);
+/* nn.Unflatten(dim, unflattened_size): n sizes (one may be -1). */
+CT_API ct_module *ct_nn_unflatten(int dim, const int64_t *unflattened_size, int n);
+/* The activation modules without arguments, by PyTorch's class name: "ReLU", "Tanh",
+ * "Sigmoid", "SiLU", "Mish", "SELU", "ReLU6", "Hardswish", "Hardsigmoid", "LogSigmoid",
+ * "Softsign", "Tanhshrink". */
+CT_API ct_module *ct_nn_activation(const char *name);
+/* The ones with arguments (PyTorch's defaults: negative_slope 0.01, alpha 1, beta 1
+ * and threshold 20, min_val -1 and max_val 1, lambd 0.5, GLU's dim -1). Softmax and
+ * LogSoftmax need their dim (PyTorch's dim=None picks one by a legacy rule). */
+CT_API ct_module *ct_nn_leaky_relu(double negative_slope);
+CT_API ct_module *ct_nn_elu(double alpha);
+CT_API ct_module *ct_nn_celu(double alpha);
+CT_API ct_module *ct_nn_softplus(double beta, double threshold);
+CT_API ct_module *ct_nn_hardtanh(double min_val, double max_val);
+CT_API ct_module *ct_nn_hardshrink(double lambd);
+CT_API ct_module *ct_nn_softshrink(double lambd);
+CT_API ct_module *ct_nn_softmax(int64_t dim);
+CT_API ct_module *ct_nn_log_softmax(int64_t dim);
+CT_API ct_module *ct_nn_glu(int64_t dim);
+/* nn.PReLU: weight (num_parameters) filled with init (PyTorch: 1 and 0.25). */
+CT_API ct_module *ct_nn_prelu(int64_t num_parameters, double init, ct_dtype dtype);
+
 /* ------------------------------------------------------------ distances
  * torch.nn.functional.normalize, cosine_similarity and pairwise_distance, made of ops
  * (autograd and devices come with them). */

@@ -1,0 +1,216 @@
+/* torch.nn.functional's one-dimensional pools and transposed convolution (the 2-D ops
+ * on a unit height), pixel_shuffle / pixel_unshuffle (views and one copy) and
+ * instance_norm (batch_norm over the batch folded into the channels). All are made of
+ * ops: their gradients and devices come with them. */
+#include <stdio.h>
+#include <string.h>
+
+#include "ctorch.h"
+#include "ctorch/ext.h"
+
+/* Note [One-dimensional layers as two-dimensional ops]
+ * (N, C, L) and unbatched (C, L) run as (N, C, 1, L) and (C, 1, L) through the 2-D op
+ * with a kernel of height 1, and the unit dim is dropped again. The 2-D ops take both
+ * batched and unbatched input, so inserting the dim at -2 serves both. */
+static ct_status check_1d(const char *op, const ct_tensor *input, const char *style) {
+    int nd = ct_tensor_dim(input);
+    if (nd == 2 || nd == 3)
+        return CT_OK;
+    char s[96];
+    ct_shape_str(ct_tensor_shape(input), nd, s, sizeof s);
+    if (!strcmp(style, "conv"))
+        return ct_error(CT_ERROR_VALUE, op,
+                        "Expected 2D (unbatched) or 3D (batched) input to %s, but got input of size: %s", op, s);
+    if (!strcmp(style, "max"))
+        return ct_error(CT_ERROR_VALUE, op,
+                        "max_pool1d: Expected 2D or 3D (batch mode) tensor with optional 0 dim batch size for input, "
+                        "but got:%s",
+                        s);
+    return ct_error(CT_ERROR_VALUE, op,
+                    "Expected 2 to 3 dimensions, but got %d-dimensional tensor for argument #1 'self' (while checking "
+                    "arguments for %s)",
+                    nd, op);
+}
+
+static ct_tensor *drop_unit(ct_tensor *y) {
+    y = y ? ct_squeeze_dim(y, -2) : NULL;
+    ct_keep(y);
+    ct_scope_end();
+    return y;
+}
+
+ct_tensor *ct_conv_transpose1d(const ct_tensor *input, const ct_tensor *weight, const ct_tensor *bias, int64_t stride,
+                               int64_t padding, int64_t output_padding, int64_t groups, int64_t dilation) {
+    const char *op = "conv_transpose1d";
+    CT_CHECK_ARG(op, input);
+    CT_CHECK_ARG(op, weight);
+    if (check_1d(op, input, "conv"))
+        return NULL;
+    if (ct_tensor_dim(weight) != 3) {
+        ct_error(CT_ERROR_VALUE, op, "weight should have 3 dimensions, got %d", ct_tensor_dim(weight));
+        return NULL;
+    }
+    ct_scope_begin();
+    int64_t s[2] = {1, stride}, p[2] = {0, padding}, op2[2] = {0, output_padding}, d[2] = {1, dilation};
+    return drop_unit(ct_conv_transpose2d(ct_unsqueeze(input, -2), ct_unsqueeze(weight, 2), bias, s, p, op2, groups, d));
+}
+
+ct_tensor *ct_max_pool1d(const ct_tensor *input, int64_t kernel, int64_t stride, int64_t padding, int64_t dilation,
+                         bool ceil_mode) {
+    const char *op = "max_pool1d";
+    CT_CHECK_ARG(op, input);
+    if (check_1d(op, input, "max"))
+        return NULL;
+    ct_scope_begin();
+    int64_t k[2] = {1, kernel}, s[2] = {1, stride ? stride : kernel}, p[2] = {0, padding}, d[2] = {1, dilation};
+    return drop_unit(ct_max_pool2d(ct_unsqueeze(input, -2), k, s, p, d, ceil_mode, NULL));
+}
+
+ct_tensor *ct_avg_pool1d(const ct_tensor *input, int64_t kernel, int64_t stride, int64_t padding, bool ceil_mode,
+                         bool count_include_pad) {
+    const char *op = "avg_pool1d";
+    CT_CHECK_ARG(op, input);
+    if (check_1d(op, input, "avg"))
+        return NULL;
+    ct_scope_begin();
+    int64_t k[2] = {1, kernel}, s[2] = {1, stride ? stride : kernel}, p[2] = {0, padding};
+    return drop_unit(ct_avg_pool2d(ct_unsqueeze(input, -2), k, s, p, ceil_mode, count_include_pad, 0));
+}
+
+ct_tensor *ct_adaptive_avg_pool1d(const ct_tensor *input, int64_t output_size) {
+    const char *op = "adaptive_avg_pool1d";
+    CT_CHECK_ARG(op, input);
+    if (check_1d(op, input, "avg"))
+        return NULL;
+    ct_scope_begin();
+    int64_t o[2] = {1, output_size};
+    return drop_unit(ct_adaptive_avg_pool2d(ct_unsqueeze(input, -2), o));
+}
+
+/* ------------------------------------------------------------------ pixel shuffle */
+
+/* (*, C r^2, H, W) <-> (*, C, H r, W r): the leading dims are folded into one batch
+ * dim, so six dims suffice whatever the input's rank. */
+static ct_tensor *shuffle(const ct_tensor *input, int64_t r, bool up) {
+    const char *op = up ? "pixel_shuffle" : "pixel_unshuffle";
+    CT_CHECK_ARG(op, input);
+    int nd = ct_tensor_dim(input);
+    const int64_t *sh = ct_tensor_shape(input);
+    if (nd < 3) {
+        ct_error(CT_ERROR_VALUE, op, "%s expects input to have at least 3 dimensions, but got input with %d "
+                 "dimension(s)", op, nd);
+        return NULL;
+    }
+    if (r <= 0) {
+        ct_error(CT_ERROR_VALUE, op, "%s expects a positive %s, but got %lld", op,
+                 up ? "upscale_factor" : "downscale_factor", (long long)r);
+        return NULL;
+    }
+    int64_t c = sh[nd - 3], h = sh[nd - 2], w = sh[nd - 1], b = 1;
+    for (int i = 0; i < nd - 3; i++)
+        b *= sh[i];
+    if (up && c % (r * r)) {
+        ct_error(CT_ERROR_VALUE, op, "pixel_shuffle expects its input's 'channel' dimension to be divisible by the "
+                 "square of upscale_factor, but input.size(-3)=%lld is not divisible by %lld",
+                 (long long)c, (long long)(r * r));
+        return NULL;
+    }
+    if (!up && (h % r || w % r)) {
+        bool height = h % r != 0;
+        ct_error(CT_ERROR_VALUE, op, "pixel_unshuffle expects %s to be divisible by downscale_factor, but "
+                 "input.size(%d)=%lld is not divisible by %lld",
+                 height ? "height" : "width", height ? -2 : -1, (long long)(height ? h : w), (long long)r);
+        return NULL;
+    }
+    int64_t shape[CT_MAX_DIMS];
+    memcpy(shape, sh, sizeof(int64_t) * (size_t)nd);
+    ct_scope_begin();
+    ct_tensor *y;
+    if (up) {
+        int64_t oc = c / (r * r);
+        y = ct_permute(ct_reshape(input, CT_SHAPE(b, oc, r, r, h, w)), CT_SHAPE(0, 1, 4, 2, 5, 3));
+        shape[nd - 3] = oc, shape[nd - 2] = h * r, shape[nd - 1] = w * r;
+    } else {
+        y = ct_permute(ct_reshape(input, CT_SHAPE(b, c, h / r, r, w / r, r)), CT_SHAPE(0, 1, 3, 5, 2, 4));
+        shape[nd - 3] = c * r * r, shape[nd - 2] = h / r, shape[nd - 1] = w / r;
+    }
+    y = y ? ct_reshape(y, shape, nd) : NULL;
+    ct_keep(y);
+    ct_scope_end();
+    return y;
+}
+
+ct_tensor *ct_pixel_shuffle(const ct_tensor *input, int64_t upscale_factor) {
+    return shuffle(input, upscale_factor, true);
+}
+
+ct_tensor *ct_pixel_unshuffle(const ct_tensor *input, int64_t downscale_factor) {
+    return shuffle(input, downscale_factor, false);
+}
+
+/* ------------------------------------------------------------------ instance_norm */
+
+/* t (C) repeated for each of b samples: (b C), sample-major as the folded input. */
+static ct_tensor *per_sample(const ct_tensor *t, int64_t b) {
+    return t ? ct_reshape(ct_expand(ct_unsqueeze(t, 0), CT_SHAPE(b, ct_tensor_numel(t))), CT_SHAPE(-1)) : NULL;
+}
+
+ct_tensor *ct_instance_norm(const ct_tensor *input, ct_tensor *running_mean, ct_tensor *running_var,
+                            const ct_tensor *weight, const ct_tensor *bias, bool use_input_stats, double momentum,
+                            double eps) {
+    const char *op = "instance_norm";
+    CT_CHECK_ARG(op, input);
+    int nd = ct_tensor_dim(input);
+    const int64_t *sh = ct_tensor_shape(input);
+    if (nd < 2) {
+        ct_error(CT_ERROR_VALUE, op, "Expected 2D or higher input (got %dD input)", nd);
+        return NULL;
+    }
+    int64_t b = sh[0], c = sh[1], spatial = 1;
+    for (int i = 2; i < nd; i++)
+        spatial *= sh[i];
+    if (use_input_stats && spatial <= 1) {
+        char s[96];
+        ct_error(CT_ERROR_VALUE, op, "Expected more than 1 spatial element when training, got input size %s",
+                 ct_shape_str(sh, nd, s, sizeof s));
+        return NULL;
+    }
+    const ct_tensor *vecs[4] = {running_mean, running_var, weight, bias};
+    static const char *names[4] = {"running_mean", "running_var", "weight", "bias"};
+    for (int i = 0; i < 4; i++)
+        if (vecs[i] && ct_tensor_numel(vecs[i]) != c) {
+            ct_error(CT_ERROR_VALUE, op, "%s should contain %lld elements not %lld", names[i], (long long)c,
+                     (long long)ct_tensor_numel(vecs[i]));
+            return NULL;
+        }
+    int64_t folded[CT_MAX_DIMS];
+    memcpy(folded, sh, sizeof(int64_t) * (size_t)nd);
+    folded[0] = 1;
+    folded[1] = b * c;
+    ct_scope_begin();
+    /* the running statistics run per (sample, channel) and are averaged back over the
+     * samples afterwards, as PyTorch's instance_norm does */
+    ct_tensor *rm = running_mean ? ct_contiguous(per_sample(running_mean, b)) : NULL;
+    ct_tensor *rv = running_var ? ct_contiguous(per_sample(running_var, b)) : NULL;
+    ct_tensor *y = NULL;
+    if ((!running_mean || rm) && (!running_var || rv))
+        y = ct_batch_norm(ct_reshape(input, folded, nd), rm, rv, per_sample(weight, b), per_sample(bias, b),
+                          use_input_stats, momentum, eps);
+    if (y && use_input_stats && (running_mean || running_var)) {
+        bool grad_was = ct_set_grad_enabled(false); /* Note [Statistics without a graph] in functional.c */
+        int64_t zero = 0;
+        bool ok = (!running_mean ||
+                   ct_copy_(running_mean, ct_mean(ct_reshape(rm, CT_SHAPE(b, c)), &zero, 1, false,
+                                                  CT_DTYPE_UNDEFINED))) &&
+                  (!running_var ||
+                   ct_copy_(running_var, ct_mean(ct_reshape(rv, CT_SHAPE(b, c)), &zero, 1, false,
+                                                 CT_DTYPE_UNDEFINED)));
+        ct_set_grad_enabled(grad_was);
+        if (!ok)
+            y = NULL;
+    }
+    y = y ? ct_reshape(y, sh, nd) : NULL;
+    ct_keep(y);
+    ct_scope_end();
+    return y;
+}

@@ -1,0 +1,498 @@
+/* The torch.nn layers of src/nn/conv_pool_layers.c, activations.c and norm_layers.c
+ * against PyTorch 2.15 (tests/golden/gen_layers.py): each case loads PyTorch's
+ * parameters and buffers into the module, then checks the output, the gradients of the
+ * input and of every parameter, and the running statistics, in float64 (1e-6) and
+ * float32 (1e-5); the repr strings; gradcheck in float64; the initialisation bounds;
+ * and the errors, with PyTorch's messages. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctorch/ext.h"
+#include "nn_golden.h"
+#include "data/nn_layers_repr.h"
+
+static int load_golden(void **state) {
+    (void)state;
+    return load_golden_file(CT_TEST_DATA_DIR "/nn_layers_golden.txt");
+}
+
+/* ------------------------------------------------------------------ the modules */
+
+/* The module of each case and repr entry, built as tests/golden/gen_layers.py builds it. */
+static ct_module *make(const char *n, ct_dtype dt) {
+#define IS(s) (!strcmp(n, s))
+    if (IS("conv1d"))
+        return ct_nn_conv1d(4, 6, 3, 2, 1, 1, 2, true, NULL, dt);
+    if (IS("conv1d_nobias"))
+        return ct_nn_conv1d(3, 2, 2, 1, 0, 2, 1, false, "zeros", dt);
+    if (IS("conv1d_reflect"))
+        return ct_nn_conv1d(3, 2, 3, 1, 2, 1, 1, true, "reflect", dt);
+    if (IS("conv1d_replicate"))
+        return ct_nn_conv1d(3, 2, 3, 2, 1, 1, 1, true, "replicate", dt);
+    if (IS("conv1d_circular"))
+        return ct_nn_conv1d(2, 2, 3, 1, 2, 1, 1, false, "circular", dt);
+    if (IS("conv_t1d"))
+        return ct_nn_conv_transpose1d(4, 6, 3, 2, 1, 1, 2, true, 1, dt);
+    if (IS("conv_t1d_unbatched"))
+        return ct_nn_conv_transpose1d(3, 2, 3, 1, 0, 0, 1, false, 2, dt);
+    if (IS("conv_t2d"))
+        return ct_nn_conv_transpose2d(3, 4, CT_INDEX(3, 2), CT_INDEX(2, 1), CT_INDEX(1, 0), CT_INDEX(1, 0), 1, true,
+                                      CT_INDEX(1, 2), dt);
+    if (IS("conv_t2d_groups"))
+        return ct_nn_conv_transpose2d(4, 2, CT_INDEX(2, 2), CT_INDEX(2, 2), NULL, NULL, 2, true, NULL, dt);
+    if (IS("bn1d_2d") || IS("bn1d_eval") || IS("r_bn1d_default"))
+        return ct_nn_batch_norm1d(3, 1e-5, 0.1, true, true, dt);
+    if (IS("bn1d_3d"))
+        return ct_nn_batch_norm1d(3, 1e-5, 0.3, true, true, dt);
+    if (IS("bn3d"))
+        return ct_nn_batch_norm3d(2, 1e-3, 0.1, true, true, dt);
+    if (IS("bn3d_noaffine"))
+        return ct_nn_batch_norm3d(2, 1e-5, 0.1, false, false, dt);
+    if (IS("r_bn3d_plain"))
+        return ct_nn_batch_norm3d(3, 1e-5, 0.1, false, false, dt);
+    if (IS("gn"))
+        return ct_nn_group_norm(2, 4, 1e-5, true, dt);
+    if (IS("gn_noaffine"))
+        return ct_nn_group_norm(3, 6, 1e-4, false, dt);
+    if (IS("in1d"))
+        return ct_nn_instance_norm1d(3, 1e-5, 0.1, false, false, dt);
+    if (IS("in1d_unbatched"))
+        return ct_nn_instance_norm1d(3, 1e-5, 0.1, true, false, dt);
+    if (IS("in2d_track") || IS("in2d_eval"))
+        return ct_nn_instance_norm2d(3, 1e-5, 0.1, true, true, dt);
+    if (IS("r_in2d_default"))
+        return ct_nn_instance_norm2d(5, 1e-5, 0.1, false, false, dt);
+    if (IS("maxpool1d"))
+        return ct_nn_max_pool1d(3, 2, 1, 1, true);
+    if (IS("maxpool1d_unbatched"))
+        return ct_nn_max_pool1d(2, 0, 0, 2, false);
+    if (IS("r_maxpool1d_default"))
+        return ct_nn_max_pool1d(3, 0, 0, 1, false);
+    if (IS("maxpool2d_ex"))
+        return ct_nn_max_pool2d_ex(CT_INDEX(2, 3), CT_INDEX(1, 1), CT_INDEX(1, 1), CT_INDEX(2, 2), true);
+    if (IS("avgpool1d"))
+        return ct_nn_avg_pool1d(3, 2, 1, true, false);
+    if (IS("r_avgpool1d_default"))
+        return ct_nn_avg_pool1d(3, 0, 0, false, true);
+    if (IS("avgpool2d"))
+        return ct_nn_avg_pool2d(CT_INDEX(2, 3), CT_INDEX(1, 2), CT_INDEX(1, 1), false, true, 0);
+    if (IS("avgpool2d_div"))
+        return ct_nn_avg_pool2d(CT_INDEX(2, 2), NULL, NULL, false, true, 3);
+    if (IS("r_avgpool2d_default"))
+        return ct_nn_avg_pool2d(CT_INDEX(2, 2), NULL, NULL, false, true, 0);
+    if (IS("adaptive_avg1d"))
+        return ct_nn_adaptive_avg_pool1d(4);
+    if (IS("adaptive_avg2d"))
+        return ct_nn_adaptive_avg_pool2d(CT_INDEX(3, -1));
+    if (IS("r_adaptive_avg2d_square"))
+        return ct_nn_adaptive_avg_pool2d(CT_INDEX(3, 3));
+    if (IS("r_adaptive_avg2d_pair"))
+        return ct_nn_adaptive_avg_pool2d(CT_INDEX(3, 4));
+    if (IS("pixel_shuffle") || IS("pixel_shuffle_5d"))
+        return ct_nn_pixel_shuffle(2);
+    if (IS("pixel_unshuffle"))
+        return ct_nn_pixel_unshuffle(2);
+    if (IS("unflatten"))
+        return ct_nn_unflatten(1, CT_SHAPE(2, -1));
+    if (IS("identity"))
+        return ct_nn_identity();
+    if (IS("r_conv1d_default"))
+        return ct_nn_conv1d(4, 6, 3, 1, 0, 1, 1, true, NULL, dt);
+    if (IS("r_conv_t2d_default"))
+        return ct_nn_conv_transpose2d(4, 6, CT_INDEX(3, 2), NULL, NULL, NULL, 1, true, NULL, dt);
+    /* activations */
+    static const char *const plain[][2] = {
+        {"act_relu", "ReLU"},           {"act_tanh", "Tanh"},         {"act_sigmoid", "Sigmoid"},
+        {"act_silu", "SiLU"},           {"act_mish", "Mish"},         {"act_selu", "SELU"},
+        {"act_relu6", "ReLU6"},         {"act_hardswish", "Hardswish"}, {"act_hardsigmoid", "Hardsigmoid"},
+        {"act_logsigmoid", "LogSigmoid"}, {"act_softsign", "Softsign"}, {"act_tanhshrink", "Tanhshrink"},
+    };
+    for (size_t i = 0; i < sizeof plain / sizeof plain[0]; i++)
+        if (IS(plain[i][0]))
+            return ct_nn_activation(plain[i][1]);
+    if (IS("act_leaky_relu"))
+        return ct_nn_leaky_relu(0.2);
+    if (IS("r_leaky_relu_default"))
+        return ct_nn_leaky_relu(0.01);
+    if (IS("act_elu"))
+        return ct_nn_elu(1.5);
+    if (IS("act_celu"))
+        return ct_nn_celu(0.7);
+    if (IS("act_softplus"))
+        return ct_nn_softplus(2.0, 5.0);
+    if (IS("r_softplus_default"))
+        return ct_nn_softplus(1.0, 20.0);
+    if (IS("act_hardtanh"))
+        return ct_nn_hardtanh(-0.5, 2.0);
+    if (IS("r_hardtanh_default"))
+        return ct_nn_hardtanh(-1.0, 1.0);
+    if (IS("act_hardshrink"))
+        return ct_nn_hardshrink(0.6);
+    if (IS("act_softshrink"))
+        return ct_nn_softshrink(0.4);
+    if (IS("act_softmax"))
+        return ct_nn_softmax(1);
+    if (IS("act_log_softmax"))
+        return ct_nn_log_softmax(0);
+    if (IS("act_glu"))
+        return ct_nn_glu(-1);
+    if (IS("act_prelu") || IS("r_prelu_default"))
+        return ct_nn_prelu(1, 0.25, dt);
+    if (IS("act_prelu3"))
+        return ct_nn_prelu(3, 0.1, dt);
+#undef IS
+    return NULL;
+}
+
+/* The "f_" cases: functions of x, with the arguments of tests/golden/gen_layers.py. */
+static const struct {
+    const char *suffix;
+    int64_t pad[6];
+    int npad;
+} pads[] = {
+    {"_1d", {2, 3}, 2},          {"_2d", {1, 2, 2, 0}, 4},       {"_3d", {1, 1, 0, 2, 2, 1}, 6},
+    {"_unbatched", {3, 1}, 2},   {"circular_crop", {-1, 2, 1, -2}, 4}, {"replicate_crop", {-1, 3, 2, -1}, 4},
+};
+
+static ct_tensor *func(const char *n, const ct_tensor *x) {
+    static const char *const modes[] = {"reflect", "replicate", "circular"};
+    if (strncmp(n, "f_pad_", 6))
+        return NULL;
+    const char *mode = NULL;
+    for (int i = 0; i < 3; i++)
+        if (!strncmp(n + 6, modes[i], strlen(modes[i])))
+            mode = modes[i];
+    for (size_t i = 0; mode && i < sizeof pads / sizeof pads[0]; i++) {
+        size_t ln = strlen(n), ls = strlen(pads[i].suffix);
+        if (ln >= ls && !strcmp(n + ln - ls, pads[i].suffix))
+            return ct_pad(x, pads[i].pad, pads[i].npad, mode, 0);
+    }
+    return NULL;
+}
+
+/* ------------------------------------------------------------------ goldens */
+
+static void load_state(ct_module *m, const gcase *c, ct_dtype dt) {
+    bool was = ct_set_grad_enabled(false);
+    for (int i = 0; i < c->n; i++) {
+        const char *n = c->t[i].name;
+        bool param = !strncmp(n, "p.", 2), buffer = !strncmp(n, "b.", 2);
+        if (!param && !buffer)
+            continue;
+        ct_tensor *dst = param ? ct_module_param(m, n + 2) : ct_module_buffer(m, n + 2);
+        if (!dst)
+            fail_msg("%s: the module has no %s", c->name, n);
+        assert_non_null(ct_copy_(dst, ct_to_dtype(T(c, n), dt)));
+    }
+    ct_set_grad_enabled(was);
+}
+
+static void run_func_case(const gcase *c, ct_dtype dt, double tol) {
+    ct_scope_begin();
+    ct_tensor *x = ct_tensor_set_requires_grad(ct_to_dtype(T(c, "x"), dt), true);
+    ct_tensor *y = func(c->name, x);
+    if (!y)
+        fail_msg("%s: %s", c->name, ct_last_error());
+    expect(c, "y", y, tol);
+    if (ct_backward(y, ct_to_dtype(T(c, "gy"), dt), false, false) != CT_OK)
+        fail_msg("%s: backward: %s", c->name, ct_last_error());
+    expect(c, "gx", ct_tensor_grad(x), tol);
+    ct_scope_end();
+}
+
+static void run_case(const gcase *c, ct_dtype dt, double tol) {
+    if (!strncmp(c->name, "f_", 2)) {
+        run_func_case(c, dt, tol);
+        return;
+    }
+    ct_scope_begin();
+    ct_module *m = make(c->name, dt);
+    if (!m)
+        fail_msg("%s: %s", c->name, ct_last_error());
+    load_state(m, c, dt);
+    if (strstr(c->name, "_eval"))
+        ct_module_train(m, false);
+    ct_tensor *x = ct_tensor_set_requires_grad(ct_to_dtype(T(c, "x"), dt), true);
+    ct_tensor *y = ct_module_forward(m, x);
+    expect(c, "y", y, tol);
+    assert_int_equal(ct_tensor_dtype(y), dt);
+    if (ct_backward(y, ct_to_dtype(T(c, "gy"), dt), false, false) != CT_OK)
+        fail_msg("%s: backward: %s", c->name, ct_last_error());
+    expect(c, "gx", ct_tensor_grad(x), tol);
+    for (int i = 0; i < c->n; i++) {
+        const char *n = c->t[i].name;
+        if (!strncmp(n, "g.", 2))
+            expect(c, n, ct_tensor_grad(ct_module_param(m, n + 2)), tol);
+        else if (!strncmp(n, "a.", 2))
+            expect(c, n, ct_module_buffer(m, n + 2), tol);
+    }
+    ct_module_free(m);
+    ct_scope_end();
+}
+
+static void test_goldens_f64(void **state) {
+    (void)state;
+    for (int i = 0; i < ncases; i++)
+        run_case(&cases[i], CT_F64, 1e-6);
+}
+
+static void test_goldens_f32(void **state) {
+    (void)state;
+    for (int i = 0; i < ncases; i++)
+        run_case(&cases[i], CT_F32, 1e-5);
+}
+
+/* Every golden case and repr entry has its module (a case the table misses fails). */
+static void test_reprs(void **state) {
+    (void)state;
+    for (size_t i = 0; i < sizeof layer_reprs / sizeof layer_reprs[0]; i++) {
+        ct_module *m = make(layer_reprs[i].name, CT_F32);
+        if (!m)
+            fail_msg("%s: %s", layer_reprs[i].name, ct_last_error());
+        char *s = ct_module_to_string(m);
+        if (!s || strcmp(s, layer_reprs[i].repr))
+            fail_msg("%s: repr %s, want %s", layer_reprs[i].name, s ? s : ct_last_error(), layer_reprs[i].repr);
+        free(s);
+        ct_module_free(m);
+    }
+}
+
+/* ------------------------------------------------------------------ gradcheck */
+
+static ct_tensor *module_fn(ct_tensor *const *in, int n, void *ud) {
+    (void)n;
+    return ct_module_forward(ud, in[0]);
+}
+
+/* The float64 modules of a few cases, their input and parameters perturbed by
+ * gradcheck's finite differences (parameters through the module's own tensors). */
+static void test_gradcheck(void **state) {
+    (void)state;
+    static const char *const names[] = {"conv1d",       "conv1d_reflect", "conv_t1d",  "conv_t2d_groups", "gn",
+                                        "in1d",         "in2d_track",     "bn1d_3d",   "maxpool1d",       "avgpool1d",
+                                        "adaptive_avg2d", "pixel_unshuffle", "act_mish", "act_prelu3",      "act_glu"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        const gcase *c = NULL;
+        for (int j = 0; j < ncases; j++)
+            if (!strcmp(cases[j].name, names[i]))
+                c = &cases[j];
+        assert_non_null(c);
+        ct_scope_begin();
+        ct_module *m = make(c->name, CT_F64);
+        assert_non_null(m);
+        load_state(m, c, CT_F64);
+        ct_tensor *x = ct_tensor_set_requires_grad(T(c, "x"), true);
+        if (ct_gradcheck(module_fn, m, &x, 1, 1e-6, 1e-7, 1e-5) != CT_OK)
+            fail_msg("%s: %s", c->name, ct_last_error());
+        ct_module_free(m);
+        ct_scope_end();
+    }
+}
+
+static ct_tensor *func_fn(ct_tensor *const *in, int n, void *ud) {
+    (void)n;
+    return func(ud, in[0]);
+}
+
+/* pad's gradient in every mode, and pad_backward's own (double backward), against
+ * finite differences; pad_backward's errors. */
+static void test_pad_backward(void **state) {
+    (void)state;
+    for (int i = 0; i < ncases; i++) {
+        const gcase *c = &cases[i];
+        if (strncmp(c->name, "f_pad_", 6))
+            continue;
+        ct_scope_begin();
+        ct_tensor *x = ct_tensor_set_requires_grad(T(c, "x"), true);
+        if (ct_gradcheck(func_fn, (void *)c->name, &x, 1, 1e-6, 1e-7, 1e-5) != CT_OK)
+            fail_msg("%s: %s", c->name, ct_last_error());
+        if (ct_gradgradcheck(func_fn, (void *)c->name, &x, 1, 1e-6, 1e-7, 1e-5) != CT_OK)
+            fail_msg("%s (double backward): %s", c->name, ct_last_error());
+        ct_scope_end();
+    }
+    ct_scope_begin();
+    /* reflect: the edges are not repeated, so interior elements near them take two
+     * gradients; replicate: the edge takes all the padding's */
+    ct_tensor *g = ct_ones(CT_SHAPE(1, 1, 7), CT_F64, CT_CPU);
+    ct_tensor *r = ct_pad_backward(g, CT_SHAPE(1, 1, 4), CT_INDEX(2, 1), 2, "reflect");
+    CT_ASSERT_SHAPE(r, 1, 1, 4);
+    double want_r[4] = {1, 2, 3, 1}, want_p[4] = {3, 1, 1, 2};
+    for (int i = 0; i < 4; i++)
+        assert_true(ct_test_at(r, i) == want_r[i]);
+    ct_tensor *p = ct_pad_backward(g, CT_SHAPE(1, 1, 4), CT_INDEX(2, 1), 2, "replicate");
+    for (int i = 0; i < 4; i++)
+        assert_true(ct_test_at(p, i) == want_p[i]);
+    /* constant: the fill positions send nothing back */
+    ct_tensor *k = ct_pad_backward(g, CT_SHAPE(1, 1, 4), CT_INDEX(2, 1), 2, "constant");
+    assert_true(ct_test_at(k, 0) == 1 && ct_test_at(k, 3) == 1);
+    CT_ASSERT_ERR(ct_pad_backward(g, CT_SHAPE(1, 1, 5), CT_INDEX(2, 1), 2, "reflect") != NULL, CT_ERROR_VALUE,
+                  "grad_output has shape [1, 1, 7], but padding an input of shape [1, 1, 5] gives [1, 1, 8]");
+    CT_ASSERT_ERR(ct_pad_backward(g, CT_SHAPE(1, 1, 2), CT_INDEX(2, 3), 2, "reflect") != NULL, CT_ERROR_VALUE,
+                  "Padding size should be less than the corresponding input dimension");
+    CT_ASSERT_ERR(ct_pad_backward(ct_ones(CT_SHAPE(1, 1, 7), CT_I64, CT_CPU), CT_SHAPE(1, 1, 4), CT_INDEX(2, 1), 2,
+                                  "reflect") != NULL,
+                  CT_ERROR_TYPE, "not implemented for");
+    CT_ASSERT_ERR(ct_pad_backward(g, CT_SHAPE(1, 1, 4), CT_INDEX(2, 1), 2, "wrap") != NULL, CT_ERROR_NOT_IMPLEMENTED,
+                  "Unrecognised padding mode wrap");
+    CT_ASSERT_ERR(ct_pad_backward(g, NULL, 3, CT_INDEX(2, 1), 2, "reflect") != NULL, CT_ERROR_VALUE,
+                  "invalid input_size");
+    CT_ASSERT_ERR(ct_pad_backward(NULL, CT_SHAPE(1, 1, 4), CT_INDEX(2, 1), 2, "reflect") != NULL,
+                  CT_ERROR_NULL_ARGUMENT, "pad_backward");
+    ct_scope_end();
+}
+
+/* ------------------------------------------------------------------ initialisation */
+
+static double max_abs(const ct_tensor *t) {
+    double m = 0;
+    for (int64_t i = 0; i < ct_tensor_numel(t); i++)
+        m = fmax(m, fabs(ct_test_at(t, i)));
+    return m;
+}
+
+static void test_init(void **state) {
+    (void)state;
+    ct_scope_begin();
+    ct_manual_seed(4);
+    /* kaiming_uniform_(a = sqrt(5)) bounds 1 / sqrt(fan_in), fan_in = size(1) * k */
+    ct_module *c1 = ct_nn_conv1d(16, 32, 5, 1, 0, 1, 2, true, NULL, CT_F32);
+    ct_tensor *w = ct_module_param(c1, "weight");
+    CT_ASSERT_SHAPE(w, 32, 8, 5);
+    double bound = 1 / sqrt(40.0);
+    assert_true(max_abs(w) <= bound && max_abs(w) > 0.95 * bound);
+    assert_true(max_abs(ct_module_param(c1, "bias")) <= bound);
+    ct_module *t2 = ct_nn_conv_transpose2d(6, 8, CT_INDEX(3, 3), NULL, NULL, NULL, 2, true, NULL, CT_F64);
+    w = ct_module_param(t2, "weight");
+    CT_ASSERT_SHAPE(w, 6, 4, 3, 3);
+    bound = 1 / sqrt(36.0);
+    assert_true(max_abs(w) <= bound && max_abs(w) > 0.9 * bound);
+    CT_ASSERT_SHAPE(ct_module_param(t2, "bias"), 8);
+    ct_module *in = ct_nn_instance_norm2d(4, 1e-5, 0.1, true, true, CT_F32);
+    assert_true(ct_test_at(ct_module_param(in, "weight"), 3) == 1 && ct_test_at(ct_module_param(in, "bias"), 0) == 0);
+    assert_true(ct_test_at(ct_module_buffer(in, "running_var"), 2) == 1);
+    assert_non_null(ct_module_buffer(in, "num_batches_tracked"));
+    ct_module *gn = ct_nn_group_norm(2, 4, 1e-5, false, CT_F32);
+    assert_null(ct_module_param(gn, "weight"));
+    ct_module *pr = ct_nn_prelu(3, 0.25, CT_DTYPE_UNDEFINED);
+    assert_true(ct_test_at(ct_module_param(pr, "weight"), 2) == 0.25);
+    /* InstanceNorm never counts batches; BatchNorm1d does */
+    ct_tensor *x = ct_randn(CT_SHAPE(2, 4, 3, 3), CT_F32, CT_CPU);
+    assert_non_null(ct_module_forward(in, x));
+    assert_true(ct_test_at(ct_module_buffer(in, "num_batches_tracked"), 0) == 0);
+    ct_module *bn = ct_nn_batch_norm1d(4, 1e-5, 0.1, true, true, CT_F32);
+    assert_non_null(ct_module_forward(bn, ct_randn(CT_SHAPE(5, 4), CT_F32, CT_CPU)));
+    assert_true(ct_test_at(ct_module_buffer(bn, "num_batches_tracked"), 0) == 1);
+    /* Identity passes its input through */
+    ct_module *id = ct_nn_identity();
+    ct_tensor *same = ct_module_forward(id, x);
+    assert_true(ct_tensor_shares_storage(same, x));
+    ct_module *mods[] = {c1, t2, in, gn, pr, bn, id};
+    for (size_t i = 0; i < sizeof mods / sizeof mods[0]; i++)
+        ct_module_free(mods[i]);
+    ct_scope_end();
+}
+
+/* ------------------------------------------------------------------ errors */
+
+static void test_errors(void **state) {
+    (void)state;
+    ct_scope_begin();
+    ct_tensor *x4 = ct_randn(CT_SHAPE(2, 5, 3, 3), CT_F32, CT_CPU);
+    ct_tensor *x2 = ct_randn(CT_SHAPE(2, 3), CT_F32, CT_CPU);
+    CT_ASSERT_ERR(ct_pixel_shuffle(x2, 2) != NULL, CT_ERROR_VALUE,
+                  "pixel_shuffle expects input to have at least 3 dimensions, but got input with 2 dimension(s)");
+    CT_ASSERT_ERR(ct_pixel_shuffle(x4, 2) != NULL, CT_ERROR_VALUE,
+                  "pixel_shuffle expects its input's 'channel' dimension to be divisible by the square of "
+                  "upscale_factor, but input.size(-3)=5 is not divisible by 4");
+    CT_ASSERT_ERR(ct_pixel_shuffle(x4, 0) != NULL, CT_ERROR_VALUE,
+                  "pixel_shuffle expects a positive upscale_factor, but got 0");
+    CT_ASSERT_ERR(ct_pixel_unshuffle(x4, 2) != NULL, CT_ERROR_VALUE,
+                  "pixel_unshuffle expects height to be divisible by downscale_factor, but input.size(-2)=3 is not "
+                  "divisible by 2");
+    CT_ASSERT_ERR(ct_pixel_unshuffle(ct_randn(CT_SHAPE(2, 4, 4, 3), CT_F32, CT_CPU), 2) != NULL, CT_ERROR_VALUE,
+                  "pixel_unshuffle expects width to be divisible by downscale_factor, but input.size(-1)=3 is not "
+                  "divisible by 2");
+    CT_ASSERT_ERR(ct_pixel_unshuffle(x4, 0) != NULL, CT_ERROR_VALUE,
+                  "pixel_unshuffle expects a positive downscale_factor, but got 0");
+    CT_ASSERT_ERR(ct_pixel_shuffle(NULL, 2) != NULL, CT_ERROR_NULL_ARGUMENT, "pixel_shuffle");
+
+    ct_module *bn1 = ct_nn_batch_norm1d(5, 1e-5, 0.1, true, true, CT_F32);
+    CT_ASSERT_ERR(ct_module_forward(bn1, x4) != NULL, CT_ERROR_VALUE, "expected 2D or 3D input (got 4D input)");
+    ct_module *bn3 = ct_nn_batch_norm3d(5, 1e-5, 0.1, true, true, CT_F32);
+    CT_ASSERT_ERR(ct_module_forward(bn3, x4) != NULL, CT_ERROR_VALUE, "expected 5D input (got 4D input)");
+    ct_module *in1 = ct_nn_instance_norm1d(5, 1e-5, 0.1, false, false, CT_F32);
+    CT_ASSERT_ERR(ct_module_forward(in1, x4) != NULL, CT_ERROR_VALUE, "expected 2D or 3D input (got 4D input)");
+    ct_module *in2 = ct_nn_instance_norm2d(5, 1e-5, 0.1, false, false, CT_F32);
+    CT_ASSERT_ERR(ct_module_forward(in2, x2) != NULL, CT_ERROR_VALUE, "expected 3D or 4D input (got 2D input)");
+    ct_module *in2a = ct_nn_instance_norm2d(4, 1e-5, 0.1, true, false, CT_F32);
+    CT_ASSERT_ERR(ct_module_forward(in2a, x4) != NULL, CT_ERROR_VALUE,
+                  "expected input's size at dim=1 to match num_features (4), but got: 5.");
+    CT_ASSERT_ERR(ct_nn_group_norm(3, 4, 1e-5, true, CT_F32) != NULL, CT_ERROR_VALUE,
+                  "num_channels (4) must be divisible by num_groups (3)");
+    CT_ASSERT_ERR(ct_nn_batch_norm3d(0, 1e-5, 0.1, true, true, CT_F32) != NULL, CT_ERROR_VALUE, "num_features");
+    CT_ASSERT_ERR(ct_nn_instance_norm1d(3, 1e-5, 0.1, true, true, CT_I64) != NULL, CT_ERROR_TYPE, "floating");
+    CT_ASSERT_ERR(ct_instance_norm(ct_randn(CT_SHAPE(2, 3, 1), CT_F32, CT_CPU), NULL, NULL, NULL, NULL, true, 0.1,
+                                   1e-5) != NULL,
+                  CT_ERROR_VALUE, "Expected more than 1 spatial element when training, got input size [2, 3, 1]");
+
+    ct_module *unf = ct_nn_unflatten(1, CT_SHAPE(2, 4));
+    CT_ASSERT_ERR(ct_module_forward(unf, ct_randn(CT_SHAPE(2, 6), CT_F32, CT_CPU)) != NULL, CT_ERROR_VALUE,
+                  "unflatten: Provided sizes [2, 4] don't multiply up to the size of dim 1 (6) in the input tensor");
+    CT_ASSERT_ERR(ct_nn_unflatten(1, NULL, 0) != NULL, CT_ERROR_VALUE, "unflattened_size");
+
+    CT_ASSERT_ERR(ct_nn_conv1d(4, 6, 3, 1, 0, 1, 1, true, "foo", CT_F32) != NULL, CT_ERROR_VALUE,
+                  "padding_mode must be one of {'reflect', 'zeros', 'replicate', 'circular'}, but got "
+                  "padding_mode='foo'");
+    CT_ASSERT_ERR(ct_nn_conv1d(4, 6, 3, 1, 0, 1, 4, true, NULL, CT_F32) != NULL, CT_ERROR_VALUE,
+                  "out_channels must be divisible by groups");
+    CT_ASSERT_ERR(ct_nn_conv1d(4, 6, 0, 1, 0, 1, 1, true, NULL, CT_F32) != NULL, CT_ERROR_VALUE, "positive");
+    CT_ASSERT_ERR(ct_nn_conv_transpose2d(4, 6, NULL, NULL, NULL, NULL, 1, true, NULL, CT_F32) != NULL,
+                  CT_ERROR_NULL_ARGUMENT, "kernel_size is NULL");
+    ct_module *c1 = ct_nn_conv1d(3, 2, 3, 1, 0, 1, 1, true, NULL, CT_F32);
+    CT_ASSERT_ERR(ct_module_forward(c1, x4) != NULL, CT_ERROR_VALUE,
+                  "Expected 2D (unbatched) or 3D (batched) input to conv1d, but got input of size: [2, 5, 3, 3]");
+    CT_ASSERT_ERR(ct_conv_transpose1d(x4, ct_randn(CT_SHAPE(5, 2, 3), CT_F32, CT_CPU), NULL, 1, 0, 0, 1, 1) != NULL,
+                  CT_ERROR_VALUE,
+                  "Expected 2D (unbatched) or 3D (batched) input to conv_transpose1d, but got input of size: "
+                  "[2, 5, 3, 3]");
+    CT_ASSERT_ERR(ct_max_pool1d(x4, 3, 0, 0, 1, false) != NULL, CT_ERROR_VALUE,
+                  "max_pool1d: Expected 2D or 3D (batch mode) tensor with optional 0 dim batch size for input, but "
+                  "got:[2, 5, 3, 3]");
+    CT_ASSERT_ERR(ct_avg_pool1d(x4, 3, 0, 0, false, true) != NULL, CT_ERROR_VALUE,
+                  "Expected 2 to 3 dimensions, but got 4-dimensional tensor for argument #1 'self' (while checking "
+                  "arguments for avg_pool1d)");
+    CT_ASSERT_ERR(ct_adaptive_avg_pool1d(x4, 3) != NULL, CT_ERROR_VALUE,
+                  "Expected 2 to 3 dimensions, but got 4-dimensional tensor for argument #1 'self' (while checking "
+                  "arguments for adaptive_avg_pool1d)");
+    CT_ASSERT_ERR(ct_nn_max_pool1d(0, 0, 0, 1, false) != NULL, CT_ERROR_VALUE, "kernel_size");
+    CT_ASSERT_ERR(ct_nn_avg_pool2d(NULL, NULL, NULL, false, true, 0) != NULL, CT_ERROR_NULL_ARGUMENT,
+                  "kernel_size is NULL");
+    CT_ASSERT_ERR(ct_nn_adaptive_avg_pool2d(NULL) != NULL, CT_ERROR_NULL_ARGUMENT, "output_size is NULL");
+
+    ct_module *pr = ct_nn_prelu(3, 0.25, CT_F32);
+    CT_ASSERT_ERR(ct_module_forward(pr, ct_randn(CT_SHAPE(2, 4), CT_F32, CT_CPU)) != NULL, CT_ERROR_VALUE,
+                  "Mismatch of parameter numbers and input channel size. Found parameter numbers = 3 and channel "
+                  "size = 4.");
+    CT_ASSERT_ERR(ct_nn_prelu(0, 0.25, CT_F32) != NULL, CT_ERROR_VALUE, "num_parameters");
+    ct_module *glu = ct_nn_glu(-1);
+    CT_ASSERT_ERR(ct_module_forward(glu, x2) != NULL, CT_ERROR_VALUE, "Halving dimension must be even");
+    ct_module *sm = ct_nn_softmax(5);
+    CT_ASSERT_ERR(ct_module_forward(sm, x2) != NULL, CT_ERROR_INDEX, "Dimension out of range");
+    CT_ASSERT_ERR(ct_nn_activation("Swish") != NULL, CT_ERROR_VALUE, "Swish");
+    CT_ASSERT_ERR(ct_nn_activation(NULL) != NULL, CT_ERROR_NULL_ARGUMENT, "NULL");
+    CT_ASSERT_ERR(ct_nn_hardtanh(1.0, 1.0) != NULL, CT_ERROR_VALUE, "max_val must be greater than min_val");
+    ct_module *mods[] = {bn1, bn3, in1, in2, in2a, unf, c1, pr, glu, sm};
+    for (size_t i = 0; i < sizeof mods / sizeof mods[0]; i++)
+        ct_module_free(mods[i]);
+    ct_scope_end();
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_goldens_f64), cmocka_unit_test(test_goldens_f32), cmocka_unit_test(test_reprs),
+        cmocka_unit_test(test_gradcheck),   cmocka_unit_test(test_pad_backward), cmocka_unit_test(test_init),        cmocka_unit_test(test_errors),
+    };
+    return cmocka_run_group_tests(tests, load_golden, free_golden);
+}
