@@ -98,6 +98,32 @@ static ct_module *make(const char *n, ct_dtype dt) {
         return ct_nn_unflatten(1, CT_SHAPE(2, -1));
     if (IS("identity"))
         return ct_nn_identity();
+    if (IS("up_nearest_2x"))
+        return ct_nn_upsample(NULL, (double[]){2.0}, 1, NULL, false);
+    if (IS("up_nearest_size"))
+        return ct_nn_upsample(CT_INDEX(7, 3), NULL, 2, "nearest", false);
+    if (IS("up_nearest_1d"))
+        return ct_nn_upsample(NULL, (double[]){1.7}, 1, "nearest", false);
+    if (IS("up_nearest_exact"))
+        return ct_nn_upsample(NULL, (double[]){1.5, 0.6}, 2, "nearest-exact", false);
+    if (IS("up_linear"))
+        return ct_nn_upsample(NULL, (double[]){2.5}, 1, "linear", false);
+    if (IS("up_linear_ac"))
+        return ct_nn_upsample(CT_INDEX(7), NULL, 1, "linear", true);
+    if (IS("up_bilinear"))
+        return ct_nn_upsample(CT_INDEX(5, 7), NULL, 2, "bilinear", false);
+    if (IS("up_bilinear_ac"))
+        return ct_nn_upsample(NULL, (double[]){2.0, 1.5}, 2, "bilinear", true);
+    if (IS("up_bilinear_down"))
+        return ct_nn_upsample(CT_INDEX(2, 3), NULL, 2, "bilinear", false);
+    if (IS("up_bilinear_same"))
+        return ct_nn_upsample(CT_INDEX(3, 4), NULL, 2, "bilinear", false);
+    if (IS("up_bicubic"))
+        return ct_nn_upsample(NULL, (double[]){2.0}, 1, "bicubic", false);
+    if (IS("up_bicubic_ac"))
+        return ct_nn_upsample(CT_INDEX(6, 5), NULL, 2, "bicubic", true);
+    if (IS("up_bicubic_down"))
+        return ct_nn_upsample(CT_INDEX(3, 2), NULL, 2, "bicubic", false);
     if (IS("r_conv1d_default"))
         return ct_nn_conv1d(4, 6, 3, 1, 0, 1, 1, true, NULL, dt);
     if (IS("r_conv_t2d_default"))
@@ -272,7 +298,9 @@ static void test_gradcheck(void **state) {
     (void)state;
     static const char *const names[] = {"conv1d",       "conv1d_reflect", "conv_t1d",  "conv_t2d_groups", "gn",
                                         "in1d",         "in2d_track",     "bn1d_3d",   "maxpool1d",       "avgpool1d",
-                                        "adaptive_avg2d", "pixel_unshuffle", "act_mish", "act_prelu3",      "act_glu"};
+                                        "adaptive_avg2d", "pixel_unshuffle", "act_mish", "act_prelu3",      "act_glu",
+                                        "up_nearest_size", "up_linear", "up_bilinear_ac", "up_bicubic",
+                                        "up_bicubic_down"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         const gcase *c = NULL;
         for (int j = 0; j < ncases; j++)
@@ -286,6 +314,9 @@ static void test_gradcheck(void **state) {
         ct_tensor *x = ct_tensor_set_requires_grad(T(c, "x"), true);
         if (ct_gradcheck(module_fn, m, &x, 1, 1e-6, 1e-7, 1e-5) != CT_OK)
             fail_msg("%s: %s", c->name, ct_last_error());
+        /* upsample_backward is differentiable: double backward */
+        if (!strncmp(c->name, "up_", 3) && ct_gradgradcheck(module_fn, m, &x, 1, 1e-6, 1e-7, 1e-5) != CT_OK)
+            fail_msg("%s (double backward): %s", c->name, ct_last_error());
         ct_module_free(m);
         ct_scope_end();
     }
@@ -483,6 +514,63 @@ static void test_errors(void **state) {
     CT_ASSERT_ERR(ct_nn_activation("Swish") != NULL, CT_ERROR_VALUE, "Swish");
     CT_ASSERT_ERR(ct_nn_activation(NULL) != NULL, CT_ERROR_NULL_ARGUMENT, "NULL");
     CT_ASSERT_ERR(ct_nn_hardtanh(1.0, 1.0) != NULL, CT_ERROR_VALUE, "max_val must be greater than min_val");
+
+    /* interpolate and Upsample: PyTorch's messages */
+    ct_tensor *x3 = ct_randn(CT_SHAPE(2, 3, 5), CT_F32, CT_CPU);
+    x4 = ct_randn(CT_SHAPE(2, 3, 4, 5), CT_F32, CT_CPU);
+    const double two[1] = {2.0};
+    CT_ASSERT_ERR(ct_interpolate(x4, CT_INDEX(3, 4), two, 2, NULL, false) != NULL, CT_ERROR_VALUE,
+                  "only one of size or scale_factor should be defined");
+    CT_ASSERT_ERR(ct_interpolate(x4, NULL, NULL, 2, NULL, false) != NULL, CT_ERROR_VALUE,
+                  "either size or scale_factor should be defined");
+    CT_ASSERT_ERR(ct_interpolate(x3, NULL, two, 1, "bilinear", false) != NULL, CT_ERROR_NOT_IMPLEMENTED,
+                  "Got 3D input, but bilinear mode needs 4D input");
+    CT_ASSERT_ERR(ct_interpolate(x4, NULL, two, 1, "linear", false) != NULL, CT_ERROR_NOT_IMPLEMENTED,
+                  "Got 4D input, but linear mode needs 3D input");
+    CT_ASSERT_ERR(ct_interpolate(x3, NULL, two, 1, "bicubic", false) != NULL, CT_ERROR_NOT_IMPLEMENTED,
+                  "Input Error: Only 3D, 4D and 5D input Tensors supported (got 3D) for the modes: nearest | linear | "
+                  "bilinear | bicubic | trilinear | lanczos | area | nearest-exact (got bicubic)");
+    CT_ASSERT_ERR(ct_interpolate(x2, NULL, two, 1, "nearest", false) != NULL, CT_ERROR_NOT_IMPLEMENTED,
+                  "(got 2D)");
+    CT_ASSERT_ERR(ct_interpolate(x4, NULL, two, 1, "foo", false) != NULL, CT_ERROR_NOT_IMPLEMENTED, "(got foo)");
+    CT_ASSERT_ERR(ct_interpolate(x4, NULL, two, 1, "nearest", true) != NULL, CT_ERROR_VALUE,
+                  "align_corners option can only be set with the interpolating modes: linear | bilinear | bicubic | "
+                  "trilinear");
+    CT_ASSERT_ERR(ct_interpolate(x4, CT_INDEX(3, 4, 5), NULL, 3, NULL, false) != NULL, CT_ERROR_VALUE,
+                  "Input and output must have the same number of spatial dimensions, but got input with spatial "
+                  "dimensions of [4, 5] and output size of (3, 4, 5). Please provide input tensor in (N, C, d1, d2, "
+                  "...,dK) format and output size in (o1, o2, ...,oK) format.");
+    CT_ASSERT_ERR(ct_interpolate(x4, NULL, (double[]){2.0, 3.0, 4.0}, 3, NULL, false) != NULL, CT_ERROR_VALUE,
+                  "Input and scale_factor must have the same number of spatial dimensions, but got input with "
+                  "spatial dimensions of [4, 5] and scale_factor of shape (2.0, 3.0, 4.0). Please provide input "
+                  "tensor in (N, C, d1, d2, ...,dK) format and scale_factor in (s1, s2, ...,sK) format.");
+    CT_ASSERT_ERR(ct_interpolate(x4, NULL, (double[]){0.1}, 1, NULL, false) != NULL, CT_ERROR_VALUE,
+                  "Input and output sizes should be greater than 0, but got input (H: 4, W: 5) output (H: 0, W: 0)");
+    CT_ASSERT_ERR(ct_interpolate(ct_randn(CT_SHAPE(2, 3, 0, 4), CT_F32, CT_CPU), CT_INDEX(2, 4), NULL, 2, NULL,
+                                 false) != NULL,
+                  CT_ERROR_VALUE,
+                  "Input and output sizes should be greater than 0, but got input (H: 0, W: 4) output (H: 2, W: 4)");
+    CT_ASSERT_ERR(ct_interpolate(x3, CT_INDEX(0), NULL, 1, NULL, false) != NULL, CT_ERROR_VALUE,
+                  "Input and output sizes should be greater than 0, but got input (W: 5) output (W: 0)");
+    CT_ASSERT_ERR(ct_interpolate(ct_ones(CT_SHAPE(2, 3, 4, 5), CT_I64, CT_CPU), CT_INDEX(2, 4), NULL, 2, "bilinear",
+                                 false) != NULL,
+                  CT_ERROR_TYPE, "not implemented for");
+    CT_ASSERT_ERR(ct_interpolate(NULL, CT_INDEX(2, 4), NULL, 2, NULL, false) != NULL, CT_ERROR_NULL_ARGUMENT,
+                  "interpolate");
+    CT_ASSERT_ERR(ct_nn_upsample(NULL, NULL, 1, NULL, false) != NULL, CT_ERROR_VALUE,
+                  "either size or scale_factor should be defined");
+    CT_ASSERT_ERR(ct_nn_upsample(CT_INDEX(2), two, 1, NULL, false) != NULL, CT_ERROR_VALUE,
+                  "only one of size or scale_factor should be defined");
+    CT_ASSERT_ERR(ct_nn_upsample(NULL, two, 1, "area", false) != NULL, CT_ERROR_NOT_IMPLEMENTED, "area");
+    CT_ASSERT_ERR(ct_nn_upsample(NULL, two, 3, NULL, false) != NULL, CT_ERROR_VALUE, "1 or 2 values");
+    CT_ASSERT_ERR(ct_upsample(x4, CT_INDEX(8), 1, "nearest", false, NULL) != NULL, CT_ERROR_VALUE,
+                  "output_size must have 2 sizes for a 4D input, got 1");
+    CT_ASSERT_ERR(ct_upsample(x4, CT_INDEX(8, 8), 2, "trilinear", false, NULL) != NULL, CT_ERROR_NOT_IMPLEMENTED,
+                  "unknown upsample mode trilinear");
+    CT_ASSERT_ERR(ct_upsample_backward(x4, CT_SHAPE(2, 4, 2, 2), "nearest", false, NULL) != NULL, CT_ERROR_VALUE,
+                  "grad_output of shape [2, 3, 4, 5] does not fit an input of shape [2, 4, 2, 2]");
+    CT_ASSERT_ERR(ct_upsample_backward(x4, CT_SHAPE(2, 3), "nearest", false, NULL) != NULL, CT_ERROR_VALUE,
+                  "input_size must have 3 or 4 sizes");
     ct_module *mods[] = {bn1, bn3, in1, in2, in2a, unf, c1, pr, glu, sm};
     for (size_t i = 0; i < sizeof mods / sizeof mods[0]; i++)
         ct_module_free(mods[i]);

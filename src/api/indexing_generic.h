@@ -1,4 +1,5 @@
-/* take, masked_scatter, kthvalue, unique, unique_consecutive and pad_backward written as
+/* take, masked_scatter, kthvalue, unique, unique_consecutive, pad_backward and
+ * upsample (src/api/upsample.c) written as
  * compositions of other ops (sort, cumsum, index_select, where, ...), so they run on
  * any device those ops run on. Each has the signature of its op's stub (src/meta/
  * stubs.def): the CUDA backend installs them as its stubs, so they start where the
@@ -12,6 +13,7 @@
 #include <stdbool.h>
 
 #include "dispatch/call.h"
+#include "meta/upsample.h"
 #include "core/backend_api.h"
 
 CT_BACKEND_BEGIN
@@ -33,6 +35,10 @@ ct_status ct_generic_unique(ct_call *call, const ct_tensor *t, bool consecutive)
  * back along pad's mapping, one index_add per padded dim. */
 ct_status ct_generic_pad_backward(ct_tensor *gin, const ct_tensor *g, const int64_t *lo, const int64_t *hi_crop,
                                   int mode);
+/* upsample's and upsample_backward's stubs (Note [Generic upsample] in
+ * src/api/upsample.c): index_select / index_add and a product per tap. */
+ct_status ct_generic_upsample(ct_tensor *out, const ct_tensor *in, const ct_upsample_plan *plan);
+ct_status ct_generic_upsample_backward(ct_tensor *gin, const ct_tensor *g, const ct_upsample_plan *plan);
 
 CT_BACKEND_END
 

@@ -399,3 +399,82 @@ ct_module *ct_nn_unflatten(int dim, const int64_t *unflattened_size, int n) {
     }
     return m;
 }
+
+/* ------------------------------------------------------------------ Upsample */
+
+typedef struct upsample_ctx {
+    int n;
+    bool has_size, align_corners;
+    int64_t size[2];
+    double scale[2];
+    char mode[16];
+} upsample_ctx;
+
+static ct_tensor *upsample_forward(ct_module *m, const ct_tensor *x) {
+    const upsample_ctx *c = ct_module_ctx(m);
+    return ct_interpolate(x, c->has_size ? c->size : NULL, c->has_size ? NULL : c->scale, c->n, c->mode,
+                          c->align_corners);
+}
+
+/* "scale_factor=2.0, mode='nearest'" or "size=(3, 4), mode='bilinear'": one number when
+ * it was given as one (n = 1), as PyTorch prints an int or float argument. */
+static int upsample_repr(const ct_module *m, char *buf, size_t cap) {
+    const upsample_ctx *c = ct_module_ctx(m);
+    char v[120];
+    if (c->has_size) {
+        if (c->n == 1)
+            snprintf(v, sizeof v, "%lld", (long long)c->size[0]);
+        else
+            tuple_repr(c->size, c->n, v, sizeof v);
+    } else {
+        char a[40], b[40];
+        ct_nn_float_repr(c->scale[0], a, sizeof a);
+        ct_nn_float_repr(c->scale[1], b, sizeof b);
+        if (c->n == 1)
+            snprintf(v, sizeof v, "%s", a);
+        else
+            snprintf(v, sizeof v, "(%s, %s)", a, b);
+    }
+    return snprintf(buf, cap, "%s=%s, mode='%s'", c->has_size ? "size" : "scale_factor", v, c->mode);
+}
+
+ct_module *ct_nn_upsample(const int64_t *size, const double *scale_factor, int n, const char *mode,
+                          bool align_corners) {
+    const char *op = "Upsample";
+    if (!mode)
+        mode = "nearest";
+    static const char *const modes[] = {"nearest", "linear", "bilinear", "bicubic", "nearest-exact"};
+    bool known = false;
+    for (int i = 0; i < 5; i++)
+        known = known || !strcmp(mode, modes[i]);
+    if (!known) {
+        ct_error(CT_ERROR_NOT_IMPLEMENTED, op, "unknown mode '%s' (nearest, linear, bilinear, bicubic or "
+                 "nearest-exact)", mode);
+        return NULL;
+    }
+    if ((size != NULL) == (scale_factor != NULL)) {
+        ct_error(CT_ERROR_VALUE, op, size ? "only one of size or scale_factor should be defined"
+                                          : "either size or scale_factor should be defined");
+        return NULL;
+    }
+    if (n < 1 || n > 2) {
+        ct_error(CT_ERROR_VALUE, op, "size or scale_factor must have 1 or 2 values, got %d", n);
+        return NULL;
+    }
+    ct_module *m = ct_nn_module_with_ctx(op, upsample_forward, sizeof(upsample_ctx));
+    if (!m)
+        return NULL;
+    upsample_ctx *c = ct_module_ctx(m);
+    c->n = n;
+    c->has_size = size != NULL;
+    c->align_corners = align_corners;
+    snprintf(c->mode, sizeof c->mode, "%s", mode);
+    for (int i = 0; i < n; i++) {
+        if (size)
+            c->size[i] = size[i];
+        else
+            c->scale[i] = scale_factor[i];
+    }
+    ct_module_set_extra_repr(m, upsample_repr);
+    return m;
+}

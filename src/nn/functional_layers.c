@@ -1,12 +1,15 @@
 /* torch.nn.functional's one-dimensional pools and transposed convolution (the 2-D ops
- * on a unit height), pixel_shuffle / pixel_unshuffle (views and one copy) and
- * instance_norm (batch_norm over the batch folded into the channels). All are made of
+ * on a unit height), pixel_shuffle / pixel_unshuffle (views and one copy),
+ * instance_norm (batch_norm over the batch folded into the channels) and interpolate
+ * (PyTorch's argument rules over the upsample op). All are made of
  * ops: their gradients and devices come with them. */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "ctorch.h"
 #include "ctorch/ext.h"
+#include "nn/module_internal.h"
 
 /* Note [One-dimensional layers as two-dimensional ops]
  * (N, C, L) and unbatched (C, L) run as (N, C, 1, L) and (C, 1, L) through the 2-D op
@@ -213,4 +216,91 @@ ct_tensor *ct_instance_norm(const ct_tensor *input, ct_tensor *running_mean, ct_
     ct_keep(y);
     ct_scope_end();
     return y;
+}
+
+/* ------------------------------------------------------------------ interpolate */
+
+static const char *const interp_modes[] = {"nearest", "linear", "bilinear", "bicubic", "nearest-exact"};
+
+ct_tensor *ct_interpolate(const ct_tensor *input, const int64_t *size, const double *scale_factor, int n,
+                          const char *mode, bool align_corners) {
+    const char *op = "interpolate";
+    CT_CHECK_ARG(op, input);
+    if (!mode)
+        mode = "nearest";
+    int nd = ct_tensor_dim(input), nsp = nd - 2;
+    const int64_t *sh = ct_tensor_shape(input);
+    if (size && scale_factor) {
+        ct_error(CT_ERROR_VALUE, op, "only one of size or scale_factor should be defined");
+        return NULL;
+    }
+    if (!size && !scale_factor) {
+        ct_error(CT_ERROR_VALUE, op, "either size or scale_factor should be defined");
+        return NULL;
+    }
+    bool known = false, interpolating = false;
+    for (int i = 0; i < 5; i++)
+        if (!strcmp(mode, interp_modes[i])) {
+            known = true;
+            interpolating = i >= 1 && i <= 3;
+        }
+    if (align_corners && !interpolating) {
+        ct_error(CT_ERROR_VALUE, op, "align_corners option can only be set with the interpolating modes: linear | "
+                 "bilinear | bicubic | trilinear");
+        return NULL;
+    }
+    char s[96];
+    ct_shape_str(sh + (nd >= 2 ? 2 : 0), nd >= 2 ? nsp : 0, s, sizeof s);
+    if (n != 1 && n != nsp) {
+        char given[200];
+        int o = snprintf(given, sizeof given, "(");
+        for (int i = 0; i < n && o < (int)sizeof given - 40; i++) {
+            if (size)
+                o += snprintf(given + o, sizeof given - (size_t)o, i ? ", %lld" : "%lld", (long long)size[i]);
+            else {
+                char f[40];
+                ct_nn_float_repr(scale_factor[i], f, sizeof f);
+                o += snprintf(given + o, sizeof given - (size_t)o, i ? ", %s" : "%s", f);
+            }
+        }
+        snprintf(given + o, sizeof given - (size_t)o, n == 1 ? ",)" : ")");
+        ct_error(CT_ERROR_VALUE, op, "Input and %s must have the same number of spatial dimensions, but got input "
+                 "with spatial dimensions of %s and %s %s. Please provide input tensor in (N, C, d1, d2, ...,dK) "
+                 "format and %s in (%s1, %s2, ...,%sK) format.",
+                 size ? "output" : "scale_factor", s, size ? "output size of" : "scale_factor of shape", given,
+                 size ? "output size" : "scale_factor", size ? "o" : "s", size ? "o" : "s", size ? "o" : "s");
+        return NULL;
+    }
+    bool rank_ok = known && (nd == 3 || nd == 4) && !(nd == 3 && !strcmp(mode, "bicubic"));
+    if (known && nd == 3 && !strcmp(mode, "bilinear")) {
+        ct_error(CT_ERROR_NOT_IMPLEMENTED, op, "Got 3D input, but bilinear mode needs 4D input");
+        return NULL;
+    }
+    if (known && nd == 4 && !strcmp(mode, "linear")) {
+        ct_error(CT_ERROR_NOT_IMPLEMENTED, op, "Got 4D input, but linear mode needs 3D input");
+        return NULL;
+    }
+    if (known && nd == 5) {
+        ct_error(CT_ERROR_NOT_IMPLEMENTED, op, "5D input (trilinear, 3-D nearest) is not supported");
+        return NULL;
+    }
+    if (!rank_ok) {
+        ct_error(CT_ERROR_NOT_IMPLEMENTED, op, "Input Error: Only 3D, 4D and 5D input Tensors supported (got %dD) "
+                 "for the modes: nearest | linear | bilinear | bicubic | trilinear | lanczos | area | nearest-exact "
+                 "(got %s)", nd, mode);
+        return NULL;
+    }
+    int64_t out[2];
+    double scales[2] = {0, 0};
+    for (int i = 0; i < nsp; i++) {
+        int j = n == 1 ? 0 : i;
+        if (size) {
+            out[i] = size[j];
+        } else {
+            scales[i] = scale_factor[j];
+            /* PyTorch: floor(float(input size) * scale_factor), in double */
+            out[i] = (int64_t)floor((double)sh[2 + i] * scale_factor[j]);
+        }
+    }
+    return ct_upsample(input, out, nsp, mode, align_corners, size ? NULL : scales);
 }

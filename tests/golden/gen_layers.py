@@ -111,6 +111,21 @@ case("pixel_unshuffle", nn.PixelUnshuffle(2), r(2, 2, 4, 6))
 case("unflatten", nn.Unflatten(1, (2, -1)), r(3, 6))
 case("identity", nn.Identity(), r(2, 3))
 
+# ---------------------------------------------------------------- upsampling
+case("up_nearest_2x", nn.Upsample(scale_factor=2), r(2, 3, 4, 5))
+case("up_nearest_size", nn.Upsample(size=(7, 3)), r(1, 2, 4, 5))
+case("up_nearest_1d", nn.Upsample(scale_factor=1.7), r(2, 3, 5))
+case("up_nearest_exact", nn.Upsample(scale_factor=(1.5, 0.6), mode="nearest-exact"), r(1, 2, 4, 5))
+case("up_linear", nn.Upsample(scale_factor=2.5, mode="linear"), r(2, 3, 4))
+case("up_linear_ac", nn.Upsample(size=7, mode="linear", align_corners=True), r(2, 2, 4))
+case("up_bilinear", nn.Upsample(size=(5, 7), mode="bilinear"), r(2, 2, 3, 4))
+case("up_bilinear_ac", nn.Upsample(scale_factor=(2.0, 1.5), mode="bilinear", align_corners=True), r(1, 3, 3, 4))
+case("up_bilinear_down", nn.Upsample(size=(2, 3), mode="bilinear"), r(1, 2, 5, 7))
+case("up_bilinear_same", nn.Upsample(size=(3, 4), mode="bilinear"), r(1, 2, 3, 4))
+case("up_bicubic", nn.Upsample(scale_factor=2, mode="bicubic"), r(1, 2, 3, 4))
+case("up_bicubic_ac", nn.Upsample(size=(6, 5), mode="bicubic", align_corners=True), r(2, 1, 4, 3))
+case("up_bicubic_down", nn.Upsample(size=(3, 2), mode="bicubic"), r(1, 1, 6, 5))
+
 # ---------------------------------------------------------------- activations
 acts = [
     ("relu", nn.ReLU()), ("tanh", nn.Tanh()), ("sigmoid", nn.Sigmoid()), ("silu", nn.SiLU()),
