@@ -124,6 +124,20 @@ static ct_module *make(const char *n, ct_dtype dt) {
         return ct_nn_upsample(CT_INDEX(6, 5), NULL, 2, "bicubic", true);
     if (IS("up_bicubic_down"))
         return ct_nn_upsample(CT_INDEX(3, 2), NULL, 2, "bicubic", false);
+    if (IS("bag_sum_2d"))
+        return ct_nn_embedding_bag(10, 3, "sum", false, CT_NO_PADDING_IDX, dt);
+    if (IS("bag_mean_offsets") || IS("r_bag_default"))
+        return ct_nn_embedding_bag(10, 3, NULL, false, CT_NO_PADDING_IDX, dt);
+    if (IS("bag_max"))
+        return ct_nn_embedding_bag(8, 4, "max", false, CT_NO_PADDING_IDX, dt);
+    if (IS("bag_sum_psw"))
+        return ct_nn_embedding_bag(10, 3, "sum", true, CT_NO_PADDING_IDX, dt);
+    if (IS("bag_mean_pad"))
+        return ct_nn_embedding_bag(6, 2, "mean", false, 2, dt);
+    if (IS("bag_max_pad"))
+        return ct_nn_embedding_bag(6, 3, "max", true, 0, dt);
+    if (IS("bag_sum_psw_2d"))
+        return ct_nn_embedding_bag(7, 2, "sum", false, -1, dt);
     if (IS("r_conv1d_default"))
         return ct_nn_conv1d(4, 6, 3, 1, 0, 1, 1, true, NULL, dt);
     if (IS("r_conv_t2d_default"))
@@ -228,9 +242,41 @@ static void run_func_case(const gcase *c, ct_dtype dt, double tol) {
     ct_scope_end();
 }
 
+/* An EmbeddingBag case: integer input, offsets and per_sample_weights when the case
+ * has them, through the module's multi forward. */
+static void run_bag_case(const gcase *c, ct_dtype dt, double tol) {
+    ct_scope_begin();
+    ct_module *m = make(c->name, dt);
+    if (!m)
+        fail_msg("%s: %s", c->name, ct_last_error());
+    load_state(m, c, dt);
+    ct_tensor *psw = find(c, "psw") ? ct_tensor_set_requires_grad(ct_to_dtype(T(c, "psw"), dt), true) : NULL;
+    ct_tensor *y = NULL;
+    if (find(c, "off")) {
+        const ct_tensor *in[3] = {I(c, "x"), I(c, "off"), psw};
+        int nout = 0;
+        if (ct_module_forward_multi(m, in, psw ? 3 : 2, &y, 1, &nout) != CT_OK)
+            fail_msg("%s: %s", c->name, ct_last_error());
+    } else {
+        y = ct_nn_embedding_bag_forward(m, I(c, "x"), NULL, psw);
+    }
+    expect(c, "y", y, tol);
+    if (ct_backward(y, ct_to_dtype(T(c, "gy"), dt), false, false) != CT_OK)
+        fail_msg("%s: backward: %s", c->name, ct_last_error());
+    expect(c, "g.weight", ct_tensor_grad(ct_module_param(m, "weight")), tol);
+    if (psw)
+        expect(c, "gpsw", ct_tensor_grad(psw), tol);
+    ct_module_free(m);
+    ct_scope_end();
+}
+
 static void run_case(const gcase *c, ct_dtype dt, double tol) {
     if (!strncmp(c->name, "f_", 2)) {
         run_func_case(c, dt, tol);
+        return;
+    }
+    if (!strncmp(c->name, "bag_", 4)) {
+        run_bag_case(c, dt, tol);
         return;
     }
     ct_scope_begin();
@@ -371,6 +417,106 @@ static void test_pad_backward(void **state) {
                   "invalid input_size");
     CT_ASSERT_ERR(ct_pad_backward(NULL, CT_SHAPE(1, 1, 4), CT_INDEX(2, 1), 2, "reflect") != NULL,
                   CT_ERROR_NULL_ARGUMENT, "pad_backward");
+    ct_scope_end();
+}
+
+/* embedding_bag as a function of weight (and per_sample_weights) for gradcheck. */
+typedef struct bag_args {
+    const ct_tensor *x, *off;
+    const char *mode;
+    bool last;
+    int64_t pad;
+} bag_args;
+
+static ct_tensor *bag_fn(ct_tensor *const *in, int n, void *ud) {
+    const bag_args *a = ud;
+    return ct_embedding_bag(a->x, in[0], a->off, a->mode, n > 1 ? in[1] : NULL, a->last, a->pad);
+}
+
+static void test_embedding_bag(void **state) {
+    (void)state;
+    ct_scope_begin();
+    static const struct {
+        const char *name, *mode;
+        bool last;
+        int64_t pad;
+    } bags[] = {{"bag_mean_offsets", "mean", false, CT_NO_PADDING_IDX}, {"bag_max", "max", false, CT_NO_PADDING_IDX},
+                {"bag_sum_psw", "sum", true, CT_NO_PADDING_IDX},         {"bag_mean_pad", "mean", false, 2},
+                {"bag_sum_psw_2d", "sum", false, 6}};
+    for (size_t i = 0; i < sizeof bags / sizeof bags[0]; i++) {
+        const gcase *c = NULL;
+        for (int j = 0; j < ncases; j++)
+            if (!strcmp(cases[j].name, bags[i].name))
+                c = &cases[j];
+        assert_non_null(c);
+        bag_args a = {I(c, "x"), find(c, "off") ? I(c, "off") : NULL, bags[i].mode, bags[i].last, bags[i].pad};
+        ct_tensor *in[2] = {ct_tensor_set_requires_grad(T(c, "p.weight"), true),
+                            find(c, "psw") ? ct_tensor_set_requires_grad(T(c, "psw"), true) : NULL};
+        if (ct_gradcheck(bag_fn, &a, in, in[1] ? 2 : 1, 1e-6, 1e-7, 1e-5) != CT_OK)
+            fail_msg("%s: %s", c->name, ct_last_error());
+    }
+    /* errors, with PyTorch's messages */
+    ct_tensor *w = ct_randn(CT_SHAPE(10, 3), CT_F32, CT_CPU);
+    ct_tensor *x1 = ct_arange(ct_scalar_int(1), ct_scalar_int(4), ct_scalar_int(1), CT_I64, CT_CPU);
+    ct_tensor *x2 = ct_reshape(ct_arange(ct_scalar_int(1), ct_scalar_int(5), ct_scalar_int(1), CT_I64, CT_CPU),
+                               CT_SHAPE(2, 2));
+    ct_tensor *off = ct_zeros(CT_SHAPE(2), CT_I64, CT_CPU);
+    CT_ASSERT_ERR(ct_embedding_bag(x2, w, off, NULL, NULL, false, CT_NO_PADDING_IDX) != NULL, CT_ERROR_VALUE,
+                  "if input is 2D, then offsets has to be None, as input is treated is a mini-batch of fixed length "
+                  "sequences.");
+    CT_ASSERT_ERR(ct_embedding_bag(x1, w, NULL, NULL, NULL, false, CT_NO_PADDING_IDX) != NULL, CT_ERROR_VALUE,
+                  "offsets has to be a 1D Tensor but got None");
+    CT_ASSERT_ERR(ct_embedding_bag(x1, w, x2, NULL, NULL, false, CT_NO_PADDING_IDX) != NULL, CT_ERROR_VALUE,
+                  "offsets has to be a 1D Tensor");
+    CT_ASSERT_ERR(ct_embedding_bag(ct_unsqueeze(x2, 0), w, NULL, NULL, NULL, false, CT_NO_PADDING_IDX) != NULL,
+                  CT_ERROR_VALUE, "input has to be 1D or 2D Tensor, but got Tensor of dimension 3");
+    CT_ASSERT_ERR(ct_embedding_bag(x1, w, ct_ones(CT_SHAPE(2), CT_I64, CT_CPU), NULL, NULL, false,
+                                   CT_NO_PADDING_IDX) != NULL,
+                  CT_ERROR_VALUE,
+                  "offsets[0] has to be 0, i.e., the first sequence in the mini-batch has to start from position 0. "
+                  "However, got 1");
+    ct_tensor *off4 = ct_mul_scalar(ct_arange(ct_scalar_int(0), ct_scalar_int(2), ct_scalar_int(1), CT_I64, CT_CPU),
+                                    ct_scalar_int(4));
+    CT_ASSERT_ERR(ct_embedding_bag(x1, w, off4, NULL, NULL, false, CT_NO_PADDING_IDX) != NULL, CT_ERROR_VALUE,
+                  "offsets[-1] can not be greater than input's length 3 but got offsets[-1] of 4");
+    ct_tensor *off_dec = ct_from_data((int64_t[]){0, 2, 1}, CT_SHAPE(3), CT_I64);
+    CT_ASSERT_ERR(ct_embedding_bag(x1, w, off_dec, NULL, NULL, false, CT_NO_PADDING_IDX) != NULL, CT_ERROR_VALUE,
+                  "offsets must be non-decreasing");
+    CT_ASSERT_ERR(ct_embedding_bag(x1, w, off, "sum", ct_ones(CT_SHAPE(2), CT_F32, CT_CPU), false,
+                                   CT_NO_PADDING_IDX) != NULL,
+                  CT_ERROR_VALUE,
+                  "embedding_bag: If per_sample_weights (torch.Size([2])) is not None, then it must have the same "
+                  "shape as the input (torch.Size([3]))");
+    CT_ASSERT_ERR(ct_embedding_bag(x1, w, off, "mean", ct_ones(CT_SHAPE(3), CT_F32, CT_CPU), false,
+                                   CT_NO_PADDING_IDX) != NULL,
+                  CT_ERROR_NOT_IMPLEMENTED,
+                  "embedding_bag: per_sample_weights was not None. per_sample_weights is only supported for "
+                  "mode='sum' (got mode='mean'). Please open a feature request on GitHub.");
+    CT_ASSERT_ERR(ct_embedding_bag(ct_mul_scalar(x1, ct_scalar_int(10)), w, off, NULL, NULL, false,
+                                   CT_NO_PADDING_IDX) != NULL,
+                  CT_ERROR_INDEX, "index out of range in self");
+    CT_ASSERT_ERR(ct_embedding_bag(x1, w, off, "foo", NULL, false, CT_NO_PADDING_IDX) != NULL, CT_ERROR_VALUE,
+                  "mode has to be one of sum, mean or max");
+    CT_ASSERT_ERR(ct_embedding_bag(ct_to_dtype(x1, CT_F32), w, off, NULL, NULL, false, CT_NO_PADDING_IDX) != NULL,
+                  CT_ERROR_TYPE,
+                  "Expected tensor for argument #1 'indices' to have one of the following scalar types: Long, Int");
+    CT_ASSERT_ERR(ct_embedding_bag(x1, NULL, off, NULL, NULL, false, CT_NO_PADDING_IDX) != NULL,
+                  CT_ERROR_NULL_ARGUMENT, "embedding_bag");
+    CT_ASSERT_ERR(ct_nn_embedding_bag(10, 3, NULL, false, 10, CT_F32) != NULL, CT_ERROR_VALUE,
+                  "padding_idx must be within num_embeddings");
+    CT_ASSERT_ERR(ct_nn_embedding_bag(10, 3, "median", false, CT_NO_PADDING_IDX, CT_F32) != NULL, CT_ERROR_VALUE,
+                  "mode has to be one of sum, mean or max");
+    /* the module: N(0, 1) weight with the padding row zeroed, int32 input, 1 to 3 inputs */
+    ct_module *m = ct_nn_embedding_bag(50, 4, "sum", false, 3, CT_F64);
+    assert_true(ct_test_at(ct_module_param(m, "weight"), 3 * 4 + 2) == 0);
+    assert_true(ct_test_at(ct_module_param(m, "weight"), 0) != 0);
+    ct_tensor *y = ct_module_forward(m, ct_to_dtype(x2, CT_I32));
+    CT_ASSERT_SHAPE(y, 2, 4);
+    const ct_tensor *four[4] = {x1, off, x1, x1};
+    ct_tensor *outs[1];
+    int nout = 0;
+    CT_ASSERT_ERR(ct_module_forward_multi(m, four, 4, outs, 1, &nout) == CT_OK, CT_ERROR_VALUE, "1 to 3 tensors");
+    ct_module_free(m);
     ct_scope_end();
 }
 
@@ -580,7 +726,8 @@ static void test_errors(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_goldens_f64), cmocka_unit_test(test_goldens_f32), cmocka_unit_test(test_reprs),
-        cmocka_unit_test(test_gradcheck),   cmocka_unit_test(test_pad_backward), cmocka_unit_test(test_init),        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_gradcheck),   cmocka_unit_test(test_pad_backward), cmocka_unit_test(test_embedding_bag),
+        cmocka_unit_test(test_init),        cmocka_unit_test(test_errors),
     };
     return cmocka_run_group_tests(tests, load_golden, free_golden);
 }

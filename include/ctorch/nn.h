@@ -540,6 +540,25 @@ CT_API ct_tensor *ct_interpolate(const ct_tensor *input, const int64_t *size, co
 CT_API ct_module *ct_nn_upsample(const int64_t *size, const double *scale_factor, int n, const char *mode,
                                  bool align_corners);
 
+/* F.embedding_bag: the rows of weight (V, D) picked by input (int64 or int32) and
+ * reduced per bag with mode "sum", "mean" (NULL) or "max". input 2-D (B, N): each row
+ * is a bag, offsets NULL; input 1-D: offsets (1-D) start the bags, the last running to
+ * the end of input, or to offsets[-1] when include_last_offset. per_sample_weights
+ * (input's shape, "sum" only) scales each row. Entries equal to padding_idx
+ * (CT_NO_PADDING_IDX: none) are left out, also from mean's count; an empty bag is
+ * zeros. The result is (B, D). Made of ops (the bags are read on the host). */
+CT_API ct_tensor *ct_embedding_bag(const ct_tensor *input, const ct_tensor *weight, const ct_tensor *offsets,
+                                   const char *mode, const ct_tensor *per_sample_weights, bool include_last_offset,
+                                   int64_t padding_idx);
+/* nn.EmbeddingBag (max_norm, scale_grad_by_freq and sparse are not offered): weight
+ * N(0, 1), its padding_idx row zeroed. ct_module_forward_multi takes input, offsets and
+ * per_sample_weights (the last ones may be left off); ct_nn_embedding_bag_forward takes
+ * the three with NULL for none. */
+CT_API ct_module *ct_nn_embedding_bag(int64_t num_embeddings, int64_t embedding_dim, const char *mode,
+                                      bool include_last_offset, int64_t padding_idx, ct_dtype dtype);
+CT_API ct_tensor *ct_nn_embedding_bag_forward(ct_module *m, const ct_tensor *input, const ct_tensor *offsets,
+                                              const ct_tensor *per_sample_weights);
+
 /* nn.Conv1d: padding_mode "zeros" (NULL), "reflect", "replicate" or "circular". */
 CT_API ct_module *ct_nn_conv1d(int64_t in_channels, int64_t out_channels, int64_t kernel_size, int64_t stride,
                                int64_t padding, int64_t dilation, int64_t groups, bool bias, const char *padding_mode,

@@ -164,6 +164,47 @@ for mode in ("reflect", "replicate", "circular"):
 func_case("f_pad_circular_crop", lambda x: F.pad(x, (-1, 2, 1, -2), mode="circular"), r(1, 2, 5, 6))
 func_case("f_pad_replicate_crop", lambda x: F.pad(x, (-1, 3, 2, -1), mode="replicate"), r(2, 1, 4, 5))
 
+# ---------------------------------------------------------------- EmbeddingBag
+# "bag_" cases: integer input "x", offsets "off" (absent for 2-D input), weights "psw"
+# (with their gradient "gpsw"), and the weight's gradient "g.weight".
+
+
+def bag_case(name, m, x, off=None, psw=None):
+    out.write("case %s\n" % name)
+    reprs.append((name, repr(m)))
+    with torch.no_grad():
+        m.weight.copy_(torch.randn_like(m.weight))
+    emit("p.weight", m.weight)
+    emit("x", x)
+    if off is not None:
+        emit("off", off)
+    if psw is not None:
+        psw = psw.clone().requires_grad_(True)
+        emit("psw", psw)
+    y = m(x, off, psw)
+    emit("y", y)
+    gy = torch.randn_like(y)
+    emit("gy", gy)
+    leaves = [m.weight] + ([psw] if psw is not None else [])
+    grads = torch.autograd.grad(y, leaves, gy)
+    emit("g.weight", grads[0])
+    if psw is not None:
+        emit("gpsw", grads[1])
+
+
+ri = torch.randint
+T = torch.tensor
+bag_case("bag_sum_2d", nn.EmbeddingBag(10, 3, mode="sum"), ri(0, 10, (4, 3)))
+bag_case("bag_mean_offsets", nn.EmbeddingBag(10, 3), ri(0, 10, (9,)), T([0, 2, 2, 5]))
+bag_case("bag_max", nn.EmbeddingBag(8, 4, mode="max"), T([1, 5, 1, 7, 2, 2, 6]), T([0, 3, 4]))
+bag_case("bag_sum_psw", nn.EmbeddingBag(10, 3, mode="sum", include_last_offset=True), ri(0, 10, (9,)),
+         T([0, 2, 5, 9]), r(9))
+bag_case("bag_mean_pad", nn.EmbeddingBag(6, 2, padding_idx=2), T([2, 1, 2, 3, 2, 2, 0, 5]), T([0, 3, 4, 6]))
+bag_case("bag_max_pad", nn.EmbeddingBag(6, 3, mode="max", padding_idx=0, include_last_offset=True),
+         T([0, 4, 3, 0, 0, 5, 1, 1]), T([0, 3, 5, 7]))
+bag_case("bag_sum_psw_2d", nn.EmbeddingBag(7, 2, mode="sum", padding_idx=-1), T([[6, 1, 2], [3, 6, 6]]), None,
+         r(2, 3))
+
 out.close()
 
 # ---------------------------------------------------------------- reprs
@@ -182,6 +223,7 @@ extra = [
     ("r_softplus_default", nn.Softplus()),
     ("r_hardtanh_default", nn.Hardtanh()),
     ("r_prelu_default", nn.PReLU()),
+    ("r_bag_default", nn.EmbeddingBag(10, 3)),
 ]
 with open(sys.argv[2] if len(sys.argv) > 2 else "tests/data/nn_layers_repr.h", "w") as h:
     h.write("/* Written by tests/golden/gen_layers.py: repr() of the modules of "
