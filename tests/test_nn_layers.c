@@ -33,6 +33,19 @@ static ct_module *make(const char *n, ct_dtype dt) {
         return ct_nn_conv1d(3, 2, 3, 2, 1, 1, 1, true, "replicate", dt);
     if (IS("conv1d_circular"))
         return ct_nn_conv1d(2, 2, 3, 1, 2, 1, 1, false, "circular", dt);
+    if (IS("conv3d"))
+        return ct_nn_conv3d(2, 4, (int64_t[]){3, 3, 3}, (int64_t[]){1, 2, 1}, (int64_t[]){1, 0, 1}, NULL, 1, true,
+                            NULL, dt);
+    if (IS("conv3d_groups"))
+        return ct_nn_conv3d(4, 2, (int64_t[]){2, 2, 3}, NULL, NULL, (int64_t[]){2, 1, 1}, 2, false, NULL, dt);
+    if (IS("conv3d_unbatched"))
+        return ct_nn_conv3d(2, 3, (int64_t[]){2, 2, 2}, (int64_t[]){2, 2, 2}, NULL, NULL, 1, true, NULL, dt);
+    if (IS("conv3d_reflect"))
+        return ct_nn_conv3d(2, 2, (int64_t[]){3, 3, 3}, NULL, (int64_t[]){1, 1, 1}, NULL, 1, true, "reflect", dt);
+    if (IS("conv3d_circular"))
+        return ct_nn_conv3d(2, 2, (int64_t[]){2, 3, 3}, NULL, (int64_t[]){1, 1, 2}, NULL, 1, true, "circular", dt);
+    if (IS("r_conv3d_default"))
+        return ct_nn_conv3d(2, 4, (int64_t[]){3, 3, 3}, NULL, NULL, NULL, 1, true, NULL, dt);
     if (IS("conv_t1d"))
         return ct_nn_conv_transpose1d(4, 6, 3, 2, 1, 1, 2, true, 1, dt);
     if (IS("conv_t1d_unbatched"))
@@ -345,6 +358,7 @@ static void test_gradcheck(void **state) {
     static const char *const names[] = {"conv1d",       "conv1d_reflect", "conv_t1d",  "conv_t2d_groups", "gn",
                                         "in1d",         "in2d_track",     "bn1d_3d",   "maxpool1d",       "avgpool1d",
                                         "adaptive_avg2d", "pixel_unshuffle", "act_mish", "act_prelu3",      "act_glu",
+                                        "conv3d",       "conv3d_groups",  "conv3d_circular",
                                         "up_nearest_size", "up_linear", "up_bilinear_ac", "up_bicubic",
                                         "up_bicubic_down"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
@@ -540,6 +554,11 @@ static void test_init(void **state) {
     double bound = 1 / sqrt(40.0);
     assert_true(max_abs(w) <= bound && max_abs(w) > 0.95 * bound);
     assert_true(max_abs(ct_module_param(c1, "bias")) <= bound);
+    ct_module *c3 = ct_nn_conv3d(4, 8, (int64_t[]){3, 2, 2}, NULL, NULL, NULL, 1, true, NULL, CT_F32);
+    CT_ASSERT_SHAPE(ct_module_param(c3, "weight"), 8, 4, 3, 2, 2);
+    bound = 1 / sqrt(48.0);
+    assert_true(max_abs(ct_module_param(c3, "weight")) <= bound && max_abs(ct_module_param(c3, "weight")) > 0.9 * bound);
+    ct_module_free(c3);
     ct_module *t2 = ct_nn_conv_transpose2d(6, 8, CT_INDEX(3, 3), NULL, NULL, NULL, 2, true, NULL, CT_F64);
     w = ct_module_param(t2, "weight");
     CT_ASSERT_SHAPE(w, 6, 4, 3, 3);
@@ -717,6 +736,26 @@ static void test_errors(void **state) {
                   "grad_output of shape [2, 3, 4, 5] does not fit an input of shape [2, 4, 2, 2]");
     CT_ASSERT_ERR(ct_upsample_backward(x4, CT_SHAPE(2, 3), "nearest", false, NULL) != NULL, CT_ERROR_VALUE,
                   "input_size must have 3 or 4 sizes");
+    /* conv3d */
+    ct_tensor *w3 = ct_randn(CT_SHAPE(4, 3, 2, 2, 2), CT_F32, CT_CPU);
+    CT_ASSERT_ERR(ct_conv3d(ct_randn(CT_SHAPE(2, 3, 4, 5), CT_F32, CT_CPU), w3, NULL, NULL, NULL, NULL, 1) != NULL,
+                  CT_ERROR_VALUE,
+                  "Given groups=1, weight of size [4, 3, 2, 2, 2], expected input[1, 2, 3, 4, 5] to have 3 channels, "
+                  "but got 2 channels instead");
+    CT_ASSERT_ERR(ct_conv3d(ct_randn(CT_SHAPE(2, 3, 1, 5, 5), CT_F32, CT_CPU), w3, NULL, NULL, NULL, NULL, 1) != NULL,
+                  CT_ERROR_VALUE,
+                  "Calculated padded input size per channel: (1 x 5 x 5). Kernel size: (2 x 2 x 2). Kernel size can't "
+                  "be greater than actual input size");
+    CT_ASSERT_ERR(ct_conv3d(ct_randn(CT_SHAPE(3, 4, 5), CT_F32, CT_CPU), w3, NULL, NULL, NULL, NULL, 1) != NULL,
+                  CT_ERROR_VALUE,
+                  "Expected 4D (unbatched) or 5D (batched) input to conv3d, but got input of size: [3, 4, 5]");
+    CT_ASSERT_ERR(ct_conv3d(x4, ct_randn(CT_SHAPE(4, 3, 2, 2), CT_F32, CT_CPU), NULL, NULL, NULL, NULL, 1) != NULL,
+                  CT_ERROR_VALUE, "weight should have 5 dimensions, got 4");
+    CT_ASSERT_ERR(ct_conv3d(ct_randn(CT_SHAPE(1, 3, 4, 4, 4), CT_F32, CT_CPU), w3, NULL, (int64_t[]){0, 1, 1}, NULL,
+                            NULL, 1) != NULL,
+                  CT_ERROR_VALUE, "stride and dilation must be positive");
+    CT_ASSERT_ERR(ct_nn_conv3d(4, 6, NULL, NULL, NULL, NULL, 1, true, NULL, CT_F32) != NULL, CT_ERROR_NULL_ARGUMENT,
+                  "kernel_size is NULL");
     ct_module *mods[] = {bn1, bn3, in1, in2, in2a, unf, c1, pr, glu, sm};
     for (size_t i = 0; i < sizeof mods / sizeof mods[0]; i++)
         ct_module_free(mods[i]);

@@ -510,6 +510,12 @@ CT_API ct_module *ct_nn_gpt_block(int64_t d_model, int64_t n_head, ct_dtype dtyp
 CT_API ct_tensor *ct_conv_transpose1d(const ct_tensor *input, const ct_tensor *weight, const ct_tensor *bias,
                                       int64_t stride, int64_t padding, int64_t output_padding, int64_t groups,
                                       int64_t dilation);
+/* F.conv3d on (N, C, D, H, W) or (C, D, H, W); weight (O, C / groups, kd, kh, kw); NULL
+ * triples: stride 1, padding 0, dilation 1. One conv2d per kernel depth (Note [conv3d
+ * as conv2d]), so it runs wherever conv2d does, with conv2d's gradients. */
+CT_API ct_tensor *ct_conv3d(const ct_tensor *input, const ct_tensor *weight, const ct_tensor *bias,
+                            const int64_t stride[3], const int64_t padding[3], const int64_t dilation[3],
+                            int64_t groups);
 /* F.max_pool1d / F.avg_pool1d / F.adaptive_avg_pool1d on (N, C, L) or (C, L); stride 0
  * means stride = kernel. */
 CT_API ct_tensor *ct_max_pool1d(const ct_tensor *input, int64_t kernel_size, int64_t stride, int64_t padding,
@@ -563,6 +569,11 @@ CT_API ct_tensor *ct_nn_embedding_bag_forward(ct_module *m, const ct_tensor *inp
 CT_API ct_module *ct_nn_conv1d(int64_t in_channels, int64_t out_channels, int64_t kernel_size, int64_t stride,
                                int64_t padding, int64_t dilation, int64_t groups, bool bias, const char *padding_mode,
                                ct_dtype dtype);
+/* nn.Conv3d on (N, C, D, H, W) or (C, D, H, W): kernel_size {d, h, w}; NULL triples:
+ * stride 1, padding 0, dilation 1; padding_mode as Conv1d's. */
+CT_API ct_module *ct_nn_conv3d(int64_t in_channels, int64_t out_channels, const int64_t kernel_size[3],
+                               const int64_t stride[3], const int64_t padding[3], const int64_t dilation[3],
+                               int64_t groups, bool bias, const char *padding_mode, ct_dtype dtype);
 /* nn.ConvTranspose1d / nn.ConvTranspose2d, arguments in PyTorch's order; NULL pairs:
  * stride 1, padding 0, output_padding 0, dilation 1. */
 CT_API ct_module *ct_nn_conv_transpose1d(int64_t in_channels, int64_t out_channels, int64_t kernel_size,

@@ -1,4 +1,4 @@
-/* Conv1d, ConvTranspose1d, ConvTranspose2d, the pooling modules (MaxPool1d/2d,
+/* Conv1d, Conv3d, ConvTranspose1d, ConvTranspose2d, the pooling modules (MaxPool1d/2d,
  * AvgPool1d/2d, AdaptiveAvgPool1d/2d), PixelShuffle, PixelUnshuffle, Identity and
  * Unflatten. Each prints as PyTorch's (its extra_repr). */
 #include <stdio.h>
@@ -33,10 +33,10 @@ static bool all_eq(const int64_t *v, int n, int64_t x) {
 static const char *const padding_modes[] = {"zeros", "reflect", "replicate", "circular"};
 
 typedef struct conv_ctx {
-    int nd; /* spatial dims: 1 or 2 */
+    int nd; /* spatial dims: 1, 2 or 3 */
     bool transposed;
     int padding_mode; /* index into padding_modes */
-    int64_t stride[2], padding[2], dilation[2], output_padding[2], groups;
+    int64_t stride[3], padding[3], dilation[3], output_padding[3], groups;
 } conv_ctx;
 
 static ct_tensor *conv_forward(ct_module *m, const ct_tensor *x) {
@@ -48,12 +48,16 @@ static ct_tensor *conv_forward(ct_module *m, const ct_tensor *x) {
                           : ct_conv_transpose2d(x, w, b, c->stride, c->padding, c->output_padding, c->groups,
                                                 c->dilation);
     if (c->padding_mode == 0)
-        return ct_conv1d(x, w, b, c->stride[0], c->padding[0], c->dilation[0], c->groups);
+        return c->nd == 1 ? ct_conv1d(x, w, b, c->stride[0], c->padding[0], c->dilation[0], c->groups)
+                          : ct_conv3d(x, w, b, c->stride, c->padding, c->dilation, c->groups);
     /* padding_mode other than zeros: F.pad in that mode, then no padding (as PyTorch) */
     ct_scope_begin();
-    int64_t pad[2] = {c->padding[0], c->padding[0]};
-    ct_tensor *y = ct_conv1d(ct_pad(x, pad, 2, padding_modes[c->padding_mode], 0), w, b, c->stride[0], 0,
-                             c->dilation[0], c->groups);
+    int64_t pad[6], zero[3] = {0, 0, 0};
+    for (int i = 0; i < c->nd; i++)
+        pad[2 * i] = pad[2 * i + 1] = c->padding[c->nd - 1 - i];
+    const ct_tensor *xp = ct_pad(x, pad, 2 * c->nd, padding_modes[c->padding_mode], 0);
+    ct_tensor *y = c->nd == 1 ? ct_conv1d(xp, w, b, c->stride[0], 0, c->dilation[0], c->groups)
+                              : ct_conv3d(xp, w, b, c->stride, zero, c->dilation, c->groups);
     ct_keep(y);
     ct_scope_end();
     return y;
@@ -64,7 +68,7 @@ static int conv_repr(const ct_module *m, char *buf, size_t cap) {
     ct_tensor *w = ct_module_param(m, "weight");
     int64_t in = ct_tensor_size(w, c->transposed ? 0 : 1) * (c->transposed ? 1 : c->groups);
     int64_t out = ct_tensor_size(w, c->transposed ? 1 : 0) * (c->transposed ? c->groups : 1);
-    int64_t k[2] = {ct_tensor_size(w, 2), c->nd == 2 ? ct_tensor_size(w, 3) : 0};
+    int64_t k[3] = {ct_tensor_size(w, 2), c->nd >= 2 ? ct_tensor_size(w, 3) : 0, c->nd == 3 ? ct_tensor_size(w, 4) : 0};
     char s[400], t[64];
     int o = snprintf(s, sizeof s, "%lld, %lld, kernel_size=", (long long)in, (long long)out);
     tuple_repr(k, c->nd, t, sizeof t);
@@ -144,10 +148,10 @@ static ct_module *conv_module(const char *op, int nd, bool transposed, int64_t i
     c->transposed = transposed;
     c->padding_mode = mode;
     c->groups = groups;
-    int64_t shape[4];
+    int64_t shape[5];
     shape[0] = transposed ? in_channels : out_channels;
     shape[1] = transposed ? out_channels / groups : in_channels / groups;
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < 3; i++) {
         c->stride[i] = stride && i < nd ? stride[i] : 1;
         c->padding[i] = padding && i < nd ? padding[i] : 0;
         c->output_padding[i] = output_padding && i < nd ? output_padding[i] : 0;
@@ -169,6 +173,13 @@ ct_module *ct_nn_conv1d(int64_t in_channels, int64_t out_channels, int64_t kerne
                         ct_dtype dtype) {
     return conv_module("Conv1d", 1, false, in_channels, out_channels, &kernel_size, &stride, &padding, NULL,
                        &dilation, groups, bias, padding_mode, dtype);
+}
+
+ct_module *ct_nn_conv3d(int64_t in_channels, int64_t out_channels, const int64_t kernel_size[3],
+                        const int64_t stride[3], const int64_t padding[3], const int64_t dilation[3], int64_t groups,
+                        bool bias, const char *padding_mode, ct_dtype dtype) {
+    return conv_module("Conv3d", 3, false, in_channels, out_channels, kernel_size, stride, padding, NULL, dilation,
+                       groups, bias, padding_mode, dtype);
 }
 
 ct_module *ct_nn_conv_transpose1d(int64_t in_channels, int64_t out_channels, int64_t kernel_size, int64_t stride,

@@ -304,3 +304,90 @@ ct_tensor *ct_interpolate(const ct_tensor *input, const int64_t *size, const dou
     }
     return ct_upsample(input, out, nsp, mode, align_corners, size ? NULL : scales);
 }
+
+/* ------------------------------------------------------------------ conv3d */
+
+/* Note [conv3d as conv2d]
+ * There is no 3-D kernel: output depth od reads input depths od * sd + kd * dd - pd
+ * for each kernel depth kd. For one kd those depths are a strided slice of the
+ * depth-padded input, so each kd is one conv2d over every (sample, output depth)
+ * image at once (the depths folded into the batch) with the kernel's slice kd, and
+ * the kD results are summed. kD conv2d calls, gradients through conv2d, narrow and
+ * pad. */
+ct_tensor *ct_conv3d(const ct_tensor *input, const ct_tensor *weight, const ct_tensor *bias, const int64_t stride[3],
+                     const int64_t padding[3], const int64_t dilation[3], int64_t groups) {
+    const char *op = "conv3d";
+    CT_CHECK_ARG(op, input);
+    CT_CHECK_ARG(op, weight);
+    int nd = ct_tensor_dim(input);
+    if (nd != 4 && nd != 5) {
+        char s[96];
+        ct_error(CT_ERROR_VALUE, op,
+                 "Expected 4D (unbatched) or 5D (batched) input to conv3d, but got input of size: %s",
+                 ct_shape_str(ct_tensor_shape(input), nd, s, sizeof s));
+        return NULL;
+    }
+    if (ct_tensor_dim(weight) != 5) {
+        ct_error(CT_ERROR_VALUE, op, "weight should have 5 dimensions, got %d", ct_tensor_dim(weight));
+        return NULL;
+    }
+    int64_t s[3], p[3], d[3];
+    for (int i = 0; i < 3; i++) {
+        s[i] = stride ? stride[i] : 1;
+        p[i] = padding ? padding[i] : 0;
+        d[i] = dilation ? dilation[i] : 1;
+        if (s[i] <= 0 || p[i] < 0 || d[i] <= 0) {
+            ct_error(CT_ERROR_VALUE, op, "stride and dilation must be positive and padding non-negative");
+            return NULL;
+        }
+    }
+    ct_scope_begin();
+    const ct_tensor *x = nd == 4 ? ct_unsqueeze(input, 0) : input;
+    int64_t kd = ct_tensor_size(weight, 2), n = x ? ct_tensor_size(x, 0) : 0, c = x ? ct_tensor_size(x, 1) : 0;
+    int64_t depth = x ? ct_tensor_size(x, 2) + 2 * p[0] : 0, span = d[0] * (kd - 1) + 1;
+    ct_tensor *y = NULL;
+    if (x && ct_tensor_size(x, 1) != ct_tensor_size(weight, 1) * groups) {
+        char a[96], b[96];
+        ct_error(CT_ERROR_VALUE, op,
+                 "Given groups=%lld, weight of size %s, expected input%s to have %lld channels, but got %lld channels "
+                 "instead",
+                 (long long)groups, ct_shape_str(ct_tensor_shape(weight), 5, a, sizeof a),
+                 ct_shape_str(ct_tensor_shape(x), 5, b, sizeof b), (long long)(ct_tensor_size(weight, 1) * groups),
+                 (long long)ct_tensor_size(x, 1));
+        x = NULL;
+    } else if (x && depth < span) {
+        ct_error(CT_ERROR_VALUE, op,
+                 "Calculated padded input size per channel: (%lld x %lld x %lld). Kernel size: (%lld x %lld x %lld). "
+                 "Kernel size can't be greater than actual input size",
+                 (long long)depth, (long long)(ct_tensor_size(x, 3) + 2 * p[1]),
+                 (long long)(ct_tensor_size(x, 4) + 2 * p[2]), (long long)kd, (long long)ct_tensor_size(weight, 3),
+                 (long long)ct_tensor_size(weight, 4));
+        x = NULL;
+    }
+    if (x) {
+        int64_t od = (depth - span) / s[0] + 1;
+        const ct_tensor *xp = p[0] ? ct_pad(x, CT_INDEX(0, 0, 0, 0, p[0], p[0]), 6, "constant", 0) : x;
+        for (int64_t k = 0; xp && k < kd; k++) {
+            int64_t start = k * d[0];
+            /* (N, C, od, H, W) -> (N * od, C, H, W) */
+            ct_tensor *sl = ct_slice(xp, 2, start, start + (od - 1) * s[0] + 1, s[0]);
+            ct_tensor *img = sl ? ct_reshape(ct_transpose(sl, 1, 2),
+                                             CT_SHAPE(n * od, c, ct_tensor_size(sl, 3), ct_tensor_size(sl, 4)))
+                                : NULL;
+            ct_tensor *t = ct_conv2d(img, ct_select(weight, 2, k), k == 0 ? bias : NULL, s + 1, p + 1, d + 1, groups);
+            y = !t ? NULL : y ? ct_add(y, t) : t;
+            if (!y)
+                break;
+        }
+        if (y) { /* (N * od, O, Ho, Wo) -> (N, O, od, Ho, Wo) */
+            y = ct_transpose(ct_reshape(y, CT_SHAPE(n, od, ct_tensor_size(y, 1), ct_tensor_size(y, 2),
+                                                    ct_tensor_size(y, 3))),
+                             1, 2);
+            y = y && nd == 4 ? ct_squeeze_dim(y, 0) : y;
+            y = y ? ct_contiguous(y) : NULL;
+        }
+    }
+    ct_keep(y);
+    ct_scope_end();
+    return y;
+}

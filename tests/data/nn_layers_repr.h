@@ -7,6 +7,11 @@ static const struct {
     {"conv1d_reflect", "Conv1d(3, 2, kernel_size=(3,), stride=(1,), padding=(2,), padding_mode=reflect)"},
     {"conv1d_replicate", "Conv1d(3, 2, kernel_size=(3,), stride=(2,), padding=(1,), padding_mode=replicate)"},
     {"conv1d_circular", "Conv1d(2, 2, kernel_size=(3,), stride=(1,), padding=(2,), bias=False, padding_mode=circular)"},
+    {"conv3d", "Conv3d(2, 4, kernel_size=(3, 3, 3), stride=(1, 2, 1), padding=(1, 0, 1))"},
+    {"conv3d_groups", "Conv3d(4, 2, kernel_size=(2, 2, 3), stride=(1, 1, 1), dilation=(2, 1, 1), groups=2, bias=False)"},
+    {"conv3d_unbatched", "Conv3d(2, 3, kernel_size=(2, 2, 2), stride=(2, 2, 2))"},
+    {"conv3d_reflect", "Conv3d(2, 2, kernel_size=(3, 3, 3), stride=(1, 1, 1), padding=(1, 1, 1), padding_mode=reflect)"},
+    {"conv3d_circular", "Conv3d(2, 2, kernel_size=(2, 3, 3), stride=(1, 1, 1), padding=(1, 1, 2), padding_mode=circular)"},
     {"conv_t1d", "ConvTranspose1d(4, 6, kernel_size=(3,), stride=(2,), padding=(1,), output_padding=(1,), groups=2)"},
     {"conv_t1d_unbatched", "ConvTranspose1d(3, 2, kernel_size=(3,), stride=(1,), dilation=(2,), bias=False)"},
     {"conv_t2d", "ConvTranspose2d(3, 4, kernel_size=(3, 2), stride=(2, 1), padding=(1, 0), dilation=(1, 2), output_padding=(1, 0))"},
@@ -94,4 +99,5 @@ static const struct {
     {"r_hardtanh_default", "Hardtanh(min_val=-1.0, max_val=1.0)"},
     {"r_prelu_default", "PReLU(num_parameters=1)"},
     {"r_bag_default", "EmbeddingBag(10, 3, mode='mean')"},
+    {"r_conv3d_default", "Conv3d(2, 4, kernel_size=(3, 3, 3), stride=(1, 1, 1))"},
 };

@@ -75,6 +75,11 @@ case("conv1d_nobias", nn.Conv1d(3, 2, 2, dilation=2, bias=False), r(3, 7))
 case("conv1d_reflect", nn.Conv1d(3, 2, 3, padding=2, padding_mode="reflect"), r(2, 3, 7))
 case("conv1d_replicate", nn.Conv1d(3, 2, 3, stride=2, padding=1, padding_mode="replicate"), r(2, 3, 6))
 case("conv1d_circular", nn.Conv1d(2, 2, 3, padding=2, padding_mode="circular", bias=False), r(2, 2, 5))
+case("conv3d", nn.Conv3d(2, 4, 3, stride=(1, 2, 1), padding=(1, 0, 1)), r(2, 2, 4, 5, 4))
+case("conv3d_groups", nn.Conv3d(4, 2, (2, 2, 3), dilation=(2, 1, 1), groups=2, bias=False), r(1, 4, 5, 3, 4))
+case("conv3d_unbatched", nn.Conv3d(2, 3, 2, stride=2), r(2, 4, 4, 4))
+case("conv3d_reflect", nn.Conv3d(2, 2, 3, padding=1, padding_mode="reflect"), r(1, 2, 3, 4, 4))
+case("conv3d_circular", nn.Conv3d(2, 2, (2, 3, 3), padding=(1, 1, 2), padding_mode="circular"), r(1, 2, 3, 4, 5))
 case("conv_t1d", nn.ConvTranspose1d(4, 6, 3, stride=2, padding=1, output_padding=1, groups=2), r(2, 4, 5))
 case("conv_t1d_unbatched", nn.ConvTranspose1d(3, 2, 3, dilation=2, bias=False), r(3, 5))
 case("conv_t2d", nn.ConvTranspose2d(3, 4, (3, 2), stride=(2, 1), padding=(1, 0), output_padding=(1, 0),
@@ -224,6 +229,7 @@ extra = [
     ("r_hardtanh_default", nn.Hardtanh()),
     ("r_prelu_default", nn.PReLU()),
     ("r_bag_default", nn.EmbeddingBag(10, 3)),
+    ("r_conv3d_default", nn.Conv3d(2, 4, 3)),
 ]
 with open(sys.argv[2] if len(sys.argv) > 2 else "tests/data/nn_layers_repr.h", "w") as h:
     h.write("/* Written by tests/golden/gen_layers.py: repr() of the modules of "
