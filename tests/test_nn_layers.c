@@ -137,6 +137,10 @@ static ct_module *make(const char *n, ct_dtype dt) {
         return ct_nn_upsample(CT_INDEX(6, 5), NULL, 2, "bicubic", true);
     if (IS("up_bicubic_down"))
         return ct_nn_upsample(CT_INDEX(3, 2), NULL, 2, "bicubic", false);
+    if (IS("up_nearest2d"))
+        return ct_nn_upsampling_nearest2d(NULL, (double[]){2.0}, 1);
+    if (IS("up_bilinear2d"))
+        return ct_nn_upsampling_bilinear2d(CT_INDEX(5, 4), NULL, 2);
     if (IS("bag_sum_2d"))
         return ct_nn_embedding_bag(10, 3, "sum", false, CT_NO_PADDING_IDX, dt);
     if (IS("bag_mean_offsets") || IS("r_bag_default"))

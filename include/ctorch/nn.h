@@ -545,6 +545,10 @@ CT_API ct_tensor *ct_interpolate(const ct_tensor *input, const int64_t *size, co
 /* nn.Upsample(size, scale_factor, mode, align_corners): ct_interpolate's arguments. */
 CT_API ct_module *ct_nn_upsample(const int64_t *size, const double *scale_factor, int n, const char *mode,
                                  bool align_corners);
+/* nn.UpsamplingNearest2d (mode nearest) and nn.UpsamplingBilinear2d (bilinear,
+ * align_corners=True). */
+CT_API ct_module *ct_nn_upsampling_nearest2d(const int64_t *size, const double *scale_factor, int n);
+CT_API ct_module *ct_nn_upsampling_bilinear2d(const int64_t *size, const double *scale_factor, int n);
 
 /* F.embedding_bag: the rows of weight (V, D) picked by input (int64 or int32) and
  * reduced per bag with mode "sum", "mean" (NULL) or "max". input 2-D (B, N): each row

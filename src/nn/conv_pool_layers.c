@@ -1,4 +1,5 @@
-/* Conv1d, Conv3d, ConvTranspose1d, ConvTranspose2d, the pooling modules (MaxPool1d/2d,
+/* Conv1d, Conv3d, ConvTranspose1d, ConvTranspose2d, the pooling modules, the upsampling
+ * modules (MaxPool1d/2d,
  * AvgPool1d/2d, AdaptiveAvgPool1d/2d), PixelShuffle, PixelUnshuffle, Identity and
  * Unflatten. Each prints as PyTorch's (its extra_repr). */
 #include <stdio.h>
@@ -449,9 +450,8 @@ static int upsample_repr(const ct_module *m, char *buf, size_t cap) {
     return snprintf(buf, cap, "%s=%s, mode='%s'", c->has_size ? "size" : "scale_factor", v, c->mode);
 }
 
-ct_module *ct_nn_upsample(const int64_t *size, const double *scale_factor, int n, const char *mode,
-                          bool align_corners) {
-    const char *op = "Upsample";
+static ct_module *upsample_module(const char *op, const int64_t *size, const double *scale_factor, int n,
+                                  const char *mode, bool align_corners) {
     if (!mode)
         mode = "nearest";
     static const char *const modes[] = {"nearest", "linear", "bilinear", "bicubic", "nearest-exact"};
@@ -488,4 +488,19 @@ ct_module *ct_nn_upsample(const int64_t *size, const double *scale_factor, int n
     }
     ct_module_set_extra_repr(m, upsample_repr);
     return m;
+}
+
+ct_module *ct_nn_upsample(const int64_t *size, const double *scale_factor, int n, const char *mode,
+                          bool align_corners) {
+    return upsample_module("Upsample", size, scale_factor, n, mode, align_corners);
+}
+
+/* nn.UpsamplingNearest2d and nn.UpsamplingBilinear2d: Upsample with mode nearest, and
+ * bilinear with align_corners=True. */
+ct_module *ct_nn_upsampling_nearest2d(const int64_t *size, const double *scale_factor, int n) {
+    return upsample_module("UpsamplingNearest2d", size, scale_factor, n, "nearest", false);
+}
+
+ct_module *ct_nn_upsampling_bilinear2d(const int64_t *size, const double *scale_factor, int n) {
+    return upsample_module("UpsamplingBilinear2d", size, scale_factor, n, "bilinear", true);
 }

@@ -53,6 +53,8 @@ static const struct {
     {"up_bicubic", "Upsample(scale_factor=2.0, mode='bicubic')"},
     {"up_bicubic_ac", "Upsample(size=(6, 5), mode='bicubic')"},
     {"up_bicubic_down", "Upsample(size=(3, 2), mode='bicubic')"},
+    {"up_nearest2d", "UpsamplingNearest2d(scale_factor=2.0, mode='nearest')"},
+    {"up_bilinear2d", "UpsamplingBilinear2d(size=(5, 4), mode='bilinear')"},
     {"act_relu", "ReLU()"},
     {"act_tanh", "Tanh()"},
     {"act_sigmoid", "Sigmoid()"},

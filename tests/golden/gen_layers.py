@@ -130,6 +130,8 @@ case("up_bilinear_same", nn.Upsample(size=(3, 4), mode="bilinear"), r(1, 2, 3, 4
 case("up_bicubic", nn.Upsample(scale_factor=2, mode="bicubic"), r(1, 2, 3, 4))
 case("up_bicubic_ac", nn.Upsample(size=(6, 5), mode="bicubic", align_corners=True), r(2, 1, 4, 3))
 case("up_bicubic_down", nn.Upsample(size=(3, 2), mode="bicubic"), r(1, 1, 6, 5))
+case("up_nearest2d", nn.UpsamplingNearest2d(scale_factor=2), r(1, 2, 3, 3))
+case("up_bilinear2d", nn.UpsamplingBilinear2d(size=(5, 4)), r(1, 2, 3, 3))
 
 # ---------------------------------------------------------------- activations
 acts = [
