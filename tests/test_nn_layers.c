@@ -99,6 +99,14 @@ static ct_module *make(const char *n, ct_dtype dt) {
         return ct_nn_adaptive_avg_pool1d(4);
     if (IS("adaptive_avg2d"))
         return ct_nn_adaptive_avg_pool2d(CT_INDEX(3, -1));
+    if (IS("adaptive_max1d"))
+        return ct_nn_adaptive_max_pool1d(4);
+    if (IS("adaptive_max2d"))
+        return ct_nn_adaptive_max_pool2d(CT_INDEX(3, 4));
+    if (IS("adaptive_max2d_none"))
+        return ct_nn_adaptive_max_pool2d(CT_INDEX(-1, 2));
+    if (IS("adaptive_max2d_unbatched"))
+        return ct_nn_adaptive_max_pool2d(CT_INDEX(3, 3));
     if (IS("r_adaptive_avg2d_square"))
         return ct_nn_adaptive_avg_pool2d(CT_INDEX(3, 3));
     if (IS("r_adaptive_avg2d_pair"))
@@ -362,7 +370,8 @@ static void test_gradcheck(void **state) {
     static const char *const names[] = {"conv1d",       "conv1d_reflect", "conv_t1d",  "conv_t2d_groups", "gn",
                                         "in1d",         "in2d_track",     "bn1d_3d",   "maxpool1d",       "avgpool1d",
                                         "adaptive_avg2d", "pixel_unshuffle", "act_mish", "act_prelu3",      "act_glu",
-                                        "conv3d",       "conv3d_groups",  "conv3d_circular",
+                                        "conv3d",       "conv3d_groups",  "conv3d_circular", "adaptive_max2d",
+                                        "adaptive_max1d",
                                         "up_nearest_size", "up_linear", "up_bilinear_ac", "up_bicubic",
                                         "up_bicubic_down"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
@@ -760,6 +769,21 @@ static void test_errors(void **state) {
                   CT_ERROR_VALUE, "stride and dilation must be positive");
     CT_ASSERT_ERR(ct_nn_conv3d(4, 6, NULL, NULL, NULL, NULL, 1, true, NULL, CT_F32) != NULL, CT_ERROR_NULL_ARGUMENT,
                   "kernel_size is NULL");
+    /* adaptive max pooling */
+    CT_ASSERT_ERR(ct_adaptive_max_pool2d(x2, CT_INDEX(2, 2)) != NULL, CT_ERROR_VALUE,
+                  "adaptive_max_pool2d(): Expected 3D or 4D tensor, but got: [2, 3]");
+    CT_ASSERT_ERR(ct_adaptive_max_pool1d(x4, 2) != NULL, CT_ERROR_VALUE,
+                  "Expected 2 to 3 dimensions, but got 4-dimensional tensor for argument #1 'self' (while checking "
+                  "arguments for adaptive_max_pool1d)");
+    CT_ASSERT_ERR(ct_adaptive_max_pool2d(ct_randn(CT_SHAPE(2, 3, 0, 4), CT_F32, CT_CPU), CT_INDEX(2, 2)) != NULL,
+                  CT_ERROR_VALUE,
+                  "adaptive_max_pool2d(): Expected input to have non-zero size for non-batch dimensions, but input has "
+                  "sizes [2, 3, 0, 4] with dimension 2 being empty");
+    CT_ASSERT_ERR(ct_adaptive_max_pool2d(ct_ones(CT_SHAPE(2, 3, 4, 4), CT_I64, CT_CPU), CT_INDEX(2, 2)) != NULL,
+                  CT_ERROR_TYPE, "\"adaptive_max_pool2d\" not implemented for");
+    CT_ASSERT_ERR(ct_adaptive_max_pool2d(x4, NULL) != NULL, CT_ERROR_NULL_ARGUMENT, "output_size is NULL");
+    CT_ASSERT_SHAPE(ct_adaptive_max_pool2d(x4, CT_INDEX(0, 2)), 2, 3, 0, 2);
+    CT_ASSERT_ERR(ct_nn_adaptive_max_pool2d(CT_INDEX(-2, 2)) != NULL, CT_ERROR_VALUE, "output_size");
     ct_module *mods[] = {bn1, bn3, in1, in2, in2a, unf, c1, pr, glu, sm};
     for (size_t i = 0; i < sizeof mods / sizeof mods[0]; i++)
         ct_module_free(mods[i]);

@@ -523,6 +523,10 @@ CT_API ct_tensor *ct_max_pool1d(const ct_tensor *input, int64_t kernel_size, int
 CT_API ct_tensor *ct_avg_pool1d(const ct_tensor *input, int64_t kernel_size, int64_t stride, int64_t padding,
                                 bool ceil_mode, bool count_include_pad);
 CT_API ct_tensor *ct_adaptive_avg_pool1d(const ct_tensor *input, int64_t output_size);
+/* F.adaptive_max_pool1d / 2d (no return_indices; -1 in output_size is None): one amax
+ * per bin of each dim (Note [Adaptive max pooling by dims]). */
+CT_API ct_tensor *ct_adaptive_max_pool1d(const ct_tensor *input, int64_t output_size);
+CT_API ct_tensor *ct_adaptive_max_pool2d(const ct_tensor *input, const int64_t output_size[2]);
 /* F.pixel_shuffle: (*, C r^2, H, W) -> (*, C, H r, W r); F.pixel_unshuffle the inverse. */
 CT_API ct_tensor *ct_pixel_shuffle(const ct_tensor *input, int64_t upscale_factor);
 CT_API ct_tensor *ct_pixel_unshuffle(const ct_tensor *input, int64_t downscale_factor);
@@ -615,6 +619,9 @@ CT_API ct_module *ct_nn_avg_pool2d(const int64_t kernel_size[2], const int64_t s
 /* nn.AdaptiveAvgPool1d / 2d; in output_size -1 is PyTorch's None (the input's size). */
 CT_API ct_module *ct_nn_adaptive_avg_pool1d(int64_t output_size);
 CT_API ct_module *ct_nn_adaptive_avg_pool2d(const int64_t output_size[2]);
+/* nn.AdaptiveMaxPool1d / 2d (no return_indices); -1 is None. */
+CT_API ct_module *ct_nn_adaptive_max_pool1d(int64_t output_size);
+CT_API ct_module *ct_nn_adaptive_max_pool2d(const int64_t output_size[2]);
 CT_API ct_module *ct_nn_pixel_shuffle(int64_t upscale_factor);
 CT_API ct_module *ct_nn_pixel_unshuffle(int64_t downscale_factor);
 /* nn.Identity: its inputs, unchanged (new references). */

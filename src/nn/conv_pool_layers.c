@@ -199,7 +199,7 @@ ct_module *ct_nn_conv_transpose2d(int64_t in_channels, int64_t out_channels, con
 
 /* ------------------------------------------------------------------ pooling */
 
-enum { P_MAX, P_AVG, P_ADAPTIVE_AVG };
+enum { P_MAX, P_AVG, P_ADAPTIVE_AVG, P_ADAPTIVE_MAX };
 
 typedef struct pool_ctx {
     int kind, nd;
@@ -214,13 +214,15 @@ static ct_tensor *pool_forward(ct_module *m, const ct_tensor *x) {
         case P_MAX: return ct_max_pool1d(x, c->kernel[0], c->stride[0], c->padding[0], c->dilation[0], c->ceil_mode);
         case P_AVG:
             return ct_avg_pool1d(x, c->kernel[0], c->stride[0], c->padding[0], c->ceil_mode, c->count_include_pad);
-        default: return ct_adaptive_avg_pool1d(x, c->kernel[0]);
+        case P_ADAPTIVE_AVG: return ct_adaptive_avg_pool1d(x, c->kernel[0]);
+        default: return ct_adaptive_max_pool1d(x, c->kernel[0]);
         }
     switch (c->kind) {
     case P_MAX: return ct_max_pool2d(x, c->kernel, c->stride, c->padding, c->dilation, c->ceil_mode, NULL);
     case P_AVG:
         return ct_avg_pool2d(x, c->kernel, c->stride, c->padding, c->ceil_mode, c->count_include_pad,
                              c->divisor_override);
+    case P_ADAPTIVE_MAX: return ct_adaptive_max_pool2d(x, c->kernel); /* -1 (None) handled there */
     default: {
         /* AdaptiveAvgPool2d((None, 4)): None keeps the input's size */
         int64_t o[2] = {c->kernel[0], c->kernel[1]};
@@ -236,7 +238,7 @@ static ct_tensor *pool_forward(ct_module *m, const ct_tensor *x) {
 static int pool_repr(const ct_module *m, char *buf, size_t cap) {
     const pool_ctx *c = ct_module_ctx(m);
     char k[48], s[48], p[48], d[48];
-    if (c->kind == P_ADAPTIVE_AVG) {
+    if (c->kind >= P_ADAPTIVE_AVG) {
         if (c->nd == 1 || c->kernel[0] == c->kernel[1])
             return snprintf(buf, cap, "output_size=%lld", (long long)c->kernel[0]);
         char a[24], b[24];
@@ -267,8 +269,10 @@ static int pool_repr(const ct_module *m, char *buf, size_t cap) {
                     c->ceil_mode ? "True" : "False");
 }
 
-static const char *const pool_names[2][3] = {{"MaxPool1d", "AvgPool1d", "AdaptiveAvgPool1d"},
-                                             {"MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d"}};
+static const char *const pool_names[2][4] = {
+    {"MaxPool1d", "AvgPool1d", "AdaptiveAvgPool1d", "AdaptiveMaxPool1d"},
+    {"MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d", "AdaptiveMaxPool2d"},
+};
 
 /* kernel: nd sizes (the output size for the adaptive pools); stride NULL means the
  * kernel, padding NULL zeros, dilation NULL ones. */
@@ -277,12 +281,12 @@ static ct_module *pool_module(int kind, int nd, const int64_t *kernel, const int
                               int64_t divisor_override) {
     const char *op = pool_names[nd - 1][kind];
     if (!kernel) {
-        ct_error(CT_ERROR_NULL_ARGUMENT, op, kind == P_ADAPTIVE_AVG ? "output_size is NULL" : "kernel_size is NULL");
+        ct_error(CT_ERROR_NULL_ARGUMENT, op, kind >= P_ADAPTIVE_AVG ? "output_size is NULL" : "kernel_size is NULL");
         return NULL;
     }
     for (int i = 0; i < nd; i++)
-        if (kind == P_ADAPTIVE_AVG ? kernel[i] < -1 : kernel[i] <= 0) {
-            ct_error(CT_ERROR_VALUE, op, kind == P_ADAPTIVE_AVG ? "output_size must be non-negative (-1: None)"
+        if (kind >= P_ADAPTIVE_AVG ? kernel[i] < -1 : kernel[i] <= 0) {
+            ct_error(CT_ERROR_VALUE, op, kind >= P_ADAPTIVE_AVG ? "output_size must be non-negative (-1: None)"
                                                                  : "kernel_size must be greater than zero");
             return NULL;
         }
@@ -334,6 +338,14 @@ ct_module *ct_nn_adaptive_avg_pool1d(int64_t output_size) {
 
 ct_module *ct_nn_adaptive_avg_pool2d(const int64_t output_size[2]) {
     return pool_module(P_ADAPTIVE_AVG, 2, output_size, NULL, NULL, NULL, false, false, 0);
+}
+
+ct_module *ct_nn_adaptive_max_pool1d(int64_t output_size) {
+    return pool_module(P_ADAPTIVE_MAX, 1, &output_size, NULL, NULL, NULL, false, false, 0);
+}
+
+ct_module *ct_nn_adaptive_max_pool2d(const int64_t output_size[2]) {
+    return pool_module(P_ADAPTIVE_MAX, 2, output_size, NULL, NULL, NULL, false, false, 0);
 }
 
 /* ------------------------------------------------------------------ PixelShuffle, Identity, Unflatten */

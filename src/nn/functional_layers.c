@@ -4,6 +4,7 @@
  * (PyTorch's argument rules over the upsample op). All are made of
  * ops: their gradients and devices come with them. */
 #include <math.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -390,4 +391,85 @@ ct_tensor *ct_conv3d(const ct_tensor *input, const ct_tensor *weight, const ct_t
     ct_keep(y);
     ct_scope_end();
     return y;
+}
+
+/* ------------------------------------------------------------------ adaptive max pooling */
+
+/* Note [Adaptive max pooling by dims]
+ * Bin i of a dim of size n cut into m bins covers [floor(i n / m), ceil((i + 1) n / m)),
+ * and the maximum over a rectangle is the maximum over its rows of the maxima over its
+ * columns, so the pool is one amax per bin of each dim (W first, then H), joined with
+ * cat. The gradient goes through amax: to the largest element of each bin (split
+ * evenly between equal ones, where PyTorch picks one). return_indices is not offered. */
+static ct_tensor *max_bins(const ct_tensor *x, int dim, int64_t m) {
+    int64_t n = ct_tensor_size(x, dim), d = dim;
+    ct_tensor **bins = malloc(sizeof(ct_tensor *) * (size_t)m);
+    if (!bins) {
+        ct_error(CT_ERROR_OUT_OF_MEMORY, "adaptive_max_pool2d", "out of memory");
+        return NULL;
+    }
+    bool ok = true;
+    for (int64_t i = 0; ok && i < m; i++) {
+        int64_t start = i * n / m, end = ((i + 1) * n + m - 1) / m;
+        bins[i] = ct_amax(ct_narrow(x, dim, start, end - start), &d, 1, true);
+        ok = bins[i] != NULL;
+    }
+    ct_tensor *r = ok ? ct_cat((const ct_tensor *const *)bins, (int)m, dim) : NULL;
+    free(bins);
+    return r;
+}
+
+ct_tensor *ct_adaptive_max_pool2d(const ct_tensor *input, const int64_t output_size[2]) {
+    const char *op = "adaptive_max_pool2d";
+    CT_CHECK_ARG(op, input);
+    if (!output_size) {
+        ct_error(CT_ERROR_NULL_ARGUMENT, op, "output_size is NULL");
+        return NULL;
+    }
+    int nd = ct_tensor_dim(input);
+    const int64_t *sh = ct_tensor_shape(input);
+    char s[96];
+    if (nd != 3 && nd != 4) {
+        ct_error(CT_ERROR_VALUE, op, "adaptive_max_pool2d(): Expected 3D or 4D tensor, but got: %s",
+                 ct_shape_str(sh, nd, s, sizeof s));
+        return NULL;
+    }
+    for (int i = 1; i < nd; i++)
+        if (sh[i] == 0) {
+            ct_error(CT_ERROR_VALUE, op, "adaptive_max_pool2d(): Expected input to have non-zero size for non-batch "
+                     "dimensions, but input has sizes %s with dimension %d being empty",
+                     ct_shape_str(sh, nd, s, sizeof s), i);
+            return NULL;
+        }
+    if (!ct_dtype_is_floating(ct_tensor_dtype(input))) {
+        ct_error(CT_ERROR_TYPE, op, "\"adaptive_max_pool2d\" not implemented for '%s'",
+                 ct_dtype_name(ct_tensor_dtype(input)));
+        return NULL;
+    }
+    int64_t o[2];
+    for (int i = 0; i < 2; i++) {
+        o[i] = output_size[i] < 0 ? sh[nd - 2 + i] : output_size[i]; /* -1: None */
+    }
+    if (o[0] == 0 || o[1] == 0 || sh[0] == 0) {
+        int64_t shape[4];
+        memcpy(shape, sh, sizeof(int64_t) * (size_t)nd);
+        shape[nd - 2] = o[0], shape[nd - 1] = o[1];
+        return ct_zeros(shape, nd, ct_tensor_dtype(input), ct_tensor_device(input));
+    }
+    ct_scope_begin();
+    ct_tensor *y = max_bins(input, nd - 1, o[1]);
+    y = y ? max_bins(y, nd - 2, o[0]) : NULL;
+    ct_keep(y);
+    ct_scope_end();
+    return y;
+}
+
+ct_tensor *ct_adaptive_max_pool1d(const ct_tensor *input, int64_t output_size) {
+    const char *op = "adaptive_max_pool1d";
+    CT_CHECK_ARG(op, input);
+    if (check_1d(op, input, "avg"))
+        return NULL;
+    ct_scope_begin();
+    int64_t o[2] = {1, output_size};
+    return drop_unit(ct_adaptive_max_pool2d(ct_unsqueeze(input, -2), o));
 }

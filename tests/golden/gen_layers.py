@@ -108,6 +108,10 @@ case("avgpool2d", nn.AvgPool2d((2, 3), stride=(1, 2), padding=1), r(2, 2, 5, 6))
 case("avgpool2d_div", nn.AvgPool2d(2, divisor_override=3), r(1, 2, 4, 4))
 case("adaptive_avg1d", nn.AdaptiveAvgPool1d(4), r(2, 3, 10))
 case("adaptive_avg2d", nn.AdaptiveAvgPool2d((3, None)), r(2, 3, 7, 5))
+case("adaptive_max1d", nn.AdaptiveMaxPool1d(4), r(2, 3, 10))
+case("adaptive_max2d", nn.AdaptiveMaxPool2d((3, 4)), r(2, 3, 7, 5))
+case("adaptive_max2d_none", nn.AdaptiveMaxPool2d((None, 2)), r(1, 2, 3, 5))
+case("adaptive_max2d_unbatched", nn.AdaptiveMaxPool2d(3), r(2, 6, 4))
 
 # ---------------------------------------------------------------- shape
 case("pixel_shuffle", nn.PixelShuffle(2), r(2, 8, 3, 3))
