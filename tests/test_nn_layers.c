@@ -59,6 +59,10 @@ static ct_module *make(const char *n, ct_dtype dt) {
         return ct_nn_batch_norm1d(3, 1e-5, 0.1, true, true, dt);
     if (IS("bn1d_3d"))
         return ct_nn_batch_norm1d(3, 1e-5, 0.3, true, true, dt);
+    if (IS("bn2d_cumulative"))
+        return ct_nn_batch_norm2d(2, 1e-5, -1, true, true, dt);
+    if (IS("r_in1d_momentum_none"))
+        return ct_nn_instance_norm1d(3, 1e-5, -1, false, false, dt);
     if (IS("bn3d"))
         return ct_nn_batch_norm3d(2, 1e-3, 0.1, true, true, dt);
     if (IS("bn3d_noaffine"))
@@ -593,6 +597,20 @@ static void test_init(void **state) {
     ct_module *bn = ct_nn_batch_norm1d(4, 1e-5, 0.1, true, true, CT_F32);
     assert_non_null(ct_module_forward(bn, ct_randn(CT_SHAPE(5, 4), CT_F32, CT_CPU)));
     assert_true(ct_test_at(ct_module_buffer(bn, "num_batches_tracked"), 0) == 1);
+    /* momentum=None: the running mean is the plain average of the batch means */
+    ct_module *cum = ct_nn_batch_norm1d(2, 1e-5, -1, false, true, CT_F64);
+    double want[2] = {0, 0};
+    for (int step = 0; step < 3; step++) {
+        ct_tensor *b = ct_randn(CT_SHAPE(4, 2), CT_F64, CT_CPU);
+        for (int ch = 0; ch < 2; ch++)
+            for (int i = 0; i < 4; i++)
+                want[ch] += ct_test_at(b, 2 * i + ch) / 12;
+        assert_non_null(ct_module_forward(cum, b));
+    }
+    for (int ch = 0; ch < 2; ch++)
+        assert_true(fabs(ct_test_at(ct_module_buffer(cum, "running_mean"), ch) - want[ch]) < 1e-12);
+    assert_true(ct_test_at(ct_module_buffer(cum, "num_batches_tracked"), 0) == 3);
+    ct_module_free(cum);
     /* Identity passes its input through */
     ct_module *id = ct_nn_identity();
     ct_tensor *same = ct_module_forward(id, x);

@@ -592,7 +592,9 @@ CT_API ct_module *ct_nn_conv_transpose2d(int64_t in_channels, int64_t out_channe
                                          const int64_t output_padding[2], int64_t groups, bool bias,
                                          const int64_t dilation[2], ct_dtype dtype);
 /* nn.BatchNorm1d ((N, C) or (N, C, L)) and nn.BatchNorm3d ((N, C, D, H, W)), as
- * ct_nn_batch_norm2d. */
+ * ct_nn_batch_norm2d. For these, BatchNorm2d and InstanceNorm, momentum < 0 is
+ * PyTorch's momentum=None: the cumulative average (factor 1 / num_batches_tracked)
+ * for BatchNorm, 0 for InstanceNorm. */
 CT_API ct_module *ct_nn_batch_norm1d(int64_t num_features, double eps, double momentum, bool affine,
                                      bool track_running_stats, ct_dtype dtype);
 CT_API ct_module *ct_nn_batch_norm3d(int64_t num_features, double eps, double momentum, bool affine,

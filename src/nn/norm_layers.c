@@ -51,9 +51,11 @@ static ct_tensor *instancenorm_forward(ct_module *m, const ct_tensor *x, bn_ctx 
     }
     ct_scope_begin();
     const ct_tensor *in = unbatched ? ct_unsqueeze(x, 0) : x;
+    /* momentum=None: 0 for InstanceNorm, as PyTorch's */
     ct_tensor *y = in ? ct_instance_norm(in, ct_module_buffer(m, "running_mean"), ct_module_buffer(m, "running_var"),
                                          ct_module_param(m, "weight"), ct_module_param(m, "bias"),
-                                         ct_module_is_training(m) || !c->track, c->momentum, c->eps)
+                                         ct_module_is_training(m) || !c->track, c->momentum < 0 ? 0 : c->momentum,
+                                         c->eps)
                       : NULL;
     if (y && unbatched)
         y = ct_squeeze_dim(y, 0);
@@ -70,10 +72,17 @@ static ct_tensor *batchnorm_forward(ct_module *m, const ct_tensor *x) {
         return instancenorm_forward(m, x, c);
     bool training = ct_module_is_training(m);
     ct_tensor *rm = ct_module_buffer(m, "running_mean"), *rv = ct_module_buffer(m, "running_var");
+    double momentum = c->momentum;
     if (training && c->track) {
         ct_tensor *nbt = ct_module_buffer(m, "num_batches_tracked");
         ct_scope_begin();
         ct_tensor *r = ct_add_scalar_(nbt, ct_scalar_int(1));
+        int64_t count = 0;
+        /* momentum=None: the cumulative average, factor 1 / num_batches_tracked */
+        if (r && c->momentum < 0 && ct_item_int64(nbt, &count) == CT_OK)
+            momentum = 1.0 / (double)count;
+        else if (c->momentum < 0)
+            r = NULL;
         ct_scope_end();
         if (!r)
             return NULL;
@@ -81,14 +90,17 @@ static ct_tensor *batchnorm_forward(ct_module *m, const ct_tensor *x) {
     /* batch statistics in training, or when there are no running ones */
     bool use_batch = training || !rm;
     return ct_batch_norm(x, !training || c->track ? rm : NULL, !training || c->track ? rv : NULL,
-                         ct_module_param(m, "weight"), ct_module_param(m, "bias"), use_batch, c->momentum, c->eps);
+                         ct_module_param(m, "weight"), ct_module_param(m, "bias"), use_batch, momentum, c->eps);
 }
 
 static int batchnorm_repr(const ct_module *m, char *buf, size_t cap) {
     bn_ctx *c = ct_module_ctx(m);
     char eps[40], mom[40];
     ct_nn_float_repr(c->eps, eps, sizeof eps);
-    ct_nn_float_repr(c->momentum, mom, sizeof mom);
+    if (c->momentum < 0)
+        snprintf(mom, sizeof mom, "None");
+    else
+        ct_nn_float_repr(c->momentum, mom, sizeof mom);
     const char *affine = c->affine ? "True" : "False";
     return snprintf(buf, cap, "%lld, eps=%s, momentum=%s, affine=%s, bias=%s, track_running_stats=%s",
                     (long long)c->num_features, eps, mom, affine, affine, c->track ? "True" : "False");

@@ -20,6 +20,7 @@ static const struct {
     {"bn1d_3d", "BatchNorm1d(3, eps=1e-05, momentum=0.3, affine=True, bias=True, track_running_stats=True)"},
     {"bn1d_eval", "BatchNorm1d(3, eps=1e-05, momentum=0.1, affine=True, bias=True, track_running_stats=True)"},
     {"bn3d", "BatchNorm3d(2, eps=0.001, momentum=0.1, affine=True, bias=True, track_running_stats=True)"},
+    {"bn2d_cumulative", "BatchNorm2d(2, eps=1e-05, momentum=None, affine=True, bias=True, track_running_stats=True)"},
     {"bn3d_noaffine", "BatchNorm3d(2, eps=1e-05, momentum=0.1, affine=False, bias=False, track_running_stats=False)"},
     {"gn", "GroupNorm(2, 4, eps=1e-05, affine=True, bias=True)"},
     {"gn_noaffine", "GroupNorm(3, 6, eps=0.0001, affine=False, bias=False)"},
@@ -106,4 +107,5 @@ static const struct {
     {"r_prelu_default", "PReLU(num_parameters=1)"},
     {"r_bag_default", "EmbeddingBag(10, 3, mode='mean')"},
     {"r_conv3d_default", "Conv3d(2, 4, kernel_size=(3, 3, 3), stride=(1, 1, 1))"},
+    {"r_in1d_momentum_none", "InstanceNorm1d(3, eps=1e-05, momentum=None, affine=False, bias=False, track_running_stats=False)"},
 };

@@ -91,6 +91,7 @@ case("bn1d_2d", nn.BatchNorm1d(3), r(5, 3))
 case("bn1d_3d", nn.BatchNorm1d(3, momentum=0.3), r(4, 3, 5))
 case("bn1d_eval", nn.BatchNorm1d(3), r(4, 3, 5))
 case("bn3d", nn.BatchNorm3d(2, eps=1e-3), r(2, 2, 3, 2, 2))
+case("bn2d_cumulative", nn.BatchNorm2d(2, momentum=None), r(3, 2, 2, 2))
 case("bn3d_noaffine", nn.BatchNorm3d(2, affine=False, track_running_stats=False), r(2, 2, 2, 2, 3))
 case("gn", nn.GroupNorm(2, 4), r(2, 4, 3, 3))
 case("gn_noaffine", nn.GroupNorm(3, 6, eps=1e-4, affine=False), r(2, 6, 5))
@@ -236,6 +237,7 @@ extra = [
     ("r_prelu_default", nn.PReLU()),
     ("r_bag_default", nn.EmbeddingBag(10, 3)),
     ("r_conv3d_default", nn.Conv3d(2, 4, 3)),
+    ("r_in1d_momentum_none", nn.InstanceNorm1d(3, momentum=None)),
 ]
 with open(sys.argv[2] if len(sys.argv) > 2 else "tests/data/nn_layers_repr.h", "w") as h:
     h.write("/* Written by tests/golden/gen_layers.py: repr() of the modules of "
