@@ -89,6 +89,13 @@ static ct_module *make(const char *n, ct_dtype dt) {
         return ct_nn_max_pool1d(3, 0, 0, 1, false);
     if (IS("maxpool2d_ex"))
         return ct_nn_max_pool2d_ex(CT_INDEX(2, 3), CT_INDEX(1, 1), CT_INDEX(1, 1), CT_INDEX(2, 2), true);
+    if (IS("maxpool3d"))
+        return ct_nn_max_pool3d((int64_t[]){2, 2, 2}, NULL, NULL, NULL, false);
+    if (IS("maxpool3d_ex"))
+        return ct_nn_max_pool3d((int64_t[]){3, 2, 3}, (int64_t[]){2, 1, 2}, (int64_t[]){1, 1, 1},
+                                (int64_t[]){1, 2, 1}, true);
+    if (IS("maxpool3d_unbatched"))
+        return ct_nn_max_pool3d((int64_t[]){2, 2, 2}, (int64_t[]){1, 1, 1}, (int64_t[]){1, 0, 1}, NULL, false);
     if (IS("avgpool1d"))
         return ct_nn_avg_pool1d(3, 2, 1, true, false);
     if (IS("r_avgpool1d_default"))
@@ -375,7 +382,7 @@ static void test_gradcheck(void **state) {
                                         "in1d",         "in2d_track",     "bn1d_3d",   "maxpool1d",       "avgpool1d",
                                         "adaptive_avg2d", "pixel_unshuffle", "act_mish", "act_prelu3",      "act_glu",
                                         "conv3d",       "conv3d_groups",  "conv3d_circular", "adaptive_max2d",
-                                        "adaptive_max1d",
+                                        "adaptive_max1d", "maxpool3d_ex",
                                         "up_nearest_size", "up_linear", "up_bilinear_ac", "up_bicubic",
                                         "up_bicubic_down"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
@@ -787,6 +794,19 @@ static void test_errors(void **state) {
                   CT_ERROR_VALUE, "stride and dilation must be positive");
     CT_ASSERT_ERR(ct_nn_conv3d(4, 6, NULL, NULL, NULL, NULL, 1, true, NULL, CT_F32) != NULL, CT_ERROR_NULL_ARGUMENT,
                   "kernel_size is NULL");
+    /* max_pool3d */
+    CT_ASSERT_ERR(ct_max_pool3d(x2, (int64_t[]){2, 2, 2}, NULL, NULL, NULL, false) != NULL, CT_ERROR_VALUE,
+                  "non-empty 4D or 5D (batch mode) tensor expected for input");
+    CT_ASSERT_ERR(ct_max_pool3d(ct_randn(CT_SHAPE(1, 2, 3, 4, 4), CT_F32, CT_CPU), (int64_t[]){2, 2, 2}, NULL,
+                                (int64_t[]){2, 2, 2}, NULL, false) != NULL,
+                  CT_ERROR_VALUE, "pad should be at most half of effective kernel size, but got pad=2, kernel_size=2 "
+                                  "and dilation=1");
+    CT_ASSERT_ERR(ct_max_pool3d(ct_randn(CT_SHAPE(1, 2, 1, 4, 4), CT_F32, CT_CPU), (int64_t[]){2, 2, 2}, NULL, NULL,
+                                NULL, false) != NULL,
+                  CT_ERROR_VALUE,
+                  "Given input size: (2x1x4x4). Calculated output size: (2x0x2x2). Output size is too small");
+    CT_ASSERT_ERR(ct_max_pool3d(x4, NULL, NULL, NULL, NULL, false) != NULL, CT_ERROR_NULL_ARGUMENT, "kernel_size");
+    CT_ASSERT_ERR(ct_nn_max_pool3d(NULL, NULL, NULL, NULL, false) != NULL, CT_ERROR_NULL_ARGUMENT, "kernel_size");
     /* adaptive max pooling */
     CT_ASSERT_ERR(ct_adaptive_max_pool2d(x2, CT_INDEX(2, 2)) != NULL, CT_ERROR_VALUE,
                   "adaptive_max_pool2d(): Expected 3D or 4D tensor, but got: [2, 3]");

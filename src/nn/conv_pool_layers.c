@@ -348,6 +348,59 @@ ct_module *ct_nn_adaptive_max_pool2d(const int64_t output_size[2]) {
     return pool_module(P_ADAPTIVE_MAX, 2, output_size, NULL, NULL, NULL, false, false, 0);
 }
 
+/* nn.MaxPool3d: its own context, sizes printed as one number when all three are equal */
+typedef struct pool3_ctx {
+    int64_t kernel[3], stride[3], padding[3], dilation[3];
+    bool ceil_mode;
+} pool3_ctx;
+
+static ct_tensor *maxpool3d_forward(ct_module *m, const ct_tensor *x) {
+    const pool3_ctx *c = ct_module_ctx(m);
+    return ct_max_pool3d(x, c->kernel, c->stride, c->padding, c->dilation, c->ceil_mode);
+}
+
+static int triple_or_int(const int64_t v[3], char *buf, size_t cap) {
+    return v[0] == v[1] && v[1] == v[2] ? snprintf(buf, cap, "%lld", (long long)v[0]) : tuple_repr(v, 3, buf, cap);
+}
+
+static int maxpool3d_repr(const ct_module *m, char *buf, size_t cap) {
+    const pool3_ctx *c = ct_module_ctx(m);
+    char k[64], s[64], p[64], d[64];
+    triple_or_int(c->kernel, k, sizeof k);
+    triple_or_int(c->stride, s, sizeof s);
+    triple_or_int(c->padding, p, sizeof p);
+    triple_or_int(c->dilation, d, sizeof d);
+    return snprintf(buf, cap, "kernel_size=%s, stride=%s, padding=%s, dilation=%s, ceil_mode=%s", k, s, p, d,
+                    c->ceil_mode ? "True" : "False");
+}
+
+ct_module *ct_nn_max_pool3d(const int64_t kernel_size[3], const int64_t stride[3], const int64_t padding[3],
+                            const int64_t dilation[3], bool ceil_mode) {
+    const char *op = "MaxPool3d";
+    if (!kernel_size) {
+        ct_error(CT_ERROR_NULL_ARGUMENT, op, "kernel_size is NULL");
+        return NULL;
+    }
+    for (int i = 0; i < 3; i++)
+        if (kernel_size[i] <= 0) {
+            ct_error(CT_ERROR_VALUE, op, "kernel_size must be greater than zero");
+            return NULL;
+        }
+    ct_module *m = ct_nn_module_with_ctx(op, maxpool3d_forward, sizeof(pool3_ctx));
+    if (!m)
+        return NULL;
+    ct_module_set_extra_repr(m, maxpool3d_repr);
+    pool3_ctx *c = ct_module_ctx(m);
+    c->ceil_mode = ceil_mode;
+    for (int i = 0; i < 3; i++) {
+        c->kernel[i] = kernel_size[i];
+        c->stride[i] = stride && stride[i] ? stride[i] : kernel_size[i];
+        c->padding[i] = padding ? padding[i] : 0;
+        c->dilation[i] = dilation ? dilation[i] : 1;
+    }
+    return m;
+}
+
 /* ------------------------------------------------------------------ PixelShuffle, Identity, Unflatten */
 
 typedef struct shape_ctx {

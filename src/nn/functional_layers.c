@@ -473,3 +473,87 @@ ct_tensor *ct_adaptive_max_pool1d(const ct_tensor *input, int64_t output_size) {
     int64_t o[2] = {1, output_size};
     return drop_unit(ct_adaptive_max_pool2d(ct_unsqueeze(input, -2), o));
 }
+
+/* ------------------------------------------------------------------ max_pool3d */
+
+/* PyTorch's pooling output size (pooling_output_shape). */
+static int64_t pool_out(int64_t in, int64_t k, int64_t pad, int64_t stride, int64_t dil, bool ceil_mode) {
+    int64_t num = in + 2 * pad - dil * (k - 1) - 1 + (ceil_mode ? stride - 1 : 0);
+    int64_t o = (num >= 0 ? num / stride : -((-num + stride - 1) / stride)) + 1;
+    if (ceil_mode && (o - 1) * stride >= in + pad)
+        o--;
+    return o;
+}
+
+/* Note [max_pool3d as max_pool2d]
+ * The maximum over a box is the maximum over its depth window of the maxima over its
+ * (H, W) windows: max_pool2d pools every depth slice at once (depths folded into the
+ * channels), then the depth windows are the element-wise maximum of kD strided slices
+ * of the result, padded with -inf (the depth padding, and what ceil_mode's last window
+ * reads past the end). The gradient reaches the input through maximum and
+ * max_pool2d. */
+ct_tensor *ct_max_pool3d(const ct_tensor *input, const int64_t kernel_size[3], const int64_t stride[3],
+                         const int64_t padding[3], const int64_t dilation[3], bool ceil_mode) {
+    const char *op = "max_pool3d";
+    CT_CHECK_ARG(op, input);
+    if (!kernel_size) {
+        ct_error(CT_ERROR_NULL_ARGUMENT, op, "kernel_size is NULL");
+        return NULL;
+    }
+    int nd = ct_tensor_dim(input);
+    if ((nd != 4 && nd != 5) || ct_tensor_numel(input) == 0) {
+        ct_error(CT_ERROR_VALUE, op, "non-empty 4D or 5D (batch mode) tensor expected for input");
+        return NULL;
+    }
+    int64_t k[3], s[3], p[3], d[3], o[3];
+    const int64_t *sh = ct_tensor_shape(input);
+    for (int i = 0; i < 3; i++) {
+        k[i] = kernel_size[i];
+        s[i] = stride && stride[i] ? stride[i] : k[i];
+        p[i] = padding ? padding[i] : 0;
+        d[i] = dilation ? dilation[i] : 1;
+        if (k[i] <= 0 || s[i] <= 0 || d[i] <= 0 || p[i] < 0) {
+            ct_error(CT_ERROR_VALUE, op, "kernel_size, stride and dilation must be greater than zero, padding "
+                     "non-negative");
+            return NULL;
+        }
+        if (p[i] > (d[i] * (k[i] - 1) + 1) / 2) {
+            ct_error(CT_ERROR_VALUE, op, "pad should be at most half of effective kernel size, but got pad=%lld, "
+                     "kernel_size=%lld and dilation=%lld",
+                     (long long)p[i], (long long)k[i], (long long)d[i]);
+            return NULL;
+        }
+        o[i] = pool_out(sh[nd - 3 + i], k[i], p[i], s[i], d[i], ceil_mode);
+    }
+    if (o[0] < 1 || o[1] < 1 || o[2] < 1) {
+        int64_t c = sh[nd - 4];
+        ct_error(CT_ERROR_VALUE, op, "Given input size: (%lldx%lldx%lldx%lld). Calculated output size: "
+                 "(%lldx%lldx%lldx%lld). Output size is too small",
+                 (long long)c, (long long)sh[nd - 3], (long long)sh[nd - 2], (long long)sh[nd - 1], (long long)c,
+                 (long long)o[0], (long long)o[1], (long long)o[2]);
+        return NULL;
+    }
+    ct_scope_begin();
+    const ct_tensor *x = nd == 4 ? ct_unsqueeze(input, 0) : input;
+    int64_t n = ct_tensor_size(x, 0), c = ct_tensor_size(x, 1), depth = ct_tensor_size(x, 2);
+    /* (N, C D, H, W) pooled over (H, W), back to (N, C, D, Ho, Wo) */
+    ct_tensor *t = ct_max_pool2d(ct_reshape(x, CT_SHAPE(n, c * depth, sh[nd - 2], sh[nd - 1])), k + 1, s + 1, p + 1,
+                                 d + 1, ceil_mode, NULL);
+    t = t ? ct_reshape(t, CT_SHAPE(n, c, depth, o[1], o[2])) : NULL;
+    int64_t need = (o[0] - 1) * s[0] + d[0] * (k[0] - 1) + 1, have = depth + 2 * p[0];
+    int64_t extra = need > have ? need - have : 0;
+    if (t && (p[0] || extra))
+        t = ct_pad(t, CT_INDEX(0, 0, 0, 0, p[0], p[0] + extra), 6, "constant", -1.0 / 0.0);
+    ct_tensor *y = NULL;
+    for (int64_t j = 0; t && j < k[0]; j++) {
+        ct_tensor *sl = ct_slice(t, 2, j * d[0], j * d[0] + (o[0] - 1) * s[0] + 1, s[0]);
+        y = !sl ? NULL : y ? ct_maximum(y, sl) : sl;
+        if (!y)
+            break;
+    }
+    y = y && nd == 4 ? ct_squeeze_dim(y, 0) : y;
+    y = y ? ct_contiguous(y) : NULL;
+    ct_keep(y);
+    ct_scope_end();
+    return y;
+}

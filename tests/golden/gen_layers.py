@@ -104,6 +104,10 @@ case("in2d_eval", nn.InstanceNorm2d(3, affine=True, track_running_stats=True), r
 case("maxpool1d", nn.MaxPool1d(3, 2, 1, ceil_mode=True), r(2, 3, 10))
 case("maxpool1d_unbatched", nn.MaxPool1d(2, dilation=2), r(3, 9))
 case("maxpool2d_ex", nn.MaxPool2d((2, 3), stride=1, padding=1, dilation=2, ceil_mode=True), r(2, 2, 6, 7))
+case("maxpool3d", nn.MaxPool3d(2), r(2, 2, 4, 5, 4))
+case("maxpool3d_ex", nn.MaxPool3d((3, 2, 3), stride=(2, 1, 2), padding=1, dilation=(1, 2, 1), ceil_mode=True),
+     r(1, 2, 6, 5, 7))
+case("maxpool3d_unbatched", nn.MaxPool3d(2, stride=1, padding=(1, 0, 1)), r(2, 3, 4, 3))
 case("avgpool1d", nn.AvgPool1d(3, 2, 1, ceil_mode=True, count_include_pad=False), r(2, 3, 10))
 case("avgpool2d", nn.AvgPool2d((2, 3), stride=(1, 2), padding=1), r(2, 2, 5, 6))
 case("avgpool2d_div", nn.AvgPool2d(2, divisor_override=3), r(1, 2, 4, 4))
