@@ -246,7 +246,9 @@ static ct_tensor *f_index_put(ct_tensor *const *in, int n, void *ud) {
     return ct_index_put(in[0], ix, 1, in[1], ud != NULL);
 }
 static ct_tensor *f_pad(ct_tensor *const *in, int n, void *ud) {
-    (void)n, (void)ud;
+    (void)n;
+    if (ud) /* reflect, replicate, circular: pad_backward and its own derivative */
+        return ct_pad(in[0], CT_INDEX(2, 1, 1, 0), 4, ud, 0);
     return ct_pad(in[0], CT_INDEX(1, 2, -1, 1), 4, "constant", 0.5);
 }
 
@@ -298,6 +300,9 @@ static const op_sample op_samples[] = {
     {"index_put", f_index_put, 2, {2, 2}, {{3, 4}, {2, 4}}, true, NULL},
     {"index_put_accumulate", f_index_put, 2, {2, 2}, {{3, 4}, {2, 4}}, true, (void *)1},
     {"pad_constant", f_pad, 1, {2}, {{2, 3}}, true, NULL},
+    {"pad_reflect", f_pad, 1, {3}, {{2, 3, 4}}, true, "reflect"},
+    {"pad_replicate", f_pad, 1, {3}, {{2, 3, 4}}, true, "replicate"},
+    {"pad_circular", f_pad, 1, {4}, {{1, 2, 3, 4}}, true, "circular"},
 };
 
 static void test_shape_index_nn_gradcheck(void **state) {

@@ -423,6 +423,87 @@ static void test_unique_zeros_nan(void **state) {
 }
 
 /* Inputs of ten thousand elements and more (long scans, sorts and masks). */
+/* ------------------------------------------------------------------ pad_backward */
+
+/* The generic pad_backward (one index_add per padded dim) against the CPU loop, every
+ * mode, with crops; integer-valued gradients, so the sums are exact in any order. */
+static void test_pad_backward(void **state) {
+    (void)state;
+    static const struct {
+        const char *mode;
+        int64_t in[5];
+        int nd;
+        int64_t pad[6];
+        int npad;
+    } cases[] = {
+        {"reflect", {2, 3, 5}, 3, {2, 3}, 2},
+        {"replicate", {2, 2, 4, 5}, 4, {1, 2, 2, 0}, 4},
+        {"circular", {1, 2, 3, 4, 3}, 5, {1, 1, 0, 2, 2, 1}, 6},
+        {"circular", {1, 2, 5, 6}, 4, {-1, 2, 1, -2}, 4},
+        {"replicate", {2, 1, 4, 5}, 4, {-1, 3, 2, -1}, 4},
+        {"reflect", {3, 6}, 2, {3, 1}, 2},
+        {"constant", {2, 3, 4}, 3, {1, -1, 0, 2}, 4},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        ct_scope_begin();
+        ct_tensor *x = ct_zeros(cases[i].in, cases[i].nd, CT_F64, CT_CPU);
+        ct_tensor *y = ct_pad(x, cases[i].pad, cases[i].npad, cases[i].mode, 0);
+        assert_non_null(y);
+        ct_tensor *g = ct_to_dtype(ct_randint(-8, 9, ct_tensor_shape(y), ct_tensor_dim(y), CT_I64, CT_CPU), CT_F64);
+        ct_tensor *got = NULL, *want = ct_pad_backward(g, cases[i].in, cases[i].nd, cases[i].pad, cases[i].npad,
+                                                       cases[i].mode);
+        WITH_GENERIC(pad_backward, ct_generic_pad_backward,
+                     got = ct_pad_backward(ct_transpose(ct_contiguous(ct_transpose(g, 0, 1)), 0, 1), cases[i].in, cases[i].nd, cases[i].pad, cases[i].npad,
+                                           cases[i].mode));
+        char what[64];
+        snprintf(what, sizeof what, "pad_backward %s case %d", cases[i].mode, (int)i);
+        expect_same(got, want, what);
+        ct_scope_end();
+    }
+}
+
+/* The generic upsample (index_select / index_add per tap) against the CPU loops, every
+ * mode, 1-D and 2-D, forward and backward (sums in another order: a tolerance). */
+static void test_upsample(void **state) {
+    (void)state;
+    static const struct {
+        const char *mode;
+        int64_t in[4];
+        int nd;
+        int64_t out[2];
+        bool align;
+        double scale;
+    } cases[] = {
+        {"nearest", {2, 3, 4, 5}, 4, {7, 3}, false, 0},    {"nearest", {2, 3, 5}, 3, {8}, false, 1.7},
+        {"nearest-exact", {1, 2, 4, 5}, 4, {6, 3}, false, 0}, {"linear", {2, 3, 4}, 3, {10}, false, 2.5},
+        {"bilinear", {2, 2, 3, 4}, 4, {5, 7}, true, 0},    {"bilinear", {1, 2, 5, 7}, 4, {2, 3}, false, 0},
+        {"bicubic", {1, 2, 3, 4}, 4, {6, 8}, false, 2.0},  {"bicubic", {2, 1, 4, 3}, 4, {6, 5}, true, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        ct_scope_begin();
+        int nsp = cases[i].nd - 2;
+        double scales[2] = {cases[i].scale, cases[i].scale};
+        ct_tensor *x = ct_randn(cases[i].in, cases[i].nd, CT_F64, CT_CPU);
+        ct_tensor *want = ct_upsample(x, cases[i].out, nsp, cases[i].mode, cases[i].align, scales), *got = NULL;
+        assert_non_null(want);
+        WITH_GENERIC(upsample, ct_generic_upsample,
+                     got = ct_upsample(x, cases[i].out, nsp, cases[i].mode, cases[i].align, scales));
+        bool close = false;
+        if (!got || ct_allclose(got, want, 1e-12, 1e-12, false, &close) || !close)
+            fail_msg("upsample %s case %d: %s", cases[i].mode, (int)i, got ? "values differ" : ct_last_error());
+        ct_tensor *g = ct_randn_like(want, CT_DTYPE_UNDEFINED);
+        want = ct_upsample_backward(g, cases[i].in, cases[i].nd, cases[i].mode, cases[i].align, scales);
+        assert_non_null(want);
+        got = NULL;
+        WITH_GENERIC(upsample_backward, ct_generic_upsample_backward,
+                     got = ct_upsample_backward(g, cases[i].in, cases[i].nd, cases[i].mode, cases[i].align, scales));
+        if (!got || ct_allclose(got, want, 1e-12, 1e-12, false, &close) || !close)
+            fail_msg("upsample_backward %s case %d: %s", cases[i].mode, (int)i,
+                     got ? "values differ" : ct_last_error());
+        ct_scope_end();
+    }
+}
+
 static void test_long(void **state) {
     (void)state;
     ct_dtype dts[] = {CT_BOOL, CT_I8, CT_U64, CT_BF16, CT_F32};
@@ -446,6 +527,7 @@ int main(void) {
         cmocka_unit_test(test_masked_scatter), cmocka_unit_test(test_masked_scatter_errors),
         cmocka_unit_test(test_kthvalue),       cmocka_unit_test(test_unique),
         cmocka_unit_test(test_unique_zeros_nan), cmocka_unit_test(test_long),
+        cmocka_unit_test(test_pad_backward),   cmocka_unit_test(test_upsample),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -871,6 +871,10 @@ static void drive_custom_ops(void) {
     ct_unique_consecutive(x, &r, NULL);
     ct_pad(x, CT_INDEX(1, 1), 2, "constant", 0.5);
     ct_pad(img, CT_INDEX(1, 1, 1, 1), 4, "reflect", 0.0);
+    ct_pad_backward(f32(CT_SHAPE(1, 1, 6, 6)), CT_SHAPE(1, 1, 4, 4), CT_INDEX(1, 1, 1, 1), 4, "reflect");
+    ct_upsample(img, CT_INDEX(6, 5), 2, "bilinear", true, NULL);
+    ct_upsample(f32(CT_SHAPE(1, 2, 3)), CT_INDEX(6), 1, "nearest", false, (double[]){2.0});
+    ct_upsample_backward(f32(CT_SHAPE(1, 1, 6, 5)), CT_SHAPE(1, 1, 4, 4), "bicubic", false, NULL);
     /* normalization, activations, attention, embeddings, losses */
     ct_tensor *w3 = f32(CT_SHAPE(3));
     ct_rms_norm(x, CT_INDEX(3), 1, w3, -1.0);

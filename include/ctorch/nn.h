@@ -501,6 +501,164 @@ CT_API ct_module *ct_nn_module_dict(const char *const *names, ct_module *const *
  * qkv, proj, fc, fc2. */
 CT_API ct_module *ct_nn_gpt_block(int64_t d_model, int64_t n_head, ct_dtype dtype);
 
+/* ------------------------------------------------------------ more layers
+ * torch.nn's convolution, pooling, normalization, shape and activation modules beyond
+ * the ones above, and the functions they run (docs/nn.md, "Layers"). Parameters are
+ * named, shaped and initialised as PyTorch's; sizes of 1-D layers are one number. */
+
+/* F.conv_transpose1d on (N, C, L) or (C, L); weight (C, O / groups, k). */
+CT_API ct_tensor *ct_conv_transpose1d(const ct_tensor *input, const ct_tensor *weight, const ct_tensor *bias,
+                                      int64_t stride, int64_t padding, int64_t output_padding, int64_t groups,
+                                      int64_t dilation);
+/* F.conv3d on (N, C, D, H, W) or (C, D, H, W); weight (O, C / groups, kd, kh, kw); NULL
+ * triples: stride 1, padding 0, dilation 1. One conv2d per kernel depth (Note [conv3d
+ * as conv2d]), so it runs wherever conv2d does, with conv2d's gradients. */
+CT_API ct_tensor *ct_conv3d(const ct_tensor *input, const ct_tensor *weight, const ct_tensor *bias,
+                            const int64_t stride[3], const int64_t padding[3], const int64_t dilation[3],
+                            int64_t groups);
+/* F.max_pool1d / F.avg_pool1d / F.adaptive_avg_pool1d on (N, C, L) or (C, L); stride 0
+ * means stride = kernel. */
+CT_API ct_tensor *ct_max_pool1d(const ct_tensor *input, int64_t kernel_size, int64_t stride, int64_t padding,
+                                int64_t dilation, bool ceil_mode);
+CT_API ct_tensor *ct_avg_pool1d(const ct_tensor *input, int64_t kernel_size, int64_t stride, int64_t padding,
+                                bool ceil_mode, bool count_include_pad);
+CT_API ct_tensor *ct_adaptive_avg_pool1d(const ct_tensor *input, int64_t output_size);
+/* F.max_pool3d (no return_indices): max_pool2d over the depth slices, then the
+ * maximum over each depth window (Note [max_pool3d as max_pool2d]). NULL stride: the
+ * kernel; NULL padding 0, dilation 1. */
+CT_API ct_tensor *ct_max_pool3d(const ct_tensor *input, const int64_t kernel_size[3], const int64_t stride[3],
+                                const int64_t padding[3], const int64_t dilation[3], bool ceil_mode);
+/* F.adaptive_max_pool1d / 2d (no return_indices; -1 in output_size is None): one amax
+ * per bin of each dim (Note [Adaptive max pooling by dims]). */
+CT_API ct_tensor *ct_adaptive_max_pool1d(const ct_tensor *input, int64_t output_size);
+CT_API ct_tensor *ct_adaptive_max_pool2d(const ct_tensor *input, const int64_t output_size[2]);
+/* F.pixel_shuffle: (*, C r^2, H, W) -> (*, C, H r, W r); F.pixel_unshuffle the inverse. */
+CT_API ct_tensor *ct_pixel_shuffle(const ct_tensor *input, int64_t upscale_factor);
+CT_API ct_tensor *ct_pixel_unshuffle(const ct_tensor *input, int64_t downscale_factor);
+/* F.instance_norm over (N, C, ...): each (sample, channel) normalized by its own
+ * statistics when use_input_stats, else by the running ones. Given running statistics
+ * are updated as batch_norm's, averaged over the samples. Any of the four vectors
+ * (C) may be NULL. */
+CT_API ct_tensor *ct_instance_norm(const ct_tensor *input, ct_tensor *running_mean, ct_tensor *running_var,
+                                   const ct_tensor *weight, const ct_tensor *bias, bool use_input_stats,
+                                   double momentum, double eps);
+
+/* F.interpolate for (N, C, W) and (N, C, H, W) input: size or scale_factor (exactly
+ * one, the other NULL) holds n values, 1 for every spatial dim or one per dim; the
+ * output size from a scale factor is floor(size * scale_factor), and the factor sets
+ * the sampling ratio as in PyTorch (recompute_scale_factor=None). mode "nearest"
+ * (NULL), "nearest-exact", "linear" (3-D), "bilinear" or "bicubic" (4-D);
+ * align_corners only with the last three. Runs the op ct_upsample (ops.h). */
+CT_API ct_tensor *ct_interpolate(const ct_tensor *input, const int64_t *size, const double *scale_factor, int n,
+                                 const char *mode, bool align_corners);
+/* nn.Upsample(size, scale_factor, mode, align_corners): ct_interpolate's arguments. */
+CT_API ct_module *ct_nn_upsample(const int64_t *size, const double *scale_factor, int n, const char *mode,
+                                 bool align_corners);
+/* nn.UpsamplingNearest2d (mode nearest) and nn.UpsamplingBilinear2d (bilinear,
+ * align_corners=True). */
+CT_API ct_module *ct_nn_upsampling_nearest2d(const int64_t *size, const double *scale_factor, int n);
+CT_API ct_module *ct_nn_upsampling_bilinear2d(const int64_t *size, const double *scale_factor, int n);
+
+/* F.embedding_bag: the rows of weight (V, D) picked by input (int64 or int32) and
+ * reduced per bag with mode "sum", "mean" (NULL) or "max". input 2-D (B, N): each row
+ * is a bag, offsets NULL; input 1-D: offsets (1-D) start the bags, the last running to
+ * the end of input, or to offsets[-1] when include_last_offset. per_sample_weights
+ * (input's shape, "sum" only) scales each row. Entries equal to padding_idx
+ * (CT_NO_PADDING_IDX: none) are left out, also from mean's count; an empty bag is
+ * zeros. The result is (B, D). Made of ops (the bags are read on the host). */
+CT_API ct_tensor *ct_embedding_bag(const ct_tensor *input, const ct_tensor *weight, const ct_tensor *offsets,
+                                   const char *mode, const ct_tensor *per_sample_weights, bool include_last_offset,
+                                   int64_t padding_idx);
+/* nn.EmbeddingBag (max_norm, scale_grad_by_freq and sparse are not offered): weight
+ * N(0, 1), its padding_idx row zeroed. ct_module_forward_multi takes input, offsets and
+ * per_sample_weights (the last ones may be left off); ct_nn_embedding_bag_forward takes
+ * the three with NULL for none. */
+CT_API ct_module *ct_nn_embedding_bag(int64_t num_embeddings, int64_t embedding_dim, const char *mode,
+                                      bool include_last_offset, int64_t padding_idx, ct_dtype dtype);
+CT_API ct_tensor *ct_nn_embedding_bag_forward(ct_module *m, const ct_tensor *input, const ct_tensor *offsets,
+                                              const ct_tensor *per_sample_weights);
+
+/* nn.Conv1d: padding_mode "zeros" (NULL), "reflect", "replicate" or "circular". */
+CT_API ct_module *ct_nn_conv1d(int64_t in_channels, int64_t out_channels, int64_t kernel_size, int64_t stride,
+                               int64_t padding, int64_t dilation, int64_t groups, bool bias, const char *padding_mode,
+                               ct_dtype dtype);
+/* nn.Conv3d on (N, C, D, H, W) or (C, D, H, W): kernel_size {d, h, w}; NULL triples:
+ * stride 1, padding 0, dilation 1; padding_mode as Conv1d's. */
+CT_API ct_module *ct_nn_conv3d(int64_t in_channels, int64_t out_channels, const int64_t kernel_size[3],
+                               const int64_t stride[3], const int64_t padding[3], const int64_t dilation[3],
+                               int64_t groups, bool bias, const char *padding_mode, ct_dtype dtype);
+/* nn.ConvTranspose1d / nn.ConvTranspose2d, arguments in PyTorch's order; NULL pairs:
+ * stride 1, padding 0, output_padding 0, dilation 1. */
+CT_API ct_module *ct_nn_conv_transpose1d(int64_t in_channels, int64_t out_channels, int64_t kernel_size,
+                                         int64_t stride, int64_t padding, int64_t output_padding, int64_t groups,
+                                         bool bias, int64_t dilation, ct_dtype dtype);
+CT_API ct_module *ct_nn_conv_transpose2d(int64_t in_channels, int64_t out_channels, const int64_t kernel_size[2],
+                                         const int64_t stride[2], const int64_t padding[2],
+                                         const int64_t output_padding[2], int64_t groups, bool bias,
+                                         const int64_t dilation[2], ct_dtype dtype);
+/* nn.BatchNorm1d ((N, C) or (N, C, L)) and nn.BatchNorm3d ((N, C, D, H, W)), as
+ * ct_nn_batch_norm2d. For these, BatchNorm2d and InstanceNorm, momentum < 0 is
+ * PyTorch's momentum=None: the cumulative average (factor 1 / num_batches_tracked)
+ * for BatchNorm, 0 for InstanceNorm. */
+CT_API ct_module *ct_nn_batch_norm1d(int64_t num_features, double eps, double momentum, bool affine,
+                                     bool track_running_stats, ct_dtype dtype);
+CT_API ct_module *ct_nn_batch_norm3d(int64_t num_features, double eps, double momentum, bool affine,
+                                     bool track_running_stats, ct_dtype dtype);
+/* nn.InstanceNorm1d ((N, C, L) or (C, L)) and nn.InstanceNorm2d ((N, C, H, W) or
+ * (C, H, W)); PyTorch's defaults are eps 1e-5, momentum 0.1, affine and
+ * track_running_stats false. */
+CT_API ct_module *ct_nn_instance_norm1d(int64_t num_features, double eps, double momentum, bool affine,
+                                        bool track_running_stats, ct_dtype dtype);
+CT_API ct_module *ct_nn_instance_norm2d(int64_t num_features, double eps, double momentum, bool affine,
+                                        bool track_running_stats, ct_dtype dtype);
+/* nn.GroupNorm: weight and bias (num_channels) when affine. */
+CT_API ct_module *ct_nn_group_norm(int64_t num_groups, int64_t num_channels, double eps, bool affine, ct_dtype dtype);
+/* nn.MaxPool1d, nn.MaxPool2d with dilation and ceil_mode, nn.AvgPool1d, nn.AvgPool2d
+ * (divisor_override 0: none): stride 0 (or NULL) means the kernel size. */
+CT_API ct_module *ct_nn_max_pool1d(int64_t kernel_size, int64_t stride, int64_t padding, int64_t dilation,
+                                   bool ceil_mode);
+CT_API ct_module *ct_nn_max_pool2d_ex(const int64_t kernel_size[2], const int64_t stride[2], const int64_t padding[2],
+                                      const int64_t dilation[2], bool ceil_mode);
+/* nn.MaxPool3d on (N, C, D, H, W) or (C, D, H, W): {d, h, w} sizes; NULL stride: the
+ * kernel; NULL padding 0, dilation 1. */
+CT_API ct_module *ct_nn_max_pool3d(const int64_t kernel_size[3], const int64_t stride[3], const int64_t padding[3],
+                                   const int64_t dilation[3], bool ceil_mode);
+CT_API ct_module *ct_nn_avg_pool1d(int64_t kernel_size, int64_t stride, int64_t padding, bool ceil_mode,
+                                   bool count_include_pad);
+CT_API ct_module *ct_nn_avg_pool2d(const int64_t kernel_size[2], const int64_t stride[2], const int64_t padding[2],
+                                   bool ceil_mode, bool count_include_pad, int64_t divisor_override);
+/* nn.AdaptiveAvgPool1d / 2d; in output_size -1 is PyTorch's None (the input's size). */
+CT_API ct_module *ct_nn_adaptive_avg_pool1d(int64_t output_size);
+CT_API ct_module *ct_nn_adaptive_avg_pool2d(const int64_t output_size[2]);
+/* nn.AdaptiveMaxPool1d / 2d (no return_indices); -1 is None. */
+CT_API ct_module *ct_nn_adaptive_max_pool1d(int64_t output_size);
+CT_API ct_module *ct_nn_adaptive_max_pool2d(const int64_t output_size[2]);
+CT_API ct_module *ct_nn_pixel_shuffle(int64_t upscale_factor);
+CT_API ct_module *ct_nn_pixel_unshuffle(int64_t downscale_factor);
+/* nn.Identity: its inputs, unchanged (new references). */
+CT_API ct_module *ct_nn_identity(void);
+/* nn.Unflatten(dim, unflattened_size): n sizes (one may be -1). */
+CT_API ct_module *ct_nn_unflatten(int dim, const int64_t *unflattened_size, int n);
+/* The activation modules without arguments, by PyTorch's class name: "ReLU", "Tanh",
+ * "Sigmoid", "SiLU", "Mish", "SELU", "ReLU6", "Hardswish", "Hardsigmoid", "LogSigmoid",
+ * "Softsign", "Tanhshrink". */
+CT_API ct_module *ct_nn_activation(const char *name);
+/* The ones with arguments (PyTorch's defaults: negative_slope 0.01, alpha 1, beta 1
+ * and threshold 20, min_val -1 and max_val 1, lambd 0.5, GLU's dim -1). Softmax and
+ * LogSoftmax need their dim (PyTorch's dim=None picks one by a legacy rule). */
+CT_API ct_module *ct_nn_leaky_relu(double negative_slope);
+CT_API ct_module *ct_nn_elu(double alpha);
+CT_API ct_module *ct_nn_celu(double alpha);
+CT_API ct_module *ct_nn_softplus(double beta, double threshold);
+CT_API ct_module *ct_nn_hardtanh(double min_val, double max_val);
+CT_API ct_module *ct_nn_hardshrink(double lambd);
+CT_API ct_module *ct_nn_softshrink(double lambd);
+CT_API ct_module *ct_nn_softmax(int64_t dim);
+CT_API ct_module *ct_nn_log_softmax(int64_t dim);
+CT_API ct_module *ct_nn_glu(int64_t dim);
+/* nn.PReLU: weight (num_parameters) filled with init (PyTorch: 1 and 0.25). */
+CT_API ct_module *ct_nn_prelu(int64_t num_parameters, double init, ct_dtype dtype);
+
 /* ------------------------------------------------------------ distances
  * torch.nn.functional.normalize, cosine_similarity and pairwise_distance, made of ops
  * (autograd and devices come with them). */

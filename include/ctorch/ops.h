@@ -268,6 +268,25 @@ CT_API ct_tensor *ct_unique_consecutive(const ct_tensor *t, ct_tensor **inverse,
  * mode "constant" (value fills; negative pads crop), "reflect", "replicate" or
  * "circular" (these on the last 1-3 dims of a batched or unbatched input). */
 CT_API ct_tensor *ct_pad(const ct_tensor *t, const int64_t *pad, int npad, const char *mode, double value);
+/* The gradient of ct_pad (PyTorch's reflection_pad*_backward, replication_pad*_backward
+ * and the circular one, in one op): grad_output (the padded shape, floating) summed back
+ * onto an input of shape input_size (ndim dims). Differentiable (its derivative is
+ * pad). CUDA runs it as a composite of index_add (docs/cuda.md). */
+CT_API ct_tensor *ct_pad_backward(const ct_tensor *grad_output, const int64_t *input_size, int ndim,
+                                  const int64_t *pad, int npad, const char *mode);
+/* The kernels of torch.nn.functional.interpolate (PyTorch's upsample_nearest1d/2d,
+ * _nearest_exact1d/2d, _linear1d, _bilinear2d, _bicubic2d): input (N, C, W) or
+ * (N, C, H, W), floating; output_size: its n = 1 or 2 spatial sizes; mode "nearest",
+ * "nearest-exact", "linear" or "bilinear" (the same: linear along each spatial dim) or
+ * "bicubic" (A = -0.75, edges clamped); scales: the scale factors the sizes came from,
+ * one per spatial dim (NULL, or <= 0 for one not given), which set the sampling ratio
+ * as in PyTorch. ct_interpolate (nn.h) is the user-level function. The backward sums
+ * grad_output (N, C, output sizes) back onto an input of input_size (ndim dims); each
+ * is the other's derivative. CUDA runs them as a composite of index_select/index_add. */
+CT_API ct_tensor *ct_upsample(const ct_tensor *input, const int64_t *output_size, int n, const char *mode,
+                              bool align_corners, const double *scales);
+CT_API ct_tensor *ct_upsample_backward(const ct_tensor *grad_output, const int64_t *input_size, int ndim,
+                                       const char *mode, bool align_corners, const double *scales);
 /* torch.meshgrid: n 0-d or 1-d tensors give n tensors (views) of shape (s0, ..., sn-1);
  * indexing "ij" (also when NULL) or "xy" (first two dims swapped). */
 CT_API ct_status ct_meshgrid(const ct_tensor *const *tensors, int n, const char *indexing, ct_tensor **out);

@@ -29,7 +29,11 @@
  * contiguous tensors that view nothing, as the CPU loop's are. */
 #include "api/indexing_generic.h"
 
+#include <stdlib.h>
+#include <string.h>
+
 #include "ctorch.h"
+#include "meta/indexing.h"
 
 /* An int64 tensor ordered as t when t is uint64 (sort has no uint64 kernel); t itself
  * otherwise. */
@@ -178,6 +182,68 @@ ct_status ct_generic_unique(ct_call *call, const ct_tensor *t, bool consecutive)
         st = set_out(call, 1, inv);
     if (st == CT_OK)
         st = set_out(call, 2, counts);
+    ct_scope_end();
+    return st;
+}
+
+/* ------------------------------------------------------------------ pad_backward */
+
+/* Note [Generic pad_backward]
+ * pad's mapping is one map per dim (Note [pad] in src/meta/pad.c), so its adjoint is one
+ * index_add per padded dim: the positions of grad_output along d that land inside the
+ * input (all of them, except constant padding's fill) are selected and added at the
+ * input coordinates they map to. The maps are computed on the host and copied to the
+ * device. */
+ct_status ct_generic_pad_backward(ct_tensor *gin, const ct_tensor *g, const int64_t *lo, const int64_t *hi_crop,
+                                  int mode) {
+    int nd = g->ndim;
+    ct_status st = CT_OK;
+    ct_scope_begin();
+    const ct_tensor *cur = g;
+    for (int d = 0; d < nd && st == CT_OK; d++) {
+        int64_t n = g->shape[d], size = gin->shape[d];
+        if (lo[d] == 0 && n == size)
+            continue;
+        int64_t *keep = malloc(sizeof(int64_t) * (size_t)(n ? n : 1));
+        int64_t *map = malloc(sizeof(int64_t) * (size_t)(n ? n : 1));
+        int64_t nk = 0;
+        for (int64_t o = 0; keep && map && o < n; o++) {
+            int64_t i = o - lo[d];
+            if (i < 0 || i >= size) {
+                if (mode == CT_PAD_REFLECT)
+                    i = i < 0 ? -i : 2 * (size - 1) - i;
+                else if (mode == CT_PAD_REPLICATE)
+                    i = i < 0 ? 0 : size - 1;
+                else if (mode == CT_PAD_CIRCULAR) {
+                    int64_t start = lo[d] < 0 ? -lo[d] : 0, w = size - start - hi_crop[d];
+                    int64_t j = o - (lo[d] > 0 ? lo[d] : 0);
+                    i = start + ((j % w) + w) % w;
+                } else
+                    continue;
+            }
+            keep[nk] = o;
+            map[nk++] = i;
+        }
+        ct_tensor *next = NULL;
+        if (keep && map) {
+            int64_t shape[CT_MAX_DIMS];
+            memcpy(shape, cur->shape, sizeof(int64_t) * (size_t)nd);
+            shape[d] = size;
+            ct_tensor *k = ct_to_device(ct_from_data(keep, CT_SHAPE(nk), CT_DTYPE_INT64), g->device);
+            ct_tensor *m = ct_to_device(ct_from_data(map, CT_SHAPE(nk), CT_DTYPE_INT64), g->device);
+            next = ct_index_add(ct_zeros(shape, nd, g->dtype, g->device), d, m, ct_index_select(cur, d, k),
+                                ct_scalar_int(1));
+        } else {
+            ct_error(CT_ERROR_OUT_OF_MEMORY, "pad_backward", "out of memory");
+        }
+        free(keep);
+        free(map);
+        if (!next)
+            st = ct_last_status();
+        cur = next;
+    }
+    if (st == CT_OK)
+        st = write_into(gin, cur);
     ct_scope_end();
     return st;
 }

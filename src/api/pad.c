@@ -35,3 +35,31 @@ ct_tensor *ct_pad(const ct_tensor *t, const int64_t *pad, int npad, const char *
     c.ints[npad] = m;
     return ct_dispatch_1(&c);
 }
+
+ct_tensor *ct_pad_backward(const ct_tensor *grad_output, const int64_t *input_size, int ndim, const int64_t *pad,
+                           int npad, const char *mode) {
+    CT_CHECK_ARG("pad_backward", grad_output);
+    if (ndim < 0 || ndim > CT_MAX_DIMS || (ndim > 0 && !input_size) || npad < 0 || (npad > 0 && !pad) ||
+        ndim + npad + 3 > CT_CALL_MAX_INTS) {
+        ct_error(CT_ERROR_VALUE, "pad_backward", "invalid input_size or pad list");
+        return NULL;
+    }
+    int m = -1;
+    for (int i = 0; i < CT_PAD_MODE_COUNT; i++)
+        if (mode && strcmp(mode, ct_pad_mode_name(i)) == 0)
+            m = i;
+    if (m < 0) {
+        ct_error(CT_ERROR_NOT_IMPLEMENTED, "pad_backward", "Unrecognised padding mode %s", mode ? mode : "NULL");
+        return NULL;
+    }
+    ct_call c = {.op = CT_OP_pad_backward, .nin = 1, .in = {grad_output}, .nints = ndim + npad + 3,
+                 .dtype = CT_DTYPE_UNDEFINED};
+    c.ints[0] = ndim;
+    if (ndim)
+        memcpy(c.ints + 1, input_size, sizeof(int64_t) * (size_t)ndim);
+    c.ints[1 + ndim] = npad;
+    if (npad)
+        memcpy(c.ints + 2 + ndim, pad, sizeof(int64_t) * (size_t)npad);
+    c.ints[ndim + npad + 2] = m;
+    return ct_dispatch_1(&c);
+}

@@ -13,6 +13,7 @@
 
 #include "autograd/node.h"
 #include "core/dtype.h"
+#include "meta/indexing.h"
 #include "meta/op_info.h"
 #include "meta/reduce.h"
 
@@ -924,17 +925,29 @@ DEF(index_put, CT_SAVE_LIST) {
 }
 
 /* Constant padding: negative padding crops, so the gradient is the opposite padding.
- * The reflect/replicate/circular derivatives are not implemented. */
+ * The other modes sum the gradient back along pad's mapping: pad_backward (Note
+ * [pad_backward] in src/meta/pad.c). */
 DEF(pad, 0) {
     ct_node *n = ctx->node;
-    int npad = n->nints - 1;
-    if (n->ints[npad] != 0)
-        return ct_error(CT_ERROR_NOT_IMPLEMENTED, n->name,
-                        "the derivative of pad is implemented for mode \"constant\" only");
+    int npad = n->nints - 1, mode = (int)n->ints[npad];
+    if (mode != CT_PAD_CONSTANT) {
+        TRY(gin[0] = ct_pad_backward(G, n->in_meta[0].shape, n->in_meta[0].ndim, n->ints, npad,
+                                     ct_pad_mode_name(mode)));
+        return CT_OK;
+    }
     int64_t neg[2 * CT_MAX_DIMS];
     for (int i = 0; i < npad; i++)
         neg[i] = -n->ints[i];
     TRY(gin[0] = ct_pad(G, neg, npad, "constant", 0));
+    return CT_OK;
+}
+
+/* pad_backward is linear in grad_output: its derivative is pad with the same list and
+ * mode (ints: ndim, the input's sizes, the list's length, the list, the mode). */
+DEF(pad_backward, 0) {
+    ct_node *n = ctx->node;
+    int nd = (int)n->ints[0], npad = (int)n->ints[1 + nd];
+    TRY(gin[0] = ct_pad(G, n->ints + 2 + nd, npad, ct_pad_mode_name((int)n->ints[n->nints - 1]), 0));
     return CT_OK;
 }
 

@@ -138,6 +138,32 @@ static ct_status rms_norm_grad_composite(ct_node_ctx *ctx, ct_tensor *const *gou
     return CT_OK;
 }
 
+/* upsample and upsample_backward are linear and each other's adjoint, so each is the
+ * other's derivative (double backward works). upsample's ints: mode, align_corners,
+ * n, output_size[n]; upsample_backward's: mode, align_corners, ndim, input_size[ndim];
+ * s: the scales. */
+static const char *upsample_mode_name(int64_t m) {
+    static const char *const names[] = {"nearest", "nearest-exact", "linear", "bicubic"};
+    return m >= 0 && m < 4 ? names[m] : "?";
+}
+
+DEF(upsample, 0) {
+    ct_node *n = ctx->node;
+    double scales[2] = {ct_scalar_to_double(n->s[0]), ct_scalar_to_double(n->s[1])};
+    TRY(gin[0] = ct_upsample_backward(G, n->in_meta[0].shape, n->in_meta[0].ndim, upsample_mode_name(n->ints[0]),
+                                      n->ints[1] != 0, scales));
+    return CT_OK;
+}
+
+DEF(upsample_backward, 0) {
+    ct_node *n = ctx->node;
+    double scales[2] = {ct_scalar_to_double(n->s[0]), ct_scalar_to_double(n->s[1])};
+    const ct_input_meta *g = &n->in_meta[0];
+    TRY(gin[0] = ct_upsample(G, g->shape + 2, g->ndim - 2, upsample_mode_name(n->ints[0]), n->ints[1] != 0,
+                             scales));
+    return CT_OK;
+}
+
 /* ints: k, normalized_shape[k]; s[0]: eps. */
 DEF(rms_norm, CT_SAVE_IN0 | CT_SAVE_IN1) {
     ct_node *n = ctx->node;

@@ -41,6 +41,7 @@ void ct_cpu_register_reduce(void);
 #undef CT_OP
 /* pad.c: pad's stub (src/meta/pad.c). */
 void ct_cpu_register_pad(void);
+void ct_cpu_register_upsample(void);
 /* advindex.c: the stubs of index and index_put (src/meta/advindex.c). */
 void ct_cpu_register_advindex(void);
 /* indexing.c: the stubs of scatter, index_copy, index_fill, take, masked_select,

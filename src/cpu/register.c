@@ -36,6 +36,7 @@ void ct_cpu_register(void) {
     ct_cpu_register_shape();
     ct_cpu_register_reduce();
     ct_cpu_register_pad();
+    ct_cpu_register_upsample();
     ct_cpu_register_advindex();
     ct_cpu_register_indexing();
 }

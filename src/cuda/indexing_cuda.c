@@ -677,7 +677,9 @@ static const shared_kernel k_cat = {ct_kernel_cat}, k_index_select = {ct_kernel_
                            k_masked_fill = {ct_kernel_masked_fill}, k_embedding = {embedding_kernel},
                            k_embedding_backward = {embedding_backward_kernel}, k_sort = {ct_kernel_sort},
                            k_topk = {ct_kernel_topk}, k_flip = {ct_kernel_flip}, k_tril = {ct_kernel_tril},
-                           k_triu = {ct_kernel_triu}, k_pad = {ct_kernel_pad}, k_nonzero = {ct_kernel_nonzero},
+                           k_triu = {ct_kernel_triu}, k_pad = {ct_kernel_pad},
+                           k_pad_backward = {ct_kernel_pad_backward}, k_upsample = {ct_kernel_upsample},
+                           k_upsample_backward = {ct_kernel_upsample_backward}, k_nonzero = {ct_kernel_nonzero},
                            k_masked_select = {ct_kernel_masked_select}, k_scatter = {ct_kernel_scatter},
                            k_scatter_reduce = {ct_kernel_scatter_reduce}, k_index_copy = {ct_kernel_index_copy},
                            k_index_fill = {ct_kernel_index_fill}, k_index = {ct_kernel_index},
@@ -708,6 +710,9 @@ void ct_cuda_register_indexing(void) {
     ct_stub_masked_scatter[CT_DEVICE_CUDA] = ct_generic_masked_scatter;
     ct_stub_kthvalue[CT_DEVICE_CUDA] = ct_generic_kthvalue;
     ct_stub_unique[CT_DEVICE_CUDA] = ct_generic_unique;
+    ct_stub_pad_backward[CT_DEVICE_CUDA] = ct_generic_pad_backward;
+    ct_stub_upsample[CT_DEVICE_CUDA] = ct_generic_upsample;
+    ct_stub_upsample_backward[CT_DEVICE_CUDA] = ct_generic_upsample_backward;
     ct_dispatch_register_default(CT_OP_cat, CT_KEY_CUDA, on_one_device, (void *)&k_cat);
     ct_dispatch_register_default(CT_OP_index_select, CT_KEY_CUDA, on_one_device, (void *)&k_index_select);
     ct_dispatch_register_default(CT_OP_gather, CT_KEY_CUDA, on_one_device, (void *)&k_gather);
@@ -722,6 +727,10 @@ void ct_cuda_register_indexing(void) {
     ct_dispatch_register_default(CT_OP_tril, CT_KEY_CUDA, on_one_device, (void *)&k_tril);
     ct_dispatch_register_default(CT_OP_triu, CT_KEY_CUDA, on_one_device, (void *)&k_triu);
     ct_dispatch_register_default(CT_OP_pad, CT_KEY_CUDA, on_one_device, (void *)&k_pad);
+    ct_dispatch_register_default(CT_OP_pad_backward, CT_KEY_CUDA, on_one_device, (void *)&k_pad_backward);
+    ct_dispatch_register_default(CT_OP_upsample, CT_KEY_CUDA, on_one_device, (void *)&k_upsample);
+    ct_dispatch_register_default(CT_OP_upsample_backward, CT_KEY_CUDA, on_one_device,
+                                 (void *)&k_upsample_backward);
     ct_dispatch_register_default(CT_OP_nonzero, CT_KEY_CUDA, on_one_device, (void *)&k_nonzero);
     ct_dispatch_register_default(CT_OP_masked_select, CT_KEY_CUDA, on_one_device, (void *)&k_masked_select);
     ct_dispatch_register_default(CT_OP_scatter, CT_KEY_CUDA, on_one_device, (void *)&k_scatter);

@@ -14,6 +14,7 @@
 
 #include "dispatch/call.h"
 #include "meta/reduce_iter.h"
+#include "meta/upsample.h"
 #include "core/backend_api.h"
 
 CT_BACKEND_BEGIN

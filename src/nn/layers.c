@@ -1,5 +1,5 @@
-/* Linear, Conv2d, Embedding, Dropout, activations, Flatten, MaxPool2d, and the
- * containers Sequential, ModuleList and ModuleDict. Each layer prints as PyTorch's
+/* Linear, Conv2d, Embedding, Dropout, GELU, Flatten, and the containers
+ * Sequential, ModuleList and ModuleDict. Each layer prints as PyTorch's
  * (its extra_repr). */
 #include <math.h>
 #include <stdio.h>
@@ -41,7 +41,7 @@ ct_tensor *ct_nn_new_param(ct_module *m, const char *name, const int64_t *shape,
 
 /* kaiming_uniform_(a=sqrt(5)) for the weight and U(-1/sqrt(fan_in), 1/sqrt(fan_in))
  * for the bias: nn.Linear's and nn.Conv2d's reset_parameters. */
-static ct_status reset_weight_bias(ct_tensor *w, ct_tensor *b) {
+ct_status ct_nn_reset_weight_bias(ct_tensor *w, ct_tensor *b) {
     ct_scope_begin();
     bool ok = ct_init_kaiming_uniform_(w, sqrt(5.0), CT_FAN_IN, CT_NONLINEARITY_LEAKY_RELU) != NULL;
     if (ok && b) {
@@ -86,7 +86,7 @@ ct_module *ct_nn_linear(int64_t in_features, int64_t out_features, bool bias, ct
     ct_module_set_extra_repr(m, linear_repr);
     ct_tensor *w = ct_nn_new_param(m, "weight", CT_SHAPE(out_features, in_features), dtype);
     ct_tensor *b = w && bias ? ct_nn_new_param(m, "bias", CT_SHAPE(out_features), dtype) : NULL;
-    if (!w || (bias && !b) || reset_weight_bias(w, b))
+    if (!w || (bias && !b) || ct_nn_reset_weight_bias(w, b))
         return fail(m);
     return m;
 }
@@ -164,7 +164,7 @@ ct_module *ct_nn_conv2d(int64_t in_channels, int64_t out_channels, const int64_t
     ct_tensor *w = ct_nn_new_param(m, "weight", CT_SHAPE(out_channels, in_channels / groups, kernel[0], kernel[1]),
                                    dtype);
     ct_tensor *b = w && bias ? ct_nn_new_param(m, "bias", CT_SHAPE(out_channels), dtype) : NULL;
-    if (!w || (bias && !b) || reset_weight_bias(w, b))
+    if (!w || (bias && !b) || ct_nn_reset_weight_bias(w, b))
         return fail(m);
     return m;
 }
@@ -247,16 +247,8 @@ ct_module *ct_nn_dropout(double p) {
     return m;
 }
 
-static ct_tensor *relu_forward(ct_module *m, const ct_tensor *x) {
-    (void)m;
-    return ct_relu(x);
-}
-static ct_tensor *tanh_forward(ct_module *m, const ct_tensor *x) {
-    (void)m;
-    return ct_tanh(x);
-}
-ct_module *ct_nn_relu(void) { return ct_module_new("ReLU", relu_forward, NULL, NULL); }
-ct_module *ct_nn_tanh(void) { return ct_module_new("Tanh", tanh_forward, NULL, NULL); }
+ct_module *ct_nn_relu(void) { return ct_nn_activation("ReLU"); }
+ct_module *ct_nn_tanh(void) { return ct_nn_activation("Tanh"); }
 
 typedef struct gelu_ctx {
     int64_t approximate;
@@ -289,7 +281,7 @@ ct_module *ct_nn_gelu(const char *approximate) {
     return m;
 }
 
-/* ------------------------------------------------------------------ Flatten, MaxPool2d */
+/* ------------------------------------------------------------------ Flatten */
 
 typedef struct flatten_ctx {
     int start, end;
@@ -311,50 +303,6 @@ ct_module *ct_nn_flatten(int start_dim, int end_dim) {
         ((flatten_ctx *)ct_module_ctx(m))->start = start_dim;
         ((flatten_ctx *)ct_module_ctx(m))->end = end_dim;
         ct_module_set_extra_repr(m, flatten_repr);
-    }
-    return m;
-}
-
-typedef struct pool_ctx {
-    int64_t kernel[2], stride[2], padding[2];
-} pool_ctx;
-
-static ct_tensor *maxpool_forward(ct_module *m, const ct_tensor *x) {
-    pool_ctx *c = ct_module_ctx(m);
-    return ct_max_pool2d(x, c->kernel, c->stride, c->padding, NULL, false, NULL);
-}
-
-/* A pair as nn.MaxPool2d(2) prints it: one number when both are equal. */
-static const char *pair_repr(const int64_t v[2], char *buf, size_t cap) {
-    if (v[0] == v[1])
-        snprintf(buf, cap, "%lld", (long long)v[0]);
-    else
-        snprintf(buf, cap, "(%lld, %lld)", (long long)v[0], (long long)v[1]);
-    return buf;
-}
-
-static int maxpool_repr(const ct_module *m, char *buf, size_t cap) {
-    pool_ctx *c = ct_module_ctx(m);
-    char k[48], s[48], p[48];
-    return snprintf(buf, cap, "kernel_size=%s, stride=%s, padding=%s, dilation=1, ceil_mode=False",
-                    pair_repr(c->kernel, k, sizeof k), pair_repr(c->stride, s, sizeof s),
-                    pair_repr(c->padding, p, sizeof p));
-}
-
-ct_module *ct_nn_max_pool2d(const int64_t kernel[2], const int64_t stride[2], const int64_t padding[2]) {
-    if (!kernel) {
-        ct_error(CT_ERROR_NULL_ARGUMENT, "MaxPool2d", "kernel_size is NULL");
-        return NULL;
-    }
-    ct_module *m = ct_nn_module_with_ctx("MaxPool2d", maxpool_forward, sizeof(pool_ctx));
-    if (!m)
-        return NULL;
-    ct_module_set_extra_repr(m, maxpool_repr);
-    pool_ctx *c = ct_module_ctx(m);
-    for (int i = 0; i < 2; i++) {
-        c->kernel[i] = kernel[i];
-        c->stride[i] = stride ? stride[i] : kernel[i];
-        c->padding[i] = padding ? padding[i] : 0;
     }
     return m;
 }

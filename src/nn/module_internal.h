@@ -11,6 +11,9 @@ ct_module *ct_nn_module_with_ctx(const char *type, ct_module_forward_fn forward,
 /* Makes a tensor of shape, registers it as parameter name of m (m keeps the only
  * reference) and returns it borrowed; NULL on error. */
 ct_tensor *ct_nn_new_param(ct_module *m, const char *name, const int64_t *shape, int ndim, ct_dtype dtype);
+/* nn.Linear's and nn.Conv*'s reset_parameters: kaiming_uniform_(a = sqrt(5)) for w, and
+ * U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for b (may be NULL). */
+ct_status ct_nn_reset_weight_bias(ct_tensor *w, ct_tensor *b);
 
 /* nn.LayerNorm(normalized_shape, eps, elementwise_affine, bias): without bias, the
  * weight alone (the Transformer layers' bias=False). */
