@@ -411,12 +411,12 @@ static ct_module *make_layer(bool decoder, int64_t d_model, int64_t nhead, int64
          !ct_module_add_child(m, "dropout", ct_nn_dropout(dropout)) &&
          !ct_module_add_child(m, "linear2", ct_nn_linear(dim_feedforward, d, bias, dtype));
     for (int i = 1; ok && i <= (decoder ? 3 : 2); i++) {
-        char name[16];
+        char name[24];
         snprintf(name, sizeof name, "norm%d", i);
         ok = !ct_module_add_child(m, name, ct_nn_layer_norm_bias(&d, 1, layer_norm_eps, true, bias, dtype));
     }
     for (int i = 1; ok && i <= (decoder ? 3 : 2); i++) {
-        char name[16];
+        char name[24];
         snprintf(name, sizeof name, "dropout%d", i);
         ok = !ct_module_add_child(m, name, ct_nn_dropout(dropout));
     }
