@@ -271,6 +271,64 @@ static void test_inplace_on_leaf_view(void **state) {
     assert_int_equal(ct_memory_allocated(CT_CPU), before);
 }
 
+/* Finding 24, the rest: a .grad whose history leads back to its tensor (set_grad(t,
+ * f(t)), backward with create_graph, retained gradients of non-leaves, two tensors each
+ * other's .grad) made the tensor own itself. Such a gradient is stored detached (Note
+ * [Gradients that hold their tensor]); memory returns to where it was. */
+static void test_grad_holding_its_tensor(void **state) {
+    (void)state;
+    int64_t before = ct_memory_allocated(CT_CPU);
+    ct_scope_begin();
+    /* set_grad(t, 2 t): the grad's MulBackward ends in t's accumulator */
+    ct_tensor *t = ct_arange(ct_scalar_int(1), ct_scalar_int(5), ct_scalar_int(1), CT_F64, CT_CPU);
+    CT_ASSERT_OK(ct_tensor_set_requires_grad(t, true));
+    ct_tensor *g = ct_mul_scalar(t, ct_scalar_float(2));
+    assert_true(ct_tensor_grad_fn_name(g) != NULL);
+    assert_int_equal(ct_tensor_set_grad(t, g), CT_OK);
+    ct_tensor *tg = ct_tensor_grad(t);
+    assert_null(ct_tensor_grad_fn_name(tg));
+    assert_false(ct_tensor_requires_grad(tg));
+    assert_true(ct_test_at(tg, 3) == 8.0);
+    assert_true(ct_tensor_data(tg) == ct_tensor_data(g)); /* the same values, not a copy */
+    /* a grad whose history does not reach t keeps it */
+    ct_tensor *w = ct_ones(CT_SHAPE(4), CT_F64, CT_CPU);
+    CT_ASSERT_OK(ct_tensor_set_requires_grad(w, true));
+    assert_int_equal(ct_tensor_set_grad(t, ct_exp(w)), CT_OK);
+    assert_string_equal(ct_tensor_grad_fn_name(ct_tensor_grad(t)), "ExpBackward0");
+    /* ... until w's grad leads back to t: t -> exp(w) -> w -> w.grad -> t */
+    assert_int_equal(ct_tensor_set_grad(w, ct_sin(t)), CT_OK);
+    assert_null(ct_tensor_grad_fn_name(ct_tensor_grad(w)));
+    /* plain tensors as each other's grad */
+    ct_tensor *a = ct_zeros(CT_SHAPE(3), CT_F32, CT_CPU), *b = ct_ones(CT_SHAPE(3), CT_F32, CT_CPU);
+    assert_int_equal(ct_tensor_set_grad(a, b), CT_OK);
+    assert_int_equal(ct_tensor_set_grad(b, a), CT_OK);
+    ct_tensor *ag = ct_tensor_grad(a), *bg = ct_tensor_grad(b);
+    assert_ptr_equal(ag, b);
+    assert_true(bg != a && ct_tensor_data(bg) == ct_tensor_data(a));
+    ct_scope_end();
+    assert_int_equal(ct_memory_allocated(CT_CPU), before);
+
+    /* backward with create_graph: d/dx sum(x^3) = 3 x^2 saves x */
+    ct_scope_begin();
+    ct_tensor *x = ct_arange(ct_scalar_int(1), ct_scalar_int(4), ct_scalar_int(1), CT_F64, CT_CPU);
+    CT_ASSERT_OK(ct_tensor_set_requires_grad(x, true));
+    ct_tensor *y = ct_mul(x, x); /* a non-leaf retaining its gradient 2 y z' ... */
+    assert_int_equal(ct_tensor_retain_grad(y), CT_OK);
+    ct_tensor *z = ct_sum(ct_mul(y, x), NULL, 0, false, CT_DTYPE_UNDEFINED);
+    assert_int_equal(ct_backward(z, NULL, false, true), CT_OK);
+    ct_tensor *gx = ct_tensor_grad(x), *gy = ct_tensor_grad(y);
+    assert_null(ct_tensor_grad_fn_name(gx));
+    assert_true(ct_test_at(gx, 0) == 3.0 && ct_test_at(gx, 2) == 27.0);
+    assert_true(ct_test_at(gy, 1) == 2.0); /* dz/dy = x */
+    /* a second backward with create_graph accumulates, still without history */
+    assert_int_equal(ct_backward(ct_sum(ct_mul(x, x), NULL, 0, false, CT_DTYPE_UNDEFINED), NULL, false, true), CT_OK);
+    gx = ct_tensor_grad(x);
+    assert_null(ct_tensor_grad_fn_name(gx));
+    assert_true(ct_test_at(gx, 2) == 33.0);
+    ct_scope_end();
+    assert_int_equal(ct_memory_allocated(CT_CPU), before);
+}
+
 /* ------------------------------------------------------------------ allocation failures */
 
 /* ct_scope_begin.c: no memory for a scope's mark aborted. */
@@ -392,6 +450,7 @@ int main(void) {
         cmocka_unit_test(test_set_grad_self),
         cmocka_unit_test(test_inplace_input_alias),
         cmocka_unit_test(test_inplace_on_leaf_view),
+        cmocka_unit_test(test_grad_holding_its_tensor),
         cmocka_unit_test(test_scope_begin_oom),
         cmocka_unit_test(test_dataloader_oom),
         cmocka_unit_test(test_sanitize_mode),

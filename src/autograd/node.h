@@ -146,6 +146,10 @@ ct_status ct_node_save(ct_node *n, int i, const ct_tensor *t, bool is_output, in
  * slot is empty, NULL with an error when it was freed or modified. */
 ct_tensor *ct_node_saved(ct_node_ctx *ctx, int i);
 void ct_node_free_saved(ct_node *n);
+/* Whether `from` holds `target` through strong references (itself, its base, .grad,
+ * history, saved tensors, accumulators; Note [Gradients that hold their tensor]): 1 or
+ * 0, or -1 with an error when out of memory. */
+int ct_ag_holds(const ct_tensor *from, const ct_tensor *target);
 void ct_input_meta_set(ct_input_meta *m, const ct_tensor *t);
 
 /* ------------------------------------------------------------ hooks (hooks.c) */
