@@ -327,6 +327,31 @@ static void test_grad_holding_its_tensor(void **state) {
     assert_true(ct_test_at(gx, 2) == 33.0);
     ct_scope_end();
     assert_int_equal(ct_memory_allocated(CT_CPU), before);
+
+    /* an in-place op closing the cycle: w.grad = u * u saves u, then u.mul_(w) gives u
+     * a node that saves w; w's .grad goes detached, u's history stays */
+    ct_scope_begin();
+    ct_tensor *a0 = ct_full(CT_SHAPE(3), ct_scalar_float(3), CT_F64, CT_CPU);
+    CT_ASSERT_OK(ct_tensor_set_requires_grad(a0, true));
+    ct_tensor *u = ct_clone(a0);
+    ct_tensor *w2 = ct_full(CT_SHAPE(3), ct_scalar_float(2), CT_F64, CT_CPU);
+    CT_ASSERT_OK(ct_tensor_set_requires_grad(w2, true));
+    assert_int_equal(ct_tensor_set_grad(w2, ct_mul(u, u)), CT_OK);
+    assert_string_equal(ct_tensor_grad_fn_name(ct_tensor_grad(w2)), "MulBackward0");
+    CT_ASSERT_OK(ct_mul_(u, w2));
+    assert_string_equal(ct_tensor_grad_fn_name(u), "MulBackward0");
+    ct_tensor *wg = ct_tensor_grad(w2);
+    assert_null(ct_tensor_grad_fn_name(wg));
+    assert_true(ct_test_at(wg, 1) == 9.0);
+    /* and on a view of u: the base's CopySlices holds the node */
+    ct_tensor *u2 = ct_clone(a0);
+    assert_int_equal(ct_tensor_set_grad(w2, ct_mul(u2, u2)), CT_OK);
+    CT_ASSERT_OK(ct_mul_(ct_view(u2, CT_SHAPE(3)), w2));
+    assert_null(ct_tensor_grad_fn_name(ct_tensor_grad(w2)));
+    assert_int_equal(ct_backward(ct_sum(u2, NULL, 0, false, CT_DTYPE_UNDEFINED), NULL, false, false), CT_OK);
+    assert_true(ct_test_at(ct_tensor_grad(a0), 0) == 2.0);
+    ct_scope_end();
+    assert_int_equal(ct_memory_allocated(CT_CPU), before);
 }
 
 /* ------------------------------------------------------------------ allocation failures */

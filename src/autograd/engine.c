@@ -297,6 +297,7 @@ static ct_status store_grad(ct_tensor *t, ct_tensor *g, bool create_graph, bool 
     if (!nw) {
         st = ct_last_status();
     } else if (nw != t->grad) {
+        ct_ag_note_grad(nw);
         ct_tensor *old = t->grad;
         t->grad = ct_retain(nw);
         ct_release(old);

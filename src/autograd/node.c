@@ -1,5 +1,6 @@
 /* Graph nodes, per-tensor autograd data, saved tensors, and the public accessors of a
  * tensor's autograd state (grad, grad_fn, detach, retain_grad). */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -323,7 +324,16 @@ void ct_node_free_saved(ct_node *n) {
  * backward with create_graph for this reason). The test below walks what the gradient
  * holds (tensors: base, .grad, grad_fn; nodes: edges, saved tensors, the accumulator's
  * leaf, CopySlices' wrapped node); a gradient without history, base or .grad costs one
- * look. */
+ * look.
+ *
+ * The other way to close such a cycle is an in-place op: it gives an existing tensor x
+ * a new node, and that node may hold x through another tensor's .grad (y.grad = f(x)
+ * saves x, then x.mul_(y) saves y). Every other link of that cycle is structure the
+ * graph needs (edges, saved inputs, accumulators); the .grad link is the one that may
+ * go, so ct_ag_break_grad_cycles stores such a .grad detached, by the same rule. Until
+ * a .grad with history (or a base, or a .grad) has been stored in the process, no graph
+ * can hold one and the walk is skipped; after that, each in-place op recorded for
+ * autograd walks its node's graph. */
 
 typedef struct {
     uintptr_t *set; /* open addressing; 0 = empty */
@@ -374,17 +384,16 @@ static int walk_push(holds_walk *w, uintptr_t x) {
 #define WALK_TENSOR(t) ((uintptr_t)(t))
 #define WALK_NODE(n) ((uintptr_t)(n) | 1u)
 
-int ct_ag_holds(const ct_tensor *from, const ct_tensor *target) {
-    if (!from || !target)
-        return 0;
-    if (from == target)
-        return 1;
-    if (!from->base && !from->grad && !ct_tensor_node(from))
-        return 0;
+/* A .grad that can hold something: with history, a base or a .grad of its own. */
+static bool grad_can_hold(const ct_tensor *g) { return g && (g->base || g->grad || ct_tensor_node(g)); }
+
+/* Walks what start holds: 1 when it reaches target (NULL: never), 0 when not, -1 when
+ * out of memory (error set). With grads, collects the tensors met whose .grad can hold
+ * something. */
+static int walk(uintptr_t start, const ct_tensor *target, ct_tensor ***grads, size_t *ngrads) {
     holds_walk w = {0};
-    int found = 0;
-    if (walk_push(&w, WALK_TENSOR(from)) < 0)
-        found = -1;
+    size_t cap = 0;
+    int found = walk_push(&w, start) < 0 ? -1 : 0;
     while (found == 0 && w.top > 0) {
         uintptr_t x = w.stack[--w.top];
         int rc = 0;
@@ -401,10 +410,23 @@ int ct_ag_holds(const ct_tensor *from, const ct_tensor *target) {
             if (rc == 0)
                 rc = walk_push(&w, WALK_NODE(n->wrapped));
         } else {
-            const ct_tensor *t = (const ct_tensor *)x;
+            ct_tensor *t = (ct_tensor *)x;
             if (t == target) {
                 found = 1;
                 break;
+            }
+            if (grads && grad_can_hold(t->grad)) {
+                if (*ngrads == cap) {
+                    size_t c = cap ? 2 * cap : 8;
+                    ct_tensor **g = ct_xrealloc("autograd", *grads, c * sizeof *g);
+                    if (!g) {
+                        found = -1;
+                        break;
+                    }
+                    *grads = g;
+                    cap = c;
+                }
+                (*grads)[(*ngrads)++] = t;
             }
             rc = walk_push(&w, WALK_TENSOR(t->base));
             if (rc == 0)
@@ -418,6 +440,53 @@ int ct_ag_holds(const ct_tensor *from, const ct_tensor *target) {
     free(w.set);
     free(w.stack);
     return found;
+}
+
+/* Set once a .grad that can hold something was stored: until then no graph has a
+ * .grad in it, and an in-place op has no cycle to look for. */
+static atomic_bool g_grads_can_hold;
+
+void ct_ag_note_grad(const ct_tensor *g) {
+    if (grad_can_hold(g) && !atomic_load_explicit(&g_grads_can_hold, memory_order_relaxed))
+        atomic_store(&g_grads_can_hold, true);
+}
+
+int ct_ag_holds(const ct_tensor *from, const ct_tensor *target) {
+    if (!from || !target)
+        return 0;
+    if (from == target)
+        return 1;
+    if (!from->base && !from->grad && !ct_tensor_node(from))
+        return 0;
+    return walk(WALK_TENSOR(from), target, NULL, NULL);
+}
+
+/* Replaces t's .grad by a detached alias. */
+static ct_status detach_grad(ct_tensor *t) {
+    ct_scope_begin();
+    ct_tensor *d = ct_detach(t->grad);
+    if (d) {
+        ct_tensor *old = t->grad;
+        t->grad = ct_retain(d);
+        ct_release(old);
+    }
+    ct_scope_end();
+    return d ? CT_OK : ct_last_status();
+}
+
+ct_status ct_ag_break_grad_cycles(ct_node *n, const ct_tensor *x) {
+    if (!n || !x || !atomic_load_explicit(&g_grads_can_hold, memory_order_relaxed))
+        return CT_OK;
+    ct_tensor **grads = NULL;
+    size_t ngrads = 0;
+    int rc = walk(WALK_NODE(n), NULL, &grads, &ngrads);
+    ct_status st = rc < 0 ? ct_last_status() : CT_OK;
+    for (size_t i = 0; st == CT_OK && i < ngrads; i++) {
+        int h = ct_ag_holds(grads[i]->grad, x);
+        st = h < 0 ? ct_last_status() : h ? detach_grad(grads[i]) : CT_OK;
+    }
+    free(grads);
+    return st;
 }
 
 /* ------------------------------------------------------------------ public accessors */
@@ -466,6 +535,7 @@ ct_status ct_tensor_set_grad(ct_tensor *t, const ct_tensor *grad) {
         ct_scope_end();
         return ct_last_status();
     }
+    ct_ag_note_grad(keep);
     ct_tensor *old = t->grad;
     t->grad = ct_retain(keep);
     ct_release(old);
