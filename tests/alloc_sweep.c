@@ -20,8 +20,9 @@
  * LeakSanitizer's report), or a wrong exit status. N runs from --from (1) to a little
  * past the allocation count of a clean run (or --to), every --stride-th (1). The exit
  * status is 1 when any child was bad, 2 on a usage error. A bad child's stderr is shown
- * unless --quiet; --trace adds the stack of the failing allocation (sanitizer build). Run it from scripts/alloc_sweep.sh for the full sweep; ctest runs a
- * stride of it. */
+ * unless --quiet; --trace adds the stack of the failing allocation (sanitizer build).
+ * --alarm S sets the seconds after which a child counts as hung (120). Run it from
+ * scripts/alloc_sweep.sh for the full sweep; ctest runs a stride of it. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <signal.h>

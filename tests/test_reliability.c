@@ -464,6 +464,41 @@ static void test_sanitize_mode(void **state) {
     CT_ASSERT_ERR(ct_memory_set_alloc_conf("fail_host_alloc:-1") == CT_OK, CT_ERROR_VALUE, "whole number");
 }
 
+/* Found by the allocation-failure sweep of ctorch train: when the "state" key of an
+ * optimizer's state dict could not be stored, its "param_groups" were never freed.
+ * Every allocation of ct_optimizer_state_dict fails in turn; LeakSanitizer checks the
+ * sanitizer build at exit. */
+static void test_optimizer_state_dict_oom(void **state) {
+    (void)state;
+    ct_tensor *p = ct_ones(CT_SHAPE(3), CT_F32, CT_CPU);
+    CT_ASSERT_OK(ct_tensor_set_requires_grad(p, true));
+    ct_optim_options o = ct_sgd_options(0.1);
+    o.momentum = 0.9;
+    ct_optimizer *opt = ct_optimizer_new(CT_OPTIM_SGD, &p, 1, &o);
+    CT_ASSERT_OK(opt);
+    ct_tensor *g = ct_ones(CT_SHAPE(3), CT_F32, CT_CPU);
+    assert_int_equal(ct_tensor_set_grad(p, g), CT_OK);
+    assert_int_equal(ct_optimizer_step(opt), CT_OK); /* a momentum buffer in the state */
+    int errors = 0;
+    for (int k = 1; k <= 200; k++) {
+        char conf[64];
+        snprintf(conf, sizeof conf, "fail_host_alloc:%d", k);
+        assert_int_equal(ct_memory_set_alloc_conf(conf), CT_OK);
+        ct_clear_error();
+        ct_value *sd = ct_optimizer_state_dict(opt);
+        ct_memory_set_alloc_conf("fail_host_alloc:0");
+        if (!sd) {
+            assert_int_equal(ct_last_status(), CT_ERROR_OUT_OF_MEMORY);
+            errors++;
+        }
+        ct_value_free(sd);
+    }
+    assert_true(errors > 10);
+    ct_optimizer_free(opt);
+    ct_release(g);
+    ct_release(p);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_value_one_owner),
@@ -478,6 +513,7 @@ int main(void) {
         cmocka_unit_test(test_grad_holding_its_tensor),
         cmocka_unit_test(test_scope_begin_oom),
         cmocka_unit_test(test_dataloader_oom),
+        cmocka_unit_test(test_optimizer_state_dict_oom),
         cmocka_unit_test(test_sanitize_mode),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
