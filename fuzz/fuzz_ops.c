@@ -724,13 +724,7 @@ static void step(rd *r) {
         } else if (k == 3) {
             CALL_ST("retain_grad", ct_tensor_retain_grad(a));
         } else if (k == 4) {
-            /* finding 24: a .grad whose graph leads back to its tensor is a reference
-             * cycle (in PyTorch too: backward with create_graph warns of it); only
-             * grads without history here */
-            ct_tensor *g = u8(r) & 1 ? b : NULL;
-            if (g && (ct_tensor_requires_grad(g) || !ct_tensor_is_leaf(g)))
-                break;
-            CALL_ST("set_grad", ct_tensor_set_grad(a, g));
+            CALL_ST("set_grad", ct_tensor_set_grad(a, u8(r) & 1 ? b : NULL));
         } else {
             CALL("detach", u8(r) & 1 ? ct_detach(a) : ct_detach_(a));
         }

@@ -189,10 +189,18 @@ static void test_create_graph_backward(void **state) {
     ct_tensor *x = leaf((double[]){0.3, -0.7}, 2);
     ct_tensor *y = vsum(ct_sin(x));
     assert_int_equal(ct_backward(y, NULL, false, true), CT_OK);
-    ct_tensor *gx = ct_tensor_grad(x); /* cos(x), with history */
-    assert_true(ct_tensor_requires_grad(gx));
-    ct_tensor *p = vsum(ct_mul(gx, gx)); /* a gradient penalty: sum cos^2 */
+    /* cos(x): its history saves x, so it is stored without it (Note [Gradients that
+     * hold their tensor]) */
+    ct_tensor *gx = ct_tensor_grad(x);
+    assert_false(ct_tensor_requires_grad(gx));
+    assert_vals(gx, (double[]){cos(0.3), cos(-0.7)}, 2, 1e-15);
+    /* a gradient penalty sum cos^2 through ct_autograd_grad, which stores nothing */
     assert_int_equal(ct_tensor_set_grad(x, NULL), CT_OK);
+    ct_tensor *g[1] = {NULL};
+    const ct_tensor *outs[1] = {vsum(ct_sin(x))}, *ins[1] = {x};
+    assert_int_equal(ct_autograd_grad(outs, 1, ins, 1, NULL, false, true, false, g), CT_OK);
+    assert_true(ct_tensor_requires_grad(g[0]));
+    ct_tensor *p = vsum(ct_mul(g[0], g[0]));
     assert_int_equal(ct_backward(p, NULL, false, false), CT_OK);
     double want[2];
     for (int i = 0; i < 2; i++) {

@@ -271,6 +271,89 @@ static void test_inplace_on_leaf_view(void **state) {
     assert_int_equal(ct_memory_allocated(CT_CPU), before);
 }
 
+/* Finding 24, the rest: a .grad whose history leads back to its tensor (set_grad(t,
+ * f(t)), backward with create_graph, retained gradients of non-leaves, two tensors each
+ * other's .grad) made the tensor own itself. Such a gradient is stored detached (Note
+ * [Gradients that hold their tensor]); memory returns to where it was. */
+static void test_grad_holding_its_tensor(void **state) {
+    (void)state;
+    int64_t before = ct_memory_allocated(CT_CPU);
+    ct_scope_begin();
+    /* set_grad(t, 2 t): the grad's MulBackward ends in t's accumulator */
+    ct_tensor *t = ct_arange(ct_scalar_int(1), ct_scalar_int(5), ct_scalar_int(1), CT_F64, CT_CPU);
+    CT_ASSERT_OK(ct_tensor_set_requires_grad(t, true));
+    ct_tensor *g = ct_mul_scalar(t, ct_scalar_float(2));
+    assert_true(ct_tensor_grad_fn_name(g) != NULL);
+    assert_int_equal(ct_tensor_set_grad(t, g), CT_OK);
+    ct_tensor *tg = ct_tensor_grad(t);
+    assert_null(ct_tensor_grad_fn_name(tg));
+    assert_false(ct_tensor_requires_grad(tg));
+    assert_true(ct_test_at(tg, 3) == 8.0);
+    assert_true(ct_tensor_data(tg) == ct_tensor_data(g)); /* the same values, not a copy */
+    /* a grad whose history does not reach t keeps it */
+    ct_tensor *w = ct_ones(CT_SHAPE(4), CT_F64, CT_CPU);
+    CT_ASSERT_OK(ct_tensor_set_requires_grad(w, true));
+    assert_int_equal(ct_tensor_set_grad(t, ct_exp(w)), CT_OK);
+    assert_string_equal(ct_tensor_grad_fn_name(ct_tensor_grad(t)), "ExpBackward0");
+    /* ... until w's grad leads back to t: t -> exp(w) -> w -> w.grad -> t */
+    assert_int_equal(ct_tensor_set_grad(w, ct_sin(t)), CT_OK);
+    assert_null(ct_tensor_grad_fn_name(ct_tensor_grad(w)));
+    /* plain tensors as each other's grad */
+    ct_tensor *a = ct_zeros(CT_SHAPE(3), CT_F32, CT_CPU), *b = ct_ones(CT_SHAPE(3), CT_F32, CT_CPU);
+    assert_int_equal(ct_tensor_set_grad(a, b), CT_OK);
+    assert_int_equal(ct_tensor_set_grad(b, a), CT_OK);
+    ct_tensor *ag = ct_tensor_grad(a), *bg = ct_tensor_grad(b);
+    assert_ptr_equal(ag, b);
+    assert_true(bg != a && ct_tensor_data(bg) == ct_tensor_data(a));
+    ct_scope_end();
+    assert_int_equal(ct_memory_allocated(CT_CPU), before);
+
+    /* backward with create_graph: d/dx sum(x^3) = 3 x^2 saves x */
+    ct_scope_begin();
+    ct_tensor *x = ct_arange(ct_scalar_int(1), ct_scalar_int(4), ct_scalar_int(1), CT_F64, CT_CPU);
+    CT_ASSERT_OK(ct_tensor_set_requires_grad(x, true));
+    ct_tensor *y = ct_mul(x, x); /* a non-leaf retaining its gradient 2 y z' ... */
+    assert_int_equal(ct_tensor_retain_grad(y), CT_OK);
+    ct_tensor *z = ct_sum(ct_mul(y, x), NULL, 0, false, CT_DTYPE_UNDEFINED);
+    assert_int_equal(ct_backward(z, NULL, false, true), CT_OK);
+    ct_tensor *gx = ct_tensor_grad(x), *gy = ct_tensor_grad(y);
+    assert_null(ct_tensor_grad_fn_name(gx));
+    assert_true(ct_test_at(gx, 0) == 3.0 && ct_test_at(gx, 2) == 27.0);
+    assert_true(ct_test_at(gy, 1) == 2.0); /* dz/dy = x */
+    /* a second backward with create_graph accumulates, still without history */
+    assert_int_equal(ct_backward(ct_sum(ct_mul(x, x), NULL, 0, false, CT_DTYPE_UNDEFINED), NULL, false, true), CT_OK);
+    gx = ct_tensor_grad(x);
+    assert_null(ct_tensor_grad_fn_name(gx));
+    assert_true(ct_test_at(gx, 2) == 33.0);
+    ct_scope_end();
+    assert_int_equal(ct_memory_allocated(CT_CPU), before);
+
+    /* an in-place op closing the cycle: w.grad = u * u saves u, then u.mul_(w) gives u
+     * a node that saves w; w's .grad goes detached, u's history stays */
+    ct_scope_begin();
+    ct_tensor *a0 = ct_full(CT_SHAPE(3), ct_scalar_float(3), CT_F64, CT_CPU);
+    CT_ASSERT_OK(ct_tensor_set_requires_grad(a0, true));
+    ct_tensor *u = ct_clone(a0);
+    ct_tensor *w2 = ct_full(CT_SHAPE(3), ct_scalar_float(2), CT_F64, CT_CPU);
+    CT_ASSERT_OK(ct_tensor_set_requires_grad(w2, true));
+    assert_int_equal(ct_tensor_set_grad(w2, ct_mul(u, u)), CT_OK);
+    assert_string_equal(ct_tensor_grad_fn_name(ct_tensor_grad(w2)), "MulBackward0");
+    CT_ASSERT_OK(ct_mul_(u, w2));
+    assert_string_equal(ct_tensor_grad_fn_name(u), "MulBackward0");
+    ct_tensor *wg = ct_tensor_grad(w2);
+    assert_null(ct_tensor_grad_fn_name(wg));
+    assert_true(ct_test_at(wg, 1) == 9.0);
+    /* and on a view of u: the base's CopySlices holds the node */
+    ct_tensor *u2 = ct_clone(a0);
+    assert_int_equal(ct_tensor_set_grad(w2, ct_mul(u2, u2)), CT_OK);
+    CT_ASSERT_OK(ct_mul_(ct_view(u2, CT_SHAPE(3)), w2));
+    assert_null(ct_tensor_grad_fn_name(ct_tensor_grad(w2)));
+    assert_int_equal(ct_backward(ct_sum(u2, NULL, 0, false, CT_DTYPE_UNDEFINED), NULL, false, false), CT_OK);
+    assert_true(ct_test_at(ct_tensor_grad(a0), 0) == 2.0);
+    ct_scope_end();
+    assert_int_equal(ct_memory_allocated(CT_CPU), before);
+}
+
 /* ------------------------------------------------------------------ allocation failures */
 
 /* ct_scope_begin.c: no memory for a scope's mark aborted. */
@@ -381,6 +464,41 @@ static void test_sanitize_mode(void **state) {
     CT_ASSERT_ERR(ct_memory_set_alloc_conf("fail_host_alloc:-1") == CT_OK, CT_ERROR_VALUE, "whole number");
 }
 
+/* Found by the allocation-failure sweep of ctorch train: when the "state" key of an
+ * optimizer's state dict could not be stored, its "param_groups" were never freed.
+ * Every allocation of ct_optimizer_state_dict fails in turn; LeakSanitizer checks the
+ * sanitizer build at exit. */
+static void test_optimizer_state_dict_oom(void **state) {
+    (void)state;
+    ct_tensor *p = ct_ones(CT_SHAPE(3), CT_F32, CT_CPU);
+    CT_ASSERT_OK(ct_tensor_set_requires_grad(p, true));
+    ct_optim_options o = ct_sgd_options(0.1);
+    o.momentum = 0.9;
+    ct_optimizer *opt = ct_optimizer_new(CT_OPTIM_SGD, &p, 1, &o);
+    CT_ASSERT_OK(opt);
+    ct_tensor *g = ct_ones(CT_SHAPE(3), CT_F32, CT_CPU);
+    assert_int_equal(ct_tensor_set_grad(p, g), CT_OK);
+    assert_int_equal(ct_optimizer_step(opt), CT_OK); /* a momentum buffer in the state */
+    int errors = 0;
+    for (int k = 1; k <= 200; k++) {
+        char conf[64];
+        snprintf(conf, sizeof conf, "fail_host_alloc:%d", k);
+        assert_int_equal(ct_memory_set_alloc_conf(conf), CT_OK);
+        ct_clear_error();
+        ct_value *sd = ct_optimizer_state_dict(opt);
+        ct_memory_set_alloc_conf("fail_host_alloc:0");
+        if (!sd) {
+            assert_int_equal(ct_last_status(), CT_ERROR_OUT_OF_MEMORY);
+            errors++;
+        }
+        ct_value_free(sd);
+    }
+    assert_true(errors > 10);
+    ct_optimizer_free(opt);
+    ct_release(g);
+    ct_release(p);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_value_one_owner),
@@ -392,8 +510,10 @@ int main(void) {
         cmocka_unit_test(test_set_grad_self),
         cmocka_unit_test(test_inplace_input_alias),
         cmocka_unit_test(test_inplace_on_leaf_view),
+        cmocka_unit_test(test_grad_holding_its_tensor),
         cmocka_unit_test(test_scope_begin_oom),
         cmocka_unit_test(test_dataloader_oom),
+        cmocka_unit_test(test_optimizer_state_dict_oom),
         cmocka_unit_test(test_sanitize_mode),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

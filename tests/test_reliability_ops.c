@@ -500,6 +500,24 @@ static void test_empty_view_huge_offset(void **state) {
     ct_scope_end();
 }
 
+/* Found by the op fuzzer (finding 25's class): an elementwise op over empty tensors of
+ * shape (0, 3, 1, 2^62) merged every dim of the empty iteration (their strides are 0)
+ * and multiplied the sizes 3 x 2^62 past int64. */
+static void test_empty_huge_dims_elementwise(void **state) {
+    (void)state;
+    ct_scope_begin();
+    ct_tensor *e = ct_empty(CT_SHAPE(0, 3, 1, INT64_C(1) << 62), CT_BOOL, CT_CPU);
+    CT_ASSERT_OK(e);
+    ct_tensor *f = ct_empty(CT_SHAPE(0, 3, 1, INT64_C(1) << 62), CT_F32, CT_CPU);
+    CT_ASSERT_OK(f);
+    ct_tensor *r = ct_hypot(f, f);
+    CT_ASSERT_OK(r);
+    assert_int_equal(ct_tensor_dim(r), 4);
+    assert_true(ct_tensor_size(r, 3) == INT64_C(1) << 62 && ct_tensor_numel(r) == 0);
+    CT_ASSERT_OK(ct_logical_and(e, e));
+    ct_scope_end();
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_empty_view_huge_offset),
@@ -521,6 +539,7 @@ int main(void) {
         cmocka_unit_test(test_einsum_triple_letter),
         cmocka_unit_test(test_isinf_bool_bytes),
         cmocka_unit_test(test_addcmul_value_on_integers),
+        cmocka_unit_test(test_empty_huge_dims_elementwise),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

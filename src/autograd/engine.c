@@ -290,9 +290,16 @@ static ct_status store_grad(ct_tensor *t, ct_tensor *g, bool create_graph, bool 
         nw = ct_add_(t->grad, g);
         ct_set_grad_enabled(prev);
     }
+    /* Note [Gradients that hold their tensor]: only a gradient with history, a base
+     * or a .grad of its own can hold t */
+    if (nw && nw != t->grad && (nw->base || nw->grad || ct_tensor_node(nw))) {
+        int holds = ct_ag_holds(nw, t);
+        nw = holds < 0 ? NULL : holds ? ct_detach(nw) : nw;
+    }
     if (!nw) {
         st = ct_last_status();
     } else if (nw != t->grad) {
+        ct_ag_note_grad(nw);
         ct_tensor *old = t->grad;
         t->grad = ct_retain(nw);
         ct_release(old);

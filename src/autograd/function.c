@@ -133,6 +133,11 @@ static ct_status record(ct_call *call, const ct_derivative *d, ct_tensor *const 
     }
     if (st == CT_OK && inplace && call->out[0]->is_view && call->out[0]->base)
         st = ct_rebase_view(call->out[0], n);
+    /* Note [Gradients that hold their tensor]: self (or its base) now holds n */
+    if (st == CT_OK && inplace)
+        st = ct_ag_break_grad_cycles(n, call->out[0]);
+    if (st == CT_OK && inplace && call->out[0]->is_view && call->out[0]->base)
+        st = ct_ag_break_grad_cycles(n, call->out[0]->base);
     ct_node_unref(n);
     return st;
 }

@@ -1,5 +1,6 @@
 /* Graph nodes, per-tensor autograd data, saved tensors, and the public accessors of a
  * tensor's autograd state (grad, grad_fn, detach, retain_grad). */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -316,6 +317,190 @@ void ct_node_free_saved(ct_node *n) {
         ct_node_free_saved(n->wrapped);
 }
 
+/* Note [Gradients that hold their tensor]
+ * A tensor owns its .grad. A gradient that leads back to its tensor through strong
+ * references (its graph saves the tensor or ends in the tensor's accumulator, its base
+ * is the tensor, or its own .grad does, ...) would make the tensor own itself: with
+ * reference counting and no collector, neither would ever be freed. That happens with
+ * ct_tensor_set_grad(t, f(t)) and with ct_backward(..., create_graph=true), whose
+ * gradients record the backward pass, which saves the leaves and ends in their
+ * accumulators. PyTorch keeps the cycle and leaves it to its garbage collector (and
+ * warns about backward with create_graph); a C library has none. The choices were to
+ * hold one link of the cycle weakly or to store such a gradient without its history.
+ * A weak link is not enough: the cycle runs through saved tensors, accumulators, view
+ * bases and other tensors' .grad alike, and a gradient outliving its tensor would
+ * still need the saved values. So a gradient that would hold its tensor is stored
+ * detached (ct_detach: the same values and storage, no history); every other gradient
+ * is stored as given, history included. Higher-order gradients go through
+ * ct_autograd_grad with create_graph, which stores nothing (PyTorch recommends it over
+ * backward with create_graph for this reason). The test below walks what the gradient
+ * holds (tensors: base, .grad, grad_fn; nodes: edges, saved tensors, the accumulator's
+ * leaf, CopySlices' wrapped node); a gradient without history, base or .grad costs one
+ * look.
+ *
+ * The other way to close such a cycle is an in-place op: it gives an existing tensor x
+ * a new node, and that node may hold x through another tensor's .grad (y.grad = f(x)
+ * saves x, then x.mul_(y) saves y). Every other link of that cycle is structure the
+ * graph needs (edges, saved inputs, accumulators); the .grad link is the one that may
+ * go, so ct_ag_break_grad_cycles stores such a .grad detached, by the same rule. Until
+ * a .grad with history (or a base, or a .grad) has been stored in the process, no graph
+ * can hold one and the walk is skipped; after that, each in-place op recorded for
+ * autograd walks its node's graph. */
+
+typedef struct {
+    uintptr_t *set; /* open addressing; 0 = empty */
+    size_t cap, n;
+    uintptr_t *stack;
+    size_t top, stack_cap;
+} holds_walk;
+
+static int walk_push(holds_walk *w, uintptr_t x) {
+    if (!(x & ~(uintptr_t)1))
+        return 0;
+    if (2 * (w->n + 1) > w->cap) {
+        size_t cap = w->cap ? 2 * w->cap : 64;
+        uintptr_t *set = ct_xcalloc("autograd", cap, sizeof *set);
+        if (!set)
+            return -1;
+        for (size_t i = 0; i < w->cap; i++)
+            if (w->set[i]) {
+                size_t h = (size_t)((w->set[i] >> 3) * 0x9E3779B97F4A7C15ull) & (cap - 1);
+                while (set[h])
+                    h = (h + 1) & (cap - 1);
+                set[h] = w->set[i];
+            }
+        free(w->set);
+        w->set = set;
+        w->cap = cap;
+    }
+    size_t h = (size_t)((x >> 3) * 0x9E3779B97F4A7C15ull) & (w->cap - 1);
+    while (w->set[h]) {
+        if (w->set[h] == x)
+            return 0; /* seen */
+        h = (h + 1) & (w->cap - 1);
+    }
+    w->set[h] = x;
+    w->n++;
+    if (w->top == w->stack_cap) {
+        size_t cap = w->stack_cap ? 2 * w->stack_cap : 64;
+        uintptr_t *st = ct_xrealloc("autograd", w->stack, cap * sizeof *st);
+        if (!st)
+            return -1;
+        w->stack = st;
+        w->stack_cap = cap;
+    }
+    w->stack[w->top++] = x;
+    return 0;
+}
+
+#define WALK_TENSOR(t) ((uintptr_t)(t))
+#define WALK_NODE(n) ((uintptr_t)(n) | 1u)
+
+/* A .grad that can hold something: with history, a base or a .grad of its own. */
+static bool grad_can_hold(const ct_tensor *g) { return g && (g->base || g->grad || ct_tensor_node(g)); }
+
+/* Walks what start holds: 1 when it reaches target (NULL: never), 0 when not, -1 when
+ * out of memory (error set). With grads, collects the tensors met whose .grad can hold
+ * something. */
+static int walk(uintptr_t start, const ct_tensor *target, ct_tensor ***grads, size_t *ngrads) {
+    holds_walk w = {0};
+    size_t cap = 0;
+    int found = walk_push(&w, start) < 0 ? -1 : 0;
+    while (found == 0 && w.top > 0) {
+        uintptr_t x = w.stack[--w.top];
+        int rc = 0;
+        if (x & 1u) {
+            const ct_node *n = (const ct_node *)(x & ~(uintptr_t)1);
+            for (int i = 0; rc == 0 && i < n->nin; i++)
+                rc = walk_push(&w, WALK_NODE(n->edges[i].fn));
+            for (int i = 0; rc == 0 && i < CT_NODE_MAX_SAVED; i++)
+                rc = walk_push(&w, WALK_TENSOR(n->saved[i].t));
+            for (int i = 0; rc == 0 && i < n->nsaved_list; i++)
+                rc = walk_push(&w, WALK_TENSOR(n->saved_list[i]));
+            if (rc == 0)
+                rc = walk_push(&w, WALK_TENSOR(n->leaf));
+            if (rc == 0)
+                rc = walk_push(&w, WALK_NODE(n->wrapped));
+        } else {
+            ct_tensor *t = (ct_tensor *)x;
+            if (t == target) {
+                found = 1;
+                break;
+            }
+            if (grads && grad_can_hold(t->grad)) {
+                if (*ngrads == cap) {
+                    size_t c = cap ? 2 * cap : 8;
+                    ct_tensor **g = ct_xrealloc("autograd", *grads, c * sizeof *g);
+                    if (!g) {
+                        found = -1;
+                        break;
+                    }
+                    *grads = g;
+                    cap = c;
+                }
+                (*grads)[(*ngrads)++] = t;
+            }
+            rc = walk_push(&w, WALK_TENSOR(t->base));
+            if (rc == 0)
+                rc = walk_push(&w, WALK_TENSOR(t->grad));
+            if (rc == 0)
+                rc = walk_push(&w, WALK_NODE(ct_tensor_node(t)));
+        }
+        if (rc < 0)
+            found = -1;
+    }
+    free(w.set);
+    free(w.stack);
+    return found;
+}
+
+/* Set once a .grad that can hold something was stored: until then no graph has a
+ * .grad in it, and an in-place op has no cycle to look for. */
+static atomic_bool g_grads_can_hold;
+
+void ct_ag_note_grad(const ct_tensor *g) {
+    if (grad_can_hold(g) && !atomic_load_explicit(&g_grads_can_hold, memory_order_relaxed))
+        atomic_store(&g_grads_can_hold, true);
+}
+
+int ct_ag_holds(const ct_tensor *from, const ct_tensor *target) {
+    if (!from || !target)
+        return 0;
+    if (from == target)
+        return 1;
+    if (!from->base && !from->grad && !ct_tensor_node(from))
+        return 0;
+    return walk(WALK_TENSOR(from), target, NULL, NULL);
+}
+
+/* Replaces t's .grad by a detached alias. */
+static ct_status detach_grad(ct_tensor *t) {
+    ct_scope_begin();
+    ct_tensor *d = ct_detach(t->grad);
+    if (d) {
+        ct_tensor *old = t->grad;
+        t->grad = ct_retain(d);
+        ct_release(old);
+    }
+    ct_scope_end();
+    return d ? CT_OK : ct_last_status();
+}
+
+ct_status ct_ag_break_grad_cycles(ct_node *n, const ct_tensor *x) {
+    if (!n || !x || !atomic_load_explicit(&g_grads_can_hold, memory_order_relaxed))
+        return CT_OK;
+    ct_tensor **grads = NULL;
+    size_t ngrads = 0;
+    int rc = walk(WALK_NODE(n), NULL, &grads, &ngrads);
+    ct_status st = rc < 0 ? ct_last_status() : CT_OK;
+    for (size_t i = 0; st == CT_OK && i < ngrads; i++) {
+        int h = ct_ag_holds(grads[i]->grad, x);
+        st = h < 0 ? ct_last_status() : h ? detach_grad(grads[i]) : CT_OK;
+    }
+    free(grads);
+    return st;
+}
+
 /* ------------------------------------------------------------------ public accessors */
 
 ct_tensor *ct_tensor_grad(const ct_tensor *t) {
@@ -352,9 +537,21 @@ ct_status ct_tensor_set_grad(ct_tensor *t, const ct_tensor *grad) {
                             ct_shape_str(t->shape, t->ndim, b, sizeof b));
         }
     }
+    /* Note [Gradients that hold their tensor] */
+    int holds = ct_ag_holds(grad, t);
+    if (holds < 0)
+        return ct_last_status();
+    ct_scope_begin(); /* the detached alias's reference (merged when out of memory) */
+    ct_tensor *keep = holds ? ct_detach(grad) : (ct_tensor *)grad;
+    if (holds && !keep) {
+        ct_scope_end();
+        return ct_last_status();
+    }
+    ct_ag_note_grad(keep);
     ct_tensor *old = t->grad;
-    t->grad = ct_retain((ct_tensor *)grad);
+    t->grad = ct_retain(keep);
     ct_release(old);
+    ct_scope_end();
     return CT_OK;
 }
 

@@ -159,6 +159,15 @@ ct_tensor *ct_saved_unpack(ct_node *n, ct_saved *s, bool create_graph);
  * slot is empty, NULL with an error when it was freed or modified. */
 ct_tensor *ct_node_saved(ct_node_ctx *ctx, int i);
 void ct_node_free_saved(ct_node *n);
+/* Whether `from` holds `target` through strong references (itself, its base, .grad,
+ * history, saved tensors, accumulators; Note [Gradients that hold their tensor]): 1 or
+ * 0, or -1 with an error when out of memory. */
+int ct_ag_holds(const ct_tensor *from, const ct_tensor *target);
+/* Records that g was stored as a .grad (Note [Gradients that hold their tensor]). */
+void ct_ag_note_grad(const ct_tensor *g);
+/* After an in-place op gave x the node n: stores detached every .grad that n's graph
+ * reaches and that holds x (the same Note). */
+ct_status ct_ag_break_grad_cycles(ct_node *n, const ct_tensor *x);
 void ct_input_meta_set(ct_input_meta *m, const ct_tensor *t);
 
 /* ------------------------------------------------------------ custom functions (custom.c) */

@@ -255,7 +255,7 @@ static int train_fashion_mnist(const train_args *a) {
     if (a->device.type == CT_DEVICE_CPU)
         printf(", %d threads", ct_get_num_threads());
     printf("\n");
-    ct_fashion_cnn m;
+    ct_fashion_cnn m = {0};
     ct_optimizer *opt = NULL;
     ct_optim_options o = ct_sgd_options(a->lr);
     o.momentum = 0.9;
@@ -267,6 +267,9 @@ static int train_fashion_mnist(const train_args *a) {
         make_schedule(a, opt, planned_steps, &sched) ||
         (a->resume && load_checkpoint(&m, opt, sched, a->resume, &start_epoch))) {
         fprintf(stderr, "ctorch train: %s\n", ct_last_error());
+        ct_lr_scheduler_free(sched);
+        ct_optimizer_free(opt);
+        ct_fashion_cnn_free(&m);
         ct_scope_end();
         return 1;
     }

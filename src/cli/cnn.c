@@ -5,20 +5,22 @@
 const char *const ct_fashion_cnn_param_names[CT_FASHION_CNN_NPARAMS] = {
     "conv1.weight", "conv1.bias", "conv2.weight", "conv2.bias", "fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"};
 
-/* kaiming_uniform_(a=sqrt(5)) gives the bound gain * sqrt(3 / fan_in) with gain
- * sqrt(2 / (1 + 5)): 1 / sqrt(fan_in), the bias bound too. */
-/* The result is the model's own reference whether or not the caller has a scope open
- * (made in a scope of its own and retained out of it). */
+/* Inside ct_fashion_cnn_init's scope. kaiming_uniform_(a=sqrt(5)) gives the bound
+ * gain * sqrt(3 / fan_in) with gain sqrt(2 / (1 + 5)): 1 / sqrt(fan_in), the bias bound
+ * too. */
 static ct_tensor *param(const int64_t *shape, int ndim, int64_t fan_in) {
-    ct_scope_begin();
+    ct_tensor *t = ct_empty(shape, ndim, CT_F32, CT_CPU);
     double b = 1.0 / sqrt((double)fan_in);
-    ct_tensor *t = ct_tensor_set_requires_grad(ct_uniform_(ct_empty(shape, ndim, CT_F32, CT_CPU), -b, b), true);
-    ct_retain(t);
-    ct_scope_end();
-    return t;
+    if (!ct_uniform_(t, -b, b)) /* in the caller's scope, as t */
+        return NULL;
+    return ct_tensor_set_requires_grad(t, true);
 }
 
+/* The model owns a reference to each parameter (released by ct_fashion_cnn_free),
+ * whatever scope the caller has open: the parameters are made in a scope of their own
+ * and retained out of it. */
 ct_status ct_fashion_cnn_init(ct_fashion_cnn *m) {
+    ct_scope_begin();
     ct_tensor *p[CT_FASHION_CNN_NPARAMS] = {
         param(CT_SHAPE(32, 1, 3, 3), 9),    param(CT_SHAPE(32), 9),
         param(CT_SHAPE(64, 32, 3, 3), 288), param(CT_SHAPE(64), 288),
@@ -28,14 +30,11 @@ ct_status ct_fashion_cnn_init(ct_fashion_cnn *m) {
     bool ok = true;
     for (int i = 0; i < CT_FASHION_CNN_NPARAMS; i++)
         ok = ok && p[i];
-    for (int i = 0; i < CT_FASHION_CNN_NPARAMS; i++) {
-        if (!ok) {
-            ct_release(p[i]);
-            p[i] = NULL;
-        }
-        m->p[i] = p[i];
-    }
-    return ok ? CT_OK : ct_last_status();
+    ct_status st = ok ? CT_OK : ct_last_status();
+    for (int i = 0; i < CT_FASHION_CNN_NPARAMS; i++)
+        m->p[i] = ok ? ct_retain(p[i]) : NULL;
+    ct_scope_end();
+    return st;
 }
 
 ct_status ct_fashion_cnn_to(ct_fashion_cnn *m, ct_device device) {

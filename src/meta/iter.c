@@ -228,8 +228,11 @@ ct_status ct_iter_build(ct_iter *it, const ct_iter_config *cfg) {
             bool merge = true;
             for (int k = 0; k < it->ntensors && merge; k++)
                 merge = st[k][d] == it->strides[n - 1][k] * it->shape[n - 1];
-            if (merge) {
-                it->shape[n - 1] *= shape[d];
+            /* an empty iteration merges every dim (its strides are 0), and its other
+             * sizes may multiply past int64 (0 x 3 x 2^62): keep those apart */
+            int64_t merged;
+            if (merge && ct_size_mul(it->shape[n - 1], shape[d], &merged)) {
+                it->shape[n - 1] = merged;
                 continue;
             }
         }

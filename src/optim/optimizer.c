@@ -1302,9 +1302,14 @@ ct_value *ct_optimizer_state_dict(const ct_optimizer *opt) {
         if (!gv || ct_value_append(groups, gv) != CT_OK)
             goto fail;
     }
-    ct_value *s = state, *gr = groups;
-    state = groups = NULL;
-    if (ct_value_set(root, "state", s) != CT_OK || ct_value_set(root, "param_groups", gr) != CT_OK)
+    /* ct_value_set takes each value, also when it fails */
+    ct_value *s = state;
+    state = NULL;
+    if (ct_value_set(root, "state", s) != CT_OK)
+        goto fail;
+    ct_value *gr = groups;
+    groups = NULL;
+    if (ct_value_set(root, "param_groups", gr) != CT_OK)
         goto fail;
     return root;
 fail:
