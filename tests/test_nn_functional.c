@@ -269,7 +269,7 @@ static void test_golden_gradients(void **state) {
         const char *names[16];
         int n = 0;
         for (int k = 0; k < c->n; k++) {
-            char g[40];
+            char g[72];
             snprintf(g, sizeof g, "g%s", c->t[k].name);
             if (find(c, g) && strcmp(c->t[k].name, "y")) {
                 inputs[n] = T(c, c->t[k].name);
@@ -291,7 +291,7 @@ static void test_golden_gradients(void **state) {
                              true, grads) != CT_OK)
             fail_msg("%s: backward failed: %s", c->name, ct_last_error());
         for (int k = 0; k < n; k++) {
-            char g[40];
+            char g[72];
             snprintf(g, sizeof g, "g%s", names[k]);
             if (grads[k])
                 expect(c, g, grads[k], 1e-9);

@@ -128,7 +128,7 @@ static void run_golden(const gcase *c, ct_dtype dt, ct_device dev, double tol) {
         ins[ni] = h0, gnames[ni++] = "gh0";
     if (c0)
         ins[ni] = c0, gnames[ni++] = "gc0";
-    char gbuf[64][40];
+    char gbuf[64][72];
     for (int i = 0; i < np; i++) {
         snprintf(gbuf[i], sizeof gbuf[i], "g%s", names[i]);
         ins[ni] = params[i], gnames[ni++] = gbuf[i];
