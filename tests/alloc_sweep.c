@@ -61,21 +61,6 @@ const char *__ubsan_default_options(void) { return "abort_on_error=1:halt_on_err
 
 /* ------------------------------------------------------------------ failing allocations */
 
-void *__real_malloc(size_t n);
-void *__real_calloc(size_t n, size_t size);
-void *__real_realloc(void *p, size_t n);
-void *__real_aligned_alloc(size_t align, size_t n);
-int __real_posix_memalign(void **p, size_t align, size_t n);
-char *__real_strdup(const char *s);
-char *__real_strndup(const char *s, size_t n);
-void *__wrap_malloc(size_t n);
-void *__wrap_calloc(size_t n, size_t size);
-void *__wrap_realloc(void *p, size_t n);
-void *__wrap_aligned_alloc(size_t align, size_t n);
-int __wrap_posix_memalign(void **p, size_t align, size_t n);
-char *__wrap_strdup(const char *s);
-char *__wrap_strndup(const char *s, size_t n);
-
 static atomic_long g_count; /* allocations seen in this process */
 static long g_fail_at;      /* the one to fail; 0: none */
 
@@ -91,15 +76,7 @@ static bool fail_now(void) {
     return true;
 }
 
-void *__wrap_malloc(size_t n) { return fail_now() ? NULL : __real_malloc(n); }
-void *__wrap_calloc(size_t n, size_t size) { return fail_now() ? NULL : __real_calloc(n, size); }
-void *__wrap_realloc(void *p, size_t n) { return fail_now() ? NULL : __real_realloc(p, n); }
-void *__wrap_aligned_alloc(size_t align, size_t n) { return fail_now() ? NULL : __real_aligned_alloc(align, n); }
-int __wrap_posix_memalign(void **p, size_t align, size_t n) {
-    return fail_now() ? ENOMEM : __real_posix_memalign(p, align, n);
-}
-char *__wrap_strdup(const char *s) { return fail_now() ? NULL : __real_strdup(s); }
-char *__wrap_strndup(const char *s, size_t n) { return fail_now() ? NULL : __real_strndup(s, n); }
+#include "alloc_wrap.h"
 
 /* ------------------------------------------------------------------ the data set */
 
