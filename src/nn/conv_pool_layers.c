@@ -100,22 +100,8 @@ static ct_module *conv_module(const char *op, int nd, bool transposed, int64_t i
                               const int64_t *kernel, const int64_t *stride, const int64_t *padding,
                               const int64_t *output_padding, const int64_t *dilation, int64_t groups, bool bias,
                               const char *padding_mode, ct_dtype dtype) {
-    if (!kernel) {
-        ct_error(CT_ERROR_NULL_ARGUMENT, op, "kernel_size is NULL");
+    if (ct_nn_conv_check(op, kernel, in_channels, out_channels, groups))
         return NULL;
-    }
-    if (groups <= 0) {
-        ct_error(CT_ERROR_VALUE, op, "groups must be a positive integer");
-        return NULL;
-    }
-    if (in_channels % groups) {
-        ct_error(CT_ERROR_VALUE, op, "in_channels must be divisible by groups");
-        return NULL;
-    }
-    if (out_channels % groups) {
-        ct_error(CT_ERROR_VALUE, op, "out_channels must be divisible by groups");
-        return NULL;
-    }
     bool pos = in_channels > 0 && out_channels > 0;
     for (int i = 0; i < nd; i++)
         pos = pos && kernel[i] > 0 && (!stride || stride[i] > 0) && (!dilation || dilation[i] > 0) &&

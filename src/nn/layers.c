@@ -10,6 +10,20 @@
 #include "ctorch/ext.h"
 #include "nn/module_internal.h"
 
+/* The arguments every convolution module checks first, in PyTorch's words. */
+ct_status ct_nn_conv_check(const char *op, const int64_t *kernel, int64_t in_channels, int64_t out_channels,
+                           int64_t groups) {
+    if (!kernel)
+        return ct_error(CT_ERROR_NULL_ARGUMENT, op, "kernel_size is NULL");
+    if (groups <= 0)
+        return ct_error(CT_ERROR_VALUE, op, "groups must be a positive integer");
+    if (in_channels % groups)
+        return ct_error(CT_ERROR_VALUE, op, "in_channels must be divisible by groups");
+    if (out_channels % groups)
+        return ct_error(CT_ERROR_VALUE, op, "out_channels must be divisible by groups");
+    return CT_OK;
+}
+
 ct_status ct_nn_layer_dtype(const char *op, ct_dtype *dtype) {
     if (*dtype == CT_DTYPE_UNDEFINED)
         *dtype = ct_get_default_dtype();
@@ -128,22 +142,8 @@ ct_module *ct_nn_conv2d(int64_t in_channels, int64_t out_channels, const int64_t
                         const int64_t padding[2], const int64_t dilation[2], int64_t groups, bool bias,
                         ct_dtype dtype) {
     const char *op = "Conv2d";
-    if (!kernel) {
-        ct_error(CT_ERROR_NULL_ARGUMENT, op, "kernel_size is NULL");
+    if (ct_nn_conv_check(op, kernel, in_channels, out_channels, groups))
         return NULL;
-    }
-    if (groups <= 0) {
-        ct_error(CT_ERROR_VALUE, op, "groups must be a positive integer");
-        return NULL;
-    }
-    if (in_channels % groups) {
-        ct_error(CT_ERROR_VALUE, op, "in_channels must be divisible by groups");
-        return NULL;
-    }
-    if (out_channels % groups) {
-        ct_error(CT_ERROR_VALUE, op, "out_channels must be divisible by groups");
-        return NULL;
-    }
     if (kernel[0] <= 0 || kernel[1] <= 0 || in_channels <= 0 || out_channels <= 0) {
         ct_error(CT_ERROR_VALUE, op, "channels and kernel sizes must be positive");
         return NULL;

@@ -6,6 +6,9 @@
 
 /* The dtype a layer is made in: floating, CT_DTYPE_UNDEFINED meaning the default. */
 ct_status ct_nn_layer_dtype(const char *op, ct_dtype *dtype);
+/* kernel given, groups positive and dividing both channel counts (the conv modules). */
+ct_status ct_nn_conv_check(const char *op, const int64_t *kernel, int64_t in_channels, int64_t out_channels,
+                           int64_t groups);
 /* A module with a ctx of size bytes (zeroed, freed with the module); NULL on error. */
 ct_module *ct_nn_module_with_ctx(const char *type, ct_module_forward_fn forward, size_t size);
 /* Makes a tensor of shape, registers it as parameter name of m (m keeps the only
