@@ -27,6 +27,7 @@
 #include "registry.h"
 #include "amp/amp_internal.h"
 #include "autograd/node.h"
+#include "compile/compile_internal.h"
 #include "core/device.h"
 #include "cpu/cpu_backend.h"
 #include "meta/kernels.h"
@@ -156,6 +157,7 @@ static bool register_modules(void) {
     ct_cpu_register();
     ct_autograd_register_kernels();
     ct_amp_register();
+    ct_compile_register();
     if (!ct_dispatch_registration_ok()) {
         ct_error(CT_ERROR_OUT_OF_MEMORY, "dispatch", "out of memory while registering the kernels");
         return false;

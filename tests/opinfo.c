@@ -275,6 +275,56 @@ typedef struct shape_case {
     int64_t s[3][3];
 } shape_case;
 
+static ct_tensor *compiled_fn(ct_tensor *const *in, int n, void *ud) {
+    (void)n;
+    return call_fn(ud, (const ct_tensor *const *)in);
+}
+
+static bool same_bits(const ct_tensor *a, const ct_tensor *b) {
+    if (ct_tensor_dtype(a) != ct_tensor_dtype(b) || ct_tensor_numel(a) != ct_tensor_numel(b))
+        return false;
+    for (int64_t i = 0; i < ct_tensor_numel(a); i++) {
+        double x = ct_test_at(a, i), y = ct_test_at(b, i);
+        if (!(x == y || (x != x && y != y)))
+            return false;
+    }
+    return true;
+}
+
+/* The op through ct_compile: eager, captured, then replayed twice (the second time on
+ * new input tensors of the same guard key): each result equals the eager one. */
+static void check_compiled(const ct_opinfo *info, const ct_tensor *got, const ct_tensor *const *in, int nin) {
+    ct_compiled *c = ct_compile(compiled_fn, (void *)info, 0);
+    CT_ASSERT_OK(c);
+    ct_tensor *ins[3] = {(ct_tensor *)in[0], (ct_tensor *)in[1], (ct_tensor *)in[2]};
+    for (int k = 0; k < 4; k++) {
+        ct_scope_begin();
+        ct_tensor *copies[3] = {NULL, NULL, NULL};
+        if (k == 3)
+            for (int i = 0; i < nin; i++) {
+                bool expanded = false; /* an expanded input cannot be written: it is passed as it is */
+                for (int d = 0; d < ct_tensor_dim(in[i]); d++)
+                    expanded |= ct_tensor_strides(in[i])[d] == 0 && ct_tensor_shape(in[i])[d] > 1;
+                if (expanded) {
+                    copies[i] = ins[i];
+                    continue;
+                }
+                copies[i] = ct_copy_(ct_empty_strided(ct_tensor_shape(in[i]), ct_tensor_strides(in[i]),
+                                                      ct_tensor_dim(in[i]), ct_tensor_dtype(in[i]), CT_CPU),
+                                     in[i]);
+            }
+        ct_tensor *r = ct_compiled_call(c, k == 3 ? copies : ins, nin);
+        if (!r)
+            fail_msg("%s through ct_compile (call %d) failed: %s", info->name, k + 1, ct_last_error());
+        if (!same_bits(r, got))
+            fail_msg("%s through ct_compile (call %d): result differs from the eager call", info->name, k + 1);
+        ct_scope_end();
+    }
+    if (ct_compiled_stat(c, CT_COMPILE_STAT_REPLAYS) < 1)
+        fail_msg("%s through ct_compile: no replay", info->name);
+    ct_compiled_free(c);
+}
+
 static void run_one(const ct_opinfo *info, const shape_case *sc, const ct_dtype *dts, bool strided) {
     ct_scope_begin();
     int nin = arity(info);
@@ -294,6 +344,7 @@ static void run_one(const ct_opinfo *info, const shape_case *sc, const ct_dtype 
     check_values(info, got, in, nin, "functional");
     check_meta(info, got, in, nin);
     check_variants(info, got, in, nin);
+    check_compiled(info, got, in, nin);
     if (cuda_pass())
         check_cuda(info, got, in, nin);
     ct_scope_end();

@@ -3,6 +3,7 @@
  * moves through the device interface of the tensors' backend (src/core/device.h); the
  * core checks arguments, broadcasts, allocates and converts single elements. */
 #include <math.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #include "cast.h"
@@ -330,9 +331,21 @@ ct_status ct_tensor_set(ct_tensor *t, const int64_t *index, double value) {
     return st;
 }
 
+/* Note [Host reads under capture] (error.h) */
+static _Atomic(ct_host_read_fn) host_read_hook;
+
+void ct_core_set_host_read_hook(ct_host_read_fn fn) { atomic_store(&host_read_hook, fn); }
+
+ct_status ct_core_host_read(const char *op) {
+    ct_host_read_fn fn = atomic_load_explicit(&host_read_hook, memory_order_acquire);
+    return fn ? fn(op) : CT_OK;
+}
+
 /* buf (16 bytes) receives the element of a CUDA tensor. */
 static ct_status item_ptr(const char *op, const ct_tensor *t, char **p, char *buf) {
     CT_CHECK_ARG_STATUS(op, t);
+    if (ct_core_host_read(op) != CT_OK)
+        return ct_last_status();
     if (t->numel != 1)
         return ct_error(CT_ERROR_VALUE, op, "a Tensor with %lld elements cannot be converted to Scalar",
                         (long long)t->numel);

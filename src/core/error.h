@@ -48,6 +48,16 @@ void ct_host_alloc_fail_at(int64_t n);
 /* Host allocations counted since the last ct_host_alloc_fail_at. */
 int64_t ct_host_alloc_count(void);
 
+/* Note [Host reads under capture]
+ * Reading a tensor's values on the host (ct_item_*, printing) cannot be part of a
+ * captured graph: the graph replays ops, not the C code that looked at a value. The
+ * compiler (src/compile) installs one hook that the core asks first; it refuses the
+ * read while its thread captures, with an error naming op. Without a hook, or outside a
+ * capture, a read costs one load and a branch. */
+typedef ct_status (*ct_host_read_fn)(const char *op);
+void ct_core_set_host_read_hook(ct_host_read_fn fn);
+ct_status ct_core_host_read(const char *op);
+
 CT_BACKEND_END
 
 #endif /* CT_ERROR_H */

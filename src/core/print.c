@@ -525,6 +525,8 @@ static void repr_into(strbuf *sb, const ct_tensor *t, ct_device device, const pr
 
 /* Builds the repr into sb; false (error set) on failure. */
 static bool build_repr(const char *op, const ct_tensor *t, strbuf *sb) {
+    if (ct_core_host_read(op) != CT_OK)
+        return false;
     print_opts o = load_opts();
     bool ok = true;
     if (t->device.type == CT_DEVICE_CPU || t->device.type == CT_DEVICE_META || t->numel == 0) {

@@ -81,6 +81,9 @@ typedef struct kernel_stack {
 
 static _Atomic(kernel_stack *) slots[CT_OP_COUNT][CT_KEY_COUNT]; /* [op][rank] */
 static kernel_stack *retired;
+/* Bumped by every override added or removed: a compiled graph guards on it
+ * (src/compile), since its replay calls the kernels the capture saw. */
+static atomic_uint_fast64_t generation;
 static pthread_mutex_t override_lock = PTHREAD_MUTEX_INITIALIZER;
 static int64_t next_handle = 1;
 
@@ -268,6 +271,7 @@ int64_t ct_op_override(ct_op op, ct_dispatch_key key, ct_kernel_fn kernel, void 
     int64_t handle = next_handle++;
     s->e[n_old + base] = (kernel_entry){kernel, user_data, handle};
     atomic_store(slot, s);
+    atomic_fetch_add(&generation, 1);
     if (old) {
         old->retired_next = retired;
         retired = old;
@@ -299,6 +303,7 @@ ct_status ct_op_override_remove(int64_t handle) {
                 memcpy(s->e, old->e, (size_t)i * sizeof(kernel_entry));
                 memcpy(s->e + i, old->e + i + 1, (size_t)(old->n - i - 1) * sizeof(kernel_entry));
                 atomic_store(&slots[op][rank], s);
+                atomic_fetch_add(&generation, 1);
                 old->retired_next = retired;
                 retired = old;
                 pthread_mutex_unlock(&override_lock);
@@ -311,6 +316,8 @@ ct_status ct_op_override_remove(int64_t handle) {
     pthread_mutex_unlock(&override_lock);
     return ct_error(CT_ERROR_VALUE, "op_override_remove", "no override with handle %lld", (long long)handle);
 }
+
+uint64_t ct_dispatch_generation(void) { return atomic_load(&generation); }
 
 /* ------------------------------------------------------------------ fast lane */
 

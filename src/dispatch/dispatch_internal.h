@@ -15,6 +15,8 @@ static inline ct_dispatch_key ct_backend_key(ct_device d) {
 void ct_dispatch_ensure_init(void);
 /* A kernel used for every op that has none of its own at key (logging, fall-through). */
 void ct_dispatch_register_fallback(ct_dispatch_key key, ct_kernel_fn fn);
+/* A counter that every override added or removed bumps (compiled graphs guard on it). */
+uint64_t ct_dispatch_generation(void);
 /* Turns a functionality key on or off for every thread. */
 void ct_dispatch_set_global_key(ct_dispatch_key key, bool on);
 

@@ -1029,6 +1029,10 @@ static ct_status step_impl(ct_optimizer *opt, const ct_tensor *clip_coef);
 ct_status ct_optimizer_step(ct_optimizer *opt) {
     if (!opt)
         return ct_error(CT_ERROR_NULL_ARGUMENT, "optimizer.step", "optimizer is NULL");
+    /* the step count, the learning rate and the lazily made state live on the host: a
+     * replayed graph would not update them (docs/compile.md) */
+    if (ct_compile_refuse("optimizer.step", "its step count and learning rate are host values a replay would not update") != CT_OK)
+        return ct_last_status();
     bool prev = ct_set_grad_enabled(false);
     ct_status st = step_impl(opt, NULL);
     ct_set_grad_enabled(prev);
@@ -1041,6 +1045,8 @@ ct_status ct_optimizer_step_clipped(ct_optimizer *opt, double max_norm, double n
         *total_norm = NULL;
     if (!opt)
         return ct_error(CT_ERROR_NULL_ARGUMENT, op, "optimizer is NULL");
+    if (ct_compile_refuse(op, "its step count and learning rate are host values a replay would not update") != CT_OK)
+        return ct_last_status();
     int total = 0;
     for (int gi = 0; gi < opt->ngroups; gi++)
         total += opt->groups[gi].n;

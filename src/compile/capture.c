@@ -1,0 +1,756 @@
+/* ct_compile: guards, capture at the TRACE key, and the compiled function's entries. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "compile/compile_internal.h"
+#include "compile/graph.h"
+#include "ctorch/amp.h"
+#include "ctorch/autograd.h"
+#include "ctorch/profiler.h"
+#include "dispatch/dispatch_internal.h"
+#include "tensor_impl.h"
+
+/* Note [Capture protocol]
+ * TinyJit's: the first call of a compiled function runs it eagerly (lazy state, such
+ * as an optimizer's moments or a module's buffers, is made then), the next call with a
+ * guard key not seen before captures, and a call whose key matches a captured entry
+ * replays its graph. The capture puts TRACE into the thread's included keys; the one
+ * TRACE kernel (a fallback for every op) records the call, takes TRACE out for what
+ * runs below it (so only the outermost calls are recorded: the autograd kernel, a
+ * kernel's own calls and the backend are inside), and runs the call for real, so the
+ * capturing call returns real results. TRACE sits above AUTOGRAD, and the autograd
+ * engine calls the derivative formulas as ops from the top, so a function that calls
+ * ct_backward is recorded with its backward: one graph of forward and backward, and
+ * the gradients the engine stores become epilogue writes (Note [Training steps]). */
+
+#define MAX_ENTRIES 8
+
+static CT_THREAD_LOCAL struct capture *tls_capture;
+
+/* ------------------------------------------------------------ tensor -> value map */
+
+typedef struct capture {
+    ct_graph *g;
+    ct_tensor **seen; /* per value: the tensor at capture (a reference) */
+    /* open addressing, keys tensor pointers; a tensor maps to its latest value */
+    const ct_tensor **keys;
+    int *vals;
+    size_t cap, used;
+    /* leaves that require grad: their .grad and its version when first seen */
+    int nleaf, capleaf;
+    struct leaf {
+        int value;
+        const ct_tensor *grad;
+        int64_t grad_version;
+    } *leaves;
+    bool fallback;   /* CT_COMPILE_EAGER_FALLBACK */
+    bool refused;    /* something could not be captured */
+    bool failed_oom; /* the recording itself ran out of memory */
+    char op[64], why[192];
+} capture;
+
+static size_t hash_ptr(const void *p) {
+    uintptr_t x = (uintptr_t)p;
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    return (size_t)x;
+}
+
+static bool map_grow(capture *c) {
+    size_t ncap = c->cap ? c->cap * 2 : 1024;
+    const ct_tensor **keys = calloc(ncap, sizeof *keys);
+    int *vals = calloc(ncap, sizeof *vals);
+    if (!keys || !vals) {
+        free(keys);
+        free(vals);
+        return false;
+    }
+    for (size_t i = 0; i < c->cap; i++) {
+        if (!c->keys[i])
+            continue;
+        size_t h = hash_ptr(c->keys[i]) & (ncap - 1);
+        while (keys[h])
+            h = (h + 1) & (ncap - 1);
+        keys[h] = c->keys[i];
+        vals[h] = c->vals[i];
+    }
+    free(c->keys);
+    free(c->vals);
+    c->keys = keys;
+    c->vals = vals;
+    c->cap = ncap;
+    return true;
+}
+
+static int map_get(const capture *c, const ct_tensor *t) {
+    if (!c->cap)
+        return -1;
+    size_t h = hash_ptr(t) & (c->cap - 1);
+    while (c->keys[h]) {
+        if (c->keys[h] == t)
+            return c->vals[h];
+        h = (h + 1) & (c->cap - 1);
+    }
+    return -1;
+}
+
+static bool map_put(capture *c, const ct_tensor *t, int v) {
+    if ((c->used + 1) * 2 > c->cap && !map_grow(c))
+        return false;
+    size_t h = hash_ptr(t) & (c->cap - 1);
+    while (c->keys[h]) {
+        if (c->keys[h] == t) {
+            c->vals[h] = v;
+            return true;
+        }
+        h = (h + 1) & (c->cap - 1);
+    }
+    c->keys[h] = t;
+    c->vals[h] = v;
+    c->used++;
+    return true;
+}
+
+/* ------------------------------------------------------------ recording */
+
+static ct_status capture_oom(capture *c) {
+    c->failed_oom = true;
+    return ct_error(CT_ERROR_OUT_OF_MEMORY, "compile", "out of memory while recording the graph");
+}
+
+/* A new value describing t (the capture keeps a reference to t, so that no tensor made
+ * later reuses its address while the capture runs). -1 when out of memory. */
+static int new_value(capture *c, const ct_tensor *t, ct_gvalue_kind kind) {
+    ct_graph *g = c->g;
+    if (g->nvalues == g->cap_values) {
+        int ncap = g->cap_values ? g->cap_values * 2 : 256;
+        ct_gvalue *nv = realloc(g->values, (size_t)ncap * sizeof *nv);
+        ct_tensor **ns = realloc(c->seen, (size_t)ncap * sizeof *ns);
+        if (nv)
+            g->values = nv;
+        if (ns)
+            c->seen = ns;
+        if (!nv || !ns)
+            return -1;
+        g->cap_values = ncap;
+    }
+    int id = g->nvalues;
+    ct_gvalue *v = &g->values[id];
+    memset(v, 0, sizeof *v);
+    v->kind = kind;
+    v->input = -1;
+    v->node = -1;
+    v->last_use = -1;
+    v->storage = (uintptr_t)t->storage;
+    v->dtype = t->dtype;
+    v->device = t->device;
+    v->ndim = t->ndim;
+    v->requires_grad = t->requires_grad;
+    v->offset = t->offset;
+    memcpy(v->shape, t->shape, sizeof(int64_t) * (size_t)t->ndim);
+    memcpy(v->strides, t->strides, sizeof(int64_t) * (size_t)t->ndim);
+    c->seen[id] = ct_retain((ct_tensor *)t);
+    g->nvalues++;
+    if (!map_put(c, t, id))
+        return -1;
+    return id;
+}
+
+static ct_gnode *new_node(capture *c) {
+    ct_graph *g = c->g;
+    if (g->nnodes == g->cap_nodes) {
+        int ncap = g->cap_nodes ? g->cap_nodes * 2 : 256;
+        ct_gnode *nn = realloc(g->nodes, (size_t)ncap * sizeof *nn);
+        if (!nn)
+            return NULL;
+        g->nodes = nn;
+        g->cap_nodes = ncap;
+    }
+    ct_gnode *n = &g->nodes[g->nnodes];
+    memset(n, 0, sizeof *n);
+    n->group = -1;
+    for (int i = 0; i < CT_CALL_MAX_OUT; i++)
+        n->out[i] = n->target[i] = -1;
+    return n;
+}
+
+static bool note_leaf(capture *c, int v, const ct_tensor *t) {
+    if (!t->requires_grad || !ct_tensor_is_leaf(t))
+        return true;
+    if (c->nleaf == c->capleaf) {
+        int ncap = c->capleaf ? c->capleaf * 2 : 64;
+        struct leaf *nl = realloc(c->leaves, (size_t)ncap * sizeof *nl);
+        if (!nl)
+            return false;
+        c->leaves = nl;
+        c->capleaf = ncap;
+    }
+    const ct_tensor *gr = t->grad;
+    c->leaves[c->nleaf++] = (struct leaf){v, gr, gr ? ct_tensor_version(gr) : 0};
+    return true;
+}
+
+/* The value of a tensor the function reaches. A tensor no recorded op made and that
+ * shares no storage with a value the graph computes is a constant (Note [Graph
+ * values]). One that shares the storage of an input or of a node's output was made
+ * outside the dispatcher from that value (ct_detach, the autograd engine's saved
+ * tensors): it becomes an as_strided node over that value, so a replay reads the
+ * replayed storage. -1 when out of memory. */
+static int value_of(capture *c, const ct_tensor *t) {
+    int v = map_get(c, t);
+    if (v >= 0)
+        return v;
+    ct_graph *g = c->g;
+    int src = -1;
+    for (int i = g->nvalues - 1; i >= 0; i--)
+        if (g->values[i].storage == (uintptr_t)t->storage && g->values[i].kind != CT_GV_CONST) {
+            src = i;
+            break;
+        }
+    if (src < 0) {
+        v = new_value(c, t, CT_GV_CONST);
+        if (v < 0)
+            return -1;
+        g->values[v].constant = ct_retain((ct_tensor *)t);
+        return note_leaf(c, v, t) ? v : -1;
+    }
+    ct_gnode *n = new_node(c);
+    if (!n)
+        return -1;
+    n->op = CT_OP_as_strided;
+    n->mode = CT_CALL_FUNCTIONAL;
+    n->nin = 1;
+    n->in[0] = src;
+    n->nints = 2 * t->ndim + 1;
+    for (int d = 0; d < t->ndim; d++) {
+        n->ints[d] = t->shape[d];
+        n->ints[t->ndim + d] = t->strides[d];
+    }
+    n->ints[2 * t->ndim] = t->offset;
+    n->dtype = CT_DTYPE_UNDEFINED;
+    n->included = ct_tls_included() & ~ct_keyset_of(CT_KEY_TRACE);
+    /* an alias made outside autograd (detach) has no history */
+    n->excluded = ct_tls_excluded() | (t->requires_grad ? 0 : ct_keyset_of(CT_KEY_AUTOGRAD));
+    n->nout = 1;
+    int node_id = c->g->nnodes++;
+    v = new_value(c, t, CT_GV_NODE);
+    if (v < 0)
+        return -1;
+    g->values[v].node = node_id;
+    g->values[v].out = 0;
+    g->nodes[node_id].out[0] = v;
+    return v;
+}
+
+/* Note [What cannot be captured]
+ * A graph replays op calls; C code that looks at a value (ct_item, printing), an op
+ * whose result's shape depends on the data (nonzero, unique, masked_select, a boolean
+ * index), and host-side state that a replay would not update (an optimizer step's
+ * count) cannot be in one. The capture refuses them with an error naming the op, or,
+ * with CT_COMPILE_EAGER_FALLBACK, lets the call finish and marks the guard entry eager. */
+static ct_status refusal_error(const char *op, const char *why) {
+    return ct_error(CT_ERROR_NOT_IMPLEMENTED, op,
+                    "cannot be captured by ct_compile: %s (pass CT_COMPILE_EAGER_FALLBACK to run the function "
+                    "eagerly instead)",
+                    why);
+}
+
+static ct_status refuse(capture *c, const char *op, const char *why) {
+    if (!c->refused) {
+        c->refused = true;
+        snprintf(c->op, sizeof c->op, "%s", op);
+        snprintf(c->why, sizeof c->why, "%s", why);
+    }
+    if (c->fallback)
+        return CT_OK;
+    return refusal_error(op, why);
+}
+
+static bool data_dependent(const ct_call *call) {
+    switch (call->op) {
+    case CT_OP_nonzero:
+    case CT_OP_unique:
+    case CT_OP_unique_consecutive:
+    case CT_OP_masked_select:
+        return true;
+    case CT_OP_index:
+        for (int i = 0; i < call->nlist; i++)
+            if (call->list && call->list[i] && call->list[i]->dtype == CT_BOOL)
+                return true;
+        return false;
+    default:
+        return false;
+    }
+}
+
+static bool capturing_here(void) {
+    return tls_capture && !(ct_tls_excluded() & ct_keyset_of(CT_KEY_TRACE));
+}
+
+static ct_status trace_kernel(ct_keyset ks, ct_call *call, void *user_data) {
+    (void)user_data;
+    capture *c = tls_capture;
+    ct_keyset below = ct_keyset_below(ks, CT_KEY_TRACE);
+    if (!c || c->failed_oom || (c->refused && c->fallback))
+        return ct_redispatch(below, call);
+    if (data_dependent(call)) {
+        ct_status st = refuse(c, ct_op_name(call->op), "the shape of its result depends on the data");
+        if (st != CT_OK)
+            return st;
+        return ct_redispatch(below, call);
+    }
+    /* the inputs' values before the call runs (an in-place call makes a new one) */
+    int in[CT_CALL_MAX_IN], tgt[CT_CALL_MAX_OUT];
+    int *list = NULL;
+    for (int i = 0; i < call->nin; i++)
+        if ((in[i] = call->in[i] ? value_of(c, call->in[i]) : -1) < 0 && call->in[i])
+            return capture_oom(c);
+    if (call->nlist > 0) {
+        list = malloc(sizeof(int) * (size_t)call->nlist);
+        if (!list)
+            return capture_oom(c);
+        for (int i = 0; i < call->nlist; i++) {
+            const ct_tensor *t = call->list ? call->list[i] : NULL;
+            if ((list[i] = t ? value_of(c, t) : -1) < 0 && t) {
+                free(list);
+                return capture_oom(c);
+            }
+        }
+    }
+    const bool given = call->mode != CT_CALL_FUNCTIONAL;
+    for (int i = 0; i < CT_CALL_MAX_OUT; i++)
+        tgt[i] = -1;
+    if (given)
+        for (int i = 0; i < call->nout; i++)
+            if (call->out[i] && (tgt[i] = value_of(c, call->out[i])) < 0) {
+                free(list);
+                return capture_oom(c);
+            }
+    const ct_keyset inc = ct_tls_included(), exc = ct_tls_excluded();
+    ct_tls_set_excluded(exc | ct_keyset_of(CT_KEY_TRACE));
+    ct_status st = ct_redispatch(below, call);
+    ct_tls_set_excluded(exc);
+    if (st != CT_OK) {
+        free(list);
+        return st;
+    }
+    ct_gnode *n = new_node(c);
+    if (!n) {
+        free(list);
+        return capture_oom(c);
+    }
+    n->op = call->op;
+    n->mode = call->mode;
+    n->nin = call->nin;
+    memcpy(n->in, in, sizeof(int) * (size_t)call->nin);
+    n->nlist = call->nlist;
+    n->list = list;
+    n->nscalars = call->nscalars;
+    memcpy(n->s, call->s, sizeof(ct_scalar) * (size_t)call->nscalars);
+    n->nints = call->nints;
+    memcpy(n->ints, call->ints, sizeof(int64_t) * (size_t)call->nints);
+    n->dtype = call->dtype;
+    n->device = call->device;
+    n->has_device = call->has_device;
+    n->included = inc & ~ct_keyset_of(CT_KEY_TRACE);
+    n->excluded = exc;
+    n->nout = call->nout;
+    const int node_id = c->g->nnodes++;
+    for (int i = 0; i < call->nout; i++) {
+        if (!call->out[i])
+            continue;
+        int v = new_value(c, call->out[i], CT_GV_NODE);
+        if (v < 0)
+            return capture_oom(c);
+        ct_gnode *nd = &c->g->nodes[node_id];
+        c->g->values[v].node = node_id;
+        c->g->values[v].out = i;
+        nd->out[i] = v;
+        nd->target[i] = tgt[i];
+    }
+    return CT_OK;
+}
+
+static ct_status host_read_hook(const char *op) {
+    if (!capturing_here())
+        return CT_OK;
+    return refuse(tls_capture, op, "it reads a tensor's value on the host");
+}
+
+bool ct_compile_is_capturing(void) { return capturing_here(); }
+
+ct_status ct_compile_refuse(const char *op, const char *why) {
+    if (!capturing_here())
+        return CT_OK;
+    return refuse(tls_capture, op ? op : "compile", why ? why : "it runs code the graph cannot replay");
+}
+
+void ct_compile_register(void) {
+    ct_dispatch_register_fallback(CT_KEY_TRACE, trace_kernel);
+    ct_core_set_host_read_hook(host_read_hook);
+}
+
+/* ------------------------------------------------------------ guards */
+
+/* Note [Guard key]
+ * One int64 array per call, compared with memcmp: the global state first (grad mode
+ * and autocast as the thread's functionality keys, the autocast dtypes, the default
+ * dtype, the dispatcher's generation, which ct_op_override bumps), then per input its
+ * presence, dtype, device, requires_grad, sizes, strides and storage offset. ctorch
+ * has no deterministic-algorithms flag yet; when it gets one it joins the global part. */
+typedef struct guard_key {
+    int n;
+    int64_t *k;
+} guard_key;
+
+static bool guard_build(guard_key *gk, ct_tensor *const *inputs, int ninputs) {
+    int n = 8 + ninputs * (6 + 2 * CT_MAX_DIMS + 1);
+    int64_t *k = calloc((size_t)n, sizeof *k);
+    if (!k)
+        return false;
+    int at = 0;
+    k[at++] = ninputs;
+    k[at++] = (int64_t)(ct_tls_included() & ~ct_keyset_of(CT_KEY_TRACE));
+    k[at++] = (int64_t)ct_tls_excluded();
+    k[at++] = ct_is_grad_enabled();
+    k[at++] = ct_autocast_is_enabled(CT_DEVICE_CPU) ? ct_autocast_get_dtype(CT_DEVICE_CPU) : -1;
+    k[at++] = ct_autocast_is_enabled(CT_DEVICE_CUDA) ? ct_autocast_get_dtype(CT_DEVICE_CUDA) : -1;
+    k[at++] = ct_get_default_dtype();
+    k[at++] = (int64_t)ct_dispatch_generation();
+    for (int i = 0; i < ninputs; i++) {
+        const ct_tensor *t = inputs[i];
+        k[at++] = t != NULL;
+        if (!t)
+            continue;
+        k[at++] = t->dtype;
+        k[at++] = ((int64_t)t->device.type << 32) | (uint32_t)t->device.index;
+        k[at++] = t->requires_grad;
+        k[at++] = t->ndim;
+        for (int d = 0; d < t->ndim; d++) {
+            k[at++] = t->shape[d];
+            k[at++] = t->strides[d];
+        }
+        k[at++] = t->offset;
+    }
+    gk->n = at;
+    gk->k = k;
+    return true;
+}
+
+static bool guard_equal(const guard_key *a, const guard_key *b) {
+    return a->n == b->n && memcmp(a->k, b->k, sizeof(int64_t) * (size_t)a->n) == 0;
+}
+
+/* ------------------------------------------------------------ compiled functions */
+
+typedef struct entry {
+    guard_key key;
+    bool eager; /* the capture was refused (with CT_COMPILE_EAGER_FALLBACK) */
+    ct_graph *g;
+    int64_t compile_us;
+} entry;
+
+struct ct_compiled {
+    ct_compile_fn fn;
+    void *user_data;
+    uint32_t flags;
+    bool warmed;
+    bool warned_full;
+    int nentries;
+    entry entries[MAX_ENTRIES];
+    int last; /* the entry the last call used, -1 */
+    int64_t calls, eager, captures, replays;
+};
+
+ct_compiled *ct_compile(ct_compile_fn fn, void *user_data, uint32_t flags) {
+    if (!fn) {
+        ct_error(CT_ERROR_NULL_ARGUMENT, "compile", "fn is NULL");
+        return NULL;
+    }
+    const uint32_t known = CT_COMPILE_EAGER_FALLBACK | CT_COMPILE_NO_CODEGEN | CT_COMPILE_NO_PASSES;
+    if (flags & ~known) {
+        ct_error(CT_ERROR_VALUE, "compile", "unknown flags 0x%x", (unsigned)(flags & ~known));
+        return NULL;
+    }
+    ct_dispatch_ensure_init(); /* registers the TRACE kernel */
+    ct_compiled *c = ct_xcalloc("compile", 1, sizeof *c);
+    if (!c)
+        return NULL;
+    c->fn = fn;
+    c->user_data = user_data;
+    c->flags = flags;
+    c->last = -1;
+    return c;
+}
+
+void ct_compiled_free(ct_compiled *c) {
+    if (!c)
+        return;
+    for (int i = 0; i < c->nentries; i++) {
+        free(c->entries[i].key.k);
+        ct_graph_free(c->entries[i].g);
+    }
+    free(c);
+}
+
+static int64_t now_us(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static void capture_release(capture *c) {
+    for (int i = 0; c->seen && i < c->g->nvalues; i++)
+        ct_release(c->seen[i]);
+    free(c->seen);
+    free(c->keys);
+    free(c->vals);
+    free(c->leaves);
+}
+
+/* Note [Training steps]
+ * When the capture ran a backward pass (a leaf's .grad was set or changed), the graph
+ * holds the derivative formulas as nodes, so a replay must not make autograd history
+ * for the forward again: every node replays with AUTOGRAD excluded, and the gradients
+ * the engine stored become epilogue writes of .grad (a gradient accumulated in place
+ * into an existing .grad is an in-place node already). A function without a backward
+ * replays with the keys its calls had, so its result carries autograd history as an
+ * eager call's does (gradcheck through a compiled function relies on it). */
+static bool finish_graph(capture *c, ct_tensor *result) {
+    ct_graph *g = c->g;
+    if (result && (g->result = value_of(c, result)) < 0)
+        return false;
+    for (int i = 0; i < c->nleaf; i++) {
+        const struct leaf *l = &c->leaves[i];
+        const ct_tensor *t = c->seen[l->value];
+        const ct_tensor *gr = t->grad;
+        if (gr != l->grad || (gr && ct_tensor_version(gr) != l->grad_version))
+            g->no_autograd = true;
+        if (!gr || gr == l->grad)
+            continue;
+        int gv = value_of(c, gr);
+        if (gv < 0)
+            return false;
+        int(*ne)[2] = realloc(g->epi, sizeof(*ne) * (size_t)(g->nepi + 1));
+        if (!ne)
+            return false;
+        g->epi = ne;
+        g->epi[g->nepi][0] = l->value;
+        g->epi[g->nepi][1] = gv;
+        g->nepi++;
+    }
+    g->captured_nodes = g->nnodes;
+    return true;
+}
+
+static ct_tensor *run_capture(ct_compiled *cc, entry *e, ct_tensor *const *inputs, int ninputs) {
+    ct_graph *g = ct_xcalloc("compile", 1, sizeof *g);
+    if (!g)
+        return NULL;
+    g->result = -1;
+    g->ninputs = ninputs;
+    capture c = {.g = g, .fallback = (cc->flags & CT_COMPILE_EAGER_FALLBACK) != 0};
+    for (int i = 0; i < ninputs; i++) {
+        int v = inputs[i] ? new_value(&c, inputs[i], CT_GV_INPUT) : 0;
+        if (v < 0 || (inputs[i] && !note_leaf(&c, v, inputs[i]))) {
+            capture_release(&c);
+            ct_graph_free(g);
+            capture_oom(&c);
+            return NULL;
+        }
+        if (inputs[i])
+            g->values[v].input = i;
+    }
+    capture *outer = tls_capture;
+    tls_capture = &c;
+    const ct_keyset inc = ct_tls_included();
+    ct_tls_set_included(inc | ct_keyset_of(CT_KEY_TRACE));
+    ct_scope_begin();
+    ct_tensor *r = cc->fn(inputs, ninputs, cc->user_data);
+    const int64_t t0 = now_us();
+    bool ok = r != NULL && !c.failed_oom && !c.refused && finish_graph(&c, r);
+    if (r)
+        ct_keep(r);
+    ct_scope_end();
+    ct_tls_set_included(inc);
+    tls_capture = outer;
+    if (c.refused) {
+        if (c.fallback) {
+            e->eager = true;
+            fprintf(stderr, "[ct] warning: compile: %s cannot be captured (%s); this function runs eagerly for these inputs\n", c.op, c.why);
+            if (ct_trace_log_enabled()) {
+                char meta[400];
+                snprintf(meta, sizeof meta, "{\"reason\": \"capture refused\"}");
+                ct_trace_log_event("compile_fallback", meta, c.why);
+            }
+        }
+        capture_release(&c);
+        ct_graph_free(g);
+        if (!c.fallback) {
+            /* the error of the refused call, whatever the function did after it */
+            refusal_error(c.op, c.why);
+            return NULL;
+        }
+        return r;
+    }
+    if (!ok) {
+        if (r && !ct_last_status())
+            capture_oom(&c);
+        capture_release(&c);
+        ct_graph_free(g);
+        return NULL;
+    }
+    capture_release(&c);
+    if (!(cc->flags & CT_COMPILE_NO_PASSES)) {
+        ct_graph_cse(g);
+        ct_graph_dce(g);
+    }
+    ct_graph_analyse(g);
+    if (!(cc->flags & CT_COMPILE_NO_CODEGEN))
+        ct_codegen_graph(g);
+    e->g = g;
+    e->compile_us = now_us() - t0;
+    if (ct_trace_log_enabled()) {
+        int64_t len = ct_graph_print(g, NULL, 0);
+        char *text = len >= 0 ? malloc((size_t)len + 1) : NULL;
+        if (text) {
+            ct_graph_print(g, text, (size_t)len + 1);
+            char meta[256];
+            snprintf(meta, sizeof meta,
+                     "{\"captured_nodes\": %d, \"nodes\": %d, \"fused_groups\": %d, \"training_step\": %s}",
+                     g->captured_nodes, g->nnodes, g->nfused_groups, g->no_autograd ? "true" : "false");
+            ct_trace_log_event("compile_graph", meta, text);
+            free(text);
+        }
+    }
+    return r;
+}
+
+static ct_tensor *run_eager(ct_compiled *c, ct_tensor *const *inputs, int ninputs) {
+    c->eager++;
+    return c->fn(inputs, ninputs, c->user_data);
+}
+
+ct_tensor *ct_compiled_call(ct_compiled *c, ct_tensor *const *inputs, int ninputs) {
+    if (!c) {
+        ct_error(CT_ERROR_NULL_ARGUMENT, "compiled_call", "compiled function is NULL");
+        return NULL;
+    }
+    if (ninputs < 0 || (ninputs > 0 && !inputs)) {
+        ct_error(CT_ERROR_VALUE, "compiled_call", "inputs is NULL or ninputs (%d) is negative", ninputs);
+        return NULL;
+    }
+    if (tls_capture) {
+        ct_error(CT_ERROR_RUNTIME, "compiled_call", "a compiled function cannot be called while another is captured");
+        return NULL;
+    }
+    c->calls++;
+    if (!c->warmed) {
+        c->warmed = true;
+        return run_eager(c, inputs, ninputs);
+    }
+    guard_key gk;
+    if (!guard_build(&gk, inputs, ninputs)) {
+        ct_error(CT_ERROR_OUT_OF_MEMORY, "compiled_call", "out of memory");
+        return NULL;
+    }
+    for (int i = 0; i < c->nentries; i++) {
+        entry *e = &c->entries[i];
+        if (!guard_equal(&e->key, &gk))
+            continue;
+        free(gk.k);
+        c->last = i;
+        if (e->eager)
+            return run_eager(c, inputs, ninputs);
+        c->replays++;
+        bool ok;
+        ct_tensor *r = ct_graph_run(e->g, inputs, ninputs, &ok);
+        return r;
+    }
+    if (c->nentries == MAX_ENTRIES) {
+        free(gk.k);
+        if (!c->warned_full) {
+            c->warned_full = true;
+            fprintf(stderr,
+                    "[ct] warning: compile: %d guard entries (input shapes, dtypes or modes) are compiled already; "
+                    "calls with new ones run eagerly\n",
+                    MAX_ENTRIES);
+            if (ct_trace_log_enabled())
+                ct_trace_log_event("compile_fallback", "{\"reason\": \"entry limit\"}", NULL);
+        }
+        return run_eager(c, inputs, ninputs);
+    }
+    entry *e = &c->entries[c->nentries];
+    memset(e, 0, sizeof *e);
+    e->key = gk;
+    c->captures++;
+    ct_tensor *r = run_capture(c, e, inputs, ninputs);
+    if (e->g || e->eager) {
+        c->last = c->nentries++;
+    } else {
+        free(gk.k);
+        e->key.k = NULL;
+    }
+    return r;
+}
+
+int64_t ct_compiled_print(const ct_compiled *c, char *buf, size_t cap) {
+    if (!c) {
+        ct_error(CT_ERROR_NULL_ARGUMENT, "compiled_print", "compiled function is NULL");
+        return -1;
+    }
+    if (!buf && cap > 0) {
+        ct_error(CT_ERROR_NULL_ARGUMENT, "compiled_print", "buf is NULL but cap is %zu (pass cap 0 to measure)", cap);
+        return -1;
+    }
+    if (c->last < 0 || !c->entries[c->last].g) {
+        ct_error(CT_ERROR_RUNTIME, "compiled_print", "no graph was captured for the last call");
+        return -1;
+    }
+    return ct_graph_print(c->entries[c->last].g, buf, cap);
+}
+
+int64_t ct_compiled_stat(const ct_compiled *c, ct_compile_stat which) {
+    if (!c) {
+        ct_error(CT_ERROR_NULL_ARGUMENT, "compiled_stat", "compiled function is NULL");
+        return -1;
+    }
+    const ct_graph *g = c->last >= 0 ? c->entries[c->last].g : NULL;
+    switch (which) {
+    case CT_COMPILE_STAT_CALLS:
+        return c->calls;
+    case CT_COMPILE_STAT_EAGER:
+        return c->eager;
+    case CT_COMPILE_STAT_CAPTURES:
+        return c->captures;
+    case CT_COMPILE_STAT_REPLAYS:
+        return c->replays;
+    case CT_COMPILE_STAT_ENTRIES:
+        return c->nentries;
+    case CT_COMPILE_STAT_NODES: {
+        if (!g)
+            return 0;
+        int64_t n = 0;
+        for (int i = 0; i < g->nnodes; i++)
+            n += !g->nodes[i].dead;
+        return n;
+    }
+    case CT_COMPILE_STAT_CAPTURED_NODES:
+        return g ? g->captured_nodes : 0;
+    case CT_COMPILE_STAT_FUSED_GROUPS:
+        return g ? g->nfused_groups : 0;
+    case CT_COMPILE_STAT_FUSED_NODES:
+        return g ? g->nfused_nodes : 0;
+    case CT_COMPILE_STAT_CACHE_HITS:
+        return g ? g->cache_hits : 0;
+    case CT_COMPILE_STAT_CACHE_MISSES:
+        return g ? g->cache_misses : 0;
+    case CT_COMPILE_STAT_COMPILE_US:
+        return c->last >= 0 ? c->entries[c->last].compile_us : 0;
+    }
+    ct_error(CT_ERROR_VALUE, "compiled_stat", "unknown stat %d", (int)which);
+    return -1;
+}

@@ -1,0 +1,440 @@
+/* ct_compile: the capture protocol, guards, what cannot be captured, the passes, a
+ * training step captured whole (forward, backward and update), gradcheck through a
+ * compiled function, and the generated code's cache. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+static ct_tensor *randn(const int64_t *shape, int ndim, ct_dtype dt) {
+    return ct_randn(shape, ndim, dt, CT_CPU);
+}
+
+static void assert_same(const ct_tensor *a, const ct_tensor *b) {
+    CT_ASSERT_OK(a);
+    CT_ASSERT_OK(b);
+    assert_int_equal(ct_tensor_dtype(a), ct_tensor_dtype(b));
+    assert_int_equal(ct_tensor_numel(a), ct_tensor_numel(b));
+    for (int64_t i = 0; i < ct_tensor_numel(a); i++) {
+        double x = ct_test_at(a, i), y = ct_test_at(b, i);
+        if (!(x == y || (x != x && y != y)))
+            fail_msg("element %lld: %.17g != %.17g", (long long)i, x, y);
+    }
+}
+
+/* relu(x * y + x) - exp(y) / 3 */
+static ct_tensor *pointwise(ct_tensor *const *in, int n, void *ud) {
+    (void)n;
+    (void)ud;
+    ct_tensor *t = ct_relu(ct_add(ct_mul(in[0], in[1]), in[0]));
+    return ct_sub(t, ct_div_scalar(ct_exp(in[1]), ct_scalar_float(3)));
+}
+
+static void test_protocol(void **state) {
+    (void)state;
+    ct_compiled *c = ct_compile(pointwise, NULL, 0);
+    CT_ASSERT_OK(c);
+    for (int k = 0; k < 4; k++) {
+        ct_scope_begin();
+        ct_tensor *x = randn(CT_SHAPE(5, 7), CT_F32), *y = randn(CT_SHAPE(5, 7), CT_F32);
+        ct_tensor *in[2] = {x, y};
+        ct_tensor *want = pointwise(in, 2, NULL);
+        ct_tensor *got = ct_compiled_call(c, in, 2);
+        assert_same(got, want);
+        ct_scope_end();
+    }
+    assert_int_equal(ct_compiled_stat(c, CT_COMPILE_STAT_CALLS), 4);
+    assert_int_equal(ct_compiled_stat(c, CT_COMPILE_STAT_EAGER), 1);
+    assert_int_equal(ct_compiled_stat(c, CT_COMPILE_STAT_CAPTURES), 1);
+    assert_int_equal(ct_compiled_stat(c, CT_COMPILE_STAT_REPLAYS), 2);
+    assert_int_equal(ct_compiled_stat(c, CT_COMPILE_STAT_ENTRIES), 1);
+    char buf[4096];
+    int64_t len = ct_compiled_print(c, buf, sizeof buf);
+    assert_true(len > 0 && len < (int64_t)sizeof buf);
+    assert_non_null(strstr(buf, "= input 0 : float32[5, 7]"));
+    assert_non_null(strstr(buf, " = mul(%0, %1)"));
+    assert_non_null(strstr(buf, "relu("));
+    assert_non_null(strstr(buf, "return %"));
+    /* measuring: cap 0 gives the length */
+    assert_int_equal(ct_compiled_print(c, NULL, 0), len);
+    ct_compiled_free(c);
+}
+
+static void test_guards(void **state) {
+    (void)state;
+    ct_compiled *c = ct_compile(pointwise, NULL, 0);
+    CT_ASSERT_OK(c);
+    /* call 1 eager; then 8 shapes captured; a 9th runs eagerly */
+    for (int s = 0; s < 10; s++) {
+        ct_scope_begin();
+        ct_tensor *x = randn(CT_SHAPE(2, s + 1), CT_F32), *y = randn(CT_SHAPE(2, s + 1), CT_F32);
+        ct_tensor *in[2] = {x, y};
+        assert_same(ct_compiled_call(c, in, 2), pointwise(in, 2, NULL));
+        ct_scope_end();
+    }
+    assert_int_equal(ct_compiled_stat(c, CT_COMPILE_STAT_ENTRIES), 8);
+    assert_int_equal(ct_compiled_stat(c, CT_COMPILE_STAT_CAPTURES), 8);
+    assert_int_equal(ct_compiled_stat(c, CT_COMPILE_STAT_EAGER), 2);
+    /* a known shape replays; float64, a transposed input and requires_grad are misses */
+    int64_t caps = ct_compiled_stat(c, CT_COMPILE_STAT_CAPTURES);
+    ct_scope_begin();
+    ct_tensor *x = randn(CT_SHAPE(2, 3), CT_F32), *y = randn(CT_SHAPE(2, 3), CT_F32);
+    ct_tensor *in[2] = {x, y};
+    assert_same(ct_compiled_call(c, in, 2), pointwise(in, 2, NULL));
+    assert_int_equal(ct_compiled_stat(c, CT_COMPILE_STAT_REPLAYS), 1);
+    ct_tensor *xt = ct_transpose(randn(CT_SHAPE(3, 2), CT_F32), 0, 1);
+    ct_tensor *in2[2] = {xt, y};
+    int64_t eager = ct_compiled_stat(c, CT_COMPILE_STAT_EAGER);
+    assert_same(ct_compiled_call(c, in2, 2), pointwise(in2, 2, NULL));
+    assert_int_equal(ct_compiled_stat(c, CT_COMPILE_STAT_EAGER), eager + 1); /* full: eager */
+    assert_int_equal(ct_compiled_stat(c, CT_COMPILE_STAT_CAPTURES), caps);
+    ct_scope_end();
+    ct_compiled_free(c);
+
+    /* the same misses on a fresh function each make an entry */
+    c = ct_compile(pointwise, NULL, 0);
+    ct_scope_begin();
+    x = randn(CT_SHAPE(2, 3), CT_F32);
+    y = randn(CT_SHAPE(2, 3), CT_F32);
+    ct_tensor *a[2] = {x, y};
+    ct_tensor *b[2] = {ct_transpose(randn(CT_SHAPE(3, 2), CT_F32), 0, 1), y};
+    ct_tensor *d[2] = {ct_to_dtype(x, CT_F64), ct_to_dtype(y, CT_F64)};
+    ct_tensor *xr = ct_clone(x);
+    ct_tensor_set_requires_grad(xr, true);
+    ct_tensor *r[2] = {xr, y};
+    ct_tensor **calls[] = {a, a, b, d, r, a, b, d, r};
+    for (size_t k = 0; k < sizeof calls / sizeof calls[0]; k++)
+        assert_same(ct_compiled_call(c, calls[k], 2), pointwise(calls[k], 2, NULL));
+    assert_int_equal(ct_compiled_stat(c, CT_COMPILE_STAT_ENTRIES), 4);
+    assert_int_equal(ct_compiled_stat(c, CT_COMPILE_STAT_REPLAYS), 4);
+    /* grad mode is part of the key */
+    bool prev = ct_set_grad_enabled(false);
+    assert_same(ct_compiled_call(c, a, 2), pointwise(a, 2, NULL));
+    ct_set_grad_enabled(prev);
+    assert_int_equal(ct_compiled_stat(c, CT_COMPILE_STAT_ENTRIES), 5);
+    ct_scope_end();
+    ct_compiled_free(c);
+}
+
+/* An override bumps the dispatcher's generation: the graph is captured again. */
+static ct_status neg_override(ct_keyset ks, ct_call *call, void *ud) {
+    (void)ud;
+    return ct_call_next(ks, call);
+}
+
+static void test_override_generation(void **state) {
+    (void)state;
+    ct_compiled *c = ct_compile(pointwise, NULL, 0);
+    ct_scope_begin();
+    ct_tensor *in[2] = {randn(CT_SHAPE(4), CT_F32), randn(CT_SHAPE(4), CT_F32)};
+    for (int k = 0; k < 3; k++)
+        CT_ASSERT_OK(ct_compiled_call(c, in, 2));
+    assert_int_equal(ct_compiled_stat(c, CT_COMPILE_STAT_CAPTURES), 1);
+    int64_t h = ct_op_override(CT_OP_neg, CT_KEY_CPU, neg_override, NULL, 0);
+    assert_true(h > 0);
+    CT_ASSERT_OK(ct_compiled_call(c, in, 2));
+    assert_int_equal(ct_compiled_stat(c, CT_COMPILE_STAT_CAPTURES), 2);
+    assert_int_equal(ct_op_override_remove(h), CT_OK);
+    CT_ASSERT_OK(ct_compiled_call(c, in, 2));
+    assert_int_equal(ct_compiled_stat(c, CT_COMPILE_STAT_CAPTURES), 3);
+    ct_scope_end();
+    ct_compiled_free(c);
+}
+
+/* ------------------------------------------------------------ refusals */
+
+static ct_tensor *reads_item(ct_tensor *const *in, int n, void *ud) {
+    (void)n;
+    (void)ud;
+    double v;
+    if (ct_item_double(ct_sum(in[0], NULL, 0, false, CT_DTYPE_UNDEFINED), &v) != CT_OK)
+        return NULL;
+    return v > 0 ? ct_exp(in[0]) : ct_neg(in[0]);
+}
+
+static ct_tensor *prints(ct_tensor *const *in, int n, void *ud) {
+    (void)n;
+    (void)ud;
+    ct_tensor *t = ct_exp(in[0]);
+    char buf[256];
+    if (ct_to_string(t, buf, sizeof buf) < 0)
+        return NULL;
+    return t;
+}
+
+static ct_tensor *data_dependent(ct_tensor *const *in, int n, void *ud) {
+    (void)n;
+    (void)ud;
+    return ct_nonzero(ct_gt_scalar(in[0], ct_scalar_float(0)));
+}
+
+static void test_refused(void **state) {
+    (void)state;
+    struct {
+        ct_compile_fn fn;
+        const char *op;
+    } cases[] = {{reads_item, "item"}, {prints, "to_string"}, {data_dependent, "nonzero"}};
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        ct_scope_begin();
+        ct_tensor *in[1] = {randn(CT_SHAPE(6), CT_F32)};
+        ct_compiled *c = ct_compile(cases[k].fn, NULL, 0);
+        CT_ASSERT_OK(ct_compiled_call(c, in, 1)); /* eager */
+        assert_null(ct_compiled_call(c, in, 1));
+        if (!strstr(ct_last_error(), cases[k].op) || !strstr(ct_last_error(), "cannot be captured"))
+            fail_msg("%s: %s", cases[k].op, ct_last_error());
+        ct_clear_error();
+        ct_compiled_free(c);
+        /* with the fallback the function runs eagerly, with a result equal to eager's */
+        c = ct_compile(cases[k].fn, NULL, CT_COMPILE_EAGER_FALLBACK);
+        for (int i = 0; i < 3; i++)
+            assert_same(ct_compiled_call(c, in, 1), cases[k].fn(in, 1, NULL));
+        assert_int_equal(ct_compiled_stat(c, CT_COMPILE_STAT_REPLAYS), 0);
+        assert_int_equal(ct_compiled_stat(c, CT_COMPILE_STAT_ENTRIES), 1);
+        assert_int_equal(ct_compiled_stat(c, CT_COMPILE_STAT_EAGER), 2);
+        ct_compiled_free(c);
+        ct_scope_end();
+    }
+}
+
+static void test_errors(void **state) {
+    (void)state;
+    CT_ASSERT_ERR(ct_compile(NULL, NULL, 0) != NULL, CT_ERROR_NULL_ARGUMENT, "fn is NULL");
+    CT_ASSERT_ERR(ct_compile(pointwise, NULL, 1u << 20) != NULL, CT_ERROR_VALUE, "unknown flags");
+    CT_ASSERT_ERR(ct_compiled_call(NULL, NULL, 0) != NULL, CT_ERROR_NULL_ARGUMENT, "compiled function is NULL");
+    ct_compiled *c = ct_compile(pointwise, NULL, 0);
+    CT_ASSERT_ERR(ct_compiled_call(c, NULL, 2) != NULL, CT_ERROR_VALUE, "inputs is NULL");
+    CT_ASSERT_ERR(ct_compiled_call(c, NULL, -1) != NULL, CT_ERROR_VALUE, "negative");
+    CT_ASSERT_ERR(ct_compiled_print(c, NULL, 0) >= 0, CT_ERROR_RUNTIME, "no graph was captured");
+    CT_ASSERT_ERR(ct_compiled_print(NULL, NULL, 0) >= 0, CT_ERROR_NULL_ARGUMENT, "NULL");
+    char b[4];
+    CT_ASSERT_ERR(ct_compiled_print(c, NULL, sizeof b) >= 0, CT_ERROR_NULL_ARGUMENT, "buf is NULL");
+    CT_ASSERT_ERR(ct_compiled_stat(NULL, CT_COMPILE_STAT_CALLS) >= 0, CT_ERROR_NULL_ARGUMENT, "NULL");
+    CT_ASSERT_ERR(ct_compiled_stat(c, (ct_compile_stat)999) >= 0, CT_ERROR_VALUE, "unknown stat");
+    /* an error inside the function is the call's error, and nothing is captured */
+    ct_scope_begin();
+    ct_tensor *in[2] = {randn(CT_SHAPE(2, 3), CT_F32), randn(CT_SHAPE(4), CT_F32)};
+    for (int k = 0; k < 3; k++)
+        CT_ASSERT_ERR(ct_compiled_call(c, in, 2) != NULL, CT_ERROR_VALUE, "must match the size");
+    assert_int_equal(ct_compiled_stat(c, CT_COMPILE_STAT_ENTRIES), 0);
+    ct_scope_end();
+    ct_compiled_free(c);
+    ct_compiled_free(NULL);
+    /* outside a capture the refusal is a no-op */
+    assert_false(ct_compile_is_capturing());
+    assert_int_equal(ct_compile_refuse("x", "y"), CT_OK);
+}
+
+/* ------------------------------------------------------------ passes */
+
+static ct_tensor *with_waste(ct_tensor *const *in, int n, void *ud) {
+    (void)n;
+    (void)ud;
+    ct_tensor *unused = ct_exp(ct_mul(in[0], in[0])); /* dead */
+    (void)unused;
+    ct_tensor *a = ct_add(in[0], in[1]);
+    ct_tensor *b = ct_add(in[0], in[1]); /* common */
+    return ct_mul(ct_tanh(a), b);
+}
+
+static void test_passes(void **state) {
+    (void)state;
+    ct_compiled *c = ct_compile(with_waste, NULL, CT_COMPILE_NO_CODEGEN);
+    ct_compiled *raw = ct_compile(with_waste, NULL, CT_COMPILE_NO_CODEGEN | CT_COMPILE_NO_PASSES);
+    ct_scope_begin();
+    for (int k = 0; k < 3; k++) {
+        ct_tensor *in[2] = {randn(CT_SHAPE(3, 3), CT_F32), randn(CT_SHAPE(3, 3), CT_F32)};
+        ct_tensor *want = with_waste(in, 2, NULL);
+        assert_same(ct_compiled_call(c, in, 2), want);
+        assert_same(ct_compiled_call(raw, in, 2), want);
+    }
+    ct_scope_end();
+    assert_int_equal(ct_compiled_stat(raw, CT_COMPILE_STAT_NODES), 6);
+    assert_int_equal(ct_compiled_stat(c, CT_COMPILE_STAT_CAPTURED_NODES), 6);
+    assert_int_equal(ct_compiled_stat(c, CT_COMPILE_STAT_NODES), 3); /* add, tanh, mul */
+    ct_compiled_free(c);
+    ct_compiled_free(raw);
+}
+
+/* A write through a view between two equal calls keeps them apart. */
+static ct_tensor *view_write(ct_tensor *const *in, int n, void *ud) {
+    (void)n;
+    (void)ud;
+    ct_tensor *base = ct_clone(in[0]);
+    ct_tensor *v = ct_narrow(base, 0, 0, 2);
+    ct_tensor *a = ct_exp(base);
+    ct_add_scalar_(v, ct_scalar_float(1));
+    ct_tensor *b = ct_exp(base);
+    return ct_add(a, b);
+}
+
+static void test_cse_respects_writes(void **state) {
+    (void)state;
+    ct_compiled *c = ct_compile(view_write, NULL, 0);
+    ct_scope_begin();
+    for (int k = 0; k < 3; k++) {
+        ct_tensor *in[1] = {randn(CT_SHAPE(4, 3), CT_F32)};
+        assert_same(ct_compiled_call(c, in, 1), view_write(in, 1, NULL));
+    }
+    ct_scope_end();
+    assert_int_equal(ct_compiled_stat(c, CT_COMPILE_STAT_REPLAYS), 1);
+    ct_compiled_free(c);
+}
+
+/* ------------------------------------------------------------ a training step */
+
+typedef struct model {
+    ct_tensor *w1, *b1, *w2;
+    bool use_optimizer;
+    ct_optimizer *opt;
+} model;
+
+static ct_tensor *train_step(ct_tensor *const *in, int n, void *ud) {
+    (void)n;
+    model *m = ud;
+    ct_tensor *h = ct_tanh(ct_add(ct_matmul(in[0], m->w1), m->b1));
+    ct_tensor *out = ct_matmul(h, m->w2);
+    ct_tensor *d = ct_sub(out, in[1]);
+    ct_tensor *loss = ct_mean(ct_mul(d, d), NULL, 0, false, CT_DTYPE_UNDEFINED);
+    if (!loss || ct_backward(loss, NULL, false, false) != CT_OK)
+        return NULL;
+    if (m->use_optimizer)
+        return ct_optimizer_step(m->opt) == CT_OK ? loss : NULL;
+    /* SGD by hand, in place under no_grad */
+    bool prev = ct_set_grad_enabled(false);
+    ct_tensor *ps[3] = {m->w1, m->b1, m->w2};
+    for (int i = 0; i < 3; i++)
+        ct_sub_alpha_(ps[i], ct_tensor_grad(ps[i]), ct_scalar_float(0.1));
+    ct_set_grad_enabled(prev);
+    return loss;
+}
+
+static void model_init(model *m, uint64_t seed) {
+    ct_manual_seed(seed);
+    m->w1 = ct_keep(ct_mul_scalar(randn(CT_SHAPE(4, 8), CT_F32), ct_scalar_float(0.5)));
+    m->b1 = ct_keep(ct_zeros(CT_SHAPE(8), CT_F32, CT_CPU));
+    m->w2 = ct_keep(ct_mul_scalar(randn(CT_SHAPE(8, 2), CT_F32), ct_scalar_float(0.5)));
+    ct_tensor_set_requires_grad(m->w1, true);
+    ct_tensor_set_requires_grad(m->b1, true);
+    ct_tensor_set_requires_grad(m->w2, true);
+    m->use_optimizer = false;
+    m->opt = NULL;
+}
+
+static void zero_grads(model *m) {
+    ct_tensor *ps[3] = {m->w1, m->b1, m->w2};
+    for (int i = 0; i < 3; i++)
+        ct_tensor_set_grad(ps[i], NULL);
+}
+
+static void test_training_step(void **state) {
+    (void)state;
+    ct_scope_begin();
+    model eager, comp;
+    model_init(&eager, 7);
+    model_init(&comp, 7);
+    ct_compiled *c = ct_compile(train_step, &comp, 0);
+    CT_ASSERT_OK(c);
+    ct_manual_seed(11);
+    for (int step = 0; step < 6; step++) {
+        ct_scope_begin();
+        ct_tensor *x = randn(CT_SHAPE(16, 4), CT_F32), *y = randn(CT_SHAPE(16, 2), CT_F32);
+        ct_tensor *in[2] = {x, y};
+        zero_grads(&eager);
+        zero_grads(&comp);
+        ct_tensor *le = train_step(in, 2, &eager);
+        ct_tensor *lc = ct_compiled_call(c, in, 2);
+        assert_same(lc, le);
+        assert_same(comp.w1, eager.w1);
+        assert_same(comp.b1, eager.b1);
+        assert_same(comp.w2, eager.w2);
+        assert_same(ct_tensor_grad(comp.w1), ct_tensor_grad(eager.w1));
+        assert_same(ct_tensor_grad(comp.w2), ct_tensor_grad(eager.w2));
+        ct_scope_end();
+    }
+    assert_int_equal(ct_compiled_stat(c, CT_COMPILE_STAT_REPLAYS), 4);
+    char buf[1 << 14];
+    ct_compiled_print(c, buf, sizeof buf);
+    assert_non_null(strstr(buf, "mm")); /* the forward's and the backward's products */
+    assert_non_null(strstr(buf, "in-place into")); /* the update */
+    assert_non_null(strstr(buf, ".grad = %")); /* the gradients, written back */
+    ct_compiled_free(c);
+    ct_scope_end();
+}
+
+/* ct_optimizer_step keeps host-side state (the step count): refused with its name. */
+static void test_optimizer_refused(void **state) {
+    (void)state;
+    ct_scope_begin();
+    model m;
+    model_init(&m, 3);
+    ct_tensor *ps[3] = {m.w1, m.b1, m.w2};
+    m.opt = ct_optimizer_new(CT_OPTIM_ADAMW, ps, 3, NULL);
+    CT_ASSERT_OK(m.opt);
+    m.use_optimizer = true;
+    ct_tensor *in[2] = {randn(CT_SHAPE(16, 4), CT_F32), randn(CT_SHAPE(16, 2), CT_F32)};
+    ct_compiled *c = ct_compile(train_step, &m, 0);
+    CT_ASSERT_OK(ct_compiled_call(c, in, 2));
+    zero_grads(&m);
+    CT_ASSERT_ERR(ct_compiled_call(c, in, 2) != NULL, CT_ERROR_NOT_IMPLEMENTED, "optimizer.step");
+    ct_compiled_free(c);
+    c = ct_compile(train_step, &m, CT_COMPILE_EAGER_FALLBACK);
+    for (int k = 0; k < 3; k++) {
+        zero_grads(&m);
+        CT_ASSERT_OK(ct_compiled_call(c, in, 2));
+    }
+    assert_int_equal(ct_compiled_stat(c, CT_COMPILE_STAT_EAGER), 2); /* and the refused capture */
+    ct_compiled_free(c);
+    ct_optimizer_free(m.opt);
+    ct_scope_end();
+}
+
+/* ------------------------------------------------------------ gradcheck */
+
+typedef struct gc_state {
+    ct_compiled *c;
+} gc_state;
+
+static ct_tensor *gc_fn(ct_tensor *const *in, int n, void *ud) {
+    (void)n;
+    (void)ud;
+    ct_tensor *t = ct_tanh(ct_mul(in[0], in[1]));
+    return ct_add(ct_sum(ct_mul(t, in[0]), CT_INDEX(0), 1, false, CT_DTYPE_UNDEFINED), ct_sigmoid(in[1]));
+}
+
+static ct_tensor *gc_compiled(ct_tensor *const *in, int n, void *ud) {
+    gc_state *s = ud;
+    return ct_compiled_call(s->c, in, n);
+}
+
+static void test_gradcheck(void **state) {
+    (void)state;
+    ct_scope_begin();
+    ct_tensor *a = randn(CT_SHAPE(3, 4), CT_F64), *b = randn(CT_SHAPE(4), CT_F64);
+    ct_tensor_set_requires_grad(a, true);
+    ct_tensor_set_requires_grad(b, true);
+    gc_state s = {ct_compile(gc_fn, NULL, 0)};
+    ct_tensor *in[2] = {a, b};
+    if (ct_gradcheck(gc_compiled, &s, in, 2, 1e-6, 1e-5, 1e-3) != CT_OK)
+        fail_msg("gradcheck: %s", ct_last_error());
+    assert_true(ct_compiled_stat(s.c, CT_COMPILE_STAT_REPLAYS) > 2);
+    ct_compiled_free(s.c);
+    ct_scope_end();
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_protocol),
+        cmocka_unit_test(test_guards),
+        cmocka_unit_test(test_override_generation),
+        cmocka_unit_test(test_refused),
+        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_passes),
+        cmocka_unit_test(test_cse_respects_writes),
+        cmocka_unit_test(test_training_step),
+        cmocka_unit_test(test_optimizer_refused),
+        cmocka_unit_test(test_gradcheck),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
