@@ -1,6 +1,7 @@
 /* ct_compile: the capture protocol, guards, what cannot be captured, the passes, a
  * training step captured whole (forward, backward and update), gradcheck through a
  * compiled function, and the generated code's cache. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -423,6 +424,121 @@ static void test_gradcheck(void **state) {
     ct_scope_end();
 }
 
+
+/* ------------------------------------------------------------ generated code */
+
+/* A chain of every op the code generator takes. */
+static ct_tensor *chain(ct_tensor *const *in, int n, void *ud) {
+    (void)n;
+    (void)ud;
+    ct_tensor *a = ct_sub_alpha(ct_mul(in[0], in[1]), in[1], ct_scalar_float(0.3));
+    ct_tensor *b = ct_add(ct_tanh(a), ct_sigmoid(ct_neg(in[0])));
+    ct_tensor *c = ct_div(ct_exp(ct_abs(b)), ct_add_scalar(ct_relu(in[1]), ct_scalar_float(1.5)));
+    return ct_mul_scalar(c, ct_scalar_int(3));
+}
+
+static void test_codegen_bitwise(void **state) {
+    (void)state;
+    const int64_t sizes[] = {1, 255, 257, 16384 * 2 + 77};
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+        ct_compiled *c = ct_compile(chain, NULL, 0);
+        ct_scope_begin();
+        for (int k = 0; k < 4; k++) {
+            ct_tensor *in[2] = {ct_mul_scalar(randn(CT_SHAPE(sizes[s]), CT_F32), ct_scalar_float(3)),
+                                randn(CT_SHAPE(sizes[s]), CT_F32)};
+            /* specials: NaN, infinities, signed zeros */
+            if (sizes[s] > 4) {
+                float *p = ct_tensor_data(in[0]);
+                p[0] = NAN;
+                p[1] = INFINITY;
+                p[2] = -INFINITY;
+                p[3] = -0.0f;
+            }
+            assert_same(ct_compiled_call(c, in, 2), chain(in, 2, NULL));
+        }
+        ct_scope_end();
+        assert_int_equal(ct_compiled_stat(c, CT_COMPILE_STAT_REPLAYS), 2);
+        assert_int_equal(ct_compiled_stat(c, CT_COMPILE_STAT_FUSED_GROUPS), 1);
+        assert_int_equal(ct_compiled_stat(c, CT_COMPILE_STAT_FUSED_NODES), 12);
+        ct_compiled_free(c);
+    }
+}
+
+static char cache_dir[256];
+static char main_cache[256]; /* the other tests' cache, removed at the end */
+
+static int64_t count_misses_of_fresh(void) {
+    ct_compiled *c = ct_compile(chain, NULL, 0);
+    ct_scope_begin();
+    for (int k = 0; k < 3; k++) {
+        ct_tensor *in[2] = {randn(CT_SHAPE(40), CT_F32), randn(CT_SHAPE(40), CT_F32)};
+        assert_same(ct_compiled_call(c, in, 2), chain(in, 2, NULL));
+    }
+    ct_scope_end();
+    assert_int_equal(ct_compiled_stat(c, CT_COMPILE_STAT_FUSED_GROUPS), 1);
+    int64_t misses = ct_compiled_stat(c, CT_COMPILE_STAT_CACHE_MISSES);
+    assert_int_equal(misses + ct_compiled_stat(c, CT_COMPILE_STAT_CACHE_HITS), 1);
+    ct_compiled_free(c);
+    return misses;
+}
+
+/* The one object of the cache directory (its path without the extension). */
+static void only_entry(char *stem, size_t cap) {
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "ls %s/*.so", cache_dir);
+    FILE *f = popen(cmd, "r");
+    assert_non_null(f);
+    assert_non_null(fgets(stem, (int)cap, f));
+    pclose(f);
+    char *dot = strstr(stem, ".so");
+    assert_non_null(dot);
+    *dot = '\0';
+}
+
+static void test_cache(void **state) {
+    (void)state;
+    snprintf(cache_dir, sizeof cache_dir, "/tmp/ct_compile_cache_XXXXXX");
+    assert_non_null(mkdtemp(cache_dir));
+    setenv("CT_COMPILE_CACHE", cache_dir, 1);
+    assert_int_equal(count_misses_of_fresh(), 1); /* cold: built */
+    assert_int_equal(count_misses_of_fresh(), 0); /* warm: loaded */
+    char stem[400], path[420];
+    only_entry(stem, sizeof stem);
+    /* a corrupted object is detected by its sum and built again, never loaded */
+    snprintf(path, sizeof path, "%s.so", stem);
+    FILE *f = fopen(path, "r+b");
+    assert_non_null(f);
+    fseek(f, 100, SEEK_SET);
+    fputs("garbage", f);
+    fclose(f);
+    assert_int_equal(count_misses_of_fresh(), 1);
+    assert_int_equal(count_misses_of_fresh(), 0);
+    /* so is a truncated one, and one whose sum is missing */
+    assert_int_equal(truncate(path, 64), 0);
+    assert_int_equal(count_misses_of_fresh(), 1);
+    snprintf(path, sizeof path, "%s.md5", stem);
+    assert_int_equal(remove(path), 0);
+    assert_int_equal(count_misses_of_fresh(), 1);
+    assert_int_equal(count_misses_of_fresh(), 0);
+    /* a compiler that fails leaves the graph to the kernels, with the same results */
+    setenv("CT_COMPILE_CACHE", "/proc/ctorch-no-such-dir", 1);
+    ct_compiled *c = ct_compile(chain, NULL, 0);
+    ct_scope_begin();
+    for (int k = 0; k < 3; k++) {
+        ct_tensor *in[2] = {randn(CT_SHAPE(40), CT_F32), randn(CT_SHAPE(40), CT_F32)};
+        assert_same(ct_compiled_call(c, in, 2), chain(in, 2, NULL));
+    }
+    ct_scope_end();
+    assert_int_equal(ct_compiled_stat(c, CT_COMPILE_STAT_FUSED_GROUPS), 0);
+    assert_int_equal(ct_compiled_stat(c, CT_COMPILE_STAT_REPLAYS), 1);
+    ct_compiled_free(c);
+    setenv("CT_COMPILE_CACHE", cache_dir, 1);
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", cache_dir);
+    assert_int_equal(system(cmd), 0);
+    setenv("CT_COMPILE_CACHE", main_cache, 1);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_protocol),
@@ -435,6 +551,17 @@ int main(void) {
         cmocka_unit_test(test_training_step),
         cmocka_unit_test(test_optimizer_refused),
         cmocka_unit_test(test_gradcheck),
+        cmocka_unit_test(test_codegen_bitwise),
+        cmocka_unit_test(test_cache),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    snprintf(main_cache, sizeof main_cache, "/tmp/ct_compile_test_XXXXXX");
+    if (!mkdtemp(main_cache))
+        return 1;
+    setenv("CT_COMPILE_CACHE", main_cache, 1);
+    int rc = cmocka_run_group_tests(tests, NULL, NULL);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", main_cache);
+    if (system(cmd) != 0)
+        rc = 1;
+    return rc;
 }

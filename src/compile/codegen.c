@@ -1,21 +1,686 @@
-/* Fusion of pointwise chains into generated C (Note [Generated kernels]). */
+/* Fusion of pointwise chains into generated C, compiled by the system's C compiler,
+ * cached on disk and loaded with dlopen. */
+#define _GNU_SOURCE /* mkdtemp, dlopen's RTLD_LOCAL on older libcs */
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "compile/graph.h"
+#include "ctorch/ops.h"
+#include "cpu/vecmath.h"
+#include "ctorch/profiler.h"
+#include "tensor_impl.h"
+#include "util/md5.h"
+
+/* Note [Generated kernels]
+ * A group is a run of consecutive live nodes of one float32 shape whose ops have a
+ * pointwise C expression here (add, sub, mul, div, neg, abs, relu, exp, tanh,
+ * sigmoid), whose tensor inputs are contiguous float32 tensors of the group's shape or
+ * 0-d numbers, and that make no autograd history (a training step's graph, or inputs
+ * that do not require grad) and run outside autocast. Each group is one C function:
+ *
+ *   - the elements are split into fixed chunks of CT_FUSE_CHUNK, shared by an OpenMP
+ *     loop (schedule(static)); each chunk walks tiles of CT_FUSE_TILE elements, and
+ *     each node of the group is one loop over the tile into a tile buffer, which the
+ *     compiler vectorizes;
+ *   - values read outside the group are stored to new contiguous tensors; the others
+ *     live in tile buffers only;
+ *   - exp and tanh call the library's own vector math (ct_vm_get: SLEEF, the routine the
+ *     eager kernel calls for contiguous float32), passed in as a table of function
+ *     pointers, so nothing in the generated code needs a symbol of the library.
+ *
+ * The expressions are the eager kernels' float32 expressions (src/cpu/binary.c,
+ * unary.c), and both are built as ISO C without contraction (-std=c11
+ * -ffp-contract=off), so a group computes the bits the nodes compute one by one
+ * (test_compile checks them). The source is self-contained: its few declarations are
+ * text of this file (kernel_prelude), not an installed header. */
+#define CT_FUSE_CHUNK 16384
+#define CT_FUSE_TILE 256
+#define CT_FUSE_MAX_NODES 64
+
+typedef void (*vm_fn)(float *out, const float *in, int64_t n);
+typedef void (*group_fn)(float *const *out, const float *const *in, const float *num, int64_t n, const vm_fn *vm);
+
+enum { VM_EXP = 0, VM_TANH = 1, VM_COUNT };
+
+typedef struct group {
+    int first, last; /* node range (dead nodes inside are skipped) */
+    int nnodes;
+    int64_t numel;
+    int64_t shape[CT_MAX_DIMS];
+    int ndim;
+    int nin, nnum, nout;
+    int *in;  /* tensor inputs (value ids) */
+    int *num; /* 0-d inputs */
+    int *out; /* stored values */
+    group_fn fn;
+} group;
 
 struct ct_fused {
-    int n;
+    int ngroups;
+    group *groups;
+    void *handle;
+    vm_fn vm[VM_COUNT];
 };
 
-bool ct_codegen_graph(ct_graph *g) {
+int ct_codegen_group_first(const ct_graph *g, int k) { return g->fused->groups[k].first; }
+
+/* ------------------------------------------------------------ what fuses */
+
+static bool is_contig(const ct_gvalue *v) {
+    int64_t st = 1;
+    for (int d = v->ndim - 1; d >= 0; d--) {
+        if (v->shape[d] != 1 && v->strides[d] != st)
+            return false;
+        st *= v->shape[d];
+    }
+    return true;
+}
+
+static int64_t numel_of(const ct_gvalue *v) {
+    int64_t n = 1;
+    for (int d = 0; d < v->ndim; d++)
+        n *= v->shape[d];
+    return n;
+}
+
+static bool same_shape(const ct_gvalue *v, const int64_t *shape, int ndim) {
+    return v->ndim == ndim && memcmp(v->shape, shape, sizeof(int64_t) * (size_t)ndim) == 0;
+}
+
+static bool op_supported(const ct_gnode *n, const vm_fn *vm) {
+    switch (n->op) {
+    case CT_OP_add:
+    case CT_OP_sub:
+        return n->nin == 2 && n->nints == 0 && n->nscalars <= 1;
+    case CT_OP_mul:
+        return n->nin == 2 && n->nints == 0 && n->nscalars == 0;
+    case CT_OP_div:
+        return n->nin == 2 && n->nscalars == 0 && (n->nints == 0 || (n->nints == 1 && n->ints[0] == CT_ROUNDING_MODE_NONE));
+    case CT_OP_neg:
+    case CT_OP_abs:
+    case CT_OP_relu:
+        return n->nin == 1 && n->nints == 0 && n->nscalars == 0;
+    case CT_OP_exp:
+    case CT_OP_sigmoid:
+        return n->nin == 1 && n->nints == 0 && n->nscalars == 0 && vm[VM_EXP];
+    case CT_OP_tanh:
+        return n->nin == 1 && n->nints == 0 && n->nscalars == 0 && vm[VM_TANH];
+    default:
+        return false;
+    }
+}
+
+/* Whether node n can join a group of this shape (the shape of its result). */
+static bool fusible(const ct_graph *g, const ct_gnode *n, const vm_fn *vm) {
+    if (n->dead || n->mode != CT_CALL_FUNCTIONAL || n->nout != 1 || n->out[0] < 0 || n->nlist || n->has_device ||
+        !op_supported(n, vm))
+        return false;
+    if (n->included & ct_keyset_of(CT_KEY_AUTOCAST))
+        return false;
+    const ct_gvalue *o = &g->values[n->out[0]];
+    if (o->dtype != CT_F32 || o->device.type != CT_DEVICE_CPU || !is_contig(o) || o->offset != 0)
+        return false;
+    for (int k = 0; k < n->nin; k++) {
+        if (n->in[k] < 0)
+            return false;
+        const ct_gvalue *v = &g->values[n->in[k]];
+        if (v->device.type != CT_DEVICE_CPU)
+            return false;
+        if (!g->no_autograd && v->requires_grad && !(n->excluded & ct_keyset_of(CT_KEY_AUTOGRAD)))
+            return false;
+        if (v->ndim == 0) {
+            if (v->dtype != CT_F32 && v->dtype != CT_F64 && v->dtype != CT_I64)
+                return false;
+            continue;
+        }
+        if (v->dtype != CT_F32 || !is_contig(v) || !same_shape(v, o->shape, o->ndim))
+            return false;
+    }
+    return true;
+}
+
+/* ------------------------------------------------------------ source */
+
+typedef struct sbuf {
+    char *p;
+    size_t len, cap;
+    bool oom;
+} sbuf;
+
+static void __attribute__((format(printf, 2, 3))) emit(sbuf *b, const char *fmt, ...) {
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        size_t room = b->cap - b->len;
+        int n = vsnprintf(b->p ? b->p + b->len : NULL, b->p ? room : 0, fmt, ap);
+        va_end(ap);
+        if (n < 0) {
+            b->oom = true;
+            return;
+        }
+        if (b->p && (size_t)n < room) {
+            b->len += (size_t)n;
+            return;
+        }
+        size_t ncap = (b->cap ? b->cap * 2 : 8192) + (size_t)n;
+        char *np = realloc(b->p, ncap);
+        if (!np) {
+            b->oom = true;
+            return;
+        }
+        b->p = np;
+        b->cap = ncap;
+    }
+}
+
+static const char kernel_prelude[] =
+    "/* Generated by ctorch's compiler (src/compile/codegen.c). */\n"
+    "#include <stdint.h>\n"
+    "typedef void (*vm_fn)(float *out, const float *in, int64_t n);\n"
+    "#define CHUNK " "16384" "\n"
+    "#define TILE " "256" "\n";
+
+/* The operand k of node n in the tile loop: a tile buffer, an input tensor, or a number. */
+static void operand(sbuf *b, const ct_graph *g, const group *gr, const ct_gnode *n, int k, const int *local) {
+    int v = n->in[k];
+    if (local[v] >= 0) {
+        emit(b, "t%d[i]", local[v]);
+        return;
+    }
+    for (int j = 0; j < gr->nnum; j++)
+        if (gr->num[j] == v) {
+            emit(b, "num[%d]", j);
+            return;
+        }
+    for (int j = 0; j < gr->nin; j++)
+        if (gr->in[j] == v) {
+            emit(b, "in%d[i0 + i]", j);
+            return;
+        }
     (void)g;
-    return false;
+    emit(b, "0 /* unreachable */");
+}
+
+static void emit_group(sbuf *b, const ct_graph *g, const group *gr, int k, int *local) {
+    emit(b, "\nvoid ct_fused_%d(float *const *out, const float *const *in, const float *num, int64_t n, const vm_fn *vm) {\n", k);
+    emit(b, "    (void)num; (void)vm; (void)in;\n");
+    for (int j = 0; j < gr->nin; j++)
+        emit(b, "    const float *in%d = in[%d];\n", j, j);
+    emit(b, "    const int64_t nchunks = (n + CHUNK - 1) / CHUNK;\n");
+    emit(b, "#pragma omp parallel for schedule(static) if (nchunks > 1)\n");
+    emit(b, "    for (int64_t c = 0; c < nchunks; c++) {\n");
+    emit(b, "        const int64_t lo = c * CHUNK, hi = lo + CHUNK < n ? lo + CHUNK : n;\n");
+    /* one tile buffer per node */
+    int nt = 0;
+    for (int i = gr->first; i <= gr->last; i++)
+        if (!g->nodes[i].dead && g->nodes[i].group == k)
+            local[g->nodes[i].out[0]] = nt++;
+    emit(b, "        float t[%d][TILE];\n", nt);
+    for (int j = 0; j < nt; j++)
+        emit(b, "        float *t%d = t[%d];\n", j, j);
+    emit(b, "        for (int64_t i0 = lo; i0 < hi; i0 += TILE) {\n");
+    emit(b, "            const int64_t m = hi - i0 < TILE ? hi - i0 : TILE;\n");
+    for (int i = gr->first; i <= gr->last; i++) {
+        const ct_gnode *n = &g->nodes[i];
+        if (n->dead || n->group != k)
+            continue;
+        int o = local[n->out[0]];
+        switch (n->op) {
+        case CT_OP_exp:
+        case CT_OP_tanh:
+            /* the vector routine over the tile: its input must be in a buffer */
+            emit(b, "            for (int64_t i = 0; i < m; i++) t%d[i] = ", o);
+            operand(b, g, gr, n, 0, local);
+            emit(b, ";\n            vm[%d](t%d, t%d, m);\n", n->op == CT_OP_exp ? VM_EXP : VM_TANH, o, o);
+            continue;
+        case CT_OP_sigmoid:
+            emit(b, "            for (int64_t i = 0; i < m; i++) t%d[i] = -", o);
+            operand(b, g, gr, n, 0, local);
+            emit(b, ";\n            vm[%d](t%d, t%d, m);\n", VM_EXP, o, o);
+            emit(b, "            for (int64_t i = 0; i < m; i++) t%d[i] = 1.0f / (1.0f + t%d[i]);\n", o, o);
+            continue;
+        default:
+            break;
+        }
+        emit(b, "            for (int64_t i = 0; i < m; i++) { ");
+        if (n->nin == 1) {
+            emit(b, "const float x = ");
+            operand(b, g, gr, n, 0, local);
+            emit(b, "; ");
+        } else {
+            emit(b, "const float a = ");
+            operand(b, g, gr, n, 0, local);
+            emit(b, ", b = ");
+            operand(b, g, gr, n, 1, local);
+            emit(b, "; ");
+        }
+        emit(b, "t%d[i] = ", o);
+        switch (n->op) {
+        case CT_OP_add:
+        case CT_OP_sub: {
+            /* eager: a +- (float)alpha * b */
+            float alpha = n->nscalars ? (float)(n->s[0].type == CT_SCALAR_FLOAT ? n->s[0].v.f : (double)n->s[0].v.i) : 1.0f;
+            emit(b, "a %c (%af) * b", n->op == CT_OP_add ? '+' : '-', (double)alpha);
+            break;
+        }
+        case CT_OP_mul: emit(b, "a * b"); break;
+        case CT_OP_div: emit(b, "a / b"); break;
+        case CT_OP_neg: emit(b, "-x"); break;
+        case CT_OP_abs: emit(b, "x < 0 ? -x : x"); break;
+        case CT_OP_relu: emit(b, "x > 0 ? x : (x != x ? x : 0)"); break;
+        default: emit(b, "x"); break;
+        }
+        emit(b, "; }\n");
+    }
+    /* stores */
+    for (int j = 0; j < gr->nout; j++)
+        emit(b, "            for (int64_t i = 0; i < m; i++) out[%d][i0 + i] = t%d[i];\n", j, local[gr->out[j]]);
+    emit(b, "        }\n    }\n}\n");
+    for (int i = gr->first; i <= gr->last; i++)
+        if (!g->nodes[i].dead && g->nodes[i].group == k)
+            local[g->nodes[i].out[0]] = -1;
+}
+
+/* ------------------------------------------------------------ the compiler and the cache */
+
+/* Note [Compile cache]
+ * Generated objects live in one directory: $CT_COMPILE_CACHE, else
+ * $XDG_CACHE_HOME/ctorch/compile, else ~/.cache/ctorch/compile. An object's name is the
+ * md5 of its source, the compiler's identity (its --version line), the flags and the
+ * vector ISA the library runs; beside it, <name>.md5 holds the md5 of the object's
+ * bytes. Loading reads the object, checks its bytes against that sum and only then
+ * dlopens it, so a truncated or corrupted entry is compiled again, never executed.
+ * A build writes to temporary names and renames them into place (object first, then
+ * its sum), so concurrent processes never see half an entry; the source stays beside
+ * the object as <name>.c, for reading. */
+static const char *cc_flags = "-O2 -std=c11 -march=native -ffp-contract=off -fopenmp -fPIC -shared";
+
+static const char *cc_path(void) {
+    const char *cc = getenv("CT_COMPILE_CC");
+    return cc && *cc ? cc : "cc";
+}
+
+static bool cache_dir(char *out, size_t cap) {
+    const char *d = getenv("CT_COMPILE_CACHE");
+    int n;
+    if (d && *d) {
+        n = snprintf(out, cap, "%s", d);
+    } else if ((d = getenv("XDG_CACHE_HOME")) && *d) {
+        n = snprintf(out, cap, "%s/ctorch/compile", d);
+    } else if ((d = getenv("HOME")) && *d) {
+        n = snprintf(out, cap, "%s/.cache/ctorch/compile", d);
+    } else {
+        n = snprintf(out, cap, "/tmp/ctorch-compile-%d", (int)getuid());
+    }
+    if (n < 0 || (size_t)n >= cap)
+        return false;
+    /* mkdir -p */
+    for (char *p = out + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(out, 0700) != 0 && errno != EEXIST) {
+            *p = '/';
+            return false;
+        }
+        *p = '/';
+    }
+    return mkdir(out, 0700) == 0 || errno == EEXIST;
+}
+
+/* The compiler's --version line, read once. */
+static const char *cc_identity(void) {
+    static char ident[256];
+    static bool done;
+    if (done)
+        return ident;
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "%s --version 2>/dev/null", cc_path());
+    FILE *f = popen(cmd, "r");
+    if (f) {
+        if (!fgets(ident, sizeof ident, f))
+            ident[0] = '\0';
+        pclose(f);
+    }
+    done = true;
+    return ident;
+}
+
+static bool file_md5(const char *path, char hex[33]) {
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return false;
+    ct_md5_ctx c;
+    ct_md5_init(&c);
+    char buf[65536];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+        ct_md5_update(&c, buf, n);
+    bool ok = !ferror(f);
+    fclose(f);
+    uint8_t d[16];
+    ct_md5_final(&c, d);
+    for (int i = 0; i < 16; i++)
+        snprintf(hex + 2 * i, 3, "%02x", d[i]);
+    return ok;
+}
+
+/* True when path.md5 holds the md5 of path's bytes. */
+static bool entry_valid(const char *so, const char *sum) {
+    FILE *f = fopen(sum, "r");
+    if (!f)
+        return false;
+    char want[40] = {0}, got[33];
+    bool ok = fgets(want, sizeof want, f) != NULL;
+    fclose(f);
+    return ok && strlen(want) >= 32 && file_md5(so, got) && memcmp(want, got, 32) == 0;
+}
+
+static int run_cc(const char *src, const char *so, const char *log) {
+    char cmd[4096];
+    int n = snprintf(cmd, sizeof cmd, "%s %s -o '%s' '%s' > '%s' 2>&1", cc_path(), cc_flags, so, src, log);
+    if (n < 0 || (size_t)n >= sizeof cmd)
+        return -1;
+    int rc = system(cmd);
+    return rc == -1 ? -1 : WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+/* Finds or builds the object for src; its path goes to so_out. False (with a warning
+ * on stderr) when it cannot be built. */
+static bool build_object(ct_graph *g, const char *src, size_t len, char *so_out, size_t cap) {
+    char dir[1024];
+    if (!cache_dir(dir, sizeof dir)) {
+        fprintf(stderr, "[ct] warning: compile: cannot create the cache directory; running the graph without generated code\n");
+        return false;
+    }
+    ct_md5_ctx c;
+    ct_md5_init(&c);
+    ct_md5_update(&c, src, len);
+    const char *id = cc_identity();
+    ct_md5_update(&c, id, strlen(id));
+    ct_md5_update(&c, cc_flags, strlen(cc_flags));
+    const char *isa = ct_vm_isa();
+    ct_md5_update(&c, isa, strlen(isa));
+    uint8_t d[16];
+    ct_md5_final(&c, d);
+    char key[33];
+    for (int i = 0; i < 16; i++)
+        snprintf(key + 2 * i, 3, "%02x", d[i]);
+    char sum[1100], tmp_src[1100], tmp_so[1100], tmp_sum[1100], log[1100];
+    snprintf(so_out, cap, "%s/%s.so", dir, key);
+    snprintf(sum, sizeof sum, "%s/%s.md5", dir, key);
+    if (entry_valid(so_out, sum)) {
+        g->cache_hits++;
+        return true;
+    }
+    g->cache_misses++;
+    const int pid = (int)getpid();
+    snprintf(tmp_src, sizeof tmp_src, "%s/%s.%d.c", dir, key, pid);
+    snprintf(tmp_so, sizeof tmp_so, "%s/%s.%d.so", dir, key, pid);
+    snprintf(tmp_sum, sizeof tmp_sum, "%s/%s.%d.md5", dir, key, pid);
+    snprintf(log, sizeof log, "%s/%s.%d.log", dir, key, pid);
+    FILE *f = fopen(tmp_src, "w");
+    bool ok = f && fwrite(src, 1, len, f) == len;
+    if (f)
+        ok = fclose(f) == 0 && ok;
+    ok = ok && run_cc(tmp_src, tmp_so, log) == 0;
+    char hex[33];
+    ok = ok && file_md5(tmp_so, hex);
+    if (ok) {
+        f = fopen(tmp_sum, "w");
+        ok = f && fprintf(f, "%s\n", hex) > 0;
+        if (f)
+            ok = fclose(f) == 0 && ok;
+    }
+    ok = ok && rename(tmp_so, so_out) == 0 && rename(tmp_sum, sum) == 0;
+    if (!ok)
+        fprintf(stderr, "[ct] warning: compile: %s could not build %s (see %s); running the graph without generated code\n",
+                cc_path(), tmp_src, log);
+    else {
+        /* the source stays beside its object, for reading */
+        char keep[1100];
+        snprintf(keep, sizeof keep, "%s/%s.c", dir, key);
+        if (rename(tmp_src, keep) != 0)
+            remove(tmp_src);
+        remove(log);
+    }
+    remove(tmp_so);
+    remove(tmp_sum);
+    return ok;
+}
+
+/* ------------------------------------------------------------ grouping */
+
+void ct_codegen_free(ct_fused *f) {
+    if (!f)
+        return;
+    for (int k = 0; k < f->ngroups; k++) {
+        free(f->groups[k].in);
+        free(f->groups[k].num);
+        free(f->groups[k].out);
+    }
+    free(f->groups);
+    if (f->handle)
+        dlclose(f->handle);
+    free(f);
+}
+
+static bool push(int **arr, int *n, int v) {
+    for (int i = 0; i < *n; i++)
+        if ((*arr)[i] == v)
+            return true;
+    int *na = realloc(*arr, sizeof(int) * (size_t)(*n + 1));
+    if (!na)
+        return false;
+    *arr = na;
+    na[(*n)++] = v;
+    return true;
+}
+
+/* The group's inputs (values from outside) and stores (values read outside it). */
+static bool group_io(const ct_graph *g, group *gr, int k) {
+    for (int i = gr->first; i <= gr->last; i++) {
+        const ct_gnode *n = &g->nodes[i];
+        if (n->dead || n->group != k)
+            continue;
+        for (int j = 0; j < n->nin; j++) {
+            int v = n->in[j];
+            const ct_gvalue *gv = &g->values[v];
+            bool inside = gv->kind == CT_GV_NODE && gv->node >= gr->first && gv->node <= gr->last &&
+                          g->nodes[gv->node].group == k;
+            if (inside)
+                continue;
+            if (!(gv->ndim == 0 ? push(&gr->num, &gr->nnum, v) : push(&gr->in, &gr->nin, v)))
+                return false;
+        }
+        /* stored: read by a node outside the group, the result, or an epilogue */
+        int v = n->out[0], inner = 0;
+        for (int j = gr->first; j <= gr->last; j++) {
+            const ct_gnode *m = &g->nodes[j];
+            if (m->dead || m->group != k)
+                continue;
+            for (int q = 0; q < m->nin; q++)
+                inner += m->in[q] == v;
+        }
+        if (g->values[v].uses > inner && !push(&gr->out, &gr->nout, v))
+            return false;
+    }
+    return true;
+}
+
+bool ct_codegen_graph(ct_graph *g) {
+    vm_fn vm[VM_COUNT] = {(vm_fn)ct_vm_get(CT_VM_EXP), (vm_fn)ct_vm_get(CT_VM_TANH)};
+    ct_fused *f = calloc(1, sizeof *f);
+    if (!f)
+        return false;
+    memcpy(f->vm, vm, sizeof vm);
+    /* runs of consecutive fusible live nodes of one shape, at least two long */
+    int start = -1, count = 0;
+    int64_t shape[CT_MAX_DIMS];
+    int ndim = 0;
+    for (int i = 0; i <= g->nnodes; i++) {
+        const ct_gnode *n = i < g->nnodes ? &g->nodes[i] : NULL;
+        if (n && n->dead)
+            continue;
+        bool ok = n && fusible(g, n, vm) && count < CT_FUSE_MAX_NODES;
+        const ct_gvalue *o = ok ? &g->values[n->out[0]] : NULL;
+        if (ok && count > 0 && !same_shape(o, shape, ndim))
+            ok = false;
+        if (ok) {
+            if (count == 0) {
+                start = i;
+                ndim = o->ndim;
+                memcpy(shape, o->shape, sizeof(int64_t) * (size_t)ndim);
+            }
+            count++;
+            continue;
+        }
+        if (count >= 2 && numel_of(&g->values[g->nodes[start].out[0]]) > 0) {
+            group *ng = realloc(f->groups, sizeof *ng * (size_t)(f->ngroups + 1));
+            if (!ng)
+                break;
+            f->groups = ng;
+            group *gr = &f->groups[f->ngroups];
+            memset(gr, 0, sizeof *gr);
+            gr->first = start;
+            gr->last = i - 1;
+            gr->nnodes = count;
+            gr->ndim = ndim;
+            memcpy(gr->shape, shape, sizeof(int64_t) * (size_t)ndim);
+            gr->numel = numel_of(&g->values[g->nodes[start].out[0]]);
+            for (int j = start; j < i; j++)
+                if (!g->nodes[j].dead)
+                    g->nodes[j].group = f->ngroups;
+            f->ngroups++;
+        }
+        count = 0;
+        /* this node may start the next run */
+        if (n && fusible(g, n, vm)) {
+            start = i;
+            count = 1;
+            o = &g->values[n->out[0]];
+            ndim = o->ndim;
+            memcpy(shape, o->shape, sizeof(int64_t) * (size_t)ndim);
+        }
+    }
+    if (f->ngroups == 0) {
+        free(f->groups);
+        free(f);
+        return false;
+    }
+    sbuf b = {0};
+    int *local = malloc(sizeof(int) * (size_t)g->nvalues);
+    bool ok = local != NULL;
+    for (int v = 0; ok && v < g->nvalues; v++)
+        local[v] = -1;
+    emit(&b, "%s", kernel_prelude);
+    for (int k = 0; ok && k < f->ngroups; k++) {
+        ok = group_io(g, &f->groups[k], k);
+        if (ok)
+            emit_group(&b, g, &f->groups[k], k, local);
+    }
+    free(local);
+    ok = ok && !b.oom;
+    char so[1200];
+    ok = ok && build_object(g, b.p, b.len, so, sizeof so);
+    if (ok && ct_trace_log_enabled()) {
+        char meta[200];
+        snprintf(meta, sizeof meta, "{\"groups\": %d, \"object\": \"%s\"}", f->ngroups, strrchr(so, '/') + 1);
+        ct_trace_log_event("compile_output_code", meta, b.p);
+    }
+    free(b.p);
+    if (ok) {
+        f->handle = dlopen(so, RTLD_NOW | RTLD_LOCAL);
+        if (!f->handle) {
+            fprintf(stderr, "[ct] warning: compile: cannot load %s: %s\n", so, dlerror());
+            ok = false;
+        }
+    }
+    for (int k = 0; ok && k < f->ngroups; k++) {
+        char name[32];
+        snprintf(name, sizeof name, "ct_fused_%d", k);
+        void *sym = dlsym(f->handle, name);
+        memcpy(&f->groups[k].fn, &sym, sizeof sym);
+        ok = f->groups[k].fn != NULL;
+    }
+    if (!ok) {
+        for (int i = 0; i < g->nnodes; i++)
+            g->nodes[i].group = -1;
+        ct_codegen_free(f);
+        return false;
+    }
+    g->fused = f;
+    g->nfused_groups = f->ngroups;
+    g->nfused_nodes = 0;
+    for (int k = 0; k < f->ngroups; k++)
+        g->nfused_nodes += f->groups[k].nnodes;
+    return true;
+}
+
+/* ------------------------------------------------------------ running */
+
+static bool plain_f32(const ct_tensor *t, const group *gr) {
+    return t && t->dtype == CT_F32 && t->device.type == CT_DEVICE_CPU && t->numel == gr->numel &&
+           ct_strides_contiguous(t->shape, t->strides, t->ndim);
 }
 
 ct_status ct_codegen_run_group(ct_graph *g, int k, ct_tensor **rt) {
-    (void)g;
-    (void)rt;
-    return ct_error(CT_ERROR_RUNTIME, "compiled_call", "no generated group %d", k);
+    const ct_fused *f = g->fused;
+    const group *gr = &f->groups[k];
+    enum { MAXIO = 128 };
+    const float *in[MAXIO];
+    float num[MAXIO], *out[MAXIO];
+    bool plain = gr->nin <= MAXIO && gr->nnum <= MAXIO && gr->nout <= MAXIO;
+    for (int j = 0; plain && j < gr->nin; j++) {
+        plain = plain_f32(rt[gr->in[j]], gr);
+        if (plain)
+            in[j] = (const float *)ct_tensor_ptr(rt[gr->in[j]]);
+    }
+    for (int j = 0; plain && j < gr->nnum; j++) {
+        const ct_tensor *t = rt[gr->num[j]];
+        plain = t && t->numel == 1 && t->device.type == CT_DEVICE_CPU;
+        if (!plain)
+            break;
+        const void *p = ct_tensor_ptr(t);
+        if (t->dtype == CT_F32)
+            num[j] = *(const float *)p;
+        else if (t->dtype == CT_F64)
+            num[j] = (float)*(const double *)p;
+        else if (t->dtype == CT_I64)
+            num[j] = (float)*(const int64_t *)p;
+        else
+            plain = false;
+    }
+    if (!plain) {
+        /* not the tensors the capture saw: each node runs its kernel */
+        for (int i = gr->first; i <= gr->last; i++) {
+            if (g->nodes[i].dead || g->nodes[i].group != k)
+                continue;
+            ct_status st = ct_graph_run_node(g, i, rt);
+            if (st != CT_OK)
+                return st;
+        }
+        return CT_OK;
+    }
+    for (int j = 0; j < gr->nout; j++) {
+        ct_tensor *t = ct_empty(gr->shape, gr->ndim, CT_F32, CT_CPU);
+        if (!t) {
+            for (int q = 0; q < j; q++) {
+                ct_release(rt[gr->out[q]]);
+                rt[gr->out[q]] = NULL;
+            }
+            return ct_last_status();
+        }
+        rt[gr->out[j]] = ct_retain(t);
+        out[j] = (float *)ct_tensor_ptr(t);
+    }
+    gr->fn(out, in, num, gr->numel, f->vm);
+    return CT_OK;
 }
-
-void ct_codegen_free(ct_fused *f) { free(f); }

@@ -356,6 +356,87 @@ int64_t ct_graph_print(const ct_graph *g, char *buf, size_t cap) {
 
 /* ------------------------------------------------------------ replay */
 
+/* Runs node i with its kernel (through the dispatcher, with the functionality keys of
+ * its capture) and stores its results in rt. */
+ct_status ct_graph_run_node(ct_graph *g, int i, ct_tensor **rt) {
+    ct_gnode *n = &g->nodes[i];
+    ct_call call;
+    memset(&call, 0, sizeof call);
+    call.op = n->op;
+    call.mode = n->mode;
+    call.nin = n->nin;
+    for (int k = 0; k < n->nin; k++)
+        call.in[k] = n->in[k] >= 0 ? rt[n->in[k]] : NULL;
+    const ct_tensor **list = NULL;
+    if (n->nlist) {
+        list = malloc(sizeof *list * (size_t)n->nlist);
+        if (!list)
+            return ct_error(CT_ERROR_OUT_OF_MEMORY, "compiled_call", "out of memory");
+        for (int k = 0; k < n->nlist; k++)
+            list[k] = n->list[k] >= 0 ? rt[n->list[k]] : NULL;
+        call.list = list;
+        call.nlist = n->nlist;
+    }
+    call.nscalars = n->nscalars;
+    memcpy(call.s, n->s, sizeof(ct_scalar) * (size_t)n->nscalars);
+    call.nints = n->nints;
+    memcpy(call.ints, n->ints, sizeof(int64_t) * (size_t)n->nints);
+    call.dtype = n->dtype;
+    call.device = n->device;
+    call.has_device = n->has_device;
+    if (n->mode != CT_CALL_FUNCTIONAL) {
+        call.nout = n->nout;
+        for (int k = 0; k < n->nout; k++)
+            call.out[k] = n->target[k] >= 0 ? ct_retain(rt[n->target[k]]) : NULL;
+    }
+    const ct_keyset inc0 = ct_tls_included(), exc0 = ct_tls_excluded();
+    const ct_keyset extra = ct_keyset_of(CT_KEY_TRACE) | (g->no_autograd ? ct_keyset_of(CT_KEY_AUTOGRAD) : 0);
+    ct_tls_set_included(n->included);
+    ct_tls_set_excluded(n->excluded | extra);
+    ct_status st = ct_dispatch(&call);
+    ct_tls_set_included(inc0);
+    ct_tls_set_excluded(exc0);
+    free(list);
+    if (st != CT_OK)
+        return st;
+    for (int k = 0; k < n->nout && st == CT_OK; k++) {
+        if (n->out[k] < 0)
+            continue;
+        if (!call.out[k])
+            st = ct_error(CT_ERROR_RUNTIME, ct_op_name(n->op), "the replayed call made no result %d", k);
+        else
+            rt[n->out[k]] = ct_retain(call.out[k]);
+    }
+    ct_call_clear_outputs(&call);
+    return st;
+}
+
+static void release_after(ct_graph *g, int i, ct_tensor **rt) {
+    const ct_gnode *n = &g->nodes[i];
+    for (int k = 0; k < n->nin; k++) {
+        int v = n->in[k];
+        if (v >= 0 && g->values[v].last_use == i && rt[v]) {
+            ct_release(rt[v]);
+            rt[v] = NULL;
+        }
+    }
+    for (int k = 0; k < n->nlist; k++) {
+        int v = n->list[k];
+        if (v >= 0 && g->values[v].last_use == i && rt[v]) {
+            ct_release(rt[v]);
+            rt[v] = NULL;
+        }
+    }
+    /* a result nobody reads */
+    for (int k = 0; k < n->nout; k++) {
+        int v = n->out[k];
+        if (v >= 0 && g->values[v].last_use < 0 && rt[v]) {
+            ct_release(rt[v]);
+            rt[v] = NULL;
+        }
+    }
+}
+
 ct_tensor *ct_graph_run(ct_graph *g, ct_tensor *const *inputs, int ninputs, bool *ok) {
     *ok = false;
     if (ninputs != g->ninputs) {
@@ -363,8 +444,6 @@ ct_tensor *ct_graph_run(ct_graph *g, ct_tensor *const *inputs, int ninputs, bool
         return NULL;
     }
     ct_tensor **rt = calloc((size_t)g->nvalues + 1, sizeof *rt);
-    const ct_tensor **list = NULL;
-    int listcap = 0;
     if (!rt) {
         ct_error(CT_ERROR_OUT_OF_MEMORY, "compiled_call", "out of memory");
         return NULL;
@@ -376,8 +455,6 @@ ct_tensor *ct_graph_run(ct_graph *g, ct_tensor *const *inputs, int ninputs, bool
         else if (gv->kind == CT_GV_CONST)
             rt[v] = ct_retain(gv->constant);
     }
-    const ct_keyset inc0 = ct_tls_included(), exc0 = ct_tls_excluded();
-    const ct_keyset extra = ct_keyset_of(CT_KEY_TRACE) | (g->no_autograd ? ct_keyset_of(CT_KEY_AUTOGRAD) : 0);
     ct_status st = CT_OK;
     ct_scope_begin();
     for (int i = 0; i < g->nnodes && st == CT_OK; i++) {
@@ -385,86 +462,15 @@ ct_tensor *ct_graph_run(ct_graph *g, ct_tensor *const *inputs, int ninputs, bool
         if (n->dead)
             continue;
         if (n->group >= 0) {
-            st = ct_codegen_run_group(g, n->group, rt);
-            if (st != CT_OK)
-                break;
+            /* the group runs at its first node; its members release their inputs there */
+            int first = ct_codegen_group_first(g, n->group);
+            if (first == i)
+                st = ct_codegen_run_group(g, n->group, rt);
         } else {
-            ct_call call;
-            memset(&call, 0, sizeof call);
-            call.op = n->op;
-            call.mode = n->mode;
-            call.nin = n->nin;
-            for (int k = 0; k < n->nin; k++)
-                call.in[k] = n->in[k] >= 0 ? rt[n->in[k]] : NULL;
-            if (n->nlist) {
-                if (n->nlist > listcap) {
-                    const ct_tensor **nl = realloc(list, sizeof *nl * (size_t)n->nlist);
-                    if (!nl) {
-                        st = ct_error(CT_ERROR_OUT_OF_MEMORY, "compiled_call", "out of memory");
-                        break;
-                    }
-                    list = nl;
-                    listcap = n->nlist;
-                }
-                for (int k = 0; k < n->nlist; k++)
-                    list[k] = n->list[k] >= 0 ? rt[n->list[k]] : NULL;
-                call.list = list;
-                call.nlist = n->nlist;
-            }
-            call.nscalars = n->nscalars;
-            memcpy(call.s, n->s, sizeof(ct_scalar) * (size_t)n->nscalars);
-            call.nints = n->nints;
-            memcpy(call.ints, n->ints, sizeof(int64_t) * (size_t)n->nints);
-            call.dtype = n->dtype;
-            call.device = n->device;
-            call.has_device = n->has_device;
-            if (n->mode != CT_CALL_FUNCTIONAL) {
-                call.nout = n->nout;
-                for (int k = 0; k < n->nout; k++)
-                    call.out[k] = n->target[k] >= 0 ? ct_retain(rt[n->target[k]]) : NULL;
-            }
-            ct_tls_set_included(n->included);
-            ct_tls_set_excluded(n->excluded | extra);
-            st = ct_dispatch(&call);
-            ct_tls_set_included(inc0);
-            ct_tls_set_excluded(exc0);
-            if (st != CT_OK)
-                break;
-            for (int k = 0; k < n->nout; k++) {
-                if (n->out[k] < 0)
-                    continue;
-                if (!call.out[k]) {
-                    st = ct_error(CT_ERROR_RUNTIME, ct_op_name(n->op), "the replayed call made no result %d", k);
-                    break;
-                }
-                rt[n->out[k]] = ct_retain(call.out[k]);
-            }
-            ct_call_clear_outputs(&call);
+            st = ct_graph_run_node(g, i, rt);
         }
-        /* Release what this node read for the last time (the result and the epilogue's
-         * values have last_use past the end). */
-        for (int k = 0; k < n->nin; k++) {
-            int v = n->in[k];
-            if (v >= 0 && g->values[v].last_use == i && rt[v]) {
-                ct_release(rt[v]);
-                rt[v] = NULL;
-            }
-        }
-        for (int k = 0; k < n->nlist; k++) {
-            int v = n->list[k];
-            if (v >= 0 && g->values[v].last_use == i && rt[v]) {
-                ct_release(rt[v]);
-                rt[v] = NULL;
-            }
-        }
-        /* a result nobody reads */
-        for (int k = 0; k < n->nout; k++) {
-            int v = n->out[k];
-            if (v >= 0 && g->values[v].last_use < 0 && rt[v]) {
-                ct_release(rt[v]);
-                rt[v] = NULL;
-            }
-        }
+        if (st == CT_OK)
+            release_after(g, i, rt);
     }
     ct_scope_end();
     ct_tensor *result = NULL;
@@ -480,7 +486,6 @@ ct_tensor *ct_graph_run(ct_graph *g, ct_tensor *const *inputs, int ninputs, bool
     for (int v = 0; v < g->nvalues; v++)
         ct_release(rt[v]);
     free(rt);
-    free(list);
     if (!*ok) {
         ct_release(result);
         return NULL;

@@ -96,6 +96,9 @@ int64_t ct_graph_print(const ct_graph *g, char *buf, size_t cap);
  * with the error set (a graph without a result returns NULL and no error: *ok says). */
 ct_tensor *ct_graph_run(ct_graph *g, ct_tensor *const *inputs, int ninputs, bool *ok);
 
+/* Runs node i with its kernel; its results go to rt. */
+ct_status ct_graph_run_node(ct_graph *g, int i, ct_tensor **rt);
+
 /* The family of an op as ops.def names it ("UNARY_FLOAT", "VIEW", ...). */
 const char *ct_graph_op_family(ct_op op);
 
@@ -105,5 +108,7 @@ bool ct_codegen_graph(ct_graph *g);
 /* Runs fused group k with the run-time tensors of the graph's values. */
 ct_status ct_codegen_run_group(ct_graph *g, int k, ct_tensor **rt);
 void ct_codegen_free(ct_fused *f);
+/* The first node of fused group k (where it runs). */
+int ct_codegen_group_first(const ct_graph *g, int k);
 
 #endif /* CT_COMPILE_GRAPH_H */
