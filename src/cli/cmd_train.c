@@ -31,6 +31,7 @@ typedef struct {
     uint64_t seed;
     bool quiet;
     bool memory_report; /* allocator peak and RSS at steps 10, 100, 1000, ... */
+    bool compile;       /* forward and backward through ct_compile (docs/compile.md) */
     int64_t synthetic;  /* > 0: that many random training images instead of the data set */
     ct_device device;   /* where the model trains */
 } train_args;
@@ -176,7 +177,7 @@ static int usage_to(FILE *f, int rc) {
             "                                  [--resume FILE.pt] [--eval-limit N] [--device cpu|cuda[:N]] [--quiet]\n"
             "                                  [--schedule constant|cosine|onecycle]\n"
             "                                  [--memory-snapshot FILE[.json]] [--profile TRACE.json]\n"
-            "                                  [--synthetic N] [--memory-report]\n"
+            "                                  [--synthetic N] [--memory-report] [--compile]\n"
             "       ctorch train char-gpt --text FILE [--preset cpu|shakespeare] [--steps N] [options]\n"
             "       ctorch train gpt2 (--train FILE | --synthetic) [--preset 124m|small|tiny] [options]\n"
             "\n"
@@ -219,6 +220,18 @@ static ct_status finish_diagnostics(const train_args *a) {
     if (st != CT_OK)
         fprintf(stderr, "ctorch train: %s\n", ct_last_error());
     return st;
+}
+
+/* --compile: forward and backward of one step as a compiled function, returning
+ * {loss, correct predictions} (the optimizer step keeps host state and runs after it). */
+static ct_tensor *cnn_step(ct_tensor *const *in, int n, void *ud) {
+    (void)n;
+    ct_tensor *hits = NULL;
+    ct_tensor *loss = ct_fashion_cnn_loss_hits(ud, in[0], in[1], &hits);
+    if (!loss || ct_backward(loss, NULL, false, false) != CT_OK)
+        return NULL;
+    const ct_tensor *both[2] = {ct_detach(loss), ct_to_dtype(hits, ct_tensor_dtype(loss))};
+    return ct_stack(both, 2, 0);
 }
 
 static int train_fashion_mnist(const train_args *a) {
@@ -292,6 +305,11 @@ static int train_fashion_mnist(const train_args *a) {
     int64_t steps_per_epoch = dl ? ct_dataloader_len(dl) : 0, total_steps = 0;
     int done_epochs = start_epoch; /* epochs fully trained: a resume starts after them */
     double final_acc = 0;
+    ct_compiled *cstep = NULL;
+    if (rc == 0 && a->compile && !(cstep = ct_compile(cnn_step, &m, 0))) {
+        fprintf(stderr, "ctorch train: %s\n", ct_last_error());
+        rc = 1;
+    }
     for (int epoch = start_epoch; rc == 0 && epoch < a->epochs; epoch++) {
         double t0 = now_s(), loss_avg = 0;
         int64_t seen = 0, correct = 0, step = 0;
@@ -307,10 +325,20 @@ static int train_fashion_mnist(const train_args *a) {
                 break;
             }
             int64_t hits = 0;
-            ct_tensor *loss =
-                ct_fashion_cnn_loss(&m, prepare(batch[0], a->device), ct_to_device(batch[1], a->device), &hits);
+            ct_tensor *loss = NULL;
+            if (cstep) {
+                /* the compiled forward and backward give {loss, hits} */
+                ct_tensor *xy[2] = {prepare(batch[0], a->device), ct_to_device(batch[1], a->device)};
+                ct_tensor *lh = ct_optimizer_zero_grad(opt, true) ? NULL : ct_compiled_call(cstep, xy, 2);
+                double h = 0;
+                loss = lh && ct_item_double(ct_select(lh, 0, 1), &h) == CT_OK ? ct_select(lh, 0, 0) : NULL;
+                hits = (int64_t)h;
+            } else {
+                loss = ct_fashion_cnn_loss(&m, prepare(batch[0], a->device), ct_to_device(batch[1], a->device), &hits);
+            }
             double lv = NAN;
-            if (!loss || ct_optimizer_zero_grad(opt, true) || ct_backward(loss, NULL, false, false) ||
+            if (!loss || (!cstep && ct_optimizer_zero_grad(opt, true)) ||
+                (!cstep && ct_backward(loss, NULL, false, false)) ||
                 ct_optimizer_step(opt) || (sched && ct_lr_scheduler_step(sched)) || ct_item_double(loss, &lv)) {
                 fprintf(stderr, "\nctorch train: %s\n", ct_last_error());
                 rc = 1;
@@ -364,6 +392,7 @@ static int train_fashion_mnist(const train_args *a) {
     }
     if (rc == 0)
         printf("test accuracy: %.2f%%\n", 100 * final_acc);
+    ct_compiled_free(cstep);
     ct_dataloader_free(dl);
     ct_dataset_free(ds);
     ct_lr_scheduler_free(sched);
@@ -393,6 +422,10 @@ int ct_cmd_train(int argc, char **argv) {
         }
         if (strcmp(k, "--memory-report") == 0) {
             a.memory_report = true;
+            continue;
+        }
+        if (strcmp(k, "--compile") == 0) {
+            a.compile = true;
             continue;
         }
         if (!v)

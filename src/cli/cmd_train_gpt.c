@@ -43,6 +43,7 @@ typedef struct {
     uint64_t seed;
     bool quiet, tf32;
     bool memory_report; /* allocator peak and RSS at steps 10, 100, 1000, ... */
+    bool compile;       /* forward and backward through ct_compile (docs/compile.md) */
     ct_device device;
     ct_dtype amp; /* CT_F32: no autocast; CT_BF16 or CT_F16 */
 } gpt_args;
@@ -73,6 +74,7 @@ static void help(const gpt_args *a, FILE *f) {
                 "         [--prompt TEXT] [--sample-out FILE] [--out CKPT.safetensors] [--quiet]\n"
                 "         [--profile TRACE.json] [--resume STATE.pt]\n"
                 "         [--device cpu|cuda[:N]] [--dtype fp32|bf16|fp16] [--tf32] [--memory-report]\n"
+                "         [--compile]\n"
                 "\n"
                 "Trains a character-level GPT (pre-LN blocks, causal attention, tanh-GELU MLP,\n"
                 "head tied to the token embedding) on FILE with AdamW, then samples text from it.\n"
@@ -261,6 +263,7 @@ static int parse_args(gpt_args *a, int argc, char **argv, bool *done) {
                      : strcmp(k, "--tf32") == 0                                ? &a->tf32
                      : strcmp(k, "--memory-report") == 0                       ? &a->memory_report
                      : a->job == JOB_GPT2 && strcmp(k, "--synthetic") == 0 ? &a->synthetic
+                     : a->job == JOB_CHAR && strcmp(k, "--compile") == 0   ? &a->compile
                                                                                : NULL;
         if (flag) { /* options without a value */
             *flag = true;
@@ -356,6 +359,8 @@ static int parse_args(gpt_args *a, int argc, char **argv, bool *done) {
     }
     if (a->amp == CT_F16 && a->device.type != CT_DEVICE_CUDA)
         return usage_error(a, "--dtype fp16 needs --device cuda (on the CPU, use bf16)");
+    if (a->compile && a->amp == CT_F16)
+        return usage_error(a, "--compile does not take --dtype fp16 yet (its gradient scaler reads the loss scale on the host)");
     a->eval_interval = eval_interval > 0 ? eval_interval : (a->steps >= 10 ? a->steps / 10 : a->steps);
     return 0;
 }
@@ -880,6 +885,20 @@ static void describe(const gpt_args *a, const gpt_data *d, const ct_char_gpt *m)
            a->amp == CT_F32 && a->tf32 ? " (TF32 products)" : "");
 }
 
+/* --compile: the step's forward and backward as one compiled function (the optimizer
+ * step keeps host state, so it runs after it, eagerly). */
+typedef struct compiled_step {
+    const gpt_args *a;
+    const ct_char_gpt *m;
+} compiled_step;
+
+static ct_tensor *fwd_bwd(ct_tensor *const *in, int n, void *ud) {
+    (void)n;
+    const compiled_step *s = ud;
+    ct_tensor *loss = model_loss(s->a, s->m, in[0], in[1]);
+    return loss && ct_backward(loss, NULL, false, false) == CT_OK ? loss : NULL;
+}
+
 static int run(gpt_args *a) {
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (a->threads > 0)
@@ -938,16 +957,26 @@ static int run(gpt_args *a) {
      * (and at validation): reading it each step would wait for the GPU every step and
      * leave it idle while the host queues the next one. */
     ct_tensor *loss_sum = NULL;
+    compiled_step cs = {a, &m};
+    ct_compiled *cstep = NULL;
+    if (!rc && a->compile && !(cstep = ct_compile(fwd_bwd, &cs, 0)))
+        rc = fail(a, NULL);
     int64_t in_sum = 0, last_done = start;
     double t0 = now_s(), t_last = t0, avg = NAN, first = NAN;
     for (int64_t step = start; !rc && step < a->steps; step++) {
         ct_scope_begin();
         ct_tensor *x, *y;
         ct_status st = get_batch(a, &d, CT_SPLIT_TRAIN, a->seed, (uint64_t)step, &x, &y);
-        ct_tensor *loss = st ? NULL : model_loss(a, &m, x, y);
+        ct_tensor *loss = NULL;
+        if (cstep) {
+            ct_tensor *xy[2] = {x, y};
+            loss = st || ct_optimizer_zero_grad(opt, true) ? NULL : ct_compiled_call(cstep, xy, 2);
+        } else {
+            loss = st ? NULL : model_loss(a, &m, x, y);
+        }
         ct_tensor *sum = !loss ? NULL : loss_sum ? ct_add(loss_sum, ct_detach(loss)) : ct_detach(loss);
-        if (!sum || ct_optimizer_zero_grad(opt, true) ||
-            ct_backward(scaler ? ct_grad_scaler_scale(scaler, loss) : loss, NULL, false, false) ||
+        if (!sum || (!cstep && ct_optimizer_zero_grad(opt, true)) ||
+            (!cstep && ct_backward(scaler ? ct_grad_scaler_scale(scaler, loss) : loss, NULL, false, false)) ||
             (scaler && a->grad_clip > 0 && ct_grad_scaler_unscale_(scaler, opt)) ||
             (a->grad_clip > 0 && ct_clip_grad_norm_(m.params, m.nparams, a->grad_clip, 2.0, false, NULL)) ||
             (scaler ? ct_grad_scaler_step(scaler, opt) || ct_grad_scaler_update(scaler) : ct_optimizer_step(opt)))
@@ -995,6 +1024,14 @@ static int run(gpt_args *a) {
         }
     }
     ct_release(loss_sum);
+    if (cstep && !a->quiet)
+        printf("compiled step: %lld nodes (%lld captured), %lld in %lld generated kernels, %lld replays\n",
+               (long long)ct_compiled_stat(cstep, CT_COMPILE_STAT_NODES),
+               (long long)ct_compiled_stat(cstep, CT_COMPILE_STAT_CAPTURED_NODES),
+               (long long)ct_compiled_stat(cstep, CT_COMPILE_STAT_FUSED_NODES),
+               (long long)ct_compiled_stat(cstep, CT_COMPILE_STAT_FUSED_GROUPS),
+               (long long)ct_compiled_stat(cstep, CT_COMPILE_STAT_REPLAYS));
+    ct_compiled_free(cstep);
     if (a->profile && ct_profiler_enabled()) {
         if (ct_profiler_stop())
             rc = rc ? rc : fail(a, NULL);

@@ -80,20 +80,33 @@ ct_tensor *ct_fashion_cnn_forward(const ct_fashion_cnn *m, const ct_tensor *x) {
     return logits;
 }
 
-ct_tensor *ct_fashion_cnn_loss(const ct_fashion_cnn *m, const ct_tensor *x, const ct_tensor *y, int64_t *correct) {
+ct_tensor *ct_fashion_cnn_loss_hits(const ct_fashion_cnn *m, const ct_tensor *x, const ct_tensor *y, ct_tensor **hits) {
     ct_scope_begin();
     ct_tensor *logits = ct_fashion_cnn_forward(m, x);
     /* cross-entropy: the mean of -log_softmax at the label */
     ct_tensor *logp = ct_log_softmax(logits, 1, CT_DTYPE_UNDEFINED);
     ct_tensor *picked = ct_gather(logp, 1, ct_unsqueeze(y, 1));
     ct_tensor *loss = ct_neg(ct_mean(picked, NULL, 0, false, CT_DTYPE_UNDEFINED));
-    if (loss && correct) {
+    if (loss && hits) {
         bool prev = ct_set_grad_enabled(false);
-        ct_tensor *hits = ct_sum(ct_eq(ct_argmax_dim(logits, 1, false), y), NULL, 0, false, CT_DTYPE_UNDEFINED);
-        *correct = 0;
-        if (!hits || ct_item_int64(hits, correct) != CT_OK)
+        *hits = ct_keep(ct_sum(ct_eq(ct_argmax_dim(logits, 1, false), y), NULL, 0, false, CT_DTYPE_UNDEFINED));
+        if (!*hits)
             loss = NULL;
         ct_set_grad_enabled(prev);
+    }
+    ct_keep(loss);
+    ct_scope_end();
+    return loss;
+}
+
+ct_tensor *ct_fashion_cnn_loss(const ct_fashion_cnn *m, const ct_tensor *x, const ct_tensor *y, int64_t *correct) {
+    ct_scope_begin();
+    ct_tensor *hits = NULL;
+    ct_tensor *loss = ct_fashion_cnn_loss_hits(m, x, y, correct ? &hits : NULL);
+    if (loss && correct) {
+        *correct = 0;
+        if (ct_item_int64(hits, correct) != CT_OK)
+            loss = NULL;
     }
     ct_keep(loss);
     ct_scope_end();

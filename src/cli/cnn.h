@@ -30,5 +30,8 @@ ct_tensor *ct_fashion_cnn_forward(const ct_fashion_cnn *m, const ct_tensor *x);
 /* Mean cross-entropy of the logits for x against int64 labels y (B); when correct is
  * not NULL it receives how many predictions were right. */
 ct_tensor *ct_fashion_cnn_loss(const ct_fashion_cnn *m, const ct_tensor *x, const ct_tensor *y, int64_t *correct);
+/* The same, with the count of correct predictions left as a 0-d int64 tensor (no host
+ * read, so that a compiled step can hold it). */
+ct_tensor *ct_fashion_cnn_loss_hits(const ct_fashion_cnn *m, const ct_tensor *x, const ct_tensor *y, ct_tensor **hits);
 
 #endif
