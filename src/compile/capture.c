@@ -446,12 +446,40 @@ static bool guard_equal(const guard_key *a, const guard_key *b) {
 
 /* ------------------------------------------------------------ compiled functions */
 
+/* Note [Gradient guards]
+ * What the autograd engine records depends on the .grad of each leaf it reaches: with
+ * none it stores the new gradient (an epilogue write), with one it adds into it in
+ * place (a node writing into that tensor). A graph is valid only while every leaf it
+ * reached has the .grad it had at capture: for a constant (a parameter) that same
+ * tensor or none, for an input at least its presence. These are checked after the
+ * guard key matches; a mismatch captures the entry again (a loop that sets gradients
+ * to None before each step, or one that never does, captures once). */
+typedef struct grad_guard {
+    int value;               /* the leaf's value */
+    const ct_tensor *leaf;   /* a constant leaf (the graph holds it), NULL for an input */
+    const ct_tensor *grad;   /* its .grad at capture (compared by identity, never used) */
+} grad_guard;
+
 typedef struct entry {
     guard_key key;
     bool eager; /* the capture was refused (with CT_COMPILE_EAGER_FALLBACK) */
     ct_graph *g;
     int64_t compile_us;
+    int ngg;
+    grad_guard *gg;
+    int recaptures;
 } entry;
+
+static bool grads_match(const entry *e, ct_tensor *const *inputs) {
+    for (int i = 0; i < e->ngg; i++) {
+        const grad_guard *q = &e->gg[i];
+        const ct_tensor *t = q->leaf ? q->leaf : inputs[e->g->values[q->value].input];
+        const ct_tensor *gr = t ? t->grad : NULL;
+        if (q->leaf ? gr != q->grad : (gr != NULL) != (q->grad != NULL))
+            return false;
+    }
+    return true;
+}
 
 struct ct_compiled {
     ct_compile_fn fn;
@@ -491,6 +519,7 @@ void ct_compiled_free(ct_compiled *c) {
         return;
     for (int i = 0; i < c->nentries; i++) {
         free(c->entries[i].key.k);
+        free(c->entries[i].gg);
         ct_graph_free(c->entries[i].g);
     }
     free(c);
@@ -603,6 +632,19 @@ static ct_tensor *run_capture(ct_compiled *cc, entry *e, ct_tensor *const *input
         ct_graph_free(g);
         return NULL;
     }
+    free(e->gg);
+    e->gg = calloc((size_t)c.nleaf + 1, sizeof *e->gg);
+    if (!e->gg) {
+        capture_release(&c);
+        ct_graph_free(g);
+        capture_oom(&c);
+        return NULL;
+    }
+    e->ngg = c.nleaf;
+    for (int i = 0; i < c.nleaf; i++) {
+        const ct_gvalue *v = &g->values[c.leaves[i].value];
+        e->gg[i] = (grad_guard){c.leaves[i].value, v->kind == CT_GV_CONST ? v->constant : NULL, c.leaves[i].grad};
+    }
     capture_release(&c);
     if (!(cc->flags & CT_COMPILE_NO_PASSES)) {
         ct_graph_cse(g);
@@ -665,6 +707,32 @@ ct_tensor *ct_compiled_call(ct_compiled *c, ct_tensor *const *inputs, int ninput
         c->last = i;
         if (e->eager)
             return run_eager(c, inputs, ninputs);
+        if (!grads_match(e, inputs)) {
+            /* Note [Gradient guards]: capture this entry again */
+            if (++e->recaptures > MAX_ENTRIES) {
+                if (!c->warned_full) {
+                    c->warned_full = true;
+                    fprintf(stderr, "[ct] warning: compile: the gradients a compiled function reaches keep changing "
+                                    "between calls; it runs eagerly\n");
+                }
+                ct_graph_free(e->g);
+                e->g = NULL;
+                e->eager = true;
+                return run_eager(c, inputs, ninputs);
+            }
+            ct_graph_free(e->g);
+            e->g = NULL;
+            c->captures++;
+            ct_tensor *r = run_capture(c, e, inputs, ninputs);
+            if (!e->g && !e->eager) {
+                /* the capture failed: the entry goes, with its key */
+                free(e->key.k);
+                free(e->gg);
+                *e = c->entries[--c->nentries];
+                c->last = -1;
+            }
+            return r;
+        }
         c->replays++;
         bool ok;
         ct_tensor *r = ct_graph_run(e->g, inputs, ninputs, &ok);
@@ -692,7 +760,9 @@ ct_tensor *ct_compiled_call(ct_compiled *c, ct_tensor *const *inputs, int ninput
         c->last = c->nentries++;
     } else {
         free(gk.k);
+        free(e->gg);
         e->key.k = NULL;
+        e->gg = NULL;
     }
     return r;
 }

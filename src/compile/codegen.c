@@ -300,7 +300,7 @@ static void emit_group(sbuf *b, const ct_graph *g, const group *gr, int k, int *
  * A build writes to temporary names and renames them into place (object first, then
  * its sum), so concurrent processes never see half an entry; the source stays beside
  * the object as <name>.c, for reading. */
-static const char *cc_flags = "-O2 -std=c11 -march=native -ffp-contract=off -fopenmp -fPIC -shared";
+static const char *cc_flags = "-O3 -std=c11 -march=native -ffp-contract=off -fopenmp -fPIC -shared";
 
 static const char *cc_path(void) {
     const char *cc = getenv("CT_COMPILE_CC");

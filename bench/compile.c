@@ -1,0 +1,231 @@
+/* bench/compile: what ct_compile costs and gains on the CPU.
+ *
+ *   bench/compile [--threads N] [--steps N] [--numel N]
+ *
+ * - chain: a chain of 12 pointwise ops over numel float32 elements (default 2^20),
+ *   eager against compiled (one generated kernel), ms per call, median of --steps
+ *   calls, alternating; the compile time of its capture with an empty cache (cold)
+ *   and with the object cached (warm);
+ * - char: the forward and backward of bench/train_char_gpt's CPU step (vocab 65,
+ *   block 64, 4 layers, 4 heads, embd 128, batch 16), eager against compiled, ms per
+ *   step (median, alternating), with the AdamW step after each, eagerly in both; the
+ *   compile time of its capture, cold and warm.
+ *
+ * The cold figures build in a fresh directory under /tmp (CT_COMPILE_CACHE is set for
+ * the run). Results are checked: the chain's compiled result must equal eager's bit
+ * for bit, and the step's losses must match. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench_util.h"
+#include "cli/gpt.h"
+#include "ctorch.h"
+
+static ct_tensor *chain(ct_tensor *const *in, int n, void *ud) {
+    (void)n;
+    (void)ud;
+    ct_tensor *a = ct_sub_alpha(ct_mul(in[0], in[1]), in[1], ct_scalar_float(0.3));
+    ct_tensor *b = ct_add(ct_tanh(a), ct_sigmoid(ct_neg(in[0])));
+    ct_tensor *c = ct_div(ct_exp(ct_abs(b)), ct_add_scalar(ct_relu(in[1]), ct_scalar_float(1.5)));
+    return ct_mul_scalar(c, ct_scalar_int(3));
+}
+
+static int fail(void) {
+    fprintf(stderr, "bench/compile: %s\n", ct_last_error());
+    return 1;
+}
+
+static double median(double *v, int n) {
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static bool same(const ct_tensor *a, const ct_tensor *b) {
+    return a && b && ct_tensor_numel(a) == ct_tensor_numel(b) &&
+           memcmp(ct_tensor_data(a), ct_tensor_data(b), (size_t)ct_tensor_numel(a) * sizeof(float)) == 0;
+}
+
+/* Captures fn on in (eager call, then the capture) and returns its compile time in ms. */
+static double capture_ms(ct_compiled *c, ct_tensor *const *in, int n) {
+    for (int k = 0; k < 2; k++) {
+        ct_scope_begin();
+        ct_tensor *r = ct_compiled_call(c, in, n);
+        ct_scope_end();
+        if (!r)
+            return -1;
+    }
+    return (double)ct_compiled_stat(c, CT_COMPILE_STAT_COMPILE_US) / 1e3;
+}
+
+static int bench_chain(int steps, int64_t numel) {
+    ct_scope_begin();
+    ct_tensor *in[2] = {ct_randn(CT_SHAPE(numel), CT_F32, CT_CPU), ct_randn(CT_SHAPE(numel), CT_F32, CT_CPU)};
+    ct_compiled *cold = ct_compile(chain, NULL, 0), *warm = ct_compile(chain, NULL, 0);
+    double cold_ms = capture_ms(cold, in, 2), warm_ms = capture_ms(warm, in, 2);
+    if (cold_ms < 0 || warm_ms < 0)
+        return fail();
+    double *te = calloc((size_t)steps, sizeof *te), *tc = calloc((size_t)steps, sizeof *tc);
+    bool ok = te && tc;
+    for (int i = 0; ok && i < steps; i++) {
+        ct_scope_begin();
+        double t0 = now();
+        ct_tensor *e = chain(in, 2, NULL);
+        double t1 = now();
+        ct_tensor *c = ct_compiled_call(warm, in, 2);
+        double t2 = now();
+        ok = same(e, c);
+        te[i] = t1 - t0;
+        tc[i] = t2 - t1;
+        ct_scope_end();
+    }
+    if (!ok) {
+        fprintf(stderr, "bench/compile: the compiled chain differs from eager (or failed: %s)\n", ct_last_error());
+        return 1;
+    }
+    double me = median(te, steps), mc = median(tc, steps);
+    double gb = (double)numel * 4 * 3 / 1e9; /* two inputs read, one output written */
+    printf("compile.chain.numel %lld\n", (long long)numel);
+    printf("compile.chain.kernels %lld (%lld nodes)\n", (long long)ct_compiled_stat(warm, CT_COMPILE_STAT_FUSED_GROUPS),
+           (long long)ct_compiled_stat(warm, CT_COMPILE_STAT_FUSED_NODES));
+    printf("compile.chain.cold_compile_ms %.1f ms\n", cold_ms);
+    printf("compile.chain.warm_compile_ms %.2f ms\n", warm_ms);
+    printf("compile.chain.eager_ms %.3f ms\n", me * 1e3);
+    printf("compile.chain.compiled_ms %.3f ms\n", mc * 1e3);
+    printf("compile.chain.speedup %.2fx\n", me / mc);
+    printf("compile.chain.compiled_gb_per_s %.1f GB/s (inputs read and result written)\n", gb / mc);
+    free(te);
+    free(tc);
+    ct_compiled_free(cold);
+    ct_compiled_free(warm);
+    ct_scope_end();
+    return 0;
+}
+
+typedef struct step_ctx {
+    ct_char_gpt *m;
+} step_ctx;
+
+static ct_tensor *fwd_bwd(ct_tensor *const *in, int n, void *ud) {
+    (void)n;
+    step_ctx *s = ud;
+    ct_tensor *loss = ct_char_gpt_loss(s->m, in[0], in[1]);
+    return loss && ct_backward(loss, NULL, false, false) == CT_OK ? loss : NULL;
+}
+
+static int bench_char(int steps) {
+    ct_char_gpt_config cfg = {.vocab = 65, .block = 64, .n_layer = 4, .n_head = 4, .n_embd = 128};
+    ct_char_gpt me, mc;
+    ct_manual_seed(0);
+    if (ct_char_gpt_init(&me, &cfg))
+        return fail();
+    ct_manual_seed(0);
+    if (ct_char_gpt_init(&mc, &cfg))
+        return fail();
+    ct_optim_options o = ct_adamw_options(3e-4);
+    ct_optimizer *oe = ct_optimizer_new(CT_OPTIM_ADAMW, me.params, me.nparams, &o);
+    ct_optimizer *oc = ct_optimizer_new(CT_OPTIM_ADAMW, mc.params, mc.nparams, &o);
+    ct_tensor *x = ct_randint(0, cfg.vocab, CT_SHAPE(16, cfg.block), CT_I64, CT_CPU);
+    ct_tensor *y = ct_randint(0, cfg.vocab, CT_SHAPE(16, cfg.block), CT_I64, CT_CPU);
+    if (!oe || !oc || !x || !y)
+        return fail();
+    step_ctx se = {&me}, sc = {&mc};
+    ct_compiled *cold = ct_compile(fwd_bwd, &sc, 0);
+    ct_tensor *in[2] = {x, y};
+    /* the compiled model's first two steps: eager and capture (cold) */
+    double cold_ms = -1;
+    for (int k = 0; k < 2; k++) {
+        ct_scope_begin();
+        bool ok = !ct_optimizer_zero_grad(oc, true) && ct_compiled_call(cold, in, 2) && !ct_optimizer_step(oc) &&
+                  !ct_optimizer_zero_grad(oe, true) && fwd_bwd(in, 2, &se) && !ct_optimizer_step(oe);
+        ct_scope_end();
+        if (!ok)
+            return fail();
+    }
+    cold_ms = (double)ct_compiled_stat(cold, CT_COMPILE_STAT_COMPILE_US) / 1e3;
+    /* warm: a second compiled function over the same model finds the cache filled */
+    ct_compiled *c = ct_compile(fwd_bwd, &sc, 0);
+    double warm_ms = capture_ms(c, in, 2);
+    if (warm_ms < 0)
+        return fail();
+    double *te = calloc((size_t)steps, sizeof *te), *tc = calloc((size_t)steps, sizeof *tc);
+    bool ok = te && tc;
+    double max_diff = 0;
+    for (int i = 0; ok && i < steps; i++) {
+        ct_scope_begin();
+        double t0 = now();
+        ct_tensor *le = NULL, *lc = NULL;
+        ok = !ct_optimizer_zero_grad(oe, true) && (le = fwd_bwd(in, 2, &se)) && !ct_optimizer_step(oe);
+        double t1 = now();
+        ok = ok && !ct_optimizer_zero_grad(oc, true) && (lc = ct_compiled_call(c, in, 2)) && !ct_optimizer_step(oc);
+        double t2 = now();
+        double a = 0, b = 0;
+        ok = ok && !ct_item_double(le, &a) && !ct_item_double(lc, &b);
+        max_diff = fmax(max_diff, fabs(a - b));
+        te[i] = t1 - t0;
+        tc[i] = t2 - t1;
+        ct_scope_end();
+    }
+    if (!ok)
+        return fail();
+    double med_e = median(te, steps), med_c = median(tc, steps);
+    printf("compile.char.nodes %lld (captured %lld), %lld in %lld generated kernels\n",
+           (long long)ct_compiled_stat(c, CT_COMPILE_STAT_NODES),
+           (long long)ct_compiled_stat(c, CT_COMPILE_STAT_CAPTURED_NODES),
+           (long long)ct_compiled_stat(c, CT_COMPILE_STAT_FUSED_NODES),
+           (long long)ct_compiled_stat(c, CT_COMPILE_STAT_FUSED_GROUPS));
+    printf("compile.char.cold_compile_ms %.1f ms\n", cold_ms);
+    printf("compile.char.warm_compile_ms %.2f ms\n", warm_ms);
+    printf("compile.char.eager_ms_per_step %.2f ms\n", med_e * 1e3);
+    printf("compile.char.compiled_ms_per_step %.2f ms\n", med_c * 1e3);
+    printf("compile.char.speedup %.2fx\n", med_e / med_c);
+    printf("compile.char.max_loss_diff %.3g\n", max_diff);
+    free(te);
+    free(tc);
+    ct_compiled_free(cold);
+    ct_compiled_free(c);
+    ct_optimizer_free(oe);
+    ct_optimizer_free(oc);
+    ct_char_gpt_free(&me);
+    ct_char_gpt_free(&mc);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    int steps = 21, threads = 0;
+    int64_t numel = 1 << 20;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (strcmp(argv[i], "--steps") == 0)
+            steps = atoi(argv[i + 1]);
+        else if (strcmp(argv[i], "--threads") == 0)
+            threads = atoi(argv[i + 1]);
+        else if (strcmp(argv[i], "--numel") == 0)
+            numel = atoll(argv[i + 1]);
+        else
+            steps = 0;
+    }
+    if (steps < 1 || numel < 1 || (argc % 2) == 0) {
+        fprintf(stderr, "usage: compile [--threads N] [--steps N>=1] [--numel N>=1]\n");
+        return 2;
+    }
+    if (threads > 0)
+        ct_set_num_threads(threads);
+    char dir[] = "/tmp/ct_bench_compile_XXXXXX";
+    if (!mkdtemp(dir)) {
+        perror("bench/compile: mkdtemp");
+        return 1;
+    }
+    setenv("CT_COMPILE_CACHE", dir, 1);
+    ct_scope_begin();
+    int rc = bench_chain(steps, numel);
+    if (!rc)
+        rc = bench_char(steps);
+    ct_scope_end();
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    if (system(cmd) != 0)
+        rc = rc ? rc : 1;
+    return rc;
+}
