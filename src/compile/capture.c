@@ -649,6 +649,7 @@ static ct_tensor *run_capture(ct_compiled *cc, entry *e, ct_tensor *const *input
     if (!(cc->flags & CT_COMPILE_NO_PASSES)) {
         ct_graph_cse(g);
         ct_graph_dce(g);
+        ct_graph_drop_copies(g);
     }
     ct_graph_analyse(g);
     if (!(cc->flags & CT_COMPILE_NO_CODEGEN))

@@ -255,6 +255,42 @@ void ct_graph_cse(ct_graph *g) {
     free(cand);
 }
 
+/* Note [Copies of dying values]
+ * The autograd engine stores a fresh gradient as .grad itself when nothing else holds
+ * it, and a copy otherwise (Note [Stealing the gradient] in src/autograd/engine.c). A
+ * capture holds every tensor it saw, so it records copies that an eager step would not
+ * make. In a training step's graph, clone(v) -> w runs as w = v when v is a value the
+ * graph made, nothing reads v afterwards, no other live value or any input or constant
+ * shares its storage, and w would have v's layout: no one can tell the copy from the
+ * original. */
+void ct_graph_drop_copies(ct_graph *g) {
+    if (!g->no_autograd)
+        return;
+    ct_graph_analyse(g);
+    for (int i = 0; i < g->nnodes; i++) {
+        ct_gnode *n = &g->nodes[i];
+        if (n->dead || n->op != CT_OP_clone || n->mode != CT_CALL_FUNCTIONAL || n->nin < 1 || n->in[0] < 0 ||
+            n->nout != 1 || n->out[0] < 0)
+            continue;
+        const int v = n->in[0], w = n->out[0];
+        const ct_gvalue *a = &g->values[v], *b = &g->values[w];
+        if (a->kind != CT_GV_NODE || a->uses != 1 || a->dtype != b->dtype || a->ndim != b->ndim ||
+            a->offset != b->offset || memcmp(a->shape, b->shape, sizeof(int64_t) * (size_t)a->ndim) ||
+            memcmp(a->strides, b->strides, sizeof(int64_t) * (size_t)a->ndim))
+            continue;
+        bool shared = false;
+        for (int u = 0; u < g->nvalues && !shared; u++)
+            if (u != v && g->values[u].storage == a->storage)
+                shared = g->values[u].kind != CT_GV_NODE || g->values[u].last_use >= i ||
+                         (g->values[u].node >= i && g->values[u].node != i);
+        if (shared)
+            continue;
+        replace_uses(g, i + 1, w, v);
+        n->dead = true;
+        ct_graph_analyse(g);
+    }
+}
+
 /* ------------------------------------------------------------ printing */
 
 typedef struct pbuf {

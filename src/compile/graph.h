@@ -90,6 +90,9 @@ void ct_graph_analyse(ct_graph *g);
 /* Passes (graph.c): dead-code elimination and common subexpressions. */
 void ct_graph_dce(ct_graph *g);
 void ct_graph_cse(ct_graph *g);
+/* Note [Copies of dying values]: clones of values that die at the clone, in training
+ * steps. */
+void ct_graph_drop_copies(ct_graph *g);
 /* One line per live node into buf (snprintf-style); returns the full length. */
 int64_t ct_graph_print(const ct_graph *g, char *buf, size_t cap);
 /* Runs the graph on inputs; returns the result (owned by the innermost scope), or NULL
