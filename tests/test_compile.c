@@ -552,6 +552,89 @@ static void test_cache(void **state) {
     setenv("CT_COMPILE_CACHE", main_cache, 1);
 }
 
+/* ------------------------------------------------------------ random ops, input writes, the log */
+
+static ct_tensor *with_dropout(ct_tensor *const *in, int n, void *ud) {
+    (void)n;
+    (void)ud;
+    return ct_add(ct_dropout(ct_tanh(in[0]), 0.5, true), in[0]);
+}
+
+/* Random ops replay in the eager order: the same seed gives the same masks. */
+static void test_random(void **state) {
+    (void)state;
+    ct_compiled *c = ct_compile(with_dropout, NULL, 0);
+    ct_scope_begin();
+    ct_tensor *in[1] = {randn(CT_SHAPE(64, 33), CT_F32)};
+    for (int k = 0; k < 4; k++) {
+        ct_manual_seed(100 + (uint64_t)k);
+        ct_tensor *want = with_dropout(in, 1, NULL);
+        ct_manual_seed(100 + (uint64_t)k);
+        assert_same(ct_compiled_call(c, in, 1), want);
+    }
+    ct_scope_end();
+    assert_int_equal(ct_compiled_stat(c, CT_COMPILE_STAT_REPLAYS), 2);
+    ct_compiled_free(c);
+}
+
+static ct_tensor *writes_input(ct_tensor *const *in, int n, void *ud) {
+    (void)n;
+    (void)ud;
+    ct_mul_scalar_(in[0], ct_scalar_float(2));
+    ct_tensor *v = ct_narrow(in[0], 0, 1, 1);
+    ct_add_(v, in[1]);
+    return ct_exp(in[0]);
+}
+
+/* In-place writes into the inputs (through a view too) reach the replayed call's inputs. */
+static void test_input_writes(void **state) {
+    (void)state;
+    ct_compiled *c = ct_compile(writes_input, NULL, 0);
+    ct_scope_begin();
+    for (int k = 0; k < 4; k++) {
+        ct_tensor *a = randn(CT_SHAPE(3, 5), CT_F32), *b = randn(CT_SHAPE(1, 5), CT_F32);
+        ct_tensor *a2 = ct_clone(a);
+        ct_tensor *in[2] = {a, b}, *in2[2] = {a2, b};
+        ct_tensor *want = writes_input(in2, 2, NULL);
+        assert_same(ct_compiled_call(c, in, 2), want);
+        assert_same(a, a2);
+    }
+    ct_scope_end();
+    assert_int_equal(ct_compiled_stat(c, CT_COMPILE_STAT_REPLAYS), 2);
+    ct_compiled_free(c);
+}
+
+/* The structured log gets the graph and the generated code. */
+static void test_trace_events(void **state) {
+    (void)state;
+    char dir[] = "/tmp/ct_compile_trace_XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    assert_int_equal(ct_trace_log_start(dir), CT_OK);
+    char path[512];
+    snprintf(path, sizeof path, "%s", ct_trace_log_path());
+    ct_compiled *c = ct_compile(chain, NULL, 0);
+    ct_scope_begin();
+    ct_tensor *in[2] = {randn(CT_SHAPE(33), CT_F32), randn(CT_SHAPE(33), CT_F32)};
+    for (int k = 0; k < 3; k++)
+        CT_ASSERT_OK(ct_compiled_call(c, in, 2));
+    ct_scope_end();
+    ct_compiled_free(c);
+    assert_int_equal(ct_trace_log_stop(), CT_OK);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    static char text[1 << 16];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    text[n] = '\0';
+    fclose(f);
+    assert_non_null(strstr(text, "\"compile_graph\": {\"captured_nodes\": 12"));
+    assert_non_null(strstr(text, "\"compile_output_code\": {\"groups\": 1"));
+    assert_non_null(strstr(text, "void ct_fused_0("));
+    assert_non_null(strstr(text, "= tanh(%"));
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_protocol),
@@ -566,6 +649,9 @@ int main(void) {
         cmocka_unit_test(test_gradcheck),
         cmocka_unit_test(test_codegen_bitwise),
         cmocka_unit_test(test_cache),
+        cmocka_unit_test(test_random),
+        cmocka_unit_test(test_input_writes),
+        cmocka_unit_test(test_trace_events),
     };
     snprintf(main_cache, sizeof main_cache, "/tmp/ct_compile_test_XXXXXX");
     if (!mkdtemp(main_cache))
