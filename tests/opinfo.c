@@ -736,6 +736,39 @@ static bool red_has_empty_reduction(const ct_tensor *a, uint32_t mask) {
     return false;
 }
 
+typedef struct red_call {
+    const ct_opinfo_red *info;
+    const int64_t *dims;
+    int ndims;
+    bool keepdim;
+    ct_dtype requested;
+} red_call;
+
+static ct_tensor *red_compiled_fn(ct_tensor *const *in, int n, void *ud) {
+    (void)n;
+    const red_call *r = ud;
+    return r->info->call(in[0], r->dims, r->ndims, r->keepdim, r->requested, NULL);
+}
+
+/* The reduction through ct_compile: eager, captured, replayed; each equals got. */
+static void red_check_compiled(const ct_opinfo_red *info, const ct_tensor *got, ct_tensor *a, const int64_t *dims,
+                               int ndims, bool keepdim, ct_dtype requested) {
+    red_call rc = {info, dims, ndims, keepdim, requested};
+    ct_compiled *c = ct_compile(red_compiled_fn, &rc, 0);
+    CT_ASSERT_OK(c);
+    for (int k = 0; k < 3; k++) {
+        ct_scope_begin();
+        ct_tensor *r = ct_compiled_call(c, &a, 1);
+        if (!r)
+            fail_msg("%s through ct_compile (call %d) failed: %s", info->name, k + 1, ct_last_error());
+        if (!same_bits(r, got))
+            fail_msg("%s through ct_compile (call %d): result differs from the eager call", info->name, k + 1);
+        ct_scope_end();
+    }
+    assert_int_equal(ct_compiled_stat(c, CT_COMPILE_STAT_REPLAYS), 1);
+    ct_compiled_free(c);
+}
+
 static void red_run_one(const ct_opinfo_red *info, const int64_t *shape, int nd, ct_dtype d, red_layout lay,
                         const int64_t *dims, int ndims, bool keepdim, ct_dtype requested) {
     ct_scope_begin();
@@ -785,6 +818,7 @@ static void red_run_one(const ct_opinfo_red *info, const int64_t *shape, int nd,
         red_check_values(info, got, a, mask, requested, "functional");
     }
     red_check_meta(info, got, a, dims, ndims, keepdim, requested);
+    red_check_compiled(info, got, a, dims, ndims, keepdim, requested);
     if (cuda_pass()) {
         ct_tensor *ga = ct_test_to_device_as(a, CT_CUDA(0));
         if (!ga)
