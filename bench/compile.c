@@ -6,6 +6,8 @@
  *   eager against compiled (one generated kernel), ms per call, median of --steps
  *   calls, alternating; the compile time of its capture with an empty cache (cold)
  *   and with the object cached (warm);
+ * - softmax: softmax(x / 8 + bias) over 2048 rows of 1024, eager against compiled (one
+ *   row kernel), and against a copy of as many bytes (the bandwidth bound);
  * - char: the forward and backward of bench/train_char_gpt's CPU step (vocab 65,
  *   block 64, 4 layers, 4 heads, embd 128, batch 16), eager against compiled, ms per
  *   step (median, alternating), with the AdamW step after each, eagerly in both; the
@@ -100,6 +102,62 @@ static int bench_chain(int steps, int64_t numel) {
     free(tc);
     ct_compiled_free(cold);
     ct_compiled_free(warm);
+    ct_scope_end();
+    return 0;
+}
+
+static ct_tensor *scaled_softmax(ct_tensor *const *in, int n, void *ud) {
+    (void)n;
+    (void)ud;
+    return ct_softmax(ct_add(ct_mul_scalar(in[0], ct_scalar_float(0.125)), in[1]), -1, CT_DTYPE_UNDEFINED);
+}
+
+/* softmax(x / 8 + bias) over rows of 1024: eager, compiled (one row kernel), and the
+ * copy of the same bytes (two tensors read, one written) as the bandwidth bound. */
+static int bench_softmax(int steps) {
+    const int64_t rows = 2048, cols = 1024;
+    ct_scope_begin();
+    ct_tensor *in[2] = {ct_randn(CT_SHAPE(rows, cols), CT_F32, CT_CPU), ct_randn(CT_SHAPE(rows, cols), CT_F32, CT_CPU)};
+    ct_tensor *dst = ct_empty(CT_SHAPE(2 * rows, cols), CT_F32, CT_CPU);
+    ct_tensor *src = ct_randn(CT_SHAPE(2 * rows, cols), CT_F32, CT_CPU);
+    ct_compiled *c = ct_compile(scaled_softmax, NULL, 0);
+    if (capture_ms(c, in, 2) < 0 || !dst || !src)
+        return fail();
+    double *te = calloc((size_t)steps, sizeof *te), *tc = calloc((size_t)steps, sizeof *tc),
+           *tm = calloc((size_t)steps, sizeof *tm);
+    bool ok = te && tc && tm;
+    for (int i = 0; ok && i < steps; i++) {
+        ct_scope_begin();
+        double t0 = now();
+        ct_tensor *e = scaled_softmax(in, 2, NULL);
+        double t1 = now();
+        ct_tensor *r = ct_compiled_call(c, in, 2);
+        double t2 = now();
+        ok = same(e, r) && ct_copy_(dst, src) != NULL;
+        double t3 = now();
+        te[i] = t1 - t0;
+        tc[i] = t2 - t1;
+        tm[i] = t3 - t2;
+        ct_scope_end();
+    }
+    if (!ok) {
+        fprintf(stderr, "bench/compile: the compiled softmax differs from eager (or failed: %s)\n", ct_last_error());
+        return 1;
+    }
+    double me = median(te, steps), mc = median(tc, steps), mm = median(tm, steps);
+    double gb = (double)rows * (double)cols * 4 * 3 / 1e9;
+    printf("compile.softmax.kernels %lld (%lld nodes)\n", (long long)ct_compiled_stat(c, CT_COMPILE_STAT_FUSED_GROUPS),
+           (long long)ct_compiled_stat(c, CT_COMPILE_STAT_FUSED_NODES));
+    printf("compile.softmax.eager_ms %.3f ms\n", me * 1e3);
+    printf("compile.softmax.compiled_ms %.3f ms\n", mc * 1e3);
+    printf("compile.softmax.speedup %.2fx\n", me / mc);
+    printf("compile.softmax.compiled_gb_per_s %.1f GB/s\n", gb / mc);
+    printf("compile.softmax.copy_gb_per_s %.1f GB/s (a copy of as many bytes)\n", gb / mm);
+    printf("compile.softmax.fraction_of_copy %.2f\n", mm / mc);
+    free(te);
+    free(tc);
+    free(tm);
+    ct_compiled_free(c);
     ct_scope_end();
     return 0;
 }
@@ -220,6 +278,8 @@ int main(int argc, char **argv) {
     setenv("CT_COMPILE_CACHE", dir, 1);
     ct_scope_begin();
     int rc = bench_chain(steps, numel);
+    if (!rc)
+        rc = bench_softmax(steps);
     if (!rc)
         rc = bench_char(steps);
     ct_scope_end();

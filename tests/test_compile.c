@@ -477,6 +477,42 @@ static void test_codegen_bitwise(void **state) {
     }
 }
 
+/* softmax and log_softmax over the last dim, with pointwise producers and consumers */
+static ct_tensor *attn_like(ct_tensor *const *in, int n, void *ud) {
+    (void)n;
+    (void)ud;
+    ct_tensor *s = ct_add(ct_mul_scalar(in[0], ct_scalar_float(0.125)), in[1]);
+    ct_tensor *p = ct_softmax(s, -1, CT_DTYPE_UNDEFINED);
+    ct_tensor *l = ct_log_softmax(ct_tanh(s), ct_tensor_dim(s) - 1, CT_DTYPE_UNDEFINED);
+    return ct_add(ct_mul(p, in[1]), l);
+}
+
+static void test_codegen_rows(void **state) {
+    (void)state;
+    const int64_t rows[] = {1, 37, 1024, 1025};
+    for (size_t k = 0; k < sizeof rows / sizeof rows[0]; k++) {
+        ct_compiled *c = ct_compile(attn_like, NULL, 0);
+        ct_scope_begin();
+        for (int call = 0; call < 4; call++) {
+            ct_tensor *in[2] = {ct_mul_scalar(randn(CT_SHAPE(5, rows[k]), CT_F32), ct_scalar_float(4)),
+                                randn(CT_SHAPE(5, rows[k]), CT_F32)};
+            float *p = ct_tensor_data(in[0]);
+            p[0] = NAN;                       /* a NaN row */
+            p[2 * rows[k]] = -INFINITY;       /* rows with infinities */
+            p[3 * rows[k]] = INFINITY;
+            assert_same(ct_compiled_call(c, in, 2), attn_like(in, 2, NULL));
+        }
+        ct_scope_end();
+        assert_int_equal(ct_compiled_stat(c, CT_COMPILE_STAT_REPLAYS), 2);
+        /* one row group; rows longer than 1024 leave the softmaxes to their kernels, and the
+         * pointwise nodes around them make two groups */
+        assert_int_equal(ct_compiled_stat(c, CT_COMPILE_STAT_FUSED_GROUPS), rows[k] <= 1024 ? 1 : 2);
+        if (rows[k] <= 1024)
+            assert_int_equal(ct_compiled_stat(c, CT_COMPILE_STAT_FUSED_NODES), 7);
+        ct_compiled_free(c);
+    }
+}
+
 static char cache_dir[256];
 static char main_cache[256]; /* the other tests' cache, removed at the end */
 
@@ -648,6 +684,7 @@ int main(void) {
         cmocka_unit_test(test_optimizer_refused),
         cmocka_unit_test(test_gradcheck),
         cmocka_unit_test(test_codegen_bitwise),
+        cmocka_unit_test(test_codegen_rows),
         cmocka_unit_test(test_cache),
         cmocka_unit_test(test_random),
         cmocka_unit_test(test_input_writes),
