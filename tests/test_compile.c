@@ -640,6 +640,33 @@ static void test_input_writes(void **state) {
     ct_compiled_free(c);
 }
 
+/* Inputs that alias at capture are a different key from inputs that do not. */
+static ct_tensor *add_into_first(ct_tensor *const *in, int n, void *ud) {
+    (void)n;
+    (void)ud;
+    ct_add_(in[0], in[1]);
+    return ct_mul(in[0], in[1]);
+}
+
+static void test_aliased_inputs(void **state) {
+    (void)state;
+    ct_compiled *c = ct_compile(add_into_first, NULL, 0);
+    ct_scope_begin();
+    for (int k = 0; k < 6; k++) {
+        ct_tensor *a = randn(CT_SHAPE(4), CT_F32), *b = randn(CT_SHAPE(4), CT_F32);
+        bool same_tensor = k % 2 == 1;
+        ct_tensor *a2 = ct_clone(a), *b2 = same_tensor ? a2 : ct_clone(b);
+        ct_tensor *in[2] = {a, same_tensor ? a : b}, *in2[2] = {a2, b2};
+        ct_tensor *want = add_into_first(in2, 2, NULL);
+        assert_same(ct_compiled_call(c, in, 2), want);
+        assert_same(a, a2);
+    }
+    ct_scope_end();
+    assert_int_equal(ct_compiled_stat(c, CT_COMPILE_STAT_ENTRIES), 2);
+    assert_int_equal(ct_compiled_stat(c, CT_COMPILE_STAT_REPLAYS), 3);
+    ct_compiled_free(c);
+}
+
 /* The structured log gets the graph and the generated code. */
 static void test_trace_events(void **state) {
     (void)state;
@@ -688,6 +715,7 @@ int main(void) {
         cmocka_unit_test(test_cache),
         cmocka_unit_test(test_random),
         cmocka_unit_test(test_input_writes),
+        cmocka_unit_test(test_aliased_inputs),
         cmocka_unit_test(test_trace_events),
     };
     snprintf(main_cache, sizeof main_cache, "/tmp/ct_compile_test_XXXXXX");

@@ -399,7 +399,8 @@ void ct_compile_register(void) {
  * One int64 array per call, compared with memcmp: the global state first (grad mode
  * and autocast as the thread's functionality keys, the autocast dtypes, the default
  * dtype, the dispatcher's generation, which ct_op_override bumps), then per input its
- * presence, dtype, device, requires_grad, sizes, strides and storage offset. ctorch
+ * presence, dtype, device, requires_grad, sizes, strides, storage offset and which
+ * earlier input shares its storage, if one does. ctorch
  * has no deterministic-algorithms flag yet; when it gets one it joins the global part. */
 typedef struct guard_key {
     int n;
@@ -407,7 +408,7 @@ typedef struct guard_key {
 } guard_key;
 
 static bool guard_build(guard_key *gk, ct_tensor *const *inputs, int ninputs) {
-    int n = 8 + ninputs * (6 + 2 * CT_MAX_DIMS + 1);
+    int n = 8 + ninputs * (7 + 2 * CT_MAX_DIMS + 1);
     int64_t *k = calloc((size_t)n, sizeof *k);
     if (!k)
         return false;
@@ -434,6 +435,14 @@ static bool guard_build(guard_key *gk, ct_tensor *const *inputs, int ninputs) {
             k[at++] = t->strides[d];
         }
         k[at++] = t->offset;
+        /* the first earlier input sharing its storage: a graph captured with two
+         * arguments that alias (one tensor passed twice, a view and its base) must not
+         * replay on two that do not, nor the other way round */
+        int64_t alias = -1;
+        for (int j = 0; j < i && alias < 0; j++)
+            if (inputs[j] && inputs[j]->storage == t->storage)
+                alias = j;
+        k[at++] = alias;
     }
     gk->n = at;
     gk->k = k;
