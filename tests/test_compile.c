@@ -404,6 +404,33 @@ static void test_optimizer_refused(void **state) {
     ct_scope_end();
 }
 
+static ct_tensor *step_clips(ct_tensor *const *in, int n, void *ud) {
+    (void)n;
+    model *m = ud;
+    ct_tensor *loss = ct_sum(ct_tanh(ct_matmul(in[0], m->w1)), NULL, 0, false, CT_DTYPE_UNDEFINED);
+    if (!loss || ct_backward(loss, NULL, false, false) != CT_OK)
+        return NULL;
+    ct_tensor *ps[1] = {m->w1};
+    return ct_clip_grad_norm_(ps, 1, 1.0, 2.0, false, NULL) == CT_OK ? loss : NULL;
+}
+
+static void test_clip_refused(void **state) {
+    (void)state;
+    ct_scope_begin();
+    model m;
+    model_init(&m, 5);
+    ct_tensor *in[1] = {randn(CT_SHAPE(3, 4), CT_F32)};
+    ct_compiled *c = ct_compile(step_clips, &m, 0);
+    CT_ASSERT_OK(ct_compiled_call(c, in, 1));
+    zero_grads(&m);
+    assert_null(ct_compiled_call(c, in, 1));
+    assert_non_null(strstr(ct_last_error(), "clip_grad_norm_"));
+    assert_non_null(strstr(ct_last_error(), "cannot be captured"));
+    ct_clear_error();
+    ct_compiled_free(c);
+    ct_scope_end();
+}
+
 /* ------------------------------------------------------------ gradcheck */
 
 typedef struct gc_state {
@@ -709,6 +736,7 @@ int main(void) {
         cmocka_unit_test(test_cse_respects_writes),
         cmocka_unit_test(test_training_step),
         cmocka_unit_test(test_optimizer_refused),
+        cmocka_unit_test(test_clip_refused),
         cmocka_unit_test(test_gradcheck),
         cmocka_unit_test(test_codegen_bitwise),
         cmocka_unit_test(test_codegen_rows),

@@ -131,6 +131,8 @@ ct_status ct_clip_grad_norm_tensor_(ct_tensor *const *params, int n, double max_
     static const char *op = "clip_grad_norm_";
     if (total_norm)
         *total_norm = NULL;
+    if (ct_compile_refuse(op, "it reads or writes the gradients through host loops a replay would skip") != CT_OK) /* docs/compile.md */
+        return ct_last_status();
     if (isnan(max_norm) || isnan(norm_type) || norm_type < 0)
         return ct_error(CT_ERROR_VALUE, op, "norm_type must be >= 0 and max_norm a number, got norm_type %g, max_norm %g",
                         norm_type, max_norm);
@@ -196,6 +198,8 @@ ct_status ct_optim_clip_coef(ct_tensor *const *params, int n, double max_norm, d
 ct_status ct_clip_grad_norm_(ct_tensor *const *params, int n, double max_norm, double norm_type,
                              bool error_if_nonfinite, double *total_norm) {
     static const char *op = "clip_grad_norm_";
+    if (ct_compile_refuse(op, "it reads or writes the gradients through host loops a replay would skip") != CT_OK) /* docs/compile.md */
+        return ct_last_status();
     if (!params && n > 0)
         return ct_error(CT_ERROR_NULL_ARGUMENT, op, "params is NULL");
     if (n < 0)
@@ -279,6 +283,8 @@ ct_status ct_clip_grad_norm_(ct_tensor *const *params, int n, double max_norm, d
 
 ct_status ct_clip_grad_value_(ct_tensor *const *params, int n, double clip_value) {
     static const char *op = "clip_grad_value_";
+    if (ct_compile_refuse(op, "it reads or writes the gradients through host loops a replay would skip") != CT_OK) /* docs/compile.md */
+        return ct_last_status();
     if (!params && n > 0)
         return ct_error(CT_ERROR_NULL_ARGUMENT, op, "params is NULL");
     if (n < 0)
