@@ -313,9 +313,10 @@ static ct_tensor *train_step(ct_tensor *const *in, int n, void *ud) {
 
 static void model_init(model *m, uint64_t seed) {
     ct_manual_seed(seed);
-    m->w1 = ct_keep(ct_mul_scalar(randn(CT_SHAPE(4, 8), CT_F32), ct_scalar_float(0.5)));
-    m->b1 = ct_keep(ct_zeros(CT_SHAPE(8), CT_F32, CT_CPU));
-    m->w2 = ct_keep(ct_mul_scalar(randn(CT_SHAPE(8, 2), CT_F32), ct_scalar_float(0.5)));
+    /* owned by the caller's scope */
+    m->w1 = ct_mul_scalar(randn(CT_SHAPE(4, 8), CT_F32), ct_scalar_float(0.5));
+    m->b1 = ct_zeros(CT_SHAPE(8), CT_F32, CT_CPU);
+    m->w2 = ct_mul_scalar(randn(CT_SHAPE(8, 2), CT_F32), ct_scalar_float(0.5));
     ct_tensor_set_requires_grad(m->w1, true);
     ct_tensor_set_requires_grad(m->b1, true);
     ct_tensor_set_requires_grad(m->w2, true);
