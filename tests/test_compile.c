@@ -721,6 +721,20 @@ static void test_trace_events(void **state) {
     assert_non_null(strstr(text, "\"compile_output_code\": {\"groups\": 1"));
     assert_non_null(strstr(text, "void ct_fused_0("));
     assert_non_null(strstr(text, "= tanh(%"));
+    /* ctorch trace-report lists them on a compile section of its page */
+    char out[128];
+    snprintf(out, sizeof out, "%s/report", dir);
+    ct_trace_report_summary sum;
+    assert_int_equal(ct_trace_report(dir, out, &sum), CT_OK);
+    assert_int_equal(sum.fail_payload_md5, 0);
+    snprintf(path, sizeof path, "%s/index.html", out);
+    f = fopen(path, "r");
+    assert_non_null(f);
+    n = fread(text, 1, sizeof text - 1, f);
+    text[n] = '\0';
+    fclose(f);
+    assert_non_null(strstr(text, "<h2>Compiles</h2>"));
+    assert_non_null(strstr(text, ">generated C</a>"));
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     assert_int_equal(system(cmd), 0);

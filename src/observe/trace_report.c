@@ -373,7 +373,31 @@ static void write_index(FILE *f, const report *r, char **files, size_t nfiles, c
         html_text(f, r->kinds[i].name, 200);
         fprintf(f, "</td><td>%" PRId64 "</td></tr>\n", r->kinds[i].n);
     }
-    fputs("</table>\n<h2>Events</h2>\n", f);
+    fputs("</table>\n", f);
+    /* the compiler's events (docs/compile.md): each capture's graph, its generated code,
+     * the fallbacks to eager, with their payloads */
+    size_t ncompile = 0;
+    for (size_t i = 0; i < r->n; i++)
+        ncompile += r->ev[i].kind && strncmp(r->ev[i].kind, "compile_", 8) == 0;
+    if (ncompile) {
+        fputs("<h2>Compiles</h2><table><tr><th>#</th><th>kind</th><th>envelope</th><th>graph or code</th></tr>\n", f);
+        for (size_t i = 0; i < r->n; i++) {
+            const report_event *e = &r->ev[i];
+            if (!e->kind || strncmp(e->kind, "compile_", 8) != 0)
+                continue;
+            fprintf(f, "<tr><td>%zu</td><td class=\"m\">", i);
+            html_text(f, e->kind, 200);
+            fputs("</td><td class=\"m\">", f);
+            html_text(f, e->meta ? e->meta : "", 400);
+            fputs("</td><td class=\"m\">", f);
+            if (e->has_payload)
+                fprintf(f, "<a href=\"payloads/%s.txt\">%s</a>", e->md5,
+                        strcmp(e->kind, "compile_output_code") == 0 ? "generated C" : "text");
+            fputs("</td></tr>\n", f);
+        }
+        fputs("</table>\n", f);
+    }
+    fputs("<h2>Events</h2>\n", f);
     if (r->n > MAX_ROWS)
         fprintf(f, "<div class=\"note\">The first %d of %zu events; raw.jsonl has them all.</div>\n", MAX_ROWS, r->n);
     fputs("<table><tr><th>#</th><th>time</th><th>source</th><th>kind</th><th>envelope</th><th>payload</th></tr>\n", f);
