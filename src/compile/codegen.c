@@ -469,6 +469,11 @@ static bool build_object(ct_graph *g, const char *src, size_t len, char *so_out,
         fprintf(stderr, "[ct] warning: compile: cannot create the cache directory; running the graph without generated code\n");
         return false;
     }
+    if (strchr(dir, '\'') || strchr(dir, '\n')) { /* the paths are quoted for the shell */
+        fprintf(stderr, "[ct] warning: compile: the cache directory's name has a quote or a newline; running the graph "
+                        "without generated code\n");
+        return false;
+    }
     ct_md5_ctx c;
     ct_md5_init(&c);
     ct_md5_update(&c, src, len);
