@@ -541,6 +541,38 @@ static void test_codegen_rows(void **state) {
     }
 }
 
+/* The activations' vector chains and the other unary ops of the generator. */
+static ct_tensor *activations(ct_tensor *const *in, int n, void *ud) {
+    (void)n;
+    (void)ud;
+    ct_tensor *a = ct_gelu(in[0], CT_GELU_APPROXIMATE_TANH);
+    ct_tensor *b = ct_gelu(ct_mul(a, in[1]), CT_GELU_APPROXIMATE_NONE);
+    ct_tensor *c = ct_silu(ct_add(b, in[0]));
+    return ct_add(ct_sqrt(ct_abs(c)), ct_square(ct_sub(c, in[1])));
+}
+
+static void test_codegen_activations(void **state) {
+    (void)state;
+    ct_compiled *c = ct_compile(activations, NULL, 0);
+    ct_scope_begin();
+    for (int k = 0; k < 4; k++) {
+        ct_tensor *in[2] = {ct_mul_scalar(randn(CT_SHAPE(3, 1000), CT_F32), ct_scalar_float(6)),
+                            randn(CT_SHAPE(3, 1000), CT_F32)};
+        float *p = ct_tensor_data(in[0]);
+        p[0] = NAN;
+        p[1] = INFINITY;
+        p[2] = -INFINITY;
+        p[3] = -0.0f;
+        p[4] = -20.0f; /* gelu's exp overflows: -0 */
+        assert_same(ct_compiled_call(c, in, 2), activations(in, 2, NULL));
+    }
+    ct_scope_end();
+    assert_int_equal(ct_compiled_stat(c, CT_COMPILE_STAT_REPLAYS), 2);
+    assert_int_equal(ct_compiled_stat(c, CT_COMPILE_STAT_FUSED_GROUPS), 1);
+    assert_int_equal(ct_compiled_stat(c, CT_COMPILE_STAT_FUSED_NODES), 10);
+    ct_compiled_free(c);
+}
+
 static char cache_dir[256];
 static char main_cache[256]; /* the other tests' cache, removed at the end */
 
@@ -755,6 +787,7 @@ int main(void) {
         cmocka_unit_test(test_gradcheck),
         cmocka_unit_test(test_codegen_bitwise),
         cmocka_unit_test(test_codegen_rows),
+        cmocka_unit_test(test_codegen_activations),
         cmocka_unit_test(test_cache),
         cmocka_unit_test(test_random),
         cmocka_unit_test(test_input_writes),

@@ -20,8 +20,8 @@
 
 /* Note [Generated kernels]
  * A group is a run of consecutive live nodes of one float32 shape whose ops have a
- * pointwise C expression here (add, sub, mul, div, neg, abs, relu, exp, tanh,
- * sigmoid), whose tensor inputs are contiguous float32 tensors of the group's shape or
+ * pointwise C expression here (add, sub, mul, div, neg, abs, relu, sqrt, square, exp,
+ * tanh, sigmoid, silu, gelu), whose tensor inputs are contiguous float32 tensors of the group's shape or
  * 0-d numbers, and that make no autograd history (a training step's graph, or inputs
  * that do not require grad) and run outside autocast. Each group is one C function:
  *
@@ -49,7 +49,7 @@ typedef void (*group_fn)(float *const *out, const float *const *in, const float 
 
 /* The table handed to the generated code: the vector routines of exp and tanh, and the
  * float32 softmax row's max and exp-sum (cpu/vecmath.h's ct_vm_red), cast to one type. */
-enum { VM_EXP = 0, VM_TANH = 1, VM_MAX = 2, VM_EXPSUM = 3, VM_COUNT };
+enum { VM_EXP = 0, VM_TANH = 1, VM_MAX = 2, VM_EXPSUM = 3, VM_ERF = 4, VM_COUNT };
 #define CT_FUSE_MAX_ROW 1024
 #define CT_FUSE_MAX_ROW_NODES 16
 
@@ -117,6 +117,15 @@ static bool op_supported(const ct_gnode *n, const vm_fn *vm) {
         return n->nin == 1 && n->nints == 0 && n->nscalars == 0 && vm[VM_EXP];
     case CT_OP_tanh:
         return n->nin == 1 && n->nints == 0 && n->nscalars == 0 && vm[VM_TANH];
+    case CT_OP_sqrt:
+    case CT_OP_square:
+        return n->nin == 1 && n->nints == 0 && n->nscalars == 0;
+    case CT_OP_silu:
+        return n->nin == 1 && n->nints == 0 && n->nscalars == 0 && vm[VM_EXP];
+    case CT_OP_gelu:
+        return n->nin == 1 && n->nints == 1 && n->nscalars == 0 &&
+               ((n->ints[0] == CT_GELU_APPROXIMATE_TANH && vm[VM_EXP]) ||
+                (n->ints[0] == CT_GELU_APPROXIMATE_NONE && vm[VM_ERF]));
     case CT_OP_softmax:
     case CT_OP_log_softmax:
         /* the reduction layout: keepdim 0, one dim; the dim is checked against the shape */
@@ -315,6 +324,27 @@ static void emit_group(sbuf *b, const ct_graph *g, const group *gr, int k, int *
             emit(b, ";\n            vm[%d](t%d, t%d, m);\n", VM_EXP, o, o);
             emit(b, "            for (int64_t i = 0; i < m; i++) t%d[i] = 1.0f / (1.0f + t%d[i]);\n", o, o);
             continue;
+        case CT_OP_silu:
+        case CT_OP_gelu: {
+            /* the eager kernels' vector chains (src/cpu/activation.c): t = PRE(x), the
+             * routine over the tile, then POST(x, v); gelu's tanh form goes through exp
+             * (Note [GELU through exp]) */
+            const bool erf_form = n->op == CT_OP_gelu && n->ints[0] == CT_GELU_APPROXIMATE_NONE;
+            emit(b, "            for (int64_t i = 0; i < m; i++) { const float x = ");
+            operand(b, g, gr, n, 0, local);
+            if (n->op == CT_OP_silu)
+                emit(b, "; t%d[i] = -x; }\n", o);
+            else if (erf_form)
+                emit(b, "; t%d[i] = x * (%af); }\n", o, (double)(float)0.70710678118654752440);
+            else
+                emit(b, "; t%d[i] = -2.0f * ((%af) * (x + 0.044715f * x * x * x)); }\n", o,
+                     (double)(float)0.79788456080286535588);
+            emit(b, "            vm[%d](t%d, t%d, m);\n", erf_form ? VM_ERF : VM_EXP, o, o);
+            emit(b, "            for (int64_t i = 0; i < m; i++) { const float x = ");
+            operand(b, g, gr, n, 0, local);
+            emit(b, erf_form ? "; t%d[i] = x * 0.5f * (1.0f + t%d[i]); }\n" : "; t%d[i] = x / (1.0f + t%d[i]); }\n", o, o);
+            continue;
+        }
         default:
             break;
         }
@@ -344,6 +374,8 @@ static void emit_group(sbuf *b, const ct_graph *g, const group *gr, int k, int *
         case CT_OP_neg: emit(b, "-x"); break;
         case CT_OP_abs: emit(b, "x < 0 ? -x : x"); break;
         case CT_OP_relu: emit(b, "x > 0 ? x : (x != x ? x : 0)"); break;
+        case CT_OP_sqrt: emit(b, "sqrtf(x)"); break;
+        case CT_OP_square: emit(b, "x * x"); break;
         default: emit(b, "x"); break;
         }
         emit(b, "; }\n");
@@ -590,7 +622,8 @@ static bool group_io(const ct_graph *g, group *gr, int k) {
 }
 
 bool ct_codegen_graph(ct_graph *g) {
-    vm_fn vm[VM_COUNT] = {(vm_fn)ct_vm_get(CT_VM_EXP), (vm_fn)ct_vm_get(CT_VM_TANH), NULL, NULL};
+    vm_fn vm[VM_COUNT] = {(vm_fn)ct_vm_get(CT_VM_EXP), (vm_fn)ct_vm_get(CT_VM_TANH), NULL, NULL,
+                          (vm_fn)ct_vm_get(CT_VM_ERF)};
     const ct_vm_red *vr = ct_vm_red_get();
     if (vr) {
         vm[VM_MAX] = (vm_fn)(void (*)(void))vr->max_f32; /* called through its own type */
