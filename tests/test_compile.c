@@ -573,6 +573,31 @@ static void test_codegen_activations(void **state) {
     ct_compiled_free(c);
 }
 
+/* Inputs broadcast over the leading dims (a bias, a per-column scale) join the group. */
+static ct_tensor *biased(ct_tensor *const *in, int n, void *ud) {
+    (void)n;
+    (void)ud;
+    ct_tensor *h = ct_gelu(ct_add(in[0], in[1]), CT_GELU_APPROXIMATE_TANH);
+    ct_tensor *s = ct_softmax(ct_mul(h, in[2]), -1, CT_DTYPE_UNDEFINED);
+    return ct_sub(ct_mul(s, in[2]), in[3]);
+}
+
+static void test_codegen_broadcast(void **state) {
+    (void)state;
+    ct_compiled *c = ct_compile(biased, NULL, 0);
+    ct_scope_begin();
+    for (int k = 0; k < 4; k++) {
+        ct_tensor *in[4] = {randn(CT_SHAPE(2, 5, 33), CT_F32), randn(CT_SHAPE(33), CT_F32),
+                            randn(CT_SHAPE(1, 5, 33), CT_F32), randn(CT_SHAPE(1), CT_F32)};
+        assert_same(ct_compiled_call(c, in, 4), biased(in, 4, NULL));
+    }
+    ct_scope_end();
+    assert_int_equal(ct_compiled_stat(c, CT_COMPILE_STAT_REPLAYS), 2);
+    assert_int_equal(ct_compiled_stat(c, CT_COMPILE_STAT_FUSED_GROUPS), 1);
+    assert_int_equal(ct_compiled_stat(c, CT_COMPILE_STAT_FUSED_NODES), 6);
+    ct_compiled_free(c);
+}
+
 static char cache_dir[256];
 static char main_cache[256]; /* the other tests' cache, removed at the end */
 
@@ -788,6 +813,7 @@ int main(void) {
         cmocka_unit_test(test_codegen_bitwise),
         cmocka_unit_test(test_codegen_rows),
         cmocka_unit_test(test_codegen_activations),
+        cmocka_unit_test(test_codegen_broadcast),
         cmocka_unit_test(test_cache),
         cmocka_unit_test(test_random),
         cmocka_unit_test(test_input_writes),

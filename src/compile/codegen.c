@@ -21,9 +21,10 @@
 /* Note [Generated kernels]
  * A group is a run of consecutive live nodes of one float32 shape whose ops have a
  * pointwise C expression here (add, sub, mul, div, neg, abs, relu, sqrt, square, exp,
- * tanh, sigmoid, silu, gelu), whose tensor inputs are contiguous float32 tensors of the group's shape or
- * 0-d numbers, and that make no autograd history (a training step's graph, or inputs
- * that do not require grad) and run outside autocast. Each group is one C function:
+ * tanh, sigmoid, silu, gelu), whose tensor inputs are contiguous float32 tensors of
+ * the group's shape (or of its last dims, broadcast: a bias) or 0-d numbers, and that
+ * make no autograd history (a training step's graph, or inputs that do not require
+ * grad) and run outside autocast. Each group is one C function:
  *
  *   - the elements are split into fixed chunks of CT_FUSE_CHUNK, shared by an OpenMP
  *     loop (schedule(static)); each chunk walks tiles of CT_FUSE_TILE elements, and
@@ -99,6 +100,22 @@ static bool same_shape(const ct_gvalue *v, const int64_t *shape, int ndim) {
     return v->ndim == ndim && memcmp(v->shape, shape, sizeof(int64_t) * (size_t)ndim) == 0;
 }
 
+/* Whether v broadcasts to shape by repeating itself whole (a bias over the last dims):
+ * its shape without leading 1s is a suffix of shape. Element i of the result then reads
+ * element i % numel(v) of a contiguous v. */
+static bool suffix_broadcast(const ct_gvalue *v, const int64_t *shape, int ndim) {
+    int lead = 0;
+    while (lead < v->ndim && v->shape[lead] == 1)
+        lead++;
+    int k = v->ndim - lead;
+    if (k > ndim)
+        return false;
+    for (int d = 0; d < k; d++)
+        if (v->shape[lead + d] != shape[ndim - k + d])
+            return false;
+    return true;
+}
+
 static bool op_supported(const ct_gnode *n, const vm_fn *vm) {
     switch (n->op) {
     case CT_OP_add:
@@ -164,7 +181,8 @@ static bool fusible(const ct_graph *g, const ct_gnode *n, const vm_fn *vm) {
                 return false;
             continue;
         }
-        if (v->dtype != CT_F32 || !is_contig(v) || !same_shape(v, o->shape, o->ndim))
+        if (v->dtype != CT_F32 || !is_contig(v) ||
+            !(same_shape(v, o->shape, o->ndim) || (!is_row_op(n) && suffix_broadcast(v, o->shape, o->ndim))))
             return false;
     }
     return true;
@@ -228,10 +246,13 @@ static void operand(sbuf *b, const ct_graph *g, const group *gr, const ct_gnode 
         }
     for (int j = 0; j < gr->nin; j++)
         if (gr->in[j] == v) {
-            emit(b, "in%d[i0 + i]", j);
+            const int64_t period = numel_of(&g->values[v]);
+            if (period == gr->numel)
+                emit(b, "in%d[i0 + i]", j);
+            else /* a broadcast input (suffix_broadcast) */
+                emit(b, "in%d[(i0 + i) %% %lld]", j, (long long)period);
             return;
         }
-    (void)g;
     emit(b, "0 /* unreachable */");
 }
 
@@ -745,8 +766,8 @@ bool ct_codegen_graph(ct_graph *g) {
 
 /* ------------------------------------------------------------ running */
 
-static bool plain_f32(const ct_tensor *t, const group *gr) {
-    return t && t->dtype == CT_F32 && t->device.type == CT_DEVICE_CPU && t->numel == gr->numel &&
+static bool plain_f32(const ct_tensor *t, int64_t numel) {
+    return t && t->dtype == CT_F32 && t->device.type == CT_DEVICE_CPU && t->numel == numel &&
            ct_strides_contiguous(t->shape, t->strides, t->ndim);
 }
 
@@ -758,7 +779,7 @@ ct_status ct_codegen_run_group(ct_graph *g, int k, ct_tensor **rt) {
     float num[MAXIO], *out[MAXIO];
     bool plain = gr->nin <= MAXIO && gr->nnum <= MAXIO && gr->nout <= MAXIO;
     for (int j = 0; plain && j < gr->nin; j++) {
-        plain = plain_f32(rt[gr->in[j]], gr);
+        plain = plain_f32(rt[gr->in[j]], numel_of(&g->values[gr->in[j]]));
         if (plain)
             in[j] = (const float *)ct_tensor_ptr(rt[gr->in[j]]);
     }
