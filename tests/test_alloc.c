@@ -370,6 +370,41 @@ static void test_pool_two_captures_share(void **state) {
     assert_int_equal(ct_alloc_pool_release(CT_CPU, pool), CT_OK);
 }
 
+static bool g_capturing;
+static bool fake_capturing(void *ctx, int index) {
+    (void)ctx, (void)index;
+    return g_capturing;
+}
+
+static void test_pool_holds_blocks_freed_by_capture(void **state) {
+    (void)state;
+    /* the capturing thread frees a tensor made before the capture: the graph may write
+     * it at every replay, so nothing reuses it until the pool is gone */
+    g_iface.capturing = fake_capturing;
+    uint64_t pool = 0;
+    assert_int_equal(ct_alloc_pool_create(CT_CPU, &pool), CT_OK);
+    void *before = ct_alloc_stream(CT_CPU, 4096, 0);
+    assert_int_equal(ct_alloc_pool_begin_use(CT_CPU, pool, 0), CT_OK);
+    g_capturing = true;
+    ct_free(CT_CPU, before);
+    /* an allocation outside the pool by the capturing thread is refused */
+    assert_null(ct_alloc_stream(CT_CPU, 4096, 1));
+    assert_non_null(strstr(ct_last_error(), "outside the private memory pool"));
+    g_capturing = false;
+    assert_int_equal(ct_alloc_pool_end_use(CT_CPU, pool, 0), CT_OK);
+    assert_int_equal(st("allocated_bytes.all.current"), 0);
+    assert_int_equal(st("active_bytes.all.current"), 4096); /* held */
+    void *other = ct_alloc_stream(CT_CPU, 4096, 0);
+    assert_ptr_not_equal(other, before);
+    ct_free(CT_CPU, other);
+    assert_int_equal(ct_alloc_pool_release(CT_CPU, pool), CT_OK);
+    assert_int_equal(st("active_bytes.all.current"), 0);
+    void *again = ct_alloc_stream(CT_CPU, 4096, 0);
+    assert_ptr_equal(again, before); /* back in pool 0 once the pool is gone */
+    ct_free(CT_CPU, again);
+    g_iface.capturing = NULL;
+}
+
 static void test_pool_errors(void **state) {
     (void)state;
     uint64_t pool = 0;
@@ -816,6 +851,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_pool_release_with_live_blocks, fake_setup, fake_teardown),
         cmocka_unit_test_setup_teardown(test_pool_defers_stream_uses, fake_setup, fake_teardown),
         cmocka_unit_test_setup_teardown(test_pool_two_captures_share, fake_setup, fake_teardown),
+        cmocka_unit_test_setup_teardown(test_pool_holds_blocks_freed_by_capture, fake_setup, fake_teardown),
         cmocka_unit_test_setup_teardown(test_pool_errors, fake_setup, fake_teardown),
         cmocka_unit_test_setup_teardown(test_oom_releases_cache_and_retries, fake_setup, fake_teardown),
         cmocka_unit_test_setup_teardown(test_oom_reports, fake_setup, fake_teardown),

@@ -187,13 +187,18 @@ typedef struct {
  * queries (pending frees wait), no device synchronisation or frees (an allocation
  * that misses with the device full reports out of memory at once), and blocks used on
  * other streams that are freed meanwhile wait on a deferred list until the last route
- * ends, when their events are recorded (PyTorch's insert_events_deferred_until_no_capture). */
+ * ends, when their events are recorded (PyTorch's insert_events_deferred_until_no_capture).
+ * A block of pool 0 that the capturing thread frees during its capture (a tensor made
+ * before it, such as a gradient the captured backward replaces) may still be written
+ * by the graph's kernels at every replay: it is held by the capture's pool, counted as
+ * active and pending, and freed only when the pool goes. */
 #define CT_ALLOC_MAX_POOLS 64
 #define CT_ALLOC_MAX_ROUTES 16
 
 typedef struct {
     uint64_t id;
     int uses;
+    ct_block *held; /* blocks of pool 0 freed by its capture: reused only once it is gone */
 } pool_entry;
 
 typedef struct {
@@ -1468,6 +1473,10 @@ void *ct_alloc(ct_device device, size_t nbytes) {
 
 /* Note [Stream uses]: wait for every other stream before reusing the block. */
 static void free_with_uses(dev_alloc *da, ct_block *b) {
+    if (b->nuses == 0) {
+        free_block(da, b);
+        return;
+    }
     void **evs = host_calloc((size_t)b->nuses, sizeof *evs);
     int n = 0;
     bool ok = evs != NULL;
@@ -1520,7 +1529,18 @@ void ct_free(ct_device device, void *ptr) {
     if (b->size >= atomic_load(&g_max_split))
         stat_dec(&s->oversize_allocations, 1);
     trace(da, CT_TRACE_FREE_REQUESTED, (uint64_t)(uintptr_t)b->ptr, b->requested, b->stream, tl_context);
-    if (!b->seg->cached) {
+    pool_entry *holder = NULL;
+    if (da->nroutes && !b->seg->pool && da->iface->capturing &&
+        da->iface->capturing(da->iface->ctx, da->device.index)) {
+        int64_t cur = da->iface->current_stream ? da->iface->current_stream(da->iface->ctx, device.index) : 0;
+        holder = pool_find(da, route_of(da, cur));
+    }
+    if (holder) {
+        /* Note [Private pools]: the graph may still write it at every replay */
+        b->state = BLOCK_PENDING;
+        b->pnext = holder->held;
+        holder->held = b;
+    } else if (!b->seg->cached) {
         release_segment_free(da, b);
     } else if (b->nuses > 0 && da->nroutes) {
         /* Note [Private pools]: no events while a capture may be running */
@@ -1578,8 +1598,21 @@ ct_status ct_alloc_record_stream(ct_device device, void *ptr, int64_t stream) {
 
 /* ------------------------------------------------------------------ private pools */
 
-/* Note [Private pools]: the last use of pool is gone. */
-static void pool_drop(dev_alloc *da, uint64_t pool) {
+/* Note [Private pools]: the last use of pool is gone (held: its held blocks). */
+static void pool_drop(dev_alloc *da, uint64_t pool, ct_block *held) {
+    while (held) {
+        ct_block *b = held;
+        held = b->pnext;
+        b->pnext = NULL;
+        if (da->nroutes) { /* another capture runs: no events now */
+            b->pnext = da->deferred;
+            da->deferred = b;
+        } else if (!b->seg->cached) {
+            release_segment_free(da, b);
+        } else {
+            free_with_uses(da, b);
+        }
+    }
     for (ct_segment *seg = da->segments, *next; seg; seg = next) {
         next = seg->next;
         if (seg->pool != pool)
@@ -1668,8 +1701,9 @@ ct_status ct_alloc_pool_release(ct_device device, uint64_t pool) {
                                 pool, da->routes[i].stream);
             }
     if (--p->uses == 0) {
+        ct_block *held = p->held;
         *p = da->pools[--da->npools];
-        pool_drop(da, pool);
+        pool_drop(da, pool, held);
     }
     ct_spin_unlock(&da->lock);
     return CT_OK;
@@ -1719,7 +1753,10 @@ ct_status ct_alloc_pool_end_use(ct_device device, uint64_t pool, int64_t stream)
             ct_block *b = da->deferred;
             da->deferred = b->pnext;
             b->pnext = NULL;
-            free_with_uses(da, b);
+            if (!b->seg->cached)
+                release_segment_free(da, b);
+            else
+                free_with_uses(da, b);
         }
     ct_spin_unlock(&da->lock);
     return CT_OK;
