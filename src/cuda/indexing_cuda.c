@@ -53,7 +53,7 @@ static ct_status find_bad_index(const char *op, const ct_tensor *ic, int64_t siz
                          : ct_last_status();
     int64_t k = -1;
     if (st == CT_OK)
-        st = ct_cuda_read_element(first, 0, &k);
+        st = ct_cuda_read_flag(first, &k, op);
     if (st == CT_OK && k >= 0 && k < n) {
         int64_t v = 0;
         if (ic->dtype == CT_DTYPE_INT64) {
@@ -469,7 +469,7 @@ static ct_status advindex_check(const char *op, const ct_cuda_advindex_desc *a, 
     ct_tensor *first = ct_full_impl(&one, 1, ct_scalar_int(-1), CT_DTYPE_INT64, dev);
     ct_status st = first ? ct_cuda_advindex_check(a, (uint64_t *)ct_tensor_ptr(first), dev.index, op) : ct_last_status();
     if (st == CT_OK)
-        st = ct_cuda_read_element(first, 0, &k);
+        st = ct_cuda_read_flag(first, &k, op);
     if (st == CT_OK && k >= 0) {
         int64_t b = k / a->nidx, j = k % a->nidx, off = 0, r = b, v = 0;
         for (int q = a->bnd - 1; q >= 0; q--) {

@@ -75,7 +75,7 @@ static ct_status check_pool_indices(const ct_tensor *ix, int64_t in_plane) {
                          : ct_last_status();
     int64_t k = -1, v = 0;
     if (st == CT_OK)
-        st = ct_cuda_read_element(first, 0, &k);
+        st = ct_cuda_read_flag(first, &k, op);
     if (st == CT_OK && k >= 0 && k < n && (st = ct_cuda_read_element(ix, k, &v)) == CT_OK)
         st = ct_error(CT_ERROR_INDEX, op, "index %lld is out of bounds for a plane of %lld elements", (long long)v,
                       (long long)in_plane);
