@@ -6,6 +6,7 @@
  * indexing_cuda.c) before its gradient is scattered with atomics. */
 #include <string.h>
 
+#include "core/determinism.h"
 #include "core/factory.h"
 #include "ctorch/ops.h"
 #include "cuda/cuda_ops.h"
@@ -92,6 +93,9 @@ static ct_status max_pool_backward_kernel(ct_keyset ks, ct_call *call, void *ud)
     ct_status st = same_device(op, x, go);
     if (st == CT_OK)
         st = same_device(op, x, ix);
+    /* Note [Deterministic algorithms]: overlapping windows add with atomics */
+    if (st == CT_OK)
+        st = ct_alert_not_deterministic("max_pool2d_with_indices_backward_cuda");
     if (st)
         return st;
     int64_t h = x->shape[x->ndim - 2], w = x->shape[x->ndim - 1];
