@@ -235,17 +235,22 @@ typedef struct {
     ct_optimizer *opt;
 } mlp;
 
-static void mlp_init(mlp *m) {
+static void mlp_init_opt(mlp *m, bool adamw) {
     ct_scope_begin();
     m->w1 = ct_retain(ct_tensor_set_requires_grad(gpu_values(CT_SHAPE(32, 64), 30), true));
     m->w2 = ct_retain(ct_tensor_set_requires_grad(gpu_values(CT_SHAPE(64, 8), 31), true));
     ct_scope_end();
-    ct_optim_options o = ct_sgd_options(0.05);
-    o.momentum = 0.9;
+    ct_optim_options o = adamw ? ct_adamw_options(1e-2) : ct_sgd_options(0.05);
+    if (adamw)
+        o.capturable = 1; /* Note [Capturable step]: the step number on the device */
+    else
+        o.momentum = 0.9;
     ct_tensor *ps[2] = {m->w1, m->w2};
-    m->opt = ct_optimizer_new(CT_OPTIM_SGD, ps, 2, &o);
+    m->opt = ct_optimizer_new(adamw ? CT_OPTIM_ADAMW : CT_OPTIM_SGD, ps, 2, &o);
     assert_non_null(m->opt);
 }
+
+static void mlp_init(mlp *m) { mlp_init_opt(m, false); }
 
 static void mlp_free(mlp *m) {
     ct_optimizer_free(m->opt);
@@ -253,15 +258,17 @@ static void mlp_free(mlp *m) {
     ct_release(m->w2);
 }
 
-/* One step on (x, y); the loss stays in the caller's scope. */
-static ct_tensor *mlp_step(mlp *m, const ct_tensor *x, const ct_tensor *y) {
+/* One step on (x, y), clipped when clip > 0; the loss stays in the caller's scope. */
+static ct_tensor *mlp_step_clip(mlp *m, const ct_tensor *x, const ct_tensor *y, double clip) {
     ct_tensor *out = ct_matmul(ct_relu(ct_matmul(x, m->w1)), m->w2);
     ct_tensor *loss = ct_mse_loss(out, y, CT_REDUCTION_MEAN);
     if (!loss || ct_optimizer_zero_grad(m->opt, false) || ct_backward(loss, NULL, false, false) ||
-        ct_optimizer_step(m->opt))
+        (clip > 0 ? ct_optimizer_step_clipped(m->opt, clip, 2.0, NULL) : ct_optimizer_step(m->opt)))
         return NULL;
     return loss;
 }
+
+static ct_tensor *mlp_step(mlp *m, const ct_tensor *x, const ct_tensor *y) { return mlp_step_clip(m, x, y, 0); }
 
 static void test_training_step(void **state) {
     (void)state;
@@ -299,6 +306,57 @@ static void test_training_step(void **state) {
         assert_non_null(ct_copy_(y, ys[i]));
         assert_int_equal(ct_cuda_graph_replay(g), CT_OK);
     }
+    assert_int_equal(ct_cuda_synchronize(0), CT_OK);
+    ct_test_assert_close(graphed.w1, ct_to_device(eager.w1, CT_CPU), 1e-5, 1e-6, "w1", __FILE__, __LINE__);
+    ct_test_assert_close(graphed.w2, ct_to_device(eager.w2, CT_CPU), 1e-5, 1e-6, "w2", __FILE__, __LINE__);
+    ct_release(loss);
+    ct_cuda_graph_free(g);
+    mlp_free(&eager);
+    mlp_free(&graphed);
+    ct_scope_end();
+}
+
+/* The GPT training step's shape: AdamW (fused, capturable: the step number lives on
+ * the device, so the bias corrections advance at every replay) with clipping folded
+ * in, captured and replayed, against eager steps without the option. */
+static void test_adamw_step_capturable(void **state) {
+    (void)state;
+    ct_scope_begin();
+    mlp eager, graphed;
+    mlp_init_opt(&eager, true);
+    mlp_init_opt(&graphed, true);
+    ct_optim_options o;
+    assert_int_equal(ct_optimizer_get_options(eager.opt, 0, &o), CT_OK);
+    o.capturable = 0; /* the reference passes the step by value */
+    assert_int_equal(ct_optimizer_set_options(eager.opt, 0, &o), CT_OK);
+    ct_tensor *xs[8], *ys[8];
+    for (int i = 0; i < 8; i++) {
+        xs[i] = gpu_values(CT_SHAPE(16, 32), 60 + (uint64_t)i);
+        ys[i] = gpu_values(CT_SHAPE(16, 8), 70 + (uint64_t)i);
+    }
+    for (int i = 0; i < 8; i++) {
+        ct_scope_begin();
+        assert_non_null(mlp_step_clip(&eager, xs[i], ys[i], 0.5));
+        ct_scope_end();
+    }
+    ct_tensor *x = ct_clone(xs[0]), *y = ct_clone(ys[0]);
+    assert_int_equal(ct_cuda_set_stream(0, g_stream), CT_OK);
+    ct_scope_begin();
+    assert_non_null(mlp_step_clip(&graphed, x, y, 0.5)); /* warm-up: step 1 */
+    ct_scope_end();
+    assert_int_equal(ct_cuda_graph_begin(g_stream, NULL), CT_OK);
+    ct_scope_begin();
+    ct_tensor *loss = ct_retain(mlp_step_clip(&graphed, x, y, 0.5));
+    ct_scope_end();
+    ct_cuda_graph *g = NULL;
+    assert_int_equal(ct_cuda_graph_end(g_stream, &g), CT_OK);
+    assert_non_null(loss);
+    for (int i = 1; i < 8; i++) {
+        assert_non_null(ct_copy_(x, xs[i]));
+        assert_non_null(ct_copy_(y, ys[i]));
+        assert_int_equal(ct_cuda_graph_replay(g), CT_OK);
+    }
+    assert_int_equal(ct_cuda_set_stream(0, NULL), CT_OK);
     assert_int_equal(ct_cuda_synchronize(0), CT_OK);
     ct_test_assert_close(graphed.w1, ct_to_device(eager.w1, CT_CPU), 1e-5, 1e-6, "w1", __FILE__, __LINE__);
     ct_test_assert_close(graphed.w2, ct_to_device(eager.w2, CT_CPU), 1e-5, 1e-6, "w2", __FILE__, __LINE__);
@@ -428,7 +486,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_replay_matches_eager), cmocka_unit_test(test_pool_memory),
         cmocka_unit_test(test_two_graphs_one_pool),  cmocka_unit_test(test_checked_ops_capture),
-        cmocka_unit_test(test_training_step),
+        cmocka_unit_test(test_training_step),        cmocka_unit_test(test_adamw_step_capturable),
         cmocka_unit_test(test_refusals),             cmocka_unit_test(test_capture_state_errors),
     };
     return rc | cmocka_run_group_tests_name("gpu", tests, stream_setup, stream_teardown);
