@@ -484,6 +484,28 @@ extern "C" ct_status ct_cuda_memset_zero(void *dst, size_t nbytes, int device, c
 
 /* ------------------------------------------------------------------ allocator */
 
+/* Note [Capture guard]: cudaMalloc is not stream-ordered, so CUDA counts it among the
+ * calls that invalidate a capture in global and thread-local modes. A private pool's
+ * segments are meant to be allocated once, outside the graph's work, so the allocator
+ * relaxes the thread's capture mode around it (as PyTorch's allocator does); so does
+ * the free-memory query of the out-of-memory report. */
+namespace {
+struct relaxed_capture {
+    cudaStreamCaptureMode prev = cudaStreamCaptureModeRelaxed;
+    bool on;
+    relaxed_capture() : on(cap.active) {
+        if (on && cudaThreadExchangeStreamCaptureMode(&prev) != cudaSuccess) {
+            (void)cudaGetLastError();
+            on = false;
+        }
+    }
+    ~relaxed_capture() {
+        if (on && cudaThreadExchangeStreamCaptureMode(&prev) != cudaSuccess)
+            (void)cudaGetLastError();
+    }
+};
+} // namespace
+
 extern "C" void *ct_cuda_raw_alloc(int device, size_t nbytes) {
     if (device < 0 || device >= count_devices())
         return NULL;
@@ -491,6 +513,7 @@ extern "C" void *ct_cuda_raw_alloc(int device, size_t nbytes) {
     if (cudaGetDevice(&cur) != cudaSuccess || cur != device)
         cudaSetDevice(device);
     void *p = NULL;
+    relaxed_capture relax;
     if (cudaMalloc(&p, nbytes) != cudaSuccess) {
         (void)cudaGetLastError();
         return NULL;
@@ -570,6 +593,7 @@ static int64_t iface_free_bytes(void *ctx, int index) {
     int cur = -1;
     if (cudaGetDevice(&cur) != cudaSuccess || cur != index)
         cudaSetDevice(index);
+    relaxed_capture relax;
     if (cudaMemGetInfo(&f, &t) != cudaSuccess) {
         (void)cudaGetLastError();
         return 0;
