@@ -52,6 +52,8 @@ static void test_replay_matches_eager(void **state) {
     ct_scope_begin();
     ct_tensor *x = gpu_values(CT_SHAPE(64, 96), 1), *w = gpu_values(CT_SHAPE(96, 48), 2);
     /* warm-up on the capture stream: cuBLAS's handles and workspace exist afterwards */
+    /* inputs made on the default stream are ready before the capture stream reads them */
+    assert_int_equal(ct_cuda_synchronize(0), CT_OK);
     assert_int_equal(ct_cuda_set_stream(0, g_stream), CT_OK);
     assert_non_null(work(x, w));
     assert_int_equal(ct_cuda_set_stream(0, NULL), CT_OK);
@@ -95,6 +97,8 @@ static void test_pool_memory(void **state) {
     (void)state;
     ct_scope_begin();
     ct_tensor *x = gpu_values(CT_SHAPE(256, 256), 3), *w = gpu_values(CT_SHAPE(256, 256), 4);
+    /* inputs made on the default stream are ready before the capture stream reads them */
+    assert_int_equal(ct_cuda_synchronize(0), CT_OK);
     assert_int_equal(ct_cuda_set_stream(0, g_stream), CT_OK);
     assert_non_null(work(x, w));
     assert_int_equal(ct_cuda_set_stream(0, NULL), CT_OK);
@@ -130,6 +134,8 @@ static void test_pool_memory(void **state) {
     assert_int_equal(in_pool, ps.segments);
     ct_alloc_state_free(&s);
     /* an eager allocation on the capture stream does not take the pool's free memory */
+    /* inputs made on the default stream are ready before the capture stream reads them */
+    assert_int_equal(ct_cuda_synchronize(0), CT_OK);
     assert_int_equal(ct_cuda_set_stream(0, g_stream), CT_OK);
     ct_tensor *eager = ct_empty(CT_SHAPE(256, 256), CT_F32, CUDA0);
     assert_int_equal(ct_cuda_set_stream(0, NULL), CT_OK);
@@ -156,6 +162,8 @@ static void test_two_graphs_one_pool(void **state) {
     (void)state;
     ct_scope_begin();
     ct_tensor *x = gpu_values(CT_SHAPE(512, 512), 5), *w = gpu_values(CT_SHAPE(512, 512), 6);
+    /* inputs made on the default stream are ready before the capture stream reads them */
+    assert_int_equal(ct_cuda_synchronize(0), CT_OK);
     assert_int_equal(ct_cuda_set_stream(0, g_stream), CT_OK);
     assert_non_null(work(x, w));
     assert_int_equal(ct_cuda_set_stream(0, NULL), CT_OK);
@@ -208,6 +216,8 @@ static void test_checked_ops_capture(void **state) {
     int64_t ids[6] = {3, 0, 7, 7, 1, 5};
     ct_tensor *idx = ct_to_device(ct_from_data(ids, CT_SHAPE(6), CT_I64), CUDA0);
     ct_tensor *table = gpu_values(CT_SHAPE(8, 16), 7);
+    /* inputs made on the default stream are ready before the capture stream reads them */
+    assert_int_equal(ct_cuda_synchronize(0), CT_OK);
     assert_int_equal(ct_cuda_set_stream(0, g_stream), CT_OK);
     assert_non_null(ct_embedding(idx, table, CT_NO_PADDING_IDX));
     assert_int_equal(ct_cuda_set_stream(0, NULL), CT_OK);
@@ -289,6 +299,8 @@ static void test_training_step(void **state) {
     /* static inputs; step 0 eagerly on the capture stream is the warm-up (it makes the
      * gradients and the momentum buffers the graph then updates in place) */
     ct_tensor *x = ct_clone(xs[0]), *y = ct_clone(ys[0]);
+    /* inputs made on the default stream are ready before the capture stream reads them */
+    assert_int_equal(ct_cuda_synchronize(0), CT_OK);
     assert_int_equal(ct_cuda_set_stream(0, g_stream), CT_OK);
     ct_scope_begin();
     assert_non_null(mlp_step(&graphed, x, y));
@@ -340,6 +352,8 @@ static void test_adamw_step_capturable(void **state) {
         ct_scope_end();
     }
     ct_tensor *x = ct_clone(xs[0]), *y = ct_clone(ys[0]);
+    /* inputs made on the default stream are ready before the capture stream reads them */
+    assert_int_equal(ct_cuda_synchronize(0), CT_OK);
     assert_int_equal(ct_cuda_set_stream(0, g_stream), CT_OK);
     ct_scope_begin();
     assert_non_null(mlp_step_clip(&graphed, x, y, 0.5)); /* warm-up: step 1 */

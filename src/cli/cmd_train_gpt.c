@@ -1034,8 +1034,11 @@ static int run(gpt_args *a) {
     int64_t in_sum = 0, last_done = start;
     double t0 = now_s(), t_last = t0, avg = NAN, first = NAN;
     graph_state gs = {.device = a->device.index};
+    /* the model's weights were made on the default stream: done before the training
+     * stream reads them */
     if (!rc && a->cuda_graphs &&
-        (ct_cuda_stream_create(a->device.index, 0, &gs.stream) || ct_cuda_set_stream(a->device.index, gs.stream)))
+        (ct_cuda_synchronize(a->device.index) || ct_cuda_stream_create(a->device.index, 0, &gs.stream) ||
+         ct_cuda_set_stream(a->device.index, gs.stream)))
         rc = fail(a, NULL);
     for (int64_t step = start; !rc && step < a->steps; step++) {
         ct_scope_begin();
