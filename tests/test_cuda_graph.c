@@ -13,6 +13,19 @@
 
 #define CUDA0 CT_CUDA(0)
 
+/* Failures say what ctorch said. */
+#define assert_st(call)                                                                                               \
+    do {                                                                                                              \
+        ct_status st_ = (call);                                                                                       \
+        if (st_ != CT_OK)                                                                                             \
+            fail_msg("%s: status %d: %s", #call, (int)st_, ct_last_error());                                          \
+    } while (0)
+#define assert_ct(p)                                                                                                  \
+    do {                                                                                                              \
+        if (!(p))                                                                                                     \
+            fail_msg("%s is NULL: %s", #p, ct_last_error());                                                          \
+    } while (0)
+
 static ct_cuda_stream *g_stream;
 
 /* The work captured: relu(x @ w + 1) summed over rows, then scaled. */
@@ -28,7 +41,7 @@ static ct_tensor *gpu_values(const int64_t *shape, int nd, uint64_t seed) {
 static void assert_same(const ct_tensor *a, const ct_tensor *b, const char *what) {
     ct_scope_begin();
     bool eq = false;
-    assert_int_equal(ct_equal(ct_to_device(a, CT_CPU), ct_to_device(b, CT_CPU), &eq), CT_OK);
+    assert_st(ct_equal(ct_to_device(a, CT_CPU), ct_to_device(b, CT_CPU), &eq));
     if (!eq)
         fail_msg("%s: replay and eager results differ", what);
     ct_scope_end();
@@ -37,6 +50,20 @@ static void assert_same(const ct_tensor *a, const ct_tensor *b, const char *what
 static int stream_setup(void **state) {
     (void)state;
     return ct_cuda_stream_create(0, 0, &g_stream) == CT_OK ? 0 : -1;
+}
+
+/* A failed assertion leaves the test function early, maybe inside a capture: end it, so
+ * that one failure does not turn the next tests' eager work into refusals. */
+static int end_capture(void **state) {
+    (void)state;
+    if (ct_cuda_is_current_stream_capturing()) {
+        ct_cuda_graph *g = NULL;
+        if (ct_cuda_graph_end(g_stream, &g) == CT_OK)
+            ct_cuda_graph_free(g);
+    }
+    ct_clear_error();
+    ct_cuda_set_stream(0, NULL);
+    return 0;
 }
 
 static int stream_teardown(void **state) {
@@ -53,38 +80,38 @@ static void test_replay_matches_eager(void **state) {
     ct_tensor *x = gpu_values(CT_SHAPE(64, 96), 1), *w = gpu_values(CT_SHAPE(96, 48), 2);
     /* warm-up on the capture stream: cuBLAS's handles and workspace exist afterwards */
     /* inputs made on the default stream are ready before the capture stream reads them */
-    assert_int_equal(ct_cuda_synchronize(0), CT_OK);
-    assert_int_equal(ct_cuda_set_stream(0, g_stream), CT_OK);
-    assert_non_null(work(x, w));
-    assert_int_equal(ct_cuda_set_stream(0, NULL), CT_OK);
-    assert_int_equal(ct_cuda_synchronize(0), CT_OK);
+    assert_st(ct_cuda_synchronize(0));
+    assert_st(ct_cuda_set_stream(0, g_stream));
+    assert_ct(work(x, w));
+    assert_st(ct_cuda_set_stream(0, NULL));
+    assert_st(ct_cuda_synchronize(0));
 
     assert_false(ct_cuda_is_current_stream_capturing());
-    assert_int_equal(ct_cuda_graph_begin(g_stream, NULL), CT_OK);
+    assert_st(ct_cuda_graph_begin(g_stream, NULL));
     assert_true(ct_cuda_is_current_stream_capturing());
     assert_ptr_equal(ct_cuda_current_stream(0), g_stream);
     ct_scope_begin();
     ct_tensor *y = ct_retain(work(x, w)); /* the static output */
     ct_scope_end();
-    assert_non_null(y);
+    assert_ct(y);
     ct_cuda_graph *g = NULL;
-    assert_int_equal(ct_cuda_graph_end(g_stream, &g), CT_OK);
-    assert_non_null(g);
+    assert_st(ct_cuda_graph_end(g_stream, &g));
+    assert_ct(g);
     assert_false(ct_cuda_is_current_stream_capturing());
     assert_null(ct_cuda_current_stream(0)); /* the previous current stream is back */
 
     for (uint64_t round = 0; round < 3; round++) {
         ct_scope_begin();
         ct_tensor *xin = gpu_values(CT_SHAPE(64, 96), 10 + round);
-        assert_non_null(ct_copy_(x, xin)); /* the static input */
-        assert_int_equal(ct_cuda_graph_replay(g), CT_OK);
-        assert_int_equal(ct_cuda_synchronize(0), CT_OK);
+        assert_ct(ct_copy_(x, xin)); /* the static input */
+        assert_st(ct_cuda_graph_replay(g));
+        assert_st(ct_cuda_synchronize(0));
         ct_tensor *want = work(xin, w);
         assert_same(y, want, "replay");
         /* a second replay of the same input gives the same bits */
         ct_tensor *first = ct_clone(y);
-        assert_int_equal(ct_cuda_graph_replay(g), CT_OK);
-        assert_int_equal(ct_cuda_synchronize(0), CT_OK);
+        assert_st(ct_cuda_graph_replay(g));
+        assert_st(ct_cuda_synchronize(0));
         assert_same(y, first, "second replay");
         ct_scope_end();
     }
@@ -98,28 +125,28 @@ static void test_pool_memory(void **state) {
     ct_scope_begin();
     ct_tensor *x = gpu_values(CT_SHAPE(256, 256), 3), *w = gpu_values(CT_SHAPE(256, 256), 4);
     /* inputs made on the default stream are ready before the capture stream reads them */
-    assert_int_equal(ct_cuda_synchronize(0), CT_OK);
-    assert_int_equal(ct_cuda_set_stream(0, g_stream), CT_OK);
-    assert_non_null(work(x, w));
-    assert_int_equal(ct_cuda_set_stream(0, NULL), CT_OK);
+    assert_st(ct_cuda_synchronize(0));
+    assert_st(ct_cuda_set_stream(0, g_stream));
+    assert_ct(work(x, w));
+    assert_st(ct_cuda_set_stream(0, NULL));
     ct_cuda_mempool *pool = NULL;
-    assert_int_equal(ct_cuda_mempool_create(0, &pool), CT_OK);
+    assert_st(ct_cuda_mempool_create(0, &pool));
     assert_true(ct_cuda_mempool_id(pool) != 0);
     ct_cuda_mempool_stats ps;
-    assert_int_equal(ct_cuda_mempool_stats_get(pool, &ps), CT_OK);
+    assert_st(ct_cuda_mempool_stats_get(pool, &ps));
     assert_int_equal(ps.reserved_bytes, 0);
     assert_int_equal(ps.uses, 1);
     int64_t before = ct_memory_allocated(CUDA0);
 
-    assert_int_equal(ct_cuda_graph_begin(g_stream, pool), CT_OK);
+    assert_st(ct_cuda_graph_begin(g_stream, pool));
     ct_scope_begin();
     ct_tensor *y = ct_retain(work(x, w));
     ct_scope_end();
     ct_cuda_graph *g = NULL;
-    assert_int_equal(ct_cuda_graph_end(g_stream, &g), CT_OK);
+    assert_st(ct_cuda_graph_end(g_stream, &g));
     assert_int_equal(ct_cuda_mempool_id(ct_cuda_graph_pool(g)), ct_cuda_mempool_id(pool));
 
-    assert_int_equal(ct_cuda_mempool_stats_get(pool, &ps), CT_OK);
+    assert_st(ct_cuda_mempool_stats_get(pool, &ps));
     assert_int_equal(ps.uses, 2); /* the handle and the graph */
     assert_true(ps.reserved_bytes >= 256 * 256 * 4); /* the (256, 256) product lived in it */
     assert_int_equal(ps.active_blocks, 1);           /* only y is still alive */
@@ -127,7 +154,7 @@ static void test_pool_memory(void **state) {
     assert_int_equal(ct_memory_allocated(CUDA0) - before, 1024);
     /* the snapshot shows the pool's segments */
     ct_alloc_state s;
-    assert_int_equal(ct_alloc_state_get(CUDA0, &s), CT_OK);
+    assert_st(ct_alloc_state_get(CUDA0, &s));
     int in_pool = 0;
     for (size_t i = 0; i < s.nsegments; i++)
         in_pool += s.segments[i].pool == ct_cuda_mempool_id(pool);
@@ -135,21 +162,21 @@ static void test_pool_memory(void **state) {
     ct_alloc_state_free(&s);
     /* an eager allocation on the capture stream does not take the pool's free memory */
     /* inputs made on the default stream are ready before the capture stream reads them */
-    assert_int_equal(ct_cuda_synchronize(0), CT_OK);
-    assert_int_equal(ct_cuda_set_stream(0, g_stream), CT_OK);
+    assert_st(ct_cuda_synchronize(0));
+    assert_st(ct_cuda_set_stream(0, g_stream));
     ct_tensor *eager = ct_empty(CT_SHAPE(256, 256), CT_F32, CUDA0);
-    assert_int_equal(ct_cuda_set_stream(0, NULL), CT_OK);
-    assert_int_equal(ct_cuda_mempool_stats_get(pool, &ps), CT_OK);
+    assert_st(ct_cuda_set_stream(0, NULL));
+    assert_st(ct_cuda_mempool_stats_get(pool, &ps));
     assert_int_equal(ps.active_blocks, 1);
     ct_release(eager);
 
     ct_release(y);
     ct_cuda_mempool_release(pool);
-    assert_int_equal(ct_cuda_mempool_stats_get(ct_cuda_graph_pool(g), &ps), CT_OK);
+    assert_st(ct_cuda_mempool_stats_get(ct_cuda_graph_pool(g), &ps));
     assert_int_equal(ps.uses, 1);
     ct_cuda_graph_free(g); /* the last use: the pool's memory goes back */
     ct_alloc_state s2;
-    assert_int_equal(ct_alloc_state_get(CUDA0, &s2), CT_OK);
+    assert_st(ct_alloc_state_get(CUDA0, &s2));
     for (size_t i = 0; i < s2.nsegments; i++)
         assert_true(s2.segments[i].pool == 0);
     ct_alloc_state_free(&s2);
@@ -163,41 +190,41 @@ static void test_two_graphs_one_pool(void **state) {
     ct_scope_begin();
     ct_tensor *x = gpu_values(CT_SHAPE(512, 512), 5), *w = gpu_values(CT_SHAPE(512, 512), 6);
     /* inputs made on the default stream are ready before the capture stream reads them */
-    assert_int_equal(ct_cuda_synchronize(0), CT_OK);
-    assert_int_equal(ct_cuda_set_stream(0, g_stream), CT_OK);
-    assert_non_null(work(x, w));
-    assert_int_equal(ct_cuda_set_stream(0, NULL), CT_OK);
+    assert_st(ct_cuda_synchronize(0));
+    assert_st(ct_cuda_set_stream(0, g_stream));
+    assert_ct(work(x, w));
+    assert_st(ct_cuda_set_stream(0, NULL));
     ct_cuda_mempool *pool = NULL;
-    assert_int_equal(ct_cuda_mempool_create(0, &pool), CT_OK);
+    assert_st(ct_cuda_mempool_create(0, &pool));
 
-    assert_int_equal(ct_cuda_graph_begin(g_stream, pool), CT_OK);
+    assert_st(ct_cuda_graph_begin(g_stream, pool));
     ct_scope_begin();
     ct_tensor *ya = ct_retain(work(ct_matmul(x, w), w)); /* more temporaries */
     ct_scope_end();
     ct_cuda_graph *ga = NULL;
-    assert_int_equal(ct_cuda_graph_end(g_stream, &ga), CT_OK);
+    assert_st(ct_cuda_graph_end(g_stream, &ga));
     ct_cuda_mempool_stats pa, pb;
-    assert_int_equal(ct_cuda_mempool_stats_get(pool, &pa), CT_OK);
+    assert_st(ct_cuda_mempool_stats_get(pool, &pa));
 
-    assert_int_equal(ct_cuda_graph_begin(g_stream, pool), CT_OK);
+    assert_st(ct_cuda_graph_begin(g_stream, pool));
     ct_scope_begin();
     ct_tensor *yb = ct_retain(work(x, w));
     ct_scope_end();
     ct_cuda_graph *gb = NULL;
-    assert_int_equal(ct_cuda_graph_end(g_stream, &gb), CT_OK);
-    assert_int_equal(ct_cuda_mempool_stats_get(pool, &pb), CT_OK);
+    assert_st(ct_cuda_graph_end(g_stream, &gb));
+    assert_st(ct_cuda_mempool_stats_get(pool, &pb));
     assert_int_equal(pb.reserved_bytes, pa.reserved_bytes);
     assert_int_equal(pb.uses, 3);
 
     for (int round = 0; round < 2; round++) {
         ct_scope_begin();
         ct_tensor *xin = gpu_values(CT_SHAPE(512, 512), 20 + (uint64_t)round);
-        assert_non_null(ct_copy_(x, xin));
-        assert_int_equal(ct_cuda_graph_replay(ga), CT_OK);
-        assert_int_equal(ct_cuda_synchronize(0), CT_OK);
+        assert_ct(ct_copy_(x, xin));
+        assert_st(ct_cuda_graph_replay(ga));
+        assert_st(ct_cuda_synchronize(0));
         assert_same(ya, work(ct_matmul(xin, w), w), "train graph");
-        assert_int_equal(ct_cuda_graph_replay(gb), CT_OK);
-        assert_int_equal(ct_cuda_synchronize(0), CT_OK);
+        assert_st(ct_cuda_graph_replay(gb));
+        assert_st(ct_cuda_synchronize(0));
         assert_same(yb, work(xin, w), "eval graph");
         ct_scope_end();
     }
@@ -217,21 +244,21 @@ static void test_checked_ops_capture(void **state) {
     ct_tensor *idx = ct_to_device(ct_from_data(ids, CT_SHAPE(6), CT_I64), CUDA0);
     ct_tensor *table = gpu_values(CT_SHAPE(8, 16), 7);
     /* inputs made on the default stream are ready before the capture stream reads them */
-    assert_int_equal(ct_cuda_synchronize(0), CT_OK);
-    assert_int_equal(ct_cuda_set_stream(0, g_stream), CT_OK);
-    assert_non_null(ct_embedding(idx, table, CT_NO_PADDING_IDX));
-    assert_int_equal(ct_cuda_set_stream(0, NULL), CT_OK);
-    assert_int_equal(ct_cuda_graph_begin(g_stream, NULL), CT_OK);
+    assert_st(ct_cuda_synchronize(0));
+    assert_st(ct_cuda_set_stream(0, g_stream));
+    assert_ct(ct_embedding(idx, table, CT_NO_PADDING_IDX));
+    assert_st(ct_cuda_set_stream(0, NULL));
+    assert_st(ct_cuda_graph_begin(g_stream, NULL));
     ct_scope_begin();
     ct_tensor *y = ct_retain(ct_embedding(idx, table, CT_NO_PADDING_IDX));
     ct_scope_end();
     ct_cuda_graph *g = NULL;
-    assert_int_equal(ct_cuda_graph_end(g_stream, &g), CT_OK);
+    assert_st(ct_cuda_graph_end(g_stream, &g));
     int64_t ids2[6] = {1, 1, 2, 6, 0, 4};
     ct_tensor *idx2 = ct_to_device(ct_from_data(ids2, CT_SHAPE(6), CT_I64), CUDA0);
-    assert_non_null(ct_copy_(idx, idx2));
-    assert_int_equal(ct_cuda_graph_replay(g), CT_OK);
-    assert_int_equal(ct_cuda_synchronize(0), CT_OK);
+    assert_ct(ct_copy_(idx, idx2));
+    assert_st(ct_cuda_graph_replay(g));
+    assert_st(ct_cuda_synchronize(0));
     assert_same(y, ct_embedding(idx2, table, CT_NO_PADDING_IDX), "embedding");
     ct_release(y);
     ct_cuda_graph_free(g);
@@ -257,7 +284,7 @@ static void mlp_init_opt(mlp *m, bool adamw) {
         o.momentum = 0.9;
     ct_tensor *ps[2] = {m->w1, m->w2};
     m->opt = ct_optimizer_new(adamw ? CT_OPTIM_ADAMW : CT_OPTIM_SGD, ps, 2, &o);
-    assert_non_null(m->opt);
+    assert_ct(m->opt);
 }
 
 static void mlp_init(mlp *m) { mlp_init_opt(m, false); }
@@ -293,32 +320,32 @@ static void test_training_step(void **state) {
     }
     for (int i = 0; i < 6; i++) {
         ct_scope_begin();
-        assert_non_null(mlp_step(&eager, xs[i], ys[i]));
+        assert_ct(mlp_step(&eager, xs[i], ys[i]));
         ct_scope_end();
     }
     /* static inputs; step 0 eagerly on the capture stream is the warm-up (it makes the
      * gradients and the momentum buffers the graph then updates in place) */
     ct_tensor *x = ct_clone(xs[0]), *y = ct_clone(ys[0]);
     /* inputs made on the default stream are ready before the capture stream reads them */
-    assert_int_equal(ct_cuda_synchronize(0), CT_OK);
-    assert_int_equal(ct_cuda_set_stream(0, g_stream), CT_OK);
+    assert_st(ct_cuda_synchronize(0));
+    assert_st(ct_cuda_set_stream(0, g_stream));
     ct_scope_begin();
-    assert_non_null(mlp_step(&graphed, x, y));
+    assert_ct(mlp_step(&graphed, x, y));
     ct_scope_end();
-    assert_int_equal(ct_cuda_set_stream(0, NULL), CT_OK);
-    assert_int_equal(ct_cuda_graph_begin(g_stream, NULL), CT_OK);
+    assert_st(ct_cuda_set_stream(0, NULL));
+    assert_st(ct_cuda_graph_begin(g_stream, NULL));
     ct_scope_begin();
     ct_tensor *loss = ct_retain(mlp_step(&graphed, x, y));
     ct_scope_end();
     ct_cuda_graph *g = NULL;
-    assert_int_equal(ct_cuda_graph_end(g_stream, &g), CT_OK);
-    assert_non_null(loss);
+    assert_st(ct_cuda_graph_end(g_stream, &g));
+    assert_ct(loss);
     for (int i = 1; i < 6; i++) {
-        assert_non_null(ct_copy_(x, xs[i]));
-        assert_non_null(ct_copy_(y, ys[i]));
-        assert_int_equal(ct_cuda_graph_replay(g), CT_OK);
+        assert_ct(ct_copy_(x, xs[i]));
+        assert_ct(ct_copy_(y, ys[i]));
+        assert_st(ct_cuda_graph_replay(g));
     }
-    assert_int_equal(ct_cuda_synchronize(0), CT_OK);
+    assert_st(ct_cuda_synchronize(0));
     ct_test_assert_close(graphed.w1, ct_to_device(eager.w1, CT_CPU), 1e-5, 1e-6, "w1", __FILE__, __LINE__);
     ct_test_assert_close(graphed.w2, ct_to_device(eager.w2, CT_CPU), 1e-5, 1e-6, "w2", __FILE__, __LINE__);
     ct_release(loss);
@@ -338,9 +365,9 @@ static void test_adamw_step_capturable(void **state) {
     mlp_init_opt(&eager, true);
     mlp_init_opt(&graphed, true);
     ct_optim_options o;
-    assert_int_equal(ct_optimizer_get_options(eager.opt, 0, &o), CT_OK);
+    assert_st(ct_optimizer_get_options(eager.opt, 0, &o));
     o.capturable = 0; /* the reference passes the step by value */
-    assert_int_equal(ct_optimizer_set_options(eager.opt, 0, &o), CT_OK);
+    assert_st(ct_optimizer_set_options(eager.opt, 0, &o));
     ct_tensor *xs[8], *ys[8];
     for (int i = 0; i < 8; i++) {
         xs[i] = gpu_values(CT_SHAPE(16, 32), 60 + (uint64_t)i);
@@ -348,30 +375,30 @@ static void test_adamw_step_capturable(void **state) {
     }
     for (int i = 0; i < 8; i++) {
         ct_scope_begin();
-        assert_non_null(mlp_step_clip(&eager, xs[i], ys[i], 0.5));
+        assert_ct(mlp_step_clip(&eager, xs[i], ys[i], 0.5));
         ct_scope_end();
     }
     ct_tensor *x = ct_clone(xs[0]), *y = ct_clone(ys[0]);
     /* inputs made on the default stream are ready before the capture stream reads them */
-    assert_int_equal(ct_cuda_synchronize(0), CT_OK);
-    assert_int_equal(ct_cuda_set_stream(0, g_stream), CT_OK);
+    assert_st(ct_cuda_synchronize(0));
+    assert_st(ct_cuda_set_stream(0, g_stream));
     ct_scope_begin();
-    assert_non_null(mlp_step_clip(&graphed, x, y, 0.5)); /* warm-up: step 1 */
+    assert_ct(mlp_step_clip(&graphed, x, y, 0.5)); /* warm-up: step 1 */
     ct_scope_end();
-    assert_int_equal(ct_cuda_graph_begin(g_stream, NULL), CT_OK);
+    assert_st(ct_cuda_graph_begin(g_stream, NULL));
     ct_scope_begin();
     ct_tensor *loss = ct_retain(mlp_step_clip(&graphed, x, y, 0.5));
     ct_scope_end();
     ct_cuda_graph *g = NULL;
-    assert_int_equal(ct_cuda_graph_end(g_stream, &g), CT_OK);
-    assert_non_null(loss);
+    assert_st(ct_cuda_graph_end(g_stream, &g));
+    assert_ct(loss);
     for (int i = 1; i < 8; i++) {
-        assert_non_null(ct_copy_(x, xs[i]));
-        assert_non_null(ct_copy_(y, ys[i]));
-        assert_int_equal(ct_cuda_graph_replay(g), CT_OK);
+        assert_ct(ct_copy_(x, xs[i]));
+        assert_ct(ct_copy_(y, ys[i]));
+        assert_st(ct_cuda_graph_replay(g));
     }
-    assert_int_equal(ct_cuda_set_stream(0, NULL), CT_OK);
-    assert_int_equal(ct_cuda_synchronize(0), CT_OK);
+    assert_st(ct_cuda_set_stream(0, NULL));
+    assert_st(ct_cuda_synchronize(0));
     ct_test_assert_close(graphed.w1, ct_to_device(eager.w1, CT_CPU), 1e-5, 1e-6, "w1", __FILE__, __LINE__);
     ct_test_assert_close(graphed.w2, ct_to_device(eager.w2, CT_CPU), 1e-5, 1e-6, "w2", __FILE__, __LINE__);
     ct_release(loss);
@@ -387,7 +414,7 @@ static void test_adamw_step_capturable(void **state) {
  * that ending the capture reports it and returns no graph. */
 #define EXPECT_REFUSED(call, op)                                                                                      \
     do {                                                                                                              \
-        assert_int_equal(ct_cuda_graph_begin(g_stream, NULL), CT_OK);                                                \
+        assert_st(ct_cuda_graph_begin(g_stream, NULL));                                                \
         ct_scope_begin();                                                                                             \
         bool failed = (call);                                                                                         \
         char msg[512];                                                                                                \
@@ -419,11 +446,11 @@ static void test_refusals(void **state) {
     ct_scope_end();
     /* an allocation on another stream than the captured one is refused; it never
      * happened, so the capture itself is sound */
-    assert_int_equal(ct_cuda_graph_begin(g_stream, NULL), CT_OK);
+    assert_st(ct_cuda_graph_begin(g_stream, NULL));
     assert_null(ct_alloc_stream(CUDA0, 4096, 0));
     assert_non_null(strstr(ct_last_error(), "outside the private memory pool"));
     ct_cuda_graph *g = NULL;
-    assert_int_equal(ct_cuda_graph_end(g_stream, &g), CT_OK);
+    assert_st(ct_cuda_graph_end(g_stream, &g));
     ct_cuda_graph_free(g);
 }
 
@@ -467,28 +494,28 @@ static void test_argument_errors(void **state) {
 static void test_capture_state_errors(void **state) {
     (void)state;
     ct_cuda_stream *other = NULL;
-    assert_int_equal(ct_cuda_stream_create(0, 0, &other), CT_OK);
-    assert_int_equal(ct_cuda_graph_begin(g_stream, NULL), CT_OK);
+    assert_st(ct_cuda_stream_create(0, 0, &other));
+    assert_st(ct_cuda_graph_begin(g_stream, NULL));
     assert_int_equal(ct_cuda_graph_begin(other, NULL), CT_ERROR_RUNTIME); /* one capture per thread */
     assert_non_null(strstr(ct_last_error(), "already capturing"));
     ct_cuda_graph *g = NULL;
     assert_int_equal(ct_cuda_graph_end(other, &g), CT_ERROR_RUNTIME); /* not the captured stream */
     assert_non_null(strstr(ct_last_error(), "another stream"));
     /* an empty capture is a graph that does nothing */
-    assert_int_equal(ct_cuda_graph_end(g_stream, &g), CT_OK);
-    assert_int_equal(ct_cuda_graph_replay(g), CT_OK);
+    assert_st(ct_cuda_graph_end(g_stream, &g));
+    assert_st(ct_cuda_graph_replay(g));
     ct_cuda_graph_free(g);
     /* a pool in use by a capture is not released under it */
     ct_cuda_mempool *pool = NULL;
-    assert_int_equal(ct_cuda_mempool_create(0, &pool), CT_OK);
-    assert_int_equal(ct_cuda_graph_begin(g_stream, pool), CT_OK);
+    assert_st(ct_cuda_mempool_create(0, &pool));
+    assert_st(ct_cuda_graph_begin(g_stream, pool));
     ct_cuda_mempool_stats ps;
-    assert_int_equal(ct_cuda_mempool_stats_get(pool, &ps), CT_OK);
+    assert_st(ct_cuda_mempool_stats_get(pool, &ps));
     assert_int_equal(ps.uses, 2);
-    assert_int_equal(ct_cuda_graph_end(g_stream, &g), CT_OK);
+    assert_st(ct_cuda_graph_end(g_stream, &g));
     ct_cuda_mempool_release(pool);
     ct_cuda_graph_free(g);
-    assert_int_equal(ct_cuda_stream_destroy(other), CT_OK);
+    assert_st(ct_cuda_stream_destroy(other));
 }
 
 int main(void) {
@@ -498,10 +525,14 @@ int main(void) {
     if (skip)
         return rc ? rc : skip;
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_replay_matches_eager), cmocka_unit_test(test_pool_memory),
-        cmocka_unit_test(test_two_graphs_one_pool),  cmocka_unit_test(test_checked_ops_capture),
-        cmocka_unit_test(test_training_step),        cmocka_unit_test(test_adamw_step_capturable),
-        cmocka_unit_test(test_refusals),             cmocka_unit_test(test_capture_state_errors),
+        cmocka_unit_test_teardown(test_replay_matches_eager, end_capture),
+        cmocka_unit_test_teardown(test_pool_memory, end_capture),
+        cmocka_unit_test_teardown(test_two_graphs_one_pool, end_capture),
+        cmocka_unit_test_teardown(test_checked_ops_capture, end_capture),
+        cmocka_unit_test_teardown(test_training_step, end_capture),
+        cmocka_unit_test_teardown(test_adamw_step_capturable, end_capture),
+        cmocka_unit_test_teardown(test_refusals, end_capture),
+        cmocka_unit_test_teardown(test_capture_state_errors, end_capture),
     };
     return rc | cmocka_run_group_tests_name("gpu", tests, stream_setup, stream_teardown);
 }
