@@ -225,6 +225,217 @@ static void test_record_stream_defers_reuse(void **state) {
     assert_true(st("num_sync_all_streams") >= 1);
 }
 
+/* ------------------------------------------------------------------ private pools */
+
+static ct_alloc_pool_stats pool_stats(uint64_t pool) {
+    ct_alloc_pool_stats ps;
+    if (ct_alloc_pool_get_stats(CT_CPU, pool, &ps) != CT_OK)
+        fail_msg("pool stats: %s", ct_last_error());
+    return ps;
+}
+
+static void test_pool_routes_allocations(void **state) {
+    (void)state;
+    uint64_t pool = 0;
+    assert_int_equal(ct_alloc_pool_create(CT_CPU, &pool), CT_OK);
+    assert_true(pool != 0);
+    /* a free block of pool 0 on the captured stream is not taken by the pool */
+    void *outside = ct_alloc_stream(CT_CPU, 4096, 1);
+    ct_free(CT_CPU, outside);
+    assert_int_equal(g_dev.allocs, 1);
+    assert_int_equal(ct_alloc_pool_begin_use(CT_CPU, pool, 1), CT_OK);
+    assert_int_equal(ct_alloc_pool_routes(CT_CPU), 1);
+    assert_true(ct_alloc_pool_of_stream(CT_CPU, 1) == pool);
+    assert_true(ct_alloc_pool_of_stream(CT_CPU, 2) == 0);
+    void *a = ct_alloc_stream(CT_CPU, 4096, 1);
+    assert_ptr_not_equal(a, outside);
+    assert_int_equal(g_dev.allocs, 2); /* a segment of its own */
+    /* another stream keeps to pool 0 and reuses its free block's segment */
+    void *o2 = ct_alloc_stream(CT_CPU, 4096, 1 + 1);
+    assert_int_equal(g_dev.allocs, 3);
+    ct_free(CT_CPU, o2);
+    /* freed during the capture: reused by the pool */
+    ct_free(CT_CPU, a);
+    void *b = ct_alloc_stream(CT_CPU, 4096, 1);
+    assert_ptr_equal(a, b);
+    ct_alloc_pool_stats ps = pool_stats(pool);
+    assert_int_equal(ps.uses, 1);
+    assert_int_equal(ps.segments, 1);
+    assert_int_equal(ps.reserved_bytes, (int64_t)(2 * MiB));
+    assert_int_equal(ps.allocated_bytes, 4096);
+    assert_int_equal(ps.active_blocks, 1);
+    /* the snapshot names the pool of each segment */
+    ct_alloc_state s;
+    assert_int_equal(ct_alloc_state_get(CT_CPU, &s), CT_OK);
+    int in_pool = 0;
+    for (size_t i = 0; i < s.nsegments; i++)
+        in_pool += s.segments[i].pool == pool;
+    assert_int_equal(s.nsegments, 3);
+    assert_int_equal(in_pool, 1);
+    ct_alloc_state_free(&s);
+    /* empty_cache during a capture frees nothing (no device frees under capture) */
+    ct_empty_cache(CT_CPU);
+    assert_int_equal(g_dev.frees, 0);
+    assert_int_equal(ct_alloc_pool_end_use(CT_CPU, pool, 1), CT_OK);
+    assert_int_equal(ct_alloc_pool_routes(CT_CPU), 0);
+    /* after the capture: the pool's free memory is not handed out on stream 1 */
+    ct_free(CT_CPU, b);
+    void *c = ct_alloc_stream(CT_CPU, 4096, 1);
+    assert_ptr_not_equal(c, b);
+    ct_free(CT_CPU, c);
+    /* empty_cache frees pool 0's segments but keeps the live pool's */
+    ct_empty_cache(CT_CPU);
+    assert_int_equal(g_dev.allocs - g_dev.frees, 1);
+    assert_int_equal(pool_stats(pool).reserved_bytes, (int64_t)(2 * MiB));
+    /* a capture again: the pool's block comes back */
+    assert_int_equal(ct_alloc_pool_begin_use(CT_CPU, pool, 1), CT_OK);
+    void *d = ct_alloc_stream(CT_CPU, 4096, 1);
+    assert_ptr_equal(d, b);
+    assert_int_equal(ct_alloc_pool_end_use(CT_CPU, pool, 1), CT_OK);
+    ct_free(CT_CPU, d);
+    /* the last release gives the whole free segment back */
+    assert_int_equal(ct_alloc_pool_release(CT_CPU, pool), CT_OK);
+    assert_int_equal(g_dev.allocs, g_dev.frees);
+    assert_int_equal(ct_alloc_pool_get_stats(CT_CPU, pool, &ps), CT_ERROR_VALUE);
+}
+
+static void test_pool_release_with_live_blocks(void **state) {
+    (void)state;
+    uint64_t pool = 0;
+    assert_int_equal(ct_alloc_pool_create(CT_CPU, &pool), CT_OK);
+    assert_int_equal(ct_alloc_pool_retain(CT_CPU, pool), CT_OK); /* a graph's use */
+    assert_int_equal(pool_stats(pool).uses, 2);
+    assert_int_equal(ct_alloc_pool_begin_use(CT_CPU, pool, 0), CT_OK);
+    void *live = ct_alloc_stream(CT_CPU, 3 * MiB, 0);
+    void *tmp = ct_alloc_stream(CT_CPU, 4096, 0);
+    /* a pool in use by a capture cannot go away */
+    assert_int_equal(ct_alloc_pool_release(CT_CPU, pool), CT_OK); /* 2 -> 1 is fine */
+    assert_int_equal(ct_alloc_pool_release(CT_CPU, pool), CT_ERROR_RUNTIME);
+    assert_non_null(strstr(ct_last_error(), "end the capture first"));
+    assert_int_equal(ct_alloc_pool_end_use(CT_CPU, pool, 0), CT_OK);
+    ct_free(CT_CPU, tmp);
+    assert_int_equal(ct_alloc_pool_release(CT_CPU, pool), CT_OK);
+    /* the small segment was whole and free: gone; the large one holds `live` and joins
+     * pool 0, where its free rest serves ordinary allocations */
+    assert_int_equal(g_dev.allocs - g_dev.frees, 1);
+    void *again = ct_alloc_stream(CT_CPU, 4 * MiB, 0);
+    assert_int_equal(g_dev.allocs - g_dev.frees, 1); /* the 20 MiB segment's rest */
+    ct_alloc_state s;
+    assert_int_equal(ct_alloc_state_get(CT_CPU, &s), CT_OK);
+    assert_int_equal(s.nsegments, 1);
+    assert_true(s.segments[0].pool == 0);
+    ct_alloc_state_free(&s);
+    ct_free(CT_CPU, again);
+    ct_free(CT_CPU, live);
+}
+
+static void test_pool_defers_stream_uses(void **state) {
+    (void)state;
+    uint64_t pool = 0;
+    assert_int_equal(ct_alloc_pool_create(CT_CPU, &pool), CT_OK);
+    char *a = ct_alloc_stream(CT_CPU, 8192, 1);
+    assert_int_equal(ct_alloc_record_stream(CT_CPU, a, 2), CT_OK);
+    assert_int_equal(ct_alloc_pool_begin_use(CT_CPU, pool, 1), CT_OK);
+    ct_free(CT_CPU, a);
+    assert_int_equal(g_dev.live_events, 0); /* no event recorded during the capture */
+    assert_int_equal(st("active_bytes.all.current"), 8192);
+    assert_int_equal(ct_alloc_pool_end_use(CT_CPU, pool, 1), CT_OK);
+    assert_int_equal(g_dev.live_events, 1); /* recorded once the capture ended */
+    fake_complete_stream(&g_dev, 2);
+    char *b = ct_alloc_stream(CT_CPU, 8192, 1);
+    assert_ptr_equal(a, b);
+    ct_free(CT_CPU, b);
+    assert_int_equal(ct_alloc_pool_release(CT_CPU, pool), CT_OK);
+}
+
+static void test_pool_two_captures_share(void **state) {
+    (void)state;
+    /* Graph trees: two captures into one pool, one after the other; the second reuses
+     * what the first freed, so the pool holds the larger of the two. */
+    uint64_t pool = 0;
+    assert_int_equal(ct_alloc_pool_create(CT_CPU, &pool), CT_OK);
+    assert_int_equal(ct_alloc_pool_begin_use(CT_CPU, pool, 1), CT_OK);
+    void *out1 = ct_alloc_stream(CT_CPU, 64 * KiB, 1);
+    void *t1 = ct_alloc_stream(CT_CPU, 512 * KiB, 1);
+    ct_free(CT_CPU, t1);
+    assert_int_equal(ct_alloc_pool_end_use(CT_CPU, pool, 1), CT_OK);
+    int64_t after_first = pool_stats(pool).reserved_bytes;
+    assert_int_equal(ct_alloc_pool_begin_use(CT_CPU, pool, 1), CT_OK);
+    void *t2 = ct_alloc_stream(CT_CPU, 256 * KiB, 1);
+    assert_ptr_not_equal(t2, out1); /* the first graph's live output is not reused */
+    ct_free(CT_CPU, t2);
+    assert_int_equal(ct_alloc_pool_end_use(CT_CPU, pool, 1), CT_OK);
+    assert_int_equal(pool_stats(pool).reserved_bytes, after_first);
+    ct_free(CT_CPU, out1);
+    assert_int_equal(ct_alloc_pool_release(CT_CPU, pool), CT_OK);
+}
+
+static bool g_capturing;
+static bool fake_capturing(void *ctx, int index) {
+    (void)ctx, (void)index;
+    return g_capturing;
+}
+
+static void test_pool_holds_blocks_freed_by_capture(void **state) {
+    (void)state;
+    /* the capturing thread frees a tensor made before the capture: the graph may write
+     * it at every replay, so nothing reuses it until the pool is gone */
+    g_iface.capturing = fake_capturing;
+    uint64_t pool = 0;
+    assert_int_equal(ct_alloc_pool_create(CT_CPU, &pool), CT_OK);
+    void *before = ct_alloc_stream(CT_CPU, 4096, 0);
+    assert_int_equal(ct_alloc_pool_begin_use(CT_CPU, pool, 0), CT_OK);
+    g_capturing = true;
+    ct_free(CT_CPU, before);
+    /* an allocation outside the pool by the capturing thread is refused */
+    assert_null(ct_alloc_stream(CT_CPU, 4096, 1));
+    assert_non_null(strstr(ct_last_error(), "outside the private memory pool"));
+    g_capturing = false;
+    assert_int_equal(ct_alloc_pool_end_use(CT_CPU, pool, 0), CT_OK);
+    assert_int_equal(st("allocated_bytes.all.current"), 0);
+    assert_int_equal(st("active_bytes.all.current"), 4096); /* held */
+    void *other = ct_alloc_stream(CT_CPU, 4096, 0);
+    assert_ptr_not_equal(other, before);
+    ct_free(CT_CPU, other);
+    assert_int_equal(ct_alloc_pool_release(CT_CPU, pool), CT_OK);
+    assert_int_equal(st("active_bytes.all.current"), 0);
+    void *again = ct_alloc_stream(CT_CPU, 4096, 0);
+    assert_ptr_equal(again, before); /* back in pool 0 once the pool is gone */
+    ct_free(CT_CPU, again);
+    g_iface.capturing = NULL;
+}
+
+static void test_pool_errors(void **state) {
+    (void)state;
+    uint64_t pool = 0;
+    ct_clear_error(); /* a NULL argument propagates an earlier error */
+    assert_int_equal(ct_alloc_pool_create(CT_CPU, NULL), CT_ERROR_NULL_ARGUMENT);
+    assert_int_equal(ct_alloc_pool_retain(CT_CPU, 987654321), CT_ERROR_VALUE);
+    assert_non_null(strstr(ct_last_error(), "no memory pool 987654321"));
+    assert_int_equal(ct_alloc_pool_release(CT_CPU, 987654321), CT_ERROR_VALUE);
+    assert_int_equal(ct_alloc_pool_begin_use(CT_CPU, 987654321, 0), CT_ERROR_VALUE);
+    assert_int_equal(ct_alloc_pool_create(CT_CPU, &pool), CT_OK);
+    assert_int_equal(ct_alloc_pool_end_use(CT_CPU, pool, 0), CT_ERROR_RUNTIME);
+    assert_int_equal(ct_alloc_pool_begin_use(CT_CPU, pool, 0), CT_OK);
+    assert_int_equal(ct_alloc_pool_begin_use(CT_CPU, pool, 0), CT_ERROR_RUNTIME);
+    assert_non_null(strstr(ct_last_error(), "already allocates from memory pool"));
+    /* the device type cannot change under a live pool */
+    assert_int_equal(ct_alloc_set_device_interface(CT_DEVICE_CPU, NULL), CT_ERROR_RUNTIME);
+    /* out of memory under a capture: no cache release, no retry */
+    g_dev.limit = 1;
+    assert_null(ct_alloc_stream(CT_CPU, 4096, 0));
+    assert_int_equal(ct_last_status(), CT_ERROR_OUT_OF_MEMORY);
+    assert_int_equal(g_dev.syncs, 0);
+    g_dev.limit = 0;
+    assert_int_equal(ct_alloc_pool_end_use(CT_CPU, pool, 0), CT_OK);
+    assert_int_equal(ct_alloc_pool_release(CT_CPU, pool), CT_OK);
+    assert_int_equal(ct_alloc_pool_release(CT_CPU, pool), CT_ERROR_VALUE);
+    ct_alloc_pool_stats ps;
+    ct_clear_error();
+    assert_int_equal(ct_alloc_pool_get_stats(CT_CPU, pool, NULL), CT_ERROR_NULL_ARGUMENT);
+    assert_int_equal(ct_alloc_pool_get_stats(CT_CPU, pool, &ps), CT_ERROR_VALUE);
+}
+
 /* ------------------------------------------------------------------ out of memory */
 
 static void test_oom_releases_cache_and_retries(void **state) {
@@ -636,6 +847,12 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_large_split_rules, fake_setup, fake_teardown),
         cmocka_unit_test_setup_teardown(test_streams_separate_pools, fake_setup, fake_teardown),
         cmocka_unit_test_setup_teardown(test_record_stream_defers_reuse, fake_setup, fake_teardown),
+        cmocka_unit_test_setup_teardown(test_pool_routes_allocations, fake_setup, fake_teardown),
+        cmocka_unit_test_setup_teardown(test_pool_release_with_live_blocks, fake_setup, fake_teardown),
+        cmocka_unit_test_setup_teardown(test_pool_defers_stream_uses, fake_setup, fake_teardown),
+        cmocka_unit_test_setup_teardown(test_pool_two_captures_share, fake_setup, fake_teardown),
+        cmocka_unit_test_setup_teardown(test_pool_holds_blocks_freed_by_capture, fake_setup, fake_teardown),
+        cmocka_unit_test_setup_teardown(test_pool_errors, fake_setup, fake_teardown),
         cmocka_unit_test_setup_teardown(test_oom_releases_cache_and_retries, fake_setup, fake_teardown),
         cmocka_unit_test_setup_teardown(test_oom_reports, fake_setup, fake_teardown),
         cmocka_unit_test_setup_teardown(test_random_sequence_invariants, fake_setup, fake_teardown),

@@ -437,6 +437,16 @@ CT_API void ct_reset_printoptions(void);
 CT_API void ct_set_num_threads(int n);
 CT_API int ct_get_num_threads(void);
 
+/* ---------------------------------------------------------------- determinism */
+
+/* torch.use_deterministic_algorithms: while on, an op whose GPU kernel is not
+ * run-to-run deterministic (atomic additions in no fixed order) takes a deterministic
+ * kernel where there is one, and otherwise fails with an error naming it. CPU kernels
+ * are deterministic either way. Off by default. docs/core.md, "Deterministic
+ * algorithms". */
+CT_API void ct_use_deterministic_algorithms(bool mode);
+CT_API bool ct_are_deterministic_algorithms_enabled(void);
+
 /* Speed settings that other libraries read only when they load: OPENBLAS_CORETYPE
  * where OpenBLAS does not know the CPU's model and falls back to older kernels (see
  * docs/building.md). ct_runtime_tune_env sets those not already set in the

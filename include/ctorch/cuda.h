@@ -91,6 +91,61 @@ CT_API void ct_cuda_host_free(void *ptr);
 /* A CPU tensor in page-locked memory holding a copy of t (torch.Tensor.pin_memory). */
 CT_API ct_tensor *ct_pin_memory(const ct_tensor *t);
 
+/* ---------------------------------------------------------------- graphs
+
+   CUDA graphs (torch.cuda.CUDAGraph): the kernels a stream runs between
+   ct_cuda_graph_begin and ct_cuda_graph_end are recorded, not run, and
+   ct_cuda_graph_replay launches them all again at the cost of one launch. Tensors the
+   captured work allocates come from a private memory pool and keep their addresses at
+   every replay; inputs are fed by copying into tensors made before the capture
+   (static inputs). Usage, limits and errors: docs/cuda-graphs.md. */
+
+/* A private memory pool (torch.cuda.graph_pool_handle): graphs captured into one pool
+ * share its memory (graph trees, docs/cuda-graphs.md). A pool lives until it is
+ * released and every graph captured into it is freed. */
+typedef struct ct_cuda_mempool ct_cuda_mempool;
+typedef struct ct_cuda_graph ct_cuda_graph;
+
+CT_API ct_status ct_cuda_mempool_create(int device, ct_cuda_mempool **out);
+/* Drops the handle's use of the pool; NULL is ignored. */
+CT_API void ct_cuda_mempool_release(ct_cuda_mempool *pool);
+/* The pool's id, as memory snapshots show it (segment_pool_id (0, id)); 0 for NULL. */
+CT_API uint64_t ct_cuda_mempool_id(const ct_cuda_mempool *pool);
+
+typedef struct ct_cuda_mempool_stats {
+    int64_t segments;        /* device allocations the pool holds */
+    int64_t reserved_bytes;  /* their bytes */
+    int64_t allocated_bytes; /* bytes of the pool's live tensors */
+    int64_t active_blocks;   /* live tensors (and blocks waiting on other streams) */
+    int32_t uses;            /* the handle and the graphs that hold the pool */
+} ct_cuda_mempool_stats;
+CT_API ct_status ct_cuda_mempool_stats_get(const ct_cuda_mempool *pool, ct_cuda_mempool_stats *out);
+
+/* cudaStreamCaptureMode: THREAD_LOCAL (the default) forbids unsafe CUDA calls on the
+ * capturing thread, GLOBAL on every thread, RELAXED nowhere. */
+typedef enum ct_cuda_capture_mode {
+    CT_CUDA_CAPTURE_THREAD_LOCAL = 0,
+    CT_CUDA_CAPTURE_GLOBAL = 1,
+    CT_CUDA_CAPTURE_RELAXED = 2,
+} ct_cuda_capture_mode;
+
+/* Starts capturing stream (not the default stream), which becomes the thread's current
+ * stream on its device until ct_cuda_graph_end; the device is synchronised first.
+ * pool NULL: the graph gets a private pool of its own. One capture per thread. */
+CT_API ct_status ct_cuda_graph_begin(ct_cuda_stream *stream, ct_cuda_mempool *pool);
+CT_API ct_status ct_cuda_graph_begin_mode(ct_cuda_stream *stream, ct_cuda_mempool *pool, ct_cuda_capture_mode mode);
+/* Ends the capture of stream and instantiates the graph. On an error the capture is
+ * over too, and *out is NULL. */
+CT_API ct_status ct_cuda_graph_end(ct_cuda_stream *stream, ct_cuda_graph **out);
+/* Launches the graph on the current stream of its device. */
+CT_API ct_status ct_cuda_graph_replay(ct_cuda_graph *graph);
+/* Waits for the graph's device, then frees it and its use of its pool; NULL is ignored. */
+CT_API void ct_cuda_graph_free(ct_cuda_graph *graph);
+/* The pool the graph's tensors came from (owned by the graph). */
+CT_API ct_cuda_mempool *ct_cuda_graph_pool(ct_cuda_graph *graph);
+/* Whether the calling thread is capturing (torch.cuda.is_current_stream_capturing). */
+CT_API bool ct_cuda_is_current_stream_capturing(void);
+
 /* ---------------------------------------------------------------- matmul precision */
 
 /* torch.set_float32_matmul_precision: "highest" (the default: float32 products in

@@ -61,7 +61,12 @@ typedef struct ct_optim_options {
      * parameter (and float32 exp_avg/exp_avg_sq); the kernel updates the copy and
      * writes its rounded value to the parameter. Not in the state dict. */
     bool master_weights;
-    int32_t reserved[6]; /* zero; room for options without an ABI break */
+    /* Fused Adam/AdamW: keep the step number in a float64 tensor on the parameters'
+     * device, which each step increments with a kernel, so that a CUDA graph capturing
+     * the step replays with the right bias corrections (docs/cuda-graphs.md). The
+     * learning rate and the other options stay constants of a captured graph. */
+    int32_t capturable;
+    int32_t reserved[5]; /* zero; room for options without an ABI break */
 } ct_optim_options;
 
 CT_API ct_optim_options ct_sgd_options(double lr);     /* momentum 0, dampening 0, ... */
@@ -168,6 +173,19 @@ CT_API ct_status ct_fused_adamw_(ct_tensor *const *params, int nparams, ct_tenso
                                  double beta1, double beta2, double weight_decay, double eps, bool amsgrad,
                                  bool maximize, const ct_tensor *grad_scale, const ct_tensor *found_inf,
                                  const ct_tensor *clip_coef);
+/* The same (AdamW when adamw) with the step number read from step_t, a one-element
+ * float64 tensor on the params' device, instead of passed by value: a CUDA graph that
+ * captured the update (docs/cuda-graphs.md) reads the number the tensor holds at each
+ * replay. The optimizers' capturable option uses it. */
+CT_API ct_status ct_fused_adam_capturable_(bool adamw, ct_tensor *const *params, int nparams,
+                                           ct_tensor *const *grads, int ngrads, ct_tensor *const *exp_avgs,
+                                           int nexp_avgs, ct_tensor *const *exp_avg_sqs, int nexp_avg_sqs,
+                                           ct_tensor *const *max_exp_avg_sqs, int nmax_exp_avg_sqs,
+                                           ct_tensor *const *master_params, int nmaster_params,
+                                           const ct_tensor *step_t, double lr, double beta1, double beta2,
+                                           double weight_decay, double eps, bool amsgrad, bool maximize,
+                                           const ct_tensor *grad_scale, const ct_tensor *found_inf,
+                                           const ct_tensor *clip_coef);
 
 /* ------------------------------------------------------------ LR schedulers */
 

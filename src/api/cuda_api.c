@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "api/cuda_runtime.h"
+#include "core/alloc.h"
 #include "core/device.h"
 #include "core/error.h"
 
@@ -181,4 +182,103 @@ ct_tensor *ct_pin_memory(const ct_tensor *t) {
     CT_CHECK_ARG("pin_memory", t);
     const ct_cuda_runtime *rt = need("pin_memory");
     return rt ? rt->pin_memory(t) : NULL;
+}
+
+/* ------------------------------------------------------------------ graphs */
+
+ct_status ct_cuda_mempool_create(int device, ct_cuda_mempool **out) {
+    const char *op = "cuda_mempool_create";
+    CT_CHECK_ARG_STATUS(op, out);
+    *out = NULL;
+    const ct_cuda_runtime *rt = need(op);
+    if (!rt)
+        return ct_last_status();
+    int n = rt->device_count();
+    if (n == 0)
+        return ct_error(CT_ERROR_DEVICE, op, "no CUDA device is available (no GPU or no driver found)");
+    if (device < 0 || device >= n)
+        return ct_error(CT_ERROR_DEVICE, op, "CUDA error: invalid device ordinal %d (%d device%s available)", device,
+                        n, n == 1 ? "" : "s");
+    ct_cuda_mempool *p = ct_xcalloc(op, 1, sizeof *p);
+    if (!p)
+        return ct_last_status();
+    p->device = device;
+    ct_status st = ct_alloc_pool_create(CT_CUDA(device), &p->id);
+    if (st) {
+        free(p);
+        return st;
+    }
+    *out = p;
+    return CT_OK;
+}
+
+void ct_cuda_mempool_release(ct_cuda_mempool *pool) {
+    if (!pool)
+        return;
+    if (ct_alloc_pool_release(CT_CUDA(pool->device), pool->id) != CT_OK)
+        return; /* in use by a capture: the handle stays valid, the error says why */
+    free(pool);
+}
+
+uint64_t ct_cuda_mempool_id(const ct_cuda_mempool *pool) { return pool ? pool->id : 0; }
+
+ct_status ct_cuda_mempool_stats_get(const ct_cuda_mempool *pool, ct_cuda_mempool_stats *out) {
+    const char *op = "cuda_mempool_stats";
+    CT_CHECK_ARG_STATUS(op, pool);
+    CT_CHECK_ARG_STATUS(op, out);
+    memset(out, 0, sizeof *out);
+    ct_alloc_pool_stats ps;
+    ct_status st = ct_alloc_pool_get_stats(CT_CUDA(pool->device), pool->id, &ps);
+    if (st)
+        return st;
+    out->segments = ps.segments;
+    out->reserved_bytes = ps.reserved_bytes;
+    out->allocated_bytes = ps.allocated_bytes;
+    out->active_blocks = ps.active_blocks;
+    out->uses = ps.uses;
+    return CT_OK;
+}
+
+ct_status ct_cuda_graph_begin_mode(ct_cuda_stream *stream, ct_cuda_mempool *pool, ct_cuda_capture_mode mode) {
+    const char *op = "cuda_graph_begin";
+    if ((int)mode < CT_CUDA_CAPTURE_THREAD_LOCAL || (int)mode > CT_CUDA_CAPTURE_RELAXED)
+        return ct_error(CT_ERROR_VALUE, op, "invalid capture mode %d", (int)mode);
+    const ct_cuda_runtime *rt = need(op);
+    return rt ? rt->graph_begin(stream, pool, mode) : ct_last_status();
+}
+
+ct_status ct_cuda_graph_begin(ct_cuda_stream *stream, ct_cuda_mempool *pool) {
+    return ct_cuda_graph_begin_mode(stream, pool, CT_CUDA_CAPTURE_THREAD_LOCAL);
+}
+
+ct_status ct_cuda_graph_end(ct_cuda_stream *stream, ct_cuda_graph **out) {
+    const char *op = "cuda_graph_end";
+    CT_CHECK_ARG_STATUS(op, out);
+    *out = NULL;
+    const ct_cuda_runtime *rt = need(op);
+    return rt ? rt->graph_end(stream, out) : ct_last_status();
+}
+
+ct_status ct_cuda_graph_replay(ct_cuda_graph *graph) {
+    const char *op = "cuda_graph_replay";
+    CT_CHECK_ARG_STATUS(op, graph);
+    const ct_cuda_runtime *rt = need(op);
+    return rt ? rt->graph_replay(graph) : ct_last_status();
+}
+
+void ct_cuda_graph_free(ct_cuda_graph *graph) {
+    const ct_cuda_runtime *rt = runtime();
+    if (rt && graph)
+        rt->graph_free(graph);
+}
+
+ct_cuda_mempool *ct_cuda_graph_pool(ct_cuda_graph *graph) {
+    CT_CHECK_ARG("cuda_graph_pool", graph);
+    const ct_cuda_runtime *rt = need("cuda_graph_pool");
+    return rt ? rt->graph_pool(graph) : NULL;
+}
+
+bool ct_cuda_is_current_stream_capturing(void) {
+    const ct_cuda_runtime *rt = runtime();
+    return rt && rt->is_capturing();
 }

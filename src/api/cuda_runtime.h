@@ -11,6 +11,13 @@
 extern "C" {
 #endif
 
+/* A private pool handle (ct_cuda_mempool_create, or a graph's own): the allocator's
+ * pool id (Note [Private pools] in src/core/alloc.c) on one device. */
+struct ct_cuda_mempool {
+    int device;
+    uint64_t id;
+};
+
 typedef struct ct_cuda_runtime {
     int (*device_count)(void);
     ct_status (*get_device_properties)(int device, ct_cuda_device_properties *out);
@@ -36,6 +43,12 @@ typedef struct ct_cuda_runtime {
     ct_status (*host_alloc)(size_t nbytes, void **out);
     void (*host_free)(void *ptr);
     ct_tensor *(*pin_memory)(const ct_tensor *t);
+    ct_status (*graph_begin)(ct_cuda_stream *stream, ct_cuda_mempool *pool, ct_cuda_capture_mode mode);
+    ct_status (*graph_end)(ct_cuda_stream *stream, ct_cuda_graph **out);
+    ct_status (*graph_replay)(ct_cuda_graph *graph);
+    void (*graph_free)(ct_cuda_graph *graph);
+    ct_cuda_mempool *(*graph_pool)(ct_cuda_graph *graph);
+    bool (*is_capturing)(void);
 } ct_cuda_runtime;
 
 #ifdef __cplusplus

@@ -351,6 +351,11 @@ static bool flash_applies(const ct_tensor *q, const ct_tensor *k, const ct_tenso
     for (int d = 0; d < 2; d++)
         if (k->shape[d] != q->shape[d] || v->shape[d] != q->shape[d])
             return false;
+    /* Note [Deterministic algorithms]: flash's backward sums dq with atomics, so a
+     * differentiable call takes the math path while the switch is on */
+    if (ct_are_deterministic_algorithms_enabled() && ct_is_grad_enabled() &&
+        (ct_tensor_requires_grad(q) || ct_tensor_requires_grad(k) || ct_tensor_requires_grad(v)))
+        return false;
     return k->shape[2] == v->shape[2] && k->shape[2] >= 1 && k->shape[3] == e && v->shape[3] == e && e % 8 == 0 &&
            e >= 8 && e <= 128 && ct_backends_cuda_flash_sdp_enabled();
 }

@@ -44,6 +44,7 @@ typedef struct {
     bool quiet, tf32;
     bool memory_report; /* allocator peak and RSS at steps 10, 100, 1000, ... */
     bool compile;       /* forward and backward through ct_compile (docs/compile.md) */
+    bool cuda_graphs;   /* the training step captured once and replayed (docs/cuda-graphs.md) */
     ct_device device;
     ct_dtype amp; /* CT_F32: no autocast; CT_BF16 or CT_F16 */
 } gpt_args;
@@ -72,7 +73,7 @@ static void help(const gpt_args *a, FILE *f) {
                 "         [--dropout P] [--lr X] [--threads N] [--seed N] [--eval-interval N]\n"
                 "         [--eval-iters N] [--sample-tokens N] [--temperature X] [--top-k K]\n"
                 "         [--prompt TEXT] [--sample-out FILE] [--out CKPT.safetensors] [--quiet]\n"
-                "         [--profile TRACE.json] [--resume STATE.pt]\n"
+                "         [--profile TRACE.json] [--resume STATE.pt] [--cuda-graphs]\n"
                 "         [--device cpu|cuda[:N]] [--dtype fp32|bf16|fp16] [--tf32] [--memory-report]\n"
                 "         [--compile]\n"
                 "\n"
@@ -99,7 +100,7 @@ static void help(const gpt_args *a, FILE *f) {
                 "         [--top-k K] [--prompt TEXT] [--tokenizer FILE] [--sample-out FILE]\n"
                 "         [--out CKPT.safetensors] [--resume STATE.pt] [--profile TRACE.json]\n"
                 "         [--device cpu|cuda[:N]] [--dtype fp32|bf16|fp16] [--tf32]\n"
-                "         [--peak-tflops X] [--quiet] [--memory-report]\n"
+                "         [--peak-tflops X] [--quiet] [--memory-report] [--cuda-graphs]\n"
                 "\n"
                 "Trains GPT-2 (nanoGPT's model: pre-LN blocks, causal attention, tanh-GELU MLP,\n"
                 "head tied to the token embedding, GPT-2's initialisation) with AdamW (weight\n"
@@ -130,6 +131,9 @@ static void help(const gpt_args *a, FILE *f) {
             "                     scales the loss with a gradient scaler\n"
             "  --tf32             float32 matrix products may use TF32 on the GPU\n"
             "                     (ct_set_float32_matmul_precision(\"high\"))\n"
+            "  --cuda-graphs      capture the training step (forward, backward, clipping,\n"
+            "                     AdamW) as a CUDA graph after one eager step and replay it\n"
+            "                     (needs --dropout 0; docs/cuda-graphs.md)\n"
             "  --peak-tflops X    the device's peak for the MFU figure (default: the\n"
             "                     datasheet figure of known GPUs for the precision in use)\n"
             "  --eval-interval N  steps between validation losses (default steps / 10)\n"
@@ -262,6 +266,7 @@ static int parse_args(gpt_args *a, int argc, char **argv, bool *done) {
         bool *flag = strcmp(k, "--quiet") == 0                                 ? &a->quiet
                      : strcmp(k, "--tf32") == 0                                ? &a->tf32
                      : strcmp(k, "--memory-report") == 0                       ? &a->memory_report
+                     : strcmp(k, "--cuda-graphs") == 0                         ? &a->cuda_graphs
                      : a->job == JOB_GPT2 && strcmp(k, "--synthetic") == 0 ? &a->synthetic
                      : a->job == JOB_CHAR && strcmp(k, "--compile") == 0   ? &a->compile
                                                                                : NULL;
@@ -361,6 +366,15 @@ static int parse_args(gpt_args *a, int argc, char **argv, bool *done) {
         return usage_error(a, "--dtype fp16 needs --device cuda (on the CPU, use bf16)");
     if (a->compile && a->amp == CT_F16)
         return usage_error(a, "--compile does not take --dtype fp16 yet (its gradient scaler reads the loss scale on the host)");
+    if (a->cuda_graphs && a->device.type != CT_DEVICE_CUDA)
+        return usage_error(a, "--cuda-graphs needs --device cuda");
+    if (a->cuda_graphs && a->cfg.dropout > 0)
+        return usage_error(a, "--cuda-graphs needs --dropout 0: random numbers cannot be captured yet");
+    if (a->cuda_graphs && a->amp == CT_F16)
+        return usage_error(a, "--cuda-graphs does not take --dtype fp16 (the gradient scaler reads its scale on "
+                              "the host); use bf16");
+    if (a->cuda_graphs && a->compile)
+        return usage_error(a, "--cuda-graphs and --compile do not combine yet");
     a->eval_interval = eval_interval > 0 ? eval_interval : (a->steps >= 10 ? a->steps / 10 : a->steps);
     return 0;
 }
@@ -824,6 +838,7 @@ static ct_optimizer *make_optimizer(const gpt_args *a, const ct_char_gpt *m) {
     ct_optim_options o = ct_adamw_options(a->lr);
     o.beta2 = a->beta2;
     o.weight_decay = a->weight_decay;
+    o.capturable = a->cuda_graphs; /* the step number on the device (Note [Graphed training step]) */
     if (a->job == JOB_CHAR)
         return ct_optimizer_new(CT_OPTIM_ADAMW, m->params, m->nparams, &o);
     ct_tensor **decay = malloc((size_t)m->nparams * sizeof *decay), **rest = malloc((size_t)m->nparams * sizeof *rest);
@@ -849,6 +864,86 @@ static ct_optimizer *make_optimizer(const gpt_args *a, const ct_char_gpt *m) {
     free(decay);
     free(rest);
     return opt;
+}
+
+/* Note [Graphed training step]
+ * --cuda-graphs: the whole step (forward, backward, clipping folded into the fused
+ * AdamW, the update) is captured once as a CUDA graph and replayed (docs/cuda-graphs.md).
+ * Training runs on a stream of its own (a graph is captured on one). The first step runs
+ * eagerly on static copies of its batch: the warm-up that makes the gradients, the
+ * optimizer state with its step number on the device (the capturable option), and
+ * cuBLAS's handles. The second is captured into a private pool and replayed; from then
+ * on each step copies its batch into the static inputs and replays. The step's loss is
+ * the graph's static output, cloned before the next replay overwrites it. */
+typedef struct {
+    int device;
+    ct_cuda_stream *stream;
+    ct_cuda_graph *graph;
+    ct_tensor *x, *y, *loss; /* static inputs and output (own references) */
+} graph_state;
+
+static void graph_state_free(graph_state *g) {
+    ct_cuda_graph_free(g->graph);
+    ct_release(g->x);
+    ct_release(g->y);
+    ct_release(g->loss);
+    if (g->stream) {
+        ct_cuda_set_stream(g->device, NULL);
+        ct_cuda_stream_destroy(g->stream);
+    }
+    memset(g, 0, sizeof *g);
+}
+
+/* One training step, eager or being captured: the loss (NULL with the error set). */
+static ct_tensor *step_body(const gpt_args *a, const ct_char_gpt *m, ct_optimizer *opt, const ct_tensor *x,
+                            const ct_tensor *y) {
+    ct_tensor *loss = model_loss(a, m, x, y);
+    if (!loss || ct_optimizer_zero_grad(opt, false) || ct_backward(loss, NULL, false, false) ||
+        (a->grad_clip > 0 ? ct_optimizer_step_clipped(opt, a->grad_clip, 2.0, NULL) : ct_optimizer_step(opt)))
+        return NULL;
+    return loss;
+}
+
+/* Note [Graphed training step]: the step on batch (x, y); its loss, a new tensor of the
+ * caller's scope. */
+static ct_tensor *graph_step(const gpt_args *a, const ct_char_gpt *m, ct_optimizer *opt, graph_state *g,
+                             const ct_tensor *x, const ct_tensor *y) {
+    if (!g->x) { /* the warm-up, eagerly on the static inputs */
+        ct_scope_begin();
+        ct_tensor *sx = ct_clone(x), *sy = ct_clone(y);
+        g->x = sx ? ct_retain(sx) : NULL;
+        g->y = sy ? ct_retain(sy) : NULL;
+        ct_scope_end();
+        if (!g->x || !g->y)
+            return NULL;
+        return step_body(a, m, opt, g->x, g->y);
+    }
+    if (!ct_copy_(g->x, x) || !ct_copy_(g->y, y))
+        return NULL;
+    if (!g->graph) {
+        if (ct_cuda_graph_begin(g->stream, NULL))
+            return NULL;
+        ct_scope_begin();
+        ct_tensor *l = step_body(a, m, opt, g->x, g->y);
+        g->loss = l ? ct_retain(l) : NULL;
+        ct_scope_end();
+        char msg[512] = "";
+        ct_status body = g->loss ? CT_OK : ct_last_status();
+        if (body)
+            snprintf(msg, sizeof msg, "%s", ct_last_error());
+        ct_status st = ct_cuda_graph_end(g->stream, &g->graph);
+        if (body && !st) { /* the capture is sound but the step failed: report the step's error */
+            ct_cuda_graph_free(g->graph);
+            g->graph = NULL;
+            ct_error(body, a->prog, "%s", msg);
+            return NULL;
+        }
+        if (st || body)
+            return NULL;
+    }
+    if (ct_cuda_graph_replay(g->graph))
+        return NULL;
+    return ct_clone(ct_detach(g->loss)); /* the next replay overwrites g->loss */
 }
 
 static ct_status check_sizes(const gpt_args *a, const gpt_data *d) {
@@ -963,24 +1058,38 @@ static int run(gpt_args *a) {
         rc = fail(a, NULL);
     int64_t in_sum = 0, last_done = start;
     double t0 = now_s(), t_last = t0, avg = NAN, first = NAN;
+    graph_state gs = {.device = a->device.index};
+    /* the model's weights were made on the default stream: done before the training
+     * stream reads them */
+    if (!rc && a->cuda_graphs &&
+        (ct_cuda_synchronize(a->device.index) || ct_cuda_stream_create(a->device.index, 0, &gs.stream) ||
+         ct_cuda_set_stream(a->device.index, gs.stream)))
+        rc = fail(a, NULL);
     for (int64_t step = start; !rc && step < a->steps; step++) {
         ct_scope_begin();
         ct_tensor *x, *y;
         ct_status st = get_batch(a, &d, CT_SPLIT_TRAIN, a->seed, (uint64_t)step, &x, &y);
-        ct_tensor *loss = NULL;
-        if (cstep) {
-            ct_tensor *xy[2] = {x, y};
-            loss = st || ct_optimizer_zero_grad(opt, true) ? NULL : ct_compiled_call(cstep, xy, 2);
+        ct_tensor *loss = NULL, *sum = NULL;
+        if (!st && a->cuda_graphs) { /* Note [Graphed training step] */
+            loss = graph_step(a, &m, opt, &gs, x, y);
+            sum = !loss ? NULL : loss_sum ? ct_add(loss_sum, ct_detach(loss)) : ct_detach(loss);
+            if (!sum)
+                rc = fail(a, NULL);
         } else {
-            loss = st ? NULL : model_loss(a, &m, x, y);
+            if (cstep) {
+                ct_tensor *xy[2] = {x, y};
+                loss = st || ct_optimizer_zero_grad(opt, true) ? NULL : ct_compiled_call(cstep, xy, 2);
+            } else {
+                loss = st ? NULL : model_loss(a, &m, x, y);
+            }
+            sum = !loss ? NULL : loss_sum ? ct_add(loss_sum, ct_detach(loss)) : ct_detach(loss);
+            if (!sum || (!cstep && ct_optimizer_zero_grad(opt, true)) ||
+                (!cstep && ct_backward(scaler ? ct_grad_scaler_scale(scaler, loss) : loss, NULL, false, false)) ||
+                (scaler && a->grad_clip > 0 && ct_grad_scaler_unscale_(scaler, opt)) ||
+                (a->grad_clip > 0 && ct_clip_grad_norm_(m.params, m.nparams, a->grad_clip, 2.0, false, NULL)) ||
+                (scaler ? ct_grad_scaler_step(scaler, opt) || ct_grad_scaler_update(scaler) : ct_optimizer_step(opt)))
+                rc = fail(a, NULL);
         }
-        ct_tensor *sum = !loss ? NULL : loss_sum ? ct_add(loss_sum, ct_detach(loss)) : ct_detach(loss);
-        if (!sum || (!cstep && ct_optimizer_zero_grad(opt, true)) ||
-            (!cstep && ct_backward(scaler ? ct_grad_scaler_scale(scaler, loss) : loss, NULL, false, false)) ||
-            (scaler && a->grad_clip > 0 && ct_grad_scaler_unscale_(scaler, opt)) ||
-            (a->grad_clip > 0 && ct_clip_grad_norm_(m.params, m.nparams, a->grad_clip, 2.0, false, NULL)) ||
-            (scaler ? ct_grad_scaler_step(scaler, opt) || ct_grad_scaler_update(scaler) : ct_optimizer_step(opt)))
-            rc = fail(a, NULL);
         if (!rc) {
             ct_release(loss_sum);
             loss_sum = ct_retain(sum);
@@ -1032,6 +1141,7 @@ static int run(gpt_args *a) {
                (long long)ct_compiled_stat(cstep, CT_COMPILE_STAT_FUSED_GROUPS),
                (long long)ct_compiled_stat(cstep, CT_COMPILE_STAT_REPLAYS));
     ct_compiled_free(cstep);
+    graph_state_free(&gs);
     if (a->profile && ct_profiler_enabled()) {
         if (ct_profiler_stop())
             rc = rc ? rc : fail(a, NULL);

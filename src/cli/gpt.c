@@ -178,8 +178,13 @@ ct_tensor *ct_char_gpt_forward(const ct_char_gpt *m, const ct_tensor *idx) {
     }
     int64_t t = ct_tensor_size(idx, 1);
     ct_scope_begin();
-    ct_tensor *pos = ct_arange(ct_scalar_int(0), ct_scalar_int(t), ct_scalar_int(1), CT_I64, ct_tensor_device(idx));
-    ct_tensor *x = ct_add(fwd(m->root, "wte", idx), fwd(m->root, "wpe", pos));
+    /* the position embeddings of 0 .. t-1 are wpe's first t rows: a view, the same
+     * values and gradients as looking up arange(t), and nothing to copy from the host
+     * (which a CUDA graph could not capture, docs/cuda-graphs.md) */
+    ct_tensor *wpe = ct_module_param(m->root, "wpe.weight");
+    if (!wpe)
+        ct_error(CT_ERROR_RUNTIME, "char-gpt", "the model has no wpe.weight");
+    ct_tensor *x = wpe ? ct_add(fwd(m->root, "wte", idx), ct_narrow(wpe, 0, 0, t)) : NULL;
     x = x ? drop(m, x) : NULL;
     ct_module *blocks = ct_module_child(m->root, "blocks");
     for (int64_t i = 0; i < m->cfg.n_layer && x; i++) {

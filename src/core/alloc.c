@@ -122,6 +122,7 @@ struct ct_segment {
     int64_t stream;
     bool small;
     bool cached;
+    uint64_t pool; /* Note [Private pools]: 0 for the device's own pools */
     char context[32];
     ct_block *first; /* the block at base */
     ct_segment *prev, *next;
@@ -169,6 +170,42 @@ typedef struct {
 #define CT_TINY_KEEP 32     /* per class, and in all: bounds what waits unmerged */
 #define CT_TINY_KEEP_ALL 256
 
+/* Note [Private pools]
+ * PyTorch's private memory pools (MempoolId_t), which CUDA graphs capture into. A pool
+ * is an id; its segments carry it, and the free-block sets are sorted by (pool,
+ * stream, size, address), so a search for a block of one pool never finds another's.
+ * While a route (pool, stream) is in place (ct_alloc_pool_begin_use, for as long as a
+ * capture runs on that stream) every allocation on the stream comes from the pool, and
+ * a miss asks the device for a new segment of the pool; allocations on other streams
+ * keep to pool 0. A block of a pool freed at any time goes back to that pool, so no
+ * allocation outside the pool reuses memory a captured graph may still write. A pool
+ * lives while it has uses (its creator's handle, each graph captured into it); when
+ * the last goes, its whole free segments return to the device and segments that still
+ * hold live tensors join pool 0, where they are freed or reused as usual. empty_cache
+ * leaves live pools alone.
+ * While any route is in place the allocator calls nothing a capture forbids: no event
+ * queries (pending frees wait), no device synchronisation or frees (an allocation
+ * that misses with the device full reports out of memory at once), and blocks used on
+ * other streams that are freed meanwhile wait on a deferred list until the last route
+ * ends, when their events are recorded (PyTorch's insert_events_deferred_until_no_capture).
+ * A block of pool 0 that the capturing thread frees during its capture (a tensor made
+ * before it, such as a gradient the captured backward replaces) may still be written
+ * by the graph's kernels at every replay: it is held by the capture's pool, counted as
+ * active and pending, and freed only when the pool goes. */
+#define CT_ALLOC_MAX_POOLS 64
+#define CT_ALLOC_MAX_ROUTES 16
+
+typedef struct {
+    uint64_t id;
+    int uses;
+    ct_block *held; /* blocks of pool 0 freed by its capture: reused only once it is gone */
+} pool_entry;
+
+typedef struct {
+    uint64_t pool;
+    int64_t stream;
+} pool_route;
+
 typedef struct dev_alloc {
     ct_spin lock; /* Note [Allocator lock] */
     ct_device device;
@@ -192,7 +229,15 @@ typedef struct dev_alloc {
     ct_block *tiny[CT_TINY_CLASSES];
     int ntiny[CT_TINY_CLASSES];
     int tiny_total;
+    /* Note [Private pools] */
+    pool_entry pools[CT_ALLOC_MAX_POOLS];
+    int npools;
+    pool_route routes[CT_ALLOC_MAX_ROUTES];
+    int nroutes;
+    ct_block *deferred; /* blocks with stream uses freed while a route was in place */
 } dev_alloc;
+
+static atomic_uint_fast64_t g_next_pool = 1;
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic(dev_alloc *) g_devs[CT_DEVICE_TYPES][CT_ALLOC_MAX_DEVICES];
@@ -575,7 +620,9 @@ size_t ct_alloc_segment_size(size_t size) {
 
 /* ------------------------------------------------------------------ block sets */
 
-static int block_key_cmp(const ct_block *b, int64_t stream, size_t size, uintptr_t ptr) {
+static int block_key_cmp(const ct_block *b, uint64_t pool, int64_t stream, size_t size, uintptr_t ptr) {
+    if (b->seg->pool != pool)
+        return b->seg->pool < pool ? -1 : 1;
     if (b->stream != stream)
         return b->stream < stream ? -1 : 1;
     if (b->size != size)
@@ -584,11 +631,11 @@ static int block_key_cmp(const ct_block *b, int64_t stream, size_t size, uintptr
     return bp < ptr ? -1 : bp > ptr ? 1 : 0;
 }
 
-static size_t set_lower_bound(const block_set *s, int64_t stream, size_t size, uintptr_t ptr) {
+static size_t set_lower_bound(const block_set *s, uint64_t pool, int64_t stream, size_t size, uintptr_t ptr) {
     size_t lo = 0, hi = s->n;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (block_key_cmp(s->v[mid], stream, size, ptr) < 0)
+        if (block_key_cmp(s->v[mid], pool, stream, size, ptr) < 0)
             lo = mid + 1;
         else
             hi = mid;
@@ -605,7 +652,7 @@ static bool set_insert(block_set *s, ct_block *b) {
         s->v = v;
         s->cap = cap;
     }
-    size_t i = set_lower_bound(s, b->stream, b->size, (uintptr_t)b->ptr);
+    size_t i = set_lower_bound(s, b->seg->pool, b->stream, b->size, (uintptr_t)b->ptr);
     memmove(&s->v[i + 1], &s->v[i], (s->n - i) * sizeof *s->v);
     s->v[i] = b;
     s->n++;
@@ -618,7 +665,7 @@ static void set_erase_at(block_set *s, size_t i) {
 }
 
 static void set_erase(block_set *s, ct_block *b) {
-    size_t i = set_lower_bound(s, b->stream, b->size, (uintptr_t)b->ptr);
+    size_t i = set_lower_bound(s, b->seg->pool, b->stream, b->size, (uintptr_t)b->ptr);
     CT_ASSERT(i < s->n && s->v[i] == b);
     set_erase_at(s, i);
 }
@@ -880,7 +927,7 @@ static ct_block *block_new(dev_alloc *da) {
 
 /* Asks the device for a segment; returns its one block (not in any pool), or NULL when
  * the device refused (no error set: the caller retries or reports). */
-static ct_block *segment_alloc(dev_alloc *da, size_t size, int64_t stream, bool small, bool cached) {
+static ct_block *segment_alloc(dev_alloc *da, size_t size, int64_t stream, bool small, bool cached, uint64_t pool) {
     ct_segment *seg = host_calloc(1, sizeof *seg);
     ct_block *b = block_new(da);
     void *p = seg && b ? da->iface->raw_alloc(da->iface->ctx, da->device.index, size) : NULL;
@@ -894,6 +941,7 @@ static ct_block *segment_alloc(dev_alloc *da, size_t size, int64_t stream, bool 
     seg->stream = stream;
     seg->small = small;
     seg->cached = cached;
+    seg->pool = pool;
     copy_context(seg->context, tl_context);
     seg->first = b;
     seg->next = da->segments;
@@ -993,7 +1041,7 @@ static void block_to_pool(dev_alloc *da, ct_block *b) {
         else if (net_bytes < 0)
             stat_dec(&s->inactive_split_bytes[types[k]], -net_bytes);
     }
-    if (!da->caching && !b->prev && !b->next) {
+    if (!da->caching && !seg->pool && !b->prev && !b->next) {
         /* caching was switched off while this segment was in use: drain it now */
         segment_release(da, b);
         return;
@@ -1102,8 +1150,27 @@ static void release_segment_free(dev_alloc *da, ct_block *b) {
     segment_release(da, b);
 }
 
-/* Frees every whole cached segment (PyTorch's release_cached_blocks). */
+/* Whether pool is live on this device (Note [Private pools]). */
+static pool_entry *pool_find(dev_alloc *da, uint64_t pool) {
+    for (int i = 0; i < da->npools; i++)
+        if (da->pools[i].id == pool)
+            return &da->pools[i];
+    return NULL;
+}
+
+/* The pool allocations on stream come from: the route's, else 0. */
+static inline uint64_t route_of(const dev_alloc *da, int64_t stream) {
+    for (int i = 0; i < da->nroutes; i++)
+        if (da->routes[i].stream == stream)
+            return da->routes[i].pool;
+    return 0;
+}
+
+/* Frees every whole cached segment of pool 0 and of pools no longer in use (PyTorch's
+ * release_cached_blocks); nothing while a route is in place (Note [Private pools]). */
 static void release_cached(dev_alloc *da) {
+    if (da->nroutes)
+        return;
     tiny_drain(da);
     if (da->pending)
         process_events(da, true);
@@ -1116,7 +1183,7 @@ static void release_cached(dev_alloc *da) {
         size_t i = 0;
         while (i < s->n) {
             ct_block *b = s->v[i];
-            if (!b->prev && !b->next) {
+            if (!b->prev && !b->next && (!b->seg->pool || !pool_find(da, b->seg->pool))) {
                 set_erase_at(s, i);
                 segment_release(da, b);
             } else {
@@ -1129,12 +1196,12 @@ static void release_cached(dev_alloc *da) {
 /* Frees cached oversize segments on this stream to make room for size bytes. */
 static bool release_available(dev_alloc *da, size_t size, int64_t stream) {
     size_t max_split = atomic_load(&g_max_split);
-    if (max_split == SIZE_MAX)
+    if (max_split == SIZE_MAX || da->nroutes)
         return false;
     block_set *s = &da->large;
     size_t key = size < max_split ? max_split : size;
-    size_t i = set_lower_bound(s, stream, key, 0);
-    if (i < s->n && s->v[i]->stream == stream) {
+    size_t i = set_lower_bound(s, 0, stream, key, 0);
+    if (i < s->n && s->v[i]->stream == stream && !s->v[i]->seg->pool) {
         ct_block *b = s->v[i];
         if (b->prev || b->next)
             return false;
@@ -1145,7 +1212,7 @@ static bool release_available(dev_alloc *da, size_t size, int64_t stream) {
     size_t released = 0;
     while (i > 0 && released < key) {
         ct_block *b = s->v[i - 1];
-        if (b->size < max_split || b->stream != stream)
+        if (b->size < max_split || b->stream != stream || b->seg->pool)
             break;
         i--;
         if (b->prev || b->next)
@@ -1159,9 +1226,9 @@ static bool release_available(dev_alloc *da, size_t size, int64_t stream) {
 
 /* ------------------------------------------------------------------ malloc path */
 
-static ct_block *get_free_block(dev_alloc *da, block_set *s, size_t size, int64_t stream) {
-    size_t i = set_lower_bound(s, stream, size, 0);
-    if (i == s->n || s->v[i]->stream != stream)
+static ct_block *get_free_block(dev_alloc *da, block_set *s, uint64_t pool, size_t size, int64_t stream) {
+    size_t i = set_lower_bound(s, pool, stream, size, 0);
+    if (i == s->n || s->v[i]->stream != stream || s->v[i]->seg->pool != pool)
         return NULL;
     ct_block *b = s->v[i];
     size_t max_split = atomic_load(&g_max_split);
@@ -1206,20 +1273,31 @@ static void report_oom(dev_alloc *da, size_t request, size_t rounded, int64_t st
 
 static void *malloc_locked(dev_alloc *da, size_t request, int64_t stream) {
     ct_alloc_stats *s = &da->stats;
-    if (da->pending)
+    /* Note [Private pools]: no event queries while a capture may be running */
+    const uint64_t pool = da->nroutes ? route_of(da, stream) : 0;
+    if (da->nroutes && !pool && da->iface->capturing && da->iface->capturing(da->iface->ctx, da->device.index)) {
+        char buf[32];
+        const char *op = tl_context ? tl_context : "alloc";
+        ct_error(CT_ERROR_RUNTIME, op,
+                 "an allocation of %zu bytes on stream %" PRId64 " of %s, outside the private memory pool of the "
+                 "CUDA graph this thread is capturing: only the capturing stream allocates during a capture",
+                 request, stream, dev_str(da->device, buf, sizeof buf));
+        return NULL;
+    }
+    if (da->pending && !da->nroutes)
         process_events(da, false);
     if (!table_reserve(da)) {
         ct_error(CT_ERROR_OUT_OF_MEMORY, "alloc", "could not record an allocation of %zu bytes", request);
         return NULL;
     }
     size_t size = ct_alloc_round_size_unit(request, unit_of(da));
-    bool cached = da->caching && !(da->iface->bypass_threshold && size > da->iface->bypass_threshold);
+    bool cached = pool || (da->caching && !(da->iface->bypass_threshold && size > da->iface->bypass_threshold));
     ct_block *b = NULL;
     bool small;
     bool from_tiny = false;
     if (da->tiny_total) {
         int c = tiny_class(size);
-        if (c >= 0 && da->tiny[c] && cached) {
+        if (c >= 0 && da->tiny[c] && cached && !pool) {
             b = da->tiny[c];
             da->tiny[c] = b->pnext;
             b->pnext = NULL;
@@ -1241,27 +1319,27 @@ static void *malloc_locked(dev_alloc *da, size_t request, int64_t stream) {
         else
             size = n > SIZE_MAX - CT_ALIGN ? SIZE_MAX : (n + CT_ALIGN - 1) / CT_ALIGN * CT_ALIGN;
         small = size <= CT_ALLOC_SMALL_SIZE;
-        b = segment_alloc(da, size, stream, small, false);
-        if (!b) {
+        b = segment_alloc(da, size, stream, small, false, 0);
+        if (!b && !da->nroutes) {
             release_cached(da);
             s->num_alloc_retries++;
             observe(da, CT_ALLOC_EVENT_RETRY, 0, size);
-            b = segment_alloc(da, size, stream, small, false);
+            b = segment_alloc(da, size, stream, small, false, 0);
         }
     } else {
         small = size <= CT_ALLOC_SMALL_SIZE;
-        block_set *pool = small ? &da->small : &da->large;
+        block_set *set = small ? &da->small : &da->large;
         size_t seg_size = ct_alloc_segment_size(size);
-        b = get_free_block(da, pool, size, stream);
+        b = get_free_block(da, set, pool, size, stream);
         if (!b) {
-            b = segment_alloc(da, seg_size, stream, small, true);
+            b = segment_alloc(da, seg_size, stream, small, true, pool);
             if (!b && release_available(da, size, stream))
-                b = segment_alloc(da, seg_size, stream, small, true);
-            if (!b) {
+                b = segment_alloc(da, seg_size, stream, small, true, pool);
+            if (!b && !da->nroutes) {
                 release_cached(da);
                 s->num_alloc_retries++;
                 observe(da, CT_ALLOC_EVENT_RETRY, 0, seg_size);
-                b = segment_alloc(da, seg_size, stream, small, true);
+                b = segment_alloc(da, seg_size, stream, small, true, pool);
             }
         }
     }
@@ -1386,11 +1464,45 @@ void *ct_alloc(ct_device device, size_t nbytes) {
         return NULL;
     ct_spin_lock(&da->lock);
     int64_t stream = da->iface->current_stream ? da->iface->current_stream(da->iface->ctx, device.index) : 0;
-    void *p = tiny_take(da, nbytes, stream);
+    void *p = da->nroutes ? NULL : tiny_take(da, nbytes, stream);
     if (!p)
         p = malloc_locked(da, nbytes, stream);
     ct_spin_unlock(&da->lock);
     return p;
+}
+
+/* Note [Stream uses]: wait for every other stream before reusing the block. */
+static void free_with_uses(dev_alloc *da, ct_block *b) {
+    if (b->nuses == 0) {
+        free_block(da, b);
+        return;
+    }
+    void **evs = host_calloc((size_t)b->nuses, sizeof *evs);
+    int n = 0;
+    bool ok = evs != NULL;
+    for (int i = 0; ok && i < b->nuses; i++) {
+        evs[n] = da->iface->event_record(da->iface->ctx, da->device.index, b->uses[i]);
+        if (!evs[n])
+            ok = false;
+        else
+            n++;
+    }
+    if (!ok) {
+        /* no event to wait on: wait for the whole device instead */
+        for (int i = 0; i < n; i++)
+            da->iface->event_destroy(da->iface->ctx, evs[i]);
+        free(evs);
+        if (da->iface->synchronize)
+            da->iface->synchronize(da->iface->ctx, da->device.index);
+        free_block(da, b);
+    } else {
+        free(b->events);
+        b->events = evs;
+        b->nevents = n;
+        b->state = BLOCK_PENDING;
+        b->pnext = da->pending;
+        da->pending = b;
+    }
 }
 
 void ct_free(ct_device device, void *ptr) {
@@ -1417,37 +1529,27 @@ void ct_free(ct_device device, void *ptr) {
     if (b->size >= atomic_load(&g_max_split))
         stat_dec(&s->oversize_allocations, 1);
     trace(da, CT_TRACE_FREE_REQUESTED, (uint64_t)(uintptr_t)b->ptr, b->requested, b->stream, tl_context);
-    if (!b->seg->cached) {
+    pool_entry *holder = NULL;
+    if (da->nroutes && !b->seg->pool && da->iface->capturing &&
+        da->iface->capturing(da->iface->ctx, da->device.index)) {
+        int64_t cur = da->iface->current_stream ? da->iface->current_stream(da->iface->ctx, device.index) : 0;
+        holder = pool_find(da, route_of(da, cur));
+    }
+    if (holder) {
+        /* Note [Private pools]: the graph may still write it at every replay */
+        b->state = BLOCK_PENDING;
+        b->pnext = holder->held;
+        holder->held = b;
+    } else if (!b->seg->cached) {
         release_segment_free(da, b);
+    } else if (b->nuses > 0 && da->nroutes) {
+        /* Note [Private pools]: no events while a capture may be running */
+        b->state = BLOCK_PENDING;
+        b->pnext = da->deferred;
+        da->deferred = b;
     } else if (b->nuses > 0) {
-        /* Note [Stream uses]: wait for every other stream before reusing the block. */
-        void **evs = host_calloc((size_t)b->nuses, sizeof *evs);
-        int n = 0;
-        bool ok = evs != NULL;
-        for (int i = 0; ok && i < b->nuses; i++) {
-            evs[n] = da->iface->event_record(da->iface->ctx, da->device.index, b->uses[i]);
-            if (!evs[n])
-                ok = false;
-            else
-                n++;
-        }
-        if (!ok) {
-            /* no event to wait on: wait for the whole device instead */
-            for (int i = 0; i < n; i++)
-                da->iface->event_destroy(da->iface->ctx, evs[i]);
-            free(evs);
-            if (da->iface->synchronize)
-                da->iface->synchronize(da->iface->ctx, da->device.index);
-            free_block(da, b);
-        } else {
-            free(b->events);
-            b->events = evs;
-            b->nevents = n;
-            b->state = BLOCK_PENDING;
-            b->pnext = da->pending;
-            da->pending = b;
-        }
-    } else if (!tiny_put(da, b)) {
+        free_with_uses(da, b);
+    } else if (b->seg->pool || !tiny_put(da, b)) {
         free_block(da, b);
     }
     ct_spin_unlock(&da->lock);
@@ -1494,6 +1596,219 @@ ct_status ct_alloc_record_stream(ct_device device, void *ptr, int64_t stream) {
 
 /* ------------------------------------------------------------------ device interfaces */
 
+/* ------------------------------------------------------------------ private pools */
+
+/* Note [Private pools]: the last use of pool is gone (held: its held blocks). */
+static void pool_drop(dev_alloc *da, uint64_t pool, ct_block *held) {
+    while (held) {
+        ct_block *b = held;
+        held = b->pnext;
+        b->pnext = NULL;
+        if (da->nroutes) { /* another capture runs: no events now */
+            b->pnext = da->deferred;
+            da->deferred = b;
+        } else if (!b->seg->cached) {
+            release_segment_free(da, b);
+        } else {
+            free_with_uses(da, b);
+        }
+    }
+    for (ct_segment *seg = da->segments, *next; seg; seg = next) {
+        next = seg->next;
+        if (seg->pool != pool)
+            continue;
+        block_set *set = seg->small ? &da->small : &da->large;
+        ct_block *f = seg->first;
+        if (!da->nroutes && f->state == BLOCK_FREE && !f->next) {
+            set_erase(set, f);
+            segment_release(da, f);
+            continue;
+        }
+        /* live tensors remain: the segment joins pool 0 (erasing first leaves room to
+         * insert again, so the set cannot fail to grow) */
+        for (ct_block *b = seg->first; b; b = b->next)
+            if (b->state == BLOCK_FREE)
+                set_erase(set, b);
+        seg->pool = 0;
+        for (ct_block *b = seg->first; b; b = b->next)
+            if (b->state == BLOCK_FREE)
+                (void)set_insert(set, b);
+    }
+}
+
+static dev_alloc *pool_dev(ct_device device, const char *op) {
+    dev_alloc *da = get_dev(device, op);
+    if (da) {
+        ct_spin_lock(&da->lock);
+        tiny_drain(da);
+    }
+    return da;
+}
+
+static ct_status no_pool(dev_alloc *da, const char *op, uint64_t pool) {
+    char buf[32];
+    ct_spin_unlock(&da->lock);
+    return ct_error(CT_ERROR_VALUE, op, "no memory pool %" PRIu64 " on %s (never created, or released)", pool,
+                    dev_str(da->device, buf, sizeof buf));
+}
+
+ct_status ct_alloc_pool_create(ct_device device, uint64_t *out) {
+    const char *op = "mempool_create";
+    CT_CHECK_ARG_STATUS(op, out);
+    *out = 0;
+    dev_alloc *da = pool_dev(device, op);
+    if (!da)
+        return ct_last_status();
+    if (da->npools == CT_ALLOC_MAX_POOLS) {
+        ct_spin_unlock(&da->lock);
+        return ct_error(CT_ERROR_RUNTIME, op, "too many memory pools (%d) on one device", CT_ALLOC_MAX_POOLS);
+    }
+    uint64_t id = atomic_fetch_add(&g_next_pool, 1);
+    da->pools[da->npools++] = (pool_entry){.id = id, .uses = 1};
+    ct_spin_unlock(&da->lock);
+    *out = id;
+    return CT_OK;
+}
+
+ct_status ct_alloc_pool_retain(ct_device device, uint64_t pool) {
+    const char *op = "mempool_retain";
+    dev_alloc *da = pool_dev(device, op);
+    if (!da)
+        return ct_last_status();
+    pool_entry *p = pool_find(da, pool);
+    if (!p)
+        return no_pool(da, op, pool);
+    p->uses++;
+    ct_spin_unlock(&da->lock);
+    return CT_OK;
+}
+
+ct_status ct_alloc_pool_release(ct_device device, uint64_t pool) {
+    const char *op = "mempool_release";
+    dev_alloc *da = pool_dev(device, op);
+    if (!da)
+        return ct_last_status();
+    pool_entry *p = pool_find(da, pool);
+    if (!p)
+        return no_pool(da, op, pool);
+    if (p->uses == 1)
+        for (int i = 0; i < da->nroutes; i++)
+            if (da->routes[i].pool == pool) {
+                ct_spin_unlock(&da->lock);
+                return ct_error(CT_ERROR_RUNTIME, op,
+                                "memory pool %" PRIu64 " is in use by a capture on stream %" PRId64
+                                ": end the capture first",
+                                pool, da->routes[i].stream);
+            }
+    if (--p->uses == 0) {
+        ct_block *held = p->held;
+        *p = da->pools[--da->npools];
+        pool_drop(da, pool, held);
+    }
+    ct_spin_unlock(&da->lock);
+    return CT_OK;
+}
+
+ct_status ct_alloc_pool_begin_use(ct_device device, uint64_t pool, int64_t stream) {
+    const char *op = "mempool_begin_use";
+    dev_alloc *da = pool_dev(device, op);
+    if (!da)
+        return ct_last_status();
+    if (!pool_find(da, pool))
+        return no_pool(da, op, pool);
+    for (int i = 0; i < da->nroutes; i++)
+        if (da->routes[i].stream == stream) {
+            uint64_t other = da->routes[i].pool;
+            ct_spin_unlock(&da->lock);
+            return ct_error(CT_ERROR_RUNTIME, op, "stream %" PRId64 " already allocates from memory pool %" PRIu64,
+                            stream, other);
+        }
+    if (da->nroutes == CT_ALLOC_MAX_ROUTES) {
+        ct_spin_unlock(&da->lock);
+        return ct_error(CT_ERROR_RUNTIME, op, "too many streams (%d) allocate from private pools at once",
+                        CT_ALLOC_MAX_ROUTES);
+    }
+    da->routes[da->nroutes++] = (pool_route){.pool = pool, .stream = stream};
+    ct_spin_unlock(&da->lock);
+    return CT_OK;
+}
+
+ct_status ct_alloc_pool_end_use(ct_device device, uint64_t pool, int64_t stream) {
+    const char *op = "mempool_end_use";
+    dev_alloc *da = pool_dev(device, op);
+    if (!da)
+        return ct_last_status();
+    int at = -1;
+    for (int i = 0; i < da->nroutes; i++)
+        if (da->routes[i].stream == stream && da->routes[i].pool == pool)
+            at = i;
+    if (at < 0) {
+        ct_spin_unlock(&da->lock);
+        return ct_error(CT_ERROR_RUNTIME, op, "stream %" PRId64 " does not allocate from memory pool %" PRIu64,
+                        stream, pool);
+    }
+    da->routes[at] = da->routes[--da->nroutes];
+    if (!da->nroutes)
+        while (da->deferred) {
+            ct_block *b = da->deferred;
+            da->deferred = b->pnext;
+            b->pnext = NULL;
+            if (!b->seg->cached)
+                release_segment_free(da, b);
+            else
+                free_with_uses(da, b);
+        }
+    ct_spin_unlock(&da->lock);
+    return CT_OK;
+}
+
+int ct_alloc_pool_routes(ct_device device) {
+    dev_alloc *da = find_dev(device);
+    if (!da)
+        return 0;
+    ct_spin_lock(&da->lock);
+    int n = da->nroutes;
+    ct_spin_unlock(&da->lock);
+    return n;
+}
+
+uint64_t ct_alloc_pool_of_stream(ct_device device, int64_t stream) {
+    dev_alloc *da = find_dev(device);
+    if (!da)
+        return 0;
+    ct_spin_lock(&da->lock);
+    uint64_t p = route_of(da, stream);
+    ct_spin_unlock(&da->lock);
+    return p;
+}
+
+ct_status ct_alloc_pool_get_stats(ct_device device, uint64_t pool, ct_alloc_pool_stats *out) {
+    const char *op = "mempool_stats";
+    CT_CHECK_ARG_STATUS(op, out);
+    memset(out, 0, sizeof *out);
+    dev_alloc *da = pool_dev(device, op);
+    if (!da)
+        return ct_last_status();
+    pool_entry *p = pool_find(da, pool);
+    if (!p)
+        return no_pool(da, op, pool);
+    out->uses = p->uses;
+    for (ct_segment *seg = da->segments; seg; seg = seg->next) {
+        if (seg->pool != pool)
+            continue;
+        out->segments++;
+        out->reserved_bytes += (int64_t)seg->size;
+        for (ct_block *b = seg->first; b; b = b->next)
+            if (b->state != BLOCK_FREE) {
+                out->active_blocks++;
+                if (b->state == BLOCK_ACTIVE)
+                    out->allocated_bytes += (int64_t)b->size;
+            }
+    }
+    ct_spin_unlock(&da->lock);
+    return CT_OK;
+}
+
 ct_status ct_alloc_set_device_interface(ct_device_type type, const ct_alloc_device_iface *iface) {
     const char *op = "alloc_set_device_interface";
     if ((int)type < 0 || (int)type >= CT_DEVICE_TYPES || type == CT_DEVICE_META)
@@ -1511,7 +1826,7 @@ ct_status ct_alloc_set_device_interface(ct_device_type type, const ct_alloc_devi
         if (!da)
             continue;
         ct_spin_lock(&da->lock);
-        bool busy = da->nactive > 0 || da->pending != NULL;
+        bool busy = da->nactive > 0 || da->pending != NULL || da->deferred != NULL || da->npools > 0;
         ct_spin_unlock(&da->lock);
         if (busy) {
             pthread_mutex_unlock(&g_lock);
@@ -1786,6 +2101,7 @@ ct_status ct_alloc_state_get(ct_device device, ct_alloc_state *out) {
         si->stream = seg->stream;
         si->is_small = seg->small;
         si->cached = seg->cached;
+        si->pool = seg->pool;
         memcpy(si->context, seg->context, sizeof si->context);
         size_t nb = 0;
         for (ct_block *b = seg->first; b; b = b->next)

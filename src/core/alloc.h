@@ -73,6 +73,9 @@ typedef struct ct_alloc_device_iface {
     size_t min_block;          /* rounding unit and smallest block; 0: PyTorch's 512 */
     bool caching_default;      /* Note [CPU caching] */
     size_t bypass_threshold;   /* with caching on, requests above this skip the cache; 0: none */
+    /* Optional: whether the calling thread is capturing a graph on the device, so that
+     * an allocation outside the capture's pool is refused (Note [Private pools]). */
+    bool (*capturing)(void *ctx, int index);
 } ct_alloc_device_iface;
 
 #define CT_ALLOC_MAX_DEVICES 64
@@ -154,6 +157,7 @@ typedef struct ct_alloc_segment_info {
     int64_t stream;
     bool is_small;
     bool cached; /* false: a pass-through allocation (caching off or above the bypass) */
+    uint64_t pool; /* Note [Private pools]: 0 for the device's own pools */
     char context[32];
     ct_alloc_block_info *blocks;
     size_t nblocks;
@@ -208,6 +212,29 @@ typedef struct ct_alloc_state {
  * first when history is on). Free with ct_alloc_state_free. */
 ct_status ct_alloc_state_get(ct_device device, ct_alloc_state *out);
 void ct_alloc_state_free(ct_alloc_state *st);
+
+/* ------------------------------------------------------------------ private pools */
+
+/* Note [Private pools] (alloc.c): PyTorch's private memory pools, which CUDA graphs
+ * allocate from. A pool is a nonzero id, unique in the process, with a use count: create
+ * makes it with one use, retain adds one, release drops one, and the last release
+ * gives its free segments back (segments with live blocks join the device's own pools).
+ * begin_use routes every allocation on stream to the pool until end_use; while any
+ * route is in place the allocator queries no events, frees and synchronises nothing. */
+ct_status ct_alloc_pool_create(ct_device device, uint64_t *out);
+ct_status ct_alloc_pool_retain(ct_device device, uint64_t pool);
+ct_status ct_alloc_pool_release(ct_device device, uint64_t pool);
+ct_status ct_alloc_pool_begin_use(ct_device device, uint64_t pool, int64_t stream);
+ct_status ct_alloc_pool_end_use(ct_device device, uint64_t pool, int64_t stream);
+/* Routes in place on device (0 outside captures), and the pool stream allocates from. */
+int ct_alloc_pool_routes(ct_device device);
+uint64_t ct_alloc_pool_of_stream(ct_device device, int64_t stream);
+
+typedef struct ct_alloc_pool_stats {
+    int uses;
+    int64_t segments, reserved_bytes, allocated_bytes, active_blocks;
+} ct_alloc_pool_stats;
+ct_status ct_alloc_pool_get_stats(ct_device device, uint64_t pool, ct_alloc_pool_stats *out);
 
 /* Test hook: the configured max_split_size in bytes (SIZE_MAX when unlimited) and the
  * number of divisions roundup_power2_divisions gives a size. */

@@ -60,6 +60,14 @@ static ct_status no_epilogue(const char *op) {
 static device_blas *get_blas(int device, const char *op) {
     pthread_mutex_lock(&blas_lock);
     device_blas *b = &blas_state[device];
+    if (!b->ready && ct_cuda_capturing()) {
+        /* Note [Capture guard]: handles and the workspace are made outside captures */
+        pthread_mutex_unlock(&blas_lock);
+        ct_cuda_capture_refuse(op, "it would create the cuBLAS handles and the cuBLASLt workspace of the device, "
+                                   "which happens at the first product: run the work once eagerly before capturing "
+                                   "it (warm-up)");
+        return NULL;
+    }
     if (!b->ready) {
         cublasStatus_t s = cublasLtCreate(&b->lt);
         if (s != CUBLAS_STATUS_SUCCESS) {

@@ -42,6 +42,12 @@ ct_status ct_cudart_event_elapsed_ms(ct_cuda_event *start, ct_cuda_event *end, f
 ct_status ct_cudart_host_alloc(size_t nbytes, void **out);
 void ct_cudart_host_free(void *ptr);
 ct_tensor *ct_cudart_pin_memory(const ct_tensor *t);
+ct_status ct_cudart_graph_begin(ct_cuda_stream *stream, ct_cuda_mempool *pool, ct_cuda_capture_mode mode);
+ct_status ct_cudart_graph_end(ct_cuda_stream *stream, ct_cuda_graph **out);
+ct_status ct_cudart_graph_replay(ct_cuda_graph *graph);
+void ct_cudart_graph_free(ct_cuda_graph *graph);
+ct_cuda_mempool *ct_cudart_graph_pool(ct_cuda_graph *graph);
+bool ct_cudart_is_capturing(void);
 
 
 #define CT_CUDA_MAX_DEVICES 64
@@ -60,6 +66,14 @@ void *ct_cuda_raw_stream(int device);
 void ct_cuda_note_op(const char *op);
 /* After a launch: turns cudaGetLastError() into a ct_status error naming op. */
 ct_status ct_cuda_check_launch(const char *op);
+/* Note [Capture guard] (runtime.cu): whether this thread is capturing a CUDA graph,
+ * and the check before anything that waits for the device or goes through host
+ * memory: CT_OK outside a capture, else an error naming the running op (or op). */
+bool ct_cuda_capturing(void);
+ct_status ct_cuda_capture_refuse(const char *op, const char *what);
+/* Note [Checks under capture]: a kernel that traps unless the flag (8 bytes when wide,
+ * else 4) holds ok_value. */
+ct_status ct_cuda_trap_unless(const void *flag, int wide, uint64_t ok_value, int device, const char *op);
 /* Streams of the thread's current device, waited for (D2H results readable). */
 ct_status ct_cuda_sync_current_stream(int device, const char *op);
 

@@ -18,6 +18,10 @@ ct_tensor *ct_cuda_to_device(const ct_tensor *t, ct_device device);
 ct_status ct_cuda_fill(ct_tensor *t, const void *value, size_t esize);
 /* Copies the element elem_offset elements past t's first one to host memory out. */
 ct_status ct_cuda_read_element(const ct_tensor *t, int64_t elem_offset, void *out);
+/* A check's one-element flag (int64: -1 when no element failed; int32: 0), read back;
+ * during a capture, checked on the device instead (Note [Checks under capture] in
+ * runtime.cu) and *out set to the ok value. */
+ct_status ct_cuda_read_flag(const ct_tensor *flag, void *out, const char *op);
 /* Registers the CUDA device interface with the core (Note [Device interface]). */
 void ct_cuda_register_device(void);
 /* Builds a kernel description over nt operands (outermost dim first, byte strides),

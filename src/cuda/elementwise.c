@@ -106,7 +106,7 @@ ct_status ct_cuda_iter_any_zero(const ct_iter *it, int k, bool *found) {
                         : ct_last_status();
     int32_t v = 0;
     if (st == CT_OK)
-        st = ct_cuda_read_element(flag, 0, &v); /* waits for the stream */
+        st = ct_cuda_read_flag(flag, &v, op); /* waits for the stream */
     ct_scope_end();
     *found = v != 0;
     return st;

@@ -31,9 +31,16 @@ static __device__ __forceinline__ void fa_store(void *base, int64_t i, int dt, f
 
 static __global__ void __launch_bounds__(FA_THREADS)
     fused_adam_kernel(const ct_fa_table t, const ct_fa_consts c, const float *grad_scale, const float *found_inf,
-                      const float *clip_coef) {
+                      const float *clip_coef, const double *step_t) {
     if (found_inf && *found_inf != 0.0f)
         return;
+    float neg_step_size = c.neg_step_size, bc2_sqrt = c.bc2_sqrt;
+    if (step_t) {
+        /* Note [Device step]: ct_adam_consts_of's formulas, in double */
+        const double s = *step_t, bc1 = 1 - pow(c.beta1_d, s), bc2 = 1 - pow(c.beta2_d, s);
+        neg_step_size = (float)(-(c.lr / bc1));
+        bc2_sqrt = (float)sqrt(bc2);
+    }
     const int b = blockIdx.x;
     /* the tensor whose blocks include b: the last i with first[i] <= b */
     int lo = 0, hi = t.n - 1;
@@ -75,8 +82,8 @@ static __global__ void __launch_bounds__(FA_THREADS)
             r = (vi > mx || vi != vi) ? vi : mx; /* torch.maximum keeps NaN */
             fa_store(vmax, j, sdt, r);
         }
-        const float denom = __fadd_rn(__fdiv_rn(__fsqrt_rn(r), c.bc2_sqrt), c.eps);
-        const float pn = __fadd_rn(pd, __fmul_rn(c.neg_step_size, __fdiv_rn(mi, denom)));
+        const float denom = __fadd_rn(__fdiv_rn(__fsqrt_rn(r), bc2_sqrt), c.eps);
+        const float pn = __fadd_rn(pd, __fmul_rn(neg_step_size, __fdiv_rn(mi, denom)));
         if (master)
             ((float *)master)[j] = pn;
         fa_store(p, j, pdt, pn);
@@ -84,12 +91,12 @@ static __global__ void __launch_bounds__(FA_THREADS)
 }
 
 extern "C" ct_status ct_cuda_fused_adam_run(const ct_fa_table *t, const ct_fa_consts *c, const float *grad_scale,
-                                            const float *found_inf, const float *clip_coef, int device,
-                                            const char *op) {
+                                            const float *found_inf, const float *clip_coef, const double *step_t,
+                                            int device, const char *op) {
     const int nblocks = t->first[t->n];
     if (nblocks == 0)
         return CT_OK;
     fused_adam_kernel<<<(unsigned)nblocks, FA_THREADS, 0, ct_stream_of(device)>>>(*t, *c, grad_scale, found_inf,
-                                                                                  clip_coef);
+                                                                                  clip_coef, step_t);
     return ct_cuda_check_launch(op);
 }

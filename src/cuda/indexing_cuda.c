@@ -12,6 +12,7 @@
  * device assert, which poisons the CUDA context; ctorch keeps going. */
 #include <string.h>
 
+#include "core/determinism.h"
 #include "core/factory.h"
 #include "api/indexing_generic.h"
 #include "meta/indexing.h"
@@ -53,7 +54,7 @@ static ct_status find_bad_index(const char *op, const ct_tensor *ic, int64_t siz
                          : ct_last_status();
     int64_t k = -1;
     if (st == CT_OK)
-        st = ct_cuda_read_element(first, 0, &k);
+        st = ct_cuda_read_flag(first, &k, op);
     if (st == CT_OK && k >= 0 && k < n) {
         int64_t v = 0;
         if (ic->dtype == CT_DTYPE_INT64) {
@@ -166,6 +167,9 @@ ct_status ct_cuda_scatter_add(ct_tensor *out, const ct_tensor *src, const ct_ten
         st = same_device(op, out, src);
     if (st || index->numel == 0)
         return st;
+    /* Note [Deterministic algorithms]: floating sums in atomic order (integers are exact) */
+    if (ct_dtype_is_floating(out->dtype) && (st = ct_alert_not_deterministic("scatter_add_cuda_kernel")) != CT_OK)
+        return st;
     ct_scope_begin();
     const ct_tensor *ic = ct_contiguous(index);
     ct_cuda_index_desc g;
@@ -185,6 +189,8 @@ ct_status ct_cuda_index_add(ct_tensor *out, const ct_tensor *src, const ct_tenso
     if (st == CT_OK)
         st = same_device(op, out, src);
     if (st || index->numel == 0 || out->numel == 0)
+        return st;
+    if (ct_dtype_is_floating(out->dtype) && (st = ct_alert_not_deterministic("index_add_cuda_")) != CT_OK)
         return st;
     ct_scope_begin();
     const ct_tensor *ic = ct_contiguous(index), *sc = ct_contiguous(src);
@@ -301,6 +307,8 @@ static ct_status embedding_backward_kernel(ct_keyset ks, ct_call *call, void *ud
     int64_t skip = pad == CT_NO_PADDING_IDX || pad < 0 || pad >= num ? INT64_MIN : pad;
     int64_t n = idx0->numel;
     if (st == CT_OK && dim > 0 && n > 0 && num > INT64_MAX / n) /* keys would overflow: atomics, in any order */
+        st = ct_alert_not_deterministic("embedding_backward_cuda_kernel");
+    if (st == CT_OK && dim > 0 && n > 0 && num > INT64_MAX / n)
         st = ct_cuda_index_add_run(ct_tensor_ptr(gw), ct_tensor_ptr(gy), wd, ct_tensor_ptr(idx),
                                    idx->dtype == CT_DTYPE_INT64, 1, n, dim, num, 1.0, skip, gy0->device.index, op);
     else if (st == CT_OK && dim > 0 && n > 0) {
@@ -363,6 +371,10 @@ ct_status ct_cuda_scatter(ct_tensor *w, const ct_tensor *index, const ct_tensor 
         if (st == CT_OK)
             st = ct_cuda_scatter_run(ct_tensor_ptr(w), src ? ct_tensor_ptr(src) : NULL, val, w->dtype, ix, &g, -1,
                                      winner, NULL, dev.index, op);
+    } else if (st == CT_OK && ct_dtype_is_floating(w->dtype) && reduce != CT_CUDA_SCATTER_AMAX &&
+               reduce != CT_CUDA_SCATTER_AMIN &&
+               (st = ct_alert_not_deterministic("scatter_reduce_cuda_kernel")) != CT_OK) {
+        /* Note [Deterministic algorithms]: sums, products and means combine atomically */
     } else if (st == CT_OK) {
         uint64_t *count = reduce == CT_CUDA_SCATTER_MEAN ? zeroed_u64(w->numel, dev) : NULL;
         if (reduce == CT_CUDA_SCATTER_MEAN && !count)
@@ -469,7 +481,7 @@ static ct_status advindex_check(const char *op, const ct_cuda_advindex_desc *a, 
     ct_tensor *first = ct_full_impl(&one, 1, ct_scalar_int(-1), CT_DTYPE_INT64, dev);
     ct_status st = first ? ct_cuda_advindex_check(a, (uint64_t *)ct_tensor_ptr(first), dev.index, op) : ct_last_status();
     if (st == CT_OK)
-        st = ct_cuda_read_element(first, 0, &k);
+        st = ct_cuda_read_flag(first, &k, op);
     if (st == CT_OK && k >= 0) {
         int64_t b = k / a->nidx, j = k % a->nidx, off = 0, r = b, v = 0;
         for (int q = a->bnd - 1; q >= 0; q--) {
@@ -515,6 +527,8 @@ ct_status ct_cuda_index_put(ct_tensor *w, const ct_tensor *values, const int64_t
     if (a.total == 0)
         return CT_OK;
     ct_status st = advindex_check(op, &a, idx, w->device);
+    if (st == CT_OK && accumulate && ct_dtype_is_floating(w->dtype))
+        st = ct_alert_not_deterministic("index_put_ with accumulate=True");
     if (st)
         return st;
     ct_scope_begin();

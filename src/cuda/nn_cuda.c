@@ -27,7 +27,7 @@ static ct_status check_targets(const ct_tensor *t, const ct_nll_geom *g, int64_t
                          : ct_last_status();
     int64_t k = -1, v = 0;
     if (st == CT_OK)
-        st = ct_cuda_read_element(first, 0, &k);
+        st = ct_cuda_read_flag(first, &k, "nll_loss");
     if (st == CT_OK && k >= 0 && k < total && (st = ct_cuda_read_element(t, k, &v)) == CT_OK)
         st = ct_error(CT_ERROR_INDEX, "nll_loss", "Target %lld is out of bounds.", (long long)v);
     ct_scope_end();

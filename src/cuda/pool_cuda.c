@@ -6,6 +6,7 @@
  * indexing_cuda.c) before its gradient is scattered with atomics. */
 #include <string.h>
 
+#include "core/determinism.h"
 #include "core/factory.h"
 #include "ctorch/ops.h"
 #include "cuda/cuda_ops.h"
@@ -75,7 +76,7 @@ static ct_status check_pool_indices(const ct_tensor *ix, int64_t in_plane) {
                          : ct_last_status();
     int64_t k = -1, v = 0;
     if (st == CT_OK)
-        st = ct_cuda_read_element(first, 0, &k);
+        st = ct_cuda_read_flag(first, &k, op);
     if (st == CT_OK && k >= 0 && k < n && (st = ct_cuda_read_element(ix, k, &v)) == CT_OK)
         st = ct_error(CT_ERROR_INDEX, op, "index %lld is out of bounds for a plane of %lld elements", (long long)v,
                       (long long)in_plane);
@@ -92,6 +93,9 @@ static ct_status max_pool_backward_kernel(ct_keyset ks, ct_call *call, void *ud)
     ct_status st = same_device(op, x, go);
     if (st == CT_OK)
         st = same_device(op, x, ix);
+    /* Note [Deterministic algorithms]: overlapping windows add with atomics */
+    if (st == CT_OK)
+        st = ct_alert_not_deterministic("max_pool2d_with_indices_backward_cuda");
     if (st)
         return st;
     int64_t h = x->shape[x->ndim - 2], w = x->shape[x->ndim - 1];

@@ -15,6 +15,7 @@
 #include "cuda_rt.h"
 
 extern "C" {
+#include "api/cuda_runtime.h"
 #include "core/alloc.h"
 #include "core/error.h"
 }
@@ -76,6 +77,43 @@ extern "C" ct_status ct_cuda_check_launch(const char *op) {
         return cuda_fail(e, op);
     last_op = op;
     return CT_OK;
+}
+
+/* ------------------------------------------------------------------ capture state */
+
+/* Note [Capture guard]
+ * While a thread captures a CUDA graph (ct_cuda_graph_begin .. _end), whatever waits
+ * for the device or copies through host memory cannot be recorded: CUDA would
+ * invalidate the capture (thread-local and global modes) or the graph would miss the
+ * work (relaxed). Every such place asks ct_cuda_capture_refuse first, which fails with
+ * the op's name (the op the dispatcher is running, else the caller's) and remembers
+ * the first one, so that ct_cuda_graph_end can say why the capture is unusable. The
+ * state is the thread's own: other threads keep working eagerly. */
+namespace {
+struct capture_state {
+    bool active;
+    struct ct_cuda_stream *stream;
+    struct ct_cuda_stream *prev; /* the thread's current stream before the capture */
+    int device;
+    ct_cuda_mempool *pool; /* the graph's handle: its own pool, or a use of the caller's */
+    char refused[48];      /* the first op refused during the capture */
+};
+} // namespace
+static thread_local capture_state cap;
+
+extern "C" bool ct_cuda_capturing(void) { return cap.active; }
+
+extern "C" ct_status ct_cuda_capture_refuse(const char *op, const char *what) {
+    if (!cap.active)
+        return CT_OK;
+    const char *ctx = ct_alloc_get_context();
+    const char *name = ctx ? ctx : op;
+    if (!cap.refused[0])
+        snprintf(cap.refused, sizeof cap.refused, "%s", name);
+    return ct_error(CT_ERROR_RUNTIME, name,
+                    "%s, which a CUDA graph cannot capture: run it before ct_cuda_graph_begin or after "
+                    "ct_cuda_graph_end",
+                    what);
 }
 
 /* ------------------------------------------------------------------ devices */
@@ -155,6 +193,8 @@ extern "C" ct_status ct_cudart_set_device(int device) {
 }
 
 extern "C" ct_status ct_cudart_synchronize(int device) {
+    if (ct_cuda_capture_refuse("cuda_synchronize", "it waits for the device"))
+        return ct_last_status();
     if (!ct_cuda_use_device("cuda_synchronize", device))
         return ct_last_status();
     cudaError_t e = cudaDeviceSynchronize();
@@ -232,6 +272,8 @@ extern "C" ct_status ct_cudart_stream_create(int device, int priority, ct_cuda_s
 extern "C" ct_status ct_cudart_stream_destroy(ct_cuda_stream *stream) {
     if (!stream)
         return CT_OK;
+    if (ct_cuda_capture_refuse("cuda_stream_destroy", "it waits for the stream"))
+        return ct_last_status();
     if (stream->device >= 0 && stream->device < CT_CUDA_MAX_DEVICES && current_get(stream->device) == stream)
         current.v[stream->device] = NULL;
     cudaError_t e = cudaStreamSynchronize(stream->s);
@@ -254,6 +296,8 @@ static cudaStream_t raw_or_current(ct_cuda_stream *stream) {
 }
 
 extern "C" ct_status ct_cudart_stream_synchronize(ct_cuda_stream *stream) {
+    if (ct_cuda_capture_refuse("cuda_stream_synchronize", "it waits for the stream"))
+        return ct_last_status();
     if (!stream && !valid_device("cuda_stream_synchronize", 0))
         return ct_last_status();
     cudaError_t e = cudaStreamSynchronize(raw_or_current(stream));
@@ -304,6 +348,8 @@ extern "C" int64_t ct_cudart_stream_id(const ct_cuda_stream *stream) {
 }
 
 extern "C" ct_status ct_cuda_sync_current_stream(int device, const char *op) {
+    if (ct_cuda_capture_refuse(op, "it waits for the stream"))
+        return ct_last_status();
     cudaError_t e = cudaStreamSynchronize((cudaStream_t)ct_cuda_raw_stream(device));
     return e == cudaSuccess ? CT_OK : cuda_fail_async(e, op);
 }
@@ -347,6 +393,8 @@ extern "C" ct_status ct_cudart_event_record(ct_cuda_event *event, ct_cuda_stream
 extern "C" ct_status ct_cudart_event_synchronize(ct_cuda_event *event) {
     if (!event)
         return ct_error_null("cuda_event_synchronize");
+    if (ct_cuda_capture_refuse("cuda_event_synchronize", "it waits for an event"))
+        return ct_last_status();
     cudaError_t e = cudaEventSynchronize(event->e);
     return e == cudaSuccess ? CT_OK : cuda_fail_async(e, "cuda_event_synchronize");
 }
@@ -398,6 +446,11 @@ extern "C" void ct_cudart_host_free(void *ptr) {
 extern "C" ct_status ct_cuda_memcpy(void *dst, const void *src, size_t nbytes, int kind, int device, const char *op) {
     if (nbytes == 0)
         return CT_OK;
+    /* Note [Capture guard]: a copy through host memory waits for the stream */
+    if (kind != 2 && ct_cuda_capture_refuse(op, kind == 0 ? "it copies from host memory and waits for the stream"
+                                                          : "it copies to host memory and waits for the stream "
+                                                            "(item, a data-dependent shape, a value check)"))
+        return ct_last_status();
     if (!ct_cuda_use_device(op, device))
         return ct_last_status();
     cudaStream_t s = (cudaStream_t)ct_cuda_raw_stream(device);
@@ -431,6 +484,28 @@ extern "C" ct_status ct_cuda_memset_zero(void *dst, size_t nbytes, int device, c
 
 /* ------------------------------------------------------------------ allocator */
 
+/* Note [Capture guard]: cudaMalloc is not stream-ordered, so CUDA counts it among the
+ * calls that invalidate a capture in global and thread-local modes. A private pool's
+ * segments are meant to be allocated once, outside the graph's work, so the allocator
+ * relaxes the thread's capture mode around it (as PyTorch's allocator does); so does
+ * the free-memory query of the out-of-memory report. */
+namespace {
+struct relaxed_capture {
+    cudaStreamCaptureMode prev = cudaStreamCaptureModeRelaxed;
+    bool on;
+    relaxed_capture() : on(cap.active) {
+        if (on && cudaThreadExchangeStreamCaptureMode(&prev) != cudaSuccess) {
+            (void)cudaGetLastError();
+            on = false;
+        }
+    }
+    ~relaxed_capture() {
+        if (on && cudaThreadExchangeStreamCaptureMode(&prev) != cudaSuccess)
+            (void)cudaGetLastError();
+    }
+};
+} // namespace
+
 extern "C" void *ct_cuda_raw_alloc(int device, size_t nbytes) {
     if (device < 0 || device >= count_devices())
         return NULL;
@@ -438,6 +513,7 @@ extern "C" void *ct_cuda_raw_alloc(int device, size_t nbytes) {
     if (cudaGetDevice(&cur) != cudaSuccess || cur != device)
         cudaSetDevice(device);
     void *p = NULL;
+    relaxed_capture relax;
     if (cudaMalloc(&p, nbytes) != cudaSuccess) {
         (void)cudaGetLastError();
         return NULL;
@@ -507,12 +583,17 @@ static void iface_event_destroy(void *ctx, void *event) {
     cudaEventDestroy((cudaEvent_t)event);
     (void)cudaGetLastError();
 }
+static bool iface_capturing(void *ctx, int index) {
+    (void)ctx;
+    return cap.active && cap.device == index;
+}
 static int64_t iface_free_bytes(void *ctx, int index) {
     (void)ctx;
     size_t f = 0, t = 0;
     int cur = -1;
     if (cudaGetDevice(&cur) != cudaSuccess || cur != index)
         cudaSetDevice(index);
+    relaxed_capture relax;
     if (cudaMemGetInfo(&f, &t) != cudaSuccess) {
         (void)cudaGetLastError();
         return 0;
@@ -533,6 +614,7 @@ extern "C" void ct_cuda_register_allocator(void) {
     cuda_iface.event_query = iface_event_query;
     cuda_iface.event_destroy = iface_event_destroy;
     cuda_iface.free_bytes = iface_free_bytes;
+    cuda_iface.capturing = iface_capturing;
     cuda_iface.min_block = 512;
     cuda_iface.caching_default = true;
     if (ct_alloc_set_device_interface(CT_DEVICE_CUDA, &cuda_iface) != CT_OK)
@@ -541,3 +623,210 @@ extern "C" void ct_cuda_register_allocator(void) {
 #else
 extern "C" void ct_cuda_register_allocator(void) {}
 #endif
+
+/* ------------------------------------------------------------------ graphs */
+
+/* Note [CUDA graphs]
+ * torch.cuda.CUDAGraph over the runtime's stream capture. ct_cuda_graph_begin waits
+ * for the device (work queued before must not run into the capture), routes the
+ * stream's allocations to the graph's private pool (Note [Private pools] in
+ * src/core/alloc.c), makes the stream the thread's current stream, so that every op
+ * launches on it, and begins the capture. ct_cuda_graph_end undoes the three in reverse
+ * whatever happened, then instantiates the graph. A graph holds one use of its pool:
+ * its tensors' memory stays reserved for it until ct_cuda_graph_free, so a replay
+ * writes where the capture wrote. Replay launches on the current stream of the graph's
+ * device. Capture-unsafe calls are refused by Note [Capture guard]; an error during the
+ * capture leaves it running, and ct_cuda_graph_end then ends it and reports the first
+ * refused op instead of returning an incomplete graph. */
+struct ct_cuda_graph {
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    int device;
+    ct_cuda_mempool *pool;
+};
+
+static void pool_handle_drop(ct_cuda_mempool *h) {
+    if (!h)
+        return;
+    if (ct_alloc_pool_release(CT_CUDA(h->device), h->id) != CT_OK)
+        ct_clear_error();
+    free(h);
+}
+
+extern "C" ct_status ct_cudart_graph_begin(ct_cuda_stream *stream, ct_cuda_mempool *pool, ct_cuda_capture_mode mode) {
+    const char *op = "cuda_graph_begin";
+    if (!stream)
+        return ct_error(CT_ERROR_RUNTIME, op,
+                        "a CUDA graph is captured on a stream made with ct_cuda_stream_create, not on the default "
+                        "stream (a captured graph may be replayed on any stream)");
+    if (cap.active)
+        return ct_error(CT_ERROR_RUNTIME, op, "this thread is already capturing a CUDA graph (on stream %p)",
+                        (void *)cap.stream->s);
+    if (pool && pool->device != stream->device)
+        return ct_error(CT_ERROR_DEVICE, op, "the memory pool belongs to cuda:%d and the stream to cuda:%d",
+                        pool->device, stream->device);
+    const int dev = stream->device;
+    if (!ct_cuda_use_device(op, dev))
+        return ct_last_status();
+    cudaError_t e = cudaDeviceSynchronize();
+    if (e != cudaSuccess)
+        return cuda_fail_async(e, op);
+    ct_cuda_mempool *h = (ct_cuda_mempool *)ct_xcalloc(op, 1, sizeof *h);
+    if (!h)
+        return ct_last_status();
+    h->device = dev;
+    ct_status st;
+    if (pool) {
+        h->id = pool->id;
+        st = ct_alloc_pool_retain(CT_CUDA(dev), h->id);
+    } else {
+        st = ct_alloc_pool_create(CT_CUDA(dev), &h->id);
+    }
+    if (st) {
+        free(h);
+        return st;
+    }
+    const int64_t sid = (int64_t)(uintptr_t)stream->s;
+    if ((st = ct_alloc_pool_begin_use(CT_CUDA(dev), h->id, sid)) != CT_OK) {
+        pool_handle_drop(h);
+        return st;
+    }
+    ct_cuda_stream *prev = current_get(dev);
+    if ((st = ct_cudart_set_stream(dev, stream)) != CT_OK) {
+        (void)ct_alloc_pool_end_use(CT_CUDA(dev), h->id, sid);
+        pool_handle_drop(h);
+        return st;
+    }
+    cudaStreamCaptureMode m = mode == CT_CUDA_CAPTURE_GLOBAL    ? cudaStreamCaptureModeGlobal
+                              : mode == CT_CUDA_CAPTURE_RELAXED ? cudaStreamCaptureModeRelaxed
+                                                                : cudaStreamCaptureModeThreadLocal;
+    e = cudaStreamBeginCapture(stream->s, m);
+    if (e != cudaSuccess) {
+        st = cuda_fail(e, op);
+        (void)ct_cudart_set_stream(dev, prev);
+        (void)ct_alloc_pool_end_use(CT_CUDA(dev), h->id, sid);
+        pool_handle_drop(h);
+        return st;
+    }
+    cap.active = true;
+    cap.stream = stream;
+    cap.prev = prev;
+    cap.device = dev;
+    cap.pool = h;
+    cap.refused[0] = '\0';
+    return CT_OK;
+}
+
+extern "C" ct_status ct_cudart_graph_end(ct_cuda_stream *stream, ct_cuda_graph **out) {
+    const char *op = "cuda_graph_end";
+    *out = NULL;
+    if (!cap.active)
+        return ct_error(CT_ERROR_RUNTIME, op, "this thread is not capturing a CUDA graph");
+    if (stream != cap.stream)
+        return ct_error(CT_ERROR_RUNTIME, op, "the capture of this thread runs on another stream (%p)",
+                        (void *)cap.stream->s);
+    const int dev = cap.device;
+    ct_cuda_mempool *h = cap.pool;
+    char refused[sizeof cap.refused];
+    memcpy(refused, cap.refused, sizeof refused);
+    cudaGraph_t g = NULL;
+    cudaError_t e = cudaStreamEndCapture(cap.stream->s, &g);
+    cap.active = false;
+    ct_status st2 = ct_alloc_pool_end_use(CT_CUDA(dev), h->id, (int64_t)(uintptr_t)cap.stream->s);
+    ct_status st3 = ct_cudart_set_stream(dev, cap.prev);
+    memset(&cap, 0, sizeof cap);
+    ct_status st = CT_OK;
+    if (e != cudaSuccess || !g) {
+        if (refused[0])
+            st = ct_error(CT_ERROR_RUNTIME, op, "the capture failed: '%s' could not be captured (CUDA: %s)", refused,
+                          e != cudaSuccess ? cudaGetErrorString(e) : "no graph");
+        else
+            st = e != cudaSuccess ? cuda_fail(e, op)
+                                  : ct_error(CT_ERROR_RUNTIME, op, "the capture produced no graph");
+        (void)cudaGetLastError();
+    } else if (refused[0]) {
+        st = ct_error(CT_ERROR_RUNTIME, op,
+                      "the capture is incomplete: '%s' was refused during it (see Note [Capture guard]); capture "
+                      "again without it",
+                      refused);
+    } else if (st2 || st3) {
+        st = st2 ? st2 : st3;
+    }
+    ct_cuda_graph *graph = NULL;
+    if (st == CT_OK) {
+        graph = (ct_cuda_graph *)ct_xcalloc(op, 1, sizeof *graph);
+        st = graph ? CT_OK : ct_last_status();
+    }
+    if (st == CT_OK) {
+        e = cudaGraphInstantiate(&graph->exec, g, 0);
+        if (e != cudaSuccess)
+            st = cuda_fail(e, op);
+    }
+    if (st != CT_OK) {
+        if (g) {
+            cudaGraphDestroy(g);
+            (void)cudaGetLastError();
+        }
+        free(graph);
+        pool_handle_drop(h);
+        return st;
+    }
+    graph->graph = g;
+    graph->device = dev;
+    graph->pool = h;
+    *out = graph;
+    return CT_OK;
+}
+
+extern "C" ct_status ct_cudart_graph_replay(ct_cuda_graph *graph) {
+    const char *op = "cuda_graph_replay";
+    if (!ct_cuda_use_device(op, graph->device))
+        return ct_last_status();
+    cudaError_t e = cudaGraphLaunch(graph->exec, (cudaStream_t)ct_cuda_raw_stream(graph->device));
+    if (e != cudaSuccess)
+        return cuda_fail(e, op);
+    last_op = op;
+    return CT_OK;
+}
+
+extern "C" void ct_cudart_graph_free(ct_cuda_graph *graph) {
+    if (!graph)
+        return;
+    int cur = -1;
+    if (cudaGetDevice(&cur) != cudaSuccess || cur != graph->device)
+        cudaSetDevice(graph->device);
+    /* a replay may still be running: its memory goes back to the pool only after it */
+    if (!cap.active)
+        cudaDeviceSynchronize();
+    cudaGraphExecDestroy(graph->exec);
+    cudaGraphDestroy(graph->graph);
+    (void)cudaGetLastError();
+    pool_handle_drop(graph->pool);
+    free(graph);
+}
+
+extern "C" ct_cuda_mempool *ct_cudart_graph_pool(ct_cuda_graph *graph) { return graph->pool; }
+
+extern "C" bool ct_cudart_is_capturing(void) { return cap.active; }
+
+/* Note [Checks under capture]
+ * Index and value checks (out-of-range indices, bad targets, integer division by zero,
+ * bernoulli probabilities) compute a flag on the device and read it back, which a
+ * graph cannot do. While capturing, the flag is checked on the device instead: a
+ * one-thread kernel traps when it is not ok_value, which ends the replay with an
+ * error (cudaErrorLaunchFailure, reported at the next synchronisation; the CUDA context
+ * is unusable afterwards, as after PyTorch's device-side asserts) rather than letting
+ * the next kernel read out of bounds. */
+static __global__ void trap_unless_kernel(const void *flag, int wide, unsigned long long ok) {
+    unsigned long long v = wide ? *(const unsigned long long *)flag : (unsigned long long)*(const unsigned int *)flag;
+    if (v != ok)
+        __trap();
+}
+
+extern "C" ct_status ct_cuda_trap_unless(const void *flag, int wide, uint64_t ok_value, int device, const char *op) {
+    if (!ct_cuda_use_device(op, device))
+        return ct_last_status();
+    trap_unless_kernel<<<1, 1, 0, (cudaStream_t)ct_cuda_raw_stream(device)>>>(flag, wide,
+                                                                             (unsigned long long)ok_value);
+    return ct_cuda_check_launch(op);
+}

@@ -151,6 +151,17 @@ ct_status ct_cuda_read_element(const ct_tensor *t, int64_t elem_offset, void *ou
     return ct_cuda_memcpy(out, ct_tensor_ptr(t) + elem_offset * (int64_t)esz, esz, 1, t->device.index, "item");
 }
 
+ct_status ct_cuda_read_flag(const ct_tensor *flag, void *out, const char *op) {
+    size_t esz = ct_dtype_size(flag->dtype);
+    if (ct_cuda_capturing()) {
+        /* Note [Checks under capture]: int64 flags hold -1, int32 ones 0, when all is well */
+        uint64_t ok = esz == 8 ? UINT64_MAX : 0;
+        memcpy(out, &ok, esz);
+        return ct_cuda_trap_unless(ct_tensor_ptr(flag), esz == 8, ok, flag->device.index, op);
+    }
+    return ct_cuda_read_element(flag, 0, out);
+}
+
 /* ------------------------------------------------------------------ pinned memory */
 
 static void host_deleter(void *ctx, void *data) {
@@ -202,6 +213,11 @@ ct_status ct_cudart_record_stream(const ct_tensor *t, ct_cuda_stream *stream) {
  * layout, so the core's reservation of ceil(n / epc) counters fits both. randint draws
  * on the CPU (src/core/random.c), so it never reaches a GPU. */
 static ct_status cuda_random_fill(const ct_random_job *J, int device_index) {
+    /* Note [Capture guard]: the generator's seed and offset are host values that a
+     * graph would keep, so every replay would draw the same numbers */
+    if (ct_cuda_capture_refuse("random", "it draws random numbers, whose generator state lives on the host (a "
+                                         "graph would replay the same numbers)"))
+        return ct_last_status();
     if (J->kind == CT_RANDOM_RANDINT)
         return ct_error(CT_ERROR_NOT_IMPLEMENTED, "randint", "random integers are drawn on the CPU");
     int kind = J->kind == CT_RANDOM_UNIFORM ? 0 : J->kind == CT_RANDOM_NORMAL ? 1 : 2;
@@ -219,7 +235,7 @@ static ct_status cuda_first_outside_unit(const double *p, int64_t n, int64_t *fi
     ct_status st = at ? ct_cuda_first_outside_unit(p, n, (uint64_t *)ct_tensor_ptr(at), device_index)
                       : ct_last_status();
     if (st == CT_OK)
-        st = ct_cuda_read_element(at, 0, first);
+        st = ct_cuda_read_flag(at, first, "bernoulli");
     ct_scope_end();
     return st;
 }
@@ -252,6 +268,12 @@ static const ct_cuda_runtime runtime_table = {
     .host_alloc = ct_cudart_host_alloc,
     .host_free = ct_cudart_host_free,
     .pin_memory = ct_cudart_pin_memory,
+    .graph_begin = ct_cudart_graph_begin,
+    .graph_end = ct_cudart_graph_end,
+    .graph_replay = ct_cudart_graph_replay,
+    .graph_free = ct_cudart_graph_free,
+    .graph_pool = ct_cudart_graph_pool,
+    .is_capturing = ct_cudart_is_capturing,
 };
 
 /* ct_backend_info's line: the devices, the runtime, the compiled architectures and

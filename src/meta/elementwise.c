@@ -74,13 +74,28 @@ static ct_device call_device(const ct_call *call) {
 
 /* 0-d CPU inputs (scalars) join the operands of another device as copies there that
  * keep their wrapped-number status; in[] is updated in place, the copies belong to the
- * current scope. */
+ * current scope.
+ * Note [Scalars on the device]: the copy is made by a fill of the value read on the host
+ * (a kernel argument), not by a copy from host memory, which waits for the stream and
+ * which a CUDA graph cannot capture (docs/cuda-graphs.md): ct_add_scalar on a GPU tensor
+ * stays capturable, as in PyTorch, where a CPU scalar is a constant of the graph. */
 static ct_status move_scalars(const ct_tensor **in, int nin, ct_device device) {
+    static const int64_t no_dims[1] = {0};
     for (int i = 0; i < nin; i++) {
         const ct_tensor *t = in[i];
         if (!t || t->device.type != CT_DEVICE_CPU || t->ndim != 0)
             continue;
-        ct_tensor *d = ct_to_device_impl(t, device);
+        const ct_dtype dt = t->dtype;
+        const char *p = ct_tensor_ptr(t);
+        ct_tensor *d;
+        if (dt == CT_DTYPE_BOOL)
+            d = ct_full_impl(no_dims, 0, ct_scalar_bool(*(const bool *)p), dt, device);
+        else if (ct_dtype_is_floating(dt))
+            d = ct_full_impl(no_dims, 0, ct_scalar_float(ct_load_double(p, dt)), dt, device);
+        else if (ct_dtype_is_integral(dt, false))
+            d = ct_full_impl(no_dims, 0, ct_scalar_int(ct_load_int64(p, dt)), dt, device);
+        else
+            d = ct_to_device_impl(t, device); /* complex: the bytes as they are */
         if (!d)
             return ct_last_status();
         d->wrapped_number = t->wrapped_number; /* promotion treats it as the scalar it was */

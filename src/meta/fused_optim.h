@@ -19,6 +19,7 @@ typedef struct ct_adam_args {
     const ct_tensor *const *params, *const *grads, *const *exp_avgs, *const *exp_avg_sqs;
     const ct_tensor *const *max_exp_avg_sqs, *const *master;
     const ct_tensor *grad_scale, *found_inf, *clip_coef;
+    const ct_tensor *step_t; /* Note [Device step]: on a GPU, read by the kernel; else read into step */
     ct_device device;
 } ct_adam_args;
 

@@ -212,7 +212,7 @@ static void emit_state(emitter *e, const ct_alloc_state *st) {
         key(e, "segment_pool_id");
         open_c(e, 't');
         v_int(e, 0);
-        v_int(e, 0);
+        v_int(e, (int64_t)s->pool);
         close_c(e, 't');
         kv_bool(e, "is_expandable", false);
         key(e, "frames");

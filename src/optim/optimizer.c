@@ -46,6 +46,10 @@ typedef struct param_group {
     param_state *state;
     bool has_initial_lr;
     double initial_lr;
+    /* Note [Capturable step]: the group's step number on the device, and the value it
+     * holds (the host's count of the steps it went through) */
+    ct_tensor *step_t;
+    int64_t step_t_value;
 } param_group;
 
 struct ct_optimizer {
@@ -187,6 +191,8 @@ static void group_release(param_group *g) {
     }
     free(g->params);
     free(g->state);
+    ct_release(g->step_t);
+    g->step_t = NULL;
 }
 
 void ct_optimizer_free(ct_optimizer *opt) {
@@ -985,6 +991,39 @@ static ct_status fused_group_step(ct_optim_kind kind, param_group *g, bool *done
             continue;
         g->state[i].step += 1;
     }
+    /* Note [Capturable step]
+     * With the capturable option the fused call reads the step number from g->step_t,
+     * a float64 tensor on the device of the group's first fused parameter, which a
+     * kernel increments here, so that a CUDA graph that captured the step increments
+     * and reads it at every replay (Note [Device step] in src/meta/fused_optim.c). It is
+     * made at the first step from the host's count; the host counts go on as before
+     * (eager steps keep them equal; replays advance the tensor alone, so a state dict
+     * saved after replays has the count of the capture). Parameters on another device,
+     * or whose count differs from the tensor's, pass their count by value. */
+    int cap = -1;
+    for (int i = 0; i < n && !st && g->o.capturable && cap < 0; i++)
+        if (done[i] && ct_tensor_device(g->params[i]).type == CT_DEVICE_CUDA)
+            cap = i;
+    if (cap >= 0 && !st) {
+        ct_device dev = ct_tensor_device(g->params[cap]);
+        if (g->step_t && !ct_device_equal(ct_tensor_device(g->step_t), dev)) {
+            ct_release(g->step_t);
+            g->step_t = NULL;
+        }
+        if (!g->step_t) {
+            const int64_t before = (int64_t)g->state[cap].step - 1;
+            ct_scope_begin();
+            ct_tensor *t = ct_scalar_tensor(ct_scalar_float((double)before), CT_F64, dev);
+            g->step_t = t ? ct_retain(t) : NULL;
+            ct_scope_end();
+            g->step_t_value = before;
+        }
+        ct_scope_begin();
+        if (!g->step_t || !ct_add_scalar_(g->step_t, ct_scalar_float(1.0)))
+            st = ct_last_status();
+        ct_scope_end();
+        g->step_t_value++;
+    }
     /* group by (device, dtype, step, master): i0 is the first parameter of a group */
     for (int i0 = 0; i0 < n && !st; i0++) {
         if (!done[i0] || member[i0])
@@ -1010,10 +1049,18 @@ static ct_status fused_group_step(ct_optim_kind kind, param_group *g, bool *done
             k++;
         }
         const ct_optim_options *o = &g->o;
-        st = (kind == CT_OPTIM_ADAMW ? ct_fused_adamw_ : ct_fused_adam_)(
-            lists, k, lists + n, k, lists + 2 * n, k, lists + 3 * n, k, o->amsgrad ? lists + 4 * n : NULL,
-            o->amsgrad ? k : 0, master ? lists + 5 * n : NULL, master ? k : 0, (int64_t)s0->step, o->lr, o->beta1,
-            o->beta2, o->weight_decay, o->eps, o->amsgrad, o->maximize, NULL, NULL, clip_coef);
+        if (g->step_t && (int64_t)s0->step == g->step_t_value &&
+            ct_device_equal(ct_tensor_device(g->step_t), ct_tensor_device(p0)))
+            st = ct_fused_adam_capturable_(
+                kind == CT_OPTIM_ADAMW, lists, k, lists + n, k, lists + 2 * n, k, lists + 3 * n, k,
+                o->amsgrad ? lists + 4 * n : NULL, o->amsgrad ? k : 0, master ? lists + 5 * n : NULL, master ? k : 0,
+                g->step_t, o->lr, o->beta1, o->beta2, o->weight_decay, o->eps, o->amsgrad, o->maximize, NULL, NULL,
+                clip_coef);
+        else
+            st = (kind == CT_OPTIM_ADAMW ? ct_fused_adamw_ : ct_fused_adam_)(
+                lists, k, lists + n, k, lists + 2 * n, k, lists + 3 * n, k, o->amsgrad ? lists + 4 * n : NULL,
+                o->amsgrad ? k : 0, master ? lists + 5 * n : NULL, master ? k : 0, (int64_t)s0->step, o->lr,
+                o->beta1, o->beta2, o->weight_decay, o->eps, o->amsgrad, o->maximize, NULL, NULL, clip_coef);
     }
     free(lists);
     free(member);
@@ -1548,6 +1595,8 @@ ct_status ct_optimizer_load_state_dict(ct_optimizer *opt, const ct_value *sd) {
             g->o = opts[gi];
             g->has_initial_lr = has_init[gi];
             g->initial_lr = inits[gi];
+            ct_release(g->step_t); /* made again from the loaded steps */
+            g->step_t = NULL;
             for (int i = 0; i < g->n; i++) {
                 param_state old = g->state[i];
                 g->state[i] = ns[base + i];
