@@ -14,5 +14,6 @@
 #include "ctorch/amp.h"
 #include "ctorch/nn.h"
 #include "ctorch/profiler.h"
+#include "ctorch/distributed.h"
 
 #endif /* CTORCH_H */
