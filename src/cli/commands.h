@@ -16,6 +16,8 @@ int ct_cmd_memviz(int argc, char **argv);
  * what it reserves and the process's RSS (--memory-report of the train jobs). */
 void ct_cli_memory_report(int64_t step);
 int ct_cmd_trace_report(int argc, char **argv);
+/* ctorch run -n N PROGRAM: src/cli/cmd_run.c */
+int ct_cmd_run(int argc, char **argv);
 
 /* src/cli/checkpoint.c: a dict of the parameters by name (for a checkpoint), and the
  * parameters copied back from such a dict read from path; a missing name or a shape

@@ -1,0 +1,102 @@
+/* ctorch run -n N PROGRAM: this test program runs itself as the ranks ("--worker
+ * MODE"), through the ctorch tool built beside it. */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+static char self[PATH_MAX], tool[PATH_MAX + 32];
+
+static int worker(const char *mode) {
+    const char *rank_s = getenv("RANK"), *local = getenv("LOCAL_RANK"), *ws = getenv("WORLD_SIZE");
+    if (!rank_s || !local || !ws || strcmp(rank_s, local) != 0 || !getenv("MASTER_ADDR") || !getenv("MASTER_PORT")) {
+        fprintf(stderr, "worker: the torchrun variables are not set\n");
+        return 10;
+    }
+    int rank = atoi(rank_s);
+    if (strcmp(mode, "fail") == 0 && rank == 1)
+        return 3; /* before joining: the others wait in the rendezvous until killed */
+    ct_process_group *pg = ct_process_group_from_env("tcp", 20000);
+    if (!pg) {
+        fprintf(stderr, "worker %d: %s\n", rank, ct_last_error());
+        return 11;
+    }
+    ct_tensor *t = ct_full(CT_SHAPE(5), ct_scalar_int(rank + 1), CT_I64, CT_CPU);
+    int n = ct_process_group_size(pg);
+    int ok = ct_all_reduce(pg, t, CT_REDUCE_SUM) == CT_OK && ((int64_t *)ct_tensor_data(t))[4] == n * (n + 1) / 2;
+    if (strcmp(mode, "crash") == 0 && rank == 0)
+        abort();
+    if (strcmp(mode, "crash") == 0) {
+        /* Rank 0 died: this collective fails at once with a clear error. */
+        if (ct_all_reduce(pg, t, CT_REDUCE_SUM) == CT_OK)
+            return 12;
+        fprintf(stderr, "worker %d: %s\n", rank, ct_last_error());
+        sleep(30); /* until the launcher stops it */
+    }
+    ok = ok && ct_barrier(pg) == CT_OK;
+    ct_process_group_free(pg);
+    return ok ? 0 : 13;
+}
+
+static int run(const char *args) {
+    char cmd[PATH_MAX * 2 + 128];
+    snprintf(cmd, sizeof cmd, "'%s' run %s", tool, args);
+    int st = system(cmd);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void test_run_ok(void **state) {
+    char args[PATH_MAX + 64];
+    snprintf(args, sizeof args, "-n 3 '%s' --worker ok", self);
+    assert_int_equal(run(args), 0);
+    snprintf(args, sizeof args, "-n 1 '%s' --worker ok", self);
+    assert_int_equal(run(args), 0);
+}
+
+static void test_run_failure(void **state) {
+    char args[PATH_MAX + 64];
+    time_t t0 = time(NULL);
+    /* Rank 1 exits 3: the others are stopped and the code is the launcher's. */
+    snprintf(args, sizeof args, "-n 3 --grace 1 '%s' --worker fail 2>/dev/null", self);
+    assert_int_equal(run(args), 3);
+    /* Rank 0 aborts: 128 + SIGABRT, and rank 1, stuck in sleep, is killed after the grace. */
+    snprintf(args, sizeof args, "-n 2 --grace 1 '%s' --worker crash 2>/dev/null", self);
+    assert_int_equal(run(args), 128 + 6);
+    assert_true(time(NULL) - t0 < 15);
+}
+
+static void test_run_usage(void **state) {
+    assert_int_equal(run("2>/dev/null"), 2);
+    assert_int_equal(run("-n 0 true 2>/dev/null"), 2);
+    assert_int_equal(run("-n 2 2>/dev/null"), 2);
+    assert_int_equal(run("--bogus 1 true 2>/dev/null"), 2);
+    assert_int_equal(run("-n 2 /nonexistent/program 2>/dev/null"), 127);
+    assert_int_equal(run("-n 2 true"), 0);
+}
+
+int main(int argc, char **argv) {
+    if (argc == 3 && strcmp(argv[1], "--worker") == 0)
+        return worker(argv[2]);
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0)
+        return 1;
+    self[n] = 0;
+    snprintf(tool, sizeof tool, "%s", self);
+    char *slash = strrchr(tool, '/');
+    snprintf(slash, sizeof tool - (size_t)(slash - tool), "/../ctorch");
+    if (access(tool, X_OK) != 0) {
+        fprintf(stderr, "no ctorch tool at %s: skipped\n", tool);
+        return 77;
+    }
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_run_ok),
+        cmocka_unit_test(test_run_failure),
+        cmocka_unit_test(test_run_usage),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
