@@ -227,7 +227,7 @@ ct_ddp *ct_ddp_new_params(ct_process_group *pg, ct_tensor *const *params, int n,
         for (int j = 0; j < b->nparams; j++)
             numel += ct_tensor_numel(d->params[b->params[j]]);
         ct_tensor *first = d->params[b->params[0]];
-        b->flat = ct_keep(ct_zeros(CT_SHAPE(numel), ct_tensor_dtype(first), ct_tensor_device(first)));
+        b->flat = ct_retain(ct_zeros(CT_SHAPE(numel), ct_tensor_dtype(first), ct_tensor_device(first)));
         if (!b->flat)
             break;
         int64_t off = 0;
@@ -236,13 +236,12 @@ ct_ddp *ct_ddp_new_params(ct_process_group *pg, ct_tensor *const *params, int n,
             int64_t m = ct_tensor_numel(p);
             ct_tensor *view = ct_view(ct_narrow(b->flat, 0, off, m), ct_tensor_shape(p), ct_tensor_dim(p));
             ct_tensor *old = ct_tensor_grad(p);
+            /* old is the scope's (ct_tensor_grad's reference) */
             if (!view || (old && !ct_copy_(view, old)) || ct_tensor_set_grad(p, view) != CT_OK) {
-                ct_release(old);
                 ct_scope_end();
                 ct_ddp_free(d);
                 return NULL;
             }
-            ct_release(old);
             off += m;
         }
     }
