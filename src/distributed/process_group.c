@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "distributed/dist_internal.h"
+#include "distributed/pg_internal.h"
 
 /* Note [The tcp backend]
  * Every pair of ranks holds one TCP connection (rank i connects to each j < i, whose
@@ -33,8 +34,6 @@
  * fails the collective at once; a peer that stops sending fails it after the group's
  * timeout without progress, naming the ranks waited for. After a failure the group is
  * unusable, and every later call says why. */
-
-enum { K_ALL_REDUCE = 1, K_REDUCE_SCATTER, K_ALL_GATHER, K_BROADCAST, K_BARRIER, K_SEND, K_RECV };
 
 static const char *kind_name(int k) {
     switch (k) {
@@ -61,55 +60,6 @@ static const char *api_name(int k) {
     default: return "ct_process_group";
     }
 }
-
-#define HEADER_MAGIC 0x31445443u /* "CTD1" */
-#define MSG_CAP 480
-
-typedef struct {
-    uint32_t magic;
-    uint8_t kind, step, dtype, pad;
-    uint32_t seq;
-    uint32_t pad2;
-    uint64_t nbytes;
-} msg_header;
-
-struct ct_work {
-    ct_process_group *pg;
-    int kind;
-    ct_reduce_op op;
-    ct_dtype dtype;
-    void *buf;        /* in-place / output buffer */
-    const void *in;   /* reduce_scatter, all_gather input */
-    int64_t count;    /* elements of buf */
-    int peer;         /* broadcast src, send dst, recv src */
-    uint32_t seq;
-    ct_tensor *t1, *t2;
-    bool done;
-    ct_status status;
-    char msg[MSG_CAP];
-    ct_work *next;
-};
-
-struct ct_process_group {
-    char backend[8];
-    int rank, size;
-    int64_t timeout_ms;
-    ct_store *store;
-    bool owns_store;
-    char prefix[160];
-    int *fds;
-    int split_count;
-    uint32_t seq;
-    _Atomic int64_t bytes_sent;
-    pthread_t thread;
-    bool thread_started;
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    ct_work *head, *tail;
-    bool stop;
-    bool broken;
-    char broken_msg[MSG_CAP + 64];
-};
 
 /* Completion of any work of any group: one mutex and condition (waits are rare and
  * short next to the transfers, and a work outlives nothing it needs). */
@@ -489,6 +439,9 @@ static void enqueue(ct_process_group *pg, ct_work *w) {
 
 ct_status ct_work_wait(ct_work *w) {
     CT_CHECK_ARG_STATUS("ct_work_wait", w);
+    if (w->cuda && w->status == CT_OK && w->event &&
+        ct_cuda_stream_wait_event(ct_cuda_current_stream(ct_cuda_current_device()), w->event) != CT_OK)
+        return ct_last_status();
     pthread_mutex_lock(&done_mu);
     while (!w->done)
         pthread_cond_wait(&done_cv, &done_mu);
@@ -504,6 +457,8 @@ bool ct_work_is_completed(const ct_work *w) {
     pthread_mutex_lock(&done_mu);
     bool d = w->done;
     pthread_mutex_unlock(&done_mu);
+    if (d && w->cuda && w->event)
+        return ct_cuda_event_query(w->event);
     return d;
 }
 
@@ -514,6 +469,7 @@ void ct_work_free(ct_work *w) {
     while (!w->done)
         pthread_cond_wait(&done_cv, &done_mu);
     pthread_mutex_unlock(&done_mu);
+    ct_cuda_event_destroy(w->event);
     ct_release(w->t1);
     ct_release(w->t2);
     free(w);
@@ -685,12 +641,7 @@ static ct_process_group *group_new(const char *backend, ct_store *store, int ran
         ct_error_null(op);
         return NULL;
     }
-    if (strcmp(backend, "nccl") == 0) {
-        ct_error(CT_ERROR_NOT_IMPLEMENTED, op,
-                 "the nccl backend is not built into this ctorch; use the tcp backend with CPU tensors");
-        return NULL;
-    }
-    if (strcmp(backend, "tcp") != 0) {
+    if (strcmp(backend, "tcp") != 0 && strcmp(backend, "nccl") != 0) {
         ct_error(CT_ERROR_VALUE, op, "unknown backend '%s' (expected tcp or nccl)", backend);
         return NULL;
     }
@@ -713,6 +664,14 @@ static ct_process_group *group_new(const char *backend, ct_store *store, int ran
     snprintf(pg->prefix, sizeof pg->prefix, "%s", prefix);
     pthread_mutex_init(&pg->mu, NULL);
     pthread_cond_init(&pg->cv, NULL);
+    if (strcmp(backend, "nccl") == 0) {
+        pg->nccl = true;
+        if (ct_nccl_group_init(pg) != CT_OK) {
+            ct_process_group_free(pg);
+            return NULL;
+        }
+        return pg;
+    }
     if (rendezvous(pg) != CT_OK) {
         ct_process_group_free(pg);
         return NULL;
@@ -794,6 +753,8 @@ void ct_process_group_free(ct_process_group *pg) {
         pthread_join(pg->thread, NULL);
     }
     close_fds(pg);
+    if (pg->nccl)
+        ct_nccl_group_free(pg);
     pthread_mutex_destroy(&pg->mu);
     pthread_cond_destroy(&pg->cv);
     if (pg->owns_store) {
@@ -862,10 +823,10 @@ static bool reducible(ct_dtype d) { return d >= CT_DTYPE_BOOL && d <= CT_DTYPE_F
 static ct_status check_tensor(const char *op, const ct_process_group *pg, const ct_tensor *t, const char *what) {
     CT_CHECK_ARG_STATUS(op, t);
     ct_device dev = ct_tensor_device(t);
-    if (dev.type != CT_DEVICE_CPU) {
+    if (dev.type != (pg->nccl ? CT_DEVICE_CUDA : CT_DEVICE_CPU)) {
         char b[32];
-        return ct_error(CT_ERROR_DEVICE, op, "the %s backend takes CPU tensors, got %s on %s", pg->backend, what,
-                        ct_device_str(dev, b, sizeof b));
+        return ct_error(CT_ERROR_DEVICE, op, "the %s backend takes %s tensors, got %s on %s", pg->backend,
+                        pg->nccl ? "CUDA" : "CPU", what, ct_device_str(dev, b, sizeof b));
     }
     if (!ct_tensor_is_contiguous(t))
         return ct_error(CT_ERROR_VALUE, op, "%s must be contiguous", what);
@@ -897,7 +858,10 @@ static ct_work *new_work(const char *op, ct_process_group *pg, int kind) {
 static ct_work *submit(ct_work *w, ct_tensor *t1, const ct_tensor *t2) {
     w->t1 = t1 ? ct_retain(t1) : NULL;
     w->t2 = t2 ? ct_retain((ct_tensor *)t2) : NULL;
-    enqueue(w->pg, w);
+    if (w->pg->nccl)
+        ct_nccl_submit(w->pg, w);
+    else
+        enqueue(w->pg, w);
     return w;
 }
 
@@ -1032,6 +996,8 @@ ct_status ct_broadcast(ct_process_group *pg, ct_tensor *t, int src) {
 
 ct_status ct_barrier(ct_process_group *pg) {
     CT_CHECK_ARG_STATUS("ct_barrier", pg);
+    if (pg->nccl)
+        return ct_nccl_barrier(pg);
     ct_work *w = new_work("ct_barrier", pg, K_BARRIER);
     if (!w)
         return ct_last_status();
