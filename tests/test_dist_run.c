@@ -83,6 +83,19 @@ static void test_run_usage(void **state) {
     assert_int_equal(run("-n 2 true"), 0);
 }
 
+/* PyTorch's torchrun starts ctorch ranks (--no-python): its agent serves the TCPStore
+ * they rendezvous through (TORCHELASTIC_USE_AGENT_STORE=True). */
+static void test_torchrun(void **state) {
+    if (system("command -v torchpy >/dev/null 2>&1") != 0)
+        skip();
+    char cmd[PATH_MAX + 160];
+    snprintf(cmd, sizeof cmd,
+             "torchpy -m torch.distributed.run --nproc-per-node 2 --no-python '%s' --worker ok >/dev/null 2>&1",
+             self);
+    int st = system(cmd);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
 /* ctorch train char-gpt under ctorch run: DDP and ZeRO-1 reach the same losses (the
  * same averaged gradients), DiLoCo runs, and rank 0 alone writes the checkpoint. */
 static void test_train_char_gpt(void **state) {
@@ -148,6 +161,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_run_failure),
         cmocka_unit_test(test_run_usage),
         cmocka_unit_test(test_train_char_gpt),
+        cmocka_unit_test(test_torchrun),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
