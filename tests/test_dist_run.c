@@ -83,6 +83,31 @@ static void test_run_usage(void **state) {
     assert_int_equal(run("-n 2 true"), 0);
 }
 
+/* ctorch train fashion-mnist --ddp on synthetic images: rank 0 saves, --zero1 is
+ * refused (the job trains with SGD). */
+static void test_train_fashion(void **state) {
+    char dir[64];
+    snprintf(dir, sizeof dir, "/tmp/ct_run_fm_XXXXXX");
+    assert_non_null(mkdtemp(dir));
+    char args[PATH_MAX + 512];
+    const char *modes[] = {"--ddp", "--diloco 4"};
+    for (int k = 0; k < 2; k++) {
+        snprintf(args, sizeof args,
+                 "-n 2 '%s' train fashion-mnist --synthetic 256 --epochs 1 --batch-size 32 --eval-limit 64 --quiet "
+                 "--out %s/fm%d %s >/dev/null 2>&1",
+                 tool, dir, k, modes[k]);
+        assert_int_equal(run(args), 0);
+        char path[160];
+        snprintf(path, sizeof path, "%s/fm%d.safetensors", dir, k);
+        assert_int_equal(access(path, R_OK), 0);
+    }
+    snprintf(args, sizeof args, "-n 2 '%s' train fashion-mnist --synthetic 64 --zero1 >/dev/null 2>&1", tool);
+    assert_int_equal(run(args), 2);
+    char cmd[96];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 /* PyTorch's torchrun starts ctorch ranks (--no-python): its agent serves the TCPStore
  * they rendezvous through (TORCHELASTIC_USE_AGENT_STORE=True). */
 static void test_torchrun(void **state) {
@@ -161,6 +186,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_run_failure),
         cmocka_unit_test(test_run_usage),
         cmocka_unit_test(test_train_char_gpt),
+        cmocka_unit_test(test_train_fashion),
         cmocka_unit_test(test_torchrun),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1068,6 +1068,7 @@ static int train_job(gpt_job job, int argc, char **argv) {
     rc = parse_args(&a, argc, argv, &done);
     if (rc || done)
         return rc;
+    ct_cli_dist_pick_device(&a.dist, &a.device);
     return run(&a);
 }
 

@@ -32,6 +32,8 @@ typedef struct {
 } ct_cli_dist;
 /* Takes the distributed options out of argv (argc shrinks); 2 after a usage error. */
 int ct_cli_dist_take_args(ct_cli_dist *d, const char *prog, int *argc, char **argv);
+/* With a distributed option and --device cuda: cuda:LOCAL_RANK. */
+void ct_cli_dist_pick_device(const ct_cli_dist *d, ct_device *device);
 ct_status ct_cli_dist_start(ct_cli_dist *d, ct_tensor **params, int n, ct_optimizer *opt, double lr, double beta2,
                             double weight_decay, bool amp_scaler);
 ct_status ct_cli_dist_zero_grad(ct_cli_dist *d, ct_optimizer *opt);
@@ -39,6 +41,9 @@ ct_status ct_cli_dist_zero_grad(ct_cli_dist *d, ct_optimizer *opt);
 ct_status ct_cli_dist_step(ct_cli_dist *d, ct_optimizer *opt, ct_tensor **params, int n, double grad_clip);
 uint64_t ct_cli_dist_batch_index(const ct_cli_dist *d, int64_t step);
 bool ct_cli_dist_is_main(const ct_cli_dist *d);
+/* The next batch of this rank: batch `rank` of each group of world_size the loader
+ * gives (1, 0 at the end, -1 on error, as ct_dataloader_next). */
+int ct_cli_dist_next_batch(const ct_cli_dist *d, ct_dataloader *dl, ct_tensor **batch);
 void ct_cli_dist_end(ct_cli_dist *d);
 
 /* ctorch run -n N PROGRAM: src/cli/cmd_run.c */

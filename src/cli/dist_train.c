@@ -70,6 +70,15 @@ int ct_cli_dist_take_args(ct_cli_dist *d, const char *prog, int *argc, char **ar
     return 0;
 }
 
+void ct_cli_dist_pick_device(const ct_cli_dist *d, ct_device *device) {
+    const char *lr = getenv("LOCAL_RANK");
+    if (!d->mode || device->type != CT_DEVICE_CUDA || !lr || !*lr)
+        return;
+    device->index = atoi(lr); /* one GPU per rank of a machine, as torchrun's users do */
+    if (ct_cuda_set_device(device->index) != CT_OK)
+        ct_clear_error(); /* the job's own device checks report it */
+}
+
 ct_status ct_cli_dist_start(ct_cli_dist *d, ct_tensor **params, int n, ct_optimizer *opt, double lr, double beta2,
                             double weight_decay, bool amp_scaler) {
     if (!d->mode)
@@ -135,6 +144,18 @@ uint64_t ct_cli_dist_batch_index(const ct_cli_dist *d, int64_t step) {
 }
 
 bool ct_cli_dist_is_main(const ct_cli_dist *d) { return d->rank == 0; }
+
+int ct_cli_dist_next_batch(const ct_cli_dist *d, ct_dataloader *dl, ct_tensor **batch) {
+    /* Every rank walks the same shuffled order and keeps batch rank of each group of
+     * world_size (DistributedSampler's split, by batches). */
+    for (int k = 0; k < d->world; k++) {
+        ct_tensor *b[8];
+        int got = ct_dataloader_next(dl, k == d->rank ? batch : b);
+        if (got != 1)
+            return got;
+    }
+    return 1;
+}
 
 void ct_cli_dist_end(ct_cli_dist *d) {
     if (d->pg && ct_barrier(d->pg) != CT_OK) /* rank 0 may serve the store */
