@@ -158,6 +158,26 @@ static void test_train_char_gpt(void **state) {
         fclose(f);
         assert_non_null(strstr(losses[k], "step 10"));
     }
+    /* Rank 0's DDP checkpoint resumes on 3 ranks. */
+    char args[PATH_MAX + 512];
+    snprintf(args, sizeof args,
+             "-n 3 '%s' train char-gpt --text %s --steps 12 --layers 1 --embd 32 --heads 2 --block-size 16 "
+             "--batch-size 4 --eval-interval 12 --eval-iters 2 --sample-tokens 0 --quiet --out '' --resume %s/m0.pt "
+             "--ddp > %s/resume.txt 2>&1",
+             tool, text, dir, dir);
+    assert_int_equal(run(args), 0);
+    char path[160];
+    snprintf(path, sizeof path, "%s/resume.txt", dir);
+    f = fopen(path, "r");
+    assert_non_null(f);
+    char line[512];
+    bool resumed = false, trained = false;
+    while (fgets(line, sizeof line, f)) {
+        resumed |= strstr(line, "resumed from") != NULL;
+        trained |= strstr(line, "step 12:") != NULL;
+    }
+    fclose(f);
+    assert_true(resumed && trained);
     /* "step 10: train loss X, val loss Y (T s)": the same X and Y for DDP and ZeRO-1. */
     *strrchr(losses[0], '(') = 0;
     *strrchr(losses[1], '(') = 0;

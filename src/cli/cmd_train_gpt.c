@@ -922,8 +922,6 @@ static int run(gpt_args *a) {
         if (!(scaler = ct_grad_scaler_new(&so)))
             rc = fail(a, NULL);
     }
-    if (!rc && ct_cli_dist_start(&a->dist, m.params, m.nparams, opt, a->lr, a->beta2, a->weight_decay, scaler != NULL))
-        rc = fail(a, NULL);
     if (!rc)
         describe(a, &d, &m);
     int64_t start = 0;
@@ -936,6 +934,9 @@ static int run(gpt_args *a) {
                    (unsigned long long)a->seed);
         }
     }
+    /* After a resume: DiLoCo's global copy and DDP's broadcast start from the loaded weights. */
+    if (!rc && ct_cli_dist_start(&a->dist, m.params, m.nparams, opt, a->lr, a->beta2, a->weight_decay, scaler != NULL))
+        rc = fail(a, NULL);
     if (!rc && a->profile && ct_profiler_start(a->profile))
         rc = fail(a, NULL);
     const double peak = peak_flops(a), fpt = flops_per_token(a, ct_char_gpt_num_params(&m));

@@ -67,6 +67,12 @@ int ct_cli_dist_take_args(ct_cli_dist *d, const char *prog, int *argc, char **ar
     }
     *argc = out;
     argv[out] = NULL;
+    /* Rank 0 alone speaks, from the first line on. */
+    const char *rank = getenv("RANK");
+    if (d->mode && rank && atoi(rank) != 0 && !freopen("/dev/null", "w", stdout)) {
+        fprintf(stderr, "%s: cannot silence rank %s's output\n", prog, rank);
+        return 1;
+    }
     return 0;
 }
 
@@ -92,8 +98,6 @@ ct_status ct_cli_dist_start(ct_cli_dist *d, ct_tensor **params, int n, ct_optimi
         return ct_last_status();
     d->rank = ct_process_group_rank(d->pg);
     d->world = ct_process_group_size(d->pg);
-    if (d->rank != 0 && !freopen("/dev/null", "w", stdout))
-        return ct_error(CT_ERROR_IO, "train", "cannot silence rank %d's output", d->rank);
     if (d->mode == CT_CLI_DDP) {
         ct_ddp_options o = ct_ddp_defaults();
         d->ddp = ct_ddp_new_params(d->pg, params, n, &o);
