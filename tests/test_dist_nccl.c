@@ -68,6 +68,40 @@ static int nccl_rank(int r, int n, const char *dir) {
     RCHECK(ct_work_is_completed(w));
     ct_work_free(w);
     ct_scope_end();
+    /* DDP on the GPUs: after a few steps on different data the ranks hold the same
+     * weights (the bucket all-reduces ran on the group's stream). */
+    ct_manual_seed(3);
+    ct_module *lin = ct_nn_linear(64, 32, true, CT_F32);
+    RCHECK(lin && ct_module_to(lin, dev, CT_DTYPE_UNDEFINED) == CT_OK);
+    ct_tensor *ps[2];
+    RCHECK(ct_module_parameters(lin, ps, NULL, 2) == 2);
+    ct_ddp_options o = ct_ddp_defaults();
+    o.bucket_cap_first = 4096; /* two buckets */
+    ct_ddp *ddp = ct_ddp_new(pg, lin, &o);
+    ct_optim_options so = ct_sgd_options(0.1);
+    ct_optimizer *opt = ct_optimizer_new(CT_OPTIM_SGD, ps, 2, &so);
+    RCHECK(ddp && opt && ct_ddp_num_buckets(ddp) == 2);
+    for (int step = 0; step < 3; step++) {
+        ct_scope_begin();
+        ct_manual_seed(100 + (uint64_t)(step * n + r)); /* each rank its own batch */
+        ct_tensor *xb = ct_to_device(ct_randn(CT_SHAPE(16, 64), CT_F32, CT_CPU), dev);
+        ct_tensor *loss = ct_mean(ct_mul(ct_module_forward(lin, xb), ct_module_forward(lin, xb)), NULL, 0, false,
+                                  CT_DTYPE_UNDEFINED);
+        RCHECK(ct_ddp_zero_grad(ddp) == CT_OK && ct_backward(loss, NULL, false, false) == CT_OK);
+        RCHECK(ct_ddp_finish(ddp) == CT_OK && ct_optimizer_step(opt) == CT_OK);
+        ct_scope_end();
+    }
+    ct_scope_begin();
+    ct_tensor *w0 = ct_clone(ps[0]);
+    RCHECK(ct_broadcast(pg, w0, 0) == CT_OK);
+    ct_tensor *same = ct_to_device(ct_eq(w0, ps[0]), CT_CPU);
+    double all = 0;
+    RCHECK(ct_item_double(ct_sum(ct_to_dtype(same, CT_F64), NULL, 0, false, CT_DTYPE_UNDEFINED), &all) == CT_OK);
+    RCHECK(all == 64 * 32);
+    ct_scope_end();
+    ct_optimizer_free(opt);
+    ct_ddp_free(ddp);
+    ct_module_free(lin);
     RCHECK(ct_barrier(pg) == CT_OK);
     ct_process_group_free(pg);
     ct_store_free(store);
