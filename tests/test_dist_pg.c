@@ -324,6 +324,39 @@ static void test_from_env(void **state) {
     }
 }
 
+/* ------------------------------------------------------------ structured log */
+
+static int logged(ct_process_group *pg, int r, int n, void *ud) {
+    RCHECK(pg);
+    char dir[64];
+    snprintf(dir, sizeof dir, "/tmp/ct_dist_log_%d_XXXXXX", r);
+    RCHECK(mkdtemp(dir));
+    RCHECK(ct_trace_log_start(dir) == CT_OK);
+    ct_scope_begin();
+    ct_tensor *t = ct_ones(CT_SHAPE(7), CT_F32, CT_CPU);
+    RCHECK(ct_all_reduce(pg, t, CT_REDUCE_SUM) == CT_OK);
+    RCHECK(ct_barrier(pg) == CT_OK);
+    ct_scope_end();
+    char path[256];
+    snprintf(path, sizeof path, "%s", ct_trace_log_path());
+    RCHECK(ct_trace_log_stop() == CT_OK);
+    FILE *f = fopen(path, "r");
+    RCHECK(f);
+    char line[1024];
+    int found = 0;
+    while (fgets(line, sizeof line, f))
+        found += strstr(line, "\"collective\"") && strstr(line, "\"op\": \"all_reduce\"") &&
+                 strstr(line, "\"numel\": 7") && strstr(line, "\"world_size\": 2");
+    fclose(f);
+    RCHECK(found == 1);
+    char cmd[96];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    RCHECK(system(cmd) == 0);
+    return 0;
+}
+
+static void test_trace_log(void **state) { assert_int_equal(run_ranks(2, logged, NULL), 0); }
+
 /* ------------------------------------------------------------ argument errors */
 
 static void test_errors(void **state) {
@@ -393,6 +426,7 @@ int main(void) {
         cmocka_unit_test(test_p2p_async_split), cmocka_unit_test(test_killed_rank),
         cmocka_unit_test(test_hung_rank),     cmocka_unit_test(test_absent_rank),
         cmocka_unit_test(test_mismatched),    cmocka_unit_test(test_from_env),
+        cmocka_unit_test(test_trace_log),
         cmocka_unit_test(test_errors), /* last: it runs ops in this process */
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

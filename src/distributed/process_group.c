@@ -442,10 +442,13 @@ ct_status ct_work_wait(ct_work *w) {
     if (w->cuda && w->status == CT_OK && w->event &&
         ct_cuda_stream_wait_event(ct_cuda_current_stream(ct_cuda_current_device()), w->event) != CT_OK)
         return ct_last_status();
+    bool ranged = ct_profiler_enabled() && ct_profiler_range_push("ct_work_wait") == CT_OK;
     pthread_mutex_lock(&done_mu);
     while (!w->done)
         pthread_cond_wait(&done_cv, &done_mu);
     pthread_mutex_unlock(&done_mu);
+    if (ranged)
+        ct_profiler_range_pop();
     if (w->status != CT_OK)
         return ct_error(w->status, api_name(w->kind), "%s", w->msg);
     return CT_OK;
@@ -855,13 +858,35 @@ static ct_work *new_work(const char *op, ct_process_group *pg, int kind) {
     return w;
 }
 
+/* Note [Collectives in the structured log]
+ * With CT_TRACE on, every collective writes one "collective" event when it is issued
+ * (op, backend, group rank and size, sequence number, dtype, elements, peer), so the
+ * logs of all ranks line up by sequence number when a job hangs or mismatches; the
+ * blocking wait shows in a profile as a "ct_work_wait" range. */
+static void log_collective(const ct_work *w) {
+    if (!ct_trace_log_enabled())
+        return;
+    char meta[320];
+    snprintf(meta, sizeof meta,
+             "{\"op\": \"%s\", \"backend\": \"%s\", \"rank\": %d, \"world_size\": %d, \"seq\": %u, "
+             "\"dtype\": \"%s\", \"numel\": %lld, \"peer\": %d}",
+             kind_name(w->kind), w->pg->backend, w->pg->rank, w->pg->size, (unsigned)w->pg->seq,
+             ct_dtype_name(w->dtype), (long long)w->count, w->peer);
+    if (ct_trace_log_event("collective", meta, NULL) != CT_OK)
+        ct_clear_error();
+}
+
 static ct_work *submit(ct_work *w, ct_tensor *t1, const ct_tensor *t2) {
+    log_collective(w);
     w->t1 = t1 ? ct_retain(t1) : NULL;
     w->t2 = t2 ? ct_retain((ct_tensor *)t2) : NULL;
-    if (w->pg->nccl)
+    if (w->pg->nccl) {
+        w->seq = w->pg->seq++;
         ct_nccl_submit(w->pg, w);
-    else
+    }
+    else {
         enqueue(w->pg, w);
+    }
     return w;
 }
 
