@@ -883,8 +883,7 @@ static ct_work *submit(ct_work *w, ct_tensor *t1, const ct_tensor *t2) {
     if (w->pg->nccl) {
         w->seq = w->pg->seq++;
         ct_nccl_submit(w->pg, w);
-    }
-    else {
+    } else {
         enqueue(w->pg, w);
     }
     return w;
