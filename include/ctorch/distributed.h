@@ -160,7 +160,8 @@ CT_API ct_status ct_ddp_finish(ct_ddp *d);
  * first backward after re-enabling reduces the sum. */
 CT_API ct_status ct_ddp_set_sync(ct_ddp *d, bool sync);
 CT_API int ct_ddp_num_buckets(const ct_ddp *d);
-/* The parameter indices (in the order given) of bucket i, in bucket order. */
+/* The parameters of bucket i, in bucket order, as indices into the parameters that
+ * require grad (in the order given); returns their count, filling at most cap. */
 CT_API int ct_ddp_bucket_params(const ct_ddp *d, int bucket, int *idx, int cap);
 /* Zeroes the bucket memory (the gradients stay views of it). */
 CT_API ct_status ct_ddp_zero_grad(ct_ddp *d);
