@@ -15,5 +15,6 @@
 #include "ctorch/nn.h"
 #include "ctorch/profiler.h"
 #include "ctorch/compile.h"
+#include "ctorch/distributed.h"
 
 #endif /* CTORCH_H */

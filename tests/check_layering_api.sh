@@ -9,7 +9,7 @@
 set -u
 root=${1:-$(cd "$(dirname "$0")/.." && pwd)}
 allowed_files=()
-folders=(nn optim data io cli)
+folders=(nn optim data io cli distributed)
 bad=0
 checked=0
 for folder in "${folders[@]}"; do

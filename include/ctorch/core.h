@@ -415,6 +415,12 @@ CT_API ct_tensor *ct_copy_(ct_tensor *dst, const ct_tensor *src);
 CT_API ct_tensor *ct_to_dtype(const ct_tensor *t, ct_dtype dtype);
 /* Copy to a device (CPU <-> CUDA, META); t itself when it is already there. */
 CT_API ct_tensor *ct_to_device(const ct_tensor *t, ct_device device);
+/* Tensor.set_(source): t becomes an alias of src (its storage, offset, shape and
+ * strides), keeping its identity, .grad and requires_grad; for moving parameters into
+ * a flat buffer (ZeRO, FSDP) under no_grad. src must have t's dtype and device and t
+ * must not be a view; views of t made before keep the old storage. Not recorded by
+ * autograd. Returns a new reference to t. */
+CT_API ct_tensor *ct_tensor_set_(ct_tensor *t, const ct_tensor *src);
 
 /* ---------------------------------------------------------------- printing */
 

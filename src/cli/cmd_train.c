@@ -34,6 +34,7 @@ typedef struct {
     bool compile;       /* forward and backward through ct_compile (docs/compile.md) */
     int64_t synthetic;  /* > 0: that many random training images instead of the data set */
     ct_device device;   /* where the model trains */
+    ct_cli_dist *dist;  /* --ddp, --diloco H (src/cli/dist_train.c) */
 } train_args;
 
 /* Resident set size in kB from /proc/self/statm; -1 where there is none. */
@@ -178,6 +179,7 @@ static int usage_to(FILE *f, int rc) {
             "                                  [--schedule constant|cosine|onecycle]\n"
             "                                  [--memory-snapshot FILE[.json]] [--profile TRACE.json]\n"
             "                                  [--synthetic N] [--memory-report] [--compile]\n"
+            "                                  [--ddp | --diloco H]  (under ctorch run -n N or torchrun)\n"
             "       ctorch train char-gpt --text FILE [--preset cpu|shakespeare] [--steps N] [options]\n"
             "       ctorch train gpt2 (--train FILE | --synthetic) [--preset 124m|small|tiny] [options]\n"
             "\n"
@@ -278,7 +280,9 @@ static int train_fashion_mnist(const train_args *a) {
     ct_lr_scheduler *sched = NULL;
     if (ct_fashion_cnn_init(&m) != CT_OK || ct_fashion_cnn_to(&m, a->device) || !(opt = ct_optimizer_new(CT_OPTIM_SGD, m.p, CT_FASHION_CNN_NPARAMS, &o)) ||
         make_schedule(a, opt, planned_steps, &sched) ||
-        (a->resume && load_checkpoint(&m, opt, sched, a->resume, &start_epoch))) {
+        (a->resume && load_checkpoint(&m, opt, sched, a->resume, &start_epoch)) ||
+        ct_cli_dist_start(a->dist, m.p, CT_FASHION_CNN_NPARAMS, opt, a->lr, 0.999, 0, false)) {
+        ct_cli_dist_end(a->dist);
         fprintf(stderr, "ctorch train: %s\n", ct_last_error());
         ct_lr_scheduler_free(sched);
         ct_optimizer_free(opt);
@@ -302,7 +306,7 @@ static int train_fashion_mnist(const train_args *a) {
     }
     if (dl)
         ct_dataloader_set_epoch(dl, start_epoch);
-    int64_t steps_per_epoch = dl ? ct_dataloader_len(dl) : 0, total_steps = 0;
+    int64_t steps_per_epoch = dl ? ct_dataloader_len(dl) / a->dist->world : 0, total_steps = 0;
     int done_epochs = start_epoch; /* epochs fully trained: a resume starts after them */
     double final_acc = 0;
     ct_compiled *cstep = NULL;
@@ -320,7 +324,7 @@ static int train_fashion_mnist(const train_args *a) {
          * epoch stayed alive until the run's scope ended. */
         for (;;) {
             ct_scope_begin();
-            if ((got = ct_dataloader_next(dl, batch)) != 1) {
+            if ((got = ct_cli_dist_next_batch(a->dist, dl, batch)) != 1) {
                 ct_scope_end();
                 break;
             }
@@ -337,9 +341,10 @@ static int train_fashion_mnist(const train_args *a) {
                 loss = ct_fashion_cnn_loss(&m, prepare(batch[0], a->device), ct_to_device(batch[1], a->device), &hits);
             }
             double lv = NAN;
-            if (!loss || (!cstep && ct_optimizer_zero_grad(opt, true)) ||
+            if (!loss || (!cstep && ct_cli_dist_zero_grad(a->dist, opt)) ||
                 (!cstep && ct_backward(loss, NULL, false, false)) ||
-                ct_optimizer_step(opt) || (sched && ct_lr_scheduler_step(sched)) || ct_item_double(loss, &lv)) {
+                (a->dist->mode ? ct_cli_dist_step(a->dist, opt, m.p, CT_FASHION_CNN_NPARAMS, 0) : ct_optimizer_step(opt)) ||
+                (sched && ct_lr_scheduler_step(sched)) || ct_item_double(loss, &lv)) {
                 fprintf(stderr, "\nctorch train: %s\n", ct_last_error());
                 rc = 1;
             } else {
@@ -382,7 +387,8 @@ static int train_fashion_mnist(const train_args *a) {
     }
     if (rc == 0 && finish_diagnostics(a))
         rc = 1;
-    if (rc == 0 && a->out) {
+    ct_cli_dist_end(a->dist);
+    if (rc == 0 && a->out && ct_cli_dist_is_main(a->dist)) {
         if (save_checkpoint(&m, opt, sched, done_epochs, a->out) == CT_OK)
             printf("saved %s.safetensors (weights) and %s.pt (weights, optimizer, epoch)\n", a->out, a->out);
         else {
@@ -408,6 +414,17 @@ int ct_cmd_train(int argc, char **argv) {
     if (argc < 2)
         return usage();
     const char *job = argv[1];
+    ct_cli_dist dist = {.world = 1};
+    a.dist = &dist;
+    if (strcmp(job, "fashion-mnist") == 0) {
+        int rc = ct_cli_dist_take_args(&dist, "ctorch train", &argc, argv);
+        if (rc)
+            return rc;
+        if (dist.mode == CT_CLI_ZERO1) {
+            fprintf(stderr, "ctorch train: --zero1 runs AdamW; the fashion-mnist job trains with SGD (use --ddp)\n");
+            return 2;
+        }
+    }
     if (strcmp(job, "-h") == 0 || strcmp(job, "--help") == 0)
         return usage_to(stdout, 0);
     if (strcmp(job, "char-gpt") == 0)
@@ -469,8 +486,14 @@ int ct_cmd_train(int argc, char **argv) {
     }
     if (a.epochs < 1 || a.batch_size < 1 || !(a.lr > 0) || !known_schedule(a.schedule))
         return usage();
-    if (strcmp(job, "fashion-mnist") == 0)
+    if (a.compile && a.dist->mode) {
+        fprintf(stderr, "ctorch train: --compile does not combine with --ddp or --diloco yet\n");
+        return 2;
+    }
+    if (strcmp(job, "fashion-mnist") == 0) {
+        ct_cli_dist_pick_device(a.dist, &a.device);
         return train_fashion_mnist(&a);
+    }
     fprintf(stderr, "ctorch train: unknown job '%s' (available: fashion-mnist, char-gpt, gpt2)\n", job);
     return 2;
 }

@@ -47,6 +47,7 @@ typedef struct {
     bool cuda_graphs;   /* the training step captured once and replayed (docs/cuda-graphs.md) */
     ct_device device;
     ct_dtype amp; /* CT_F32: no autocast; CT_BF16 or CT_F16 */
+    ct_cli_dist dist; /* --ddp, --zero1, --diloco H */
 } gpt_args;
 
 /* Where the tokens come from: a character dataset (char-gpt), token datasets (gpt2;
@@ -149,7 +150,11 @@ static void help(const gpt_args *a, FILE *f) {
             "                     PATH without .safetensors plus .pt\n"
             "  --resume FILE      continue from a training state up to --steps (same model\n"
             "                     options; dropout draws restart from the seed)\n"
-            "  --profile FILE     Chrome trace of the training steps (chrome://tracing, Perfetto)\n",
+            "  --profile FILE     Chrome trace of the training steps (chrome://tracing, Perfetto)\n"
+            "  --ddp | --zero1 | --diloco H  under ctorch run -n N or torchrun: DDP, ZeRO-1\n"
+            "                     or DiLoCo (outer step every H steps; --diloco-bf16,\n"
+            "                     --diloco-outer-lr X); each rank draws its own batches\n"
+            "                     (docs/distributed.md)\n",
             a->job == JOB_CHAR ? "char_gpt.safetensors" : "gpt2.safetensors");
 }
 
@@ -373,6 +378,8 @@ static int parse_args(gpt_args *a, int argc, char **argv, bool *done) {
     if (a->cuda_graphs && a->amp == CT_F16)
         return usage_error(a, "--cuda-graphs does not take --dtype fp16 (the gradient scaler reads its scale on "
                               "the host); use bf16");
+    if ((a->cuda_graphs || a->compile) && a->dist.mode)
+        return usage_error(a, "--cuda-graphs and --compile do not combine with --ddp, --zero1 or --diloco yet");
     if (a->cuda_graphs && a->compile)
         return usage_error(a, "--cuda-graphs and --compile do not combine yet");
     a->eval_interval = eval_interval > 0 ? eval_interval : (a->steps >= 10 ? a->steps / 10 : a->steps);
@@ -1043,6 +1050,9 @@ static int run(gpt_args *a) {
                    (unsigned long long)a->seed);
         }
     }
+    /* After a resume: DiLoCo's global copy and DDP's broadcast start from the loaded weights. */
+    if (!rc && ct_cli_dist_start(&a->dist, m.params, m.nparams, opt, a->lr, a->beta2, a->weight_decay, scaler != NULL))
+        rc = fail(a, NULL);
     if (!rc && a->profile && ct_profiler_start(a->profile))
         rc = fail(a, NULL);
     const double peak = peak_flops(a), fpt = flops_per_token(a, ct_char_gpt_num_params(&m));
@@ -1068,7 +1078,7 @@ static int run(gpt_args *a) {
     for (int64_t step = start; !rc && step < a->steps; step++) {
         ct_scope_begin();
         ct_tensor *x, *y;
-        ct_status st = get_batch(a, &d, CT_SPLIT_TRAIN, a->seed, (uint64_t)step, &x, &y);
+        ct_status st = get_batch(a, &d, CT_SPLIT_TRAIN, a->seed, ct_cli_dist_batch_index(&a->dist, step), &x, &y);
         ct_tensor *loss = NULL, *sum = NULL;
         if (!st && a->cuda_graphs) { /* Note [Graphed training step] */
             loss = graph_step(a, &m, opt, &gs, x, y);
@@ -1083,11 +1093,13 @@ static int run(gpt_args *a) {
                 loss = st ? NULL : model_loss(a, &m, x, y);
             }
             sum = !loss ? NULL : loss_sum ? ct_add(loss_sum, ct_detach(loss)) : ct_detach(loss);
-            if (!sum || (!cstep && ct_optimizer_zero_grad(opt, true)) ||
+            if (!sum || (!cstep && ct_cli_dist_zero_grad(&a->dist, opt)) ||
                 (!cstep && ct_backward(scaler ? ct_grad_scaler_scale(scaler, loss) : loss, NULL, false, false)) ||
                 (scaler && a->grad_clip > 0 && ct_grad_scaler_unscale_(scaler, opt)) ||
-                (a->grad_clip > 0 && ct_clip_grad_norm_(m.params, m.nparams, a->grad_clip, 2.0, false, NULL)) ||
-                (scaler ? ct_grad_scaler_step(scaler, opt) || ct_grad_scaler_update(scaler) : ct_optimizer_step(opt)))
+                (a->dist.mode ? ct_cli_dist_step(&a->dist, opt, m.params, m.nparams, a->grad_clip)
+                 : (a->grad_clip > 0 && ct_clip_grad_norm_(m.params, m.nparams, a->grad_clip, 2.0, false, NULL)) ||
+                       (scaler ? ct_grad_scaler_step(scaler, opt) || ct_grad_scaler_update(scaler)
+                               : ct_optimizer_step(opt))))
                 rc = fail(a, NULL);
         }
         if (!rc) {
@@ -1156,7 +1168,7 @@ static int run(gpt_args *a) {
         printf("nothing to train: %s is already at step %lld of %lld\n", a->resume, (long long)start,
                (long long)a->steps);
     }
-    if (!rc && a->out && *a->out) { /* --out "" saves nothing */
+    if (!rc && a->out && *a->out && ct_cli_dist_is_main(&a->dist)) { /* --out "" saves nothing */
         char sp[4096];
         state_path(a->out, sp, sizeof sp);
         int64_t done = start > a->steps ? start : a->steps;
@@ -1165,7 +1177,8 @@ static int run(gpt_args *a) {
         else
             rc = fail(a, NULL);
     }
-    if (!rc && a->sample_tokens > 0) {
+    ct_cli_dist_end(&a->dist);
+    if (!rc && a->sample_tokens > 0 && ct_cli_dist_is_main(&a->dist)) {
         int64_t *ids = malloc((size_t)a->sample_tokens * sizeof *ids);
         if (!ids || sample(&m, &d, a, nprompt, prompt, ids)) {
             rc = fail(a, ids ? NULL : "out of memory for the sample");
@@ -1199,9 +1212,13 @@ static int run(gpt_args *a) {
 static int train_job(gpt_job job, int argc, char **argv) {
     gpt_args a = {.job = job, .prog = job == JOB_CHAR ? "ctorch train char-gpt" : "ctorch train gpt2"};
     bool done = false;
-    int rc = parse_args(&a, argc, argv, &done);
+    int rc = ct_cli_dist_take_args(&a.dist, a.prog, &argc, argv);
+    if (rc)
+        return rc;
+    rc = parse_args(&a, argc, argv, &done);
     if (rc || done)
         return rc;
+    ct_cli_dist_pick_device(&a.dist, &a.device);
     return run(&a);
 }
 

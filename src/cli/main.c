@@ -12,6 +12,7 @@ static const struct {
 } commands[] = {
     {"info", ct_cmd_info, "build configuration, devices, threads and a short tensor demo"},
     {"train", ct_cmd_train, "fashion-mnist|char-gpt [options]: train the CNN (the main job) or a character GPT"},
+    {"run", ct_cmd_run, "-n N PROGRAM [ARGS]: N processes of PROGRAM with torchrun's environment (docs/distributed.md)"},
     {"inspect", ct_cmd_inspect, "FILE: names, dtypes, shapes and sizes in a checkpoint"},
     {"memviz", ct_cmd_memviz, "SNAPSHOT [-o PAGE.html]: a memory snapshot as a self-contained HTML page"},
     {"trace-report", ct_cmd_trace_report, "DIR [-o OUT] [--strict]: structured logs (CT_TRACE) as an HTML report"},

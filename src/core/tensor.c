@@ -739,6 +739,36 @@ bool ct_tensor_shares_storage(const ct_tensor *a, const ct_tensor *b) {
     return a && b && a->storage == b->storage;
 }
 int64_t ct_tensor_version(const ct_tensor *t) { return t ? (int64_t)atomic_load(&t->storage->version) : -1; }
+ct_tensor *ct_tensor_set_(ct_tensor *t, const ct_tensor *src) {
+    CT_CHECK_ARG("set_", t);
+    CT_CHECK_ARG("set_", src);
+    if (t->dtype != src->dtype) {
+        ct_error(CT_ERROR_TYPE, "set_", "Could not set tensor of type %s to a tensor of type %s",
+                 ct_dtype_name(src->dtype), ct_dtype_name(t->dtype));
+        return NULL;
+    }
+    if (!ct_device_equal(t->device, src->device)) {
+        ct_error(CT_ERROR_DEVICE, "set_", "the source is on another device");
+        return NULL;
+    }
+    if (t->is_view) {
+        ct_error(CT_ERROR_RUNTIME, "set_", "set_ on a view is not supported (it would detach it from its base)");
+        return NULL;
+    }
+    if (t == src)
+        return ct_tensor_ref(t);
+    ct_storage_retain(src->storage);
+    ct_storage_release(t->storage);
+    t->storage = src->storage;
+    t->offset = src->offset;
+    t->ndim = src->ndim;
+    memcpy(t->shape, src->shape, sizeof t->shape);
+    memcpy(t->strides, src->strides, sizeof t->strides);
+    t->numel = src->numel;
+    atomic_fetch_add(&t->storage->version, 1);
+    return ct_tensor_ref(t);
+}
+
 void ct_tensor_bump_version(ct_tensor *t) {
     if (t)
         atomic_fetch_add(&t->storage->version, 1);
