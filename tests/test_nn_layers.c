@@ -96,6 +96,14 @@ static ct_module *make(const char *n, ct_dtype dt) {
                                 (int64_t[]){1, 2, 1}, true);
     if (IS("maxpool3d_unbatched"))
         return ct_nn_max_pool3d((int64_t[]){2, 2, 2}, (int64_t[]){1, 1, 1}, (int64_t[]){1, 0, 1}, NULL, false);
+    if (IS("avgpool3d"))
+        return ct_nn_avg_pool3d((int64_t[]){2, 2, 2}, NULL, NULL, false, true, 0);
+    if (IS("avgpool3d_ex"))
+        return ct_nn_avg_pool3d((int64_t[]){3, 2, 3}, (int64_t[]){2, 1, 2}, (int64_t[]){1, 1, 1}, true, false, 0);
+    if (IS("avgpool3d_ceil_pad"))
+        return ct_nn_avg_pool3d((int64_t[]){3, 3, 3}, (int64_t[]){2, 2, 2}, (int64_t[]){1, 1, 1}, true, true, 0);
+    if (IS("avgpool3d_div_unbatched"))
+        return ct_nn_avg_pool3d((int64_t[]){2, 2, 2}, (int64_t[]){1, 1, 1}, (int64_t[]){1, 0, 1}, false, true, 5);
     if (IS("avgpool1d"))
         return ct_nn_avg_pool1d(3, 2, 1, true, false);
     if (IS("r_avgpool1d_default"))
@@ -807,6 +815,28 @@ static void test_errors(void **state) {
                   "Given input size: (2x1x4x4). Calculated output size: (2x0x2x2). Output size is too small");
     CT_ASSERT_ERR(ct_max_pool3d(x4, NULL, NULL, NULL, NULL, false) != NULL, CT_ERROR_NULL_ARGUMENT, "kernel_size");
     CT_ASSERT_ERR(ct_nn_max_pool3d(NULL, NULL, NULL, NULL, false) != NULL, CT_ERROR_NULL_ARGUMENT, "kernel_size");
+    /* avg_pool3d (PyTorch's messages) */
+    ct_tensor *x5 = ct_randn(CT_SHAPE(1, 2, 4, 5, 6), CT_F32, CT_CPU);
+    CT_ASSERT_ERR(ct_avg_pool3d(x2, (int64_t[]){2, 2, 2}, NULL, NULL, false, true, 0) != NULL, CT_ERROR_VALUE,
+                  "non-empty 4D or 5D (batch mode) tensor expected for input");
+    CT_ASSERT_ERR(ct_avg_pool3d(ct_randn(CT_SHAPE(2, 0, 3, 4, 4), CT_F32, CT_CPU), (int64_t[]){2, 2, 2}, NULL, NULL,
+                                false, true, 0) != NULL,
+                  CT_ERROR_VALUE,
+                  "avg_pool3d(): Expected input to have non-zero size for non-batch dimensions, but input has sizes "
+                  "[2, 0, 3, 4, 4] with dimension 1 being empty");
+    CT_ASSERT_ERR(ct_avg_pool3d(x5, (int64_t[]){2, 2, 2}, NULL, (int64_t[]){2, 2, 2}, false, true, 0) != NULL,
+                  CT_ERROR_VALUE, "pad should be at most half of effective kernel size, but got pad=2, kernel_size=2 "
+                                  "and dilation=1");
+    CT_ASSERT_ERR(ct_avg_pool3d(x5, (int64_t[]){5, 1, 1}, NULL, NULL, false, true, 0) != NULL, CT_ERROR_VALUE,
+                  "input image (T: 4 H: 5 W: 6) smaller than kernel size (kT: 5 kH: 1 kW: 1)");
+    CT_ASSERT_ERR(ct_avg_pool3d(x5, (int64_t[]){0, 2, 2}, NULL, NULL, false, true, 0) != NULL, CT_ERROR_VALUE,
+                  "stride should not be zero");
+    CT_ASSERT_ERR(ct_avg_pool3d(x5, NULL, NULL, NULL, false, true, 0) != NULL, CT_ERROR_NULL_ARGUMENT, "kernel_size");
+    CT_ASSERT_ERR(ct_avg_pool3d(NULL, (int64_t[]){2, 2, 2}, NULL, NULL, false, true, 0) != NULL,
+                  CT_ERROR_NULL_ARGUMENT, "avg_pool3d");
+    CT_ASSERT_ERR(ct_nn_avg_pool3d(NULL, NULL, NULL, false, true, 0) != NULL, CT_ERROR_NULL_ARGUMENT, "kernel_size");
+    CT_ASSERT_ERR(ct_nn_avg_pool3d((int64_t[]){2, 0, 2}, NULL, NULL, false, true, 0) != NULL, CT_ERROR_VALUE,
+                  "kernel_size must be greater than zero");
     /* adaptive max pooling */
     CT_ASSERT_ERR(ct_adaptive_max_pool2d(x2, CT_INDEX(2, 2)) != NULL, CT_ERROR_VALUE,
                   "adaptive_max_pool2d(): Expected 3D or 4D tensor, but got: [2, 3]");

@@ -528,6 +528,12 @@ CT_API ct_tensor *ct_adaptive_avg_pool1d(const ct_tensor *input, int64_t output_
  * kernel; NULL padding 0, dilation 1. */
 CT_API ct_tensor *ct_max_pool3d(const ct_tensor *input, const int64_t kernel_size[3], const int64_t stride[3],
                                 const int64_t padding[3], const int64_t dilation[3], bool ceil_mode);
+/* F.avg_pool3d on (N, C, D, H, W) or (C, D, H, W): avg_pool2d over (H, W), then over
+ * the depth windows (Note [avg_pool3d as avg_pool2d]). NULL stride: the kernel; NULL
+ * padding 0; divisor_override 0: none. */
+CT_API ct_tensor *ct_avg_pool3d(const ct_tensor *input, const int64_t kernel_size[3], const int64_t stride[3],
+                                const int64_t padding[3], bool ceil_mode, bool count_include_pad,
+                                int64_t divisor_override);
 /* F.adaptive_max_pool1d / 2d (no return_indices; -1 in output_size is None): one amax
  * per bin of each dim (Note [Adaptive max pooling by dims]). */
 CT_API ct_tensor *ct_adaptive_max_pool1d(const ct_tensor *input, int64_t output_size);
@@ -623,6 +629,9 @@ CT_API ct_module *ct_nn_max_pool2d_ex(const int64_t kernel_size[2], const int64_
  * kernel; NULL padding 0, dilation 1. */
 CT_API ct_module *ct_nn_max_pool3d(const int64_t kernel_size[3], const int64_t stride[3], const int64_t padding[3],
                                    const int64_t dilation[3], bool ceil_mode);
+/* nn.AvgPool3d: ct_avg_pool3d's arguments. */
+CT_API ct_module *ct_nn_avg_pool3d(const int64_t kernel_size[3], const int64_t stride[3], const int64_t padding[3],
+                                   bool ceil_mode, bool count_include_pad, int64_t divisor_override);
 CT_API ct_module *ct_nn_avg_pool1d(int64_t kernel_size, int64_t stride, int64_t padding, bool ceil_mode,
                                    bool count_include_pad);
 CT_API ct_module *ct_nn_avg_pool2d(const int64_t kernel_size[2], const int64_t stride[2], const int64_t padding[2],

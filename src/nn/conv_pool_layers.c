@@ -387,6 +387,57 @@ ct_module *ct_nn_max_pool3d(const int64_t kernel_size[3], const int64_t stride[3
     return m;
 }
 
+/* nn.AvgPool3d: pool3_ctx's sizes (dilation unused) and its own flags. */
+typedef struct avgpool3_ctx {
+    pool3_ctx p;
+    bool count_include_pad;
+    int64_t divisor_override;
+} avgpool3_ctx;
+
+static ct_tensor *avgpool3d_forward(ct_module *m, const ct_tensor *x) {
+    const avgpool3_ctx *c = ct_module_ctx(m);
+    return ct_avg_pool3d(x, c->p.kernel, c->p.stride, c->p.padding, c->p.ceil_mode, c->count_include_pad,
+                         c->divisor_override);
+}
+
+static int avgpool3d_repr(const ct_module *m, char *buf, size_t cap) {
+    const avgpool3_ctx *c = ct_module_ctx(m);
+    char k[64], s[64], p[64];
+    triple_or_int(c->p.kernel, k, sizeof k);
+    triple_or_int(c->p.stride, s, sizeof s);
+    triple_or_int(c->p.padding, p, sizeof p);
+    return snprintf(buf, cap, "kernel_size=%s, stride=%s, padding=%s", k, s, p);
+}
+
+ct_module *ct_nn_avg_pool3d(const int64_t kernel_size[3], const int64_t stride[3], const int64_t padding[3],
+                            bool ceil_mode, bool count_include_pad, int64_t divisor_override) {
+    const char *op = "AvgPool3d";
+    if (!kernel_size) {
+        ct_error(CT_ERROR_NULL_ARGUMENT, op, "kernel_size is NULL");
+        return NULL;
+    }
+    for (int i = 0; i < 3; i++)
+        if (kernel_size[i] <= 0) {
+            ct_error(CT_ERROR_VALUE, op, "kernel_size must be greater than zero");
+            return NULL;
+        }
+    ct_module *m = ct_nn_module_with_ctx(op, avgpool3d_forward, sizeof(avgpool3_ctx));
+    if (!m)
+        return NULL;
+    ct_module_set_extra_repr(m, avgpool3d_repr);
+    avgpool3_ctx *c = ct_module_ctx(m);
+    c->p.ceil_mode = ceil_mode;
+    c->count_include_pad = count_include_pad;
+    c->divisor_override = divisor_override;
+    for (int i = 0; i < 3; i++) {
+        c->p.kernel[i] = kernel_size[i];
+        c->p.stride[i] = stride && stride[i] ? stride[i] : kernel_size[i];
+        c->p.padding[i] = padding ? padding[i] : 0;
+        c->p.dilation[i] = 1;
+    }
+    return m;
+}
+
 /* ------------------------------------------------------------------ PixelShuffle, Identity, Unflatten */
 
 typedef struct shape_ctx {

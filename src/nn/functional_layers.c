@@ -557,3 +557,77 @@ ct_tensor *ct_max_pool3d(const ct_tensor *input, const int64_t kernel_size[3], c
     ct_scope_end();
     return y;
 }
+
+/* Note [avg_pool3d as avg_pool2d]
+ * PyTorch's divisor for a 3-D window is a product of one count per dim (the window's
+ * extent clipped to the padded input with count_include_pad, to the input without
+ * it), and avg_pool2d computes each of those counts the same way, so the average over
+ * a box is avg_pool2d over its (H, W) windows (depths folded into the channels)
+ * followed by avg_pool2d over (kD, 1) windows of (N, C, D, Ho * Wo), both with the
+ * call's ceil_mode and count_include_pad. A divisor_override d makes the first pass
+ * sum (override 1) and the second divide by d. The gradients are avg_pool2d's. */
+ct_tensor *ct_avg_pool3d(const ct_tensor *input, const int64_t kernel_size[3], const int64_t stride[3],
+                         const int64_t padding[3], bool ceil_mode, bool count_include_pad, int64_t divisor_override) {
+    const char *op = "avg_pool3d";
+    CT_CHECK_ARG(op, input);
+    if (!kernel_size) {
+        ct_error(CT_ERROR_NULL_ARGUMENT, op, "kernel_size is NULL");
+        return NULL;
+    }
+    int nd = ct_tensor_dim(input);
+    if (nd != 4 && nd != 5) {
+        ct_error(CT_ERROR_VALUE, op, "non-empty 4D or 5D (batch mode) tensor expected for input");
+        return NULL;
+    }
+    const int64_t *sh = ct_tensor_shape(input);
+    for (int i = nd == 5 ? 1 : 0; i < nd; i++)
+        if (sh[i] == 0) {
+            char b[96];
+            ct_error(CT_ERROR_VALUE, op, "avg_pool3d(): Expected input to have non-zero size for non-batch "
+                     "dimensions, but input has sizes %s with dimension %d being empty",
+                     ct_shape_str(sh, nd, b, sizeof b), i);
+            return NULL;
+        }
+    int64_t k[3], s[3], p[3], o[3];
+    for (int i = 0; i < 3; i++) {
+        k[i] = kernel_size[i];
+        s[i] = stride && stride[i] ? stride[i] : k[i];
+        p[i] = padding ? padding[i] : 0;
+        if (k[i] <= 0 || s[i] <= 0) {
+            ct_error(CT_ERROR_VALUE, op, k[i] == 0 || s[i] == 0 ? "stride should not be zero"
+                                                                : "kernel_size and stride must be greater than zero");
+            return NULL;
+        }
+        if (p[i] < 0 || p[i] > k[i] / 2) {
+            ct_error(CT_ERROR_VALUE, op, "pad should be at most half of effective kernel size, but got pad=%lld, "
+                     "kernel_size=%lld and dilation=1",
+                     (long long)p[i], (long long)k[i]);
+            return NULL;
+        }
+        o[i] = pool_out(sh[nd - 3 + i], k[i], p[i], s[i], 1, ceil_mode);
+    }
+    if (o[0] < 1 || o[1] < 1 || o[2] < 1) {
+        ct_error(CT_ERROR_VALUE, op, "input image (T: %lld H: %lld W: %lld) smaller than kernel size (kT: %lld kH: "
+                 "%lld kW: %lld)",
+                 (long long)sh[nd - 3], (long long)sh[nd - 2], (long long)sh[nd - 1], (long long)k[0],
+                 (long long)k[1], (long long)k[2]);
+        return NULL;
+    }
+    ct_scope_begin();
+    const ct_tensor *x = nd == 4 ? ct_unsqueeze(input, 0) : input;
+    ct_tensor *y = NULL;
+    if (x) {
+        int64_t n = ct_tensor_size(x, 0), c = ct_tensor_size(x, 1), depth = ct_tensor_size(x, 2);
+        ct_tensor *t = ct_avg_pool2d(ct_reshape(x, CT_SHAPE(n, c * depth, sh[nd - 2], sh[nd - 1])), k + 1, s + 1,
+                                     p + 1, ceil_mode, count_include_pad, divisor_override ? 1 : 0);
+        t = t ? ct_reshape(t, CT_SHAPE(n, c, depth, o[1] * o[2])) : NULL;
+        y = t ? ct_avg_pool2d(t, CT_INDEX(k[0], 1), CT_INDEX(s[0], 1), CT_INDEX(p[0], 0), ceil_mode,
+                              count_include_pad, divisor_override)
+              : NULL;
+        y = y ? ct_reshape(y, CT_SHAPE(n, c, o[0], o[1], o[2])) : NULL;
+        y = y && nd == 4 ? ct_squeeze_dim(y, 0) : y;
+    }
+    ct_keep(y);
+    ct_scope_end();
+    return y;
+}

@@ -221,6 +221,14 @@ bag_case("bag_max_pad", nn.EmbeddingBag(6, 3, mode="max", padding_idx=0, include
 bag_case("bag_sum_psw_2d", nn.EmbeddingBag(7, 2, mode="sum", padding_idx=-1), T([[6, 1, 2], [3, 6, 6]]), None,
          r(2, 3))
 
+# ---------------------------------------------------------------- later additions
+# (after the cases above, so that their random draws stay as they were)
+case("avgpool3d", nn.AvgPool3d(2), r(2, 2, 4, 5, 4))
+case("avgpool3d_ex", nn.AvgPool3d((3, 2, 3), stride=(2, 1, 2), padding=1, ceil_mode=True, count_include_pad=False),
+     r(1, 2, 6, 5, 7))
+case("avgpool3d_ceil_pad", nn.AvgPool3d(3, stride=2, padding=1, ceil_mode=True), r(1, 1, 5, 6, 4))
+case("avgpool3d_div_unbatched", nn.AvgPool3d(2, stride=1, padding=(1, 0, 1), divisor_override=5), r(2, 3, 4, 3))
+
 out.close()
 
 # ---------------------------------------------------------------- reprs
