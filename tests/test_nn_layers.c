@@ -104,6 +104,12 @@ static ct_module *make(const char *n, ct_dtype dt) {
         return ct_nn_avg_pool3d((int64_t[]){3, 3, 3}, (int64_t[]){2, 2, 2}, (int64_t[]){1, 1, 1}, true, true, 0);
     if (IS("avgpool3d_div_unbatched"))
         return ct_nn_avg_pool3d((int64_t[]){2, 2, 2}, (int64_t[]){1, 1, 1}, (int64_t[]){1, 0, 1}, false, true, 5);
+    if (IS("f_unpool2d") || IS("f_unpool2d_unbatched"))
+        return ct_nn_max_unpool2d(CT_INDEX(2, 2), IS("f_unpool2d") ? NULL : CT_INDEX(1, 1), NULL);
+    if (IS("f_unpool2d_ex"))
+        return ct_nn_max_unpool2d(CT_INDEX(3, 2), CT_INDEX(2, 1), CT_INDEX(1, 0));
+    if (IS("r_maxpool2d_indices"))
+        return ct_nn_max_pool2d_with_indices(CT_INDEX(2, 3), CT_INDEX(1, 1), CT_INDEX(1, 1), CT_INDEX(1, 2), true);
     if (IS("avgpool1d"))
         return ct_nn_avg_pool1d(3, 2, 1, true, false);
     if (IS("r_avgpool1d_default"))
@@ -240,8 +246,29 @@ static const struct {
     {"_unbatched", {3, 1}, 2},   {"circular_crop", {-1, 2, 1, -2}, 4}, {"replicate_crop", {-1, 3, 2, -1}, 4},
 };
 
+/* The f_unpool2d cases: MaxPool2d(return_indices=True), then MaxUnpool2d, as modules
+ * (*idx: the pool's indices, when not NULL). */
+static ct_tensor *unpool_func(const char *n, const ct_tensor *x, ct_tensor **idx) {
+    bool ex = !strcmp(n, "f_unpool2d_ex"), unb = !strcmp(n, "f_unpool2d_unbatched");
+    const int64_t *k = ex ? CT_INDEX(3, 2) : CT_INDEX(2, 2), *s = ex ? CT_INDEX(2, 1) : unb ? CT_INDEX(1, 1) : NULL;
+    const int64_t *p = ex ? CT_INDEX(1, 0) : NULL;
+    ct_module *pool = ct_nn_max_pool2d_with_indices(k, s, p, NULL, false), *un = ct_nn_max_unpool2d(k, s, p);
+    ct_tensor *out[CT_MODULE_IO_CAP], *y = NULL;
+    int nout = 0;
+    if (pool && un && ct_module_forward_multi(pool, &x, 1, out, CT_MODULE_IO_CAP, &nout) == CT_OK) {
+        y = ct_nn_max_unpool2d_forward(un, out[0], out[1], ex ? CT_INDEX(8, 5) : NULL, ex ? 2 : 0);
+        if (idx)
+            *idx = out[1];
+    }
+    ct_module_free(pool);
+    ct_module_free(un);
+    return y;
+}
+
 static ct_tensor *func(const char *n, const ct_tensor *x) {
     static const char *const modes[] = {"reflect", "replicate", "circular"};
+    if (!strncmp(n, "f_unpool2d", 10))
+        return unpool_func(n, x, NULL);
     if (strncmp(n, "f_pad_", 6))
         return NULL;
     const char *mode = NULL;
@@ -417,6 +444,83 @@ static void test_gradcheck(void **state) {
 static ct_tensor *func_fn(ct_tensor *const *in, int n, void *ud) {
     (void)n;
     return func(ud, in[0]);
+}
+
+/* MaxPool2d(return_indices=True) and MaxUnpool2d: the pool's indices against
+ * PyTorch's, the gradient against finite differences (non-overlapping windows), the
+ * modules' outputs and the errors (PyTorch's messages). */
+static void test_max_unpool2d(void **state) {
+    (void)state;
+    for (int i = 0; i < ncases; i++) {
+        const gcase *c = &cases[i];
+        if (strncmp(c->name, "f_unpool2d", 10))
+            continue;
+        ct_scope_begin();
+        ct_tensor *idx = NULL, *x = ct_tensor_set_requires_grad(T(c, "x"), true);
+        ct_tensor *y = unpool_func(c->name, x, &idx);
+        if (!y)
+            fail_msg("%s: %s", c->name, ct_last_error());
+        assert_int_equal(ct_tensor_dtype(idx), CT_I64);
+        expect(c, "idx", idx, 0);
+        /* Overlapping windows can pick one element twice: the unpool writes it once, but
+         * its gradient (a gather, as PyTorch's, which the goldens check) reaches it
+         * through both windows, so finite differences only agree without overlap. */
+        if (!strcmp(c->name, "f_unpool2d") && ct_gradcheck(func_fn, (void *)c->name, &x, 1, 1e-6, 1e-7, 1e-5) != CT_OK)
+            fail_msg("%s: %s", c->name, ct_last_error());
+        ct_scope_end();
+    }
+    ct_scope_begin();
+    ct_tensor *x = ct_randn(CT_SHAPE(1, 2, 4, 6), CT_F32, CT_CPU), *idx = NULL;
+    ct_tensor *v = ct_max_pool2d(x, CT_INDEX(2, 2), NULL, NULL, NULL, false, &idx);
+    assert_non_null(v);
+    /* ct_module_forward of the pool with indices is the values alone */
+    ct_module *pool = ct_nn_max_pool2d_with_indices(CT_INDEX(2, 2), NULL, NULL, NULL, false);
+    bool eq = false;
+    assert_int_equal(ct_equal(ct_module_forward(pool, x), v, &eq), CT_OK);
+    assert_true(eq);
+    ct_module_free(pool);
+    const int64_t *k = CT_INDEX(2, 2);
+    CT_ASSERT_ERR(ct_max_unpool2d(v, idx, k, NULL, NULL, CT_INDEX(9, 12), 2) != NULL, CT_ERROR_VALUE,
+                  "invalid output_size \"(9, 12)\" (dim 0 must be between 2 and 6)");
+    CT_ASSERT_ERR(ct_max_unpool2d(v, idx, k, NULL, NULL, CT_INDEX(1, 2, 3), 3) != NULL, CT_ERROR_VALUE,
+                  "output_size should be a sequence containing 2 or 4 elements, but it has a length of '3'");
+    CT_ASSERT_ERR(ct_max_unpool2d(v, idx, k, NULL, NULL, CT_INDEX(1, 2, 5, 13), 4) != NULL, CT_ERROR_VALUE,
+                  "invalid output_size \"(5, 13)\" (dim 1 must be between 4 and 8)");
+    CT_ASSERT_ERR(ct_max_unpool2d(v, ct_to_dtype(idx, CT_F32), k, NULL, NULL, NULL, 0) != NULL, CT_ERROR_TYPE,
+                  "elements in indices should be type int64 but got: float32");
+    ct_tensor *bad = ct_clone(idx);
+    assert_int_equal(ct_tensor_set(bad, CT_INDEX(0, 1, 1, 2), 2300), CT_OK);
+    CT_ASSERT_ERR(ct_max_unpool2d(v, bad, k, NULL, NULL, NULL, 0) != NULL, CT_ERROR_VALUE,
+                  "Found an invalid max index: 2300 (output volumes are of size 4x6)");
+    assert_int_equal(ct_tensor_set(bad, CT_INDEX(0, 1, 1, 2), -1), CT_OK);
+    CT_ASSERT_ERR(ct_max_unpool2d(v, bad, k, NULL, NULL, NULL, 0) != NULL, CT_ERROR_VALUE,
+                  "Found an invalid max index: -1");
+    CT_ASSERT_ERR(ct_max_unpool2d(v, ct_narrow(idx, 2, 0, 1), k, NULL, NULL, NULL, 0) != NULL, CT_ERROR_VALUE,
+                  "Expected shape of indices to be same as that of the input tensor ([1, 2, 2, 3]) but got indices "
+                  "tensor with shape: [1, 2, 1, 3]");
+    CT_ASSERT_ERR(ct_max_unpool2d(ct_select(ct_select(v, 0, 0), 0, 0), ct_select(ct_select(idx, 0, 0), 0, 0), k,
+                                  NULL, NULL, NULL, 0) != NULL,
+                  CT_ERROR_VALUE,
+                  "Input to max_unpooling2d should be a 3d or 4d Tensor, but got a tensor with 2 dimensions.");
+    CT_ASSERT_ERR(ct_max_unpool2d(NULL, idx, k, NULL, NULL, NULL, 0) != NULL, CT_ERROR_NULL_ARGUMENT,
+                  "max_unpool2d");
+    CT_ASSERT_ERR(ct_max_unpool2d(v, idx, NULL, NULL, NULL, NULL, 0) != NULL, CT_ERROR_NULL_ARGUMENT, "kernel_size");
+    CT_ASSERT_ERR(ct_nn_max_unpool2d(NULL, NULL, NULL) != NULL, CT_ERROR_NULL_ARGUMENT, "kernel_size");
+    CT_ASSERT_ERR(ct_nn_max_unpool2d(CT_INDEX(0, 2), NULL, NULL) != NULL, CT_ERROR_VALUE, "kernel_size");
+    CT_ASSERT_ERR(ct_nn_max_pool2d_with_indices(NULL, NULL, NULL, NULL, false) != NULL, CT_ERROR_NULL_ARGUMENT,
+                  "kernel_size");
+    ct_module *un = ct_nn_max_unpool2d(k, NULL, NULL), *other = ct_nn_identity();
+    ct_tensor *out[CT_MODULE_IO_CAP];
+    int nout = 0;
+    const ct_tensor *one[1] = {v};
+    CT_ASSERT_ERR(ct_module_forward_multi(un, one, 1, out, CT_MODULE_IO_CAP, &nout) == CT_OK, CT_ERROR_VALUE,
+                  "forward takes 2 inputs (input, indices), got 1");
+    CT_ASSERT_ERR(ct_nn_max_unpool2d_forward(other, v, idx, NULL, 0) != NULL, CT_ERROR_VALUE,
+                  "expected a MaxUnpool2d module");
+    CT_ASSERT_ERR(ct_nn_max_unpool2d_forward(un, v, NULL, NULL, 0) != NULL, CT_ERROR_NULL_ARGUMENT, "indices");
+    ct_module_free(un);
+    ct_module_free(other);
+    ct_scope_end();
 }
 
 /* pad's gradient in every mode, and pad_backward's own (double backward), against
@@ -861,7 +965,8 @@ static void test_errors(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_goldens_f64), cmocka_unit_test(test_goldens_f32), cmocka_unit_test(test_reprs),
-        cmocka_unit_test(test_gradcheck),   cmocka_unit_test(test_pad_backward), cmocka_unit_test(test_embedding_bag),
+        cmocka_unit_test(test_gradcheck),   cmocka_unit_test(test_pad_backward),
+        cmocka_unit_test(test_max_unpool2d), cmocka_unit_test(test_embedding_bag),
         cmocka_unit_test(test_init),        cmocka_unit_test(test_errors),
     };
     return cmocka_run_group_tests(tests, load_golden, free_golden);

@@ -528,6 +528,14 @@ CT_API ct_tensor *ct_adaptive_avg_pool1d(const ct_tensor *input, int64_t output_
  * kernel; NULL padding 0, dilation 1. */
 CT_API ct_tensor *ct_max_pool3d(const ct_tensor *input, const int64_t kernel_size[3], const int64_t stride[3],
                                 const int64_t padding[3], const int64_t dilation[3], bool ceil_mode);
+/* F.max_unpool2d on (N, C, H, W) or (C, H, W) and max_pool2d's int64 indices (the same
+ * shape): zeros of the output size with each value at its index of its plane. NULL
+ * stride: the kernel; NULL padding 0; output_size NULL for (H - 1) * stride -
+ * 2 * padding + kernel, or n_output_size values (2, or 4 of which the last two count)
+ * within a stride of it, as PyTorch. Differentiable in input. */
+CT_API ct_tensor *ct_max_unpool2d(const ct_tensor *input, const ct_tensor *indices, const int64_t kernel_size[2],
+                                  const int64_t stride[2], const int64_t padding[2], const int64_t *output_size,
+                                  int n_output_size);
 /* F.avg_pool3d on (N, C, D, H, W) or (C, D, H, W): avg_pool2d over (H, W), then over
  * the depth windows (Note [avg_pool3d as avg_pool2d]). NULL stride: the kernel; NULL
  * padding 0; divisor_override 0: none. */
@@ -629,6 +637,15 @@ CT_API ct_module *ct_nn_max_pool2d_ex(const int64_t kernel_size[2], const int64_
  * kernel; NULL padding 0, dilation 1. */
 CT_API ct_module *ct_nn_max_pool3d(const int64_t kernel_size[3], const int64_t stride[3], const int64_t padding[3],
                                    const int64_t dilation[3], bool ceil_mode);
+/* nn.MaxPool2d(..., return_indices=True): ct_module_forward_multi gives (values,
+ * indices) (ct_module_forward the values alone); it prints as MaxPool2d, as PyTorch's.
+ * nn.MaxUnpool2d(kernel_size, stride, padding): ct_module_forward_multi takes (input,
+ * indices), ct_nn_max_unpool2d_forward also an output_size (NULL: the default). */
+CT_API ct_module *ct_nn_max_pool2d_with_indices(const int64_t kernel_size[2], const int64_t stride[2],
+                                                const int64_t padding[2], const int64_t dilation[2], bool ceil_mode);
+CT_API ct_module *ct_nn_max_unpool2d(const int64_t kernel_size[2], const int64_t stride[2], const int64_t padding[2]);
+CT_API ct_tensor *ct_nn_max_unpool2d_forward(ct_module *m, const ct_tensor *input, const ct_tensor *indices,
+                                             const int64_t *output_size, int n_output_size);
 /* nn.AvgPool3d: ct_avg_pool3d's arguments. */
 CT_API ct_module *ct_nn_avg_pool3d(const int64_t kernel_size[3], const int64_t stride[3], const int64_t padding[3],
                                    bool ceil_mode, bool count_include_pad, int64_t divisor_override);

@@ -558,6 +558,100 @@ ct_tensor *ct_max_pool3d(const ct_tensor *input, const int64_t kernel_size[3], c
     return y;
 }
 
+/* F.max_unpool2d: a scatter of each plane's values into zeros of the output size, so
+ * the gradient is the gather at the indices (scatter's). PyTorch's checks and
+ * messages; an index outside its output plane is an error, as on PyTorch's CPU (the
+ * check reads the indices' minimum and maximum). */
+ct_tensor *ct_max_unpool2d(const ct_tensor *input, const ct_tensor *indices, const int64_t kernel_size[2],
+                           const int64_t stride[2], const int64_t padding[2], const int64_t *output_size,
+                           int n_output_size) {
+    const char *op = "max_unpool2d";
+    CT_CHECK_ARG(op, input);
+    CT_CHECK_ARG(op, indices);
+    if (!kernel_size) {
+        ct_error(CT_ERROR_NULL_ARGUMENT, op, "kernel_size is NULL");
+        return NULL;
+    }
+    int nd = ct_tensor_dim(input);
+    if (nd != 3 && nd != 4) {
+        ct_error(CT_ERROR_VALUE, op,
+                 "Input to max_unpooling2d should be a 3d or 4d Tensor, but got a tensor with %d dimensions.", nd);
+        return NULL;
+    }
+    if (ct_tensor_dtype(indices) != CT_I64) {
+        ct_error(CT_ERROR_TYPE, op, "elements in indices should be type int64 but got: %s",
+                 ct_dtype_name(ct_tensor_dtype(indices)));
+        return NULL;
+    }
+    const int64_t *sh = ct_tensor_shape(input);
+    bool same = ct_tensor_dim(indices) == nd;
+    for (int i = 0; same && i < nd; i++)
+        same = ct_tensor_size(indices, i) == sh[i];
+    if (!same) {
+        char a[96], b[96];
+        ct_error(CT_ERROR_VALUE, op, "Expected shape of indices to be same as that of the input tensor (%s) but got "
+                 "indices tensor with shape: %s",
+                 ct_shape_str(sh, nd, a, sizeof a),
+                 ct_shape_str(ct_tensor_shape(indices), ct_tensor_dim(indices), b, sizeof b));
+        return NULL;
+    }
+    int64_t o[2];
+    for (int i = 0; i < 2; i++) {
+        int64_t k = kernel_size[i], st = stride && stride[i] ? stride[i] : k, p = padding ? padding[i] : 0;
+        if (k <= 0 || st <= 0 || p < 0) {
+            ct_error(CT_ERROR_VALUE, op, "kernel_size and stride must be greater than zero, padding non-negative");
+            return NULL;
+        }
+        o[i] = (sh[nd - 2 + i] - 1) * st + k - 2 * p;
+    }
+    if (output_size) {
+        if (n_output_size != 2 && n_output_size != 4) {
+            ct_error(CT_ERROR_VALUE, op, "output_size should be a sequence containing 2 or 4 elements, but it has a "
+                     "length of '%d'", n_output_size);
+            return NULL;
+        }
+        const int64_t *want = output_size + n_output_size - 2;
+        for (int i = 0; i < 2; i++) {
+            int64_t st = stride && stride[i] ? stride[i] : kernel_size[i];
+            if (!(o[i] - st < want[i] && want[i] < o[i] + st)) {
+                ct_error(CT_ERROR_VALUE, op, "invalid output_size \"(%lld, %lld)\" (dim %d must be between %lld and "
+                         "%lld)",
+                         (long long)want[0], (long long)want[1], i, (long long)(o[i] - st), (long long)(o[i] + st));
+                return NULL;
+            }
+        }
+        o[0] = want[0], o[1] = want[1];
+    }
+    if (o[0] <= 0 || o[1] <= 0) {
+        ct_error(CT_ERROR_VALUE, op, "the output size (%lld, %lld) is not positive", (long long)o[0], (long long)o[1]);
+        return NULL;
+    }
+    ct_scope_begin();
+    ct_tensor *y = NULL;
+    int64_t n = nd == 4 ? sh[0] : 1, c = sh[nd - 3], plane = o[0] * o[1];
+    bool ok = true;
+    if (ct_tensor_numel(indices) > 0) {
+        int64_t lo = 0, hi = 0;
+        ok = ct_item_int64(ct_amin(indices, NULL, 0, false), &lo) == CT_OK &&
+             ct_item_int64(ct_amax(indices, NULL, 0, false), &hi) == CT_OK;
+        if (ok && (lo < 0 || hi >= plane)) {
+            ct_error(CT_ERROR_VALUE, op, "Found an invalid max index: %lld (output volumes are of size %lldx%lld)",
+                     (long long)(lo < 0 ? lo : hi), (long long)o[0], (long long)o[1]);
+            ok = false;
+        }
+    }
+    if (ok) {
+        ct_tensor *z = ct_zeros(CT_SHAPE(n, c, plane), ct_tensor_dtype(input), ct_tensor_device(input));
+        ct_tensor *idx = ct_reshape(indices, CT_SHAPE(n, c, -1)), *src = ct_reshape(input, CT_SHAPE(n, c, -1));
+        y = z && idx && src ? ct_scatter(z, 2, idx, src) : NULL;
+        int64_t shape[4] = {n, c, o[0], o[1]};
+        y = y ? ct_reshape(y, shape + (nd == 4 ? 0 : 1), nd) : NULL;
+    }
+    ct_keep(y);
+    ct_scope_end();
+    return y;
+}
+
 /* Note [avg_pool3d as avg_pool2d]
  * PyTorch's divisor for a 3-D window is a product of one count per dim (the window's
  * extent clipped to the padded input with count_include_pad, to the input without

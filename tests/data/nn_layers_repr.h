@@ -98,6 +98,9 @@ static const struct {
     {"avgpool3d_ex", "AvgPool3d(kernel_size=(3, 2, 3), stride=(2, 1, 2), padding=1)"},
     {"avgpool3d_ceil_pad", "AvgPool3d(kernel_size=3, stride=2, padding=1)"},
     {"avgpool3d_div_unbatched", "AvgPool3d(kernel_size=2, stride=1, padding=(1, 0, 1))"},
+    {"f_unpool2d", "MaxUnpool2d(kernel_size=(2, 2), stride=(2, 2), padding=(0, 0))"},
+    {"f_unpool2d_ex", "MaxUnpool2d(kernel_size=(3, 2), stride=(2, 1), padding=(1, 0))"},
+    {"f_unpool2d_unbatched", "MaxUnpool2d(kernel_size=(2, 2), stride=(1, 1), padding=(0, 0))"},
     {"r_conv1d_default", "Conv1d(4, 6, kernel_size=(3,), stride=(1,))"},
     {"r_conv_t2d_default", "ConvTranspose2d(4, 6, kernel_size=(3, 2), stride=(1, 1))"},
     {"r_bn1d_default", "BatchNorm1d(3, eps=1e-05, momentum=0.1, affine=True, bias=True, track_running_stats=True)"},
@@ -115,4 +118,5 @@ static const struct {
     {"r_bag_default", "EmbeddingBag(10, 3, mode='mean')"},
     {"r_conv3d_default", "Conv3d(2, 4, kernel_size=(3, 3, 3), stride=(1, 1, 1))"},
     {"r_in1d_momentum_none", "InstanceNorm1d(3, eps=1e-05, momentum=None, affine=False, bias=False, track_running_stats=False)"},
+    {"r_maxpool2d_indices", "MaxPool2d(kernel_size=(2, 3), stride=1, padding=1, dilation=(1, 2), ceil_mode=True)"},
 };

@@ -229,6 +229,29 @@ case("avgpool3d_ex", nn.AvgPool3d((3, 2, 3), stride=(2, 1, 2), padding=1, ceil_m
 case("avgpool3d_ceil_pad", nn.AvgPool3d(3, stride=2, padding=1, ceil_mode=True), r(1, 1, 5, 6, 4))
 case("avgpool3d_div_unbatched", nn.AvgPool3d(2, stride=1, padding=(1, 0, 1), divisor_override=5), r(2, 3, 4, 3))
 
+
+def unpool_case(name, x, pool, unpool, output_size=None):
+    """MaxPool2d(return_indices=True) then MaxUnpool2d: x, the pool's indices "idx",
+    the unpooled y, gy and gx."""
+    out.write("case %s\n" % name)
+    reprs.append((name, repr(unpool)))
+    x = x.clone().requires_grad_(True)
+    emit("x", x)
+    v, idx = pool(x)
+    emit("idx", idx)
+    y = unpool(v, idx, output_size=output_size)
+    emit("y", y)
+    gy = torch.randn_like(y)
+    emit("gy", gy)
+    emit("gx", torch.autograd.grad(y, x, gy)[0])
+
+
+unpool_case("f_unpool2d", r(2, 3, 4, 6), nn.MaxPool2d(2, return_indices=True), nn.MaxUnpool2d(2))
+unpool_case("f_unpool2d_ex", r(1, 2, 7, 5), nn.MaxPool2d((3, 2), stride=(2, 1), padding=(1, 0), return_indices=True),
+            nn.MaxUnpool2d((3, 2), stride=(2, 1), padding=(1, 0)), output_size=(8, 5))
+unpool_case("f_unpool2d_unbatched", r(2, 4, 5), nn.MaxPool2d(2, stride=1, return_indices=True),
+            nn.MaxUnpool2d(2, stride=1))
+
 out.close()
 
 # ---------------------------------------------------------------- reprs
@@ -250,6 +273,8 @@ extra = [
     ("r_bag_default", nn.EmbeddingBag(10, 3)),
     ("r_conv3d_default", nn.Conv3d(2, 4, 3)),
     ("r_in1d_momentum_none", nn.InstanceNorm1d(3, momentum=None)),
+    ("r_maxpool2d_indices", nn.MaxPool2d((2, 3), stride=1, padding=1, dilation=(1, 2), ceil_mode=True,
+                                         return_indices=True)),
 ]
 with open(sys.argv[2] if len(sys.argv) > 2 else "tests/data/nn_layers_repr.h", "w") as h:
     h.write("/* Written by tests/golden/gen_layers.py: repr() of the modules of "
