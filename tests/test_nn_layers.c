@@ -110,6 +110,16 @@ static ct_module *make(const char *n, ct_dtype dt) {
         return ct_nn_max_unpool2d(CT_INDEX(3, 2), CT_INDEX(2, 1), CT_INDEX(1, 0));
     if (IS("r_maxpool2d_indices"))
         return ct_nn_max_pool2d_with_indices(CT_INDEX(2, 3), CT_INDEX(1, 1), CT_INDEX(1, 1), CT_INDEX(1, 2), true);
+    if (IS("up_trilinear"))
+        return ct_nn_upsample(NULL, (double[]){2.0}, 1, "trilinear", false);
+    if (IS("up_trilinear_ac"))
+        return ct_nn_upsample(CT_INDEX(3, 4, 5), NULL, 3, "trilinear", true);
+    if (IS("up_trilinear_mixed"))
+        return ct_nn_upsample(NULL, (double[]){1.5, 0.7, 2.0}, 3, "trilinear", false);
+    if (IS("up_nearest_3d"))
+        return ct_nn_upsample(NULL, (double[]){2.0, 1.5, 0.5}, 3, "nearest", false);
+    if (IS("up_nearest_exact_3d"))
+        return ct_nn_upsample(CT_INDEX(3, 2, 5), NULL, 3, "nearest-exact", false);
     if (IS("avgpool1d"))
         return ct_nn_avg_pool1d(3, 2, 1, true, false);
     if (IS("r_avgpool1d_default"))
@@ -877,7 +887,24 @@ static void test_errors(void **state) {
     CT_ASSERT_ERR(ct_nn_upsample(CT_INDEX(2), two, 1, NULL, false) != NULL, CT_ERROR_VALUE,
                   "only one of size or scale_factor should be defined");
     CT_ASSERT_ERR(ct_nn_upsample(NULL, two, 1, "area", false) != NULL, CT_ERROR_NOT_IMPLEMENTED, "area");
-    CT_ASSERT_ERR(ct_nn_upsample(NULL, two, 3, NULL, false) != NULL, CT_ERROR_VALUE, "1 or 2 values");
+    CT_ASSERT_ERR(ct_nn_upsample(NULL, (double[]){2, 2, 2, 2}, 4, NULL, false) != NULL, CT_ERROR_VALUE,
+                  "1 to 3 values");
+    /* 5-D input: trilinear and the nearest modes only (PyTorch's messages) */
+    ct_tensor *x5i = ct_randn(CT_SHAPE(1, 1, 2, 3, 4), CT_F32, CT_CPU);
+    CT_ASSERT_ERR(ct_interpolate(x4, NULL, two, 1, "trilinear", false) != NULL, CT_ERROR_NOT_IMPLEMENTED,
+                  "Got 4D input, but trilinear mode needs 5D input");
+    CT_ASSERT_ERR(ct_interpolate(x5i, NULL, two, 1, "bilinear", false) != NULL, CT_ERROR_NOT_IMPLEMENTED,
+                  "Got 5D input, but bilinear mode needs 4D input");
+    CT_ASSERT_ERR(ct_interpolate(x5i, NULL, two, 1, "linear", false) != NULL, CT_ERROR_NOT_IMPLEMENTED,
+                  "Got 5D input, but linear mode needs 3D input");
+    CT_ASSERT_ERR(ct_interpolate(x5i, NULL, two, 1, "bicubic", false) != NULL, CT_ERROR_NOT_IMPLEMENTED,
+                  "Input Error: Only 3D, 4D and 5D input Tensors supported (got 5D) for the modes: nearest | linear | "
+                  "bilinear | bicubic | trilinear | lanczos | area | nearest-exact (got bicubic)");
+    CT_ASSERT_ERR(ct_interpolate(x5i, NULL, (double[]){0.4}, 1, "trilinear", false) != NULL, CT_ERROR_VALUE,
+                  "Input and output sizes should be greater than 0, but got input (D: 2, H: 3, W: 4) output (D: 0, H: "
+                  "1, W: 1)");
+    CT_ASSERT_ERR(ct_interpolate(x5i, CT_INDEX(3, 4), NULL, 2, "trilinear", false) != NULL, CT_ERROR_VALUE,
+                  "Input and output must have the same number of spatial dimensions");
     CT_ASSERT_ERR(ct_upsample(x4, CT_INDEX(8), 1, "nearest", false, NULL) != NULL, CT_ERROR_VALUE,
                   "output_size must have 2 sizes for a 4D input, got 1");
     CT_ASSERT_ERR(ct_upsample(x4, CT_INDEX(8, 8), 2, "trilinear", false, NULL) != NULL, CT_ERROR_NOT_IMPLEMENTED,

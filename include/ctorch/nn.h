@@ -557,12 +557,14 @@ CT_API ct_tensor *ct_instance_norm(const ct_tensor *input, ct_tensor *running_me
                                    const ct_tensor *weight, const ct_tensor *bias, bool use_input_stats,
                                    double momentum, double eps);
 
-/* F.interpolate for (N, C, W) and (N, C, H, W) input: size or scale_factor (exactly
- * one, the other NULL) holds n values, 1 for every spatial dim or one per dim; the
- * output size from a scale factor is floor(size * scale_factor), and the factor sets
- * the sampling ratio as in PyTorch (recompute_scale_factor=None). mode "nearest"
- * (NULL), "nearest-exact", "linear" (3-D), "bilinear" or "bicubic" (4-D);
- * align_corners only with the last three. Runs the op ct_upsample (ops.h). */
+/* F.interpolate for (N, C, W), (N, C, H, W) and (N, C, D, H, W) input: size or
+ * scale_factor (exactly one, the other NULL) holds n values, 1 for every spatial dim or
+ * one per dim; the output size from a scale factor is floor(size * scale_factor), and
+ * the factor sets the sampling ratio as in PyTorch (recompute_scale_factor=None). mode
+ * "nearest" (NULL), "nearest-exact", "linear" (3-D), "bilinear" or "bicubic" (4-D),
+ * "trilinear" (5-D); align_corners only with the interpolating ones. Runs the op
+ * ct_upsample (ops.h); 5-D input as a 2-D then a 1-D pass (Note [5-D interpolate by
+ * dims]). */
 CT_API ct_tensor *ct_interpolate(const ct_tensor *input, const int64_t *size, const double *scale_factor, int n,
                                  const char *mode, bool align_corners);
 /* nn.Upsample(size, scale_factor, mode, align_corners): ct_interpolate's arguments. */

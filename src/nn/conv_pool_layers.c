@@ -650,8 +650,8 @@ ct_module *ct_nn_unflatten(int dim, const int64_t *unflattened_size, int n) {
 typedef struct upsample_ctx {
     int n;
     bool has_size, align_corners;
-    int64_t size[2];
-    double scale[2];
+    int64_t size[3];
+    double scale[3];
     char mode[16];
 } upsample_ctx;
 
@@ -672,13 +672,16 @@ static int upsample_repr(const ct_module *m, char *buf, size_t cap) {
         else
             tuple_repr(c->size, c->n, v, sizeof v);
     } else {
-        char a[40], b[40];
-        ct_nn_float_repr(c->scale[0], a, sizeof a);
-        ct_nn_float_repr(c->scale[1], b, sizeof b);
-        if (c->n == 1)
-            snprintf(v, sizeof v, "%s", a);
-        else
-            snprintf(v, sizeof v, "(%s, %s)", a, b);
+        size_t k = 0;
+        for (int i = 0; i < c->n; i++) {
+            char a[40];
+            ct_nn_float_repr(c->scale[i], a, sizeof a);
+            k += (size_t)snprintf(v + k, sizeof v - k, "%s%s%s", c->n > 1 && i == 0 ? "(" : "", i ? ", " : "", a);
+            if (k >= sizeof v)
+                break;
+        }
+        if (c->n > 1 && k < sizeof v)
+            snprintf(v + k, sizeof v - k, ")");
     }
     return snprintf(buf, cap, "%s=%s, mode='%s'", c->has_size ? "size" : "scale_factor", v, c->mode);
 }
@@ -687,12 +690,12 @@ static ct_module *upsample_module(const char *op, const int64_t *size, const dou
                                   const char *mode, bool align_corners) {
     if (!mode)
         mode = "nearest";
-    static const char *const modes[] = {"nearest", "linear", "bilinear", "bicubic", "nearest-exact"};
+    static const char *const modes[] = {"nearest", "linear", "bilinear", "bicubic", "nearest-exact", "trilinear"};
     bool known = false;
-    for (int i = 0; i < 5; i++)
+    for (int i = 0; i < 6; i++)
         known = known || !strcmp(mode, modes[i]);
     if (!known) {
-        ct_error(CT_ERROR_NOT_IMPLEMENTED, op, "unknown mode '%s' (nearest, linear, bilinear, bicubic or "
+        ct_error(CT_ERROR_NOT_IMPLEMENTED, op, "unknown mode '%s' (nearest, linear, bilinear, bicubic, trilinear or "
                  "nearest-exact)", mode);
         return NULL;
     }
@@ -701,8 +704,8 @@ static ct_module *upsample_module(const char *op, const int64_t *size, const dou
                                           : "either size or scale_factor should be defined");
         return NULL;
     }
-    if (n < 1 || n > 2) {
-        ct_error(CT_ERROR_VALUE, op, "size or scale_factor must have 1 or 2 values, got %d", n);
+    if (n < 1 || n > 3) {
+        ct_error(CT_ERROR_VALUE, op, "size or scale_factor must have 1 to 3 values, got %d", n);
         return NULL;
     }
     ct_module *m = ct_nn_module_with_ctx(op, upsample_forward, sizeof(upsample_ctx));

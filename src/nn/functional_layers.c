@@ -221,7 +221,34 @@ ct_tensor *ct_instance_norm(const ct_tensor *input, ct_tensor *running_mean, ct_
 
 /* ------------------------------------------------------------------ interpolate */
 
-static const char *const interp_modes[] = {"nearest", "linear", "bilinear", "bicubic", "nearest-exact"};
+static const char *const interp_modes[] = {"nearest", "linear", "bilinear", "bicubic", "nearest-exact", "trilinear"};
+
+/* Note [5-D interpolate by dims]
+ * trilinear weights are the product of one linear weight per dim, and the 3-D nearest
+ * modes pick one source index per dim, so a 5-D interpolate is the 2-D one over
+ * (H, W) (depths folded into the channels: bilinear, or the same nearest mode) and
+ * then the 1-D one over D (the output's (H, W) positions folded into the channels),
+ * each dim with its own size and scale as PyTorch computes them. The gradient is the
+ * two upsample ops'. */
+static ct_tensor *interpolate_5d(const ct_tensor *input, const int64_t out[3], const double scales[3],
+                                 const char *mode, bool align_corners, bool have_scales) {
+    bool tri = !strcmp(mode, "trilinear");
+    const int64_t *sh = ct_tensor_shape(input);
+    int64_t n = sh[0], c = sh[1], d = sh[2];
+    ct_scope_begin();
+    ct_tensor *t = ct_upsample(ct_reshape(input, CT_SHAPE(n, c * d, sh[3], sh[4])), out + 1, 2,
+                               tri ? "bilinear" : mode, align_corners, have_scales ? scales + 1 : NULL);
+    /* (N, C, D, oH, oW) -> (N, C * oH * oW, D) */
+    t = t ? ct_reshape(ct_transpose(ct_reshape(t, CT_SHAPE(n, c, d, out[1] * out[2])), 2, 3),
+                       CT_SHAPE(n, c * out[1] * out[2], d))
+          : NULL;
+    t = t ? ct_upsample(t, out, 1, tri ? "linear" : mode, align_corners, have_scales ? scales : NULL) : NULL;
+    t = t ? ct_contiguous(ct_transpose(ct_reshape(t, CT_SHAPE(n, c, out[1] * out[2], out[0])), 2, 3)) : NULL;
+    t = t ? ct_view(t, CT_SHAPE(n, c, out[0], out[1], out[2])) : NULL;
+    ct_keep(t);
+    ct_scope_end();
+    return t;
+}
 
 ct_tensor *ct_interpolate(const ct_tensor *input, const int64_t *size, const double *scale_factor, int n,
                           const char *mode, bool align_corners) {
@@ -240,10 +267,10 @@ ct_tensor *ct_interpolate(const ct_tensor *input, const int64_t *size, const dou
         return NULL;
     }
     bool known = false, interpolating = false;
-    for (int i = 0; i < 5; i++)
+    for (int i = 0; i < 6; i++)
         if (!strcmp(mode, interp_modes[i])) {
             known = true;
-            interpolating = i >= 1 && i <= 3;
+            interpolating = (i >= 1 && i <= 3) || i == 5;
         }
     if (align_corners && !interpolating) {
         ct_error(CT_ERROR_VALUE, op, "align_corners option can only be set with the interpolating modes: linear | "
@@ -272,27 +299,25 @@ ct_tensor *ct_interpolate(const ct_tensor *input, const int64_t *size, const dou
                  size ? "output size" : "scale_factor", size ? "o" : "s", size ? "o" : "s", size ? "o" : "s");
         return NULL;
     }
-    bool rank_ok = known && (nd == 3 || nd == 4) && !(nd == 3 && !strcmp(mode, "bicubic"));
-    if (known && nd == 3 && !strcmp(mode, "bilinear")) {
-        ct_error(CT_ERROR_NOT_IMPLEMENTED, op, "Got 3D input, but bilinear mode needs 4D input");
-        return NULL;
-    }
-    if (known && nd == 4 && !strcmp(mode, "linear")) {
-        ct_error(CT_ERROR_NOT_IMPLEMENTED, op, "Got 4D input, but linear mode needs 3D input");
-        return NULL;
-    }
-    if (known && nd == 5) {
-        ct_error(CT_ERROR_NOT_IMPLEMENTED, op, "5D input (trilinear, 3-D nearest) is not supported");
-        return NULL;
-    }
+    bool rank_ok = known && (nd == 3 || nd == 4 || nd == 5) && !(nd != 4 && !strcmp(mode, "bicubic"));
+    static const struct {
+        const char *mode;
+        int nd;
+    } needs[] = {{"linear", 3}, {"bilinear", 4}, {"trilinear", 5}};
+    for (int i = 0; known && nd >= 3 && nd <= 5 && i < 3; i++)
+        if (!strcmp(mode, needs[i].mode) && nd != needs[i].nd) {
+            ct_error(CT_ERROR_NOT_IMPLEMENTED, op, "Got %dD input, but %s mode needs %dD input", nd, mode,
+                     needs[i].nd);
+            return NULL;
+        }
     if (!rank_ok) {
         ct_error(CT_ERROR_NOT_IMPLEMENTED, op, "Input Error: Only 3D, 4D and 5D input Tensors supported (got %dD) "
                  "for the modes: nearest | linear | bilinear | bicubic | trilinear | lanczos | area | nearest-exact "
                  "(got %s)", nd, mode);
         return NULL;
     }
-    int64_t out[2];
-    double scales[2] = {0, 0};
+    int64_t out[3];
+    double scales[3] = {0, 0, 0};
     for (int i = 0; i < nsp; i++) {
         int j = n == 1 ? 0 : i;
         if (size) {
@@ -302,6 +327,16 @@ ct_tensor *ct_interpolate(const ct_tensor *input, const int64_t *size, const dou
             /* PyTorch: floor(float(input size) * scale_factor), in double */
             out[i] = (int64_t)floor((double)sh[2 + i] * scale_factor[j]);
         }
+    }
+    if (nd == 5) {
+        if (sh[2] <= 0 || sh[3] <= 0 || sh[4] <= 0 || out[0] <= 0 || out[1] <= 0 || out[2] <= 0) {
+            ct_error(CT_ERROR_VALUE, op, "Input and output sizes should be greater than 0, but got input (D: %lld, H: "
+                     "%lld, W: %lld) output (D: %lld, H: %lld, W: %lld)",
+                     (long long)sh[2], (long long)sh[3], (long long)sh[4], (long long)out[0], (long long)out[1],
+                     (long long)out[2]);
+            return NULL;
+        }
+        return interpolate_5d(input, out, scales, mode, align_corners, !size);
     }
     return ct_upsample(input, out, nsp, mode, align_corners, size ? NULL : scales);
 }

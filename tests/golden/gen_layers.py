@@ -251,6 +251,11 @@ unpool_case("f_unpool2d_ex", r(1, 2, 7, 5), nn.MaxPool2d((3, 2), stride=(2, 1), 
             nn.MaxUnpool2d((3, 2), stride=(2, 1), padding=(1, 0)), output_size=(8, 5))
 unpool_case("f_unpool2d_unbatched", r(2, 4, 5), nn.MaxPool2d(2, stride=1, return_indices=True),
             nn.MaxUnpool2d(2, stride=1))
+case("up_trilinear", nn.Upsample(scale_factor=2, mode="trilinear"), r(1, 2, 2, 3, 4))
+case("up_trilinear_ac", nn.Upsample(size=(3, 4, 5), mode="trilinear", align_corners=True), r(2, 1, 2, 3, 3))
+case("up_trilinear_mixed", nn.Upsample(scale_factor=(1.5, 0.7, 2.0), mode="trilinear"), r(1, 2, 4, 5, 3))
+case("up_nearest_3d", nn.Upsample(scale_factor=(2.0, 1.5, 0.5), mode="nearest"), r(1, 2, 2, 3, 4))
+case("up_nearest_exact_3d", nn.Upsample(size=(3, 2, 5), mode="nearest-exact"), r(1, 1, 4, 3, 3))
 
 out.close()
 
