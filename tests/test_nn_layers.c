@@ -120,6 +120,17 @@ static ct_module *make(const char *n, ct_dtype dt) {
         return ct_nn_upsample(NULL, (double[]){2.0, 1.5, 0.5}, 3, "nearest", false);
     if (IS("up_nearest_exact_3d"))
         return ct_nn_upsample(CT_INDEX(3, 2, 5), NULL, 3, "nearest-exact", false);
+    if (IS("conv_t3d"))
+        return ct_nn_conv_transpose3d(2, 4, (int64_t[]){3, 2, 3}, (int64_t[]){2, 1, 2}, (int64_t[]){1, 0, 1},
+                                      (int64_t[]){1, 0, 1}, 1, true, NULL, dt);
+    if (IS("conv_t3d_groups"))
+        return ct_nn_conv_transpose3d(4, 2, (int64_t[]){2, 2, 2}, (int64_t[]){2, 2, 2}, NULL, NULL, 2, false,
+                                      (int64_t[]){2, 1, 1}, dt);
+    if (IS("conv_t3d_unbatched"))
+        return ct_nn_conv_transpose3d(2, 3, (int64_t[]){2, 2, 2}, NULL, (int64_t[]){1, 1, 1}, NULL, 1, true,
+                                      (int64_t[]){2, 2, 2}, dt);
+    if (IS("r_conv_t3d_default"))
+        return ct_nn_conv_transpose3d(2, 4, (int64_t[]){3, 3, 3}, NULL, NULL, NULL, 1, true, NULL, dt);
     if (IS("avgpool1d"))
         return ct_nn_avg_pool1d(3, 2, 1, true, false);
     if (IS("r_avgpool1d_default"))
@@ -933,6 +944,31 @@ static void test_errors(void **state) {
                   CT_ERROR_VALUE, "stride and dilation must be positive");
     CT_ASSERT_ERR(ct_nn_conv3d(4, 6, NULL, NULL, NULL, NULL, 1, true, NULL, CT_F32) != NULL, CT_ERROR_NULL_ARGUMENT,
                   "kernel_size is NULL");
+    /* conv_transpose3d */
+    ct_tensor *wt3 = ct_randn(CT_SHAPE(3, 2, 2, 2, 2), CT_F32, CT_CPU), *xt3 = ct_randn(CT_SHAPE(1, 3, 2, 2, 2), CT_F32,
+                                                                                      CT_CPU);
+    CT_ASSERT_ERR(ct_conv_transpose3d(ct_randn(CT_SHAPE(3, 4, 5), CT_F32, CT_CPU), wt3, NULL, NULL, NULL, NULL, 1,
+                                      NULL) != NULL,
+                  CT_ERROR_VALUE,
+                  "Expected 4D (unbatched) or 5D (batched) input to conv_transpose3d, but got input of size: [3, 4, 5]");
+    CT_ASSERT_ERR(ct_conv_transpose3d(xt3, ct_randn(CT_SHAPE(3, 2, 2, 2), CT_F32, CT_CPU), NULL, NULL, NULL, NULL, 1,
+                                      NULL) != NULL,
+                  CT_ERROR_VALUE, "weight should have 5 dimensions, got 4");
+    CT_ASSERT_ERR(ct_conv_transpose3d(ct_randn(CT_SHAPE(1, 2, 2, 2, 2), CT_F32, CT_CPU), wt3, NULL, NULL, NULL, NULL,
+                                      1, NULL) != NULL,
+                  CT_ERROR_VALUE,
+                  "Given transposed=1, weight of size [3, 2, 2, 2, 2], expected input[1, 2, 2, 2, 2] to have 3 "
+                  "channels, but got 2 channels instead");
+    CT_ASSERT_ERR(ct_conv_transpose3d(xt3, wt3, NULL, NULL, NULL, (int64_t[]){1, 0, 0}, 1, NULL) != NULL,
+                  CT_ERROR_VALUE, "output padding must be smaller than either stride or dilation");
+    CT_ASSERT_ERR(ct_conv_transpose3d(xt3, wt3, NULL, (int64_t[]){0, 1, 1}, NULL, NULL, 1, NULL) != NULL,
+                  CT_ERROR_VALUE, "stride and dilation must be positive");
+    CT_ASSERT_ERR(ct_conv_transpose3d(xt3, wt3, NULL, NULL, (int64_t[]){2, 0, 0}, NULL, 1, NULL) != NULL,
+                  CT_ERROR_VALUE, "is not positive");
+    CT_ASSERT_ERR(ct_conv_transpose3d(NULL, wt3, NULL, NULL, NULL, NULL, 1, NULL) != NULL, CT_ERROR_NULL_ARGUMENT,
+                  "conv_transpose3d");
+    CT_ASSERT_ERR(ct_nn_conv_transpose3d(2, 4, NULL, NULL, NULL, NULL, 1, true, NULL, CT_F32) != NULL,
+                  CT_ERROR_NULL_ARGUMENT, "kernel_size");
     /* max_pool3d */
     CT_ASSERT_ERR(ct_max_pool3d(x2, (int64_t[]){2, 2, 2}, NULL, NULL, NULL, false) != NULL, CT_ERROR_VALUE,
                   "non-empty 4D or 5D (batch mode) tensor expected for input");

@@ -516,6 +516,12 @@ CT_API ct_tensor *ct_conv_transpose1d(const ct_tensor *input, const ct_tensor *w
 CT_API ct_tensor *ct_conv3d(const ct_tensor *input, const ct_tensor *weight, const ct_tensor *bias,
                             const int64_t stride[3], const int64_t padding[3], const int64_t dilation[3],
                             int64_t groups);
+/* F.conv_transpose3d on (N, C, D, H, W) or (C, D, H, W); weight (C, O / groups, kd, kh,
+ * kw); NULL triples: stride 1, padding 0, output_padding 0, dilation 1. One
+ * conv_transpose2d per kernel depth (Note [conv_transpose3d as conv_transpose2d]). */
+CT_API ct_tensor *ct_conv_transpose3d(const ct_tensor *input, const ct_tensor *weight, const ct_tensor *bias,
+                                      const int64_t stride[3], const int64_t padding[3],
+                                      const int64_t output_padding[3], int64_t groups, const int64_t dilation[3]);
 /* F.max_pool1d / F.avg_pool1d / F.adaptive_avg_pool1d on (N, C, L) or (C, L); stride 0
  * means stride = kernel. */
 CT_API ct_tensor *ct_max_pool1d(const ct_tensor *input, int64_t kernel_size, int64_t stride, int64_t padding,
@@ -612,6 +618,12 @@ CT_API ct_module *ct_nn_conv_transpose2d(int64_t in_channels, int64_t out_channe
                                          const int64_t stride[2], const int64_t padding[2],
                                          const int64_t output_padding[2], int64_t groups, bool bias,
                                          const int64_t dilation[2], ct_dtype dtype);
+/* nn.ConvTranspose3d: weight (in, out / groups, kd, kh, kw); NULL triples for the
+ * defaults (stride 1, padding 0, output_padding 0, dilation 1). */
+CT_API ct_module *ct_nn_conv_transpose3d(int64_t in_channels, int64_t out_channels, const int64_t kernel_size[3],
+                                         const int64_t stride[3], const int64_t padding[3],
+                                         const int64_t output_padding[3], int64_t groups, bool bias,
+                                         const int64_t dilation[3], ct_dtype dtype);
 /* nn.BatchNorm1d ((N, C) or (N, C, L)) and nn.BatchNorm3d ((N, C, D, H, W)), as
  * ct_nn_batch_norm2d. For these, BatchNorm2d and InstanceNorm, momentum < 0 is
  * PyTorch's momentum=None: the cumulative average (factor 1 / num_batches_tracked)

@@ -1,4 +1,4 @@
-/* Conv1d, Conv3d, ConvTranspose1d, ConvTranspose2d, the pooling modules, the upsampling
+/* Conv1d, Conv3d, ConvTranspose1d/2d/3d, the pooling modules, the upsampling
  * modules (MaxPool1d/2d/3d, MaxPool2d with indices, MaxUnpool2d,
  * AvgPool1d/2d/3d, AdaptiveAvgPool1d/2d), PixelShuffle, PixelUnshuffle, Identity and
  * Unflatten. Each prints as PyTorch's (its extra_repr). */
@@ -47,8 +47,10 @@ static ct_tensor *conv_forward(ct_module *m, const ct_tensor *x) {
     if (c->transposed)
         return c->nd == 1 ? ct_conv_transpose1d(x, w, b, c->stride[0], c->padding[0], c->output_padding[0], c->groups,
                                                 c->dilation[0])
-                          : ct_conv_transpose2d(x, w, b, c->stride, c->padding, c->output_padding, c->groups,
-                                                c->dilation);
+               : c->nd == 2 ? ct_conv_transpose2d(x, w, b, c->stride, c->padding, c->output_padding, c->groups,
+                                                  c->dilation)
+                            : ct_conv_transpose3d(x, w, b, c->stride, c->padding, c->output_padding, c->groups,
+                                                  c->dilation);
     if (c->padding_mode == 0)
         return c->nd == 1 ? ct_conv1d(x, w, b, c->stride[0], c->padding[0], c->dilation[0], c->groups)
                           : ct_conv3d(x, w, b, c->stride, c->padding, c->dilation, c->groups);
@@ -175,6 +177,13 @@ ct_module *ct_nn_conv_transpose1d(int64_t in_channels, int64_t out_channels, int
                                   int64_t dilation, ct_dtype dtype) {
     return conv_module("ConvTranspose1d", 1, true, in_channels, out_channels, &kernel_size, &stride, &padding,
                        &output_padding, &dilation, groups, bias, NULL, dtype);
+}
+
+ct_module *ct_nn_conv_transpose3d(int64_t in_channels, int64_t out_channels, const int64_t kernel_size[3],
+                                  const int64_t stride[3], const int64_t padding[3], const int64_t output_padding[3],
+                                  int64_t groups, bool bias, const int64_t dilation[3], ct_dtype dtype) {
+    return conv_module("ConvTranspose3d", 3, true, in_channels, out_channels, kernel_size, stride, padding,
+                       output_padding, dilation, groups, bias, NULL, dtype);
 }
 
 ct_module *ct_nn_conv_transpose2d(int64_t in_channels, int64_t out_channels, const int64_t kernel_size[2],

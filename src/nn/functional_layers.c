@@ -687,6 +687,108 @@ ct_tensor *ct_max_unpool2d(const ct_tensor *input, const ct_tensor *indices, con
     return y;
 }
 
+/* Note [conv_transpose3d as conv_transpose2d]
+ * Input depth id and kernel depth kd write output depth id * sD + kd * dD - pD. For one
+ * kd that is conv_transpose2d of every input depth slice (folded into the batch) with
+ * the kernel's slice kd, placed at depths kd * dD + id * sD: the slices spread out
+ * by sD (a pad of sD - 1 zeros after each, through unsqueeze, pad and reshape) and
+ * shifted by kd * dD (a pad in front). The kD placements are summed, then the depth
+ * padding is cropped from both ends (output_padding adds depths at the back) and the
+ * bias added. Gradients through conv_transpose2d, pad and narrow. */
+ct_tensor *ct_conv_transpose3d(const ct_tensor *input, const ct_tensor *weight, const ct_tensor *bias,
+                               const int64_t stride[3], const int64_t padding[3], const int64_t output_padding[3],
+                               int64_t groups, const int64_t dilation[3]) {
+    const char *op = "conv_transpose3d";
+    CT_CHECK_ARG(op, input);
+    CT_CHECK_ARG(op, weight);
+    int nd = ct_tensor_dim(input);
+    if (nd != 4 && nd != 5) {
+        char b[96];
+        ct_error(CT_ERROR_VALUE, op,
+                 "Expected 4D (unbatched) or 5D (batched) input to conv_transpose3d, but got input of size: %s",
+                 ct_shape_str(ct_tensor_shape(input), nd, b, sizeof b));
+        return NULL;
+    }
+    if (ct_tensor_dim(weight) != 5) {
+        ct_error(CT_ERROR_VALUE, op, "weight should have 5 dimensions, got %d", ct_tensor_dim(weight));
+        return NULL;
+    }
+    int64_t s[3], p[3], o[3], d[3];
+    for (int i = 0; i < 3; i++) {
+        s[i] = stride ? stride[i] : 1;
+        p[i] = padding ? padding[i] : 0;
+        o[i] = output_padding ? output_padding[i] : 0;
+        d[i] = dilation ? dilation[i] : 1;
+        if (s[i] <= 0 || p[i] < 0 || d[i] <= 0 || o[i] < 0) {
+            ct_error(CT_ERROR_VALUE, op, "stride and dilation must be positive, padding and output_padding "
+                     "non-negative");
+            return NULL;
+        }
+        if (o[i] >= s[i] && o[i] >= d[i]) {
+            ct_error(CT_ERROR_VALUE, op, "output padding must be smaller than either stride or dilation, but got "
+                     "output_padding_depth: %lld output_padding_height: %lld output_padding_width: %lld "
+                     "stride_depth: %lld stride_height: %lld stride_width: %lld dilation_depth: %lld "
+                     "dilation_height: %lld dilation_width: %lld",
+                     (long long)o[0], (long long)o[1], (long long)o[2], (long long)s[0], (long long)s[1],
+                     (long long)s[2], (long long)d[0], (long long)d[1], (long long)d[2]);
+            return NULL;
+        }
+    }
+    if (groups <= 0) {
+        ct_error(CT_ERROR_VALUE, op, "non-positive groups is not supported");
+        return NULL;
+    }
+    ct_scope_begin();
+    const ct_tensor *x = nd == 4 ? ct_unsqueeze(input, 0) : input;
+    ct_tensor *y = NULL;
+    int64_t n = x ? ct_tensor_size(x, 0) : 0, c = x ? ct_tensor_size(x, 1) : 0, id = x ? ct_tensor_size(x, 2) : 0;
+    int64_t kd = ct_tensor_size(weight, 2), cout = ct_tensor_size(weight, 1) * groups;
+    int64_t full = (id - 1) * s[0] + d[0] * (kd - 1) + 1 + o[0], od = full - 2 * p[0];
+    if (x && c != ct_tensor_size(weight, 0)) {
+        char a[96], b[96];
+        ct_error(CT_ERROR_VALUE, op,
+                 "Given transposed=1, weight of size %s, expected input%s to have %lld channels, but got %lld "
+                 "channels instead",
+                 ct_shape_str(ct_tensor_shape(weight), 5, a, sizeof a), ct_shape_str(ct_tensor_shape(x), 5, b, sizeof b),
+                 (long long)ct_tensor_size(weight, 0), (long long)c);
+        x = NULL;
+    } else if (x && (id <= 0 || od <= 0)) {
+        ct_error(CT_ERROR_VALUE, op, "the output depth %lld (input depth %lld) is not positive", (long long)od,
+                 (long long)id);
+        x = NULL;
+    }
+    /* (N, C, D, H, W) -> (N * D, C, H, W) */
+    ct_tensor *img = x ? ct_reshape(ct_transpose(x, 1, 2), CT_SHAPE(n * id, c, ct_tensor_size(x, 3),
+                                                                     ct_tensor_size(x, 4)))
+                       : NULL;
+    for (int64_t k = 0; img && k < kd; k++) {
+        ct_tensor *t = ct_conv_transpose2d(img, ct_select(weight, 2, k), NULL, s + 1, p + 1, o + 1, groups, d + 1);
+        if (!t) {
+            y = NULL;
+            break;
+        }
+        int64_t oh = ct_tensor_size(t, 2), ow = ct_tensor_size(t, 3), spread = (id - 1) * s[0] + 1;
+        t = ct_transpose(ct_reshape(t, CT_SHAPE(n, id, cout, oh, ow)), 1, 2); /* (N, Cout, D, oh, ow) */
+        if (t && s[0] > 1) {
+            t = ct_pad(ct_unsqueeze(t, 3), CT_INDEX(0, 0, 0, 0, 0, s[0] - 1), 6, "constant", 0);
+            t = t ? ct_narrow(ct_reshape(t, CT_SHAPE(n, cout, id * s[0], oh, ow)), 2, 0, spread) : NULL;
+        }
+        t = t ? ct_pad(t, CT_INDEX(0, 0, 0, 0, k * d[0], full - k * d[0] - spread), 6, "constant", 0) : NULL;
+        y = !t ? NULL : y ? ct_add(y, t) : t;
+        if (!y)
+            break;
+    }
+    if (y)
+        y = ct_narrow(y, 2, p[0], od);
+    if (y && bias)
+        y = ct_add(y, ct_view(bias, CT_SHAPE(1, cout, 1, 1, 1)));
+    y = y && nd == 4 ? ct_squeeze_dim(y, 0) : y;
+    y = y ? ct_contiguous(y) : NULL;
+    ct_keep(y);
+    ct_scope_end();
+    return y;
+}
+
 /* Note [avg_pool3d as avg_pool2d]
  * PyTorch's divisor for a 3-D window is a product of one count per dim (the window's
  * extent clipped to the padded input with count_include_pad, to the input without

@@ -106,6 +106,9 @@ static const struct {
     {"up_trilinear_mixed", "Upsample(scale_factor=(1.5, 0.7, 2.0), mode='trilinear')"},
     {"up_nearest_3d", "Upsample(scale_factor=(2.0, 1.5, 0.5), mode='nearest')"},
     {"up_nearest_exact_3d", "Upsample(size=(3, 2, 5), mode='nearest-exact')"},
+    {"conv_t3d", "ConvTranspose3d(2, 4, kernel_size=(3, 2, 3), stride=(2, 1, 2), padding=(1, 0, 1), output_padding=(1, 0, 1))"},
+    {"conv_t3d_groups", "ConvTranspose3d(4, 2, kernel_size=(2, 2, 2), stride=(2, 2, 2), dilation=(2, 1, 1), groups=2, bias=False)"},
+    {"conv_t3d_unbatched", "ConvTranspose3d(2, 3, kernel_size=(2, 2, 2), stride=(1, 1, 1), padding=(1, 1, 1), dilation=(2, 2, 2))"},
     {"r_conv1d_default", "Conv1d(4, 6, kernel_size=(3,), stride=(1,))"},
     {"r_conv_t2d_default", "ConvTranspose2d(4, 6, kernel_size=(3, 2), stride=(1, 1))"},
     {"r_bn1d_default", "BatchNorm1d(3, eps=1e-05, momentum=0.1, affine=True, bias=True, track_running_stats=True)"},
@@ -123,5 +126,6 @@ static const struct {
     {"r_bag_default", "EmbeddingBag(10, 3, mode='mean')"},
     {"r_conv3d_default", "Conv3d(2, 4, kernel_size=(3, 3, 3), stride=(1, 1, 1))"},
     {"r_in1d_momentum_none", "InstanceNorm1d(3, eps=1e-05, momentum=None, affine=False, bias=False, track_running_stats=False)"},
+    {"r_conv_t3d_default", "ConvTranspose3d(2, 4, kernel_size=(3, 3, 3), stride=(1, 1, 1))"},
     {"r_maxpool2d_indices", "MaxPool2d(kernel_size=(2, 3), stride=1, padding=1, dilation=(1, 2), ceil_mode=True)"},
 };

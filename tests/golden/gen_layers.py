@@ -256,6 +256,11 @@ case("up_trilinear_ac", nn.Upsample(size=(3, 4, 5), mode="trilinear", align_corn
 case("up_trilinear_mixed", nn.Upsample(scale_factor=(1.5, 0.7, 2.0), mode="trilinear"), r(1, 2, 4, 5, 3))
 case("up_nearest_3d", nn.Upsample(scale_factor=(2.0, 1.5, 0.5), mode="nearest"), r(1, 2, 2, 3, 4))
 case("up_nearest_exact_3d", nn.Upsample(size=(3, 2, 5), mode="nearest-exact"), r(1, 1, 4, 3, 3))
+case("conv_t3d", nn.ConvTranspose3d(2, 4, (3, 2, 3), stride=(2, 1, 2), padding=(1, 0, 1), output_padding=(1, 0, 1)),
+     r(2, 2, 3, 4, 3))
+case("conv_t3d_groups", nn.ConvTranspose3d(4, 2, 2, stride=2, groups=2, bias=False, dilation=(2, 1, 1)),
+     r(1, 4, 2, 3, 2))
+case("conv_t3d_unbatched", nn.ConvTranspose3d(2, 3, 2, dilation=2, padding=1), r(2, 3, 3, 3))
 
 out.close()
 
@@ -278,6 +283,7 @@ extra = [
     ("r_bag_default", nn.EmbeddingBag(10, 3)),
     ("r_conv3d_default", nn.Conv3d(2, 4, 3)),
     ("r_in1d_momentum_none", nn.InstanceNorm1d(3, momentum=None)),
+    ("r_conv_t3d_default", nn.ConvTranspose3d(2, 4, 3)),
     ("r_maxpool2d_indices", nn.MaxPool2d((2, 3), stride=1, padding=1, dilation=(1, 2), ceil_mode=True,
                                          return_indices=True)),
 ]
