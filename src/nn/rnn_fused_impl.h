@@ -8,6 +8,24 @@
 #define RF_CAT(a, b) RF_CAT_(a, b)
 #define RF_SIG(x) ((RF_T)1 / ((RF_T)1 + RF_EXP(-(x))))
 
+/* One row of the LSTM forward. The pointers never overlap (the step's gates, the
+ * projection, the previous and this step's states); restrict tells the vectorizer,
+ * which otherwise gives up on the number of overlap checks the loop would need. */
+static void RF_CAT(lstm_fwd_row_, RF_SFX)(int64_t H, const RF_T *restrict x, RF_T *restrict a,
+                                          const RF_T *restrict cp, RF_T *restrict c, RF_T *restrict tc,
+                                          RF_T *restrict h) {
+    for (int64_t j = 0; j < H; j++) {
+        RF_T i = RF_SIG(a[j] + x[j]);
+        RF_T f = RF_SIG(a[H + j] + x[H + j]);
+        RF_T g = RF_TANH(a[2 * H + j] + x[2 * H + j]);
+        RF_T o = RF_SIG(a[3 * H + j] + x[3 * H + j]);
+        RF_T cn = f * cp[j] + i * g;
+        RF_T t = RF_TANH(cn);
+        a[j] = i, a[H + j] = f, a[2 * H + j] = g, a[3 * H + j] = o;
+        c[j] = cn, tc[j] = t, h[j] = o * t;
+    }
+}
+
 /* LSTM forward: a holds h_prev @ W_hh^T on entry and the activated gates on exit. */
 static void RF_CAT(lstm_fwd_, RF_SFX)(const rf_step *s) {
     const int64_t B = s->B, H = s->H, G = 4 * H;
@@ -22,18 +40,7 @@ static void RF_CAT(lstm_fwd_, RF_SFX)(const rf_step *s) {
             memcpy(c, cp, sizeof(RF_T) * (size_t)H);
             continue;
         }
-        const RF_T *x = (const RF_T *)s->xp + b * s->xs_b;
-        RF_T *a = (RF_T *)s->a + b * G;
-        for (int64_t j = 0; j < H; j++) {
-            RF_T i = RF_SIG(a[j] + x[j]);
-            RF_T f = RF_SIG(a[H + j] + x[H + j]);
-            RF_T g = RF_TANH(a[2 * H + j] + x[2 * H + j]);
-            RF_T o = RF_SIG(a[3 * H + j] + x[3 * H + j]);
-            RF_T cn = f * cp[j] + i * g;
-            RF_T t = RF_TANH(cn);
-            a[j] = i, a[H + j] = f, a[2 * H + j] = g, a[3 * H + j] = o;
-            c[j] = cn, tc[j] = t, h[j] = o * t;
-        }
+        RF_CAT(lstm_fwd_row_, RF_SFX)(H, (const RF_T *)s->xp + b * s->xs_b, (RF_T *)s->a + b * G, cp, c, tc, h);
     }
 }
 
@@ -73,11 +80,26 @@ static void RF_CAT(lstm_bwd_, RF_SFX)(const rf_bstep *s) {
     }
 }
 
+/* One row of the GRU forward (restrict as for the LSTM's). */
+static void RF_CAT(gru_fwd_row_, RF_SFX)(int64_t H, const RF_T *restrict x, RF_T *restrict a,
+                                         const RF_T *restrict bh, const RF_T *restrict hp, RF_T *restrict ghn,
+                                         RF_T *restrict h) {
+    for (int64_t j = 0; j < H; j++) {
+        RF_T hr = a[j] + bh[j], hz = a[H + j] + bh[H + j], hn = a[2 * H + j] + bh[2 * H + j];
+        RF_T r = RF_SIG(x[j] + hr);
+        RF_T z = RF_SIG(x[H + j] + hz);
+        RF_T n = RF_TANH(x[2 * H + j] + r * hn);
+        a[j] = r, a[H + j] = z, a[2 * H + j] = n;
+        ghn[j] = hn;
+        h[j] = n + z * (hp[j] - n);
+    }
+}
+
 /* GRU forward: a holds h_prev @ W_hh^T on entry (b_hh added here) and r, z, n on exit;
  * ghn keeps the n gate's recurrent part (with its bias) for the backward. */
 static void RF_CAT(gru_fwd_, RF_SFX)(const rf_step *s) {
     const int64_t B = s->B, H = s->H, G = 3 * H;
-    const RF_T *bh = (const RF_T *)s->bhh;
+    const RF_T *bh = (const RF_T *)s->bhh; /* zeros without biases */
 #ifdef _OPENMP
 #pragma omp parallel for schedule(static) if (B * H >= RF_PAR_MIN && B > 1)
 #endif
@@ -88,19 +110,7 @@ static void RF_CAT(gru_fwd_, RF_SFX)(const rf_step *s) {
             memcpy(h, hp, sizeof(RF_T) * (size_t)H);
             continue;
         }
-        const RF_T *x = (const RF_T *)s->xp + b * s->xs_b;
-        RF_T *a = (RF_T *)s->a + b * G;
-        for (int64_t j = 0; j < H; j++) {
-            RF_T hr = a[j], hz = a[H + j], hn = a[2 * H + j];
-            if (bh)
-                hr += bh[j], hz += bh[H + j], hn += bh[2 * H + j];
-            RF_T r = RF_SIG(x[j] + hr);
-            RF_T z = RF_SIG(x[H + j] + hz);
-            RF_T n = RF_TANH(x[2 * H + j] + r * hn);
-            a[j] = r, a[H + j] = z, a[2 * H + j] = n;
-            ghn[j] = hn;
-            h[j] = n + z * (hp[j] - n);
-        }
+        RF_CAT(gru_fwd_row_, RF_SFX)(H, (const RF_T *)s->xp + b * s->xs_b, (RF_T *)s->a + b * G, bh, hp, ghn, h);
     }
 }
 
