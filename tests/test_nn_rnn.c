@@ -522,6 +522,34 @@ static void test_fused_float32_vs_float64(void **state) {
     }
 }
 
+/* Non-finite inputs through the fused float32 gates: a NaN spreads through its own
+ * sequence only, infinities saturate the gates (finite outputs) as in float64. */
+static void test_fused_nonfinite(void **state) {
+    (void)state;
+    ct_scope_begin();
+    ct_manual_seed(9);
+    ct_module *m = ct_nn_lstm(3, 4, 1, true, false, 0.0, false, 0, CT_F32);
+    ct_tensor *x = ct_randn(CT_SHAPE(3, 2, 3), CT_F32, CT_CPU);
+    assert_int_equal(ct_tensor_set(x, CT_INDEX(1, 0, 2), NAN), CT_OK);
+    assert_int_equal(ct_tensor_set(x, CT_INDEX(0, 1, 0), INFINITY), CT_OK);
+    assert_int_equal(ct_tensor_set(x, CT_INDEX(2, 1, 1), -INFINITY), CT_OK);
+    ct_tensor *y = ct_module_forward(m, x);
+    CT_ASSERT_OK(y);
+    for (int64_t t = 0; t < 3; t++)
+        for (int64_t j = 0; j < 4; j++) {
+            double v0, v1;
+            assert_int_equal(ct_tensor_get(y, CT_INDEX(t, 0, j), &v0), CT_OK);
+            assert_int_equal(ct_tensor_get(y, CT_INDEX(t, 1, j), &v1), CT_OK);
+            assert_true(t == 0 ? isfinite(v0) : isnan(v0));
+            assert_true(isfinite(v1));
+        }
+    ct_module_double(m);
+    assert_true(allclose(ct_narrow(ct_module_forward(m, ct_to_dtype(x, CT_F64)), 1, 1, 1),
+                         ct_to_dtype(ct_narrow(y, 1, 1, 1), CT_F64), 1e-5, 1e-6));
+    ct_module_free(m);
+    ct_scope_end();
+}
+
 /* The fused backward is not made of ops: a backward with create_graph through it is an
  * error (the composite path still differentiates twice). */
 static void test_fused_double_backward(void **state) {
@@ -708,6 +736,7 @@ int main(void) {
         cmocka_unit_test(test_dropout_and_results),
         cmocka_unit_test(test_fused_float32_vs_float64),
         cmocka_unit_test(test_fused_double_backward),
+        cmocka_unit_test(test_fused_nonfinite),
         cmocka_unit_test(test_meta),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_cuda),

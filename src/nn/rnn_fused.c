@@ -81,10 +81,12 @@ typedef struct rf_bstep {
  * (3e-7 relative at most, measured over [-20, 20] against tanh in double), +-1 at the
  * infinities, NaN for NaN. */
 static inline float rf_expf(float x) {
-    x = x > 88.0f ? 88.0f : x;
-    x = x < -87.0f ? -87.0f : x;
-    float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f; /* round(x / ln 2) */
-    float r = x - n * 0.693359375f;
+    /* clamped so that NaN becomes 88 too (its int conversion below would be undefined);
+     * the NaN comes back at the end */
+    float xc = x < 88.0f ? x : 88.0f;
+    xc = xc > -87.0f ? xc : -87.0f;
+    float n = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f; /* round(xc / ln 2) */
+    float r = xc - n * 0.693359375f;
     r = r + n * 2.12194440e-4f;
     float p = 1.9875691500e-4f;
     p = p * r + 1.3981999507e-3f;
@@ -96,7 +98,7 @@ static inline float rf_expf(float x) {
     uint32_t bits = (uint32_t)((int32_t)n + 127) << 23;
     float scale;
     memcpy(&scale, &bits, sizeof scale);
-    return p * scale;
+    return x == x ? p * scale : x;
 }
 
 static inline float rf_tanhf(float x) {
