@@ -7,6 +7,7 @@ alone under inference mode, each the median of several runs.
 Prints the names bench/rnn prints:
     lstm.cpu.s128b32h512l2.ms_per_step
     lstm.cpu.s128b32h512l2.fwd_ms
+and the same as the process's CPU time (.cpu_ms_per_step, .fwd_cpu_ms).
 On x86 PyTorch runs float32 LSTMs on the CPU through oneDNN's fused RNN kernel
 (mkldnn_rnn) where it is built in; --no-mkldnn turns that off
 (torch.backends.mkldnn.enabled = False) for its composite path, printed as
@@ -19,14 +20,17 @@ import torch
 
 
 def median_ms(fn, reps):
+    """Medians of the wall time and of the process's CPU time, in ms."""
     fn()
-    ts = []
+    ts, cs = [], []
     for _ in range(reps):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         fn()
         ts.append(time.perf_counter() - t0)
+        cs.append(time.process_time() - c0)
     ts.sort()
-    return 1e3 * ts[len(ts) // 2]
+    cs.sort()
+    return 1e3 * ts[len(ts) // 2], 1e3 * cs[len(cs) // 2]
 
 
 def main():
@@ -49,13 +53,17 @@ def main():
         y, _ = m(x)
         y.sum().backward()
 
-    print(f"{tag}.ms_per_step {median_ms(step, args.reps):.1f} ms", flush=True)
+    wall, cpu = median_ms(step, args.reps)
+    print(f"{tag}.ms_per_step {wall:.1f} ms", flush=True)
+    print(f"{tag}.cpu_ms_per_step {cpu:.1f} ms", flush=True)
 
     def fwd():
         with torch.inference_mode():
             m(x)
 
-    print(f"{tag}.fwd_ms {median_ms(fwd, args.reps):.1f} ms", flush=True)
+    wall, cpu = median_ms(fwd, args.reps)
+    print(f"{tag}.fwd_ms {wall:.1f} ms", flush=True)
+    print(f"{tag}.fwd_cpu_ms {cpu:.1f} ms", flush=True)
 
 
 if __name__ == "__main__":

@@ -148,6 +148,26 @@ static void test_misuse_errors(void **state) {
     ct_scope_end();
 }
 
+/* Roots where one is reached from another (y and y[1]): y's node waits for the
+ * gradient coming through the select before it runs, whatever the roots' order. */
+static void test_autograd_grad_overlapping_roots(void **state) {
+    (void)state;
+    ct_scope_begin();
+    ct_tensor *x = leaf((double[]){1, 2}, 2);
+    ct_tensor *y = ct_mul_scalar(x, ct_scalar_float(2));
+    ct_tensor *y1 = ct_select(y, 0, 1);
+    const ct_tensor *ins[1] = {x};
+    const ct_tensor *gy = vec((double[]){1, 1}, 2), *g1 = ct_scalar_tensor(ct_scalar_float(10), CT_F64, CT_CPU);
+    for (int order = 0; order < 2; order++) {
+        const ct_tensor *outs[2] = {order ? y1 : y, order ? y : y1};
+        const ct_tensor *gouts[2] = {order ? g1 : gy, order ? gy : g1};
+        ct_tensor *g[1];
+        assert_int_equal(ct_autograd_grad(outs, 2, ins, 1, gouts, true, false, false, g), CT_OK);
+        assert_vals(g[0], (double[]){2, 22}, 2, 1e-15);
+    }
+    ct_scope_end();
+}
+
 static void test_autograd_grad(void **state) {
     (void)state;
     ct_scope_begin();
@@ -582,6 +602,7 @@ int main(void) {
         cmocka_unit_test(test_first_grad_is_a_copy),
         cmocka_unit_test(test_misuse_errors),
         cmocka_unit_test(test_autograd_grad),
+        cmocka_unit_test(test_autograd_grad_overlapping_roots),
         cmocka_unit_test(test_create_graph_backward),
         cmocka_unit_test(test_no_grad_and_inference),
         cmocka_unit_test(test_detach),

@@ -96,6 +96,41 @@ static ct_module *make(const char *n, ct_dtype dt) {
                                 (int64_t[]){1, 2, 1}, true);
     if (IS("maxpool3d_unbatched"))
         return ct_nn_max_pool3d((int64_t[]){2, 2, 2}, (int64_t[]){1, 1, 1}, (int64_t[]){1, 0, 1}, NULL, false);
+    if (IS("avgpool3d"))
+        return ct_nn_avg_pool3d((int64_t[]){2, 2, 2}, NULL, NULL, false, true, 0);
+    if (IS("avgpool3d_ex"))
+        return ct_nn_avg_pool3d((int64_t[]){3, 2, 3}, (int64_t[]){2, 1, 2}, (int64_t[]){1, 1, 1}, true, false, 0);
+    if (IS("avgpool3d_ceil_pad"))
+        return ct_nn_avg_pool3d((int64_t[]){3, 3, 3}, (int64_t[]){2, 2, 2}, (int64_t[]){1, 1, 1}, true, true, 0);
+    if (IS("avgpool3d_div_unbatched"))
+        return ct_nn_avg_pool3d((int64_t[]){2, 2, 2}, (int64_t[]){1, 1, 1}, (int64_t[]){1, 0, 1}, false, true, 5);
+    if (IS("f_unpool2d") || IS("f_unpool2d_unbatched"))
+        return ct_nn_max_unpool2d(CT_INDEX(2, 2), IS("f_unpool2d") ? NULL : CT_INDEX(1, 1), NULL);
+    if (IS("f_unpool2d_ex"))
+        return ct_nn_max_unpool2d(CT_INDEX(3, 2), CT_INDEX(2, 1), CT_INDEX(1, 0));
+    if (IS("r_maxpool2d_indices"))
+        return ct_nn_max_pool2d_with_indices(CT_INDEX(2, 3), CT_INDEX(1, 1), CT_INDEX(1, 1), CT_INDEX(1, 2), true);
+    if (IS("up_trilinear"))
+        return ct_nn_upsample(NULL, (double[]){2.0}, 1, "trilinear", false);
+    if (IS("up_trilinear_ac"))
+        return ct_nn_upsample(CT_INDEX(3, 4, 5), NULL, 3, "trilinear", true);
+    if (IS("up_trilinear_mixed"))
+        return ct_nn_upsample(NULL, (double[]){1.5, 0.7, 2.0}, 3, "trilinear", false);
+    if (IS("up_nearest_3d"))
+        return ct_nn_upsample(NULL, (double[]){2.0, 1.5, 0.5}, 3, "nearest", false);
+    if (IS("up_nearest_exact_3d"))
+        return ct_nn_upsample(CT_INDEX(3, 2, 5), NULL, 3, "nearest-exact", false);
+    if (IS("conv_t3d"))
+        return ct_nn_conv_transpose3d(2, 4, (int64_t[]){3, 2, 3}, (int64_t[]){2, 1, 2}, (int64_t[]){1, 0, 1},
+                                      (int64_t[]){1, 0, 1}, 1, true, NULL, dt);
+    if (IS("conv_t3d_groups"))
+        return ct_nn_conv_transpose3d(4, 2, (int64_t[]){2, 2, 2}, (int64_t[]){2, 2, 2}, NULL, NULL, 2, false,
+                                      (int64_t[]){2, 1, 1}, dt);
+    if (IS("conv_t3d_unbatched"))
+        return ct_nn_conv_transpose3d(2, 3, (int64_t[]){2, 2, 2}, NULL, (int64_t[]){1, 1, 1}, NULL, 1, true,
+                                      (int64_t[]){2, 2, 2}, dt);
+    if (IS("r_conv_t3d_default"))
+        return ct_nn_conv_transpose3d(2, 4, (int64_t[]){3, 3, 3}, NULL, NULL, NULL, 1, true, NULL, dt);
     if (IS("avgpool1d"))
         return ct_nn_avg_pool1d(3, 2, 1, true, false);
     if (IS("r_avgpool1d_default"))
@@ -232,8 +267,29 @@ static const struct {
     {"_unbatched", {3, 1}, 2},   {"circular_crop", {-1, 2, 1, -2}, 4}, {"replicate_crop", {-1, 3, 2, -1}, 4},
 };
 
+/* The f_unpool2d cases: MaxPool2d(return_indices=True), then MaxUnpool2d, as modules
+ * (*idx: the pool's indices, when not NULL). */
+static ct_tensor *unpool_func(const char *n, const ct_tensor *x, ct_tensor **idx) {
+    bool ex = !strcmp(n, "f_unpool2d_ex"), unb = !strcmp(n, "f_unpool2d_unbatched");
+    const int64_t *k = ex ? CT_INDEX(3, 2) : CT_INDEX(2, 2), *s = ex ? CT_INDEX(2, 1) : unb ? CT_INDEX(1, 1) : NULL;
+    const int64_t *p = ex ? CT_INDEX(1, 0) : NULL;
+    ct_module *pool = ct_nn_max_pool2d_with_indices(k, s, p, NULL, false), *un = ct_nn_max_unpool2d(k, s, p);
+    ct_tensor *out[CT_MODULE_IO_CAP], *y = NULL;
+    int nout = 0;
+    if (pool && un && ct_module_forward_multi(pool, &x, 1, out, CT_MODULE_IO_CAP, &nout) == CT_OK) {
+        y = ct_nn_max_unpool2d_forward(un, out[0], out[1], ex ? CT_INDEX(8, 5) : NULL, ex ? 2 : 0);
+        if (idx)
+            *idx = out[1];
+    }
+    ct_module_free(pool);
+    ct_module_free(un);
+    return y;
+}
+
 static ct_tensor *func(const char *n, const ct_tensor *x) {
     static const char *const modes[] = {"reflect", "replicate", "circular"};
+    if (!strncmp(n, "f_unpool2d", 10))
+        return unpool_func(n, x, NULL);
     if (strncmp(n, "f_pad_", 6))
         return NULL;
     const char *mode = NULL;
@@ -409,6 +465,83 @@ static void test_gradcheck(void **state) {
 static ct_tensor *func_fn(ct_tensor *const *in, int n, void *ud) {
     (void)n;
     return func(ud, in[0]);
+}
+
+/* MaxPool2d(return_indices=True) and MaxUnpool2d: the pool's indices against
+ * PyTorch's, the gradient against finite differences (non-overlapping windows), the
+ * modules' outputs and the errors (PyTorch's messages). */
+static void test_max_unpool2d(void **state) {
+    (void)state;
+    for (int i = 0; i < ncases; i++) {
+        const gcase *c = &cases[i];
+        if (strncmp(c->name, "f_unpool2d", 10))
+            continue;
+        ct_scope_begin();
+        ct_tensor *idx = NULL, *x = ct_tensor_set_requires_grad(T(c, "x"), true);
+        ct_tensor *y = unpool_func(c->name, x, &idx);
+        if (!y)
+            fail_msg("%s: %s", c->name, ct_last_error());
+        assert_int_equal(ct_tensor_dtype(idx), CT_I64);
+        expect(c, "idx", idx, 0);
+        /* Overlapping windows can pick one element twice: the unpool writes it once, but
+         * its gradient (a gather, as PyTorch's, which the goldens check) reaches it
+         * through both windows, so finite differences only agree without overlap. */
+        if (!strcmp(c->name, "f_unpool2d") && ct_gradcheck(func_fn, (void *)c->name, &x, 1, 1e-6, 1e-7, 1e-5) != CT_OK)
+            fail_msg("%s: %s", c->name, ct_last_error());
+        ct_scope_end();
+    }
+    ct_scope_begin();
+    ct_tensor *x = ct_randn(CT_SHAPE(1, 2, 4, 6), CT_F32, CT_CPU), *idx = NULL;
+    ct_tensor *v = ct_max_pool2d(x, CT_INDEX(2, 2), NULL, NULL, NULL, false, &idx);
+    assert_non_null(v);
+    /* ct_module_forward of the pool with indices is the values alone */
+    ct_module *pool = ct_nn_max_pool2d_with_indices(CT_INDEX(2, 2), NULL, NULL, NULL, false);
+    bool eq = false;
+    assert_int_equal(ct_equal(ct_module_forward(pool, x), v, &eq), CT_OK);
+    assert_true(eq);
+    ct_module_free(pool);
+    const int64_t *k = CT_INDEX(2, 2);
+    CT_ASSERT_ERR(ct_max_unpool2d(v, idx, k, NULL, NULL, CT_INDEX(9, 12), 2) != NULL, CT_ERROR_VALUE,
+                  "invalid output_size \"(9, 12)\" (dim 0 must be between 2 and 6)");
+    CT_ASSERT_ERR(ct_max_unpool2d(v, idx, k, NULL, NULL, CT_INDEX(1, 2, 3), 3) != NULL, CT_ERROR_VALUE,
+                  "output_size should be a sequence containing 2 or 4 elements, but it has a length of '3'");
+    CT_ASSERT_ERR(ct_max_unpool2d(v, idx, k, NULL, NULL, CT_INDEX(1, 2, 5, 13), 4) != NULL, CT_ERROR_VALUE,
+                  "invalid output_size \"(5, 13)\" (dim 1 must be between 4 and 8)");
+    CT_ASSERT_ERR(ct_max_unpool2d(v, ct_to_dtype(idx, CT_F32), k, NULL, NULL, NULL, 0) != NULL, CT_ERROR_TYPE,
+                  "elements in indices should be type int64 but got: float32");
+    ct_tensor *bad = ct_clone(idx);
+    assert_int_equal(ct_tensor_set(bad, CT_INDEX(0, 1, 1, 2), 2300), CT_OK);
+    CT_ASSERT_ERR(ct_max_unpool2d(v, bad, k, NULL, NULL, NULL, 0) != NULL, CT_ERROR_VALUE,
+                  "Found an invalid max index: 2300 (output volumes are of size 4x6)");
+    assert_int_equal(ct_tensor_set(bad, CT_INDEX(0, 1, 1, 2), -1), CT_OK);
+    CT_ASSERT_ERR(ct_max_unpool2d(v, bad, k, NULL, NULL, NULL, 0) != NULL, CT_ERROR_VALUE,
+                  "Found an invalid max index: -1");
+    CT_ASSERT_ERR(ct_max_unpool2d(v, ct_narrow(idx, 2, 0, 1), k, NULL, NULL, NULL, 0) != NULL, CT_ERROR_VALUE,
+                  "Expected shape of indices to be same as that of the input tensor ([1, 2, 2, 3]) but got indices "
+                  "tensor with shape: [1, 2, 1, 3]");
+    CT_ASSERT_ERR(ct_max_unpool2d(ct_select(ct_select(v, 0, 0), 0, 0), ct_select(ct_select(idx, 0, 0), 0, 0), k,
+                                  NULL, NULL, NULL, 0) != NULL,
+                  CT_ERROR_VALUE,
+                  "Input to max_unpooling2d should be a 3d or 4d Tensor, but got a tensor with 2 dimensions.");
+    CT_ASSERT_ERR(ct_max_unpool2d(NULL, idx, k, NULL, NULL, NULL, 0) != NULL, CT_ERROR_NULL_ARGUMENT,
+                  "max_unpool2d");
+    CT_ASSERT_ERR(ct_max_unpool2d(v, idx, NULL, NULL, NULL, NULL, 0) != NULL, CT_ERROR_NULL_ARGUMENT, "kernel_size");
+    CT_ASSERT_ERR(ct_nn_max_unpool2d(NULL, NULL, NULL) != NULL, CT_ERROR_NULL_ARGUMENT, "kernel_size");
+    CT_ASSERT_ERR(ct_nn_max_unpool2d(CT_INDEX(0, 2), NULL, NULL) != NULL, CT_ERROR_VALUE, "kernel_size");
+    CT_ASSERT_ERR(ct_nn_max_pool2d_with_indices(NULL, NULL, NULL, NULL, false) != NULL, CT_ERROR_NULL_ARGUMENT,
+                  "kernel_size");
+    ct_module *un = ct_nn_max_unpool2d(k, NULL, NULL), *other = ct_nn_identity();
+    ct_tensor *out[CT_MODULE_IO_CAP];
+    int nout = 0;
+    const ct_tensor *one[1] = {v};
+    CT_ASSERT_ERR(ct_module_forward_multi(un, one, 1, out, CT_MODULE_IO_CAP, &nout) == CT_OK, CT_ERROR_VALUE,
+                  "forward takes 2 inputs (input, indices), got 1");
+    CT_ASSERT_ERR(ct_nn_max_unpool2d_forward(other, v, idx, NULL, 0) != NULL, CT_ERROR_VALUE,
+                  "expected a MaxUnpool2d module");
+    CT_ASSERT_ERR(ct_nn_max_unpool2d_forward(un, v, NULL, NULL, 0) != NULL, CT_ERROR_NULL_ARGUMENT, "indices");
+    ct_module_free(un);
+    ct_module_free(other);
+    ct_scope_end();
 }
 
 /* pad's gradient in every mode, and pad_backward's own (double backward), against
@@ -765,7 +898,24 @@ static void test_errors(void **state) {
     CT_ASSERT_ERR(ct_nn_upsample(CT_INDEX(2), two, 1, NULL, false) != NULL, CT_ERROR_VALUE,
                   "only one of size or scale_factor should be defined");
     CT_ASSERT_ERR(ct_nn_upsample(NULL, two, 1, "area", false) != NULL, CT_ERROR_NOT_IMPLEMENTED, "area");
-    CT_ASSERT_ERR(ct_nn_upsample(NULL, two, 3, NULL, false) != NULL, CT_ERROR_VALUE, "1 or 2 values");
+    CT_ASSERT_ERR(ct_nn_upsample(NULL, (double[]){2, 2, 2, 2}, 4, NULL, false) != NULL, CT_ERROR_VALUE,
+                  "1 to 3 values");
+    /* 5-D input: trilinear and the nearest modes only (PyTorch's messages) */
+    ct_tensor *x5i = ct_randn(CT_SHAPE(1, 1, 2, 3, 4), CT_F32, CT_CPU);
+    CT_ASSERT_ERR(ct_interpolate(x4, NULL, two, 1, "trilinear", false) != NULL, CT_ERROR_NOT_IMPLEMENTED,
+                  "Got 4D input, but trilinear mode needs 5D input");
+    CT_ASSERT_ERR(ct_interpolate(x5i, NULL, two, 1, "bilinear", false) != NULL, CT_ERROR_NOT_IMPLEMENTED,
+                  "Got 5D input, but bilinear mode needs 4D input");
+    CT_ASSERT_ERR(ct_interpolate(x5i, NULL, two, 1, "linear", false) != NULL, CT_ERROR_NOT_IMPLEMENTED,
+                  "Got 5D input, but linear mode needs 3D input");
+    CT_ASSERT_ERR(ct_interpolate(x5i, NULL, two, 1, "bicubic", false) != NULL, CT_ERROR_NOT_IMPLEMENTED,
+                  "Input Error: Only 3D, 4D and 5D input Tensors supported (got 5D) for the modes: nearest | linear | "
+                  "bilinear | bicubic | trilinear | lanczos | area | nearest-exact (got bicubic)");
+    CT_ASSERT_ERR(ct_interpolate(x5i, NULL, (double[]){0.4}, 1, "trilinear", false) != NULL, CT_ERROR_VALUE,
+                  "Input and output sizes should be greater than 0, but got input (D: 2, H: 3, W: 4) output (D: 0, H: "
+                  "1, W: 1)");
+    CT_ASSERT_ERR(ct_interpolate(x5i, CT_INDEX(3, 4), NULL, 2, "trilinear", false) != NULL, CT_ERROR_VALUE,
+                  "Input and output must have the same number of spatial dimensions");
     CT_ASSERT_ERR(ct_upsample(x4, CT_INDEX(8), 1, "nearest", false, NULL) != NULL, CT_ERROR_VALUE,
                   "output_size must have 2 sizes for a 4D input, got 1");
     CT_ASSERT_ERR(ct_upsample(x4, CT_INDEX(8, 8), 2, "trilinear", false, NULL) != NULL, CT_ERROR_NOT_IMPLEMENTED,
@@ -794,6 +944,31 @@ static void test_errors(void **state) {
                   CT_ERROR_VALUE, "stride and dilation must be positive");
     CT_ASSERT_ERR(ct_nn_conv3d(4, 6, NULL, NULL, NULL, NULL, 1, true, NULL, CT_F32) != NULL, CT_ERROR_NULL_ARGUMENT,
                   "kernel_size is NULL");
+    /* conv_transpose3d */
+    ct_tensor *wt3 = ct_randn(CT_SHAPE(3, 2, 2, 2, 2), CT_F32, CT_CPU), *xt3 = ct_randn(CT_SHAPE(1, 3, 2, 2, 2), CT_F32,
+                                                                                      CT_CPU);
+    CT_ASSERT_ERR(ct_conv_transpose3d(ct_randn(CT_SHAPE(3, 4, 5), CT_F32, CT_CPU), wt3, NULL, NULL, NULL, NULL, 1,
+                                      NULL) != NULL,
+                  CT_ERROR_VALUE,
+                  "Expected 4D (unbatched) or 5D (batched) input to conv_transpose3d, but got input of size: [3, 4, 5]");
+    CT_ASSERT_ERR(ct_conv_transpose3d(xt3, ct_randn(CT_SHAPE(3, 2, 2, 2), CT_F32, CT_CPU), NULL, NULL, NULL, NULL, 1,
+                                      NULL) != NULL,
+                  CT_ERROR_VALUE, "weight should have 5 dimensions, got 4");
+    CT_ASSERT_ERR(ct_conv_transpose3d(ct_randn(CT_SHAPE(1, 2, 2, 2, 2), CT_F32, CT_CPU), wt3, NULL, NULL, NULL, NULL,
+                                      1, NULL) != NULL,
+                  CT_ERROR_VALUE,
+                  "Given transposed=1, weight of size [3, 2, 2, 2, 2], expected input[1, 2, 2, 2, 2] to have 3 "
+                  "channels, but got 2 channels instead");
+    CT_ASSERT_ERR(ct_conv_transpose3d(xt3, wt3, NULL, NULL, NULL, (int64_t[]){1, 0, 0}, 1, NULL) != NULL,
+                  CT_ERROR_VALUE, "output padding must be smaller than either stride or dilation");
+    CT_ASSERT_ERR(ct_conv_transpose3d(xt3, wt3, NULL, (int64_t[]){0, 1, 1}, NULL, NULL, 1, NULL) != NULL,
+                  CT_ERROR_VALUE, "stride and dilation must be positive");
+    CT_ASSERT_ERR(ct_conv_transpose3d(xt3, wt3, NULL, NULL, (int64_t[]){2, 0, 0}, NULL, 1, NULL) != NULL,
+                  CT_ERROR_VALUE, "is not positive");
+    CT_ASSERT_ERR(ct_conv_transpose3d(NULL, wt3, NULL, NULL, NULL, NULL, 1, NULL) != NULL, CT_ERROR_NULL_ARGUMENT,
+                  "conv_transpose3d");
+    CT_ASSERT_ERR(ct_nn_conv_transpose3d(2, 4, NULL, NULL, NULL, NULL, 1, true, NULL, CT_F32) != NULL,
+                  CT_ERROR_NULL_ARGUMENT, "kernel_size");
     /* max_pool3d */
     CT_ASSERT_ERR(ct_max_pool3d(x2, (int64_t[]){2, 2, 2}, NULL, NULL, NULL, false) != NULL, CT_ERROR_VALUE,
                   "non-empty 4D or 5D (batch mode) tensor expected for input");
@@ -807,6 +982,28 @@ static void test_errors(void **state) {
                   "Given input size: (2x1x4x4). Calculated output size: (2x0x2x2). Output size is too small");
     CT_ASSERT_ERR(ct_max_pool3d(x4, NULL, NULL, NULL, NULL, false) != NULL, CT_ERROR_NULL_ARGUMENT, "kernel_size");
     CT_ASSERT_ERR(ct_nn_max_pool3d(NULL, NULL, NULL, NULL, false) != NULL, CT_ERROR_NULL_ARGUMENT, "kernel_size");
+    /* avg_pool3d (PyTorch's messages) */
+    ct_tensor *x5 = ct_randn(CT_SHAPE(1, 2, 4, 5, 6), CT_F32, CT_CPU);
+    CT_ASSERT_ERR(ct_avg_pool3d(x2, (int64_t[]){2, 2, 2}, NULL, NULL, false, true, 0) != NULL, CT_ERROR_VALUE,
+                  "non-empty 4D or 5D (batch mode) tensor expected for input");
+    CT_ASSERT_ERR(ct_avg_pool3d(ct_randn(CT_SHAPE(2, 0, 3, 4, 4), CT_F32, CT_CPU), (int64_t[]){2, 2, 2}, NULL, NULL,
+                                false, true, 0) != NULL,
+                  CT_ERROR_VALUE,
+                  "avg_pool3d(): Expected input to have non-zero size for non-batch dimensions, but input has sizes "
+                  "[2, 0, 3, 4, 4] with dimension 1 being empty");
+    CT_ASSERT_ERR(ct_avg_pool3d(x5, (int64_t[]){2, 2, 2}, NULL, (int64_t[]){2, 2, 2}, false, true, 0) != NULL,
+                  CT_ERROR_VALUE, "pad should be at most half of effective kernel size, but got pad=2, kernel_size=2 "
+                                  "and dilation=1");
+    CT_ASSERT_ERR(ct_avg_pool3d(x5, (int64_t[]){5, 1, 1}, NULL, NULL, false, true, 0) != NULL, CT_ERROR_VALUE,
+                  "input image (T: 4 H: 5 W: 6) smaller than kernel size (kT: 5 kH: 1 kW: 1)");
+    CT_ASSERT_ERR(ct_avg_pool3d(x5, (int64_t[]){0, 2, 2}, NULL, NULL, false, true, 0) != NULL, CT_ERROR_VALUE,
+                  "stride should not be zero");
+    CT_ASSERT_ERR(ct_avg_pool3d(x5, NULL, NULL, NULL, false, true, 0) != NULL, CT_ERROR_NULL_ARGUMENT, "kernel_size");
+    CT_ASSERT_ERR(ct_avg_pool3d(NULL, (int64_t[]){2, 2, 2}, NULL, NULL, false, true, 0) != NULL,
+                  CT_ERROR_NULL_ARGUMENT, "avg_pool3d");
+    CT_ASSERT_ERR(ct_nn_avg_pool3d(NULL, NULL, NULL, false, true, 0) != NULL, CT_ERROR_NULL_ARGUMENT, "kernel_size");
+    CT_ASSERT_ERR(ct_nn_avg_pool3d((int64_t[]){2, 0, 2}, NULL, NULL, false, true, 0) != NULL, CT_ERROR_VALUE,
+                  "kernel_size must be greater than zero");
     /* adaptive max pooling */
     CT_ASSERT_ERR(ct_adaptive_max_pool2d(x2, CT_INDEX(2, 2)) != NULL, CT_ERROR_VALUE,
                   "adaptive_max_pool2d(): Expected 3D or 4D tensor, but got: [2, 3]");
@@ -831,7 +1028,8 @@ static void test_errors(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_goldens_f64), cmocka_unit_test(test_goldens_f32), cmocka_unit_test(test_reprs),
-        cmocka_unit_test(test_gradcheck),   cmocka_unit_test(test_pad_backward), cmocka_unit_test(test_embedding_bag),
+        cmocka_unit_test(test_gradcheck),   cmocka_unit_test(test_pad_backward),
+        cmocka_unit_test(test_max_unpool2d), cmocka_unit_test(test_embedding_bag),
         cmocka_unit_test(test_init),        cmocka_unit_test(test_errors),
     };
     return cmocka_run_group_tests(tests, load_golden, free_golden);

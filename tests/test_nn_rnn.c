@@ -465,6 +465,110 @@ static void test_dropout_and_results(void **state) {
     ct_scope_end();
 }
 
+/* ------------------------------------------------------------------ fused path */
+
+/* The fused CPU recurrence (Note [Fused recurrence] in src/nn/rnn_fused.c) at a size
+ * where its pointwise passes run on several threads: float32 against float64 with the
+ * same weights, forward and every gradient, for each kind (lengths, bidirectional and
+ * batch_first on some). */
+static void test_fused_float32_vs_float64(void **state) {
+    (void)state;
+    for (int kind = K_TANH; kind <= K_GRU; kind++) {
+        ct_scope_begin();
+        ct_manual_seed(40 + (uint64_t)kind);
+        cfg k = {.kind = kind, .num_layers = 2, .input_size = 5, .hidden_size = 160, .bias = kind != K_RELU,
+                 .bidirectional = kind != K_TANH, .batch_first = kind == K_GRU};
+        ct_module *m = make_module(&k, CT_F64);
+        assert_non_null(m);
+        const int64_t T = 6, B = 32;
+        ct_tensor *x64 = k.batch_first ? ct_randn(CT_SHAPE(B, T, 5), CT_F64, CT_CPU)
+                                       : ct_randn(CT_SHAPE(T, B, 5), CT_F64, CT_CPU);
+        int64_t lens[32];
+        for (int b = 0; b < B; b++)
+            lens[b] = 1 + (b * 5) % T;
+        const ct_tensor *lengths = kind == K_TANH || kind == K_LSTM ? ct_from_data(lens, CT_SHAPE(B), CT_I64) : NULL;
+        ct_tensor *p64[16], *p32[16], *ins64[17], *ins32[17];
+        int np = (int)ct_module_parameters(m, p64, NULL, 16);
+        for (int i = 0; i < np; i++) {
+            ins64[i + 1] = ct_tensor_set_requires_grad(ct_clone(ct_detach(p64[i])), true);
+            ins32[i + 1] = ct_tensor_set_requires_grad(ct_to_dtype(ct_detach(p64[i]), CT_F32), true);
+            p64[i] = ins64[i + 1];
+            p32[i] = ins32[i + 1];
+        }
+        ins64[0] = ct_tensor_set_requires_grad(x64, true);
+        ins32[0] = ct_tensor_set_requires_grad(ct_to_dtype(ct_detach(x64), CT_F32), true);
+        ct_tensor *w = NULL, *g64[17], *g32[17];
+        for (int pass = 0; pass < 2; pass++) {
+            ct_tensor **in = pass ? ins32 : ins64, **p = pass ? p32 : p64, *y, *hn, *cn = NULL;
+            assert_int_equal(call_fn(&k, in[0], NULL, NULL, lengths, p, np, 0.0, true, &y, &hn,
+                                     kind == K_LSTM ? &cn : NULL),
+                             CT_OK);
+            if (!w)
+                w = ct_randn(ct_tensor_shape(y), 3, CT_F64, CT_CPU);
+            ct_tensor *loss = ct_add(ct_sum(ct_mul(ct_to_dtype(y, CT_F64), w), NULL, 0, false, CT_DTYPE_UNDEFINED),
+                                     ct_sum(ct_to_dtype(hn, CT_F64), NULL, 0, false, CT_DTYPE_UNDEFINED));
+            if (cn)
+                loss = ct_add(loss, ct_sum(ct_to_dtype(cn, CT_F64), NULL, 0, false, CT_DTYPE_UNDEFINED));
+            const ct_tensor *outs[1] = {loss};
+            assert_int_equal(ct_autograd_grad(outs, 1, (const ct_tensor *const *)in, np + 1, NULL, false, false,
+                                              false, pass ? g32 : g64),
+                             CT_OK);
+        }
+        for (int i = 0; i < np + 1; i++)
+            if (!allclose(ct_to_dtype(g32[i], CT_F64), g64[i], 1e-3, 1e-4))
+                fail_msg("kind %d: gradient %d differs between float32 and float64", kind, i);
+        ct_module_free(m);
+        ct_scope_end();
+    }
+}
+
+/* Non-finite inputs through the fused float32 gates: a NaN spreads through its own
+ * sequence only, infinities saturate the gates (finite outputs) as in float64. */
+static void test_fused_nonfinite(void **state) {
+    (void)state;
+    ct_scope_begin();
+    ct_manual_seed(9);
+    ct_module *m = ct_nn_lstm(3, 4, 1, true, false, 0.0, false, 0, CT_F32);
+    ct_tensor *x = ct_randn(CT_SHAPE(3, 2, 3), CT_F32, CT_CPU);
+    assert_int_equal(ct_tensor_set(x, CT_INDEX(1, 0, 2), NAN), CT_OK);
+    assert_int_equal(ct_tensor_set(x, CT_INDEX(0, 1, 0), INFINITY), CT_OK);
+    assert_int_equal(ct_tensor_set(x, CT_INDEX(2, 1, 1), -INFINITY), CT_OK);
+    ct_tensor *y = ct_module_forward(m, x);
+    CT_ASSERT_OK(y);
+    for (int64_t t = 0; t < 3; t++)
+        for (int64_t j = 0; j < 4; j++) {
+            double v0, v1;
+            assert_int_equal(ct_tensor_get(y, CT_INDEX(t, 0, j), &v0), CT_OK);
+            assert_int_equal(ct_tensor_get(y, CT_INDEX(t, 1, j), &v1), CT_OK);
+            assert_true(t == 0 ? isfinite(v0) : isnan(v0));
+            assert_true(isfinite(v1));
+        }
+    ct_module_double(m);
+    assert_true(allclose(ct_narrow(ct_module_forward(m, ct_to_dtype(x, CT_F64)), 1, 1, 1),
+                         ct_to_dtype(ct_narrow(y, 1, 1, 1), CT_F64), 1e-5, 1e-6));
+    ct_module_free(m);
+    ct_scope_end();
+}
+
+/* The fused backward is not made of ops: a backward with create_graph through it is an
+ * error (the composite path still differentiates twice). */
+static void test_fused_double_backward(void **state) {
+    (void)state;
+    ct_scope_begin();
+    ct_manual_seed(3);
+    ct_module *m = ct_nn_lstm(3, 4, 1, true, false, 0.0, false, 0, CT_F64);
+    ct_tensor *x = ct_tensor_set_requires_grad(ct_randn(CT_SHAPE(2, 2, 3), CT_F64, CT_CPU), true);
+    const ct_tensor *outs[1] = {ct_sum(ct_module_forward(m, x), NULL, 0, false, CT_DTYPE_UNDEFINED)};
+    const ct_tensor *ins[1] = {x};
+    ct_tensor *g[1];
+    CT_ASSERT_ERR(ct_autograd_grad(outs, 1, ins, 1, NULL, true, true, false, g) == CT_OK, CT_ERROR_RUNTIME,
+                  "cannot be differentiated twice");
+    assert_int_equal(ct_autograd_grad(outs, 1, ins, 1, NULL, false, false, false, g), CT_OK);
+    CT_ASSERT_SHAPE(g[0], 2, 2, 3);
+    ct_module_free(m);
+    ct_scope_end();
+}
+
 /* Shapes only, on META (the ops' META kernels). */
 static void test_meta(void **state) {
     (void)state;
@@ -630,6 +734,9 @@ int main(void) {
         cmocka_unit_test(test_gradcheck),
         cmocka_unit_test(test_lengths_semantics),
         cmocka_unit_test(test_dropout_and_results),
+        cmocka_unit_test(test_fused_float32_vs_float64),
+        cmocka_unit_test(test_fused_double_backward),
+        cmocka_unit_test(test_fused_nonfinite),
         cmocka_unit_test(test_meta),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_cuda),

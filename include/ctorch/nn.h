@@ -516,6 +516,12 @@ CT_API ct_tensor *ct_conv_transpose1d(const ct_tensor *input, const ct_tensor *w
 CT_API ct_tensor *ct_conv3d(const ct_tensor *input, const ct_tensor *weight, const ct_tensor *bias,
                             const int64_t stride[3], const int64_t padding[3], const int64_t dilation[3],
                             int64_t groups);
+/* F.conv_transpose3d on (N, C, D, H, W) or (C, D, H, W); weight (C, O / groups, kd, kh,
+ * kw); NULL triples: stride 1, padding 0, output_padding 0, dilation 1. One
+ * conv_transpose2d per kernel depth (Note [conv_transpose3d as conv_transpose2d]). */
+CT_API ct_tensor *ct_conv_transpose3d(const ct_tensor *input, const ct_tensor *weight, const ct_tensor *bias,
+                                      const int64_t stride[3], const int64_t padding[3],
+                                      const int64_t output_padding[3], int64_t groups, const int64_t dilation[3]);
 /* F.max_pool1d / F.avg_pool1d / F.adaptive_avg_pool1d on (N, C, L) or (C, L); stride 0
  * means stride = kernel. */
 CT_API ct_tensor *ct_max_pool1d(const ct_tensor *input, int64_t kernel_size, int64_t stride, int64_t padding,
@@ -528,6 +534,20 @@ CT_API ct_tensor *ct_adaptive_avg_pool1d(const ct_tensor *input, int64_t output_
  * kernel; NULL padding 0, dilation 1. */
 CT_API ct_tensor *ct_max_pool3d(const ct_tensor *input, const int64_t kernel_size[3], const int64_t stride[3],
                                 const int64_t padding[3], const int64_t dilation[3], bool ceil_mode);
+/* F.max_unpool2d on (N, C, H, W) or (C, H, W) and max_pool2d's int64 indices (the same
+ * shape): zeros of the output size with each value at its index of its plane. NULL
+ * stride: the kernel; NULL padding 0; output_size NULL for (H - 1) * stride -
+ * 2 * padding + kernel, or n_output_size values (2, or 4 of which the last two count)
+ * within a stride of it, as PyTorch. Differentiable in input. */
+CT_API ct_tensor *ct_max_unpool2d(const ct_tensor *input, const ct_tensor *indices, const int64_t kernel_size[2],
+                                  const int64_t stride[2], const int64_t padding[2], const int64_t *output_size,
+                                  int n_output_size);
+/* F.avg_pool3d on (N, C, D, H, W) or (C, D, H, W): avg_pool2d over (H, W), then over
+ * the depth windows (Note [avg_pool3d as avg_pool2d]). NULL stride: the kernel; NULL
+ * padding 0; divisor_override 0: none. */
+CT_API ct_tensor *ct_avg_pool3d(const ct_tensor *input, const int64_t kernel_size[3], const int64_t stride[3],
+                                const int64_t padding[3], bool ceil_mode, bool count_include_pad,
+                                int64_t divisor_override);
 /* F.adaptive_max_pool1d / 2d (no return_indices; -1 in output_size is None): one amax
  * per bin of each dim (Note [Adaptive max pooling by dims]). */
 CT_API ct_tensor *ct_adaptive_max_pool1d(const ct_tensor *input, int64_t output_size);
@@ -543,12 +563,14 @@ CT_API ct_tensor *ct_instance_norm(const ct_tensor *input, ct_tensor *running_me
                                    const ct_tensor *weight, const ct_tensor *bias, bool use_input_stats,
                                    double momentum, double eps);
 
-/* F.interpolate for (N, C, W) and (N, C, H, W) input: size or scale_factor (exactly
- * one, the other NULL) holds n values, 1 for every spatial dim or one per dim; the
- * output size from a scale factor is floor(size * scale_factor), and the factor sets
- * the sampling ratio as in PyTorch (recompute_scale_factor=None). mode "nearest"
- * (NULL), "nearest-exact", "linear" (3-D), "bilinear" or "bicubic" (4-D);
- * align_corners only with the last three. Runs the op ct_upsample (ops.h). */
+/* F.interpolate for (N, C, W), (N, C, H, W) and (N, C, D, H, W) input: size or
+ * scale_factor (exactly one, the other NULL) holds n values, 1 for every spatial dim or
+ * one per dim; the output size from a scale factor is floor(size * scale_factor), and
+ * the factor sets the sampling ratio as in PyTorch (recompute_scale_factor=None). mode
+ * "nearest" (NULL), "nearest-exact", "linear" (3-D), "bilinear" or "bicubic" (4-D),
+ * "trilinear" (5-D); align_corners only with the interpolating ones. Runs the op
+ * ct_upsample (ops.h); 5-D input as a 2-D then a 1-D pass (Note [5-D interpolate by
+ * dims]). */
 CT_API ct_tensor *ct_interpolate(const ct_tensor *input, const int64_t *size, const double *scale_factor, int n,
                                  const char *mode, bool align_corners);
 /* nn.Upsample(size, scale_factor, mode, align_corners): ct_interpolate's arguments. */
@@ -596,6 +618,12 @@ CT_API ct_module *ct_nn_conv_transpose2d(int64_t in_channels, int64_t out_channe
                                          const int64_t stride[2], const int64_t padding[2],
                                          const int64_t output_padding[2], int64_t groups, bool bias,
                                          const int64_t dilation[2], ct_dtype dtype);
+/* nn.ConvTranspose3d: weight (in, out / groups, kd, kh, kw); NULL triples for the
+ * defaults (stride 1, padding 0, output_padding 0, dilation 1). */
+CT_API ct_module *ct_nn_conv_transpose3d(int64_t in_channels, int64_t out_channels, const int64_t kernel_size[3],
+                                         const int64_t stride[3], const int64_t padding[3],
+                                         const int64_t output_padding[3], int64_t groups, bool bias,
+                                         const int64_t dilation[3], ct_dtype dtype);
 /* nn.BatchNorm1d ((N, C) or (N, C, L)) and nn.BatchNorm3d ((N, C, D, H, W)), as
  * ct_nn_batch_norm2d. For these, BatchNorm2d and InstanceNorm, momentum < 0 is
  * PyTorch's momentum=None: the cumulative average (factor 1 / num_batches_tracked)
@@ -623,6 +651,18 @@ CT_API ct_module *ct_nn_max_pool2d_ex(const int64_t kernel_size[2], const int64_
  * kernel; NULL padding 0, dilation 1. */
 CT_API ct_module *ct_nn_max_pool3d(const int64_t kernel_size[3], const int64_t stride[3], const int64_t padding[3],
                                    const int64_t dilation[3], bool ceil_mode);
+/* nn.MaxPool2d(..., return_indices=True): ct_module_forward_multi gives (values,
+ * indices) (ct_module_forward the values alone); it prints as MaxPool2d, as PyTorch's.
+ * nn.MaxUnpool2d(kernel_size, stride, padding): ct_module_forward_multi takes (input,
+ * indices), ct_nn_max_unpool2d_forward also an output_size (NULL: the default). */
+CT_API ct_module *ct_nn_max_pool2d_with_indices(const int64_t kernel_size[2], const int64_t stride[2],
+                                                const int64_t padding[2], const int64_t dilation[2], bool ceil_mode);
+CT_API ct_module *ct_nn_max_unpool2d(const int64_t kernel_size[2], const int64_t stride[2], const int64_t padding[2]);
+CT_API ct_tensor *ct_nn_max_unpool2d_forward(ct_module *m, const ct_tensor *input, const ct_tensor *indices,
+                                             const int64_t *output_size, int n_output_size);
+/* nn.AvgPool3d: ct_avg_pool3d's arguments. */
+CT_API ct_module *ct_nn_avg_pool3d(const int64_t kernel_size[3], const int64_t stride[3], const int64_t padding[3],
+                                   bool ceil_mode, bool count_include_pad, int64_t divisor_override);
 CT_API ct_module *ct_nn_avg_pool1d(int64_t kernel_size, int64_t stride, int64_t padding, bool ceil_mode,
                                    bool count_include_pad);
 CT_API ct_module *ct_nn_avg_pool2d(const int64_t kernel_size[2], const int64_t stride[2], const int64_t padding[2],

@@ -123,39 +123,43 @@ static ct_status discover(task *t, const ct_edge *roots, int nroots) {
     nstack st = {0};
     ct_status status = CT_OK;
     bool is_new;
+    /* Post-order walk: a node's children are finished before the node itself, so
+     * "needed" can be computed on the way back up. Each root's walk ends before the
+     * next root goes on the stack: a root that is also reached from another root
+     * (outputs y and y[-1] of one node) would otherwise sit on the stack unfinished
+     * while the nodes above it read its "needed", and its dependencies would go
+     * uncounted, so it ran with only its own root's gradient. */
     for (int r = 0; r < nroots && status == CT_OK; r++) {
         if (!roots[r].fn)
             continue;
-        entry *e = insert(t, roots[r].fn, &is_new);
-        if (!e || (is_new && !push(&st, roots[r].fn, 0)))
+        entry *re = insert(t, roots[r].fn, &is_new);
+        if (!re || (is_new && !push(&st, roots[r].fn, 0)))
             status = CT_ERROR_OUT_OF_MEMORY;
-    }
-    /* Post-order walk: a node's children are finished before the node itself, so
-     * "needed" can be computed on the way back up. */
-    while (status == CT_OK && st.n > 0) {
-        ct_node *n = st.v[st.n - 1];
-        int k = st.k[st.n - 1];
-        bool stop = t->stop_at_caps && is_capture(t, n);
-        if (k < n->nin && !stop) {
-            st.k[st.n - 1] = k + 1;
-            ct_node *c = n->edges[k].fn;
-            if (!c)
+        while (status == CT_OK && st.n > 0) {
+            ct_node *n = st.v[st.n - 1];
+            int k = st.k[st.n - 1];
+            bool stop = t->stop_at_caps && is_capture(t, n);
+            if (k < n->nin && !stop) {
+                st.k[st.n - 1] = k + 1;
+                ct_node *c = n->edges[k].fn;
+                if (!c)
+                    continue;
+                entry *e = insert(t, c, &is_new);
+                if (!e || (is_new && !push(&st, c, 0)))
+                    status = CT_ERROR_OUT_OF_MEMORY;
                 continue;
-            entry *e = insert(t, c, &is_new);
-            if (!e || (is_new && !push(&st, c, 0)))
-                status = CT_ERROR_OUT_OF_MEMORY;
-            continue;
-        }
-        st.n--;
-        entry *e = lookup(t, n);
-        e->visited = true;
-        if (t->accumulate) {
-            e->needed = true;
-        } else if (n->kind != CT_NODE_ACCUMULATE && !stop) {
-            for (int i = 0; i < n->nin && !e->needed; i++) {
-                ct_node *c = n->edges[i].fn;
-                if (c && (is_capture(t, c) || lookup(t, c)->needed))
-                    e->needed = true;
+            }
+            st.n--;
+            entry *e = lookup(t, n);
+            e->visited = true;
+            if (t->accumulate) {
+                e->needed = true;
+            } else if (n->kind != CT_NODE_ACCUMULATE && !stop) {
+                for (int i = 0; i < n->nin && !e->needed; i++) {
+                    ct_node *c = n->edges[i].fn;
+                    if (c && (is_capture(t, c) || lookup(t, c)->needed))
+                        e->needed = true;
+                }
             }
         }
     }

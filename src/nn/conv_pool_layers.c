@@ -1,8 +1,9 @@
-/* Conv1d, Conv3d, ConvTranspose1d, ConvTranspose2d, the pooling modules, the upsampling
- * modules (MaxPool1d/2d,
- * AvgPool1d/2d, AdaptiveAvgPool1d/2d), PixelShuffle, PixelUnshuffle, Identity and
+/* Conv1d, Conv3d, ConvTranspose1d/2d/3d, the pooling modules, the upsampling
+ * modules (MaxPool1d/2d/3d, MaxPool2d with indices, MaxUnpool2d,
+ * AvgPool1d/2d/3d, AdaptiveAvgPool1d/2d), PixelShuffle, PixelUnshuffle, Identity and
  * Unflatten. Each prints as PyTorch's (its extra_repr). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ctorch.h"
@@ -46,8 +47,10 @@ static ct_tensor *conv_forward(ct_module *m, const ct_tensor *x) {
     if (c->transposed)
         return c->nd == 1 ? ct_conv_transpose1d(x, w, b, c->stride[0], c->padding[0], c->output_padding[0], c->groups,
                                                 c->dilation[0])
-                          : ct_conv_transpose2d(x, w, b, c->stride, c->padding, c->output_padding, c->groups,
-                                                c->dilation);
+               : c->nd == 2 ? ct_conv_transpose2d(x, w, b, c->stride, c->padding, c->output_padding, c->groups,
+                                                  c->dilation)
+                            : ct_conv_transpose3d(x, w, b, c->stride, c->padding, c->output_padding, c->groups,
+                                                  c->dilation);
     if (c->padding_mode == 0)
         return c->nd == 1 ? ct_conv1d(x, w, b, c->stride[0], c->padding[0], c->dilation[0], c->groups)
                           : ct_conv3d(x, w, b, c->stride, c->padding, c->dilation, c->groups);
@@ -174,6 +177,13 @@ ct_module *ct_nn_conv_transpose1d(int64_t in_channels, int64_t out_channels, int
                                   int64_t dilation, ct_dtype dtype) {
     return conv_module("ConvTranspose1d", 1, true, in_channels, out_channels, &kernel_size, &stride, &padding,
                        &output_padding, &dilation, groups, bias, NULL, dtype);
+}
+
+ct_module *ct_nn_conv_transpose3d(int64_t in_channels, int64_t out_channels, const int64_t kernel_size[3],
+                                  const int64_t stride[3], const int64_t padding[3], const int64_t output_padding[3],
+                                  int64_t groups, bool bias, const int64_t dilation[3], ct_dtype dtype) {
+    return conv_module("ConvTranspose3d", 3, true, in_channels, out_channels, kernel_size, stride, padding,
+                       output_padding, dilation, groups, bias, NULL, dtype);
 }
 
 ct_module *ct_nn_conv_transpose2d(int64_t in_channels, int64_t out_channels, const int64_t kernel_size[2],
@@ -387,6 +397,187 @@ ct_module *ct_nn_max_pool3d(const int64_t kernel_size[3], const int64_t stride[3
     return m;
 }
 
+/* nn.MaxPool2d(return_indices=True): a multi module over pool_ctx. */
+static ct_status maxpool2d_indices_forward(ct_module *m, const ct_tensor *const *in, int nin, ct_tensor **out,
+                                           int cap, int *nout) {
+    const pool_ctx *c = ct_module_ctx(m);
+    if (nin != 1)
+        return ct_error(CT_ERROR_VALUE, "MaxPool2d", "forward takes 1 input, got %d", nin);
+    ct_tensor *idx = NULL, *y = ct_max_pool2d(in[0], c->kernel, c->stride, c->padding, c->dilation, c->ceil_mode, &idx);
+    if (!y)
+        return ct_last_status();
+    out[0] = y, out[1] = idx;
+    *nout = 2;
+    return CT_OK;
+}
+
+ct_module *ct_nn_max_pool2d_with_indices(const int64_t kernel_size[2], const int64_t stride[2],
+                                         const int64_t padding[2], const int64_t dilation[2], bool ceil_mode) {
+    const char *op = "MaxPool2d";
+    if (!kernel_size) {
+        ct_error(CT_ERROR_NULL_ARGUMENT, op, "kernel_size is NULL");
+        return NULL;
+    }
+    for (int i = 0; i < 2; i++)
+        if (kernel_size[i] <= 0) {
+            ct_error(CT_ERROR_VALUE, op, "kernel_size must be greater than zero");
+            return NULL;
+        }
+    pool_ctx *c = calloc(1, sizeof *c);
+    if (!c) {
+        ct_error(CT_ERROR_OUT_OF_MEMORY, op, "out of memory");
+        return NULL;
+    }
+    ct_module *m = ct_module_new_multi(op, maxpool2d_indices_forward, c, free); /* frees c on failure */
+    if (!m)
+        return NULL;
+    ct_module_set_extra_repr(m, pool_repr);
+    c->kind = P_MAX;
+    c->nd = 2;
+    c->ceil_mode = ceil_mode;
+    for (int i = 0; i < 2; i++) {
+        c->kernel[i] = kernel_size[i];
+        c->stride[i] = stride && stride[i] ? stride[i] : kernel_size[i];
+        c->padding[i] = padding ? padding[i] : 0;
+        c->dilation[i] = dilation ? dilation[i] : 1;
+    }
+    return m;
+}
+
+/* nn.MaxUnpool2d: a multi module (input, indices) -> output over pool_ctx's sizes. */
+#define UNPOOL_MAGIC 0x556e706f6f6c3264ULL
+
+typedef struct unpool_ctx {
+    uint64_t magic;
+    int64_t kernel[2], stride[2], padding[2];
+} unpool_ctx;
+
+static ct_status unpool_forward(ct_module *m, const ct_tensor *const *in, int nin, ct_tensor **out, int cap,
+                                int *nout) {
+    const unpool_ctx *c = ct_module_ctx(m);
+    if (nin != 2)
+        return ct_error(CT_ERROR_VALUE, "MaxUnpool2d", "forward takes 2 inputs (input, indices), got %d", nin);
+    if (!(out[0] = ct_max_unpool2d(in[0], in[1], c->kernel, c->stride, c->padding, NULL, 0)))
+        return ct_last_status();
+    *nout = 1;
+    return CT_OK;
+}
+
+static int unpool_repr(const ct_module *m, char *buf, size_t cap) {
+    const unpool_ctx *c = ct_module_ctx(m);
+    char k[48], s[48], p[48];
+    tuple_repr(c->kernel, 2, k, sizeof k);
+    tuple_repr(c->stride, 2, s, sizeof s);
+    tuple_repr(c->padding, 2, p, sizeof p);
+    return snprintf(buf, cap, "kernel_size=%s, stride=%s, padding=%s", k, s, p);
+}
+
+ct_module *ct_nn_max_unpool2d(const int64_t kernel_size[2], const int64_t stride[2], const int64_t padding[2]) {
+    const char *op = "MaxUnpool2d";
+    if (!kernel_size) {
+        ct_error(CT_ERROR_NULL_ARGUMENT, op, "kernel_size is NULL");
+        return NULL;
+    }
+    for (int i = 0; i < 2; i++)
+        if (kernel_size[i] <= 0 || (stride && stride[i] < 0) || (padding && padding[i] < 0)) {
+            ct_error(CT_ERROR_VALUE, op, "kernel_size must be greater than zero, stride and padding non-negative");
+            return NULL;
+        }
+    unpool_ctx *c = calloc(1, sizeof *c);
+    if (!c) {
+        ct_error(CT_ERROR_OUT_OF_MEMORY, op, "out of memory");
+        return NULL;
+    }
+    ct_module *m = ct_module_new_multi(op, unpool_forward, c, free); /* frees c on failure */
+    if (!m)
+        return NULL;
+    ct_module_set_extra_repr(m, unpool_repr);
+    c->magic = UNPOOL_MAGIC;
+    for (int i = 0; i < 2; i++) {
+        c->kernel[i] = kernel_size[i];
+        c->stride[i] = stride && stride[i] ? stride[i] : kernel_size[i];
+        c->padding[i] = padding ? padding[i] : 0;
+    }
+    return m;
+}
+
+ct_tensor *ct_nn_max_unpool2d_forward(ct_module *m, const ct_tensor *input, const ct_tensor *indices,
+                                      const int64_t *output_size, int n_output_size) {
+    const char *fn = "max_unpool2d_forward";
+    if (!m) {
+        ct_error(CT_ERROR_NULL_ARGUMENT, fn, "module is NULL");
+        return NULL;
+    }
+    const unpool_ctx *c = strcmp(ct_module_type(m), "MaxUnpool2d") ? NULL : ct_module_ctx(m);
+    if (!c || c->magic != UNPOOL_MAGIC) {
+        ct_error(CT_ERROR_VALUE, fn, "expected a MaxUnpool2d module made by ct_nn_max_unpool2d, got %s",
+                 ct_module_type(m));
+        return NULL;
+    }
+    if (!output_size) { /* hooks run as for any call */
+        ct_tensor *out[CT_MODULE_IO_CAP];
+        int n = 0;
+        const ct_tensor *in[2] = {input, indices};
+        if (!input || !indices) {
+            ct_error(CT_ERROR_NULL_ARGUMENT, fn, "input and indices must not be NULL");
+            return NULL;
+        }
+        return ct_module_forward_multi(m, in, 2, out, CT_MODULE_IO_CAP, &n) == CT_OK ? out[0] : NULL;
+    }
+    return ct_max_unpool2d(input, indices, c->kernel, c->stride, c->padding, output_size, n_output_size);
+}
+
+/* nn.AvgPool3d: pool3_ctx's sizes (dilation unused) and its own flags. */
+typedef struct avgpool3_ctx {
+    pool3_ctx p;
+    bool count_include_pad;
+    int64_t divisor_override;
+} avgpool3_ctx;
+
+static ct_tensor *avgpool3d_forward(ct_module *m, const ct_tensor *x) {
+    const avgpool3_ctx *c = ct_module_ctx(m);
+    return ct_avg_pool3d(x, c->p.kernel, c->p.stride, c->p.padding, c->p.ceil_mode, c->count_include_pad,
+                         c->divisor_override);
+}
+
+static int avgpool3d_repr(const ct_module *m, char *buf, size_t cap) {
+    const avgpool3_ctx *c = ct_module_ctx(m);
+    char k[64], s[64], p[64];
+    triple_or_int(c->p.kernel, k, sizeof k);
+    triple_or_int(c->p.stride, s, sizeof s);
+    triple_or_int(c->p.padding, p, sizeof p);
+    return snprintf(buf, cap, "kernel_size=%s, stride=%s, padding=%s", k, s, p);
+}
+
+ct_module *ct_nn_avg_pool3d(const int64_t kernel_size[3], const int64_t stride[3], const int64_t padding[3],
+                            bool ceil_mode, bool count_include_pad, int64_t divisor_override) {
+    const char *op = "AvgPool3d";
+    if (!kernel_size) {
+        ct_error(CT_ERROR_NULL_ARGUMENT, op, "kernel_size is NULL");
+        return NULL;
+    }
+    for (int i = 0; i < 3; i++)
+        if (kernel_size[i] <= 0) {
+            ct_error(CT_ERROR_VALUE, op, "kernel_size must be greater than zero");
+            return NULL;
+        }
+    ct_module *m = ct_nn_module_with_ctx(op, avgpool3d_forward, sizeof(avgpool3_ctx));
+    if (!m)
+        return NULL;
+    ct_module_set_extra_repr(m, avgpool3d_repr);
+    avgpool3_ctx *c = ct_module_ctx(m);
+    c->p.ceil_mode = ceil_mode;
+    c->count_include_pad = count_include_pad;
+    c->divisor_override = divisor_override;
+    for (int i = 0; i < 3; i++) {
+        c->p.kernel[i] = kernel_size[i];
+        c->p.stride[i] = stride && stride[i] ? stride[i] : kernel_size[i];
+        c->p.padding[i] = padding ? padding[i] : 0;
+        c->p.dilation[i] = 1;
+    }
+    return m;
+}
+
 /* ------------------------------------------------------------------ PixelShuffle, Identity, Unflatten */
 
 typedef struct shape_ctx {
@@ -468,8 +659,8 @@ ct_module *ct_nn_unflatten(int dim, const int64_t *unflattened_size, int n) {
 typedef struct upsample_ctx {
     int n;
     bool has_size, align_corners;
-    int64_t size[2];
-    double scale[2];
+    int64_t size[3];
+    double scale[3];
     char mode[16];
 } upsample_ctx;
 
@@ -490,13 +681,16 @@ static int upsample_repr(const ct_module *m, char *buf, size_t cap) {
         else
             tuple_repr(c->size, c->n, v, sizeof v);
     } else {
-        char a[40], b[40];
-        ct_nn_float_repr(c->scale[0], a, sizeof a);
-        ct_nn_float_repr(c->scale[1], b, sizeof b);
-        if (c->n == 1)
-            snprintf(v, sizeof v, "%s", a);
-        else
-            snprintf(v, sizeof v, "(%s, %s)", a, b);
+        size_t k = 0;
+        for (int i = 0; i < c->n; i++) {
+            char a[40];
+            ct_nn_float_repr(c->scale[i], a, sizeof a);
+            k += (size_t)snprintf(v + k, sizeof v - k, "%s%s%s", c->n > 1 && i == 0 ? "(" : "", i ? ", " : "", a);
+            if (k >= sizeof v)
+                break;
+        }
+        if (c->n > 1 && k < sizeof v)
+            snprintf(v + k, sizeof v - k, ")");
     }
     return snprintf(buf, cap, "%s=%s, mode='%s'", c->has_size ? "size" : "scale_factor", v, c->mode);
 }
@@ -505,12 +699,12 @@ static ct_module *upsample_module(const char *op, const int64_t *size, const dou
                                   const char *mode, bool align_corners) {
     if (!mode)
         mode = "nearest";
-    static const char *const modes[] = {"nearest", "linear", "bilinear", "bicubic", "nearest-exact"};
+    static const char *const modes[] = {"nearest", "linear", "bilinear", "bicubic", "nearest-exact", "trilinear"};
     bool known = false;
-    for (int i = 0; i < 5; i++)
+    for (int i = 0; i < 6; i++)
         known = known || !strcmp(mode, modes[i]);
     if (!known) {
-        ct_error(CT_ERROR_NOT_IMPLEMENTED, op, "unknown mode '%s' (nearest, linear, bilinear, bicubic or "
+        ct_error(CT_ERROR_NOT_IMPLEMENTED, op, "unknown mode '%s' (nearest, linear, bilinear, bicubic, trilinear or "
                  "nearest-exact)", mode);
         return NULL;
     }
@@ -519,8 +713,8 @@ static ct_module *upsample_module(const char *op, const int64_t *size, const dou
                                           : "either size or scale_factor should be defined");
         return NULL;
     }
-    if (n < 1 || n > 2) {
-        ct_error(CT_ERROR_VALUE, op, "size or scale_factor must have 1 or 2 values, got %d", n);
+    if (n < 1 || n > 3) {
+        ct_error(CT_ERROR_VALUE, op, "size or scale_factor must have 1 to 3 values, got %d", n);
         return NULL;
     }
     ct_module *m = ct_nn_module_with_ctx(op, upsample_forward, sizeof(upsample_ctx));

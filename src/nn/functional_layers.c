@@ -221,7 +221,34 @@ ct_tensor *ct_instance_norm(const ct_tensor *input, ct_tensor *running_mean, ct_
 
 /* ------------------------------------------------------------------ interpolate */
 
-static const char *const interp_modes[] = {"nearest", "linear", "bilinear", "bicubic", "nearest-exact"};
+static const char *const interp_modes[] = {"nearest", "linear", "bilinear", "bicubic", "nearest-exact", "trilinear"};
+
+/* Note [5-D interpolate by dims]
+ * trilinear weights are the product of one linear weight per dim, and the 3-D nearest
+ * modes pick one source index per dim, so a 5-D interpolate is the 2-D one over
+ * (H, W) (depths folded into the channels: bilinear, or the same nearest mode) and
+ * then the 1-D one over D (the output's (H, W) positions folded into the channels),
+ * each dim with its own size and scale as PyTorch computes them. The gradient is the
+ * two upsample ops'. */
+static ct_tensor *interpolate_5d(const ct_tensor *input, const int64_t out[3], const double scales[3],
+                                 const char *mode, bool align_corners, bool have_scales) {
+    bool tri = !strcmp(mode, "trilinear");
+    const int64_t *sh = ct_tensor_shape(input);
+    int64_t n = sh[0], c = sh[1], d = sh[2];
+    ct_scope_begin();
+    ct_tensor *t = ct_upsample(ct_reshape(input, CT_SHAPE(n, c * d, sh[3], sh[4])), out + 1, 2,
+                               tri ? "bilinear" : mode, align_corners, have_scales ? scales + 1 : NULL);
+    /* (N, C, D, oH, oW) -> (N, C * oH * oW, D) */
+    t = t ? ct_reshape(ct_transpose(ct_reshape(t, CT_SHAPE(n, c, d, out[1] * out[2])), 2, 3),
+                       CT_SHAPE(n, c * out[1] * out[2], d))
+          : NULL;
+    t = t ? ct_upsample(t, out, 1, tri ? "linear" : mode, align_corners, have_scales ? scales : NULL) : NULL;
+    t = t ? ct_contiguous(ct_transpose(ct_reshape(t, CT_SHAPE(n, c, out[1] * out[2], out[0])), 2, 3)) : NULL;
+    t = t ? ct_view(t, CT_SHAPE(n, c, out[0], out[1], out[2])) : NULL;
+    ct_keep(t);
+    ct_scope_end();
+    return t;
+}
 
 ct_tensor *ct_interpolate(const ct_tensor *input, const int64_t *size, const double *scale_factor, int n,
                           const char *mode, bool align_corners) {
@@ -240,10 +267,10 @@ ct_tensor *ct_interpolate(const ct_tensor *input, const int64_t *size, const dou
         return NULL;
     }
     bool known = false, interpolating = false;
-    for (int i = 0; i < 5; i++)
+    for (int i = 0; i < 6; i++)
         if (!strcmp(mode, interp_modes[i])) {
             known = true;
-            interpolating = i >= 1 && i <= 3;
+            interpolating = (i >= 1 && i <= 3) || i == 5;
         }
     if (align_corners && !interpolating) {
         ct_error(CT_ERROR_VALUE, op, "align_corners option can only be set with the interpolating modes: linear | "
@@ -272,27 +299,25 @@ ct_tensor *ct_interpolate(const ct_tensor *input, const int64_t *size, const dou
                  size ? "output size" : "scale_factor", size ? "o" : "s", size ? "o" : "s", size ? "o" : "s");
         return NULL;
     }
-    bool rank_ok = known && (nd == 3 || nd == 4) && !(nd == 3 && !strcmp(mode, "bicubic"));
-    if (known && nd == 3 && !strcmp(mode, "bilinear")) {
-        ct_error(CT_ERROR_NOT_IMPLEMENTED, op, "Got 3D input, but bilinear mode needs 4D input");
-        return NULL;
-    }
-    if (known && nd == 4 && !strcmp(mode, "linear")) {
-        ct_error(CT_ERROR_NOT_IMPLEMENTED, op, "Got 4D input, but linear mode needs 3D input");
-        return NULL;
-    }
-    if (known && nd == 5) {
-        ct_error(CT_ERROR_NOT_IMPLEMENTED, op, "5D input (trilinear, 3-D nearest) is not supported");
-        return NULL;
-    }
+    bool rank_ok = known && (nd == 3 || nd == 4 || nd == 5) && !(nd != 4 && !strcmp(mode, "bicubic"));
+    static const struct {
+        const char *mode;
+        int nd;
+    } needs[] = {{"linear", 3}, {"bilinear", 4}, {"trilinear", 5}};
+    for (int i = 0; known && nd >= 3 && nd <= 5 && i < 3; i++)
+        if (!strcmp(mode, needs[i].mode) && nd != needs[i].nd) {
+            ct_error(CT_ERROR_NOT_IMPLEMENTED, op, "Got %dD input, but %s mode needs %dD input", nd, mode,
+                     needs[i].nd);
+            return NULL;
+        }
     if (!rank_ok) {
         ct_error(CT_ERROR_NOT_IMPLEMENTED, op, "Input Error: Only 3D, 4D and 5D input Tensors supported (got %dD) "
                  "for the modes: nearest | linear | bilinear | bicubic | trilinear | lanczos | area | nearest-exact "
                  "(got %s)", nd, mode);
         return NULL;
     }
-    int64_t out[2];
-    double scales[2] = {0, 0};
+    int64_t out[3];
+    double scales[3] = {0, 0, 0};
     for (int i = 0; i < nsp; i++) {
         int j = n == 1 ? 0 : i;
         if (size) {
@@ -302,6 +327,16 @@ ct_tensor *ct_interpolate(const ct_tensor *input, const int64_t *size, const dou
             /* PyTorch: floor(float(input size) * scale_factor), in double */
             out[i] = (int64_t)floor((double)sh[2 + i] * scale_factor[j]);
         }
+    }
+    if (nd == 5) {
+        if (sh[2] <= 0 || sh[3] <= 0 || sh[4] <= 0 || out[0] <= 0 || out[1] <= 0 || out[2] <= 0) {
+            ct_error(CT_ERROR_VALUE, op, "Input and output sizes should be greater than 0, but got input (D: %lld, H: "
+                     "%lld, W: %lld) output (D: %lld, H: %lld, W: %lld)",
+                     (long long)sh[2], (long long)sh[3], (long long)sh[4], (long long)out[0], (long long)out[1],
+                     (long long)out[2]);
+            return NULL;
+        }
+        return interpolate_5d(input, out, scales, mode, align_corners, !size);
     }
     return ct_upsample(input, out, nsp, mode, align_corners, size ? NULL : scales);
 }
@@ -553,6 +588,276 @@ ct_tensor *ct_max_pool3d(const ct_tensor *input, const int64_t kernel_size[3], c
     }
     y = y && nd == 4 ? ct_squeeze_dim(y, 0) : y;
     y = y ? ct_contiguous(y) : NULL;
+    ct_keep(y);
+    ct_scope_end();
+    return y;
+}
+
+/* F.max_unpool2d: a scatter of each plane's values into zeros of the output size, so
+ * the gradient is the gather at the indices (scatter's). PyTorch's checks and
+ * messages; an index outside its output plane is an error, as on PyTorch's CPU (the
+ * check reads the indices' minimum and maximum). */
+ct_tensor *ct_max_unpool2d(const ct_tensor *input, const ct_tensor *indices, const int64_t kernel_size[2],
+                           const int64_t stride[2], const int64_t padding[2], const int64_t *output_size,
+                           int n_output_size) {
+    const char *op = "max_unpool2d";
+    CT_CHECK_ARG(op, input);
+    CT_CHECK_ARG(op, indices);
+    if (!kernel_size) {
+        ct_error(CT_ERROR_NULL_ARGUMENT, op, "kernel_size is NULL");
+        return NULL;
+    }
+    int nd = ct_tensor_dim(input);
+    if (nd != 3 && nd != 4) {
+        ct_error(CT_ERROR_VALUE, op,
+                 "Input to max_unpooling2d should be a 3d or 4d Tensor, but got a tensor with %d dimensions.", nd);
+        return NULL;
+    }
+    if (ct_tensor_dtype(indices) != CT_I64) {
+        ct_error(CT_ERROR_TYPE, op, "elements in indices should be type int64 but got: %s",
+                 ct_dtype_name(ct_tensor_dtype(indices)));
+        return NULL;
+    }
+    const int64_t *sh = ct_tensor_shape(input);
+    bool same = ct_tensor_dim(indices) == nd;
+    for (int i = 0; same && i < nd; i++)
+        same = ct_tensor_size(indices, i) == sh[i];
+    if (!same) {
+        char a[96], b[96];
+        ct_error(CT_ERROR_VALUE, op, "Expected shape of indices to be same as that of the input tensor (%s) but got "
+                 "indices tensor with shape: %s",
+                 ct_shape_str(sh, nd, a, sizeof a),
+                 ct_shape_str(ct_tensor_shape(indices), ct_tensor_dim(indices), b, sizeof b));
+        return NULL;
+    }
+    int64_t o[2];
+    for (int i = 0; i < 2; i++) {
+        int64_t k = kernel_size[i], st = stride && stride[i] ? stride[i] : k, p = padding ? padding[i] : 0;
+        if (k <= 0 || st <= 0 || p < 0) {
+            ct_error(CT_ERROR_VALUE, op, "kernel_size and stride must be greater than zero, padding non-negative");
+            return NULL;
+        }
+        o[i] = (sh[nd - 2 + i] - 1) * st + k - 2 * p;
+    }
+    if (output_size) {
+        if (n_output_size != 2 && n_output_size != 4) {
+            ct_error(CT_ERROR_VALUE, op, "output_size should be a sequence containing 2 or 4 elements, but it has a "
+                     "length of '%d'", n_output_size);
+            return NULL;
+        }
+        const int64_t *want = output_size + n_output_size - 2;
+        for (int i = 0; i < 2; i++) {
+            int64_t st = stride && stride[i] ? stride[i] : kernel_size[i];
+            if (!(o[i] - st < want[i] && want[i] < o[i] + st)) {
+                ct_error(CT_ERROR_VALUE, op, "invalid output_size \"(%lld, %lld)\" (dim %d must be between %lld and "
+                         "%lld)",
+                         (long long)want[0], (long long)want[1], i, (long long)(o[i] - st), (long long)(o[i] + st));
+                return NULL;
+            }
+        }
+        o[0] = want[0], o[1] = want[1];
+    }
+    if (o[0] <= 0 || o[1] <= 0) {
+        ct_error(CT_ERROR_VALUE, op, "the output size (%lld, %lld) is not positive", (long long)o[0], (long long)o[1]);
+        return NULL;
+    }
+    ct_scope_begin();
+    ct_tensor *y = NULL;
+    int64_t n = nd == 4 ? sh[0] : 1, c = sh[nd - 3], plane = o[0] * o[1];
+    bool ok = true;
+    if (ct_tensor_numel(indices) > 0) {
+        int64_t lo = 0, hi = 0;
+        ok = ct_item_int64(ct_amin(indices, NULL, 0, false), &lo) == CT_OK &&
+             ct_item_int64(ct_amax(indices, NULL, 0, false), &hi) == CT_OK;
+        if (ok && (lo < 0 || hi >= plane)) {
+            ct_error(CT_ERROR_VALUE, op, "Found an invalid max index: %lld (output volumes are of size %lldx%lld)",
+                     (long long)(lo < 0 ? lo : hi), (long long)o[0], (long long)o[1]);
+            ok = false;
+        }
+    }
+    if (ok) {
+        ct_tensor *z = ct_zeros(CT_SHAPE(n, c, plane), ct_tensor_dtype(input), ct_tensor_device(input));
+        ct_tensor *idx = ct_reshape(indices, CT_SHAPE(n, c, -1)), *src = ct_reshape(input, CT_SHAPE(n, c, -1));
+        y = z && idx && src ? ct_scatter(z, 2, idx, src) : NULL;
+        int64_t shape[4] = {n, c, o[0], o[1]};
+        y = y ? ct_reshape(y, shape + (nd == 4 ? 0 : 1), nd) : NULL;
+    }
+    ct_keep(y);
+    ct_scope_end();
+    return y;
+}
+
+/* Note [conv_transpose3d as conv_transpose2d]
+ * Input depth id and kernel depth kd write output depth id * sD + kd * dD - pD. For one
+ * kd that is conv_transpose2d of every input depth slice (folded into the batch) with
+ * the kernel's slice kd, placed at depths kd * dD + id * sD: the slices spread out
+ * by sD (a pad of sD - 1 zeros after each, through unsqueeze, pad and reshape) and
+ * shifted by kd * dD (a pad in front). The kD placements are summed, then the depth
+ * padding is cropped from both ends (output_padding adds depths at the back) and the
+ * bias added. Gradients through conv_transpose2d, pad and narrow. */
+ct_tensor *ct_conv_transpose3d(const ct_tensor *input, const ct_tensor *weight, const ct_tensor *bias,
+                               const int64_t stride[3], const int64_t padding[3], const int64_t output_padding[3],
+                               int64_t groups, const int64_t dilation[3]) {
+    const char *op = "conv_transpose3d";
+    CT_CHECK_ARG(op, input);
+    CT_CHECK_ARG(op, weight);
+    int nd = ct_tensor_dim(input);
+    if (nd != 4 && nd != 5) {
+        char b[96];
+        ct_error(CT_ERROR_VALUE, op,
+                 "Expected 4D (unbatched) or 5D (batched) input to conv_transpose3d, but got input of size: %s",
+                 ct_shape_str(ct_tensor_shape(input), nd, b, sizeof b));
+        return NULL;
+    }
+    if (ct_tensor_dim(weight) != 5) {
+        ct_error(CT_ERROR_VALUE, op, "weight should have 5 dimensions, got %d", ct_tensor_dim(weight));
+        return NULL;
+    }
+    int64_t s[3], p[3], o[3], d[3];
+    for (int i = 0; i < 3; i++) {
+        s[i] = stride ? stride[i] : 1;
+        p[i] = padding ? padding[i] : 0;
+        o[i] = output_padding ? output_padding[i] : 0;
+        d[i] = dilation ? dilation[i] : 1;
+        if (s[i] <= 0 || p[i] < 0 || d[i] <= 0 || o[i] < 0) {
+            ct_error(CT_ERROR_VALUE, op, "stride and dilation must be positive, padding and output_padding "
+                     "non-negative");
+            return NULL;
+        }
+        if (o[i] >= s[i] && o[i] >= d[i]) {
+            ct_error(CT_ERROR_VALUE, op, "output padding must be smaller than either stride or dilation, but got "
+                     "output_padding_depth: %lld output_padding_height: %lld output_padding_width: %lld "
+                     "stride_depth: %lld stride_height: %lld stride_width: %lld dilation_depth: %lld "
+                     "dilation_height: %lld dilation_width: %lld",
+                     (long long)o[0], (long long)o[1], (long long)o[2], (long long)s[0], (long long)s[1],
+                     (long long)s[2], (long long)d[0], (long long)d[1], (long long)d[2]);
+            return NULL;
+        }
+    }
+    if (groups <= 0) {
+        ct_error(CT_ERROR_VALUE, op, "non-positive groups is not supported");
+        return NULL;
+    }
+    ct_scope_begin();
+    const ct_tensor *x = nd == 4 ? ct_unsqueeze(input, 0) : input;
+    ct_tensor *y = NULL;
+    int64_t n = x ? ct_tensor_size(x, 0) : 0, c = x ? ct_tensor_size(x, 1) : 0, id = x ? ct_tensor_size(x, 2) : 0;
+    int64_t kd = ct_tensor_size(weight, 2), cout = ct_tensor_size(weight, 1) * groups;
+    int64_t full = (id - 1) * s[0] + d[0] * (kd - 1) + 1 + o[0], od = full - 2 * p[0];
+    if (x && c != ct_tensor_size(weight, 0)) {
+        char a[96], b[96];
+        ct_error(CT_ERROR_VALUE, op,
+                 "Given transposed=1, weight of size %s, expected input%s to have %lld channels, but got %lld "
+                 "channels instead",
+                 ct_shape_str(ct_tensor_shape(weight), 5, a, sizeof a), ct_shape_str(ct_tensor_shape(x), 5, b, sizeof b),
+                 (long long)ct_tensor_size(weight, 0), (long long)c);
+        x = NULL;
+    } else if (x && (id <= 0 || od <= 0)) {
+        ct_error(CT_ERROR_VALUE, op, "the output depth %lld (input depth %lld) is not positive", (long long)od,
+                 (long long)id);
+        x = NULL;
+    }
+    /* (N, C, D, H, W) -> (N * D, C, H, W) */
+    ct_tensor *img = x ? ct_reshape(ct_transpose(x, 1, 2), CT_SHAPE(n * id, c, ct_tensor_size(x, 3),
+                                                                     ct_tensor_size(x, 4)))
+                       : NULL;
+    for (int64_t k = 0; img && k < kd; k++) {
+        ct_tensor *t = ct_conv_transpose2d(img, ct_select(weight, 2, k), NULL, s + 1, p + 1, o + 1, groups, d + 1);
+        if (!t) {
+            y = NULL;
+            break;
+        }
+        int64_t oh = ct_tensor_size(t, 2), ow = ct_tensor_size(t, 3), spread = (id - 1) * s[0] + 1;
+        t = ct_transpose(ct_reshape(t, CT_SHAPE(n, id, cout, oh, ow)), 1, 2); /* (N, Cout, D, oh, ow) */
+        if (t && s[0] > 1) {
+            t = ct_pad(ct_unsqueeze(t, 3), CT_INDEX(0, 0, 0, 0, 0, s[0] - 1), 6, "constant", 0);
+            t = t ? ct_narrow(ct_reshape(t, CT_SHAPE(n, cout, id * s[0], oh, ow)), 2, 0, spread) : NULL;
+        }
+        t = t ? ct_pad(t, CT_INDEX(0, 0, 0, 0, k * d[0], full - k * d[0] - spread), 6, "constant", 0) : NULL;
+        y = !t ? NULL : y ? ct_add(y, t) : t;
+        if (!y)
+            break;
+    }
+    if (y)
+        y = ct_narrow(y, 2, p[0], od);
+    if (y && bias)
+        y = ct_add(y, ct_view(bias, CT_SHAPE(1, cout, 1, 1, 1)));
+    y = y && nd == 4 ? ct_squeeze_dim(y, 0) : y;
+    y = y ? ct_contiguous(y) : NULL;
+    ct_keep(y);
+    ct_scope_end();
+    return y;
+}
+
+/* Note [avg_pool3d as avg_pool2d]
+ * PyTorch's divisor for a 3-D window is a product of one count per dim (the window's
+ * extent clipped to the padded input with count_include_pad, to the input without
+ * it), and avg_pool2d computes each of those counts the same way, so the average over
+ * a box is avg_pool2d over its (H, W) windows (depths folded into the channels)
+ * followed by avg_pool2d over (kD, 1) windows of (N, C, D, Ho * Wo), both with the
+ * call's ceil_mode and count_include_pad. A divisor_override d makes the first pass
+ * sum (override 1) and the second divide by d. The gradients are avg_pool2d's. */
+ct_tensor *ct_avg_pool3d(const ct_tensor *input, const int64_t kernel_size[3], const int64_t stride[3],
+                         const int64_t padding[3], bool ceil_mode, bool count_include_pad, int64_t divisor_override) {
+    const char *op = "avg_pool3d";
+    CT_CHECK_ARG(op, input);
+    if (!kernel_size) {
+        ct_error(CT_ERROR_NULL_ARGUMENT, op, "kernel_size is NULL");
+        return NULL;
+    }
+    int nd = ct_tensor_dim(input);
+    if (nd != 4 && nd != 5) {
+        ct_error(CT_ERROR_VALUE, op, "non-empty 4D or 5D (batch mode) tensor expected for input");
+        return NULL;
+    }
+    const int64_t *sh = ct_tensor_shape(input);
+    for (int i = nd == 5 ? 1 : 0; i < nd; i++)
+        if (sh[i] == 0) {
+            char b[96];
+            ct_error(CT_ERROR_VALUE, op, "avg_pool3d(): Expected input to have non-zero size for non-batch "
+                     "dimensions, but input has sizes %s with dimension %d being empty",
+                     ct_shape_str(sh, nd, b, sizeof b), i);
+            return NULL;
+        }
+    int64_t k[3], s[3], p[3], o[3];
+    for (int i = 0; i < 3; i++) {
+        k[i] = kernel_size[i];
+        s[i] = stride && stride[i] ? stride[i] : k[i];
+        p[i] = padding ? padding[i] : 0;
+        if (k[i] <= 0 || s[i] <= 0) {
+            ct_error(CT_ERROR_VALUE, op, k[i] == 0 || s[i] == 0 ? "stride should not be zero"
+                                                                : "kernel_size and stride must be greater than zero");
+            return NULL;
+        }
+        if (p[i] < 0 || p[i] > k[i] / 2) {
+            ct_error(CT_ERROR_VALUE, op, "pad should be at most half of effective kernel size, but got pad=%lld, "
+                     "kernel_size=%lld and dilation=1",
+                     (long long)p[i], (long long)k[i]);
+            return NULL;
+        }
+        o[i] = pool_out(sh[nd - 3 + i], k[i], p[i], s[i], 1, ceil_mode);
+    }
+    if (o[0] < 1 || o[1] < 1 || o[2] < 1) {
+        ct_error(CT_ERROR_VALUE, op, "input image (T: %lld H: %lld W: %lld) smaller than kernel size (kT: %lld kH: "
+                 "%lld kW: %lld)",
+                 (long long)sh[nd - 3], (long long)sh[nd - 2], (long long)sh[nd - 1], (long long)k[0],
+                 (long long)k[1], (long long)k[2]);
+        return NULL;
+    }
+    ct_scope_begin();
+    const ct_tensor *x = nd == 4 ? ct_unsqueeze(input, 0) : input;
+    ct_tensor *y = NULL;
+    if (x) {
+        int64_t n = ct_tensor_size(x, 0), c = ct_tensor_size(x, 1), depth = ct_tensor_size(x, 2);
+        ct_tensor *t = ct_avg_pool2d(ct_reshape(x, CT_SHAPE(n, c * depth, sh[nd - 2], sh[nd - 1])), k + 1, s + 1,
+                                     p + 1, ceil_mode, count_include_pad, divisor_override ? 1 : 0);
+        t = t ? ct_reshape(t, CT_SHAPE(n, c, depth, o[1] * o[2])) : NULL;
+        y = t ? ct_avg_pool2d(t, CT_INDEX(k[0], 1), CT_INDEX(s[0], 1), CT_INDEX(p[0], 0), ceil_mode,
+                              count_include_pad, divisor_override)
+              : NULL;
+        y = y ? ct_reshape(y, CT_SHAPE(n, c, o[0], o[1], o[2])) : NULL;
+        y = y && nd == 4 ? ct_squeeze_dim(y, 0) : y;
+    }
     ct_keep(y);
     ct_scope_end();
     return y;

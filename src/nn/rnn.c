@@ -11,7 +11,13 @@
  * accumulation of view gradients (Note [Slice gradients in place] in
  * src/autograd/engine.c), so backward costs O(T) and not O(T^2) in the projection's
  * size. Steps past a sequence's length (lengths given) keep the state with where() and
- * write zeros to the output: the result equals PyTorch's packed sequences. */
+ * write zeros to the output: the result equals PyTorch's packed sequences.
+ *
+ * On the CPU in float32 and float64 (no projections, no autocast) the loop over time
+ * of each layer and direction is instead one fused node (Note [Fused recurrence] in
+ * rnn_fused.c); the projection GEMM above, dropout, the directions' concatenation and
+ * the output mask stay ops. The path described here runs on CUDA, META, float16 and
+ * bfloat16, and under create_graph's double backward. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,8 +26,14 @@
 #include "ctorch.h"
 #include "ctorch/ext.h"
 #include "nn/module_internal.h"
+#include "nn/rnn_internal.h"
 
-typedef enum rnn_kind { RNN_TANH = 0, RNN_RELU, RNN_LSTM, RNN_GRU } rnn_kind;
+typedef enum rnn_kind {
+    RNN_TANH = CT_RNN_TANH,
+    RNN_RELU = CT_RNN_RELU,
+    RNN_LSTM = CT_RNN_LSTM,
+    RNN_GRU = CT_RNN_GRU
+} rnn_kind;
 
 static int gate_count(rnn_kind k) { return k == RNN_LSTM ? 4 : k == RNN_GRU ? 3 : 1; }
 
@@ -342,6 +354,18 @@ static ct_status run(const rnn_cfg *c, const ct_tensor *input, const ct_tensor *
     }
     if (!x || !h0b || (c->kind == RNN_LSTM && !c0b))
         st = ct_last_status();
+    /* Note [Fused recurrence] in rnn_fused.c: where it applies, each layer and direction
+     * is one node; mask[t * B + b]: step t is past sequence b's length. */
+    const bool fused = B > 0 && ct_rnn_fused_applies(input, c->proj);
+    bool *mask = NULL;
+    if (st == CT_OK && fused && lens) {
+        if ((mask = ct_xmalloc(c->op, (size_t)(T * B))))
+            for (int64_t t = 0; t < T; t++)
+                for (int64_t b = 0; b < B; b++)
+                    mask[t * B + b] = t >= lens[b];
+        else
+            st = ct_last_status();
+    }
 
     ct_tensor *layer_in = x;
     for (int l = 0; l < c->L && st == CT_OK; l++) {
@@ -361,6 +385,20 @@ static ct_status run(const rnn_cfg *c, const ct_tensor *input, const ct_tensor *
             if (!o.xp || !o.whh_t || (c->proj && !o.whr_t) || !h || (c->kind == RNN_LSTM && !cst)) {
                 st = ct_last_status();
                 break;
+            }
+            if (fused) {
+                ct_tensor *hall = NULL, *call = NULL;
+                st = ct_rnn_fused(c->kind, d == 1, mask, tdim ? ct_transpose(o.xp, 0, 1) : o.xp,
+                                  param(c, params, l, d, W_HH), o.bhh, h, cst, &hall,
+                                  c->kind == RNN_LSTM ? &call : NULL);
+                if (st != CT_OK)
+                    break;
+                hs[k] = ct_select(hall, 0, d == 0 ? T - 1 : 0);
+                cs[k] = call ? ct_select(call, 0, d == 0 ? T - 1 : 0) : NULL;
+                dir_out[d] = invalid ? ct_masked_fill(hall, invalid, ct_scalar_int(0)) : hall;
+                if (!hs[k] || (call && !cs[k]) || !dir_out[d])
+                    st = ct_last_status();
+                continue;
             }
             for (int64_t s = 0; s < T; s++) {
                 int64_t t = d == 0 ? s : T - 1 - s;
@@ -422,6 +460,7 @@ static ct_status run(const rnn_cfg *c, const ct_tensor *input, const ct_tensor *
             *cn = ct_keep(cn_t);
     }
     ct_scope_end();
+    free(mask);
     free(steps);
     free(hs);
     free(partial);

@@ -221,6 +221,47 @@ bag_case("bag_max_pad", nn.EmbeddingBag(6, 3, mode="max", padding_idx=0, include
 bag_case("bag_sum_psw_2d", nn.EmbeddingBag(7, 2, mode="sum", padding_idx=-1), T([[6, 1, 2], [3, 6, 6]]), None,
          r(2, 3))
 
+# ---------------------------------------------------------------- later additions
+# (after the cases above, so that their random draws stay as they were)
+case("avgpool3d", nn.AvgPool3d(2), r(2, 2, 4, 5, 4))
+case("avgpool3d_ex", nn.AvgPool3d((3, 2, 3), stride=(2, 1, 2), padding=1, ceil_mode=True, count_include_pad=False),
+     r(1, 2, 6, 5, 7))
+case("avgpool3d_ceil_pad", nn.AvgPool3d(3, stride=2, padding=1, ceil_mode=True), r(1, 1, 5, 6, 4))
+case("avgpool3d_div_unbatched", nn.AvgPool3d(2, stride=1, padding=(1, 0, 1), divisor_override=5), r(2, 3, 4, 3))
+
+
+def unpool_case(name, x, pool, unpool, output_size=None):
+    """MaxPool2d(return_indices=True) then MaxUnpool2d: x, the pool's indices "idx",
+    the unpooled y, gy and gx."""
+    out.write("case %s\n" % name)
+    reprs.append((name, repr(unpool)))
+    x = x.clone().requires_grad_(True)
+    emit("x", x)
+    v, idx = pool(x)
+    emit("idx", idx)
+    y = unpool(v, idx, output_size=output_size)
+    emit("y", y)
+    gy = torch.randn_like(y)
+    emit("gy", gy)
+    emit("gx", torch.autograd.grad(y, x, gy)[0])
+
+
+unpool_case("f_unpool2d", r(2, 3, 4, 6), nn.MaxPool2d(2, return_indices=True), nn.MaxUnpool2d(2))
+unpool_case("f_unpool2d_ex", r(1, 2, 7, 5), nn.MaxPool2d((3, 2), stride=(2, 1), padding=(1, 0), return_indices=True),
+            nn.MaxUnpool2d((3, 2), stride=(2, 1), padding=(1, 0)), output_size=(8, 5))
+unpool_case("f_unpool2d_unbatched", r(2, 4, 5), nn.MaxPool2d(2, stride=1, return_indices=True),
+            nn.MaxUnpool2d(2, stride=1))
+case("up_trilinear", nn.Upsample(scale_factor=2, mode="trilinear"), r(1, 2, 2, 3, 4))
+case("up_trilinear_ac", nn.Upsample(size=(3, 4, 5), mode="trilinear", align_corners=True), r(2, 1, 2, 3, 3))
+case("up_trilinear_mixed", nn.Upsample(scale_factor=(1.5, 0.7, 2.0), mode="trilinear"), r(1, 2, 4, 5, 3))
+case("up_nearest_3d", nn.Upsample(scale_factor=(2.0, 1.5, 0.5), mode="nearest"), r(1, 2, 2, 3, 4))
+case("up_nearest_exact_3d", nn.Upsample(size=(3, 2, 5), mode="nearest-exact"), r(1, 1, 4, 3, 3))
+case("conv_t3d", nn.ConvTranspose3d(2, 4, (3, 2, 3), stride=(2, 1, 2), padding=(1, 0, 1), output_padding=(1, 0, 1)),
+     r(2, 2, 3, 4, 3))
+case("conv_t3d_groups", nn.ConvTranspose3d(4, 2, 2, stride=2, groups=2, bias=False, dilation=(2, 1, 1)),
+     r(1, 4, 2, 3, 2))
+case("conv_t3d_unbatched", nn.ConvTranspose3d(2, 3, 2, dilation=2, padding=1), r(2, 3, 3, 3))
+
 out.close()
 
 # ---------------------------------------------------------------- reprs
@@ -242,6 +283,9 @@ extra = [
     ("r_bag_default", nn.EmbeddingBag(10, 3)),
     ("r_conv3d_default", nn.Conv3d(2, 4, 3)),
     ("r_in1d_momentum_none", nn.InstanceNorm1d(3, momentum=None)),
+    ("r_conv_t3d_default", nn.ConvTranspose3d(2, 4, 3)),
+    ("r_maxpool2d_indices", nn.MaxPool2d((2, 3), stride=1, padding=1, dilation=(1, 2), ceil_mode=True,
+                                         return_indices=True)),
 ]
 with open(sys.argv[2] if len(sys.argv) > 2 else "tests/data/nn_layers_repr.h", "w") as h:
     h.write("/* Written by tests/golden/gen_layers.py: repr() of the modules of "

@@ -1,0 +1,354 @@
+/* The recurrence of one layer and direction of an RNN, LSTM or GRU as one custom
+ * autograd function with fused pointwise kernels, for CPU tensors of float32 and
+ * float64 (src/nn/rnn.c calls it; docs/nn.md, "Recurrent layers").
+ *
+ * Note [Fused recurrence]
+ * The composite path (Note [Recurrent layers from ops] in rnn.c) records about ten
+ * nodes per time step: the gates' sigmoid and tanh, the cell update, the slices, each
+ * a pass over memory with a tensor of its own, and in backward T small GEMMs (B, G) x
+ * (B, P) accumulating W_hh's gradient one step at a time. Here the whole loop over
+ * time is one node (ct_autograd_function_apply). Its inputs are the input projection
+ * xp (T, B, G) (x @ W_ih^T + bias for all steps, one GEMM made by the caller, whose
+ * gradient autograd takes back to x, W_ih and the biases), W_hh, b_hh (GRU only: its
+ * n part sits inside r * (...)), h0 and c0. Each step is one GEMM h_prev @ W_hh^T
+ * written into a (T, B, G) buffer, then one pass that adds the projection, applies
+ * the gates' activations in place and updates the state, so forward keeps the
+ * activated gates, the cell states and tanh(c) (LSTM) or the n gate's recurrent part
+ * (GRU) for the backward instead of recomputing them. The backward is the same loop
+ * reversed: one pass per step that turns dh and dc into the gates' gradients, then one
+ * GEMM dgates @ W_hh for the step before; W_hh's gradient is one GEMM over all steps
+ * at the end, dgates (G, T * B) @ h_prev (T * B, H), and b_hh's (GRU) one sum. Steps
+ * past a sequence's length (lengths given) copy the state over and pass the gradient
+ * straight through, which is what the composite's where() does.
+ *
+ * What it bought (bench/rnn against bench/torch_rnn_peer.py: LSTM 512-512, 2 layers,
+ * sequence 128, batch 32, float32; CPU time of one thread, medians of 3, ranges over 3
+ * rounds on a shared, loaded 2-core machine; docs/nn.md has the table): a training
+ * step took 2557-2563 ms on the composite path and takes 1448-1473 ms here, against
+ * PyTorch's 1543-1574 ms (oneDNN's fused LSTM) in the same rounds; the forward alone
+ * went from 548-567 to 525-529 ms, PyTorch 498-558 ms. GEMMs are over 80% of a step.
+ *
+ * The function's backward is not made of ops, so it cannot be differentiated again:
+ * a backward with create_graph through it is an error that names the fallback
+ * (double backward works on the composite path, which CUDA, META, float16 and
+ * bfloat16 inputs, autocast and LSTM projections still take). */
+/* The float32 gate loops are vectorized only when comparisons do not count as
+ * floating-point traps (the selects in rf_expf and rf_tanhf); nothing here reads the
+ * exception flags. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("no-trapping-math")
+#endif
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctorch.h"
+#include "ctorch/ext.h"
+#include "nn/rnn_internal.h"
+
+/* Below this many state elements per step the pointwise passes run on one thread. */
+#define RF_PAR_MIN 4096
+
+typedef struct rf_step {
+    int64_t B, H;
+    const void *xp;
+    int64_t xs_b; /* elements between two batch rows of xp */
+    void *a;
+    const void *hp, *cp, *bhh;
+    void *h, *c, *tc, *ghn;
+    const bool *mask;
+    bool relu;
+} rf_step;
+
+typedef struct rf_bstep {
+    int64_t B, H;
+    const void *a, *hp, *cp, *h, *tc, *ghn;
+    const void *dh_out, *dc_out, *dhrec;
+    void *carry, *dc, *dg, *dx;
+    const bool *mask;
+    bool relu;
+} rf_bstep;
+
+/* exp and tanh for the float32 kernels, branch-free so that the gate loops vectorize
+ * (libm's tanhf, through expm1f, took a sixth of the LSTM benchmark, and a call per
+ * element keeps a loop scalar). rf_expf is Cephes' expf with the argument clamped to
+ * [-87, 88], so that 2^n stays a normal number (sigmoid and tanh then differ from
+ * their limits by under 1e-37 beyond it); within 1e-7 relative. rf_tanhf is
+ * 1 - 2 / (exp(2|x|) + 1), which loses relative precision near 0, so |x| < 0.25 takes
+ * the Taylor series to x^9 (the next term is under 1e-8 of x there): a few ulp in all
+ * (3e-7 relative at most, measured over [-20, 20] against tanh in double), +-1 at the
+ * infinities, NaN for NaN. */
+static inline float rf_expf(float x) {
+    /* clamped so that NaN becomes 88 too (its int conversion below would be undefined);
+     * the NaN comes back at the end */
+    float xc = x < 88.0f ? x : 88.0f;
+    xc = xc > -87.0f ? xc : -87.0f;
+    float n = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f; /* round(xc / ln 2) */
+    float r = xc - n * 0.693359375f;
+    r = r + n * 2.12194440e-4f;
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * r * r + r + 1.0f;
+    uint32_t bits = (uint32_t)((int32_t)n + 127) << 23;
+    float scale;
+    memcpy(&scale, &bits, sizeof scale);
+    return x == x ? p * scale : x;
+}
+
+static inline float rf_tanhf(float x) {
+    float a = fabsf(x), x2 = x * x;
+    float small = x * (1.0f + x2 * (-1.0f / 3 + x2 * (2.0f / 15 + x2 * (-17.0f / 315 + x2 * (62.0f / 2835)))));
+    float t = 1.0f - 2.0f / (rf_expf(2.0f * a) + 1.0f);
+    t = x < 0 ? -t : t;
+    return a < 0.25f ? small : t;
+}
+
+#define RF_T float
+#define RF_SFX f32
+#define RF_EXP rf_expf
+#define RF_TANH rf_tanhf
+#include "nn/rnn_fused_impl.h"
+#undef RF_T
+#undef RF_SFX
+#undef RF_EXP
+#undef RF_TANH
+#define RF_T double
+#define RF_SFX f64
+#define RF_EXP exp
+#define RF_TANH tanh
+#include "nn/rnn_fused_impl.h"
+#undef RF_T
+#undef RF_SFX
+#undef RF_EXP
+#undef RF_TANH
+
+/* What the node keeps besides its saved tensors. */
+typedef struct rf_state {
+    int kind; /* ct_rnn_kind */
+    bool reverse;
+    int64_t T, B, H, G;
+    bool *mask; /* (T, B): step t is past b's length; NULL without lengths */
+} rf_state;
+
+static void rf_state_free(void *p) {
+    rf_state *s = p;
+    if (s)
+        free(s->mask);
+    free(s);
+}
+
+static const char *rf_name(int kind) {
+    return kind == CT_RNN_LSTM ? "lstm" : kind == CT_RNN_GRU ? "gru" : kind == CT_RNN_RELU ? "rnn_relu" : "rnn_tanh";
+}
+
+bool ct_rnn_fused_applies(const ct_tensor *input, bool proj) {
+    ct_dtype dt = ct_tensor_dtype(input);
+    return !proj && ct_tensor_device(input).type == CT_DEVICE_CPU && (dt == CT_F32 || dt == CT_F64) &&
+           !ct_autocast_is_enabled(CT_DEVICE_CPU);
+}
+
+/* Time step of the s-th step taken. */
+static int64_t step_t(const rf_state *st, int64_t s) { return st->reverse ? st->T - 1 - s : s; }
+
+static char *row(const ct_tensor *t, int64_t i, int64_t n) {
+    return (char *)ct_tensor_data(t) + (size_t)(i * n) * ct_tensor_element_size(t);
+}
+
+/* inputs: xp (T, B, G), W_hh (G, H), b_hh (GRU, may be NULL), h0 (B, H), c0 (LSTM);
+ * outputs: every step's h (T, B, H) and, LSTM, every step's c (T, B, H). */
+static ct_status rf_forward(ct_autograd_ctx *ctx, ct_tensor *const *in, int nin, ct_tensor **out, int nout,
+                            void *ud) {
+    (void)nin, (void)nout;
+    const rf_state *st0 = ud;
+    rf_state *st = ct_xmalloc(rf_name(st0->kind), sizeof *st);
+    if (!st)
+        return ct_last_status();
+    *st = *st0;
+    st->mask = NULL;
+    if (st0->mask) {
+        size_t n = (size_t)(st->T * st->B);
+        if (!(st->mask = ct_xmalloc(rf_name(st->kind), n ? n : 1))) {
+            free(st);
+            return ct_last_status();
+        }
+        memcpy(st->mask, st0->mask, n);
+    }
+    ct_autograd_ctx_set_state(ctx, st, rf_state_free);
+    const int64_t T = st->T, B = st->B, H = st->H, G = st->G;
+    const bool f32 = ct_tensor_dtype(in[0]) == CT_F32, lstm = st->kind == CT_RNN_LSTM, gru = st->kind == CT_RNN_GRU;
+    ct_dtype dt = ct_tensor_dtype(in[0]);
+    ct_tensor *xp = in[0], *whh = in[1];
+    ct_status rc = CT_OK;
+    ct_scope_begin();
+    ct_tensor *whh_t = ct_t(whh);
+    ct_tensor *bhh = !gru ? NULL : in[2] ? ct_contiguous(in[2]) : ct_zeros(CT_SHAPE(G), dt, CT_CPU);
+    ct_tensor *h0 = ct_contiguous(in[3]), *c0 = lstm ? ct_contiguous(in[4]) : NULL;
+    ct_tensor *hall = ct_empty(CT_SHAPE(T, B, H), dt, CT_CPU);
+    ct_tensor *acts = st->kind == CT_RNN_TANH || st->kind == CT_RNN_RELU ? NULL : ct_empty(CT_SHAPE(T, B, G), dt, CT_CPU);
+    ct_tensor *call = lstm ? ct_empty(CT_SHAPE(T, B, H), dt, CT_CPU) : NULL;
+    ct_tensor *aux = lstm || gru ? ct_empty(CT_SHAPE(T, B, H), dt, CT_CPU) : NULL; /* tanh(c) or ghn */
+    if (!whh_t || (gru && !bhh) || !h0 || (lstm && !c0) || !hall || ((lstm || gru) && (!acts || !aux)) ||
+        (lstm && !call))
+        rc = ct_last_status();
+    const int64_t xs_t = ct_tensor_stride(xp, 0), xs_b = ct_tensor_stride(xp, 1);
+    for (int64_t s = 0; s < T && rc == CT_OK; s++) {
+        int64_t t = step_t(st, s), tp = st->reverse ? t + 1 : t - 1;
+        ct_scope_begin();
+        ct_tensor *hp = s == 0 ? h0 : ct_select(hall, 0, tp);
+        ct_tensor *dst = ct_select(acts ? acts : hall, 0, t);
+        if (!hp || !dst || !ct_mm_out(hp, whh_t, dst))
+            rc = ct_last_status();
+        ct_scope_end();
+        if (rc != CT_OK)
+            break;
+        rf_step k = {.B = B,
+                     .H = H,
+                     .xp = (const char *)ct_tensor_data(xp) + (size_t)(t * xs_t) * ct_tensor_element_size(xp),
+                     .xs_b = xs_b,
+                     .a = acts ? row(acts, t, B * G) : NULL,
+                     .hp = s == 0 ? ct_tensor_data(h0) : row(hall, tp, B * H),
+                     .cp = lstm ? (s == 0 ? ct_tensor_data(c0) : row(call, tp, B * H)) : NULL,
+                     .bhh = bhh ? ct_tensor_data(bhh) : NULL,
+                     .h = row(hall, t, B * H),
+                     .c = lstm ? row(call, t, B * H) : NULL,
+                     .tc = lstm ? row(aux, t, B * H) : NULL,
+                     .ghn = gru ? row(aux, t, B * H) : NULL,
+                     .mask = st->mask ? st->mask + t * B : NULL,
+                     .relu = st->kind == CT_RNN_RELU};
+        if (lstm)
+            f32 ? lstm_fwd_f32(&k) : lstm_fwd_f64(&k);
+        else if (gru)
+            f32 ? gru_fwd_f32(&k) : gru_fwd_f64(&k);
+        else
+            f32 ? rnn_fwd_f32(&k) : rnn_fwd_f64(&k);
+    }
+    if (rc == CT_OK) {
+        /* saved: W_hh, h0, c0, acts, aux, then the outputs */
+        ct_tensor *save[7] = {whh, ct_keep(h0), c0 ? ct_keep(c0) : NULL, acts ? ct_keep(acts) : NULL,
+                              aux ? ct_keep(aux) : NULL, hall, call};
+        out[0] = ct_keep(hall);
+        if (lstm)
+            out[1] = ct_keep(call);
+        rc = ct_autograd_ctx_save_for_backward(ctx, save, 7);
+    }
+    ct_scope_end();
+    return rc;
+}
+
+static int rf_backward(ct_autograd_ctx *ctx, ct_tensor *const *gout, int nout, ct_tensor **gin, int nin, void *ud) {
+    (void)nout, (void)ud;
+    const rf_state *st = ct_autograd_ctx_state(ctx);
+    const char *op = rf_name(st->kind);
+    if (ct_is_grad_enabled()) {
+        ct_error(CT_ERROR_RUNTIME, op,
+                 "the fused CPU recurrence cannot be differentiated twice (backward with create_graph); the "
+                 "composite path can: run the layer on float16/bfloat16, under autocast or on another device");
+        return -1;
+    }
+    const int64_t T = st->T, B = st->B, H = st->H, G = st->G;
+    const bool lstm = st->kind == CT_RNN_LSTM, gru = st->kind == CT_RNN_GRU;
+    ct_tensor *whh = ct_autograd_ctx_saved(ctx, 0), *h0 = ct_autograd_ctx_saved(ctx, 1);
+    ct_tensor *c0 = ct_autograd_ctx_saved(ctx, 2), *acts = ct_autograd_ctx_saved(ctx, 3);
+    ct_tensor *aux = ct_autograd_ctx_saved(ctx, 4), *hall = ct_autograd_ctx_saved(ctx, 5);
+    ct_tensor *call = ct_autograd_ctx_saved(ctx, 6);
+    if (!whh || !h0 || !hall || (lstm && (!c0 || !call)) || ((lstm || gru) && (!acts || !aux)))
+        return -1;
+    ct_dtype dt = ct_tensor_dtype(hall);
+    const bool f32 = dt == CT_F32;
+    ct_tensor *dho = ct_contiguous(gout[0]), *dco = lstm ? ct_contiguous(gout[1]) : NULL;
+    ct_tensor *dg = ct_empty(CT_SHAPE(T, B, G), dt, CT_CPU);
+    ct_tensor *dx = gru ? ct_empty(CT_SHAPE(T, B, G), dt, CT_CPU) : dg;
+    ct_tensor *dhrec = ct_zeros(CT_SHAPE(B, H), dt, CT_CPU), *carry = ct_zeros(CT_SHAPE(B, H), dt, CT_CPU);
+    ct_tensor *dc = lstm ? ct_zeros(CT_SHAPE(B, H), dt, CT_CPU) : NULL;
+    if (!dho || (lstm && !dco) || !dg || !dx || !dhrec || !carry || (lstm && !dc))
+        return -1;
+    for (int64_t s = T - 1; s >= 0; s--) {
+        int64_t t = step_t(st, s), tp = st->reverse ? t + 1 : t - 1;
+        rf_bstep k = {.B = B,
+                      .H = H,
+                      .a = acts ? row(acts, t, B * G) : NULL,
+                      .hp = s == 0 ? ct_tensor_data(h0) : row(hall, tp, B * H),
+                      .cp = lstm ? (s == 0 ? ct_tensor_data(c0) : row(call, tp, B * H)) : NULL,
+                      .h = row(hall, t, B * H),
+                      .tc = lstm ? row(aux, t, B * H) : NULL,
+                      .ghn = gru ? row(aux, t, B * H) : NULL,
+                      .dh_out = row(dho, t, B * H),
+                      .dc_out = lstm ? row(dco, t, B * H) : NULL,
+                      .dhrec = ct_tensor_data(dhrec),
+                      .carry = ct_tensor_data(carry),
+                      .dc = dc ? ct_tensor_data(dc) : NULL,
+                      .dg = row(dg, t, B * G),
+                      .dx = row(dx, t, B * G),
+                      .mask = st->mask ? st->mask + t * B : NULL,
+                      .relu = st->kind == CT_RNN_RELU};
+        if (lstm)
+            f32 ? lstm_bwd_f32(&k) : lstm_bwd_f64(&k);
+        else if (gru)
+            f32 ? gru_bwd_f32(&k) : gru_bwd_f64(&k);
+        else
+            f32 ? rnn_bwd_f32(&k) : rnn_bwd_f64(&k);
+        ct_scope_begin();
+        bool ok = ct_mm_out(ct_select(dg, 0, t), whh, dhrec) != NULL;
+        ct_scope_end();
+        if (!ok)
+            return -1;
+    }
+    for (int i = 0; i < nin; i++)
+        gin[i] = NULL;
+    gin[0] = dx;
+    if (ct_autograd_ctx_needs_input_grad(ctx, 1)) {
+        /* every step's dgates against the state it was computed from, in one GEMM, plus
+         * the first step's against h0 */
+        int64_t first = step_t(st, 0), rest0 = st->reverse ? 0 : 1, hrest0 = st->reverse ? 1 : 0;
+        ct_tensor *g0t = ct_t(ct_select(dg, 0, first));
+        ct_tensor *gw = ct_mm(g0t, h0);
+        if (gw && T > 1) {
+            ct_tensor *gr = ct_view(ct_narrow(dg, 0, rest0, T - 1), CT_SHAPE((T - 1) * B, G));
+            ct_tensor *hr = ct_view(ct_narrow(hall, 0, hrest0, T - 1), CT_SHAPE((T - 1) * B, H));
+            gw = gr && hr ? ct_addmm(gw, ct_t(gr), hr, ct_scalar_int(1), ct_scalar_int(1)) : NULL;
+        }
+        if (!(gin[1] = gw))
+            return -1;
+    }
+    if (gru && nin > 2 && ct_autograd_ctx_needs_input_grad(ctx, 2) &&
+        !(gin[2] = ct_sum(dg, (int64_t[]){0, 1}, 2, false, CT_DTYPE_UNDEFINED)))
+        return -1;
+    if (ct_autograd_ctx_needs_input_grad(ctx, 3) && !(gin[3] = ct_add(dhrec, carry)))
+        return -1;
+    if (lstm)
+        gin[4] = dc;
+    return nin;
+}
+
+static const ct_autograd_function_def rf_def = {"FusedRNN", rf_forward, rf_backward};
+
+ct_status ct_rnn_fused(int kind, bool reverse, const bool *mask, ct_tensor *xp, ct_tensor *whh, ct_tensor *bhh,
+                       ct_tensor *h0, ct_tensor *c0, ct_tensor **hall, ct_tensor **call) {
+    rf_state st = {.kind = kind,
+                   .reverse = reverse,
+                   .T = ct_tensor_size(xp, 0),
+                   .B = ct_tensor_size(xp, 1),
+                   .G = ct_tensor_size(xp, 2),
+                   .H = ct_tensor_size(whh, 1),
+                   .mask = (bool *)mask};
+    if (ct_tensor_stride(xp, 2) != 1) {
+        xp = ct_contiguous(xp);
+        if (!xp)
+            return ct_last_status();
+    }
+    ct_tensor *in[5] = {xp, whh, kind == CT_RNN_GRU ? bhh : NULL, h0, kind == CT_RNN_LSTM ? c0 : NULL};
+    ct_tensor *out[2] = {NULL, NULL};
+    ct_status rc = ct_autograd_function_apply(&rf_def, in, 5, out, kind == CT_RNN_LSTM ? 2 : 1, &st);
+    if (rc != CT_OK)
+        return rc;
+    *hall = out[0];
+    if (call)
+        *call = out[1];
+    return CT_OK;
+}

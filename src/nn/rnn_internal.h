@@ -1,0 +1,20 @@
+/* Between the recurrent layers (src/nn/rnn.c) and their fused CPU recurrence
+ * (src/nn/rnn_fused.c, Note [Fused recurrence]). */
+#ifndef CT_NN_RNN_INTERNAL_H
+#define CT_NN_RNN_INTERNAL_H
+
+#include "ctorch.h"
+
+enum { CT_RNN_TANH = 0, CT_RNN_RELU, CT_RNN_LSTM, CT_RNN_GRU };
+
+/* Whether the fused recurrence runs a call on input: CPU, float32 or float64, no LSTM
+ * projections, autocast off. */
+bool ct_rnn_fused_applies(const ct_tensor *input, bool proj);
+/* One layer and direction: xp (T, B, G) the input projection with the biases
+ * (b_ih + b_hh; b_ih alone for the GRU, whose b_hh comes as bhh, may be NULL), whh
+ * (G, H), h0 and c0 (LSTM) (B, H); mask (T, B) or NULL: step t is past sequence b's
+ * length. Writes every step's h (T, B, H) and, LSTM, every step's c to *call. */
+ct_status ct_rnn_fused(int kind, bool reverse, const bool *mask, ct_tensor *xp, ct_tensor *whh, ct_tensor *bhh,
+                       ct_tensor *h0, ct_tensor *c0, ct_tensor **hall, ct_tensor **call);
+
+#endif
