@@ -146,8 +146,8 @@ static void gemm_blas(ct_dtype dt, int64_t n, int64_t m, int64_t k, mat A, mat B
  * a multiple of 16 rows or columns, at most GEMM_MAX_CHUNKS blocks), so a product gives
  * the same bits for any thread count; a product too small for two blocks is one call
  * on the calling thread. */
-#define GEMM_MIN_FLOPS ((int64_t)1 << 21)
-#define GEMM_MAX_CHUNKS 64
+#define GEMM_MIN_FLOPS ((int64_t)1 << 23)
+#define GEMM_MAX_CHUNKS 16
 
 typedef struct {
     ct_dtype dt;
