@@ -44,11 +44,20 @@
  * another thread's chunk much longer than its own chunks took (a stall), the pool backs
  * off: regions run on the caller alone for a while (1 ms after the first stall,
  * doubling up to 64 ms while stalls repeat, halving after a shared region without
- * one), then it tries sharing again. On a quiet machine stalls do not happen and every
- * region is shared; next to a busy loop the step runs mostly on the free core and
- * keeps taking the other when it is free. CT_POOL_BACKOFF=0 turns the back-off off.
+ * one), then it tries sharing again. On a quiet machine a stall should be rare and
+ * every region shared; next to a busy loop the step runs mostly on the free core and
+ * still takes the other between stalls. CT_POOL_BACKOFF=0 turns the back-off off (its
+ * effect was within the noise of the measurements below).
  *
- * Figures (bench/run.sh --contended, ...): see docs/design.md, "Busy machines". */
+ * Measured (docs/design.md, "Busy machines", has the table): on 2 cores of a virtual
+ * machine that other jobs kept loaded, with a busy loop on one of the two, the CNN step
+ * took 62 ms against 223 with OpenMP's default waits and the char-gpt step 120 against
+ * 1822; beside the loop the steps stayed within 0.95x (CNN) and 0.75x (char-gpt) of
+ * the steps without it. OpenMP with passive waits did as well on that machine (40 and
+ * 96 ms), with about 10% less process CPU: the GEMM blocks cost about 4% in call
+ * overhead (Note [GEMM chunks]), the spins most likely the rest. Sleeping at once
+ * (CT_POOL_SPIN_US=0) showed no gain there, so the 50 us spin stays. Which figures an
+ * idle machine gives is still to be measured. */
 
 #define MAX_UNITS 0xFFFFu
 #define MAX_WORKERS 255
