@@ -80,8 +80,6 @@ static void outer_chunk(void *ctx, int64_t c) {
     (void)c;
     nest_job *j = ctx;
     int me = ct_parallel_thread();
-    int before = atomic_load(&j->inner_runs);
-    (void)before;
     ct_parallel_for(10, 4, inner_chunk, j);
     if (ct_parallel_thread() != me || !ct_in_parallel())
         atomic_store(&j->bad, 1);

@@ -54,8 +54,9 @@
  * took 62 ms against 223 with OpenMP's default waits and the char-gpt step 120 against
  * 1822; beside the loop the steps stayed within 0.95x (CNN) and 0.75x (char-gpt) of
  * the steps without it. OpenMP with passive waits did as well on that machine (40 and
- * 96 ms), with about 10% less process CPU: the GEMM blocks cost about 4% in call
- * overhead (Note [GEMM chunks]), the spins most likely the rest. Sleeping at once
+ * 96 ms), with about 10% less process CPU: the GEMM blocks then cost 4-8% in
+ * call overhead (since cut to 1-2%, Note [GEMM chunks]), the spins most likely the
+ * rest. Sleeping at once
  * (CT_POOL_SPIN_US=0) showed no gain there, so the 50 us spin stays. Which figures an
  * idle machine gives is still to be measured. */
 
