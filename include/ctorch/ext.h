@@ -88,6 +88,20 @@ CT_API ct_status ct_scaled_dot_product_attention_check(const ct_tensor *query, c
                                                        const ct_tensor *value, const ct_tensor *attn_mask,
                                                        bool is_causal);
 
+/* ------------------------------------------------------------ threads */
+
+/* One range of ct_parallel_range: indices [begin, end). */
+typedef void (*ct_parallel_range_fn)(void *ctx, int64_t begin, int64_t end);
+/* A loop over [0, n) on ctorch's CPU threads, for a kernel whose iterations are
+ * independent (where the range is cut must not change a result): when work > min_work
+ * and ct_get_num_threads() > 1, fn runs over a few ranges per thread, which the
+ * threads claim as they come free, so a thread the system has paused leaves its share
+ * to the others (Note [Threads on a busy machine] in src/core/parallel.c); otherwise
+ * fn(ctx, 0, n) runs on the calling thread. Inside fn ct_get_num_threads() is 1, so
+ * what fn calls runs on its thread. Returns CT_OK when every index has run; n < 0 is
+ * CT_ERROR_VALUE and a NULL fn CT_ERROR_NULL_ARGUMENT, and nothing runs. */
+CT_API ct_status ct_parallel_range(int64_t n, int64_t work, int64_t min_work, ct_parallel_range_fn fn, void *ctx);
+
 /* ------------------------------------------------------------ messages */
 
 /* Writes a shape as PyTorch prints it, "[2, 3]", into buf; returns buf. */

@@ -1,5 +1,6 @@
-/* The thread count every parallel region uses (OpenMP's pool, shared with OpenBLAS and
- * oneDNN: Note [OpenBLAS threads] in CMakeLists.txt), and ct_build_info, which the
+/* The thread count every parallel region uses (ctorch's pool, Note [Threads on a busy
+ * machine] in parallel.c, and OpenMP's, shared with OpenBLAS and oneDNN: Note [OpenBLAS
+ * threads] in CMakeLists.txt), and ct_build_info, which the
  * registered backends fill with a line each. */
 #include <stdatomic.h>
 #include <stdio.h>
@@ -8,6 +9,7 @@
 
 #include "build_config.h"
 #include "core/build_info.h"
+#include "core/parallel.h"
 #include "core/tensor_impl.h"
 #include "registry.h"
 #ifdef CT_HAVE_OPENMP
@@ -26,6 +28,8 @@ void ct_set_num_threads(int n) {
 }
 
 int ct_get_num_threads(void) {
+    if (ct_in_parallel()) /* a chunk of a region: what it calls runs on its thread */
+        return 1;
     if (num_threads > 0)
         return num_threads;
 #ifdef CT_HAVE_OPENMP

@@ -22,6 +22,7 @@
  * back by col2im into that image's slice, which only its thread writes. Gradients
  * that are not asked for (conv1's input, whose input needs none) are not computed. */
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,28 +36,13 @@
 #include "meta/nn_fused.h"
 #include "meta/nn_ops.h"
 
-#ifdef CT_HAVE_OPENMP
-#include <omp.h>
-#endif
-
-static int thread_id(void) {
-#ifdef CT_HAVE_OPENMP
-    return omp_get_thread_num();
-#else
-    return 0;
-#endif
-}
+#include "core/parallel.h"
 
 /* Threads for a loop over n independent images: 1 when the batch is smaller than
- * the thread count (BLAS then uses the threads inside each GEMM). */
+ * the thread count (the GEMMs then share the threads, Note [GEMM chunks]). */
 static int image_threads(int64_t n) {
-#ifdef CT_HAVE_OPENMP
     int nth = ct_get_num_threads();
     return nth > 1 && n >= nth ? nth : 1;
-#else
-    (void)n;
-    return 1;
-#endif
 }
 
 /* ------------------------------------------------------------------ im2col */
@@ -381,6 +367,21 @@ static char *scratch(size_t nbytes) {
     return t ? ct_tensor_data(t) : NULL;
 }
 
+typedef struct {
+    ct_dtype wd;
+    const ct_conv2d_geom *g;
+    const char *x, *w, *b;
+    char *y, *bufs;
+    size_t colsz;
+} conv_job;
+
+/* One image, with the running thread's column buffer. */
+static void conv_fwd_chunk(void *ctx, int64_t n) {
+    const conv_job *j = ctx;
+    conv_fwd_image(j->wd, j->g, j->x, j->w, j->b, j->y,
+                   j->bufs ? j->bufs + (size_t)ct_parallel_thread() * j->colsz : NULL, n);
+}
+
 static ct_status conv_forward(const ct_conv2d_geom *g, ct_dtype wd, const char *x, const char *w, const char *b,
                               char *y) {
     size_t esz = ct_dtype_size(wd);
@@ -403,11 +404,8 @@ static ct_status conv_forward(const ct_conv2d_geom *g, ct_dtype wd, const char *
         w = wb;
     }
     if (nth > 1) {
-#ifdef CT_HAVE_OPENMP
-#pragma omp parallel for schedule(static) num_threads(nth)
-#endif
-        for (int64_t n = 0; n < g->n; n++)
-            conv_fwd_image(wd, g, x, w, b, y, bufs ? bufs + (size_t)thread_id() * colsz : NULL, n);
+        conv_job j = {wd, g, x, w, b, y, bufs, colsz};
+        ct_parallel_for(g->n, nth, conv_fwd_chunk, &j);
     } else {
         for (int64_t n = 0; n < g->n; n++)
             conv_fwd_image(wd, g, x, w, b, y, bufs, n);
@@ -459,6 +457,37 @@ static void conv_bwd_image(ct_dtype wd, const ct_conv2d_geom *g, const char *x, 
                               gx ? (double *)gx + n * xs : NULL, (double *)gw, gb, (double *)cols);
 }
 
+/* Note [Convolution backward parts]
+ * The weight and bias gradients are sums over the images. The batch is cut into parts
+ * of consecutive images (at most CONV_BWD_PARTS, fewer when the partial sums would
+ * pass CONV_BWD_PART_BYTES); each part is a chunk of a region with partial sums of its
+ * own, run image by image, and the parts' sums are added in part order. The cut
+ * depends on the batch and the weight's size alone, so the gradients are the same
+ * bits for any thread count and whichever thread ran a part. Column buffers are per
+ * thread: they hold no result. */
+#define CONV_BWD_PARTS 16
+#define CONV_BWD_PART_BYTES ((size_t)64 << 20)
+
+typedef struct {
+    ct_dtype wd;
+    const ct_conv2d_geom *g;
+    const char *x, *w, *gy;
+    char *gx, *ws, *cols;
+    bool want_gw, want_gb;
+    size_t per, gbsz, colsz;
+    int64_t parts;
+} conv_bwd_job;
+
+static void conv_bwd_part(void *ctx, int64_t part) {
+    const conv_bwd_job *j = ctx;
+    char *ps = j->ws + (size_t)part * j->per;
+    char *cols = j->cols ? j->cols + (size_t)ct_parallel_thread() * j->colsz : NULL;
+    int64_t n0 = j->g->n * part / j->parts, n1 = j->g->n * (part + 1) / j->parts;
+    for (int64_t n = n0; n < n1; n++)
+        conv_bwd_image(j->wd, j->g, j->x, j->w, j->gy, j->gx, j->want_gw ? ps + j->gbsz : NULL,
+                       j->want_gb ? (double *)(void *)ps : NULL, cols, n);
+}
+
 /* Runs the backward pass over the batch into gx (every element written), gw and gb
  * (sums over the images; NULL when not wanted). */
 static ct_status conv_backward(const ct_conv2d_geom *g, ct_dtype wd, const char *x, const char *w, const char *gy,
@@ -467,35 +496,36 @@ static ct_status conv_backward(const ct_conv2d_geom *g, ct_dtype wd, const char 
     int64_t wnum = g->oc * (g->c / g->groups) * g->kh * g->kw;
     size_t colsz = conv_direct(g) ? 0 : (size_t)(g->c / g->groups * g->kh * g->kw * g->oh * g->ow) * esz;
     size_t gwsz = gw ? (size_t)wnum * esz : 0, gbsz = gb ? (size_t)g->oc * sizeof(double) : 0;
-    /* per thread: [gb partial (double)] [gw partial] [columns]; doubles first keeps
-     * every part aligned for its type, and whole cache lines per thread keep the
-     * threads' partial sums apart */
-    size_t per = (gbsz + gwsz + colsz + 63) / 64 * 64;
+    /* per part: [gb partial (double)] [gw partial]; doubles first keeps every part
+     * aligned for its type, and whole cache lines per part keep the parts' partial
+     * sums apart; then one column buffer per thread */
+    size_t per = (gbsz + gwsz + 63) / 64 * 64, colper = (colsz + 63) / 64 * 64;
     int nth = image_threads(g->n);
-    char *ws = scratch((size_t)nth * per);
+    int64_t parts = g->n < CONV_BWD_PARTS ? g->n : CONV_BWD_PARTS;
+    while (parts > 1 && (size_t)parts * per > CONV_BWD_PART_BYTES)
+        parts--;
+    if (parts < 1)
+        parts = 1;
+    bool want_cols = colsz > 0 && (gw || gx);
+    char *ws = scratch((size_t)parts * per + (want_cols ? (size_t)nth * colper : 0));
     if (!ws)
         return ct_last_status();
-    for (int t = 0; t < nth; t++) /* the partial sums start at zero; the columns need not */
+    for (int64_t t = 0; t < parts; t++) /* the partial sums start at zero; the columns need not */
         memset(ws + (size_t)t * per, 0, gbsz + gwsz);
-    bool want_cols = colsz > 0 && (gw || gx);
-#define CONV_BWD_ARGS(t)                                                                                       \
-    wd, g, x, w, gy, gx, gw ? ws + (size_t)(t) * per + gbsz : NULL, gb ? (double *)(void *)(ws + (size_t)(t) * per) : NULL, \
-        want_cols ? ws + (size_t)(t) * per + gbsz + gwsz : NULL
     if (g->oh * g->ow == 0) {
         if (gx)
             memset(gx, 0, (size_t)(g->n * g->c * g->h * g->w) * esz);
-    } else if (nth > 1) {
-#ifdef CT_HAVE_OPENMP
-#pragma omp parallel for schedule(static) num_threads(nth)
-#endif
-        for (int64_t n = 0; n < g->n; n++)
-            conv_bwd_image(CONV_BWD_ARGS(thread_id()), n);
     } else {
-        for (int64_t n = 0; n < g->n; n++)
-            conv_bwd_image(CONV_BWD_ARGS(0), n);
+        conv_bwd_job j = {wd, g, x, w, gy, gx, ws, want_cols ? ws + (size_t)parts * per : NULL, gw != NULL,
+                          gb != NULL, per, gbsz, colper, parts};
+        if (nth > 1) {
+            ct_parallel_for(parts, nth, conv_bwd_part, &j);
+        } else { /* here, so that the GEMMs can share the threads */
+            for (int64_t t = 0; t < parts; t++)
+                conv_bwd_part(&j, t);
+        }
     }
-#undef CONV_BWD_ARGS
-    for (int t = 0; t < nth; t++) {
+    for (int64_t t = 0; t < parts; t++) {
         const char *part = ws + (size_t)t * per;
         for (int64_t i = 0; gb && i < g->oc; i++) {
             double v = ((const double *)(const void *)part)[i];
@@ -507,9 +537,9 @@ static ct_status conv_backward(const ct_conv2d_geom *g, ct_dtype wd, const char 
     }
     if (gw) {
         if (wd == CT_DTYPE_FLOAT32)
-            conv_gw_finish_float(g, ws, per, gbsz, nth, (float *)gw);
+            conv_gw_finish_float(g, ws, per, gbsz, (int)parts, (float *)gw);
         else
-            conv_gw_finish_double(g, ws, per, gbsz, nth, (double *)gw);
+            conv_gw_finish_double(g, ws, per, gbsz, (int)parts, (double *)gw);
     }
     return CT_OK;
 }
@@ -556,14 +586,15 @@ ct_status ct_cpu_conv2d_backward(ct_keyset ks, ct_call *call, void *ud) {
 
 /* ------------------------------------------------------------------ max pooling */
 
-#ifdef CT_HAVE_OPENMP
-#define CT_POOL_PARALLEL _Pragma("omp parallel for schedule(static) if (planes > 16 && ct_get_num_threads() > 1)")
-#define CT_POOL_PARALLEL_BAD                                                                            \
-    _Pragma("omp parallel for schedule(static) reduction(|: bad) if (planes > 16 && ct_get_num_threads() > 1)")
-#else
-#define CT_POOL_PARALLEL
-#define CT_POOL_PARALLEL_BAD
-#endif
+/* The operands of the pooling loops over planes. */
+typedef struct {
+    const ct_pool2d_geom *g;
+    const void *x;
+    void *y;
+    int64_t *idx;
+    int64_t in_plane, out_plane, rows;
+    atomic_int bad;
+} pool_job;
 
 /* The 2x2 fast path four outputs at a time (SSE2): deinterleaves the even and odd
  * columns of the two input rows and applies Note [Max pooling fast path]'s rule with
@@ -697,6 +728,14 @@ __attribute__((target("avx512f"))) static bool max_unpool_2x2_avx512_float(const
     return true;
 }
 
+/* Blocks of 16 output rows of the 2x2 gradient (in_plane, out_plane: oh, ow). */
+static void max_unpool_2x2_blocks(void *ctx, int64_t c0, int64_t c1) {
+    pool_job *jb = ctx;
+    int64_t r0 = c0 * 16, r1 = c1 * 16 < jb->rows ? c1 * 16 : jb->rows;
+    if (!max_unpool_2x2_avx512_float(jb->x, jb->idx, jb->y, r0, r1, jb->in_plane, jb->out_plane))
+        atomic_store(&jb->bad, 1);
+}
+
 #endif
 
 static int64_t max_pool_2x2_vec_float(const float *r0, const float *r1, float *yr, int64_t *ir, int64_t ow,
@@ -743,10 +782,13 @@ static inline int64_t tap_end(int64_t start, int64_t n, int64_t dilation, int64_
 /* One output plane per iteration; T is the element type (float32 and float64 run
  * natively, other dtypes through float64, which holds all their values exactly). */
 #define MAX_POOL_PLANES(T)                                                                              \
-    static void max_pool_##T(const ct_pool2d_geom *g, const T *px, T *py, int64_t *pi) {               \
-        int64_t planes = g->n * g->c;                                                                   \
-        CT_POOL_PARALLEL                                                                                \
-        for (int64_t p = 0; p < planes; p++) {                                                          \
+    static void max_pool_planes_##T(void *ctx, int64_t p0, int64_t p1) {                              \
+        const pool_job *jb = ctx;                                                                       \
+        const ct_pool2d_geom *g = jb->g;                                                                \
+        const T *px = jb->x;                                                                            \
+        T *py = jb->y;                                                                                  \
+        int64_t *pi = jb->idx;                                                                          \
+        for (int64_t p = p0; p < p1; p++) {                                                             \
             const T *xp = px + p * g->h * g->w;                                                         \
             for (int64_t oy = 0; oy < g->oh; oy++)                                                      \
                 for (int64_t ox = 0; ox < g->ow; ox++) {                                                \
@@ -777,11 +819,19 @@ static inline int64_t tap_end(int64_t start, int64_t n, int64_t dilation, int64_
                 }                                                                                       \
         }                                                                                               \
     }                                                                                                   \
-    static void max_pool_2x2_##T(const ct_pool2d_geom *g, const T *px, T *py, int64_t *pi) {           \
-        int64_t planes = g->n * g->c, W = g->w, ow = g->ow;                                             \
+    static void max_pool_##T(const ct_pool2d_geom *g, const T *px, T *py, int64_t *pi) {               \
+        pool_job jb = {.g = g, .x = px, .y = py, .idx = pi};                                            \
+        ct_parallel_range(g->n * g->c, g->n * g->c, 16, max_pool_planes_##T, &jb);                      \
+    }                                                                                                   \
+    static void max_pool_2x2_planes_##T(void *ctx, int64_t p0, int64_t p1) {                          \
+        const pool_job *jb = ctx;                                                                       \
+        const ct_pool2d_geom *g = jb->g;                                                                \
+        const T *px = jb->x;                                                                            \
+        T *py = jb->y;                                                                                  \
+        int64_t *pi = jb->idx;                                                                          \
+        int64_t W = g->w, ow = g->ow;                                                                   \
         bool avx512 = ct_cpu_isa_level() == CT_ISA_AVX512;                                              \
-        CT_POOL_PARALLEL                                                                                \
-        for (int64_t p = 0; p < planes; p++)                                                            \
+        for (int64_t p = p0; p < p1; p++)                                                               \
             for (int64_t oy = 0; oy < g->oh; oy++) {                                                    \
                 const T *r0 = px + (p * g->h + 2 * oy) * W, *r1 = r0 + W;                              \
                 T *yr = py + (p * g->oh + oy) * ow;                                                     \
@@ -807,13 +857,19 @@ static inline int64_t tap_end(int64_t start, int64_t n, int64_t dilation, int64_
                 }                                                                                       \
             }                                                                                           \
     }                                                                                                   \
+    static void max_pool_2x2_##T(const ct_pool2d_geom *g, const T *px, T *py, int64_t *pi) {           \
+        pool_job jb = {.g = g, .x = px, .y = py, .idx = pi};                                            \
+        ct_parallel_range(g->n * g->c, g->n * g->c, 16, max_pool_2x2_planes_##T, &jb);                  \
+    }                                                                                                   \
     /* gx = 0, then each output's gradient added at its index; false on an index   \
      * outside its plane (gx is then incomplete). Planes are independent. */       \
-    static bool max_unpool_##T(const T *gy, const int64_t *idx, T *gx, int64_t planes, int64_t in_plane, \
-                               int64_t out_plane) {                                                     \
+    static void max_unpool_planes_##T(void *ctx, int64_t p0, int64_t p1) {                            \
+        pool_job *jb = ctx;                                                                             \
+        const T *gy = jb->x;                                                                            \
+        T *gx = jb->y;                                                                                  \
+        const int64_t *idx = jb->idx, in_plane = jb->in_plane, out_plane = jb->out_plane;               \
         int bad = 0;                                                                                    \
-        CT_POOL_PARALLEL_BAD                                                                            \
-        for (int64_t p = 0; p < planes; p++) {                                                          \
+        for (int64_t p = p0; p < p1; p++) {                                                             \
             T *gp = gx + p * in_plane;                                                                  \
             const T *g = gy + p * out_plane;                                                            \
             const int64_t *ip = idx + p * out_plane;                                                    \
@@ -826,7 +882,15 @@ static inline int64_t tap_end(int64_t start, int64_t n, int64_t dilation, int64_
             }                                                                                           \
             bad |= !ok;                                                                                 \
         }                                                                                               \
-        return !bad;                                                                                    \
+        if (bad)                                                                                        \
+            atomic_store(&jb->bad, 1);                                                                  \
+    }                                                                                                   \
+    static bool max_unpool_##T(const T *gy, const int64_t *idx, T *gx, int64_t planes, int64_t in_plane, \
+                               int64_t out_plane) {                                                     \
+        pool_job jb = {.x = gy, .y = gx, .idx = (int64_t *)(uintptr_t)idx, .in_plane = in_plane,        \
+                       .out_plane = out_plane};                                                         \
+        ct_parallel_range(planes, planes, 16, max_unpool_planes_##T, &jb);                              \
+        return !atomic_load(&jb.bad);                                                                   \
     }
 MAX_POOL_PLANES(float)
 MAX_POOL_PLANES(double)
@@ -891,18 +955,10 @@ ct_status ct_cpu_max_pool2d_backward(ct_keyset ks, ct_call *call, void *ud) {
     if (wd == CT_DTYPE_FLOAT32 && h == 2 * oh && w == 2 * ow && oh * ow > 0 &&
         ct_cpu_isa_level() == CT_ISA_AVX512) {
         int64_t rows = planes * oh;
-        const float *pg = ct_tensor_data(gw);
-        const int64_t *pi = ct_tensor_data(i64);
-        float *px = ct_tensor_data(gx);
-        int bad = 0;
-#ifdef CT_HAVE_OPENMP
-#pragma omp parallel for schedule(static) reduction(| : bad) if (rows > 64 && ct_get_num_threads() > 1)
-#endif
-        for (int64_t c = 0; c < (rows + 15) / 16; c++) {
-            int64_t r0 = c * 16, nr = rows - r0 < 16 ? rows - r0 : 16;
-            bad |= !max_unpool_2x2_avx512_float(pg, pi, px, r0, r0 + nr, oh, ow);
-        }
-        ok = !bad;
+        pool_job jb = {.x = ct_tensor_data(gw), .y = ct_tensor_data(gx), .idx = ct_tensor_data(i64),
+                       .in_plane = oh, .out_plane = ow, .rows = rows};
+        ct_parallel_range((rows + 15) / 16, rows, 64, max_unpool_2x2_blocks, &jb);
+        ok = !atomic_load(&jb.bad);
     }
 #endif
     if (!ok)

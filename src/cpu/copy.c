@@ -11,9 +11,7 @@
 #include "core/cast.h"
 #include "core/device.h"
 #include "core/dtype.h"
-#ifdef CT_HAVE_OPENMP
-#include <omp.h>
-#endif
+#include "core/parallel.h"
 
 /* ------------------------------------------------------------------ loops */
 
@@ -220,23 +218,20 @@ ct_loop2_fn ct_cast_loop(ct_dtype dst, ct_dtype src) {
  * splits its copies (its grain is 32768 elements too): one core cannot saturate memory
  * bandwidth, and a cast is compute-bound besides. When dst is contiguous and src walks
  * memory the same way (same strides, no broadcast), the copy is one flat run cut into
- * equal pieces, each a memcpy for equal dtypes or a contiguous cast loop; otherwise the
+ * pieces (a few per thread, claimed as in Note [Threads on a busy machine]), each a memcpy for equal dtypes or a contiguous cast loop; otherwise the
  * outermost dimension left after coalescing is cut. Every element is converted on its
  * own, so the split never changes a result. Inside a parallel region (an op already
  * running on the threads) the copy stays on the calling thread. */
 #define CT_COPY_GRAIN 32768
 
-/* Threads worth using for n elements (1: run here). */
-static int copy_threads(int64_t n) {
-#ifdef CT_HAVE_OPENMP
-    if (n < CT_COPY_GRAIN || omp_in_parallel())
+/* Pieces worth cutting n elements into (1: run here), a few per thread
+ * (CT_CHUNKS_PER_THREAD); *nth gets the thread count. */
+static int copy_pieces(int64_t n, int *nth) {
+    *nth = ct_get_num_threads();
+    if (n < CT_COPY_GRAIN || *nth < 2)
         return 1;
-    int64_t nth = ct_get_num_threads(), chunks = n / (CT_COPY_GRAIN / 2);
-    return (int)(chunks < nth ? chunks : nth);
-#else
-    (void)n;
-    return 1;
-#endif
+    int64_t chunks = n / (CT_COPY_GRAIN / 2), most = (int64_t)CT_CHUNKS_PER_THREAD * *nth;
+    return (int)(chunks < most ? chunks : most);
 }
 
 /* Is src (with the broadcast strides sstr) laid out like the contiguous dst? */
@@ -252,22 +247,56 @@ static bool same_flat_layout(const ct_tensor *dst, const int64_t *sstr) {
     return true;
 }
 
+typedef struct {
+    char *dst;
+    const char *src;
+    int64_t n;
+    size_t desz, sesz;
+    ct_loop2_fn fn;
+    int pieces;
+    const ct_tensor *dt;
+    const int64_t *sstr;
+    int outer;
+    const char *one;
+} copy_job;
+
+/* Piece c of pieces over n elements: boundaries on multiples of 64 elements keep each
+ * piece's stores to whole cache lines of its own. */
+static void piece_bounds(int64_t n, int64_t c, int pieces, int64_t *b, int64_t *e) {
+    *b = (n * c / pieces) & ~(int64_t)63;
+    *e = c == pieces - 1 ? n : (n * (c + 1) / pieces) & ~(int64_t)63;
+}
+
+static void copy_flat_piece(void *ctx, int64_t c) {
+    const copy_job *j = ctx;
+    int64_t b, e;
+    piece_bounds(j->n, c, j->pieces, &b, &e);
+    if (e > b)
+        j->fn(j->dst + b * (int64_t)j->desz, j->src + b * (int64_t)j->sesz, e - b, (int64_t)j->desz,
+              (int64_t)j->sesz, NULL);
+}
+
 static void copy_flat(char *dst, const char *src, int64_t n, size_t desz, size_t sesz, ct_loop2_fn fn) {
-    int nth = copy_threads(n);
-    if (nth <= 1) {
+    int nth, pieces = copy_pieces(n, &nth);
+    if (pieces <= 1) {
         fn(dst, src, n, (int64_t)desz, (int64_t)sesz, NULL);
         return;
     }
-#ifdef CT_HAVE_OPENMP
-#pragma omp parallel for num_threads(nth) schedule(static)
-    for (int c = 0; c < nth; c++) {
-        /* piece boundaries on multiples of 64 elements keep each piece's stores to whole
-         * cache lines of its own */
-        int64_t b = (n * c / nth) & ~(int64_t)63, e = c == nth - 1 ? n : (n * (c + 1) / nth) & ~(int64_t)63;
-        if (e > b)
-            fn(dst + b * (int64_t)desz, src + b * (int64_t)sesz, e - b, (int64_t)desz, (int64_t)sesz, NULL);
-    }
-#endif
+    copy_job j = {.dst = dst, .src = src, .n = n, .desz = desz, .sesz = sesz, .fn = fn, .pieces = pieces};
+    ct_parallel_for(pieces, nth, copy_flat_piece, &j);
+}
+
+static void copy_strided_piece(void *ctx, int64_t c) {
+    const copy_job *j = ctx;
+    const ct_tensor *dst = j->dt;
+    int outer = j->outer;
+    int64_t len = dst->shape[outer];
+    int64_t b = len * c / j->pieces, e = len * (c + 1) / j->pieces;
+    int64_t shape[CT_MAX_DIMS];
+    memcpy(shape, dst->shape, sizeof(int64_t) * (size_t)dst->ndim);
+    shape[outer] = e - b;
+    ct_loop2(dst->ndim, shape, j->dst + b * dst->strides[outer] * (int64_t)j->desz, dst->strides, j->desz,
+             j->src + b * j->sstr[outer] * (int64_t)j->sesz, j->sstr, j->sesz, j->fn, NULL);
 }
 
 /* The general N-d copy, its outermost dimension split over the threads. */
@@ -275,27 +304,20 @@ static void copy_strided(const ct_tensor *dst, const ct_tensor *src, const int64
     size_t desz = ct_dtype_size(dst->dtype), sesz = ct_dtype_size(src->dtype);
     char *dp = ct_tensor_ptr(dst);
     const char *sp = ct_tensor_ptr(src);
-    int nth = copy_threads(dst->numel);
+    int nth, pieces = copy_pieces(dst->numel, &nth);
     /* the outermost dimension of more than one element */
     int outer = 0;
     while (outer < dst->ndim && dst->shape[outer] == 1)
         outer++;
-    if (nth <= 1 || outer >= dst->ndim || dst->shape[outer] < nth) {
+    if (pieces > 1 && outer < dst->ndim && dst->shape[outer] < pieces)
+        pieces = (int)dst->shape[outer];
+    if (pieces <= 1 || outer >= dst->ndim) {
         ct_loop2(dst->ndim, dst->shape, dp, dst->strides, desz, sp, sstr, sesz, fn, NULL);
         return;
     }
-#ifdef CT_HAVE_OPENMP
-    int64_t len = dst->shape[outer];
-#pragma omp parallel for num_threads(nth) schedule(static)
-    for (int c = 0; c < nth; c++) {
-        int64_t b = len * c / nth, e = len * (c + 1) / nth;
-        int64_t shape[CT_MAX_DIMS];
-        memcpy(shape, dst->shape, sizeof(int64_t) * (size_t)dst->ndim);
-        shape[outer] = e - b;
-        ct_loop2(dst->ndim, shape, dp + b * dst->strides[outer] * (int64_t)desz, dst->strides, desz,
-                 sp + b * sstr[outer] * (int64_t)sesz, sstr, sesz, fn, NULL);
-    }
-#endif
+    copy_job j = {.dst = dp, .src = sp, .desz = desz, .sesz = sesz, .fn = fn, .pieces = pieces, .dt = dst,
+                  .sstr = sstr, .outer = outer};
+    ct_parallel_for(pieces, nth, copy_strided_piece, &j);
 }
 
 static ct_status cpu_copy(ct_tensor *dst, const ct_tensor *src, const int64_t *src_strides) {
@@ -346,20 +368,22 @@ static void fill_run(char *p, int64_t n, const char *one, size_t esz) {
 }
 
 /* Split over the threads above the copy grain, as copies are (Note [Parallel copies]). */
+static void fill_piece(void *ctx, int64_t c) {
+    const copy_job *j = ctx;
+    int64_t b, e;
+    piece_bounds(j->n, c, j->pieces, &b, &e);
+    if (e > b)
+        fill_run(j->dst + b * (int64_t)j->desz, e - b, j->one, j->desz);
+}
+
 static void fill_flat(char *p, int64_t n, const char *one, size_t esz) {
-    int nth = copy_threads(n);
-    if (nth <= 1) {
+    int nth, pieces = copy_pieces(n, &nth);
+    if (pieces <= 1) {
         fill_run(p, n, one, esz);
         return;
     }
-#ifdef CT_HAVE_OPENMP
-#pragma omp parallel for num_threads(nth) schedule(static)
-    for (int c = 0; c < nth; c++) {
-        int64_t b = (n * c / nth) & ~(int64_t)63, e = c == nth - 1 ? n : (n * (c + 1) / nth) & ~(int64_t)63;
-        if (e > b)
-            fill_run(p + b * (int64_t)esz, e - b, one, esz);
-    }
-#endif
+    copy_job j = {.dst = p, .n = n, .desz = esz, .pieces = pieces, .one = one};
+    ct_parallel_for(pieces, nth, fill_piece, &j);
 }
 
 static ct_status cpu_fill(ct_tensor *t, const void *value, size_t esz) {

@@ -2,6 +2,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "core/parallel.h"
 #include "cpu/cpu_backend.h"
 #include "meta/fused_optim.h"
 
@@ -81,6 +82,20 @@ static void run_range(const ct_adam_args *a, const ct_adam_consts *c, int i, int
         adam_f32(pp, gp, mp, vp, xp, hi - lo, c, a->decoupled, a->amsgrad, a->maximize, has_gs, gs, has_cc, cc);
 }
 
+typedef struct {
+    const ct_adam_args *a;
+    const ct_adam_consts *c;
+    int i;
+    int64_t n;
+    float gs, cc;
+} adam_job;
+
+static void adam_blocks(void *ctx, int64_t b0, int64_t b1) {
+    const adam_job *j = ctx;
+    const int64_t lo = b0 * FA_BLOCK, hi = b1 * FA_BLOCK < j->n ? b1 * FA_BLOCK : j->n;
+    run_range(j->a, j->c, j->i, lo, hi, j->gs, j->cc);
+}
+
 static ct_status cpu_kernel(ct_call *call) {
     ct_adam_args a;
     ct_status st = ct_fused_adam_args(call, &a);
@@ -108,13 +123,8 @@ static ct_status cpu_kernel(ct_call *call) {
         } else {
             const int64_t nblocks = (n + FA_BLOCK - 1) / FA_BLOCK;
             /* elementwise: the result does not depend on how blocks are shared out */
-#if defined(CT_HAVE_OPENMP)
-#pragma omp parallel for schedule(static)
-#endif
-            for (int64_t b = 0; b < nblocks; b++) {
-                const int64_t lo = b * FA_BLOCK, hi = lo + FA_BLOCK < n ? lo + FA_BLOCK : n;
-                run_range(&a, &c, i, lo, hi, gs, cc);
-            }
+            adam_job j = {&a, &c, i, n, gs, cc};
+            ct_parallel_range(nblocks, n, 0, adam_blocks, &j);
         }
     }
     /* Note [No-grad step] of src/optim/optimizer.c: every tensor written gets a new version */

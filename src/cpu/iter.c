@@ -5,11 +5,8 @@
 #include <string.h>
 
 #include "core/alloc.h"
+#include "core/parallel.h"
 #include "core/tensor_make.h"
-
-#ifdef CT_HAVE_OPENMP
-#include <omp.h>
-#endif
 
 /* Elements below which a loop runs on one thread: spawning costs more than it saves. */
 #define CT_GRAIN 32768
@@ -61,27 +58,37 @@ static void run_range(const ct_iter *it, ct_cpu_loop loop, const void *params, i
     }
 }
 
+typedef struct {
+    const ct_iter *it;
+    ct_cpu_loop loop;
+    const void *params;
+    int64_t chunks;
+} iter_job;
+
+static void iter_chunk(void *ctx, int64_t c) {
+    const iter_job *j = ctx;
+    /* Cut points at multiples of 16 elements: for contiguous data each chunk starts on
+     * a cache line, so threads never write the same line and vector loops run aligned
+     * with a single tail at the very end. */
+    int64_t n = j->it->numel;
+    int64_t b = c == 0 ? 0 : n * c / j->chunks / 16 * 16;
+    int64_t e = c == j->chunks - 1 ? n : n * (c + 1) / j->chunks / 16 * 16;
+    run_range(j->it, j->loop, j->params, b, e);
+}
+
 void ct_iter_run(const ct_iter *it, ct_cpu_loop loop, const void *params) {
     if (it->numel == 0 || !it->data[0])
         return;
-#ifdef CT_HAVE_OPENMP
     int nth = ct_get_num_threads();
-    if (it->numel >= CT_GRAIN && nth > 1 && !omp_in_parallel()) {
+    if (it->numel >= CT_GRAIN && nth > 1) {
+        /* a few chunks per thread, so a thread that is not running leaves little */
         int64_t chunks = it->numel / (CT_GRAIN / 2);
-        if (chunks > nth)
-            chunks = nth;
-#pragma omp parallel for num_threads((int)chunks) schedule(static)
-        for (int64_t c = 0; c < chunks; c++) {
-            /* Cut points at multiples of 16 elements: for contiguous data each thread's
-             * piece starts on a cache line, so threads never write the same line and
-             * vector loops run aligned with a single tail at the very end. */
-            int64_t b = c == 0 ? 0 : it->numel * c / chunks / 16 * 16;
-            int64_t e = c == chunks - 1 ? it->numel : it->numel * (c + 1) / chunks / 16 * 16;
-            run_range(it, loop, params, b, e);
-        }
+        if (chunks > CT_CHUNKS_PER_THREAD * nth)
+            chunks = CT_CHUNKS_PER_THREAD * nth;
+        iter_job j = {it, loop, params, chunks};
+        ct_parallel_for(chunks, nth, iter_chunk, &j);
         return;
     }
-#endif
     run_range(it, loop, params, 0, it->numel);
 }
 

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "core/factory.h"
+#include "core/parallel.h"
 #include "core/view.h"
 #include "cpu/cpu_backend.h"
 #include "core/dtype.h"
@@ -111,6 +112,73 @@ static void gemm_generic(ct_dtype dt, int64_t n, int64_t m, int64_t k, mat A, ma
         }
 }
 
+#ifdef CT_HAVE_OPENBLAS
+/* One BLAS (or oneDNN) call, on the calling thread's OpenMP setting. */
+static void gemm_blas(ct_dtype dt, int64_t n, int64_t m, int64_t k, mat A, mat B, char *C, int64_t ldc, double alpha,
+                      double beta, bool ta, int64_t lda, bool tb, int64_t ldb) {
+#ifdef CT_HAVE_DNNL
+    if (dt == CT_DTYPE_FLOAT32 && sgemm_dnnl(ta, tb, n, m, k, (float)alpha, (const float *)A.p, lda,
+                                             (const float *)B.p, ldb, (float)beta, (float *)C, ldc)) {
+        if (CT_TRACE_LOG_ON())
+            ct_trace_log_kernel_choice(__FILE__, __LINE__, "gemm", "onednn", dt, n, m, k);
+        return;
+    }
+#endif
+    if (dt == CT_DTYPE_FLOAT32)
+        cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)n, (int)m,
+                    (int)k, (float)alpha, (const float *)A.p, (int)lda, (const float *)B.p, (int)ldb, (float)beta,
+                    (float *)C, (int)ldc);
+    else
+        cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)n, (int)m,
+                    (int)k, alpha, (const double *)A.p, (int)lda, (const double *)B.p, (int)ldb, beta, (double *)C,
+                    (int)ldc);
+    if (CT_TRACE_LOG_ON())
+        ct_trace_log_kernel_choice(__FILE__, __LINE__, "gemm", "blas", dt, n, m, k);
+}
+
+/* Note [GEMM chunks]
+ * A BLAS-sized product is cut into blocks of rows of C (or of columns, when C is wider
+ * than tall), each one single-threaded BLAS call, and the blocks are the chunks of a
+ * ctorch region (Note [Threads on a busy machine] in core/parallel.c): OpenMP's
+ * static split inside oneDNN and OpenBLAS waits for its slowest thread at every
+ * product, and a thread that shares its core with another process is very slow. The
+ * block size depends on the shape alone (a block is at least GEMM_MIN_FLOPS of work,
+ * a multiple of 16 rows or columns, at most GEMM_MAX_CHUNKS blocks), so a product gives
+ * the same bits for any thread count; a product too small for two blocks is one call
+ * on the calling thread. Each block is a call of its own, with its own overhead: with
+ * blocks of 2 MFLOP the char model's one-thread step took about 12% more process CPU
+ * than before the split, with 8 MFLOP 4-8%, with 16 MFLOP 1-2% (two or three
+ * alternating runs each, 92-103 ms a step). */
+#define GEMM_MIN_FLOPS ((int64_t)1 << 24)
+#define GEMM_MAX_CHUNKS 16
+
+typedef struct {
+    ct_dtype dt;
+    int64_t n, m, k, bs, ldc, lda, ldb;
+    bool rows, ta, tb;
+    mat A, B;
+    char *C;
+    double alpha, beta;
+} gemm_job;
+
+static void gemm_chunk(void *ctx, int64_t c) {
+    const gemm_job *j = ctx;
+    size_t esz = ct_dtype_size(j->dt);
+    int64_t b = c * j->bs, dim = j->rows ? j->n : j->m;
+    int64_t len = dim - b < j->bs ? dim - b : j->bs;
+    mat A = j->A, B = j->B;
+    if (j->rows) {
+        A.p += (size_t)(b * A.s0) * esz;
+        gemm_blas(j->dt, len, j->m, j->k, A, B, j->C + (size_t)(b * j->ldc) * esz, j->ldc, j->alpha, j->beta, j->ta,
+                  j->lda, j->tb, j->ldb);
+    } else {
+        B.p += (size_t)(b * B.s1) * esz;
+        gemm_blas(j->dt, j->n, len, j->k, A, B, j->C + (size_t)b * esz, j->ldc, j->alpha, j->beta, j->ta, j->lda,
+                  j->tb, j->ldb);
+    }
+}
+#endif
+
 static void gemm(ct_dtype dt, int64_t n, int64_t m, int64_t k, mat A, mat B, char *C, int64_t ldc, double alpha,
                  double beta) {
     if (n == 0 || m == 0)
@@ -120,24 +188,17 @@ static void gemm(ct_dtype dt, int64_t n, int64_t m, int64_t k, mat A, mat B, cha
     int64_t lda, ldb;
     if ((dt == CT_DTYPE_FLOAT32 || dt == CT_DTYPE_FLOAT64) && k > 0 && blas_layout(A, n, k, &ta, &lda) &&
         blas_layout(B, k, m, &tb, &ldb)) {
-#ifdef CT_HAVE_DNNL
-        if (dt == CT_DTYPE_FLOAT32 && sgemm_dnnl(ta, tb, n, m, k, (float)alpha, (const float *)A.p, lda,
-                                                 (const float *)B.p, ldb, (float)beta, (float *)C, ldc)) {
-            if (CT_TRACE_LOG_ON())
-                ct_trace_log_kernel_choice(__FILE__, __LINE__, "gemm", "onednn", dt, n, m, k);
-            return;
-        }
-#endif
-        if (dt == CT_DTYPE_FLOAT32)
-            cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)n, (int)m,
-                        (int)k, (float)alpha, (const float *)A.p, (int)lda, (const float *)B.p, (int)ldb, (float)beta,
-                        (float *)C, (int)ldc);
-        else
-            cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)n, (int)m,
-                        (int)k, alpha, (const double *)A.p, (int)lda, (const double *)B.p, (int)ldb, beta,
-                        (double *)C, (int)ldc);
-        if (CT_TRACE_LOG_ON())
-            ct_trace_log_kernel_choice(__FILE__, __LINE__, "gemm", "blas", dt, n, m, k);
+        gemm_job j = {dt, n, m, k, 0, ldc, lda, ldb, n >= m, ta, tb, A, B, C, alpha, beta};
+        int64_t dim = j.rows ? n : m;
+        int64_t chunks = 2 * n * m * k / GEMM_MIN_FLOPS;
+        if (chunks > GEMM_MAX_CHUNKS)
+            chunks = GEMM_MAX_CHUNKS;
+        if (chunks > dim / 16)
+            chunks = dim / 16;
+        if (chunks < 1)
+            chunks = 1;
+        j.bs = ((dim + chunks - 1) / chunks + 15) / 16 * 16;
+        ct_parallel_for((dim + j.bs - 1) / j.bs, ct_get_num_threads(), gemm_chunk, &j);
         return;
     }
 #endif

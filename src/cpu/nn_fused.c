@@ -16,9 +16,7 @@
 #include "ctorch/nn.h"
 #include "meta/nn_fused.h"
 
-#ifdef CT_HAVE_OPENMP
-#include <omp.h>
-#endif
+#include "core/parallel.h"
 
 /* Queries per attention block: the kernel holds CT_SDPA_BLOCK x S scores per thread. */
 #define CT_SDPA_BLOCK 64
@@ -61,14 +59,9 @@ CT_TARGET_END
 #endif
 
 static int num_threads_for(int64_t tasks) {
-    int nth = 1;
-#ifdef CT_HAVE_OPENMP
-    nth = ct_get_num_threads();
+    int nth = ct_get_num_threads();
     if (nth > tasks)
         nth = (int)(tasks > 0 ? tasks : 1);
-#else
-    (void)tasks;
-#endif
     return nth;
 }
 
@@ -300,13 +293,21 @@ ct_status ct_cpu_layer_norm_backward(ct_keyset ks, ct_call *call, void *ud) {
  * with s = sigmoid(2u) = (1 + t) / 2 = 1 / (1 + e) and 1 - s = 1 / (1 + 1/e), neither
  * of which cancels and both right when e is 0 or infinite, the derivative is
  * s + 2 x s (1 - s) k (1 + 3 c x^2). */
-static void gelu_bwd_f32(const float *gy, const float *x, float *gx, int64_t n, bool tanh_form) {
+typedef struct {
+    const void *gy, *x;
+    void *gx;
+    int64_t n;
+    bool tanh_form;
+} gelu_bwd_job;
+
+static void gelu_bwd_f32_chunks(void *ctx, int64_t c0, int64_t c1) {
+    const gelu_bwd_job *j = ctx;
+    const float *gy = j->gy, *x = j->x;
+    float *gx = j->gx;
+    int64_t n = j->n;
+    bool tanh_form = j->tanh_form;
     ct_vm_f32_fn vt = tanh_form ? NULL : ct_vm_get(CT_VM_ERF), ve = ct_vm_get(CT_VM_EXP);
-    int64_t chunks = (n + CT_GELU_CHUNK - 1) / CT_GELU_CHUNK;
-#ifdef CT_HAVE_OPENMP
-#pragma omp parallel for schedule(static) if (n > 65536)
-#endif
-    for (int64_t c = 0; c < chunks; c++) {
+    for (int64_t c = c0; c < c1; c++) {
         float u[CT_GELU_CHUNK], e[CT_GELU_CHUNK];
         int64_t s = c * CT_GELU_CHUNK, len = n - s < CT_GELU_CHUNK ? n - s : CT_GELU_CHUNK;
         const float *xs = x + s, *gs = gy + s;
@@ -345,11 +346,17 @@ static void gelu_bwd_f32(const float *gy, const float *x, float *gx, int64_t n, 
     }
 }
 
-static void gelu_bwd_f64(const double *gy, const double *x, double *gx, int64_t n, bool tanh_form) {
-#ifdef CT_HAVE_OPENMP
-#pragma omp parallel for schedule(static) if (n > 65536)
-#endif
-    for (int64_t i = 0; i < n; i++) {
+static void gelu_bwd_f32(const float *gy, const float *x, float *gx, int64_t n, bool tanh_form) {
+    gelu_bwd_job j = {gy, x, gx, n, tanh_form};
+    ct_parallel_range((n + CT_GELU_CHUNK - 1) / CT_GELU_CHUNK, n, 65536, gelu_bwd_f32_chunks, &j);
+}
+
+static void gelu_bwd_f64_range(void *ctx, int64_t i0, int64_t i1) {
+    const gelu_bwd_job *j = ctx;
+    const double *gy = j->gy, *x = j->x;
+    double *gx = j->gx;
+    bool tanh_form = j->tanh_form;
+    for (int64_t i = i0; i < i1; i++) {
         double xv = x[i], d;
         if (tanh_form) {
             double t = tanh(CT_GELU_K * (xv + CT_GELU_C * xv * xv * xv));
@@ -359,6 +366,11 @@ static void gelu_bwd_f64(const double *gy, const double *x, double *gx, int64_t 
         }
         gx[i] = gy[i] * d;
     }
+}
+
+static void gelu_bwd_f64(const double *gy, const double *x, double *gx, int64_t n, bool tanh_form) {
+    gelu_bwd_job j = {gy, x, gx, n, tanh_form};
+    ct_parallel_range(n, n, 65536, gelu_bwd_f64_range, &j);
 }
 
 ct_status ct_cpu_gelu_backward(ct_keyset ks, ct_call *call, void *ud) {

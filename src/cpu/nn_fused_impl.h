@@ -4,12 +4,18 @@
 
 /* ------------------------------------------------------------------ avg_pool2d */
 
-static void FN(avgpool_fwd)(const T *x, T *y, const ct_avgpool_geom *g) {
-    int64_t planes = g->n * g->c;
-#ifdef CT_HAVE_OPENMP
-#pragma omp parallel for schedule(static) if (planes * g->oh * g->ow > 32768)
-#endif
-    for (int64_t p = 0; p < planes; p++) {
+typedef struct {
+    const T *x;
+    T *y;
+    const ct_avgpool_geom *g;
+} FN(avgpool_job);
+
+static void FN(avgpool_fwd_planes)(void *ctx, int64_t p0, int64_t p1) {
+    const FN(avgpool_job) *jb = ctx;
+    const T *x = jb->x;
+    T *y = jb->y;
+    const ct_avgpool_geom *g = jb->g;
+    for (int64_t p = p0; p < p1; p++) {
         const T *xp = x + p * g->h * g->w;
         T *yp = y + p * g->oh * g->ow;
         for (int64_t oy = 0; oy < g->oh; oy++)
@@ -28,12 +34,18 @@ static void FN(avgpool_fwd)(const T *x, T *y, const ct_avgpool_geom *g) {
     }
 }
 
-static void FN(avgpool_bwd)(const T *gy, T *gx, const ct_avgpool_geom *g) {
+static void FN(avgpool_fwd)(const T *x, T *y, const ct_avgpool_geom *g) {
     int64_t planes = g->n * g->c;
-#ifdef CT_HAVE_OPENMP
-#pragma omp parallel for schedule(static) if (planes * g->oh * g->ow > 32768)
-#endif
-    for (int64_t p = 0; p < planes; p++) {
+    FN(avgpool_job) j = {x, y, g};
+    ct_parallel_range(planes, planes * g->oh * g->ow, 32768, FN(avgpool_fwd_planes), &j);
+}
+
+static void FN(avgpool_bwd_planes)(void *ctx, int64_t p0, int64_t p1) {
+    const FN(avgpool_job) *jb = ctx;
+    const T *gy = jb->x;
+    T *gx = jb->y;
+    const ct_avgpool_geom *g = jb->g;
+    for (int64_t p = p0; p < p1; p++) {
         T *xp = gx + p * g->h * g->w;
         const T *yp = gy + p * g->oh * g->ow;
         for (int64_t oy = 0; oy < g->oh; oy++)
@@ -49,18 +61,32 @@ static void FN(avgpool_bwd)(const T *gy, T *gx, const ct_avgpool_geom *g) {
     }
 }
 
+static void FN(avgpool_bwd)(const T *gy, T *gx, const ct_avgpool_geom *g) {
+    int64_t planes = g->n * g->c;
+    FN(avgpool_job) j = {gy, gx, g};
+    ct_parallel_range(planes, planes * g->oh * g->ow, 32768, FN(avgpool_bwd_planes), &j);
+}
+
 /* ------------------------------------------------------------------ adaptive_avg_pool2d */
 
 /* Output cell o of n over an input of size len: [floor(o*len/n), ceil((o+1)*len/n)). */
 static inline int64_t FN(ada_start)(int64_t o, int64_t n, int64_t len) { return (o * len) / n; }
 static inline int64_t FN(ada_end)(int64_t o, int64_t n, int64_t len) { return ((o + 1) * len + n - 1) / n; }
 
-static void FN(adapool)(const T *in, T *out, const ct_adapool_geom *g, bool backward) {
-    int64_t planes = g->n * g->c;
-#ifdef CT_HAVE_OPENMP
-#pragma omp parallel for schedule(static) if (planes * g->oh * g->ow > 32768)
-#endif
-    for (int64_t p = 0; p < planes; p++) {
+typedef struct {
+    const T *in;
+    T *out;
+    const ct_adapool_geom *g;
+    bool backward;
+} FN(adapool_job);
+
+static void FN(adapool_planes)(void *ctx, int64_t p0, int64_t p1) {
+    const FN(adapool_job) *jb = ctx;
+    const T *in = jb->in;
+    T *out = jb->out;
+    const ct_adapool_geom *g = jb->g;
+    bool backward = jb->backward;
+    for (int64_t p = p0; p < p1; p++) {
         for (int64_t oy = 0; oy < g->oh; oy++) {
             int64_t hs = FN(ada_start)(oy, g->oh, g->h), he = FN(ada_end)(oy, g->oh, g->h);
             for (int64_t ox = 0; ox < g->ow; ox++) {
@@ -85,13 +111,30 @@ static void FN(adapool)(const T *in, T *out, const ct_adapool_geom *g, bool back
     }
 }
 
+static void FN(adapool)(const T *in, T *out, const ct_adapool_geom *g, bool backward) {
+    int64_t planes = g->n * g->c;
+    FN(adapool_job) j = {in, out, g, backward};
+    ct_parallel_range(planes, planes * g->oh * g->ow, 32768, FN(adapool_planes), &j);
+}
+
 /* ------------------------------------------------------------------ rms_norm */
 
-static void FN(rmsnorm_fwd)(const T *x, const T *w, T *y, int64_t rows, int64_t cols, double eps) {
-#ifdef CT_HAVE_OPENMP
-#pragma omp parallel for schedule(static) if (rows * cols > 32768)
-#endif
-    for (int64_t r = 0; r < rows; r++) {
+/* The operands of the row-wise norm loops (rms_norm, layer_norm). */
+typedef struct {
+    const T *x, *w, *b, *gy;
+    T *y;
+    double *stats;
+    int64_t cols;
+    double eps;
+} FN(norm_job);
+
+static void FN(rmsnorm_fwd_rows)(void *ctx, int64_t r0, int64_t r1) {
+    const FN(norm_job) *jb = ctx;
+    const T *x = jb->x, *w = jb->w;
+    T *y = jb->y;
+    int64_t cols = jb->cols;
+    double eps = jb->eps;
+    for (int64_t r = r0; r < r1; r++) {
         const T *xr = x + r * cols;
         T *yr = y + r * cols;
         double ss = 0;
@@ -107,14 +150,20 @@ static void FN(rmsnorm_fwd)(const T *x, const T *w, T *y, int64_t rows, int64_t 
     }
 }
 
+static void FN(rmsnorm_fwd)(const T *x, const T *w, T *y, int64_t rows, int64_t cols, double eps) {
+    FN(norm_job) j = {.x = x, .w = w, .y = y, .cols = cols, .eps = eps};
+    ct_parallel_range(rows, rows * cols, 32768, FN(rmsnorm_fwd_rows), &j);
+}
+
 /* With r = 1/sqrt(mean(x^2) + eps), xhat = x r and y = xhat w:
  *   dx = r (g w - xhat mean(g w xhat)),  dw = sum over rows of g xhat. */
-static void FN(rmsnorm_bwd)(const T *gy, const T *x, const T *w, T *gx, double *gw, int64_t rows, int64_t cols,
-                            double eps) {
-#ifdef CT_HAVE_OPENMP
-#pragma omp parallel for schedule(static) if (rows * cols > 32768)
-#endif
-    for (int64_t r = 0; r < rows; r++) {
+static void FN(rmsnorm_bwd_rows)(void *ctx, int64_t r0, int64_t r1) {
+    const FN(norm_job) *jb = ctx;
+    const T *x = jb->x, *w = jb->w, *gy = jb->gy;
+    T *gx = jb->y;
+    int64_t cols = jb->cols;
+    double eps = jb->eps;
+    for (int64_t r = r0; r < r1; r++) {
         const T *xr = x + r * cols, *gr = gy + r * cols;
         T *dr = gx + r * cols;
         double ss = 0, dot = 0;
@@ -129,6 +178,12 @@ static void FN(rmsnorm_bwd)(const T *gy, const T *x, const T *w, T *gx, double *
             dr[j] = (T)(rstd * ((double)gr[j] * (w ? (double)w[j] : 1.0) - xh * m));
         }
     }
+}
+
+static void FN(rmsnorm_bwd)(const T *gy, const T *x, const T *w, T *gx, double *gw, int64_t rows, int64_t cols,
+                            double eps) {
+    FN(norm_job) jb = {.x = x, .w = w, .gy = gy, .y = gx, .cols = cols, .eps = eps};
+    ct_parallel_range(rows, rows * cols, 32768, FN(rmsnorm_bwd_rows), &jb);
     if (gw) /* rows in order: the sum does not depend on the thread count */
         for (int64_t r = 0; r < rows; r++) {
             const T *xr = x + r * cols, *gr = gy + r * cols;
@@ -173,11 +228,13 @@ static void FN(row_stats)(const T *xr, int64_t cols, double eps, double *mean, d
     *rstd = 1.0 / sqrt(FN(lanes_total)(ss) / (double)cols + eps);
 }
 
-static void FN(layernorm_fwd)(const T *x, const T *w, const T *b, T *y, int64_t rows, int64_t cols, double eps) {
-#ifdef CT_HAVE_OPENMP
-#pragma omp parallel for schedule(static) if (rows * cols > 65536)
-#endif
-    for (int64_t r = 0; r < rows; r++) {
+static void FN(layernorm_fwd_rows)(void *ctx, int64_t r0, int64_t r1) {
+    const FN(norm_job) *jb = ctx;
+    const T *x = jb->x, *w = jb->w, *b = jb->b;
+    T *y = jb->y;
+    int64_t cols = jb->cols;
+    double eps = jb->eps;
+    for (int64_t r = r0; r < r1; r++) {
         const T *xr = x + r * cols;
         T *yr = y + r * cols;
         double mean, rstd;
@@ -198,15 +255,19 @@ static void FN(layernorm_fwd)(const T *x, const T *w, const T *b, T *y, int64_t 
     }
 }
 
-/* With xhat = (x - mean) r, r = 1/sqrt(var + eps), y = xhat w + b and gh = g w:
- *   dx = r (gh - mean(gh) - xhat mean(gh xhat)),  dw = sum over rows of g xhat,
- *   db = sum over rows of g. stats gets (mean, r) per row for the weight pass. */
-static void FN(layernorm_bwd)(const T *gy, const T *x, const T *w, T *gx, double *stats, double *gw, double *gb,
-                              int64_t rows, int64_t cols, double eps) {
-#ifdef CT_HAVE_OPENMP
-#pragma omp parallel for schedule(static) if (rows * cols > 65536)
-#endif
-    for (int64_t r = 0; r < rows; r++) {
+static void FN(layernorm_fwd)(const T *x, const T *w, const T *b, T *y, int64_t rows, int64_t cols, double eps) {
+    FN(norm_job) j = {.x = x, .w = w, .b = b, .y = y, .cols = cols, .eps = eps};
+    ct_parallel_range(rows, rows * cols, 65536, FN(layernorm_fwd_rows), &j);
+}
+
+static void FN(layernorm_bwd_rows)(void *ctx, int64_t r0, int64_t r1) {
+    const FN(norm_job) *jb = ctx;
+    const T *x = jb->x, *w = jb->w, *gy = jb->gy;
+    T *gx = jb->y;
+    double *stats = jb->stats;
+    int64_t cols = jb->cols;
+    double eps = jb->eps;
+    for (int64_t r = r0; r < r1; r++) {
         const T *xr = x + r * cols, *gr = gy + r * cols;
         T *dr = gx + r * cols;
         double mean, rstd;
@@ -229,15 +290,24 @@ static void FN(layernorm_bwd)(const T *gy, const T *x, const T *w, T *gx, double
             dr[j] = rs * (gh - a - (xr[j] - m) * rs * c);
         }
     }
-    if (!gw && !gb)
-        return;
-    /* Each thread owns a block of columns and runs down the rows in order, so the
-     * sums do not depend on the thread count. */
-    int64_t nblk = (cols + 63) / 64;
-#ifdef CT_HAVE_OPENMP
-#pragma omp parallel for schedule(static) if (rows * cols > 65536)
-#endif
-    for (int64_t bi = 0; bi < nblk; bi++) {
+}
+
+typedef struct {
+    const T *gy, *x;
+    const double *stats;
+    double *gw, *gb;
+    int64_t rows, cols;
+} FN(layernorm_wjob);
+
+/* Each range owns blocks of 64 columns and runs down the rows in order, so the sums do
+ * not depend on the thread count. */
+static void FN(layernorm_bwd_cols)(void *ctx, int64_t b0, int64_t b1) {
+    const FN(layernorm_wjob) *jb = ctx;
+    const T *x = jb->x, *gy = jb->gy;
+    const double *stats = jb->stats;
+    double *gw = jb->gw, *gb = jb->gb;
+    int64_t rows = jb->rows, cols = jb->cols;
+    for (int64_t bi = b0; bi < b1; bi++) {
         int64_t j0 = bi * 64, j1 = j0 + 64 < cols ? j0 + 64 : cols;
         for (int64_t r = 0; r < rows; r++) {
             const T *xr = x + r * cols, *gr = gy + r * cols;
@@ -250,6 +320,19 @@ static void FN(layernorm_bwd)(const T *gy, const T *x, const T *w, T *gx, double
                     gb[j] += (double)gr[j];
         }
     }
+}
+
+/* With xhat = (x - mean) r, r = 1/sqrt(var + eps), y = xhat w + b and gh = g w:
+ *   dx = r (gh - mean(gh) - xhat mean(gh xhat)),  dw = sum over rows of g xhat,
+ *   db = sum over rows of g. stats gets (mean, r) per row for the weight pass. */
+static void FN(layernorm_bwd)(const T *gy, const T *x, const T *w, T *gx, double *stats, double *gw, double *gb,
+                              int64_t rows, int64_t cols, double eps) {
+    FN(norm_job) jr = {.x = x, .w = w, .gy = gy, .y = gx, .stats = stats, .cols = cols, .eps = eps};
+    ct_parallel_range(rows, rows * cols, 65536, FN(layernorm_bwd_rows), &jr);
+    if (!gw && !gb)
+        return;
+    FN(layernorm_wjob) jw = {gy, x, stats, gw, gb, rows, cols};
+    ct_parallel_range((cols + 63) / 64, rows * cols, 65536, FN(layernorm_bwd_cols), &jw);
 }
 
 /* ------------------------------------------------------------------ attention */
@@ -313,44 +396,54 @@ static void FN(sdpa_probs)(const T *q, const T *k, const ct_sdpa_geom *g, const 
     }
 }
 
-static void FN(sdpa_fwd)(const T *q, const T *k, const T *v, T *y, const ct_sdpa_geom *g, const ct_sdpa_mask *m,
-                         T *bufs, int nth) {
-    int64_t nblk = (g->l + CT_SDPA_BLOCK - 1) / CT_SDPA_BLOCK, tasks = g->b * nblk;
-    (void)nth;
-#ifdef CT_HAVE_OPENMP
-#pragma omp parallel for schedule(dynamic) num_threads(nth) if (nth > 1)
-#endif
-    for (int64_t t = 0; t < tasks; t++) {
-        int tid = 0;
-#ifdef CT_HAVE_OPENMP
-        tid = omp_get_thread_num();
-#endif
+typedef struct {
+    const T *q, *k, *v, *gy;
+    T *y, *gq, *gk, *gv, *bufs;
+    const ct_sdpa_geom *g;
+    const ct_sdpa_mask *m;
+} FN(sdpa_job);
+
+/* Task t: block t % nblk of queries of batch t / nblk, with the running thread's
+ * scratch. */
+static void FN(sdpa_fwd_task)(void *ctx, int64_t t) {
+    const FN(sdpa_job) *j = ctx;
+    const T *q = j->q, *k = j->k, *v = j->v;
+    T *y = j->y;
+    const ct_sdpa_geom *g = j->g;
+    const ct_sdpa_mask *m = j->m;
+    int64_t nblk = (g->l + CT_SDPA_BLOCK - 1) / CT_SDPA_BLOCK;
+    {
+        int tid = ct_parallel_thread();
         int64_t b = t / nblk, q0 = (t % nblk) * CT_SDPA_BLOCK;
         int64_t bq = g->l - q0 < CT_SDPA_BLOCK ? g->l - q0 : CT_SDPA_BLOCK;
         /* causal: keys past the block's last query get zero weight; skip them */
         int64_t sk = m->causal && q0 + bq < g->s ? q0 + bq : g->s;
-        T *p = bufs + (size_t)tid * CT_SDPA_BLOCK * (size_t)g->s;
+        T *p = j->bufs + (size_t)tid * CT_SDPA_BLOCK * (size_t)g->s;
         FN(sdpa_probs)(q, k, g, m, b, q0, bq, sk, p);
         ct_cpu_gemm(WD, false, false, bq, g->ev, sk, 1.0, p, sk, v + b * g->s * g->ev, g->ev, 0.0,
                     y + (b * g->l + q0) * g->ev, g->ev);
     }
 }
 
+static void FN(sdpa_fwd)(const T *q, const T *k, const T *v, T *y, const ct_sdpa_geom *g, const ct_sdpa_mask *m,
+                         T *bufs, int nth) {
+    int64_t nblk = (g->l + CT_SDPA_BLOCK - 1) / CT_SDPA_BLOCK;
+    FN(sdpa_job) j = {.q = q, .k = k, .v = v, .y = y, .bufs = bufs, .g = g, .m = m};
+    ct_parallel_for(g->b * nblk, nth, FN(sdpa_fwd_task), &j);
+}
+
 /* Per batch: recompute each block's probabilities P, then
  *   dV += P^T dY,  dP = dY V^T,  dS = P (dP - rowsum(P dP)),
  *   dQ = scale dS K,  dK += scale dS^T Q. */
-static void FN(sdpa_bwd)(const T *gy, const T *q, const T *k, const T *v, T *gq, T *gk, T *gv,
-                         const ct_sdpa_geom *g, const ct_sdpa_mask *m, T *bufs, int nth) {
-    (void)nth;
-#ifdef CT_HAVE_OPENMP
-#pragma omp parallel for schedule(dynamic) num_threads(nth) if (nth > 1)
-#endif
-    for (int64_t b = 0; b < g->b; b++) {
-        int tid = 0;
-#ifdef CT_HAVE_OPENMP
-        tid = omp_get_thread_num();
-#endif
-        T *p = bufs + (size_t)tid * 2 * CT_SDPA_BLOCK * (size_t)g->s, *dp = p + CT_SDPA_BLOCK * g->s;
+static void FN(sdpa_bwd_batch)(void *ctx, int64_t b) {
+    const FN(sdpa_job) *jb = ctx;
+    const T *gy = jb->gy, *q = jb->q, *k = jb->k, *v = jb->v;
+    T *gq = jb->gq, *gk = jb->gk, *gv = jb->gv;
+    const ct_sdpa_geom *g = jb->g;
+    const ct_sdpa_mask *m = jb->m;
+    {
+        int tid = ct_parallel_thread();
+        T *p = jb->bufs + (size_t)tid * 2 * CT_SDPA_BLOCK * (size_t)g->s, *dp = p + CT_SDPA_BLOCK * g->s;
         const T *kb = k + b * g->s * g->e, *vb = v + b * g->s * g->ev;
         T *gkb = gk + b * g->s * g->e, *gvb = gv + b * g->s * g->ev;
         for (int64_t q0 = 0; q0 < g->l; q0 += CT_SDPA_BLOCK) {
@@ -373,6 +466,12 @@ static void FN(sdpa_bwd)(const T *gy, const T *q, const T *k, const T *v, T *gq,
             ct_cpu_gemm(WD, true, false, sk, g->e, bq, m->scale, dp, sk, qb, g->e, 1.0, gkb, g->e);
         }
     }
+}
+
+static void FN(sdpa_bwd)(const T *gy, const T *q, const T *k, const T *v, T *gq, T *gk, T *gv,
+                         const ct_sdpa_geom *g, const ct_sdpa_mask *m, T *bufs, int nth) {
+    FN(sdpa_job) j = {.q = q, .k = k, .v = v, .gy = gy, .gq = gq, .gk = gk, .gv = gv, .bufs = bufs, .g = g, .m = m};
+    ct_parallel_for(g->b, nth, FN(sdpa_bwd_batch), &j);
 }
 
 /* ------------------------------------------------------------------ nll_loss */

@@ -1,15 +1,13 @@
 /* The CPU backend's random fills: Philox blocks turned into uniform, normal, randint
  * and Bernoulli values in the layout of Note [Random streams] (src/core/random.c). The
  * core reserves the counters; element i is a pure function of (seed, offset, i), so
- * the OpenMP split never changes a value. */
+ * the split over threads never changes a value. */
 #include <math.h>
 
 #include "cpu/cpu_backend.h"
 #include "core/dtype.h"
+#include "core/parallel.h"
 #include "core/random.h"
-#ifdef CT_HAVE_OPENMP
-#include <omp.h>
-#endif
 
 static inline void store(char *out, ct_dtype d, int64_t i, double v) {
     switch (d) {
@@ -81,24 +79,30 @@ static void run_counters(const ct_random_job *job, int64_t c_begin, int64_t c_en
     }
 }
 
-/* Counters per OpenMP chunk: big enough that a chunk outweighs scheduling. */
+/* Counters per chunk: big enough that a chunk outweighs scheduling. */
 #define CT_RNG_GRAIN 8192
+
+typedef struct {
+    const ct_random_job *J;
+    int64_t ncounters;
+} rng_job;
+
+static void rng_chunk(void *ctx, int64_t ch) {
+    const rng_job *j = ctx;
+    int64_t end = (ch + 1) * CT_RNG_GRAIN;
+    run_counters(j->J, ch * CT_RNG_GRAIN, end < j->ncounters ? end : j->ncounters);
+}
 
 ct_status ct_cpu_random_fill(const ct_random_job *J, int device_index) {
     (void)device_index;
     int64_t ncounters = (J->n + J->epc - 1) / J->epc;
-#ifdef CT_HAVE_OPENMP
     int64_t nchunks = (ncounters + CT_RNG_GRAIN - 1) / CT_RNG_GRAIN;
     int threads = ct_get_num_threads();
     if (nchunks > 1 && threads > 1) {
-#pragma omp parallel for schedule(static) num_threads(threads)
-        for (int64_t ch = 0; ch < nchunks; ch++) {
-            int64_t end = (ch + 1) * CT_RNG_GRAIN;
-            run_counters(J, ch * CT_RNG_GRAIN, end < ncounters ? end : ncounters);
-        }
+        rng_job j = {J, ncounters};
+        ct_parallel_for(nchunks, threads, rng_chunk, &j);
         return CT_OK;
     }
-#endif
     run_counters(J, 0, ncounters);
     return CT_OK;
 }

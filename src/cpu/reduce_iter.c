@@ -3,11 +3,8 @@
  * output elements. */
 #include <string.h>
 
+#include "core/parallel.h"
 #include "cpu/reduce.h"
-
-#ifdef CT_HAVE_OPENMP
-#include <omp.h>
-#endif
 
 /* Elements of work below which a reduction runs on one thread. */
 #define CT_REDUCE_GRAIN 32768
@@ -86,20 +83,33 @@ static void run_outputs(const ct_reduce_iter *it, ct_reduce_fn fn, const void *p
     }
 }
 
+typedef struct {
+    const ct_reduce_iter *it;
+    ct_reduce_fn fn;
+    const void *params;
+    int64_t chunks;
+} reduce_job;
+
+static void reduce_chunk(void *ctx, int64_t c) {
+    const reduce_job *j = ctx;
+    int64_t n = j->it->out_numel;
+    run_outputs(j->it, j->fn, j->params, n * c / j->chunks, n * (c + 1) / j->chunks);
+}
+
 void ct_reduce_run(const ct_reduce_iter *it, ct_reduce_fn fn, const void *params) {
     if (it->out_numel == 0)
         return;
-#ifdef CT_HAVE_OPENMP
     int nth = ct_get_num_threads();
     int64_t work = it->out_numel * (it->red_numel > 0 ? it->red_numel : 1);
-    /* Few outputs: leave the threads to the row function, which splits long rows. */
-    if (nth > 1 && it->out_numel >= nth && work >= CT_REDUCE_GRAIN && !omp_in_parallel()) {
-        int64_t chunks = nth;
-#pragma omp parallel for num_threads((int)chunks) schedule(static)
-        for (int64_t c = 0; c < chunks; c++)
-            run_outputs(it, fn, params, it->out_numel * c / chunks, it->out_numel * (c + 1) / chunks);
+    /* Few outputs: leave the threads to the row function, which splits long rows.
+     * Each output is reduced by one chunk, so the split does not change results. */
+    if (nth > 1 && it->out_numel >= nth && work >= CT_REDUCE_GRAIN) {
+        int64_t chunks = CT_CHUNKS_PER_THREAD * nth;
+        if (chunks > it->out_numel)
+            chunks = it->out_numel;
+        reduce_job j = {it, fn, params, chunks};
+        ct_parallel_for(chunks, nth, reduce_chunk, &j);
         return;
     }
-#endif
     run_outputs(it, fn, params, 0, it->out_numel);
 }

@@ -6,14 +6,12 @@
 #include <string.h>
 
 #include "core/dtype.h"
+#include "core/parallel.h"
 #include "cpu/cpu_backend.h"
 #include "cpu/reduce.h"
 #include "meta/stubs.h"
 #include "cpu/vecmath.h"
 
-#ifdef CT_HAVE_OPENMP
-#include <omp.h>
-#endif
 
 /* ctorch never reads floating-point exception flags, so comparisons may be evaluated
  * unconditionally: this lets the compiler turn the selects of the extremum and exp
@@ -209,6 +207,18 @@ static double fsum_range(const fsum_job *j, int64_t b, int64_t e) {
     return casc_total(&c.c);
 }
 
+typedef struct {
+    const fsum_job *j;
+    double *part;
+    int64_t n;
+} fsum_chunks;
+
+static void fsum_chunk(void *ctx, int64_t c) {
+    const fsum_chunks *f = ctx;
+    int64_t e = (c + 1) * CT_RED_CHUNK;
+    f->part[c] = fsum_range(f->j, c * CT_RED_CHUNK, e < f->n ? e : f->n);
+}
+
 /* The cascaded sum of MAP(x) over one output element's reduced elements. */
 static double fsum_row(const ct_reduce_iter *it, const char *base, ct_seg_fn seg, double m, double p) {
     fsum_job j = {it, base, seg, m, p};
@@ -219,18 +229,12 @@ static double fsum_row(const ct_reduce_iter *it, const char *base, ct_seg_fn seg
     casc top;
     memset(&top, 0, sizeof top);
     double *part = NULL;
-#ifdef CT_HAVE_OPENMP
-    if (ct_get_num_threads() > 1 && !omp_in_parallel())
+    int nth = ct_get_num_threads();
+    if (nth > 1)
         part = malloc((size_t)nch * sizeof(double));
-#endif
     if (part) {
-#ifdef CT_HAVE_OPENMP
-#pragma omp parallel for num_threads(ct_get_num_threads()) schedule(static)
-#endif
-        for (int64_t c = 0; c < nch; c++) {
-            int64_t e = (c + 1) * CT_RED_CHUNK;
-            part[c] = fsum_range(&j, c * CT_RED_CHUNK, e < n ? e : n);
-        }
+        fsum_chunks f = {&j, part, n};
+        ct_parallel_for(nch, nth, fsum_chunk, &f);
         for (int64_t c = 0; c < nch; c++)
             casc_push(&top, part[c]);
         free(part);
@@ -688,24 +692,44 @@ static void smx_finish(const float *x, float *y, int64_t n, int how, float m, fl
     }
 }
 
+/* One pass of a long softmax row over its chunks of CT_RED_CHUNK: the chunk maxima,
+ * the chunk sums of exps, the final scaling. */
+typedef struct {
+    const ct_vm_red *vr;
+    const float *x;
+    float *y;
+    double *part;
+    int64_t n, nch;
+    int pass, how;
+    bool log_out;
+    float m, cst;
+} smx_job;
+
+static void smx_chunk(void *ctx, int64_t c) {
+    const smx_job *j = ctx;
+    const int64_t CH = CT_RED_CHUNK;
+    int64_t len = c == j->nch - 1 ? j->n - c * CH : CH;
+    if (j->pass == 0)
+        j->part[c] = (double)j->vr->max_f32(j->x + c * CH, len);
+    else if (j->pass == 1)
+        j->part[c] = j->vr->expsum_f32(j->log_out ? NULL : j->y + c * CH, j->x + c * CH, len, j->m, NULL, NULL);
+    else
+        smx_finish(j->x + c * CH, j->y + c * CH, len, j->how, j->m, j->cst);
+}
+
 static void softmax_f32_row_vec(const ct_vm_red *vr, const float *x, float *y, int64_t n, bool log_out,
                                 const float *next, const float *ynext) {
     const int64_t CH = CT_RED_CHUNK;
     int64_t nch = n <= CH ? 1 : (n + CH - 1) / CH;
     double *part = NULL;
-#ifdef CT_HAVE_OPENMP
     int nth = ct_get_num_threads();
-    if (nch > 1 && nth > 1 && !omp_in_parallel())
+    if (nch > 1 && nth > 1)
         part = malloc((size_t)nch * sizeof(double));
-#endif
+    smx_job job = {vr, x, y, part, n, nch, 0, 0, log_out, 0, 0};
 #define CH_LEN(c) ((c) == nch - 1 ? n - (c) * CH : CH)
     float m;
     if (part) {
-#ifdef CT_HAVE_OPENMP
-#pragma omp parallel for num_threads(nth) schedule(static)
-#endif
-        for (int64_t c = 0; c < nch; c++)
-            part[c] = (double)vr->max_f32(x + c * CH, CH_LEN(c));
+        ct_parallel_for(nch, nth, smx_chunk, &job);
         m = -INFINITY;
         for (int64_t c = 0; c < nch; c++)
             m = part[c] != part[c] ? NAN : (m != m || (float)part[c] <= m) ? m : (float)part[c];
@@ -717,11 +741,9 @@ static void softmax_f32_row_vec(const ct_vm_red *vr, const float *x, float *y, i
     if (m == m) {
         double sum = 0;
         if (part) {
-#ifdef CT_HAVE_OPENMP
-#pragma omp parallel for num_threads(nth) schedule(static)
-#endif
-            for (int64_t c = 0; c < nch; c++)
-                part[c] = vr->expsum_f32(log_out ? NULL : y + c * CH, x + c * CH, CH_LEN(c), m, NULL, NULL);
+            job.pass = 1;
+            job.m = m;
+            ct_parallel_for(nch, nth, smx_chunk, &job);
             for (int64_t c = 0; c < nch; c++)
                 sum += part[c];
         } else if (nch == 1) {
@@ -734,11 +756,11 @@ static void softmax_f32_row_vec(const ct_vm_red *vr, const float *x, float *y, i
         cst = log_out ? (float)log(sum) : (float)(1.0 / sum);
     }
     if (part) {
-#ifdef CT_HAVE_OPENMP
-#pragma omp parallel for num_threads(nth) schedule(static)
-#endif
-        for (int64_t c = 0; c < nch; c++)
-            smx_finish(x + c * CH, y + c * CH, CH_LEN(c), how, m, cst);
+        job.pass = 2;
+        job.m = m;
+        job.how = how;
+        job.cst = cst;
+        ct_parallel_for(nch, nth, smx_chunk, &job);
         free(part);
     } else {
         smx_finish(x, y, n, how, m, cst);
@@ -927,21 +949,25 @@ static void outer_group(const ct_reduce_iter *it, const ct_reduce_params *P, int
     }
 }
 
+typedef struct {
+    const ct_reduce_iter *it;
+    const ct_reduce_params *P;
+    int64_t per_row;
+} outer_job;
+
+static void outer_groups(void *ctx, int64_t g0, int64_t g1) {
+    const outer_job *j = ctx;
+    for (int64_t g = g0; g < g1; g++)
+        outer_group(j->it, j->P, g, j->per_row);
+}
+
 static void sum_outer(const ct_reduce_iter *it, const ct_reduce_params *P) {
     int64_t K = it->kshape[it->nk - 1];
     int64_t per_row = (K + CT_OUTER_W - 1) / CT_OUTER_W;
     int64_t groups = (it->out_numel / K) * per_row;
-#ifdef CT_HAVE_OPENMP
-    int nth = ct_get_num_threads();
-    if (nth > 1 && groups > 1 && it->out_numel * it->red_numel >= 32768 && !omp_in_parallel()) {
-#pragma omp parallel for num_threads(nth) schedule(static)
-        for (int64_t g = 0; g < groups; g++)
-            outer_group(it, P, g, per_row);
-        return;
-    }
-#endif
-    for (int64_t g = 0; g < groups; g++)
-        outer_group(it, P, g, per_row);
+    outer_job j = {it, P, per_row};
+    /* each group is a block of outputs of its own: the split does not change results */
+    ct_parallel_range(groups, it->out_numel * it->red_numel, 32767, outer_groups, &j);
 }
 
 void ct_cpu_reduce(const ct_reduce_iter *it, const ct_reduce_params *params) {

@@ -3,9 +3,7 @@
 
 #include <stdlib.h>
 #include <unistd.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
+#include "core/parallel.h"
 
 /* The threshold in bytes touched by one op; 0 before it is first needed. */
 static int64_t g_threshold;
@@ -39,11 +37,7 @@ bool ct_stream_decide(int64_t bytes) {
         t = detect_threshold();
         __atomic_store_n(&g_threshold, t, __ATOMIC_RELAXED);
     }
-    int nth = 1;
-#ifdef _OPENMP
-    nth = omp_in_parallel() ? omp_get_num_threads() : 1;
-#endif
-    return bytes >= t / nth;
+    return bytes >= t / ct_parallel_team();
 }
 
 void ct_stream_force(int mode) {

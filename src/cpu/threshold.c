@@ -5,28 +5,39 @@
  * the OpenMP threads. float16/bfloat16 go through float32, whose comparison and
  * copy are exact for them. */
 #include "core/factory.h"
+#include "core/parallel.h"
 #include "core/view.h"
 #include "cpu/cpu_backend.h"
 #include "cpu/loops.h"
 #include "meta/nn_ops.h"
 
-#ifdef CT_HAVE_OPENMP
-#define CT_THRESHOLD_PARALLEL _Pragma("omp parallel for schedule(static) if (n > 65536 && ct_get_num_threads() > 1)")
-#else
-#define CT_THRESHOLD_PARALLEL
-#endif
+typedef struct {
+    const void *g, *x;
+    void *out;
+    double th;
+    int64_t n;
+} threshold_job;
 
+/* Blocks [b0, b1) of 4096 elements. */
 #define THRESHOLD_BWD(T)                                                                                 \
-    static void threshold_bwd_##T(const T *restrict g, const T *restrict x, T th, T *restrict out,      \
-                                  int64_t n) {                                                           \
-        CT_THRESHOLD_PARALLEL                                                                            \
-        for (int64_t b = 0; b < n; b += 4096) {                                                          \
-            int64_t e = b + 4096 < n ? b + 4096 : n;                                                     \
+    static void threshold_bwd_blocks_##T(void *ctx, int64_t b0, int64_t b1) {                          \
+        const threshold_job *j = ctx;                                                                    \
+        const T *restrict g = j->g, *restrict x = j->x;                                                  \
+        T *restrict out = j->out;                                                                        \
+        const T th = (T)j->th;                                                                           \
+        int64_t end = b1 * 4096 < j->n ? b1 * 4096 : j->n;                                               \
+        for (int64_t b = b0 * 4096; b < end; b += 4096) {                                                \
+            int64_t e = b + 4096 < end ? b + 4096 : end;                                                 \
             for (int64_t i = b; i < e; i++) {                                                            \
                 T gv = g[i]; /* loaded unconditionally, so the select needs no branch */                 \
                 out[i] = x[i] <= th ? (T)0 : gv;                                                         \
             }                                                                                            \
         }                                                                                                \
+    }                                                                                                    \
+    static void threshold_bwd_##T(const T *restrict g, const T *restrict x, T th, T *restrict out,      \
+                                  int64_t n) {                                                           \
+        threshold_job j = {g, x, out, (double)th, n};                                                    \
+        ct_parallel_range((n + 4095) / 4096, n, 65536, threshold_bwd_blocks_##T, &j);                    \
     }
 THRESHOLD_BWD(float)
 THRESHOLD_BWD(double)

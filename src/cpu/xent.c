@@ -7,15 +7,29 @@
 #include <stdlib.h>
 
 #include "core/factory.h"
+#include "core/parallel.h"
 #include "core/view.h"
 #include "cpu/cpu_backend.h"
 #include "ctorch/nn.h"
 #include "meta/nn_fused.h"
 
+/* The operands of the row loops, shared by both types. */
+typedef struct {
+    const void *x, *gy, *lse;
+    const int64_t *t;
+    void *loss, *lse_out, *gx;
+    int64_t c, ignore;
+    bool per_row;
+    double scale;
+} xent_job;
+
 #define XENT_DEFINE(T, SUF)                                                                                   \
-    static void xent_fwd_##SUF(const T *x, const int64_t *t, T *loss, T *lse, int64_t n, int64_t c,          \
-                               int64_t ignore) {                                                            \
-        _Pragma("omp parallel for schedule(static) if (n * c > 65536)") for (int64_t i = 0; i < n; i++) {  \
+    static void xent_fwd_rows_##SUF(void *ctx, int64_t i0, int64_t i1) {                                     \
+        const xent_job *jb = ctx;                                                                           \
+        const T *x = jb->x;                                                                                 \
+        const int64_t *t = jb->t, c = jb->c, ignore = jb->ignore;                                           \
+        T *loss = jb->loss, *lse = jb->lse_out;                                                             \
+        for (int64_t i = i0; i < i1; i++) {                                                                 \
             const T *xr = x + i * c;                                                                        \
             T m = -INFINITY;                                                                                \
             for (int64_t j = 0; j < c; j++)                                                                 \
@@ -28,10 +42,17 @@
             loss[i] = t[i] == ignore ? (T)0 : (T)(l - xr[t[i]]);                                            \
         }                                                                                                   \
     }                                                                                                       \
-    /* gx = g_i (exp(x - lse_i) - onehot(t_i)); scale: the mean's 1 / count, else 1 */                   \
-    static void xent_bwd_##SUF(const T *gy, bool per_row, double scale, const T *x, const int64_t *t,       \
-                               const T *lse, T *gx, int64_t n, int64_t c, int64_t ignore) {                 \
-        _Pragma("omp parallel for schedule(static) if (n * c > 65536)") for (int64_t i = 0; i < n; i++) {  \
+    static void xent_fwd_##SUF(const T *x, const int64_t *t, T *loss, T *lse, int64_t n, int64_t c,          \
+                               int64_t ignore) {                                                            \
+        xent_job jb = {.x = x, .t = t, .loss = loss, .lse_out = lse, .c = c, .ignore = ignore};             \
+        ct_parallel_range(n, n * c, 65536, xent_fwd_rows_##SUF, &jb);                                       \
+    }                                                                                                       \
+    static void xent_bwd_rows_##SUF(void *ctx, int64_t i0, int64_t i1) {                                     \
+        const xent_job *jb = ctx;                                                                           \
+        const T *x = jb->x, *gy = jb->gy, *lse = jb->lse;                                                   \
+        const int64_t *t = jb->t, c = jb->c, ignore = jb->ignore;                                           \
+        T *gx = jb->gx;                                                                                     \
+        for (int64_t i = i0; i < i1; i++) {                                                                 \
             const T *xr = x + i * c;                                                                        \
             T *gr = gx + i * c;                                                                             \
             if (t[i] == ignore) {                                                                           \
@@ -39,10 +60,17 @@
                     gr[j] = 0;                                                                              \
                 continue;                                                                                   \
             }                                                                                               \
-            T g = (T)((double)(per_row ? gy[i] : gy[0]) * scale);                                           \
+            T g = (T)((double)(jb->per_row ? gy[i] : gy[0]) * jb->scale);                                   \
             for (int64_t j = 0; j < c; j++)                                                                 \
                 gr[j] = g * (exp(xr[j] - lse[i]) - (j == t[i] ? (T)1 : (T)0));                              \
         }                                                                                                   \
+    }                                                                                                       \
+    /* gx = g_i (exp(x - lse_i) - onehot(t_i)); scale: the mean's 1 / count, else 1 */                   \
+    static void xent_bwd_##SUF(const T *gy, bool per_row, double scale, const T *x, const int64_t *t,       \
+                               const T *lse, T *gx, int64_t n, int64_t c, int64_t ignore) {                 \
+        xent_job jb = {.x = x, .gy = gy, .lse = lse, .t = t, .gx = gx, .c = c, .ignore = ignore,            \
+                       .per_row = per_row, .scale = scale};                                                 \
+        ct_parallel_range(n, n * c, 65536, xent_bwd_rows_##SUF, &jb);                                       \
     }
 
 XENT_DEFINE(float, f32)

@@ -734,6 +734,20 @@ static void fused_range(ct_optim_kind kind, bool f64, char *const *ptr, int64_t 
     }
 }
 
+typedef struct {
+    ct_optim_kind kind;
+    bool f64;
+    char **ptr;
+    int64_t n;
+    const step_consts *c;
+} fused_job;
+
+static void fused_blocks(void *ctx, int64_t b0, int64_t b1) {
+    const fused_job *j = ctx;
+    const int64_t lo = b0 * CT_OPTIM_BLOCK, hi = b1 * CT_OPTIM_BLOCK < j->n ? b1 * CT_OPTIM_BLOCK : j->n;
+    fused_range(j->kind, j->f64, j->ptr, lo, hi, j->c);
+}
+
 static ct_status fused_update(ct_optim_kind kind, param_state *st, ct_tensor *p, const ct_tensor *g,
                               const step_consts *c) {
     const int64_t n = ct_tensor_numel(p);
@@ -746,13 +760,8 @@ static ct_status fused_update(ct_optim_kind kind, param_state *st, ct_tensor *p,
     } else {
         const int64_t nblocks = (n + CT_OPTIM_BLOCK - 1) / CT_OPTIM_BLOCK;
         /* Elementwise: the result does not depend on how blocks are shared out. */
-#if defined(CT_HAVE_OPENMP)
-#pragma omp parallel for schedule(static)
-#endif
-        for (int64_t b = 0; b < nblocks; b++) {
-            const int64_t lo = b * CT_OPTIM_BLOCK, hi = lo + CT_OPTIM_BLOCK < n ? lo + CT_OPTIM_BLOCK : n;
-            fused_range(kind, f64, ptr, lo, hi, c);
-        }
+        fused_job j = {kind, f64, ptr, n, c};
+        ct_parallel_range(nblocks, n, 0, fused_blocks, &j);
     }
     ct_tensor_bump_version(p);
     for (int s = 0; s < CT_OPTIM_MAX_SLOTS; s++)
