@@ -27,12 +27,11 @@ static void RF_CAT(lstm_fwd_row_, RF_SFX)(int64_t H, const RF_T *restrict x, RF_
 }
 
 /* LSTM forward: a holds h_prev @ W_hh^T on entry and the activated gates on exit. */
-static void RF_CAT(lstm_fwd_, RF_SFX)(const rf_step *s) {
+static void RF_CAT(lstm_fwd_rows_, RF_SFX)(void *ctx, int64_t b0, int64_t b1) {
+    const rf_step *s = ctx;
     const int64_t B = s->B, H = s->H, G = 4 * H;
-#ifdef _OPENMP
-#pragma omp parallel for schedule(static) if (B * H >= RF_PAR_MIN && B > 1)
-#endif
-    for (int64_t b = 0; b < B; b++) {
+    (void)B;
+    for (int64_t b = b0; b < b1; b++) {
         const RF_T *hp = (const RF_T *)s->hp + b * H, *cp = (const RF_T *)s->cp + b * H;
         RF_T *h = (RF_T *)s->h + b * H, *c = (RF_T *)s->c + b * H, *tc = (RF_T *)s->tc + b * H;
         if (s->mask && s->mask[b]) {
@@ -43,16 +42,18 @@ static void RF_CAT(lstm_fwd_, RF_SFX)(const rf_step *s) {
         RF_CAT(lstm_fwd_row_, RF_SFX)(H, (const RF_T *)s->xp + b * s->xs_b, (RF_T *)s->a + b * G, cp, c, tc, h);
     }
 }
+static void RF_CAT(lstm_fwd_, RF_SFX)(const rf_step *s) {
+    (void)ct_parallel_range(s->B, s->B > 1 ? s->B * s->H : 0, RF_PAR_MIN - 1, RF_CAT(lstm_fwd_rows_, RF_SFX), (void *)s);
+}
 
 /* LSTM backward of one step: dh = dh_out + dhrec + carry, dc += dc_out; writes the
  * gates' pre-activation gradients dg, the carry (masked rows: dh) and dc for the step
  * before. */
-static void RF_CAT(lstm_bwd_, RF_SFX)(const rf_bstep *s) {
+static void RF_CAT(lstm_bwd_rows_, RF_SFX)(void *ctx, int64_t b0, int64_t b1) {
+    const rf_bstep *s = ctx;
     const int64_t B = s->B, H = s->H, G = 4 * H;
-#ifdef _OPENMP
-#pragma omp parallel for schedule(static) if (B * H >= RF_PAR_MIN && B > 1)
-#endif
-    for (int64_t b = 0; b < B; b++) {
+    (void)B;
+    for (int64_t b = b0; b < b1; b++) {
         const RF_T *dho = (const RF_T *)s->dh_out + b * H, *dhr = (const RF_T *)s->dhrec + b * H;
         const RF_T *dco = (const RF_T *)s->dc_out + b * H;
         RF_T *carry = (RF_T *)s->carry + b * H, *dc = (RF_T *)s->dc + b * H, *dg = (RF_T *)s->dg + b * G;
@@ -79,6 +80,9 @@ static void RF_CAT(lstm_bwd_, RF_SFX)(const rf_bstep *s) {
         }
     }
 }
+static void RF_CAT(lstm_bwd_, RF_SFX)(const rf_bstep *s) {
+    (void)ct_parallel_range(s->B, s->B > 1 ? s->B * s->H : 0, RF_PAR_MIN - 1, RF_CAT(lstm_bwd_rows_, RF_SFX), (void *)s);
+}
 
 /* One row of the GRU forward (restrict as for the LSTM's). */
 static void RF_CAT(gru_fwd_row_, RF_SFX)(int64_t H, const RF_T *restrict x, RF_T *restrict a,
@@ -97,13 +101,12 @@ static void RF_CAT(gru_fwd_row_, RF_SFX)(int64_t H, const RF_T *restrict x, RF_T
 
 /* GRU forward: a holds h_prev @ W_hh^T on entry (b_hh added here) and r, z, n on exit;
  * ghn keeps the n gate's recurrent part (with its bias) for the backward. */
-static void RF_CAT(gru_fwd_, RF_SFX)(const rf_step *s) {
+static void RF_CAT(gru_fwd_rows_, RF_SFX)(void *ctx, int64_t b0, int64_t b1) {
+    const rf_step *s = ctx;
     const int64_t B = s->B, H = s->H, G = 3 * H;
     const RF_T *bh = (const RF_T *)s->bhh; /* zeros without biases */
-#ifdef _OPENMP
-#pragma omp parallel for schedule(static) if (B * H >= RF_PAR_MIN && B > 1)
-#endif
-    for (int64_t b = 0; b < B; b++) {
+    (void)B;
+    for (int64_t b = b0; b < b1; b++) {
         const RF_T *hp = (const RF_T *)s->hp + b * H;
         RF_T *h = (RF_T *)s->h + b * H, *ghn = (RF_T *)s->ghn + b * H;
         if (s->mask && s->mask[b]) {
@@ -113,15 +116,17 @@ static void RF_CAT(gru_fwd_, RF_SFX)(const rf_step *s) {
         RF_CAT(gru_fwd_row_, RF_SFX)(H, (const RF_T *)s->xp + b * s->xs_b, (RF_T *)s->a + b * G, bh, hp, ghn, h);
     }
 }
+static void RF_CAT(gru_fwd_, RF_SFX)(const rf_step *s) {
+    (void)ct_parallel_range(s->B, s->B > 1 ? s->B * s->H : 0, RF_PAR_MIN - 1, RF_CAT(gru_fwd_rows_, RF_SFX), (void *)s);
+}
 
 /* GRU backward of one step: dx gets the input projection's gradient, dg the recurrent
  * product's (they differ in the n gate: dg's is dx's times r), carry dh * z. */
-static void RF_CAT(gru_bwd_, RF_SFX)(const rf_bstep *s) {
+static void RF_CAT(gru_bwd_rows_, RF_SFX)(void *ctx, int64_t b0, int64_t b1) {
+    const rf_bstep *s = ctx;
     const int64_t B = s->B, H = s->H, G = 3 * H;
-#ifdef _OPENMP
-#pragma omp parallel for schedule(static) if (B * H >= RF_PAR_MIN && B > 1)
-#endif
-    for (int64_t b = 0; b < B; b++) {
+    (void)B;
+    for (int64_t b = b0; b < b1; b++) {
         const RF_T *dho = (const RF_T *)s->dh_out + b * H, *dhr = (const RF_T *)s->dhrec + b * H;
         RF_T *carry = (RF_T *)s->carry + b * H, *dg = (RF_T *)s->dg + b * G, *dx = (RF_T *)s->dx + b * G;
         if (s->mask && s->mask[b]) {
@@ -148,15 +153,17 @@ static void RF_CAT(gru_bwd_, RF_SFX)(const rf_bstep *s) {
         }
     }
 }
+static void RF_CAT(gru_bwd_, RF_SFX)(const rf_bstep *s) {
+    (void)ct_parallel_range(s->B, s->B > 1 ? s->B * s->H : 0, RF_PAR_MIN - 1, RF_CAT(gru_bwd_rows_, RF_SFX), (void *)s);
+}
 
 /* Elman RNN forward: h holds h_prev @ W_hh^T on entry, the new state on exit. */
-static void RF_CAT(rnn_fwd_, RF_SFX)(const rf_step *s) {
+static void RF_CAT(rnn_fwd_rows_, RF_SFX)(void *ctx, int64_t b0, int64_t b1) {
+    const rf_step *s = ctx;
     const int64_t B = s->B, H = s->H;
     const bool relu = s->relu;
-#ifdef _OPENMP
-#pragma omp parallel for schedule(static) if (B * H >= RF_PAR_MIN && B > 1)
-#endif
-    for (int64_t b = 0; b < B; b++) {
+    (void)B;
+    for (int64_t b = b0; b < b1; b++) {
         const RF_T *hp = (const RF_T *)s->hp + b * H;
         RF_T *h = (RF_T *)s->h + b * H;
         if (s->mask && s->mask[b]) {
@@ -170,14 +177,16 @@ static void RF_CAT(rnn_fwd_, RF_SFX)(const rf_step *s) {
         }
     }
 }
+static void RF_CAT(rnn_fwd_, RF_SFX)(const rf_step *s) {
+    (void)ct_parallel_range(s->B, s->B > 1 ? s->B * s->H : 0, RF_PAR_MIN - 1, RF_CAT(rnn_fwd_rows_, RF_SFX), (void *)s);
+}
 
-static void RF_CAT(rnn_bwd_, RF_SFX)(const rf_bstep *s) {
+static void RF_CAT(rnn_bwd_rows_, RF_SFX)(void *ctx, int64_t b0, int64_t b1) {
+    const rf_bstep *s = ctx;
     const int64_t B = s->B, H = s->H;
     const bool relu = s->relu;
-#ifdef _OPENMP
-#pragma omp parallel for schedule(static) if (B * H >= RF_PAR_MIN && B > 1)
-#endif
-    for (int64_t b = 0; b < B; b++) {
+    (void)B;
+    for (int64_t b = b0; b < b1; b++) {
         const RF_T *dho = (const RF_T *)s->dh_out + b * H, *dhr = (const RF_T *)s->dhrec + b * H;
         RF_T *carry = (RF_T *)s->carry + b * H, *dg = (RF_T *)s->dg + b * H;
         if (s->mask && s->mask[b]) {
@@ -194,6 +203,9 @@ static void RF_CAT(rnn_bwd_, RF_SFX)(const rf_bstep *s) {
             carry[j] = 0;
         }
     }
+}
+static void RF_CAT(rnn_bwd_, RF_SFX)(const rf_bstep *s) {
+    (void)ct_parallel_range(s->B, s->B > 1 ? s->B * s->H : 0, RF_PAR_MIN - 1, RF_CAT(rnn_bwd_rows_, RF_SFX), (void *)s);
 }
 
 #undef RF_SIG
