@@ -157,7 +157,7 @@ static bool is_row_op(const ct_gnode *n) { return n->op == CT_OP_softmax || n->o
 
 /* Whether node n can join a group of this shape (the shape of its result). */
 static bool fusible(const ct_graph *g, const ct_gnode *n, const vm_fn *vm) {
-    if (n->dead || n->mode != CT_CALL_FUNCTIONAL || n->nout != 1 || n->out[0] < 0 || n->nlist || n->has_device ||
+    if (n->dead || n->host || n->mode != CT_CALL_FUNCTIONAL || n->nout != 1 || n->out[0] < 0 || n->nlist || n->has_device ||
         !op_supported(n, vm))
         return false;
     if (n->included & ct_keyset_of(CT_KEY_AUTOCAST))
@@ -679,7 +679,9 @@ bool ct_codegen_graph(ct_graph *g) {
             count++;
             continue;
         }
-        if (count >= 2 && numel_of(&g->values[g->nodes[start].out[0]]) > 0) {
+        /* one element is left to the kernels: their loops see it with stride 0 and take
+         * the scalar libm path, not the vector routines the generated code calls */
+        if (count >= 2 && numel_of(&g->values[g->nodes[start].out[0]]) > 1) {
             group *ng = realloc(f->groups, sizeof *ng * (size_t)(f->ngroups + 1));
             if (!ng)
                 break;
