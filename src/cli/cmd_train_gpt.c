@@ -885,18 +885,26 @@ static void describe(const gpt_args *a, const gpt_data *d, const ct_char_gpt *m)
            a->amp == CT_F32 && a->tf32 ? " (TF32 products)" : "");
 }
 
-/* --compile: the step's forward and backward as one compiled function (the optimizer
- * step keeps host state, so it runs after it, eagerly). */
+/* --compile: the whole step (zero_grad, forward, backward, clipping, optimizer step) as
+ * one compiled function; zero_grad, clipping and the step are host-call nodes that
+ * read the learning rate and count the step on every replay (docs/compile.md). */
 typedef struct compiled_step {
     const gpt_args *a;
     const ct_char_gpt *m;
+    ct_optimizer *opt;
 } compiled_step;
 
-static ct_tensor *fwd_bwd(ct_tensor *const *in, int n, void *ud) {
+static ct_tensor *train_step(ct_tensor *const *in, int n, void *ud) {
     (void)n;
     const compiled_step *s = ud;
+    if (ct_optimizer_zero_grad(s->opt, true) != CT_OK)
+        return NULL;
     ct_tensor *loss = model_loss(s->a, s->m, in[0], in[1]);
-    return loss && ct_backward(loss, NULL, false, false) == CT_OK ? loss : NULL;
+    if (!loss || ct_backward(loss, NULL, false, false) != CT_OK)
+        return NULL;
+    if (s->a->grad_clip > 0 && ct_clip_grad_norm_(s->m->params, s->m->nparams, s->a->grad_clip, 2.0, false, NULL))
+        return NULL;
+    return ct_optimizer_step(s->opt) == CT_OK ? loss : NULL;
 }
 
 static int run(gpt_args *a) {
@@ -957,9 +965,9 @@ static int run(gpt_args *a) {
      * (and at validation): reading it each step would wait for the GPU every step and
      * leave it idle while the host queues the next one. */
     ct_tensor *loss_sum = NULL;
-    compiled_step cs = {a, &m};
+    compiled_step cs = {a, &m, opt};
     ct_compiled *cstep = NULL;
-    if (!rc && a->compile && !(cstep = ct_compile(fwd_bwd, &cs, 0)))
+    if (!rc && a->compile && !(cstep = ct_compile(train_step, &cs, 0)))
         rc = fail(a, NULL);
     int64_t in_sum = 0, last_done = start;
     double t0 = now_s(), t_last = t0, avg = NAN, first = NAN;
@@ -970,16 +978,18 @@ static int run(gpt_args *a) {
         ct_tensor *loss = NULL;
         if (cstep) {
             ct_tensor *xy[2] = {x, y};
-            loss = st || ct_optimizer_zero_grad(opt, true) ? NULL : ct_compiled_call(cstep, xy, 2);
+            loss = st ? NULL : ct_compiled_call(cstep, xy, 2);
         } else {
             loss = st ? NULL : model_loss(a, &m, x, y);
         }
         ct_tensor *sum = !loss ? NULL : loss_sum ? ct_add(loss_sum, ct_detach(loss)) : ct_detach(loss);
-        if (!sum || (!cstep && ct_optimizer_zero_grad(opt, true)) ||
-            (!cstep && ct_backward(scaler ? ct_grad_scaler_scale(scaler, loss) : loss, NULL, false, false)) ||
-            (scaler && a->grad_clip > 0 && ct_grad_scaler_unscale_(scaler, opt)) ||
-            (a->grad_clip > 0 && ct_clip_grad_norm_(m.params, m.nparams, a->grad_clip, 2.0, false, NULL)) ||
-            (scaler ? ct_grad_scaler_step(scaler, opt) || ct_grad_scaler_update(scaler) : ct_optimizer_step(opt)))
+        if (!sum ||
+            (!cstep && (ct_optimizer_zero_grad(opt, true) ||
+                        ct_backward(scaler ? ct_grad_scaler_scale(scaler, loss) : loss, NULL, false, false) ||
+                        (scaler && a->grad_clip > 0 && ct_grad_scaler_unscale_(scaler, opt)) ||
+                        (a->grad_clip > 0 && ct_clip_grad_norm_(m.params, m.nparams, a->grad_clip, 2.0, false, NULL)) ||
+                        (scaler ? ct_grad_scaler_step(scaler, opt) || ct_grad_scaler_update(scaler)
+                                : ct_optimizer_step(opt)))))
             rc = fail(a, NULL);
         if (!rc) {
             ct_release(loss_sum);

@@ -44,7 +44,11 @@ typedef struct capture {
         int value;
         const ct_tensor *grad;
         int64_t grad_version;
+        bool reset; /* its .grad was set to None by a host call before it was seen */
     } *leaves;
+    /* tensors whose .grad a host call set to None (ct_compile_note_grads_reset) */
+    int nreset, capreset;
+    const ct_tensor **reset;
     bool fallback;   /* CT_COMPILE_EAGER_FALLBACK */
     bool refused;    /* something could not be captured */
     bool failed_oom; /* the recording itself ran out of memory */
@@ -189,7 +193,10 @@ static bool note_leaf(capture *c, int v, const ct_tensor *t) {
         c->capleaf = ncap;
     }
     const ct_tensor *gr = t->grad;
-    c->leaves[c->nleaf++] = (struct leaf){v, gr, gr ? ct_tensor_version(gr) : 0};
+    bool reset = false;
+    for (int i = 0; i < c->nreset && !reset; i++)
+        reset = c->reset[i] == t;
+    c->leaves[c->nleaf++] = (struct leaf){v, gr, gr ? ct_tensor_version(gr) : 0, reset};
     return true;
 }
 
@@ -248,8 +255,9 @@ static int value_of(capture *c, const ct_tensor *t) {
 /* Note [What cannot be captured]
  * A graph replays op calls; C code that looks at a value (ct_item, printing), an op
  * whose result's shape depends on the data (nonzero, unique, masked_select, a boolean
- * index), and host-side state that a replay would not update (an optimizer step's
- * count) cannot be in one. The capture refuses them with an error naming the op, or,
+ * index), and host-side results a replay would not update (clip_grad_norm_'s total
+ * as a double) cannot be in one (library code with host state that can be replayed
+ * whole is a host call instead: Note [Host calls] in graph.h). The capture refuses them with an error naming the op, or,
  * with CT_COMPILE_EAGER_FALLBACK, lets the call finish and marks the guard entry eager. */
 static ct_status refusal_error(const char *op, const char *why) {
     return ct_error(CT_ERROR_NOT_IMPLEMENTED, op,
@@ -374,6 +382,109 @@ static ct_status trace_kernel(ct_keyset ks, ct_call *call, void *user_data) {
     return CT_OK;
 }
 
+/* Note [Host calls] (graph.h): the call runs for real with TRACE off, then one node
+ * records it, with the {leaf, gradient} pairs of the gradients stored so far. */
+ct_status ct_compile_host_call(const char *name, ct_compile_host_fn fn, const void *ctx, size_t ctx_size,
+                               ct_tensor **result) {
+    if (result)
+        *result = NULL;
+    if (!fn || (!ctx && ctx_size))
+        return ct_error(CT_ERROR_NULL_ARGUMENT, name ? name : "compile", "host call without a function or context");
+    if (!capturing_here())
+        return fn((void *)ctx, result);
+    capture *c = tls_capture;
+    ct_tensor *r = NULL;
+    const ct_keyset exc = ct_tls_excluded();
+    if (c->failed_oom || (c->refused && c->fallback)) {
+        ct_tls_set_excluded(exc | ct_keyset_of(CT_KEY_TRACE));
+        ct_status st = fn((void *)ctx, result);
+        ct_tls_set_excluded(exc);
+        return st;
+    }
+    /* the gradients stored by now, as values, before the call can change them */
+    int npairs = 0, *list = c->nleaf ? malloc(sizeof(int) * 2 * (size_t)c->nleaf) : NULL;
+    ct_host_node *h = malloc(sizeof *h + ctx_size);
+    if ((c->nleaf && !list) || !h) {
+        free(list);
+        free(h);
+        return capture_oom(c);
+    }
+    for (int i = 0; i < c->nleaf; i++) {
+        const struct leaf *l = &c->leaves[i];
+        const ct_tensor *gr = c->seen[l->value]->grad;
+        if (!gr || gr == l->grad)
+            continue;
+        int gv = value_of(c, gr);
+        if (gv < 0) {
+            free(list);
+            free(h);
+            return capture_oom(c);
+        }
+        list[2 * npairs] = l->value;
+        list[2 * npairs + 1] = gv;
+        npairs++;
+    }
+    h->name = name ? name : "host";
+    h->fn = fn;
+    h->size = ctx_size;
+    if (ctx_size)
+        memcpy(h->ctx, ctx, ctx_size);
+    const ct_keyset inc = ct_tls_included();
+    ct_tls_set_excluded(exc | ct_keyset_of(CT_KEY_TRACE));
+    ct_status st = fn((void *)ctx, result ? &r : NULL);
+    ct_tls_set_excluded(exc);
+    if (st != CT_OK) {
+        free(list);
+        free(h);
+        return st;
+    }
+    ct_gnode *n = new_node(c);
+    if (!n) {
+        free(list);
+        free(h);
+        return capture_oom(c);
+    }
+    n->op = CT_OP_clone; /* never looked at: host is set */
+    n->host = h;
+    n->mode = CT_CALL_FUNCTIONAL;
+    n->nlist = 2 * npairs;
+    n->list = list;
+    n->included = inc & ~ct_keyset_of(CT_KEY_TRACE);
+    n->excluded = exc;
+    n->nout = result ? 1 : 0;
+    const int node_id = c->g->nnodes++;
+    if (r) {
+        int v = new_value(c, r, CT_GV_NODE);
+        if (v < 0)
+            return capture_oom(c);
+        c->g->values[v].node = node_id;
+        c->g->values[v].out = 0;
+        c->g->nodes[node_id].out[0] = v;
+    }
+    if (result)
+        *result = r;
+    return CT_OK;
+}
+
+void ct_compile_note_grads_reset(ct_tensor *const *ts, int n) {
+    capture *c = tls_capture;
+    if (!c)
+        return;
+    for (int i = 0; i < n; i++) {
+        if (c->nreset == c->capreset) {
+            int ncap = c->capreset ? c->capreset * 2 : 64;
+            const ct_tensor **nr = realloc(c->reset, sizeof *nr * (size_t)ncap);
+            if (!nr) {
+                c->failed_oom = true;
+                return;
+            }
+            c->reset = nr;
+            c->capreset = ncap;
+        }
+        c->reset[c->nreset++] = ts[i];
+    }
+}
+
 static ct_status host_read_hook(const char *op) {
     if (!capturing_here())
         return CT_OK;
@@ -465,6 +576,7 @@ static bool guard_equal(const guard_key *a, const guard_key *b) {
  * to None before each step, or one that never does, captures once). */
 typedef struct grad_guard {
     int value;               /* the leaf's value */
+    bool any;                /* a host call in the function sets it to None before it is read */
     const ct_tensor *leaf;   /* a constant leaf (the graph holds it), NULL for an input */
     const ct_tensor *grad;   /* its .grad at capture (compared by identity, never used) */
 } grad_guard;
@@ -482,6 +594,8 @@ typedef struct entry {
 static bool grads_match(const entry *e, ct_tensor *const *inputs) {
     for (int i = 0; i < e->ngg; i++) {
         const grad_guard *q = &e->gg[i];
+        if (q->any)
+            continue;
         const ct_tensor *t = q->leaf ? q->leaf : inputs[e->g->values[q->value].input];
         const ct_tensor *gr = t ? t->grad : NULL;
         if (q->leaf ? gr != q->grad : (gr != NULL) != (q->grad != NULL))
@@ -547,6 +661,7 @@ static void capture_release(capture *c) {
     free(c->keys);
     free(c->vals);
     free(c->leaves);
+    free(c->reset);
 }
 
 /* Note [Training steps]
@@ -652,7 +767,8 @@ static ct_tensor *run_capture(ct_compiled *cc, entry *e, ct_tensor *const *input
     e->ngg = c.nleaf;
     for (int i = 0; i < c.nleaf; i++) {
         const ct_gvalue *v = &g->values[c.leaves[i].value];
-        e->gg[i] = (grad_guard){c.leaves[i].value, v->kind == CT_GV_CONST ? v->constant : NULL, c.leaves[i].grad};
+        e->gg[i] = (grad_guard){c.leaves[i].value, c.leaves[i].reset, v->kind == CT_GV_CONST ? v->constant : NULL,
+                                c.leaves[i].grad};
     }
     capture_release(&c);
     if (!(cc->flags & CT_COMPILE_NO_PASSES)) {

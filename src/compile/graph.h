@@ -2,8 +2,10 @@
 #ifndef CT_COMPILE_GRAPH_H
 #define CT_COMPILE_GRAPH_H
 
+#include <stddef.h>
 #include <stdint.h>
 
+#include "compile/compile_internal.h"
 #include "ctorch/compile.h"
 #include "dispatch/call.h"
 
@@ -40,8 +42,25 @@ typedef struct ct_gvalue {
     int last_use; /* the last live node that reads it; -1 for none */
 } ct_gvalue;
 
+/* Note [Host calls]
+ * Library code whose state lives on the host (an optimizer's step count and learning
+ * rate, gradient clipping's loops over .grad) is recorded as one node that calls the
+ * code itself when the graph replays, instead of the ops it made at capture: a replay
+ * reads the learning rate and counts the step as an eager call does. The node keeps a
+ * copy of the call's context (compile_internal.h). Before the call, the gradients the
+ * capture had stored by then are written to their leaves' .grad (the node's list holds
+ * {leaf, gradient} value pairs), since the code reads .grad. The node writes, for the
+ * passes, into the storage of every constant and of every value of its list. */
+typedef struct ct_host_node {
+    const char *name;
+    ct_compile_host_fn fn;
+    size_t size;
+    _Alignas(max_align_t) unsigned char ctx[];
+} ct_host_node;
+
 typedef struct ct_gnode {
     ct_op op;
+    ct_host_node *host; /* Note [Host calls]: not an op call; NULL for op calls */
     ct_call_mode mode;
     bool dead;
     int nin;
