@@ -898,8 +898,25 @@ static void test_trace_events(void **state) {
     size_t n = fread(text, 1, sizeof text - 1, f);
     text[n] = '\0';
     fclose(f);
-    assert_non_null(strstr(text, "\"compile_graph\": {\"captured_nodes\": 12"));
-    assert_non_null(strstr(text, "\"compile_output_code\": {\"groups\": 1"));
+    /* TORCH_TRACE's compile events, in its order, with frame and compile ids */
+    const char *order[] = {"{\"dynamo_start\": {\"stack\": []}, \"frame_id\": ",
+                           "{\"dynamo_output_graph\": {\"captured_nodes\": 12",
+                           "{\"inductor_output_code\": {\"filename\": \"",
+                           "{\"dynamo_guards\": {}, \"frame_id\": ",
+                           "{\"compilation_metrics\": {\"co_name\": \"ct_compile\""};
+    const char *at = text;
+    for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
+        const char *p = strstr(at, order[i]);
+        if (!p)
+            fail_msg("event %zu (%s) missing or out of order", i, order[i]);
+        at = p;
+    }
+    assert_non_null(strstr(text, "\"frame_compile_id\": 0, \"attempt\": 0"));
+    assert_null(strstr(text, "aot_joint_graph")); /* no backward in this function */
+    assert_non_null(strstr(text, "\"fused_groups\": 1"));
+    assert_non_null(strstr(text, "\"fail_type\": null"));
+    assert_non_null(strstr(text, "{\"code\": \"check_tensor(inputs[0], float32, cpu, requires_grad=False, size=[33], "
+                                 "stride=[1], storage_offset=0)\"}"));
     assert_non_null(strstr(text, "void ct_fused_0("));
     assert_non_null(strstr(text, "= tanh(%"));
     /* ctorch trace-report lists them on a compile section of its page */
@@ -916,6 +933,50 @@ static void test_trace_events(void **state) {
     fclose(f);
     assert_non_null(strstr(text, "<h2>Compiles</h2>"));
     assert_non_null(strstr(text, ">generated C</a>"));
+    assert_non_null(strstr(text, ">guards</a>"));
+    assert_non_null(strstr(text, ">graph</a>"));
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+/* A training step logs its joint graph; a refused capture logs compilation_metrics
+ * with its fail_type and reason (Note [Compile events]). */
+static void test_trace_events_training(void **state) {
+    (void)state;
+    char dir[] = "/tmp/ct_compile_trace_XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    assert_int_equal(ct_trace_log_start(dir), CT_OK);
+    char path[512];
+    snprintf(path, sizeof path, "%s", ct_trace_log_path());
+    ct_scope_begin();
+    model m;
+    model_init(&m, 9);
+    ct_tensor *in[2] = {randn(CT_SHAPE(16, 4), CT_F32), randn(CT_SHAPE(16, 2), CT_F32)};
+    ct_compiled *c = ct_compile(train_step, &m, 0);
+    for (int k = 0; k < 2; k++) {
+        zero_grads(&m);
+        CT_ASSERT_OK(ct_compiled_call(c, in, 2));
+    }
+    ct_compiled_free(c);
+    c = ct_compile(step_clips, &m, CT_COMPILE_EAGER_FALLBACK);
+    for (int k = 0; k < 2; k++) {
+        zero_grads(&m);
+        CT_ASSERT_OK(ct_compiled_call(c, in, 1));
+    }
+    ct_compiled_free(c);
+    ct_scope_end();
+    assert_int_equal(ct_trace_log_stop(), CT_OK);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    static char text[1 << 17];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    text[n] = '\0';
+    fclose(f);
+    assert_non_null(strstr(text, "{\"aot_joint_graph\": {}, \"frame_id\": "));
+    assert_non_null(strstr(text, "\"training_step\": true"));
+    assert_non_null(strstr(text, "\"fail_type\": \"capture refused (eager fallback)\", \"fail_reason\": "
+                                 "\"clip_grad_norm_: it returns the total norm as a host number"));
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     assert_int_equal(system(cmd), 0);
@@ -944,6 +1005,7 @@ int main(void) {
         cmocka_unit_test(test_input_writes),
         cmocka_unit_test(test_aliased_inputs),
         cmocka_unit_test(test_trace_events),
+        cmocka_unit_test(test_trace_events_training),
     };
     snprintf(main_cache, sizeof main_cache, "/tmp/ct_compile_test_XXXXXX");
     if (!mkdtemp(main_cache))

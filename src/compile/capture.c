@@ -1,4 +1,6 @@
 /* ct_compile: guards, capture at the TRACE key, and the compiled function's entries. */
+#include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +12,8 @@
 #include "ctorch/autograd.h"
 #include "ctorch/profiler.h"
 #include "dispatch/dispatch_internal.h"
+#include "observe/trace_log.h"
+#include "util/json.h"
 #include "tensor_impl.h"
 
 /* Note [Capture protocol]
@@ -614,7 +618,66 @@ struct ct_compiled {
     entry entries[MAX_ENTRIES];
     int last; /* the entry the last call used, -1 */
     int64_t calls, eager, captures, replays;
+    int frame_id; /* Note [Compile events] */
 };
+
+/* Note [Compile events]
+ * With the structured log on, a capture writes TORCH_TRACE's compile events, whose
+ * envelopes carry frame_id (one per ct_compile, in order), frame_compile_id (the
+ * function's captures so far) and attempt (0), as tlparse groups them:
+ *   dynamo_start          the capture begins
+ *   dynamo_output_graph   the graph after the passes (payload: its text)
+ *   aot_joint_graph       for a training step, the same graph: forward and backward
+ *                         are one graph here (there is no AOTAutograd split)
+ *   inductor_output_code  the generated C, when there is any (codegen.c)
+ *   dynamo_guards         the guard key and gradient guards (payload: JSON list)
+ *   compilation_metrics   times and counts; fail_type and fail_reason for a refused
+ *                         capture or a call past the entry limit. */
+static atomic_int g_frames;
+
+static void json_str(ct_json_buf *b, const char *s) { ct_json_put_string(b, s, strlen(s)); }
+
+static void __attribute__((format(printf, 2, 3))) json_fmt(ct_json_buf *b, const char *fmt, ...) {
+    char tmp[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        ct_json_put(b, tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
+}
+
+static void log_metrics(const ct_compiled *cc, const char *env, const ct_graph *g, int64_t us, int nguards,
+                        const char *fail_type, const char *fail_reason) {
+    ct_json_buf b = {0};
+    json_fmt(&b, "{\"co_name\": \"ct_compile\", \"frame_key\": \"%d\", \"compile_id\": \"%d/%lld\", ",
+             cc->frame_id, cc->frame_id, (long long)(cc->captures - 1));
+    json_fmt(&b, "\"entire_frame_compile_time_s\": %.6f, \"guard_count\": %d, ", (double)us / 1e6, nguards);
+    if (g) {
+        int live = 0;
+        for (int i = 0; i < g->nnodes; i++)
+            live += !g->nodes[i].dead;
+        json_fmt(&b,
+                 "\"graph_op_count\": %d, \"captured_op_count\": %d, \"fused_groups\": %d, \"fused_nodes\": %d, "
+                 "\"cache_hits\": %d, \"cache_misses\": %d, ",
+                 live, g->captured_nodes, g->nfused_groups, g->nfused_nodes, g->cache_hits, g->cache_misses);
+    }
+    ct_json_puts(&b, "\"fail_type\": ");
+    if (fail_type)
+        json_str(&b, fail_type);
+    else
+        ct_json_puts(&b, "null");
+    ct_json_puts(&b, ", \"fail_reason\": ");
+    if (fail_reason)
+        json_str(&b, fail_reason);
+    else
+        ct_json_puts(&b, "null");
+    ct_json_puts(&b, "}");
+    ct_json_put(&b, "", 1); /* the terminating NUL */
+    if (!b.failed)
+        ct_trace_log_write_env(__FILE__, __LINE__, "compilation_metrics", b.data, env, NULL);
+    ct_json_buf_free(&b);
+}
 
 ct_compiled *ct_compile(ct_compile_fn fn, void *user_data, uint32_t flags) {
     if (!fn) {
@@ -634,6 +697,7 @@ ct_compiled *ct_compile(ct_compile_fn fn, void *user_data, uint32_t flags) {
     c->user_data = user_data;
     c->flags = flags;
     c->last = -1;
+    c->frame_id = atomic_fetch_add(&g_frames, 1);
     return c;
 }
 
@@ -699,12 +763,82 @@ static bool finish_graph(capture *c, ct_tensor *result) {
     return true;
 }
 
+/* Note [Compile events]: the guards of entry e as TORCH_TRACE's dynamo_guards payload,
+ * a JSON list of {"code": ...}; returns their count. */
+static int log_guards(const entry *e, const ct_graph *g, ct_tensor *const *inputs, int ninputs) {
+    ct_json_buf b = {0};
+    int n = 0;
+    char code[1024];
+#define GUARD(...)                                          \
+    do {                                                    \
+        snprintf(code, sizeof code, __VA_ARGS__);           \
+        ct_json_puts(&b, n++ ? ", {\"code\": " : "[{\"code\": "); \
+        json_str(&b, code);                                 \
+        ct_json_puts(&b, "}");                              \
+    } while (0)
+    GUARD("len(inputs) == %d", ninputs);
+    GUARD("functionality keys: included 0x%llx, excluded 0x%llx", (unsigned long long)e->key.k[1],
+          (unsigned long long)e->key.k[2]);
+    GUARD("grad_mode == %s", e->key.k[3] ? "True" : "False");
+    GUARD("autocast(cpu) == %s, autocast(cuda) == %s", e->key.k[4] >= 0 ? ct_dtype_name((ct_dtype)e->key.k[4]) : "off",
+          e->key.k[5] >= 0 ? ct_dtype_name((ct_dtype)e->key.k[5]) : "off");
+    GUARD("default_dtype == %s", ct_dtype_name((ct_dtype)e->key.k[6]));
+    GUARD("dispatch_generation == %lld", (long long)e->key.k[7]);
+    for (int i = 0; i < ninputs; i++) {
+        const ct_tensor *t = inputs[i];
+        if (!t) {
+            GUARD("inputs[%d] is None", i);
+            continue;
+        }
+        int at = snprintf(code, sizeof code, "check_tensor(inputs[%d], %s, %s, requires_grad=%s, size=[", i,
+                          ct_dtype_name(t->dtype), t->device.type == CT_DEVICE_CUDA ? "cuda" : "cpu",
+                          t->requires_grad ? "True" : "False");
+        for (int d = 0; d < t->ndim && at < (int)sizeof code - 64; d++)
+            at += snprintf(code + at, sizeof code - (size_t)at, d ? ", %lld" : "%lld", (long long)t->shape[d]);
+        at += snprintf(code + at, sizeof code - (size_t)at, "], stride=[");
+        for (int d = 0; d < t->ndim && at < (int)sizeof code - 64; d++)
+            at += snprintf(code + at, sizeof code - (size_t)at, d ? ", %lld" : "%lld", (long long)t->strides[d]);
+        snprintf(code + at, sizeof code - (size_t)at, "], storage_offset=%lld)", (long long)t->offset);
+        ct_json_puts(&b, n++ ? ", {\"code\": " : "[{\"code\": ");
+        json_str(&b, code);
+        ct_json_puts(&b, "}");
+        for (int j = 0; j < i; j++)
+            if (inputs[j] && inputs[j]->storage == t->storage) {
+                GUARD("inputs[%d] shares its storage with inputs[%d]", i, j);
+                break;
+            }
+    }
+    for (int i = 0; i < e->ngg; i++) {
+        const grad_guard *q = &e->gg[i];
+        const ct_gvalue *v = &g->values[q->value];
+        if (q->any)
+            GUARD("%%%d.grad: any (set to None inside the function)", q->value);
+        else if (v->kind == CT_GV_INPUT)
+            GUARD("inputs[%d].grad is %s", v->input, q->grad ? "not None" : "None");
+        else
+            GUARD("%%%d.grad is %s", q->value, q->grad ? "the tensor it had at capture" : "None");
+    }
+#undef GUARD
+    ct_json_puts(&b, n ? "]" : "[]");
+    ct_json_put(&b, "", 1);
+    if (!b.failed)
+        ct_trace_log_write_env(__FILE__, __LINE__, "dynamo_guards", "{}", g->env, b.data);
+    ct_json_buf_free(&b);
+    return n;
+}
+
 static ct_tensor *run_capture(ct_compiled *cc, entry *e, ct_tensor *const *inputs, int ninputs) {
     ct_graph *g = ct_xcalloc("compile", 1, sizeof *g);
     if (!g)
         return NULL;
     g->result = -1;
     g->ninputs = ninputs;
+    snprintf(g->env, sizeof g->env, "\"frame_id\": %d, \"frame_compile_id\": %lld, \"attempt\": 0", cc->frame_id,
+             (long long)(cc->captures - 1));
+    const bool logging = ct_trace_log_enabled();
+    if (logging)
+        ct_trace_log_write_env(__FILE__, __LINE__, "dynamo_start", "{\"stack\": []}", g->env, NULL);
+    const int64_t t_start = now_us();
     capture c = {.g = g, .fallback = (cc->flags & CT_COMPILE_EAGER_FALLBACK) != 0};
     for (int i = 0; i < ninputs; i++) {
         int v = inputs[i] ? new_value(&c, inputs[i], CT_GV_INPUT) : 0;
@@ -734,11 +868,11 @@ static ct_tensor *run_capture(ct_compiled *cc, entry *e, ct_tensor *const *input
         if (c.fallback) {
             e->eager = true;
             fprintf(stderr, "[ct] warning: compile: %s cannot be captured (%s); this function runs eagerly for these inputs\n", c.op, c.why);
-            if (ct_trace_log_enabled()) {
-                char meta[400];
-                snprintf(meta, sizeof meta, "{\"reason\": \"capture refused\"}");
-                ct_trace_log_event("compile_fallback", meta, c.why);
-            }
+        }
+        if (logging) {
+            char reason[300];
+            snprintf(reason, sizeof reason, "%s: %s", c.op, c.why);
+            log_metrics(cc, g->env, NULL, now_us() - t_start, 0, c.fallback ? "capture refused (eager fallback)" : "capture refused", reason);
         }
         capture_release(&c);
         ct_graph_free(g);
@@ -777,22 +911,30 @@ static ct_tensor *run_capture(ct_compiled *cc, entry *e, ct_tensor *const *input
         ct_graph_drop_copies(g);
     }
     ct_graph_analyse(g);
-    if (!(cc->flags & CT_COMPILE_NO_CODEGEN))
-        ct_codegen_graph(g);
-    e->g = g;
-    e->compile_us = now_us() - t0;
-    if (ct_trace_log_enabled()) {
+    if (logging) {
         int64_t len = ct_graph_print(g, NULL, 0);
         char *text = len >= 0 ? malloc((size_t)len + 1) : NULL;
         if (text) {
             ct_graph_print(g, text, (size_t)len + 1);
+            int live = 0;
+            for (int i = 0; i < g->nnodes; i++)
+                live += !g->nodes[i].dead;
             char meta[256];
-            snprintf(meta, sizeof meta,
-                     "{\"captured_nodes\": %d, \"nodes\": %d, \"fused_groups\": %d, \"training_step\": %s}",
-                     g->captured_nodes, g->nnodes, g->nfused_groups, g->no_autograd ? "true" : "false");
-            ct_trace_log_event("compile_graph", meta, text);
+            snprintf(meta, sizeof meta, "{\"captured_nodes\": %d, \"nodes\": %d, \"training_step\": %s}",
+                     g->captured_nodes, live, g->no_autograd ? "true" : "false");
+            ct_trace_log_write_env(__FILE__, __LINE__, "dynamo_output_graph", meta, g->env, text);
+            if (g->no_autograd)
+                ct_trace_log_write_env(__FILE__, __LINE__, "aot_joint_graph", "{}", g->env, text);
             free(text);
         }
+    }
+    if (!(cc->flags & CT_COMPILE_NO_CODEGEN))
+        ct_codegen_graph(g);
+    e->g = g;
+    e->compile_us = now_us() - t0;
+    if (logging) {
+        int nguards = log_guards(e, g, inputs, ninputs);
+        log_metrics(cc, g->env, g, e->compile_us, nguards, NULL, NULL);
     }
     return r;
 }
@@ -872,8 +1014,16 @@ ct_tensor *ct_compiled_call(ct_compiled *c, ct_tensor *const *inputs, int ninput
                     "[ct] warning: compile: %d guard entries (input shapes, dtypes or modes) are compiled already; "
                     "calls with new ones run eagerly\n",
                     MAX_ENTRIES);
-            if (ct_trace_log_enabled())
-                ct_trace_log_event("compile_fallback", "{\"reason\": \"entry limit\"}", NULL);
+            if (ct_trace_log_enabled()) {
+                char env[96], reason[160];
+                snprintf(env, sizeof env, "\"frame_id\": %d, \"frame_compile_id\": %lld, \"attempt\": 0", c->frame_id,
+                         (long long)c->captures);
+                snprintf(reason, sizeof reason, "%d guard entries are compiled already; new ones run eagerly",
+                         MAX_ENTRIES);
+                c->captures++; /* log_metrics numbers the attempt after the last capture */
+                log_metrics(c, env, NULL, 0, 0, "cache_size_limit", reason);
+                c->captures--;
+            }
         }
         return run_eager(c, inputs, ninputs);
     }

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "compile/graph.h"
+#include "observe/trace_log.h"
 #include "ctorch/ops.h"
 #include "cpu/vecmath.h"
 #include "ctorch/profiler.h"
@@ -733,9 +734,12 @@ bool ct_codegen_graph(ct_graph *g) {
     char so[1200];
     ok = ok && build_object(g, b.p, b.len, so, sizeof so);
     if (ok && ct_trace_log_enabled()) {
+        /* Note [Compile events] in capture.c: TORCH_TRACE's name for generated source */
         char meta[200];
-        snprintf(meta, sizeof meta, "{\"groups\": %d, \"object\": \"%s\"}", f->ngroups, strrchr(so, '/') + 1);
-        ct_trace_log_event("compile_output_code", meta, b.p);
+        const char *name = strrchr(so, '/') + 1;
+        snprintf(meta, sizeof meta, "{\"filename\": \"%.*s.c\", \"groups\": %d}", (int)(strlen(name) - 3), name,
+                 f->ngroups);
+        ct_trace_log_write_env(__FILE__, __LINE__, "inductor_output_code", meta, g->env, b.p);
     }
     free(b.p);
     if (ok) {

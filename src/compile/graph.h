@@ -101,6 +101,9 @@ typedef struct ct_graph {
     ct_fused *fused;
     int nfused_groups, nfused_nodes;
     int cache_hits, cache_misses;
+    /* the structured log's envelope members of this capture's events (frame_id,
+     * frame_compile_id, attempt; Note [Compile events] in capture.c) */
+    char env[96];
 } ct_graph;
 
 void ct_graph_free(ct_graph *g);
