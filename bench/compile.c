@@ -264,7 +264,28 @@ static int bench_char(int steps) {
     }
     if (!ok)
         return fail();
-    double med_e = median(te, steps), med_w = median(tw, steps), med_f = median(tf, steps);
+    /* peak memory of one step above what is held between steps (ct_max_memory_allocated) */
+    int64_t peak[3] = {0, 0, 0};
+    for (int v = 0; ok && v < 3; v++) {
+        ct_scope_begin();
+        const int64_t base = ct_memory_allocated(CT_CPU);
+        ct_reset_peak_memory_stats(CT_CPU);
+        ok = (v == 0 ? run_step(&me.s, NULL, in) : v == 1 ? run_step(&mw.s, cw, in) : run_step(&mf.s, cf, in)) != NULL;
+        peak[v] = ct_max_memory_allocated(CT_CPU) - base;
+        ct_scope_end();
+    }
+    /* the AdamW step alone (the gradients of the last eager step are still there) */
+    double *to = calloc((size_t)steps, sizeof *to);
+    ok = ok && to;
+    for (int i = 0; ok && i < steps; i++) {
+        double t0 = now();
+        ok = ct_optimizer_step(me.opt) == CT_OK;
+        to[i] = now() - t0;
+    }
+    if (!ok)
+        return fail();
+    double med_e = median(te, steps), med_w = median(tw, steps), med_f = median(tf, steps), med_o = median(to, steps);
+    free(to);
     printf("compile.char.nodes %lld (captured %lld), %lld in %lld generated kernels\n",
            (long long)ct_compiled_stat(cw, CT_COMPILE_STAT_NODES),
            (long long)ct_compiled_stat(cw, CT_COMPILE_STAT_CAPTURED_NODES),
@@ -278,6 +299,11 @@ static int bench_char(int steps) {
     printf("compile.char.speedup %.2fx\n", med_e / med_w);
     printf("compile.char.fwd_bwd_speedup %.2fx\n", med_e / med_f);
     printf("compile.char.max_loss_diff %.3g\n", max_diff);
+    printf("compile.char.adamw_step_ms %.2f ms (the fused CPU AdamW of %lld parameters alone)\n", med_o * 1e3,
+           (long long)ct_char_gpt_num_params(&me.m));
+    printf("compile.char.peak_step_mib eager %.1f, compiled %.1f, fwd_bwd compiled %.1f MiB (above the memory held "
+           "between steps)\n",
+           (double)peak[0] / 1048576.0, (double)peak[1] / 1048576.0, (double)peak[2] / 1048576.0);
     free(te);
     free(tw);
     free(tf);
