@@ -675,6 +675,54 @@ static ct_tensor *activations(ct_tensor *const *in, int n, void *ud) {
     return ct_add(ct_sqrt(ct_abs(c)), ct_square(ct_sub(c, in[1])));
 }
 
+/* Note [Generated layer_norm rows]: gelu(layer_norm(x + y)) over the last dim, with
+ * weight and bias, with a weight only and with neither, GELU in both forms: one row
+ * group, the eager kernels' bits (rows of every length mod 8, NaN and infinite rows). */
+typedef struct ln_case {
+    int affine; /* 2 weight and bias, 1 weight only, 0 none */
+    int64_t approximate;
+} ln_case;
+
+static ct_tensor *ln_gelu(ct_tensor *const *in, int n, void *ud) {
+    (void)n;
+    const ln_case *lc = ud;
+    const int64_t cols = ct_tensor_size(in[0], 1);
+    ct_tensor *h = ct_add(in[0], in[1]);
+    ct_tensor *y = ct_layer_norm(h, &cols, 1, lc->affine >= 1 ? in[2] : NULL, lc->affine == 2 ? in[3] : NULL, 1e-5);
+    return ct_gelu(y, lc->approximate);
+}
+
+static void test_codegen_layer_norm(void **state) {
+    (void)state;
+    const int64_t cols[] = {2, 7, 8, 37, 128, 1024, 1025};
+    for (int affine = 0; affine <= 2; affine++)
+        for (int form = 0; form < 2; form++)
+            for (size_t k = 0; k < sizeof cols / sizeof cols[0]; k++) {
+                ln_case lc = {affine, form ? CT_GELU_APPROXIMATE_TANH : CT_GELU_APPROXIMATE_NONE};
+                ct_compiled *c = ct_compile(ln_gelu, &lc, 0);
+                ct_scope_begin();
+                for (int call = 0; call < 3; call++) {
+                    const int64_t m = cols[k];
+                    ct_tensor *in[4] = {ct_mul_scalar(randn(CT_SHAPE(6, m), CT_F32), ct_scalar_float(3)),
+                                        randn(CT_SHAPE(6, m), CT_F32), randn(CT_SHAPE(m), CT_F32),
+                                        randn(CT_SHAPE(m), CT_F32)};
+                    float *p = ct_tensor_data(in[0]);
+                    p[0] = NAN;          /* a NaN row */
+                    p[2 * m] = INFINITY; /* rows with infinities */
+                    p[3 * m + m - 1] = -INFINITY;
+                    p[4 * m] = 1e30f;    /* a row whose variance is large */
+                    assert_same(ct_compiled_call(c, in, 4), ln_gelu(in, 4, &lc));
+                }
+                ct_scope_end();
+                assert_int_equal(ct_compiled_stat(c, CT_COMPILE_STAT_REPLAYS), 1);
+                /* add, layer_norm and gelu in one row group; longer rows than 1024 are
+                 * left to the kernels */
+                assert_int_equal(ct_compiled_stat(c, CT_COMPILE_STAT_FUSED_GROUPS), cols[k] <= 1024);
+                assert_int_equal(ct_compiled_stat(c, CT_COMPILE_STAT_FUSED_NODES), cols[k] <= 1024 ? 3 : 0);
+                ct_compiled_free(c);
+            }
+}
+
 static void test_codegen_activations(void **state) {
     (void)state;
     ct_compiled *c = ct_compile(activations, NULL, 0);
@@ -998,6 +1046,7 @@ int main(void) {
         cmocka_unit_test(test_gradcheck),
         cmocka_unit_test(test_codegen_bitwise),
         cmocka_unit_test(test_codegen_rows),
+        cmocka_unit_test(test_codegen_layer_norm),
         cmocka_unit_test(test_codegen_activations),
         cmocka_unit_test(test_codegen_broadcast),
         cmocka_unit_test(test_cache),
