@@ -8,6 +8,8 @@
  *   and with the object cached (warm);
  * - softmax: softmax(x / 8 + bias) over 2048 rows of 1024, eager against compiled (one
  *   row kernel), and against a copy of as many bytes (the bandwidth bound);
+ * - ln_gelu: gelu(layer_norm(x)) over 8192 rows of 512, eager against compiled (one
+ *   row kernel) and against a copy of as many bytes;
  * - char: bench/train_char_gpt's CPU step (vocab 65, block 64, 4 layers, 4 heads,
  *   embd 128, batch 16, AdamW), ms per step (median, alternating): eager, the whole
  *   step compiled (zero_grad, forward, backward and the AdamW step as host calls),
@@ -155,6 +157,66 @@ static int bench_softmax(int steps) {
     printf("compile.softmax.compiled_gb_per_s %.1f GB/s\n", gb / mc);
     printf("compile.softmax.copy_gb_per_s %.1f GB/s (a copy of as many bytes)\n", gb / mm);
     printf("compile.softmax.fraction_of_copy %.2f\n", mm / mc);
+    free(te);
+    free(tc);
+    free(tm);
+    ct_compiled_free(c);
+    ct_scope_end();
+    return 0;
+}
+
+static ct_tensor *ln_gelu(ct_tensor *const *in, int n, void *ud) {
+    (void)n;
+    (void)ud;
+    const int64_t cols = ct_tensor_size(in[0], 1);
+    return ct_gelu(ct_layer_norm(in[0], &cols, 1, in[1], in[2], 1e-5), CT_GELU_APPROXIMATE_TANH);
+}
+
+/* gelu(layer_norm(x)) (tanh form, with weight and bias) over 8192 rows of 512: eager
+ * (two kernels), compiled (one row kernel), and a copy of the bytes the fused kernel
+ * must move (x read, the result written) as the bandwidth bound. */
+static int bench_ln_gelu(int steps) {
+    const int64_t rows = 8192, cols = 512;
+    ct_scope_begin();
+    ct_tensor *in[3] = {ct_randn(CT_SHAPE(rows, cols), CT_F32, CT_CPU), ct_randn(CT_SHAPE(cols), CT_F32, CT_CPU),
+                        ct_randn(CT_SHAPE(cols), CT_F32, CT_CPU)};
+    ct_tensor *dst = ct_empty(CT_SHAPE(rows, cols), CT_F32, CT_CPU);
+    ct_tensor *src = ct_randn(CT_SHAPE(rows, cols), CT_F32, CT_CPU);
+    ct_compiled *c = ct_compile(ln_gelu, NULL, 0);
+    if (capture_ms(c, in, 3) < 0 || !dst || !src)
+        return fail();
+    double *te = calloc((size_t)steps, sizeof *te), *tc = calloc((size_t)steps, sizeof *tc),
+           *tm = calloc((size_t)steps, sizeof *tm);
+    bool ok = te && tc && tm;
+    for (int i = 0; ok && i < steps; i++) {
+        ct_scope_begin();
+        double t0 = now();
+        ct_tensor *e = ln_gelu(in, 3, NULL);
+        double t1 = now();
+        ct_tensor *r = ct_compiled_call(c, in, 3);
+        double t2 = now();
+        ok = same(e, r) && ct_copy_(dst, src) != NULL;
+        double t3 = now();
+        te[i] = t1 - t0;
+        tc[i] = t2 - t1;
+        tm[i] = t3 - t2;
+        ct_scope_end();
+    }
+    if (!ok) {
+        fprintf(stderr, "bench/compile: the compiled layer_norm + gelu differs from eager (or failed: %s)\n",
+                ct_last_error());
+        return 1;
+    }
+    double me = median(te, steps), mc = median(tc, steps), mm = median(tm, steps);
+    double gb = (double)rows * (double)cols * 4 * 2 / 1e9;
+    printf("compile.ln_gelu.kernels %lld (%lld nodes)\n", (long long)ct_compiled_stat(c, CT_COMPILE_STAT_FUSED_GROUPS),
+           (long long)ct_compiled_stat(c, CT_COMPILE_STAT_FUSED_NODES));
+    printf("compile.ln_gelu.eager_ms %.3f ms\n", me * 1e3);
+    printf("compile.ln_gelu.compiled_ms %.3f ms\n", mc * 1e3);
+    printf("compile.ln_gelu.speedup %.2fx\n", me / mc);
+    printf("compile.ln_gelu.compiled_gb_per_s %.1f GB/s\n", gb / mc);
+    printf("compile.ln_gelu.copy_gb_per_s %.1f GB/s (a copy of as many bytes)\n", gb / mm);
+    printf("compile.ln_gelu.fraction_of_copy %.2f\n", mm / mc);
     free(te);
     free(tc);
     free(tm);
@@ -346,6 +408,8 @@ int main(int argc, char **argv) {
     int rc = bench_chain(steps, numel);
     if (!rc)
         rc = bench_softmax(steps);
+    if (!rc)
+        rc = bench_ln_gelu(steps);
     if (!rc)
         rc = bench_char(steps);
     ct_scope_end();
