@@ -555,6 +555,60 @@ static void test_host_call_errors(void **state) {
     ct_scope_end();
 }
 
+/* ct_compile_host_call from user code: the node calls the function on every replay
+ * (a counter it bumps is seen), its result is the node's; bad arguments are errors. */
+typedef struct counter_ctx {
+    int *count;
+} counter_ctx;
+
+static ct_status bump(void *ctx, ct_tensor **result) {
+    counter_ctx *cc = ctx;
+    ++*cc->count;
+    if (result && !(*result = ct_scalar_tensor(ct_scalar_float((double)*cc->count), CT_F32, CT_CPU)))
+        return ct_last_status();
+    return CT_OK;
+}
+
+static ct_tensor *with_counter(ct_tensor *const *in, int n, void *ud) {
+    (void)n;
+    counter_ctx cc = {ud};
+    ct_tensor *r = NULL;
+    if (ct_compile_host_call("counter", bump, &cc, sizeof cc, &r) != CT_OK)
+        return NULL;
+    return ct_add(in[0], r);
+}
+
+static void test_host_call_api(void **state) {
+    (void)state;
+    ct_scope_begin();
+    int count = 0;
+    counter_ctx cc = {&count};
+    CT_ASSERT_ERR(ct_compile_host_call("counter", NULL, &cc, sizeof cc, NULL) == CT_OK, CT_ERROR_NULL_ARGUMENT,
+                  "fn is NULL");
+    CT_ASSERT_ERR(ct_compile_host_call("counter", bump, NULL, 8, NULL) == CT_OK, CT_ERROR_NULL_ARGUMENT,
+                  "ctx is NULL");
+    ct_compile_note_grads_reset(NULL, 3); /* outside a capture, and NULL: nothing */
+    ct_tensor *r = NULL;
+    assert_int_equal(ct_compile_host_call("counter", bump, &cc, sizeof cc, &r), CT_OK); /* just calls it */
+    assert_int_equal(count, 1);
+    assert_true(ct_test_at(r, 0) == 1.0);
+    count = 0;
+    ct_compiled *c = ct_compile(with_counter, &count, 0);
+    ct_tensor *in[1] = {ct_zeros(CT_SHAPE(3), CT_F32, CT_CPU)};
+    for (int k = 1; k <= 4; k++) {
+        ct_tensor *y = ct_compiled_call(c, in, 1);
+        CT_ASSERT_OK(y);
+        assert_true(ct_test_at(y, 2) == (double)k); /* read at each replay, not baked in */
+    }
+    assert_int_equal(count, 4);
+    assert_int_equal(ct_compiled_stat(c, CT_COMPILE_STAT_REPLAYS), 2);
+    char buf[1024];
+    assert_true(ct_compiled_print(c, buf, sizeof buf) > 0);
+    assert_non_null(strstr(buf, "= host counter() : float32[]"));
+    ct_compiled_free(c);
+    ct_scope_end();
+}
+
 /* ------------------------------------------------------------ gradcheck */
 
 typedef struct gc_state {
@@ -1043,6 +1097,7 @@ int main(void) {
         cmocka_unit_test(test_optimizer_in_graph),
         cmocka_unit_test(test_clip_refused),
         cmocka_unit_test(test_host_call_errors),
+        cmocka_unit_test(test_host_call_api),
         cmocka_unit_test(test_gradcheck),
         cmocka_unit_test(test_codegen_bitwise),
         cmocka_unit_test(test_codegen_rows),

@@ -392,8 +392,11 @@ ct_status ct_compile_host_call(const char *name, ct_compile_host_fn fn, const vo
                                ct_tensor **result) {
     if (result)
         *result = NULL;
-    if (!fn || (!ctx && ctx_size))
-        return ct_error(CT_ERROR_NULL_ARGUMENT, name ? name : "compile", "host call without a function or context");
+    if (!fn)
+        return ct_error(CT_ERROR_NULL_ARGUMENT, name ? name : "compile_host_call", "fn is NULL");
+    if (!ctx && ctx_size)
+        return ct_error(CT_ERROR_NULL_ARGUMENT, name ? name : "compile_host_call", "ctx is NULL but ctx_size is %zu",
+                        ctx_size);
     if (!capturing_here())
         return fn((void *)ctx, result);
     capture *c = tls_capture;
@@ -472,7 +475,7 @@ ct_status ct_compile_host_call(const char *name, ct_compile_host_fn fn, const vo
 
 void ct_compile_note_grads_reset(ct_tensor *const *ts, int n) {
     capture *c = tls_capture;
-    if (!c)
+    if (!c || !ts || n <= 0)
         return;
     for (int i = 0; i < n; i++) {
         if (c->nreset == c->capreset) {

@@ -5,7 +5,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "compile/compile_internal.h"
 #include "ctorch/compile.h"
 #include "dispatch/call.h"
 
@@ -47,7 +46,7 @@ typedef struct ct_gvalue {
  * rate, gradient clipping's loops over .grad) is recorded as one node that calls the
  * code itself when the graph replays, instead of the ops it made at capture: a replay
  * reads the learning rate and counts the step as an eager call does. The node keeps a
- * copy of the call's context (compile_internal.h). Before the call, the gradients the
+ * copy of the call's context (ctorch/compile.h). Before the call, the gradients the
  * capture had stored by then are written to their leaves' .grad (the node's list holds
  * {leaf, gradient} value pairs), since the code reads .grad. The node writes, for the
  * passes, into the storage of every constant and of every value of its list. */

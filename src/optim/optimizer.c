@@ -6,7 +6,6 @@
 
 #include "ctorch.h"
 #include "ctorch/ext.h"
-#include "compile/compile_internal.h"
 #include "optim/grad_access.h"
 #include "optim/optim_internal.h"
 
