@@ -609,6 +609,64 @@ static void test_host_call_api(void **state) {
     ct_scope_end();
 }
 
+/* Ops with an autocast policy, called under autocast, are refused: the autocast
+ * kernel's casts are made below the capture, so the backward's saved casts of the
+ * weights would be constants of the graph. With the fallback the step runs eagerly. */
+static ct_tensor *amp_step(ct_tensor *const *in, int n, void *ud) {
+    (void)n;
+    model *m = ud;
+    if (ct_autocast_begin(CT_DEVICE_CPU, CT_BF16) != CT_OK)
+        return NULL;
+    ct_tensor *h = ct_mm(in[0], m->w1); /* ops, cast by the autocast kernel (matmul casts before) */
+    ct_tensor *o = ct_mm(ct_tanh(h), m->w2);
+    ct_autocast_end();
+    if (!o || ct_tensor_dtype(o) != CT_BF16)
+        return NULL;
+    ct_tensor *loss = ct_mean(ct_square(ct_to_dtype(o, CT_F32)), NULL, 0, false, CT_DTYPE_UNDEFINED);
+    if (!loss || ct_backward(loss, NULL, false, false) != CT_OK)
+        return NULL;
+    bool prev = ct_set_grad_enabled(false);
+    ct_sub_alpha_(m->w1, ct_tensor_grad(m->w1), ct_scalar_float(0.5));
+    ct_sub_alpha_(m->w2, ct_tensor_grad(m->w2), ct_scalar_float(0.5));
+    ct_set_grad_enabled(prev);
+    return ct_stack((const ct_tensor *[]){loss, ct_to_dtype(ct_select(ct_select(h, 0, 0), 0, 0), CT_F32)}, 2, 0);
+}
+
+static void test_autocast_refused(void **state) {
+    (void)state;
+    ct_scope_begin();
+    model eager, comp;
+    model_init(&eager, 21);
+    model_init(&comp, 21);
+    ct_compiled *c = ct_compile(amp_step, &comp, 0);
+    ct_tensor *in[1] = {randn(CT_SHAPE(16, 4), CT_F32)};
+    CT_ASSERT_OK(ct_compiled_call(c, in, 1)); /* eager */
+    zero_grads(&comp);
+    assert_null(ct_compiled_call(c, in, 1));
+    assert_non_null(strstr(ct_last_error(), "mm"));
+    assert_non_null(strstr(ct_last_error(), "autocast"));
+    ct_clear_error();
+    assert_int_equal(ct_autocast_nesting(), 0);
+    ct_compiled_free(c);
+    model_init(&comp, 21);
+    c = ct_compile(amp_step, &comp, CT_COMPILE_EAGER_FALLBACK);
+    ct_manual_seed(5);
+    for (int step = 0; step < 4; step++) {
+        ct_scope_begin();
+        ct_tensor *x[1] = {randn(CT_SHAPE(16, 4), CT_F32)};
+        zero_grads(&eager);
+        zero_grads(&comp);
+        ct_tensor *le = amp_step(x, 1, &eager);
+        ct_tensor *lc = ct_compiled_call(c, x, 1);
+        assert_same(lc, le);
+        assert_same(comp.w1, eager.w1);
+        ct_scope_end();
+    }
+    assert_int_equal(ct_compiled_stat(c, CT_COMPILE_STAT_EAGER), 3); /* and the refused capture */
+    ct_compiled_free(c);
+    ct_scope_end();
+}
+
 /* ------------------------------------------------------------ gradcheck */
 
 typedef struct gc_state {
@@ -1098,6 +1156,7 @@ int main(void) {
         cmocka_unit_test(test_clip_refused),
         cmocka_unit_test(test_host_call_errors),
         cmocka_unit_test(test_host_call_api),
+        cmocka_unit_test(test_autocast_refused),
         cmocka_unit_test(test_gradcheck),
         cmocka_unit_test(test_codegen_bitwise),
         cmocka_unit_test(test_codegen_rows),

@@ -314,6 +314,18 @@ static ct_status trace_kernel(ct_keyset ks, ct_call *call, void *user_data) {
             return st;
         return ct_redispatch(below, call);
     }
+    if (ct_autocast_op_policy(call->op) != CT_AUTOCAST_NONE &&
+        (ct_autocast_is_enabled(CT_DEVICE_CPU) || ct_autocast_is_enabled(CT_DEVICE_CUDA))) {
+        /* Note [What cannot be captured]: the autocast kernel's casts are made below
+         * TRACE, so the casts the backward saves would be constants of the graph, stale
+         * once the weights change */
+        ct_status st = refuse(c, ct_op_name(call->op),
+                              "it runs under autocast, whose casts are made below the capture (a replay's backward "
+                              "would read the weights' casts made at capture)");
+        if (st != CT_OK)
+            return st;
+        return ct_redispatch(below, call);
+    }
     /* the inputs' values before the call runs (an in-place call makes a new one) */
     int in[CT_CALL_MAX_IN], tgt[CT_CALL_MAX_OUT];
     int *list = NULL;
