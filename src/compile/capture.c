@@ -259,10 +259,12 @@ static int value_of(capture *c, const ct_tensor *t) {
 /* Note [What cannot be captured]
  * A graph replays op calls; C code that looks at a value (ct_item, printing), an op
  * whose result's shape depends on the data (nonzero, unique, masked_select, a boolean
- * index), and host-side results a replay would not update (clip_grad_norm_'s total
- * as a double) cannot be in one (library code with host state that can be replayed
- * whole is a host call instead: Note [Host calls] in graph.h). The capture refuses them with an error naming the op, or,
- * with CT_COMPILE_EAGER_FALLBACK, lets the call finish and marks the guard entry eager. */
+ * index), host-side results a replay would not update (clip_grad_norm_'s total as a
+ * double), and ops under autocast (whose casts are made below TRACE) cannot be in one;
+ * library code with host state that can be replayed whole is a host call instead
+ * (Note [Host calls] in graph.h). The capture refuses them with an error naming the
+ * op, or, with CT_COMPILE_EAGER_FALLBACK, lets the call finish and marks the guard
+ * entry eager. */
 static ct_status refusal_error(const char *op, const char *why) {
     return ct_error(CT_ERROR_NOT_IMPLEMENTED, op,
                     "cannot be captured by ct_compile: %s (pass CT_COMPILE_EAGER_FALLBACK to run the function "
