@@ -835,6 +835,44 @@ static void test_codegen_layer_norm(void **state) {
             }
 }
 
+/* Note [Reusing dying inputs]: relu(mm(x, w) * 2 + 1) writes its result into the
+ * product's buffer, which dies in the group: a replay's peak is one buffer above its
+ * inputs, where eager's (and a group that allocated) is two. */
+static ct_tensor *mm_chain(ct_tensor *const *in, int n, void *ud) {
+    (void)n;
+    (void)ud;
+    return ct_relu(ct_add_scalar(ct_mul_scalar(ct_mm(in[0], in[1]), ct_scalar_float(2)), ct_scalar_float(1)));
+}
+
+static void test_codegen_reuse(void **state) {
+    (void)state;
+    ct_scope_begin();
+    ct_tensor *in[2] = {randn(CT_SHAPE(256, 64), CT_F32), randn(CT_SHAPE(64, 512), CT_F32)};
+    const int64_t buf = 256 * 512 * 4;
+    ct_compiled *c = ct_compile(mm_chain, NULL, 0);
+    for (int k = 0; k < 2; k++) {
+        ct_scope_begin();
+        CT_ASSERT_OK(ct_compiled_call(c, in, 2));
+        ct_scope_end();
+    }
+    assert_int_equal(ct_compiled_stat(c, CT_COMPILE_STAT_FUSED_NODES), 3);
+    int64_t peak[2];
+    ct_tensor *r[2];
+    for (int k = 0; k < 2; k++) {
+        const int64_t base = ct_memory_allocated(CT_CPU);
+        ct_reset_peak_memory_stats(CT_CPU);
+        r[k] = k ? ct_compiled_call(c, in, 2) : mm_chain(in, 2, NULL);
+        CT_ASSERT_OK(r[k]);
+        peak[k] = ct_max_memory_allocated(CT_CPU) - base;
+    }
+    assert_same(r[1], r[0]);
+    assert_true(peak[0] >= 2 * buf); /* eager: the product and the next result */
+    assert_true(peak[1] < 2 * buf);  /* compiled: the product's buffer holds the result */
+    assert_true(peak[1] >= buf);
+    ct_compiled_free(c);
+    ct_scope_end();
+}
+
 static void test_codegen_activations(void **state) {
     (void)state;
     ct_compiled *c = ct_compile(activations, NULL, 0);
@@ -1161,6 +1199,7 @@ int main(void) {
         cmocka_unit_test(test_codegen_bitwise),
         cmocka_unit_test(test_codegen_rows),
         cmocka_unit_test(test_codegen_layer_norm),
+        cmocka_unit_test(test_codegen_reuse),
         cmocka_unit_test(test_codegen_activations),
         cmocka_unit_test(test_codegen_broadcast),
         cmocka_unit_test(test_cache),

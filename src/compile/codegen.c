@@ -850,6 +850,26 @@ static bool plain_f32(const ct_tensor *t, int64_t numel) {
            ct_strides_contiguous(t->shape, t->strides, t->ndim);
 }
 
+/* Note [Reusing dying inputs]
+ * A group's result may be written into the buffer of one of its inputs when that input
+ * dies in the group: a value a node of the graph made (not an argument or a constant),
+ * whose last reader is a node of this group, of the group's shape (not a broadcast
+ * input), contiguous from its storage's start, without autograd state, and held by
+ * nothing but the replay (the tensor's and its storage's only reference). The
+ * generated loops make that safe: each tile (or row) reads its inputs' elements before
+ * it stores the results of the same elements, and no tile reads another's. A replay
+ * then allocates one buffer less per such group. */
+static bool dies_here(const ct_graph *g, const group *gr, int k, int v, const ct_tensor *t) {
+    const ct_gvalue *gv = &g->values[v];
+    if (!t || gv->kind != CT_GV_NODE || gv->last_use < gr->first || gv->last_use > gr->last ||
+        g->nodes[gv->last_use].group != k || !same_shape(gv, gr->shape, gr->ndim))
+        return false;
+    return t->ndim == gr->ndim && memcmp(t->shape, gr->shape, sizeof(int64_t) * (size_t)gr->ndim) == 0 &&
+           t->offset == 0 && !t->is_view && !t->requires_grad && !t->grad_fn && !t->grad && !t->base &&
+           atomic_load(&t->refcount) == 1 && t->storage && atomic_load(&t->storage->refcount) == 1 &&
+           !t->storage->external;
+}
+
 ct_status ct_codegen_run_group(ct_graph *g, int k, ct_tensor **rt) {
     const ct_fused *f = g->fused;
     const group *gr = &f->groups[k];
@@ -888,7 +908,20 @@ ct_status ct_codegen_run_group(ct_graph *g, int k, ct_tensor **rt) {
         }
         return CT_OK;
     }
+    bool taken[MAXIO] = {false};
     for (int j = 0; j < gr->nout; j++) {
+        /* Note [Reusing dying inputs] */
+        int reuse = -1;
+        for (int q = 0; q < gr->nin && reuse < 0; q++)
+            if (!taken[q] && dies_here(g, gr, k, gr->in[q], rt[gr->in[q]]))
+                reuse = q;
+        if (reuse >= 0) {
+            taken[reuse] = true;
+            ct_tensor *t = rt[gr->in[reuse]];
+            rt[gr->out[j]] = ct_retain(t);
+            out[j] = (float *)ct_tensor_ptr(t);
+            continue;
+        }
         ct_tensor *t = ct_empty(gr->shape, gr->ndim, CT_F32, CT_CPU);
         if (!t) {
             for (int q = 0; q < j; q++) {
