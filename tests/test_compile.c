@@ -378,33 +378,116 @@ static void test_training_step(void **state) {
     run_training(2, 5); /* alternating: every call after the first captures again */
 }
 
-/* ct_optimizer_step keeps host-side state (the step count): refused with its name. */
-static void test_optimizer_refused(void **state) {
-    (void)state;
-    ct_scope_begin();
+/* Note [Host calls]: the optimizer step, zero_grad and gradient clipping are nodes that
+ * call the real code on every replay, so the step count and a learning rate changed
+ * between calls are seen. mode: 0 step only (gradients dropped outside), 1 zero_grad,
+ * clip_grad_norm_ and step inside, 2 zero_grad and step_clipped (returning the norm),
+ * 3 clip_grad_value_, clip_grad_norm_tensor_ and step. */
+typedef struct opt_model {
     model m;
-    model_init(&m, 3);
-    ct_tensor *ps[3] = {m.w1, m.b1, m.w2};
-    m.opt = ct_optimizer_new(CT_OPTIM_ADAMW, ps, 3, NULL);
-    CT_ASSERT_OK(m.opt);
-    m.use_optimizer = true;
-    ct_tensor *in[2] = {randn(CT_SHAPE(16, 4), CT_F32), randn(CT_SHAPE(16, 2), CT_F32)};
-    ct_compiled *c = ct_compile(train_step, &m, 0);
-    CT_ASSERT_OK(ct_compiled_call(c, in, 2));
-    zero_grads(&m);
-    CT_ASSERT_ERR(ct_compiled_call(c, in, 2) != NULL, CT_ERROR_NOT_IMPLEMENTED, "optimizer.step");
-    ct_compiled_free(c);
-    c = ct_compile(train_step, &m, CT_COMPILE_EAGER_FALLBACK);
-    for (int k = 0; k < 3; k++) {
-        zero_grads(&m);
-        CT_ASSERT_OK(ct_compiled_call(c, in, 2));
+    int mode;
+} opt_model;
+
+static ct_tensor *opt_step(ct_tensor *const *in, int n, void *ud) {
+    (void)n;
+    opt_model *om = ud;
+    model *m = &om->m;
+    ct_tensor *ps[3] = {m->w1, m->b1, m->w2};
+    if ((om->mode == 1 || om->mode == 2) && ct_optimizer_zero_grad(m->opt, true) != CT_OK)
+        return NULL;
+    ct_tensor *h = ct_tanh(ct_add(ct_matmul(in[0], m->w1), m->b1));
+    ct_tensor *d = ct_sub(ct_matmul(h, m->w2), in[1]);
+    ct_tensor *loss = ct_mean(ct_mul(d, d), NULL, 0, false, CT_DTYPE_UNDEFINED);
+    if (!loss || ct_backward(loss, NULL, false, false) != CT_OK)
+        return NULL;
+    ct_tensor *norm = NULL;
+    ct_status st = CT_OK;
+    switch (om->mode) {
+    case 1:
+        st = ct_clip_grad_norm_(ps, 3, 0.5, 2.0, false, NULL);
+        break;
+    case 2:
+        st = ct_optimizer_step_clipped(m->opt, 0.5, 2.0, &norm);
+        return st == CT_OK ? ct_add(loss, norm) : NULL;
+    case 3:
+        st = ct_clip_grad_value_(ps, 3, 0.05);
+        if (st == CT_OK)
+            st = ct_clip_grad_norm_tensor_(ps, 3, 0.5, 2.0, &norm);
+        if (st == CT_OK && !(loss = ct_add(loss, norm)))
+            return NULL;
+        break;
+    default:
+        break;
     }
-    assert_int_equal(ct_compiled_stat(c, CT_COMPILE_STAT_EAGER), 2); /* and the refused capture */
+    return st == CT_OK && ct_optimizer_step(m->opt) == CT_OK ? loss : NULL;
+}
+
+static void run_optimizer(ct_optim_kind kind, int mode) {
+    ct_scope_begin();
+    opt_model eager, comp;
+    model_init(&eager.m, 3);
+    model_init(&comp.m, 3);
+    eager.mode = comp.mode = mode;
+    ct_optim_options o = kind == CT_OPTIM_ADAMW ? ct_adamw_options(0.01) : ct_sgd_options(0.1);
+    if (kind == CT_OPTIM_SGD)
+        o.momentum = 0.9;
+    ct_tensor *pe[3] = {eager.m.w1, eager.m.b1, eager.m.w2}, *pc[3] = {comp.m.w1, comp.m.b1, comp.m.w2};
+    eager.m.opt = ct_optimizer_new(kind, pe, 3, &o);
+    comp.m.opt = ct_optimizer_new(kind, pc, 3, &o);
+    CT_ASSERT_OK(eager.m.opt);
+    CT_ASSERT_OK(comp.m.opt);
+    ct_compiled *c = ct_compile(opt_step, &comp, 0);
+    CT_ASSERT_OK(c);
+    ct_manual_seed(11);
+    for (int step = 0; step < 7; step++) {
+        ct_scope_begin();
+        ct_tensor *x = randn(CT_SHAPE(16, 4), CT_F32), *y = randn(CT_SHAPE(16, 2), CT_F32);
+        ct_tensor *in[2] = {x, y};
+        if (step == 4) { /* a schedule: the replay reads the new rate */
+            assert_int_equal(ct_optimizer_set_lr(eager.m.opt, 0, o.lr / 4), CT_OK);
+            assert_int_equal(ct_optimizer_set_lr(comp.m.opt, 0, o.lr / 4), CT_OK);
+        }
+        if (mode == 0 || mode == 3) {
+            zero_grads(&eager.m);
+            zero_grads(&comp.m);
+        }
+        ct_tensor *le = opt_step(in, 2, &eager);
+        ct_tensor *lc = ct_compiled_call(c, in, 2);
+        assert_same(lc, le);
+        assert_same(comp.m.w1, eager.m.w1);
+        assert_same(comp.m.b1, eager.m.b1);
+        assert_same(comp.m.w2, eager.m.w2);
+        assert_same(ct_tensor_grad(comp.m.w1), ct_tensor_grad(eager.m.w1));
+        assert_same(ct_tensor_grad(comp.m.b1), ct_tensor_grad(eager.m.b1));
+        ct_scope_end();
+    }
+    assert_int_equal(ct_compiled_stat(c, CT_COMPILE_STAT_CAPTURES), 1);
+    assert_int_equal(ct_compiled_stat(c, CT_COMPILE_STAT_REPLAYS), 5);
+    char buf[1 << 15];
+    assert_true(ct_compiled_print(c, buf, sizeof buf) > 0);
+    assert_non_null(strstr(buf, mode == 2 ? "host optimizer.step_clipped(%" : "host optimizer.step(%"));
+    if (mode == 1 || mode == 2)
+        assert_non_null(strstr(buf, "host optimizer.zero_grad()"));
+    if (mode == 1 || mode == 3)
+        assert_non_null(strstr(buf, "host clip_grad_norm_("));
+    if (mode == 3)
+        assert_non_null(strstr(buf, "host clip_grad_value_("));
     ct_compiled_free(c);
-    ct_optimizer_free(m.opt);
+    ct_optimizer_free(eager.m.opt);
+    ct_optimizer_free(comp.m.opt);
     ct_scope_end();
 }
 
+static void test_optimizer_in_graph(void **state) {
+    (void)state;
+    for (int mode = 0; mode < 4; mode++) {
+        run_optimizer(CT_OPTIM_ADAMW, mode);
+        run_optimizer(CT_OPTIM_SGD, mode);
+    }
+}
+
+/* A number returned to the host (clip_grad_norm_'s total_norm) is refused, with its
+ * name; CT_COMPILE_EAGER_FALLBACK runs the function eagerly instead. */
 static ct_tensor *step_clips(ct_tensor *const *in, int n, void *ud) {
     (void)n;
     model *m = ud;
@@ -412,7 +495,8 @@ static ct_tensor *step_clips(ct_tensor *const *in, int n, void *ud) {
     if (!loss || ct_backward(loss, NULL, false, false) != CT_OK)
         return NULL;
     ct_tensor *ps[1] = {m->w1};
-    return ct_clip_grad_norm_(ps, 1, 1.0, 2.0, false, NULL) == CT_OK ? loss : NULL;
+    double total = 0;
+    return ct_clip_grad_norm_(ps, 1, 1.0, 2.0, false, &total) == CT_OK ? loss : NULL;
 }
 
 static void test_clip_refused(void **state) {
@@ -426,8 +510,159 @@ static void test_clip_refused(void **state) {
     zero_grads(&m);
     assert_null(ct_compiled_call(c, in, 1));
     assert_non_null(strstr(ct_last_error(), "clip_grad_norm_"));
-    assert_non_null(strstr(ct_last_error(), "cannot be captured"));
+    assert_non_null(strstr(ct_last_error(), "host number"));
     ct_clear_error();
+    ct_compiled_free(c);
+    c = ct_compile(step_clips, &m, CT_COMPILE_EAGER_FALLBACK);
+    for (int k = 0; k < 3; k++) {
+        zero_grads(&m);
+        CT_ASSERT_OK(ct_compiled_call(c, in, 1));
+    }
+    assert_int_equal(ct_compiled_stat(c, CT_COMPILE_STAT_EAGER), 2); /* and the refused capture */
+    ct_compiled_free(c);
+    ct_scope_end();
+}
+
+/* Bad arguments to the optimizer and clipping calls fail under capture as they do
+ * eagerly, and fail the capture. */
+static ct_tensor *bad_clip(ct_tensor *const *in, int n, void *ud) {
+    (void)n;
+    (void)ud;
+    ct_tensor *r = ct_mul(in[0], in[0]);
+    return ct_clip_grad_value_(NULL, 2, 1.0) == CT_OK ? r : NULL;
+}
+
+static ct_tensor *bad_step(ct_tensor *const *in, int n, void *ud) {
+    (void)n;
+    (void)ud;
+    ct_tensor *r = ct_mul(in[0], in[0]);
+    return ct_optimizer_step(NULL) == CT_OK ? r : NULL;
+}
+
+static void test_host_call_errors(void **state) {
+    (void)state;
+    ct_scope_begin();
+    ct_tensor *in[1] = {randn(CT_SHAPE(3), CT_F32)};
+    ct_compiled *c = ct_compile(bad_clip, NULL, 0);
+    CT_ASSERT_ERR(ct_compiled_call(c, in, 1) != NULL, CT_ERROR_NULL_ARGUMENT, "params is NULL"); /* eager */
+    CT_ASSERT_ERR(ct_compiled_call(c, in, 1) != NULL, CT_ERROR_NULL_ARGUMENT, "params is NULL"); /* capture */
+    assert_int_equal(ct_compiled_stat(c, CT_COMPILE_STAT_ENTRIES), 0);
+    ct_compiled_free(c);
+    c = ct_compile(bad_step, NULL, 0);
+    CT_ASSERT_ERR(ct_compiled_call(c, in, 1) != NULL, CT_ERROR_NULL_ARGUMENT, "optimizer is NULL");
+    CT_ASSERT_ERR(ct_compiled_call(c, in, 1) != NULL, CT_ERROR_NULL_ARGUMENT, "optimizer is NULL");
+    ct_compiled_free(c);
+    ct_scope_end();
+}
+
+/* ct_compile_host_call from user code: the node calls the function on every replay
+ * (a counter it bumps is seen), its result is the node's; bad arguments are errors. */
+typedef struct counter_ctx {
+    int *count;
+} counter_ctx;
+
+static ct_status bump(void *ctx, ct_tensor **result) {
+    counter_ctx *cc = ctx;
+    ++*cc->count;
+    if (result && !(*result = ct_scalar_tensor(ct_scalar_float((double)*cc->count), CT_F32, CT_CPU)))
+        return ct_last_status();
+    return CT_OK;
+}
+
+static ct_tensor *with_counter(ct_tensor *const *in, int n, void *ud) {
+    (void)n;
+    counter_ctx cc = {ud};
+    ct_tensor *r = NULL;
+    if (ct_compile_host_call("counter", bump, &cc, sizeof cc, &r) != CT_OK)
+        return NULL;
+    return ct_add(in[0], r);
+}
+
+static void test_host_call_api(void **state) {
+    (void)state;
+    ct_scope_begin();
+    int count = 0;
+    counter_ctx cc = {&count};
+    CT_ASSERT_ERR(ct_compile_host_call("counter", NULL, &cc, sizeof cc, NULL) == CT_OK, CT_ERROR_NULL_ARGUMENT,
+                  "fn is NULL");
+    CT_ASSERT_ERR(ct_compile_host_call("counter", bump, NULL, 8, NULL) == CT_OK, CT_ERROR_NULL_ARGUMENT,
+                  "ctx is NULL");
+    ct_compile_note_grads_reset(NULL, 3); /* outside a capture, and NULL: nothing */
+    ct_tensor *r = NULL;
+    assert_int_equal(ct_compile_host_call("counter", bump, &cc, sizeof cc, &r), CT_OK); /* just calls it */
+    assert_int_equal(count, 1);
+    assert_true(ct_test_at(r, 0) == 1.0);
+    count = 0;
+    ct_compiled *c = ct_compile(with_counter, &count, 0);
+    ct_tensor *in[1] = {ct_zeros(CT_SHAPE(3), CT_F32, CT_CPU)};
+    for (int k = 1; k <= 4; k++) {
+        ct_tensor *y = ct_compiled_call(c, in, 1);
+        CT_ASSERT_OK(y);
+        assert_true(ct_test_at(y, 2) == (double)k); /* read at each replay, not baked in */
+    }
+    assert_int_equal(count, 4);
+    assert_int_equal(ct_compiled_stat(c, CT_COMPILE_STAT_REPLAYS), 2);
+    char buf[1024];
+    assert_true(ct_compiled_print(c, buf, sizeof buf) > 0);
+    assert_non_null(strstr(buf, "= host counter() : float32[]"));
+    ct_compiled_free(c);
+    ct_scope_end();
+}
+
+/* Ops with an autocast policy, called under autocast, are refused: the autocast
+ * kernel's casts are made below the capture, so the backward's saved casts of the
+ * weights would be constants of the graph. With the fallback the step runs eagerly. */
+static ct_tensor *amp_step(ct_tensor *const *in, int n, void *ud) {
+    (void)n;
+    model *m = ud;
+    if (ct_autocast_begin(CT_DEVICE_CPU, CT_BF16) != CT_OK)
+        return NULL;
+    ct_tensor *h = ct_mm(in[0], m->w1); /* ops, cast by the autocast kernel (matmul casts before) */
+    ct_tensor *o = ct_mm(ct_tanh(h), m->w2);
+    ct_autocast_end();
+    if (!o || ct_tensor_dtype(o) != CT_BF16)
+        return NULL;
+    ct_tensor *loss = ct_mean(ct_square(ct_to_dtype(o, CT_F32)), NULL, 0, false, CT_DTYPE_UNDEFINED);
+    if (!loss || ct_backward(loss, NULL, false, false) != CT_OK)
+        return NULL;
+    bool prev = ct_set_grad_enabled(false);
+    ct_sub_alpha_(m->w1, ct_tensor_grad(m->w1), ct_scalar_float(0.5));
+    ct_sub_alpha_(m->w2, ct_tensor_grad(m->w2), ct_scalar_float(0.5));
+    ct_set_grad_enabled(prev);
+    return ct_stack((const ct_tensor *[]){loss, ct_to_dtype(ct_select(ct_select(h, 0, 0), 0, 0), CT_F32)}, 2, 0);
+}
+
+static void test_autocast_refused(void **state) {
+    (void)state;
+    ct_scope_begin();
+    model eager, comp;
+    model_init(&eager, 21);
+    model_init(&comp, 21);
+    ct_compiled *c = ct_compile(amp_step, &comp, 0);
+    ct_tensor *in[1] = {randn(CT_SHAPE(16, 4), CT_F32)};
+    CT_ASSERT_OK(ct_compiled_call(c, in, 1)); /* eager */
+    zero_grads(&comp);
+    assert_null(ct_compiled_call(c, in, 1));
+    assert_non_null(strstr(ct_last_error(), "mm"));
+    assert_non_null(strstr(ct_last_error(), "autocast"));
+    ct_clear_error();
+    assert_int_equal(ct_autocast_nesting(), 0);
+    ct_compiled_free(c);
+    model_init(&comp, 21);
+    c = ct_compile(amp_step, &comp, CT_COMPILE_EAGER_FALLBACK);
+    ct_manual_seed(5);
+    for (int step = 0; step < 4; step++) {
+        ct_scope_begin();
+        ct_tensor *x[1] = {randn(CT_SHAPE(16, 4), CT_F32)};
+        zero_grads(&eager);
+        zero_grads(&comp);
+        ct_tensor *le = amp_step(x, 1, &eager);
+        ct_tensor *lc = ct_compiled_call(c, x, 1);
+        assert_same(lc, le);
+        assert_same(comp.w1, eager.w1);
+        ct_scope_end();
+    }
+    assert_int_equal(ct_compiled_stat(c, CT_COMPILE_STAT_EAGER), 3); /* and the refused capture */
     ct_compiled_free(c);
     ct_scope_end();
 }
@@ -499,8 +734,9 @@ static void test_codegen_bitwise(void **state) {
         }
         ct_scope_end();
         assert_int_equal(ct_compiled_stat(c, CT_COMPILE_STAT_REPLAYS), 2);
-        assert_int_equal(ct_compiled_stat(c, CT_COMPILE_STAT_FUSED_GROUPS), 1);
-        assert_int_equal(ct_compiled_stat(c, CT_COMPILE_STAT_FUSED_NODES), 12);
+        /* one element runs the kernels (their scalar path) */
+        assert_int_equal(ct_compiled_stat(c, CT_COMPILE_STAT_FUSED_GROUPS), sizes[s] > 1);
+        assert_int_equal(ct_compiled_stat(c, CT_COMPILE_STAT_FUSED_NODES), sizes[s] > 1 ? 12 : 0);
         ct_compiled_free(c);
     }
 }
@@ -549,6 +785,92 @@ static ct_tensor *activations(ct_tensor *const *in, int n, void *ud) {
     ct_tensor *b = ct_gelu(ct_mul(a, in[1]), CT_GELU_APPROXIMATE_NONE);
     ct_tensor *c = ct_silu(ct_add(b, in[0]));
     return ct_add(ct_sqrt(ct_abs(c)), ct_square(ct_sub(c, in[1])));
+}
+
+/* Note [Generated layer_norm rows]: gelu(layer_norm(x + y)) over the last dim, with
+ * weight and bias, with a weight only and with neither, GELU in both forms: one row
+ * group, the eager kernels' bits (rows of every length mod 8, NaN and infinite rows). */
+typedef struct ln_case {
+    int affine; /* 2 weight and bias, 1 weight only, 0 none */
+    int64_t approximate;
+} ln_case;
+
+static ct_tensor *ln_gelu(ct_tensor *const *in, int n, void *ud) {
+    (void)n;
+    const ln_case *lc = ud;
+    const int64_t cols = ct_tensor_size(in[0], 1);
+    ct_tensor *h = ct_add(in[0], in[1]);
+    ct_tensor *y = ct_layer_norm(h, &cols, 1, lc->affine >= 1 ? in[2] : NULL, lc->affine == 2 ? in[3] : NULL, 1e-5);
+    return ct_gelu(y, lc->approximate);
+}
+
+static void test_codegen_layer_norm(void **state) {
+    (void)state;
+    const int64_t cols[] = {2, 7, 8, 37, 128, 1024, 1025};
+    for (int affine = 0; affine <= 2; affine++)
+        for (int form = 0; form < 2; form++)
+            for (size_t k = 0; k < sizeof cols / sizeof cols[0]; k++) {
+                ln_case lc = {affine, form ? CT_GELU_APPROXIMATE_TANH : CT_GELU_APPROXIMATE_NONE};
+                ct_compiled *c = ct_compile(ln_gelu, &lc, 0);
+                ct_scope_begin();
+                for (int call = 0; call < 3; call++) {
+                    const int64_t m = cols[k];
+                    ct_tensor *in[4] = {ct_mul_scalar(randn(CT_SHAPE(6, m), CT_F32), ct_scalar_float(3)),
+                                        randn(CT_SHAPE(6, m), CT_F32), randn(CT_SHAPE(m), CT_F32),
+                                        randn(CT_SHAPE(m), CT_F32)};
+                    float *p = ct_tensor_data(in[0]);
+                    p[0] = NAN;          /* a NaN row */
+                    p[2 * m] = INFINITY; /* rows with infinities */
+                    p[3 * m + m - 1] = -INFINITY;
+                    p[4 * m] = 1e30f;    /* a row whose variance is large */
+                    assert_same(ct_compiled_call(c, in, 4), ln_gelu(in, 4, &lc));
+                }
+                ct_scope_end();
+                assert_int_equal(ct_compiled_stat(c, CT_COMPILE_STAT_REPLAYS), 1);
+                /* add, layer_norm and gelu in one row group; longer rows than 1024 are
+                 * left to the kernels */
+                assert_int_equal(ct_compiled_stat(c, CT_COMPILE_STAT_FUSED_GROUPS), cols[k] <= 1024);
+                assert_int_equal(ct_compiled_stat(c, CT_COMPILE_STAT_FUSED_NODES), cols[k] <= 1024 ? 3 : 0);
+                ct_compiled_free(c);
+            }
+}
+
+/* Note [Reusing dying inputs]: relu(mm(x, w) * 2 + 1) writes its result into the
+ * product's buffer, which dies in the group: a replay's peak is one buffer above its
+ * inputs, where eager's (and a group that allocated) is two. */
+static ct_tensor *mm_chain(ct_tensor *const *in, int n, void *ud) {
+    (void)n;
+    (void)ud;
+    return ct_relu(ct_add_scalar(ct_mul_scalar(ct_mm(in[0], in[1]), ct_scalar_float(2)), ct_scalar_float(1)));
+}
+
+static void test_codegen_reuse(void **state) {
+    (void)state;
+    ct_scope_begin();
+    ct_tensor *in[2] = {randn(CT_SHAPE(256, 64), CT_F32), randn(CT_SHAPE(64, 512), CT_F32)};
+    const int64_t buf = 256 * 512 * 4;
+    ct_compiled *c = ct_compile(mm_chain, NULL, 0);
+    for (int k = 0; k < 2; k++) {
+        ct_scope_begin();
+        CT_ASSERT_OK(ct_compiled_call(c, in, 2));
+        ct_scope_end();
+    }
+    assert_int_equal(ct_compiled_stat(c, CT_COMPILE_STAT_FUSED_NODES), 3);
+    int64_t peak[2];
+    ct_tensor *r[2];
+    for (int k = 0; k < 2; k++) {
+        const int64_t base = ct_memory_allocated(CT_CPU);
+        ct_reset_peak_memory_stats(CT_CPU);
+        r[k] = k ? ct_compiled_call(c, in, 2) : mm_chain(in, 2, NULL);
+        CT_ASSERT_OK(r[k]);
+        peak[k] = ct_max_memory_allocated(CT_CPU) - base;
+    }
+    assert_same(r[1], r[0]);
+    assert_true(peak[0] >= 2 * buf); /* eager: the product and the next result */
+    assert_true(peak[1] < 2 * buf);  /* compiled: the product's buffer holds the result */
+    assert_true(peak[1] >= buf);
+    ct_compiled_free(c);
+    ct_scope_end();
 }
 
 static void test_codegen_activations(void **state) {
@@ -774,8 +1096,25 @@ static void test_trace_events(void **state) {
     size_t n = fread(text, 1, sizeof text - 1, f);
     text[n] = '\0';
     fclose(f);
-    assert_non_null(strstr(text, "\"compile_graph\": {\"captured_nodes\": 12"));
-    assert_non_null(strstr(text, "\"compile_output_code\": {\"groups\": 1"));
+    /* TORCH_TRACE's compile events, in its order, with frame and compile ids */
+    const char *order[] = {"{\"dynamo_start\": {\"stack\": []}, \"frame_id\": ",
+                           "{\"dynamo_output_graph\": {\"captured_nodes\": 12",
+                           "{\"inductor_output_code\": {\"filename\": \"",
+                           "{\"dynamo_guards\": {}, \"frame_id\": ",
+                           "{\"compilation_metrics\": {\"co_name\": \"ct_compile\""};
+    const char *at = text;
+    for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
+        const char *p = strstr(at, order[i]);
+        if (!p)
+            fail_msg("event %zu (%s) missing or out of order", i, order[i]);
+        at = p;
+    }
+    assert_non_null(strstr(text, "\"frame_compile_id\": 0, \"attempt\": 0"));
+    assert_null(strstr(text, "aot_joint_graph")); /* no backward in this function */
+    assert_non_null(strstr(text, "\"fused_groups\": 1"));
+    assert_non_null(strstr(text, "\"fail_type\": null"));
+    assert_non_null(strstr(text, "{\"code\": \"check_tensor(inputs[0], float32, cpu, requires_grad=False, size=[33], "
+                                 "stride=[1], storage_offset=0)\"}"));
     assert_non_null(strstr(text, "void ct_fused_0("));
     assert_non_null(strstr(text, "= tanh(%"));
     /* ctorch trace-report lists them on a compile section of its page */
@@ -792,6 +1131,50 @@ static void test_trace_events(void **state) {
     fclose(f);
     assert_non_null(strstr(text, "<h2>Compiles</h2>"));
     assert_non_null(strstr(text, ">generated C</a>"));
+    assert_non_null(strstr(text, ">guards</a>"));
+    assert_non_null(strstr(text, ">graph</a>"));
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+/* A training step logs its joint graph; a refused capture logs compilation_metrics
+ * with its fail_type and reason (Note [Compile events]). */
+static void test_trace_events_training(void **state) {
+    (void)state;
+    char dir[] = "/tmp/ct_compile_trace_XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    assert_int_equal(ct_trace_log_start(dir), CT_OK);
+    char path[512];
+    snprintf(path, sizeof path, "%s", ct_trace_log_path());
+    ct_scope_begin();
+    model m;
+    model_init(&m, 9);
+    ct_tensor *in[2] = {randn(CT_SHAPE(16, 4), CT_F32), randn(CT_SHAPE(16, 2), CT_F32)};
+    ct_compiled *c = ct_compile(train_step, &m, 0);
+    for (int k = 0; k < 2; k++) {
+        zero_grads(&m);
+        CT_ASSERT_OK(ct_compiled_call(c, in, 2));
+    }
+    ct_compiled_free(c);
+    c = ct_compile(step_clips, &m, CT_COMPILE_EAGER_FALLBACK);
+    for (int k = 0; k < 2; k++) {
+        zero_grads(&m);
+        CT_ASSERT_OK(ct_compiled_call(c, in, 1));
+    }
+    ct_compiled_free(c);
+    ct_scope_end();
+    assert_int_equal(ct_trace_log_stop(), CT_OK);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    static char text[1 << 17];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    text[n] = '\0';
+    fclose(f);
+    assert_non_null(strstr(text, "{\"aot_joint_graph\": {}, \"frame_id\": "));
+    assert_non_null(strstr(text, "\"training_step\": true"));
+    assert_non_null(strstr(text, "\"fail_type\": \"capture refused (eager fallback)\", \"fail_reason\": "
+                                 "\"clip_grad_norm_: it returns the total norm as a host number"));
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     assert_int_equal(system(cmd), 0);
@@ -807,11 +1190,16 @@ int main(void) {
         cmocka_unit_test(test_passes),
         cmocka_unit_test(test_cse_respects_writes),
         cmocka_unit_test(test_training_step),
-        cmocka_unit_test(test_optimizer_refused),
+        cmocka_unit_test(test_optimizer_in_graph),
         cmocka_unit_test(test_clip_refused),
+        cmocka_unit_test(test_host_call_errors),
+        cmocka_unit_test(test_host_call_api),
+        cmocka_unit_test(test_autocast_refused),
         cmocka_unit_test(test_gradcheck),
         cmocka_unit_test(test_codegen_bitwise),
         cmocka_unit_test(test_codegen_rows),
+        cmocka_unit_test(test_codegen_layer_norm),
+        cmocka_unit_test(test_codegen_reuse),
         cmocka_unit_test(test_codegen_activations),
         cmocka_unit_test(test_codegen_broadcast),
         cmocka_unit_test(test_cache),
@@ -819,6 +1207,7 @@ int main(void) {
         cmocka_unit_test(test_input_writes),
         cmocka_unit_test(test_aliased_inputs),
         cmocka_unit_test(test_trace_events),
+        cmocka_unit_test(test_trace_events_training),
     };
     snprintf(main_cache, sizeof main_cache, "/tmp/ct_compile_test_XXXXXX");
     if (!mkdtemp(main_cache))

@@ -77,6 +77,27 @@ CT_API bool ct_compile_is_capturing(void);
  * naming op and why (or, with CT_COMPILE_EAGER_FALLBACK, marks the function eager). */
 CT_API ct_status ct_compile_refuse(const char *op, const char *why);
 
+/* Host calls (docs/compile.md, "Optimizer steps and gradient clipping"): code that
+ * keeps state on the host but can simply be run again on each replay (an optimizer
+ * step, gradient clipping) runs through ct_compile_host_call. Outside a capture it
+ * calls fn(ctx, result). Under a capture it calls fn with the capture off (its op
+ * calls are not recorded) and records one node that calls fn again, with a copy of
+ * the ctx_size bytes at ctx, on every replay; before each such call the gradients the
+ * graph made so far are written into their leaves' .grad. ctx must hold what the call
+ * needs by value (a tensor list as a flexible array member, not a pointer into the
+ * caller's stack); what it points to (an optimizer, parameters) must outlive the
+ * compiled function. result, when not NULL, gets fn's tensor result (owned by the
+ * innermost scope; the node's result on a replay), or NULL. name names the node. An
+ * error of fn is returned (and fails the capture); NULL fn, or NULL ctx with a
+ * nonzero ctx_size, is an error. */
+typedef ct_status (*ct_compile_host_fn)(void *ctx, ct_tensor **result);
+CT_API ct_status ct_compile_host_call(const char *name, ct_compile_host_fn fn, const void *ctx, size_t ctx_size,
+                                      ct_tensor **result);
+/* Called by a host call that sets the .grad of ts[0..n) to None (zero_grad): a leaf the
+ * capture first sees after it needs no gradient guard, since the function drops
+ * whatever .grad it had on entry. Does nothing outside a capture (or for NULL ts). */
+CT_API void ct_compile_note_grads_reset(ct_tensor *const *ts, int n);
+
 #ifdef __cplusplus
 }
 #endif

@@ -224,13 +224,22 @@ static ct_status finish_diagnostics(const train_args *a) {
     return st;
 }
 
-/* --compile: forward and backward of one step as a compiled function, returning
- * {loss, correct predictions} (the optimizer step keeps host state and runs after it). */
+/* --compile: one whole step (zero_grad, forward, backward, optimizer step) as a
+ * compiled function, returning {loss, correct predictions}; zero_grad and the step are
+ * host-call nodes, so a replay reads the rate the scheduler set (docs/compile.md). */
+typedef struct cnn_compiled {
+    ct_fashion_cnn *m;
+    ct_optimizer *opt;
+} cnn_compiled;
+
 static ct_tensor *cnn_step(ct_tensor *const *in, int n, void *ud) {
     (void)n;
+    const cnn_compiled *s = ud;
     ct_tensor *hits = NULL;
-    ct_tensor *loss = ct_fashion_cnn_loss_hits(ud, in[0], in[1], &hits);
-    if (!loss || ct_backward(loss, NULL, false, false) != CT_OK)
+    if (ct_optimizer_zero_grad(s->opt, true) != CT_OK)
+        return NULL;
+    ct_tensor *loss = ct_fashion_cnn_loss_hits(s->m, in[0], in[1], &hits);
+    if (!loss || ct_backward(loss, NULL, false, false) != CT_OK || ct_optimizer_step(s->opt) != CT_OK)
         return NULL;
     const ct_tensor *both[2] = {ct_detach(loss), ct_to_dtype(hits, ct_tensor_dtype(loss))};
     return ct_stack(both, 2, 0);
@@ -310,7 +319,8 @@ static int train_fashion_mnist(const train_args *a) {
     int done_epochs = start_epoch; /* epochs fully trained: a resume starts after them */
     double final_acc = 0;
     ct_compiled *cstep = NULL;
-    if (rc == 0 && a->compile && !(cstep = ct_compile(cnn_step, &m, 0))) {
+    cnn_compiled cc = {&m, opt};
+    if (rc == 0 && a->compile && !(cstep = ct_compile(cnn_step, &cc, 0))) {
         fprintf(stderr, "ctorch train: %s\n", ct_last_error());
         rc = 1;
     }
@@ -333,7 +343,7 @@ static int train_fashion_mnist(const train_args *a) {
             if (cstep) {
                 /* the compiled forward and backward give {loss, hits} */
                 ct_tensor *xy[2] = {prepare(batch[0], a->device), ct_to_device(batch[1], a->device)};
-                ct_tensor *lh = ct_optimizer_zero_grad(opt, true) ? NULL : ct_compiled_call(cstep, xy, 2);
+                ct_tensor *lh = ct_compiled_call(cstep, xy, 2);
                 double h = 0;
                 loss = lh && ct_item_double(ct_select(lh, 0, 1), &h) == CT_OK ? ct_select(lh, 0, 0) : NULL;
                 hits = (int64_t)h;
@@ -341,9 +351,10 @@ static int train_fashion_mnist(const train_args *a) {
                 loss = ct_fashion_cnn_loss(&m, prepare(batch[0], a->device), ct_to_device(batch[1], a->device), &hits);
             }
             double lv = NAN;
-            if (!loss || (!cstep && ct_cli_dist_zero_grad(a->dist, opt)) ||
-                (!cstep && ct_backward(loss, NULL, false, false)) ||
-                (a->dist->mode ? ct_cli_dist_step(a->dist, opt, m.p, CT_FASHION_CNN_NPARAMS, 0) : ct_optimizer_step(opt)) ||
+            if (!loss ||
+                (!cstep && (ct_cli_dist_zero_grad(a->dist, opt) || ct_backward(loss, NULL, false, false) ||
+                            (a->dist->mode ? ct_cli_dist_step(a->dist, opt, m.p, CT_FASHION_CNN_NPARAMS, 0)
+                                           : ct_optimizer_step(opt)))) ||
                 (sched && ct_lr_scheduler_step(sched)) || ct_item_double(loss, &lv)) {
                 fprintf(stderr, "\nctorch train: %s\n", ct_last_error());
                 rc = 1;

@@ -369,8 +369,9 @@ static int parse_args(gpt_args *a, int argc, char **argv, bool *done) {
     }
     if (a->amp == CT_F16 && a->device.type != CT_DEVICE_CUDA)
         return usage_error(a, "--dtype fp16 needs --device cuda (on the CPU, use bf16)");
-    if (a->compile && a->amp == CT_F16)
-        return usage_error(a, "--compile does not take --dtype fp16 yet (its gradient scaler reads the loss scale on the host)");
+    if (a->compile && a->amp != CT_F32)
+        return usage_error(a, "--compile does not take --dtype bf16 or fp16 yet (autocast's casts are made below the "
+                              "capture: docs/compile.md)");
     if (a->cuda_graphs && a->device.type != CT_DEVICE_CUDA)
         return usage_error(a, "--cuda-graphs needs --device cuda");
     if (a->cuda_graphs && a->cfg.dropout > 0)
@@ -987,18 +988,26 @@ static void describe(const gpt_args *a, const gpt_data *d, const ct_char_gpt *m)
            a->amp == CT_F32 && a->tf32 ? " (TF32 products)" : "");
 }
 
-/* --compile: the step's forward and backward as one compiled function (the optimizer
- * step keeps host state, so it runs after it, eagerly). */
+/* --compile: the whole step (zero_grad, forward, backward, clipping, optimizer step) as
+ * one compiled function; zero_grad, clipping and the step are host-call nodes that
+ * read the learning rate and count the step on every replay (docs/compile.md). */
 typedef struct compiled_step {
     const gpt_args *a;
     const ct_char_gpt *m;
+    ct_optimizer *opt;
 } compiled_step;
 
-static ct_tensor *fwd_bwd(ct_tensor *const *in, int n, void *ud) {
+static ct_tensor *train_step(ct_tensor *const *in, int n, void *ud) {
     (void)n;
     const compiled_step *s = ud;
+    if (ct_optimizer_zero_grad(s->opt, true) != CT_OK)
+        return NULL;
     ct_tensor *loss = model_loss(s->a, s->m, in[0], in[1]);
-    return loss && ct_backward(loss, NULL, false, false) == CT_OK ? loss : NULL;
+    if (!loss || ct_backward(loss, NULL, false, false) != CT_OK)
+        return NULL;
+    if (s->a->grad_clip > 0 && ct_clip_grad_norm_(s->m->params, s->m->nparams, s->a->grad_clip, 2.0, false, NULL))
+        return NULL;
+    return ct_optimizer_step(s->opt) == CT_OK ? loss : NULL;
 }
 
 static int run(gpt_args *a) {
@@ -1062,9 +1071,9 @@ static int run(gpt_args *a) {
      * (and at validation): reading it each step would wait for the GPU every step and
      * leave it idle while the host queues the next one. */
     ct_tensor *loss_sum = NULL;
-    compiled_step cs = {a, &m};
+    compiled_step cs = {a, &m, opt};
     ct_compiled *cstep = NULL;
-    if (!rc && a->compile && !(cstep = ct_compile(fwd_bwd, &cs, 0)))
+    if (!rc && a->compile && !(cstep = ct_compile(train_step, &cs, 0)))
         rc = fail(a, NULL);
     int64_t in_sum = 0, last_done = start;
     double t0 = now_s(), t_last = t0, avg = NAN, first = NAN;
@@ -1085,16 +1094,17 @@ static int run(gpt_args *a) {
             sum = !loss ? NULL : loss_sum ? ct_add(loss_sum, ct_detach(loss)) : ct_detach(loss);
             if (!sum)
                 rc = fail(a, NULL);
-        } else {
-            if (cstep) {
-                ct_tensor *xy[2] = {x, y};
-                loss = st || ct_optimizer_zero_grad(opt, true) ? NULL : ct_compiled_call(cstep, xy, 2);
-            } else {
-                loss = st ? NULL : model_loss(a, &m, x, y);
-            }
+        } else if (cstep) { /* the whole step, update included, is the compiled function */
+            ct_tensor *xy[2] = {x, y};
+            loss = st ? NULL : ct_compiled_call(cstep, xy, 2);
             sum = !loss ? NULL : loss_sum ? ct_add(loss_sum, ct_detach(loss)) : ct_detach(loss);
-            if (!sum || (!cstep && ct_cli_dist_zero_grad(&a->dist, opt)) ||
-                (!cstep && ct_backward(scaler ? ct_grad_scaler_scale(scaler, loss) : loss, NULL, false, false)) ||
+            if (!sum)
+                rc = fail(a, NULL);
+        } else {
+            loss = st ? NULL : model_loss(a, &m, x, y);
+            sum = !loss ? NULL : loss_sum ? ct_add(loss_sum, ct_detach(loss)) : ct_detach(loss);
+            if (!sum || ct_cli_dist_zero_grad(&a->dist, opt) ||
+                ct_backward(scaler ? ct_grad_scaler_scale(scaler, loss) : loss, NULL, false, false) ||
                 (scaler && a->grad_clip > 0 && ct_grad_scaler_unscale_(scaler, opt)) ||
                 (a->dist.mode ? ct_cli_dist_step(&a->dist, opt, m.params, m.nparams, a->grad_clip)
                  : (a->grad_clip > 0 && ct_clip_grad_norm_(m.params, m.nparams, a->grad_clip, 2.0, false, NULL)) ||

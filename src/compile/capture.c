@@ -1,4 +1,6 @@
 /* ct_compile: guards, capture at the TRACE key, and the compiled function's entries. */
+#include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +12,8 @@
 #include "ctorch/autograd.h"
 #include "ctorch/profiler.h"
 #include "dispatch/dispatch_internal.h"
+#include "observe/trace_log.h"
+#include "util/json.h"
 #include "tensor_impl.h"
 
 /* Note [Capture protocol]
@@ -44,7 +48,11 @@ typedef struct capture {
         int value;
         const ct_tensor *grad;
         int64_t grad_version;
+        bool reset; /* its .grad was set to None by a host call before it was seen */
     } *leaves;
+    /* tensors whose .grad a host call set to None (ct_compile_note_grads_reset) */
+    int nreset, capreset;
+    const ct_tensor **reset;
     bool fallback;   /* CT_COMPILE_EAGER_FALLBACK */
     bool refused;    /* something could not be captured */
     bool failed_oom; /* the recording itself ran out of memory */
@@ -189,7 +197,10 @@ static bool note_leaf(capture *c, int v, const ct_tensor *t) {
         c->capleaf = ncap;
     }
     const ct_tensor *gr = t->grad;
-    c->leaves[c->nleaf++] = (struct leaf){v, gr, gr ? ct_tensor_version(gr) : 0};
+    bool reset = false;
+    for (int i = 0; i < c->nreset && !reset; i++)
+        reset = c->reset[i] == t;
+    c->leaves[c->nleaf++] = (struct leaf){v, gr, gr ? ct_tensor_version(gr) : 0, reset};
     return true;
 }
 
@@ -248,9 +259,12 @@ static int value_of(capture *c, const ct_tensor *t) {
 /* Note [What cannot be captured]
  * A graph replays op calls; C code that looks at a value (ct_item, printing), an op
  * whose result's shape depends on the data (nonzero, unique, masked_select, a boolean
- * index), and host-side state that a replay would not update (an optimizer step's
- * count) cannot be in one. The capture refuses them with an error naming the op, or,
- * with CT_COMPILE_EAGER_FALLBACK, lets the call finish and marks the guard entry eager. */
+ * index), host-side results a replay would not update (clip_grad_norm_'s total as a
+ * double), and ops under autocast (whose casts are made below TRACE) cannot be in one;
+ * library code with host state that can be replayed whole is a host call instead
+ * (Note [Host calls] in graph.h). The capture refuses them with an error naming the
+ * op, or, with CT_COMPILE_EAGER_FALLBACK, lets the call finish and marks the guard
+ * entry eager. */
 static ct_status refusal_error(const char *op, const char *why) {
     return ct_error(CT_ERROR_NOT_IMPLEMENTED, op,
                     "cannot be captured by ct_compile: %s (pass CT_COMPILE_EAGER_FALLBACK to run the function "
@@ -298,6 +312,18 @@ static ct_status trace_kernel(ct_keyset ks, ct_call *call, void *user_data) {
         return ct_redispatch(below, call);
     if (data_dependent(call)) {
         ct_status st = refuse(c, ct_op_name(call->op), "the shape of its result depends on the data");
+        if (st != CT_OK)
+            return st;
+        return ct_redispatch(below, call);
+    }
+    if (ct_autocast_op_policy(call->op) != CT_AUTOCAST_NONE &&
+        (ct_autocast_is_enabled(CT_DEVICE_CPU) || ct_autocast_is_enabled(CT_DEVICE_CUDA))) {
+        /* Note [What cannot be captured]: the autocast kernel's casts are made below
+         * TRACE, so the casts the backward saves would be constants of the graph, stale
+         * once the weights change */
+        ct_status st = refuse(c, ct_op_name(call->op),
+                              "it runs under autocast, whose casts are made below the capture (a replay's backward "
+                              "would read the weights' casts made at capture)");
         if (st != CT_OK)
             return st;
         return ct_redispatch(below, call);
@@ -372,6 +398,112 @@ static ct_status trace_kernel(ct_keyset ks, ct_call *call, void *user_data) {
         nd->target[i] = tgt[i];
     }
     return CT_OK;
+}
+
+/* Note [Host calls] (graph.h): the call runs for real with TRACE off, then one node
+ * records it, with the {leaf, gradient} pairs of the gradients stored so far. */
+ct_status ct_compile_host_call(const char *name, ct_compile_host_fn fn, const void *ctx, size_t ctx_size,
+                               ct_tensor **result) {
+    if (result)
+        *result = NULL;
+    if (!fn)
+        return ct_error(CT_ERROR_NULL_ARGUMENT, name ? name : "compile_host_call", "fn is NULL");
+    if (!ctx && ctx_size)
+        return ct_error(CT_ERROR_NULL_ARGUMENT, name ? name : "compile_host_call", "ctx is NULL but ctx_size is %zu",
+                        ctx_size);
+    if (!capturing_here())
+        return fn((void *)ctx, result);
+    capture *c = tls_capture;
+    ct_tensor *r = NULL;
+    const ct_keyset exc = ct_tls_excluded();
+    if (c->failed_oom || (c->refused && c->fallback)) {
+        ct_tls_set_excluded(exc | ct_keyset_of(CT_KEY_TRACE));
+        ct_status st = fn((void *)ctx, result);
+        ct_tls_set_excluded(exc);
+        return st;
+    }
+    /* the gradients stored by now, as values, before the call can change them */
+    int npairs = 0, *list = c->nleaf ? malloc(sizeof(int) * 2 * (size_t)c->nleaf) : NULL;
+    ct_host_node *h = malloc(sizeof *h + ctx_size);
+    if ((c->nleaf && !list) || !h) {
+        free(list);
+        free(h);
+        return capture_oom(c);
+    }
+    for (int i = 0; i < c->nleaf; i++) {
+        const struct leaf *l = &c->leaves[i];
+        const ct_tensor *gr = c->seen[l->value]->grad;
+        if (!gr || gr == l->grad)
+            continue;
+        int gv = value_of(c, gr);
+        if (gv < 0) {
+            free(list);
+            free(h);
+            return capture_oom(c);
+        }
+        list[2 * npairs] = l->value;
+        list[2 * npairs + 1] = gv;
+        npairs++;
+    }
+    h->name = name ? name : "host";
+    h->fn = fn;
+    h->size = ctx_size;
+    if (ctx_size)
+        memcpy(h->ctx, ctx, ctx_size);
+    const ct_keyset inc = ct_tls_included();
+    ct_tls_set_excluded(exc | ct_keyset_of(CT_KEY_TRACE));
+    ct_status st = fn((void *)ctx, result ? &r : NULL);
+    ct_tls_set_excluded(exc);
+    if (st != CT_OK) {
+        free(list);
+        free(h);
+        return st;
+    }
+    ct_gnode *n = new_node(c);
+    if (!n) {
+        free(list);
+        free(h);
+        return capture_oom(c);
+    }
+    n->op = CT_OP_clone; /* never looked at: host is set */
+    n->host = h;
+    n->mode = CT_CALL_FUNCTIONAL;
+    n->nlist = 2 * npairs;
+    n->list = list;
+    n->included = inc & ~ct_keyset_of(CT_KEY_TRACE);
+    n->excluded = exc;
+    n->nout = result ? 1 : 0;
+    const int node_id = c->g->nnodes++;
+    if (r) {
+        int v = new_value(c, r, CT_GV_NODE);
+        if (v < 0)
+            return capture_oom(c);
+        c->g->values[v].node = node_id;
+        c->g->values[v].out = 0;
+        c->g->nodes[node_id].out[0] = v;
+    }
+    if (result)
+        *result = r;
+    return CT_OK;
+}
+
+void ct_compile_note_grads_reset(ct_tensor *const *ts, int n) {
+    capture *c = tls_capture;
+    if (!c || !ts || n <= 0)
+        return;
+    for (int i = 0; i < n; i++) {
+        if (c->nreset == c->capreset) {
+            int ncap = c->capreset ? c->capreset * 2 : 64;
+            const ct_tensor **nr = realloc(c->reset, sizeof *nr * (size_t)ncap);
+            if (!nr) {
+                c->failed_oom = true;
+                return;
+            }
+            c->reset = nr;
+            c->capreset = ncap;
+        }
+        c->reset[c->nreset++] = ts[i];
+    }
 }
 
 static ct_status host_read_hook(const char *op) {
@@ -465,6 +597,7 @@ static bool guard_equal(const guard_key *a, const guard_key *b) {
  * to None before each step, or one that never does, captures once). */
 typedef struct grad_guard {
     int value;               /* the leaf's value */
+    bool any;                /* a host call in the function sets it to None before it is read */
     const ct_tensor *leaf;   /* a constant leaf (the graph holds it), NULL for an input */
     const ct_tensor *grad;   /* its .grad at capture (compared by identity, never used) */
 } grad_guard;
@@ -482,6 +615,8 @@ typedef struct entry {
 static bool grads_match(const entry *e, ct_tensor *const *inputs) {
     for (int i = 0; i < e->ngg; i++) {
         const grad_guard *q = &e->gg[i];
+        if (q->any)
+            continue;
         const ct_tensor *t = q->leaf ? q->leaf : inputs[e->g->values[q->value].input];
         const ct_tensor *gr = t ? t->grad : NULL;
         if (q->leaf ? gr != q->grad : (gr != NULL) != (q->grad != NULL))
@@ -500,7 +635,66 @@ struct ct_compiled {
     entry entries[MAX_ENTRIES];
     int last; /* the entry the last call used, -1 */
     int64_t calls, eager, captures, replays;
+    int frame_id; /* Note [Compile events] */
 };
+
+/* Note [Compile events]
+ * With the structured log on, a capture writes TORCH_TRACE's compile events, whose
+ * envelopes carry frame_id (one per ct_compile, in order), frame_compile_id (the
+ * function's captures so far) and attempt (0), as tlparse groups them:
+ *   dynamo_start          the capture begins
+ *   dynamo_output_graph   the graph after the passes (payload: its text)
+ *   aot_joint_graph       for a training step, the same graph: forward and backward
+ *                         are one graph here (there is no AOTAutograd split)
+ *   inductor_output_code  the generated C, when there is any (codegen.c)
+ *   dynamo_guards         the guard key and gradient guards (payload: JSON list)
+ *   compilation_metrics   times and counts; fail_type and fail_reason for a refused
+ *                         capture or a call past the entry limit. */
+static atomic_int g_frames;
+
+static void json_str(ct_json_buf *b, const char *s) { ct_json_put_string(b, s, strlen(s)); }
+
+static void __attribute__((format(printf, 2, 3))) json_fmt(ct_json_buf *b, const char *fmt, ...) {
+    char tmp[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        ct_json_put(b, tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
+}
+
+static void log_metrics(const ct_compiled *cc, const char *env, const ct_graph *g, int64_t us, int nguards,
+                        const char *fail_type, const char *fail_reason) {
+    ct_json_buf b = {0};
+    json_fmt(&b, "{\"co_name\": \"ct_compile\", \"frame_key\": \"%d\", \"compile_id\": \"%d/%lld\", ",
+             cc->frame_id, cc->frame_id, (long long)(cc->captures - 1));
+    json_fmt(&b, "\"entire_frame_compile_time_s\": %.6f, \"guard_count\": %d, ", (double)us / 1e6, nguards);
+    if (g) {
+        int live = 0;
+        for (int i = 0; i < g->nnodes; i++)
+            live += !g->nodes[i].dead;
+        json_fmt(&b,
+                 "\"graph_op_count\": %d, \"captured_op_count\": %d, \"fused_groups\": %d, \"fused_nodes\": %d, "
+                 "\"cache_hits\": %d, \"cache_misses\": %d, ",
+                 live, g->captured_nodes, g->nfused_groups, g->nfused_nodes, g->cache_hits, g->cache_misses);
+    }
+    ct_json_puts(&b, "\"fail_type\": ");
+    if (fail_type)
+        json_str(&b, fail_type);
+    else
+        ct_json_puts(&b, "null");
+    ct_json_puts(&b, ", \"fail_reason\": ");
+    if (fail_reason)
+        json_str(&b, fail_reason);
+    else
+        ct_json_puts(&b, "null");
+    ct_json_puts(&b, "}");
+    ct_json_put(&b, "", 1); /* the terminating NUL */
+    if (!b.failed)
+        ct_trace_log_write_env(__FILE__, __LINE__, "compilation_metrics", b.data, env, NULL);
+    ct_json_buf_free(&b);
+}
 
 ct_compiled *ct_compile(ct_compile_fn fn, void *user_data, uint32_t flags) {
     if (!fn) {
@@ -520,6 +714,7 @@ ct_compiled *ct_compile(ct_compile_fn fn, void *user_data, uint32_t flags) {
     c->user_data = user_data;
     c->flags = flags;
     c->last = -1;
+    c->frame_id = atomic_fetch_add(&g_frames, 1);
     return c;
 }
 
@@ -547,6 +742,7 @@ static void capture_release(capture *c) {
     free(c->keys);
     free(c->vals);
     free(c->leaves);
+    free(c->reset);
 }
 
 /* Note [Training steps]
@@ -584,12 +780,82 @@ static bool finish_graph(capture *c, ct_tensor *result) {
     return true;
 }
 
+/* Note [Compile events]: the guards of entry e as TORCH_TRACE's dynamo_guards payload,
+ * a JSON list of {"code": ...}; returns their count. */
+static int log_guards(const entry *e, const ct_graph *g, ct_tensor *const *inputs, int ninputs) {
+    ct_json_buf b = {0};
+    int n = 0;
+    char code[1024];
+#define GUARD(...)                                          \
+    do {                                                    \
+        snprintf(code, sizeof code, __VA_ARGS__);           \
+        ct_json_puts(&b, n++ ? ", {\"code\": " : "[{\"code\": "); \
+        json_str(&b, code);                                 \
+        ct_json_puts(&b, "}");                              \
+    } while (0)
+    GUARD("len(inputs) == %d", ninputs);
+    GUARD("functionality keys: included 0x%llx, excluded 0x%llx", (unsigned long long)e->key.k[1],
+          (unsigned long long)e->key.k[2]);
+    GUARD("grad_mode == %s", e->key.k[3] ? "True" : "False");
+    GUARD("autocast(cpu) == %s, autocast(cuda) == %s", e->key.k[4] >= 0 ? ct_dtype_name((ct_dtype)e->key.k[4]) : "off",
+          e->key.k[5] >= 0 ? ct_dtype_name((ct_dtype)e->key.k[5]) : "off");
+    GUARD("default_dtype == %s", ct_dtype_name((ct_dtype)e->key.k[6]));
+    GUARD("dispatch_generation == %lld", (long long)e->key.k[7]);
+    for (int i = 0; i < ninputs; i++) {
+        const ct_tensor *t = inputs[i];
+        if (!t) {
+            GUARD("inputs[%d] is None", i);
+            continue;
+        }
+        int at = snprintf(code, sizeof code, "check_tensor(inputs[%d], %s, %s, requires_grad=%s, size=[", i,
+                          ct_dtype_name(t->dtype), t->device.type == CT_DEVICE_CUDA ? "cuda" : "cpu",
+                          t->requires_grad ? "True" : "False");
+        for (int d = 0; d < t->ndim && at < (int)sizeof code - 64; d++)
+            at += snprintf(code + at, sizeof code - (size_t)at, d ? ", %lld" : "%lld", (long long)t->shape[d]);
+        at += snprintf(code + at, sizeof code - (size_t)at, "], stride=[");
+        for (int d = 0; d < t->ndim && at < (int)sizeof code - 64; d++)
+            at += snprintf(code + at, sizeof code - (size_t)at, d ? ", %lld" : "%lld", (long long)t->strides[d]);
+        snprintf(code + at, sizeof code - (size_t)at, "], storage_offset=%lld)", (long long)t->offset);
+        ct_json_puts(&b, n++ ? ", {\"code\": " : "[{\"code\": ");
+        json_str(&b, code);
+        ct_json_puts(&b, "}");
+        for (int j = 0; j < i; j++)
+            if (inputs[j] && inputs[j]->storage == t->storage) {
+                GUARD("inputs[%d] shares its storage with inputs[%d]", i, j);
+                break;
+            }
+    }
+    for (int i = 0; i < e->ngg; i++) {
+        const grad_guard *q = &e->gg[i];
+        const ct_gvalue *v = &g->values[q->value];
+        if (q->any)
+            GUARD("%%%d.grad: any (set to None inside the function)", q->value);
+        else if (v->kind == CT_GV_INPUT)
+            GUARD("inputs[%d].grad is %s", v->input, q->grad ? "not None" : "None");
+        else
+            GUARD("%%%d.grad is %s", q->value, q->grad ? "the tensor it had at capture" : "None");
+    }
+#undef GUARD
+    ct_json_puts(&b, n ? "]" : "[]");
+    ct_json_put(&b, "", 1);
+    if (!b.failed)
+        ct_trace_log_write_env(__FILE__, __LINE__, "dynamo_guards", "{}", g->env, b.data);
+    ct_json_buf_free(&b);
+    return n;
+}
+
 static ct_tensor *run_capture(ct_compiled *cc, entry *e, ct_tensor *const *inputs, int ninputs) {
     ct_graph *g = ct_xcalloc("compile", 1, sizeof *g);
     if (!g)
         return NULL;
     g->result = -1;
     g->ninputs = ninputs;
+    snprintf(g->env, sizeof g->env, "\"frame_id\": %d, \"frame_compile_id\": %lld, \"attempt\": 0", cc->frame_id,
+             (long long)(cc->captures - 1));
+    const bool logging = ct_trace_log_enabled();
+    if (logging)
+        ct_trace_log_write_env(__FILE__, __LINE__, "dynamo_start", "{\"stack\": []}", g->env, NULL);
+    const int64_t t_start = now_us();
     capture c = {.g = g, .fallback = (cc->flags & CT_COMPILE_EAGER_FALLBACK) != 0};
     for (int i = 0; i < ninputs; i++) {
         int v = inputs[i] ? new_value(&c, inputs[i], CT_GV_INPUT) : 0;
@@ -619,11 +885,11 @@ static ct_tensor *run_capture(ct_compiled *cc, entry *e, ct_tensor *const *input
         if (c.fallback) {
             e->eager = true;
             fprintf(stderr, "[ct] warning: compile: %s cannot be captured (%s); this function runs eagerly for these inputs\n", c.op, c.why);
-            if (ct_trace_log_enabled()) {
-                char meta[400];
-                snprintf(meta, sizeof meta, "{\"reason\": \"capture refused\"}");
-                ct_trace_log_event("compile_fallback", meta, c.why);
-            }
+        }
+        if (logging) {
+            char reason[300];
+            snprintf(reason, sizeof reason, "%s: %s", c.op, c.why);
+            log_metrics(cc, g->env, NULL, now_us() - t_start, 0, c.fallback ? "capture refused (eager fallback)" : "capture refused", reason);
         }
         capture_release(&c);
         ct_graph_free(g);
@@ -652,7 +918,8 @@ static ct_tensor *run_capture(ct_compiled *cc, entry *e, ct_tensor *const *input
     e->ngg = c.nleaf;
     for (int i = 0; i < c.nleaf; i++) {
         const ct_gvalue *v = &g->values[c.leaves[i].value];
-        e->gg[i] = (grad_guard){c.leaves[i].value, v->kind == CT_GV_CONST ? v->constant : NULL, c.leaves[i].grad};
+        e->gg[i] = (grad_guard){c.leaves[i].value, c.leaves[i].reset, v->kind == CT_GV_CONST ? v->constant : NULL,
+                                c.leaves[i].grad};
     }
     capture_release(&c);
     if (!(cc->flags & CT_COMPILE_NO_PASSES)) {
@@ -661,22 +928,30 @@ static ct_tensor *run_capture(ct_compiled *cc, entry *e, ct_tensor *const *input
         ct_graph_drop_copies(g);
     }
     ct_graph_analyse(g);
-    if (!(cc->flags & CT_COMPILE_NO_CODEGEN))
-        ct_codegen_graph(g);
-    e->g = g;
-    e->compile_us = now_us() - t0;
-    if (ct_trace_log_enabled()) {
+    if (logging) {
         int64_t len = ct_graph_print(g, NULL, 0);
         char *text = len >= 0 ? malloc((size_t)len + 1) : NULL;
         if (text) {
             ct_graph_print(g, text, (size_t)len + 1);
+            int live = 0;
+            for (int i = 0; i < g->nnodes; i++)
+                live += !g->nodes[i].dead;
             char meta[256];
-            snprintf(meta, sizeof meta,
-                     "{\"captured_nodes\": %d, \"nodes\": %d, \"fused_groups\": %d, \"training_step\": %s}",
-                     g->captured_nodes, g->nnodes, g->nfused_groups, g->no_autograd ? "true" : "false");
-            ct_trace_log_event("compile_graph", meta, text);
+            snprintf(meta, sizeof meta, "{\"captured_nodes\": %d, \"nodes\": %d, \"training_step\": %s}",
+                     g->captured_nodes, live, g->no_autograd ? "true" : "false");
+            ct_trace_log_write_env(__FILE__, __LINE__, "dynamo_output_graph", meta, g->env, text);
+            if (g->no_autograd)
+                ct_trace_log_write_env(__FILE__, __LINE__, "aot_joint_graph", "{}", g->env, text);
             free(text);
         }
+    }
+    if (!(cc->flags & CT_COMPILE_NO_CODEGEN))
+        ct_codegen_graph(g);
+    e->g = g;
+    e->compile_us = now_us() - t0;
+    if (logging) {
+        int nguards = log_guards(e, g, inputs, ninputs);
+        log_metrics(cc, g->env, g, e->compile_us, nguards, NULL, NULL);
     }
     return r;
 }
@@ -756,8 +1031,16 @@ ct_tensor *ct_compiled_call(ct_compiled *c, ct_tensor *const *inputs, int ninput
                     "[ct] warning: compile: %d guard entries (input shapes, dtypes or modes) are compiled already; "
                     "calls with new ones run eagerly\n",
                     MAX_ENTRIES);
-            if (ct_trace_log_enabled())
-                ct_trace_log_event("compile_fallback", "{\"reason\": \"entry limit\"}", NULL);
+            if (ct_trace_log_enabled()) {
+                char env[96], reason[160];
+                snprintf(env, sizeof env, "\"frame_id\": %d, \"frame_compile_id\": %lld, \"attempt\": 0", c->frame_id,
+                         (long long)c->captures);
+                snprintf(reason, sizeof reason, "%d guard entries are compiled already; new ones run eagerly",
+                         MAX_ENTRIES);
+                c->captures++; /* log_metrics numbers the attempt after the last capture */
+                log_metrics(c, env, NULL, 0, 0, "cache_size_limit", reason);
+                c->captures--;
+            }
         }
         return run_eager(c, inputs, ninputs);
     }

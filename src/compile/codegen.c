@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "compile/graph.h"
+#include "observe/trace_log.h"
 #include "ctorch/ops.h"
 #include "cpu/vecmath.h"
 #include "ctorch/profiler.h"
@@ -41,6 +42,15 @@
  * -ffp-contract=off), so a group computes the bits the nodes compute one by one
  * (test_compile checks them). The source is self-contained: its few declarations are
  * text of this file (kernel_prelude), not an installed header. */
+/* Note [Generated layer_norm rows]
+ * layer_norm over the last dim (weight and bias, when given, float32 vectors of the
+ * row's length) joins a row group as softmax does. Its code is the eager float32
+ * kernel's row (layernorm_fwd in src/cpu/nn_fused_impl.h) written out: the sum and then
+ * the squared deviations in eight double lanes, element j in lane j % 8, the lanes
+ * added in the kernel's fixed order, rstd = 1 / sqrt(var + eps) in double, then
+ * (x - (float)mean) * (float)rstd * w + b in float. Both are ISO C without contraction,
+ * so the row is the kernel's to the bit, whatever its ISA variant (the lanes are
+ * plain C in both). A pointwise chain after it (GELU) runs on the row's buffer. */
 #define CT_FUSE_CHUNK 16384
 #define CT_FUSE_TILE 256
 #define CT_FUSE_MAX_NODES 64
@@ -143,6 +153,10 @@ static bool op_supported(const ct_gnode *n, const vm_fn *vm) {
         return n->nin == 1 && n->nints == 1 && n->nscalars == 0 &&
                ((n->ints[0] == CT_GELU_APPROXIMATE_TANH && vm[VM_EXP]) ||
                 (n->ints[0] == CT_GELU_APPROXIMATE_NONE && vm[VM_ERF]));
+    case CT_OP_layer_norm:
+        /* over the last dim only: ints {ndims 1, normalized_shape}, the eps */
+        return n->nin == 3 && n->nints == 2 && n->ints[0] == 1 && n->nscalars == 1 &&
+               n->s[0].type == CT_SCALAR_FLOAT;
     case CT_OP_softmax:
     case CT_OP_log_softmax:
         /* the reduction layout: keepdim 0, one dim; the dim is checked against the shape */
@@ -153,11 +167,13 @@ static bool op_supported(const ct_gnode *n, const vm_fn *vm) {
     }
 }
 
-static bool is_row_op(const ct_gnode *n) { return n->op == CT_OP_softmax || n->op == CT_OP_log_softmax; }
+static bool is_row_op(const ct_gnode *n) {
+    return n->op == CT_OP_softmax || n->op == CT_OP_log_softmax || n->op == CT_OP_layer_norm;
+}
 
 /* Whether node n can join a group of this shape (the shape of its result). */
 static bool fusible(const ct_graph *g, const ct_gnode *n, const vm_fn *vm) {
-    if (n->dead || n->mode != CT_CALL_FUNCTIONAL || n->nout != 1 || n->out[0] < 0 || n->nlist || n->has_device ||
+    if (n->dead || n->host || n->mode != CT_CALL_FUNCTIONAL || n->nout != 1 || n->out[0] < 0 || n->nlist || n->has_device ||
         !op_supported(n, vm))
         return false;
     if (n->included & ct_keyset_of(CT_KEY_AUTOCAST))
@@ -165,13 +181,30 @@ static bool fusible(const ct_graph *g, const ct_gnode *n, const vm_fn *vm) {
     const ct_gvalue *o = &g->values[n->out[0]];
     if (o->dtype != CT_F32 || o->device.type != CT_DEVICE_CPU || !is_contig(o) || o->offset != 0)
         return false;
-    if (is_row_op(n) && (o->ndim == 0 || (n->ints[2] != -1 && n->ints[2] != o->ndim - 1) ||
-                         o->shape[o->ndim - 1] > CT_FUSE_MAX_ROW || g->values[n->in[0]].ndim == 0))
+    const bool ln = n->op == CT_OP_layer_norm;
+    if (is_row_op(n) && (o->ndim == 0 || o->shape[o->ndim - 1] > CT_FUSE_MAX_ROW || n->in[0] < 0 ||
+                         g->values[n->in[0]].ndim == 0))
+        return false;
+    if (is_row_op(n) && !ln && n->ints[2] != -1 && n->ints[2] != o->ndim - 1)
+        return false;
+    if (ln && n->ints[1] != o->shape[o->ndim - 1])
         return false;
     for (int k = 0; k < n->nin; k++) {
-        if (n->in[k] < 0)
+        if (n->in[k] < 0) {
+            if (ln && k > 0) /* no weight or no bias */
+                continue;
             return false;
+        }
         const ct_gvalue *v = &g->values[n->in[k]];
+        if (ln && k > 0) {
+            /* Note [Generated layer_norm rows]: weight and bias of the row's length */
+            if (v->device.type != CT_DEVICE_CPU || v->dtype != CT_F32 || v->ndim != 1 || !is_contig(v) ||
+                v->shape[0] != o->shape[o->ndim - 1])
+                return false;
+            if (!g->no_autograd && v->requires_grad && !(n->excluded & ct_keyset_of(CT_KEY_AUTOGRAD)))
+                return false;
+            continue;
+        }
         if (v->device.type != CT_DEVICE_CPU)
             return false;
         if (!g->no_autograd && v->requires_grad && !(n->excluded & ct_keyset_of(CT_KEY_AUTOGRAD)))
@@ -337,6 +370,45 @@ static void emit_group(sbuf *b, const ct_graph *g, const group *gr, int k, int *
             emit(b, "                } else {\n");
             emit(b, "                    for (int64_t i = 0; i < m; i++) t_out[i] = NAN;\n");
             emit(b, "                }\n            }\n");
+            continue;
+        }
+        case CT_OP_layer_norm: {
+            /* Note [Generated layer_norm rows]: the eager kernel's row (layernorm_fwd in
+             * src/cpu/nn_fused_impl.h): mean and biased variance in eight double lanes
+             * added in its fixed order, then (x - mean) * rstd * w + b in float */
+            int wi = -1, bi = -1;
+            for (int j = 0; j < gr->nin; j++) {
+                if (n->in[1] >= 0 && gr->in[j] == n->in[1])
+                    wi = j;
+                if (n->in[2] >= 0 && gr->in[j] == n->in[2])
+                    bi = j;
+            }
+            emit(b, "            {\n                float *const t_out = t%d;\n                const float *x = ", o);
+            operand_ptr(b, gr, n, local);
+            emit(b, ";\n");
+            if (wi >= 0)
+                emit(b, "                const float *w = in%d;\n", wi);
+            if (bi >= 0)
+                emit(b, "                const float *bb = in%d;\n", bi);
+            emit(b, "                double s[8] = {0}, ss[8] = {0};\n"
+                    "                int64_t j = 0;\n"
+                    "                const int64_t body = m / 8 * 8;\n"
+                    "                for (; j < body; j += 8)\n"
+                    "                    for (int l = 0; l < 8; l++) s[l] += (double)x[j + l];\n"
+                    "                for (int l = 0; j < m; j++, l++) s[l] += (double)x[j];\n"
+                    "                const double mean = (((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]))) / (double)m;\n"
+                    "                for (j = 0; j < body; j += 8)\n"
+                    "                    for (int l = 0; l < 8; l++) { const double d = (double)x[j + l] - mean; ss[l] += d * d; }\n"
+                    "                for (int l = 0; j < m; j++, l++) { const double d = (double)x[j] - mean; ss[l] += d * d; }\n");
+            emit(b, "                const double rstd = 1.0 / sqrt((((ss[0] + ss[1]) + (ss[2] + ss[3])) + ((ss[4] + ss[5]) + (ss[6] + ss[7]))) / (double)m + %a);\n",
+                 n->s[0].v.f);
+            emit(b, "                const float mf = (float)mean, rs = (float)rstd;\n");
+            if (wi >= 0 && bi >= 0)
+                emit(b, "                for (int64_t i = 0; i < m; i++) t_out[i] = (x[i] - mf) * rs * w[i] + bb[i];\n");
+            else
+                emit(b, "                for (int64_t i = 0; i < m; i++) { float v = (x[i] - mf) * rs;%s%s t_out[i] = v; }\n",
+                     wi >= 0 ? " v *= w[i];" : "", bi >= 0 ? " v += bb[i];" : "");
+            emit(b, "            }\n");
             continue;
         }
         case CT_OP_sigmoid:
@@ -619,6 +691,8 @@ static bool group_io(const ct_graph *g, group *gr, int k) {
             continue;
         for (int j = 0; j < n->nin; j++) {
             int v = n->in[j];
+            if (v < 0) /* layer_norm without weight or bias */
+                continue;
             const ct_gvalue *gv = &g->values[v];
             bool inside = gv->kind == CT_GV_NODE && gv->node >= gr->first && gv->node <= gr->last &&
                           g->nodes[gv->node].group == k;
@@ -679,7 +753,9 @@ bool ct_codegen_graph(ct_graph *g) {
             count++;
             continue;
         }
-        if (count >= 2 && numel_of(&g->values[g->nodes[start].out[0]]) > 0) {
+        /* one element is left to the kernels: their loops see it with stride 0 and take
+         * the scalar libm path, not the vector routines the generated code calls */
+        if (count >= 2 && numel_of(&g->values[g->nodes[start].out[0]]) > 1) {
             group *ng = realloc(f->groups, sizeof *ng * (size_t)(f->ngroups + 1));
             if (!ng)
                 break;
@@ -731,9 +807,12 @@ bool ct_codegen_graph(ct_graph *g) {
     char so[1200];
     ok = ok && build_object(g, b.p, b.len, so, sizeof so);
     if (ok && ct_trace_log_enabled()) {
+        /* Note [Compile events] in capture.c: TORCH_TRACE's name for generated source */
         char meta[200];
-        snprintf(meta, sizeof meta, "{\"groups\": %d, \"object\": \"%s\"}", f->ngroups, strrchr(so, '/') + 1);
-        ct_trace_log_event("compile_output_code", meta, b.p);
+        const char *name = strrchr(so, '/') + 1;
+        snprintf(meta, sizeof meta, "{\"filename\": \"%.*s.c\", \"groups\": %d}", (int)(strlen(name) - 3), name,
+                 f->ngroups);
+        ct_trace_log_write_env(__FILE__, __LINE__, "inductor_output_code", meta, g->env, b.p);
     }
     free(b.p);
     if (ok) {
@@ -769,6 +848,26 @@ bool ct_codegen_graph(ct_graph *g) {
 static bool plain_f32(const ct_tensor *t, int64_t numel) {
     return t && t->dtype == CT_F32 && t->device.type == CT_DEVICE_CPU && t->numel == numel &&
            ct_strides_contiguous(t->shape, t->strides, t->ndim);
+}
+
+/* Note [Reusing dying inputs]
+ * A group's result may be written into the buffer of one of its inputs when that input
+ * dies in the group: a value a node of the graph made (not an argument or a constant),
+ * whose last reader is a node of this group, of the group's shape (not a broadcast
+ * input), contiguous from its storage's start, without autograd state, and held by
+ * nothing but the replay (the tensor's and its storage's only reference). The
+ * generated loops make that safe: each tile (or row) reads its inputs' elements before
+ * it stores the results of the same elements, and no tile reads another's. A replay
+ * then allocates one buffer less per such group. */
+static bool dies_here(const ct_graph *g, const group *gr, int k, int v, const ct_tensor *t) {
+    const ct_gvalue *gv = &g->values[v];
+    if (!t || gv->kind != CT_GV_NODE || gv->last_use < gr->first || gv->last_use > gr->last ||
+        g->nodes[gv->last_use].group != k || !same_shape(gv, gr->shape, gr->ndim))
+        return false;
+    return t->ndim == gr->ndim && memcmp(t->shape, gr->shape, sizeof(int64_t) * (size_t)gr->ndim) == 0 &&
+           t->offset == 0 && !t->is_view && !t->requires_grad && !t->grad_fn && !t->grad && !t->base &&
+           atomic_load(&t->refcount) == 1 && t->storage && atomic_load(&t->storage->refcount) == 1 &&
+           !t->storage->external;
 }
 
 ct_status ct_codegen_run_group(ct_graph *g, int k, ct_tensor **rt) {
@@ -809,7 +908,20 @@ ct_status ct_codegen_run_group(ct_graph *g, int k, ct_tensor **rt) {
         }
         return CT_OK;
     }
+    bool taken[MAXIO] = {false};
     for (int j = 0; j < gr->nout; j++) {
+        /* Note [Reusing dying inputs] */
+        int reuse = -1;
+        for (int q = 0; q < gr->nin && reuse < 0; q++)
+            if (!taken[q] && dies_here(g, gr, k, gr->in[q], rt[gr->in[q]]))
+                reuse = q;
+        if (reuse >= 0) {
+            taken[reuse] = true;
+            ct_tensor *t = rt[gr->in[reuse]];
+            rt[gr->out[j]] = ct_retain(t);
+            out[j] = (float *)ct_tensor_ptr(t);
+            continue;
+        }
         ct_tensor *t = ct_empty(gr->shape, gr->ndim, CT_F32, CT_CPU);
         if (!t) {
             for (int q = 0; q < j; q++) {

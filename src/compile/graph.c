@@ -21,8 +21,10 @@ const char *ct_graph_op_family(ct_op op) { return op >= 0 && op < CT_OP_COUNT ? 
 void ct_graph_free(ct_graph *g) {
     if (!g)
         return;
-    for (int i = 0; i < g->nnodes; i++)
+    for (int i = 0; i < g->nnodes; i++) {
         free(g->nodes[i].list);
+        free(g->nodes[i].host);
+    }
     for (int i = 0; i < g->nvalues; i++)
         if (g->values[i].kind == CT_GV_CONST)
             ct_release(g->values[i].constant);
@@ -78,6 +80,8 @@ void ct_graph_analyse(ct_graph *g) {
  * an op over a tensor list that may write its entries (the fused optimizers), not a
  * factory (two empty tensors are two buffers, whatever they hold). */
 static bool pure(const ct_gnode *n) {
+    if (n->host)
+        return false;
     if (n->mode != CT_CALL_FUNCTIONAL || n->nout == 0)
         return false;
     const char *fam = op_family[n->op];
@@ -158,6 +162,16 @@ static bool same_call(const ct_gnode *a, const ct_gnode *b) {
 
 /* Whether node w writes (in place or out=) into storage s. */
 static bool writes_storage(const ct_graph *g, const ct_gnode *w, uintptr_t s) {
+    if (w->host && !w->dead) {
+        /* Note [Host calls]: every constant (parameters, gradients) and its gradients */
+        for (int k = 0; k < w->nlist; k++)
+            if (w->list[k] >= 0 && g->values[w->list[k]].storage == s)
+                return true;
+        for (int v = 0; v < g->nvalues; v++)
+            if (g->values[v].kind == CT_GV_CONST && g->values[v].storage == s)
+                return true;
+        return false;
+    }
     if (w->mode == CT_CALL_FUNCTIONAL || w->dead)
         return false;
     for (int k = 0; k < w->nout; k++)
@@ -343,6 +357,18 @@ int64_t ct_graph_print(const ct_graph *g, char *buf, size_t cap) {
                 put(&p, first ? "%%%d" : ", %%%d", n->out[k]);
                 first = 0;
             }
+        if (n->host) {
+            put(&p, "%shost %s(", first ? "" : " = ", n->host->name);
+            for (int k = 0; k + 1 < n->nlist; k += 2)
+                put(&p, "%s%%%d.grad = %%%d", k ? ", " : "", n->list[k], n->list[k + 1]);
+            put(&p, ")");
+            if (n->nout && n->out[0] >= 0) {
+                put(&p, " : ");
+                put_meta(&p, &g->values[n->out[0]]);
+            }
+            put(&p, "\n");
+            continue;
+        }
         put(&p, "%s%s(", first ? "" : " = ", ct_op_name(n->op));
         int sep = 0;
         for (int k = 0; k < n->nin; k++) {
@@ -394,8 +420,33 @@ int64_t ct_graph_print(const ct_graph *g, char *buf, size_t cap) {
 
 /* Runs node i with its kernel (through the dispatcher, with the functionality keys of
  * its capture) and stores its results in rt. */
+/* Note [Host calls]: the gradients stored by then go to .grad, then the code runs. */
+static ct_status run_host(ct_graph *g, const ct_gnode *n, ct_tensor **rt) {
+    for (int k = 0; k + 1 < n->nlist; k += 2) {
+        ct_status st = ct_tensor_set_grad(rt[n->list[k]], rt[n->list[k + 1]]);
+        if (st != CT_OK)
+            return st;
+    }
+    const ct_keyset inc0 = ct_tls_included(), exc0 = ct_tls_excluded();
+    ct_tls_set_included(n->included);
+    ct_tls_set_excluded(n->excluded | ct_keyset_of(CT_KEY_TRACE) |
+                        (g->no_autograd ? ct_keyset_of(CT_KEY_AUTOGRAD) : 0));
+    ct_tensor *r = NULL;
+    ct_status st = n->host->fn(n->host->ctx, n->nout ? &r : NULL);
+    ct_tls_set_included(inc0);
+    ct_tls_set_excluded(exc0);
+    if (st == CT_OK && n->nout && n->out[0] >= 0) {
+        if (!r)
+            return ct_error(CT_ERROR_RUNTIME, n->host->name, "the replayed call made no result");
+        rt[n->out[0]] = ct_retain(r);
+    }
+    return st;
+}
+
 ct_status ct_graph_run_node(ct_graph *g, int i, ct_tensor **rt) {
     ct_gnode *n = &g->nodes[i];
+    if (n->host)
+        return run_host(g, n, rt);
     ct_call call;
     memset(&call, 0, sizeof call);
     call.op = n->op;

@@ -2,6 +2,7 @@
 #ifndef CT_COMPILE_GRAPH_H
 #define CT_COMPILE_GRAPH_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "ctorch/compile.h"
@@ -40,8 +41,25 @@ typedef struct ct_gvalue {
     int last_use; /* the last live node that reads it; -1 for none */
 } ct_gvalue;
 
+/* Note [Host calls]
+ * Library code whose state lives on the host (an optimizer's step count and learning
+ * rate, gradient clipping's loops over .grad) is recorded as one node that calls the
+ * code itself when the graph replays, instead of the ops it made at capture: a replay
+ * reads the learning rate and counts the step as an eager call does. The node keeps a
+ * copy of the call's context (ctorch/compile.h). Before the call, the gradients the
+ * capture had stored by then are written to their leaves' .grad (the node's list holds
+ * {leaf, gradient} value pairs), since the code reads .grad. The node writes, for the
+ * passes, into the storage of every constant and of every value of its list. */
+typedef struct ct_host_node {
+    const char *name;
+    ct_compile_host_fn fn;
+    size_t size;
+    _Alignas(max_align_t) unsigned char ctx[];
+} ct_host_node;
+
 typedef struct ct_gnode {
     ct_op op;
+    ct_host_node *host; /* Note [Host calls]: not an op call; NULL for op calls */
     ct_call_mode mode;
     bool dead;
     int nin;
@@ -82,6 +100,9 @@ typedef struct ct_graph {
     ct_fused *fused;
     int nfused_groups, nfused_nodes;
     int cache_hits, cache_misses;
+    /* the structured log's envelope members of this capture's events (frame_id,
+     * frame_compile_id, attempt; Note [Compile events] in capture.c) */
+    char env[96];
 } ct_graph;
 
 void ct_graph_free(ct_graph *g);

@@ -46,7 +46,8 @@ static const char *rel_path(const char *file) {
     return p ? p + 1 : file;
 }
 
-static void write_locked(const char *file, int line, const char *event, const char *meta, const char *payload) {
+static void write_locked_env(const char *file, int line, const char *event, const char *meta, const char *env,
+                             const char *payload) {
     if (!g_file)
         return;
     struct timespec ts;
@@ -56,6 +57,8 @@ static void write_locked(const char *file, int line, const char *event, const ch
     fprintf(g_file, "V%02d%02d %02d:%02d:%02d.%06ld %ld %s:%d] {\"%s\": %s", tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
             tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000, (long)getpid(), rel_path(file), line, event,
             meta ? meta : "{}");
+    if (env && *env)
+        fprintf(g_file, ", %s", env);
     if (payload) {
         char hex[33];
         ct_md5_hex(payload, strlen(payload), hex);
@@ -76,6 +79,19 @@ static void write_locked(const char *file, int line, const char *event, const ch
         fputs("}\n", g_file);
     }
     fflush(g_file); /* a crash keeps every decision made before it */
+}
+
+static void write_locked(const char *file, int line, const char *event, const char *meta, const char *payload) {
+    write_locked_env(file, line, event, meta, NULL, payload);
+}
+
+void ct_trace_log_write_env(const char *file, int line, const char *event, const char *meta, const char *env,
+                            const char *payload) {
+    if (!CT_TRACE_LOG_ON())
+        return;
+    pthread_mutex_lock(&g_lock);
+    write_locked_env(file, line, event, meta, env, payload);
+    pthread_mutex_unlock(&g_lock);
 }
 
 void ct_trace_log_write(const char *file, int line, const char *event, const char *meta, const char *payload) {

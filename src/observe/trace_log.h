@@ -17,6 +17,12 @@ extern atomic_bool ct_trace_log_on;
 void ct_trace_log_write(const char *file, int line, const char *event, const char *metadata_json,
                         const char *payload);
 
+/* The same with more members of the envelope after the event's: env is JSON members
+ * without braces (`"frame_id": 0, "frame_compile_id": 1, "attempt": 0`, as
+ * TORCH_TRACE's compile events carry), or NULL. */
+void ct_trace_log_write_env(const char *file, int line, const char *event, const char *metadata_json,
+                            const char *env, const char *payload);
+
 /* CT_TRACE=dir at the dispatcher's set-up. */
 void ct_trace_log_init_from_env(void);
 

@@ -123,6 +123,20 @@ static void count_kind(report *r, const char *kind) {
     r->kinds[r->nkinds++] = (kind_count){name, 1};
 }
 
+/* The compiler's events and what their payloads are; NULL for other kinds. */
+static const char *compile_event(const char *kind) {
+    static const char *const names[][2] = {
+        {"dynamo_start", "text"},         {"dynamo_output_graph", "graph"}, {"aot_joint_graph", "joint graph"},
+        {"inductor_output_code", "generated C"}, {"dynamo_guards", "guards"}, {"compilation_metrics", "text"},
+    };
+    if (!kind)
+        return NULL;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strcmp(kind, names[i][0]) == 0)
+            return names[i][1];
+    return NULL;
+}
+
 static bool is_context_key(const char *k) {
     for (size_t i = 0; i < sizeof context_keys / sizeof context_keys[0]; i++)
         if (strcmp(k, context_keys[i]) == 0)
@@ -374,25 +388,38 @@ static void write_index(FILE *f, const report *r, char **files, size_t nfiles, c
         fprintf(f, "</td><td>%" PRId64 "</td></tr>\n", r->kinds[i].n);
     }
     fputs("</table>\n", f);
-    /* the compiler's events (docs/compile.md): each capture's graph, its generated code,
-     * the fallbacks to eager, with their payloads */
+    /* the compiler's events (docs/compile.md, Note [Compile events] in
+     * src/compile/capture.c; TORCH_TRACE's names): per capture, in order, its graph,
+     * joint graph, generated code, guards and metrics, with their payloads */
     size_t ncompile = 0;
     for (size_t i = 0; i < r->n; i++)
-        ncompile += r->ev[i].kind && strncmp(r->ev[i].kind, "compile_", 8) == 0;
+        ncompile += compile_event(r->ev[i].kind) != NULL;
     if (ncompile) {
-        fputs("<h2>Compiles</h2><table><tr><th>#</th><th>kind</th><th>envelope</th><th>graph or code</th></tr>\n", f);
+        fputs("<h2>Compiles</h2><table><tr><th>#</th><th>frame/compile</th><th>kind</th><th>envelope</th>"
+              "<th>payload</th></tr>\n",
+              f);
         for (size_t i = 0; i < r->n; i++) {
             const report_event *e = &r->ev[i];
-            if (!e->kind || strncmp(e->kind, "compile_", 8) != 0)
+            const char *label = compile_event(e->kind);
+            if (!label)
                 continue;
+            long long frame = -1, cid = -1;
+            const char *p = e->meta ? strstr(e->meta, "\"frame_id\": ") : NULL;
+            if (p)
+                frame = strtoll(p + 12, NULL, 10);
+            p = e->meta ? strstr(e->meta, "\"frame_compile_id\": ") : NULL;
+            if (p)
+                cid = strtoll(p + 20, NULL, 10);
             fprintf(f, "<tr><td>%zu</td><td class=\"m\">", i);
+            if (frame >= 0 && cid >= 0)
+                fprintf(f, "%lld/%lld", frame, cid);
+            fputs("</td><td class=\"m\">", f);
             html_text(f, e->kind, 200);
             fputs("</td><td class=\"m\">", f);
             html_text(f, e->meta ? e->meta : "", 400);
             fputs("</td><td class=\"m\">", f);
             if (e->has_payload)
-                fprintf(f, "<a href=\"payloads/%s.txt\">%s</a>", e->md5,
-                        strcmp(e->kind, "compile_output_code") == 0 ? "generated C" : "text");
+                fprintf(f, "<a href=\"payloads/%s.txt\">%s</a>", e->md5, label);
             fputs("</td></tr>\n", f);
         }
         fputs("</table>\n", f);

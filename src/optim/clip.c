@@ -126,13 +126,14 @@ static ct_status norm_and_coef(const char *op, ct_tensor *const *grads, int k, d
     return *coef ? CT_OK : ct_last_status();
 }
 
-ct_status ct_clip_grad_norm_tensor_(ct_tensor *const *params, int n, double max_norm, double norm_type,
-                                    ct_tensor **total_norm) {
+static ct_status clip_norm_impl(ct_tensor *const *params, int n, double max_norm, double norm_type,
+                               bool error_if_nonfinite, double *total_norm);
+
+static ct_status clip_norm_tensor_impl(ct_tensor *const *params, int n, double max_norm, double norm_type,
+                                      ct_tensor **total_norm) {
     static const char *op = "clip_grad_norm_";
     if (total_norm)
         *total_norm = NULL;
-    if (ct_compile_refuse(op, "it reads or writes the gradients through host loops a replay would skip") != CT_OK) /* docs/compile.md */
-        return ct_last_status();
     if (isnan(max_norm) || isnan(norm_type) || norm_type < 0)
         return ct_error(CT_ERROR_VALUE, op, "norm_type must be >= 0 and max_norm a number, got norm_type %g, max_norm %g",
                         norm_type, max_norm);
@@ -189,17 +190,15 @@ ct_status ct_optim_clip_coef(ct_tensor *const *params, int n, double max_norm, d
     }
     free(grads);
     double total = 0;
-    st = ct_clip_grad_norm_(params, n, max_norm, norm_type, false, &total);
+    st = clip_norm_impl(params, n, max_norm, norm_type, false, &total);
     if (!st && !(*total_norm = ct_scalar_tensor(ct_scalar_float(total), CT_F64, CT_CPU)))
         st = ct_last_status();
     return st;
 }
 
-ct_status ct_clip_grad_norm_(ct_tensor *const *params, int n, double max_norm, double norm_type,
-                             bool error_if_nonfinite, double *total_norm) {
+static ct_status clip_norm_impl(ct_tensor *const *params, int n, double max_norm, double norm_type,
+                               bool error_if_nonfinite, double *total_norm) {
     static const char *op = "clip_grad_norm_";
-    if (ct_compile_refuse(op, "it reads or writes the gradients through host loops a replay would skip") != CT_OK) /* docs/compile.md */
-        return ct_last_status();
     if (!params && n > 0)
         return ct_error(CT_ERROR_NULL_ARGUMENT, op, "params is NULL");
     if (n < 0)
@@ -222,7 +221,7 @@ ct_status ct_clip_grad_norm_(ct_tensor *const *params, int n, double max_norm, d
     if (!total_norm && !error_if_nonfinite && k > 0 && ct_tensor_device(grads[0]).type == CT_DEVICE_CUDA &&
         device_path(grads, k, norm_type)) {
         free(grads);
-        return ct_clip_grad_norm_tensor_(params, n, max_norm, norm_type, NULL);
+        return clip_norm_tensor_impl(params, n, max_norm, norm_type, NULL);
     }
     ct_status st = CT_OK;
     for (int i = 0; i < k && !st; i++)
@@ -281,10 +280,8 @@ ct_status ct_clip_grad_norm_(ct_tensor *const *params, int n, double max_norm, d
     return CT_OK;
 }
 
-ct_status ct_clip_grad_value_(ct_tensor *const *params, int n, double clip_value) {
+static ct_status clip_value_impl(ct_tensor *const *params, int n, double clip_value) {
     static const char *op = "clip_grad_value_";
-    if (ct_compile_refuse(op, "it reads or writes the gradients through host loops a replay would skip") != CT_OK) /* docs/compile.md */
-        return ct_last_status();
     if (!params && n > 0)
         return ct_error(CT_ERROR_NULL_ARGUMENT, op, "params is NULL");
     if (n < 0)
@@ -330,4 +327,78 @@ ct_status ct_clip_grad_value_(ct_tensor *const *params, int n, double clip_value
             return st;
     }
     return CT_OK;
+}
+
+/* Under ct_compile each clipping call is one host-call node (Note [Host calls] in
+ * src/compile/graph.h): a replay runs the loops over .grad again. The context holds
+ * the parameter list by value. */
+typedef enum clip_kind { CLIP_NORM, CLIP_NORM_TENSOR, CLIP_VALUE } clip_kind;
+
+typedef struct clip_call {
+    clip_kind kind;
+    int n;
+    double a, b; /* max_norm and norm_type, or clip_value */
+    bool error_if_nonfinite;
+    ct_tensor *params[];
+} clip_call;
+
+static ct_status clip_host(void *ctx, ct_tensor **result) {
+    const clip_call *cc = ctx;
+    switch (cc->kind) {
+    case CLIP_NORM:
+        return clip_norm_impl(cc->params, cc->n, cc->a, cc->b, cc->error_if_nonfinite, NULL);
+    case CLIP_NORM_TENSOR:
+        return clip_norm_tensor_impl(cc->params, cc->n, cc->a, cc->b, result);
+    case CLIP_VALUE:
+        return clip_value_impl(cc->params, cc->n, cc->a);
+    }
+    return ct_error(CT_ERROR_RUNTIME, "clip_grad", "unknown clipping call");
+}
+
+static ct_status clip_capture(const char *op, clip_call proto, ct_tensor *const *params, int n, ct_tensor **result) {
+    if (!params && n > 0)
+        return ct_error(CT_ERROR_NULL_ARGUMENT, op, "params is NULL");
+    if (n < 0)
+        return ct_error(CT_ERROR_VALUE, op, "number of parameters must be >= 0, got %d", n);
+    const size_t size = sizeof(clip_call) + sizeof(ct_tensor *) * (size_t)n;
+    clip_call *cc = ct_xcalloc(op, 1, size);
+    if (!cc)
+        return CT_ERROR_OUT_OF_MEMORY;
+    *cc = proto;
+    cc->n = n;
+    if (n > 0)
+        memcpy(cc->params, params, sizeof(ct_tensor *) * (size_t)n);
+    ct_status st = ct_compile_host_call(op, clip_host, cc, size, result);
+    free(cc);
+    return st;
+}
+
+ct_status ct_clip_grad_norm_tensor_(ct_tensor *const *params, int n, double max_norm, double norm_type,
+                                    ct_tensor **total_norm) {
+    if (total_norm)
+        *total_norm = NULL;
+    if (!ct_compile_is_capturing())
+        return clip_norm_tensor_impl(params, n, max_norm, norm_type, total_norm);
+    clip_call proto = {.kind = CLIP_NORM_TENSOR, .a = max_norm, .b = norm_type};
+    return clip_capture("clip_grad_norm_", proto, params, n, total_norm);
+}
+
+ct_status ct_clip_grad_norm_(ct_tensor *const *params, int n, double max_norm, double norm_type,
+                             bool error_if_nonfinite, double *total_norm) {
+    static const char *op = "clip_grad_norm_";
+    if (!ct_compile_is_capturing())
+        return clip_norm_impl(params, n, max_norm, norm_type, error_if_nonfinite, total_norm);
+    /* docs/compile.md: a number returned to the host would not be updated by a replay */
+    if (total_norm && ct_compile_refuse(op, "it returns the total norm as a host number (pass total_norm NULL, or use "
+                                            "ct_clip_grad_norm_tensor_)") != CT_OK)
+        return ct_last_status();
+    clip_call proto = {.kind = CLIP_NORM, .a = max_norm, .b = norm_type, .error_if_nonfinite = error_if_nonfinite};
+    return clip_capture(op, proto, params, n, NULL);
+}
+
+ct_status ct_clip_grad_value_(ct_tensor *const *params, int n, double clip_value) {
+    if (!ct_compile_is_capturing())
+        return clip_value_impl(params, n, clip_value);
+    clip_call proto = {.kind = CLIP_VALUE, .a = clip_value};
+    return clip_capture("clip_grad_value_", proto, params, n, NULL);
 }

@@ -1080,19 +1080,25 @@ static ct_status fused_group_step(ct_optim_kind kind, param_group *g, bool *done
 
 static ct_status step_impl(ct_optimizer *opt, const ct_tensor *clip_coef);
 
+/* Under ct_compile a step is one host-call node (Note [Host calls] in
+ * src/compile/graph.h): a replay calls it again, so the step count, the learning rate
+ * (a scheduler's too) and the lazily made state are read and updated as in an eager
+ * step. */
+typedef struct step_call {
+    ct_optimizer *opt;
+    double max_norm, norm_type;
+    bool clipped;
+} step_call;
+
+static ct_status step_host(void *ctx, ct_tensor **result);
+
 /* As torch.optim's step, the update runs under no_grad: autograd neither records it nor
  * refuses the in-place ops on parameters that require grad. */
 ct_status ct_optimizer_step(ct_optimizer *opt) {
     if (!opt)
         return ct_error(CT_ERROR_NULL_ARGUMENT, "optimizer.step", "optimizer is NULL");
-    /* the step count, the learning rate and the lazily made state live on the host: a
-     * replayed graph would not update them (docs/compile.md) */
-    if (ct_compile_refuse("optimizer.step", "its step count and learning rate are host values a replay would not update") != CT_OK)
-        return ct_last_status();
-    bool prev = ct_set_grad_enabled(false);
-    ct_status st = step_impl(opt, NULL);
-    ct_set_grad_enabled(prev);
-    return st;
+    step_call sc = {opt, 0, 0, false};
+    return ct_compile_host_call("optimizer.step", step_host, &sc, sizeof sc, NULL);
 }
 
 ct_status ct_optimizer_step_clipped(ct_optimizer *opt, double max_norm, double norm_type, ct_tensor **total_norm) {
@@ -1101,8 +1107,21 @@ ct_status ct_optimizer_step_clipped(ct_optimizer *opt, double max_norm, double n
         *total_norm = NULL;
     if (!opt)
         return ct_error(CT_ERROR_NULL_ARGUMENT, op, "optimizer is NULL");
-    if (ct_compile_refuse(op, "its step count and learning rate are host values a replay would not update") != CT_OK)
-        return ct_last_status();
+    step_call sc = {opt, max_norm, norm_type, true};
+    return ct_compile_host_call(op, step_host, &sc, sizeof sc, total_norm);
+}
+
+static ct_status step_host(void *ctx, ct_tensor **total_norm) {
+    const step_call *sc = ctx;
+    ct_optimizer *opt = sc->opt;
+    if (!sc->clipped) {
+        bool prev = ct_set_grad_enabled(false);
+        ct_status st = step_impl(opt, NULL);
+        ct_set_grad_enabled(prev);
+        return st;
+    }
+    static const char *op = "optimizer.step_clipped";
+    const double max_norm = sc->max_norm, norm_type = sc->norm_type;
     int total = 0;
     for (int gi = 0; gi < opt->ngroups; gi++)
         total += opt->groups[gi].n;
@@ -1204,9 +1223,33 @@ static ct_status step_impl(ct_optimizer *opt, const ct_tensor *clip_coef) {
     return CT_OK;
 }
 
+static ct_status zero_grad_impl(ct_optimizer *opt, bool set_to_none);
+
+typedef struct zero_grad_call {
+    ct_optimizer *opt;
+    bool set_to_none;
+} zero_grad_call;
+
+static ct_status zero_grad_host(void *ctx, ct_tensor **result) {
+    (void)result;
+    const zero_grad_call *z = ctx;
+    if (z->set_to_none)
+        for (int gi = 0; gi < z->opt->ngroups; gi++)
+            ct_compile_note_grads_reset(z->opt->groups[gi].params, z->opt->groups[gi].n);
+    return zero_grad_impl(z->opt, z->set_to_none);
+}
+
+/* Under ct_compile, a host-call node too: a replay sets the .grad fields again. */
 ct_status ct_optimizer_zero_grad(ct_optimizer *opt, bool set_to_none) {
     if (!opt)
         return ct_error(CT_ERROR_NULL_ARGUMENT, "zero_grad", "optimizer is NULL");
+    if (!ct_compile_is_capturing())
+        return zero_grad_impl(opt, set_to_none);
+    zero_grad_call z = {opt, set_to_none};
+    return ct_compile_host_call("optimizer.zero_grad", zero_grad_host, &z, sizeof z, NULL);
+}
+
+static ct_status zero_grad_impl(ct_optimizer *opt, bool set_to_none) {
     for (int gi = 0; gi < opt->ngroups; gi++) {
         param_group *g = &opt->groups[gi];
         for (int i = 0; i < g->n; i++) {
