@@ -115,16 +115,15 @@ static ct_tensor *scaled_softmax(ct_tensor *const *in, int n, void *ud) {
     return ct_softmax(ct_add(ct_mul_scalar(in[0], ct_scalar_float(0.125)), in[1]), -1, CT_DTYPE_UNDEFINED);
 }
 
-/* softmax(x / 8 + bias) over rows of 1024: eager, compiled (one row kernel), and the
- * copy of the same bytes (two tensors read, one written) as the bandwidth bound. */
-static int bench_softmax(int steps) {
-    const int64_t rows = 2048, cols = 1024;
-    ct_scope_begin();
-    ct_tensor *in[2] = {ct_randn(CT_SHAPE(rows, cols), CT_F32, CT_CPU), ct_randn(CT_SHAPE(rows, cols), CT_F32, CT_CPU)};
-    ct_tensor *dst = ct_empty(CT_SHAPE(2 * rows, cols), CT_F32, CT_CPU);
-    ct_tensor *src = ct_randn(CT_SHAPE(2 * rows, cols), CT_F32, CT_CPU);
-    ct_compiled *c = ct_compile(scaled_softmax, NULL, 0);
-    if (capture_ms(c, in, 2) < 0 || !dst || !src)
+/* A fused row kernel against eager: fn(in) eager and compiled, and a copy of gb
+ * gigabytes (what the fused kernel must move) as the bandwidth bound; prints
+ * compile.NAME.* figures. */
+static int bench_fused(const char *name, const char *what, ct_compile_fn fn, ct_tensor **in, int nin, int64_t rows,
+                       int64_t cols, double gb, int steps) {
+    ct_tensor *dst = ct_empty(CT_SHAPE(rows, cols), CT_F32, CT_CPU);
+    ct_tensor *src = ct_randn(CT_SHAPE(rows, cols), CT_F32, CT_CPU);
+    ct_compiled *c = ct_compile(fn, NULL, 0);
+    if (capture_ms(c, in, nin) < 0 || !dst || !src)
         return fail();
     double *te = calloc((size_t)steps, sizeof *te), *tc = calloc((size_t)steps, sizeof *tc),
            *tm = calloc((size_t)steps, sizeof *tm);
@@ -132,9 +131,9 @@ static int bench_softmax(int steps) {
     for (int i = 0; ok && i < steps; i++) {
         ct_scope_begin();
         double t0 = now();
-        ct_tensor *e = scaled_softmax(in, 2, NULL);
+        ct_tensor *e = fn(in, nin, NULL);
         double t1 = now();
-        ct_tensor *r = ct_compiled_call(c, in, 2);
+        ct_tensor *r = ct_compiled_call(c, in, nin);
         double t2 = now();
         ok = same(e, r) && ct_copy_(dst, src) != NULL;
         double t3 = now();
@@ -144,25 +143,35 @@ static int bench_softmax(int steps) {
         ct_scope_end();
     }
     if (!ok) {
-        fprintf(stderr, "bench/compile: the compiled softmax differs from eager (or failed: %s)\n", ct_last_error());
+        fprintf(stderr, "bench/compile: the compiled %s differs from eager (or failed: %s)\n", what, ct_last_error());
         return 1;
     }
     double me = median(te, steps), mc = median(tc, steps), mm = median(tm, steps);
-    double gb = (double)rows * (double)cols * 4 * 3 / 1e9;
-    printf("compile.softmax.kernels %lld (%lld nodes)\n", (long long)ct_compiled_stat(c, CT_COMPILE_STAT_FUSED_GROUPS),
+    printf("compile.%s.kernels %lld (%lld nodes)\n", name, (long long)ct_compiled_stat(c, CT_COMPILE_STAT_FUSED_GROUPS),
            (long long)ct_compiled_stat(c, CT_COMPILE_STAT_FUSED_NODES));
-    printf("compile.softmax.eager_ms %.3f ms\n", me * 1e3);
-    printf("compile.softmax.compiled_ms %.3f ms\n", mc * 1e3);
-    printf("compile.softmax.speedup %.2fx\n", me / mc);
-    printf("compile.softmax.compiled_gb_per_s %.1f GB/s\n", gb / mc);
-    printf("compile.softmax.copy_gb_per_s %.1f GB/s (a copy of as many bytes)\n", gb / mm);
-    printf("compile.softmax.fraction_of_copy %.2f\n", mm / mc);
+    printf("compile.%s.eager_ms %.3f ms\n", name, me * 1e3);
+    printf("compile.%s.compiled_ms %.3f ms\n", name, mc * 1e3);
+    printf("compile.%s.speedup %.2fx\n", name, me / mc);
+    printf("compile.%s.compiled_gb_per_s %.1f GB/s\n", name, gb / mc);
+    printf("compile.%s.copy_gb_per_s %.1f GB/s (a copy of as many bytes)\n", name, gb / mm);
+    printf("compile.%s.fraction_of_copy %.2f\n", name, mm / mc);
     free(te);
     free(tc);
     free(tm);
     ct_compiled_free(c);
-    ct_scope_end();
     return 0;
+}
+
+/* softmax(x / 8 + bias) over rows of 1024: eager, compiled (one row kernel), and the
+ * copy of the same bytes (two tensors read, one written) as the bandwidth bound. */
+static int bench_softmax(int steps) {
+    const int64_t rows = 2048, cols = 1024;
+    ct_scope_begin();
+    ct_tensor *in[2] = {ct_randn(CT_SHAPE(rows, cols), CT_F32, CT_CPU), ct_randn(CT_SHAPE(rows, cols), CT_F32, CT_CPU)};
+    int rc = bench_fused("softmax", "softmax", scaled_softmax, in, 2, 2 * rows, cols,
+                         (double)rows * (double)cols * 4 * 3 / 1e9, steps);
+    ct_scope_end();
+    return rc;
 }
 
 static ct_tensor *ln_gelu(ct_tensor *const *in, int n, void *ud) {
@@ -180,49 +189,10 @@ static int bench_ln_gelu(int steps) {
     ct_scope_begin();
     ct_tensor *in[3] = {ct_randn(CT_SHAPE(rows, cols), CT_F32, CT_CPU), ct_randn(CT_SHAPE(cols), CT_F32, CT_CPU),
                         ct_randn(CT_SHAPE(cols), CT_F32, CT_CPU)};
-    ct_tensor *dst = ct_empty(CT_SHAPE(rows, cols), CT_F32, CT_CPU);
-    ct_tensor *src = ct_randn(CT_SHAPE(rows, cols), CT_F32, CT_CPU);
-    ct_compiled *c = ct_compile(ln_gelu, NULL, 0);
-    if (capture_ms(c, in, 3) < 0 || !dst || !src)
-        return fail();
-    double *te = calloc((size_t)steps, sizeof *te), *tc = calloc((size_t)steps, sizeof *tc),
-           *tm = calloc((size_t)steps, sizeof *tm);
-    bool ok = te && tc && tm;
-    for (int i = 0; ok && i < steps; i++) {
-        ct_scope_begin();
-        double t0 = now();
-        ct_tensor *e = ln_gelu(in, 3, NULL);
-        double t1 = now();
-        ct_tensor *r = ct_compiled_call(c, in, 3);
-        double t2 = now();
-        ok = same(e, r) && ct_copy_(dst, src) != NULL;
-        double t3 = now();
-        te[i] = t1 - t0;
-        tc[i] = t2 - t1;
-        tm[i] = t3 - t2;
-        ct_scope_end();
-    }
-    if (!ok) {
-        fprintf(stderr, "bench/compile: the compiled layer_norm + gelu differs from eager (or failed: %s)\n",
-                ct_last_error());
-        return 1;
-    }
-    double me = median(te, steps), mc = median(tc, steps), mm = median(tm, steps);
-    double gb = (double)rows * (double)cols * 4 * 2 / 1e9;
-    printf("compile.ln_gelu.kernels %lld (%lld nodes)\n", (long long)ct_compiled_stat(c, CT_COMPILE_STAT_FUSED_GROUPS),
-           (long long)ct_compiled_stat(c, CT_COMPILE_STAT_FUSED_NODES));
-    printf("compile.ln_gelu.eager_ms %.3f ms\n", me * 1e3);
-    printf("compile.ln_gelu.compiled_ms %.3f ms\n", mc * 1e3);
-    printf("compile.ln_gelu.speedup %.2fx\n", me / mc);
-    printf("compile.ln_gelu.compiled_gb_per_s %.1f GB/s\n", gb / mc);
-    printf("compile.ln_gelu.copy_gb_per_s %.1f GB/s (a copy of as many bytes)\n", gb / mm);
-    printf("compile.ln_gelu.fraction_of_copy %.2f\n", mm / mc);
-    free(te);
-    free(tc);
-    free(tm);
-    ct_compiled_free(c);
+    int rc = bench_fused("ln_gelu", "layer_norm + gelu", ln_gelu, in, 3, rows, cols,
+                         (double)rows * (double)cols * 4 * 2 / 1e9, steps);
     ct_scope_end();
-    return 0;
+    return rc;
 }
 
 typedef struct step_ctx {

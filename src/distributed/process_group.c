@@ -999,19 +999,26 @@ static ct_status check_peer(const char *name, const ct_process_group *pg, int pe
     return CT_OK;
 }
 
-ct_work *ct_broadcast_async(ct_process_group *pg, ct_tensor *t, int src) {
-    static const char *name = "ct_broadcast";
+/* The work of a collective between this rank and one peer (broadcast's source, send's
+ * destination, recv's source): the tensor and the peer checked, the buffer described. */
+static ct_work *peer_work(const char *name, ct_process_group *pg, const ct_tensor *t, int kind, int peer,
+                          const char *what, bool self_ok) {
     CT_CHECK_ARG(name, pg);
-    if (check_tensor(name, pg, t, "tensor") != CT_OK || check_peer(name, pg, src, "source", true) != CT_OK)
+    if (check_tensor(name, pg, t, "tensor") != CT_OK || check_peer(name, pg, peer, what, self_ok) != CT_OK)
         return NULL;
-    ct_work *w = new_work(name, pg, K_BROADCAST);
+    ct_work *w = new_work(name, pg, kind);
     if (!w)
         return NULL;
     w->dtype = ct_tensor_dtype(t);
     w->buf = ct_tensor_data(t);
     w->count = ct_tensor_numel(t);
-    w->peer = src;
-    return submit(w, t, NULL);
+    w->peer = peer;
+    return w;
+}
+
+ct_work *ct_broadcast_async(ct_process_group *pg, ct_tensor *t, int src) {
+    ct_work *w = peer_work("ct_broadcast", pg, t, K_BROADCAST, src, "source", true);
+    return w ? submit(w, t, NULL) : NULL;
 }
 
 ct_status ct_broadcast(ct_process_group *pg, ct_tensor *t, int src) {
@@ -1030,33 +1037,13 @@ ct_status ct_barrier(ct_process_group *pg) {
 }
 
 ct_work *ct_send_async(ct_process_group *pg, const ct_tensor *t, int dst) {
-    static const char *name = "ct_send";
-    CT_CHECK_ARG(name, pg);
-    if (check_tensor(name, pg, t, "tensor") != CT_OK || check_peer(name, pg, dst, "destination", false) != CT_OK)
-        return NULL;
-    ct_work *w = new_work(name, pg, K_SEND);
-    if (!w)
-        return NULL;
-    w->dtype = ct_tensor_dtype(t);
-    w->buf = ct_tensor_data(t);
-    w->count = ct_tensor_numel(t);
-    w->peer = dst;
-    return submit(w, NULL, t);
+    ct_work *w = peer_work("ct_send", pg, t, K_SEND, dst, "destination", false);
+    return w ? submit(w, NULL, t) : NULL;
 }
 
 ct_work *ct_recv_async(ct_process_group *pg, ct_tensor *t, int src) {
-    static const char *name = "ct_recv";
-    CT_CHECK_ARG(name, pg);
-    if (check_tensor(name, pg, t, "tensor") != CT_OK || check_peer(name, pg, src, "source", false) != CT_OK)
-        return NULL;
-    ct_work *w = new_work(name, pg, K_RECV);
-    if (!w)
-        return NULL;
-    w->dtype = ct_tensor_dtype(t);
-    w->buf = ct_tensor_data(t);
-    w->count = ct_tensor_numel(t);
-    w->peer = src;
-    return submit(w, t, NULL);
+    ct_work *w = peer_work("ct_recv", pg, t, K_RECV, src, "source", false);
+    return w ? submit(w, t, NULL) : NULL;
 }
 
 ct_status ct_send(ct_process_group *pg, const ct_tensor *t, int dst) { return run_sync(ct_send_async(pg, t, dst)); }
