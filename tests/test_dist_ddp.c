@@ -128,7 +128,7 @@ static void run_case(ddp_case *c, int n, bool expect_identical) {
     ref_arg ra = {*c, n};
     assert_int_equal(run_ranks(1, reference_rank, &ra), 0);
     for (int r = 0; r < n; r++) {
-        char name[16];
+        char name[32];
         snprintf(name, sizeof name, "rank%d.bin", r);
         bool same = false;
         double worst = compare(c->dir, name, "ref.bin", &same);

@@ -243,7 +243,7 @@ static double run_against_reference(optim_case *c, int n, bool use_sgd, bool *id
     double worst = 0;
     *identical = true;
     for (int r = 0; r < n; r++) {
-        char name[16];
+        char name[32];
         snprintf(name, sizeof name, "rank%d.bin", r);
         bool same = false;
         double w = compare(c->dir, name, "ref.bin", &same);
