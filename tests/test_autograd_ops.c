@@ -322,6 +322,126 @@ static void test_shape_index_nn_gradcheck(void **state) {
     }
 }
 
+/* ------------------------------------------------------------------ through ct_compile */
+
+/* Samples ct_compile refuses by design (Note [What cannot be captured]): the capture
+ * must fail with an error naming the op, never replay. */
+typedef struct {
+    const char *sample, *op, *why;
+} refusal;
+
+static const refusal compile_refused[] = {
+    {"masked_select", "masked_select", "its result's shape depends on the mask's values"},
+};
+
+static const refusal *refused_op(const char *sample_name) {
+    for (size_t k = 0; k < sizeof compile_refused / sizeof compile_refused[0]; k++)
+        if (!strcmp(compile_refused[k].sample, sample_name))
+            return &compile_refused[k];
+    return NULL;
+}
+
+static bool same_bits(const ct_tensor *a, const ct_tensor *b) {
+    if (ct_tensor_dtype(a) != ct_tensor_dtype(b) || ct_tensor_dim(a) != ct_tensor_dim(b))
+        return false;
+    for (int d = 0; d < ct_tensor_dim(a); d++)
+        if (ct_tensor_shape(a)[d] != ct_tensor_shape(b)[d])
+            return false;
+    for (int64_t i = 0; i < ct_tensor_numel(a); i++) {
+        double x = ct_test_at(a, i), y = ct_test_at(b, i);
+        if (!(x == y || (x != x && y != y)))
+            return false;
+    }
+    return true;
+}
+
+/* One sample through ct_compile: eager, captured, replayed, then replayed on new leaves
+ * of the same layout; every result equals the eager call's bit for bit, and the last
+ * replay's result has autograd history whose gradients equal eager's. A sample in
+ * compile_refused must instead fail its capture with an error naming the op. Returns
+ * whether it replayed. */
+static bool check_compiled(const char *name, ct_grad_fn_t fn, void *ud, ct_tensor *const *in, int n) {
+    ct_scope_begin();
+    ct_tensor *got = fn(in, n, ud);
+    if (!got)
+        fail_msg("%s: %s", name, ct_last_error());
+    ct_compiled *c = ct_compile(fn, ud, 0);
+    CT_ASSERT_OK(c);
+    const refusal *refused = refused_op(name);
+    for (int k = 0; k < 4; k++) {
+        ct_tensor *args[3] = {in[0], n > 1 ? in[1] : NULL, n > 2 ? in[2] : NULL};
+        if (k == 3)
+            for (int i = 0; i < n; i++) {
+                args[i] = ct_copy_(ct_empty_strided(ct_tensor_shape(in[i]), ct_tensor_strides(in[i]),
+                                                    ct_tensor_dim(in[i]), ct_tensor_dtype(in[i]), on),
+                                   in[i]);
+                ct_tensor_set_requires_grad(args[i], true);
+            }
+        ct_tensor *r = ct_compiled_call(c, args, n);
+        if (refused && k == 1) {
+            if (r)
+                fail_msg("%s through ct_compile: captured, but %s cannot be: %s", name, refused->op, refused->why);
+            if (!strstr(ct_last_error(), refused->op) || !strstr(ct_last_error(), "cannot be captured"))
+                fail_msg("%s through ct_compile: the error does not name %s: %s", name, refused->op, ct_last_error());
+            ct_clear_error();
+            break;
+        }
+        if (!r)
+            fail_msg("%s through ct_compile (call %d) failed: %s", name, k + 1, ct_last_error());
+        if (!same_bits(r, got))
+            fail_msg("%s through ct_compile (call %d): result differs from the eager call", name, k + 1);
+        if (k == 3) { /* the replay's autograd history gives eager's gradients */
+            ct_tensor *ge[3] = {NULL, NULL, NULL}, *gr[3] = {NULL, NULL, NULL};
+            const ct_tensor *oe[1] = {ct_sum(got, NULL, 0, false, CT_DTYPE_UNDEFINED)};
+            const ct_tensor *orr[1] = {ct_sum(r, NULL, 0, false, CT_DTYPE_UNDEFINED)};
+            if (ct_autograd_grad(oe, 1, (const ct_tensor *const *)in, n, NULL, false, false, true, ge) != CT_OK ||
+                ct_autograd_grad(orr, 1, (const ct_tensor *const *)args, n, NULL, false, false, true, gr) != CT_OK)
+                fail_msg("%s through ct_compile: backward failed: %s", name, ct_last_error());
+            for (int i = 0; i < n; i++)
+                if ((ge[i] == NULL) != (gr[i] == NULL) || (ge[i] && !same_bits(ge[i], gr[i])))
+                    fail_msg("%s through ct_compile: the gradient of input %d differs from eager's", name, i);
+        }
+    }
+    bool replayed = ct_compiled_stat(c, CT_COMPILE_STAT_REPLAYS) == 2;
+    if (!refused && !replayed)
+        fail_msg("%s through ct_compile: %lld replays, expected 2", name,
+                 (long long)ct_compiled_stat(c, CT_COMPILE_STAT_REPLAYS));
+    ct_compiled_free(c);
+    ct_scope_end();
+    return replayed;
+}
+
+/* Every matrix and shape/index/nn sample runs through ct_compile (issue 25; the
+ * elementwise and reduction OpInfo samples do in tests/opinfo.c). CPU only. */
+static void test_samples_compiled(void **state) {
+    (void)state;
+    on = CT_CPU;
+    int replayed = 0, refused = 0;
+    for (size_t s = 0; s < sizeof samples / sizeof samples[0]; s++)
+        for (int strided = 0; strided < 2; strided++) {
+            ct_scope_begin();
+            ct_tensor *in[3];
+            for (int i = 0; i < samples[s].n; i++)
+                in[i] = rand_leaf(samples[s].shape[i], samples[s].nd[i], strided);
+            replayed += check_compiled(samples[s].name, samples[s].fn, NULL, in, samples[s].n) ? 1 : 0;
+            ct_scope_end();
+        }
+    for (size_t s = 0; s < sizeof op_samples / sizeof op_samples[0]; s++) {
+        const op_sample *o = &op_samples[s];
+        ct_scope_begin();
+        ct_tensor *in[3];
+        for (int i = 0; i < o->n; i++)
+            in[i] = rand_leaf(o->shape[i], o->nd[i], false);
+        if (check_compiled(o->name, o->fn, o->ud, in, o->n))
+            replayed++;
+        else
+            refused++;
+        ct_scope_end();
+    }
+    assert_int_equal(refused, (int)(sizeof compile_refused / sizeof compile_refused[0]));
+    assert_int_equal(replayed, (int)(2 * (sizeof samples / sizeof samples[0]) + sizeof op_samples / sizeof op_samples[0]) - refused);
+}
+
 /* conv2d's backward kernel is not differentiable; under create_graph the gradients are
  * written with conv ops (Note [Conv double backward]) and equal the kernel's. */
 static void test_conv2d_double_backward(void **state) {
@@ -470,6 +590,7 @@ int main(void) {
         cmocka_unit_test(test_reduction_ties_and_zero_norms),
         cmocka_unit_test(test_every_op_has_a_derivative),
         cmocka_unit_test(test_gradcheck_catches_errors),
+        cmocka_unit_test(test_samples_compiled),
         /* last: they leave the samples on the GPU */
         cmocka_unit_test_prestate(test_matrix_gradcheck, (void *)&cuda0),
         cmocka_unit_test_prestate(test_shape_index_nn_gradcheck, (void *)&cuda0),

@@ -12,6 +12,7 @@
 #include "meta/nn_fused.h"
 #include "tensor_impl.h"
 #include "core/checks.h"
+#include "core/error.h"
 #include "dispatch/dispatch_internal.h"
 
 #define PI 3.14159265358979323846
@@ -599,8 +600,10 @@ static ct_tensor *quantile_impl(const char *op, const ct_tensor *x, const ct_ten
         return NULL;
     }
     double qmin = 0, qmax = 0;
+    /* the range check reads q on the host: under a capture the error names this op */
     if (q->numel > 0 && q->device.type != CT_DEVICE_META &&
-        (ct_item_double(ct_amin(q, NULL, 0, false), &qmin) || ct_item_double(ct_amax(q, NULL, 0, false), &qmax)))
+        (ct_core_host_read(op) || ct_item_double(ct_amin(q, NULL, 0, false), &qmin) ||
+         ct_item_double(ct_amax(q, NULL, 0, false), &qmax)))
         return NULL;
     if (!(qmin >= 0 && qmax <= 1)) {
         ct_error(CT_ERROR_VALUE, op, "quantile() q values must be in the range [0, 1]");
@@ -756,8 +759,13 @@ static ct_tensor *tri_indices(const char *op, int64_t rows, int64_t cols, int64_
     int64_t n = (int64_t)count;
     if (device.type == CT_DEVICE_META) /* no data: only the shape */
         return ct_empty(CT_SHAPE(2, n), dtype, device);
+    /* Note [Indices written on the host]: the indices are written through the data
+     * pointer, which a ct_compile capture does not see. So h is made by the core, not by
+     * a dispatched factory (a replay would run that factory again and return its
+     * uninitialized memory): a capture holds h as a constant, and the result is always a
+     * recorded copy of it, new on every call. */
     COMPOSITE({
-        ct_tensor *h = ct_empty(CT_SHAPE(2, n), CT_DTYPE_INT64, CT_CPU);
+        ct_tensor *h = ct_tensor_new(op, (int64_t[]){2, n}, NULL, 2, CT_DTYPE_INT64, CT_CPU);
         if (h) {
             int64_t *p = ct_tensor_data(h), k = 0;
             /* row i holds columns [max(0, i + offset), cols) (upper) or [0, min(cols, i +
@@ -781,6 +789,8 @@ static ct_tensor *tri_indices(const char *op, int64_t rows, int64_t cols, int64_
                 }
             }
             r = ct_to_device(ct_to_dtype(h, dtype), device);
+            if (r == h)
+                r = ct_clone(h);
         }
     });
 }
@@ -905,8 +915,8 @@ ct_tensor *ct_bincount(const ct_tensor *x, const ct_tensor *weights, int64_t min
     }
     COMPOSITE({
         double lo = 0, hi = -1;
-        if (x->numel == 0 ||
-            (ct_item_double(ct_amin(x, NULL, 0, false), &lo) == CT_OK && ct_item_double(ct_amax(x, NULL, 0, false), &hi) == CT_OK)) {
+        if (x->numel == 0 || (ct_core_host_read(op) == CT_OK && ct_item_double(ct_amin(x, NULL, 0, false), &lo) == CT_OK &&
+                              ct_item_double(ct_amax(x, NULL, 0, false), &hi) == CT_OK)) {
             if (lo < 0) {
                 ct_error(CT_ERROR_VALUE, op, "bincount only supports 1-d non-negative integral inputs.");
             } else {
@@ -944,7 +954,7 @@ ct_tensor *ct_histc(const ct_tensor *x, int64_t bins, double min, double max) {
         double lo = min, hi = max;
         bool ok = true;
         if (lo == hi && x->numel > 0)
-            ok = ct_item_double(ct_amin(x, NULL, 0, false), &lo) == CT_OK &&
+            ok = ct_core_host_read(op) == CT_OK && ct_item_double(ct_amin(x, NULL, 0, false), &lo) == CT_OK &&
                  ct_item_double(ct_amax(x, NULL, 0, false), &hi) == CT_OK;
         if (ok && lo == hi) {
             lo -= 1;
@@ -1238,10 +1248,12 @@ ct_tensor *ct_isclose(const ct_tensor *a, const ct_tensor *b, double rtol, doubl
 /* Whether every element of the bool tensor t (NULL: the error that made it) is true,
  * into *out (a host read: one sync on a GPU, refused on META). The caller's scope holds
  * the temporaries. */
-static ct_status all_true(const ct_tensor *t, bool *out) {
+static ct_status all_true(const char *op, const ct_tensor *t, bool *out) {
     int64_t v = 0;
     const ct_tensor *all = t ? ct_all(t, NULL, 0, false) : NULL;
-    ct_status st = all ? ct_item_int64(all, &v) : ct_last_status();
+    ct_status st = all ? ct_core_host_read(op) : ct_last_status(); /* under a capture: refused, naming op */
+    if (st == CT_OK)
+        st = ct_item_int64(all, &v);
     if (st == CT_OK)
         *out = v != 0;
     return st;
@@ -1251,7 +1263,7 @@ ct_status ct_allclose(const ct_tensor *a, const ct_tensor *b, double rtol, doubl
     if (!out)
         return ct_error(CT_ERROR_NULL_ARGUMENT, "allclose", "out must not be NULL");
     ct_scope_begin();
-    ct_status st = all_true(ct_isclose(a, b, rtol, atol, equal_nan), out);
+    ct_status st = all_true("allclose", ct_isclose(a, b, rtol, atol, equal_nan), out);
     ct_scope_end();
     return st;
 }
@@ -1273,7 +1285,7 @@ ct_status ct_equal(const ct_tensor *a, const ct_tensor *b, bool *out) {
         return CT_OK;
     }
     ct_scope_begin();
-    ct_status st = all_true(ct_eq(a, b), out);
+    ct_status st = all_true(op, ct_eq(a, b), out);
     ct_scope_end();
     return st;
 }
