@@ -47,9 +47,12 @@ static char **rank_env(int rank, int n, int port, long run_id) {
     int count = 0;
     while (environ[count])
         count++;
-    char **env = calloc((size_t)count + (size_t)nnames + 2, sizeof *env);
+    /* one allocation: the pointers, then the text of our variables (freed with env) */
+    const size_t nptr = (size_t)count + (size_t)nnames + 2, len = 128;
+    char **env = calloc(1, nptr * sizeof *env + (size_t)(nnames + 1) * len);
     if (!env)
         return NULL;
+    char *text = (char *)(env + nptr);
     int k = 0;
     bool have_omp = false;
     for (int i = 0; i < count; i++) {
@@ -60,11 +63,11 @@ static char **rank_env(int rank, int n, int port, long run_id) {
         if (!ours)
             env[k++] = environ[i];
     }
-    char buf[128];
-#define ADD(...)                                \
-    do {                                        \
-        snprintf(buf, sizeof buf, __VA_ARGS__); \
-        env[k++] = strdup(buf);                 \
+#define ADD(...)                            \
+    do {                                    \
+        snprintf(text, len, __VA_ARGS__);   \
+        env[k++] = text;                    \
+        text += len;                        \
     } while (0)
     ADD("RANK=%d", rank);
     ADD("LOCAL_RANK=%d", rank);
@@ -81,11 +84,6 @@ static char **rank_env(int rank, int n, int port, long run_id) {
     if (!have_omp)
         ADD("OMP_NUM_THREADS=1");
 #undef ADD
-    for (int i = 0; i < k; i++)
-        if (!env[i]) {
-            free(env);
-            return NULL;
-        }
     env[k] = NULL;
     return env;
 }
@@ -156,6 +154,11 @@ int ct_cmd_run(int argc, char **argv) {
         if (!envs[r]) {
             fprintf(stderr, "ctorch run: out of memory\n");
             ct_store_server_stop(srv);
+            for (int j = 0; j < r; j++)
+                free(envs[j]);
+            free(envs);
+            free(pids);
+            free(alive);
             return 1;
         }
     }
@@ -246,7 +249,7 @@ int ct_cmd_run(int argc, char **argv) {
     (void)failed;
     ct_store_server_stop(srv);
     for (int r = 0; r < n; r++)
-        free(envs[r]); /* the strdup'ed strings are reclaimed at exit */
+        free(envs[r]);
     free(envs);
     free(pids);
     free(alive);
