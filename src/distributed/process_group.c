@@ -299,28 +299,32 @@ static int run_reduce_scatter(ct_process_group *pg, ct_work *w) {
     return 0;
 }
 
-static int run_all_gather(ct_process_group *pg, ct_work *w) {
-    int n = pg->size, r = pg->rank;
-    size_t esz = ct_dtype_size(w->dtype), bytes = (size_t)w->count * esz;
-    char *out = w->buf;
-    memmove(out + (size_t)r * bytes, w->in, bytes);
-    if (n == 1)
-        return 0;
-    xfer *x = calloc((size_t)(2 * n), sizeof *x);
+/* Sends n bytes of send to every other rank and receives n bytes from rank p at
+ * recv + p * n (nothing moves when n is 0: a barrier). */
+static int exchange_with_all(ct_process_group *pg, ct_work *w, char *send, char *recv, size_t n) {
+    int size = pg->size, r = pg->rank;
+    xfer *x = calloc((size_t)(2 * size), sizeof *x);
     if (!x) {
         werr(w, CT_ERROR_OUT_OF_MEMORY, "out of memory");
         return -1;
     }
     int nx = 0;
-    for (int p = 0; p < n; p++) {
+    for (int p = 0; p < size; p++) {
         if (p == r)
             continue;
-        x[nx++] = (xfer){.peer = p, .is_send = true, .data = out + (size_t)r * bytes, .n = bytes};
-        x[nx++] = (xfer){.peer = p, .is_send = false, .data = out + (size_t)p * bytes, .n = bytes};
+        x[nx++] = (xfer){.peer = p, .is_send = true, .data = send, .n = n};
+        x[nx++] = (xfer){.peer = p, .is_send = false, .data = recv ? recv + (size_t)p * n : NULL, .n = n};
     }
     int rc = exchange(pg, w, x, nx);
     free(x);
     return rc;
+}
+
+static int run_all_gather(ct_process_group *pg, ct_work *w) {
+    size_t bytes = (size_t)w->count * ct_dtype_size(w->dtype);
+    char *out = w->buf;
+    memmove(out + (size_t)pg->rank * bytes, w->in, bytes);
+    return pg->size == 1 ? 0 : exchange_with_all(pg, w, out + (size_t)pg->rank * bytes, out, bytes);
 }
 
 static int run_broadcast(ct_process_group *pg, ct_work *w) {
@@ -347,24 +351,7 @@ static int run_broadcast(ct_process_group *pg, ct_work *w) {
 }
 
 static int run_barrier(ct_process_group *pg, ct_work *w) {
-    int n = pg->size, r = pg->rank;
-    if (n == 1)
-        return 0;
-    xfer *x = calloc((size_t)(2 * n), sizeof *x);
-    if (!x) {
-        werr(w, CT_ERROR_OUT_OF_MEMORY, "out of memory");
-        return -1;
-    }
-    int nx = 0;
-    for (int p = 0; p < n; p++) {
-        if (p == r)
-            continue;
-        x[nx++] = (xfer){.peer = p, .is_send = true};
-        x[nx++] = (xfer){.peer = p, .is_send = false};
-    }
-    int rc = exchange(pg, w, x, nx);
-    free(x);
-    return rc;
+    return pg->size == 1 ? 0 : exchange_with_all(pg, w, NULL, NULL, 0);
 }
 
 static int run_p2p(ct_process_group *pg, ct_work *w) {
