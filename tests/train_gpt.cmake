@@ -3,11 +3,14 @@
 # (tests/train/check_gpt.sh): argument and input errors, a short run whose loss drops,
 # a checkpoint and a sample of the requested length drawn from the text's characters.
 add_executable(test_char_gpt_model ${CMAKE_CURRENT_SOURCE_DIR}/train/char_gpt_model.c
-                                   ${PROJECT_SOURCE_DIR}/src/cli/gpt.c ${CMAKE_CURRENT_SOURCE_DIR}/testutil.c)
+                                   ${PROJECT_SOURCE_DIR}/src/cli/gpt.c)
 target_include_directories(test_char_gpt_model PRIVATE ${CT_CMOCKA_INCLUDE} ${PROJECT_SOURCE_DIR}/src
                                                        ${PROJECT_SOURCE_DIR}/src/core ${CMAKE_CURRENT_SOURCE_DIR})
 target_compile_options(test_char_gpt_model PRIVATE ${CT_WARNINGS} -Wno-missing-prototypes)
-target_link_libraries(test_char_gpt_model PRIVATE ${CT_STATIC_LINK} ${CT_CMOCKA_LIB})
+target_link_libraries(test_char_gpt_model PRIVATE ct_testkit ctorch ${CT_CMOCKA_LIB})
+if(CT_M_LIB)
+  target_link_libraries(test_char_gpt_model PRIVATE ${CT_M_LIB})
+endif()
 add_test(NAME test_char_gpt_model COMMAND test_char_gpt_model)
 set_tests_properties(test_char_gpt_model PROPERTIES ENVIRONMENT "CMOCKA_MESSAGE_OUTPUT=stdout")
 

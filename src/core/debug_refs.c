@@ -103,12 +103,18 @@ static void format_site(void *const *frames, int n, char *buf, size_t cap) {
     int first = 0; /* the first frame to show */
     bool named_only = true;
     bool shared = me && strstr(me[0], "libctorch") && strstr(me[0], "libctorch") < me[0] + melen;
-    for (int i = 0; shared && syms && i < n; i++)
-        if (strncmp(syms[i], me[0], melen) != 0 || syms[i][melen] != '(') {
-            first = i > 0 ? i - 1 : 0;
+    /* frames before the library's own (a sanitizer's backtrace interceptor) are skipped */
+    bool inside = false;
+    for (int i = 0; shared && syms && i < n; i++) {
+        bool mine = strncmp(syms[i], me[0], melen) == 0 && syms[i][melen] == '(';
+        if (mine) {
+            inside = true;
+        } else if (inside) {
+            first = i - 1;
             named_only = false;
             break;
         }
+    }
     int shown = 0;
     for (int i = first; syms && i < n && shown < 5 && len + 1 < cap; i++) {
         const char *s = syms[i];
