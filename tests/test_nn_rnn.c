@@ -298,7 +298,9 @@ static ct_tensor *gc_fn(ct_tensor *const *in, int n, void *ud) {
     return ct_cat(parts, cn ? 3 : 2, 0);
 }
 
-static void gradcheck_one(cfg k, const int64_t *xshape, int xnd, bool h0, const int64_t *lens) {
+/* gradcheck, and with twice gradgradcheck too (second derivatives, through the fused
+ * node's backward under create_graph on the CPU in float64). */
+static void gradcheck_twice(cfg k, const int64_t *xshape, int xnd, bool h0, const int64_t *lens, bool twice) {
     ct_scope_begin();
     ct_manual_seed(11);
     ct_module *m = make_module(&k, CT_F64);
@@ -329,8 +331,14 @@ static void gradcheck_one(cfg k, const int64_t *xshape, int xnd, bool h0, const 
     g.lengths = lens ? ct_from_data(lens, CT_SHAPE(B), CT_I64) : NULL;
     if (ct_gradcheck(gc_fn, &g, in, n, 1e-6, 1e-7, 1e-5) != CT_OK)
         fail_msg("gradcheck kind %d: %s", k.kind, ct_last_error());
+    if (twice && ct_gradgradcheck(gc_fn, &g, in, n, 1e-6, 1e-6, 1e-4) != CT_OK)
+        fail_msg("gradgradcheck kind %d: %s", k.kind, ct_last_error());
     ct_module_free(m);
     ct_scope_end();
+}
+
+static void gradcheck_one(cfg k, const int64_t *xshape, int xnd, bool h0, const int64_t *lens) {
+    gradcheck_twice(k, xshape, xnd, h0, lens, false);
 }
 
 static void test_gradcheck(void **state) {
@@ -550,23 +558,63 @@ static void test_fused_nonfinite(void **state) {
     ct_scope_end();
 }
 
-/* The fused backward is not made of ops: a backward with create_graph through it is an
- * error (the composite path still differentiates twice). */
+/* Note [Double backward through the fused recurrence]: under create_graph the fused
+ * node's backward is the layer again as ops, so second derivatives hold (gradgradcheck
+ * against finite differences of the first derivatives) for every kind, with lengths,
+ * batch_first, h0/c0 and two directions; and a first derivative taken with
+ * create_graph equals the plain one. */
 static void test_fused_double_backward(void **state) {
     (void)state;
-    ct_scope_begin();
-    ct_manual_seed(3);
-    ct_module *m = ct_nn_lstm(3, 4, 1, true, false, 0.0, false, 0, CT_F64);
-    ct_tensor *x = ct_tensor_set_requires_grad(ct_randn(CT_SHAPE(2, 2, 3), CT_F64, CT_CPU), true);
-    const ct_tensor *outs[1] = {ct_sum(ct_module_forward(m, x), NULL, 0, false, CT_DTYPE_UNDEFINED)};
-    const ct_tensor *ins[1] = {x};
-    ct_tensor *g[1];
-    CT_ASSERT_ERR(ct_autograd_grad(outs, 1, ins, 1, NULL, true, true, false, g) == CT_OK, CT_ERROR_RUNTIME,
-                  "cannot be differentiated twice");
-    assert_int_equal(ct_autograd_grad(outs, 1, ins, 1, NULL, false, false, false, g), CT_OK);
-    CT_ASSERT_SHAPE(g[0], 2, 2, 3);
-    ct_module_free(m);
-    ct_scope_end();
+    int64_t lens[2] = {3, 1};
+    gradcheck_twice((cfg){.kind = K_LSTM, .num_layers = 1, .input_size = 2, .hidden_size = 2, .bias = true,
+                          .bidirectional = true, .batch_first = true},
+                    CT_SHAPE(2, 3, 2), true, lens, true);
+    gradcheck_twice((cfg){.kind = K_GRU, .num_layers = 2, .input_size = 2, .hidden_size = 2, .bias = true},
+                    CT_SHAPE(3, 2, 2), true, NULL, true);
+    gradcheck_twice((cfg){.kind = K_GRU, .num_layers = 1, .input_size = 2, .hidden_size = 2}, CT_SHAPE(3, 2, 2),
+                    false, lens, true);
+    gradcheck_twice((cfg){.kind = K_TANH, .num_layers = 1, .input_size = 2, .hidden_size = 3, .bias = true},
+                    CT_SHAPE(3, 2, 2), true, NULL, true);
+    gradcheck_twice((cfg){.kind = K_RELU, .num_layers = 1, .input_size = 3, .hidden_size = 2, .bias = true},
+                    CT_SHAPE(4, 3), false, NULL, true);
+
+    for (int kind = K_TANH; kind <= K_GRU; kind++) {
+        ct_scope_begin();
+        ct_manual_seed(3);
+        cfg k = {.kind = kind, .num_layers = 2, .input_size = 3, .hidden_size = 4, .bias = true,
+                 .bidirectional = kind == K_LSTM, .batch_first = kind == K_GRU};
+        ct_module *m = make_module(&k, CT_F64);
+        assert_non_null(m);
+        ct_tensor *x = ct_tensor_set_requires_grad(ct_randn(CT_SHAPE(5, 2, 3), CT_F64, CT_CPU), true);
+        ct_tensor *y = ct_module_forward(m, x);
+        CT_ASSERT_OK(y);
+        const ct_tensor *outs[1] = {ct_sum(ct_mul(y, y), NULL, 0, false, CT_DTYPE_UNDEFINED)};
+        const ct_tensor *ins[17] = {x};
+        int64_t np = ct_module_parameters(m, (ct_tensor **)ins + 1, NULL, 16);
+        assert_true(np >= 4);
+        int n = (int)np + 1;
+        ct_tensor *g1[17], *g2[17];
+        assert_int_equal(ct_autograd_grad(outs, 1, ins, n, NULL, true, true, false, g1), CT_OK);
+        assert_int_equal(ct_autograd_grad(outs, 1, ins, n, NULL, true, false, false, g2), CT_OK);
+        ct_tensor *pen = NULL;
+        for (int i = 0; i < n; i++) {
+            assert_true(ct_tensor_requires_grad(g1[i])); /* functions of x and the weights */
+            assert_true(allclose(g1[i], g2[i], 1e-12, 1e-12));
+            ct_tensor *sq = ct_sum(ct_mul(g1[i], g1[i]), NULL, 0, false, CT_DTYPE_UNDEFINED);
+            pen = pen ? ct_add(pen, sq) : sq;
+        }
+        /* a gradient penalty reaches every weight */
+        assert_int_equal(ct_backward(pen, NULL, false, false), CT_OK);
+        for (int i = 1; i < n; i++) {
+            ct_tensor *gp = ct_tensor_grad(ins[i]);
+            assert_non_null(gp);
+            double n1;
+            assert_int_equal(ct_item_double(ct_sum(ct_abs(gp), NULL, 0, false, CT_DTYPE_UNDEFINED), &n1), CT_OK);
+            assert_true(n1 > 0);
+        }
+        ct_module_free(m);
+        ct_scope_end();
+    }
 }
 
 /* Shapes only, on META (the ops' META kernels). */

@@ -13,11 +13,12 @@
  * size. Steps past a sequence's length (lengths given) keep the state with where() and
  * write zeros to the output: the result equals PyTorch's packed sequences.
  *
- * On the CPU in float32 and float64 (no projections, no autocast) the loop over time
- * of each layer and direction is instead one fused node (Note [Fused recurrence] in
- * rnn_fused.c); the projection GEMM above, dropout, the directions' concatenation and
- * the output mask stay ops. The path described here runs on CUDA, META, float16 and
- * bfloat16, and under create_graph's double backward. */
+ * On the CPU in float32 and float64 (no projections, no autocast) each layer and
+ * direction, its input projection included, is instead one fused node (Note [Fused
+ * recurrence] in rnn_fused.c); dropout, the directions' concatenation and the output
+ * mask stay ops. The path described here (ct_rnn_recurrence_ops) runs on CUDA, META,
+ * float16 and bfloat16, and inside the fused node's backward under create_graph (Note
+ * [Double backward through the fused recurrence]). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -249,10 +250,9 @@ static int64_t *read_lengths(const rnn_cfg *c, const ct_tensor *lengths) {
     return out;
 }
 
-/* Per-layer-and-direction operands, made once per call. */
+/* Per-layer-and-direction operands. */
 typedef struct dir_ops {
-    ct_tensor *xp;    /* the input projection, (A0, A1, G): time dim tdim */
-    int tdim;
+    ct_tensor *xp;    /* the input projection, (T, B, G) */
     ct_tensor *whh_t; /* (P, G) */
     ct_tensor *bhh;   /* GRU: (G) or NULL */
     ct_tensor *whr_t; /* (H, P) or NULL */
@@ -295,17 +295,57 @@ static ct_tensor *cell(const rnn_cfg *c, const dir_ops *o, ct_tensor *xt, ct_ten
     }
 }
 
-/* The input projection of one layer and direction: x (rows, in) @ W_ih^T + b. */
-static ct_tensor *project(const rnn_cfg *c, ct_tensor *const *params, int l, int d, ct_tensor *x2d,
-                          const int64_t shape3[2]) {
-    ct_tensor *w = param(c, params, l, d, W_IH), *b = NULL;
-    if (c->bias)
-        b = c->kind == RNN_GRU ? param(c, params, l, d, B_IH)
-                               : ct_add(param(c, params, l, d, B_IH), param(c, params, l, d, B_HH));
-    if (c->bias && !b)
+/* The bias of one layer and direction's input projection: b_ih + b_hh (b_ih alone for
+ * the GRU, whose b_hh acts inside the n gate). NULL without biases or on error. */
+static ct_tensor *proj_bias(const rnn_cfg *c, ct_tensor *const *params, int l, int d) {
+    if (!c->bias)
         return NULL;
-    ct_tensor *xp = b ? ct_addmm(b, x2d, ct_t(w), ct_scalar_int(1), ct_scalar_int(1)) : ct_mm(x2d, ct_t(w));
-    return xp ? ct_view(xp, CT_SHAPE(shape3[0], shape3[1], c->G)) : NULL;
+    return c->kind == RNN_GRU ? ct_tensor_ref(param(c, params, l, d, B_IH))
+                              : ct_add(param(c, params, l, d, B_IH), param(c, params, l, d, B_HH));
+}
+
+ct_status ct_rnn_recurrence_ops(int kind, bool reverse, const bool *mask, ct_tensor *xp, ct_tensor *whh,
+                                ct_tensor *bhh, ct_tensor *whr, ct_tensor *h0, ct_tensor *c0, ct_tensor **hall,
+                                ct_tensor **call) {
+    const int64_t T = ct_tensor_size(xp, 0), B = ct_tensor_size(xp, 1);
+    rnn_cfg c = {.kind = (rnn_kind)kind, .H = ct_tensor_size(xp, 2) / gate_count((rnn_kind)kind)};
+    dir_ops o = {.xp = xp, .whh_t = ct_t(whh), .bhh = bhh, .whr_t = whr ? ct_t(whr) : NULL};
+    const ct_tensor **hs = ct_xcalloc("rnn", (size_t)(T > 0 ? 2 * T : 1), sizeof *hs);
+    ct_tensor *valid = NULL;
+    if (hs && mask) { /* valid[t, b] = step t is within sequence b, (T, B, 1) */
+        ct_tensor *m = ct_from_data(mask, CT_SHAPE(T, B, 1), CT_BOOL);
+        valid = m ? ct_logical_not(ct_to_device(m, ct_tensor_device(xp))) : NULL;
+    }
+    ct_status st = hs && o.whh_t && (!whr || o.whr_t) && (!mask || valid) ? CT_OK : ct_last_status();
+    const ct_tensor **cs = hs + T;
+    ct_tensor *h = h0, *cst = c0;
+    for (int64_t s = 0; s < T && st == CT_OK; s++) {
+        int64_t t = reverse ? T - 1 - s : s;
+        bool partial = false;
+        for (int64_t b = 0; mask && b < B; b++)
+            partial = partial || mask[t * B + b];
+        ct_tensor *c2 = NULL;
+        ct_tensor *h2 = cell(&c, &o, ct_select(xp, 0, t), h, cst, &c2);
+        if (h2 && partial) {
+            ct_tensor *v = ct_select(valid, 0, t); /* (B, 1) */
+            h2 = ct_where(v, h2, h);
+            if (kind == RNN_LSTM)
+                c2 = c2 ? ct_where(v, c2, cst) : NULL;
+        }
+        if (!h2 || (kind == RNN_LSTM && !c2))
+            st = ct_last_status();
+        hs[t] = h = h2;
+        cs[t] = cst = c2;
+    }
+    if (st == CT_OK) {
+        *hall = ct_stack(hs, (int)T, 0);
+        if (call)
+            *call = ct_stack(cs, (int)T, 0);
+        if (!*hall || (call && !*call))
+            st = ct_last_status();
+    }
+    free(hs);
+    return st;
 }
 
 /* The whole computation, in a scope of its own; results are kept into the caller's. */
@@ -314,13 +354,12 @@ static ct_status run(const rnn_cfg *c, const ct_tensor *input, const ct_tensor *
                      ct_tensor **cn) {
     const int64_t T = c->T, B = c->B;
     const int nstate = c->L * c->D;
-    const ct_tensor **steps = ct_xcalloc(c->op, (size_t)T, sizeof *steps);
     ct_tensor **hs = ct_xcalloc(c->op, (size_t)nstate * 2, sizeof *hs);
-    bool *partial = lens ? ct_xcalloc(c->op, (size_t)T, sizeof *partial) : NULL;
-    if (!steps || !hs || (lens && !partial)) {
-        free(steps);
+    /* mask[t * B + b]: step t is past sequence b's length */
+    bool *mask = lens ? ct_xmalloc(c->op, (size_t)(T * B > 0 ? T * B : 1)) : NULL;
+    if (!hs || (lens && !mask)) {
         free(hs);
-        free(partial);
+        free(mask);
         return ct_last_status();
     }
     ct_tensor **cs = hs + nstate;
@@ -336,36 +375,20 @@ static ct_status run(const rnn_cfg *c, const ct_tensor *input, const ct_tensor *
     ct_tensor *c0b = NULL;
     if (c->kind == RNN_LSTM)
         c0b = c0 ? (c->batched ? ct_tensor_ref(c0) : ct_unsqueeze(c0, 1)) : ct_zeros(CT_SHAPE(nstate, B, c->H), dt, dev);
-    ct_tensor *valid = NULL, *invalid = NULL;
-    if (lens) { /* valid[t, b] = t < lens[b], (T, B, 1) */
-        bool *m = ct_xmalloc(c->op, (size_t)(T * B > 0 ? T * B : 1));
-        if (m) {
-            for (int64_t t = 0; t < T; t++)
-                for (int64_t b = 0; b < B; b++) {
-                    m[t * B + b] = t < lens[b];
-                    partial[t] = partial[t] || t >= lens[b];
-                }
-            valid = ct_to_device(ct_from_data(m, CT_SHAPE(T, B, 1), CT_BOOL), dev);
-            invalid = valid ? ct_logical_not(valid) : NULL;
-            free(m);
-        }
+    ct_tensor *invalid = NULL; /* the mask as a (T, B, 1) tensor, for the output's zeros */
+    if (lens) {
+        for (int64_t t = 0; t < T; t++)
+            for (int64_t b = 0; b < B; b++)
+                mask[t * B + b] = t >= lens[b];
+        invalid = ct_to_device(ct_from_data(mask, CT_SHAPE(T, B, 1), CT_BOOL), dev);
         if (!invalid)
             st = ct_last_status();
     }
     if (!x || !h0b || (c->kind == RNN_LSTM && !c0b))
         st = ct_last_status();
     /* Note [Fused recurrence] in rnn_fused.c: where it applies, each layer and direction
-     * is one node; mask[t * B + b]: step t is past sequence b's length. */
+     * is one node, its input projection included. */
     const bool fused = B > 0 && ct_rnn_fused_applies(input, c->proj);
-    bool *mask = NULL;
-    if (st == CT_OK && fused && lens) {
-        if ((mask = ct_xmalloc(c->op, (size_t)(T * B))))
-            for (int64_t t = 0; t < T; t++)
-                for (int64_t b = 0; b < B; b++)
-                    mask[t * B + b] = t >= lens[b];
-        else
-            st = ct_last_status();
-    }
 
     ct_tensor *layer_in = x;
     for (int l = 0; l < c->L && st == CT_OK; l++) {
@@ -374,58 +397,36 @@ static ct_status run(const rnn_cfg *c, const ct_tensor *input, const ct_tensor *
         ct_tensor *x2d = ct_reshape(layer_in, CT_SHAPE(shape3[0] * shape3[1], in));
         ct_tensor *dir_out[2] = {NULL, NULL};
         for (int d = 0; d < c->D && st == CT_OK; d++) {
-            dir_ops o = {.tdim = tdim};
-            o.xp = x2d ? project(c, params, l, d, x2d, shape3) : NULL;
-            o.whh_t = ct_t(param(c, params, l, d, W_HH));
-            o.bhh = c->kind == RNN_GRU ? param(c, params, l, d, B_HH) : NULL;
-            o.whr_t = c->proj ? ct_t(param(c, params, l, d, W_HR)) : NULL;
+            ct_tensor *wih = param(c, params, l, d, W_IH), *whh = param(c, params, l, d, W_HH);
+            ct_tensor *bhh = c->kind == RNN_GRU ? param(c, params, l, d, B_HH) : NULL;
+            ct_tensor *b = proj_bias(c, params, l, d);
             int k = l * c->D + d;
             ct_tensor *h = ct_select(h0b, 0, k);
             ct_tensor *cst = c->kind == RNN_LSTM ? ct_select(c0b, 0, k) : NULL;
-            if (!o.xp || !o.whh_t || (c->proj && !o.whr_t) || !h || (c->kind == RNN_LSTM && !cst)) {
+            if (!x2d || (c->bias && !b) || !h || (c->kind == RNN_LSTM && !cst)) {
                 st = ct_last_status();
                 break;
             }
+            ct_tensor *hall = NULL, *call = NULL;
             if (fused) {
-                ct_tensor *hall = NULL, *call = NULL;
-                st = ct_rnn_fused(c->kind, d == 1, mask, tdim ? ct_transpose(o.xp, 0, 1) : o.xp,
-                                  param(c, params, l, d, W_HH), o.bhh, h, cst, &hall,
+                st = ct_rnn_fused(c->kind, d == 1, mask, tdim, x2d, wih, b, whh, bhh, h, cst, &hall,
                                   c->kind == RNN_LSTM ? &call : NULL);
-                if (st != CT_OK)
-                    break;
-                hs[k] = ct_select(hall, 0, d == 0 ? T - 1 : 0);
-                cs[k] = call ? ct_select(call, 0, d == 0 ? T - 1 : 0) : NULL;
-                dir_out[d] = invalid ? ct_masked_fill(hall, invalid, ct_scalar_int(0)) : hall;
-                if (!hs[k] || (call && !cs[k]) || !dir_out[d])
-                    st = ct_last_status();
-                continue;
-            }
-            for (int64_t s = 0; s < T; s++) {
-                int64_t t = d == 0 ? s : T - 1 - s;
-                ct_tensor *c2 = NULL;
-                ct_tensor *h2 = cell(c, &o, ct_select(o.xp, tdim, t), h, cst, &c2);
-                ct_tensor *out = h2;
-                if (h2 && lens && partial[t]) {
-                    ct_tensor *v = ct_select(valid, 0, t), *iv = ct_select(invalid, 0, t); /* (B, 1) */
-                    h2 = ct_where(v, h2, h);
-                    if (c->kind == RNN_LSTM)
-                        c2 = c2 ? ct_where(v, c2, cst) : NULL;
-                    out = h2 ? ct_masked_fill(h2, iv, ct_scalar_int(0)) : NULL;
-                }
-                if (!out || (c->kind == RNN_LSTM && !c2)) {
-                    st = ct_last_status();
-                    break;
-                }
-                steps[t] = out;
-                h = h2;
-                cst = c2;
+            } else { /* x @ W_ih^T + b, (T, B, G) */
+                ct_tensor *xp = b ? ct_addmm(b, x2d, ct_t(wih), ct_scalar_int(1), ct_scalar_int(1))
+                                  : ct_mm(x2d, ct_t(wih));
+                xp = xp ? ct_view(xp, CT_SHAPE(shape3[0], shape3[1], c->G)) : NULL;
+                if (xp && tdim)
+                    xp = ct_transpose(xp, 0, 1);
+                st = xp ? ct_rnn_recurrence_ops(c->kind, d == 1, mask, xp, whh, bhh, param(c, params, l, d, W_HR), h,
+                                                cst, &hall, c->kind == RNN_LSTM ? &call : NULL)
+                        : ct_last_status();
             }
             if (st != CT_OK)
                 break;
-            dir_out[d] = ct_stack(steps, (int)T, 0); /* (T, B, P) */
-            hs[k] = h;
-            cs[k] = cst;
-            if (!dir_out[d])
+            hs[k] = ct_select(hall, 0, d == 0 ? T - 1 : 0);
+            cs[k] = call ? ct_select(call, 0, d == 0 ? T - 1 : 0) : NULL;
+            dir_out[d] = invalid ? ct_masked_fill(hall, invalid, ct_scalar_int(0)) : hall;
+            if (!hs[k] || (call && !cs[k]) || !dir_out[d])
                 st = ct_last_status();
         }
         if (st != CT_OK)
@@ -461,9 +462,7 @@ static ct_status run(const rnn_cfg *c, const ct_tensor *input, const ct_tensor *
     }
     ct_scope_end();
     free(mask);
-    free(steps);
     free(hs);
-    free(partial);
     return st;
 }
 

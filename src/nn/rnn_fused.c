@@ -7,19 +7,22 @@
  * nodes per time step: the gates' sigmoid and tanh, the cell update, the slices, each
  * a pass over memory with a tensor of its own, and in backward T small GEMMs (B, G) x
  * (B, P) accumulating W_hh's gradient one step at a time. Here the whole loop over
- * time is one node (ct_autograd_function_apply). Its inputs are the input projection
- * xp (T, B, G) (x @ W_ih^T + bias for all steps, one GEMM made by the caller, whose
- * gradient autograd takes back to x, W_ih and the biases), W_hh, b_hh (GRU only: its
- * n part sits inside r * (...)), h0 and c0. Each step is one GEMM h_prev @ W_hh^T
- * written into a (T, B, G) buffer, then one pass that adds the projection, applies
- * the gates' activations in place and updates the state, so forward keeps the
- * activated gates, the cell states and tanh(c) (LSTM) or the n gate's recurrent part
- * (GRU) for the backward instead of recomputing them. The backward is the same loop
- * reversed: one pass per step that turns dh and dc into the gates' gradients, then one
- * GEMM dgates @ W_hh for the step before; W_hh's gradient is one GEMM over all steps
- * at the end, dgates (G, T * B) @ h_prev (T * B, H), and b_hh's (GRU) one sum. Steps
- * past a sequence's length (lengths given) copy the state over and pass the gradient
- * straight through, which is what the composite's where() does.
+ * time is one node (ct_autograd_function_apply). Its inputs are the layer's input x
+ * (T * B rows, or B * T with batch_first), W_ih and the bias (b_ih + b_hh; b_ih alone
+ * for the GRU, whose b_hh's n part sits inside r * (...)), W_hh, b_hh (GRU), h0 and c0,
+ * as in PyTorch's mkldnn_rnn_layer: the node makes the input projection xp (T, B, G)
+ * for all steps in one GEMM and lets it go, and keeps x, as the projection's own node
+ * would have. Each step is one GEMM h_prev @ W_hh^T written into a (T, B, G) buffer,
+ * then one pass that adds the projection, applies the gates' activations in place and
+ * updates the state, so forward keeps the activated gates, the cell states and tanh(c)
+ * (LSTM) or the n gate's recurrent part (GRU) for the backward instead of recomputing
+ * them. The backward is the same loop reversed: one pass per step that turns dh and dc
+ * into the gates' gradients, then one GEMM dgates @ W_hh for the step before; W_hh's
+ * gradient is one GEMM over all steps at the end, dgates (G, T * B) @ h_prev
+ * (T * B, H), and b_hh's (GRU) one sum; x, W_ih and the bias get dxp @ W_ih,
+ * dxp^T @ x and dxp's column sums. Steps past a sequence's length (lengths given) copy
+ * the state over and pass the gradient straight through, which is what the
+ * composite's where() does.
  *
  * What it bought (bench/rnn against bench/torch_rnn_peer.py: LSTM 512-512, 2 layers,
  * sequence 128, batch 32, float32; CPU time of one thread, medians of 3, ranges over 3
@@ -28,10 +31,15 @@
  * PyTorch's 1543-1574 ms (oneDNN's fused LSTM) in the same rounds; the forward alone
  * went from 548-567 to 525-529 ms, PyTorch 498-558 ms. GEMMs are over 80% of a step.
  *
- * The function's backward is not made of ops, so it cannot be differentiated again:
- * a backward with create_graph through it is an error that names the fallback
- * (double backward works on the composite path, which CUDA, META, float16 and
- * bfloat16 inputs, autocast and LSTM projections still take). */
+ * Note [Double backward through the fused recurrence]
+ * The backward above is not made of ops. Under create_graph (a gradient penalty, a
+ * Hessian-vector product) the node instead runs the layer again from its saved inputs
+ * as ops (ct_rnn_recurrence_ops, Note [Recurrent layers from ops] in rnn.c) and takes
+ * the gradients of that graph with create_graph, so they are functions of the inputs
+ * that autograd can differentiate again. That is why the node's inputs reach back to x
+ * and W_ih: the recomputation's graph must start at the tensors the node was given.
+ * The first backward pays a forward of the composite path on top; a plain backward is
+ * unchanged. */
 /* The float32 gate loops are vectorized only when comparisons do not count as
  * floating-point traps (the selects in rf_expf and rf_tanhf); nothing here reads the
  * exception flags. */
@@ -132,6 +140,7 @@ static inline float rf_tanhf(float x) {
 typedef struct rf_state {
     int kind; /* ct_rnn_kind */
     bool reverse;
+    int tdim; /* x's rows: time-major (0) or batch-major (1) */
     int64_t T, B, H, G;
     bool *mask; /* (T, B): step t is past b's length; NULL without lengths */
 } rf_state;
@@ -153,6 +162,20 @@ bool ct_rnn_fused_applies(const ct_tensor *input, bool proj) {
            !ct_autocast_is_enabled(CT_DEVICE_CPU);
 }
 
+/* The node's inputs, and what forward saves. */
+enum { IN_X, IN_WIH, IN_B, IN_WHH, IN_BHH, IN_H0, IN_C0, N_IN };
+enum { SV_WHH, SV_H0, SV_C0, SV_ACTS, SV_AUX, SV_HALL, SV_CALL, SV_X, SV_WIH, SV_B, SV_BHH, SV_H0_IN, SV_C0_IN, N_SV };
+
+/* The input projection of every step, (T, B, G) (a view of batch-major rows with
+ * batch_first): x @ W_ih^T + b. */
+static ct_tensor *projection(const rf_state *st, ct_tensor *x, ct_tensor *wih, ct_tensor *b) {
+    ct_tensor *xp = b ? ct_addmm(b, x, ct_t(wih), ct_scalar_int(1), ct_scalar_int(1)) : ct_mm(x, ct_t(wih));
+    if (!xp)
+        return NULL;
+    return st->tdim ? ct_transpose(ct_view(xp, CT_SHAPE(st->B, st->T, st->G)), 0, 1)
+                    : ct_view(xp, CT_SHAPE(st->T, st->B, st->G));
+}
+
 /* Time step of the s-th step taken. */
 static int64_t step_t(const rf_state *st, int64_t s) { return st->reverse ? st->T - 1 - s : s; }
 
@@ -160,8 +183,9 @@ static char *row(const ct_tensor *t, int64_t i, int64_t n) {
     return (char *)ct_tensor_data(t) + (size_t)(i * n) * ct_tensor_element_size(t);
 }
 
-/* inputs: xp (T, B, G), W_hh (G, H), b_hh (GRU, may be NULL), h0 (B, H), c0 (LSTM);
- * outputs: every step's h (T, B, H) and, LSTM, every step's c (T, B, H). */
+/* inputs: x (T * B, I), W_ih (G, I), the bias (G) or NULL, W_hh (G, H), b_hh (GRU, may
+ * be NULL), h0 (B, H), c0 (LSTM); outputs: every step's h (T, B, H) and, LSTM, every
+ * step's c (T, B, H). */
 static ct_status rf_forward(ct_autograd_ctx *ctx, ct_tensor *const *in, int nin, ct_tensor **out, int nout,
                             void *ud) {
     (void)nin, (void)nout;
@@ -181,22 +205,23 @@ static ct_status rf_forward(ct_autograd_ctx *ctx, ct_tensor *const *in, int nin,
     }
     ct_autograd_ctx_set_state(ctx, st, rf_state_free);
     const int64_t T = st->T, B = st->B, H = st->H, G = st->G;
-    const bool f32 = ct_tensor_dtype(in[0]) == CT_F32, lstm = st->kind == CT_RNN_LSTM, gru = st->kind == CT_RNN_GRU;
-    ct_dtype dt = ct_tensor_dtype(in[0]);
-    ct_tensor *xp = in[0], *whh = in[1];
+    const bool f32 = ct_tensor_dtype(in[IN_X]) == CT_F32, lstm = st->kind == CT_RNN_LSTM, gru = st->kind == CT_RNN_GRU;
+    ct_dtype dt = ct_tensor_dtype(in[IN_X]);
+    ct_tensor *whh = in[IN_WHH];
     ct_status rc = CT_OK;
     ct_scope_begin();
+    ct_tensor *xp = projection(st, in[IN_X], in[IN_WIH], in[IN_B]);
     ct_tensor *whh_t = ct_t(whh);
-    ct_tensor *bhh = !gru ? NULL : in[2] ? ct_contiguous(in[2]) : ct_zeros(CT_SHAPE(G), dt, CT_CPU);
-    ct_tensor *h0 = ct_contiguous(in[3]), *c0 = lstm ? ct_contiguous(in[4]) : NULL;
+    ct_tensor *bhh = !gru ? NULL : in[IN_BHH] ? ct_contiguous(in[IN_BHH]) : ct_zeros(CT_SHAPE(G), dt, CT_CPU);
+    ct_tensor *h0 = ct_contiguous(in[IN_H0]), *c0 = lstm ? ct_contiguous(in[IN_C0]) : NULL;
     ct_tensor *hall = ct_empty(CT_SHAPE(T, B, H), dt, CT_CPU);
     ct_tensor *acts = st->kind == CT_RNN_TANH || st->kind == CT_RNN_RELU ? NULL : ct_empty(CT_SHAPE(T, B, G), dt, CT_CPU);
     ct_tensor *call = lstm ? ct_empty(CT_SHAPE(T, B, H), dt, CT_CPU) : NULL;
     ct_tensor *aux = lstm || gru ? ct_empty(CT_SHAPE(T, B, H), dt, CT_CPU) : NULL; /* tanh(c) or ghn */
-    if (!whh_t || (gru && !bhh) || !h0 || (lstm && !c0) || !hall || ((lstm || gru) && (!acts || !aux)) ||
+    if (!xp || !whh_t || (gru && !bhh) || !h0 || (lstm && !c0) || !hall || ((lstm || gru) && (!acts || !aux)) ||
         (lstm && !call))
         rc = ct_last_status();
-    const int64_t xs_t = ct_tensor_stride(xp, 0), xs_b = ct_tensor_stride(xp, 1);
+    const int64_t xs_t = xp ? ct_tensor_stride(xp, 0) : 0, xs_b = xp ? ct_tensor_stride(xp, 1) : 0;
     for (int64_t s = 0; s < T && rc == CT_OK; s++) {
         int64_t t = step_t(st, s), tp = st->reverse ? t + 1 : t - 1;
         ct_scope_begin();
@@ -229,34 +254,61 @@ static ct_status rf_forward(ct_autograd_ctx *ctx, ct_tensor *const *in, int nin,
             f32 ? rnn_fwd_f32(&k) : rnn_fwd_f64(&k);
     }
     if (rc == CT_OK) {
-        /* saved: W_hh, h0, c0, acts, aux, then the outputs */
-        ct_tensor *save[7] = {whh, ct_keep(h0), c0 ? ct_keep(c0) : NULL, acts ? ct_keep(acts) : NULL,
-                              aux ? ct_keep(aux) : NULL, hall, call};
+        /* the SV_ order; the inputs as given are for a backward under create_graph */
+        ct_tensor *save[N_SV] = {whh, ct_keep(h0), c0 ? ct_keep(c0) : NULL, acts ? ct_keep(acts) : NULL,
+                                 aux ? ct_keep(aux) : NULL, hall, call, in[IN_X], in[IN_WIH], in[IN_B],
+                                 in[IN_BHH], in[IN_H0], in[IN_C0]};
         out[0] = ct_keep(hall);
         if (lstm)
             out[1] = ct_keep(call);
-        rc = ct_autograd_ctx_save_for_backward(ctx, save, 7);
+        rc = ct_autograd_ctx_save_for_backward(ctx, save, N_SV);
     }
     ct_scope_end();
     return rc;
 }
 
+/* Note [Double backward through the fused recurrence]: the gradients of the layer run
+ * again as ops, from the inputs the node was given. */
+static int rf_backward_ops(ct_autograd_ctx *ctx, const rf_state *st, ct_tensor *const *gout, ct_tensor **gin) {
+    const bool lstm = st->kind == CT_RNN_LSTM;
+    static const int slot[N_IN] = {SV_X, SV_WIH, SV_B, SV_WHH, SV_BHH, SV_H0_IN, SV_C0_IN};
+    ct_tensor *in[N_IN];
+    for (int i = 0; i < N_IN; i++)
+        in[i] = ct_autograd_ctx_saved(ctx, slot[i]);
+    ct_tensor *xp = projection(st, in[IN_X], in[IN_WIH], in[IN_B]);
+    ct_tensor *hall = NULL, *call = NULL;
+    if (!xp || ct_rnn_recurrence_ops(st->kind, st->reverse, st->mask, xp, in[IN_WHH], in[IN_BHH], NULL, in[IN_H0],
+                                     in[IN_C0], &hall, lstm ? &call : NULL) != CT_OK)
+        return -1;
+    const ct_tensor *outs[2] = {hall, call}, *wrt[N_IN];
+    int which[N_IN], n = 0;
+    for (int i = 0; i < N_IN; i++)
+        if (in[i] && ct_autograd_ctx_needs_input_grad(ctx, i)) {
+            which[n] = i;
+            wrt[n++] = in[i];
+        }
+    ct_tensor *grads[N_IN];
+    if (n > 0 && ct_autograd_grad(outs, lstm ? 2 : 1, wrt, n, (const ct_tensor *const *)gout, true, true, true,
+                                  grads) != CT_OK)
+        return -1;
+    for (int j = 0; j < n; j++)
+        gin[which[j]] = grads[j];
+    return N_IN;
+}
+
 static int rf_backward(ct_autograd_ctx *ctx, ct_tensor *const *gout, int nout, ct_tensor **gin, int nin, void *ud) {
     (void)nout, (void)ud;
     const rf_state *st = ct_autograd_ctx_state(ctx);
-    const char *op = rf_name(st->kind);
-    if (ct_is_grad_enabled()) {
-        ct_error(CT_ERROR_RUNTIME, op,
-                 "the fused CPU recurrence cannot be differentiated twice (backward with create_graph); the "
-                 "composite path can: run the layer on float16/bfloat16, under autocast or on another device");
-        return -1;
-    }
+    for (int i = 0; i < nin; i++)
+        gin[i] = NULL;
+    if (ct_is_grad_enabled())
+        return rf_backward_ops(ctx, st, gout, gin);
     const int64_t T = st->T, B = st->B, H = st->H, G = st->G;
     const bool lstm = st->kind == CT_RNN_LSTM, gru = st->kind == CT_RNN_GRU;
-    ct_tensor *whh = ct_autograd_ctx_saved(ctx, 0), *h0 = ct_autograd_ctx_saved(ctx, 1);
-    ct_tensor *c0 = ct_autograd_ctx_saved(ctx, 2), *acts = ct_autograd_ctx_saved(ctx, 3);
-    ct_tensor *aux = ct_autograd_ctx_saved(ctx, 4), *hall = ct_autograd_ctx_saved(ctx, 5);
-    ct_tensor *call = ct_autograd_ctx_saved(ctx, 6);
+    ct_tensor *whh = ct_autograd_ctx_saved(ctx, SV_WHH), *h0 = ct_autograd_ctx_saved(ctx, SV_H0);
+    ct_tensor *c0 = ct_autograd_ctx_saved(ctx, SV_C0), *acts = ct_autograd_ctx_saved(ctx, SV_ACTS);
+    ct_tensor *aux = ct_autograd_ctx_saved(ctx, SV_AUX), *hall = ct_autograd_ctx_saved(ctx, SV_HALL);
+    ct_tensor *call = ct_autograd_ctx_saved(ctx, SV_CALL);
     if (!whh || !h0 || !hall || (lstm && (!c0 || !call)) || ((lstm || gru) && (!acts || !aux)))
         return -1;
     ct_dtype dt = ct_tensor_dtype(hall);
@@ -299,10 +351,22 @@ static int rf_backward(ct_autograd_ctx *ctx, ct_tensor *const *gout, int nout, c
         if (!ok)
             return -1;
     }
-    for (int i = 0; i < nin; i++)
-        gin[i] = NULL;
-    gin[0] = dx;
-    if (ct_autograd_ctx_needs_input_grad(ctx, 1)) {
+    if (ct_autograd_ctx_needs_input_grad(ctx, IN_X) || ct_autograd_ctx_needs_input_grad(ctx, IN_WIH) ||
+        ct_autograd_ctx_needs_input_grad(ctx, IN_B)) {
+        /* the projection's gradients, over x's rows (batch-major with batch_first) */
+        ct_tensor *dxr = st->tdim ? ct_reshape(ct_transpose(dx, 0, 1), CT_SHAPE(T * B, G)) : ct_view(dx, CT_SHAPE(T * B, G));
+        ct_tensor *x = ct_autograd_ctx_saved(ctx, SV_X), *wih = ct_autograd_ctx_saved(ctx, SV_WIH);
+        if (!dxr || !x || !wih)
+            return -1;
+        if (ct_autograd_ctx_needs_input_grad(ctx, IN_X) && !(gin[IN_X] = ct_mm(dxr, wih)))
+            return -1;
+        if (ct_autograd_ctx_needs_input_grad(ctx, IN_WIH) && !(gin[IN_WIH] = ct_mm(ct_t(dxr), x)))
+            return -1;
+        if (ct_autograd_ctx_needs_input_grad(ctx, IN_B) &&
+            !(gin[IN_B] = ct_sum(dxr, (int64_t[]){0}, 1, false, CT_DTYPE_UNDEFINED)))
+            return -1;
+    }
+    if (ct_autograd_ctx_needs_input_grad(ctx, IN_WHH)) {
         /* every step's dgates against the state it was computed from, in one GEMM, plus
          * the first step's against h0 */
         int64_t first = step_t(st, 0), rest0 = st->reverse ? 0 : 1, hrest0 = st->reverse ? 1 : 0;
@@ -313,38 +377,36 @@ static int rf_backward(ct_autograd_ctx *ctx, ct_tensor *const *gout, int nout, c
             ct_tensor *hr = ct_view(ct_narrow(hall, 0, hrest0, T - 1), CT_SHAPE((T - 1) * B, H));
             gw = gr && hr ? ct_addmm(gw, ct_t(gr), hr, ct_scalar_int(1), ct_scalar_int(1)) : NULL;
         }
-        if (!(gin[1] = gw))
+        if (!(gin[IN_WHH] = gw))
             return -1;
     }
-    if (gru && nin > 2 && ct_autograd_ctx_needs_input_grad(ctx, 2) &&
-        !(gin[2] = ct_sum(dg, (int64_t[]){0, 1}, 2, false, CT_DTYPE_UNDEFINED)))
+    if (gru && ct_autograd_ctx_needs_input_grad(ctx, IN_BHH) &&
+        !(gin[IN_BHH] = ct_sum(dg, (int64_t[]){0, 1}, 2, false, CT_DTYPE_UNDEFINED)))
         return -1;
-    if (ct_autograd_ctx_needs_input_grad(ctx, 3) && !(gin[3] = ct_add(dhrec, carry)))
+    if (ct_autograd_ctx_needs_input_grad(ctx, IN_H0) && !(gin[IN_H0] = ct_add(dhrec, carry)))
         return -1;
     if (lstm)
-        gin[4] = dc;
+        gin[IN_C0] = dc;
     return nin;
 }
 
 static const ct_autograd_function_def rf_def = {"FusedRNN", rf_forward, rf_backward};
 
-ct_status ct_rnn_fused(int kind, bool reverse, const bool *mask, ct_tensor *xp, ct_tensor *whh, ct_tensor *bhh,
-                       ct_tensor *h0, ct_tensor *c0, ct_tensor **hall, ct_tensor **call) {
+ct_status ct_rnn_fused(int kind, bool reverse, const bool *mask, int tdim, ct_tensor *x, ct_tensor *wih, ct_tensor *b,
+                       ct_tensor *whh, ct_tensor *bhh, ct_tensor *h0, ct_tensor *c0, ct_tensor **hall,
+                       ct_tensor **call) {
+    const int64_t G = ct_tensor_size(wih, 0), rows = ct_tensor_size(x, 0), B = ct_tensor_size(h0, 0);
     rf_state st = {.kind = kind,
                    .reverse = reverse,
-                   .T = ct_tensor_size(xp, 0),
-                   .B = ct_tensor_size(xp, 1),
-                   .G = ct_tensor_size(xp, 2),
+                   .tdim = tdim,
+                   .T = B > 0 ? rows / B : 0,
+                   .B = B,
+                   .G = G,
                    .H = ct_tensor_size(whh, 1),
                    .mask = (bool *)mask};
-    if (ct_tensor_stride(xp, 2) != 1) {
-        xp = ct_contiguous(xp);
-        if (!xp)
-            return ct_last_status();
-    }
-    ct_tensor *in[5] = {xp, whh, kind == CT_RNN_GRU ? bhh : NULL, h0, kind == CT_RNN_LSTM ? c0 : NULL};
+    ct_tensor *in[N_IN] = {x, wih, b, whh, kind == CT_RNN_GRU ? bhh : NULL, h0, kind == CT_RNN_LSTM ? c0 : NULL};
     ct_tensor *out[2] = {NULL, NULL};
-    ct_status rc = ct_autograd_function_apply(&rf_def, in, 5, out, kind == CT_RNN_LSTM ? 2 : 1, &st);
+    ct_status rc = ct_autograd_function_apply(&rf_def, in, N_IN, out, kind == CT_RNN_LSTM ? 2 : 1, &st);
     if (rc != CT_OK)
         return rc;
     *hall = out[0];

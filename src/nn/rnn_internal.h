@@ -10,11 +10,22 @@ enum { CT_RNN_TANH = 0, CT_RNN_RELU, CT_RNN_LSTM, CT_RNN_GRU };
 /* Whether the fused recurrence runs a call on input: CPU, float32 or float64, no LSTM
  * projections, autocast off. */
 bool ct_rnn_fused_applies(const ct_tensor *input, bool proj);
-/* One layer and direction: xp (T, B, G) the input projection with the biases
- * (b_ih + b_hh; b_ih alone for the GRU, whose b_hh comes as bhh, may be NULL), whh
- * (G, H), h0 and c0 (LSTM) (B, H); mask (T, B) or NULL: step t is past sequence b's
- * length. Writes every step's h (T, B, H) and, LSTM, every step's c to *call. */
-ct_status ct_rnn_fused(int kind, bool reverse, const bool *mask, ct_tensor *xp, ct_tensor *whh, ct_tensor *bhh,
-                       ct_tensor *h0, ct_tensor *c0, ct_tensor **hall, ct_tensor **call);
+/* One layer and direction as one node (Note [Fused recurrence]): x (T * B, I) the
+ * layer's input rows, time-major (tdim 0) or batch-major (tdim 1); W_ih (G, I); b (G)
+ * the bias of the projection (b_ih + b_hh; b_ih alone for the GRU, whose b_hh comes as
+ * bhh) or NULL; W_hh (G, H); h0 and c0 (LSTM) (B, H); mask (T, B) or NULL: step t is
+ * past sequence b's length. Writes every step's h (T, B, H) and, LSTM, every step's c
+ * to *call. */
+ct_status ct_rnn_fused(int kind, bool reverse, const bool *mask, int tdim, ct_tensor *x, ct_tensor *wih, ct_tensor *b,
+                       ct_tensor *whh, ct_tensor *bhh, ct_tensor *h0, ct_tensor *c0, ct_tensor **hall,
+                       ct_tensor **call);
+
+/* The same recurrence from ops, step by step (Note [Recurrent layers from ops] in
+ * rnn.c), on any device and dtype: xp (T, B, G) the input projection with its bias;
+ * whr (P, H) the LSTM's projection or NULL (h then has P columns). Results are owned
+ * by the caller's scope. */
+ct_status ct_rnn_recurrence_ops(int kind, bool reverse, const bool *mask, ct_tensor *xp, ct_tensor *whh,
+                                ct_tensor *bhh, ct_tensor *whr, ct_tensor *h0, ct_tensor *c0, ct_tensor **hall,
+                                ct_tensor **call);
 
 #endif
