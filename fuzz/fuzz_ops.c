@@ -763,7 +763,15 @@ static void step(rd *r) {
     }
 }
 
+/* Calls made over the run, printed at exit ("fuzz_ops: N calls"; scripts/fuzz.sh reports
+ * it beside libFuzzer's count of inputs). */
+static unsigned long long ncalls;
+static void print_calls(void) { fprintf(stderr, "fuzz_ops: %llu calls\n", ncalls); }
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    static bool registered;
+    if (!registered)
+        registered = atexit(print_calls) == 0;
     rd r = {data, size};
     memset(slot, 0, sizeof slot);
     ct_manual_seed(0);
@@ -772,6 +780,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     bool grad = ct_is_grad_enabled();
     for (int i = 0; i < 96 && r.n > 0; i++) {
         step(&r);
+        ncalls++;
         if (ct_scope_depth() != depth)
             fail("the scope depth changed", "a call");
     }

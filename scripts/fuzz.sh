@@ -3,12 +3,13 @@
 # library sources (build dir build-fuzz/) and runs each on its corpus fuzz/corpus/<name>/
 # (<name> is the file name without "fuzz_"), with fuzz/<name>.dict when present.
 #
-#   scripts/fuzz.sh [--ci] [--time SECONDS] [--runs N] [--build-only] [TARGET...]
+#   scripts/fuzz.sh [--ci] [--time SECONDS] [--runs N] [--seed N] [--build-only] [TARGET...]
 #
 #   --ci          the CI mode: every target for 40 s (or --time / --runs); new inputs go
 #                 to a temporary directory; exit 1 if any target crashes, leaks or hits UB
 #   --time S      seconds per target (default 60, 40 with --ci)
 #   --runs N      stop each target after N inputs instead of after a time
+#   --seed N      libFuzzer's random seed (default: a new one each run, printed in the log)
 #   --build-only  build the targets and stop
 #   TARGET        fuzz_safetensors, fuzz_pt, fuzz_ops, ... (default: all)
 #
@@ -20,15 +21,16 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-ci=0 time="" runs="" build_only=0
+ci=0 time="" runs="" seed="" build_only=0
 targets=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --ci) ci=1 ;;
     --time) time="$2"; shift ;;
     --runs) runs="$2"; shift ;;
+    --seed) seed="$2"; shift ;;
     --build-only) build_only=1 ;;
-    -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     fuzz_*) targets+=("$1") ;;
     *) echo "fuzz.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
@@ -76,6 +78,7 @@ for t in "${targets[@]}"; do
   args=(-timeout=10 -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="build-fuzz/artifacts/$t-")
   if [ -n "$runs" ]; then args+=(-runs="$runs"); else args+=(-max_total_time="$time"); fi
   [ -f "fuzz/$name.dict" ] && args+=(-dict="fuzz/$name.dict")
+  [ -n "$seed" ] && args+=(-seed="$seed")
   log="build-fuzz/$t.log"
   if [ -n "$runs" ]; then budget="$runs runs"; else budget="$time s"; fi
   echo "== fuzz: $t ($budget) on $seeds"
@@ -91,7 +94,8 @@ for t in "${targets[@]}"; do
     grep -E "ERROR: |SUMMARY: |runtime error|Test unit written" "$log" | head -20 || true
     failed+=("$t")
   else
-    echo "fuzz: $t ok: ${execs:-?} executions, ${cov:-cov: ?}"
+    calls=$(sed -n 's/^fuzz_ops: \([0-9]*\) calls$/, \1 calls/p' "$log" | tail -1)
+    echo "fuzz: $t ok: ${execs:-?} executions${calls}, ${cov:-cov: ?}"
   fi
 done
 
