@@ -518,6 +518,29 @@ static void test_empty_huge_dims_elementwise(void **state) {
     ct_scope_end();
 }
 
+/* The same shapes through the dim-wise CPU loops (index_select, index_add, sort): the
+ * elements after dim 0 of a (0, 3, 2^62) tensor overflowed int64 (a fuzz_ops input
+ * with seed 2: signed overflow in index_select), and sort would have looped over them
+ * for an empty row. */
+static void test_empty_huge_dims_dimwise(void **state) {
+    (void)state;
+    ct_scope_begin();
+    const int64_t huge = INT64_C(1) << 62;
+    ct_tensor *t = ct_empty(CT_SHAPE(0, 3, huge), CT_F32, CT_CPU);
+    CT_ASSERT_OK(t);
+    ct_tensor *none = ct_empty(CT_SHAPE(0), CT_I64, CT_CPU);
+    ct_tensor *r = ct_index_select(t, 0, none);
+    CT_ASSERT_OK(r);
+    assert_true(ct_tensor_size(r, 2) == huge && ct_tensor_numel(r) == 0);
+    CT_ASSERT_ERR(ct_index_select(t, 0, ct_zeros(CT_SHAPE(1), CT_I64, CT_CPU)) != NULL, CT_ERROR_VALUE, "overflows");
+    ct_tensor *idx = NULL;
+    ct_tensor *s = ct_sort(t, 0, false, &idx);
+    CT_ASSERT_OK(s);
+    assert_true(ct_tensor_numel(s) == 0 && ct_tensor_numel(idx) == 0 && ct_tensor_size(s, 2) == huge);
+    CT_ASSERT_OK(ct_index_add(ct_empty(CT_SHAPE(0, 3, huge), CT_F32, CT_CPU), 0, none, t, ct_scalar_int(1)));
+    ct_scope_end();
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_empty_view_huge_offset),
@@ -540,6 +563,7 @@ int main(void) {
         cmocka_unit_test(test_isinf_bool_bytes),
         cmocka_unit_test(test_addcmul_value_on_integers),
         cmocka_unit_test(test_empty_huge_dims_elementwise),
+        cmocka_unit_test(test_empty_huge_dims_dimwise),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

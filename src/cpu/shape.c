@@ -19,11 +19,18 @@
 
 static ct_status set_out(ct_call *call, int i, ct_tensor *t) { return t ? ct_call_set_output(call, i, t) : ct_last_status(); }
 
-static int64_t prod(const int64_t *s, int a, int b) {
-    int64_t p = 1;
-    for (int i = a; i < b; i++)
-        p *= s[i];
-    return p;
+/* The elements before and after dim d of t, as loops over (outer, t->shape[d], inner)
+ * see them; both 0 for an empty t. An empty tensor may have dims whose product is past
+ * int64 (an expand of a (0, 1, 1) to (0, 2^62, 3) allocates nothing), and a loop over
+ * such an outer count with an empty inner one would not end. */
+static void outer_inner(const ct_tensor *t, int d, int64_t *outer, int64_t *inner) {
+    *outer = *inner = t->numel > 0 ? 1 : 0;
+    if (t->numel == 0)
+        return;
+    for (int i = 0; i < d && i < t->ndim; i++)
+        *outer *= t->shape[i];
+    for (int i = d + 1; i < t->ndim; i++)
+        *inner *= t->shape[i];
 }
 
 /* Reads index element k of a contiguous int32/int64 tensor, which must lie in
@@ -112,8 +119,8 @@ static ct_status cpu_index_select(ct_tensor *out, const ct_tensor *t, const ct_t
         return ct_last_status();
     }
     size_t esz = ct_dtype_size(t->dtype);
-    int64_t size = t->ndim ? t->shape[d] : 1, outer = t->ndim ? prod(t->shape, 0, d) : 1;
-    int64_t inner = t->ndim ? prod(t->shape, d + 1, t->ndim) : 1;
+    int64_t size = t->ndim ? t->shape[d] : 1, outer, inner;
+    outer_inner(t, d, &outer, &inner);
     const char *src = ct_tensor_ptr(c);
     char *dst = ct_tensor_ptr(out);
     for (int64_t i = 0; i < nidx && st == CT_OK; i++) {
@@ -202,8 +209,8 @@ static ct_status cpu_index_add(ct_tensor *out, const ct_tensor *src, const ct_te
     const ct_tensor *t = out;
     ct_status st = CT_OK;
     size_t esz = ct_dtype_size(t->dtype);
-    int64_t size = t->ndim ? t->shape[d] : 1, outer = t->ndim ? prod(t->shape, 0, d) : 1;
-    int64_t inner = t->ndim ? prod(t->shape, d + 1, t->ndim) : 1, nidx = index->numel;
+    int64_t size = t->ndim ? t->shape[d] : 1, outer, inner, nidx = index->numel;
+    outer_inner(t, d, &outer, &inner);
     ct_scope_begin();
     const ct_tensor *ic = ct_contiguous_impl(index), *sc = ct_contiguous_impl(src);
     ct_tensor *oc = ct_tensor_is_contiguous(out) ? out : ct_clone_impl(out);
@@ -322,8 +329,8 @@ int ct_sort_key_cmp_float_desc(const void *a, const void *b) {
 
 static ct_status cpu_sort(ct_tensor *vals, ct_tensor *idx, const ct_tensor *t, int d, int64_t k, bool descending) {
     const char *op = "sort";
-    int64_t size = t->ndim ? t->shape[d] : 1, outer = t->ndim ? prod(t->shape, 0, d) : 1;
-    int64_t inner = t->ndim ? prod(t->shape, d + 1, t->ndim) : 1;
+    int64_t size = t->ndim ? t->shape[d] : 1, outer, inner;
+    outer_inner(t, d, &outer, &inner);
     ct_scope_begin();
     const ct_tensor *c = ct_contiguous_impl(t);
     ct_sort_key *row = malloc(sizeof *row * (size_t)(size > 0 ? size : 1));
