@@ -538,6 +538,14 @@ static void test_empty_huge_dims_dimwise(void **state) {
     CT_ASSERT_OK(s);
     assert_true(ct_tensor_numel(s) == 0 && ct_tensor_numel(idx) == 0 && ct_tensor_size(s, 2) == huge);
     CT_ASSERT_OK(ct_index_add(ct_empty(CT_SHAPE(0, 3, huge), CT_F32, CT_CPU), 0, none, t, ct_scalar_int(1)));
+    CT_ASSERT_OK(ct_index_fill(t, 0, none, ct_scalar_int(1)));
+    /* einsum's sum over j and k, and nll_loss's positions after the class dim */
+    ct_tensor *e = ct_einsum("ijk->i", (const ct_tensor *[]){t}, 1);
+    CT_ASSERT_OK(e);
+    assert_true(ct_tensor_dim(e) == 1 && ct_tensor_size(e, 0) == 0);
+    ct_tensor *l = ct_nll_loss(ct_empty(CT_SHAPE(0, 2, 3, huge), CT_F32, CT_CPU),
+                               ct_empty(CT_SHAPE(0, 3, huge), CT_I64, CT_CPU), NULL, CT_REDUCTION_SUM, -100);
+    CT_ASSERT_OK(l);
     ct_scope_end();
 }
 

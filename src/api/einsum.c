@@ -38,6 +38,14 @@ static char letter_char(int id) { return (char)(id < 26 ? 'A' + id : 'a' + (id -
 /* Sums x over the dims flagged in which, keeping them as size-1 dims. */
 static ct_tensor *sum_keep(const ct_tensor *x, const bool *which) {
     int nd = x->ndim;
+    if (x->numel == 0) { /* the dims' products below may be past int64 */
+        int64_t dims[CT_MAX_DIMS];
+        int n = 0;
+        for (int i = 0; i < nd; i++)
+            if (which[i])
+                dims[n++] = i;
+        return n ? ct_sum(x, dims, n, true, CT_DTYPE_UNDEFINED) : ct_alias(x);
+    }
     int64_t perm[CT_MAX_DIMS], full[CT_MAX_DIMS];
     int np = 0;
     int64_t m = 1, k = 1;

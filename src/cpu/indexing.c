@@ -149,6 +149,10 @@ static ct_status cpu_scatter(ct_tensor *w, const ct_tensor *index, const ct_tens
  * dim x inner] in shape.c). */
 static void outer_inner(const ct_tensor *t, int d, int64_t *outer, int64_t *size, int64_t *inner) {
     *outer = 1, *inner = 1, *size = t->ndim ? t->shape[d] : 1;
+    if (t->numel == 0) { /* the other dims' product may be past int64 (shape.c's outer_inner) */
+        *outer = *inner = 0;
+        return;
+    }
     for (int i = 0; i < t->ndim; i++) {
         if (i < d)
             *outer *= t->shape[i];

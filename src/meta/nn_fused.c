@@ -390,8 +390,10 @@ ct_status ct_nll_check(const ct_tensor *x, const ct_tensor *t, const ct_tensor *
             return ct_error(CT_ERROR_VALUE, op, "Expected target size %s, got %s",
                             ct_shape_str(want, x->ndim - 1, a, sizeof a), ct_shape_str(t->shape, t->ndim, b, sizeof b));
         }
-        for (int d = 2; d < x->ndim; d++)
+        for (int d = 2; d < x->ndim && x->numel > 0; d++) /* empty: a product past int64 is possible */
             g->inner *= x->shape[d];
+        if (x->numel == 0)
+            g->inner = 0;
     }
     if (w) {
         if (w->ndim != 1 || w->shape[0] != g->c) {
