@@ -15,41 +15,8 @@ static ct_tensor *leaf(const int64_t *shape, int nd) {
     return t;
 }
 
-static bool same_bits(const ct_tensor *a, const ct_tensor *b) {
-    if (ct_tensor_dtype(a) != ct_tensor_dtype(b) || ct_tensor_dim(a) != ct_tensor_dim(b) ||
-        memcmp(ct_tensor_shape(a), ct_tensor_shape(b), sizeof(int64_t) * (size_t)ct_tensor_dim(a)))
-        return false;
-    for (int64_t i = 0; i < ct_tensor_numel(a); i++) {
-        double x = ct_test_at(a, i), y = ct_test_at(b, i);
-        if (!(x == y || (x != x && y != y)))
-            return false;
-    }
-    return true;
-}
-
-/* The sample through ct_compile (issue 25): eager, captured and replayed, each result
- * bit for bit the eager call's. */
-static void compiled(ct_grad_fn_t fn, void *ud, ct_tensor **in, int n, const char *what) {
-    ct_scope_begin();
-    ct_tensor *eager = fn(in, n, ud);
-    if (!eager)
-        fail_msg("%s: %s", what, ct_last_error());
-    ct_compiled *c = ct_compile(fn, ud, 0);
-    assert_non_null(c);
-    for (int k = 0; k < 3; k++) {
-        ct_tensor *r = ct_compiled_call(c, in, n);
-        if (!r)
-            fail_msg("%s through ct_compile (call %d): %s", what, k + 1, ct_last_error());
-        if (!same_bits(r, eager))
-            fail_msg("%s through ct_compile (call %d): the result differs from the eager call", what, k + 1);
-    }
-    assert_int_equal(ct_compiled_stat(c, CT_COMPILE_STAT_REPLAYS), 1);
-    ct_compiled_free(c);
-    ct_scope_end();
-}
-
 static void gradgrad(ct_grad_fn_t fn, void *ud, ct_tensor **in, int n, const char *what) {
-    compiled(fn, ud, in, n, what);
+    ct_test_through_compile(fn, ud, in, n, what);
     ct_clear_error();
     if (ct_gradgradcheck(fn, ud, in, n, 1e-6, 1e-5, 1e-3) != CT_OK)
         fail_msg("%s: gradgradcheck: %s", what, ct_last_error());

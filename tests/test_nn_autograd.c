@@ -118,6 +118,7 @@ static void run_cases(const nn_case *cases, size_t n) {
             const int64_t *s = cases[i].shapes[k];
             in[k] = ct_tensor_set_requires_grad(ct_randn(s + 1, (int)s[0], CT_F64, CT_CPU), true);
         }
+        ct_test_through_compile(cases[i].fn, NULL, in, cases[i].n, cases[i].name);
         if (ct_gradcheck(cases[i].fn, NULL, in, cases[i].n, 1e-6, 1e-7, 1e-5) != CT_OK)
             fail_msg("%s: gradcheck failed: %s", cases[i].name, ct_last_error());
         ct_scope_end();

@@ -62,3 +62,48 @@ void ct_test_assert_shape(const ct_tensor *t, const int64_t *shape, int ndim, co
         _fail(file, line);
     }
 }
+
+bool ct_test_same_bits(const ct_tensor *a, const ct_tensor *b) {
+    if (!a || !b || ct_tensor_dtype(a) != ct_tensor_dtype(b) || ct_tensor_dim(a) != ct_tensor_dim(b) ||
+        memcmp(ct_tensor_shape(a), ct_tensor_shape(b), sizeof(int64_t) * (size_t)ct_tensor_dim(a)))
+        return false;
+    for (int64_t i = 0; i < ct_tensor_numel(a); i++) {
+        double x = ct_test_at(a, i), y = ct_test_at(b, i);
+        if (!(x == y || (x != x && y != y)))
+            return false;
+    }
+    return true;
+}
+
+void ct_test_through_compile_tol(ct_tensor *(*fn)(ct_tensor *const *, int, void *), void *ud, ct_tensor *const *in,
+                                 int n, const char *what, double tol) {
+    ct_scope_begin();
+    ct_tensor *eager = fn(in, n, ud);
+    if (!eager)
+        fail_msg("%s: %s", what, ct_last_error());
+    ct_compiled *c = ct_compile(fn, ud, 0);
+    if (!c)
+        fail_msg("%s: ct_compile: %s", what, ct_last_error());
+    ct_tensor *captured = NULL;
+    for (int k = 0; k < 3; k++) {
+        ct_tensor *r = ct_compiled_call(c, in, n);
+        if (!r)
+            fail_msg("%s through ct_compile (call %d): %s", what, k + 1, ct_last_error());
+        if (k == 1)
+            captured = r;
+        bool same = ct_test_same_bits(r, k == 2 && tol > 0 ? captured : eager);
+        if (!same && k == 1 && tol > 0)
+            same = ct_test_same_bits(ct_isclose(r, eager, tol, tol, true), ct_ones_like(eager, CT_BOOL));
+        if (!same)
+            fail_msg("%s through ct_compile (call %d): the result differs from the %s", what, k + 1,
+                     k == 2 && tol > 0 ? "captured call's" : "eager call");
+    }
+    assert_int_equal(ct_compiled_stat(c, CT_COMPILE_STAT_REPLAYS), 1);
+    ct_compiled_free(c);
+    ct_scope_end();
+}
+
+void ct_test_through_compile(ct_tensor *(*fn)(ct_tensor *const *, int, void *), void *ud, ct_tensor *const *in,
+                             int n, const char *what) {
+    ct_test_through_compile_tol(fn, ud, in, n, what, 0);
+}

@@ -25,5 +25,19 @@ double ct_test_at(const ct_tensor *t, int64_t flat);
 /* Asserts the tensor's shape equals shape[0..ndim). */
 void ct_test_assert_shape(const ct_tensor *t, const int64_t *shape, int ndim, const char *file, int line);
 #define CT_ASSERT_SHAPE(t, ...) ct_test_assert_shape((t), CT_SHAPE(__VA_ARGS__), __FILE__, __LINE__)
+/* Same dtype, shape and values bit for bit (NaN equal to NaN). */
+bool ct_test_same_bits(const ct_tensor *a, const ct_tensor *b);
+/* A sample through ct_compile (docs/compile.md, "Every op's samples"): fn(in) called
+ * eagerly, then through ct_compile three times (run, capture, replay); every result
+ * must equal the eager one bit for bit and the last call must be a replay. Fails the
+ * test naming what. */
+void ct_test_through_compile(ct_tensor *(*fn)(ct_tensor *const *, int, void *), void *ud, ct_tensor *const *in,
+                             int n, const char *what);
+/* The same where the captured program may round differently from the eager call (a
+ * layer that runs fused kernels eagerly and ops under capture): the capture's result
+ * within tol (absolute and relative) of the eager one, the replay's bit for bit the
+ * capture's. */
+void ct_test_through_compile_tol(ct_tensor *(*fn)(ct_tensor *const *, int, void *), void *ud, ct_tensor *const *in,
+                                 int n, const char *what, double tol);
 
 #endif

@@ -14,6 +14,7 @@
 #include "dispatch/dispatch_internal.h"
 #include "observe/trace_log.h"
 #include "util/json.h"
+#include "random.h"
 #include "tensor_impl.h"
 
 /* Note [Capture protocol]
@@ -512,6 +513,23 @@ static ct_status host_read_hook(const char *op) {
     return refuse(tls_capture, op, "it reads a tensor's value on the host");
 }
 
+/* Note [Seeding under capture] in src/core/random.h: the seeding becomes a host call,
+ * run now with the capture off and again on every replay. */
+static ct_status seed_host(void *ctx, ct_tensor **result) {
+    (void)result;
+    uint64_t seed;
+    memcpy(&seed, ctx, sizeof seed);
+    ct_manual_seed(seed);
+    return CT_OK;
+}
+
+static bool seed_hook(uint64_t seed) {
+    if (!capturing_here())
+        return false;
+    /* a failed host call has failed the capture; the seed is then set directly */
+    return ct_compile_host_call("manual_seed", seed_host, &seed, sizeof seed, NULL) == CT_OK;
+}
+
 bool ct_compile_is_capturing(void) { return capturing_here(); }
 
 ct_status ct_compile_refuse(const char *op, const char *why) {
@@ -523,6 +541,7 @@ ct_status ct_compile_refuse(const char *op, const char *why) {
 void ct_compile_register(void) {
     ct_dispatch_register_fallback(CT_KEY_TRACE, trace_kernel);
     ct_core_set_host_read_hook(host_read_hook);
+    ct_core_set_seed_hook(seed_hook);
 }
 
 /* ------------------------------------------------------------ guards */

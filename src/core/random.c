@@ -71,7 +71,17 @@ void ct_generator_set_state(ct_generator *g, uint64_t seed, uint64_t offset) {
     gen_unlock(g);
 }
 
-void ct_manual_seed(uint64_t seed) { ct_generator_set_state(&default_generator, seed, 0); }
+/* Note [Seeding under capture] (random.h) */
+static _Atomic(ct_seed_hook_fn) seed_hook;
+
+void ct_core_set_seed_hook(ct_seed_hook_fn fn) { atomic_store(&seed_hook, fn); }
+
+void ct_manual_seed(uint64_t seed) {
+    ct_seed_hook_fn fn = atomic_load_explicit(&seed_hook, memory_order_acquire);
+    if (fn && fn(seed))
+        return;
+    ct_generator_set_state(&default_generator, seed, 0);
+}
 
 uint64_t ct_initial_seed(void) {
     uint64_t seed, offset;

@@ -77,4 +77,14 @@ void ct_generator_set_state(ct_generator *g, uint64_t seed, uint64_t offset);
 
 CT_BACKEND_END
 
+/* Note [Seeding under capture]
+ * ct_manual_seed inside a function that ct_compile captures must happen again on every
+ * replay, or the replay's random ops would draw from wherever the generator stands
+ * (torch.compile leaves torch.manual_seed to run eagerly on each call). The compiler
+ * (src/compile) installs one hook that ct_manual_seed asks first; while its thread
+ * captures, the hook records the seeding as a host call (which also seeds now) and
+ * returns true. Without a hook, or outside a capture, the seed is set directly. */
+typedef bool (*ct_seed_hook_fn)(uint64_t seed);
+void ct_core_set_seed_hook(ct_seed_hook_fn fn);
+
 #endif /* CT_RANDOM_H */

@@ -143,8 +143,10 @@ ct_tensor *ct_binary_cross_entropy(const ct_tensor *input, const ct_tensor *targ
     if (pointwise_args(op, input, target, reduction))
         return NULL;
     ct_scope_begin();
-    /* PyTorch checks the range on the data (META has none) */
-    if (ct_tensor_numel(input) > 0 && ct_tensor_device(input).type != CT_DEVICE_META) {
+    /* PyTorch checks the range on the data (META has none). A ct_compile capture
+     * records the loss's ops but not this look at the values, so compiled calls run
+     * unchecked, as torch.compile's decomposition of the loss does. */
+    if (ct_tensor_numel(input) > 0 && ct_tensor_device(input).type != CT_DEVICE_META && !ct_compile_is_capturing()) {
         double lo = 0, hi = 0;
         if (ct_item_double(ct_amin(input, NULL, 0, false), &lo) || ct_item_double(ct_amax(input, NULL, 0, false), &hi)) {
             ct_scope_end();

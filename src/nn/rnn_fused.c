@@ -156,10 +156,16 @@ static const char *rf_name(int kind) {
     return kind == CT_RNN_LSTM ? "lstm" : kind == CT_RNN_GRU ? "gru" : kind == CT_RNN_RELU ? "rnn_relu" : "rnn_tanh";
 }
 
+/* Under ct_compile's capture the layer is ops (Note [Recurrent layers from ops]): the
+ * fused passes write through data pointers, which a capture does not record, and as
+ * ops the recurrence's pointwise work is the compiler's to fuse. The compiled
+ * function's results then differ from eager's in rounding (the gates' sums and
+ * activations are computed in another order), as torch.compile's do from eager's
+ * oneDNN LSTM. */
 bool ct_rnn_fused_applies(const ct_tensor *input, bool proj) {
     ct_dtype dt = ct_tensor_dtype(input);
     return !proj && ct_tensor_device(input).type == CT_DEVICE_CPU && (dt == CT_F32 || dt == CT_F64) &&
-           !ct_autocast_is_enabled(CT_DEVICE_CPU);
+           !ct_autocast_is_enabled(CT_DEVICE_CPU) && !ct_compile_is_capturing();
 }
 
 /* The node's inputs, and what forward saves. */

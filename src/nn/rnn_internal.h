@@ -8,7 +8,7 @@
 enum { CT_RNN_TANH = 0, CT_RNN_RELU, CT_RNN_LSTM, CT_RNN_GRU };
 
 /* Whether the fused recurrence runs a call on input: CPU, float32 or float64, no LSTM
- * projections, autocast off. */
+ * projections, autocast off, no ct_compile capture. */
 bool ct_rnn_fused_applies(const ct_tensor *input, bool proj);
 /* One layer and direction as one node (Note [Fused recurrence]): x (T * B, I) the
  * layer's input rows, time-major (tdim 0) or batch-major (tdim 1); W_ih (G, I); b (G)
