@@ -280,17 +280,6 @@ static ct_tensor *compiled_fn(ct_tensor *const *in, int n, void *ud) {
     return call_fn(ud, (const ct_tensor *const *)in);
 }
 
-static bool same_bits(const ct_tensor *a, const ct_tensor *b) {
-    if (ct_tensor_dtype(a) != ct_tensor_dtype(b) || ct_tensor_numel(a) != ct_tensor_numel(b))
-        return false;
-    for (int64_t i = 0; i < ct_tensor_numel(a); i++) {
-        double x = ct_test_at(a, i), y = ct_test_at(b, i);
-        if (!(x == y || (x != x && y != y)))
-            return false;
-    }
-    return true;
-}
-
 /* The op through ct_compile: eager, captured, then replayed twice (the second time on
  * new input tensors of the same guard key): each result equals the eager one. */
 static void check_compiled(const ct_opinfo *info, const ct_tensor *got, const ct_tensor *const *in, int nin) {
@@ -316,7 +305,7 @@ static void check_compiled(const ct_opinfo *info, const ct_tensor *got, const ct
         ct_tensor *r = ct_compiled_call(c, k == 3 ? copies : ins, nin);
         if (!r)
             fail_msg("%s through ct_compile (call %d) failed: %s", info->name, k + 1, ct_last_error());
-        if (!same_bits(r, got))
+        if (!ct_test_same_bits(r, got))
             fail_msg("%s through ct_compile (call %d): result differs from the eager call", info->name, k + 1);
         ct_scope_end();
     }
@@ -761,7 +750,7 @@ static void red_check_compiled(const ct_opinfo_red *info, const ct_tensor *got, 
         ct_tensor *r = ct_compiled_call(c, &a, 1);
         if (!r)
             fail_msg("%s through ct_compile (call %d) failed: %s", info->name, k + 1, ct_last_error());
-        if (!same_bits(r, got))
+        if (!ct_test_same_bits(r, got))
             fail_msg("%s through ct_compile (call %d): result differs from the eager call", info->name, k + 1);
         ct_scope_end();
     }

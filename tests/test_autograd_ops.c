@@ -341,20 +341,6 @@ static const refusal *refused_op(const char *sample_name) {
     return NULL;
 }
 
-static bool same_bits(const ct_tensor *a, const ct_tensor *b) {
-    if (ct_tensor_dtype(a) != ct_tensor_dtype(b) || ct_tensor_dim(a) != ct_tensor_dim(b))
-        return false;
-    for (int d = 0; d < ct_tensor_dim(a); d++)
-        if (ct_tensor_shape(a)[d] != ct_tensor_shape(b)[d])
-            return false;
-    for (int64_t i = 0; i < ct_tensor_numel(a); i++) {
-        double x = ct_test_at(a, i), y = ct_test_at(b, i);
-        if (!(x == y || (x != x && y != y)))
-            return false;
-    }
-    return true;
-}
-
 /* One sample through ct_compile: eager, captured, replayed, then replayed on new leaves
  * of the same layout; every result equals the eager call's bit for bit, and the last
  * replay's result has autograd history whose gradients equal eager's. A sample in
@@ -388,7 +374,7 @@ static bool check_compiled(const char *name, ct_grad_fn_t fn, void *ud, ct_tenso
         }
         if (!r)
             fail_msg("%s through ct_compile (call %d) failed: %s", name, k + 1, ct_last_error());
-        if (!same_bits(r, got))
+        if (!ct_test_same_bits(r, got))
             fail_msg("%s through ct_compile (call %d): result differs from the eager call", name, k + 1);
         if (k == 3) { /* the replay's autograd history gives eager's gradients */
             ct_tensor *ge[3] = {NULL, NULL, NULL}, *gr[3] = {NULL, NULL, NULL};
@@ -398,7 +384,7 @@ static bool check_compiled(const char *name, ct_grad_fn_t fn, void *ud, ct_tenso
                 ct_autograd_grad(orr, 1, (const ct_tensor *const *)args, n, NULL, false, false, true, gr) != CT_OK)
                 fail_msg("%s through ct_compile: backward failed: %s", name, ct_last_error());
             for (int i = 0; i < n; i++)
-                if ((ge[i] == NULL) != (gr[i] == NULL) || (ge[i] && !same_bits(ge[i], gr[i])))
+                if ((ge[i] == NULL) != (gr[i] == NULL) || (ge[i] && !ct_test_same_bits(ge[i], gr[i])))
                     fail_msg("%s through ct_compile: the gradient of input %d differs from eager's", name, i);
         }
     }

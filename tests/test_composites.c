@@ -211,18 +211,6 @@ static const refusal *refused_case(const char *name, ct_tensor *const *in, int n
     return NULL;
 }
 
-static bool same_bits(const ct_tensor *a, const ct_tensor *b) {
-    if (ct_tensor_dtype(a) != ct_tensor_dtype(b) || ct_tensor_dim(a) != ct_tensor_dim(b) ||
-        memcmp(ct_tensor_shape(a), ct_tensor_shape(b), sizeof(int64_t) * (size_t)ct_tensor_dim(a)))
-        return false;
-    for (int64_t i = 0; i < ct_tensor_numel(a); i++) {
-        double x = ct_test_at(a, i), y = ct_test_at(b, i);
-        if (!(x == y || (x != x && y != y)))
-            return false;
-    }
-    return true;
-}
-
 /* The case eager, captured and replayed: each result equals the eager one bit for bit
  * (1), or the case is in compile_refused and its capture fails naming the op (0). A
  * mismatch is printed and counted in *bad (-1). */
@@ -242,7 +230,7 @@ static int check_compiled(const char *name, ct_tensor *const *in, int n, const c
             ct_clear_error();
             break;
         }
-        if (!r || !same_bits(r, eager)) {
+        if (!r || !ct_test_same_bits(r, eager)) {
             printf("MISMATCH %s through ct_compile (call %d): %s\n", name, k + 1,
                    r ? "the result differs from the eager call" : ct_last_error());
             (*bad)++;

@@ -81,6 +81,16 @@ static void check_product(const ct_tensor *c, const ct_tensor *a, const ct_tenso
             }
 }
 
+static ct_tensor *mm_fn(ct_tensor *const *in, int n, void *ud) {
+    (void)n, (void)ud;
+    return ct_mm(in[0], in[1]);
+}
+
+static ct_tensor *matmul_fn(ct_tensor *const *in, int n, void *ud) {
+    (void)n, (void)ud;
+    return ct_matmul(in[0], in[1]);
+}
+
 static void test_mm_dtypes_and_layouts(void **state) {
     (void)state;
     const ct_dtype dts[] = {CT_F32, CT_F64, CT_F16, CT_BF16, CT_I32, CT_I64, CT_U8, CT_I16};
@@ -103,6 +113,10 @@ static void test_mm_dtypes_and_layouts(void **state) {
             ct_tensor *wide = randt(CT_SHAPE(n, 2 * k), dts[d]);
             ct_tensor *as = ct_slice(wide, 1, 0, INT64_MAX, 2);
             check_product(ct_mm(as, b), as, b, 1, 0, NULL);
+            /* docs/compile.md, "Every op's samples": each layout through ct_compile */
+            ct_test_through_compile(mm_fn, NULL, (ct_tensor *[]){a, b}, 2, "mm");
+            ct_test_through_compile(mm_fn, NULL, (ct_tensor *[]){at, bt}, 2, "mm (transposed)");
+            ct_test_through_compile(mm_fn, NULL, (ct_tensor *[]){as, b}, 2, "mm (strided)");
             ct_scope_end();
         }
 }
@@ -224,6 +238,7 @@ static void test_matmul_shapes(void **state) {
         ct_tensor *r = ct_matmul(a, b);
         CT_ASSERT_OK(r);
         ct_test_assert_shape(r, cases[c].r, cases[c].nr, __FILE__, __LINE__);
+        ct_test_through_compile(matmul_fn, NULL, (ct_tensor *[]){a, b}, 2, "matmul");
         /* each output element against an explicit sum over the broadcast operands */
         int64_t n = ct_tensor_numel(r);
         int nr = cases[c].nr;

@@ -107,3 +107,19 @@ void ct_test_through_compile(ct_tensor *(*fn)(ct_tensor *const *, int, void *), 
                              int n, const char *what) {
     ct_test_through_compile_tol(fn, ud, in, n, what, 0);
 }
+
+void ct_test_compile_refused(ct_tensor *(*fn)(ct_tensor *const *, int, void *), void *ud, ct_tensor *const *in,
+                             int n, const char *what, const char *op) {
+    ct_scope_begin();
+    ct_compiled *c = ct_compile(fn, ud, 0);
+    if (!c)
+        fail_msg("%s: ct_compile: %s", what, ct_last_error());
+    if (!ct_compiled_call(c, in, n))
+        fail_msg("%s through ct_compile (call 1): %s", what, ct_last_error());
+    if (ct_compiled_call(c, in, n) || !strstr(ct_last_error(), op) || !strstr(ct_last_error(), "cannot be captured"))
+        fail_msg("%s through ct_compile: expected its capture refused naming %s, got %s", what, op,
+                 ct_last_error()[0] ? ct_last_error() : "a result");
+    ct_clear_error();
+    ct_compiled_free(c);
+    ct_scope_end();
+}

@@ -37,6 +37,10 @@ void ct_test_through_compile(ct_tensor *(*fn)(ct_tensor *const *, int, void *), 
  * layer that runs fused kernels eagerly and ops under capture): the capture's result
  * within tol (absolute and relative) of the eager one, the replay's bit for bit the
  * capture's. */
+/* A sample ct_compile refuses by design (Note [What cannot be captured]): the first
+ * call runs, the capture (second call) fails with an error that names op. */
+void ct_test_compile_refused(ct_tensor *(*fn)(ct_tensor *const *, int, void *), void *ud, ct_tensor *const *in,
+                             int n, const char *what, const char *op);
 void ct_test_through_compile_tol(ct_tensor *(*fn)(ct_tensor *const *, int, void *), void *ud, ct_tensor *const *in,
                                  int n, const char *what, double tol);
 

@@ -665,7 +665,9 @@ ct_tensor *ct_max_unpool2d(const ct_tensor *input, const ct_tensor *indices, con
     ct_tensor *y = NULL;
     int64_t n = nd == 4 ? sh[0] : 1, c = sh[nd - 3], plane = o[0] * o[1];
     bool ok = true;
-    if (ct_tensor_numel(indices) > 0) {
+    /* PyTorch's message for a bad index, read on the host; a ct_compile capture records
+     * the scatter alone, whose kernel refuses an index out of the plane just the same */
+    if (ct_tensor_numel(indices) > 0 && !ct_compile_is_capturing()) {
         int64_t lo = 0, hi = 0;
         ok = ct_item_int64(ct_amin(indices, NULL, 0, false), &lo) == CT_OK &&
              ct_item_int64(ct_amax(indices, NULL, 0, false), &hi) == CT_OK;

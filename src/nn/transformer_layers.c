@@ -156,10 +156,13 @@ ct_tensor *ct_nn_transformer_generate_square_subsequent_mask(int64_t sz, ct_dtyp
     return m;
 }
 
-/* _detect_is_causal_mask: the hint, or whether mask is the (sz, sz) causal mask. */
+/* _detect_is_causal_mask: the hint, or whether mask is the (sz, sz) causal mask. The
+ * comparison reads the mask's values on the host; under a ct_compile capture, whose
+ * program must hold for any mask of the same shape, the hint alone decides (the layers
+ * then apply the mask as given: the same result up to rounding). */
 static bool detect_causal(const ct_tensor *mask, bool is_causal, int64_t sz) {
-    if (is_causal || !mask || ct_tensor_dim(mask) != 2 || ct_tensor_size(mask, 0) != sz ||
-        ct_tensor_size(mask, 1) != sz || !ct_dtype_is_floating(ct_tensor_dtype(mask)))
+    if (is_causal || !mask || ct_compile_is_capturing() || ct_tensor_dim(mask) != 2 ||
+        ct_tensor_size(mask, 0) != sz || ct_tensor_size(mask, 1) != sz || !ct_dtype_is_floating(ct_tensor_dtype(mask)))
         return is_causal;
     bool eq = false;
     ct_scope_begin();
