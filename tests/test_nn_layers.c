@@ -309,6 +309,17 @@ static ct_tensor *func(const char *n, const ct_tensor *x) {
 static ct_tensor *module_fn(ct_tensor *const *in, int n, void *ud);
 static ct_tensor *func_fn(ct_tensor *const *in, int n, void *ud);
 
+/* Where the golden cases run: the CPU, or the GPU for test_cuda (modules, inputs and
+ * output gradients moved there; expect() reads results back on the host). */
+static ct_device run_dev = {CT_DEVICE_CPU, 0};
+static ct_tensor *on_dev(ct_tensor *t) { return t ? ct_to_device(t, run_dev) : NULL; }
+static ct_module *make_on_dev(const char *n, ct_dtype dt) {
+    ct_module *m = make(n, dt);
+    if (m && run_dev.type != CT_DEVICE_CPU && ct_module_to(m, run_dev, CT_DTYPE_UNDEFINED) != CT_OK)
+        fail_msg("%s: moving the module to the GPU: %s", n, ct_last_error());
+    return m;
+}
+
 static void load_state(ct_module *m, const gcase *c, ct_dtype dt) {
     bool was = ct_set_grad_enabled(false);
     for (int i = 0; i < c->n; i++) {
@@ -326,15 +337,15 @@ static void load_state(ct_module *m, const gcase *c, ct_dtype dt) {
 
 static void run_func_case(const gcase *c, ct_dtype dt, double tol) {
     ct_scope_begin();
-    ct_tensor *x = ct_tensor_set_requires_grad(ct_to_dtype(T(c, "x"), dt), true);
+    ct_tensor *x = ct_tensor_set_requires_grad(on_dev(ct_to_dtype(T(c, "x"), dt)), true);
     ct_tensor *y = func(c->name, x);
     if (!y)
         fail_msg("%s: %s", c->name, ct_last_error());
     expect(c, "y", y, tol);
-    if (ct_backward(y, ct_to_dtype(T(c, "gy"), dt), false, false) != CT_OK)
+    if (ct_backward(y, on_dev(ct_to_dtype(T(c, "gy"), dt)), false, false) != CT_OK)
         fail_msg("%s: backward: %s", c->name, ct_last_error());
     expect(c, "gx", ct_tensor_grad(x), tol);
-    if (dt == CT_F64) /* docs/compile.md, "Every op's samples" */
+    if (dt == CT_F64 && run_dev.type == CT_DEVICE_CPU) /* docs/compile.md, "Every op's samples" */
         ct_test_through_compile(func_fn, (void *)c->name, &x, 1, c->name);
     ct_scope_end();
 }
@@ -343,22 +354,22 @@ static void run_func_case(const gcase *c, ct_dtype dt, double tol) {
  * has them, through the module's multi forward. */
 static void run_bag_case(const gcase *c, ct_dtype dt, double tol) {
     ct_scope_begin();
-    ct_module *m = make(c->name, dt);
+    ct_module *m = make_on_dev(c->name, dt);
     if (!m)
         fail_msg("%s: %s", c->name, ct_last_error());
     load_state(m, c, dt);
-    ct_tensor *psw = find(c, "psw") ? ct_tensor_set_requires_grad(ct_to_dtype(T(c, "psw"), dt), true) : NULL;
+    ct_tensor *psw = find(c, "psw") ? ct_tensor_set_requires_grad(on_dev(ct_to_dtype(T(c, "psw"), dt)), true) : NULL;
     ct_tensor *y = NULL;
     if (find(c, "off")) {
-        const ct_tensor *in[3] = {I(c, "x"), I(c, "off"), psw};
+        const ct_tensor *in[3] = {on_dev(I(c, "x")), on_dev(I(c, "off")), psw};
         int nout = 0;
         if (ct_module_forward_multi(m, in, psw ? 3 : 2, &y, 1, &nout) != CT_OK)
             fail_msg("%s: %s", c->name, ct_last_error());
     } else {
-        y = ct_nn_embedding_bag_forward(m, I(c, "x"), NULL, psw);
+        y = ct_nn_embedding_bag_forward(m, on_dev(I(c, "x")), NULL, psw);
     }
     expect(c, "y", y, tol);
-    if (ct_backward(y, ct_to_dtype(T(c, "gy"), dt), false, false) != CT_OK)
+    if (ct_backward(y, on_dev(ct_to_dtype(T(c, "gy"), dt)), false, false) != CT_OK)
         fail_msg("%s: backward: %s", c->name, ct_last_error());
     expect(c, "g.weight", ct_tensor_grad(ct_module_param(m, "weight")), tol);
     if (psw)
@@ -377,17 +388,17 @@ static void run_case(const gcase *c, ct_dtype dt, double tol) {
         return;
     }
     ct_scope_begin();
-    ct_module *m = make(c->name, dt);
+    ct_module *m = make_on_dev(c->name, dt);
     if (!m)
         fail_msg("%s: %s", c->name, ct_last_error());
     load_state(m, c, dt);
     if (strstr(c->name, "_eval"))
         ct_module_train(m, false);
-    ct_tensor *x = ct_tensor_set_requires_grad(ct_to_dtype(T(c, "x"), dt), true);
+    ct_tensor *x = ct_tensor_set_requires_grad(on_dev(ct_to_dtype(T(c, "x"), dt)), true);
     ct_tensor *y = ct_module_forward(m, x);
     expect(c, "y", y, tol);
     assert_int_equal(ct_tensor_dtype(y), dt);
-    if (ct_backward(y, ct_to_dtype(T(c, "gy"), dt), false, false) != CT_OK)
+    if (ct_backward(y, on_dev(ct_to_dtype(T(c, "gy"), dt)), false, false) != CT_OK)
         fail_msg("%s: backward: %s", c->name, ct_last_error());
     expect(c, "gx", ct_tensor_grad(x), tol);
     for (int i = 0; i < c->n; i++) {
@@ -399,9 +410,9 @@ static void run_case(const gcase *c, ct_dtype dt, double tol) {
     }
     /* docs/compile.md, "Every op's samples": BatchNorm with momentum=None reads
      * num_batches_tracked on the host for its factor, as PyTorch's float() of it does */
-    if (dt == CT_F64 && strstr(c->name, "_cumulative"))
+    if (dt == CT_F64 && run_dev.type == CT_DEVICE_CPU && strstr(c->name, "_cumulative"))
         ct_test_compile_refused(module_fn, m, &x, 1, c->name, "item");
-    else if (dt == CT_F64)
+    else if (dt == CT_F64 && run_dev.type == CT_DEVICE_CPU)
         ct_test_through_compile(module_fn, m, &x, 1, c->name);
     ct_module_free(m);
     ct_scope_end();
@@ -417,6 +428,21 @@ static void test_goldens_f32(void **state) {
     (void)state;
     for (int i = 0; i < ncases; i++)
         run_case(&cases[i], CT_F32, 1e-5);
+}
+
+/* Every golden case on the GPU, against the same PyTorch values and tolerances. */
+static void test_cuda(void **state) {
+    (void)state;
+    if (!ct_cuda_is_available()) {
+        skip();
+        return;
+    }
+    run_dev = CT_CUDA(0);
+    for (int i = 0; i < ncases; i++) {
+        run_case(&cases[i], CT_F64, 1e-6);
+        run_case(&cases[i], CT_F32, 1e-5);
+    }
+    run_dev = CT_CPU;
 }
 
 /* Every golden case and repr entry has its module (a case the table misses fails). */
@@ -1042,6 +1068,7 @@ int main(void) {
         cmocka_unit_test(test_gradcheck),   cmocka_unit_test(test_pad_backward),
         cmocka_unit_test(test_max_unpool2d), cmocka_unit_test(test_embedding_bag),
         cmocka_unit_test(test_init),        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_cuda),
     };
     return cmocka_run_group_tests(tests, load_golden, free_golden);
 }
