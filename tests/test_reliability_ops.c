@@ -549,6 +549,35 @@ static void test_empty_huge_dims_dimwise(void **state) {
     ct_scope_end();
 }
 
+/* addmm/baddbmm on integers: beta and alpha convert as PyTorch's checked conversion
+ * does (a float truncated; one the dtype cannot hold refused), where a float beta of
+ * 3.5e38 reached a cast to int64 (UB; fuzz_ops, seed 2). Values from PyTorch 2.15. */
+static void test_addmm_integer_scalars(void **state) {
+    (void)state;
+    ct_scope_begin();
+    ct_tensor *a = ct_ones(CT_SHAPE(2, 2), CT_I16, CT_CPU);
+    CT_ASSERT_ERR(ct_addmm(a, a, a, ct_scalar_float(3.5e38), ct_scalar_int(1)) != NULL, CT_ERROR_VALUE,
+                  "value cannot be converted to type int16_t without overflow");
+    CT_ASSERT_ERR(ct_addmm(a, a, a, ct_scalar_int(70000), ct_scalar_int(1)) != NULL, CT_ERROR_VALUE,
+                  "int16_t without overflow");
+    CT_ASSERT_ERR(ct_baddbmm(ct_unsqueeze(a, 0), ct_unsqueeze(a, 0), ct_unsqueeze(a, 0), ct_scalar_int(1),
+                             ct_scalar_float(NAN)) != NULL,
+                  CT_ERROR_VALUE, "without overflow");
+    ct_tensor *l = ct_ones(CT_SHAPE(2, 2), CT_I64, CT_CPU);
+    CT_ASSERT_ERR(ct_addmm(l, l, l, ct_scalar_float(9223372036854775808.0), ct_scalar_int(1)) != NULL,
+                  CT_ERROR_VALUE, "int64_t without overflow");
+    double v;
+    ct_tensor *r = ct_addmm(a, a, a, ct_scalar_float(0.5), ct_scalar_int(1)); /* beta 0: 2 */
+    CT_ASSERT_OK(r);
+    assert_int_equal(ct_tensor_get(r, CT_INDEX(1, 0), &v), CT_OK);
+    assert_true(v == 2);
+    r = ct_addmm(a, a, a, ct_scalar_int(1), ct_scalar_float(2.5)); /* alpha 2: 5 */
+    CT_ASSERT_OK(r);
+    assert_int_equal(ct_tensor_get(r, CT_INDEX(0, 1), &v), CT_OK);
+    assert_true(v == 5);
+    ct_scope_end();
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_empty_view_huge_offset),
@@ -572,6 +601,7 @@ int main(void) {
         cmocka_unit_test(test_addcmul_value_on_integers),
         cmocka_unit_test(test_empty_huge_dims_elementwise),
         cmocka_unit_test(test_empty_huge_dims_dimwise),
+        cmocka_unit_test(test_addmm_integer_scalars),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

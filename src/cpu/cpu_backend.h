@@ -50,4 +50,18 @@ void ct_cpu_register_indexing(void);
 /* ct_device_iface.random_fill of the CPU (src/cpu/random.c). */
 ct_status ct_cpu_random_fill(const ct_random_job *job, int device_index);
 
+/* A scalar argument (alpha, beta) as the integer an integer dtype's arithmetic wraps
+ * with. The meta layer checked it fits the dtype (ct_ew_check_fits): |v| < 2^64 for
+ * uint64, beyond int64's range, which wraps; anything else (NaN) is 0 and never
+ * reaches a loop. */
+static inline int64_t ct_cpu_wrap_int(double v) {
+    if (!(v > -18446744073709551616.0 && v < 18446744073709551616.0))
+        return 0;
+    if (v >= 9223372036854775808.0 || v < -9223372036854775808.0) {
+        uint64_t u = (uint64_t)(v < 0 ? -v : v);
+        return (int64_t)(v < 0 ? 0 - u : u);
+    }
+    return (int64_t)v;
+}
+
 #endif /* CT_CPU_BACKEND_H */

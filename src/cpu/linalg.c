@@ -105,7 +105,7 @@ static void gemm_generic(ct_dtype dt, int64_t n, int64_t m, int64_t k, mat A, ma
                 for (int64_t p = 0; p < k; p++)
                     acc += (uint64_t)ct_load_int64(A.p + (size_t)(i * A.s0 + p * A.s1) * esz, dt) *
                            (uint64_t)ct_load_int64(B.p + (size_t)(p * B.s0 + j * B.s1) * esz, dt);
-                int64_t ia = (int64_t)alpha, ib = (int64_t)beta;
+                int64_t ia = ct_cpu_wrap_int(alpha), ib = ct_cpu_wrap_int(beta);
                 uint64_t old = ib != 0 ? (uint64_t)ct_load_int64(cp, dt) * (uint64_t)ib : 0;
                 ct_store_int64(cp, dt, (int64_t)(acc * (uint64_t)ia + old));
             }
@@ -234,10 +234,15 @@ static ct_status batched_product(const ct_tensor *a, const ct_tensor *b, ct_tens
         mat mb = {ct_tensor_ptr(B) + (batched ? i * B->strides[0] : 0) * (int64_t)esz, B->strides[batched],
                   B->strides[batched + 1]};
         char *pc = ct_tensor_ptr(C) + (batched ? i * C->strides[0] : 0) * (int64_t)esz;
-        if (k == 0) { /* an empty sum: C = beta * C */
+        if (k == 0) { /* an empty sum: C = beta * C (an integer C with beta as an integer, wrapping) */
+            bool fl = ct_dtype_is_floating(cdt);
+            int64_t ib = fl ? 0 : ct_cpu_wrap_int(beta);
             for (int64_t r = 0; r < n * m; r++) {
                 char *cp = pc + (size_t)r * esz;
-                ct_store_double(cp, cdt, beta != 0 ? beta * ct_load_double(cp, cdt) : 0.0);
+                if (fl)
+                    ct_store_double(cp, cdt, beta != 0 ? beta * ct_load_double(cp, cdt) : 0.0);
+                else
+                    ct_store_int64(cp, cdt, (int64_t)((uint64_t)ct_load_int64(cp, cdt) * (uint64_t)ib));
             }
             continue;
         }

@@ -160,13 +160,9 @@ static ct_status cpu_gather(ct_tensor *out, const ct_tensor *t, const ct_tensor 
 
 /* ------------------------------------------------------------------ scatter_add, index_add */
 
-/* alpha as the integer the meta kernel checked it to be (its range: Note [Checked
- * sizes] does not apply, a uint64 alpha may exceed INT64_MAX and wraps like uint64). */
-static uint64_t int_alpha(double alpha) {
-    if (!(alpha == alpha) || alpha <= -9223372036854775808.0 || alpha >= 18446744073709551616.0)
-        return 0; /* refused before the stub runs */
-    return alpha >= 9223372036854775808.0 ? (uint64_t)alpha : (uint64_t)(int64_t)alpha;
-}
+/* alpha as the integer the meta kernel checked it to be (a uint64 alpha may exceed
+ * INT64_MAX and wraps like uint64). */
+static uint64_t int_alpha(double alpha) { return (uint64_t)ct_cpu_wrap_int(alpha); }
 
 /* dst[k] += alpha * src[k] in dtype d (through double for floats, int64 for integers,
  * wrapping like the element type). */

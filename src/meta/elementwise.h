@@ -63,6 +63,10 @@ ct_status ct_ew_prepare(const ct_call *call, ct_iter_config *cfg, int *variant);
  * holds a zero. */
 ct_status ct_ew_setup(const ct_call *call, const ct_iter *it, ct_loop_params *p, int *variant,
                       const ct_ew_backend *backend);
+/* A scalar argument (alpha, beta, a clamp bound) that an integer dtype d must hold:
+ * refused with PyTorch's "value cannot be converted to type ... without overflow"
+ * when it does not (NaN included); CT_OK for floating and bool d. */
+ct_status ct_ew_check_fits(const char *op, double v, ct_dtype d);
 /* True for ops the two functions above treat specially (see ew_args.c). */
 bool ct_ew_has_args(ct_op op);
 /* The integer a scalar stands for on an integer compute dtype: an int or bool as it

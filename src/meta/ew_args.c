@@ -24,7 +24,7 @@ static const char *c_type_name(ct_dtype d) {
 /* Scalar arguments converted to an integer compute dtype must fit it, as PyTorch's
  * checked conversion: signed types their range, unsigned types [-max, max] (so -1
  * means the largest value, as in C). */
-static ct_status check_fits(const char *op, double v, ct_dtype d) {
+ct_status ct_ew_check_fits(const char *op, double v, ct_dtype d) {
     if (!ct_dtype_is_integral(d, false))
         return CT_OK;
     if (isnan(v)) /* no integer holds it (c10's overflows() says the same) */
@@ -40,7 +40,9 @@ static ct_status check_fits(const char *op, double v, ct_dtype d) {
     case CT_DTYPE_INT32: lo = -2147483648.0, hi = 2147483647.0; break;
     default: lo = -9223372036854775808.0, hi = 9223372036854775807.0; break;
     }
-    if (v < lo || v > hi)
+    /* 2^63 - 1 and 2^64 - 1 round up to 2^63 and 2^64 as doubles, which do not fit */
+    bool wide = d == CT_DTYPE_INT64 || d == CT_DTYPE_UINT64;
+    if (v < lo || v > hi || (wide && (v >= hi || (d == CT_DTYPE_UINT64 && v <= lo))))
         return ct_error(CT_ERROR_VALUE, op, "value cannot be converted to type %s without overflow", c_type_name(d));
     return CT_OK;
 }
@@ -231,9 +233,9 @@ ct_status ct_ew_setup(const ct_call *call, const ct_iter *it, ct_loop_params *p,
         p->p[2] = 1.0;
         break;
     case CT_OP_hardtanh:
-        st = check_fits(name, p->p[0], d);
+        st = ct_ew_check_fits(name, p->p[0], d);
         if (st == CT_OK)
-            st = check_fits(name, p->p[1], d);
+            st = ct_ew_check_fits(name, p->p[1], d);
         break;
     case CT_OP_nan_to_num: {
         double m = dtype_max(d);
@@ -265,13 +267,13 @@ ct_status ct_ew_setup(const ct_call *call, const ct_iter *it, ct_loop_params *p,
         p->alpha = ct_scalar_to_double(v);
         p->ialpha = ct_ew_int_scalar(v);
         if (v.type == CT_SCALAR_FLOAT) /* value on an integer dtype: converted with a check, as c10 does */
-            st = check_fits(name, p->alpha, d);
+            st = ct_ew_check_fits(name, p->alpha, d);
         break;
     }
     case CT_OP_clamp:
         for (int i = 1; i < 3 && st == CT_OK; i++)
             if (wrapped_is_int(call->in[i]))
-                st = check_fits(name, wrapped_value(call->in[i]), d);
+                st = ct_ew_check_fits(name, wrapped_value(call->in[i]), d);
         break;
     default: break;
     }

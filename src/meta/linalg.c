@@ -3,6 +3,7 @@
 #include "core/factory.h"
 #include "meta/kernels.h"
 #include "ctorch.h"
+#include "meta/elementwise.h"
 #include "meta/linalg.h"
 
 #include <string.h>
@@ -84,6 +85,10 @@ ct_status ct_linalg_out_shape(const ct_call *call, int64_t *shape, int *ndim, ct
         return ct_error(CT_ERROR_TYPE, op, "not implemented for 'bool'");
     if (call->op == CT_OP_addmm_activation && call->ints[0] && !ct_dtype_is_floating(a->dtype))
         return ct_error(CT_ERROR_TYPE, op, "gelu: not implemented for '%s'", ct_dtype_name(a->dtype));
+    /* beta and alpha must fit an integer result's dtype, as PyTorch's conversion checks */
+    for (int i = 0; has_c && i < 2; i++)
+        if ((st = ct_ew_check_fits(op, ct_scalar_to_double(call->s[i]), a->dtype)))
+            return st;
     if (has_c) {
         const ct_tensor *c = call->in[0];
         if (c->dtype != a->dtype)
