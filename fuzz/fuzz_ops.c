@@ -18,18 +18,15 @@
  * of logic, not of memory exhaustion; huge sizes come only from expand and as_strided,
  * which allocate nothing.
  *
- * Known findings (../shared/specs/reliability-findings.md) not fixed yet are stepped
- * around, each guard naming its item: remove a guard with its fix. One class of finding
- * 25, pointer arithmetic on the NULL data of empty tensors (reduce_iter.c, linalg.c and
- * more), is reached by nearly every op on an empty tensor; the fuzz build compiles the
- * library without clang's pointer-overflow check instead (fuzz/CMakeLists.txt). */
-#include <math.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-#include "ctorch.h"
+ * Every finding of the reliability review (../shared/specs/reliability-findings.md) is
+ * fixed and no call is stepped around. One class of finding 25, pointer arithmetic on
+ * the NULL data of empty tensors (reduce_iter.c, linalg.c and more), is reached by
+ * nearly every op on an empty tensor; the fuzz build compiles the library without
+ * clang's pointer-overflow check instead (fuzz/CMakeLists.txt). The reader, pickers and
+ * result checks are fuzz/fuzz_util.h's, shared with fuzz_nn. */
+#define FUZZ_NAME "fuzz_ops"
+#define FUZZ_TRACE_ENV "FUZZ_OPS_TRACE"
+#include "fuzz_util.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 const char *__asan_default_options(void);
@@ -38,21 +35,6 @@ const char *__asan_default_options(void);
 const char *__asan_default_options(void) { return "allocator_may_return_null=1:detect_leaks=1"; }
 
 /* ------------------------------------------------------------------ input */
-
-typedef struct {
-    const uint8_t *p;
-    size_t n;
-} rd;
-
-static unsigned u8(rd *r) {
-    if (!r->n)
-        return 0;
-    r->n--;
-    return *r->p++;
-}
-
-/* lo..hi inclusive (small ranges). */
-static int64_t range(rd *r, int64_t lo, int64_t hi) { return lo + (int64_t)(u8(r) % (unsigned)(hi - lo + 1)); }
 
 /* A dim for a tensor of ndim dims: mostly valid, sometimes just out of range, rarely
  * extreme. */
@@ -65,28 +47,8 @@ static int64_t pick_dim(rd *r, int ndim) {
     return (k & 1) ? INT64_MIN : INT64_MAX;
 }
 
-/* A small count or size: 0..5 mostly, sometimes negative or a bit larger. */
-static int64_t pick_size(rd *r) {
-    unsigned k = u8(r);
-    if (k < 230)
-        return k % 6;
-    return k < 245 ? -1 - (int64_t)(k % 3) : 6 + (int64_t)(k % 4);
-}
-
 static const int64_t extreme_ints[] = {0, 1, -1, 2, 3, 127, -128, 255, 65535, INT32_MAX, INT32_MIN,
                                        (int64_t)1 << 32, (int64_t)1 << 53, INT64_MAX, INT64_MIN, INT64_MIN + 1};
-static const double extreme_doubles[] = {0.0, -0.0, 1.0, -1.0, 0.5, 2.5, -3.75, 1e-310, 1e38, 3.5e38, -1e308,
-                                         1e308, 65504.0, 65520.0, 9.2233720368547758e18, 1.8446744073709552e19};
-
-static double pick_double(rd *r) {
-    unsigned k = u8(r);
-    if (k < 16)
-        return extreme_doubles[k];
-    if (k < 20)
-        return k == 16 ? NAN : k == 17 ? INFINITY : k == 18 ? -INFINITY : -NAN;
-    return (double)((int)(k % 17) - 8) / 4.0;
-}
-
 /* A scalar for a tensor of dtype d: floats (NaN and infinities too) mostly for
  * floating tensors, sometimes for integral ones, which must refuse what they cannot
  * hold. */
@@ -111,123 +73,6 @@ static ct_scalar pick_alpha(rd *r, ct_dtype d) {
     if (ct_dtype_is_floating(d) && (k & 1))
         return ct_scalar_float((double)((int)(k % 9) - 4) / 2.0);
     return ct_scalar_int((int64_t)(k % 7) - 3);
-}
-
-static ct_dtype pick_dtype(rd *r) { return (ct_dtype)(u8(r) % CT_DTYPE_COUNT); }
-
-/* ------------------------------------------------------------------ checks */
-
-static void fail(const char *what, const char *call) {
-    fprintf(stderr, "fuzz_ops: %s after %s\n", what, call);
-    abort();
-}
-
-static volatile unsigned sink;
-
-/* Reads every element of a CPU tensor (ASan sees a view past its storage) and checks
- * bools. */
-static void touch(const ct_tensor *t, const char *call) {
-    int nd = ct_tensor_dim(t);
-    const int64_t *sh = ct_tensor_shape(t), *st = ct_tensor_strides(t);
-    int64_t numel = ct_tensor_numel(t);
-    if (numel <= 0 || numel > (1 << 16))
-        return;
-    const uint8_t *base = ct_tensor_data(t);
-    size_t es = ct_tensor_element_size(t);
-    bool is_bool = ct_tensor_dtype(t) == CT_DTYPE_BOOL;
-    int64_t idx[8] = {0};
-    for (int64_t i = 0; i < numel; i++) {
-        int64_t off = 0;
-        for (int d = 0; d < nd; d++)
-            off += idx[d] * st[d];
-        const uint8_t *p = base + off * (int64_t)es;
-        unsigned s = 0;
-        for (size_t b = 0; b < es; b++)
-            s += p[b];
-        if (is_bool && p[0] > 1)
-            fail("a bool tensor holds a byte other than 0 and 1", call);
-        sink += s;
-        for (int d = nd - 1; d >= 0; d--) {
-            if (++idx[d] < sh[d])
-                break;
-            idx[d] = 0;
-        }
-    }
-}
-
-static void check_tensor(const ct_tensor *t, const char *call) {
-    int nd = ct_tensor_dim(t);
-    if (nd < 0 || nd > 8)
-        fail("a result with an invalid number of dims", call);
-    ct_dtype dt = ct_tensor_dtype(t);
-    if ((int)dt < 0 || dt >= CT_DTYPE_COUNT)
-        fail("a result with an invalid dtype", call);
-    const int64_t *sh = ct_tensor_shape(t), *st = ct_tensor_strides(t);
-    __int128 numel = 1, lo = 0, hi = 0;
-    for (int d = 0; d < nd; d++) {
-        if (sh[d] < 0)
-            fail("a result with a negative size", call);
-        numel *= sh[d];
-        if (numel > INT64_MAX)
-            numel = INT64_MAX; /* only a view can be that large; compared below */
-    }
-    if ((int64_t)numel != ct_tensor_numel(t))
-        fail("a result whose numel does not match its shape", call);
-    ct_device dev = ct_tensor_device(t);
-    if (numel == 0 || dev.type == CT_DEVICE_META)
-        return;
-    for (int d = 0; d < nd; d++) {
-        __int128 ext = (__int128)(sh[d] - 1) * st[d];
-        if (ext < 0)
-            lo += ext;
-        else
-            hi += ext;
-    }
-    __int128 off = ct_tensor_storage_offset(t), es = (__int128)ct_tensor_element_size(t);
-    if (off + lo < 0 || (off + hi + 1) * es > (__int128)ct_tensor_storage_nbytes(t))
-        fail("a result whose view reaches outside its storage", call);
-    touch(t, call);
-}
-
-/* FUZZ_OPS_TRACE=1 in the environment prints every call and its result (replaying a
- * crash: build-fuzz/fuzz_ops FILE). */
-static int trace = -1;
-
-static void trace_call(const char *call, const ct_tensor *t) {
-    if (trace < 0)
-        trace = getenv("FUZZ_OPS_TRACE") != NULL;
-    if (!trace)
-        return;
-    if (!t) {
-        fprintf(stderr, "%s -> NULL (%s)\n", call, ct_last_error());
-        return;
-    }
-    char shape[128], buf[160];
-    int n = 0;
-    shape[0] = '\0';
-    for (int d = 0; d < ct_tensor_dim(t) && n < 100; d++)
-        n += snprintf(shape + n, sizeof shape - (size_t)n, d ? ",%lld:%lld" : "%lld:%lld",
-                      (long long)ct_tensor_size(t, d), (long long)ct_tensor_stride(t, d));
-    buf[0] = '\0';
-    if (ct_tensor_device(t).type == CT_DEVICE_CPU && ct_tensor_numel(t) < 64)
-        ct_to_string(t, buf, sizeof buf);
-    ct_clear_error();
-    fprintf(stderr, "%s -> %s [%s] %s\n", call, ct_dtype_name(ct_tensor_dtype(t)), shape, buf);
-}
-
-/* After a call that returned t (or a status): a valid tensor, or a failure with a message. */
-static ct_tensor *checked(ct_tensor *t, const char *call) {
-    trace_call(call, t);
-    if (t)
-        check_tensor(t, call);
-    else if (ct_last_status() == CT_OK || !ct_last_error()[0])
-        fail("NULL without an error message", call);
-    return t;
-}
-
-static void checked_status(ct_status st, const char *call) {
-    if (st != CT_OK && (ct_last_status() == CT_OK || !ct_last_error()[0]))
-        fail("a failure status without an error message", call);
 }
 
 
@@ -335,7 +180,7 @@ static ct_tensor *index_tensor(rd *r, const ct_tensor *like) {
     int64_t v[9];
     for (int64_t i = 0; i < n; i++) {
         unsigned k = u8(r);
-        v[i] = k < 240 ? (int64_t)(k % (unsigned)(lim > 0 ? lim : 1)) - (k & 1 ? lim : 0) : extreme_ints[k % 16];
+        v[i] = k < 240 ? (int64_t)(k % (uint64_t)(lim > 0 ? lim : 1)) - (k & 1 ? lim : 0) : extreme_ints[k % 16];
     }
     return ct_from_data(v, &n, 1, CT_I64);
 }
@@ -763,15 +608,8 @@ static void step(rd *r) {
     }
 }
 
-/* Calls made over the run, printed at exit ("fuzz_ops: N calls"; scripts/fuzz.sh reports
- * it beside libFuzzer's count of inputs). */
-static unsigned long long ncalls;
-static void print_calls(void) { fprintf(stderr, "fuzz_ops: %llu calls\n", ncalls); }
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    static bool registered;
-    if (!registered)
-        registered = atexit(print_calls) == 0;
+    count_calls_at_exit();
     rd r = {data, size};
     memset(slot, 0, sizeof slot);
     ct_manual_seed(0);

@@ -690,6 +690,10 @@ static void test_embedding_bag(void **state) {
     ct_tensor *off_dec = ct_from_data((int64_t[]){0, 2, 1}, CT_SHAPE(3), CT_I64);
     CT_ASSERT_ERR(ct_embedding_bag(x1, w, off_dec, NULL, NULL, false, CT_NO_PADDING_IDX) != NULL, CT_ERROR_VALUE,
                   "offsets must be non-decreasing");
+    /* no offsets with include_last_offset: the last one was read before the array (fuzz_nn) */
+    CT_ASSERT_ERR(ct_embedding_bag(x1, w, ct_empty(CT_SHAPE(0), CT_I64, CT_CPU), NULL, NULL, true,
+                                   CT_NO_PADDING_IDX) != NULL,
+                  CT_ERROR_VALUE, "include_last_offset: number of offset should be at least 1");
     CT_ASSERT_ERR(ct_embedding_bag(x1, w, off, "sum", ct_ones(CT_SHAPE(2), CT_F32, CT_CPU), false,
                                    CT_NO_PADDING_IDX) != NULL,
                   CT_ERROR_VALUE,
@@ -900,6 +904,10 @@ static void test_errors(void **state) {
                   "Got 3D input, but bilinear mode needs 4D input");
     CT_ASSERT_ERR(ct_interpolate(x4, NULL, two, 1, "linear", false) != NULL, CT_ERROR_NOT_IMPLEMENTED,
                   "Got 4D input, but linear mode needs 3D input");
+    /* a scale whose output size is past int64, or NaN (fuzz_nn: a cast of 4.6e19) */
+    CT_ASSERT_ERR(ct_interpolate(x4, NULL, (double[]){1e300, 2}, 2, NULL, false) != NULL, CT_ERROR_VALUE,
+                  "out of range");
+    CT_ASSERT_ERR(ct_interpolate(x4, NULL, (double[]){NAN}, 1, NULL, false) != NULL, CT_ERROR_VALUE, "out of range");
     CT_ASSERT_ERR(ct_interpolate(x3, NULL, two, 1, "bicubic", false) != NULL, CT_ERROR_NOT_IMPLEMENTED,
                   "Input Error: Only 3D, 4D and 5D input Tensors supported (got 3D) for the modes: nearest | linear | "
                   "bilinear | bicubic | trilinear | lanczos | area | nearest-exact (got bicubic)");

@@ -132,6 +132,8 @@ ct_tensor *ct_embedding_bag(const ct_tensor *input, const ct_tensor *weight, con
         ct_status st = !off ? ct_last_status()
                        : !start ? ct_error(CT_ERROR_OUT_OF_MEMORY, op, "out of memory")
                                 : CT_OK;
+        if (!st && include_last_offset && no == 0)
+            st = ct_error(CT_ERROR_VALUE, op, "include_last_offset: number of offset should be at least 1");
         if (!st && no > 0 && off[0] != 0)
             st = ct_error(CT_ERROR_VALUE, op,
                           "offsets[0] has to be 0, i.e., the first sequence in the mini-batch has to start from "

@@ -325,7 +325,13 @@ ct_tensor *ct_interpolate(const ct_tensor *input, const int64_t *size, const dou
         } else {
             scales[i] = scale_factor[j];
             /* PyTorch: floor(float(input size) * scale_factor), in double */
-            out[i] = (int64_t)floor((double)sh[2 + i] * scale_factor[j]);
+            double o = floor((double)sh[2 + i] * scale_factor[j]);
+            if (!(o > -9223372036854775808.0 && o < 9223372036854775808.0)) { /* NaN, infinite, past int64 */
+                ct_error(CT_ERROR_VALUE, op, "the output size of input size %lld times scale_factor %g is out of range",
+                         (long long)sh[2 + i], scale_factor[j]);
+                return NULL;
+            }
+            out[i] = (int64_t)o;
         }
     }
     if (nd == 5) {
