@@ -94,7 +94,7 @@ for t in "${targets[@]}"; do
     grep -E "ERROR: |SUMMARY: |runtime error|Test unit written" "$log" | head -20 || true
     failed+=("$t")
   else
-    calls=$(sed -n 's/^fuzz_ops: \([0-9]*\) calls$/, \1 calls/p' "$log" | tail -1)
+    calls=$(sed -n 's/^fuzz_[a-z]*: \([0-9]*\) calls$/, \1 calls/p' "$log" | tail -1)
     echo "fuzz: $t ok: ${execs:-?} executions${calls}, ${cov:-cov: ?}"
   fi
 done
