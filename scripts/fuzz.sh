@@ -5,9 +5,9 @@
 #
 #   scripts/fuzz.sh [--ci] [--time SECONDS] [--runs N] [--seed N] [--build-only] [TARGET...]
 #
-#   --ci          the CI mode: every target for 40 s (or --time / --runs); new inputs go
+#   --ci          the CI mode: every target for 35 s (or --time / --runs); new inputs go
 #                 to a temporary directory; exit 1 if any target crashes, leaks or hits UB
-#   --time S      seconds per target (default 60, 40 with --ci)
+#   --time S      seconds per target (default 60, 35 with --ci)
 #   --runs N      stop each target after N inputs instead of after a time
 #   --seed N      libFuzzer's random seed (default: a new one each run, printed in the log)
 #   --build-only  build the targets and stop
@@ -38,7 +38,7 @@ while [ $# -gt 0 ]; do
 done
 
 if [ -z "$time" ]; then
-  if [ $ci -eq 1 ]; then time=40; else time=60; fi
+  if [ $ci -eq 1 ]; then time=35; else time=60; fi
 fi
 
 cc="${CT_FUZZ_CC:-clang}"
