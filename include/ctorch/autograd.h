@@ -23,7 +23,8 @@ extern "C" {
 CT_API ct_status ct_backward(const ct_tensor *output, const ct_tensor *grad_output, bool retain_graph,
                              bool create_graph);
 /* torch.autograd.grad: the gradients of outputs with respect to inputs, written to
- * grads[0..ninputs) as new references (NULL for an unused input when allow_unused).
+ * grads[0..ninputs) as new references owned by the innermost scope, as op results are
+ * (NULL for an unused input when allow_unused).
  * Leaves' .grad fields are not touched. grad_outputs may be NULL (all ones). */
 CT_API ct_status ct_autograd_grad(const ct_tensor *const *outputs, int noutputs, const ct_tensor *const *inputs,
                                   int ninputs, const ct_tensor *const *grad_outputs, bool retain_graph,
@@ -31,7 +32,8 @@ CT_API ct_status ct_autograd_grad(const ct_tensor *const *outputs, int noutputs,
 
 /* ------------------------------------------------------------ gradients */
 
-/* A new reference to t's .grad, or NULL (no error) when it has none. */
+/* t's .grad as a new reference registered with the innermost scope (as an op's result:
+ * not released by the caller inside a scope), or NULL (no error) when it has none. */
 CT_API ct_tensor *ct_tensor_grad(const ct_tensor *t);
 /* Replaces t's .grad (NULL clears it, as zero_grad(set_to_none=True)). */
 CT_API ct_status ct_tensor_set_grad(ct_tensor *t, const ct_tensor *grad);
