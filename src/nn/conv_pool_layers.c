@@ -370,9 +370,13 @@ static int maxpool3d_repr(const ct_module *m, char *buf, size_t cap) {
                     c->ceil_mode ? "True" : "False");
 }
 
-ct_module *ct_nn_max_pool3d(const int64_t kernel_size[3], const int64_t stride[3], const int64_t padding[3],
-                            const int64_t dilation[3], bool ceil_mode) {
-    const char *op = "MaxPool3d";
+/* A 3-d pool module whose context starts with a pool3_ctx (ctx_size bytes in all):
+ * kernel_size checked, stride 0 or NULL meaning the kernel, padding NULL 0, dilation
+ * NULL 1. */
+static ct_module *pool3_module(const char *op, ct_module_forward_fn forward, size_t ctx_size,
+                               ct_module_extra_repr_fn repr, const int64_t kernel_size[3],
+                               const int64_t stride[3], const int64_t padding[3], const int64_t dilation[3],
+                               bool ceil_mode) {
     if (!kernel_size) {
         ct_error(CT_ERROR_NULL_ARGUMENT, op, "kernel_size is NULL");
         return NULL;
@@ -382,10 +386,10 @@ ct_module *ct_nn_max_pool3d(const int64_t kernel_size[3], const int64_t stride[3
             ct_error(CT_ERROR_VALUE, op, "kernel_size must be greater than zero");
             return NULL;
         }
-    ct_module *m = ct_nn_module_with_ctx(op, maxpool3d_forward, sizeof(pool3_ctx));
+    ct_module *m = ct_nn_module_with_ctx(op, forward, ctx_size);
     if (!m)
         return NULL;
-    ct_module_set_extra_repr(m, maxpool3d_repr);
+    ct_module_set_extra_repr(m, repr);
     pool3_ctx *c = ct_module_ctx(m);
     c->ceil_mode = ceil_mode;
     for (int i = 0; i < 3; i++) {
@@ -395,6 +399,12 @@ ct_module *ct_nn_max_pool3d(const int64_t kernel_size[3], const int64_t stride[3
         c->dilation[i] = dilation ? dilation[i] : 1;
     }
     return m;
+}
+
+ct_module *ct_nn_max_pool3d(const int64_t kernel_size[3], const int64_t stride[3], const int64_t padding[3],
+                            const int64_t dilation[3], bool ceil_mode) {
+    return pool3_module("MaxPool3d", maxpool3d_forward, sizeof(pool3_ctx), maxpool3d_repr, kernel_size, stride,
+                        padding, dilation, ceil_mode);
 }
 
 /* nn.MaxPool2d(return_indices=True): a multi module over pool_ctx. */
@@ -551,30 +561,13 @@ static int avgpool3d_repr(const ct_module *m, char *buf, size_t cap) {
 
 ct_module *ct_nn_avg_pool3d(const int64_t kernel_size[3], const int64_t stride[3], const int64_t padding[3],
                             bool ceil_mode, bool count_include_pad, int64_t divisor_override) {
-    const char *op = "AvgPool3d";
-    if (!kernel_size) {
-        ct_error(CT_ERROR_NULL_ARGUMENT, op, "kernel_size is NULL");
-        return NULL;
-    }
-    for (int i = 0; i < 3; i++)
-        if (kernel_size[i] <= 0) {
-            ct_error(CT_ERROR_VALUE, op, "kernel_size must be greater than zero");
-            return NULL;
-        }
-    ct_module *m = ct_nn_module_with_ctx(op, avgpool3d_forward, sizeof(avgpool3_ctx));
+    ct_module *m = pool3_module("AvgPool3d", avgpool3d_forward, sizeof(avgpool3_ctx), avgpool3d_repr, kernel_size,
+                                stride, padding, NULL, ceil_mode);
     if (!m)
         return NULL;
-    ct_module_set_extra_repr(m, avgpool3d_repr);
     avgpool3_ctx *c = ct_module_ctx(m);
-    c->p.ceil_mode = ceil_mode;
     c->count_include_pad = count_include_pad;
     c->divisor_override = divisor_override;
-    for (int i = 0; i < 3; i++) {
-        c->p.kernel[i] = kernel_size[i];
-        c->p.stride[i] = stride && stride[i] ? stride[i] : kernel_size[i];
-        c->p.padding[i] = padding ? padding[i] : 0;
-        c->p.dilation[i] = 1;
-    }
     return m;
 }
 
