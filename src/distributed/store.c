@@ -606,6 +606,18 @@ static int c_send_str(ct_store *s, const void *p, size_t n) {
     return n ? ct_dist_send_all(s->fd, p, n, deadline(s)) : 0;
 }
 
+/* A value read whole into b (len bytes, room for one more): NUL-terminated and handed
+ * to the caller through *out, or freed when out is NULL; its length through *n. */
+static void give_value(void *b, size_t len, void **out, size_t *n) {
+    ((char *)b)[len] = 0;
+    if (out)
+        *out = b;
+    else
+        free(b);
+    if (n)
+        *n = len;
+}
+
 static int c_recv_str(ct_store *s, void **out, size_t *n) {
     uint64_t len;
     if (ct_dist_recv_all(s->fd, &len, 8, deadline(s)) != 0)
@@ -623,13 +635,7 @@ static int c_recv_str(ct_store *s, void **out, size_t *n) {
         free(b);
         return -1;
     }
-    b[len] = 0;
-    if (out)
-        *out = b;
-    else
-        free(b);
-    if (n)
-        *n = (size_t)len;
+    give_value(b, (size_t)len, out, n);
     return 0;
 }
 
@@ -939,13 +945,7 @@ static int file_read(ct_store *s, const char *op, const char *key, void **v, siz
         b = nb;
     }
     fclose(f);
-    b[len] = 0;
-    if (v)
-        *v = b;
-    else
-        free(b);
-    if (n)
-        *n = len;
+    give_value(b, len, v, n);
     return 1;
 }
 
