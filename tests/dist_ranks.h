@@ -32,6 +32,28 @@ typedef struct {
     int wall_s;         /* the parent kills everyone after this; 60 when 0 */
 } rank_opts;
 
+/* Removes a test's directory and what it holds; 0 on success. */
+static inline int remove_dir(const char *dir) {
+    char cmd[96];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    return system(cmd);
+}
+
+/* One rank in this process, for the error tests: a file store in a fresh directory
+ * named after prefix (dir holds 64 bytes) and a tcp group of one; NULL on failure.
+ * single_rank_end frees both and removes the directory (0 on success). */
+static inline ct_process_group *single_rank_begin(const char *prefix, char dir[64], ct_store **s) {
+    snprintf(dir, 64, "/tmp/%s_XXXXXX", prefix);
+    *s = mkdtemp(dir) ? ct_store_file(dir, 1000) : NULL;
+    return *s ? ct_process_group_new("tcp", *s, 0, 1, 1000) : NULL;
+}
+
+static inline int single_rank_end(ct_process_group *pg, ct_store *s, const char *dir) {
+    ct_process_group_free(pg);
+    ct_store_free(s);
+    return remove_dir(dir);
+}
+
 /* Runs fn on n ranks; codes[r] gets rank r's exit code (128 + signal when killed).
  * Returns 0 when every rank exited 0. */
 static inline int run_ranks_opts(int n, rank_fn fn, void *ud, const rank_opts *o, int *codes) {
@@ -82,9 +104,7 @@ static inline int run_ranks_opts(int n, rank_fn fn, void *ud, const rank_opts *o
             codes[r] = code;
         bad |= code != 0;
     }
-    char cmd[96];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0)
+    if (remove_dir(dir) != 0)
         bad = 1;
     return bad;
 }

@@ -137,9 +137,7 @@ static void run_case(ddp_case *c, int n, bool expect_identical) {
             fail_msg("rank %d of %d: weights differ from one process (max |diff| %g)", r, n, worst);
         assert_true(worst < 1e-5);
     }
-    char cmd[96];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", c->dir);
-    assert_int_equal(system(cmd), 0);
+    assert_int_equal(remove_dir(c->dir), 0);
 }
 
 static void test_ddp_bit_identical(void **state) {
@@ -166,10 +164,8 @@ static void test_ddp_unused(void **state) {
 static void test_ddp_errors(void **state) {
     CT_ASSERT_ERR(ct_ddp_new(NULL, NULL, NULL) != NULL, CT_ERROR_NULL_ARGUMENT, NULL);
     char dir[64];
-    snprintf(dir, sizeof dir, "/tmp/ct_ddp_err_XXXXXX");
-    assert_non_null(mkdtemp(dir));
-    ct_store *s = ct_store_file(dir, 1000);
-    ct_process_group *pg = ct_process_group_new("tcp", s, 0, 1, 1000);
+    ct_store *s = NULL;
+    ct_process_group *pg = single_rank_begin("ct_ddp_err", dir, &s);
     CT_ASSERT_OK(pg);
     ct_scope_begin();
     ct_tensor *frozen = ct_ones(CT_SHAPE(3), CT_F32, CT_CPU);
@@ -199,11 +195,7 @@ static void test_ddp_errors(void **state) {
     ct_ddp_free(d);
     ct_ddp_free(NULL);
     ct_scope_end();
-    ct_process_group_free(pg);
-    ct_store_free(s);
-    char cmd[96];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    assert_int_equal(system(cmd), 0);
+    assert_int_equal(single_rank_end(pg, s, dir), 0);
 }
 
 int main(void) {

@@ -124,9 +124,7 @@ static void test_nccl_two_gpus(void **state) {
         waitpid(pids[r], &st, 0);
         assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
     }
-    char cmd[96];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    assert_int_equal(system(cmd), 0);
+    assert_int_equal(remove_dir(dir), 0);
 }
 
 /* In a child: whether this machine has 2 GPUs and NCCL (the parent stays CUDA-free). */
@@ -160,9 +158,7 @@ int main(void) {
         if (!ok)
             fprintf(stderr, "unexpected: %s\n", ct_last_error());
         ct_store_free(s);
-        char cmd[96];
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-        if (system(cmd) != 0)
+        if (remove_dir(dir) != 0)
             ok = 0;
         _exit(ok ? 0 : 1);
     }

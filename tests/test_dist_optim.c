@@ -229,9 +229,7 @@ static void new_dir(optim_case *c) {
 }
 
 static void rm_dir(const optim_case *c) {
-    char cmd[96];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", c->dir);
-    assert_int_equal(system(cmd), 0);
+    assert_int_equal(remove_dir(c->dir), 0);
 }
 
 /* Runs the case on n ranks and the reference; max |diff| of every rank's weights
@@ -333,10 +331,8 @@ static void test_diloco_band(void **state) {
 
 static void test_optim_errors(void **state) {
     char dir[64];
-    snprintf(dir, sizeof dir, "/tmp/ct_optim_err_XXXXXX");
-    assert_non_null(mkdtemp(dir));
-    ct_store *s = ct_store_file(dir, 1000);
-    ct_process_group *pg = ct_process_group_new("tcp", s, 0, 1, 1000);
+    ct_store *s = NULL;
+    ct_process_group *pg = single_rank_begin("ct_optim_err", dir, &s);
     CT_ASSERT_OK(pg);
     ct_scope_begin();
     ct_tensor *a = ct_tensor_set_requires_grad(ct_ones(CT_SHAPE(3), CT_F32, CT_CPU), true);
@@ -373,11 +369,7 @@ static void test_optim_errors(void **state) {
     ((double *)ct_tensor_data(flat))[5] = 3.5;
     assert_true(((double *)ct_tensor_data(b))[1] == 3.5);
     ct_scope_end();
-    ct_process_group_free(pg);
-    ct_store_free(s);
-    char cmd[96];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    assert_int_equal(system(cmd), 0);
+    assert_int_equal(single_rank_end(pg, s, dir), 0);
 }
 
 int main(void) {
