@@ -270,6 +270,16 @@ static const char *const pool_names[2][4] = {
     {"MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d", "AdaptiveMaxPool2d"},
 };
 
+/* A pool's kernel_size of nd sizes: given, each above zero. */
+static ct_status kernel_check(const char *op, const int64_t *kernel_size, int nd) {
+    if (!kernel_size)
+        return ct_error(CT_ERROR_NULL_ARGUMENT, op, "kernel_size is NULL");
+    for (int i = 0; i < nd; i++)
+        if (kernel_size[i] <= 0)
+            return ct_error(CT_ERROR_VALUE, op, "kernel_size must be greater than zero");
+    return CT_OK;
+}
+
 /* kernel: nd sizes (the output size for the adaptive pools); stride NULL means the
  * kernel, padding NULL zeros, dilation NULL ones. */
 static ct_module *pool_module(int kind, int nd, const int64_t *kernel, const int64_t *stride, const int64_t *padding,
@@ -377,15 +387,8 @@ static ct_module *pool3_module(const char *op, ct_module_forward_fn forward, siz
                                ct_module_extra_repr_fn repr, const int64_t kernel_size[3],
                                const int64_t stride[3], const int64_t padding[3], const int64_t dilation[3],
                                bool ceil_mode) {
-    if (!kernel_size) {
-        ct_error(CT_ERROR_NULL_ARGUMENT, op, "kernel_size is NULL");
+    if (kernel_check(op, kernel_size, 3))
         return NULL;
-    }
-    for (int i = 0; i < 3; i++)
-        if (kernel_size[i] <= 0) {
-            ct_error(CT_ERROR_VALUE, op, "kernel_size must be greater than zero");
-            return NULL;
-        }
     ct_module *m = ct_nn_module_with_ctx(op, forward, ctx_size);
     if (!m)
         return NULL;
@@ -424,15 +427,8 @@ static ct_status maxpool2d_indices_forward(ct_module *m, const ct_tensor *const 
 ct_module *ct_nn_max_pool2d_with_indices(const int64_t kernel_size[2], const int64_t stride[2],
                                          const int64_t padding[2], const int64_t dilation[2], bool ceil_mode) {
     const char *op = "MaxPool2d";
-    if (!kernel_size) {
-        ct_error(CT_ERROR_NULL_ARGUMENT, op, "kernel_size is NULL");
+    if (kernel_check(op, kernel_size, 2))
         return NULL;
-    }
-    for (int i = 0; i < 2; i++)
-        if (kernel_size[i] <= 0) {
-            ct_error(CT_ERROR_VALUE, op, "kernel_size must be greater than zero");
-            return NULL;
-        }
     pool_ctx *c = calloc(1, sizeof *c);
     if (!c) {
         ct_error(CT_ERROR_OUT_OF_MEMORY, op, "out of memory");
