@@ -1652,6 +1652,17 @@ static ct_status no_pool(dev_alloc *da, const char *op, uint64_t pool) {
                     dev_str(da->device, buf, sizeof buf));
 }
 
+/* The allocator of device with its lock held and pool's entry in it; NULL (the lock
+ * released, the error set) when there is none. */
+static pool_entry *pool_locked(ct_device device, const char *op, uint64_t pool, dev_alloc **da) {
+    if (!(*da = pool_dev(device, op)))
+        return NULL;
+    pool_entry *p = pool_find(*da, pool);
+    if (!p)
+        no_pool(*da, op, pool);
+    return p;
+}
+
 ct_status ct_alloc_pool_create(ct_device device, uint64_t *out) {
     const char *op = "mempool_create";
     CT_CHECK_ARG_STATUS(op, out);
@@ -1672,12 +1683,10 @@ ct_status ct_alloc_pool_create(ct_device device, uint64_t *out) {
 
 ct_status ct_alloc_pool_retain(ct_device device, uint64_t pool) {
     const char *op = "mempool_retain";
-    dev_alloc *da = pool_dev(device, op);
-    if (!da)
-        return ct_last_status();
-    pool_entry *p = pool_find(da, pool);
+    dev_alloc *da;
+    pool_entry *p = pool_locked(device, op, pool, &da);
     if (!p)
-        return no_pool(da, op, pool);
+        return ct_last_status();
     p->uses++;
     ct_spin_unlock(&da->lock);
     return CT_OK;
@@ -1685,12 +1694,10 @@ ct_status ct_alloc_pool_retain(ct_device device, uint64_t pool) {
 
 ct_status ct_alloc_pool_release(ct_device device, uint64_t pool) {
     const char *op = "mempool_release";
-    dev_alloc *da = pool_dev(device, op);
-    if (!da)
-        return ct_last_status();
-    pool_entry *p = pool_find(da, pool);
+    dev_alloc *da;
+    pool_entry *p = pool_locked(device, op, pool, &da);
     if (!p)
-        return no_pool(da, op, pool);
+        return ct_last_status();
     if (p->uses == 1)
         for (int i = 0; i < da->nroutes; i++)
             if (da->routes[i].pool == pool) {
@@ -1711,11 +1718,9 @@ ct_status ct_alloc_pool_release(ct_device device, uint64_t pool) {
 
 ct_status ct_alloc_pool_begin_use(ct_device device, uint64_t pool, int64_t stream) {
     const char *op = "mempool_begin_use";
-    dev_alloc *da = pool_dev(device, op);
-    if (!da)
+    dev_alloc *da;
+    if (!pool_locked(device, op, pool, &da))
         return ct_last_status();
-    if (!pool_find(da, pool))
-        return no_pool(da, op, pool);
     for (int i = 0; i < da->nroutes; i++)
         if (da->routes[i].stream == stream) {
             uint64_t other = da->routes[i].pool;
@@ -1786,12 +1791,10 @@ ct_status ct_alloc_pool_get_stats(ct_device device, uint64_t pool, ct_alloc_pool
     const char *op = "mempool_stats";
     CT_CHECK_ARG_STATUS(op, out);
     memset(out, 0, sizeof *out);
-    dev_alloc *da = pool_dev(device, op);
-    if (!da)
-        return ct_last_status();
-    pool_entry *p = pool_find(da, pool);
+    dev_alloc *da;
+    pool_entry *p = pool_locked(device, op, pool, &da);
     if (!p)
-        return no_pool(da, op, pool);
+        return ct_last_status();
     out->uses = p->uses;
     for (ct_segment *seg = da->segments; seg; seg = seg->next) {
         if (seg->pool != pool)
