@@ -304,6 +304,14 @@ static ct_tensor *proj_bias(const rnn_cfg *c, ct_tensor *const *params, int l, i
                               : ct_add(param(c, params, l, d, B_IH), param(c, params, l, d, B_HH));
 }
 
+ct_tensor *ct_rnn_projection(ct_tensor *x, ct_tensor *wih, ct_tensor *b, int64_t T, int64_t B, int tdim) {
+    ct_tensor *xp = b ? ct_addmm(b, x, ct_t(wih), ct_scalar_int(1), ct_scalar_int(1)) : ct_mm(x, ct_t(wih));
+    if (!xp)
+        return NULL;
+    int64_t G = ct_tensor_size(wih, 0);
+    return tdim ? ct_transpose(ct_view(xp, CT_SHAPE(B, T, G)), 0, 1) : ct_view(xp, CT_SHAPE(T, B, G));
+}
+
 ct_status ct_rnn_recurrence_ops(int kind, bool reverse, const bool *mask, ct_tensor *xp, ct_tensor *whh,
                                 ct_tensor *bhh, ct_tensor *whr, ct_tensor *h0, ct_tensor *c0, ct_tensor **hall,
                                 ct_tensor **call) {
@@ -393,8 +401,7 @@ static ct_status run(const rnn_cfg *c, const ct_tensor *input, const ct_tensor *
     ct_tensor *layer_in = x;
     for (int l = 0; l < c->L && st == CT_OK; l++) {
         int64_t in = ct_tensor_size(layer_in, 2);
-        int64_t shape3[2] = {ct_tensor_size(layer_in, 0), ct_tensor_size(layer_in, 1)};
-        ct_tensor *x2d = ct_reshape(layer_in, CT_SHAPE(shape3[0] * shape3[1], in));
+        ct_tensor *x2d = ct_reshape(layer_in, CT_SHAPE(T * B, in));
         ct_tensor *dir_out[2] = {NULL, NULL};
         for (int d = 0; d < c->D && st == CT_OK; d++) {
             ct_tensor *wih = param(c, params, l, d, W_IH), *whh = param(c, params, l, d, W_HH);
@@ -411,12 +418,8 @@ static ct_status run(const rnn_cfg *c, const ct_tensor *input, const ct_tensor *
             if (fused) {
                 st = ct_rnn_fused(c->kind, d == 1, mask, tdim, x2d, wih, b, whh, bhh, h, cst, &hall,
                                   c->kind == RNN_LSTM ? &call : NULL);
-            } else { /* x @ W_ih^T + b, (T, B, G) */
-                ct_tensor *xp = b ? ct_addmm(b, x2d, ct_t(wih), ct_scalar_int(1), ct_scalar_int(1))
-                                  : ct_mm(x2d, ct_t(wih));
-                xp = xp ? ct_view(xp, CT_SHAPE(shape3[0], shape3[1], c->G)) : NULL;
-                if (xp && tdim)
-                    xp = ct_transpose(xp, 0, 1);
+            } else {
+                ct_tensor *xp = ct_rnn_projection(x2d, wih, b, T, B, tdim);
                 st = xp ? ct_rnn_recurrence_ops(c->kind, d == 1, mask, xp, whh, bhh, param(c, params, l, d, W_HR), h,
                                                 cst, &hall, c->kind == RNN_LSTM ? &call : NULL)
                         : ct_last_status();

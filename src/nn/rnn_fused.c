@@ -172,16 +172,6 @@ bool ct_rnn_fused_applies(const ct_tensor *input, bool proj) {
 enum { IN_X, IN_WIH, IN_B, IN_WHH, IN_BHH, IN_H0, IN_C0, N_IN };
 enum { SV_WHH, SV_H0, SV_C0, SV_ACTS, SV_AUX, SV_HALL, SV_CALL, SV_X, SV_WIH, SV_B, SV_BHH, SV_H0_IN, SV_C0_IN, N_SV };
 
-/* The input projection of every step, (T, B, G) (a view of batch-major rows with
- * batch_first): x @ W_ih^T + b. */
-static ct_tensor *projection(const rf_state *st, ct_tensor *x, ct_tensor *wih, ct_tensor *b) {
-    ct_tensor *xp = b ? ct_addmm(b, x, ct_t(wih), ct_scalar_int(1), ct_scalar_int(1)) : ct_mm(x, ct_t(wih));
-    if (!xp)
-        return NULL;
-    return st->tdim ? ct_transpose(ct_view(xp, CT_SHAPE(st->B, st->T, st->G)), 0, 1)
-                    : ct_view(xp, CT_SHAPE(st->T, st->B, st->G));
-}
-
 /* Time step of the s-th step taken. */
 static int64_t step_t(const rf_state *st, int64_t s) { return st->reverse ? st->T - 1 - s : s; }
 
@@ -216,7 +206,7 @@ static ct_status rf_forward(ct_autograd_ctx *ctx, ct_tensor *const *in, int nin,
     ct_tensor *whh = in[IN_WHH];
     ct_status rc = CT_OK;
     ct_scope_begin();
-    ct_tensor *xp = projection(st, in[IN_X], in[IN_WIH], in[IN_B]);
+    ct_tensor *xp = ct_rnn_projection(in[IN_X], in[IN_WIH], in[IN_B], st->T, st->B, st->tdim);
     ct_tensor *whh_t = ct_t(whh);
     ct_tensor *bhh = !gru ? NULL : in[IN_BHH] ? ct_contiguous(in[IN_BHH]) : ct_zeros(CT_SHAPE(G), dt, CT_CPU);
     ct_tensor *h0 = ct_contiguous(in[IN_H0]), *c0 = lstm ? ct_contiguous(in[IN_C0]) : NULL;
@@ -281,7 +271,7 @@ static int rf_backward_ops(ct_autograd_ctx *ctx, const rf_state *st, ct_tensor *
     ct_tensor *in[N_IN];
     for (int i = 0; i < N_IN; i++)
         in[i] = ct_autograd_ctx_saved(ctx, slot[i]);
-    ct_tensor *xp = projection(st, in[IN_X], in[IN_WIH], in[IN_B]);
+    ct_tensor *xp = ct_rnn_projection(in[IN_X], in[IN_WIH], in[IN_B], st->T, st->B, st->tdim);
     ct_tensor *hall = NULL, *call = NULL;
     if (!xp || ct_rnn_recurrence_ops(st->kind, st->reverse, st->mask, xp, in[IN_WHH], in[IN_BHH], NULL, in[IN_H0],
                                      in[IN_C0], &hall, lstm ? &call : NULL) != CT_OK)

@@ -20,6 +20,10 @@ ct_status ct_rnn_fused(int kind, bool reverse, const bool *mask, int tdim, ct_te
                        ct_tensor *whh, ct_tensor *bhh, ct_tensor *h0, ct_tensor *c0, ct_tensor **hall,
                        ct_tensor **call);
 
+/* The input projection of every step of one layer and direction, (T, B, G): x (T * B,
+ * I) @ W_ih^T + b (b may be NULL), a view of batch-major rows when tdim is 1. */
+ct_tensor *ct_rnn_projection(ct_tensor *x, ct_tensor *wih, ct_tensor *b, int64_t T, int64_t B, int tdim);
+
 /* The same recurrence from ops, step by step (Note [Recurrent layers from ops] in
  * rnn.c), on any device and dtype: xp (T, B, G) the input projection with its bias;
  * whr (P, H) the LSTM's projection or NULL (h then has P columns). Results are owned
