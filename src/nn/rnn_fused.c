@@ -350,7 +350,8 @@ static int rf_backward(ct_autograd_ctx *ctx, ct_tensor *const *gout, int nout, c
     if (ct_autograd_ctx_needs_input_grad(ctx, IN_X) || ct_autograd_ctx_needs_input_grad(ctx, IN_WIH) ||
         ct_autograd_ctx_needs_input_grad(ctx, IN_B)) {
         /* the projection's gradients, over x's rows (batch-major with batch_first) */
-        ct_tensor *dxr = st->tdim ? ct_reshape(ct_transpose(dx, 0, 1), CT_SHAPE(T * B, G)) : ct_view(dx, CT_SHAPE(T * B, G));
+        ct_tensor *dxr = st->tdim ? ct_reshape(ct_transpose(dx, 0, 1), CT_SHAPE(T * B, G))
+                                  : ct_view(dx, CT_SHAPE(T * B, G));
         ct_tensor *x = ct_autograd_ctx_saved(ctx, SV_X), *wih = ct_autograd_ctx_saved(ctx, SV_WIH);
         if (!dxr || !x || !wih)
             return -1;
