@@ -1,16 +1,18 @@
 /* bench/rnn: nn.LSTM (input 512, hidden 512, 2 layers) over a (128, 32, 512) float32
- * sequence on the CPU: one training step (forward, sum of the output, backward into
- * every parameter) and the forward alone, each the median of several runs.
+ * sequence: one training step (forward, sum of the output, backward into every
+ * parameter) and the forward alone, each the median of several runs.
  *
- *   bench/rnn [--threads N] [--reps N]
+ *   bench/rnn [--device cpu|cuda] [--precision highest|high] [--threads N] [--reps N]
  *
  * Prints "name value unit" lines a peer can match (bench/torch_rnn_peer.py prints the
  * same names for PyTorch):
- *   lstm.cpu.s128b32h512l2.ms_per_step   forward + backward
- *   lstm.cpu.s128b32h512l2.fwd_ms        forward only, no graph (inference mode)
- * and the same two as CPU time of the process (.cpu_ms_per_step, .fwd_cpu_ms): with one
- * thread, the work done, which a busy shared machine changes far less than the wall
- * time. */
+ *   lstm.<device>.s128b32h512l2.ms_per_step   forward + backward
+ *   lstm.<device>.s128b32h512l2.fwd_ms        forward only, no graph (inference mode)
+ * and on the CPU the same two as CPU time of the process (.cpu_ms_per_step,
+ * .fwd_cpu_ms): with one thread, the work done, which a busy shared machine changes far
+ * less than the wall time. On CUDA each time ends with the device synchronized;
+ * --precision high lets float32 products use TF32 (ct_set_float32_matmul_precision),
+ * as PyTorch's cuDNN LSTM does by default (torch.backends.cudnn.allow_tf32). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,13 +30,21 @@ static int fail(void) {
 
 int main(int argc, char **argv) {
     int threads = 0, reps = 7;
+    const char *device = "cpu", *precision = "highest";
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--threads") && i + 1 < argc)
             threads = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--device") && i + 1 < argc)
+            device = argv[++i];
+        else if (!strcmp(argv[i], "--precision") && i + 1 < argc)
+            precision = argv[++i];
         else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
             reps = atoi(argv[++i]);
         else {
-            fprintf(stderr, "usage: %s [--threads N] [--reps N]\n", argv[0]);
+            fprintf(stderr,
+                    "usage: %s [--device cpu|cuda] [--precision highest|high] [--threads N] "
+                    "[--reps N]\n",
+                    argv[0]);
             return 2;
         }
     }
@@ -42,15 +52,21 @@ int main(int argc, char **argv) {
         reps = 7;
     if (threads > 0)
         ct_set_num_threads(threads);
+    ct_device dev;
+    if (ct_device_parse(device, &dev) != CT_OK ||
+        ct_set_float32_matmul_precision(precision) != CT_OK)
+        return fail();
+    bool cuda = dev.type == CT_DEVICE_CUDA;
     ct_manual_seed(0);
     ct_module *m = ct_nn_lstm(INPUT, HIDDEN, LAYERS, true, false, 0.0, false, 0, CT_F32);
-    ct_tensor *x = ct_randn(CT_SHAPE(SEQ, BATCH, INPUT), CT_F32, CT_CPU);
-    if (!m || !x)
+    ct_tensor *x = ct_randn(CT_SHAPE(SEQ, BATCH, INPUT), CT_F32, dev);
+    if (!m || !x || ct_module_to(m, dev, CT_DTYPE_UNDEFINED) != CT_OK)
         return fail();
     ct_tensor *params[16];
     int np = (int)ct_module_parameters(m, params, NULL, 16);
     double *t = calloc((size_t)reps, sizeof *t), *tc = calloc((size_t)reps, sizeof *tc);
-    const char *tag = "lstm.cpu.s128b32h512l2";
+    char tag[64];
+    snprintf(tag, sizeof tag, "lstm.%s.s128b32h512l2", cuda ? "cuda" : "cpu");
 
     /* training steps: one warm-up, then reps timed */
     for (int r = -1; r < reps; r++) {
@@ -62,6 +78,8 @@ int main(int argc, char **argv) {
         ct_tensor *loss = y ? ct_sum(y, NULL, 0, false, CT_DTYPE_UNDEFINED) : NULL;
         ct_status st = loss ? ct_backward(loss, NULL, false, false) : ct_last_status();
         ct_scope_end();
+        if (st == CT_OK && cuda)
+            st = ct_cuda_synchronize(dev.index);
         if (st != CT_OK)
             return fail();
         if (r >= 0)
@@ -70,7 +88,8 @@ int main(int argc, char **argv) {
     qsort(t, (size_t)reps, sizeof *t, cmp_double);
     qsort(tc, (size_t)reps, sizeof *tc, cmp_double);
     printf("%s.ms_per_step %.1f ms\n", tag, 1e3 * t[reps / 2]);
-    printf("%s.cpu_ms_per_step %.1f ms\n", tag, 1e3 * tc[reps / 2]);
+    if (!cuda)
+        printf("%s.cpu_ms_per_step %.1f ms\n", tag, 1e3 * tc[reps / 2]);
     fflush(stdout);
 
     /* forward only, no graph */
@@ -80,7 +99,7 @@ int main(int argc, char **argv) {
         ct_scope_begin();
         ct_tensor *y = ct_module_forward(m, x);
         ct_scope_end();
-        if (!y)
+        if (!y || (cuda && ct_cuda_synchronize(dev.index) != CT_OK))
             return fail();
         if (r >= 0)
             t[r] = now() - t0, tc[r] = process_cpu_now() - c0;
@@ -89,7 +108,8 @@ int main(int argc, char **argv) {
     qsort(t, (size_t)reps, sizeof *t, cmp_double);
     qsort(tc, (size_t)reps, sizeof *tc, cmp_double);
     printf("%s.fwd_ms %.1f ms\n", tag, 1e3 * t[reps / 2]);
-    printf("%s.fwd_cpu_ms %.1f ms\n", tag, 1e3 * tc[reps / 2]);
+    if (!cuda)
+        printf("%s.fwd_cpu_ms %.1f ms\n", tag, 1e3 * tc[reps / 2]);
     free(t);
     free(tc);
     ct_release(x);
