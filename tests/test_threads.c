@@ -4,11 +4,15 @@
  * reductions over outputs and along long rows, long softmax rows, split GEMMs,
  * convolution forward and backward, pooling, layer_norm, cross_entropy, attention,
  * random fills, copies) gives the same bits with 1, 2 and 3 threads, and with 2 and 3
- * threads while other threads of the process keep the cores busy. Nothing is timed. */
+ * threads while other threads of the process keep the cores busy; a region never runs
+ * on more threads than the process may use CPUs. Nothing is timed. */
+#define _GNU_SOURCE
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/parallel.h"
 #include "ctorch/nn.h"
@@ -328,8 +332,60 @@ static void test_same_bits_any_threads(void **state) {
     ct_set_num_threads(saved);
 }
 
+/* ------------------------------------------------------------------ threads and CPUs */
+
+typedef struct {
+    atomic_int top; /* the highest thread index a chunk ran on */
+    atomic_int team_bad;
+    int cpus;
+} top_job;
+
+static void top_chunk(void *ctx, int64_t c) {
+    (void)c;
+    top_job *j = ctx;
+    int t = ct_parallel_thread(), m = atomic_load(&j->top);
+    while (t > m && !atomic_compare_exchange_weak(&j->top, &m, t))
+        ;
+    if (ct_parallel_team() > j->cpus)
+        atomic_store(&j->team_bad, 1);
+    for (volatile int i = 0; i < 20000; i++) /* long enough that every awake worker joins */
+        ;
+}
+
+/* Runs a region with more threads than CPUs; returns the highest thread index used. */
+static int top_thread(int cpus) {
+    top_job j = {0, 0, cpus};
+    ct_parallel_for(256, cpus + 3, top_chunk, &j);
+    assert_int_equal(atomic_load(&j.team_bad), 0);
+    return atomic_load(&j.top);
+}
+
+/* Note [No more threads than cores]: the count is read again every 100 ms, so each
+ * change of the affinity is followed by a wait. */
+static void test_no_more_threads_than_cpus(void **state) {
+    (void)state;
+    cpu_set_t all, one;
+    assert_int_equal(sched_getaffinity(0, sizeof all, &all), 0);
+    int cpus = CPU_COUNT(&all);
+    usleep(150000);
+    assert_true(top_thread(cpus) < cpus);
+    int first = 0;
+    while (!CPU_ISSET(first, &all))
+        first++;
+    CPU_ZERO(&one);
+    CPU_SET(first, &one);
+    assert_int_equal(sched_setaffinity(0, sizeof one, &one), 0);
+    usleep(150000);
+    int top = top_thread(1); /* one CPU: every chunk on the caller */
+    assert_int_equal(sched_setaffinity(0, sizeof all, &all), 0);
+    assert_int_equal(top, 0);
+    usleep(150000);
+    assert_true(top_thread(cpus) < cpus);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_no_more_threads_than_cpus),
         cmocka_unit_test(test_every_chunk_once), cmocka_unit_test(test_empty_regions),
         cmocka_unit_test(test_nested_regions),   cmocka_unit_test(test_two_callers),
         cmocka_unit_test(test_parallel_range),   cmocka_unit_test(test_parallel_range_errors),
