@@ -10,8 +10,9 @@
 #   scripts/tsan.sh [TEST...]      default: the list below
 #
 # The pool runs CT_TSAN_THREADS threads (default 4, through OMP_NUM_THREADS, which sets
-# ctorch's default count) and prints its statistics at exit (CT_POOL_STATS), so a log
-# shows that regions ran. OpenBLAS and oneDNN are not instrumented: their own accesses
+# ctorch's default count; a region uses no more threads than the process has CPUs, Note
+# [No more threads than cores]) and prints its statistics at exit (CT_POOL_STATS), so a
+# log shows that regions ran. OpenBLAS and oneDNN are not instrumented: their own accesses
 # are not checked, and OpenBLAS runs on the calling thread (OPENBLAS_NUM_THREADS=1).
 # Exits non-zero when a test fails or TSan reports.
 set -euo pipefail
