@@ -188,10 +188,14 @@ static void *worker_main(void *arg) {
  * (sched_getaffinity, read again every 100 ms): more threads than that only take turns
  * on the same cores, and a thread taken off its core in the middle of a chunk holds up
  * the region (Note [Threads on a busy machine]). The chunks, and so the results, do not
- * change; ct_get_num_threads still reports the count that was set. On cores 2 and 3 of
- * the GPU machine's Xeon with a busy loop on core 3 and 4 threads, the busy steps were
- * 1.95x (CNN) and 1.67x (char-gpt) the quiet ones before this, where 2 threads gave
- * 1.60x and 1.50x. */
+ * change; ct_get_num_threads still reports the count that was set. What it changed is
+ * within the noise of the busy-core benchmark (bench/contended.sh, busy loop on the
+ * second of two cores, 4 threads, busy step over quiet step, CNN / char-gpt): on the
+ * 2-core EPYC 1.59x / 1.41x and 1.63x / 1.66x before, 1.48-1.63x / 1.28-1.55x in four
+ * runs after; on the Xeon of a GPU machine 1.95x / 1.67x before, and on another host of
+ * that kind after 2.31x / 2.05x and 2.51x / 1.24x, where its 2-thread steps also went
+ * from 1.60x / 1.50x to 2.37x / 1.65x: where the scheduler puts the job's threads beside
+ * the busy loop decides more than the thread count. */
 static int cpus_allowed(int64_t now) {
 #ifdef __linux__
     static _Atomic int64_t checked = 0; /* two threads may both read it: harmless */
