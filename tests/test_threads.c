@@ -5,7 +5,8 @@
  * convolution forward and backward, pooling, layer_norm, cross_entropy, attention,
  * random fills, copies) gives the same bits with 1, 2 and 3 threads, and with 2 and 3
  * threads while other threads of the process keep the cores busy; a region never runs
- * on more threads than the process may use CPUs. Nothing is timed. */
+ * on more threads than the process may use CPUs, and each pool thread is bound to one
+ * of them. Nothing is timed. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <sched.h>
@@ -383,8 +384,43 @@ static void test_no_more_threads_than_cpus(void **state) {
     assert_true(top_thread(cpus) < cpus);
 }
 
+typedef struct {
+    atomic_int bad, worker_chunks;
+} affinity_job;
+
+static void affinity_chunk(void *ctx, int64_t c) {
+    (void)c;
+    affinity_job *j = ctx;
+    cpu_set_t set;
+    int t = ct_parallel_thread();
+    if (t > 0)
+        atomic_fetch_add(&j->worker_chunks, 1);
+    if (sched_getaffinity(0, sizeof set, &set) != 0 || (t > 0 && CPU_COUNT(&set) != 1))
+        atomic_store(&j->bad, 1);
+    for (volatile int i = 0; i < 20000; i++)
+        ;
+}
+
+/* Note [Workers on their own cores]: each pool thread runs on one CPU, the caller on
+ * all of its own. */
+static void test_workers_bound(void **state) {
+    (void)state;
+    cpu_set_t all, after;
+    assert_int_equal(sched_getaffinity(0, sizeof all, &all), 0);
+    if (CPU_COUNT(&all) < 2)
+        skip();
+    affinity_job j = {0, 0};
+    for (int r = 0; r < 200 && atomic_load(&j.worker_chunks) == 0; r++) /* until a worker joins */
+        ct_parallel_for(256, CPU_COUNT(&all), affinity_chunk, &j);
+    assert_true(atomic_load(&j.worker_chunks) > 0);
+    assert_int_equal(atomic_load(&j.bad), 0);
+    assert_int_equal(sched_getaffinity(0, sizeof after, &after), 0);
+    assert_true(CPU_EQUAL(&all, &after));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_workers_bound),
         cmocka_unit_test(test_no_more_threads_than_cpus),
         cmocka_unit_test(test_every_chunk_once), cmocka_unit_test(test_empty_regions),
         cmocka_unit_test(test_nested_regions),   cmocka_unit_test(test_two_callers),
