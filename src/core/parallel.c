@@ -161,8 +161,10 @@ static int64_t run_units(uint32_t g) {
  * machine]) let the free core do most of the work. bench/contended.sh on the 2-core
  * EPYC (busy loop on core 1, 2 threads, busy step over quiet step, CNN / char-gpt):
  * 1.77x / 1.84x and 1.78x / 1.91x unbound, 1.43x / 1.54x and 1.42x / 1.57x bound, the
- * quiet steps unchanged (15.4-15.6 ms, 51-52 ms). CT_POOL_BIND=0 leaves the workers
- * free (for processes that share their CPUs with other bound pools). */
+ * quiet steps unchanged (15.4-15.6 ms, 51-52 ms); on cores 2 and 3 of the GPU machine's
+ * Xeon (busy loop on core 3), one run: 1.54x / 1.53x bound and 2.50x / 2.20x unbound
+ * with 2 threads, 1.63x / 1.27x bound with 4. CT_POOL_BIND=0 leaves the workers free
+ * (for processes that share their CPUs with other bound pools). */
 static void bind_worker(int i) {
 #ifdef __linux__
     const char *e = getenv("CT_POOL_BIND");
