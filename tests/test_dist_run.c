@@ -18,6 +18,14 @@ static int worker(const char *mode) {
         fprintf(stderr, "worker: the torchrun variables are not set\n");
         return 10;
     }
+    const char *bind = getenv("CT_POOL_BIND"); /* main() unset it: ctorch run's default */
+    if (strcmp(mode, "ok-run") == 0) {
+        if (!(bind && strcmp(bind, "0") == 0)) {
+            fprintf(stderr, "worker: CT_POOL_BIND is %s, not 0\n", bind ? bind : "unset");
+            return 14;
+        }
+        mode = "ok";
+    }
     int rank = atoi(rank_s);
     if (strcmp(mode, "fail") == 0 && rank == 1)
         return 3; /* before joining: the others wait in the rendezvous until killed */
@@ -56,7 +64,7 @@ static int run(const char *args) {
 
 static void test_run_ok(void **state) {
     char args[PATH_MAX + 64];
-    snprintf(args, sizeof args, "-n 3 '%s' --worker ok", self);
+    snprintf(args, sizeof args, "-n 3 '%s' --worker ok-run", self);
     assert_int_equal(run(args), 0);
     snprintf(args, sizeof args, "-n 1 '%s' --worker ok", self);
     assert_int_equal(run(args), 0);
@@ -201,6 +209,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "no ctorch tool at %s: skipped\n", tool);
         return 77;
     }
+    unsetenv("CT_POOL_BIND");
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_run_ok),
         cmocka_unit_test(test_run_failure),

@@ -20,8 +20,9 @@ extern char **environ;
  * come up first) on a free port of 127.0.0.1, and starts the ranks with RANK,
  * LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, GROUP_RANK, ROLE_RANK, ROLE_WORLD_SIZE,
  * MASTER_ADDR, MASTER_PORT, TORCHELASTIC_RESTART_COUNT and TORCHELASTIC_RUN_ID set,
- * and OMP_NUM_THREADS=1 unless it is set (torchrun's default too: N ranks of a
- * machine share its cores). When a rank fails (exits non-zero or is killed by a
+ * OMP_NUM_THREADS=1 unless it is set (torchrun's default too: N ranks of a machine
+ * share its cores) and CT_POOL_BIND=0 unless it is set (each rank's pool would bind its
+ * threads to the same first CPUs, Note [Workers on their own cores]). When a rank fails (exits non-zero or is killed by a
  * signal) the others get SIGTERM, then SIGKILL after a grace period, and the launcher
  * exits with the failed rank's code (128 + signal for a signal), naming the rank.
  * There are no restarts: --max-restarts of torchrun is not offered. */
@@ -48,18 +49,19 @@ static char **rank_env(int rank, int n, int port, long run_id) {
     while (environ[count])
         count++;
     /* one allocation: the pointers, then the text of our variables (freed with env) */
-    const size_t nptr = (size_t)count + (size_t)nnames + 2, len = 128;
-    char **env = calloc(1, nptr * sizeof *env + (size_t)(nnames + 1) * len);
+    const size_t nptr = (size_t)count + (size_t)nnames + 3, len = 128;
+    char **env = calloc(1, nptr * sizeof *env + (size_t)(nnames + 2) * len);
     if (!env)
         return NULL;
     char *text = (char *)(env + nptr);
     int k = 0;
-    bool have_omp = false;
+    bool have_omp = false, have_bind = false;
     for (int i = 0; i < count; i++) {
         bool ours = false;
         for (int j = 0; j < nnames; j++)
             ours |= strncmp(environ[i], names[j], strlen(names[j])) == 0;
         have_omp |= strncmp(environ[i], "OMP_NUM_THREADS=", 16) == 0;
+        have_bind |= strncmp(environ[i], "CT_POOL_BIND=", 13) == 0;
         if (!ours)
             env[k++] = environ[i];
     }
@@ -83,6 +85,8 @@ static char **rank_env(int rank, int n, int port, long run_id) {
     ADD("TORCHELASTIC_RUN_ID=ctorch-%ld", run_id);
     if (!have_omp)
         ADD("OMP_NUM_THREADS=1");
+    if (!have_bind)
+        ADD("CT_POOL_BIND=0");
 #undef ADD
     env[k] = NULL;
     return env;
