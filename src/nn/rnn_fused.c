@@ -54,6 +54,7 @@
 
 #include "ctorch.h"
 #include "ctorch/ext.h"
+#include "cpu/cpu_isa.h"
 #include "nn/rnn_internal.h"
 
 /* Below this many state elements per step the pointwise passes run on one thread. */
@@ -75,6 +76,7 @@ typedef struct rf_bstep {
     const void *a, *hp, *cp, *h, *tc, *ghn;
     const void *dh_out, *dc_out, *dhrec;
     void *carry, *dc, *dg, *dx;
+    int64_t ldg; /* elements between two batch rows of dg and dx */
     const bool *mask;
     bool relu;
 } rf_bstep;
@@ -117,13 +119,32 @@ static inline float rf_tanhf(float x) {
     return a < 0.25f ? small : t;
 }
 
+/* Note [Gate loops per ISA]
+ * The float32 gate loops are compiled three times, for the baseline (SSE2), AVX2 and
+ * AVX-512 (cpu/cpu_isa.h's target regions), and each step runs the widest this CPU
+ * has (CT_ISA_PICK): the same operations in the same order, so the same bits (the ISO
+ * C build contracts nothing into an FMA). One thread of the 2-core EPYC, bench/rnn:
+ * the forward took 489-490 ms with the AVX2 loops against 533-534 ms with SSE2's
+ * (PyTorch 478-479 ms in the same rounds). */
 #define RF_T float
-#define RF_SFX f32
 #define RF_EXP rf_expf
 #define RF_TANH rf_tanhf
+#define RF_SFX f32
 #include "nn/rnn_fused_impl.h"
-#undef RF_T
 #undef RF_SFX
+#ifdef CT_ISA_VARIANTS
+CT_TARGET_AVX2_BEGIN
+#define RF_SFX f32_avx2
+#include "nn/rnn_fused_impl.h"
+#undef RF_SFX
+CT_TARGET_END
+CT_TARGET_AVX512_BEGIN
+#define RF_SFX f32_avx512
+#include "nn/rnn_fused_impl.h"
+#undef RF_SFX
+CT_TARGET_END
+#endif
+#undef RF_T
 #undef RF_EXP
 #undef RF_TANH
 #define RF_T double
@@ -177,6 +198,23 @@ static int64_t step_t(const rf_state *st, int64_t s) { return st->reverse ? st->
 
 static char *row(const ct_tensor *t, int64_t i, int64_t n) {
     return (char *)ct_tensor_data(t) + (size_t)(i * n) * ct_tensor_element_size(t);
+}
+
+/* Note [Padded gate gradients]
+ * The weights' gradients are products over all steps with the gates' gradients
+ * transposed (dW_ih = dG^T x, dW_hh = dG^T h), and dG's rows are G = 4 * hidden long:
+ * with hidden 512 that is 2048 floats, a multiple of 2 KiB, where oneDNN's sgemm reads
+ * a transposed operand 2.4x slower on the EPYC (Note [oneDNN sgemm] in
+ * src/cpu/linalg.c). So dG's rows are 64 bytes longer when G * element size is a
+ * multiple of 2 KiB: the products read the same numbers from rows that no longer fall
+ * into the same cache sets. One thread of the 2-core EPYC, bench/rnn: a training step
+ * took 1549-1572 ms against 2075 ms before (PyTorch 1513-1517 ms in the same rounds),
+ * two threads 862-871 ms (PyTorch 823-825 ms). An empty (T, B, G) of the gradients'
+ * rows padded so; the view has G columns. */
+static ct_tensor *padded_rows(int64_t T, int64_t B, int64_t G, ct_dtype dt) {
+    int64_t esz = (int64_t)ct_dtype_size(dt), pad = (G * esz) % 2048 == 0 ? 64 / esz : 0;
+    ct_tensor *full = ct_empty(CT_SHAPE(T, B, G + pad), dt, CT_CPU);
+    return full && pad ? ct_narrow(full, 2, 0, G) : full;
 }
 
 /* inputs: x (T * B, I), W_ih (G, I), the bias (G) or NULL, W_hh (G, H), b_hh (GRU, may
@@ -243,11 +281,11 @@ static ct_status rf_forward(ct_autograd_ctx *ctx, ct_tensor *const *in, int nin,
                      .mask = st->mask ? st->mask + t * B : NULL,
                      .relu = st->kind == CT_RNN_RELU};
         if (lstm)
-            f32 ? lstm_fwd_f32(&k) : lstm_fwd_f64(&k);
+            f32 ? CT_ISA_PICK(lstm_fwd_f32)(&k) : lstm_fwd_f64(&k);
         else if (gru)
-            f32 ? gru_fwd_f32(&k) : gru_fwd_f64(&k);
+            f32 ? CT_ISA_PICK(gru_fwd_f32)(&k) : gru_fwd_f64(&k);
         else
-            f32 ? rnn_fwd_f32(&k) : rnn_fwd_f64(&k);
+            f32 ? CT_ISA_PICK(rnn_fwd_f32)(&k) : rnn_fwd_f64(&k);
     }
     if (rc == CT_OK) {
         /* the SV_ order; the inputs as given are for a backward under create_graph */
@@ -310,8 +348,9 @@ static int rf_backward(ct_autograd_ctx *ctx, ct_tensor *const *gout, int nout, c
     ct_dtype dt = ct_tensor_dtype(hall);
     const bool f32 = dt == CT_F32;
     ct_tensor *dho = ct_contiguous(gout[0]), *dco = lstm ? ct_contiguous(gout[1]) : NULL;
-    ct_tensor *dg = ct_empty(CT_SHAPE(T, B, G), dt, CT_CPU);
-    ct_tensor *dx = gru ? ct_empty(CT_SHAPE(T, B, G), dt, CT_CPU) : dg;
+    ct_tensor *dg = padded_rows(T, B, G, dt); /* Note [Padded gate gradients] */
+    ct_tensor *dx = gru ? padded_rows(T, B, G, dt) : dg;
+    const int64_t ldg = dg ? ct_tensor_stride(dg, 1) : 0;
     ct_tensor *dhrec = ct_zeros(CT_SHAPE(B, H), dt, CT_CPU), *carry = ct_zeros(CT_SHAPE(B, H), dt, CT_CPU);
     ct_tensor *dc = lstm ? ct_zeros(CT_SHAPE(B, H), dt, CT_CPU) : NULL;
     if (!dho || (lstm && !dco) || !dg || !dx || !dhrec || !carry || (lstm && !dc))
@@ -331,16 +370,17 @@ static int rf_backward(ct_autograd_ctx *ctx, ct_tensor *const *gout, int nout, c
                       .dhrec = ct_tensor_data(dhrec),
                       .carry = ct_tensor_data(carry),
                       .dc = dc ? ct_tensor_data(dc) : NULL,
-                      .dg = row(dg, t, B * G),
-                      .dx = row(dx, t, B * G),
+                      .dg = row(dg, t, B * ldg),
+                      .dx = row(dx, t, B * ldg),
+                      .ldg = ldg,
                       .mask = st->mask ? st->mask + t * B : NULL,
                       .relu = st->kind == CT_RNN_RELU};
         if (lstm)
-            f32 ? lstm_bwd_f32(&k) : lstm_bwd_f64(&k);
+            f32 ? CT_ISA_PICK(lstm_bwd_f32)(&k) : lstm_bwd_f64(&k);
         else if (gru)
-            f32 ? gru_bwd_f32(&k) : gru_bwd_f64(&k);
+            f32 ? CT_ISA_PICK(gru_bwd_f32)(&k) : gru_bwd_f64(&k);
         else
-            f32 ? rnn_bwd_f32(&k) : rnn_bwd_f64(&k);
+            f32 ? CT_ISA_PICK(rnn_bwd_f32)(&k) : rnn_bwd_f64(&k);
         ct_scope_begin();
         bool ok = ct_mm_out(ct_select(dg, 0, t), whh, dhrec) != NULL;
         ct_scope_end();
@@ -350,8 +390,9 @@ static int rf_backward(ct_autograd_ctx *ctx, ct_tensor *const *gout, int nout, c
     if (ct_autograd_ctx_needs_input_grad(ctx, IN_X) || ct_autograd_ctx_needs_input_grad(ctx, IN_WIH) ||
         ct_autograd_ctx_needs_input_grad(ctx, IN_B)) {
         /* the projection's gradients, over x's rows (batch-major with batch_first) */
-        ct_tensor *dxr = st->tdim ? ct_reshape(ct_transpose(dx, 0, 1), CT_SHAPE(T * B, G))
-                                  : ct_view(dx, CT_SHAPE(T * B, G));
+        ct_tensor *dxr = st->tdim ? ct_copy_(padded_rows(B, T, G, dt), ct_transpose(dx, 0, 1))
+                                  : dx;
+        dxr = dxr ? ct_reshape(dxr, CT_SHAPE(T * B, G)) : NULL; /* a view: T and B rows are one stride apart */
         ct_tensor *x = ct_autograd_ctx_saved(ctx, SV_X), *wih = ct_autograd_ctx_saved(ctx, SV_WIH);
         if (!dxr || !x || !wih)
             return -1;
@@ -370,7 +411,7 @@ static int rf_backward(ct_autograd_ctx *ctx, ct_tensor *const *gout, int nout, c
         ct_tensor *g0t = ct_t(ct_select(dg, 0, first));
         ct_tensor *gw = ct_mm(g0t, h0);
         if (gw && T > 1) {
-            ct_tensor *gr = ct_view(ct_narrow(dg, 0, rest0, T - 1), CT_SHAPE((T - 1) * B, G));
+            ct_tensor *gr = ct_reshape(ct_narrow(dg, 0, rest0, T - 1), CT_SHAPE((T - 1) * B, G));
             ct_tensor *hr = ct_view(ct_narrow(hall, 0, hrest0, T - 1), CT_SHAPE((T - 1) * B, H));
             gw = gr && hr ? ct_addmm(gw, ct_t(gr), hr, ct_scalar_int(1), ct_scalar_int(1)) : NULL;
         }

@@ -56,7 +56,7 @@ static void RF_CAT(lstm_bwd_rows_, RF_SFX)(void *ctx, int64_t b0, int64_t b1) {
     for (int64_t b = b0; b < b1; b++) {
         const RF_T *dho = (const RF_T *)s->dh_out + b * H, *dhr = (const RF_T *)s->dhrec + b * H;
         const RF_T *dco = (const RF_T *)s->dc_out + b * H;
-        RF_T *carry = (RF_T *)s->carry + b * H, *dc = (RF_T *)s->dc + b * H, *dg = (RF_T *)s->dg + b * G;
+        RF_T *carry = (RF_T *)s->carry + b * H, *dc = (RF_T *)s->dc + b * H, *dg = (RF_T *)s->dg + b * s->ldg;
         if (s->mask && s->mask[b]) {
             for (int64_t j = 0; j < H; j++) {
                 carry[j] = dho[j] + dhr[j] + carry[j];
@@ -128,7 +128,7 @@ static void RF_CAT(gru_bwd_rows_, RF_SFX)(void *ctx, int64_t b0, int64_t b1) {
     (void)B;
     for (int64_t b = b0; b < b1; b++) {
         const RF_T *dho = (const RF_T *)s->dh_out + b * H, *dhr = (const RF_T *)s->dhrec + b * H;
-        RF_T *carry = (RF_T *)s->carry + b * H, *dg = (RF_T *)s->dg + b * G, *dx = (RF_T *)s->dx + b * G;
+        RF_T *carry = (RF_T *)s->carry + b * H, *dg = (RF_T *)s->dg + b * s->ldg, *dx = (RF_T *)s->dx + b * s->ldg;
         if (s->mask && s->mask[b]) {
             for (int64_t j = 0; j < H; j++) {
                 carry[j] = dho[j] + dhr[j] + carry[j];
@@ -188,7 +188,7 @@ static void RF_CAT(rnn_bwd_rows_, RF_SFX)(void *ctx, int64_t b0, int64_t b1) {
     (void)B;
     for (int64_t b = b0; b < b1; b++) {
         const RF_T *dho = (const RF_T *)s->dh_out + b * H, *dhr = (const RF_T *)s->dhrec + b * H;
-        RF_T *carry = (RF_T *)s->carry + b * H, *dg = (RF_T *)s->dg + b * H;
+        RF_T *carry = (RF_T *)s->carry + b * H, *dg = (RF_T *)s->dg + b * s->ldg;
         if (s->mask && s->mask[b]) {
             for (int64_t j = 0; j < H; j++) {
                 carry[j] = dho[j] + dhr[j] + carry[j];
