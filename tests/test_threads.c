@@ -386,6 +386,7 @@ static void test_no_more_threads_than_cpus(void **state) {
 
 typedef struct {
     atomic_int bad, worker_chunks;
+    int want; /* how many CPUs a worker's mask should hold */
 } affinity_job;
 
 static void affinity_chunk(void *ctx, int64_t c) {
@@ -395,25 +396,33 @@ static void affinity_chunk(void *ctx, int64_t c) {
     int t = ct_parallel_thread();
     if (t > 0)
         atomic_fetch_add(&j->worker_chunks, 1);
-    if (sched_getaffinity(0, sizeof set, &set) != 0 || (t > 0 && CPU_COUNT(&set) != 1))
+    if (sched_getaffinity(0, sizeof set, &set) != 0 || (t > 0 && CPU_COUNT(&set) != j->want))
         atomic_store(&j->bad, 1);
     for (volatile int i = 0; i < 20000; i++)
         ;
 }
 
-/* Note [Workers on their own cores]: each pool thread runs on one CPU, the caller on
- * all of its own. */
+/* Note [Workers on their own cores]: with as many threads as CPUs each pool thread runs
+ * on one CPU and the caller on all of its own; with fewer (where there are more than
+ * two CPUs), the workers on all of them again. */
 static void test_workers_bound(void **state) {
     (void)state;
     cpu_set_t all, after;
     assert_int_equal(sched_getaffinity(0, sizeof all, &all), 0);
     if (CPU_COUNT(&all) < 2)
         skip();
-    affinity_job j = {0, 0};
+    affinity_job j = {0, 0, 1};
     for (int r = 0; r < 200 && atomic_load(&j.worker_chunks) == 0; r++) /* until a worker joins */
         ct_parallel_for(256, CPU_COUNT(&all), affinity_chunk, &j);
     assert_true(atomic_load(&j.worker_chunks) > 0);
     assert_int_equal(atomic_load(&j.bad), 0);
+    if (CPU_COUNT(&all) > 2) { /* fewer threads than CPUs: the workers take their masks back */
+        affinity_job k = {0, 0, CPU_COUNT(&all)};
+        for (int r = 0; r < 200 && atomic_load(&k.worker_chunks) == 0; r++)
+            ct_parallel_for(256, 2, affinity_chunk, &k);
+        assert_true(atomic_load(&k.worker_chunks) > 0);
+        assert_int_equal(atomic_load(&k.bad), 0);
+    }
     assert_int_equal(sched_getaffinity(0, sizeof after, &after), 0);
     assert_true(CPU_EQUAL(&all, &after));
 }

@@ -71,6 +71,7 @@ static struct {
     atomic_int sleepers;        /* workers asleep on wake */
     atomic_int caller_sleeping; /* the caller is asleep on done */
     atomic_int limit;           /* worker i joins when i < limit */
+    atomic_bool bind;           /* workers bound to their CPUs (Note [Workers on their own cores]) */
     ct_parallel_fn fn;          /* these four are written before the generation is */
     void *ctx;                  /* published and read after a unit of it is claimed */
     int64_t chunks, per;
@@ -78,7 +79,7 @@ static struct {
     int nworkers;
     uint32_t gen;
     int64_t spin_ns;
-    bool backoff_on;
+    bool backoff_on, bind_on;
     /* back-off, owned by the lock holder */
     int64_t serial_until, backoff_ns;
     _Atomic int64_t regions, serial_backoff, stalls;
@@ -153,36 +154,47 @@ static int64_t run_units(uint32_t g) {
 }
 
 /* Note [Workers on their own cores]
- * Pool thread i is bound to the i-th CPU the process may use (wrapping around), and the
- * caller, thread 0, stays free: on two cores beside a busy loop the scheduler otherwise
- * often keeps both of the job's threads on the free core, which gives the job one core
- * where it could have one and a half; bound, one worker shares the busy core and the
- * caller is moved to the free one, and dynamic chunks (Note [Threads on a busy
- * machine]) let the free core do most of the work. bench/contended.sh on the 2-core
- * EPYC (busy loop on core 1, 2 threads, busy step over quiet step, CNN / char-gpt):
- * 1.77x / 1.84x and 1.78x / 1.91x unbound, 1.43x / 1.54x and 1.42x / 1.57x bound, the
- * quiet steps unchanged (15.4-15.6 ms, 51-52 ms); on cores 2 and 3 of the GPU machine's
- * Xeon (busy loop on core 3), one run: 1.54x / 1.53x bound and 2.50x / 2.20x unbound
- * with 2 threads, 1.63x / 1.27x bound with 4. CT_POOL_BIND=0 leaves the workers free
- * (for processes that share their CPUs with other bound pools). */
-static void bind_worker(int i) {
+ * When a region runs on as many threads as the process may use CPUs (the job owns its
+ * cores: the default count, or a count matched to a taskset), pool thread i is bound
+ * to the i-th of those CPUs and the caller, thread 0, stays free: on two cores beside a
+ * busy loop the scheduler otherwise often keeps both of the job's threads on the free
+ * core, which gives the job one core where it could have one and a half; bound, one
+ * worker shares the busy core, the caller is moved to the free one, and dynamic chunks
+ * (Note [Threads on a busy machine]) let the free core do most of the work. With fewer
+ * threads than CPUs the workers stay free (each takes its own mask back), so that two
+ * jobs of a few threads each on one machine are spread by the scheduler, not bound to
+ * the same first CPUs. A worker changes its binding when it joins a region that wants
+ * the other one: a system call only then.
+ * bench/contended.sh on the 2-core EPYC (busy loop on core 1, 2 threads, busy step over
+ * quiet step, CNN / char-gpt): 1.77x / 1.84x and 1.78x / 1.91x unbound, 1.43x / 1.54x
+ * and 1.42x / 1.57x bound, the quiet steps unchanged (15.4-15.6 ms, 51-52 ms); on cores
+ * 2 and 3 of the GPU machine's Xeon (busy loop on core 3), one run: 1.54x / 1.53x bound
+ * and 2.50x / 2.20x unbound with 2 threads, 1.63x / 1.27x bound with 4 (capped at 2).
+ * CT_POOL_BIND=0 leaves the workers free always (for processes that share their CPUs
+ * with other pools that use all of them). */
+static _Thread_local bool tls_bound, tls_can_bind;
 #ifdef __linux__
-    const char *e = getenv("CT_POOL_BIND");
-    if (e && e[0] == '0')
+static _Thread_local cpu_set_t tls_mask; /* the worker's mask when it started */
+#endif
+
+static void bind_worker(bool bind) {
+    if (!tls_can_bind || bind == tls_bound)
         return;
-    cpu_set_t set, one;
-    if (sched_getaffinity(0, sizeof set, &set) != 0 || CPU_COUNT(&set) < 2)
+    tls_bound = bind;
+#ifdef __linux__
+    if (!bind) {
+        (void)pthread_setaffinity_np(pthread_self(), sizeof tls_mask, &tls_mask);
         return;
-    int k = i % CPU_COUNT(&set);
+    }
+    cpu_set_t one;
+    int k = tls_thread % CPU_COUNT(&tls_mask);
     for (int c = 0; c < CPU_SETSIZE; c++)
-        if (CPU_ISSET(c, &set) && k-- == 0) {
+        if (CPU_ISSET(c, &tls_mask) && k-- == 0) {
             CPU_ZERO(&one);
             CPU_SET(c, &one);
             (void)pthread_setaffinity_np(pthread_self(), sizeof one, &one);
             return;
         }
-#else
-    (void)i;
 #endif
 }
 
@@ -191,7 +203,9 @@ static void *worker_main(void *arg) {
      * that region (the generation is published after the thread is created) */
     tls_thread = (int)((uintptr_t)arg & 0xFFFF);
     unsigned seen = (unsigned)((uintptr_t)arg >> 16);
-    bind_worker(tls_thread);
+#ifdef __linux__
+    tls_can_bind = sched_getaffinity(0, sizeof tls_mask, &tls_mask) == 0 && CPU_COUNT(&tls_mask) > 1;
+#endif
     tls_in_region = true; /* everything a worker runs is a chunk */
 #ifdef CT_HAVE_OPENMP
     omp_set_num_threads(1); /* BLAS and oneDNN called from a chunk run on this thread */
@@ -214,8 +228,10 @@ static void *worker_main(void *arg) {
         }
         seen = g;
         tls_team = atomic_load(&P.limit);
-        if (tls_thread < tls_team)
+        if (tls_thread < tls_team) {
+            bind_worker(atomic_load_explicit(&P.bind, memory_order_relaxed));
             run_units(g);
+        }
     }
     return NULL;
 }
@@ -269,6 +285,8 @@ static int grow(int n) {
         P.spin_ns = (e && *e ? atoll(e) : 50) * 1000;
         e = getenv("CT_POOL_BACKOFF");
         P.backoff_on = !(e && e[0] == '0');
+        e = getenv("CT_POOL_BIND");
+        P.bind_on = !(e && e[0] == '0');
     }
     if (n > MAX_WORKERS)
         n = MAX_WORKERS;
@@ -350,6 +368,7 @@ void ct_parallel_for(int64_t chunks, int threads, ct_parallel_fn fn, void *ctx) 
         return;
     }
     int workers = grow(threads - 1);
+    atomic_store_explicit(&P.bind, P.bind_on && threads == cpus, memory_order_relaxed); /* published with the state */
     int64_t units = chunks, per = 1;
     if (units > (int64_t)MAX_UNITS) {
         per = (chunks + MAX_UNITS - 1) / MAX_UNITS;
