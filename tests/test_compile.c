@@ -422,15 +422,12 @@ static ct_tensor *opt_step(ct_tensor *const *in, int n, void *ud) {
     return st == CT_OK && ct_optimizer_step(m->opt) == CT_OK ? loss : NULL;
 }
 
-static void run_optimizer(ct_optim_kind kind, int mode) {
+static void run_optimizer(ct_optim_kind kind, ct_optim_options o, int mode) {
     ct_scope_begin();
     opt_model eager, comp;
     model_init(&eager.m, 3);
     model_init(&comp.m, 3);
     eager.mode = comp.mode = mode;
-    ct_optim_options o = kind == CT_OPTIM_ADAMW ? ct_adamw_options(0.01) : ct_sgd_options(0.1);
-    if (kind == CT_OPTIM_SGD)
-        o.momentum = 0.9;
     ct_tensor *pe[3] = {eager.m.w1, eager.m.b1, eager.m.w2}, *pc[3] = {comp.m.w1, comp.m.b1, comp.m.w2};
     eager.m.opt = ct_optimizer_new(kind, pe, 3, &o);
     comp.m.opt = ct_optimizer_new(kind, pc, 3, &o);
@@ -480,10 +477,57 @@ static void run_optimizer(ct_optim_kind kind, int mode) {
 
 static void test_optimizer_in_graph(void **state) {
     (void)state;
+    ct_optim_options sgd = ct_sgd_options(0.1), adamw = ct_adamw_options(0.01);
+    sgd.momentum = 0.9;
     for (int mode = 0; mode < 4; mode++) {
-        run_optimizer(CT_OPTIM_ADAMW, mode);
-        run_optimizer(CT_OPTIM_SGD, mode);
+        run_optimizer(CT_OPTIM_ADAMW, adamw, mode);
+        run_optimizer(CT_OPTIM_SGD, sgd, mode);
     }
+}
+
+/* Every optimizer and its variants as a host call of a compiled step (Note [Host
+ * calls]): the replays update the parameters and the state bit for bit as eager steps,
+ * on the multi-tensor, the one-op-per-step and the fused paths. */
+static void test_every_optimizer_in_graph(void **state) {
+    (void)state;
+    struct {
+        ct_optim_kind kind;
+        ct_optim_options o;
+    } cases[16];
+    int n = 0;
+    ct_optim_options o = ct_sgd_options(0.05);
+    cases[n].kind = CT_OPTIM_SGD, cases[n++].o = o; /* plain */
+    o.momentum = 0.9, o.nesterov = true, o.weight_decay = 0.01;
+    cases[n].kind = CT_OPTIM_SGD, cases[n++].o = o;
+    o = ct_sgd_options(0.05);
+    o.momentum = 0.5, o.dampening = 0.3, o.maximize = true, o.foreach = 0;
+    cases[n].kind = CT_OPTIM_SGD, cases[n++].o = o;
+    o = ct_adam_options(0.01);
+    cases[n].kind = CT_OPTIM_ADAM, cases[n++].o = o;
+    o.amsgrad = true, o.weight_decay = 0.1;
+    cases[n].kind = CT_OPTIM_ADAM, cases[n++].o = o;
+    o = ct_adam_options(0.01);
+    o.fused = 1;
+    cases[n].kind = CT_OPTIM_ADAM, cases[n++].o = o;
+    o = ct_adamw_options(0.01);
+    o.amsgrad = true, o.foreach = 0, o.maximize = true;
+    cases[n].kind = CT_OPTIM_ADAMW, cases[n++].o = o;
+    o = ct_adamw_options(0.01);
+    o.fused = 1;
+    cases[n].kind = CT_OPTIM_ADAMW, cases[n++].o = o;
+    o = ct_rmsprop_options(0.01);
+    cases[n].kind = CT_OPTIM_RMSPROP, cases[n++].o = o;
+    o.momentum = 0.9, o.centered = true, o.weight_decay = 0.01;
+    cases[n].kind = CT_OPTIM_RMSPROP, cases[n++].o = o;
+    o.foreach = 0;
+    cases[n].kind = CT_OPTIM_RMSPROP, cases[n++].o = o;
+    o = ct_adagrad_options(0.1);
+    cases[n].kind = CT_OPTIM_ADAGRAD, cases[n++].o = o;
+    o.lr_decay = 0.01, o.initial_accumulator_value = 0.1, o.weight_decay = 0.01, o.foreach = 0;
+    cases[n].kind = CT_OPTIM_ADAGRAD, cases[n++].o = o;
+    for (int i = 0; i < n; i++)
+        for (int mode = 0; mode < 4; mode++)
+            run_optimizer(cases[i].kind, cases[i].o, mode);
 }
 
 /* A number returned to the host (clip_grad_norm_'s total_norm) is refused, with its
@@ -1191,6 +1235,7 @@ int main(void) {
         cmocka_unit_test(test_cse_respects_writes),
         cmocka_unit_test(test_training_step),
         cmocka_unit_test(test_optimizer_in_graph),
+        cmocka_unit_test(test_every_optimizer_in_graph),
         cmocka_unit_test(test_clip_refused),
         cmocka_unit_test(test_host_call_errors),
         cmocka_unit_test(test_host_call_api),
