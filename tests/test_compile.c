@@ -1064,6 +1064,62 @@ static void test_random(void **state) {
     ct_compiled_free(c);
 }
 
+/* Every random op of the public API, flattened into one float64 result. */
+static ct_tensor *every_random(ct_tensor *const *in, int n, void *ud) {
+    (void)n;
+    (void)ud;
+    ct_tensor *x = in[0], *probs = ct_softmax(in[0], 1, CT_DTYPE_UNDEFINED);
+    ct_tensor *t1 = ct_uniform_(ct_empty_like(x, CT_DTYPE_UNDEFINED), -2.0, 3.0), *t2 = ct_normal_(ct_empty_like(x, CT_DTYPE_UNDEFINED), 1.0, 0.5);
+    ct_tensor *t3 = ct_bernoulli_(ct_empty_like(x, CT_DTYPE_UNDEFINED), 0.3);
+    ct_tensor *parts[] = {ct_rand(CT_SHAPE(3, 5), CT_F32, CT_CPU),
+                          ct_randn(CT_SHAPE(7), CT_F64, CT_CPU),
+                          ct_randint(-4, 9, CT_SHAPE(2, 6), CT_I64, CT_CPU),
+                          ct_randperm(11, CT_I64, CT_CPU),
+                          ct_rand_like(x, CT_DTYPE_UNDEFINED),
+                          ct_randn_like(x, CT_F64),
+                          t1,
+                          t2,
+                          t3,
+                          ct_bernoulli(ct_sigmoid(x)),
+                          ct_multinomial(probs, 3, false),
+                          ct_multinomial(probs, 9, true),
+                          ct_dropout(x, 0.4, true)};
+    enum { NP = sizeof parts / sizeof parts[0] };
+    const ct_tensor *flat[NP];
+    for (int i = 0; i < NP; i++)
+        flat[i] = parts[i] ? ct_reshape(ct_to_dtype(parts[i], CT_F64), CT_SHAPE(-1)) : NULL;
+    for (int i = 0; i < NP; i++)
+        if (!flat[i])
+            return NULL;
+    return ct_cat(flat, NP, 0);
+}
+
+/* Every random op captured and replayed: the same seed gives the same numbers as an
+ * eager call, for several seeds, and a replay without a new seed goes on where the
+ * generator is, as eager does. */
+static void test_every_random_op(void **state) {
+    (void)state;
+    ct_compiled *c = ct_compile(every_random, NULL, 0);
+    CT_ASSERT_OK(c);
+    ct_scope_begin();
+    ct_tensor *in[1] = {randn(CT_SHAPE(4, 6), CT_F32)};
+    for (int k = 0; k < 5; k++) {
+        ct_manual_seed(300 + (uint64_t)k);
+        ct_tensor *want = every_random(in, 1, NULL), *want2 = every_random(in, 1, NULL);
+        CT_ASSERT_OK(want);
+        ct_manual_seed(300 + (uint64_t)k);
+        ct_tensor *got = ct_compiled_call(c, in, 1);
+        CT_ASSERT_OK(got);
+        assert_same(got, want);
+        ct_tensor *got2 = ct_compiled_call(c, in, 1); /* no new seed: the generator's next numbers */
+        CT_ASSERT_OK(got2);
+        assert_same(got2, want2);
+    }
+    ct_scope_end();
+    assert_true(ct_compiled_stat(c, CT_COMPILE_STAT_REPLAYS) >= 7);
+    ct_compiled_free(c);
+}
+
 static ct_tensor *writes_input(ct_tensor *const *in, int n, void *ud) {
     (void)n;
     (void)ud;
@@ -1249,6 +1305,7 @@ int main(void) {
         cmocka_unit_test(test_codegen_broadcast),
         cmocka_unit_test(test_cache),
         cmocka_unit_test(test_random),
+        cmocka_unit_test(test_every_random_op),
         cmocka_unit_test(test_input_writes),
         cmocka_unit_test(test_aliased_inputs),
         cmocka_unit_test(test_trace_events),
