@@ -102,6 +102,35 @@ typedef void (*ct_parallel_range_fn)(void *ctx, int64_t begin, int64_t end);
  * CT_ERROR_VALUE and a NULL fn CT_ERROR_NULL_ARGUMENT, and nothing runs. */
 CT_API ct_status ct_parallel_range(int64_t n, int64_t work, int64_t min_work, ct_parallel_range_fn fn, void *ctx);
 
+/* ------------------------------------------------------------ vector ISA */
+
+/* ctorch's CPU library is built for the baseline x86-64 (SSE2); its loops are compiled
+ * again for AVX2 and AVX-512 and run the widest this CPU has (Note [Loops per ISA] in
+ * src/cpu/cpu_isa.h). A kernel over the op API can do the same: define its loop between
+ * CT_TARGET_AVX2_BEGIN (or CT_TARGET_AVX512_BEGIN) and CT_TARGET_END, where the compiler
+ * may use that ISA, and call the variant ct_cpu_vector_level() names. CT_ISA_VARIANTS
+ * is defined where such regions compile (x86-64 with GCC or clang, CT_NO_ISA_LOOPS not
+ * defined); elsewhere only the baseline exists. */
+enum { CT_ISA_BASE = 0, CT_ISA_AVX2 = 1, CT_ISA_AVX512 = 2 };
+
+/* The level the CPU kernels use: CT_ISA_AVX512 (F, DQ, BW and VL), CT_ISA_AVX2 (with FMA
+ * and F16C) or CT_ISA_BASE; CT_CPU_ISA=scalar|avx2|avx512 in the environment caps it. */
+CT_API int ct_cpu_vector_level(void);
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(CT_NO_ISA_LOOPS)
+#define CT_ISA_VARIANTS 1
+#endif
+#if defined(__clang__)
+#define CT_TARGET_AVX2_BEGIN _Pragma("clang attribute push(__attribute__((target(\"avx2,fma\"))), apply_to = function)")
+#define CT_TARGET_AVX512_BEGIN \
+    _Pragma("clang attribute push(__attribute__((target(\"avx512f,avx512dq,avx512bw,avx512vl\"))), apply_to = function)")
+#define CT_TARGET_END _Pragma("clang attribute pop")
+#else
+#define CT_TARGET_AVX2_BEGIN _Pragma("GCC push_options") _Pragma("GCC target(\"avx2,fma\")")
+#define CT_TARGET_AVX512_BEGIN _Pragma("GCC push_options") _Pragma("GCC target(\"avx512f,avx512dq,avx512bw,avx512vl\")")
+#define CT_TARGET_END _Pragma("GCC pop_options")
+#endif
+
 /* ------------------------------------------------------------ messages */
 
 /* Writes a shape as PyTorch prints it, "[2, 3]", into buf; returns buf. */

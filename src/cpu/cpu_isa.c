@@ -11,6 +11,8 @@
 
 int ct_cpu_isa_state = -1; /* not detected yet */
 
+int ct_cpu_vector_level(void) { return ct_cpu_isa_level(); }
+
 bool ct_cpu_has_avx2(void) {
 #ifdef CT_CPU_X86
     __builtin_cpu_init();

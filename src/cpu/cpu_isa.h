@@ -5,15 +5,11 @@
 
 #include <stdbool.h>
 
-/* The levels: AVX-512 (F, DQ, BW and VL), AVX2 with FMA and F16C, or neither (the
- * baseline: SSE2 on x86-64, or another architecture). */
-enum { CT_ISA_BASE = 0, CT_ISA_AVX2 = 1, CT_ISA_AVX512 = 2 };
-
-/* Whether this build compiles the AVX2 and AVX-512 variants (x86-64 with GCC or clang,
- * and CT_NO_ISA_LOOPS not defined). */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(CT_NO_ISA_LOOPS)
-#define CT_ISA_VARIANTS 1
-#endif
+/* The levels (CT_ISA_BASE, CT_ISA_AVX2, CT_ISA_AVX512), CT_ISA_VARIANTS (whether this
+ * build compiles the AVX2 and AVX-512 variants) and the target regions
+ * (CT_TARGET_AVX2_BEGIN ... CT_TARGET_END) are in the extension header, for kernels
+ * over the op API too. */
+#include "ctorch/ext.h"
 
 /* This CPU's level. CT_CPU_ISA=scalar|avx2|avx512 in the environment caps it, for
  * benchmarks and for checking the narrower paths. */
@@ -78,20 +74,6 @@ bool ct_cpu_is_intel(void);
     (ct_cpu_isa_level() == CT_ISA_AVX512 ? f##_avx512 : ct_cpu_isa_level() == CT_ISA_AVX2 ? f##_avx2 : f)
 #else
 #define CT_ISA_PICK(f) f
-#endif
-
-/* Target regions: every function defined between CT_TARGET_AVX2_BEGIN (or
- * CT_TARGET_AVX512_BEGIN) and CT_TARGET_END is built for that ISA, the bodies GCC
- * outlines for OpenMP included (GCC's target pragma; clang's attribute push). */
-#if defined(__clang__)
-#define CT_TARGET_AVX2_BEGIN _Pragma("clang attribute push(__attribute__((target(\"avx2,fma\"))), apply_to = function)")
-#define CT_TARGET_AVX512_BEGIN \
-    _Pragma("clang attribute push(__attribute__((target(\"avx512f,avx512dq,avx512bw,avx512vl\"))), apply_to = function)")
-#define CT_TARGET_END _Pragma("clang attribute pop")
-#else
-#define CT_TARGET_AVX2_BEGIN _Pragma("GCC push_options") _Pragma("GCC target(\"avx2,fma\")")
-#define CT_TARGET_AVX512_BEGIN _Pragma("GCC push_options") _Pragma("GCC target(\"avx512f,avx512dq,avx512bw,avx512vl\")")
-#define CT_TARGET_END _Pragma("GCC pop_options")
 #endif
 
 #endif /* CT_CORE_CPU_ISA_H */

@@ -54,7 +54,6 @@
 
 #include "ctorch.h"
 #include "ctorch/ext.h"
-#include "cpu/cpu_isa.h"
 #include "nn/rnn_internal.h"
 
 /* Below this many state elements per step the pointwise passes run on one thread. */
@@ -121,9 +120,9 @@ static inline float rf_tanhf(float x) {
 
 /* Note [Gate loops per ISA]
  * The float32 gate loops are compiled three times, for the baseline (SSE2), AVX2 and
- * AVX-512 (cpu/cpu_isa.h's target regions), and each step runs the widest this CPU
- * has (CT_ISA_PICK): the same operations in the same order, so the same bits (the ISO
- * C build contracts nothing into an FMA). One thread of the 2-core EPYC, bench/rnn:
+ * AVX-512 (the extension header's target regions), and each step runs the widest this
+ * CPU has (ct_cpu_vector_level): the same operations in the same order, so the same
+ * bits (the ISO C build contracts nothing into an FMA). One thread of the 2-core EPYC, bench/rnn:
  * the forward took 489-490 ms with the AVX2 loops against 533-534 ms with SSE2's
  * (PyTorch 478-479 ms in the same rounds). */
 #define RF_T float
@@ -147,6 +146,14 @@ CT_TARGET_END
 #undef RF_T
 #undef RF_EXP
 #undef RF_TANH
+
+/* The variant of a float32 gate loop for this CPU (Note [Gate loops per ISA]). */
+#ifdef CT_ISA_VARIANTS
+#define RF_PICK(f) \
+    (ct_cpu_vector_level() == CT_ISA_AVX512 ? f##_avx512 : ct_cpu_vector_level() == CT_ISA_AVX2 ? f##_avx2 : f)
+#else
+#define RF_PICK(f) f
+#endif
 #define RF_T double
 #define RF_SFX f64
 #define RF_EXP exp
@@ -281,11 +288,11 @@ static ct_status rf_forward(ct_autograd_ctx *ctx, ct_tensor *const *in, int nin,
                      .mask = st->mask ? st->mask + t * B : NULL,
                      .relu = st->kind == CT_RNN_RELU};
         if (lstm)
-            f32 ? CT_ISA_PICK(lstm_fwd_f32)(&k) : lstm_fwd_f64(&k);
+            f32 ? RF_PICK(lstm_fwd_f32)(&k) : lstm_fwd_f64(&k);
         else if (gru)
-            f32 ? CT_ISA_PICK(gru_fwd_f32)(&k) : gru_fwd_f64(&k);
+            f32 ? RF_PICK(gru_fwd_f32)(&k) : gru_fwd_f64(&k);
         else
-            f32 ? CT_ISA_PICK(rnn_fwd_f32)(&k) : rnn_fwd_f64(&k);
+            f32 ? RF_PICK(rnn_fwd_f32)(&k) : rnn_fwd_f64(&k);
     }
     if (rc == CT_OK) {
         /* the SV_ order; the inputs as given are for a backward under create_graph */
@@ -376,11 +383,11 @@ static int rf_backward(ct_autograd_ctx *ctx, ct_tensor *const *gout, int nout, c
                       .mask = st->mask ? st->mask + t * B : NULL,
                       .relu = st->kind == CT_RNN_RELU};
         if (lstm)
-            f32 ? CT_ISA_PICK(lstm_bwd_f32)(&k) : lstm_bwd_f64(&k);
+            f32 ? RF_PICK(lstm_bwd_f32)(&k) : lstm_bwd_f64(&k);
         else if (gru)
-            f32 ? CT_ISA_PICK(gru_bwd_f32)(&k) : gru_bwd_f64(&k);
+            f32 ? RF_PICK(gru_bwd_f32)(&k) : gru_bwd_f64(&k);
         else
-            f32 ? CT_ISA_PICK(rnn_bwd_f32)(&k) : rnn_bwd_f64(&k);
+            f32 ? RF_PICK(rnn_bwd_f32)(&k) : rnn_bwd_f64(&k);
         ct_scope_begin();
         bool ok = ct_mm_out(ct_select(dg, 0, t), whh, dhrec) != NULL;
         ct_scope_end();
