@@ -29,6 +29,7 @@ static int fail(void) {
 }
 
 int main(int argc, char **argv) {
+    ct_runtime_tune_and_reexec(argv); /* as the ctorch CLI runs */
     int threads = 0, reps = 7;
     const char *device = "cpu", *precision = "highest";
     for (int i = 1; i < argc; i++) {

@@ -16,6 +16,8 @@
 #include "util/md5.h"
 #include "util/json.h"
 #include "util/value.h"
+#include "cpu/blas.h"
+#include "cpu/cpu_isa.h"
 #include "testutil.h"
 
 /* ------------------------------------------------------------------ helpers */
@@ -507,6 +509,32 @@ static void trace_log_events(void **state) {
     free(text);
 }
 
+/* Note [Row strides of 2 KiB on AMD] (src/cpu/linalg.c): a float32 product with A
+ * transposed and A's rows 512 floats apart goes to OpenBLAS on a CPU that is not
+ * Intel's, where oneDNN is the float32 GEMM; 520 floats apart it stays on oneDNN.
+ * The structured log names the choice. */
+static void gemm_choice_by_row_stride(void **state) {
+    (void)state;
+    if (!ct_cpu_sgemm_onednn())
+        skip(); /* a build without oneDNN: every float32 product is OpenBLAS's */
+    assert_int_equal(ct_trace_log_start(g_tmp), CT_OK);
+    char path[1024];
+    snprintf(path, sizeof path, "%s", ct_trace_log_path());
+    ct_scope_begin();
+    ct_tensor *b = ct_ones(CT_SHAPE(8, 4), CT_F32, CT_CPU);
+    CT_ASSERT_OK(ct_mm(ct_t(ct_ones(CT_SHAPE(8, 512), CT_F32, CT_CPU)), b)); /* C (512, 4) */
+    CT_ASSERT_OK(ct_mm(ct_t(ct_ones(CT_SHAPE(8, 520), CT_F32, CT_CPU)), b)); /* C (520, 4) */
+    ct_scope_end();
+    assert_int_equal(ct_trace_log_stop(), CT_OK);
+    char **lines;
+    int n = check_log_lines(path, &lines);
+    const char *first = ct_cpu_is_intel() ? "\"choice\": \"onednn\", \"dtype\": \"float32\", \"m\": 512"
+                                          : "\"choice\": \"blas\", \"dtype\": \"float32\", \"m\": 512";
+    assert_int_equal(count_lines_with(lines, n, first), 1);
+    assert_int_equal(count_lines_with(lines, n, "\"choice\": \"onednn\", \"dtype\": \"float32\", \"m\": 520"), 1);
+    free_lines(lines, n);
+}
+
 static void trace_log_alloc_oom(void **state) {
     (void)state;
     static fake_device dev;
@@ -750,6 +778,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(md5_known_vectors),
         /* first: the fake device needs no CPU memory in use */
         cmocka_unit_test_setup_teardown(trace_log_alloc_oom, make_tmp, rm_tmp),
+        cmocka_unit_test_setup_teardown(gemm_choice_by_row_stride, make_tmp, rm_tmp),
         cmocka_unit_test_setup_teardown(profiler_spans_and_nesting, make_tmp, rm_tmp),
         cmocka_unit_test_setup_teardown(profiler_sessions_are_separate, make_tmp, rm_tmp),
         cmocka_unit_test_setup_teardown(profiler_threads, make_tmp, rm_tmp),

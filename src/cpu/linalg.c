@@ -11,6 +11,7 @@
 #include "cpu/loop.h"
 #include "cpu/loops.h"
 #include "cpu/blas.h"
+#include "cpu/cpu_isa.h"
 #include "observe/trace_log.h"
 #include "meta/linalg.h"
 
@@ -36,13 +37,16 @@
  * oneDNN has no dgemm.
  * One core each, GFLOP/s over 22 products as Note [GEMM chunks] cuts them (the LSTM's,
  * the transformer's, a convolution's weight gradient): on the GPU machine's Xeon oneDNN
- * ran 70-160 and OpenBLAS 19-30 for every one. On a 2-core EPYC (AVX2) they were even
+ * ran 70-160 and OpenBLAS 19-30 for every one, OpenBLAS with the kernels it picks by
+ * itself there (the program did not call ct_runtime_tune_and_reexec, which sets
+ * OPENBLAS_CORETYPE: docs/building.md), so that figure is not OpenBLAS at its best. On a 2-core EPYC (AVX2) they were even
  * except for blocks of rows with A transposed and a leading dimension that is a multiple
  * of 512 floats, where oneDNN fell to 25-50 and OpenBLAS kept 68-77 (A^T (2048 x 4096)
  * @ (4096 x 512): 33 against 77; with 2000 or 2064 rows 78 against 78): the LSTM's
  * training step there takes 2075 ms against 1410 ms with CT_SGEMM=openblas, while the
- * CNN's takes 29.0 against 33.2 ms. No one choice wins on both machines; the default
- * stays oneDNN, and CT_SGEMM=openblas is the switch for such a CPU. */
+ * CNN's takes 29.0 against 33.2 ms. No one library wins on both machines: oneDNN stays
+ * the default, and on AMD's cores the products it is slow on go to OpenBLAS (Note [Row
+ * strides of 2 KiB on AMD]). */
 bool ct_cpu_sgemm_onednn(void) {
 #ifdef CT_HAVE_DNNL
     static int use = -1; /* every thread reads the same environment, so a race only repeats it */
@@ -122,16 +126,18 @@ static void gemm_generic(ct_dtype dt, int64_t n, int64_t m, int64_t k, mat A, ma
 }
 
 #ifdef CT_HAVE_OPENBLAS
-/* One BLAS (or oneDNN) call, on the calling thread's OpenMP setting. */
+/* One BLAS (or oneDNN, unless no_dnnl) call, on the calling thread's OpenMP setting. */
 static void gemm_blas(ct_dtype dt, int64_t n, int64_t m, int64_t k, mat A, mat B, char *C, int64_t ldc, double alpha,
-                      double beta, bool ta, int64_t lda, bool tb, int64_t ldb) {
+                      double beta, bool ta, int64_t lda, bool tb, int64_t ldb, bool no_dnnl) {
 #ifdef CT_HAVE_DNNL
-    if (dt == CT_DTYPE_FLOAT32 && sgemm_dnnl(ta, tb, n, m, k, (float)alpha, (const float *)A.p, lda,
+    if (dt == CT_DTYPE_FLOAT32 && !no_dnnl && sgemm_dnnl(ta, tb, n, m, k, (float)alpha, (const float *)A.p, lda,
                                              (const float *)B.p, ldb, (float)beta, (float *)C, ldc)) {
         if (CT_TRACE_LOG_ON())
             ct_trace_log_kernel_choice(__FILE__, __LINE__, "gemm", "onednn", dt, n, m, k);
         return;
     }
+#else
+    (void)no_dnnl;
 #endif
     if (dt == CT_DTYPE_FLOAT32)
         cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)n, (int)m,
@@ -161,10 +167,31 @@ static void gemm_blas(ct_dtype dt, int64_t n, int64_t m, int64_t k, mat A, mat B
 #define GEMM_MIN_FLOPS ((int64_t)1 << 24)
 #define GEMM_MAX_CHUNKS 16
 
+/* Note [Row strides of 2 KiB on AMD]
+ * On AMD's cores oneDNN 2.6's sgemm slows down 1.5-2.6x when it reads an operand across
+ * rows that are a multiple of 512 floats (2 KiB) apart: a transposed A (the weight
+ * gradient dY^T X of a linear layer whose output width is 512, 1024, 1536, 2048...) or a
+ * B that is not transposed (X W with W's rows that long, and dY^T X with such an input
+ * width). The rows then fall into the same cache sets; OpenBLAS, which copies its
+ * panels first, does not slow down. One core of the 2-core EPYC (AVX2), blocks as
+ * above, GFLOP/s oneDNN against OpenBLAS: dY (2048 x 1000)^T X (2048 x 1000): 82 / 78,
+ * with X 2048 wide 38 / 77, with dY 1024 wide 32 / 78, 1536 wide 60 / 81; X (2048 x
+ * 1000) W (1000 x 1000) 86 / 83, with W 1024 wide 39 / 83; X W^T the same 83 / 80 at
+ * every width; the LSTM's A^T (2048 x 4096) @ (4096 x 512) 33 / 77. So on a CPU that is
+ * not Intel's, such products go to OpenBLAS. On the GPU machine's Xeon oneDNN ran every
+ * shape measured at 70-160 (Note [oneDNN sgemm]): Intel's cores keep oneDNN. The choice depends on the layout and the CPU alone, so a product's bits
+ * do not depend on the thread count. */
+static bool gemm_skip_dnnl(ct_dtype dt, bool ta, int64_t lda, bool tb, int64_t ldb) {
+    /* bench/train_char_gpt, one thread, three alternating rounds: 88.9-90.3 ms a step
+     * against 91.7-93.0 without this; bench/rnn's LSTM step 1316-1374 against
+     * 1504-1615 ms; the CNN's 29.1-29.7 against 28.9-29.1 ms. */
+    return dt == CT_DTYPE_FLOAT32 && ((ta && lda % 512 == 0) || (!tb && ldb % 512 == 0)) && !ct_cpu_is_intel();
+}
+
 typedef struct {
     ct_dtype dt;
     int64_t n, m, k, bs, ldc, lda, ldb;
-    bool rows, ta, tb;
+    bool rows, ta, tb, no_dnnl;
     mat A, B;
     char *C;
     double alpha, beta;
@@ -179,11 +206,11 @@ static void gemm_chunk(void *ctx, int64_t c) {
     if (j->rows) {
         A.p += (size_t)(b * A.s0) * esz;
         gemm_blas(j->dt, len, j->m, j->k, A, B, j->C + (size_t)(b * j->ldc) * esz, j->ldc, j->alpha, j->beta, j->ta,
-                  j->lda, j->tb, j->ldb);
+                  j->lda, j->tb, j->ldb, j->no_dnnl);
     } else {
         B.p += (size_t)(b * B.s1) * esz;
         gemm_blas(j->dt, j->n, len, j->k, A, B, j->C + (size_t)b * esz, j->ldc, j->alpha, j->beta, j->ta, j->lda,
-                  j->tb, j->ldb);
+                  j->tb, j->ldb, j->no_dnnl);
     }
 }
 #endif
@@ -197,7 +224,8 @@ static void gemm(ct_dtype dt, int64_t n, int64_t m, int64_t k, mat A, mat B, cha
     int64_t lda, ldb;
     if ((dt == CT_DTYPE_FLOAT32 || dt == CT_DTYPE_FLOAT64) && k > 0 && blas_layout(A, n, k, &ta, &lda) &&
         blas_layout(B, k, m, &tb, &ldb)) {
-        gemm_job j = {dt, n, m, k, 0, ldc, lda, ldb, n >= m, ta, tb, A, B, C, alpha, beta};
+        gemm_job j = {dt, n, m, k, 0, ldc, lda, ldb, n >= m, ta, tb, gemm_skip_dnnl(dt, ta, lda, tb, ldb), A, B, C,
+                      alpha, beta};
         int64_t dim = j.rows ? n : m;
         int64_t chunks = 2 * n * m * k / GEMM_MIN_FLOPS;
         if (chunks > GEMM_MAX_CHUNKS)
