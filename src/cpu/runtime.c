@@ -10,6 +10,7 @@
 #include "core/build_info.h"
 #include "core/tensor_impl.h"
 #include "cpu/cpu_backend.h"
+#include "cpu/cpu_isa.h"
 
 #ifdef CT_HAVE_OPENMP
 #include <omp.h>
@@ -21,8 +22,11 @@
 const char *ct_blas_info(void) {
 #ifdef CT_HAVE_OPENBLAS
     static char info[160];
+    /* Note [Row strides of 2 KiB on AMD] in linalg.c: which products leave oneDNN */
     snprintf(info, sizeof info, "OpenBLAS, kernels %s%s", openblas_get_corename(),
-             ct_cpu_sgemm_onednn() ? "; float32 GEMM: oneDNN" : "");
+             !ct_cpu_sgemm_onednn() ? ""
+             : ct_cpu_is_intel()    ? "; float32 GEMM: oneDNN"
+                                    : "; float32 GEMM: oneDNN, OpenBLAS across 2 KiB row strides");
     return info;
 #else
     return "none";
