@@ -221,6 +221,26 @@ static void test_eye(void **state) {
     CT_ASSERT_ERR(ct_eye(2, 2, CT_F32, CT_CUDA(ct_cuda_device_count())) != NULL, CT_ERROR_DEVICE, "CUDA");
 }
 
+/* Note [Empty storage]: an empty CPU tensor's data is a real, aligned address (never
+ * NULL), one tensor's as another's; ops on empty tensors work, and releasing them frees
+ * nothing (ASan would see a bad free). Meta tensors keep NULL. */
+static void test_empty_storage(void **state) {
+    (void)state;
+    ct_scope_begin();
+    ct_tensor *a = ct_empty(CT_SHAPE(0, 3), CT_F32, CT_CPU), *b = ct_zeros(CT_SHAPE(5, 0), CT_I64, CT_CPU);
+    assert_non_null(ct_tensor_data(a));
+    assert_non_null(ct_tensor_data(b));
+    assert_int_equal((uintptr_t)ct_tensor_data(a) % 64, 0);
+    ct_tensor *s = ct_sum(a, CT_INDEX(0), 1, false, CT_DTYPE_UNDEFINED); /* (3) zeros from an empty input */
+    CT_ASSERT_SHAPE(s, 3);
+    for (int i = 0; i < 3; i++)
+        assert_true(ct_test_at(s, i) == 0.0);
+    ct_tensor *c = ct_cat((const ct_tensor *[]){a, ct_ones(CT_SHAPE(2, 3), CT_F32, CT_CPU)}, 2, 0);
+    CT_ASSERT_SHAPE(c, 2, 3);
+    assert_null(ct_tensor_data(ct_empty(CT_SHAPE(0), CT_F32, CT_META)));
+    ct_scope_end();
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_golden),
@@ -228,6 +248,7 @@ int main(void) {
         cmocka_unit_test(test_arange_errors),
         cmocka_unit_test(test_linspace_logspace),
         cmocka_unit_test(test_eye),
+        cmocka_unit_test(test_empty_storage),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

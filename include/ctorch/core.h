@@ -259,7 +259,8 @@ CT_API size_t ct_tensor_element_size(const ct_tensor *t);
 /* Offset of the first element in the storage, in elements. */
 CT_API int64_t ct_tensor_storage_offset(const ct_tensor *t);
 CT_API size_t ct_tensor_storage_nbytes(const ct_tensor *t);
-/* Address of the first element (NULL on META or for an empty storage). */
+/* Address of the first element: NULL on META and for an empty CUDA storage; an empty
+ * CPU tensor has a valid address that holds no element (Note [Empty storage]). */
 CT_API void *ct_tensor_data(const ct_tensor *t);
 CT_API bool ct_tensor_is_contiguous(const ct_tensor *t);
 /* True when a and b view the same storage. */
