@@ -19,11 +19,10 @@
  * which allocate nothing.
  *
  * Every finding of the reliability review (../shared/specs/reliability-findings.md) is
- * fixed and no call is stepped around. One class of finding 25, pointer arithmetic on
- * the NULL data of empty tensors (reduce_iter.c, linalg.c and more), is reached by
- * nearly every op on an empty tensor; the fuzz build compiles the library without
- * clang's pointer-overflow check instead (fuzz/CMakeLists.txt). The reader, pickers and
- * result checks are fuzz/fuzz_util.h's, shared with fuzz_nn. */
+ * fixed and no call is stepped around; the library is built with clang's whole
+ * -fsanitize=undefined, pointer-overflow included (empty tensors' data is not NULL:
+ * Note [Empty storage] in src/core/tensor.c). The reader, pickers and result checks
+ * are fuzz/fuzz_util.h's, shared with fuzz_nn. */
 #define FUZZ_NAME "fuzz_ops"
 #define FUZZ_TRACE_ENV "FUZZ_OPS_TRACE"
 #include "fuzz_util.h"
