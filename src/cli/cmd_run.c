@@ -22,8 +22,9 @@ extern char **environ;
  * MASTER_ADDR, MASTER_PORT, TORCHELASTIC_RESTART_COUNT and TORCHELASTIC_RUN_ID set,
  * OMP_NUM_THREADS=1 unless it is set (torchrun's default too: N ranks of a machine
  * share its cores) and CT_POOL_BIND=0 unless it is set (each rank's pool would bind its
- * threads to the same first CPUs, Note [Workers on their own cores]). When a rank fails (exits non-zero or is killed by a
- * signal) the others get SIGTERM, then SIGKILL after a grace period, and the launcher
+ * threads to the same first CPUs, Note [Workers on their own cores]). When a rank
+ * fails (exits non-zero or is killed by a signal) the others get SIGTERM, then SIGKILL
+ * after a grace period, and the launcher
  * exits with the failed rank's code (128 + signal for a signal), naming the rank.
  * There are no restarts: --max-restarts of torchrun is not offered. */
 

@@ -268,6 +268,14 @@ static int cpus_allowed(int64_t now) {
 #endif
 }
 
+/* threads, or the CPUs the process may use when they are fewer. */
+static int cap_threads(int threads) {
+    if (threads < 2)
+        return threads;
+    int cpus = cpus_allowed(now_ns());
+    return threads > cpus ? cpus : threads;
+}
+
 /* Starts workers up to n (called with the lock held); returns how many there are. */
 /* CT_POOL_STATS=1: the counters on stderr at exit, to see whether a job backed off. */
 static void print_stats(void) {
@@ -347,6 +355,7 @@ void ct_parallel_for(int64_t chunks, int threads, ct_parallel_fn fn, void *ctx) 
 #ifdef CT_HAVE_OPENMP
     nested = nested || omp_in_parallel();
 #endif
+    threads = cap_threads(threads);
     if (threads < 2 || chunks == 1 || nested || pthread_mutex_trylock(&P.lock) != 0) {
         run_serial(chunks, fn, ctx);
         return;
@@ -359,16 +368,8 @@ void ct_parallel_for(int64_t chunks, int threads, ct_parallel_fn fn, void *ctx) 
         run_serial(chunks, fn, ctx);
         return;
     }
-    int cpus = cpus_allowed(t0);
-    if (threads > cpus)
-        threads = cpus;
-    if (threads < 2) {
-        pthread_mutex_unlock(&P.lock);
-        run_serial(chunks, fn, ctx);
-        return;
-    }
     int workers = grow(threads - 1);
-    atomic_store_explicit(&P.bind, P.bind_on && threads == cpus, memory_order_relaxed); /* published with the state */
+    atomic_store_explicit(&P.bind, P.bind_on && threads == cpus_allowed(t0), memory_order_relaxed); /* published with the state */
     int64_t units = chunks, per = 1;
     if (units > (int64_t)MAX_UNITS) {
         per = (chunks + MAX_UNITS - 1) / MAX_UNITS;
@@ -442,9 +443,7 @@ ct_status ct_parallel_range(int64_t n, int64_t work, int64_t min_work, ct_parall
         return ct_error(CT_ERROR_VALUE, "parallel_range", "n must be non-negative, got %lld", (long long)n);
     if (n == 0)
         return CT_OK;
-    int nth = ct_get_num_threads(), cpus = nth > 1 ? cpus_allowed(now_ns()) : 1;
-    if (nth > cpus) /* Note [No more threads than cores] */
-        nth = cpus;
+    int nth = cap_threads(ct_get_num_threads());
     if (nth < 2 || work <= min_work || n == 1) {
         fn(ctx, 0, n);
         return CT_OK;

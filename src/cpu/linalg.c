@@ -39,14 +39,9 @@
  * the transformer's, a convolution's weight gradient): on the GPU machine's Xeon oneDNN
  * ran 70-160 and OpenBLAS 19-30 for every one, OpenBLAS with the kernels it picks by
  * itself there (the program did not call ct_runtime_tune_and_reexec, which sets
- * OPENBLAS_CORETYPE: docs/building.md), so that figure is not OpenBLAS at its best. On a 2-core EPYC (AVX2) they were even
- * except for blocks of rows with A transposed and a leading dimension that is a multiple
- * of 512 floats, where oneDNN fell to 25-50 and OpenBLAS kept 68-77 (A^T (2048 x 4096)
- * @ (4096 x 512): 33 against 77; with 2000 or 2064 rows 78 against 78): the LSTM's
- * training step there takes 2075 ms against 1410 ms with CT_SGEMM=openblas, while the
- * CNN's takes 29.0 against 33.2 ms. No one library wins on both machines: oneDNN stays
- * the default, and on AMD's cores the products it is slow on go to OpenBLAS (Note [Row
- * strides of 2 KiB on AMD]). */
+ * OPENBLAS_CORETYPE: docs/building.md), so that figure is not OpenBLAS at its best. On
+ * AMD's cores some products are slow in oneDNN and go to OpenBLAS (Note [Row strides of
+ * 2 KiB on AMD]). */
 bool ct_cpu_sgemm_onednn(void) {
 #ifdef CT_HAVE_DNNL
     static int use = -1; /* every thread reads the same environment, so a race only repeats it */
@@ -179,12 +174,13 @@ static void gemm_blas(ct_dtype dt, int64_t n, int64_t m, int64_t k, mat A, mat B
  * 1000) W (1000 x 1000) 86 / 83, with W 1024 wide 39 / 83; X W^T the same 83 / 80 at
  * every width; the LSTM's A^T (2048 x 4096) @ (4096 x 512) 33 / 77. So on a CPU that is
  * not Intel's, such products go to OpenBLAS. On the GPU machine's Xeon oneDNN ran every
- * shape measured at 70-160 (Note [oneDNN sgemm]): Intel's cores keep oneDNN. The choice depends on the layout and the CPU alone, so a product's bits
- * do not depend on the thread count. */
+ * shape measured at 70-160 (Note [oneDNN sgemm]): Intel's cores keep oneDNN. The choice
+ * depends on the layout and the CPU alone, so a product's bits do not depend on the
+ * thread count. On the EPYC, one thread, three alternating rounds: char-gpt's step
+ * 88.9-90.3 ms against 91.7-93.0 without this, the LSTM's (bench/rnn) 1316-1374 against
+ * 1504-1615 ms, the CNN's 29.1-29.7 against 28.9-29.1 ms (before this the whole LSTM
+ * step took 2075 ms, and 1410 ms with CT_SGEMM=openblas; the CNN's 29.0 and 33.2 ms). */
 static bool gemm_skip_dnnl(ct_dtype dt, bool ta, int64_t lda, bool tb, int64_t ldb) {
-    /* bench/train_char_gpt, one thread, three alternating rounds: 88.9-90.3 ms a step
-     * against 91.7-93.0 without this; bench/rnn's LSTM step 1316-1374 against
-     * 1504-1615 ms; the CNN's 29.1-29.7 against 28.9-29.1 ms. */
     return dt == CT_DTYPE_FLOAT32 && ((ta && lda % 512 == 0) || (!tb && ldb % 512 == 0)) && !ct_cpu_is_intel();
 }
 
