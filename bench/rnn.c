@@ -3,6 +3,7 @@
  * parameter) and the forward alone, each the median of several runs.
  *
  *   bench/rnn [--device cpu|cuda] [--precision highest|high] [--threads N] [--reps N]
+ *             [--no-cudnn]
  *
  * Prints "name value unit" lines a peer can match (bench/torch_rnn_peer.py prints the
  * same names for PyTorch):
@@ -12,7 +13,10 @@
  * .fwd_cpu_ms): with one thread, the work done, which a busy shared machine changes far
  * less than the wall time. On CUDA each time ends with the device synchronized;
  * --precision high lets float32 products use TF32 (ct_set_float32_matmul_precision),
- * as PyTorch's cuDNN LSTM does by default (torch.backends.cudnn.allow_tf32). */
+ * as PyTorch's cuDNN LSTM does by default (torch.backends.cudnn.allow_tf32). On CUDA the
+ * LSTM runs on cuDNN when the backend found it (Note [Recurrent layers on cuDNN]);
+ * --no-cudnn keeps it on the layers' own CUDA path, and a line "cudnn <version|off>"
+ * says which ran. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,10 +45,12 @@ int main(int argc, char **argv) {
             precision = argv[++i];
         else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
             reps = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--no-cudnn"))
+            ct_backends_cudnn_set_enabled(false);
         else {
             fprintf(stderr,
                     "usage: %s [--device cpu|cuda] [--precision highest|high] [--threads N] "
-                    "[--reps N]\n",
+                    "[--reps N] [--no-cudnn]\n",
                     argv[0]);
             return 2;
         }
@@ -68,6 +74,10 @@ int main(int argc, char **argv) {
     double *t = calloc((size_t)reps, sizeof *t), *tc = calloc((size_t)reps, sizeof *tc);
     char tag[64];
     snprintf(tag, sizeof tag, "lstm.%s.s128b32h512l2", cuda ? "cuda" : "cpu");
+    if (cuda && ct_backends_cudnn_enabled() && ct_backends_cudnn_is_available())
+        printf("cudnn %lld\n", (long long)ct_backends_cudnn_version());
+    else if (cuda)
+        printf("cudnn off\n");
 
     /* training steps: one warm-up, then reps timed */
     for (int r = -1; r < reps; r++) {

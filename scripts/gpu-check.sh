@@ -49,6 +49,16 @@ if ls "$DEBS"/*.deb > /dev/null 2>&1; then
     say "deps: $(ls "$DEBS"/*.deb | wc -l) packages unpacked under $PREFIX"
 fi
 
+# cuDNN is loaded at run time (Note [cuDNN at run time] in src/cuda/rnn_cudnn.c); the
+# machine has it in PyTorch's wheel only, so point the backend there unless told.
+if [ -z "${CT_CUDNN_LIBRARY:-}" ]; then
+    dnn=$(python3 -c "import glob, os, nvidia.cudnn as m; print((glob.glob(os.path.join(list(m.__path__)[0], 'lib', 'libcudnn.so.*')) or [''])[0])" 2>/dev/null || true)
+    if [ -n "$dnn" ]; then
+        export CT_CUDNN_LIBRARY="$dnn" LD_LIBRARY_PATH="$(dirname "$dnn")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+        say "cudnn: $dnn"
+    fi
+fi
+
 if command -v nvidia-smi > /dev/null 2>&1; then
     nvidia-smi > "$OUTDIR/nvidia-smi.txt" 2>&1
 fi

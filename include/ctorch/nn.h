@@ -209,6 +209,40 @@ CT_API ct_status ct_rnn_relu(const ct_tensor *input, const ct_tensor *h0, const 
                              ct_tensor *const *params, int nparams, bool has_biases, int num_layers, double dropout,
                              bool train, bool bidirectional, bool batch_first, ct_tensor **output, ct_tensor **hn);
 
+/* cuDNN's recurrence (PyTorch's _cudnn_rnn and _cudnn_rnn_backward), CUDA only, when the
+ * CUDA backend found libcudnn at run time (ct_backends_cudnn_version). ct_lstm and the
+ * others take it by themselves for CUDA inputs where it applies (docs/nn.md, "Recurrent
+ * layers"); these are the ops under them. mode: CT_CUDNN_RNN_*; input (T, B, I) or
+ * (B, T, I) when batch_first; weight: the layers' parameters (ct_lstm's params, without
+ * projections) flattened and concatenated into one vector; hx, cx (L * D, B, hidden),
+ * cx NULL but for LSTM; lengths NULL or an int64 CPU tensor (B) of lengths in [1, T].
+ * train asks for *reserve, which the backward reads; without it *reserve is NULL.
+ * *output (T, B, D * hidden) (batch-major when batch_first), *hy (L * D, B, hidden),
+ * *cy (LSTM; NULL otherwise). Not differentiable themselves. */
+typedef enum ct_cudnn_rnn_mode { CT_CUDNN_RNN_RELU = 0, CT_CUDNN_RNN_TANH, CT_CUDNN_RNN_LSTM, CT_CUDNN_RNN_GRU } ct_cudnn_rnn_mode;
+CT_API ct_status ct_cudnn_rnn(const ct_tensor *input, const ct_tensor *weight, const ct_tensor *hx,
+                              const ct_tensor *cx, const ct_tensor *lengths, ct_cudnn_rnn_mode mode,
+                              int64_t hidden_size, int64_t num_layers, bool bidirectional, bool batch_first,
+                              bool has_biases, bool train, ct_tensor **output, ct_tensor **hy, ct_tensor **cy,
+                              ct_tensor **reserve);
+/* The gradients of input, hx, cx (LSTM) and weight from the forward's output and
+ * reserve and the gradients of output, hy and cy (LSTM). */
+CT_API ct_status ct_cudnn_rnn_backward(const ct_tensor *input, const ct_tensor *weight, const ct_tensor *hx,
+                                       const ct_tensor *cx, const ct_tensor *lengths, const ct_tensor *output,
+                                       const ct_tensor *grad_output, const ct_tensor *grad_hy,
+                                       const ct_tensor *grad_cy, const ct_tensor *reserve, ct_cudnn_rnn_mode mode,
+                                       int64_t hidden_size, int64_t num_layers, bool bidirectional,
+                                       bool batch_first, bool has_biases, ct_tensor **grad_input,
+                                       ct_tensor **grad_hx, ct_tensor **grad_cx, ct_tensor **grad_weight);
+/* torch.backends.cudnn: the version of the libcudnn the CUDA backend loaded (e.g.
+ * 91002 for 9.10.2), 0 when none was found or there is no CUDA backend;
+ * is_available is version > 0. set_enabled(false) keeps the recurrent layers off
+ * cuDNN (on by default; CT_CUDNN=0 in the environment turns it off at start-up). */
+CT_API int64_t ct_backends_cudnn_version(void);
+CT_API bool ct_backends_cudnn_is_available(void);
+CT_API void ct_backends_cudnn_set_enabled(bool enabled);
+CT_API bool ct_backends_cudnn_enabled(void);
+
 /* ------------------------------------------------------------ losses */
 
 /* F.cross_entropy. target: class indices (int64, shape (N) / (N, d1, ...) / ()) or

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "api/cuda_runtime.h"
+#include "ctorch/nn.h"
 #include "core/alloc.h"
 #include "core/device.h"
 #include "core/error.h"
@@ -47,6 +48,11 @@ static const ct_cuda_runtime *runtime(void) {
 static const ct_cuda_runtime *need(const char *op) {
     const ct_device_iface *d = ct_device_need(op, CT_DEVICE_CUDA);
     return d ? (const ct_cuda_runtime *)d->runtime : NULL;
+}
+
+int64_t ct_backends_cudnn_version(void) {
+    const ct_cuda_runtime *rt = runtime();
+    return rt && rt->cudnn_version ? rt->cudnn_version() : 0;
 }
 
 bool ct_cuda_is_available(void) {

@@ -49,6 +49,7 @@ typedef struct ct_cuda_runtime {
     void (*graph_free)(ct_cuda_graph *graph);
     ct_cuda_mempool *(*graph_pool)(ct_cuda_graph *graph);
     bool (*is_capturing)(void);
+    int64_t (*cudnn_version)(void); /* 0: no libcudnn found */
 } ct_cuda_runtime;
 
 #ifdef __cplusplus

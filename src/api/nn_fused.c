@@ -315,20 +315,30 @@ ct_status ct_flash_attention_backward(const ct_tensor *grad_out, const ct_tensor
 }
 
 /* -1: not read yet (CT_FLASH_SDP decides), 0 off, 1 on. */
-static atomic_int flash_sdp = -1;
-
-void ct_backends_cuda_enable_flash_sdp(bool enabled) { atomic_store(&flash_sdp, enabled ? 1 : 0); }
-
-bool ct_backends_cuda_flash_sdp_enabled(void) {
-    int v = atomic_load(&flash_sdp);
+/* A torch.backends switch: on unless set off, or unless env says 0 or false at the
+ * first read. */
+static bool backend_switch(atomic_int *sw, const char *env) {
+    int v = atomic_load(sw);
     if (v < 0) {
-        const char *e = getenv("CT_FLASH_SDP");
+        const char *e = getenv(env);
         int want = e && (strcmp(e, "0") == 0 || strcmp(e, "false") == 0 || strcmp(e, "False") == 0) ? 0 : 1;
-        atomic_compare_exchange_strong(&flash_sdp, &v, want);
-        v = atomic_load(&flash_sdp);
+        atomic_compare_exchange_strong(sw, &v, want);
+        v = atomic_load(sw);
     }
     return v != 0;
 }
+
+static atomic_int flash_sdp = -1, cudnn_on = -1;
+
+void ct_backends_cuda_enable_flash_sdp(bool enabled) { atomic_store(&flash_sdp, enabled ? 1 : 0); }
+
+bool ct_backends_cuda_flash_sdp_enabled(void) { return backend_switch(&flash_sdp, "CT_FLASH_SDP"); }
+
+void ct_backends_cudnn_set_enabled(bool enabled) { atomic_store(&cudnn_on, enabled ? 1 : 0); }
+
+bool ct_backends_cudnn_enabled(void) { return backend_switch(&cudnn_on, "CT_CUDNN"); }
+
+bool ct_backends_cudnn_is_available(void) { return ct_backends_cudnn_version() > 0; }
 
 /* Note [Flash attention routing]
  * scaled_dot_product_attention takes the flash op (src/cuda/flash_attn.cu) where its

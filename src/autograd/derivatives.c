@@ -1770,6 +1770,7 @@ DEF(to_device, 0) {
 #define CT_DERIV_STRUCTURED(name) CT_DERIV_(name)
 #define CT_DERIV_COMPARE(name)
 #define CT_DERIV_COMPOSITE(name)
+#define CT_DERIV_BACKEND(name) CT_DERIV_(name)
 #define CT_DERIV_VIEW(name) CT_DERIV_(name)
 #define CT_DERIV_COPY(name) CT_DERIV_(name)
 #define CT_DERIV_REDUCE(name) CT_DERIV_(name)

@@ -26,6 +26,7 @@ void ct_cpu_register_reduce(void);
 #define CT_CPU_DECL_COMPARE(name)
 #define CT_CPU_DECL_STRUCTURED(name)
 #define CT_CPU_DECL_COMPOSITE(name)
+#define CT_CPU_DECL_BACKEND(name)
 #define CT_CPU_DECL_REDUCE(name)
 #define CT_CPU_DECL_SCAN(name)
 #define CT_CPU_DECL_VIEW(name)

@@ -25,6 +25,7 @@ static const ct_cpu_loop *default_loops[CT_OP_COUNT];
 #define CT_EW_TABLE_CUSTOM(name)
 #define CT_EW_TABLE_STRUCTURED(name)
 #define CT_EW_TABLE_COMPOSITE(name)
+#define CT_EW_TABLE_BACKEND(name)
 #define CT_EW_TABLE_REDUCE(name)
 #define CT_EW_TABLE_SCAN(name)
 #define CT_EW_TABLE_VIEW(name)

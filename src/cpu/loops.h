@@ -23,6 +23,7 @@
 #define CT_KERNEL_DECL_CUSTOM(name)
 #define CT_KERNEL_DECL_STRUCTURED(name)
 #define CT_KERNEL_DECL_COMPOSITE(name)
+#define CT_KERNEL_DECL_BACKEND(name)
 #define CT_KERNEL_DECL_REDUCE(name)
 #define CT_KERNEL_DECL_SCAN(name)
 #define CT_KERNEL_DECL_VIEW(name)

@@ -19,6 +19,7 @@
 #define CPU_CUSTOM(name) CPU_REG(name, ct_cpu_##name)
 #define CPU_STRUCTURED(name) CPU_REG(name, ct_kernel_##name)
 #define CPU_COMPOSITE(name)
+#define CPU_BACKEND(name)
 #define CPU_REDUCE(name) CPU_REG(name, ct_reduce_kernel)
 #define CPU_SCAN(name) CPU_REG(name, ct_reduce_kernel)
 #define CPU_VIEW(name) CPU_REG(name, ct_core_kernel)

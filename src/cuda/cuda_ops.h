@@ -86,6 +86,8 @@ void ct_cuda_register_nn(void);
 
 /* Registers fused_adam and fused_adamw at CT_KEY_CUDA (fused_optim_cuda.c). */
 void ct_cuda_register_fused_optim(void);
+/* _cudnn_rnn and _cudnn_rnn_backward (rnn_cudnn.c). */
+void ct_cuda_register_cudnn_rnn(void);
 
 /* Registers the CUDA kernels of CUSTOM ops at CT_KEY_CUDA (called once by the op
  * table's registration). */

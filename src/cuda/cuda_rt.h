@@ -48,6 +48,10 @@ ct_status ct_cudart_graph_replay(ct_cuda_graph *graph);
 void ct_cudart_graph_free(ct_cuda_graph *graph);
 ct_cuda_mempool *ct_cudart_graph_pool(ct_cuda_graph *graph);
 bool ct_cudart_is_capturing(void);
+/* The loaded libcudnn's version, 0 when none (Note [cuDNN at run time], rnn_cudnn.c). */
+int64_t ct_cudnn_version(void);
+/* Why none was loaded ("no libcudnn was found (...)"), for ctorch info. */
+const char *ct_cudnn_why(void);
 
 
 #define CT_CUDA_MAX_DEVICES 64

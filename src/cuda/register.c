@@ -27,6 +27,7 @@
 #define CUDA_CUSTOM(name)
 #define CUDA_STRUCTURED(name)
 #define CUDA_COMPOSITE(name)
+#define CUDA_BACKEND(name) /* cuda/rnn_cudnn.c registers its own */
 #define CUDA_REDUCE(name) CUDA_REG(name, ct_reduce_kernel)
 #define CUDA_SCAN(name) CUDA_REG(name, ct_reduce_kernel)
 #define CUDA_VIEW(name) CUDA_REG(name, ct_core_kernel)
@@ -43,6 +44,7 @@ void ct_cuda_register(void) {
 #undef CT_OP
     ct_cuda_register_kernels();
     ct_cuda_register_fused_optim();
+    ct_cuda_register_cudnn_rnn();
 }
 
 /* The backend's one exported symbol, which src/registry.c finds with dlsym (or, in a

@@ -274,12 +274,13 @@ static const ct_cuda_runtime runtime_table = {
     .graph_free = ct_cudart_graph_free,
     .graph_pool = ct_cudart_graph_pool,
     .is_capturing = ct_cudart_is_capturing,
+    .cudnn_version = ct_cudnn_version,
 };
 
 /* ct_backend_info's line: the devices, the runtime, the compiled architectures and
  * whether device 0 runs one of them (launches one tiny kernel). */
 static const char *describe(void) {
-    static char line[256];
+    static char line[512];
     int n = ct_cuda_probe_device_count();
     int rt = ct_cuda_probe_runtime_version();
     int len = snprintf(line, sizeof line, "cuda: %d device%s (runtime %d.%d, built for sm_%s", n, n == 1 ? "" : "s",
@@ -291,8 +292,14 @@ static const char *describe(void) {
         else
             len += snprintf(line + len, sizeof line - (size_t)len, "; no compiled image runs on device 0");
     }
-    if (len > 0 && (size_t)len < sizeof line)
-        snprintf(line + len, sizeof line - (size_t)len, ")");
+    if (len > 0 && (size_t)len < sizeof line) {
+        int64_t v = ct_cudnn_version();
+        if (v > 0)
+            snprintf(line + len, sizeof line - (size_t)len, "; cuDNN %lld.%lld.%lld)", (long long)(v / 10000),
+                     (long long)(v % 10000 / 100), (long long)(v % 100));
+        else
+            snprintf(line + len, sizeof line - (size_t)len, "; %s)", ct_cudnn_why());
+    }
     return line;
 }
 

@@ -18,6 +18,7 @@ CT_BACKEND_BEGIN
 #define CT_META_DECL_COMPARE(name)
 #define CT_META_DECL_CUSTOM(name) ct_status ct_meta_##name(ct_keyset ks, ct_call *call, void *user_data);
 #define CT_META_DECL_COMPOSITE(name)
+#define CT_META_DECL_BACKEND(name)
 #define CT_META_DECL_REDUCE(name)
 #define CT_META_DECL_SCAN(name)
 #define CT_META_DECL_VIEW(name)

@@ -72,6 +72,7 @@ typedef enum ct_op_family {
     /* made by the core from the arguments alone (Note [Factories as ops] in factories.c) */
     CT_FAM_FACTORY,   /* empty, full, arange, ..., fill_ */
     CT_FAM_RANDOM,    /* the same, drawn from the default generator */
+    CT_FAM_BACKEND,   /* kernels only from a backend that has them (cuDNN's recurrence) */
     CT_FAM_COUNT
 } ct_op_family;
 

@@ -17,6 +17,7 @@
 #define META_CUSTOM(name) META_REG(name, ct_meta_##name)
 #define META_STRUCTURED(name) META_REG(name, ct_kernel_##name)
 #define META_COMPOSITE(name)
+#define META_BACKEND(name)
 #define META_REDUCE(name) META_REG(name, ct_reduce_kernel)
 #define META_SCAN(name) META_REG(name, ct_reduce_kernel)
 #define META_VIEW(name) META_REG(name, ct_core_kernel)

@@ -469,10 +469,47 @@ static ct_status run(const rnn_cfg *c, const ct_tensor *input, const ct_tensor *
     return st;
 }
 
+/* Note [Recurrent layers on cuDNN] in rnn_cudnn.c: an unbatched call as a batch of one,
+ * zeros for the states not given. */
+static ct_status run_cudnn(const rnn_cfg *c, const ct_tensor *input, const ct_tensor *h0, const ct_tensor *c0,
+                           const int64_t *lens, ct_tensor *const *params, int nparams, ct_tensor **output,
+                           ct_tensor **hn, ct_tensor **cn) {
+    const bool lstm = c->kind == RNN_LSTM;
+    const int nstate = c->L * c->D;
+    ct_dtype dt = ct_tensor_dtype(input);
+    ct_device dev = ct_tensor_device(input);
+    ct_scope_begin();
+    ct_tensor *x = c->batched ? ct_tensor_ref(input) : ct_unsqueeze(input, 1);
+    ct_tensor *h = h0 ? (c->batched ? ct_tensor_ref(h0) : ct_unsqueeze(h0, 1)) : ct_zeros(CT_SHAPE(nstate, c->B, c->H), dt, dev);
+    ct_tensor *cs = !lstm ? NULL
+                    : c0  ? (c->batched ? ct_tensor_ref(c0) : ct_unsqueeze(c0, 1))
+                          : ct_zeros(CT_SHAPE(nstate, c->B, c->H), dt, dev);
+    ct_tensor *o = NULL, *hn_t = NULL, *cn_t = NULL;
+    ct_status st = x && h && (!lstm || cs) ? ct_rnn_cudnn(c->kind, x, h, cs, lens, params, nparams, c->bias, c->L,
+                                                          c->D == 2, c->batched && c->batch_first, &o, &hn_t,
+                                                          lstm ? &cn_t : NULL)
+                                           : ct_last_status();
+    if (st == CT_OK && !c->batched) {
+        o = ct_squeeze_dim(o, 1);
+        hn_t = ct_squeeze_dim(hn_t, 1);
+        cn_t = lstm ? ct_squeeze_dim(cn_t, 1) : NULL;
+        if (!o || !hn_t || (lstm && !cn_t))
+            st = ct_last_status();
+    }
+    if (st == CT_OK) {
+        *output = ct_keep(o);
+        *hn = ct_keep(hn_t);
+        if (cn)
+            *cn = ct_keep(cn_t);
+    }
+    ct_scope_end();
+    return st;
+}
+
 static ct_status rnn_call(rnn_kind kind, const char *op, const ct_tensor *input, const ct_tensor *h0,
                           const ct_tensor *c0, const ct_tensor *lengths, ct_tensor *const *params, int nparams,
                           bool has_biases, int num_layers, double dropout, bool train, bool bidirectional,
-                          bool batch_first, ct_tensor **output, ct_tensor **hn, ct_tensor **cn) {
+                          bool batch_first, bool ops_only, ct_tensor **output, ct_tensor **hn, ct_tensor **cn) {
     if (output)
         *output = NULL;
     if (hn)
@@ -494,7 +531,10 @@ static ct_status rnn_call(rnn_kind kind, const char *op, const ct_tensor *input,
     if (lengths && !(lens = read_lengths(&c, lengths)))
         return ct_last_status();
     ct_tensor *o = NULL, *h = NULL, *cc = NULL;
-    st = run(&c, input, h0, c0, lens, params, &o, &h, kind == RNN_LSTM ? &cc : NULL);
+    if (!ops_only && c.B > 0 && ct_rnn_cudnn_applies(input, c.proj, num_layers, dropout, train))
+        st = run_cudnn(&c, input, h0, c0, lens, params, nparams, &o, &h, kind == RNN_LSTM ? &cc : NULL);
+    else
+        st = run(&c, input, h0, c0, lens, params, &o, &h, kind == RNN_LSTM ? &cc : NULL);
     free(lens);
     if (st != CT_OK)
         return st;
@@ -510,32 +550,41 @@ static ct_status rnn_call(rnn_kind kind, const char *op, const ct_tensor *input,
     return CT_OK;
 }
 
+ct_status ct_rnn_stack_ops(int kind, const ct_tensor *input, const ct_tensor *h0, const ct_tensor *c0,
+                           const ct_tensor *lengths, ct_tensor *const *params, int nparams, bool has_biases,
+                           int num_layers, bool bidirectional, bool batch_first, ct_tensor **output, ct_tensor **hn,
+                           ct_tensor **cn) {
+    static const char *ops[] = {"rnn_tanh", "rnn_relu", "lstm", "gru"};
+    return rnn_call((rnn_kind)kind, ops[kind], input, h0, c0, lengths, params, nparams, has_biases, num_layers, 0.0,
+                    false, bidirectional, batch_first, true, output, hn, cn);
+}
+
 ct_status ct_lstm(const ct_tensor *input, const ct_tensor *h0, const ct_tensor *c0, const ct_tensor *lengths,
                   ct_tensor *const *params, int nparams, bool has_biases, int num_layers, double dropout, bool train,
                   bool bidirectional, bool batch_first, ct_tensor **output, ct_tensor **hn, ct_tensor **cn) {
     return rnn_call(RNN_LSTM, "lstm", input, h0, c0, lengths, params, nparams, has_biases, num_layers, dropout, train,
-                    bidirectional, batch_first, output, hn, cn);
+                    bidirectional, batch_first, false, output, hn, cn);
 }
 
 ct_status ct_gru(const ct_tensor *input, const ct_tensor *h0, const ct_tensor *lengths, ct_tensor *const *params,
                  int nparams, bool has_biases, int num_layers, double dropout, bool train, bool bidirectional,
                  bool batch_first, ct_tensor **output, ct_tensor **hn) {
     return rnn_call(RNN_GRU, "gru", input, h0, NULL, lengths, params, nparams, has_biases, num_layers, dropout, train,
-                    bidirectional, batch_first, output, hn, NULL);
+                    bidirectional, batch_first, false, output, hn, NULL);
 }
 
 ct_status ct_rnn_tanh(const ct_tensor *input, const ct_tensor *h0, const ct_tensor *lengths, ct_tensor *const *params,
                       int nparams, bool has_biases, int num_layers, double dropout, bool train, bool bidirectional,
                       bool batch_first, ct_tensor **output, ct_tensor **hn) {
     return rnn_call(RNN_TANH, "rnn_tanh", input, h0, NULL, lengths, params, nparams, has_biases, num_layers, dropout,
-                    train, bidirectional, batch_first, output, hn, NULL);
+                    train, bidirectional, batch_first, false, output, hn, NULL);
 }
 
 ct_status ct_rnn_relu(const ct_tensor *input, const ct_tensor *h0, const ct_tensor *lengths, ct_tensor *const *params,
                       int nparams, bool has_biases, int num_layers, double dropout, bool train, bool bidirectional,
                       bool batch_first, ct_tensor **output, ct_tensor **hn) {
     return rnn_call(RNN_RELU, "rnn_relu", input, h0, NULL, lengths, params, nparams, has_biases, num_layers, dropout,
-                    train, bidirectional, batch_first, output, hn, NULL);
+                    train, bidirectional, batch_first, false, output, hn, NULL);
 }
 
 /* ------------------------------------------------------------------ modules */
@@ -627,7 +676,7 @@ static ct_status module_run(ct_module *m, rnn_kind family, const char *fn, const
                       ct_dtype_name(ct_tensor_dtype(params[0])), ct_dtype_name(ct_tensor_dtype(input)));
     if (st == CT_OK)
         st = rnn_call(x->kind, op, input, h0, c0, lengths, params, n, x->bias, (int)x->num_layers, x->dropout,
-                      ct_module_is_training(m), x->bidirectional, x->batch_first, output, hn, cn);
+                      ct_module_is_training(m), x->bidirectional, x->batch_first, false, output, hn, cn);
     if (params != stack_params)
         free(params);
     return st;

@@ -32,4 +32,18 @@ ct_status ct_rnn_recurrence_ops(int kind, bool reverse, const bool *mask, ct_ten
                                 ct_tensor *bhh, ct_tensor *whr, ct_tensor *h0, ct_tensor *c0, ct_tensor **hall,
                                 ct_tensor **call);
 
+/* Note [Recurrent layers on cuDNN] (rnn_cudnn.c): whether a call on input runs the
+ * whole stack on cuDNN, and the call: x (T, B, I) or batch-first, h0 and c0 (LSTM)
+ * (L * D, B, hidden) given, lens NULL or B lengths (copied). */
+bool ct_rnn_cudnn_applies(const ct_tensor *input, bool proj, int num_layers, double dropout, bool train);
+ct_status ct_rnn_cudnn(int kind, ct_tensor *x, ct_tensor *h0, ct_tensor *c0, const int64_t *lens,
+                       ct_tensor *const *params, int nparams, bool has_biases, int num_layers, bool bidirectional,
+                       bool batch_first, ct_tensor **output, ct_tensor **hn, ct_tensor **cn);
+/* The layers from ops alone, never cuDNN, without dropout (rnn.c): ct_lstm's arguments
+ * with a batched input; for the cuDNN node's backward under create_graph. */
+ct_status ct_rnn_stack_ops(int kind, const ct_tensor *input, const ct_tensor *h0, const ct_tensor *c0,
+                           const ct_tensor *lengths, ct_tensor *const *params, int nparams, bool has_biases,
+                           int num_layers, bool bidirectional, bool batch_first, ct_tensor **output, ct_tensor **hn,
+                           ct_tensor **cn);
+
 #endif
