@@ -216,8 +216,13 @@ static char *row(const ct_tensor *t, int64_t i, int64_t n) {
  * multiple of 2 KiB: the products read the same numbers from rows that no longer fall
  * into the same cache sets. One thread of the 2-core EPYC, bench/rnn: a training step
  * took 1549-1572 ms against 2075 ms before (PyTorch 1513-1517 ms in the same rounds),
- * two threads 862-871 ms (PyTorch 823-825 ms). An empty (T, B, G) of the gradients'
- * rows padded so; the view has G columns. */
+ * two threads 862-871 ms (PyTorch 823-825 ms). Those products now go to OpenBLAS on
+ * AMD's cores anyway (Note [Row strides of 2 KiB on AMD] in src/cpu/linalg.c); on the GPU
+ * machine's Xeon, where oneDNN keeps them, three alternating rounds on cores 2,3 with
+ * the padding and without it gave 628, 519, 556 against 609, 642, 546 ms a step with
+ * two threads and 892, 999, 821 against 971, 978, 887 ms with one (medians 556 / 609
+ * and 892 / 971, PyTorch 635 and 1005 in the same rounds), so it stays. An empty
+ * (T, B, G) of the gradients' rows padded so; the view has G columns. */
 static ct_tensor *padded_rows(int64_t T, int64_t B, int64_t G, ct_dtype dt) {
     int64_t esz = (int64_t)ct_dtype_size(dt), pad = (G * esz) % 2048 == 0 ? 64 / esz : 0;
     ct_tensor *full = ct_empty(CT_SHAPE(T, B, G + pad), dt, CT_CPU);
