@@ -753,6 +753,44 @@ static void test_errors(void **state) {
     ct_scope_end();
 }
 
+/* cuDNN's ops exist in every build but have kernels only where the CUDA backend found
+ * libcudnn: elsewhere a call is an error that names the op, never a crash, and the
+ * switches read as PyTorch's. */
+static void test_cudnn_ops_off_gpu(void **state) {
+    (void)state;
+    ct_scope_begin();
+    ct_tensor *x = ct_zeros(CT_SHAPE(5, 2, 3), CT_F32, CT_CPU), *h = ct_zeros(CT_SHAPE(1, 2, 4), CT_F32, CT_CPU);
+    ct_tensor *w = ct_zeros(CT_SHAPE(16 * 3 + 16 * 4 + 32), CT_F32, CT_CPU);
+    ct_tensor *o = x, *hy = x, *cy = x, *r = x;
+    CT_ASSERT_ERR(ct_cudnn_rnn(x, w, h, h, NULL, CT_CUDNN_RNN_LSTM, 4, 1, false, false, true, true, &o, &hy, &cy,
+                               &r) == CT_OK,
+                  CT_ERROR_NOT_IMPLEMENTED, "_cudnn_rnn");
+    assert_null(o), assert_null(hy), assert_null(cy), assert_null(r);
+    CT_ASSERT_ERR(ct_cudnn_rnn(NULL, w, h, h, NULL, CT_CUDNN_RNN_LSTM, 4, 1, false, false, true, true, &o, &hy, &cy,
+                               &r) == CT_OK,
+                  CT_ERROR_NULL_ARGUMENT, "");
+    CT_ASSERT_ERR(ct_cudnn_rnn(x, w, h, h, NULL, CT_CUDNN_RNN_LSTM, 4, 1, false, false, true, true, NULL, &hy, &cy,
+                               &r) == CT_OK,
+                  CT_ERROR_NULL_ARGUMENT, "output and hy");
+    ct_tensor *a = NULL, *b = NULL, *c = NULL, *d = NULL;
+    CT_ASSERT_ERR(ct_cudnn_rnn_backward(x, w, h, h, NULL, x, x, h, h, w, CT_CUDNN_RNN_LSTM, 4, 1, false, false, true,
+                                        &a, &b, &c, &d) == CT_OK,
+                  CT_ERROR_NOT_IMPLEMENTED, "_cudnn_rnn_backward");
+    CT_ASSERT_ERR(ct_cudnn_rnn_backward(x, w, h, h, NULL, x, x, h, h, NULL, CT_CUDNN_RNN_LSTM, 4, 1, false, false,
+                                        true, &a, &b, &c, &d) == CT_OK,
+                  CT_ERROR_NULL_ARGUMENT, "");
+    ct_clear_error();
+    if (!ct_cuda_is_available())
+        assert_int_equal(ct_backends_cudnn_version(), 0), assert_false(ct_backends_cudnn_is_available());
+    bool was = ct_backends_cudnn_enabled();
+    ct_backends_cudnn_set_enabled(false);
+    assert_false(ct_backends_cudnn_enabled());
+    ct_backends_cudnn_set_enabled(true);
+    assert_true(ct_backends_cudnn_enabled());
+    ct_backends_cudnn_set_enabled(was);
+    ct_scope_end();
+}
+
 /* ------------------------------------------------------------------ CUDA */
 
 /* The goldens on the GPU (float64 and float32), through the same ops. */
@@ -794,6 +832,7 @@ int main(void) {
         cmocka_unit_test(test_fused_nonfinite),
         cmocka_unit_test(test_meta),
         cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_cudnn_ops_off_gpu),
         cmocka_unit_test(test_cuda),
     };
     return cmocka_run_group_tests(tests, load, free_golden);
