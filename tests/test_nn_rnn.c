@@ -780,8 +780,9 @@ static void test_cudnn_ops_off_gpu(void **state) {
                                         true, &a, &b, &c, &d) == CT_OK,
                   CT_ERROR_NULL_ARGUMENT, "");
     ct_clear_error();
-    if (!ct_cuda_is_available())
-        assert_int_equal(ct_backends_cudnn_version(), 0), assert_false(ct_backends_cudnn_is_available());
+    /* the library loaded, if any (a CUDA build may find one on a machine without a GPU) */
+    assert_true(ct_backends_cudnn_version() >= 0);
+    assert_true(ct_backends_cudnn_is_available() == (ct_backends_cudnn_version() > 0));
     bool was = ct_backends_cudnn_enabled();
     ct_backends_cudnn_set_enabled(false);
     assert_false(ct_backends_cudnn_enabled());
