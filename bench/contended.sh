@@ -3,8 +3,10 @@
 # the character GPT) on a few cores, quiet and then with a busy loop on one of them, as
 # when another job shares the machine. CORES (default: the last two CPUs) is the
 # taskset list the job runs on; the busy loop spins on the last of them; THREADS
-# (default: as many as CORES) is the job's thread count. Prints each step time quiet
-# and busy and their ratio; with PyTorch and shared/bench/torch_peer.py, PyTorch's too.
+# (default: as many as CORES) is the job's thread count; ROUNDS (default 3) how many
+# times each quiet and busy pair runs, alternating. Prints each step time quiet and busy
+# and their ratio, the medians over the rounds and every round's ratio; with PyTorch and
+# shared/bench/torch_peer.py, PyTorch's too.
 set -euo pipefail
 build=${1:-build}
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -36,21 +38,28 @@ run() { # name, load, command...
   stop_spin
   echo "${ms:-nan}"
 }
-echo "cores $cores, busy loop on $busy_core, $threads threads"
-printf "%-28s %10s %10s %7s\n" "step" "quiet ms" "busy ms" "ratio"
-line() {
-  printf "%-28s %10s %10s %7s\n" "$1" "$2" "$3" "$(awk -v q="$2" -v b="$3" 'BEGIN{ if (q > 0) printf "%.2fx", b / q; else print "-" }')"
+rounds=${ROUNDS:-3}
+echo "cores $cores, busy loop on $busy_core, $threads threads, $rounds rounds"
+printf "%-28s %10s %10s %7s  %s\n" "step (medians)" "quiet ms" "busy ms" "ratio" "ratio of each round"
+median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "nan"; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+ratio() { awk -v q="$1" -v b="$2" 'BEGIN{ if (q > 0) printf "%.2fx", b / q; else print "-" }'; }
+pairs() { # name, command...: ROUNDS alternating quiet and busy runs, one line
+  local name=$1 qs="" bs="" each="" q s
+  shift
+  for ((r = 0; r < rounds; r++)); do
+    q=$(run "$name" quiet "$@")
+    s=$(run "$name" busy "$@")
+    qs="$qs $q" bs="$bs $s" each="$each $(ratio "$q" "$s")"
+  done
+  q=$(echo "$qs" | median | awk '{ printf "%.2f", $1 }') s=$(echo "$bs" | median | awk '{ printf "%.2f", $1 }')
+  printf "%-28s %10s %10s %7s  %s\n" "$name" "$q" "$s" "$(ratio "$q" "$s")" "${each# }"
 }
 for b in cnn char; do
   if [ $b = cnn ]; then cmd=(env OMP_NUM_THREADS="$threads" "$build/bench/train_cnn")
   else cmd=("$build/bench/train_char_gpt" --threads "$threads"); fi
-  q=$(run "$b" quiet "${cmd[@]}")
-  s=$(run "$b" busy "${cmd[@]}")
-  line "ctorch $b" "$q" "$s"
+  pairs "ctorch $b" "${cmd[@]}"
   if [ -n "$py" ]; then
     what=$([ $b = cnn ] && echo cnn || echo char-cpu)
-    q=$(run "$b" quiet "$py" "$here/bench/torch_peer_compat.py" "$peer" --device cpu --what "$what" --threads "$threads")
-    s=$(run "$b" busy "$py" "$here/bench/torch_peer_compat.py" "$peer" --device cpu --what "$what" --threads "$threads")
-    line "pytorch $b" "$q" "$s"
+    pairs "pytorch $b" "$py" "$here/bench/torch_peer_compat.py" "$peer" --device cpu --what "$what" --threads "$threads"
   fi
 done
