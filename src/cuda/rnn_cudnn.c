@@ -152,8 +152,10 @@ static ct_status dnn_need(const char *op) {
 static ct_status dnn_check(int s, const char *op, const char *what) {
     if (s == 0)
         return CT_OK;
-    return ct_error(s == 2 /* CUDNN_STATUS_ALLOC_FAILED */ ? CT_ERROR_OUT_OF_MEMORY : CT_ERROR_RUNTIME, op,
-                    "cuDNN's %s failed: %s (status %d)", what, dnn.cudnnGetErrorString(s), s);
+    /* allocation failures: 2 in cuDNN 8, 4003 (host) and 4004 (device) in cuDNN 9 */
+    bool oom = s == 2 || s == 4003 || s == 4004;
+    return ct_error(oom ? CT_ERROR_OUT_OF_MEMORY : CT_ERROR_RUNTIME, op, "cuDNN's %s failed: %s (status %d)", what,
+                    dnn.cudnnGetErrorString(s), s);
 }
 
 /* One handle per thread and device (a handle must not be used by two threads at once). */
@@ -389,6 +391,15 @@ static ct_tensor *bytes(size_t n, ct_device dev) { return ct_empty_impl((int64_t
 
 /* ------------------------------------------------------------------ kernels */
 
+/* Hands the kernel's results (NULL: an optional result left unset) to the call. */
+static ct_status set_outputs(ct_call *call, ct_tensor *const *t, int n) {
+    ct_status st = CT_OK;
+    for (int i = 0; i < n && st == CT_OK; i++)
+        if (t[i])
+            st = ct_call_set_output(call, i, t[i]);
+    return st;
+}
+
 static ct_status rnn_forward_kernel(ct_keyset ks, ct_call *call, void *ud) {
     (void)ks, (void)ud;
     const char *op = "_cudnn_rnn";
@@ -425,13 +436,7 @@ static ct_status rnn_forward_kernel(ct_keyset ks, ct_call *call, void *ud) {
                                            train ? d.reserve : 0, res ? ct_tensor_ptr(res) : NULL),
                        op, "cudnnRNNForward");
     if (st == CT_OK)
-        st = ct_call_set_output(call, 0, out);
-    if (st == CT_OK)
-        st = ct_call_set_output(call, 1, hy);
-    if (st == CT_OK && cy)
-        st = ct_call_set_output(call, 2, cy);
-    if (st == CT_OK && res)
-        st = ct_call_set_output(call, 3, res);
+        st = set_outputs(call, (ct_tensor *[]){out, hy, cy, res}, 4);
     ct_scope_end();
     descs_free(&d);
     return st;
@@ -507,13 +512,7 @@ static ct_status rnn_backward_kernel(ct_keyset ks, ct_call *call, void *ud) {
     if (st == CT_OK)
         st = copy_weights(&g, &d, h, ct_tensor_ptr(dws), ct_tensor_ptr(dw), false, op);
     if (st == CT_OK)
-        st = ct_call_set_output(call, 0, dx);
-    if (st == CT_OK)
-        st = ct_call_set_output(call, 1, dhx);
-    if (st == CT_OK && dcx)
-        st = ct_call_set_output(call, 2, dcx);
-    if (st == CT_OK)
-        st = ct_call_set_output(call, 3, dw);
+        st = set_outputs(call, (ct_tensor *[]){dx, dhx, dcx, dw}, 4);
     ct_scope_end();
     descs_free(&d);
     return st;

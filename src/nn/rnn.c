@@ -356,6 +356,23 @@ ct_status ct_rnn_recurrence_ops(int kind, bool reverse, const bool *mask, ct_ten
     return st;
 }
 
+/* The input and initial states as a batch (an unbatched call is a batch of one): *x
+ * (T, B, I) or batch-first, *h (L * D, B, P), *cs (L * D, B, hidden; LSTM only, else
+ * NULL), zeros for a state not given; owned by the current scope. */
+static ct_status as_batch(const rnn_cfg *c, const ct_tensor *input, const ct_tensor *h0, const ct_tensor *c0,
+                          ct_tensor **x, ct_tensor **h, ct_tensor **cs) {
+    const int nstate = c->L * c->D;
+    ct_dtype dt = ct_tensor_dtype(input);
+    ct_device dev = ct_tensor_device(input);
+    *x = c->batched ? ct_tensor_ref(input) : ct_unsqueeze(input, 1);
+    *h = h0 ? (c->batched ? ct_tensor_ref(h0) : ct_unsqueeze(h0, 1))
+            : ct_zeros(CT_SHAPE(nstate, c->B, c->P), dt, dev);
+    *cs = c->kind != RNN_LSTM ? NULL
+          : c0                ? (c->batched ? ct_tensor_ref(c0) : ct_unsqueeze(c0, 1))
+                              : ct_zeros(CT_SHAPE(nstate, c->B, c->H), dt, dev);
+    return *x && *h && (c->kind != RNN_LSTM || *cs) ? CT_OK : ct_last_status();
+}
+
 /* The whole computation, in a scope of its own; results are kept into the caller's. */
 static ct_status run(const rnn_cfg *c, const ct_tensor *input, const ct_tensor *h0, const ct_tensor *c0,
                      const int64_t *lens, ct_tensor *const *params, ct_tensor **output, ct_tensor **hn,
@@ -371,18 +388,12 @@ static ct_status run(const rnn_cfg *c, const ct_tensor *input, const ct_tensor *
         return ct_last_status();
     }
     ct_tensor **cs = hs + nstate;
-    ct_status st = CT_OK;
     ct_scope_begin();
     ct_device dev = ct_tensor_device(input);
-    ct_dtype dt = ct_tensor_dtype(input);
     /* Time-major views of input and states: (T, B, I) or, batch_first, (B, T, I). */
-    ct_tensor *x = c->batched ? ct_tensor_ref(input) : ct_unsqueeze(input, 1);
+    ct_tensor *x, *h0b, *c0b;
+    ct_status st = as_batch(c, input, h0, c0, &x, &h0b, &c0b);
     int tdim = c->batched && c->batch_first ? 1 : 0;
-    ct_tensor *h0b = h0 ? (c->batched ? ct_tensor_ref(h0) : ct_unsqueeze(h0, 1))
-                        : ct_zeros(CT_SHAPE(nstate, B, c->P), dt, dev);
-    ct_tensor *c0b = NULL;
-    if (c->kind == RNN_LSTM)
-        c0b = c0 ? (c->batched ? ct_tensor_ref(c0) : ct_unsqueeze(c0, 1)) : ct_zeros(CT_SHAPE(nstate, B, c->H), dt, dev);
     ct_tensor *invalid = NULL; /* the mask as a (T, B, 1) tensor, for the output's zeros */
     if (lens) {
         for (int64_t t = 0; t < T; t++)
@@ -392,8 +403,6 @@ static ct_status run(const rnn_cfg *c, const ct_tensor *input, const ct_tensor *
         if (!invalid)
             st = ct_last_status();
     }
-    if (!x || !h0b || (c->kind == RNN_LSTM && !c0b))
-        st = ct_last_status();
     /* Note [Fused recurrence] in rnn_fused.c: where it applies, each layer and direction
      * is one node, its input projection included. */
     const bool fused = B > 0 && ct_rnn_fused_applies(input, c->proj);
@@ -469,26 +478,18 @@ static ct_status run(const rnn_cfg *c, const ct_tensor *input, const ct_tensor *
     return st;
 }
 
-/* Note [Recurrent layers on cuDNN] in rnn_cudnn.c: an unbatched call as a batch of one,
- * zeros for the states not given. */
+/* Note [Recurrent layers on cuDNN] in rnn_cudnn.c: the whole stack as one call on
+ * as_batch's batch, the results squeezed back for an unbatched call. */
 static ct_status run_cudnn(const rnn_cfg *c, const ct_tensor *input, const ct_tensor *h0, const ct_tensor *c0,
                            const int64_t *lens, ct_tensor *const *params, int nparams, ct_tensor **output,
                            ct_tensor **hn, ct_tensor **cn) {
     const bool lstm = c->kind == RNN_LSTM;
-    const int nstate = c->L * c->D;
-    ct_dtype dt = ct_tensor_dtype(input);
-    ct_device dev = ct_tensor_device(input);
     ct_scope_begin();
-    ct_tensor *x = c->batched ? ct_tensor_ref(input) : ct_unsqueeze(input, 1);
-    ct_tensor *h = h0 ? (c->batched ? ct_tensor_ref(h0) : ct_unsqueeze(h0, 1)) : ct_zeros(CT_SHAPE(nstate, c->B, c->H), dt, dev);
-    ct_tensor *cs = !lstm ? NULL
-                    : c0  ? (c->batched ? ct_tensor_ref(c0) : ct_unsqueeze(c0, 1))
-                          : ct_zeros(CT_SHAPE(nstate, c->B, c->H), dt, dev);
-    ct_tensor *o = NULL, *hn_t = NULL, *cn_t = NULL;
-    ct_status st = x && h && (!lstm || cs) ? ct_rnn_cudnn(c->kind, x, h, cs, lens, params, nparams, c->bias, c->L,
-                                                          c->D == 2, c->batched && c->batch_first, &o, &hn_t,
-                                                          lstm ? &cn_t : NULL)
-                                           : ct_last_status();
+    ct_tensor *x, *h, *cs, *o = NULL, *hn_t = NULL, *cn_t = NULL;
+    ct_status st = as_batch(c, input, h0, c0, &x, &h, &cs);
+    if (st == CT_OK)
+        st = ct_rnn_cudnn(c->kind, x, h, cs, lens, params, nparams, c->bias, c->L, c->D == 2,
+                          c->batched && c->batch_first, &o, &hn_t, lstm ? &cn_t : NULL);
     if (st == CT_OK && !c->batched) {
         o = ct_squeeze_dim(o, 1);
         hn_t = ct_squeeze_dim(hn_t, 1);
@@ -548,6 +549,27 @@ static ct_status rnn_call(rnn_kind kind, const char *op, const ct_tensor *input,
             ct_release(res[i]);
     }
     return CT_OK;
+}
+
+int ct_rnn_grads_through_ops(ct_autograd_ctx *ctx, ct_tensor *const *outs, int nouts, ct_tensor *const *in, int nin,
+                             ct_tensor *const *gout, ct_tensor **gin) {
+    const ct_tensor **wrt = ct_xmalloc("rnn", (size_t)nin * sizeof *wrt);
+    int *which = ct_xmalloc("rnn", (size_t)nin * sizeof *which);
+    ct_tensor **grads = ct_xmalloc("rnn", (size_t)nin * sizeof *grads);
+    int n = 0, rc = wrt && which && grads ? nin : -1;
+    for (int i = 0; rc >= 0 && i < nin; i++)
+        if (in[i] && ct_autograd_ctx_needs_input_grad(ctx, i)) {
+            which[n] = i;
+            wrt[n++] = in[i];
+        }
+    if (rc >= 0 && n > 0 &&
+        ct_autograd_grad((const ct_tensor *const *)outs, nouts, wrt, n, (const ct_tensor *const *)gout, true, true,
+                         true, grads) != CT_OK)
+        rc = -1;
+    for (int j = 0; rc >= 0 && j < n; j++)
+        gin[which[j]] = grads[j];
+    free(wrt), free(which), free(grads);
+    return rc;
 }
 
 ct_status ct_rnn_stack_ops(int kind, const ct_tensor *input, const ct_tensor *h0, const ct_tensor *c0,

@@ -46,8 +46,9 @@ static ct_cudnn_rnn_mode mode_of(int kind) {
                                  : CT_CUDNN_RNN_GRU;
 }
 
-/* Inputs of the node: x, h0, c0 (LSTM, else NULL), then the parameters. Saved: the
- * same, then the flat weights, the output, the reserve and the lengths. */
+/* Inputs of the node: x, h0, c0 (LSTM, else NULL), the parameters, and last the
+ * lengths (or NULL). Saved: the inputs, then the flat weights, the output and the
+ * reserve. */
 enum { IN_X, IN_H0, IN_C0, IN_P };
 
 static ct_tensor *flat_weights(ct_tensor *const *p, int n) {
@@ -91,7 +92,8 @@ static ct_status cd_forward(ct_autograd_ctx *ctx, ct_tensor *const *in, int nin,
     return st;
 }
 
-/* Under create_graph: the layers again from ops, differentiated with grad mode on. */
+/* Under create_graph: the layers again from ops, differentiated with grad mode on
+ * (the lengths, the last input, take no gradient). */
 static int cd_backward_ops(ct_autograd_ctx *ctx, const cudnn_state *s, ct_tensor *const *in, int nin,
                            ct_tensor *const *gout, ct_tensor **gin) {
     const bool lstm = s->kind == CT_RNN_LSTM;
@@ -99,25 +101,7 @@ static int cd_backward_ops(ct_autograd_ctx *ctx, const cudnn_state *s, ct_tensor
     if (ct_rnn_stack_ops(s->kind, in[IN_X], in[IN_H0], in[IN_C0], in[nin - 1], in + IN_P, s->nparams, s->biases,
                          (int)s->L, s->bidirectional, s->batch_first, &o[0], &o[1], lstm ? &o[2] : NULL) != CT_OK)
         return -1;
-    const ct_tensor **wrt = ct_xmalloc("_cudnn_rnn", (size_t)nin * sizeof *wrt);
-    int *which = ct_xmalloc("_cudnn_rnn", (size_t)nin * sizeof *which);
-    ct_tensor **grads = ct_xmalloc("_cudnn_rnn", (size_t)nin * sizeof *grads);
-    int n = 0, rc = nin;
-    if (!wrt || !which || !grads)
-        rc = -1;
-    for (int i = 0; rc >= 0 && i < nin - 1; i++)
-        if (in[i] && ct_autograd_ctx_needs_input_grad(ctx, i)) {
-            which[n] = i;
-            wrt[n++] = in[i];
-        }
-    if (rc >= 0 && n > 0 &&
-        ct_autograd_grad((const ct_tensor *const *)o, lstm ? 3 : 2, wrt, n, (const ct_tensor *const *)gout, true,
-                         true, true, grads) != CT_OK)
-        rc = -1;
-    for (int j = 0; rc >= 0 && j < n; j++)
-        gin[which[j]] = grads[j];
-    free(wrt), free(which), free(grads);
-    return rc;
+    return ct_rnn_grads_through_ops(ctx, o, lstm ? 3 : 2, in, nin - 1, gout, gin) < 0 ? -1 : nin;
 }
 
 static int cd_backward(ct_autograd_ctx *ctx, ct_tensor *const *gout, int nout, ct_tensor **gin, int nin, void *ud) {

@@ -326,20 +326,8 @@ static int rf_backward_ops(ct_autograd_ctx *ctx, const rf_state *st, ct_tensor *
     if (!xp || ct_rnn_recurrence_ops(st->kind, st->reverse, st->mask, xp, in[IN_WHH], in[IN_BHH], NULL, in[IN_H0],
                                      in[IN_C0], &hall, lstm ? &call : NULL) != CT_OK)
         return -1;
-    const ct_tensor *outs[2] = {hall, call}, *wrt[N_IN];
-    int which[N_IN], n = 0;
-    for (int i = 0; i < N_IN; i++)
-        if (in[i] && ct_autograd_ctx_needs_input_grad(ctx, i)) {
-            which[n] = i;
-            wrt[n++] = in[i];
-        }
-    ct_tensor *grads[N_IN];
-    if (n > 0 && ct_autograd_grad(outs, lstm ? 2 : 1, wrt, n, (const ct_tensor *const *)gout, true, true, true,
-                                  grads) != CT_OK)
-        return -1;
-    for (int j = 0; j < n; j++)
-        gin[which[j]] = grads[j];
-    return N_IN;
+    ct_tensor *outs[2] = {hall, call};
+    return ct_rnn_grads_through_ops(ctx, outs, lstm ? 2 : 1, in, N_IN, gout, gin);
 }
 
 static int rf_backward(ct_autograd_ctx *ctx, ct_tensor *const *gout, int nout, ct_tensor **gin, int nin, void *ud) {

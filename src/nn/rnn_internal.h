@@ -32,6 +32,12 @@ ct_status ct_rnn_recurrence_ops(int kind, bool reverse, const bool *mask, ct_ten
                                 ct_tensor *bhh, ct_tensor *whr, ct_tensor *h0, ct_tensor *c0, ct_tensor **hall,
                                 ct_tensor **call);
 
+/* For a node's backward under create_graph, from outputs recomputed with ops: the
+ * gradients gout of outs (nouts) with respect to each input in[i] (i < nin) that needs
+ * one, into gin[i] (the others keep their value). nin, or -1 after an error. */
+int ct_rnn_grads_through_ops(ct_autograd_ctx *ctx, ct_tensor *const *outs, int nouts, ct_tensor *const *in, int nin,
+                             ct_tensor *const *gout, ct_tensor **gin);
+
 /* Note [Recurrent layers on cuDNN] (rnn_cudnn.c): whether a call on input runs the
  * whole stack on cuDNN, and the call: x (T, B, I) or batch-first, h0 and c0 (LSTM)
  * (L * D, B, hidden) given, lens NULL or B lengths (copied). */
