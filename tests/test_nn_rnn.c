@@ -156,6 +156,17 @@ static void test_golden_float32(void **state) {
         run_golden(&cases[i], CT_F32, CT_CPU, 1e-5);
 }
 
+/* The same with the recurrent weights prepacked for oneDNN's matmul whatever the CPU
+ * (Note [Prepacked recurrent weights] in src/cpu/packed_mm.c; by default only where
+ * its kernel is brgemm), forward and backward. */
+static void test_golden_float32_packed(void **state) {
+    (void)state;
+    setenv("CT_PACKED_MM", "1", 1);
+    for (int i = 0; i < ncases; i++)
+        run_golden(&cases[i], CT_F32, CT_CPU, 1e-5);
+    unsetenv("CT_PACKED_MM");
+}
+
 /* The modules: PyTorch's state dict keys, order and shapes, loading PyTorch's state
  * dict, and the forward functions against the goldens. */
 static void test_golden_modules(void **state) {
@@ -821,7 +832,7 @@ static void test_cuda(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_golden_float64),
-        cmocka_unit_test(test_golden_float32),
+        cmocka_unit_test(test_golden_float32), cmocka_unit_test(test_golden_float32_packed),
         cmocka_unit_test(test_golden_modules),
         cmocka_unit_test(test_state_dict_names),
         cmocka_unit_test(test_init),

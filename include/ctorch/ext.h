@@ -102,6 +102,28 @@ typedef void (*ct_parallel_range_fn)(void *ctx, int64_t begin, int64_t end);
  * CT_ERROR_VALUE and a NULL fn CT_ERROR_NULL_ARGUMENT, and nothing runs. */
 CT_API ct_status ct_parallel_range(int64_t n, int64_t work, int64_t min_work, ct_parallel_range_fn fn, void *ctx);
 
+/* ------------------------------------------------------------ prepacked products */
+
+/* A right-hand matrix prepared once for many products a @ w with the same shapes: a
+ * recurrence multiplies its weights by a few rows at every step (Note [Prepacked
+ * recurrent weights] in src/cpu/packed_mm.c). w is (k, n), any strides; rows is the
+ * row count of the a's to come. On a CPU with AVX-512 in a build with oneDNN, the
+ * first product copies w into the blocked layout oneDNN's kernels read and the
+ * products read that copy, so w must not change while p lives; elsewhere the products
+ * are plain ct_mm_out calls on w. CT_PACKED_MM=0 in the environment turns the packing
+ * off, CT_PACKED_MM=1 packs on any CPU (slower without AVX-512: for tests). NULL with
+ * an error set when w is NULL or not a matrix, or memory runs out. p holds a reference
+ * to w. One product at a time per p. */
+typedef struct ct_packed_mm ct_packed_mm;
+CT_API ct_packed_mm *ct_packed_mm_new(ct_tensor *w, int64_t rows);
+/* out = a @ w into out (rows, n), as ct_mm_out. The packed kernel takes float32 CPU
+ * tensors with unit column strides and the row strides of the first packed call; any
+ * other call, and one that autograd must record, is ct_mm_out(a, w, out). */
+CT_API ct_tensor *ct_packed_mm_out(ct_packed_mm *p, ct_tensor *a, ct_tensor *out);
+/* Whether p's products run the packed kernel (false before the first product). */
+CT_API bool ct_packed_mm_is_packed(const ct_packed_mm *p);
+CT_API void ct_packed_mm_free(ct_packed_mm *p);
+
 /* ------------------------------------------------------------ vector ISA */
 
 /* ctorch's CPU library is built for the baseline x86-64 (SSE2); its loops are compiled

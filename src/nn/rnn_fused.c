@@ -268,12 +268,16 @@ static ct_status rf_forward(ct_autograd_ctx *ctx, ct_tensor *const *in, int nin,
         (lstm && !call))
         rc = ct_last_status();
     const int64_t xs_t = xp ? ct_tensor_stride(xp, 0) : 0, xs_b = xp ? ct_tensor_stride(xp, 1) : 0;
+    /* Note [Prepacked recurrent weights] in src/cpu/packed_mm.c */
+    ct_packed_mm *pw = rc == CT_OK ? ct_packed_mm_new(whh_t, B) : NULL;
+    if (!pw)
+        rc = ct_last_status();
     for (int64_t s = 0; s < T && rc == CT_OK; s++) {
         int64_t t = step_t(st, s), tp = st->reverse ? t + 1 : t - 1;
         ct_scope_begin();
         ct_tensor *hp = s == 0 ? h0 : ct_select(hall, 0, tp);
         ct_tensor *dst = ct_select(acts ? acts : hall, 0, t);
-        if (!hp || !dst || !ct_mm_out(hp, whh_t, dst))
+        if (!hp || !dst || !ct_packed_mm_out(pw, hp, dst))
             rc = ct_last_status();
         ct_scope_end();
         if (rc != CT_OK)
@@ -299,6 +303,7 @@ static ct_status rf_forward(ct_autograd_ctx *ctx, ct_tensor *const *in, int nin,
         else
             f32 ? RF_PICK(rnn_fwd_f32)(&k) : rnn_fwd_f64(&k);
     }
+    ct_packed_mm_free(pw);
     if (rc == CT_OK) {
         /* the SV_ order; the inputs as given are for a backward under create_graph */
         ct_tensor *save[N_SV] = {whh, ct_keep(h0), c0 ? ct_keep(c0) : NULL, acts ? ct_keep(acts) : NULL,
@@ -353,8 +358,11 @@ static int rf_backward(ct_autograd_ctx *ctx, ct_tensor *const *gout, int nout, c
     const int64_t ldg = dg ? ct_tensor_stride(dg, 1) : 0;
     ct_tensor *dhrec = ct_zeros(CT_SHAPE(B, H), dt, CT_CPU), *carry = ct_zeros(CT_SHAPE(B, H), dt, CT_CPU);
     ct_tensor *dc = lstm ? ct_zeros(CT_SHAPE(B, H), dt, CT_CPU) : NULL;
-    if (!dho || (lstm && !dco) || !dg || !dx || !dhrec || !carry || (lstm && !dc))
+    ct_packed_mm *pw = ct_packed_mm_new(whh, B); /* Note [Prepacked recurrent weights] */
+    if (!dho || (lstm && !dco) || !dg || !dx || !dhrec || !carry || (lstm && !dc) || !pw) {
+        ct_packed_mm_free(pw);
         return -1;
+    }
     for (int64_t s = T - 1; s >= 0; s--) {
         int64_t t = step_t(st, s), tp = st->reverse ? t + 1 : t - 1;
         rf_bstep k = {.B = B,
@@ -382,11 +390,14 @@ static int rf_backward(ct_autograd_ctx *ctx, ct_tensor *const *gout, int nout, c
         else
             f32 ? RF_PICK(rnn_bwd_f32)(&k) : rnn_bwd_f64(&k);
         ct_scope_begin();
-        bool ok = ct_mm_out(ct_select(dg, 0, t), whh, dhrec) != NULL;
+        bool ok = ct_packed_mm_out(pw, ct_select(dg, 0, t), dhrec) != NULL;
         ct_scope_end();
-        if (!ok)
+        if (!ok) {
+            ct_packed_mm_free(pw);
             return -1;
+        }
     }
+    ct_packed_mm_free(pw);
     if (ct_autograd_ctx_needs_input_grad(ctx, IN_X) || ct_autograd_ctx_needs_input_grad(ctx, IN_WIH) ||
         ct_autograd_ctx_needs_input_grad(ctx, IN_B)) {
         /* the projection's gradients, over x's rows (batch-major with batch_first) */
