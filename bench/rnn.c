@@ -3,7 +3,7 @@
  * parameter) and the forward alone, each the median of several runs.
  *
  *   bench/rnn [--device cpu|cuda] [--precision highest|high] [--threads N] [--reps N]
- *             [--no-cudnn]
+ *             [--no-cudnn] [--forward-only]
  *
  * Prints "name value unit" lines a peer can match (bench/torch_rnn_peer.py prints the
  * same names for PyTorch):
@@ -35,6 +35,7 @@ static int fail(void) {
 int main(int argc, char **argv) {
     ct_runtime_tune_and_reexec(argv); /* as the ctorch CLI runs */
     int threads = 0, reps = 7;
+    bool forward_only = false;
     const char *device = "cpu", *precision = "highest";
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--threads") && i + 1 < argc)
@@ -47,10 +48,12 @@ int main(int argc, char **argv) {
             reps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--no-cudnn"))
             ct_backends_cudnn_set_enabled(false);
+        else if (!strcmp(argv[i], "--forward-only"))
+            forward_only = true;
         else {
             fprintf(stderr,
                     "usage: %s [--device cpu|cuda] [--precision highest|high] [--threads N] "
-                    "[--reps N] [--no-cudnn]\n",
+                    "[--reps N] [--no-cudnn] [--forward-only]\n",
                     argv[0]);
             return 2;
         }
@@ -80,7 +83,7 @@ int main(int argc, char **argv) {
         printf("cudnn off\n");
 
     /* training steps: one warm-up, then reps timed */
-    for (int r = -1; r < reps; r++) {
+    for (int r = -1; r < reps && !forward_only; r++) {
         for (int i = 0; i < np; i++)
             ct_tensor_set_grad(params[i], NULL);
         double t0 = now(), c0 = process_cpu_now();
@@ -96,12 +99,14 @@ int main(int argc, char **argv) {
         if (r >= 0)
             t[r] = now() - t0, tc[r] = process_cpu_now() - c0;
     }
-    qsort(t, (size_t)reps, sizeof *t, cmp_double);
-    qsort(tc, (size_t)reps, sizeof *tc, cmp_double);
-    printf("%s.ms_per_step %.1f ms\n", tag, 1e3 * t[reps / 2]);
-    if (!cuda)
-        printf("%s.cpu_ms_per_step %.1f ms\n", tag, 1e3 * tc[reps / 2]);
-    fflush(stdout);
+    if (!forward_only) {
+        qsort(t, (size_t)reps, sizeof *t, cmp_double);
+        qsort(tc, (size_t)reps, sizeof *tc, cmp_double);
+        printf("%s.ms_per_step %.1f ms\n", tag, 1e3 * t[reps / 2]);
+        if (!cuda)
+            printf("%s.cpu_ms_per_step %.1f ms\n", tag, 1e3 * tc[reps / 2]);
+        fflush(stdout);
+    }
 
     /* forward only, no graph */
     ct_inference_mode_begin();

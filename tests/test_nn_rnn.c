@@ -4,6 +4,7 @@
  * float64 and float32), state dict keys and shapes, gradcheck, lengths (packed
  * sequence) semantics, dropout, error inputs, META and, where there is a GPU, CUDA. */
 #include "nn_golden.h"
+#include "ctorch/ext.h"
 
 /* torch.allclose as a bool (false on error). */
 static bool allclose(const ct_tensor *a, const ct_tensor *b, double rtol, double atol) {
@@ -165,6 +166,118 @@ static void test_golden_float32_packed(void **state) {
     for (int i = 0; i < ncases; i++)
         run_golden(&cases[i], CT_F32, CT_CPU, 1e-5);
     unsetenv("CT_PACKED_MM");
+}
+
+/* The forward alone, nothing requiring grad, in inference mode: on float32 CPU
+ * tensors an LSTM layer without lengths runs oneDNN's LSTM primitive where the build
+ * has oneDNN (Note [LSTM inference on oneDNN] in src/cpu/rnn_onednn.c), the others the
+ * fused recurrence; both against PyTorch's values. */
+static void run_golden_forward(const gcase *c, double tol) {
+    cfg k = case_cfg(c);
+    ct_scope_begin();
+    const char *names[64];
+    int np = case_params(c, names, 64);
+    ct_tensor *params[64];
+    for (int i = 0; i < np; i++)
+        params[i] = on(T(c, names[i]), CT_F32, CT_CPU);
+    ct_tensor *x = on(T(c, "x"), CT_F32, CT_CPU), *h0 = on(find(c, "h0") ? T(c, "h0") : NULL, CT_F32, CT_CPU);
+    ct_tensor *c0 = on(find(c, "c0") ? T(c, "c0") : NULL, CT_F32, CT_CPU);
+    ct_tensor *lengths = find(c, "lengths") ? I(c, "lengths") : NULL;
+    ct_tensor *y = NULL, *hn = NULL, *cn = NULL;
+    ct_inference_mode_begin();
+    ct_status st = call_fn(&k, x, h0, c0, lengths, params, np, 0.0, false, &y, &hn, k.kind == K_LSTM ? &cn : NULL);
+    ct_inference_mode_end();
+    if (st != CT_OK)
+        fail_msg("%s: %s", c->name, ct_last_error());
+    expect(c, "y", y, tol);
+    expect(c, "hn", hn, tol);
+    if (k.kind == K_LSTM)
+        expect(c, "cn", cn, tol);
+    ct_scope_end();
+}
+
+static void test_golden_inference(void **state) {
+    (void)state;
+    for (int off = 0; off < 2; off++) {
+        setenv("CT_ONEDNN_RNN", off ? "0" : "1", 1); /* "1": at any thread count */
+        for (int i = 0; i < ncases; i++)
+            run_golden_forward(&cases[i], 1e-5);
+    }
+    unsetenv("CT_ONEDNN_RNN");
+}
+
+/* ct_lstm_layer_onednn (ctorch/ext.h) alone: the same values as the fused recurrence
+ * in both directions and layouts, and CT_ERROR_NOT_IMPLEMENTED, with nothing
+ * computed, where it does not apply. */
+static void test_lstm_layer_onednn(void **state) {
+    (void)state;
+    ct_scope_begin();
+    const int64_t Tn = 5, B = 3, In = 4, H = 6;
+    ct_tensor *wih = ct_randn(CT_SHAPE(4 * H, In), CT_F32, CT_CPU), *whh = ct_randn(CT_SHAPE(4 * H, H), CT_F32, CT_CPU);
+    ct_tensor *b = ct_randn(CT_SHAPE(4 * H), CT_F32, CT_CPU), *x = ct_randn(CT_SHAPE(Tn * B, In), CT_F32, CT_CPU);
+    ct_tensor *h0 = ct_randn(CT_SHAPE(B, H), CT_F32, CT_CPU), *c0 = ct_randn(CT_SHAPE(B, H), CT_F32, CT_CPU);
+    ct_tensor *hall = NULL, *cn = NULL;
+    bool have = strstr(ct_build_info(), "float32 GEMM: oneDNN") != NULL;
+    int threads = ct_get_num_threads();
+    ct_set_num_threads(1);
+    setenv("CT_ONEDNN_RNN", "1", 1); /* on any CPU */
+    for (int tdim = 0; tdim < 2; tdim++)
+        for (int rev = 0; rev < 2; rev++) {
+            ct_status st = ct_lstm_layer_onednn(x, tdim, Tn, B, wih, b, whh, h0, c0, rev, &hall, &cn);
+            if (!have) {
+                assert_int_equal(st, CT_ERROR_NOT_IMPLEMENTED);
+                ct_clear_error();
+                continue;
+            }
+            assert_int_equal(st, CT_OK);
+            /* the reference: the same layer through ct_lstm on ops, time-major input */
+            ct_tensor *xs = tdim ? ct_reshape(x, CT_SHAPE(B, Tn, In)) : ct_reshape(x, CT_SHAPE(Tn, B, In));
+            ct_tensor *xt = tdim ? ct_transpose(xs, 0, 1) : xs;
+            ct_tensor *params[4] = {wih, whh, b, ct_zeros(CT_SHAPE(4 * H), CT_F32, CT_CPU)};
+            ct_tensor *y = NULL, *hn = NULL, *cref = NULL;
+            ct_tensor *xg = ct_tensor_set_requires_grad(ct_clone(xt), true); /* recorded: not oneDNN */
+            assert_int_equal(ct_lstm(xg, ct_unsqueeze(h0, 0), ct_unsqueeze(c0, 0), NULL, params, 4, true, 1, 0.0,
+                                     false, false, false, &y, &hn, &cref),
+                             CT_OK);
+            if (rev) { /* a reversed layer is the forward one over the reversed sequence */
+                ct_tensor *yr = NULL;
+                assert_int_equal(ct_lstm(ct_flip(xg, (int64_t[]){0}, 1), ct_unsqueeze(h0, 0), ct_unsqueeze(c0, 0),
+                                         NULL, params, 4, true, 1, 0.0, false, false, false, &yr, &hn, &cref),
+                                 CT_OK);
+                y = ct_flip(yr, (int64_t[]){0}, 1);
+            }
+            ct_tensor *dy = ct_abs(ct_sub(hall, ct_detach(y)));
+            ct_tensor *dc = ct_abs(ct_sub(cn, ct_detach(ct_select(cref, 0, 0))));
+            assert_true(ct_test_at(ct_amax(dy, NULL, 0, false), 0) < 1e-5);
+            assert_true(ct_test_at(ct_amax(dc, NULL, 0, false), 0) < 1e-5);
+        }
+    unsetenv("CT_ONEDNN_RNN");
+    /* where it does not apply */
+    ct_tensor *x64 = ct_to_dtype(x, CT_F64);
+    CT_ASSERT_ERR(ct_lstm_layer_onednn(x64, 0, Tn, B, wih, b, whh, h0, c0, false, &hall, &cn) == CT_OK,
+                  CT_ERROR_NOT_IMPLEMENTED, "does not apply");
+    ct_tensor *wg = ct_tensor_set_requires_grad(ct_clone(wih), true);
+    CT_ASSERT_ERR(ct_lstm_layer_onednn(x, 0, Tn, B, wg, b, whh, h0, c0, false, &hall, &cn) == CT_OK,
+                  CT_ERROR_NOT_IMPLEMENTED, "does not apply");
+    CT_ASSERT_ERR(ct_lstm_layer_onednn(x, 0, Tn + 1, B, wih, b, whh, h0, c0, false, &hall, &cn) == CT_OK,
+                  CT_ERROR_NOT_IMPLEMENTED, "does not apply");
+    setenv("CT_ONEDNN_RNN", "0", 1);
+    CT_ASSERT_ERR(ct_lstm_layer_onednn(x, 0, Tn, B, wih, b, whh, h0, c0, false, &hall, &cn) == CT_OK,
+                  CT_ERROR_NOT_IMPLEMENTED, "does not apply");
+    unsetenv("CT_ONEDNN_RNN");
+    ct_set_num_threads(2); /* more threads (or no AVX-512): the fused recurrence instead */
+    CT_ASSERT_ERR(ct_lstm_layer_onednn(x, 0, Tn, B, wih, b, whh, h0, c0, false, &hall, &cn) == CT_OK,
+                  CT_ERROR_NOT_IMPLEMENTED, "does not apply");
+    setenv("CT_ONEDNN_RNN", "1", 1);
+    assert_int_equal(ct_lstm_layer_onednn(x, 0, Tn, B, wih, b, whh, h0, c0, false, &hall, &cn) == CT_OK, have);
+    ct_clear_error();
+    unsetenv("CT_ONEDNN_RNN");
+    ct_set_num_threads(threads);
+    CT_ASSERT_ERR(ct_lstm_layer_onednn(NULL, 0, Tn, B, wih, b, whh, h0, c0, false, &hall, &cn) == CT_OK,
+                  CT_ERROR_NULL_ARGUMENT, "lstm_layer_onednn");
+    CT_ASSERT_ERR(ct_lstm_layer_onednn(x, 0, Tn, B, wih, b, whh, h0, c0, false, NULL, &cn) == CT_OK,
+                  CT_ERROR_NULL_ARGUMENT, "lstm_layer_onednn");
+    ct_scope_end();
 }
 
 /* The modules: PyTorch's state dict keys, order and shapes, loading PyTorch's state
@@ -833,6 +946,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_golden_float64),
         cmocka_unit_test(test_golden_float32), cmocka_unit_test(test_golden_float32_packed),
+        cmocka_unit_test(test_golden_inference), cmocka_unit_test(test_lstm_layer_onednn),
         cmocka_unit_test(test_golden_modules),
         cmocka_unit_test(test_state_dict_names),
         cmocka_unit_test(test_init),

@@ -124,6 +124,22 @@ CT_API ct_tensor *ct_packed_mm_out(ct_packed_mm *p, ct_tensor *a, ct_tensor *out
 CT_API bool ct_packed_mm_is_packed(const ct_packed_mm *p);
 CT_API void ct_packed_mm_free(ct_packed_mm *p);
 
+/* One layer and direction of an LSTM's forward for inference, through oneDNN's LSTM
+ * primitive as PyTorch's CPU inference runs it (Note [LSTM inference on oneDNN] in
+ * src/cpu/rnn_onednn.c). x holds the layer's T * B input rows, time-major (tdim 0:
+ * row t * B + b) or batch-major (tdim 1: row b * T + t), with unit column stride;
+ * wih (4H, I), b (4H: b_ih + b_hh) or NULL, whh (4H, H), h0 and c0 (B, H), PyTorch's
+ * gate order. Sets *hall to every step's h (T, B, H) and *cn to the last c (B, H),
+ * registered with the innermost scope. CT_ERROR_NOT_IMPLEMENTED (an error set, nothing
+ * computed) where it does not apply: a build without oneDNN, a CPU without AVX-512,
+ * more than one thread (ct_get_num_threads), anything but float32 CPU tensors of those
+ * shapes, or a tensor autograd would have to record; the caller then takes another
+ * path. CT_ONEDNN_RNN=0 in the environment turns it off, CT_ONEDNN_RNN=1 runs it on
+ * any CPU at any thread count. */
+CT_API ct_status ct_lstm_layer_onednn(ct_tensor *x, int tdim, int64_t T, int64_t B, ct_tensor *wih, ct_tensor *b,
+                                      ct_tensor *whh, ct_tensor *h0, ct_tensor *c0, bool reverse, ct_tensor **hall,
+                                      ct_tensor **cn);
+
 /* ------------------------------------------------------------ vector ISA */
 
 /* ctorch's CPU library is built for the baseline x86-64 (SSE2); its loops are compiled

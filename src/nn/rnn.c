@@ -423,8 +423,18 @@ static ct_status run(const rnn_cfg *c, const ct_tensor *input, const ct_tensor *
                 st = ct_last_status();
                 break;
             }
-            ct_tensor *hall = NULL, *call = NULL;
-            if (fused) {
+            ct_tensor *hall = NULL, *call = NULL, *cn_k = NULL;
+            /* Note [LSTM inference on oneDNN] in src/cpu/rnn_onednn.c */
+            if (fused && c->kind == RNN_LSTM && !mask) {
+                st = ct_lstm_layer_onednn(x2d, tdim, T, B, wih, b, whh, h, cst, d == 1, &hall, &cn_k);
+                if (st == CT_ERROR_NOT_IMPLEMENTED) {
+                    ct_clear_error();
+                    st = CT_OK;
+                }
+            }
+            if (hall || st != CT_OK) {
+                /* done by oneDNN, or failed */
+            } else if (fused) {
                 st = ct_rnn_fused(c->kind, d == 1, mask, tdim, x2d, wih, b, whh, bhh, h, cst, &hall,
                                   c->kind == RNN_LSTM ? &call : NULL);
             } else {
@@ -436,9 +446,9 @@ static ct_status run(const rnn_cfg *c, const ct_tensor *input, const ct_tensor *
             if (st != CT_OK)
                 break;
             hs[k] = ct_select(hall, 0, d == 0 ? T - 1 : 0);
-            cs[k] = call ? ct_select(call, 0, d == 0 ? T - 1 : 0) : NULL;
+            cs[k] = call ? ct_select(call, 0, d == 0 ? T - 1 : 0) : cn_k;
             dir_out[d] = invalid ? ct_masked_fill(hall, invalid, ct_scalar_int(0)) : hall;
-            if (!hs[k] || (call && !cs[k]) || !dir_out[d])
+            if (!hs[k] || ((call || cn_k) && !cs[k]) || !dir_out[d])
                 st = ct_last_status();
         }
         if (st != CT_OK)
