@@ -121,6 +121,26 @@ static void test_fallbacks(void **state) {
     assert_int_equal(ct_last_status(), want_st);
     ct_clear_error();
     ct_packed_mm_free(p);
+
+    /* rows of one buffer: disjoint ones take the packed kernel (a vanilla RNN reads step
+     * t - 1's rows of its output and writes step t's), overlapping ones are ct_mm_out's */
+    ct_tensor *w2 = randn(64, 64, CT_F32), *buf = randn(32, 64, CT_F32);
+    p = ct_packed_mm_new(w2, 16);
+    ct_tensor *a2 = ct_narrow(buf, 0, 0, 16), *want2 = ct_mm(a2, w2);
+    CT_ASSERT_OK(ct_packed_mm_out(p, a2, ct_narrow(buf, 0, 16, 16)));
+    assert_int_equal(ct_packed_mm_is_packed(p), have_onednn());
+    assert_true(max_rel_diff(ct_narrow(buf, 0, 16, 16), want2) < 1e-5);
+    ct_tensor *buf2 = ct_clone(buf);
+    want = ct_mm_out(ct_narrow(buf2, 0, 0, 16), w2, ct_narrow(buf2, 0, 8, 16));
+    want_st = ct_last_status();
+    ct_clear_error();
+    got = ct_packed_mm_out(p, ct_narrow(buf, 0, 0, 16), ct_narrow(buf, 0, 8, 16));
+    assert_int_equal(got != NULL, want != NULL);
+    assert_int_equal(ct_last_status(), want_st);
+    if (got)
+        assert_true(ct_test_same_bits(buf, buf2));
+    ct_clear_error();
+    ct_packed_mm_free(p);
     ct_scope_end();
     unsetenv("CT_PACKED_MM");
 }

@@ -228,6 +228,20 @@ ct_packed_mm *ct_packed_mm_new(ct_tensor *w, int64_t rows) {
     return p;
 }
 
+/* Whether the memory spans of two matrices (first to last element) intersect: a
+ * recurrence reads one step's row block of a buffer and writes the next one's. */
+static bool pm_overlap(const ct_tensor *a, const ct_tensor *b) {
+    if (!ct_tensor_shares_storage(a, b) || ct_tensor_numel(a) == 0 || ct_tensor_numel(b) == 0)
+        return false;
+    const char *pa = ct_tensor_data(a), *pb = ct_tensor_data(b);
+    int64_t ea = 1, eb = 1; /* extents in elements */
+    for (int d = 0; d < 2; d++) {
+        ea += (ct_tensor_size(a, d) - 1) * ct_tensor_stride(a, d);
+        eb += (ct_tensor_size(b, d) - 1) * ct_tensor_stride(b, d);
+    }
+    return pa < pb + (size_t)eb * ct_tensor_element_size(b) && pb < pa + (size_t)ea * ct_tensor_element_size(a);
+}
+
 /* Whether a product may take the packed kernel: float32 CPU operands of p's shapes
  * with unit column strides, nothing for autograd to record. */
 static bool pm_fits(const ct_packed_mm *p, const ct_tensor *a, const ct_tensor *out) {
@@ -236,8 +250,8 @@ static bool pm_fits(const ct_packed_mm *p, const ct_tensor *a, const ct_tensor *
         ct_tensor_dim(a) != 2 || ct_tensor_dim(out) != 2 || ct_tensor_size(a, 0) != p->rows ||
         ct_tensor_size(a, 1) != p->k || ct_tensor_size(out, 0) != p->rows || ct_tensor_size(out, 1) != p->n ||
         ct_tensor_stride(a, 1) != 1 || ct_tensor_stride(out, 1) != 1 || ct_tensor_stride(a, 0) < p->k ||
-        ct_tensor_stride(out, 0) < p->n)
-        return false;
+        ct_tensor_stride(out, 0) < p->n || pm_overlap(a, out) || pm_overlap(p->w, out))
+        return false; /* an output that overlaps an operand is ct_mm_out's to refuse */
     return !(ct_is_grad_enabled() &&
              (ct_tensor_requires_grad(a) || ct_tensor_requires_grad(p->w) || ct_tensor_requires_grad(out)));
 }
