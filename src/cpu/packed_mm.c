@@ -30,10 +30,8 @@
 #include "ctorch.h"
 #include "ctorch/ext.h"
 
-#ifdef CT_HAVE_DNNL
-#include <dnnl.h>
-#include <pthread.h>
-#endif
+#include "cpu/onednn.h"
+
 
 typedef struct pm_block pm_block;
 
@@ -52,13 +50,6 @@ struct pm_block {
     dnnl_stream_t stream;
     bool ok;
 };
-
-static dnnl_engine_t pm_engine;
-static pthread_once_t pm_engine_once = PTHREAD_ONCE_INIT;
-static void pm_engine_create(void) {
-    if (dnnl_engine_create(&pm_engine, dnnl_cpu, 0) != dnnl_success)
-        pm_engine = NULL;
-}
 
 /* CT_PACKED_MM: "0" never packs, "1" always packs, else where the kernel is brgemm. */
 static int pm_env(void) {
@@ -102,8 +93,8 @@ static void pm_build_block(void *ctx, int64_t c) {
     pm_block *b = &p->blocks[c];
     int64_t n0 = c * p->bs, nb = p->n - n0 < p->bs ? p->n - n0 : p->bs;
     dnnl_primitive_attr_t attr = NULL;
-    dnnl_primitive_desc_t pd = NULL, rpd = NULL;
-    dnnl_primitive_t reorder = NULL;
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_engine_t pm_engine = ct_cpu_dnnl_engine();
     dnnl_memory_t wuser = NULL;
     dnnl_memory_desc_t smd, wany, wmd, dmd;
     dnnl_matmul_desc_t md;
@@ -121,26 +112,17 @@ static void pm_build_block(void *ctx, int64_t c) {
     PM_TRY(dnnl_primitive_desc_create(&pd, &md, attr, pm_engine, NULL));
     wq = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
     sq = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
-    PM_TRY(dnnl_memory_create(&b->wei, wq, pm_engine, DNNL_MEMORY_ALLOCATE));
     PM_TRY(dnnl_memory_create(&b->scratch, sq, pm_engine, DNNL_MEMORY_ALLOCATE));
     PM_TRY(dnnl_memory_create(&b->src, &smd, pm_engine, DNNL_MEMORY_NONE));
     PM_TRY(dnnl_memory_create(&b->dst, &dmd, pm_engine, DNNL_MEMORY_NONE));
     PM_TRY(dnnl_stream_create(&b->stream, pm_engine, dnnl_stream_default_flags));
     PM_TRY(dnnl_primitive_create(&b->prim, pd));
     PM_TRY(dnnl_memory_create(&wuser, &wmd, pm_engine, (void *)(bd->w + n0 * bd->ws1)));
-    PM_TRY(dnnl_reorder_primitive_desc_create(&rpd, &wmd, pm_engine, wq, pm_engine, NULL));
-    PM_TRY(dnnl_primitive_create(&reorder, rpd));
-    dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, wuser}, {DNNL_ARG_TO, b->wei}};
-    PM_TRY(dnnl_primitive_execute(reorder, b->stream, 2, args));
-    PM_TRY(dnnl_stream_wait(b->stream));
+    PM_TRY(ct_cpu_dnnl_reorder(b->stream, wuser, &wmd, wq, &b->wei));
     b->ok = true;
 fail:
     if (!b->ok)
         pm_block_free(b);
-    if (reorder)
-        dnnl_primitive_destroy(reorder);
-    if (rpd)
-        dnnl_primitive_desc_destroy(rpd);
     if (wuser)
         dnnl_memory_destroy(wuser);
     if (pd)
@@ -156,8 +138,7 @@ static bool pm_pack(ct_packed_mm *p, int64_t lda, int64_t ldc) {
     if (force == 0 || (force < 0 && ct_cpu_vector_level() < CT_ISA_AVX512) || !ct_cpu_sgemm_onednn() || ct_tensor_dtype(p->w) != CT_F32 ||
         ct_tensor_device(p->w).type != CT_DEVICE_CPU || p->rows < 1 || p->k < 1 || p->n < 1)
         return false;
-    pthread_once(&pm_engine_once, pm_engine_create);
-    if (!pm_engine)
+    if (!ct_cpu_dnnl_engine())
         return false;
     /* blocks as Note [GEMM chunks] cuts the columns of a product wider than tall */
     int64_t blocks = 2 * p->rows * p->n * p->k / ((int64_t)1 << 24);

@@ -33,22 +33,13 @@
 #include "ctorch.h"
 #include "ctorch/ext.h"
 
-#ifdef CT_HAVE_DNNL
-#include <dnnl.h>
-#include <pthread.h>
-#endif
+#include "cpu/onednn.h"
+
 #ifdef CT_HAVE_OPENMP
 #include <omp.h>
 #endif
 
 #ifdef CT_HAVE_DNNL
-static dnnl_engine_t ro_engine;
-static pthread_once_t ro_engine_once = PTHREAD_ONCE_INIT;
-static void ro_engine_create(void) {
-    if (dnnl_engine_create(&ro_engine, dnnl_cpu, 0) != dnnl_success)
-        ro_engine = NULL;
-}
-
 #define RO_TRY(x)                  \
     do {                           \
         if ((x) != dnnl_success)   \
@@ -59,30 +50,9 @@ static void ro_engine_create(void) {
 static dnnl_status_t ro_user(dnnl_memory_t *m, dnnl_memory_desc_t *md, int nd, const dnnl_dims_t dims,
                              const dnnl_dims_t strides, const ct_tensor *t) {
     dnnl_status_t s = dnnl_memory_desc_init_by_strides(md, nd, dims, dnnl_f32, strides);
-    return s != dnnl_success ? s : dnnl_memory_create(m, md, ro_engine, ct_tensor_data(t));
+    return s != dnnl_success ? s : dnnl_memory_create(m, md, ct_cpu_dnnl_engine(), ct_tensor_data(t));
 }
 
-/* Reorders user memory `from` into a new memory of layout `to`. */
-static dnnl_status_t ro_reorder(dnnl_stream_t stream, dnnl_memory_t from, const dnnl_memory_desc_t *from_md,
-                                const dnnl_memory_desc_t *to, dnnl_memory_t *out) {
-    dnnl_primitive_desc_t pd = NULL;
-    dnnl_primitive_t r = NULL;
-    dnnl_status_t s = dnnl_memory_create(out, to, ro_engine, DNNL_MEMORY_ALLOCATE);
-    if (s == dnnl_success)
-        s = dnnl_reorder_primitive_desc_create(&pd, from_md, ro_engine, to, ro_engine, NULL);
-    if (s == dnnl_success)
-        s = dnnl_primitive_create(&r, pd);
-    dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, *out}};
-    if (s == dnnl_success)
-        s = dnnl_primitive_execute(r, stream, 2, args);
-    if (s == dnnl_success)
-        s = dnnl_stream_wait(stream);
-    if (r)
-        dnnl_primitive_destroy(r);
-    if (pd)
-        dnnl_primitive_desc_destroy(pd);
-    return s;
-}
 #endif
 
 static bool ro_f32_cpu(const ct_tensor *t) {
@@ -121,7 +91,7 @@ ct_status ct_lstm_layer_onednn(ct_tensor *x, int tdim, int64_t T, int64_t B, ct_
     (void)reverse;
     return ro_refused();
 #else
-    pthread_once(&ro_engine_once, ro_engine_create);
+    dnnl_engine_t ro_engine = ct_cpu_dnnl_engine();
     if (!ro_engine)
         return ro_refused();
     ct_status rc = CT_ERROR_NOT_IMPLEMENTED;
@@ -174,9 +144,9 @@ ct_status ct_lstm_layer_onednn(ct_tensor *x, int tdim, int64_t T, int64_t B, ct_
     int omp_threads = omp_get_max_threads();
     omp_set_num_threads(ct_get_num_threads());
 #endif
-    dnnl_status_t s = ro_reorder(stream, mwi, &dwi, qwi, &pwi);
+    dnnl_status_t s = ct_cpu_dnnl_reorder(stream, mwi, &dwi, qwi, &pwi);
     if (s == dnnl_success)
-        s = ro_reorder(stream, mwh, &dwh, qwh, &pwh);
+        s = ct_cpu_dnnl_reorder(stream, mwh, &dwh, qwh, &pwh);
     dnnl_exec_arg_t args[] = {{DNNL_ARG_SRC_LAYER, mx},     {DNNL_ARG_SRC_ITER, mh0},      {DNNL_ARG_SRC_ITER_C, mc0},
                               {DNNL_ARG_WEIGHTS_LAYER, pwi}, {DNNL_ARG_WEIGHTS_ITER, pwh}, {DNNL_ARG_DST_LAYER, my},
                               {DNNL_ARG_DST_ITER, mhy},      {DNNL_ARG_DST_ITER_C, mcy},    {DNNL_ARG_SCRATCHPAD, scratch},
