@@ -1039,6 +1039,55 @@ static void test_cache(void **state) {
     setenv("CT_COMPILE_CACHE", main_cache, 1);
 }
 
+/* Three runs of pointwise nodes cut by products: three groups. */
+static ct_tensor *three_groups(ct_tensor *const *in, int n, void *ud) {
+    (void)n;
+    (void)ud;
+    ct_tensor *a = ct_relu(ct_add(ct_mul(in[0], in[0]), in[0]));
+    ct_tensor *b = ct_tanh(ct_sub(ct_mm(a, in[1]), in[0]));
+    return ct_sigmoid(ct_mul(ct_exp(ct_neg(ct_mm(b, in[1]))), b));
+}
+
+/* Note [Parallel units] in codegen.c: with CT_COMPILE_JOBS=j a graph of three groups is
+ * min(j, 3) objects, built at once, each a cache entry of its own, with the same bits
+ * as one object and as eager; warm, every unit is found again. */
+static void test_parallel_units(void **state) {
+    (void)state;
+    char dir[64] = "/tmp/ct_compile_units_XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    setenv("CT_COMPILE_CACHE", dir, 1);
+    ct_tensor *got[2] = {NULL, NULL};
+    const char *jobs[] = {"1", "2", "8", "2"};
+    const int64_t units[] = {1, 2, 8, 2};
+    ct_scope_begin();
+    ct_tensor *in[2] = {randn(CT_SHAPE(16, 16), CT_F32), randn(CT_SHAPE(16, 16), CT_F32)};
+    ct_tensor *want = three_groups(in, 2, NULL);
+    for (int r = 0; r < 4; r++) {
+        setenv("CT_COMPILE_JOBS", jobs[r], 1);
+        ct_compiled *c = ct_compile(three_groups, NULL, 0);
+        for (int k = 0; k < 3; k++)
+            got[k > 1] = ct_compiled_call(c, in, 2);
+        assert_same(got[0], want);
+        assert_same(got[1], want); /* the replay */
+        int64_t groups = ct_compiled_stat(c, CT_COMPILE_STAT_FUSED_GROUPS);
+        assert_int_equal(groups, 3);
+        int64_t nu = units[r] < groups ? units[r] : groups;
+        int64_t misses = ct_compiled_stat(c, CT_COMPILE_STAT_CACHE_MISSES);
+        assert_int_equal(misses + ct_compiled_stat(c, CT_COMPILE_STAT_CACHE_HITS), nu);
+        /* the first two runs build every unit (new sources); with one unit per group the
+         * first group's unit is the two-job run's first one again; the last run finds
+         * all of them */
+        assert_int_equal(misses, r < 2 ? nu : r == 2 ? nu - 1 : 0);
+        ct_compiled_free(c);
+    }
+    ct_scope_end();
+    unsetenv("CT_COMPILE_JOBS");
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+    setenv("CT_COMPILE_CACHE", main_cache, 1);
+}
+
 /* ------------------------------------------------------------ random ops, input writes, the log */
 
 static ct_tensor *with_dropout(ct_tensor *const *in, int n, void *ud) {
@@ -1309,6 +1358,7 @@ int main(void) {
         cmocka_unit_test(test_input_writes),
         cmocka_unit_test(test_aliased_inputs),
         cmocka_unit_test(test_trace_events),
+        cmocka_unit_test(test_parallel_units),
         cmocka_unit_test(test_trace_events_training),
     };
     snprintf(main_cache, sizeof main_cache, "/tmp/ct_compile_test_XXXXXX");
