@@ -32,6 +32,17 @@ static int fail(void) {
     return 1;
 }
 
+/* The medians of reps wall times t and CPU times tc (CPU only), as "tag.name value ms". */
+static void report(const char *tag, const char *name, const char *cpu_name, double *t, double *tc, int reps,
+                   bool cuda) {
+    qsort(t, (size_t)reps, sizeof *t, cmp_double);
+    qsort(tc, (size_t)reps, sizeof *tc, cmp_double);
+    printf("%s.%s %.1f ms\n", tag, name, 1e3 * t[reps / 2]);
+    if (!cuda)
+        printf("%s.%s %.1f ms\n", tag, cpu_name, 1e3 * tc[reps / 2]);
+    fflush(stdout);
+}
+
 int main(int argc, char **argv) {
     ct_runtime_tune_and_reexec(argv); /* as the ctorch CLI runs */
     int threads = 0, reps = 7;
@@ -99,14 +110,8 @@ int main(int argc, char **argv) {
         if (r >= 0)
             t[r] = now() - t0, tc[r] = process_cpu_now() - c0;
     }
-    if (!forward_only) {
-        qsort(t, (size_t)reps, sizeof *t, cmp_double);
-        qsort(tc, (size_t)reps, sizeof *tc, cmp_double);
-        printf("%s.ms_per_step %.1f ms\n", tag, 1e3 * t[reps / 2]);
-        if (!cuda)
-            printf("%s.cpu_ms_per_step %.1f ms\n", tag, 1e3 * tc[reps / 2]);
-        fflush(stdout);
-    }
+    if (!forward_only)
+        report(tag, "ms_per_step", "cpu_ms_per_step", t, tc, reps, cuda);
 
     /* forward only, no graph */
     ct_inference_mode_begin();
@@ -121,11 +126,7 @@ int main(int argc, char **argv) {
             t[r] = now() - t0, tc[r] = process_cpu_now() - c0;
     }
     ct_inference_mode_end();
-    qsort(t, (size_t)reps, sizeof *t, cmp_double);
-    qsort(tc, (size_t)reps, sizeof *tc, cmp_double);
-    printf("%s.fwd_ms %.1f ms\n", tag, 1e3 * t[reps / 2]);
-    if (!cuda)
-        printf("%s.fwd_cpu_ms %.1f ms\n", tag, 1e3 * tc[reps / 2]);
+    report(tag, "fwd_ms", "fwd_cpu_ms", t, tc, reps, cuda);
     free(t);
     free(tc);
     ct_release(x);
