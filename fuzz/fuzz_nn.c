@@ -6,10 +6,11 @@
  * arguments (initial states, lengths, masks of bool and float types, offsets) present,
  * absent or malformed, in training or eval mode; a forward that succeeds is followed,
  * sometimes, by a backward, and for the recurrent layers by a double backward (Note
- * [Double backward through the fused recurrence]). The layers: RNN, LSTM (projections),
- * GRU, MultiheadAttention, TransformerEncoderLayer, Conv1d/2d/3d with padding modes,
- * ConvTranspose2d, max/avg pools, interpolate, pad, EmbeddingBag, GroupNorm,
- * InstanceNorm and BatchNorm.
+ * [Double backward through the fused recurrence]); a recurrent forward runs now and
+ * then in inference mode, with the prepacked weights and oneDNN's LSTM primitive forced
+ * on or off. The layers: RNN, LSTM (projections), GRU, MultiheadAttention,
+ * TransformerEncoderLayer, Conv1d/2d/3d with padding modes, ConvTranspose2d, max/avg
+ * pools, interpolate, pad, EmbeddingBag, GroupNorm, InstanceNorm and BatchNorm.
  *
  * After every call, as in fuzz_ops: every result is a valid tensor (shape and numel
  * agree, its view lies in its storage, bools are 0 or 1, every element reads) and a
@@ -147,18 +148,31 @@ static void recurrent(rd *r) {
     }
     if (x && ct_tensor_device(x).type == CT_DEVICE_META)
         checked_status(ct_module_to(m, CT_META, CT_DTYPE_UNDEFINED), "module_to(meta)");
+    /* the CPU paths that apply only on AVX-512 or one thread by default, on any CPU:
+     * prepacked recurrent weights and, in inference mode, oneDNN's LSTM primitive */
+    unsigned paths = u8(r);
+    setenv("CT_PACKED_MM", paths & 1 ? "1" : "0", 1);
+    setenv("CT_ONEDNN_RNN", paths & 2 ? "1" : "0", 1);
+    const bool infer = (paths & 12) == 0;
+    if (infer)
+        ct_inference_mode_begin();
     ct_tensor *y = NULL, *hn = NULL, *cn = NULL;
     ct_status st = kind == 2 ? ct_nn_lstm_forward(m, x, h0, c0, lengths, &y, &hn, &cn)
                    : kind == 3 ? ct_nn_gru_forward(m, x, h0, lengths, &y, &hn)
                                : ct_nn_rnn_forward(m, x, h0, lengths, &y, &hn);
+    if (infer)
+        ct_inference_mode_end();
     checked_status(st, "rnn forward");
     if (st == CT_OK) {
         checked(y, "rnn output");
         checked(hn, "rnn h_n");
         if (kind == 2)
             checked(cn, "lstm c_n");
-        backward(r, y, x, true);
+        if (!infer)
+            backward(r, y, x, true);
     }
+    unsetenv("CT_PACKED_MM");
+    unsetenv("CT_ONEDNN_RNN");
     ct_module_free(m);
 }
 
