@@ -261,6 +261,11 @@ static void test_lstm_layer_onednn(void **state) {
                   CT_ERROR_NOT_IMPLEMENTED, "does not apply");
     CT_ASSERT_ERR(ct_lstm_layer_onednn(x, 0, Tn + 1, B, wih, b, whh, h0, c0, false, &hall, &cn) == CT_OK,
                   CT_ERROR_NOT_IMPLEMENTED, "does not apply");
+    CT_ASSERT_ERR(ct_lstm_layer_onednn(x, 0, Tn, B, wih, b, whh, ct_t(c0), c0, false, &hall, &cn) == CT_OK,
+                  CT_ERROR_NOT_IMPLEMENTED, "does not apply"); /* (H, B) state */
+    CT_ASSERT_ERR(ct_lstm_layer_onednn(x, 0, Tn, B, wih, ct_narrow(b, 0, 0, H), whh, h0, c0, false, &hall, &cn) ==
+                      CT_OK,
+                  CT_ERROR_NOT_IMPLEMENTED, "does not apply"); /* a bias too short */
     setenv("CT_ONEDNN_RNN", "0", 1);
     CT_ASSERT_ERR(ct_lstm_layer_onednn(x, 0, Tn, B, wih, b, whh, h0, c0, false, &hall, &cn) == CT_OK,
                   CT_ERROR_NOT_IMPLEMENTED, "does not apply");

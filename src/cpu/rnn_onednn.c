@@ -63,7 +63,32 @@ static ct_status ro_refused(void) {
     return ct_error(CT_ERROR_NOT_IMPLEMENTED, "lstm_layer_onednn", "oneDNN's LSTM does not apply here");
 }
 
+static bool ro_matrix(const ct_tensor *t, int64_t r, int64_t c) {
+    return ct_tensor_dim(t) == 2 && ct_tensor_size(t, 0) == r && ct_tensor_size(t, 1) == c;
+}
+
 static bool ro_needs_grad(const ct_tensor *t) { return t && ct_tensor_requires_grad(t); }
+
+/* Whether the primitive takes this layer (ct_lstm_layer_onednn in ctorch/ext.h). */
+static bool ro_applies(const ct_tensor *x, int tdim, int64_t T, int64_t B, const ct_tensor *wih, const ct_tensor *b,
+                       const ct_tensor *whh, const ct_tensor *h0, const ct_tensor *c0) {
+    const char *env = getenv("CT_ONEDNN_RNN");
+    const bool forced = env && strcmp(env, "1") == 0;
+    if ((env && strcmp(env, "0") == 0) ||
+        (!forced && (ct_get_num_threads() > 1 || ct_cpu_vector_level() < CT_ISA_AVX512)) || !ct_cpu_sgemm_onednn())
+        return false;
+    if (!ro_f32_cpu(x) || !ro_f32_cpu(wih) || !ro_f32_cpu(b) || !ro_f32_cpu(whh) || !ro_f32_cpu(h0) ||
+        !ro_f32_cpu(c0) || ct_tensor_dim(x) != 2 || ct_tensor_dim(wih) != 2 || ct_tensor_dim(whh) != 2 ||
+        (b && ct_tensor_dim(b) != 1) || (tdim != 0 && tdim != 1))
+        return false;
+    const int64_t G = ct_tensor_size(wih, 0), I = ct_tensor_size(x, 1), H = ct_tensor_size(whh, 1);
+    if (T < 1 || B < 1 || H < 1 || I < 1 || G != 4 * H || ct_tensor_size(x, 0) != T * B ||
+        ct_tensor_size(wih, 1) != I || ct_tensor_size(whh, 0) != G || (b && ct_tensor_size(b, 0) != G) ||
+        !ro_matrix(h0, B, H) || !ro_matrix(c0, B, H) || ct_tensor_stride(x, 1) != 1)
+        return false;
+    return !(ct_is_grad_enabled() && (ro_needs_grad(x) || ro_needs_grad(wih) || ro_needs_grad(b) ||
+                                      ro_needs_grad(whh) || ro_needs_grad(h0) || ro_needs_grad(c0)));
+}
 
 ct_status ct_lstm_layer_onednn(ct_tensor *x, int tdim, int64_t T, int64_t B, ct_tensor *wih, ct_tensor *b,
                                ct_tensor *whh, ct_tensor *h0, ct_tensor *c0, bool reverse, ct_tensor **hall,
@@ -75,22 +100,13 @@ ct_status ct_lstm_layer_onednn(ct_tensor *x, int tdim, int64_t T, int64_t B, ct_
     CT_CHECK_ARG_STATUS("lstm_layer_onednn", c0);
     CT_CHECK_ARG_STATUS("lstm_layer_onednn", hall);
     CT_CHECK_ARG_STATUS("lstm_layer_onednn", cn);
-    const char *env = getenv("CT_ONEDNN_RNN");
-    const int64_t G = ct_tensor_size(wih, 0), I = ct_tensor_size(x, 1), H = ct_tensor_size(whh, 1);
-    const bool forced = env && strcmp(env, "1") == 0;
-    if ((env && strcmp(env, "0") == 0) ||
-        (!forced && (ct_get_num_threads() > 1 || ct_cpu_vector_level() < CT_ISA_AVX512)) ||
-        !ct_cpu_sgemm_onednn() || !ro_f32_cpu(x) || !ro_f32_cpu(wih) ||
-        !ro_f32_cpu(b) || !ro_f32_cpu(whh) || !ro_f32_cpu(h0) || !ro_f32_cpu(c0) || ct_tensor_dim(x) != 2 ||
-        T < 1 || B < 1 || ct_tensor_size(x, 0) != T * B || G != 4 * H || ct_tensor_size(wih, 1) != I ||
-        ct_tensor_size(whh, 0) != G || (tdim != 0 && tdim != 1) || ct_tensor_stride(x, 1) != 1 ||
-        (ct_is_grad_enabled() && (ro_needs_grad(x) || ro_needs_grad(wih) || ro_needs_grad(b) ||
-                                  ro_needs_grad(whh) || ro_needs_grad(h0) || ro_needs_grad(c0))))
+    if (!ro_applies(x, tdim, T, B, wih, b, whh, h0, c0))
         return ro_refused();
 #ifndef CT_HAVE_DNNL
     (void)reverse;
     return ro_refused();
 #else
+    const int64_t G = ct_tensor_size(wih, 0), I = ct_tensor_size(x, 1), H = ct_tensor_size(whh, 1);
     dnnl_engine_t ro_engine = ct_cpu_dnnl_engine();
     if (!ro_engine)
         return ro_refused();
