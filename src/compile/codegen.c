@@ -681,11 +681,12 @@ void ct_codegen_free(ct_fused *f) {
  * job (CT_COMPILE_JOBS, else the CPUs online, at most 16; never more units than groups),
  * each its own cache entry, built by its own compiler process at the same time as the
  * others and loaded with its own dlopen. Each unit repeats the prelude, which costs the
- * compiler 30-80 ms; a row group costs it about 90 ms (the char GPT step's nine groups
- * took 0.80-0.98 s as one unit on the shared 2-core machine). A group's code does not
- * depend on the unit it lands in, and the cache keys cover each unit's source, so a
- * graph's objects are found again as long as its groups and the job count are the
- * same. */
+ * compiler 30-80 ms; a row group costs it about 90 ms. On the shared 2-core EPYC,
+ * bench/compile, three alternating runs: the char GPT step's capture (nine groups)
+ * took 607, 595 and 620 ms cold as one unit, 439, 398 and 464 ms as two. A group's
+ * code does not depend on the unit it lands in, and the cache keys cover each unit's
+ * source, so a graph's objects are found again as long as its groups and the job
+ * count are the same. */
 #define CT_COMPILE_MAX_JOBS 16
 
 static int compile_jobs(void) {
