@@ -96,27 +96,37 @@ static ct_status call_module(const cfg *k, ct_module *m, const ct_tensor *x, con
     return ct_nn_rnn_forward(m, x, h0, lengths, y, hn);
 }
 
-/* Forward and backward of one golden case through the functional API, in dtype dt on
- * device dev, against PyTorch's float64 values with tolerance tol. */
-static void run_golden(const gcase *c, ct_dtype dt, ct_device dev, double tol) {
+/* One golden case through the functional API, in dtype dt on device dev, against
+ * PyTorch's float64 values with tolerance tol: the forward and, with backward, the
+ * gradients; without, the forward alone in inference mode, nothing requiring grad. */
+static void run_golden_mode(const gcase *c, ct_dtype dt, ct_device dev, double tol, bool backward) {
     cfg k = case_cfg(c);
     ct_scope_begin();
     const char *names[64];
     int np = case_params(c, names, 64);
     ct_tensor *params[64];
     for (int i = 0; i < np; i++)
-        params[i] = ct_tensor_set_requires_grad(on(T(c, names[i]), dt, dev), true);
-    ct_tensor *x = ct_tensor_set_requires_grad(on(T(c, "x"), dt, dev), true);
-    ct_tensor *h0 = find(c, "h0") ? ct_tensor_set_requires_grad(on(T(c, "h0"), dt, dev), true) : NULL;
-    ct_tensor *c0 = find(c, "c0") ? ct_tensor_set_requires_grad(on(T(c, "c0"), dt, dev), true) : NULL;
+        params[i] = ct_tensor_set_requires_grad(on(T(c, names[i]), dt, dev), backward);
+    ct_tensor *x = ct_tensor_set_requires_grad(on(T(c, "x"), dt, dev), backward);
+    ct_tensor *h0 = find(c, "h0") ? ct_tensor_set_requires_grad(on(T(c, "h0"), dt, dev), backward) : NULL;
+    ct_tensor *c0 = find(c, "c0") ? ct_tensor_set_requires_grad(on(T(c, "c0"), dt, dev), backward) : NULL;
     ct_tensor *lengths = find(c, "lengths") ? I(c, "lengths") : NULL;
     ct_tensor *y = NULL, *hn = NULL, *cn = NULL;
-    if (call_fn(&k, x, h0, c0, lengths, params, np, 0.0, true, &y, &hn, k.kind == K_LSTM ? &cn : NULL) != CT_OK)
+    if (!backward)
+        ct_inference_mode_begin();
+    ct_status st = call_fn(&k, x, h0, c0, lengths, params, np, 0.0, backward, &y, &hn, k.kind == K_LSTM ? &cn : NULL);
+    if (!backward)
+        ct_inference_mode_end();
+    if (st != CT_OK)
         fail_msg("%s: %s", c->name, ct_last_error());
     expect(c, "y", y, tol);
     expect(c, "hn", hn, tol);
     if (k.kind == K_LSTM)
         expect(c, "cn", cn, tol);
+    if (!backward) {
+        ct_scope_end();
+        return;
+    }
 
     const ct_tensor *outs[3] = {y, hn, cn};
     const ct_tensor *gouts[3] = {on(T(c, "gy"), dt, dev), on(T(c, "ghn"), dt, dev),
@@ -145,6 +155,8 @@ static void run_golden(const gcase *c, ct_dtype dt, ct_device dev, double tol) {
     ct_scope_end();
 }
 
+static void run_golden(const gcase *c, ct_dtype dt, ct_device dev, double tol) { run_golden_mode(c, dt, dev, tol, true); }
+
 static void test_golden_float64(void **state) {
     (void)state;
     for (int i = 0; i < ncases; i++)
@@ -168,40 +180,16 @@ static void test_golden_float32_packed(void **state) {
     unsetenv("CT_PACKED_MM");
 }
 
-/* The forward alone, nothing requiring grad, in inference mode: on float32 CPU
- * tensors an LSTM layer without lengths runs oneDNN's LSTM primitive where the build
- * has oneDNN (Note [LSTM inference on oneDNN] in src/cpu/rnn_onednn.c), the others the
- * fused recurrence; both against PyTorch's values. */
-static void run_golden_forward(const gcase *c, double tol) {
-    cfg k = case_cfg(c);
-    ct_scope_begin();
-    const char *names[64];
-    int np = case_params(c, names, 64);
-    ct_tensor *params[64];
-    for (int i = 0; i < np; i++)
-        params[i] = on(T(c, names[i]), CT_F32, CT_CPU);
-    ct_tensor *x = on(T(c, "x"), CT_F32, CT_CPU), *h0 = on(find(c, "h0") ? T(c, "h0") : NULL, CT_F32, CT_CPU);
-    ct_tensor *c0 = on(find(c, "c0") ? T(c, "c0") : NULL, CT_F32, CT_CPU);
-    ct_tensor *lengths = find(c, "lengths") ? I(c, "lengths") : NULL;
-    ct_tensor *y = NULL, *hn = NULL, *cn = NULL;
-    ct_inference_mode_begin();
-    ct_status st = call_fn(&k, x, h0, c0, lengths, params, np, 0.0, false, &y, &hn, k.kind == K_LSTM ? &cn : NULL);
-    ct_inference_mode_end();
-    if (st != CT_OK)
-        fail_msg("%s: %s", c->name, ct_last_error());
-    expect(c, "y", y, tol);
-    expect(c, "hn", hn, tol);
-    if (k.kind == K_LSTM)
-        expect(c, "cn", cn, tol);
-    ct_scope_end();
-}
-
+/* The forward alone in inference mode: on float32 CPU tensors an LSTM layer without
+ * lengths runs oneDNN's LSTM primitive where the build has oneDNN (Note [LSTM inference
+ * on oneDNN] in src/cpu/rnn_onednn.c), the others the fused recurrence; both against
+ * PyTorch's values. */
 static void test_golden_inference(void **state) {
     (void)state;
     for (int off = 0; off < 2; off++) {
         setenv("CT_ONEDNN_RNN", off ? "0" : "1", 1); /* "1": at any thread count */
         for (int i = 0; i < ncases; i++)
-            run_golden_forward(&cases[i], 1e-5);
+            run_golden_mode(&cases[i], CT_F32, CT_CPU, 1e-5, false);
     }
     unsetenv("CT_ONEDNN_RNN");
 }
