@@ -145,6 +145,7 @@ static void gemm_blas(ct_dtype dt, int64_t n, int64_t m, int64_t k, mat A, mat B
     if (CT_TRACE_LOG_ON())
         ct_trace_log_kernel_choice(__FILE__, __LINE__, "gemm", "blas", dt, n, m, k);
 }
+#endif
 
 /* Note [GEMM chunks]
  * A BLAS-sized product is cut into blocks of rows of C (or of columns, when C is wider
@@ -161,6 +162,19 @@ static void gemm_blas(ct_dtype dt, int64_t n, int64_t m, int64_t k, mat A, mat B
  * alternating runs each, 92-103 ms a step). */
 #define GEMM_MIN_FLOPS ((int64_t)1 << 24)
 #define GEMM_MAX_CHUNKS 16
+
+int64_t ct_cpu_gemm_block(int64_t n, int64_t m, int64_t k, int64_t dim) {
+    int64_t chunks = 2 * n * m * k / GEMM_MIN_FLOPS;
+    if (chunks > GEMM_MAX_CHUNKS)
+        chunks = GEMM_MAX_CHUNKS;
+    if (chunks > dim / 16)
+        chunks = dim / 16;
+    if (chunks < 1)
+        chunks = 1;
+    return ((dim + chunks - 1) / chunks + 15) / 16 * 16;
+}
+
+#ifdef CT_HAVE_OPENBLAS
 
 /* Note [Row strides of 2 KiB on AMD]
  * On AMD's cores oneDNN 2.6's sgemm slows down 1.5-2.6x when it reads an operand across
@@ -223,14 +237,7 @@ static void gemm(ct_dtype dt, int64_t n, int64_t m, int64_t k, mat A, mat B, cha
         gemm_job j = {dt, n, m, k, 0, ldc, lda, ldb, n >= m, ta, tb, gemm_skip_dnnl(dt, ta, lda, tb, ldb), A, B, C,
                       alpha, beta};
         int64_t dim = j.rows ? n : m;
-        int64_t chunks = 2 * n * m * k / GEMM_MIN_FLOPS;
-        if (chunks > GEMM_MAX_CHUNKS)
-            chunks = GEMM_MAX_CHUNKS;
-        if (chunks > dim / 16)
-            chunks = dim / 16;
-        if (chunks < 1)
-            chunks = 1;
-        j.bs = ((dim + chunks - 1) / chunks + 15) / 16 * 16;
+        j.bs = ct_cpu_gemm_block(n, m, k, dim);
         ct_parallel_for((dim + j.bs - 1) / j.bs, ct_get_num_threads(), gemm_chunk, &j);
         return;
     }

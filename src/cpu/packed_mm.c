@@ -51,7 +51,7 @@ struct pm_block {
     bool ok;
 };
 
-/* CT_PACKED_MM: "0" never packs, "1" always packs, else where the kernel is brgemm. */
+/* CT_PACKED_MM: "0" never packs, "1" always packs, else where the CPU has AVX-512. */
 static int pm_env(void) {
     const char *e = getenv("CT_PACKED_MM");
     return e && strcmp(e, "0") == 0 ? 0 : e && strcmp(e, "1") == 0 ? 1 : -1;
@@ -140,12 +140,7 @@ static bool pm_pack(ct_packed_mm *p, int64_t lda, int64_t ldc) {
         return false;
     if (!ct_cpu_dnnl_engine())
         return false;
-    /* blocks as Note [GEMM chunks] cuts the columns of a product wider than tall */
-    int64_t blocks = 2 * p->rows * p->n * p->k / ((int64_t)1 << 24);
-    blocks = blocks > 16 ? 16 : blocks;
-    blocks = blocks > p->n / 16 ? p->n / 16 : blocks;
-    blocks = blocks < 1 ? 1 : blocks;
-    p->bs = ((p->n + blocks - 1) / blocks + 15) / 16 * 16;
+    p->bs = ct_cpu_gemm_block(p->rows, p->n, p->k, p->n); /* column blocks, as Note [GEMM chunks] */
     p->nblocks = (p->n + p->bs - 1) / p->bs;
     p->lda = lda, p->ldc = ldc;
     if (!(p->blocks = calloc((size_t)p->nblocks, sizeof *p->blocks)))
