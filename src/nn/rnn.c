@@ -432,12 +432,10 @@ static ct_status run(const rnn_cfg *c, const ct_tensor *input, const ct_tensor *
                     st = CT_OK;
                 }
             }
-            if (hall || st != CT_OK) {
-                /* done by oneDNN, or failed */
-            } else if (fused) {
+            if (st == CT_OK && !hall && fused) {
                 st = ct_rnn_fused(c->kind, d == 1, mask, tdim, x2d, wih, b, whh, bhh, h, cst, &hall,
                                   c->kind == RNN_LSTM ? &call : NULL);
-            } else {
+            } else if (st == CT_OK && !hall) {
                 ct_tensor *xp = ct_rnn_projection(x2d, wih, b, T, B, tdim);
                 st = xp ? ct_rnn_recurrence_ops(c->kind, d == 1, mask, xp, whh, bhh, param(c, params, l, d, W_HR), h,
                                                 cst, &hall, c->kind == RNN_LSTM ? &call : NULL)
