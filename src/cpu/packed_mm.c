@@ -30,6 +30,7 @@
 #include "ctorch.h"
 #include "ctorch/ext.h"
 
+#include "cpu/cpu_isa.h"
 #include "cpu/onednn.h"
 
 
@@ -51,7 +52,9 @@ struct pm_block {
     bool ok;
 };
 
-/* CT_PACKED_MM: "0" never packs, "1" always packs, else where the CPU has AVX-512. */
+/* CT_PACKED_MM: "0" never packs, "1" always packs, else where the CPU has AVX-512: the
+ * hardware decides, not CT_CPU_ISA, which caps ctorch's own loops and not oneDNN's, so
+ * a lower ctorch level gives the same products (test_loops_isa). */
 static int pm_env(void) {
     const char *e = getenv("CT_PACKED_MM");
     return e && strcmp(e, "0") == 0 ? 0 : e && strcmp(e, "1") == 0 ? 1 : -1;
@@ -135,7 +138,7 @@ fail:
  * from then on) where the packed kernel does not apply or oneDNN refuses. */
 static bool pm_pack(ct_packed_mm *p, int64_t lda, int64_t ldc) {
     int force = pm_env();
-    if (force == 0 || (force < 0 && ct_cpu_vector_level() < CT_ISA_AVX512) || !ct_cpu_sgemm_onednn() || ct_tensor_dtype(p->w) != CT_F32 ||
+    if (force == 0 || (force < 0 && !ct_cpu_has_avx512()) || !ct_cpu_sgemm_onednn() || ct_tensor_dtype(p->w) != CT_F32 ||
         ct_tensor_device(p->w).type != CT_DEVICE_CPU || p->rows < 1 || p->k < 1 || p->n < 1)
         return false;
     if (!ct_cpu_dnnl_engine())

@@ -33,6 +33,7 @@
 #include "ctorch.h"
 #include "ctorch/ext.h"
 
+#include "cpu/cpu_isa.h"
 #include "cpu/onednn.h"
 
 #ifdef CT_HAVE_OPENMP
@@ -75,7 +76,7 @@ static bool ro_applies(const ct_tensor *x, int tdim, int64_t T, int64_t B, const
     const char *env = getenv("CT_ONEDNN_RNN");
     const bool forced = env && strcmp(env, "1") == 0;
     if ((env && strcmp(env, "0") == 0) ||
-        (!forced && (ct_get_num_threads() > 1 || ct_cpu_vector_level() < CT_ISA_AVX512)) || !ct_cpu_sgemm_onednn())
+        (!forced && (ct_get_num_threads() > 1 || !ct_cpu_has_avx512())) || !ct_cpu_sgemm_onednn())
         return false;
     if (!ro_f32_cpu(x) || !ro_f32_cpu(wih) || !ro_f32_cpu(b) || !ro_f32_cpu(whh) || !ro_f32_cpu(h0) ||
         !ro_f32_cpu(c0) || ct_tensor_dim(x) != 2 || ct_tensor_dim(wih) != 2 || ct_tensor_dim(whh) != 2 ||
