@@ -154,6 +154,49 @@ CT_API bool ct_cuda_is_current_stream_capturing(void);
 CT_API ct_status ct_set_float32_matmul_precision(const char *precision);
 CT_API const char *ct_get_float32_matmul_precision(void);
 
+/* ---------------------------------------------------------------- TunableOp
+
+   torch.cuda.tunable for cuBLASLt (docs/cuda.md, "TunableOp"). While enabled, the
+   first product of each (shape, dtype, layout, epilogue, alignment) times cuBLASLt's
+   candidate algorithms on its own operands, keeps the fastest one whose result
+   matches the heuristic's choice, and uses it from then on. The results file holds
+   one line per product and the versions it was made with; a process that starts with
+   TunableOp enabled reads it (a file from another setup is refused) and, when it
+   tuned anything, writes it back at exit. The environment sets the starting values:
+   CT_TUNABLEOP=1, CT_TUNABLEOP_TUNING=0|1, CT_TUNABLEOP_FILENAME,
+   CT_TUNABLEOP_MAX_TUNING_DURATION_MS, CT_TUNABLEOP_MAX_TUNING_ITERATIONS. */
+
+CT_API void ct_cuda_tunable_enable(bool on);
+CT_API bool ct_cuda_tunable_is_enabled(void);
+/* With tuning off, an enabled TunableOp only uses results it has (read or tuned). */
+CT_API void ct_cuda_tunable_tuning_enable(bool on);
+CT_API bool ct_cuda_tunable_tuning_is_enabled(void);
+/* The results file; with insert_device_ordinal the device's number goes before the
+   extension ("tunableop_results.csv" is device 0's "tunableop_results0.csv"). */
+CT_API ct_status ct_cuda_tunable_set_filename(const char *filename, bool insert_device_ordinal);
+CT_API const char *ct_cuda_tunable_get_filename(void);
+/* Limits on the timing of one candidate (defaults 30 ms and 100 runs). */
+CT_API ct_status ct_cuda_tunable_set_max_tuning_duration(int milliseconds);
+CT_API ct_status ct_cuda_tunable_set_max_tuning_iterations(int iterations);
+/* The current device's results: written to, or read from, filename (NULL: the
+   results file of that device). Reading adds to what is there and refuses a file
+   made with another ctorch, cuBLASLt, CUDA runtime, device or workspace. */
+CT_API ct_status ct_cuda_tunable_write_file(const char *filename);
+CT_API ct_status ct_cuda_tunable_read_file(const char *filename);
+/* Forgets the current device's results (tuned and read). */
+CT_API ct_status ct_cuda_tunable_clear(void);
+
+typedef struct ct_cuda_tunable_stats {
+    int64_t results;    /* products with a chosen algorithm (tuned or read) */
+    int64_t tuned;      /* of which tuned by this process */
+    int64_t read;       /* of which read from a file */
+    int64_t improved;   /* tuned products whose choice beat the heuristic's */
+    int64_t candidates; /* algorithms timed */
+    int64_t rejected;   /* candidates refused by the numerical check or that failed */
+    double tuning_ms;   /* wall time spent tuning */
+} ct_cuda_tunable_stats;
+CT_API ct_status ct_cuda_tunable_get_stats(ct_cuda_tunable_stats *out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -5,6 +5,7 @@
 #ifndef CT_API_CUDA_RUNTIME_H
 #define CT_API_CUDA_RUNTIME_H
 
+#include "core/backend_api.h"
 #include "ctorch/cuda.h"
 
 #ifdef __cplusplus
@@ -17,6 +18,28 @@ struct ct_cuda_mempool {
     int device;
     uint64_t id;
 };
+
+/* TunableOp (Note [TunableOp] in src/cuda/tunable.cu). The settings and the results
+ * file live here (src/api/tunable_api.c); the results and the tuning in the backend. */
+typedef struct ct_tunable_settings {
+    bool enabled, tuning;
+    int max_duration_ms, max_iterations;
+} ct_tunable_settings;
+
+/* One product's result: the key "signature,params", cuBLASLt's algorithm (a
+ * cublasLtMatmulAlgo_t, which cuBLASLt lets a program store and reuse with the same
+ * library), the mean time of one run with it and with the heuristic's choice. */
+#define CT_TUNABLE_KEY_MAX 320
+typedef struct ct_tunable_result {
+    char key[CT_TUNABLE_KEY_MAX];
+    uint64_t algo[8];
+    double ms, default_ms;
+} ct_tunable_result;
+
+/* What a results file must have been made with, besides CTORCH_VERSION. */
+typedef struct ct_tunable_validators {
+    char cublaslt[32], runtime[32], device[160];
+} ct_tunable_validators;
 
 typedef struct ct_cuda_runtime {
     int (*device_count)(void);
@@ -50,7 +73,24 @@ typedef struct ct_cuda_runtime {
     ct_cuda_mempool *(*graph_pool)(ct_cuda_graph *graph);
     bool (*is_capturing)(void);
     int64_t (*cudnn_version)(void); /* 0: no libcudnn found */
+    /* TunableOp: the device's results (a malloc'd array the caller frees), adding
+     * results, forgetting them, the statistics, whether anything was tuned since the
+     * last export, and the validators of the device. */
+    ct_status (*tunable_export)(int device, ct_tunable_result **out, int64_t *n);
+    ct_status (*tunable_import)(int device, const ct_tunable_result *r, int64_t n);
+    void (*tunable_clear)(int device);
+    void (*tunable_stats)(int device, ct_cuda_tunable_stats *out);
+    bool (*tunable_dirty)(int device);
+    ct_status (*tunable_validators)(int device, ct_tunable_validators *out);
 } ct_cuda_runtime;
+
+CT_BACKEND_BEGIN
+/* TunableOp's settings as they are now (the environment read at the first call). */
+void ct_tunable_settings_get(ct_tunable_settings *out);
+/* Reads the device's results file into the backend once per process and device, if
+ * TunableOp is enabled and the file exists; a refused file is reported on stderr. */
+void ct_tunable_load_device_file(int device);
+CT_BACKEND_END
 
 #ifdef __cplusplus
 }

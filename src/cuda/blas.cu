@@ -33,6 +33,7 @@
 #include <string.h>
 
 #include "kernels.cuh"
+#include "tunable.h"
 
 #define CT_CUBLAS_WORKSPACE ((size_t)32 << 20)
 
@@ -240,9 +241,51 @@ extern "C" ct_status ct_cuda_gemm_run(const ct_cuda_gemm *g, int device, const c
            "alignment preference");
         LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &ac, sizeof ac),
            "alignment preference");
-        cublasLtMatmulHeuristicResult_t heur;
+        float af = (float)g->alpha, bf = (float)g->beta;
+        const void *alpha = g->dtype == CT_DTYPE_FLOAT64 ? (const void *)&g->alpha : (const void *)&af;
+        const void *beta = g->dtype == CT_DTYPE_FLOAT64 ? (const void *)&g->beta : (const void *)&bf;
+        /* The algorithm: cached by the product's key, or TunableOp's (Note [TunableOp]). */
+        static const char *const epi_names[] = {"bias", "relu_bias", "gelu_bias"};
+        char key[CT_TUNABLE_KEY_MAX];
+        int kl = snprintf(key, sizeof key,
+                          "GemmLt_%s_%s_%c%c,m%lld_n%lld_k%lld_ldl%lld_ldr%lld_ldc%lld_nb%lld_sl%lld_sr%lld_sc%lld_"
+                          "beta%d_%s_al%u_%u_%u_ws%zu",
+                          ct_dtype_name(g->dtype),
+                          ct == CUBLAS_COMPUTE_64F ? "f64" : ct == CUBLAS_COMPUTE_32F_FAST_TF32 ? "tf32" : "f32",
+                          opl == CUBLAS_OP_N ? 'N' : 'T', opr == CUBLAS_OP_N ? 'N' : 'T', (long long)g->m,
+                          (long long)g->n, (long long)g->k, (long long)ldl, (long long)ldr, (long long)g->ldc,
+                          (long long)g->nb, (long long)(g->nb > 1 ? g->b_sb : 0),
+                          (long long)(g->nb > 1 ? g->a_sb : 0), (long long)(g->nb > 1 ? g->c_sb : 0),
+                          g->beta != 0, !g->bias ? "plain" : epi_names[g->act], al, ar, ac, ws);
+        ct_lt_problem pr;
+        memset(&pr, 0, sizeof pr);
+        pr.lt = b->lt;
+        pr.desc = desc;
+        pr.ll = ll;
+        pr.lr = lr;
+        pr.lc = lc;
+        pr.pref = pref;
+        pr.alpha = alpha;
+        pr.beta = beta;
+        pr.beta_zero = g->beta == 0;
+        pr.l = g->b;
+        pr.r = g->a;
+        pr.c = g->c;
+        pr.rows = g->m;
+        pr.cols = g->n;
+        pr.ldc = g->ldc;
+        pr.nb = g->nb;
+        pr.batch_stride = g->nb > 1 ? g->c_sb : 0;
+        pr.dtype = g->dtype;
+        pr.tf32 = ct == CUBLAS_COMPUTE_32F_FAST_TF32;
+        pr.workspace = b->workspace;
+        pr.ws = ws;
+        pr.stream = ct_stream_of(device);
+        pr.device = device;
+        pr.key = kl > 0 && (size_t)kl < sizeof key ? key : NULL;
+        cublasLtMatmulAlgo_t algo;
         int found = 0;
-        s = cublasLtMatmulAlgoGetHeuristic(b->lt, desc, ll, lr, lc, lc, pref, 1, &heur, &found);
+        s = ct_lt_algo(&pr, &algo, &found);
         if (g->bias && (s != CUBLAS_STATUS_SUCCESS || found == 0)) {
             /* Some shapes are refused with INVALID_VALUE rather than NOT_SUPPORTED
              * once an epilogue is set: the plain product still serves them. */
@@ -258,11 +301,8 @@ extern "C" ct_status ct_cuda_gemm_run(const ct_cuda_gemm *g, int device, const c
             st = lt_fail(s, op, "cublasLtMatmulAlgoGetHeuristic");
             goto done;
         }
-        float af = (float)g->alpha, bf = (float)g->beta;
-        const void *alpha = g->dtype == CT_DTYPE_FLOAT64 ? (const void *)&g->alpha : (const void *)&af;
-        const void *beta = g->dtype == CT_DTYPE_FLOAT64 ? (const void *)&g->beta : (const void *)&bf;
-        s = cublasLtMatmul(b->lt, desc, alpha, g->b, ll, g->a, lr, beta, g->c, lc, g->c, lc, &heur.algo, b->workspace,
-                           ws, ct_stream_of(device));
+        s = cublasLtMatmul(b->lt, desc, alpha, g->b, ll, g->a, lr, beta, g->c, lc, g->c, lc, &algo, b->workspace, ws,
+                           pr.stream);
         if (g->bias && s == CUBLAS_STATUS_NOT_SUPPORTED) {
             st = no_epilogue(op);
             goto done;

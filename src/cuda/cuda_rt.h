@@ -463,6 +463,15 @@ ct_status ct_cuda_dot_run(ct_dtype dtype, int64_t n, const void *a, int64_t sa, 
                           int device);
 /* Whether float32 products may use TF32 (set_float32_matmul_precision). */
 bool ct_cuda_allow_tf32(void);
+/* tunable.cu: the runtime table's TunableOp entries (src/api/cuda_runtime.h). */
+struct ct_tunable_result;
+struct ct_tunable_validators;
+ct_status ct_lt_export(int device, struct ct_tunable_result **out, int64_t *n);
+ct_status ct_lt_import(int device, const struct ct_tunable_result *r, int64_t n);
+void ct_lt_clear(int device);
+void ct_lt_stats(int device, ct_cuda_tunable_stats *out);
+bool ct_lt_dirty(int device);
+ct_status ct_lt_validators(int device, struct ct_tunable_validators *out);
 
 #ifdef __cplusplus
 }

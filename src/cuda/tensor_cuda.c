@@ -275,6 +275,12 @@ static const ct_cuda_runtime runtime_table = {
     .graph_pool = ct_cudart_graph_pool,
     .is_capturing = ct_cudart_is_capturing,
     .cudnn_version = ct_cudnn_version,
+    .tunable_export = ct_lt_export,
+    .tunable_import = ct_lt_import,
+    .tunable_clear = ct_lt_clear,
+    .tunable_stats = ct_lt_stats,
+    .tunable_dirty = ct_lt_dirty,
+    .tunable_validators = ct_lt_validators,
 };
 
 /* ct_backend_info's line: the devices, the runtime, the compiled architectures and
