@@ -1,6 +1,8 @@
 /* libFuzzer target: the token loaders (llm.c token shards, any file as bytes, llm.c's
- * tokenizer file). The input is written to a file, since the loaders read paths; every
- * accepted file must give batches and decodable ids without reading out of bounds. */
+ * tokenizer file) and the other text file ctorch reads, TunableOp's results file. The
+ * input is written to a file, since the loaders read paths; every accepted file must
+ * give batches and decodable ids without reading out of bounds, and the results file
+ * is parsed whole (this build has no device, so it goes no further). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,6 +47,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         (void)sum;
         ct_tokenizer_free(tk);
     }
+    ct_clear_error();
+    (void)ct_cuda_tunable_read_file(path);
     ct_clear_error();
     return 0;
 }

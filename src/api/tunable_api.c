@@ -343,22 +343,21 @@ static ct_status write_from(const ct_cuda_runtime *rt, int device, const char *o
 ct_status ct_cuda_tunable_read_file(const char *path) {
     const char *op = "cuda_tunable_read_file";
     init();
-    const ct_cuda_runtime *rt = runtime(op);
-    if (!rt)
-        return ct_last_status();
     char own[1100];
+    const ct_cuda_runtime *rt = NULL;
     int device = -1;
     if (!path) {
-        if ((device = current_device(rt, op)) < 0)
+        if (!(rt = runtime(op)) || (device = current_device(rt, op)) < 0)
             return ct_last_status();
         device_filename(device, own, sizeof own);
         path = own;
     }
-    /* The file is checked before the device, so that its errors show on any machine. */
+    /* A named file is checked before the backend and the device are asked for, so that
+     * its errors show in any build and on any machine. */
     parsed_file pf;
     if (parse_file(op, path, &pf) != CT_OK)
         return ct_last_status();
-    if (device < 0 && (device = current_device(rt, op)) < 0) {
+    if ((!rt && !(rt = runtime(op))) || (device < 0 && (device = current_device(rt, op)) < 0)) {
         free(pf.r);
         return ct_last_status();
     }
