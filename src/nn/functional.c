@@ -360,11 +360,11 @@ static ct_tensor *sdpa_math(const ct_tensor *q, const ct_tensor *k, const ct_ten
                             double dropout_p, bool is_causal, double scale) {
     int64_t l = ct_tensor_size(q, -2), s = ct_tensor_size(k, -2);
     ct_tensor *sc = ct_mul_scalar(ct_matmul(q, ct_transpose(k, -2, -1)), ct_scalar_float(scale));
-    if (sc && is_causal) { /* the causal mask is made where the scores are */
-        ct_device d = ct_tensor_device(q);
-        ct_tensor *i = ct_unsqueeze(ct_arange(ct_scalar_int(0), ct_scalar_int(l), ct_scalar_int(1), CT_I64, d), 1);
-        ct_tensor *j = ct_arange(ct_scalar_int(0), ct_scalar_int(s), ct_scalar_int(1), CT_I64, d);
-        sc = ct_where_scalar_other(ct_ge(i, j), sc, ct_scalar_float(-INFINITY));
+    if (sc && is_causal) {
+        /* the causal mask (key j <= query i) made where the scores are, by a fill and
+         * tril: no arange, whose values a CUDA graph could not capture */
+        ct_tensor *keep = ct_tril(ct_ones(CT_SHAPE(l, s), CT_DTYPE_BOOL, ct_tensor_device(q)), 0);
+        sc = ct_where_scalar_other(keep, sc, ct_scalar_float(-INFINITY));
     } else if (sc && mask) {
         sc = ct_tensor_dtype(mask) == CT_DTYPE_BOOL ? ct_where_scalar_other(mask, sc, ct_scalar_float(-INFINITY))
                                                     : ct_add(sc, mask);
