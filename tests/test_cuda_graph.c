@@ -1,9 +1,10 @@
 /* CUDA graphs and private memory pools (docs/cuda-graphs.md): capture and replay give
  * the eager numbers, replays read static inputs copied in before them, the graph's
  * tensors live in its pool (stats and snapshots show it), two graphs share one pool
- * (graph trees) without growing it, and what cannot be captured (host copies, item,
- * nonzero, synchronisation, allocations on other streams, a first cuBLAS use) is
- * refused with the op's name. The argument errors run in every build; the rest is
+ * (graph trees) without growing it, random numbers replay fresh from the generator,
+ * and what cannot be captured (host copies, item, nonzero, synchronisation,
+ * allocations on other streams, a first cuBLAS use, a new seed between random draws)
+ * is refused with the op's name. The argument errors run in every build; the rest is
  * skipped (exit code 77) without a GPU. */
 #include <string.h>
 
@@ -408,6 +409,67 @@ static void test_adamw_step_capturable(void **state) {
     ct_scope_end();
 }
 
+/* ------------------------------------------------------------------ random numbers */
+
+/* Note [Random numbers in a graph]: rand, randn and dropout (bernoulli_) in a graph. A
+ * replay draws what the same calls draw eagerly from the generator's state at the
+ * replay, so two replays after one seed give the first and second eager runs after that
+ * seed, and the CPU's numbers (Note [Same numbers on CPU and GPU]). */
+static void random_work(const ct_tensor *x, ct_tensor **out) {
+    out[0] = ct_rand(CT_SHAPE(37, 5), CT_F32, CUDA0);
+    out[1] = ct_dropout(x, 0.3, true);
+    out[2] = ct_randn(CT_SHAPE(1001), CT_F64, CUDA0);
+    out[3] = ct_mul_scalar(ct_rand(CT_SHAPE(64), CT_BF16, CUDA0), ct_scalar_float(2.0));
+}
+
+static void test_random_replays(void **state) {
+    (void)state;
+    ct_scope_begin();
+    ct_tensor *x = gpu_values(CT_SHAPE(33, 70), 11);
+    ct_tensor *eager1[4], *eager2[4], *cpu1[1], *captured[4];
+    ct_manual_seed(5);
+    random_work(x, eager1);
+    random_work(x, eager2);
+    ct_manual_seed(5);
+    cpu1[0] = ct_rand(CT_SHAPE(37, 5), CT_F32, CT_CPU);
+    for (int i = 0; i < 4; i++) {
+        assert_ct(eager1[i]);
+        assert_ct(eager2[i]);
+        eager1[i] = ct_to_device(eager1[i], CT_CPU);
+        eager2[i] = ct_to_device(eager2[i], CT_CPU);
+    }
+    assert_same(eager1[0], cpu1[0], "eager rand against the CPU's");
+
+    uint64_t before = ct_initial_seed();
+    assert_st(ct_cuda_graph_begin(g_stream, NULL));
+    random_work(x, captured);
+    ct_cuda_graph *g = NULL;
+    assert_st(ct_cuda_graph_end(g_stream, &g));
+    assert_int_equal(ct_initial_seed(), before);
+    for (int i = 0; i < 4; i++)
+        assert_ct(captured[i]);
+
+    ct_manual_seed(5);
+    assert_st(ct_cuda_graph_replay(g));
+    assert_st(ct_cuda_stream_synchronize(g_stream));
+    for (int i = 0; i < 4; i++)
+        assert_same(captured[i], eager1[i], "first replay after the seed");
+    assert_same(captured[0], cpu1[0], "replayed rand against the CPU's");
+    assert_st(ct_cuda_graph_replay(g));
+    assert_st(ct_cuda_stream_synchronize(g_stream));
+    for (int i = 0; i < 4; i++)
+        assert_same(captured[i], eager2[i], "second replay");
+    /* eager draws after the replays continue the stream: the third run's numbers */
+    ct_tensor *third = ct_to_device(ct_rand(CT_SHAPE(37, 5), CT_F32, CUDA0), CT_CPU);
+    ct_manual_seed(5);
+    ct_tensor *eager3[4];
+    random_work(x, eager3);
+    random_work(x, eager3);
+    assert_same(third, ct_to_device(ct_rand(CT_SHAPE(37, 5), CT_F32, CUDA0), CT_CPU), "draws after the replays");
+    ct_cuda_graph_free(g);
+    ct_scope_end();
+}
+
 /* ------------------------------------------------------------------ refusals */
 
 /* Begins a capture, runs what must be refused, checks its error names op, and checks
@@ -440,7 +502,10 @@ static void test_refusals(void **state) {
     EXPECT_REFUSED(ct_nonzero(x) == NULL, "nonzero");
     EXPECT_REFUSED(ct_to_device(x, CT_CPU) == NULL, "to");
     EXPECT_REFUSED(ct_to_device(ct_ones(CT_SHAPE(3), CT_F32, CT_CPU), CUDA0) == NULL, "to");
-    EXPECT_REFUSED(ct_rand(CT_SHAPE(4), CT_F32, CUDA0) == NULL, "rand");
+    /* random numbers are captured (test_random_replays), but from one seed */
+    EXPECT_REFUSED(ct_rand(CT_SHAPE(4), CT_F32, CUDA0) != NULL &&
+                       (ct_manual_seed(9), ct_rand(CT_SHAPE(4), CT_F32, CUDA0) == NULL),
+                   "seeded again");
     EXPECT_REFUSED(ct_cuda_synchronize(0) != CT_OK, "cuda_synchronize");
     EXPECT_REFUSED(ct_cuda_stream_synchronize(g_stream) != CT_OK, "cuda_stream_synchronize");
     ct_scope_end();
@@ -531,6 +596,7 @@ int main(void) {
         cmocka_unit_test_teardown(test_checked_ops_capture, end_capture),
         cmocka_unit_test_teardown(test_training_step, end_capture),
         cmocka_unit_test_teardown(test_adamw_step_capturable, end_capture),
+        cmocka_unit_test_teardown(test_random_replays, end_capture),
         cmocka_unit_test_teardown(test_refusals, end_capture),
         cmocka_unit_test_teardown(test_capture_state_errors, end_capture),
     };

@@ -98,7 +98,8 @@ CT_API ct_tensor *ct_pin_memory(const ct_tensor *t);
    ct_cuda_graph_replay launches them all again at the cost of one launch. Tensors the
    captured work allocates come from a private memory pool and keep their addresses at
    every replay; inputs are fed by copying into tensors made before the capture
-   (static inputs). Usage, limits and errors: docs/cuda-graphs.md. */
+   (static inputs). Random ops draw fresh numbers from the default generator at every
+   replay. Usage, limits and errors: docs/cuda-graphs.md. */
 
 /* A private memory pool (torch.cuda.graph_pool_handle): graphs captured into one pool
  * share its memory (graph trees, docs/cuda-graphs.md). A pool lives until it is

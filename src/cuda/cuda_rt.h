@@ -75,6 +75,13 @@ ct_status ct_cuda_check_launch(const char *op);
  * memory: CT_OK outside a capture, else an error naming the running op (or op). */
 bool ct_cuda_capturing(void);
 ct_status ct_cuda_capture_refuse(const char *op, const char *what);
+/* Note [Random numbers in a graph] (random.cu): a request of ncounters counters at
+ * (seed, offset) of the generator, made inside this thread's capture: *state becomes
+ * the graph's two device words and *offset_arg the request's offset from the
+ * capture's first one. Refused (an error naming op) when the seed changed since that
+ * first request. */
+ct_status ct_cuda_capture_random(const char *op, uint64_t seed, uint64_t offset, uint64_t ncounters,
+                                 const uint64_t **state, uint64_t *offset_arg);
 /* Note [Checks under capture]: a kernel that traps unless the flag (8 bytes when wide,
  * else 4) holds ok_value. */
 ct_status ct_cuda_trap_unless(const void *flag, int wide, uint64_t ok_value, int device, const char *op);
@@ -421,16 +428,18 @@ ct_status ct_cuda_fill_kernel(const ct_cuda_iter_desc *d, const void *value, siz
 
 /* random.cu: the CPU generator's stream (Note [Random streams] in random.c) for n
  * contiguous elements of dtype at out. kind 0: uniform in [a, b) with `digits` random
- * bits; kind 1: normal with mean a and standard deviation b. */
+ * bits; kind 1: normal with mean a and standard deviation b. state: NULL, or inside a
+ * capture the graph's (seed, start) in device memory, which replace seed and add to
+ * offset (Note [Random numbers in a graph]); the same for bernoulli. */
 ct_status ct_cuda_philox_fill(int kind, ct_dtype dtype, void *out, int64_t n, int digits, double a, double b,
-                              uint64_t seed, uint64_t offset, int device);
+                              uint64_t seed, uint64_t offset, const uint64_t *state, int device);
 /* Counters a request of n elements of kind needs (the CPU's elements per counter;
  * kind 2: bernoulli). */
 int64_t ct_cuda_philox_counters(int kind, ct_dtype dtype, int64_t n);
 /* bernoulli: element i of out (n contiguous elements of dtype) is 1 with probability
  * probs[i] (contiguous float64 on the device) or p when probs is NULL, else 0. */
 ct_status ct_cuda_bernoulli_fill(ct_dtype dtype, void *out, int64_t n, double p, const double *probs, uint64_t seed,
-                                 uint64_t offset, int device);
+                                 uint64_t offset, const uint64_t *state, int device);
 /* *first (device memory, all ones beforehand) becomes the smallest i with p[i]
  * outside [0, 1] or NaN. */
 ct_status ct_cuda_first_outside_unit(const double *p, int64_t n, uint64_t *first, int device);

@@ -9,7 +9,20 @@
  * does not use: uniform values are bit-identical. Normal values go through log, sqrt,
  * cos and sin in double; CUDA's log/cos/sin may differ from glibc's in the last bit of
  * a double, so float64 normals agree to within a few ulps and float32 (and smaller)
- * normals are identical except, rarely, one ulp. */
+ * normals are identical except, rarely, one ulp.
+ *
+ * Note [Random numbers in a graph]
+ * A kernel captured into a CUDA graph keeps its arguments, so a seed and offset passed
+ * by value would give every replay the same numbers. Inside a capture the kernels take
+ * state instead, a pointer to two words in device memory, the graph's own: seed =
+ * state[0], offset = state[1] + the offset argument, which is then the request's
+ * distance from the capture's first request. ct_cuda_graph_replay reserves the
+ * capture's whole span of counters from the generator and writes (seed, start) there
+ * with a one-thread kernel queued before the graph, as PyTorch's graph-safe
+ * generator does. A replay thus draws exactly what the same work would draw eagerly
+ * from the generator's state at the replay (same seed, same numbers as CPU and eager
+ * GPU), and successive replays draw fresh numbers. Replays of one graph on two streams
+ * at once would share the two words; replay it on one stream. */
 #include "casts.cuh"
 
 extern "C" {
@@ -57,7 +70,11 @@ template <> __device__ __forceinline__ void put<ct_bf16_s>(ct_bf16_s *out, int64
 
 template <typename S>
 static __global__ void uniform_kernel(S *out, int64_t n, int digits, double a, double b, uint64_t seed,
-                                      uint64_t offset) {
+                                      uint64_t offset, const uint64_t *state) {
+    if (state) { /* Note [Random numbers in a graph] */
+        seed = state[0];
+        offset += state[1];
+    }
     const int epc = digits == 53 ? 2 : 4;
     const int64_t ncounters = (n + epc - 1) / epc;
     const float ffrom = (float)a, fspan = __fsub_rn((float)b, (float)a);
@@ -83,7 +100,12 @@ static __global__ void uniform_kernel(S *out, int64_t n, int digits, double a, d
 }
 
 template <typename S>
-static __global__ void normal_kernel(S *out, int64_t n, double mean, double std, uint64_t seed, uint64_t offset) {
+static __global__ void normal_kernel(S *out, int64_t n, double mean, double std, uint64_t seed, uint64_t offset,
+                                     const uint64_t *state) {
+    if (state) {
+        seed = state[0];
+        offset += state[1];
+    }
     const double two_pi = 6.283185307179586476925286766559;
     const int64_t ncounters = (n + 1) / 2;
     for (int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; c < ncounters;
@@ -109,7 +131,8 @@ extern "C" int64_t ct_cuda_philox_counters(int kind, ct_dtype dtype, int64_t n) 
 }
 
 extern "C" ct_status ct_cuda_philox_fill(int kind, ct_dtype dtype, void *out, int64_t n, int digits, double a,
-                                         double b, uint64_t seed, uint64_t offset, int device) {
+                                         double b, uint64_t seed, uint64_t offset, const uint64_t *state,
+                                         int device) {
     const char *op = kind == 0 ? "uniform_" : "normal_";
     if (n == 0)
         return CT_OK;
@@ -118,9 +141,9 @@ extern "C" ct_status ct_cuda_philox_fill(int kind, ct_dtype dtype, void *out, in
 #define CT_RNG_CASE(DT, S)                                                                                    \
     case DT:                                                                                                  \
         if (kind == 0)                                                                                        \
-            uniform_kernel<S><<<grid, CT_CUDA_THREADS, 0, s>>>((S *)out, n, digits, a, b, seed, offset);      \
+            uniform_kernel<S><<<grid, CT_CUDA_THREADS, 0, s>>>((S *)out, n, digits, a, b, seed, offset, state); \
         else                                                                                                  \
-            normal_kernel<S><<<grid, CT_CUDA_THREADS, 0, s>>>((S *)out, n, a, b, seed, offset);               \
+            normal_kernel<S><<<grid, CT_CUDA_THREADS, 0, s>>>((S *)out, n, a, b, seed, offset, state);          \
         break;
     switch (dtype) {
         CT_RNG_CASE(CT_DTYPE_FLOAT32, float)
@@ -135,7 +158,11 @@ extern "C" ct_status ct_cuda_philox_fill(int kind, ct_dtype dtype, void *out, in
 
 /* One 64-bit draw per element, two per counter: 1 when its 53-bit uniform is below p. */
 static __global__ void bernoulli_kernel(char *out, int dt, int64_t esz, int64_t n, double p, const double *probs,
-                                        uint64_t seed, uint64_t offset) {
+                                        uint64_t seed, uint64_t offset, const uint64_t *state) {
+    if (state) {
+        seed = state[0];
+        offset += state[1];
+    }
     const int64_t ncounters = (n + 1) / 2;
     for (int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; c < ncounters;
          c += (int64_t)gridDim.x * blockDim.x) {
@@ -152,11 +179,11 @@ static __global__ void bernoulli_kernel(char *out, int dt, int64_t esz, int64_t 
 }
 
 extern "C" ct_status ct_cuda_bernoulli_fill(ct_dtype dtype, void *out, int64_t n, double p, const double *probs,
-                                            uint64_t seed, uint64_t offset, int device) {
+                                            uint64_t seed, uint64_t offset, const uint64_t *state, int device) {
     if (n == 0)
         return CT_OK;
     bernoulli_kernel<<<ct_grid_for((n + 1) / 2, device), CT_CUDA_THREADS, 0, ct_stream_of(device)>>>(
-        (char *)out, (int)dtype, (int64_t)ct_dtype_size(dtype), n, p, probs, seed, offset);
+        (char *)out, (int)dtype, (int64_t)ct_dtype_size(dtype), n, p, probs, seed, offset, state);
     return ct_cuda_check_launch(probs ? "bernoulli" : "bernoulli_");
 }
 

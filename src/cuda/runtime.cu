@@ -18,6 +18,7 @@ extern "C" {
 #include "api/cuda_runtime.h"
 #include "core/alloc.h"
 #include "core/error.h"
+#include "core/random.h"
 }
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
@@ -97,6 +98,11 @@ struct capture_state {
     int device;
     ct_cuda_mempool *pool; /* the graph's handle: its own pool, or a use of the caller's */
     char refused[48];      /* the first op refused during the capture */
+    /* Note [Random numbers in a graph] (random.cu): the graph's (seed, start) words,
+     * whether a random op was captured, its seed and the span of counters reserved */
+    uint64_t *rng_state;
+    bool rng_used;
+    uint64_t rng_seed, rng_first, rng_end;
 };
 } // namespace
 static thread_local capture_state cap;
@@ -114,6 +120,25 @@ extern "C" ct_status ct_cuda_capture_refuse(const char *op, const char *what) {
                     "%s, which a CUDA graph cannot capture: run it before ct_cuda_graph_begin or after "
                     "ct_cuda_graph_end",
                     what);
+}
+
+extern "C" ct_status ct_cuda_capture_random(const char *op, uint64_t seed, uint64_t offset, uint64_t ncounters,
+                                            const uint64_t **state, uint64_t *offset_arg) {
+    if (!cap.active || !cap.rng_state)
+        return ct_error(CT_ERROR_RUNTIME, op, "no CUDA graph capture holds random state (internal)");
+    if (!cap.rng_used) {
+        cap.rng_used = true;
+        cap.rng_seed = seed;
+        cap.rng_first = cap.rng_end = offset;
+    } else if (seed != cap.rng_seed) {
+        return ct_cuda_capture_refuse(op, "it draws random numbers after the generator was seeded again during the "
+                                          "capture (a replay draws from one seed)");
+    }
+    *state = cap.rng_state;
+    *offset_arg = offset - cap.rng_first;
+    if (offset + ncounters > cap.rng_end)
+        cap.rng_end = offset + ncounters;
+    return CT_OK;
 }
 
 /* ------------------------------------------------------------------ devices */
@@ -643,7 +668,14 @@ struct ct_cuda_graph {
     cudaGraphExec_t exec;
     int device;
     ct_cuda_mempool *pool;
+    uint64_t *rng_state; /* Note [Random numbers in a graph]: NULL when nothing random was captured */
+    uint64_t rng_span;
 };
+
+static __global__ void rng_state_kernel(uint64_t *state, uint64_t seed, uint64_t start) {
+    state[0] = seed;
+    state[1] = start;
+}
 
 static void pool_handle_drop(ct_cuda_mempool *h) {
     if (!h)
@@ -700,14 +732,21 @@ extern "C" ct_status ct_cudart_graph_begin(ct_cuda_stream *stream, ct_cuda_mempo
     cudaStreamCaptureMode m = mode == CT_CUDA_CAPTURE_GLOBAL    ? cudaStreamCaptureModeGlobal
                               : mode == CT_CUDA_CAPTURE_RELAXED ? cudaStreamCaptureModeRelaxed
                                                                 : cudaStreamCaptureModeThreadLocal;
-    e = cudaStreamBeginCapture(stream->s, m);
+    /* the graph's random state is allocated now: no allocation may happen in a capture */
+    uint64_t *rng = NULL;
+    e = cudaMalloc((void **)&rng, 2 * sizeof(uint64_t));
+    if (e == cudaSuccess)
+        e = cudaStreamBeginCapture(stream->s, m);
     if (e != cudaSuccess) {
         st = cuda_fail(e, op);
+        cudaFree(rng);
         (void)ct_cudart_set_stream(dev, prev);
         (void)ct_alloc_pool_end_use(CT_CUDA(dev), h->id, sid);
         pool_handle_drop(h);
         return st;
     }
+    memset(&cap, 0, sizeof cap);
+    cap.rng_state = rng;
     cap.active = true;
     cap.stream = stream;
     cap.prev = prev;
@@ -729,6 +768,9 @@ extern "C" ct_status ct_cudart_graph_end(ct_cuda_stream *stream, ct_cuda_graph *
     ct_cuda_mempool *h = cap.pool;
     char refused[sizeof cap.refused];
     memcpy(refused, cap.refused, sizeof refused);
+    uint64_t *rng = cap.rng_state;
+    bool rng_used = cap.rng_used;
+    uint64_t rng_span = cap.rng_end - cap.rng_first;
     cudaGraph_t g = NULL;
     cudaError_t e = cudaStreamEndCapture(cap.stream->s, &g);
     cap.active = false;
@@ -768,12 +810,19 @@ extern "C" ct_status ct_cudart_graph_end(ct_cuda_stream *stream, ct_cuda_graph *
             (void)cudaGetLastError();
         }
         free(graph);
+        cudaFree(rng);
         pool_handle_drop(h);
         return st;
     }
     graph->graph = g;
     graph->device = dev;
     graph->pool = h;
+    if (rng_used) {
+        graph->rng_state = rng;
+        graph->rng_span = rng_span;
+    } else {
+        cudaFree(rng);
+    }
     *out = graph;
     return CT_OK;
 }
@@ -782,7 +831,16 @@ extern "C" ct_status ct_cudart_graph_replay(ct_cuda_graph *graph) {
     const char *op = "cuda_graph_replay";
     if (!ct_cuda_use_device(op, graph->device))
         return ct_last_status();
-    cudaError_t e = cudaGraphLaunch(graph->exec, (cudaStream_t)ct_cuda_raw_stream(graph->device));
+    cudaStream_t s = (cudaStream_t)ct_cuda_raw_stream(graph->device);
+    if (graph->rng_state) { /* Note [Random numbers in a graph] */
+        uint64_t seed, start;
+        ct_generator_reserve(ct_default_generator(), graph->rng_span, &seed, &start);
+        rng_state_kernel<<<1, 1, 0, s>>>(graph->rng_state, seed, start);
+        cudaError_t le = cudaGetLastError();
+        if (le != cudaSuccess)
+            return cuda_fail(le, op);
+    }
+    cudaError_t e = cudaGraphLaunch(graph->exec, s);
     if (e != cudaSuccess)
         return cuda_fail(e, op);
     last_op = op;
@@ -800,6 +858,8 @@ extern "C" void ct_cudart_graph_free(ct_cuda_graph *graph) {
         cudaDeviceSynchronize();
     cudaGraphExecDestroy(graph->exec);
     cudaGraphDestroy(graph->graph);
+    if (!cap.active) /* a free inside a capture would end it: the 16 bytes stay */
+        cudaFree(graph->rng_state);
     (void)cudaGetLastError();
     pool_handle_drop(graph->pool);
     free(graph);

@@ -213,18 +213,21 @@ ct_status ct_cudart_record_stream(const ct_tensor *t, ct_cuda_stream *stream) {
  * layout, so the core's reservation of ceil(n / epc) counters fits both. randint draws
  * on the CPU (src/core/random.c), so it never reaches a GPU. */
 static ct_status cuda_random_fill(const ct_random_job *J, int device_index) {
-    /* Note [Capture guard]: the generator's seed and offset are host values that a
-     * graph would keep, so every replay would draw the same numbers */
-    if (ct_cuda_capture_refuse("random", "it draws random numbers, whose generator state lives on the host (a "
-                                         "graph would replay the same numbers)"))
-        return ct_last_status();
     if (J->kind == CT_RANDOM_RANDINT)
         return ct_error(CT_ERROR_NOT_IMPLEMENTED, "randint", "random integers are drawn on the CPU");
     int kind = J->kind == CT_RANDOM_UNIFORM ? 0 : J->kind == CT_RANDOM_NORMAL ? 1 : 2;
     CT_ASSERT(ct_cuda_philox_counters(kind, J->dtype, J->n) == (J->n + J->epc - 1) / J->epc);
+    /* Note [Random numbers in a graph] (random.cu): inside a capture the kernel reads the
+     * seed and the start from the graph's device words */
+    const uint64_t *state = NULL;
+    uint64_t offset = J->offset;
+    if (ct_cuda_capturing() &&
+        ct_cuda_capture_random(kind == 2 ? "bernoulli_" : kind == 1 ? "normal_" : "uniform_", J->seed, J->offset,
+                               (uint64_t)((J->n + J->epc - 1) / J->epc), &state, &offset) != CT_OK)
+        return ct_last_status();
     if (kind == 2)
-        return ct_cuda_bernoulli_fill(J->dtype, J->out, J->n, J->a, J->probs, J->seed, J->offset, device_index);
-    return ct_cuda_philox_fill(kind, J->dtype, J->out, J->n, J->digits, J->a, J->b, J->seed, J->offset,
+        return ct_cuda_bernoulli_fill(J->dtype, J->out, J->n, J->a, J->probs, J->seed, offset, state, device_index);
+    return ct_cuda_philox_fill(kind, J->dtype, J->out, J->n, J->digits, J->a, J->b, J->seed, offset, state,
                                device_index);
 }
 

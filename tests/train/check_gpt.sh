@@ -35,7 +35,6 @@ expect 2 "unknown option '--bogus'" train char-gpt --text "$text" --bogus 1
 expect 2 "--steps needs a value" train char-gpt --text "$text" --steps
 expect 2 "unexpected argument 'extra'" train char-gpt --text "$text" extra
 expect 2 "--cuda-graphs needs --device cuda" train char-gpt --text "$text" --cuda-graphs
-expect 2 "--cuda-graphs needs --dropout 0" train char-gpt --text "$text" --device cuda --dropout 0.1 --cuda-graphs
 expect 2 "--cuda-graphs does not take --dtype fp16" train char-gpt --text "$text" --device cuda --dtype fp16 \
   --cuda-graphs
 expect 1 "cannot open" train char-gpt --text "$work/no-such-file.txt"
