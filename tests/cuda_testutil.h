@@ -10,6 +10,14 @@
 
 #include "testutil.h"
 
+/* Asserts call returns CT_OK; a failure says what ctorch said. */
+#define assert_st(call)                                                                                               \
+    do {                                                                                                              \
+        ct_status st_ = (call);                                                                                       \
+        if (st_ != CT_OK)                                                                                             \
+            fail_msg("%s: status %d: %s", #call, (int)st_, ct_last_error());                                          \
+    } while (0)
+
 /* ctest's skip code (SKIP_RETURN_CODE 77 in tests/CMakeLists.txt). */
 #define CT_TEST_SKIP 77
 

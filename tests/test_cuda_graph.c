@@ -14,13 +14,6 @@
 
 #define CUDA0 CT_CUDA(0)
 
-/* Failures say what ctorch said. */
-#define assert_st(call)                                                                                               \
-    do {                                                                                                              \
-        ct_status st_ = (call);                                                                                       \
-        if (st_ != CT_OK)                                                                                             \
-            fail_msg("%s: status %d: %s", #call, (int)st_, ct_last_error());                                          \
-    } while (0)
 #define assert_ct(p)                                                                                                  \
     do {                                                                                                              \
         if (!(p))                                                                                                     \

@@ -16,12 +16,6 @@
 #define CUDA0 CT_CUDA(0)
 #define NPRODUCTS 7
 
-#define assert_st(call)                                                                                               \
-    do {                                                                                                              \
-        ct_status st_ = (call);                                                                                       \
-        if (st_ != CT_OK)                                                                                             \
-            fail_msg("%s: status %d: %s", #call, (int)st_, ct_last_error());                                          \
-    } while (0)
 
 /* call fails and its message holds needle */
 #define expect_err(call, needle)                                                                                      \
