@@ -424,8 +424,9 @@ static ct_status run(const rnn_cfg *c, const ct_tensor *input, const ct_tensor *
                 break;
             }
             ct_tensor *hall = NULL, *call = NULL, *cn_k = NULL;
-            /* Note [LSTM inference on oneDNN] in src/cpu/rnn_onednn.c */
-            if (fused && c->kind == RNN_LSTM && !mask) {
+            /* Note [LSTM inference on oneDNN] in src/cpu/rnn_onednn.c; a training forward
+             * (weights that record gradients) does not ask, so makes no error to clear */
+            if (fused && c->kind == RNN_LSTM && !mask && !(ct_is_grad_enabled() && ct_tensor_requires_grad(wih))) {
                 st = ct_lstm_layer_onednn(x2d, tdim, T, B, wih, b, whh, h, cst, d == 1, &hall, &cn_k);
                 if (st == CT_ERROR_NOT_IMPLEMENTED) {
                     ct_clear_error();
