@@ -38,155 +38,154 @@ bool ct_cuda_allow_tf32(void);
 CT_BACKEND_END
 bool ct_cuda_allow_tf32(void) { return atomic_load(&matmul_precision) != 0; }
 
-/* The loaded backend's table, or NULL (no error set). */
-static const ct_cuda_runtime *runtime(void) {
+const ct_cuda_runtime *ct_cuda_runtime_get(void) {
     const ct_device_iface *d = ct_device_iface_get(CT_DEVICE_CUDA);
     return d ? (const ct_cuda_runtime *)d->runtime : NULL;
 }
 
-/* The table, or NULL with the error that says why there is no CUDA backend. */
-static const ct_cuda_runtime *need(const char *op) {
+const ct_cuda_runtime *ct_cuda_runtime_need(const char *op) {
     const ct_device_iface *d = ct_device_need(op, CT_DEVICE_CUDA);
     return d ? (const ct_cuda_runtime *)d->runtime : NULL;
 }
 
+
 int64_t ct_backends_cudnn_version(void) {
-    const ct_cuda_runtime *rt = runtime();
+    const ct_cuda_runtime *rt = ct_cuda_runtime_get();
     return rt && rt->cudnn_version ? rt->cudnn_version() : 0;
 }
 
 bool ct_cuda_is_available(void) {
-    const ct_cuda_runtime *rt = runtime();
+    const ct_cuda_runtime *rt = ct_cuda_runtime_get();
     return rt && rt->device_count() > 0;
 }
 
 int ct_cuda_device_count(void) {
-    const ct_cuda_runtime *rt = runtime();
+    const ct_cuda_runtime *rt = ct_cuda_runtime_get();
     return rt ? rt->device_count() : 0;
 }
 
 ct_status ct_cuda_get_device_properties(int device, ct_cuda_device_properties *out) {
-    const ct_cuda_runtime *rt = need("cuda_get_device_properties");
+    const ct_cuda_runtime *rt = ct_cuda_runtime_need("cuda_get_device_properties");
     return rt ? rt->get_device_properties(device, out) : ct_last_status();
 }
 
 int ct_cuda_current_device(void) {
-    const ct_cuda_runtime *rt = need("cuda_current_device");
+    const ct_cuda_runtime *rt = ct_cuda_runtime_need("cuda_current_device");
     return rt ? rt->current_device() : -1;
 }
 
 ct_status ct_cuda_set_device(int device) {
-    const ct_cuda_runtime *rt = need("cuda_set_device");
+    const ct_cuda_runtime *rt = ct_cuda_runtime_need("cuda_set_device");
     return rt ? rt->set_device(device) : ct_last_status();
 }
 
 ct_status ct_cuda_synchronize(int device) {
-    const ct_cuda_runtime *rt = need("cuda_synchronize");
+    const ct_cuda_runtime *rt = ct_cuda_runtime_need("cuda_synchronize");
     return rt ? rt->synchronize(device) : ct_last_status();
 }
 
 ct_status ct_cuda_mem_get_info(int device, int64_t *free_bytes, int64_t *total_bytes) {
-    const ct_cuda_runtime *rt = need("cuda_mem_get_info");
+    const ct_cuda_runtime *rt = ct_cuda_runtime_need("cuda_mem_get_info");
     return rt ? rt->mem_get_info(device, free_bytes, total_bytes) : ct_last_status();
 }
 
 ct_status ct_cuda_stream_create(int device, int priority, ct_cuda_stream **out) {
     if (out)
         *out = NULL;
-    const ct_cuda_runtime *rt = need("cuda_stream_create");
+    const ct_cuda_runtime *rt = ct_cuda_runtime_need("cuda_stream_create");
     return rt ? rt->stream_create(device, priority, out) : ct_last_status();
 }
 
 ct_status ct_cuda_stream_destroy(ct_cuda_stream *stream) {
-    const ct_cuda_runtime *rt = runtime();
+    const ct_cuda_runtime *rt = ct_cuda_runtime_get();
     return rt ? rt->stream_destroy(stream) : CT_OK; /* no backend made it: nothing to free */
 }
 
 ct_status ct_cuda_stream_synchronize(ct_cuda_stream *stream) {
-    const ct_cuda_runtime *rt = need("cuda_stream_synchronize");
+    const ct_cuda_runtime *rt = ct_cuda_runtime_need("cuda_stream_synchronize");
     return rt ? rt->stream_synchronize(stream) : ct_last_status();
 }
 
 bool ct_cuda_stream_query(ct_cuda_stream *stream) {
-    const ct_cuda_runtime *rt = runtime();
+    const ct_cuda_runtime *rt = ct_cuda_runtime_get();
     return rt ? rt->stream_query(stream) : true;
 }
 
 ct_status ct_cuda_stream_wait_event(ct_cuda_stream *stream, ct_cuda_event *event) {
-    const ct_cuda_runtime *rt = need("cuda_stream_wait_event");
+    const ct_cuda_runtime *rt = ct_cuda_runtime_need("cuda_stream_wait_event");
     return rt ? rt->stream_wait_event(stream, event) : ct_last_status();
 }
 
 ct_status ct_cuda_set_stream(int device, ct_cuda_stream *stream) {
-    const ct_cuda_runtime *rt = need("cuda_set_stream");
+    const ct_cuda_runtime *rt = ct_cuda_runtime_need("cuda_set_stream");
     return rt ? rt->set_stream(device, stream) : ct_last_status();
 }
 
 ct_cuda_stream *ct_cuda_current_stream(int device) {
-    const ct_cuda_runtime *rt = runtime();
+    const ct_cuda_runtime *rt = ct_cuda_runtime_get();
     return rt ? rt->current_stream(device) : NULL;
 }
 
 int64_t ct_cuda_stream_id(const ct_cuda_stream *stream) {
-    const ct_cuda_runtime *rt = runtime();
+    const ct_cuda_runtime *rt = ct_cuda_runtime_get();
     return rt ? rt->stream_id(stream) : 0;
 }
 
 ct_status ct_cuda_record_stream(const ct_tensor *t, ct_cuda_stream *stream) {
     CT_CHECK_ARG_STATUS("record_stream", t);
-    const ct_cuda_runtime *rt = need("record_stream");
+    const ct_cuda_runtime *rt = ct_cuda_runtime_need("record_stream");
     return rt ? rt->record_stream(t, stream) : ct_last_status();
 }
 
 ct_status ct_cuda_event_create(bool timing, ct_cuda_event **out) {
     if (out)
         *out = NULL;
-    const ct_cuda_runtime *rt = need("cuda_event_create");
+    const ct_cuda_runtime *rt = ct_cuda_runtime_need("cuda_event_create");
     return rt ? rt->event_create(timing, out) : ct_last_status();
 }
 
 void ct_cuda_event_destroy(ct_cuda_event *event) {
-    const ct_cuda_runtime *rt = runtime();
+    const ct_cuda_runtime *rt = ct_cuda_runtime_get();
     if (rt)
         rt->event_destroy(event);
 }
 
 ct_status ct_cuda_event_record(ct_cuda_event *event, ct_cuda_stream *stream) {
-    const ct_cuda_runtime *rt = need("cuda_event_record");
+    const ct_cuda_runtime *rt = ct_cuda_runtime_need("cuda_event_record");
     return rt ? rt->event_record(event, stream) : ct_last_status();
 }
 
 ct_status ct_cuda_event_synchronize(ct_cuda_event *event) {
-    const ct_cuda_runtime *rt = need("cuda_event_synchronize");
+    const ct_cuda_runtime *rt = ct_cuda_runtime_need("cuda_event_synchronize");
     return rt ? rt->event_synchronize(event) : ct_last_status();
 }
 
 bool ct_cuda_event_query(ct_cuda_event *event) {
-    const ct_cuda_runtime *rt = runtime();
+    const ct_cuda_runtime *rt = ct_cuda_runtime_get();
     return rt ? rt->event_query(event) : false;
 }
 
 ct_status ct_cuda_event_elapsed_ms(ct_cuda_event *start, ct_cuda_event *end, float *ms) {
-    const ct_cuda_runtime *rt = need("cuda_event_elapsed_ms");
+    const ct_cuda_runtime *rt = ct_cuda_runtime_need("cuda_event_elapsed_ms");
     return rt ? rt->event_elapsed_ms(start, end, ms) : ct_last_status();
 }
 
 ct_status ct_cuda_host_alloc(size_t nbytes, void **out) {
     if (out)
         *out = NULL;
-    const ct_cuda_runtime *rt = need("cuda_host_alloc");
+    const ct_cuda_runtime *rt = ct_cuda_runtime_need("cuda_host_alloc");
     return rt ? rt->host_alloc(nbytes, out) : ct_last_status();
 }
 
 void ct_cuda_host_free(void *ptr) {
-    const ct_cuda_runtime *rt = runtime();
+    const ct_cuda_runtime *rt = ct_cuda_runtime_get();
     if (rt)
         rt->host_free(ptr);
 }
 
 ct_tensor *ct_pin_memory(const ct_tensor *t) {
     CT_CHECK_ARG("pin_memory", t);
-    const ct_cuda_runtime *rt = need("pin_memory");
+    const ct_cuda_runtime *rt = ct_cuda_runtime_need("pin_memory");
     return rt ? rt->pin_memory(t) : NULL;
 }
 
@@ -196,7 +195,7 @@ ct_status ct_cuda_mempool_create(int device, ct_cuda_mempool **out) {
     const char *op = "cuda_mempool_create";
     CT_CHECK_ARG_STATUS(op, out);
     *out = NULL;
-    const ct_cuda_runtime *rt = need(op);
+    const ct_cuda_runtime *rt = ct_cuda_runtime_need(op);
     if (!rt)
         return ct_last_status();
     int n = rt->device_count();
@@ -249,7 +248,7 @@ ct_status ct_cuda_graph_begin_mode(ct_cuda_stream *stream, ct_cuda_mempool *pool
     const char *op = "cuda_graph_begin";
     if ((int)mode < CT_CUDA_CAPTURE_THREAD_LOCAL || (int)mode > CT_CUDA_CAPTURE_RELAXED)
         return ct_error(CT_ERROR_VALUE, op, "invalid capture mode %d", (int)mode);
-    const ct_cuda_runtime *rt = need(op);
+    const ct_cuda_runtime *rt = ct_cuda_runtime_need(op);
     return rt ? rt->graph_begin(stream, pool, mode) : ct_last_status();
 }
 
@@ -261,30 +260,30 @@ ct_status ct_cuda_graph_end(ct_cuda_stream *stream, ct_cuda_graph **out) {
     const char *op = "cuda_graph_end";
     CT_CHECK_ARG_STATUS(op, out);
     *out = NULL;
-    const ct_cuda_runtime *rt = need(op);
+    const ct_cuda_runtime *rt = ct_cuda_runtime_need(op);
     return rt ? rt->graph_end(stream, out) : ct_last_status();
 }
 
 ct_status ct_cuda_graph_replay(ct_cuda_graph *graph) {
     const char *op = "cuda_graph_replay";
     CT_CHECK_ARG_STATUS(op, graph);
-    const ct_cuda_runtime *rt = need(op);
+    const ct_cuda_runtime *rt = ct_cuda_runtime_need(op);
     return rt ? rt->graph_replay(graph) : ct_last_status();
 }
 
 void ct_cuda_graph_free(ct_cuda_graph *graph) {
-    const ct_cuda_runtime *rt = runtime();
+    const ct_cuda_runtime *rt = ct_cuda_runtime_get();
     if (rt && graph)
         rt->graph_free(graph);
 }
 
 ct_cuda_mempool *ct_cuda_graph_pool(ct_cuda_graph *graph) {
     CT_CHECK_ARG("cuda_graph_pool", graph);
-    const ct_cuda_runtime *rt = need("cuda_graph_pool");
+    const ct_cuda_runtime *rt = ct_cuda_runtime_need("cuda_graph_pool");
     return rt ? rt->graph_pool(graph) : NULL;
 }
 
 bool ct_cuda_is_current_stream_capturing(void) {
-    const ct_cuda_runtime *rt = runtime();
+    const ct_cuda_runtime *rt = ct_cuda_runtime_get();
     return rt && rt->is_capturing();
 }

@@ -84,6 +84,11 @@ typedef struct ct_cuda_runtime {
     ct_status (*tunable_validators)(int device, ct_tunable_validators *out);
 } ct_cuda_runtime;
 
+/* The loaded backend's table, or NULL (no error set); ct_cuda_runtime_need sets the
+ * error that says why there is no CUDA backend, naming op (src/api/cuda_api.c). */
+const ct_cuda_runtime *ct_cuda_runtime_get(void);
+const ct_cuda_runtime *ct_cuda_runtime_need(const char *op);
+
 CT_BACKEND_BEGIN
 /* TunableOp's settings as they are now (the environment read at the first call). */
 void ct_tunable_settings_get(ct_tunable_settings *out);

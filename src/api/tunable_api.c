@@ -146,11 +146,6 @@ static void device_filename(int device, char *buf, size_t n) {
     pthread_mutex_unlock(&name_lock);
 }
 
-static const ct_cuda_runtime *runtime(const char *op) {
-    const ct_device_iface *d = ct_device_need(op, CT_DEVICE_CUDA);
-    return d ? (const ct_cuda_runtime *)d->runtime : NULL;
-}
-
 /* The current device, or -1 with an error when there is none. */
 static int current_device(const ct_cuda_runtime *rt, const char *op) {
     if (rt->device_count() <= 0) {
@@ -347,7 +342,7 @@ ct_status ct_cuda_tunable_read_file(const char *path) {
     const ct_cuda_runtime *rt = NULL;
     int device = -1;
     if (!path) {
-        if (!(rt = runtime(op)) || (device = current_device(rt, op)) < 0)
+        if (!(rt = ct_cuda_runtime_need(op)) || (device = current_device(rt, op)) < 0)
             return ct_last_status();
         device_filename(device, own, sizeof own);
         path = own;
@@ -357,7 +352,7 @@ ct_status ct_cuda_tunable_read_file(const char *path) {
     parsed_file pf;
     if (parse_file(op, path, &pf) != CT_OK)
         return ct_last_status();
-    if ((!rt && !(rt = runtime(op))) || (device < 0 && (device = current_device(rt, op)) < 0)) {
+    if ((!rt && !(rt = ct_cuda_runtime_need(op))) || (device < 0 && (device = current_device(rt, op)) < 0)) {
         free(pf.r);
         return ct_last_status();
     }
@@ -367,7 +362,7 @@ ct_status ct_cuda_tunable_read_file(const char *path) {
 ct_status ct_cuda_tunable_write_file(const char *path) {
     const char *op = "cuda_tunable_write_file";
     init();
-    const ct_cuda_runtime *rt = runtime(op);
+    const ct_cuda_runtime *rt = ct_cuda_runtime_need(op);
     int device = rt ? current_device(rt, op) : -1;
     if (device < 0)
         return ct_last_status();
@@ -381,7 +376,7 @@ ct_status ct_cuda_tunable_write_file(const char *path) {
 
 ct_status ct_cuda_tunable_clear(void) {
     const char *op = "cuda_tunable_clear";
-    const ct_cuda_runtime *rt = runtime(op);
+    const ct_cuda_runtime *rt = ct_cuda_runtime_need(op);
     int device = rt ? current_device(rt, op) : -1;
     if (device < 0)
         return ct_last_status();
@@ -393,7 +388,7 @@ ct_status ct_cuda_tunable_get_stats(ct_cuda_tunable_stats *out) {
     const char *op = "cuda_tunable_get_stats";
     CT_CHECK_ARG_STATUS(op, out);
     memset(out, 0, sizeof *out);
-    const ct_cuda_runtime *rt = runtime(op);
+    const ct_cuda_runtime *rt = ct_cuda_runtime_need(op);
     int device = rt ? current_device(rt, op) : -1;
     if (device < 0)
         return ct_last_status();
@@ -404,8 +399,7 @@ ct_status ct_cuda_tunable_get_stats(ct_cuda_tunable_stats *out) {
 void ct_tunable_load_device_file(int device) {
     if (device < 0 || device >= 64 || atomic_exchange(&loaded[device], true))
         return;
-    const ct_device_iface *d = ct_device_iface_get(CT_DEVICE_CUDA);
-    const ct_cuda_runtime *rt = d ? (const ct_cuda_runtime *)d->runtime : NULL;
+    const ct_cuda_runtime *rt = ct_cuda_runtime_get();
     if (!rt)
         return;
     char path[1100];
@@ -426,8 +420,7 @@ void ct_tunable_load_device_file(int device) {
 static void write_at_exit(void) {
     if (!atomic_load(&enabled) || !atomic_load(&tuning))
         return;
-    const ct_device_iface *d = ct_device_iface_get(CT_DEVICE_CUDA);
-    const ct_cuda_runtime *rt = d ? (const ct_cuda_runtime *)d->runtime : NULL;
+    const ct_cuda_runtime *rt = ct_cuda_runtime_get();
     if (!rt)
         return;
     int n = rt->device_count();
