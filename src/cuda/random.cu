@@ -53,6 +53,14 @@ static __device__ __forceinline__ void philox_block(uint64_t seed, uint64_t coun
     out[3] = c3;
 }
 
+/* Note [Random numbers in a graph]: inside a capture, the graph's seed and start. */
+static __device__ __forceinline__ void graph_state(const uint64_t *state, uint64_t *seed, uint64_t *offset) {
+    if (state) {
+        *seed = state[0];
+        *offset += state[1];
+    }
+}
+
 static __device__ __forceinline__ double uniform_bits(uint64_t x, int digits) {
     return __dmul_rn((double)(x & ((1ull << digits) - 1)), 1.0 / (double)(1ull << digits));
 }
@@ -71,10 +79,7 @@ template <> __device__ __forceinline__ void put<ct_bf16_s>(ct_bf16_s *out, int64
 template <typename S>
 static __global__ void uniform_kernel(S *out, int64_t n, int digits, double a, double b, uint64_t seed,
                                       uint64_t offset, const uint64_t *state) {
-    if (state) { /* Note [Random numbers in a graph] */
-        seed = state[0];
-        offset += state[1];
-    }
+    graph_state(state, &seed, &offset);
     const int epc = digits == 53 ? 2 : 4;
     const int64_t ncounters = (n + epc - 1) / epc;
     const float ffrom = (float)a, fspan = __fsub_rn((float)b, (float)a);
@@ -102,10 +107,7 @@ static __global__ void uniform_kernel(S *out, int64_t n, int digits, double a, d
 template <typename S>
 static __global__ void normal_kernel(S *out, int64_t n, double mean, double std, uint64_t seed, uint64_t offset,
                                      const uint64_t *state) {
-    if (state) {
-        seed = state[0];
-        offset += state[1];
-    }
+    graph_state(state, &seed, &offset);
     const double two_pi = 6.283185307179586476925286766559;
     const int64_t ncounters = (n + 1) / 2;
     for (int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; c < ncounters;
@@ -159,10 +161,7 @@ extern "C" ct_status ct_cuda_philox_fill(int kind, ct_dtype dtype, void *out, in
 /* One 64-bit draw per element, two per counter: 1 when its 53-bit uniform is below p. */
 static __global__ void bernoulli_kernel(char *out, int dt, int64_t esz, int64_t n, double p, const double *probs,
                                         uint64_t seed, uint64_t offset, const uint64_t *state) {
-    if (state) {
-        seed = state[0];
-        offset += state[1];
-    }
+    graph_state(state, &seed, &offset);
     const int64_t ncounters = (n + 1) / 2;
     for (int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; c < ncounters;
          c += (int64_t)gridDim.x * blockDim.x) {
