@@ -223,6 +223,26 @@ static bool run_into(const ct_lt_problem *p, const cublasLtMatmulAlgo_t *a, void
     return run(p, a, out) == CUBLAS_STATUS_SUCCESS;
 }
 
+static ct_status fill_validators(lt_table *t, int device) {
+    if (t->have_validators)
+        return CT_OK;
+    int rt = 0;
+    cudaDeviceProp prop;
+    if (cudaRuntimeGetVersion(&rt) != cudaSuccess || cudaGetDeviceProperties(&prop, device) != cudaSuccess) {
+        cudaError_t err = cudaGetLastError();
+        return ct_error(CT_ERROR_RUNTIME, "TunableOp", "CUDA error: %s", cudaGetErrorString(err));
+    }
+    ct_tunable_validators *v = &t->validators;
+    snprintf(v->cublaslt, sizeof v->cublaslt, "%zu", cublasLtGetVersion());
+    snprintf(v->runtime, sizeof v->runtime, "%d", rt);
+    snprintf(v->device, sizeof v->device, "%s sm_%d%d", prop.name, prop.major, prop.minor);
+    for (char *c = v->device; *c; c++)
+        if (*c == ',' || *c == '\n' || *c == '\r')
+            *c = ' ';
+    t->have_validators = true;
+    return CT_OK;
+}
+
 static double median3(const double *v) {
     double a = v[0], b = v[1], c = v[2];
     return a > b ? (b > c ? b : a > c ? c : a) : (a > c ? a : b > c ? c : b);
@@ -237,6 +257,10 @@ static void tune(lt_table *t, lt_entry *e, const ct_lt_problem *p, const ct_tuna
     e->best = e->heur;
     e->ms = e->default_ms = 0;
     t->dirty = true;
+    /* the file this result will be written to at exit names the device: read it now,
+     * while the CUDA runtime is sure to be up; the write reports a failure */
+    if (fill_validators(t, p->device) != CT_OK)
+        ct_clear_error();
     cublasLtMatmulHeuristicResult_t res[LT_CANDIDATES];
     int n = 0;
     if (heuristic(p, LT_CANDIDATES, res, &n) != CUBLAS_STATUS_SUCCESS)
@@ -305,26 +329,6 @@ static bool capturing(const ct_lt_problem *p) {
            cs != cudaStreamCaptureStatusNone;
 }
 
-static ct_status fill_validators(lt_table *t, int device) {
-    if (t->have_validators)
-        return CT_OK;
-    int rt = 0;
-    cudaDeviceProp prop;
-    if (cudaRuntimeGetVersion(&rt) != cudaSuccess || cudaGetDeviceProperties(&prop, device) != cudaSuccess) {
-        cudaError_t err = cudaGetLastError();
-        return ct_error(CT_ERROR_RUNTIME, "TunableOp", "CUDA error: %s", cudaGetErrorString(err));
-    }
-    ct_tunable_validators *v = &t->validators;
-    snprintf(v->cublaslt, sizeof v->cublaslt, "%zu", cublasLtGetVersion());
-    snprintf(v->runtime, sizeof v->runtime, "%d", rt);
-    snprintf(v->device, sizeof v->device, "%s sm_%d%d", prop.name, prop.major, prop.minor);
-    for (char *c = v->device; *c; c++)
-        if (*c == ',' || *c == '\n' || *c == '\r')
-            *c = ' ';
-    t->have_validators = true;
-    return CT_OK;
-}
-
 extern "C" cublasStatus_t ct_lt_algo(const ct_lt_problem *p, cublasLtMatmulAlgo_t *algo, int *found) {
     cublasLtMatmulHeuristicResult_t r;
     if (!p->key) { /* a key too long to keep: ask every time */
@@ -340,8 +344,6 @@ extern "C" cublasStatus_t ct_lt_algo(const ct_lt_problem *p, cublasLtMatmulAlgo_
     uint64_t h = key_hash(p->key);
     pthread_mutex_lock(&lt_lock);
     lt_table *t = &tables[p->device];
-    if (fill_validators(t, p->device) != CT_OK)
-        ct_clear_error(); /* only the results file needs them: it reports this then */
     lt_entry *e = find(t, p->key, h);
     if (!e)
         e = insert(t, p->key, h);
