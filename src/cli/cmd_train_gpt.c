@@ -1174,10 +1174,10 @@ static int run(gpt_args *a) {
             printf("peak memory: %.0f MiB allocated\n", (double)ct_max_memory_allocated(a->device) / (1 << 20));
         ct_cuda_tunable_stats ts;
         if (a->device.type == CT_DEVICE_CUDA && ct_cuda_tunable_is_enabled() && ct_cuda_tunable_get_stats(&ts) == CT_OK)
-            printf("TunableOp: %lld products (%lld tuned, %lld of them off the heuristic's choice; %lld read from %s), "
-                   "%.1f s tuning\n",
+            printf("TunableOp: %lld products (%lld tuned, %lld of them off the heuristic's choice; %lld read from "
+                   "the results file), %.1f s tuning\n",
                    (long long)ts.results, (long long)ts.tuned, (long long)ts.improved, (long long)ts.read,
-                   ct_cuda_tunable_get_filename(), ts.tuning_ms / 1e3);
+                   ts.tuning_ms / 1e3);
     } else if (!rc) {
         printf("nothing to train: %s is already at step %lld of %lld\n", a->resume, (long long)start,
                (long long)a->steps);
