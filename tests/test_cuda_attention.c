@@ -162,6 +162,69 @@ static void test_flash_vs_cpu_op(void **state) {
     ct_scope_end();
 }
 
+/* Note [Flash attention dropout]: the CUDA op with dropout against the CPU's reference
+ * op from the same generator state (the same mask: Note [Dropout masks]), its
+ * rng_state, the generator left where the CPU op leaves it; and through
+ * scaled_dot_product_attention against the unfused formula on the GPU (the flash
+ * switch off), which draws its mask with bernoulli_. S = 45 is odd. */
+static void test_flash_dropout(void **state) {
+    (void)state;
+    ct_scope_begin();
+    int64_t shape[4] = {2, 2, 45, 64};
+    ct_tensor *q = ct_test_values(shape, 4, CT_BF16, -3, 3, 81), *k = ct_test_values(shape, 4, CT_BF16, -3, 3, 82);
+    ct_tensor *v = ct_test_values(shape, 4, CT_BF16, -1, 1, 83), *go = ct_test_values(shape, 4, CT_BF16, -1, 1, 84);
+    ct_tensor *qg = ct_to_device(q, CUDA0), *kg = ct_to_device(k, CUDA0), *vg = ct_to_device(v, CUDA0);
+    ct_tensor *gog = ct_to_device(go, CUDA0);
+    const double p = 0.25;
+    for (int causal = 0; causal < 2; causal++) {
+        double sc = 0.2;
+        ct_tensor *o, *l, *r, *og, *lg, *rg;
+        ct_manual_seed(77);
+        assert_int_equal(ct_flash_attention_forward_dropout(q, k, v, causal, &sc, p, &o, &l, &r), CT_OK);
+        ct_tensor *next_cpu = ct_rand(CT_SHAPE(3), CT_F64, CT_CPU);
+        ct_manual_seed(77);
+        assert_int_equal(ct_flash_attention_forward_dropout(qg, kg, vg, causal, &sc, p, &og, &lg, &rg), CT_OK);
+        ct_tensor *next_gpu = ct_rand(CT_SHAPE(3), CT_F64, CT_CPU);
+        assert_true(ct_tensor_device(rg).type == CT_DEVICE_CUDA);
+        bool same = false;
+        assert_int_equal(ct_equal(ct_to_device(rg, CT_CPU), r, &same), CT_OK);
+        assert_true(same);
+        assert_int_equal(ct_equal(next_cpu, next_gpu, &same), CT_OK);
+        assert_true(same);
+        close_rel(og, o, 1e-2, "dropout output vs CPU op", 45, 64, causal, CT_BF16);
+        close_rel(lg, l, 1e-3, "dropout logsumexp vs CPU op", 45, 64, causal, CT_BF16);
+        ct_tensor *c[3], *gg[3];
+        assert_int_equal(ct_flash_attention_backward_dropout(go, q, k, v, o, l, r, causal, &sc, p, &c[0], &c[1], &c[2]),
+                         CT_OK);
+        assert_int_equal(ct_flash_attention_backward_dropout(gog, qg, kg, vg, og, lg, rg, causal, &sc, p, &gg[0],
+                                                             &gg[1], &gg[2]),
+                         CT_OK);
+        for (int i = 0; i < 3; i++)
+            close_rel(gg[i], c[i], 2e-2, "dropout gradient vs CPU op", 45, 64, causal, CT_BF16);
+
+        /* scaled_dot_product_attention: flash against the formula, both on the GPU */
+        attn_result a[2];
+        for (int flash = 1; flash >= 0; flash--) {
+            ct_backends_cuda_enable_flash_sdp(flash);
+            ct_tensor *ql = ct_tensor_set_requires_grad(ct_clone(qg), true);
+            ct_tensor *kl = ct_tensor_set_requires_grad(ct_clone(kg), true);
+            ct_tensor *vl = ct_tensor_set_requires_grad(ct_clone(vg), true);
+            ct_manual_seed(78);
+            ct_tensor *y = ct_scaled_dot_product_attention(ql, kl, vl, NULL, p, causal, &sc);
+            assert_non_null(y);
+            assert_true((strstr(ct_tensor_grad_fn_name(y), "FlashAttention") != NULL) == (flash == 1));
+            assert_int_equal(ct_backward(y, gog, false, false), CT_OK);
+            a[flash] = (attn_result){y, ct_tensor_grad(ql), ct_tensor_grad(kl), ct_tensor_grad(vl)};
+        }
+        ct_backends_cuda_enable_flash_sdp(true);
+        close_rel(a[1].y, a[0].y, 2e-2, "sdpa dropout: flash vs formula", 45, 64, causal, CT_BF16);
+        close_rel(a[1].gq, a[0].gq, 3e-2, "sdpa dropout grad q: flash vs formula", 45, 64, causal, CT_BF16);
+        close_rel(a[1].gk, a[0].gk, 3e-2, "sdpa dropout grad k: flash vs formula", 45, 64, causal, CT_BF16);
+        close_rel(a[1].gv, a[0].gv, 3e-2, "sdpa dropout grad v: flash vs formula", 45, 64, causal, CT_BF16);
+    }
+    ct_scope_end();
+}
+
 /* Which calls take the flash op, and the switch. */
 static void test_routing(void **state) {
     (void)state;
@@ -280,7 +343,7 @@ int main(void) {
         return skip;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_flash_vs_math), cmocka_unit_test(test_strided_inputs),
-        cmocka_unit_test(test_flash_vs_cpu_op), cmocka_unit_test(test_routing),
+        cmocka_unit_test(test_flash_vs_cpu_op), cmocka_unit_test(test_flash_dropout), cmocka_unit_test(test_routing),
         cmocka_unit_test(test_memory),        cmocka_unit_test(test_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -318,6 +318,74 @@ static void test_flash_attention_cpu(void **state) {
     ct_scope_end();
 }
 
+/* With dropout, one fixed seed per call so that every gradcheck evaluation draws the
+ * same mask. */
+static ct_tensor *f_flash_dropout(ct_tensor *const *in, int n, void *ud) {
+    (void)n;
+    ct_tensor *o, *l, *r;
+    ct_manual_seed(31);
+    return ct_flash_attention_forward_dropout(in[0], in[1], in[2], ud != NULL, &(double){0.6}, 0.3, &o, &l, &r) ==
+                   CT_OK
+               ? o
+               : NULL;
+}
+
+/* Note [Dropout masks]: the flash op with dropout draws the mask that ct_dropout draws
+ * over the (B, H, L, S) probabilities of the formula at the same generator state, and
+ * leaves the generator where the formula leaves it. S = 7 is odd, so a pair of
+ * elements of one Philox block straddles two rows. */
+static void test_flash_attention_dropout_cpu(void **state) {
+    (void)state;
+    for (int causal = 0; causal < 2; causal++) {
+        ct_scope_begin();
+        ct_manual_seed(11 + causal);
+        ct_tensor *q = ct_tensor_set_requires_grad(ct_randn(CT_SHAPE(2, 3, 5, 4), CT_F64, CT_CPU), true);
+        ct_tensor *k = ct_tensor_set_requires_grad(ct_randn(CT_SHAPE(2, 3, 7, 4), CT_F64, CT_CPU), true);
+        ct_tensor *v = ct_tensor_set_requires_grad(ct_randn(CT_SHAPE(2, 3, 7, 4), CT_F64, CT_CPU), true);
+        ct_tensor *go = ct_randn(CT_SHAPE(2, 3, 5, 4), CT_F64, CT_CPU);
+        double sc = 0.6, p = 0.3;
+        ct_tensor *o, *l, *rng;
+        ct_manual_seed(99);
+        assert_int_equal(ct_flash_attention_forward_dropout(q, k, v, causal, &sc, p, &o, &l, &rng), CT_OK);
+        ct_tensor *after_flash = ct_rand(CT_SHAPE(3), CT_F64, CT_CPU);
+        assert_int_equal(ct_tensor_dtype(rng), CT_I64);
+        assert_int_equal(ct_tensor_numel(rng), 2);
+        int64_t seed0 = 0;
+        assert_int_equal(ct_item_int64(ct_select(rng, 0, 0), &seed0), CT_OK);
+        assert_int_equal(seed0, 99); /* the seed */
+        /* the formula (ct_scaled_dot_product_attention's on the CPU) from the same state */
+        ct_manual_seed(99);
+        ct_tensor *ref = ct_scaled_dot_product_attention(q, k, v, NULL, p, causal, &sc);
+        ct_tensor *after_ref = ct_rand(CT_SHAPE(3), CT_F64, CT_CPU);
+        assert_true(flash_close(o, ref, 1e-12, 1e-12));
+        assert_true(flash_close(after_flash, after_ref, 0, 0));
+        /* dropout did drop: the same call without it differs */
+        ct_tensor *o0, *l0;
+        assert_int_equal(ct_flash_attention_forward(q, k, v, causal, &sc, &o0, &l0), CT_OK);
+        assert_false(flash_close(o, o0, 1e-3, 1e-3));
+        assert_true(flash_close(l, l0, 0, 0)); /* the normaliser is of the undropped scores */
+        /* gradients through the saved rng_state equal the formula's */
+        const ct_tensor *ins[3] = {q, k, v}, *outs[1] = {o}, *routs[1] = {ref}, *gos[1] = {go};
+        ct_tensor *g1[3], *g2[3];
+        assert_int_equal(ct_autograd_grad(outs, 1, ins, 3, gos, false, false, false, g1), CT_OK);
+        assert_int_equal(ct_autograd_grad(routs, 1, ins, 3, gos, false, false, false, g2), CT_OK);
+        for (int i = 0; i < 3; i++)
+            assert_true(flash_close(g1[i], g2[i], 1e-10, 1e-12));
+        ct_tensor *in[3] = {q, k, v};
+        if (ct_gradcheck(f_flash_dropout, causal ? (void *)1 : NULL, in, 3, 1e-6, 1e-7, 1e-5) != CT_OK)
+            fail_msg("flash attention with dropout (causal %d): gradcheck failed: %s", causal, ct_last_error());
+        ct_scope_end();
+    }
+    /* p = 1 drops everything; p = 0 is the plain op, with no rng_state */
+    ct_scope_begin();
+    ct_tensor *x = ct_randn(CT_SHAPE(1, 2, 3, 4), CT_F64, CT_CPU), *o, *l, *r = (ct_tensor *)1;
+    assert_int_equal(ct_flash_attention_forward_dropout(x, x, x, false, NULL, 1.0, &o, &l, &r), CT_OK);
+    assert_true(flash_close(o, ct_zeros_like(o, CT_DTYPE_UNDEFINED), 0, 0));
+    assert_int_equal(ct_flash_attention_forward_dropout(x, x, x, false, NULL, 0.0, &o, &l, &r), CT_OK);
+    assert_null(r);
+    ct_scope_end();
+}
+
 static void test_flash_attention_errors(void **state) {
     (void)state;
     ct_scope_begin();
@@ -348,6 +416,30 @@ static void test_flash_attention_errors(void **state) {
                   CT_ERROR_NULL_ARGUMENT, "");
     CT_ASSERT_ERR(ct_flash_attention_backward(x, x, x, x, o, l, false, NULL, NULL, &b, &c) == CT_OK,
                   CT_ERROR_NULL_ARGUMENT, "");
+    /* dropout: p outside [0, 1], the backward without (or with a wrong) rng_state */
+    ct_tensor *rs;
+    CT_ASSERT_ERR(ct_flash_attention_forward_dropout(x, x, x, false, NULL, 1.5, &o, &l, &rs) == CT_OK, CT_ERROR_VALUE,
+                  "between 0 and 1");
+    CT_ASSERT_ERR(ct_flash_attention_forward_dropout(x, x, x, false, NULL, NAN, &o, &l, &rs) == CT_OK, CT_ERROR_VALUE,
+                  "between 0 and 1");
+    CT_ASSERT_ERR(ct_flash_attention_forward_dropout(x, x, x, false, NULL, 0.2, &o, &l, NULL) == CT_OK,
+                  CT_ERROR_NULL_ARGUMENT, "");
+    assert_int_equal(ct_flash_attention_forward_dropout(x, x, x, false, NULL, 0.2, &o, &l, &rs), CT_OK);
+    CT_ASSERT_ERR(ct_flash_attention_backward_dropout(x, x, x, x, o, l, NULL, false, NULL, 0.2, &a, &b, &c) == CT_OK,
+                  CT_ERROR_NULL_ARGUMENT, "");
+    CT_ASSERT_ERR(ct_flash_attention_backward_dropout(x, x, x, x, o, l, ct_to_dtype(rs, CT_F32), false, NULL, 0.2, &a,
+                                                      &b, &c) == CT_OK,
+                  CT_ERROR_VALUE, "rng_state");
+    CT_ASSERT_ERR(ct_flash_attention_backward_dropout(x, x, x, x, o, l, ct_zeros(CT_SHAPE(3), CT_I64, CT_CPU), false,
+                                                      NULL, 0.2, &a, &b, &c) == CT_OK,
+                  CT_ERROR_VALUE, "rng_state");
+    CT_ASSERT_ERR(ct_flash_attention_backward_dropout(x, x, x, x, o, l, rs, false, NULL, -0.5, &a, &b, &c) == CT_OK,
+                  CT_ERROR_VALUE, "between 0 and 1");
+    assert_int_equal(ct_flash_attention_backward_dropout(x, x, x, x, o, l, rs, false, NULL, 0.2, &a, &b, &c), CT_OK);
+    /* the fused op takes dropout only where flash applies (not on the CPU) */
+    CT_ASSERT_ERR(ct_fused_scaled_dot_product_attention_dropout(x, x, x, NULL, false, NULL, 0.2) != NULL,
+                  CT_ERROR_NOT_IMPLEMENTED, "no fused kernel");
+    assert_false(ct_backends_cuda_can_use_flash_attention(x, x, x, NULL));
     /* double backward is refused; the log-sum-exp gets no gradient */
     ct_tensor *q = ct_tensor_set_requires_grad(ct_clone(x), true);
     assert_int_equal(ct_flash_attention_forward(q, q, q, true, NULL, &o, &l), CT_OK);
@@ -376,6 +468,7 @@ int main(void) {
         cmocka_unit_test(test_fused_double_backward),
         cmocka_unit_test(test_gpt_block_trains),
         cmocka_unit_test(test_flash_attention_cpu),
+        cmocka_unit_test(test_flash_attention_dropout_cpu),
         cmocka_unit_test(test_flash_attention_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

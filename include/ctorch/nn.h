@@ -131,7 +131,9 @@ CT_API ct_tensor *ct_prelu(const ct_tensor *x, const ct_tensor *weight);
  * (..., S, E), (..., S, Ev). attn_mask: bool (true = take part) or float (added),
  * broadcastable to (..., L, S), or NULL. is_causal masks j > i (not with a mask).
  * scale NULL means 1 / sqrt(E). Without dropout it runs a kernel that works on blocks
- * of queries and never holds a whole (L, S) matrix per head. */
+ * of queries and never holds a whole (L, S) matrix per head; with dropout, flash
+ * attention where it applies (dropout inside its kernels), else the formula
+ * softmax, ct_dropout, matmul. Both draw the same mask from the same generator state. */
 CT_API ct_tensor *ct_scaled_dot_product_attention(const ct_tensor *query, const ct_tensor *key,
                                                   const ct_tensor *value, const ct_tensor *attn_mask,
                                                   double dropout_p, bool is_causal, const double *scale);
@@ -140,6 +142,22 @@ CT_API ct_tensor *ct_scaled_dot_product_attention(const ct_tensor *query, const 
 CT_API ct_tensor *ct_fused_scaled_dot_product_attention(const ct_tensor *query, const ct_tensor *key,
                                                         const ct_tensor *value, const ct_tensor *attn_mask,
                                                         bool is_causal, const double *scale);
+/* The same with dropout_p in [0, 1]: with dropout_p > 0 only where flash attention
+ * applies (ct_backends_cuda_can_use_flash_attention), which drops the probabilities
+ * inside its kernels with the mask ct_dropout would draw (ct_flash_attention_forward_dropout);
+ * elsewhere CT_ERROR_NOT_IMPLEMENTED. ct_scaled_dot_product_attention calls it when
+ * flash applies and takes the unfused formula otherwise. */
+CT_API ct_tensor *ct_fused_scaled_dot_product_attention_dropout(const ct_tensor *query, const ct_tensor *key,
+                                                                const ct_tensor *value, const ct_tensor *attn_mask,
+                                                                bool is_causal, const double *scale,
+                                                                double dropout_p);
+/* torch.backends.cuda.can_use_flash_attention: whether scaled_dot_product_attention
+ * takes the flash kernels for these arguments (Note [Flash attention routing] in
+ * src/api/nn_fused.c): CUDA, float16 or bfloat16 (or float32 inside a CUDA autocast
+ * region of one of those), 4-D, head dim <= 128 a multiple of 8, no attn_mask, the
+ * switch on, and not a differentiable call under deterministic algorithms. */
+CT_API bool ct_backends_cuda_can_use_flash_attention(const ct_tensor *query, const ct_tensor *key,
+                                                     const ct_tensor *value, const ct_tensor *attn_mask);
 /* Its backward: the gradients of query, key and value. */
 CT_API ct_status ct_scaled_dot_product_attention_backward(const ct_tensor *grad_output, const ct_tensor *query,
                                                           const ct_tensor *key, const ct_tensor *value,
@@ -163,6 +181,24 @@ CT_API ct_status ct_flash_attention_backward(const ct_tensor *grad_out, const ct
                                              const ct_tensor *key, const ct_tensor *value, const ct_tensor *out,
                                              const ct_tensor *logsumexp, bool is_causal, const double *scale,
                                              ct_tensor **grad_query, ct_tensor **grad_key, ct_tensor **grad_value);
+/* The same with dropout (PyTorch's dropout_p): each probability is dropped with
+ * probability dropout_p in [0, 1] and the kept ones scaled by 1 / (1 - dropout_p),
+ * inside the kernels. The mask is the one ct_dropout draws over the (B, H, L, S)
+ * probabilities of the unfused formula at the same generator state, and the generator
+ * advances by as much (Note [Dropout masks] in src/core/random.h), on the CPU and on
+ * CUDA alike. *rng_state gets the seed and first counter it was drawn at (two int64 on
+ * the inputs' device), which the backward reads to draw the mask again; with dropout_p
+ * = 0 it is NULL and may be a NULL pointer. A CUDA graph captures both. */
+CT_API ct_status ct_flash_attention_forward_dropout(const ct_tensor *query, const ct_tensor *key,
+                                                    const ct_tensor *value, bool is_causal, const double *scale,
+                                                    double dropout_p, ct_tensor **out, ct_tensor **logsumexp,
+                                                    ct_tensor **rng_state);
+CT_API ct_status ct_flash_attention_backward_dropout(const ct_tensor *grad_out, const ct_tensor *query,
+                                                     const ct_tensor *key, const ct_tensor *value,
+                                                     const ct_tensor *out, const ct_tensor *logsumexp,
+                                                     const ct_tensor *rng_state, bool is_causal, const double *scale,
+                                                     double dropout_p, ct_tensor **grad_query, ct_tensor **grad_key,
+                                                     ct_tensor **grad_value);
 /* torch.backends.cuda.enable_flash_sdp / flash_sdp_enabled: whether
  * ct_scaled_dot_product_attention may take flash attention for CUDA inputs (on by
  * default; CT_FLASH_SDP=0 in the environment turns it off at start-up). */

@@ -263,23 +263,70 @@ ct_status ct_scaled_dot_product_attention_backward(const ct_tensor *grad_output,
     return st;
 }
 
-ct_status ct_flash_attention_forward(const ct_tensor *query, const ct_tensor *key, const ct_tensor *value,
-                                     bool is_causal, const double *scale, ct_tensor **out, ct_tensor **logsumexp) {
+ct_status ct_flash_attention_forward_dropout(const ct_tensor *query, const ct_tensor *key, const ct_tensor *value,
+                                             bool is_causal, const double *scale, double dropout_p, ct_tensor **out,
+                                             ct_tensor **logsumexp, ct_tensor **rng_state) {
     const char *op = "_flash_attention_forward";
+    if (out)
+        *out = NULL;
+    if (logsumexp)
+        *logsumexp = NULL;
+    if (rng_state)
+        *rng_state = NULL;
     CT_CHECK_ARG_STATUS(op, query);
     CT_CHECK_ARG_STATUS(op, key);
     CT_CHECK_ARG_STATUS(op, value);
-    if (!out || !logsumexp)
+    if (!out || !logsumexp || (dropout_p != 0 && !rng_state))
         return ct_error(CT_ERROR_NULL_ARGUMENT, op, "the outputs must not be NULL");
-    *out = *logsumexp = NULL;
     ct_call c = {.op = CT_OP__flash_attention_forward, .nin = 3, .in = {query, key, value}, .nints = 1,
-                 .nscalars = 1, .dtype = CT_DTYPE_UNDEFINED};
+                 .nscalars = 2, .dtype = CT_DTYPE_UNDEFINED};
     c.ints[0] = is_causal;
     c.s[0] = ct_scalar_float(sdpa_scale(query, scale));
+    c.s[1] = ct_scalar_float(dropout_p);
     ct_status st = ct_dispatch(&c);
     if (st == CT_OK) {
         *out = ct_call_take_output(&c, 0);
         *logsumexp = ct_call_take_output(&c, 1);
+        if (rng_state)
+            *rng_state = ct_call_take_output(&c, 2);
+    }
+    ct_call_clear_outputs(&c);
+    return st;
+}
+
+ct_status ct_flash_attention_forward(const ct_tensor *query, const ct_tensor *key, const ct_tensor *value,
+                                     bool is_causal, const double *scale, ct_tensor **out, ct_tensor **logsumexp) {
+    return ct_flash_attention_forward_dropout(query, key, value, is_causal, scale, 0.0, out, logsumexp, NULL);
+}
+
+ct_status ct_flash_attention_backward_dropout(const ct_tensor *grad_out, const ct_tensor *query, const ct_tensor *key,
+                                              const ct_tensor *value, const ct_tensor *out,
+                                              const ct_tensor *logsumexp, const ct_tensor *rng_state, bool is_causal,
+                                              const double *scale, double dropout_p, ct_tensor **grad_query,
+                                              ct_tensor **grad_key, ct_tensor **grad_value) {
+    const char *op = "_flash_attention_backward";
+    CT_CHECK_ARG_STATUS(op, grad_out);
+    CT_CHECK_ARG_STATUS(op, query);
+    CT_CHECK_ARG_STATUS(op, key);
+    CT_CHECK_ARG_STATUS(op, value);
+    CT_CHECK_ARG_STATUS(op, out);
+    CT_CHECK_ARG_STATUS(op, logsumexp);
+    if (dropout_p != 0)
+        CT_CHECK_ARG_STATUS(op, rng_state);
+    if (!grad_query || !grad_key || !grad_value)
+        return ct_error(CT_ERROR_NULL_ARGUMENT, op, "the gradient outputs must not be NULL");
+    *grad_query = *grad_key = *grad_value = NULL;
+    const ct_tensor *list[3] = {out, logsumexp, rng_state};
+    ct_call c = {.op = CT_OP__flash_attention_backward, .nin = 4, .in = {grad_out, query, key, value}, .nints = 1,
+                 .nscalars = 2, .dtype = CT_DTYPE_UNDEFINED, .list = list, .nlist = dropout_p != 0 ? 3 : 2};
+    c.ints[0] = is_causal;
+    c.s[0] = ct_scalar_float(sdpa_scale(query, scale));
+    c.s[1] = ct_scalar_float(dropout_p);
+    ct_status st = ct_dispatch(&c);
+    if (st == CT_OK) {
+        *grad_query = ct_call_take_output(&c, 0);
+        *grad_key = ct_call_take_output(&c, 1);
+        *grad_value = ct_call_take_output(&c, 2);
     }
     ct_call_clear_outputs(&c);
     return st;
@@ -289,29 +336,8 @@ ct_status ct_flash_attention_backward(const ct_tensor *grad_out, const ct_tensor
                                       const ct_tensor *value, const ct_tensor *out, const ct_tensor *logsumexp,
                                       bool is_causal, const double *scale, ct_tensor **grad_query,
                                       ct_tensor **grad_key, ct_tensor **grad_value) {
-    const char *op = "_flash_attention_backward";
-    CT_CHECK_ARG_STATUS(op, grad_out);
-    CT_CHECK_ARG_STATUS(op, query);
-    CT_CHECK_ARG_STATUS(op, key);
-    CT_CHECK_ARG_STATUS(op, value);
-    CT_CHECK_ARG_STATUS(op, out);
-    CT_CHECK_ARG_STATUS(op, logsumexp);
-    if (!grad_query || !grad_key || !grad_value)
-        return ct_error(CT_ERROR_NULL_ARGUMENT, op, "the gradient outputs must not be NULL");
-    *grad_query = *grad_key = *grad_value = NULL;
-    const ct_tensor *list[2] = {out, logsumexp};
-    ct_call c = {.op = CT_OP__flash_attention_backward, .nin = 4, .in = {grad_out, query, key, value}, .nints = 1,
-                 .nscalars = 1, .dtype = CT_DTYPE_UNDEFINED, .list = list, .nlist = 2};
-    c.ints[0] = is_causal;
-    c.s[0] = ct_scalar_float(sdpa_scale(query, scale));
-    ct_status st = ct_dispatch(&c);
-    if (st == CT_OK) {
-        *grad_query = ct_call_take_output(&c, 0);
-        *grad_key = ct_call_take_output(&c, 1);
-        *grad_value = ct_call_take_output(&c, 2);
-    }
-    ct_call_clear_outputs(&c);
-    return st;
+    return ct_flash_attention_backward_dropout(grad_out, query, key, value, out, logsumexp, NULL, is_causal, scale,
+                                               0.0, grad_query, grad_key, grad_value);
 }
 
 /* -1: not read yet (CT_FLASH_SDP decides), 0 off, 1 on. */
@@ -348,11 +374,14 @@ bool ct_backends_cudnn_is_available(void) { return ct_backends_cudnn_version() >
  * switch on. Everything else, float32 included, keeps the attention op and its math
  * kernel. The flash op's autograd node saves q, k, v, the output and the log-sum-exp:
  * O(B H L E) where the math path keeps the (B, H, L, S) probabilities. */
-static bool flash_applies(const ct_tensor *q, const ct_tensor *k, const ct_tensor *v, const ct_tensor *mask) {
+/* flash_as: the dtype the kernels would run in (the inputs', or autocast's for float32
+ * inputs that autocast_for_flash casts). */
+static bool flash_applies_as(const ct_tensor *q, const ct_tensor *k, const ct_tensor *v, const ct_tensor *mask,
+                             ct_dtype flash_as) {
     if (mask || q->device.type != CT_DEVICE_CUDA || k->device.type != CT_DEVICE_CUDA ||
         v->device.type != CT_DEVICE_CUDA || k->device.index != q->device.index || v->device.index != q->device.index)
         return false;
-    if ((q->dtype != CT_DTYPE_BFLOAT16 && q->dtype != CT_DTYPE_FLOAT16) || k->dtype != q->dtype ||
+    if ((flash_as != CT_DTYPE_BFLOAT16 && flash_as != CT_DTYPE_FLOAT16) || k->dtype != q->dtype ||
         v->dtype != q->dtype)
         return false;
     if (q->ndim != 4 || k->ndim != 4 || v->ndim != 4)
@@ -368,6 +397,10 @@ static bool flash_applies(const ct_tensor *q, const ct_tensor *k, const ct_tenso
         return false;
     return k->shape[2] == v->shape[2] && k->shape[2] >= 1 && k->shape[3] == e && v->shape[3] == e && e % 8 == 0 &&
            e >= 8 && e <= 128 && ct_backends_cuda_flash_sdp_enabled();
+}
+
+static bool flash_applies(const ct_tensor *q, const ct_tensor *k, const ct_tensor *v, const ct_tensor *mask) {
+    return flash_applies_as(q, k, v, mask, q->dtype);
 }
 
 ct_tensor *ct_embedding(const ct_tensor *input, const ct_tensor *weight, int64_t padding_idx) {
@@ -515,36 +548,69 @@ ct_tensor *ct_fused_layer_norm(const ct_tensor *input, const int64_t *normalized
     return ct_layer_norm_fused(input, normalized_shape, n, weight, bias, eps);
 }
 
-ct_tensor *ct_fused_scaled_dot_product_attention(const ct_tensor *query, const ct_tensor *key,
-                                                 const ct_tensor *value, const ct_tensor *attn_mask, bool is_causal,
-                                                 const double *scale) {
+/* attention is on autocast's lower-precision list: under a CUDA autocast region,
+ * float32 inputs take the flash kernels in the region's dtype, cast here (the casts are
+ * recorded by autograd) rather than by the attention op's autocast kernel. */
+static bool autocast_casts(const ct_tensor *q, const ct_tensor *k, const ct_tensor *v, const ct_tensor *mask) {
+    return q->device.type == CT_DEVICE_CUDA && q->dtype == CT_DTYPE_FLOAT32 && !mask &&
+           ct_autocast_is_enabled(CT_DEVICE_CUDA) && k->dtype == CT_DTYPE_FLOAT32 && v->dtype == CT_DTYPE_FLOAT32 &&
+           flash_applies_as(q, k, v, mask, ct_autocast_get_dtype(CT_DEVICE_CUDA));
+}
+
+/* Replaces the inputs with autocast's casts when autocast_casts, in the caller's scope;
+ * whether flash applies to what they are then. */
+static bool autocast_for_flash(const ct_tensor **query, const ct_tensor **key, const ct_tensor **value,
+                               const ct_tensor *attn_mask) {
+    if (autocast_casts(*query, *key, *value, attn_mask)) {
+        ct_dtype low = ct_autocast_get_dtype(CT_DEVICE_CUDA);
+        const ct_tensor *q = ct_to_dtype(*query, low), *k = ct_to_dtype(*key, low), *v = ct_to_dtype(*value, low);
+        if (!q || !k || !v)
+            return false;
+        *query = q, *key = k, *value = v;
+    }
+    return flash_applies(*query, *key, *value, attn_mask);
+}
+
+bool ct_backends_cuda_can_use_flash_attention(const ct_tensor *query, const ct_tensor *key, const ct_tensor *value,
+                                              const ct_tensor *attn_mask) {
+    if (!query || !key || !value)
+        return false;
+    return flash_applies(query, key, value, attn_mask) || autocast_casts(query, key, value, attn_mask);
+}
+
+ct_tensor *ct_fused_scaled_dot_product_attention_dropout(const ct_tensor *query, const ct_tensor *key,
+                                                         const ct_tensor *value, const ct_tensor *attn_mask,
+                                                         bool is_causal, const double *scale, double dropout_p) {
     const char *op = "scaled_dot_product_attention";
     CT_CHECK_ARG(op, query);
     CT_CHECK_ARG(op, key);
     CT_CHECK_ARG(op, value);
+    if (!(dropout_p >= 0 && dropout_p <= 1)) {
+        ct_error(CT_ERROR_VALUE, op, "dropout probability has to be between 0 and 1, but got %g", dropout_p);
+        return NULL;
+    }
     double sc = sdpa_scale(query, scale);
     ct_scope_begin();
-    /* attention is on autocast's lower-precision list: under a CUDA autocast region,
-     * float32 inputs take the flash kernels in the region's dtype, cast here (the casts
-     * are recorded by autograd) rather than by the attention op's autocast kernel */
-    if (query->device.type == CT_DEVICE_CUDA && query->dtype == CT_DTYPE_FLOAT32 && !attn_mask &&
-        ct_autocast_is_enabled(CT_DEVICE_CUDA) && key->dtype == CT_DTYPE_FLOAT32 &&
-        value->dtype == CT_DTYPE_FLOAT32) {
-        ct_dtype low = ct_autocast_get_dtype(CT_DEVICE_CUDA);
-        const ct_tensor *q = ct_to_dtype(query, low), *k = ct_to_dtype(key, low), *v = ct_to_dtype(value, low);
-        if (q && k && v && flash_applies(q, k, v, NULL))
-            query = q, key = k, value = v;
-    }
-    ct_tensor *out = NULL, *lse = NULL; /* lse: the autograd node keeps its own reference */
-    if (flash_applies(query, key, value, attn_mask)) {
-        if (ct_flash_attention_forward(query, key, value, is_causal, &sc, &out, &lse))
+    ct_tensor *out = NULL, *lse = NULL, *rng = NULL; /* the autograd node keeps its own references */
+    if (autocast_for_flash(&query, &key, &value, attn_mask)) {
+        if (ct_flash_attention_forward_dropout(query, key, value, is_causal, &sc, dropout_p, &out, &lse, &rng))
             out = NULL;
-    } else {
+    } else if (dropout_p == 0) {
         out = ct_sdpa_fused(query, key, value, attn_mask, is_causal, sc);
+    } else {
+        ct_error(CT_ERROR_NOT_IMPLEMENTED, op,
+                 "no fused kernel drops out for these inputs (flash attention takes float16 or bfloat16 on CUDA, "
+                 "head dim <= 128 a multiple of 8, no attn_mask); ct_scaled_dot_product_attention takes the formula");
     }
     ct_keep(out);
     ct_scope_end();
     return out;
+}
+
+ct_tensor *ct_fused_scaled_dot_product_attention(const ct_tensor *query, const ct_tensor *key,
+                                                 const ct_tensor *value, const ct_tensor *attn_mask, bool is_causal,
+                                                 const double *scale) {
+    return ct_fused_scaled_dot_product_attention_dropout(query, key, value, attn_mask, is_causal, scale, 0.0);
 }
 
 ct_status ct_scaled_dot_product_attention_check(const ct_tensor *query, const ct_tensor *key, const ct_tensor *value,

@@ -294,10 +294,11 @@ DEF(scaled_dot_product_attention, CT_SAVE_IN0 | CT_SAVE_IN1 | CT_SAVE_IN2 | CT_S
     return CT_OK;
 }
 
-/* in: q, k, v; ints: is_causal; s[0]: scale; outputs out and logsumexp. The backward
- * op recomputes the probabilities from q, k and the saved log-sum-exp. The
- * log-sum-exp gets no gradient of its own (as PyTorch's flash attention). */
-DEF(_flash_attention_forward, CT_SAVE_IN0 | CT_SAVE_IN1 | CT_SAVE_IN2 | CT_SAVE_OUT | CT_SAVE_OUT1) {
+/* in: q, k, v; ints: is_causal; s[0]: scale, s[1]: dropout_p; outputs out, logsumexp
+ * and, with dropout, rng_state. The backward op recomputes the probabilities from q, k
+ * and the saved log-sum-exp, and the dropout mask from rng_state. The log-sum-exp gets
+ * no gradient of its own (as PyTorch's flash attention). */
+DEF(_flash_attention_forward, CT_SAVE_IN0 | CT_SAVE_IN1 | CT_SAVE_IN2 | CT_SAVE_OUT | CT_SAVE_OUT1 | CT_SAVE_OUT2) {
     ct_node *n = ctx->node;
     if (ctx->create_graph)
         return nn_no_double_backward(ctx);
@@ -306,14 +307,18 @@ DEF(_flash_attention_forward, CT_SAVE_IN0 | CT_SAVE_IN1 | CT_SAVE_IN2 | CT_SAVE_
                         "the derivative of flash attention's logsumexp output is not implemented");
     if (!G)
         return CT_OK;
-    ct_tensor *q, *k, *v, *o, *lse, *gq, *gk, *gv;
+    const double p = ct_scalar_to_double(n->s[1]);
+    ct_tensor *q, *k, *v, *o, *lse, *rng = NULL, *gq, *gk, *gv;
     TRY(q = saved(ctx, 0));
     TRY(k = saved(ctx, 1));
     TRY(v = saved(ctx, 2));
     TRY(o = saved(ctx, CT_SAVED_OUT0));
     TRY(lse = saved(ctx, CT_SAVED_OUT1));
+    if (p != 0)
+        TRY(rng = saved(ctx, CT_SAVED_OUT2));
     double scale = ct_scalar_to_double(n->s[0]);
-    ct_status st = ct_flash_attention_backward(G, q, k, v, o, lse, n->ints[0] != 0, &scale, &gq, &gk, &gv);
+    ct_status st = ct_flash_attention_backward_dropout(G, q, k, v, o, lse, rng, n->ints[0] != 0, &scale, p, &gq, &gk,
+                                                       &gv);
     if (st)
         return st;
     gin[0] = WANT(0) ? gq : NULL;

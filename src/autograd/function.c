@@ -121,6 +121,9 @@ static ct_status record(ct_call *call, const ct_derivative *d, ct_tensor *const 
     if (st == CT_OK && (d->saves & CT_SAVE_OUT1) && call->nout > 1 && call->out[1])
         st = ct_node_save(n, CT_SAVED_OUT1, call->out[1], ct_dtype_is_floating(call->out[1]->dtype),
                           ct_tensor_version(call->out[1]));
+    if (st == CT_OK && (d->saves & CT_SAVE_OUT2) && call->nout > 2 && call->out[2])
+        st = ct_node_save(n, CT_SAVED_OUT2, call->out[2], ct_dtype_is_floating(call->out[2]->dtype),
+                          ct_tensor_version(call->out[2]));
     if (call->out[0])
         ct_input_meta_set(&n->out_meta, call->out[0]);
     for (int i = 0; i < call->nout && st == CT_OK; i++) {

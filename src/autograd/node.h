@@ -60,10 +60,11 @@ typedef enum ct_node_kind {
 /* Outputs of one node: an op's (CT_CALL_MAX_OUT) or a custom function's. */
 #define CT_NODE_MAX_OUT 8
 _Static_assert(CT_NODE_MAX_OUT >= CT_CALL_MAX_OUT, "a node holds every output of an op");
-/* Saved slots: the inputs, then output 1 (an index output), then output 0. */
-#define CT_NODE_MAX_SAVED (CT_CALL_MAX_IN + 2)
+/* Saved slots: the inputs, then output 1 (an index output), output 0, output 2. */
+#define CT_NODE_MAX_SAVED (CT_CALL_MAX_IN + 3)
 #define CT_SAVED_OUT1 CT_CALL_MAX_IN
 #define CT_SAVED_OUT0 (CT_CALL_MAX_IN + 1)
+#define CT_SAVED_OUT2 (CT_CALL_MAX_IN + 2)
 
 struct ct_node {
     atomic_int refcount;
@@ -215,6 +216,7 @@ enum {
     CT_SAVE_OUT = 1u << 4,  /* output 0, kept without history (Note [Saved tensors]) */
     CT_SAVE_OUT1 = 1u << 5, /* output 1 (indices of sort, topk, max_pool2d) */
     CT_SAVE_LIST = 1u << 6, /* the tensor list (advanced indexing's indices) */
+    CT_SAVE_OUT2 = 1u << 7, /* output 2 when set (flash attention's rng_state) */
 };
 
 /* The derivative of op, or NULL for ops that have none (non-differentiable). */

@@ -61,6 +61,31 @@ static inline double ct_uniform_from_bits(uint64_t x, int digits) {
     return (double)(x & ((UINT64_C(1) << digits) - 1)) * (1.0 / (double)(UINT64_C(1) << digits));
 }
 
+/* Note [Dropout masks]
+ * dropout draws its keep-mask with bernoulli_(1 - p) over the input's elements:
+ * element n is kept when the 53-bit uniform of counter offset + n / 2 (words 2 (n % 2)
+ * and 2 (n % 2) + 1, low word first) is below 1 - p, and the call reserves ceil(n / 2)
+ * counters. Kernels that fold dropout into their loops (flash attention over the
+ * (B, H, L, S) probabilities) decide element n the same way, so their mask is the one
+ * the unfused formula would draw at the same generator state, bit for bit, on every
+ * backend, and the generator advances by the same amount. u < keep with u = x / 2^53
+ * and x an integer is x < ceil(keep 2^53): one integer compare per element. */
+static inline uint64_t ct_dropout_threshold(double keep) {
+    double t = keep * 9007199254740992.0; /* exact: a power of two */
+    uint64_t i = (uint64_t)t;
+    return (double)i < t ? i + 1 : i;
+}
+static inline uint64_t ct_dropout_counters(uint64_t n) { return (n + 1) / 2; }
+/* Whether element n of the mask drawn at (seed, offset) is kept (threshold from
+ * ct_dropout_threshold). */
+static inline int ct_dropout_keep(uint64_t seed, uint64_t offset, uint64_t n, uint64_t threshold) {
+    uint32_t r[4];
+    ct_philox_block(seed, offset + n / 2, r);
+    const int h = (int)(n % 2);
+    const uint64_t x = ((uint64_t)r[2 * h] | ((uint64_t)r[2 * h + 1] << 32)) & ((UINT64_C(1) << 53) - 1);
+    return x < threshold;
+}
+
 /* PyTorch's default seed (torch.initial_seed() before any manual_seed). */
 #define CT_DEFAULT_SEED UINT64_C(67280421310721)
 

@@ -7,11 +7,16 @@
  * With s_ij = scale q_i . k_j over the keys row i sees (j <= i when causal):
  *   lse_i = log sum_j exp(s_ij), p_ij = exp(s_ij - lse_i), o_i = sum_j p_ij v_j;
  *   delta_i = dO_i . o_i, ds_ij = p_ij (dO_i . v_j - delta_i),
- *   dq_i = scale sum_j ds_ij k_j, dk_j = scale sum_i ds_ij q_i, dv_j = sum_i p_ij dO_i. */
+ *   dq_i = scale sum_j ds_ij k_j, dk_j = scale sum_i ds_ij q_i, dv_j = sum_i p_ij dO_i.
+ * With dropout, z_ij = keep_ij / (1 - p) (keep_ij from Note [Dropout masks] in
+ * src/core/random.h, element (b, i, j) of the (B H, L, S) probabilities):
+ *   o_i = sum_j z_ij p_ij v_j, ds_ij = p_ij (z_ij dO_i . v_j - delta_i),
+ *   dv_j = sum_i z_ij p_ij dO_i, and lse and delta as without. */
 #include <math.h>
 #include <string.h>
 
 #include "core/factory.h"
+#include "core/random.h"
 #include "core/view.h"
 #include "cpu/cpu_backend.h"
 #include "meta/nn_fused.h"
@@ -21,6 +26,23 @@ static double dot(const double *a, const double *b, int64_t n) {
     for (int64_t i = 0; i < n; i++)
         s += a[i] * b[i];
     return s;
+}
+
+/* The dropout mask of one call: z(n) = keep(n) / (1 - p), or 1 without dropout. */
+typedef struct {
+    bool on;
+    uint64_t seed, offset, threshold;
+    double scale;
+} mask;
+
+static double mask_at(const mask *m, int64_t n) {
+    return !m->on ? 1.0 : ct_dropout_keep(m->seed, m->offset, (uint64_t)n, m->threshold) ? m->scale : 0.0;
+}
+
+static mask make_mask(double p, uint64_t seed, uint64_t offset) {
+    ct_flash_dropout_consts c = ct_flash_dropout_consts_of(p);
+    mask m = {.on = p > 0, .seed = seed, .offset = offset, .threshold = c.threshold, .scale = c.scale};
+    return m;
 }
 
 /* The number of keys row i sees. */
@@ -34,9 +56,17 @@ ct_status ct_cpu__flash_attention_forward(ct_keyset ks, ct_call *call, void *ud)
     ct_status st = ct_flash_check(op, q0, call->in[1], call->in[2], &g);
     if (st)
         return st;
+    double dropout;
+    if ((st = ct_flash_dropout(op, call, &dropout)))
+        return st;
     bool causal = call->ints[0] != 0;
     double scale = ct_scalar_to_double(call->s[0]);
     int64_t bh = q0->shape[0] * q0->shape[1], lq = g.l, lk = g.s, d = g.e;
+    /* the generator advances as dropout over the (B, H, L, S) probabilities would */
+    uint64_t seed = 0, offset = 0;
+    if (dropout > 0 && bh * lq * lk > 0)
+        ct_generator_reserve(ct_default_generator(), ct_dropout_counters((uint64_t)(bh * lq * lk)), &seed, &offset);
+    const mask z = make_mask(dropout, seed, offset);
     ct_scope_begin();
     ct_tensor *q = ct_nn_as_work(q0, CT_DTYPE_FLOAT64), *k = ct_nn_as_work(call->in[1], CT_DTYPE_FLOAT64),
               *v = ct_nn_as_work(call->in[2], CT_DTYPE_FLOAT64);
@@ -60,10 +90,10 @@ ct_status ct_cpu__flash_attention_forward(ct_keyset ks, ct_call *call, void *ud)
                     m = s[j] > m ? s[j] : m;
                 }
                 for (int64_t j = 0; j < n; j++) {
-                    double p = exp(s[j] - m);
+                    double p = exp(s[j] - m), pz = p * mask_at(&z, (b * lq + i) * lk + j);
                     l += p;
                     for (int64_t c = 0; c < d; c++)
-                        oi[c] += p * vb[j * d + c];
+                        oi[c] += pz * vb[j * d + c];
                 }
                 for (int64_t c = 0; n > 0 && c < d; c++)
                     oi[c] /= l;
@@ -72,6 +102,15 @@ ct_status ct_cpu__flash_attention_forward(ct_keyset ks, ct_call *call, void *ud)
         st = ct_nn_set_out(call, 0, o, q0->dtype);
         if (st == CT_OK)
             st = ct_nn_set_out(call, 1, lse, ct_flash_lse_dtype(q0->dtype));
+        if (st == CT_OK && dropout > 0) {
+            const int64_t two = 2;
+            ct_tensor *rs = ct_empty_impl(&two, 1, CT_DTYPE_INT64, q0->device);
+            if (rs) {
+                ((int64_t *)ct_tensor_data(rs))[0] = (int64_t)seed;
+                ((int64_t *)ct_tensor_data(rs))[1] = (int64_t)offset;
+            }
+            st = rs ? ct_call_set_output(call, 2, rs) : ct_last_status();
+        }
     }
     ct_scope_end();
     return st;
@@ -85,8 +124,12 @@ ct_status ct_cpu__flash_attention_backward(ct_keyset ks, ct_call *call, void *ud
         return st;
     const ct_tensor *q0 = call->in[1], *k0 = call->in[2];
     bool causal = call->ints[0] != 0;
-    double scale = ct_scalar_to_double(call->s[0]);
+    double scale = ct_scalar_to_double(call->s[0]), dropout;
+    if ((st = ct_flash_dropout("_flash_attention_backward", call, &dropout)))
+        return st;
     int64_t bh = q0->shape[0] * q0->shape[1], lq = g.l, lk = g.s, d = g.e;
+    const int64_t *rs = dropout > 0 ? (const int64_t *)ct_tensor_ptr(call->list[2]) : NULL;
+    const mask z = make_mask(dropout, rs ? (uint64_t)rs[0] : 0, rs ? (uint64_t)rs[1] : 0);
     ct_dtype wd = CT_DTYPE_FLOAT64;
     ct_scope_begin();
     ct_tensor *go = ct_nn_as_work(call->in[0], wd), *q = ct_nn_as_work(q0, wd), *k = ct_nn_as_work(k0, wd),
@@ -107,10 +150,10 @@ ct_status ct_cpu__flash_attention_backward(ct_keyset ks, ct_call *call, void *ud
                 int64_t n = keys_seen(i, lk, causal);
                 for (int64_t j = 0; j < n; j++) {
                     int64_t c0 = (b * lk + j) * d;
-                    double p = exp(scale * dot(qi, kp + c0, d) - lse_i);
-                    double ds = p * (dot(doi, vp + c0, d) - delta);
+                    double p = exp(scale * dot(qi, kp + c0, d) - lse_i), zij = mask_at(&z, r * lk + j);
+                    double ds = p * (zij * dot(doi, vp + c0, d) - delta);
                     for (int64_t c = 0; c < d; c++) {
-                        gvp[c0 + c] += p * doi[c];
+                        gvp[c0 + c] += zij * p * doi[c];
                         dqi[c] += scale * ds * kp[c0 + c];
                         gkp[c0 + c] += scale * ds * qi[c];
                     }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/factory.h"
+#include "core/random.h"
 #include "core/view.h"
 #include "ctorch/nn.h"
 #include "cuda/cuda_ops.h"
@@ -52,16 +53,41 @@ static ct_status flash_forward_kernel(ct_keyset ks, ct_call *call, void *ud) {
         st = need_kernel_dtype(op, q0, sg.e);
     if (st)
         return st;
+    double dropout;
+    if ((st = ct_flash_dropout(op, call, &dropout)))
+        return st;
     if (!ct_cuda_use_device(op, q0->device.index))
         return ct_last_status();
     ct_cuda_flash_geom g = {.b = q0->shape[0], .h = q0->shape[1], .lq = sg.l, .lk = sg.s, .d = sg.e,
                             .causal = call->ints[0] != 0, .scale = ct_scalar_to_double(call->s[0])};
+    /* Note [Flash attention dropout] (flash_attn.cu): the counters dropout over the
+     * (B, H, L, S) probabilities would reserve, read from the graph's words while
+     * capturing */
+    const uint64_t n = (uint64_t)(g.b * g.h * g.lq * g.lk);
+    if (dropout > 0) {
+        ct_flash_dropout_consts dc = ct_flash_dropout_consts_of(dropout);
+        g.dropout = true;
+        g.threshold = dc.threshold;
+        g.drop_scale = dc.scale;
+        if (n > 0) {
+            ct_generator_reserve(ct_default_generator(), ct_dropout_counters(n), &g.seed, &g.offset);
+            if (ct_cuda_capturing() &&
+                ct_cuda_capture_random(op, g.seed, g.offset, ct_dropout_counters(n), &g.state, &g.offset))
+                return ct_last_status();
+        }
+    }
     ct_scope_begin();
     const ct_tensor *q = readable(q0, g.q_str), *k = readable(call->in[1], g.k_str),
                     *v = readable(call->in[2], g.v_str);
     ct_tensor *o = ct_empty_impl(q0->shape, 4, q0->dtype, q0->device);
     ct_tensor *lse = ct_empty_impl(q0->shape, 3, CT_DTYPE_FLOAT32, q0->device);
-    st = q && k && v && o && lse
+    const int64_t two = 2;
+    /* the kernel writes rng_state; with nothing to draw it stays (0, 0) */
+    ct_tensor *rng = !g.dropout ? NULL
+                     : n > 0    ? ct_empty_impl(&two, 1, CT_DTYPE_INT64, q0->device)
+                                : ct_zeros_impl(&two, 1, CT_DTYPE_INT64, q0->device);
+    g.rng = rng ? (int64_t *)ct_tensor_ptr(rng) : NULL;
+    st = q && k && v && o && lse && (rng || !g.dropout)
              ? ct_cuda_flash_fwd(q0->dtype, ct_tensor_ptr(q), ct_tensor_ptr(k), ct_tensor_ptr(v), ct_tensor_ptr(o),
                                  (float *)ct_tensor_ptr(lse), &g, q0->device.index)
              : ct_last_status();
@@ -69,6 +95,8 @@ static ct_status flash_forward_kernel(ct_keyset ks, ct_call *call, void *ud) {
         st = ct_call_set_output(call, 0, o);
     if (st == CT_OK)
         st = ct_call_set_output(call, 1, lse);
+    if (st == CT_OK && rng)
+        st = ct_call_set_output(call, 2, rng);
     ct_scope_end();
     return st;
 }
@@ -87,6 +115,16 @@ static ct_status flash_backward_kernel(ct_keyset ks, ct_call *call, void *ud) {
         return ct_last_status();
     ct_cuda_flash_geom g = {.b = q0->shape[0], .h = q0->shape[1], .lq = sg.l, .lk = sg.s, .d = sg.e,
                             .causal = call->ints[0] != 0, .scale = ct_scalar_to_double(call->s[0])};
+    double dropout;
+    if ((st = ct_flash_dropout(op, call, &dropout)))
+        return st;
+    if (dropout > 0) { /* the mask of the forward, from its rng_state */
+        ct_flash_dropout_consts dc = ct_flash_dropout_consts_of(dropout);
+        g.dropout = true;
+        g.threshold = dc.threshold;
+        g.drop_scale = dc.scale;
+        g.rng = (int64_t *)ct_tensor_ptr(call->list[2]);
+    }
     ct_device dev = q0->device;
     ct_scope_begin();
     const ct_tensor *go = readable(call->in[0], g.go_str), *q = readable(q0, g.q_str), *k = readable(k0, g.k_str),

@@ -35,13 +35,30 @@
  * shuffles share the issue slots). The backward's block of 64 keys (16 a warp) keeps
  * dK and dV in registers; with MUFU.EX2 for the exponentials instead of exp2f and one
  * float2 atomic (sm_90) instead of two float atomics for dQ, it went from 1.20 ms to
- * 0.96 ms (107 to 134 TFLOP/s, counting 2.5 times the forward's FLOPs). */
+ * 0.96 ms (107 to 134 TFLOP/s, counting 2.5 times the forward's FLOPs).
+ *
+ * Note [Flash attention dropout]
+ * With dropout the forward drops probabilities after they are summed into the row's
+ * normaliser l (the softmax is of the undropped scores, as in the formula) and before
+ * P V, and scales the output by 1 / (1 - p) with 1 / l. Whether element (i, j) of
+ * (b, h) is kept is Note [Dropout masks]'s test on element (bh L + i) S + j, so the
+ * mask is the one dropout would draw over the (B, H, L, S) probabilities of the
+ * unfused formula (and the CPU's reference kernel draws), and the call reserves as
+ * many counters. A thread holds two adjacent keys of a row, so the forward gets both
+ * from one Philox block; the backward holds two adjacent queries of a key, which are
+ * S elements apart, so it draws each. With Z = mask / (1 - p) the backward is
+ * dV += (Z * P)^T dO and dS = P * (Z * dP - delta); delta = rowsum(dO * O) is
+ * unchanged because O is the dropped output. The forward writes the seed and first
+ * counter it used (after the graph's words, Note [Random numbers in a graph]) to
+ * rng_state, which the backward reads on the device, so a captured step's backward
+ * draws the mask of the same replay's forward. */
 #include <cuda_bf16.h>
 #include <string.h>
 #include <cuda_fp16.h>
 
 #include "flash_attn.h"
 #include "kernels.cuh"
+#include "philox.cuh"
 
 #define FA_THREADS 128
 #define FA_BR 64 /* query rows per block (forward) / per step (backward) */
@@ -181,6 +198,11 @@ struct fa_params {
     int h, lq, lk, d;
     bool causal;
     float scale, scale_log2;
+    bool dropout; /* Note [Flash attention dropout] */
+    float drop_scale;
+    uint64_t threshold, seed, offset;
+    const uint64_t *state;
+    int64_t *rng;
 };
 
 #define FA_LOG2E 1.4426950408889634f
@@ -205,6 +227,14 @@ template <typename T, int D, int MT> __global__ void __launch_bounds__(FA_THREAD
     const T *q = (const T *)p.q + b * p.q_str[0] + h * p.q_str[1];
     const T *k = (const T *)p.k + b * p.k_str[0] + h * p.k_str[1];
     const T *v = (const T *)p.v + b * p.v_str[0] + h * p.v_str[1];
+    uint64_t seed = p.seed, offset = p.offset;
+    if (p.dropout) {
+        graph_state(p.state, &seed, &offset);
+        if (blockIdx.x == 0 && threadIdx.x == 0) {
+            p.rng[0] = (int64_t)seed;
+            p.rng[1] = (int64_t)offset;
+        }
+    }
 
     int nkv = (p.lk + FA_BC - 1) / FA_BC;
     if (p.causal) {
@@ -310,6 +340,27 @@ template <typename T, int D, int MT> __global__ void __launch_bounds__(FA_THREAD
 #pragma unroll
             for (int r = 0; r < 2; r++)
                 l[mt][r] = l[mt][r] * alpha[r] + rs[r];
+            if (p.dropout) { /* after the sums: the normaliser is the undropped one */
+#pragma unroll
+                for (int r = 0; r < 2; r++) {
+                    const int row = row0 + mt * 16 + r * 8;
+                    if (row >= p.lq)
+                        continue;
+                    const uint64_t base_n = ((uint64_t)bh * p.lq + row) * p.lk;
+#pragma unroll
+                    for (int nt = 0; nt < FA_BC / 8; nt++) {
+                        const int col = k0 + nt * 8 + t * 2;
+                        if (col >= p.lk || (p.causal && col > row))
+                            continue; /* already 0 */
+                        bool k0_, k1_;
+                        dropout_keep2(seed, offset, base_n + col, p.threshold, &k0_, &k1_);
+                        if (!k0_)
+                            s[mt][nt][2 * r] = 0.f;
+                        if (!k1_)
+                            s[mt][nt][2 * r + 1] = 0.f;
+                    }
+                }
+            }
 #pragma unroll
             for (int i = 0; i < D / 8; i++) {
                 o[mt][i][0] *= alpha[0];
@@ -351,6 +402,8 @@ template <typename T, int D, int MT> __global__ void __launch_bounds__(FA_THREAD
         for (int r = 0; r < 2; r++) {
             float lt = quad_sum(l[mt][r]);
             float inv = lt > 0.f ? 1.f / lt : 0.f;
+            if (p.dropout)
+                inv *= p.drop_scale;
             int row = row0 + mt * 16 + r * 8;
             if (row >= p.lq)
                 continue;
@@ -409,6 +462,7 @@ template <typename T, int D> __global__ void __launch_bounds__(FA_THREADS) fa_bw
     const T *go = (const T *)p.go + b * p.go_str[0] + h * p.go_str[1];
     const float *lse = p.lse + (int64_t)bh * p.lq, *delta = p.delta + (int64_t)bh * p.lq;
     float *dq = p.dq + (int64_t)bh * p.lq * p.d;
+    const uint64_t seed = p.dropout ? (uint64_t)p.rng[0] : 0, offset = p.dropout ? (uint64_t)p.rng[1] : 0;
 
     load_tile<T, D>(sk, k, p.k_str[2], k0, p.lk, p.d);
     load_tile<T, D>(sv, v, p.v_str[2], k0, p.lk, p.d);
@@ -473,8 +527,19 @@ template <typename T, int D> __global__ void __launch_bounds__(FA_THREADS) fa_bw
                     if (kr >= p.lk || (p.causal && kr > q0 + cl))
                         pv = 0.f;
                 }
-                s[nt][e] = pv;
-                dp[nt][e] = pv * (dp[nt][e] - s_delta[cl]);
+                if (p.dropout) { /* Note [Flash attention dropout] */
+                    const int kr = krow0 + (e >> 1) * 8, qr = q0 + cl;
+                    const float z =
+                        kr < p.lk && qr < p.lq && pv != 0.f &&
+                                dropout_keep(seed, offset, ((uint64_t)bh * p.lq + qr) * p.lk + kr, p.threshold)
+                            ? p.drop_scale
+                            : 0.f;
+                    s[nt][e] = pv * z;
+                    dp[nt][e] = pv * (dp[nt][e] * z - s_delta[cl]);
+                } else {
+                    s[nt][e] = pv;
+                    dp[nt][e] = pv * (dp[nt][e] - s_delta[cl]);
+                }
             }
         /* dV += P^T dO, dK += dS^T Q (k: the 64 queries) */
 #pragma unroll
@@ -576,6 +641,13 @@ fa_params make_params(const ct_cuda_flash_geom *g) {
     p.causal = g->causal;
     p.scale = (float)g->scale;
     p.scale_log2 = (float)(g->scale * 1.4426950408889634);
+    p.dropout = g->dropout;
+    p.drop_scale = (float)g->drop_scale;
+    p.threshold = g->threshold;
+    p.seed = g->seed;
+    p.offset = g->offset;
+    p.state = g->state;
+    p.rng = g->rng;
     return p;
 }
 

@@ -19,6 +19,17 @@ typedef struct ct_cuda_flash_geom {
     int64_t q_str[3], k_str[3], v_str[3], o_str[3], go_str[3];
     bool causal;
     double scale;
+    /* Dropout (Note [Dropout masks] in src/core/random.h): element n = (bh L + i) S + j
+     * of the probabilities is kept when its 53-bit draw is below threshold and scaled
+     * by drop_scale. Forward: (seed, offset) by value, or the graph's words in state
+     * (Note [Random numbers in a graph]); it writes what it used to rng[0..1].
+     * Backward: reads them from rng. */
+    bool dropout;
+    uint64_t threshold;
+    double drop_scale;
+    uint64_t seed, offset;
+    const uint64_t *state;
+    int64_t *rng;
 } ct_cuda_flash_geom;
 
 /* Whether a tensor of this base pointer and (batch, head, row) strides can be read by

@@ -21,45 +21,13 @@
  * with a one-thread kernel queued before the graph, as PyTorch's graph-safe
  * generator does. A replay thus draws exactly what the same work would draw eagerly
  * from the generator's state at the replay (same seed, same numbers as CPU and eager
- * GPU), and successive replays draw fresh numbers. Replays of one graph on two streams
- * at once would share the two words; replay it on one stream. */
+ * GPU), and successive replays draw fresh numbers. The capture itself runs nothing:
+ * ct_cuda_graph_end gives its span back to the generator (when nothing else drew
+ * after it), so a replay right after the capture draws what the captured work would
+ * have drawn eagerly in its place. Replays of one graph on two streams at once would
+ * share the two words; replay it on one stream. */
 #include "casts.cuh"
-
-extern "C" {
-#include "core/random.h"
-}
-
-static __device__ __forceinline__ void philox_block(uint64_t seed, uint64_t counter, uint32_t out[4]) {
-    uint32_t c0 = (uint32_t)counter, c1 = (uint32_t)(counter >> 32), c2 = 0, c3 = 0;
-    uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
-#pragma unroll
-    for (int r = 0; r < CT_PHILOX_ROUNDS; r++) {
-        if (r > 0) {
-            k0 += CT_PHILOX_W0;
-            k1 += CT_PHILOX_W1;
-        }
-        uint32_t hi0 = __umulhi(CT_PHILOX_M0, c0), lo0 = CT_PHILOX_M0 * c0;
-        uint32_t hi1 = __umulhi(CT_PHILOX_M1, c2), lo1 = CT_PHILOX_M1 * c2;
-        uint32_t n0 = hi1 ^ c1 ^ k0;
-        uint32_t n2 = hi0 ^ c3 ^ k1;
-        c1 = lo1;
-        c3 = lo0;
-        c0 = n0;
-        c2 = n2;
-    }
-    out[0] = c0;
-    out[1] = c1;
-    out[2] = c2;
-    out[3] = c3;
-}
-
-/* Note [Random numbers in a graph]: inside a capture, the graph's seed and start. */
-static __device__ __forceinline__ void graph_state(const uint64_t *state, uint64_t *seed, uint64_t *offset) {
-    if (state) {
-        *seed = state[0];
-        *offset += state[1];
-    }
-}
+#include "philox.cuh"
 
 static __device__ __forceinline__ double uniform_bits(uint64_t x, int digits) {
     return __dmul_rn((double)(x & ((1ull << digits) - 1)), 1.0 / (double)(1ull << digits));

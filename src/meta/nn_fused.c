@@ -4,6 +4,7 @@
 #include "core/checks.h"
 #include "core/dtype.h"
 #include "core/factory.h"
+#include "core/random.h"
 #include "core/view.h"
 #include "meta/kernels.h"
 #include "meta/nn_fused.h"
@@ -718,15 +719,50 @@ ct_status ct_flash_check(const char *op, const ct_tensor *q, const ct_tensor *k,
     return ct_nn_same_device(op, ts, 3);
 }
 
-/* in: grad_out, q, k, v; list: out, logsumexp. */
+ct_status ct_flash_dropout(const char *op, const ct_call *call, double *p) {
+    *p = call->nscalars > 1 ? ct_scalar_to_double(call->s[1]) : 0.0;
+    if (!(*p >= 0 && *p <= 1))
+        return ct_error(CT_ERROR_VALUE, op, "dropout probability has to be between 0 and 1, but got %g", *p);
+    return CT_OK;
+}
+
+ct_flash_dropout_consts ct_flash_dropout_consts_of(double p) {
+    ct_flash_dropout_consts c = {.threshold = ct_dropout_threshold(1.0 - p), .scale = p < 1 ? 1.0 / (1.0 - p) : 0.0};
+    return c;
+}
+
+/* rng_state as a flash forward with dropout made it: two int64 on device. */
+static ct_status check_rng_state(const char *op, const ct_tensor *r, ct_device device) {
+    if (r->dtype != CT_DTYPE_INT64 || r->ndim != 1 || r->shape[0] != 2 || r->strides[0] != 1 ||
+        !ct_device_equal(r->device, device)) {
+        char a[96], d0[32], d1[32];
+        return ct_error(CT_ERROR_VALUE, op,
+                        "rng_state (%s %s on %s) must be the forward's: 2 int64 (seed, offset) on %s",
+                        ct_dtype_name(r->dtype), ct_shape_str(r->shape, r->ndim, a, sizeof a),
+                        ct_device_str(r->device, d0, sizeof d0), ct_device_str(device, d1, sizeof d1));
+    }
+    return CT_OK;
+}
+
+/* in: grad_out, q, k, v; list: out, logsumexp, and rng_state with dropout. */
 ct_status ct_flash_backward_check(const ct_call *call, ct_sdpa_geom *g) {
     const char *op = "_flash_attention_backward";
     const ct_tensor *go = call->in[0], *q = call->in[1];
-    if (call->nlist != 2 || !call->list[0] || !call->list[1])
-        return ct_error(CT_ERROR_VALUE, op, "expected the forward's out and logsumexp");
-    const ct_tensor *o = call->list[0], *lse = call->list[1];
-    ct_status st = ct_flash_check(op, q, call->in[2], call->in[3], g);
+    double p;
+    ct_status st = ct_flash_dropout(op, call, &p);
     if (st)
+        return st;
+    const int want = p > 0 ? 3 : 2;
+    if (call->nlist != want || !call->list[0] || !call->list[1] || (want == 3 && !call->list[2]))
+        return ct_error(CT_ERROR_VALUE, op,
+                        p > 0 ? "expected the forward's out, logsumexp and rng_state (dropout_p = %g)"
+                              : "expected the forward's out and logsumexp (dropout_p = %g: no rng_state)",
+                        p);
+    const ct_tensor *o = call->list[0], *lse = call->list[1];
+    st = ct_flash_check(op, q, call->in[2], call->in[3], g);
+    if (st)
+        return st;
+    if (want == 3 && (st = check_rng_state(op, call->list[2], q->device)))
         return st;
     const ct_tensor *pair[2] = {go, o};
     const char *names[2] = {"grad_out", "out"};
@@ -787,12 +823,16 @@ ct_status ct_meta__flash_attention_forward(ct_keyset ks, ct_call *call, void *ud
     (void)ks, (void)ud;
     ct_sdpa_geom g;
     const ct_tensor *q = call->in[0];
+    double p;
     ct_status st = ct_flash_check("_flash_attention_forward", q, call->in[1], call->in[2], &g);
+    if (st == CT_OK)
+        st = ct_flash_dropout("_flash_attention_forward", call, &p);
     if (st)
         return st;
-    if ((st = set_meta(call, 0, q->shape, 4, q->dtype)))
+    if ((st = set_meta(call, 0, q->shape, 4, q->dtype)) || (st = set_meta(call, 1, q->shape, 3, ct_flash_lse_dtype(q->dtype))))
         return st;
-    return set_meta(call, 1, q->shape, 3, ct_flash_lse_dtype(q->dtype));
+    const int64_t two = 2;
+    return p > 0 ? set_meta(call, 2, &two, 1, CT_DTYPE_INT64) : CT_OK;
 }
 
 ct_status ct_meta__flash_attention_backward(ct_keyset ks, ct_call *call, void *ud) {

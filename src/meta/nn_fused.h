@@ -86,12 +86,23 @@ ct_status ct_sdpa_check(const char *op, const ct_tensor *q, const ct_tensor *k, 
                         const ct_tensor *mask, bool is_causal, ct_sdpa_geom *g);
 /* _flash_attention_forward: ct_sdpa_check without a mask, and q (B, H, L, E), k and v
  * (B, H, S, E) on one device. _flash_attention_backward: the same, grad_out and out of
- * q's shape and dtype, logsumexp (B, H, L) of ct_flash_lse_dtype. */
+ * q's shape and dtype, logsumexp (B, H, L) of ct_flash_lse_dtype, and with dropout the
+ * forward's rng_state (2 int64) third in the list. */
 ct_status ct_flash_check(const char *op, const ct_tensor *q, const ct_tensor *k, const ct_tensor *v,
                          ct_sdpa_geom *g);
 ct_status ct_flash_backward_check(const ct_call *call, ct_sdpa_geom *g);
 /* The dtype of flash attention's logsumexp: float64 for float64 inputs, else float32. */
 ct_dtype ct_flash_lse_dtype(ct_dtype d);
+/* The dropout probability of a flash call (its s[1]), checked to lie in [0, 1]. */
+ct_status ct_flash_dropout(const char *op, const ct_call *call, double *p);
+/* What a flash kernel with dropout needs: the 53-bit keep threshold (Note [Dropout
+ * masks] in src/core/random.h) and the factor 1 / (1 - p) for the kept (0 when p = 1,
+ * where nothing is kept). */
+typedef struct ct_flash_dropout_consts {
+    uint64_t threshold;
+    double scale;
+} ct_flash_dropout_consts;
+ct_flash_dropout_consts ct_flash_dropout_consts_of(double p);
 
 /* nll_loss: in (input, target, weight or NULL); ints reduction, ignore_index. */
 typedef struct ct_nll_geom {

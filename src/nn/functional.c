@@ -355,7 +355,8 @@ ct_tensor *ct_dropout(const ct_tensor *input, double p, bool training) {
 
 /* ------------------------------------------------------------------ attention */
 
-/* The reference formula, for dropout: softmax(q k^T scale + mask), dropout, @ v. */
+/* The reference formula, for dropout where flash attention does not apply:
+ * softmax(q k^T scale + mask), dropout, @ v. */
 static ct_tensor *sdpa_math(const ct_tensor *q, const ct_tensor *k, const ct_tensor *v, const ct_tensor *mask,
                             double dropout_p, bool is_causal, double scale) {
     int64_t l = ct_tensor_size(q, -2), s = ct_tensor_size(k, -2);
@@ -387,6 +388,11 @@ ct_tensor *ct_scaled_dot_product_attention(const ct_tensor *query, const ct_tens
     }
     if (dropout_p == 0) /* the op checks its arguments */
         return ct_fused_scaled_dot_product_attention(query, key, value, attn_mask, is_causal, scale);
+    /* flash attention drops out inside its kernels, with the mask the formula below
+     * would draw (Note [Dropout masks]) */
+    if (ct_backends_cuda_can_use_flash_attention(query, key, value, attn_mask))
+        return ct_fused_scaled_dot_product_attention_dropout(query, key, value, attn_mask, is_causal, scale,
+                                                             dropout_p);
     if (ct_scaled_dot_product_attention_check(query, key, value, attn_mask, is_causal))
         return NULL;
     int64_t e = ct_tensor_size(query, -1);
