@@ -404,28 +404,35 @@ static void test_adamw_step_capturable(void **state) {
 
 /* ------------------------------------------------------------------ random numbers */
 
-/* Note [Random numbers in a graph]: rand, randn and dropout (bernoulli_) in a graph. A
- * replay draws what the same calls draw eagerly from the generator's state at the
- * replay, so two replays after one seed give the first and second eager runs after that
- * seed, and the CPU's numbers (Note [Same numbers on CPU and GPU]). */
+/* Note [Random numbers in a graph]: rand, randn, dropout (bernoulli_) and flash
+ * attention's dropout in a graph. A replay draws what the same calls draw eagerly from
+ * the generator's state at the replay, and the capture draws nothing, so two replays
+ * after a seed and a capture give the first and second eager runs after that seed,
+ * and the CPU's numbers (Note [Same numbers on CPU and GPU]). */
+#define NRANDOM 5
 static void random_work(const ct_tensor *x, ct_tensor **out) {
     out[0] = ct_rand(CT_SHAPE(37, 5), CT_F32, CUDA0);
     out[1] = ct_dropout(x, 0.3, true);
     out[2] = ct_randn(CT_SHAPE(1001), CT_F64, CUDA0);
     out[3] = ct_mul_scalar(ct_rand(CT_SHAPE(64), CT_BF16, CUDA0), ct_scalar_float(2.0));
+    /* (2, 2, 33, 16) bfloat16 heads: the flash kernels, dropout inside */
+    ct_tensor *h = ct_to_dtype(ct_view(ct_narrow(ct_reshape(x, CT_SHAPE(33 * 70)), 0, 0, 2 * 2 * 33 * 16),
+                                       CT_SHAPE(2, 2, 33, 16)),
+                               CT_BF16);
+    out[4] = ct_scaled_dot_product_attention(h, h, h, NULL, 0.4, true, NULL);
 }
 
 static void test_random_replays(void **state) {
     (void)state;
     ct_scope_begin();
     ct_tensor *x = gpu_values(CT_SHAPE(33, 70), 11);
-    ct_tensor *eager1[4], *eager2[4], *cpu1[1], *captured[4];
+    ct_tensor *eager1[NRANDOM], *eager2[NRANDOM], *cpu1[1], *captured[NRANDOM];
     ct_manual_seed(5);
     random_work(x, eager1);
     random_work(x, eager2);
     ct_manual_seed(5);
     cpu1[0] = ct_rand(CT_SHAPE(37, 5), CT_F32, CT_CPU);
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < NRANDOM; i++) {
         assert_ct(eager1[i]);
         assert_ct(eager2[i]);
         eager1[i] = ct_to_device(eager1[i], CT_CPU);
@@ -433,29 +440,35 @@ static void test_random_replays(void **state) {
     }
     assert_same(eager1[0], cpu1[0], "eager rand against the CPU's");
 
+    ct_manual_seed(5);
     uint64_t before = ct_initial_seed();
     assert_st(ct_cuda_graph_begin(g_stream, NULL));
     random_work(x, captured);
     ct_cuda_graph *g = NULL;
     assert_st(ct_cuda_graph_end(g_stream, &g));
     assert_int_equal(ct_initial_seed(), before);
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < NRANDOM; i++)
         assert_ct(captured[i]);
 
-    ct_manual_seed(5);
-    assert_st(ct_cuda_graph_replay(g));
+    assert_st(ct_cuda_graph_replay(g)); /* no seed again: the capture drew nothing */
     assert_st(ct_cuda_stream_synchronize(g_stream));
-    for (int i = 0; i < 4; i++)
-        assert_same(captured[i], eager1[i], "first replay after the seed");
+    for (int i = 0; i < NRANDOM; i++)
+        assert_same(captured[i], eager1[i], "first replay after the seed and the capture");
     assert_same(captured[0], cpu1[0], "replayed rand against the CPU's");
     assert_st(ct_cuda_graph_replay(g));
     assert_st(ct_cuda_stream_synchronize(g_stream));
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < NRANDOM; i++)
         assert_same(captured[i], eager2[i], "second replay");
+    ct_manual_seed(5);
+    assert_st(ct_cuda_graph_replay(g));
+    assert_st(ct_cuda_stream_synchronize(g_stream));
+    for (int i = 0; i < NRANDOM; i++)
+        assert_same(captured[i], eager1[i], "a replay after the seed again");
+    assert_st(ct_cuda_graph_replay(g));
     /* eager draws after the replays continue the stream: the third run's numbers */
     ct_tensor *third = ct_to_device(ct_rand(CT_SHAPE(37, 5), CT_F32, CUDA0), CT_CPU);
     ct_manual_seed(5);
-    ct_tensor *eager3[4];
+    ct_tensor *eager3[NRANDOM];
     random_work(x, eager3);
     random_work(x, eager3);
     assert_same(third, ct_to_device(ct_rand(CT_SHAPE(37, 5), CT_F32, CUDA0), CT_CPU), "draws after the replays");

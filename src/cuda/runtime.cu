@@ -771,6 +771,14 @@ extern "C" ct_status ct_cudart_graph_end(ct_cuda_stream *stream, ct_cuda_graph *
     uint64_t *rng = cap.rng_state;
     bool rng_used = cap.rng_used;
     uint64_t rng_span = cap.rng_end - cap.rng_first;
+    /* Note [Random numbers in a graph]: the capture ran nothing, so it gives its span
+     * back when nothing else drew since */
+    if (rng_used) {
+        uint64_t seed, at;
+        ct_generator_get_state(ct_default_generator(), &seed, &at);
+        if (seed == cap.rng_seed && at == cap.rng_end)
+            ct_generator_set_state(ct_default_generator(), seed, cap.rng_first);
+    }
     cudaGraph_t g = NULL;
     cudaError_t e = cudaStreamEndCapture(cap.stream->s, &g);
     cap.active = false;
