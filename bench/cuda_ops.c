@@ -178,13 +178,16 @@ static int bench_launch(void) {
     return rc;
 }
 
-/* Attention at GPT-2 124M's shape (B 32, H 12, T 1024, D 64, causal, bfloat16): the
- * flash op (forward; forward and backward) against the math path (the attention op
- * that holds the (B, H, T, T) probabilities). FLOPs as FlashAttention's papers count
- * them: 4 B H T^2 D / 2 for the causal forward, 2.5 times that for the backward. */
+/* Attention at GPT-2 124M's shape (B 32, H 12, T 1024, D 64, causal, bfloat16) and the
+ * char model's (B 64, H 6, T 256): the flash op (forward; forward and backward), with
+ * dropout 0.1 (Note [Flash attention dropout]) and without, and at GPT-2's shape the
+ * math path (the attention op that holds the (B, H, T, T) probabilities). FLOPs as
+ * FlashAttention's papers count them: 4 B H T^2 D / 2 for the causal forward, 2.5
+ * times that for the backward (dropout's draws not counted). */
 typedef struct {
     ct_tensor *q, *k, *v, *go;
     bool flash, backward;
+    double dropout;
 } attn_job;
 
 static bool run_attention(void *ctx) {
@@ -192,10 +195,11 @@ static bool run_attention(void *ctx) {
     ct_scope_begin();
     bool ok;
     if (j->flash) {
-        ct_tensor *o, *l, *a, *b, *c;
-        ok = ct_flash_attention_forward(j->q, j->k, j->v, true, NULL, &o, &l) == CT_OK;
+        ct_tensor *o, *l, *r, *a, *b, *c;
+        ok = ct_flash_attention_forward_dropout(j->q, j->k, j->v, true, NULL, j->dropout, &o, &l, &r) == CT_OK;
         if (ok && j->backward)
-            ok = ct_flash_attention_backward(j->go, j->q, j->k, j->v, o, l, true, NULL, &a, &b, &c) == CT_OK;
+            ok = ct_flash_attention_backward_dropout(j->go, j->q, j->k, j->v, o, l, r, true, NULL, j->dropout, &a, &b,
+                                                     &c) == CT_OK;
     } else {
         ct_tensor *a, *b, *c;
         ok = ct_fused_scaled_dot_product_attention(j->q, j->k, j->v, NULL, true, NULL) != NULL;
@@ -249,17 +253,20 @@ static bool run_nn(void *ctx) {
     return ok;
 }
 
-static int bench_attention(void) {
+static int bench_attention_at(int64_t b, int64_t h, int64_t t, const char *label, bool math) {
     ct_scope_begin();
     ct_manual_seed(3);
-    int64_t shape[4] = {32, 12, 1024, 64};
+    int64_t shape[4] = {b, h, t, 64};
     attn_job j = {ct_randn(shape, 4, CT_BF16, CT_CUDA(0)), ct_randn(shape, 4, CT_BF16, CT_CUDA(0)),
-                  ct_randn(shape, 4, CT_BF16, CT_CUDA(0)), ct_randn(shape, 4, CT_BF16, CT_CUDA(0)), true, false};
+                  ct_randn(shape, 4, CT_BF16, CT_CUDA(0)), ct_randn(shape, 4, CT_BF16, CT_CUDA(0)), true, false, 0.0};
     int rc = check(j.q && j.k && j.v && j.go, "allocating the attention operands");
-    double fwd_flop = 4.0 * 32 * 12 * 1024.0 * 1024.0 * 64 / 2;
-    for (int m = 0; m < 4 && !rc; m++) {
-        j.flash = m < 2;
+    double fwd_flop = 4.0 * (double)(b * h) * (double)t * (double)t * 64 / 2;
+    for (int m = 0; m < 6 && !rc; m++) {
+        j.flash = m < 4;
         j.backward = m % 2 == 1;
+        j.dropout = m == 2 || m == 3 ? 0.1 : 0.0;
+        if (!j.flash && !math)
+            break;
         bool was = ct_backends_cuda_flash_sdp_enabled();
         ct_backends_cuda_enable_flash_sdp(j.flash);
         double ms = time_ms(run_attention, &j, 2, j.flash ? 20 : 5);
@@ -270,11 +277,16 @@ static int bench_attention(void) {
         double flop = fwd_flop * (j.backward ? 3.5 : 1.0);
         const char *name = j.flash ? (j.backward ? "flash_attn_fwd_bwd" : "flash_attn_fwd")
                                    : (j.backward ? "math_attn_fwd_bwd" : "math_attn_fwd");
-        printf("%s_bf16_b32h12t1024d64_causal %.3f ms\n", name, ms);
-        printf("%s_bf16_b32h12t1024d64_causal %.1f TFLOP/s\n", name, flop / (ms * 1e9));
+        const char *tag = j.dropout > 0 ? "_p0.1" : "";
+        printf("%s%s_bf16_%s_causal %.3f ms\n", name, tag, label, ms);
+        printf("%s%s_bf16_%s_causal %.1f TFLOP/s\n", name, tag, label, flop / (ms * 1e9));
     }
     ct_scope_end();
     return rc;
+}
+
+static int bench_attention(void) {
+    return bench_attention_at(32, 12, 1024, "b32h12t1024d64", true) | bench_attention_at(64, 6, 256, "b64h6t256d64", false);
 }
 
 static int bench_layer_norm(int64_t rows, int64_t cols, ct_dtype dt, const char *label) {

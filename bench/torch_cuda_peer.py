@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """PyTorch's figures for bench/cuda_ops on the same GPU, under the same names
-(prefixed "torch_"): elementwise bandwidth against a device copy, bf16 matmul and the
-host cost of launching an op from Python (PyTorch's Python path: its C++ dispatcher
-alone is cheaper than this). Prints "name value unit" lines.
+(prefixed "torch_"): elementwise bandwidth against a device copy, bf16 matmul, flash
+attention (its FLASH_ATTENTION backend, with and without dropout) and the host cost of
+launching an op from Python (PyTorch's Python path: its C++ dispatcher alone is
+cheaper than this). Prints "name value unit" lines.
 
-    python3 bench/torch_cuda_peer.py [--quick]
+    python3 bench/torch_cuda_peer.py [--quick | --attention]
 """
 import sys
 import time
@@ -20,6 +21,7 @@ if not torch.cuda.is_available():
     sys.exit(0)
 
 quick = "--quick" in sys.argv[1:]
+attention_only = "--attention" in sys.argv[1:]
 
 
 def time_ms(fn, warmup, iters):
@@ -72,7 +74,10 @@ def matmul(n):
     print(f"torch_mm_bf16_{n} {2.0 * n ** 3 / (ms * 1e9):.1f} TFLOP/s")
 
 
-def launch():
+def launch()
+for p in (0.0, 0.1):
+    attention(32, 12, 1024, 64, p, "b32h12t1024d64")
+    attention(64, 6, 256, 64, p, "b64h6t256d64"):
     a = torch.ones(1, device="cuda")
     b = torch.ones(1, device="cuda")
     out = torch.empty(1, device="cuda")
@@ -94,7 +99,36 @@ def launch():
     print(f"torch_launch_add_tiny {(t2 - t1) * 1e6 / iters:.2f} us")
 
 
+def attention(b, h, t, d, dropout, label):
+    """bench/cuda_ops' attention cases: causal bf16, forward and forward + backward."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    import torch.nn.functional as F
+    torch.manual_seed(3)
+    q, k, v, go = (torch.randn(b, h, t, d, device="cuda", dtype=torch.bfloat16) for _ in range(4))
+    qg, kg, vg = (x.clone().requires_grad_(True) for x in (q, k, v))
+    fwd_flop = 4.0 * b * h * t * t * d / 2
+    tag = f"_p{dropout:g}" if dropout > 0 else ""
+    with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+        def fwd():
+            with torch.no_grad():
+                F.scaled_dot_product_attention(q, k, v, dropout_p=dropout, is_causal=True)
+
+        def fwd_bwd():
+            y = F.scaled_dot_product_attention(qg, kg, vg, dropout_p=dropout, is_causal=True)
+            torch.autograd.grad(y, (qg, kg, vg), go)
+
+        for name, fn, mult in (("flash_attn_fwd", fwd, 1.0), ("flash_attn_fwd_bwd", fwd_bwd, 3.5)):
+            ms = time_ms(fn, 3, 20)
+            print(f"torch_{name}{tag}_bf16_{label}_causal {ms:.3f} ms")
+            print(f"torch_{name}{tag}_bf16_{label}_causal {fwd_flop * mult / (ms * 1e9):.1f} TFLOP/s")
+
+
 print(f"# torch {torch.__version__} on {torch.cuda.get_device_name(0)}")
+if attention_only:
+    for p in (0.0, 0.1):
+        attention(32, 12, 1024, 64, p, "b32h12t1024d64")
+        attention(64, 6, 256, 64, p, "b64h6t256d64")
+    sys.exit(0)
 elementwise(1 << 24, "16M")
 if not quick:
     elementwise(1 << 28, "256M")
@@ -103,3 +137,6 @@ matmul(4096)
 if not quick:
     matmul(8192)
 launch()
+for p in (0.0, 0.1):
+    attention(32, 12, 1024, 64, p, "b32h12t1024d64")
+    attention(64, 6, 256, 64, p, "b64h6t256d64")
