@@ -74,10 +74,7 @@ def matmul(n):
     print(f"torch_mm_bf16_{n} {2.0 * n ** 3 / (ms * 1e9):.1f} TFLOP/s")
 
 
-def launch()
-for p in (0.0, 0.1):
-    attention(32, 12, 1024, 64, p, "b32h12t1024d64")
-    attention(64, 6, 256, 64, p, "b64h6t256d64"):
+def launch():
     a = torch.ones(1, device="cuda")
     b = torch.ones(1, device="cuda")
     out = torch.empty(1, device="cuda")

@@ -165,8 +165,8 @@ static void test_flash_vs_cpu_op(void **state) {
 /* Note [Flash attention dropout]: the CUDA op with dropout against the CPU's reference
  * op from the same generator state (the same mask: Note [Dropout masks]), its
  * rng_state, the generator left where the CPU op leaves it; and through
- * scaled_dot_product_attention against the unfused formula on the GPU (the flash
- * switch off), which draws its mask with bernoulli_. S = 45 is odd. */
+ * scaled_dot_product_attention against the unfused formula on the GPU in float32,
+ * which draws its mask with bernoulli_. S = 45 is odd. */
 static void test_flash_dropout(void **state) {
     (void)state;
     ct_scope_begin();
@@ -202,21 +202,21 @@ static void test_flash_dropout(void **state) {
         for (int i = 0; i < 3; i++)
             close_rel(gg[i], c[i], 2e-2, "dropout gradient vs CPU op", 45, 64, causal, CT_BF16);
 
-        /* scaled_dot_product_attention: flash against the formula, both on the GPU */
+        /* scaled_dot_product_attention: flash (bfloat16) against the formula (float32
+         * copies, which flash does not take), both on the GPU */
         attn_result a[2];
         for (int flash = 1; flash >= 0; flash--) {
-            ct_backends_cuda_enable_flash_sdp(flash);
-            ct_tensor *ql = ct_tensor_set_requires_grad(ct_clone(qg), true);
-            ct_tensor *kl = ct_tensor_set_requires_grad(ct_clone(kg), true);
-            ct_tensor *vl = ct_tensor_set_requires_grad(ct_clone(vg), true);
+            ct_dtype dt = flash ? CT_BF16 : CT_F32;
+            ct_tensor *ql = ct_tensor_set_requires_grad(ct_to_dtype(ct_clone(qg), dt), true);
+            ct_tensor *kl = ct_tensor_set_requires_grad(ct_to_dtype(ct_clone(kg), dt), true);
+            ct_tensor *vl = ct_tensor_set_requires_grad(ct_to_dtype(ct_clone(vg), dt), true);
             ct_manual_seed(78);
             ct_tensor *y = ct_scaled_dot_product_attention(ql, kl, vl, NULL, p, causal, &sc);
             assert_non_null(y);
             assert_true((strstr(ct_tensor_grad_fn_name(y), "FlashAttention") != NULL) == (flash == 1));
-            assert_int_equal(ct_backward(y, gog, false, false), CT_OK);
+            assert_int_equal(ct_backward(y, ct_to_dtype(gog, dt), false, false), CT_OK);
             a[flash] = (attn_result){y, ct_tensor_grad(ql), ct_tensor_grad(kl), ct_tensor_grad(vl)};
         }
-        ct_backends_cuda_enable_flash_sdp(true);
         close_rel(a[1].y, a[0].y, 2e-2, "sdpa dropout: flash vs formula", 45, 64, causal, CT_BF16);
         close_rel(a[1].gq, a[0].gq, 3e-2, "sdpa dropout grad q: flash vs formula", 45, 64, causal, CT_BF16);
         close_rel(a[1].gk, a[0].gk, 3e-2, "sdpa dropout grad k: flash vs formula", 45, 64, causal, CT_BF16);
