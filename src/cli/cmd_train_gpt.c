@@ -543,9 +543,15 @@ static void progress(const gpt_args *a, int64_t step, double loss, double rate, 
     fflush(stdout);
 }
 
+typedef struct graph_state graph_state;
+static ct_tensor *graph_eval_loss(const gpt_args *a, const ct_char_gpt *m, graph_state *g, const ct_tensor *x,
+                                  const ct_tensor *y);
+
 /* Mean loss over eval_iters fixed batches of a split (the same batches every time, so
- * successive estimates compare), with dropout off and no graph. */
-static ct_status estimate_loss(ct_char_gpt *m, gpt_data *d, ct_text_split split, const gpt_args *a, double *out) {
+ * successive estimates compare), with dropout off; with --cuda-graphs through the
+ * evaluation graph (Note [Graphed training step]), else eagerly. */
+static ct_status estimate_loss(ct_char_gpt *m, gpt_data *d, ct_text_split split, const gpt_args *a, graph_state *gs,
+                               double *out) {
     bool prev = ct_set_grad_enabled(false);
     ct_char_gpt_train(m, false);
     double sum = 0;
@@ -556,7 +562,7 @@ static ct_status estimate_loss(ct_char_gpt *m, gpt_data *d, ct_text_split split,
         double v = 0;
         st = get_batch(a, d, split, a->seed + 0x5eed, (uint64_t)i, &x, &y);
         if (!st) {
-            ct_tensor *loss = model_loss(a, m, x, y);
+            ct_tensor *loss = gs ? graph_eval_loss(a, m, gs, x, y) : model_loss(a, m, x, y);
             st = loss ? ct_item_double(loss, &v) : ct_last_status();
         }
         sum += v;
@@ -880,19 +886,34 @@ static ct_optimizer *make_optimizer(const gpt_args *a, const ct_char_gpt *m) {
  * optimizer state with its step number on the device (the capturable option), and
  * cuBLAS's handles. The second is captured into a private pool and replayed; from then
  * on each step copies its batch into the static inputs and replays. The step's loss is
- * the graph's static output, cloned before the next replay overwrites it. */
-typedef struct {
+ * the graph's static output, cloned before the next replay overwrites it.
+ *
+ * The evaluation forward (eval mode, no gradients) is a second graph in the same pool,
+ * reading the same static inputs: its first batch runs eagerly, its second is captured
+ * from the pool as the training graph left it (its temporaries free) and replayed, so
+ * the two graphs share their temporaries (a graph tree of two branches, docs/
+ * cuda-graphs.md). They run one after the other on one stream, and the evaluation's
+ * loss is read before the next training replay can overwrite it. The pool's reserved
+ * bytes after each capture are reported at the end. */
+struct graph_state {
     int device;
     ct_cuda_stream *stream;
-    ct_cuda_graph *graph;
+    ct_cuda_mempool *pool;
+    ct_cuda_graph *graph, *eval_graph;
     ct_tensor *x, *y, *loss; /* static inputs and output (own references) */
-} graph_state;
+    ct_tensor *eval_loss;    /* the evaluation graph's output */
+    bool eval_warm;          /* the evaluation forward ran once eagerly */
+    int64_t train_bytes, tree_bytes; /* the pool's reserved bytes after each capture */
+};
 
 static void graph_state_free(graph_state *g) {
-    ct_cuda_graph_free(g->graph);
     ct_release(g->x);
     ct_release(g->y);
     ct_release(g->loss);
+    ct_release(g->eval_loss);
+    ct_cuda_graph_free(g->graph);
+    ct_cuda_graph_free(g->eval_graph);
+    ct_cuda_mempool_release(g->pool);
     if (g->stream) {
         ct_cuda_set_stream(g->device, NULL);
         ct_cuda_stream_destroy(g->stream);
@@ -927,7 +948,7 @@ static ct_tensor *graph_step(const gpt_args *a, const ct_char_gpt *m, ct_optimiz
     if (!ct_copy_(g->x, x) || !ct_copy_(g->y, y))
         return NULL;
     if (!g->graph) {
-        if (ct_cuda_graph_begin(g->stream, NULL))
+        if ((!g->pool && ct_cuda_mempool_create(g->device, &g->pool)) || ct_cuda_graph_begin(g->stream, g->pool))
             return NULL;
         ct_scope_begin();
         ct_tensor *l = step_body(a, m, opt, g->x, g->y);
@@ -946,10 +967,53 @@ static ct_tensor *graph_step(const gpt_args *a, const ct_char_gpt *m, ct_optimiz
         }
         if (st || body)
             return NULL;
+        ct_cuda_mempool_stats ps;
+        if (ct_cuda_mempool_stats_get(g->pool, &ps) == CT_OK)
+            g->train_bytes = g->tree_bytes = ps.reserved_bytes;
     }
     if (ct_cuda_graph_replay(g->graph))
         return NULL;
     return ct_clone(ct_detach(g->loss)); /* the next replay overwrites g->loss */
+}
+
+/* Note [Graphed training step]: the evaluation loss of batch (x, y), a tensor of the
+ * caller's scope, eagerly until the training graph exists and at the first call after
+ * it, then through the evaluation graph. */
+static ct_tensor *graph_eval_loss(const gpt_args *a, const ct_char_gpt *m, graph_state *g, const ct_tensor *x,
+                                  const ct_tensor *y) {
+    if (!g->graph || !g->eval_warm) {
+        g->eval_warm = g->graph != NULL;
+        return model_loss(a, m, x, y);
+    }
+    if (!ct_copy_(g->x, x) || !ct_copy_(g->y, y))
+        return NULL;
+    if (!g->eval_graph) {
+        if (ct_cuda_graph_begin(g->stream, g->pool))
+            return NULL;
+        ct_scope_begin();
+        ct_tensor *l = model_loss(a, m, g->x, g->y);
+        g->eval_loss = l ? ct_retain(l) : NULL;
+        ct_scope_end();
+        char msg[512] = "";
+        ct_status body = g->eval_loss ? CT_OK : ct_last_status();
+        if (body)
+            snprintf(msg, sizeof msg, "%s", ct_last_error());
+        ct_status st = ct_cuda_graph_end(g->stream, &g->eval_graph);
+        if (body && !st) {
+            ct_cuda_graph_free(g->eval_graph);
+            g->eval_graph = NULL;
+            ct_error(body, a->prog, "%s", msg);
+            return NULL;
+        }
+        if (st || body)
+            return NULL;
+        ct_cuda_mempool_stats ps;
+        if (ct_cuda_mempool_stats_get(g->pool, &ps) == CT_OK)
+            g->tree_bytes = ps.reserved_bytes;
+    }
+    if (ct_cuda_graph_replay(g->eval_graph))
+        return NULL;
+    return ct_clone(ct_detach(g->eval_loss)); /* read before the next training replay */
 }
 
 static ct_status check_sizes(const gpt_args *a, const gpt_data *d) {
@@ -1143,7 +1207,7 @@ static int run(gpt_args *a) {
         }
         if (eval) {
             double val = 0;
-            if (estimate_loss(&m, &d, CT_SPLIT_VAL, a, &val)) {
+            if (estimate_loss(&m, &d, CT_SPLIT_VAL, a, a->cuda_graphs ? &gs : NULL, &val)) {
                 rc = fail(a, NULL);
                 break;
             }
@@ -1161,6 +1225,7 @@ static int run(gpt_args *a) {
                (long long)ct_compiled_stat(cstep, CT_COMPILE_STAT_FUSED_GROUPS),
                (long long)ct_compiled_stat(cstep, CT_COMPILE_STAT_REPLAYS));
     ct_compiled_free(cstep);
+    const int64_t graph_train = gs.train_bytes, graph_tree = gs.eval_graph ? gs.tree_bytes : 0;
     graph_state_free(&gs);
     if (a->profile && ct_profiler_enabled()) {
         if (ct_profiler_stop())
@@ -1172,6 +1237,12 @@ static int run(gpt_args *a) {
         printf("first loss %.4f, final train loss %.4f\n", first, avg);
         if (a->device.type == CT_DEVICE_CUDA)
             printf("peak memory: %.0f MiB allocated\n", (double)ct_max_memory_allocated(a->device) / (1 << 20));
+        if (graph_train > 0)
+            printf("CUDA graphs: the training step's pool %.0f MiB%s", (double)graph_train / (1 << 20),
+                   graph_tree ? "" : "\n");
+        if (graph_train > 0 && graph_tree)
+            printf(", with the evaluation graph %.0f MiB (%.3fx)\n", (double)graph_tree / (1 << 20),
+                   (double)graph_tree / (double)graph_train);
         ct_cuda_tunable_stats ts;
         if (a->device.type == CT_DEVICE_CUDA && ct_cuda_tunable_is_enabled() && ct_cuda_tunable_get_stats(&ts) == CT_OK)
             printf("TunableOp: %lld products (%lld tuned, %lld of them off the heuristic's choice; %lld read from "
