@@ -219,7 +219,8 @@ static void check_variants(const ct_opinfo *info, const ct_tensor *got, const ct
  * Where a GPU is present, every sample also runs on CUDA (inputs copied with their
  * layouts) and must agree with the CPU result: exactly for integer and bool results,
  * within a few times the dtype's tolerance for floats (the two math libraries round
- * differently in the last place); the gradchecks run again on the GPU in float64.
+ * differently in the last place), and a second GPU run must give the first's bits; the
+ * gradchecks run again on the GPU in float64.
  * CT_OPINFO_NO_CUDA=1 turns it off. */
 static bool cuda_pass(void) {
     static int on = -1;
@@ -252,6 +253,24 @@ static void cuda_compare(const char *name, const char *what, const ct_tensor *gp
     }
 }
 
+/* Deterministic mode's promise (docs/core.md, "Deterministic algorithms"): a second
+ * run of the same call on the GPU gives the first run's bits. Every op of these tables
+ * (elementwise and reductions, which never add with atomics) keeps it, with the mode
+ * on or off. */
+static void cuda_same_twice(const char *name, const char *what, const ct_tensor *first, const ct_tensor *second) {
+    if (!first || !second)
+        fail_msg("%s %s on CUDA failed: %s", name, what, ct_last_error());
+    ct_tensor *a = ct_contiguous(ct_to_device(first, CT_CPU)), *b = ct_contiguous(ct_to_device(second, CT_CPU));
+    if (!a || !b)
+        fail_msg("%s %s: could not copy the CUDA results back: %s", name, what, ct_last_error());
+    const size_t es = ct_dtype_size(ct_tensor_dtype(a));
+    const char *pa = ct_tensor_data(a), *pb = ct_tensor_data(b);
+    for (int64_t i = 0; i < ct_tensor_numel(a); i++)
+        if (memcmp(pa + (size_t)i * es, pb + (size_t)i * es, es) != 0)
+            fail_msg("%s %s on CUDA: two runs differ at element %lld (%.17g, %.17g)", name, what, (long long)i,
+                     ct_test_at(a, i), ct_test_at(b, i));
+}
+
 static void check_cuda(const ct_opinfo *info, const ct_tensor *got, const ct_tensor *const *in, int nin) {
     const ct_tensor *g[3] = {NULL, NULL, NULL};
     for (int i = 0; i < nin; i++) {
@@ -260,7 +279,9 @@ static void check_cuda(const ct_opinfo *info, const ct_tensor *got, const ct_ten
             fail_msg("%s: could not copy an input to CUDA: %s", info->name, ct_last_error());
     }
     double tol = 4 * tolerance(info, ct_tensor_dtype(got));
-    cuda_compare(info->name, "functional", call_fn(info, g), got, tol);
+    ct_tensor *first = call_fn(info, g);
+    cuda_compare(info->name, "functional", first, got, tol);
+    cuda_same_twice(info->name, "functional", first, call_fn(info, g));
     bool has_out = info->t ? info->t_out != NULL : info->b ? info->b_out != NULL : info->u_out != NULL;
     if (has_out) {
         ct_tensor *out = ct_empty(ct_tensor_shape(got), ct_tensor_dim(got), ct_tensor_dtype(got), CT_CUDA(0));
@@ -813,7 +834,9 @@ static void red_run_one(const ct_opinfo_red *info, const int64_t *shape, int nd,
         if (!ga)
             fail_msg("%s: could not copy the input to CUDA: %s", info->name, ct_last_error());
         double tol = 4 * red_tol(info, ct_tensor_dtype(got));
-        cuda_compare(info->name, "functional", info->call(ga, dims, ndims, keepdim, requested, NULL), got, tol);
+        ct_tensor *first = info->call(ga, dims, ndims, keepdim, requested, NULL);
+        cuda_compare(info->name, "functional", first, got, tol);
+        cuda_same_twice(info->name, "functional", first, info->call(ga, dims, ndims, keepdim, requested, NULL));
         if (info->has_out) {
             ct_tensor *out = ct_empty(ct_tensor_shape(got), ct_tensor_dim(got), ct_tensor_dtype(got), CT_CUDA(0));
             ct_tensor *r = info->call(ga, dims, ndims, keepdim, requested, out);
