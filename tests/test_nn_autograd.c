@@ -344,15 +344,23 @@ static void test_flash_attention_dropout_cpu(void **state) {
         ct_tensor *v = ct_tensor_set_requires_grad(ct_randn(CT_SHAPE(2, 3, 7, 4), CT_F64, CT_CPU), true);
         ct_tensor *go = ct_randn(CT_SHAPE(2, 3, 5, 4), CT_F64, CT_CPU);
         double sc = 0.6, p = 0.3;
-        ct_tensor *o, *l, *rng;
+        ct_tensor *o, *l, *mask;
         ct_manual_seed(99);
-        assert_int_equal(ct_flash_attention_forward_dropout(q, k, v, causal, &sc, p, &o, &l, &rng), CT_OK);
+        assert_int_equal(ct_flash_attention_forward_dropout(q, k, v, causal, &sc, p, &o, &l, &mask), CT_OK);
         ct_tensor *after_flash = ct_rand(CT_SHAPE(3), CT_F64, CT_CPU);
-        assert_int_equal(ct_tensor_dtype(rng), CT_I64);
-        assert_int_equal(ct_tensor_numel(rng), 2);
-        int64_t seed0 = 0;
-        assert_int_equal(ct_item_int64(ct_select(rng, 0, 0), &seed0), CT_OK);
-        assert_int_equal(seed0, 99); /* the seed */
+        /* the mask's bits: (2, 3, 5, 1) words; about 1 - p of the keys each row sees */
+        assert_int_equal(ct_tensor_dtype(mask), CT_U64);
+        assert_int_equal(ct_tensor_dim(mask), 4);
+        assert_int_equal(ct_tensor_shape(mask)[3], 1);
+        const uint64_t *w = ct_tensor_data(ct_contiguous(mask));
+        int kept = 0, seen = 0;
+        for (int r = 0; r < 2 * 3 * 5; r++) {
+            int n = causal ? (r % 5) + 1 : 7;
+            kept += __builtin_popcountll(w[r]);
+            seen += n;
+            assert_int_equal(w[r] >> n, 0); /* nothing past the keys the row sees */
+        }
+        assert_true(kept > seen / 2 && kept < seen);
         /* the formula (ct_scaled_dot_product_attention's on the CPU) from the same state */
         ct_manual_seed(99);
         ct_tensor *ref = ct_scaled_dot_product_attention(q, k, v, NULL, p, causal, &sc);
@@ -364,7 +372,7 @@ static void test_flash_attention_dropout_cpu(void **state) {
         assert_int_equal(ct_flash_attention_forward(q, k, v, causal, &sc, &o0, &l0), CT_OK);
         assert_false(flash_close(o, o0, 1e-3, 1e-3));
         assert_true(flash_close(l, l0, 0, 0)); /* the normaliser is of the undropped scores */
-        /* gradients through the saved rng_state equal the formula's */
+        /* gradients through the saved mask equal the formula's */
         const ct_tensor *ins[3] = {q, k, v}, *outs[1] = {o}, *routs[1] = {ref}, *gos[1] = {go};
         ct_tensor *g1[3], *g2[3];
         assert_int_equal(ct_autograd_grad(outs, 1, ins, 3, gos, false, false, false, g1), CT_OK);
@@ -376,7 +384,7 @@ static void test_flash_attention_dropout_cpu(void **state) {
             fail_msg("flash attention with dropout (causal %d): gradcheck failed: %s", causal, ct_last_error());
         ct_scope_end();
     }
-    /* p = 1 drops everything; p = 0 is the plain op, with no rng_state */
+    /* p = 1 drops everything; p = 0 is the plain op, with no mask */
     ct_scope_begin();
     ct_tensor *x = ct_randn(CT_SHAPE(1, 2, 3, 4), CT_F64, CT_CPU), *o, *l, *r = (ct_tensor *)1;
     assert_int_equal(ct_flash_attention_forward_dropout(x, x, x, false, NULL, 1.0, &o, &l, &r), CT_OK);
@@ -416,7 +424,7 @@ static void test_flash_attention_errors(void **state) {
                   CT_ERROR_NULL_ARGUMENT, "");
     CT_ASSERT_ERR(ct_flash_attention_backward(x, x, x, x, o, l, false, NULL, NULL, &b, &c) == CT_OK,
                   CT_ERROR_NULL_ARGUMENT, "");
-    /* dropout: p outside [0, 1], the backward without (or with a wrong) rng_state */
+    /* dropout: p outside [0, 1], the backward without (or with a wrong) mask */
     ct_tensor *rs;
     CT_ASSERT_ERR(ct_flash_attention_forward_dropout(x, x, x, false, NULL, 1.5, &o, &l, &rs) == CT_OK, CT_ERROR_VALUE,
                   "between 0 and 1");
@@ -427,12 +435,12 @@ static void test_flash_attention_errors(void **state) {
     assert_int_equal(ct_flash_attention_forward_dropout(x, x, x, false, NULL, 0.2, &o, &l, &rs), CT_OK);
     CT_ASSERT_ERR(ct_flash_attention_backward_dropout(x, x, x, x, o, l, NULL, false, NULL, 0.2, &a, &b, &c) == CT_OK,
                   CT_ERROR_NULL_ARGUMENT, "");
-    CT_ASSERT_ERR(ct_flash_attention_backward_dropout(x, x, x, x, o, l, ct_to_dtype(rs, CT_F32), false, NULL, 0.2, &a,
+    CT_ASSERT_ERR(ct_flash_attention_backward_dropout(x, x, x, x, o, l, ct_to_dtype(rs, CT_I64), false, NULL, 0.2, &a,
                                                       &b, &c) == CT_OK,
-                  CT_ERROR_VALUE, "rng_state");
-    CT_ASSERT_ERR(ct_flash_attention_backward_dropout(x, x, x, x, o, l, ct_zeros(CT_SHAPE(3), CT_I64, CT_CPU), false,
-                                                      NULL, 0.2, &a, &b, &c) == CT_OK,
-                  CT_ERROR_VALUE, "rng_state");
+                  CT_ERROR_VALUE, "dropout_mask");
+    CT_ASSERT_ERR(ct_flash_attention_backward_dropout(x, x, x, x, o, l, ct_zeros(CT_SHAPE(1, 2, 3, 2), CT_U64, CT_CPU),
+                                                      false, NULL, 0.2, &a, &b, &c) == CT_OK,
+                  CT_ERROR_VALUE, "dropout_mask");
     CT_ASSERT_ERR(ct_flash_attention_backward_dropout(x, x, x, x, o, l, rs, false, NULL, -0.5, &a, &b, &c) == CT_OK,
                   CT_ERROR_VALUE, "between 0 and 1");
     assert_int_equal(ct_flash_attention_backward_dropout(x, x, x, x, o, l, rs, false, NULL, 0.2, &a, &b, &c), CT_OK);

@@ -186,19 +186,20 @@ CT_API ct_status ct_flash_attention_backward(const ct_tensor *grad_out, const ct
  * inside the kernels. The mask is the one ct_dropout draws over the (B, H, L, S)
  * probabilities of the unfused formula at the same generator state, and the generator
  * advances by as much (Note [Dropout masks] in src/core/random.h), on the CPU and on
- * CUDA alike. *rng_state gets the seed and first counter it was drawn at (two int64 on
- * the inputs' device), which the backward reads to draw the mask again; with dropout_p
- * = 0 it is NULL and may be a NULL pointer. A CUDA graph captures both. */
+ * CUDA alike. *dropout_mask gets it as bits, which the backward reads: uint64
+ * (B, H, L, ceil(S / 64)) on the inputs' device, key j of query i kept when bit j % 64
+ * of word j / 64 is set (keys a causal row does not see are 0); B H L S / 8 bytes.
+ * With dropout_p = 0 it is NULL and may be a NULL pointer. A CUDA graph captures both. */
 CT_API ct_status ct_flash_attention_forward_dropout(const ct_tensor *query, const ct_tensor *key,
                                                     const ct_tensor *value, bool is_causal, const double *scale,
                                                     double dropout_p, ct_tensor **out, ct_tensor **logsumexp,
-                                                    ct_tensor **rng_state);
+                                                    ct_tensor **dropout_mask);
 CT_API ct_status ct_flash_attention_backward_dropout(const ct_tensor *grad_out, const ct_tensor *query,
                                                      const ct_tensor *key, const ct_tensor *value,
                                                      const ct_tensor *out, const ct_tensor *logsumexp,
-                                                     const ct_tensor *rng_state, bool is_causal, const double *scale,
-                                                     double dropout_p, ct_tensor **grad_query, ct_tensor **grad_key,
-                                                     ct_tensor **grad_value);
+                                                     const ct_tensor *dropout_mask, bool is_causal,
+                                                     const double *scale, double dropout_p, ct_tensor **grad_query,
+                                                     ct_tensor **grad_key, ct_tensor **grad_value);
 /* torch.backends.cuda.enable_flash_sdp / flash_sdp_enabled: whether
  * ct_scaled_dot_product_attention may take flash attention for CUDA inputs (on by
  * default; CT_FLASH_SDP=0 in the environment turns it off at start-up). */

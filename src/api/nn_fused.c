@@ -265,18 +265,18 @@ ct_status ct_scaled_dot_product_attention_backward(const ct_tensor *grad_output,
 
 ct_status ct_flash_attention_forward_dropout(const ct_tensor *query, const ct_tensor *key, const ct_tensor *value,
                                              bool is_causal, const double *scale, double dropout_p, ct_tensor **out,
-                                             ct_tensor **logsumexp, ct_tensor **rng_state) {
+                                             ct_tensor **logsumexp, ct_tensor **dropout_mask) {
     const char *op = "_flash_attention_forward";
     if (out)
         *out = NULL;
     if (logsumexp)
         *logsumexp = NULL;
-    if (rng_state)
-        *rng_state = NULL;
+    if (dropout_mask)
+        *dropout_mask = NULL;
     CT_CHECK_ARG_STATUS(op, query);
     CT_CHECK_ARG_STATUS(op, key);
     CT_CHECK_ARG_STATUS(op, value);
-    if (!out || !logsumexp || (dropout_p != 0 && !rng_state))
+    if (!out || !logsumexp || (dropout_p != 0 && !dropout_mask))
         return ct_error(CT_ERROR_NULL_ARGUMENT, op, "the outputs must not be NULL");
     ct_call c = {.op = CT_OP__flash_attention_forward, .nin = 3, .in = {query, key, value}, .nints = 1,
                  .nscalars = 2, .dtype = CT_DTYPE_UNDEFINED};
@@ -287,8 +287,8 @@ ct_status ct_flash_attention_forward_dropout(const ct_tensor *query, const ct_te
     if (st == CT_OK) {
         *out = ct_call_take_output(&c, 0);
         *logsumexp = ct_call_take_output(&c, 1);
-        if (rng_state)
-            *rng_state = ct_call_take_output(&c, 2);
+        if (dropout_mask)
+            *dropout_mask = ct_call_take_output(&c, 2);
     }
     ct_call_clear_outputs(&c);
     return st;
@@ -301,7 +301,7 @@ ct_status ct_flash_attention_forward(const ct_tensor *query, const ct_tensor *ke
 
 ct_status ct_flash_attention_backward_dropout(const ct_tensor *grad_out, const ct_tensor *query, const ct_tensor *key,
                                               const ct_tensor *value, const ct_tensor *out,
-                                              const ct_tensor *logsumexp, const ct_tensor *rng_state, bool is_causal,
+                                              const ct_tensor *logsumexp, const ct_tensor *dropout_mask, bool is_causal,
                                               const double *scale, double dropout_p, ct_tensor **grad_query,
                                               ct_tensor **grad_key, ct_tensor **grad_value) {
     const char *op = "_flash_attention_backward";
@@ -312,11 +312,11 @@ ct_status ct_flash_attention_backward_dropout(const ct_tensor *grad_out, const c
     CT_CHECK_ARG_STATUS(op, out);
     CT_CHECK_ARG_STATUS(op, logsumexp);
     if (dropout_p != 0)
-        CT_CHECK_ARG_STATUS(op, rng_state);
+        CT_CHECK_ARG_STATUS(op, dropout_mask);
     if (!grad_query || !grad_key || !grad_value)
         return ct_error(CT_ERROR_NULL_ARGUMENT, op, "the gradient outputs must not be NULL");
     *grad_query = *grad_key = *grad_value = NULL;
-    const ct_tensor *list[3] = {out, logsumexp, rng_state};
+    const ct_tensor *list[3] = {out, logsumexp, dropout_mask};
     ct_call c = {.op = CT_OP__flash_attention_backward, .nin = 4, .in = {grad_out, query, key, value}, .nints = 1,
                  .nscalars = 2, .dtype = CT_DTYPE_UNDEFINED, .list = list, .nlist = dropout_p != 0 ? 3 : 2};
     c.ints[0] = is_causal;
@@ -591,9 +591,9 @@ ct_tensor *ct_fused_scaled_dot_product_attention_dropout(const ct_tensor *query,
     }
     double sc = sdpa_scale(query, scale);
     ct_scope_begin();
-    ct_tensor *out = NULL, *lse = NULL, *rng = NULL; /* the autograd node keeps its own references */
+    ct_tensor *out = NULL, *lse = NULL, *mask = NULL; /* the autograd node keeps its own references */
     if (autocast_for_flash(&query, &key, &value, attn_mask)) {
-        if (ct_flash_attention_forward_dropout(query, key, value, is_causal, &sc, dropout_p, &out, &lse, &rng))
+        if (ct_flash_attention_forward_dropout(query, key, value, is_causal, &sc, dropout_p, &out, &lse, &mask))
             out = NULL;
     } else if (dropout_p == 0) {
         out = ct_sdpa_fused(query, key, value, attn_mask, is_causal, sc);

@@ -295,9 +295,9 @@ DEF(scaled_dot_product_attention, CT_SAVE_IN0 | CT_SAVE_IN1 | CT_SAVE_IN2 | CT_S
 }
 
 /* in: q, k, v; ints: is_causal; s[0]: scale, s[1]: dropout_p; outputs out, logsumexp
- * and, with dropout, rng_state. The backward op recomputes the probabilities from q, k
- * and the saved log-sum-exp, and the dropout mask from rng_state. The log-sum-exp gets
- * no gradient of its own (as PyTorch's flash attention). */
+ * and, with dropout, dropout_mask. The backward op recomputes the probabilities from q,
+ * k and the saved log-sum-exp and reads the saved mask. The log-sum-exp gets no
+ * gradient of its own (as PyTorch's flash attention). */
 DEF(_flash_attention_forward, CT_SAVE_IN0 | CT_SAVE_IN1 | CT_SAVE_IN2 | CT_SAVE_OUT | CT_SAVE_OUT1 | CT_SAVE_OUT2) {
     ct_node *n = ctx->node;
     if (ctx->create_graph)
@@ -308,16 +308,16 @@ DEF(_flash_attention_forward, CT_SAVE_IN0 | CT_SAVE_IN1 | CT_SAVE_IN2 | CT_SAVE_
     if (!G)
         return CT_OK;
     const double p = ct_scalar_to_double(n->s[1]);
-    ct_tensor *q, *k, *v, *o, *lse, *rng = NULL, *gq, *gk, *gv;
+    ct_tensor *q, *k, *v, *o, *lse, *mask = NULL, *gq, *gk, *gv;
     TRY(q = saved(ctx, 0));
     TRY(k = saved(ctx, 1));
     TRY(v = saved(ctx, 2));
     TRY(o = saved(ctx, CT_SAVED_OUT0));
     TRY(lse = saved(ctx, CT_SAVED_OUT1));
     if (p != 0)
-        TRY(rng = saved(ctx, CT_SAVED_OUT2));
+        TRY(mask = saved(ctx, CT_SAVED_OUT2));
     double scale = ct_scalar_to_double(n->s[0]);
-    ct_status st = ct_flash_attention_backward_dropout(G, q, k, v, o, lse, rng, n->ints[0] != 0, &scale, p, &gq, &gk,
+    ct_status st = ct_flash_attention_backward_dropout(G, q, k, v, o, lse, mask, n->ints[0] != 0, &scale, p, &gq, &gk,
                                                        &gv);
     if (st)
         return st;

@@ -216,7 +216,7 @@ enum {
     CT_SAVE_OUT = 1u << 4,  /* output 0, kept without history (Note [Saved tensors]) */
     CT_SAVE_OUT1 = 1u << 5, /* output 1 (indices of sort, topk, max_pool2d) */
     CT_SAVE_LIST = 1u << 6, /* the tensor list (advanced indexing's indices) */
-    CT_SAVE_OUT2 = 1u << 7, /* output 2 when set (flash attention's rng_state) */
+    CT_SAVE_OUT2 = 1u << 7, /* output 2 when set (flash attention's dropout_mask) */
 };
 
 /* The derivative of op, or NULL for ops that have none (non-differentiable). */

@@ -9,7 +9,8 @@
  *   delta_i = dO_i . o_i, ds_ij = p_ij (dO_i . v_j - delta_i),
  *   dq_i = scale sum_j ds_ij k_j, dk_j = scale sum_i ds_ij q_i, dv_j = sum_i p_ij dO_i.
  * With dropout, z_ij = keep_ij / (1 - p) (keep_ij from Note [Dropout masks] in
- * src/core/random.h, element (b, i, j) of the (B H, L, S) probabilities):
+ * src/core/random.h, element (b, i, j) of the (B H, L, S) probabilities; the forward
+ * draws it into dropout_mask, the backward reads it there):
  *   o_i = sum_j z_ij p_ij v_j, ds_ij = p_ij (z_ij dO_i . v_j - delta_i),
  *   dv_j = sum_i z_ij p_ij dO_i, and lse and delta as without. */
 #include <math.h>
@@ -28,21 +29,16 @@ static double dot(const double *a, const double *b, int64_t n) {
     return s;
 }
 
-/* The dropout mask of one call: z(n) = keep(n) / (1 - p), or 1 without dropout. */
+/* The dropout mask of one call as dropout_mask's words (row r's word j / 64, bit
+ * j % 64), and the factor of the kept: z = bit / (1 - p), or 1 without dropout. */
 typedef struct {
-    bool on;
-    uint64_t seed, offset, threshold;
+    const uint64_t *bits; /* NULL without dropout */
+    int64_t words;        /* per row */
     double scale;
 } mask;
 
-static double mask_at(const mask *m, int64_t n) {
-    return !m->on ? 1.0 : ct_dropout_keep(m->seed, m->offset, (uint64_t)n, m->threshold) ? m->scale : 0.0;
-}
-
-static mask make_mask(double p, uint64_t seed, uint64_t offset) {
-    ct_flash_dropout_consts c = ct_flash_dropout_consts_of(p);
-    mask m = {.on = p > 0, .seed = seed, .offset = offset, .threshold = c.threshold, .scale = c.scale};
-    return m;
+static double mask_at(const mask *m, int64_t row, int64_t j) {
+    return !m->bits ? 1.0 : (m->bits[row * m->words + j / 64] >> (j % 64)) & 1 ? m->scale : 0.0;
 }
 
 /* The number of keys row i sees. */
@@ -62,19 +58,29 @@ ct_status ct_cpu__flash_attention_forward(ct_keyset ks, ct_call *call, void *ud)
     bool causal = call->ints[0] != 0;
     double scale = ct_scalar_to_double(call->s[0]);
     int64_t bh = q0->shape[0] * q0->shape[1], lq = g.l, lk = g.s, d = g.e;
-    /* the generator advances as dropout over the (B, H, L, S) probabilities would */
-    uint64_t seed = 0, offset = 0;
-    if (dropout > 0 && bh * lq * lk > 0)
-        ct_generator_reserve(ct_default_generator(), ct_dropout_counters((uint64_t)(bh * lq * lk)), &seed, &offset);
-    const mask z = make_mask(dropout, seed, offset);
     ct_scope_begin();
+    /* the mask: drawn as dropout over the (B, H, L, S) probabilities would draw it */
+    int64_t mshape[4];
+    ct_flash_mask_shape(q0, lk, mshape);
+    ct_tensor *bits = dropout > 0 ? ct_zeros_impl(mshape, 4, CT_DTYPE_UINT64, q0->device) : NULL;
+    mask z = {.words = mshape[3], .scale = ct_flash_dropout_consts_of(dropout).scale};
+    if (bits && bh * lq * lk > 0) {
+        uint64_t seed, offset, *w = ct_tensor_data(bits);
+        const uint64_t thr = ct_flash_dropout_consts_of(dropout).threshold;
+        ct_generator_reserve(ct_default_generator(), ct_dropout_counters((uint64_t)(bh * lq * lk)), &seed, &offset);
+        for (int64_t r = 0; r < bh * lq; r++) /* bits past a row's keys stay 0 (as the CUDA kernel's) */
+            for (int64_t j = 0, n = keys_seen(r % lq, lk, causal); j < n; j++)
+                if (ct_dropout_keep(seed, offset, (uint64_t)(r * lk + j), thr))
+                    w[r * z.words + j / 64] |= UINT64_C(1) << (j % 64);
+    }
+    z.bits = bits ? ct_tensor_data(bits) : NULL;
     ct_tensor *q = ct_nn_as_work(q0, CT_DTYPE_FLOAT64), *k = ct_nn_as_work(call->in[1], CT_DTYPE_FLOAT64),
               *v = ct_nn_as_work(call->in[2], CT_DTYPE_FLOAT64);
     ct_tensor *o = ct_zeros_impl(q0->shape, 4, CT_DTYPE_FLOAT64, q0->device);
     ct_tensor *lse = ct_empty_impl(q0->shape, 3, CT_DTYPE_FLOAT64, q0->device);
     int64_t ns = lk > 0 ? lk : 1;
     ct_tensor *sbuf = ct_empty_impl(&ns, 1, CT_DTYPE_FLOAT64, q0->device);
-    st = q && k && v && o && lse && sbuf ? CT_OK : ct_last_status();
+    st = q && k && v && o && lse && sbuf && (bits || dropout == 0) ? CT_OK : ct_last_status();
     if (st == CT_OK) {
         const double *qp = ct_tensor_data(q), *kp = ct_tensor_data(k), *vp = ct_tensor_data(v);
         double *op_ = ct_tensor_data(o), *lp = ct_tensor_data(lse), *s = ct_tensor_data(sbuf);
@@ -90,7 +96,7 @@ ct_status ct_cpu__flash_attention_forward(ct_keyset ks, ct_call *call, void *ud)
                     m = s[j] > m ? s[j] : m;
                 }
                 for (int64_t j = 0; j < n; j++) {
-                    double p = exp(s[j] - m), pz = p * mask_at(&z, (b * lq + i) * lk + j);
+                    double p = exp(s[j] - m), pz = p * mask_at(&z, b * lq + i, j);
                     l += p;
                     for (int64_t c = 0; c < d; c++)
                         oi[c] += pz * vb[j * d + c];
@@ -102,15 +108,8 @@ ct_status ct_cpu__flash_attention_forward(ct_keyset ks, ct_call *call, void *ud)
         st = ct_nn_set_out(call, 0, o, q0->dtype);
         if (st == CT_OK)
             st = ct_nn_set_out(call, 1, lse, ct_flash_lse_dtype(q0->dtype));
-        if (st == CT_OK && dropout > 0) {
-            const int64_t two = 2;
-            ct_tensor *rs = ct_empty_impl(&two, 1, CT_DTYPE_INT64, q0->device);
-            if (rs) {
-                ((int64_t *)ct_tensor_data(rs))[0] = (int64_t)seed;
-                ((int64_t *)ct_tensor_data(rs))[1] = (int64_t)offset;
-            }
-            st = rs ? ct_call_set_output(call, 2, rs) : ct_last_status();
-        }
+        if (st == CT_OK && bits)
+            st = ct_call_set_output(call, 2, bits);
     }
     ct_scope_end();
     return st;
@@ -128,8 +127,9 @@ ct_status ct_cpu__flash_attention_backward(ct_keyset ks, ct_call *call, void *ud
     if ((st = ct_flash_dropout("_flash_attention_backward", call, &dropout)))
         return st;
     int64_t bh = q0->shape[0] * q0->shape[1], lq = g.l, lk = g.s, d = g.e;
-    const int64_t *rs = dropout > 0 ? (const int64_t *)ct_tensor_ptr(call->list[2]) : NULL;
-    const mask z = make_mask(dropout, rs ? (uint64_t)rs[0] : 0, rs ? (uint64_t)rs[1] : 0);
+    const mask z = {.bits = dropout > 0 ? (const uint64_t *)ct_tensor_ptr(call->list[2]) : NULL,
+                    .words = (lk + 63) / 64,
+                    .scale = ct_flash_dropout_consts_of(dropout).scale};
     ct_dtype wd = CT_DTYPE_FLOAT64;
     ct_scope_begin();
     ct_tensor *go = ct_nn_as_work(call->in[0], wd), *q = ct_nn_as_work(q0, wd), *k = ct_nn_as_work(k0, wd),
@@ -150,7 +150,7 @@ ct_status ct_cpu__flash_attention_backward(ct_keyset ks, ct_call *call, void *ud
                 int64_t n = keys_seen(i, lk, causal);
                 for (int64_t j = 0; j < n; j++) {
                     int64_t c0 = (b * lk + j) * d;
-                    double p = exp(scale * dot(qi, kp + c0, d) - lse_i), zij = mask_at(&z, r * lk + j);
+                    double p = exp(scale * dot(qi, kp + c0, d) - lse_i), zij = mask_at(&z, r, j);
                     double ds = p * (zij * dot(doi, vp + c0, d) - delta);
                     for (int64_t c = 0; c < d; c++) {
                         gvp[c0 + c] += zij * p * doi[c];

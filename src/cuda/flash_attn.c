@@ -81,13 +81,13 @@ static ct_status flash_forward_kernel(ct_keyset ks, ct_call *call, void *ud) {
                     *v = readable(call->in[2], g.v_str);
     ct_tensor *o = ct_empty_impl(q0->shape, 4, q0->dtype, q0->device);
     ct_tensor *lse = ct_empty_impl(q0->shape, 3, CT_DTYPE_FLOAT32, q0->device);
-    const int64_t two = 2;
-    /* the kernel writes rng_state; with nothing to draw it stays (0, 0) */
-    ct_tensor *rng = !g.dropout ? NULL
-                     : n > 0    ? ct_empty_impl(&two, 1, CT_DTYPE_INT64, q0->device)
-                                : ct_zeros_impl(&two, 1, CT_DTYPE_INT64, q0->device);
-    g.rng = rng ? (int64_t *)ct_tensor_ptr(rng) : NULL;
-    st = q && k && v && o && lse && (rng || !g.dropout)
+    int64_t mshape[4];
+    ct_flash_mask_shape(q0, g.lk, mshape);
+    /* zeroed: the kernel writes the words of the tiles it visits */
+    ct_tensor *mask = g.dropout ? ct_zeros_impl(mshape, 4, CT_DTYPE_UINT64, q0->device) : NULL;
+    g.mask = mask ? (uint64_t *)ct_tensor_ptr(mask) : NULL;
+    g.mask_words = mshape[3];
+    st = q && k && v && o && lse && (mask || !g.dropout)
              ? ct_cuda_flash_fwd(q0->dtype, ct_tensor_ptr(q), ct_tensor_ptr(k), ct_tensor_ptr(v), ct_tensor_ptr(o),
                                  (float *)ct_tensor_ptr(lse), &g, q0->device.index)
              : ct_last_status();
@@ -95,8 +95,8 @@ static ct_status flash_forward_kernel(ct_keyset ks, ct_call *call, void *ud) {
         st = ct_call_set_output(call, 0, o);
     if (st == CT_OK)
         st = ct_call_set_output(call, 1, lse);
-    if (st == CT_OK && rng)
-        st = ct_call_set_output(call, 2, rng);
+    if (st == CT_OK && mask)
+        st = ct_call_set_output(call, 2, mask);
     ct_scope_end();
     return st;
 }
@@ -118,12 +118,11 @@ static ct_status flash_backward_kernel(ct_keyset ks, ct_call *call, void *ud) {
     double dropout;
     if ((st = ct_flash_dropout(op, call, &dropout)))
         return st;
-    if (dropout > 0) { /* the mask of the forward, from its rng_state */
-        ct_flash_dropout_consts dc = ct_flash_dropout_consts_of(dropout);
+    if (dropout > 0) { /* the forward's mask */
         g.dropout = true;
-        g.threshold = dc.threshold;
-        g.drop_scale = dc.scale;
-        g.rng = (int64_t *)ct_tensor_ptr(call->list[2]);
+        g.drop_scale = ct_flash_dropout_consts_of(dropout).scale;
+        g.mask = (uint64_t *)ct_tensor_ptr(call->list[2]);
+        g.mask_words = call->list[2]->shape[3];
     }
     ct_device dev = q0->device;
     ct_scope_begin();

@@ -45,13 +45,17 @@
  * mask is the one dropout would draw over the (B, H, L, S) probabilities of the
  * unfused formula (and the CPU's reference kernel draws), and the call reserves as
  * many counters. A thread holds two adjacent keys of a row, so the forward gets both
- * from one Philox block; the backward holds two adjacent queries of a key, which are
- * S elements apart, so it draws each. With Z = mask / (1 - p) the backward is
- * dV += (Z * P)^T dO and dS = P * (Z * dP - delta); delta = rowsum(dO * O) is
- * unchanged because O is the dropped output. The forward writes the seed and first
- * counter it used (after the graph's words, Note [Random numbers in a graph]) to
- * rng_state, which the backward reads on the device, so a captured step's backward
- * draws the mask of the same replay's forward. */
+ * from one Philox block (one block per two elements: 53-bit draws, where
+ * FlashAttention's own layout takes 8 bits and draws 16 elements a block, so the
+ * draws cost more here than there). The forward also writes the mask as bits, one
+ * 64-bit word per row and key tile (the quad's four threads OR theirs together), and
+ * the backward reads its query rows' words with the tile's log-sum-exp instead of
+ * drawing again: B H L S / 8 bytes kept for the backward (50 MB a layer at GPT-2's
+ * B 32, H 12, T 1024; 3 MB at the char model's B 64, H 6, T 256). With Z = mask / (1 -
+ * p) the backward is dV += (Z * P)^T dO and dS = P * (Z * dP - delta); delta =
+ * rowsum(dO * O) is unchanged because O is the dropped output. In a CUDA graph the
+ * forward draws from the graph's words (Note [Random numbers in a graph]) and the
+ * backward reads the bits the same replay's forward wrote. */
 #include <cuda_bf16.h>
 #include <string.h>
 #include <cuda_fp16.h>
@@ -202,7 +206,8 @@ struct fa_params {
     float drop_scale;
     uint64_t threshold, seed, offset;
     const uint64_t *state;
-    int64_t *rng;
+    uint64_t *mask;
+    int mask_words;
 };
 
 #define FA_LOG2E 1.4426950408889634f
@@ -228,13 +233,8 @@ template <typename T, int D, int MT> __global__ void __launch_bounds__(FA_THREAD
     const T *k = (const T *)p.k + b * p.k_str[0] + h * p.k_str[1];
     const T *v = (const T *)p.v + b * p.v_str[0] + h * p.v_str[1];
     uint64_t seed = p.seed, offset = p.offset;
-    if (p.dropout) {
+    if (p.dropout)
         graph_state(p.state, &seed, &offset);
-        if (blockIdx.x == 0 && threadIdx.x == 0) {
-            p.rng[0] = (int64_t)seed;
-            p.rng[1] = (int64_t)offset;
-        }
-    }
 
     int nkv = (p.lk + FA_BC - 1) / FA_BC;
     if (p.causal) {
@@ -344,21 +344,29 @@ template <typename T, int D, int MT> __global__ void __launch_bounds__(FA_THREAD
 #pragma unroll
                 for (int r = 0; r < 2; r++) {
                     const int row = row0 + mt * 16 + r * 8;
-                    if (row >= p.lq)
-                        continue;
                     const uint64_t base_n = ((uint64_t)bh * p.lq + row) * p.lk;
+                    uint64_t bits = 0; /* this thread's keys of the tile's 64 */
 #pragma unroll
                     for (int nt = 0; nt < FA_BC / 8; nt++) {
                         const int col = k0 + nt * 8 + t * 2;
-                        if (col >= p.lk || (p.causal && col > row))
+                        if (row >= p.lq || col >= p.lk || (p.causal && col > row))
                             continue; /* already 0 */
                         bool k0_, k1_;
                         dropout_keep2(seed, offset, base_n + col, p.threshold, &k0_, &k1_);
-                        if (!k0_)
+                        if (k0_)
+                            bits |= 1ull << (nt * 8 + t * 2);
+                        else
                             s[mt][nt][2 * r] = 0.f;
-                        if (!k1_)
+                        if (k1_ && col + 1 < p.lk && !(p.causal && col + 1 > row))
+                            bits |= 1ull << (nt * 8 + t * 2 + 1);
+                        else
                             s[mt][nt][2 * r + 1] = 0.f;
                     }
+                    /* the quad's four threads hold the row's 64 keys: one word */
+                    bits |= __shfl_xor_sync(0xffffffffu, bits, 1);
+                    bits |= __shfl_xor_sync(0xffffffffu, bits, 2);
+                    if (t == 0 && row < p.lq)
+                        p.mask[((int64_t)bh * p.lq + row) * p.mask_words + j] = bits;
                 }
             }
 #pragma unroll
@@ -452,6 +460,7 @@ template <typename T, int D> __global__ void __launch_bounds__(FA_THREADS) fa_bw
     const uint32_t sk = smem_addr(smem), sv = sk + TILE, sq = sk + 2 * TILE, sgo = sk + 3 * TILE,
                    sds = sk + 4 * TILE;
     float *s_lse = (float *)(smem + 4 * TILE + 64 * 64 * 2), *s_delta = s_lse + FA_BR;
+    uint64_t *s_mask = (uint64_t *)(s_delta + FA_BR); /* the step's queries' words of this block's keys */
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
     const int nkb = (p.lk + FA_BC - 1) / FA_BC;
     const int bh = (int)(blockIdx.x / nkb), b = bh / p.h, h = bh % p.h;
@@ -462,7 +471,6 @@ template <typename T, int D> __global__ void __launch_bounds__(FA_THREADS) fa_bw
     const T *go = (const T *)p.go + b * p.go_str[0] + h * p.go_str[1];
     const float *lse = p.lse + (int64_t)bh * p.lq, *delta = p.delta + (int64_t)bh * p.lq;
     float *dq = p.dq + (int64_t)bh * p.lq * p.d;
-    const uint64_t seed = p.dropout ? (uint64_t)p.rng[0] : 0, offset = p.dropout ? (uint64_t)p.rng[1] : 0;
 
     load_tile<T, D>(sk, k, p.k_str[2], k0, p.lk, p.d);
     load_tile<T, D>(sv, v, p.v_str[2], k0, p.lk, p.d);
@@ -487,6 +495,8 @@ template <typename T, int D> __global__ void __launch_bounds__(FA_THREADS) fa_bw
             int r = q0 + threadIdx.x;
             s_lse[threadIdx.x] = r < p.lq ? lse[r] * FA_LOG2E : INFINITY;
             s_delta[threadIdx.x] = r < p.lq ? delta[r] : 0.f;
+            if (p.dropout)
+                s_mask[threadIdx.x] = r < p.lq ? p.mask[((int64_t)bh * p.lq + r) * p.mask_words + k0 / 64] : 0;
         }
         cp_wait<0>();
         __syncthreads();
@@ -528,12 +538,8 @@ template <typename T, int D> __global__ void __launch_bounds__(FA_THREADS) fa_bw
                         pv = 0.f;
                 }
                 if (p.dropout) { /* Note [Flash attention dropout] */
-                    const int kr = krow0 + (e >> 1) * 8, qr = q0 + cl;
-                    const float z =
-                        kr < p.lk && qr < p.lq && pv != 0.f &&
-                                dropout_keep(seed, offset, ((uint64_t)bh * p.lq + qr) * p.lk + kr, p.threshold)
-                            ? p.drop_scale
-                            : 0.f;
+                    const int kb = krow0 + (e >> 1) * 8 - k0;
+                    const float z = (s_mask[cl] >> kb) & 1 ? p.drop_scale : 0.f;
                     s[nt][e] = pv * z;
                     dp[nt][e] = pv * (dp[nt][e] * z - s_delta[cl]);
                 } else {
@@ -647,7 +653,8 @@ fa_params make_params(const ct_cuda_flash_geom *g) {
     p.seed = g->seed;
     p.offset = g->offset;
     p.state = g->state;
-    p.rng = g->rng;
+    p.mask = g->mask;
+    p.mask_words = (int)g->mask_words;
     return p;
 }
 
@@ -661,7 +668,7 @@ template <typename T, int D, int MT> ct_status launch_fwd(const fa_params &p, in
 }
 
 template <typename T, int D> ct_status launch_bwd(const fa_params &p, int64_t bh, cudaStream_t s) {
-    size_t sm = 4 * (size_t)64 * D * 2 + 64 * 64 * 2 + 2 * FA_BR * sizeof(float);
+    size_t sm = 4 * (size_t)64 * D * 2 + 64 * 64 * 2 + 2 * FA_BR * sizeof(float) + FA_BR * sizeof(uint64_t);
     if (cudaFuncSetAttribute(fa_bwd<T, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sm) != cudaSuccess)
         return ct_cuda_check_launch("_flash_attention_backward");
     unsigned grid = (unsigned)(((p.lk + FA_BC - 1) / FA_BC) * bh);

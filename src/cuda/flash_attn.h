@@ -21,15 +21,16 @@ typedef struct ct_cuda_flash_geom {
     double scale;
     /* Dropout (Note [Dropout masks] in src/core/random.h): element n = (bh L + i) S + j
      * of the probabilities is kept when its 53-bit draw is below threshold and scaled
-     * by drop_scale. Forward: (seed, offset) by value, or the graph's words in state
-     * (Note [Random numbers in a graph]); it writes what it used to rng[0..1].
-     * Backward: reads them from rng. */
+     * by drop_scale. Forward: draws at (seed, offset) by value, or at the graph's words
+     * in state (Note [Random numbers in a graph]), into mask, zeroed by the caller:
+     * (bh L + i) mask_words + j / 64, bit j % 64. Backward: reads mask. */
     bool dropout;
     uint64_t threshold;
     double drop_scale;
     uint64_t seed, offset;
     const uint64_t *state;
-    int64_t *rng;
+    uint64_t *mask;
+    int64_t mask_words;
 } ct_cuda_flash_geom;
 
 /* Whether a tensor of this base pointer and (batch, head, row) strides can be read by

@@ -20,12 +20,13 @@ static __device__ __forceinline__ void philox_block(uint64_t seed, uint64_t coun
             k0 += CT_PHILOX_W0;
             k1 += CT_PHILOX_W1;
         }
-        uint32_t hi0 = __umulhi(CT_PHILOX_M0, c0), lo0 = CT_PHILOX_M0 * c0;
-        uint32_t hi1 = __umulhi(CT_PHILOX_M1, c2), lo1 = CT_PHILOX_M1 * c2;
-        uint32_t n0 = hi1 ^ c1 ^ k0;
-        uint32_t n2 = hi0 ^ c3 ^ k1;
-        c1 = lo1;
-        c3 = lo0;
+        /* one 32 x 32 -> 64-bit product each (IMAD.WIDE) rather than __umulhi and a
+         * separate low product */
+        const uint64_t p0 = (uint64_t)CT_PHILOX_M0 * c0, p1 = (uint64_t)CT_PHILOX_M1 * c2;
+        uint32_t n0 = (uint32_t)(p1 >> 32) ^ c1 ^ k0;
+        uint32_t n2 = (uint32_t)(p0 >> 32) ^ c3 ^ k1;
+        c1 = (uint32_t)p1;
+        c3 = (uint32_t)p0;
         c0 = n0;
         c2 = n2;
     }

@@ -731,20 +731,33 @@ ct_flash_dropout_consts ct_flash_dropout_consts_of(double p) {
     return c;
 }
 
-/* rng_state as a flash forward with dropout made it: two int64 on device. */
-static ct_status check_rng_state(const char *op, const ct_tensor *r, ct_device device) {
-    if (r->dtype != CT_DTYPE_INT64 || r->ndim != 1 || r->shape[0] != 2 || r->strides[0] != 1 ||
-        !ct_device_equal(r->device, device)) {
-        char a[96], d0[32], d1[32];
+void ct_flash_mask_shape(const ct_tensor *q, int64_t lk, int64_t shape[4]) {
+    shape[0] = q->shape[0];
+    shape[1] = q->shape[1];
+    shape[2] = q->shape[2];
+    shape[3] = (lk + 63) / 64;
+}
+
+/* dropout_mask as a flash forward with dropout made it. */
+static ct_status check_mask(const char *op, const ct_tensor *m, const ct_tensor *q, int64_t lk) {
+    int64_t want[4];
+    ct_flash_mask_shape(q, lk, want);
+    bool ok = m->dtype == CT_DTYPE_UINT64 && m->ndim == 4 && ct_device_equal(m->device, q->device) &&
+              ct_strides_contiguous(m->shape, m->strides, m->ndim);
+    for (int d = 0; ok && d < 4; d++)
+        ok = m->shape[d] == want[d];
+    if (!ok) {
+        char a[96], b[96], d0[32], d1[32];
         return ct_error(CT_ERROR_VALUE, op,
-                        "rng_state (%s %s on %s) must be the forward's: 2 int64 (seed, offset) on %s",
-                        ct_dtype_name(r->dtype), ct_shape_str(r->shape, r->ndim, a, sizeof a),
-                        ct_device_str(r->device, d0, sizeof d0), ct_device_str(device, d1, sizeof d1));
+                        "dropout_mask (%s %s on %s) must be the forward's: contiguous uint64 %s on %s",
+                        ct_dtype_name(m->dtype), ct_shape_str(m->shape, m->ndim, a, sizeof a),
+                        ct_device_str(m->device, d0, sizeof d0), ct_shape_str(want, 4, b, sizeof b),
+                        ct_device_str(q->device, d1, sizeof d1));
     }
     return CT_OK;
 }
 
-/* in: grad_out, q, k, v; list: out, logsumexp, and rng_state with dropout. */
+/* in: grad_out, q, k, v; list: out, logsumexp, and dropout_mask with dropout. */
 ct_status ct_flash_backward_check(const ct_call *call, ct_sdpa_geom *g) {
     const char *op = "_flash_attention_backward";
     const ct_tensor *go = call->in[0], *q = call->in[1];
@@ -755,14 +768,14 @@ ct_status ct_flash_backward_check(const ct_call *call, ct_sdpa_geom *g) {
     const int want = p > 0 ? 3 : 2;
     if (call->nlist != want || !call->list[0] || !call->list[1] || (want == 3 && !call->list[2]))
         return ct_error(CT_ERROR_VALUE, op,
-                        p > 0 ? "expected the forward's out, logsumexp and rng_state (dropout_p = %g)"
-                              : "expected the forward's out and logsumexp (dropout_p = %g: no rng_state)",
+                        p > 0 ? "expected the forward's out, logsumexp and dropout_mask (dropout_p = %g)"
+                              : "expected the forward's out and logsumexp (dropout_p = %g: no dropout_mask)",
                         p);
     const ct_tensor *o = call->list[0], *lse = call->list[1];
     st = ct_flash_check(op, q, call->in[2], call->in[3], g);
     if (st)
         return st;
-    if (want == 3 && (st = check_rng_state(op, call->list[2], q->device)))
+    if (want == 3 && (st = check_mask(op, call->list[2], q, g->s)))
         return st;
     const ct_tensor *pair[2] = {go, o};
     const char *names[2] = {"grad_out", "out"};
@@ -831,8 +844,9 @@ ct_status ct_meta__flash_attention_forward(ct_keyset ks, ct_call *call, void *ud
         return st;
     if ((st = set_meta(call, 0, q->shape, 4, q->dtype)) || (st = set_meta(call, 1, q->shape, 3, ct_flash_lse_dtype(q->dtype))))
         return st;
-    const int64_t two = 2;
-    return p > 0 ? set_meta(call, 2, &two, 1, CT_DTYPE_INT64) : CT_OK;
+    int64_t mshape[4];
+    ct_flash_mask_shape(q, g.s, mshape);
+    return p > 0 ? set_meta(call, 2, mshape, 4, CT_DTYPE_UINT64) : CT_OK;
 }
 
 ct_status ct_meta__flash_attention_backward(ct_keyset ks, ct_call *call, void *ud) {
