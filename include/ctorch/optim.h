@@ -176,16 +176,19 @@ CT_API ct_status ct_fused_adamw_(ct_tensor *const *params, int nparams, ct_tenso
 /* The same (AdamW when adamw) with the step number read from step_t, a one-element
  * float64 tensor on the params' device, instead of passed by value: a CUDA graph that
  * captured the update (docs/cuda-graphs.md) reads the number the tensor holds at each
- * replay. The optimizers' capturable option uses it. */
+ * replay. lr_t, when not NULL, does the same for the learning rate: a one-element
+ * float64 tensor on the params' device holding a finite lr >= 0, read in place of lr
+ * (which is then not used), with the bits of that lr passed by value. The optimizers'
+ * capturable option uses both. */
 CT_API ct_status ct_fused_adam_capturable_(bool adamw, ct_tensor *const *params, int nparams,
                                            ct_tensor *const *grads, int ngrads, ct_tensor *const *exp_avgs,
                                            int nexp_avgs, ct_tensor *const *exp_avg_sqs, int nexp_avg_sqs,
                                            ct_tensor *const *max_exp_avg_sqs, int nmax_exp_avg_sqs,
                                            ct_tensor *const *master_params, int nmaster_params,
-                                           const ct_tensor *step_t, double lr, double beta1, double beta2,
-                                           double weight_decay, double eps, bool amsgrad, bool maximize,
-                                           const ct_tensor *grad_scale, const ct_tensor *found_inf,
-                                           const ct_tensor *clip_coef);
+                                           const ct_tensor *step_t, const ct_tensor *lr_t, double lr,
+                                           double beta1, double beta2, double weight_decay, double eps,
+                                           bool amsgrad, bool maximize, const ct_tensor *grad_scale,
+                                           const ct_tensor *found_inf, const ct_tensor *clip_coef);
 
 /* ------------------------------------------------------------ LR schedulers */
 

@@ -1063,8 +1063,8 @@ static ct_status fused_group_step(ct_optim_kind kind, param_group *g, bool *done
             st = ct_fused_adam_capturable_(
                 kind == CT_OPTIM_ADAMW, lists, k, lists + n, k, lists + 2 * n, k, lists + 3 * n, k,
                 o->amsgrad ? lists + 4 * n : NULL, o->amsgrad ? k : 0, master ? lists + 5 * n : NULL, master ? k : 0,
-                g->step_t, o->lr, o->beta1, o->beta2, o->weight_decay, o->eps, o->amsgrad, o->maximize, NULL, NULL,
-                clip_coef);
+                g->step_t, NULL, o->lr, o->beta1, o->beta2, o->weight_decay, o->eps, o->amsgrad, o->maximize, NULL,
+                NULL, clip_coef);
         else
             st = (kind == CT_OPTIM_ADAMW ? ct_fused_adamw_ : ct_fused_adam_)(
                 lists, k, lists + n, k, lists + 2 * n, k, lists + 3 * n, k, o->amsgrad ? lists + 4 * n : NULL,
