@@ -64,7 +64,10 @@ typedef struct ct_optim_options {
     /* Fused Adam/AdamW: keep the step number in a float64 tensor on the parameters'
      * device, which each step increments with a kernel, so that a CUDA graph capturing
      * the step replays with the right bias corrections (docs/cuda-graphs.md). The
-     * learning rate and the other options stay constants of a captured graph. */
+     * learning rate of a group with CUDA parameters lives in such a tensor too, which
+     * ct_optimizer_set_lr, ct_optimizer_set_options and the schedulers write on the
+     * current stream, so a replay uses the lr set before it. The other options stay
+     * constants of a captured graph. */
     int32_t capturable;
     int32_t reserved[5]; /* zero; room for options without an ABI break */
 } ct_optim_options;
@@ -113,7 +116,10 @@ CT_API ct_tensor *ct_optimizer_group_param(const ct_optimizer *opt, int group, i
 /* A group's hyperparameters; set validates them as the constructor does. */
 CT_API ct_status ct_optimizer_get_options(const ct_optimizer *opt, int group, ct_optim_options *out);
 CT_API ct_status ct_optimizer_set_options(ct_optimizer *opt, int group, const ct_optim_options *o);
-/* The learning rate of a group (NaN and an error for a bad group), and setting it. */
+/* The learning rate of a group (NaN and an error for a bad group), and setting it.
+ * With the capturable option the new rate is also written, on the current stream,
+ * into the group's device copy, which a captured step reads at each replay: set it
+ * between replays, not while a capture is under way (the write would be captured). */
 CT_API double ct_optimizer_get_lr(const ct_optimizer *opt, int group);
 CT_API ct_status ct_optimizer_set_lr(ct_optimizer *opt, int group, double lr);
 
