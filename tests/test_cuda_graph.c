@@ -1,8 +1,8 @@
 /* CUDA graphs and private memory pools (docs/cuda-graphs.md): capture and replay give
  * the eager numbers, replays read static inputs copied in before them, the graph's
  * tensors live in its pool (stats and snapshots show it), two graphs share one pool
- * (graph trees) without growing it, random numbers replay fresh from the generator,
- * and what cannot be captured (host copies, item, nonzero, synchronisation,
+ * (graph trees) without growing it, random numbers replay fresh from the generator, a
+ * captured AdamW step follows the learning rate set between replays, and what cannot be captured (host copies, item, nonzero, synchronisation,
  * allocations on other streams, a first cuBLAS use, a new seed between random draws)
  * is refused with the op's name. The argument errors run in every build; the rest is
  * skipped (exit code 77) without a GPU. */
@@ -402,6 +402,86 @@ static void test_adamw_step_capturable(void **state) {
     ct_scope_end();
 }
 
+/* Note [Device learning rate] in src/optim/optimizer.c: the captured AdamW step reads
+ * the learning rate from the device, so a rate changed between replays, by
+ * ct_optimizer_set_lr and by a scheduler, is the one the next replay uses. The
+ * reference runs eagerly without the option (lr and step by value) through the same
+ * schedule: cosine annealing from 1e-2 stepped after every step, with the rate set to
+ * 3e-2 before step 4 (the schedule goes on from there, as torch's chainable form
+ * does). A graph that kept the capture's rate would be off by about 1e-2. */
+#define LR_STEPS 8
+
+static void lr_before_step(ct_optimizer *opt, int i) {
+    if (i == 4)
+        assert_st(ct_optimizer_set_lr(opt, 0, 3e-2));
+}
+
+static void test_adamw_lr_schedule_capturable(void **state) {
+    (void)state;
+    ct_scope_begin();
+    mlp eager, graphed;
+    mlp_init_opt(&eager, true);
+    mlp_init_opt(&graphed, true);
+    ct_optim_options o;
+    assert_st(ct_optimizer_get_options(eager.opt, 0, &o));
+    o.capturable = 0; /* the reference passes the lr and the step by value */
+    assert_st(ct_optimizer_set_options(eager.opt, 0, &o));
+    ct_lr_scheduler *se = ct_cosineannealinglr_new(eager.opt, LR_STEPS, 1e-3);
+    ct_lr_scheduler *sg = ct_cosineannealinglr_new(graphed.opt, LR_STEPS, 1e-3);
+    assert_ct(se);
+    assert_ct(sg);
+    ct_tensor *xs[LR_STEPS], *ys[LR_STEPS];
+    for (int i = 0; i < LR_STEPS; i++) {
+        xs[i] = gpu_values(CT_SHAPE(16, 32), 80 + (uint64_t)i);
+        ys[i] = gpu_values(CT_SHAPE(16, 8), 90 + (uint64_t)i);
+    }
+    double lrs[LR_STEPS];
+    for (int i = 0; i < LR_STEPS; i++) {
+        lr_before_step(eager.opt, i);
+        lrs[i] = ct_optimizer_get_lr(eager.opt, 0);
+        ct_scope_begin();
+        assert_ct(mlp_step_clip(&eager, xs[i], ys[i], 0.5));
+        ct_scope_end();
+        assert_st(ct_lr_scheduler_step(se));
+    }
+    ct_tensor *x = ct_clone(xs[0]), *y = ct_clone(ys[0]);
+    /* inputs made on the default stream are ready before the capture stream reads them */
+    assert_st(ct_cuda_synchronize(0));
+    assert_st(ct_cuda_set_stream(0, g_stream));
+    ct_scope_begin();
+    assert_ct(mlp_step_clip(&graphed, x, y, 0.5)); /* warm-up: step 0, which makes step_t and lr_t */
+    ct_scope_end();
+    assert_st(ct_lr_scheduler_step(sg));
+    /* the capture records the step and runs nothing; the scheduler is not stepped for it */
+    assert_st(ct_cuda_graph_begin(g_stream, NULL));
+    ct_scope_begin();
+    ct_tensor *loss = ct_retain(mlp_step_clip(&graphed, x, y, 0.5));
+    ct_scope_end();
+    ct_cuda_graph *g = NULL;
+    assert_st(ct_cuda_graph_end(g_stream, &g));
+    assert_ct(loss);
+    for (int i = 1; i < LR_STEPS; i++) {
+        lr_before_step(graphed.opt, i); /* a fill on the current stream (g_stream), before the replay */
+        assert_true(ct_optimizer_get_lr(graphed.opt, 0) == lrs[i]);
+        assert_ct(ct_copy_(x, xs[i]));
+        assert_ct(ct_copy_(y, ys[i]));
+        assert_st(ct_cuda_graph_replay(g));
+        assert_st(ct_lr_scheduler_step(sg));
+    }
+    assert_st(ct_cuda_set_stream(0, NULL));
+    assert_st(ct_cuda_synchronize(0));
+    assert_true(lrs[3] != lrs[4] && lrs[1] != lrs[LR_STEPS - 1]); /* the rate did change */
+    ct_test_assert_close(graphed.w1, ct_to_device(eager.w1, CT_CPU), 1e-5, 1e-6, "w1", __FILE__, __LINE__);
+    ct_test_assert_close(graphed.w2, ct_to_device(eager.w2, CT_CPU), 1e-5, 1e-6, "w2", __FILE__, __LINE__);
+    ct_release(loss);
+    ct_cuda_graph_free(g);
+    ct_lr_scheduler_free(se);
+    ct_lr_scheduler_free(sg);
+    mlp_free(&eager);
+    mlp_free(&graphed);
+    ct_scope_end();
+}
+
 /* ------------------------------------------------------------------ random numbers */
 
 /* Note [Random numbers in a graph]: rand, randn, dropout (bernoulli_) and flash
@@ -603,6 +683,7 @@ int main(void) {
         cmocka_unit_test_teardown(test_checked_ops_capture, end_capture),
         cmocka_unit_test_teardown(test_training_step, end_capture),
         cmocka_unit_test_teardown(test_adamw_step_capturable, end_capture),
+        cmocka_unit_test_teardown(test_adamw_lr_schedule_capturable, end_capture),
         cmocka_unit_test_teardown(test_random_replays, end_capture),
         cmocka_unit_test_teardown(test_refusals, end_capture),
         cmocka_unit_test_teardown(test_capture_state_errors, end_capture),

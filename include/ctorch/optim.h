@@ -64,7 +64,10 @@ typedef struct ct_optim_options {
     /* Fused Adam/AdamW: keep the step number in a float64 tensor on the parameters'
      * device, which each step increments with a kernel, so that a CUDA graph capturing
      * the step replays with the right bias corrections (docs/cuda-graphs.md). The
-     * learning rate and the other options stay constants of a captured graph. */
+     * learning rate of a group with CUDA parameters lives in such a tensor too, which
+     * ct_optimizer_set_lr, ct_optimizer_set_options and the schedulers write on the
+     * current stream, so a replay uses the lr set before it. The other options stay
+     * constants of a captured graph. */
     int32_t capturable;
     int32_t reserved[5]; /* zero; room for options without an ABI break */
 } ct_optim_options;
@@ -113,7 +116,10 @@ CT_API ct_tensor *ct_optimizer_group_param(const ct_optimizer *opt, int group, i
 /* A group's hyperparameters; set validates them as the constructor does. */
 CT_API ct_status ct_optimizer_get_options(const ct_optimizer *opt, int group, ct_optim_options *out);
 CT_API ct_status ct_optimizer_set_options(ct_optimizer *opt, int group, const ct_optim_options *o);
-/* The learning rate of a group (NaN and an error for a bad group), and setting it. */
+/* The learning rate of a group (NaN and an error for a bad group), and setting it.
+ * With the capturable option the new rate is also written, on the current stream,
+ * into the group's device copy, which a captured step reads at each replay: set it
+ * between replays, not while a capture is under way (the write would be captured). */
 CT_API double ct_optimizer_get_lr(const ct_optimizer *opt, int group);
 CT_API ct_status ct_optimizer_set_lr(ct_optimizer *opt, int group, double lr);
 
@@ -176,16 +182,19 @@ CT_API ct_status ct_fused_adamw_(ct_tensor *const *params, int nparams, ct_tenso
 /* The same (AdamW when adamw) with the step number read from step_t, a one-element
  * float64 tensor on the params' device, instead of passed by value: a CUDA graph that
  * captured the update (docs/cuda-graphs.md) reads the number the tensor holds at each
- * replay. The optimizers' capturable option uses it. */
+ * replay. lr_t, when not NULL, does the same for the learning rate: a one-element
+ * float64 tensor on the params' device holding a finite lr >= 0, read in place of lr
+ * (which is then not used), with the bits of that lr passed by value. The optimizers'
+ * capturable option uses both. */
 CT_API ct_status ct_fused_adam_capturable_(bool adamw, ct_tensor *const *params, int nparams,
                                            ct_tensor *const *grads, int ngrads, ct_tensor *const *exp_avgs,
                                            int nexp_avgs, ct_tensor *const *exp_avg_sqs, int nexp_avg_sqs,
                                            ct_tensor *const *max_exp_avg_sqs, int nmax_exp_avg_sqs,
                                            ct_tensor *const *master_params, int nmaster_params,
-                                           const ct_tensor *step_t, double lr, double beta1, double beta2,
-                                           double weight_decay, double eps, bool amsgrad, bool maximize,
-                                           const ct_tensor *grad_scale, const ct_tensor *found_inf,
-                                           const ct_tensor *clip_coef);
+                                           const ct_tensor *step_t, const ct_tensor *lr_t, double lr,
+                                           double beta1, double beta2, double weight_decay, double eps,
+                                           bool amsgrad, bool maximize, const ct_tensor *grad_scale,
+                                           const ct_tensor *found_inf, const ct_tensor *clip_coef);
 
 /* ------------------------------------------------------------ LR schedulers */
 

@@ -13,7 +13,7 @@ static ct_status fused_adam(ct_op opn, ct_tensor *const *params, int nparams, ct
                             ct_tensor *const *max_exp_avg_sqs, int nmax, ct_tensor *const *master, int nmaster,
                             int64_t step, double lr, double beta1, double beta2, double weight_decay, double eps,
                             bool amsgrad, bool maximize, const ct_tensor *grad_scale, const ct_tensor *found_inf,
-                            const ct_tensor *clip_coef, const ct_tensor *step_t) {
+                            const ct_tensor *clip_coef, const ct_tensor *step_t, const ct_tensor *lr_t) {
     const char *op = ct_op_name(opn);
     ct_tensor *const *lists[6] = {params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, master};
     const int lens[6] = {nparams, ngrads, nexp_avgs, nexp_avg_sqs, nmax, nmaster};
@@ -60,8 +60,8 @@ static ct_status fused_adam(ct_op opn, ct_tensor *const *params, int nparams, ct
             free(all);
             return ct_error(CT_ERROR_NULL_ARGUMENT, op, "%s[%d] is NULL", k < 6 ? names[k] : "tensors", left);
         }
-    ct_call c = {.op = opn, .nin = 4, .in = {grad_scale, found_inf, clip_coef, step_t}, .nints = 5, .nscalars = 5,
-                 .dtype = CT_DTYPE_UNDEFINED, .list = all, .nlist = at};
+    ct_call c = {.op = opn, .nin = 5, .in = {grad_scale, found_inf, clip_coef, step_t, lr_t}, .nints = 5,
+                 .nscalars = 5, .dtype = CT_DTYPE_UNDEFINED, .list = all, .nlist = at};
     c.ints[0] = nparams;
     c.ints[1] = amsgrad;
     c.ints[2] = maximize;
@@ -86,7 +86,7 @@ ct_status ct_fused_adam_(ct_tensor *const *params, int nparams, ct_tensor *const
                          const ct_tensor *found_inf, const ct_tensor *clip_coef) {
     return fused_adam(CT_OP_fused_adam, params, nparams, grads, ngrads, exp_avgs, nexp_avgs, exp_avg_sqs,
                       nexp_avg_sqs, max_exp_avg_sqs, nmax_exp_avg_sqs, master_params, nmaster_params, step, lr, beta1,
-                      beta2, weight_decay, eps, amsgrad, maximize, grad_scale, found_inf, clip_coef, NULL);
+                      beta2, weight_decay, eps, amsgrad, maximize, grad_scale, found_inf, clip_coef, NULL, NULL);
 }
 
 ct_status ct_fused_adamw_(ct_tensor *const *params, int nparams, ct_tensor *const *grads, int ngrads,
@@ -97,7 +97,7 @@ ct_status ct_fused_adamw_(ct_tensor *const *params, int nparams, ct_tensor *cons
                           const ct_tensor *found_inf, const ct_tensor *clip_coef) {
     return fused_adam(CT_OP_fused_adamw, params, nparams, grads, ngrads, exp_avgs, nexp_avgs, exp_avg_sqs,
                       nexp_avg_sqs, max_exp_avg_sqs, nmax_exp_avg_sqs, master_params, nmaster_params, step, lr, beta1,
-                      beta2, weight_decay, eps, amsgrad, maximize, grad_scale, found_inf, clip_coef, NULL);
+                      beta2, weight_decay, eps, amsgrad, maximize, grad_scale, found_inf, clip_coef, NULL, NULL);
 }
 
 ct_status ct_fused_adam_capturable_(bool adamw, ct_tensor *const *params, int nparams, ct_tensor *const *grads,
@@ -105,14 +105,16 @@ ct_status ct_fused_adam_capturable_(bool adamw, ct_tensor *const *params, int np
                                     ct_tensor *const *exp_avg_sqs, int nexp_avg_sqs,
                                     ct_tensor *const *max_exp_avg_sqs, int nmax_exp_avg_sqs,
                                     ct_tensor *const *master_params, int nmaster_params, const ct_tensor *step_t,
-                                    double lr, double beta1, double beta2, double weight_decay, double eps,
-                                    bool amsgrad, bool maximize, const ct_tensor *grad_scale,
-                                    const ct_tensor *found_inf, const ct_tensor *clip_coef) {
+                                    const ct_tensor *lr_t, double lr, double beta1, double beta2,
+                                    double weight_decay, double eps, bool amsgrad, bool maximize,
+                                    const ct_tensor *grad_scale, const ct_tensor *found_inf,
+                                    const ct_tensor *clip_coef) {
     ct_op opn = adamw ? CT_OP_fused_adamw : CT_OP_fused_adam;
     if (!step_t)
         return ct_error(CT_ERROR_NULL_ARGUMENT, ct_op_name(opn), "step_t is NULL");
-    /* the step argument is not read: step_t holds it (Note [Device step]) */
+    /* the step argument is not read: step_t holds it (Note [Device step]); nor is lr
+     * when lr_t is given */
     return fused_adam(opn, params, nparams, grads, ngrads, exp_avgs, nexp_avgs, exp_avg_sqs, nexp_avg_sqs,
                       max_exp_avg_sqs, nmax_exp_avg_sqs, master_params, nmaster_params, 1, lr, beta1, beta2,
-                      weight_decay, eps, amsgrad, maximize, grad_scale, found_inf, clip_coef, step_t);
+                      weight_decay, eps, amsgrad, maximize, grad_scale, found_inf, clip_coef, step_t, lr_t);
 }

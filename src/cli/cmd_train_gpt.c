@@ -39,6 +39,11 @@ typedef struct {
     ct_char_gpt_config cfg;
     int64_t steps, batch, eval_interval, eval_iters, sample_tokens, top_k;
     double lr, beta2, weight_decay, grad_clip, temperature, peak_tflops;
+    /* Note [Learning-rate schedule]: warm-up steps, then constant or cosine decay to
+     * min_lr at step lr_decay_steps */
+    bool lr_cosine;
+    int64_t warmup_steps, lr_decay_steps;
+    double min_lr;
     int threads;
     uint64_t seed;
     bool quiet, tf32;
@@ -76,7 +81,8 @@ static void help(const gpt_args *a, FILE *f) {
                 "         [--prompt TEXT] [--sample-out FILE] [--out CKPT.safetensors] [--quiet]\n"
                 "         [--profile TRACE.json] [--resume STATE.pt] [--cuda-graphs]\n"
                 "         [--device cpu|cuda[:N]] [--dtype fp32|bf16|fp16] [--tf32] [--memory-report]\n"
-                "         [--compile]\n"
+                "         [--compile] [--lr-schedule constant|cosine] [--warmup-steps N] [--min-lr X]\n"
+                "         [--lr-decay-steps N]\n"
                 "\n"
                 "Trains a character-level GPT (pre-LN blocks, causal attention, tanh-GELU MLP,\n"
                 "head tied to the token embedding) on FILE with AdamW, then samples text from it.\n"
@@ -102,6 +108,8 @@ static void help(const gpt_args *a, FILE *f) {
                 "         [--out CKPT.safetensors] [--resume STATE.pt] [--profile TRACE.json]\n"
                 "         [--device cpu|cuda[:N]] [--dtype fp32|bf16|fp16] [--tf32]\n"
                 "         [--peak-tflops X] [--quiet] [--memory-report] [--cuda-graphs]\n"
+                "         [--lr-schedule constant|cosine] [--warmup-steps N] [--min-lr X]\n"
+                "         [--lr-decay-steps N]\n"
                 "\n"
                 "Trains GPT-2 (nanoGPT's model: pre-LN blocks, causal attention, tanh-GELU MLP,\n"
                 "head tied to the token embedding, GPT-2's initialisation) with AdamW (weight\n"
@@ -135,6 +143,13 @@ static void help(const gpt_args *a, FILE *f) {
             "  --cuda-graphs      capture the training step (forward, backward, clipping,\n"
             "                     AdamW) as a CUDA graph after one eager step and replay it;\n"
             "                     dropout draws fresh numbers at every replay (docs/cuda-graphs.md)\n"
+            "  --lr-schedule S    constant (default: --lr at every step) or cosine (nanoGPT's:\n"
+            "                     from --lr down to --min-lr at --lr-decay-steps, then flat)\n"
+            "  --warmup-steps N   first raise the rate linearly, lr * (step + 1) / (N + 1) for\n"
+            "                     steps 0 to N - 1 (default 0: no warm-up)\n"
+            "  --min-lr X         cosine: the final rate (default --lr / 10)\n"
+            "  --lr-decay-steps N\n"
+            "                     cosine: the step where the decay ends (default --steps)\n"
             "  --peak-tflops X    the device's peak for the MFU figure (default: the\n"
             "                     datasheet figure of known GPUs for the precision in use)\n"
             "  --eval-interval N  steps between validation losses (default steps / 10)\n"
@@ -266,6 +281,9 @@ static int parse_args(gpt_args *a, int argc, char **argv, bool *done) {
     a->device = CT_CPU;
     a->amp = CT_F32;
     int64_t eval_interval = -1;
+    const char *schedule = "constant";
+    a->min_lr = -1;         /* default: lr / 10, once lr is known */
+    a->lr_decay_steps = -1; /* default: steps */
     for (int i = 1; i < argc; i++) {
         const char *k = argv[i];
         bool *flag = strcmp(k, "--quiet") == 0                                 ? &a->quiet
@@ -322,6 +340,14 @@ static int parse_args(gpt_args *a, int argc, char **argv, bool *done) {
             ok = parse_double(v, 0, 0.999, &a->cfg.dropout);
         else if (strcmp(k, "--lr") == 0)
             ok = parse_double(v, 1e-12, 10, &a->lr) && a->lr > 0;
+        else if (strcmp(k, "--lr-schedule") == 0)
+            schedule = v;
+        else if (strcmp(k, "--warmup-steps") == 0)
+            ok = parse_int(v, INT64_MIN, INT64_C(1) << 40, &a->warmup_steps);
+        else if (strcmp(k, "--lr-decay-steps") == 0)
+            ok = parse_int(v, 1, INT64_C(1) << 40, &a->lr_decay_steps);
+        else if (strcmp(k, "--min-lr") == 0)
+            ok = parse_double(v, 0, 10, &a->min_lr);
         else if (strcmp(k, "--weight-decay") == 0)
             ok = parse_double(v, 0, 10, &a->weight_decay);
         else if (strcmp(k, "--grad-clip") == 0)
@@ -381,6 +407,23 @@ static int parse_args(gpt_args *a, int argc, char **argv, bool *done) {
         return usage_error(a, "--cuda-graphs and --compile do not combine with --ddp, --zero1 or --diloco yet");
     if (a->cuda_graphs && a->compile)
         return usage_error(a, "--cuda-graphs and --compile do not combine yet");
+    if (strcmp(schedule, "cosine") == 0)
+        a->lr_cosine = true;
+    else if (strcmp(schedule, "constant") != 0)
+        return usage_error(a, "unknown --lr-schedule '%s' (constant or cosine)", schedule);
+    if (a->warmup_steps < 0)
+        return usage_error(a, "--warmup-steps must be >= 0, got %lld", (long long)a->warmup_steps);
+    if (!a->lr_cosine && (a->min_lr >= 0 || a->lr_decay_steps > 0))
+        return usage_error(a, "--min-lr and --lr-decay-steps go with --lr-schedule cosine");
+    if (a->min_lr > a->lr)
+        return usage_error(a, "--min-lr (%g) must not exceed --lr (%g)", a->min_lr, a->lr);
+    if (a->min_lr < 0)
+        a->min_lr = a->lr / 10; /* nanoGPT's advice: about a tenth of the peak */
+    if (a->lr_decay_steps < 0)
+        a->lr_decay_steps = a->steps;
+    if (a->lr_cosine && a->lr_decay_steps <= a->warmup_steps)
+        return usage_error(a, "--lr-decay-steps (%lld) must be greater than --warmup-steps (%lld)",
+                           (long long)a->lr_decay_steps, (long long)a->warmup_steps);
     a->eval_interval = eval_interval > 0 ? eval_interval : (a->steps >= 10 ? a->steps / 10 : a->steps);
     return 0;
 }
@@ -878,6 +921,49 @@ static ct_optimizer *make_optimizer(const gpt_args *a, const ct_char_gpt *m) {
     return opt;
 }
 
+/* Note [Learning-rate schedule]
+ * nanoGPT's get_lr: for steps 0 to warmup_steps - 1 the rate rises linearly, lr * (step
+ * + 1) / (warmup_steps + 1); then the constant schedule keeps lr, and the cosine one
+ * decays from lr to min_lr, min_lr + (1 + cos(pi * r)) / 2 * (lr - min_lr) with r the
+ * fraction of the steps from warmup_steps to lr_decay_steps gone by, and keeps min_lr
+ * after that. The rate is a function of the step number alone, written into every
+ * group with ct_optimizer_set_lr before each step, so --resume goes on with the
+ * schedule where the saved run left it; --compile's step reads it at each call (the
+ * update is a host call), and --cuda-graphs's replays read it from the device (the
+ * capturable AdamW keeps it there: Note [Device learning rate] in
+ * src/optim/optimizer.c). It is written before the captured step begins, never inside
+ * the capture, which would record the write and repeat it at every replay. The
+ * constant schedule without warm-up writes nothing: the runs of before are unchanged. */
+static bool lr_scheduled(const gpt_args *a) {
+    return a->lr_cosine || a->warmup_steps > 0;
+}
+
+static double lr_at(const gpt_args *a, int64_t step) {
+    if (step < a->warmup_steps)
+        return a->lr * (double)(step + 1) / (double)(a->warmup_steps + 1);
+    if (!a->lr_cosine)
+        return a->lr;
+    if (step > a->lr_decay_steps)
+        return a->min_lr;
+    const double r = (double)(step - a->warmup_steps) / (double)(a->lr_decay_steps - a->warmup_steps);
+    const double coeff = 0.5 * (1.0 + cos(M_PI * r));
+    return a->min_lr + coeff * (a->lr - a->min_lr);
+}
+
+/* Note [Learning-rate schedule]: the rate of step `step` into every group (and into
+ * ZeRO-1's optimizer, which holds the shards' state). */
+static ct_status set_step_lr(const gpt_args *a, ct_optimizer *opt, int64_t step) {
+    if (!lr_scheduled(a))
+        return CT_OK;
+    const double lr = lr_at(a, step);
+    for (int g = 0; g < ct_optimizer_num_groups(opt); g++)
+        if (ct_optimizer_set_lr(opt, g, lr))
+            return ct_last_status();
+    if (a->dist.zero && ct_zero1_set_lr(a->dist.zero, lr))
+        return ct_last_status();
+    return CT_OK;
+}
+
 /* Note [Graphed training step]
  * --cuda-graphs: the whole step (forward, backward, clipping folded into the fused
  * AdamW, the update) is captured once as a CUDA graph and replayed (docs/cuda-graphs.md).
@@ -886,7 +972,9 @@ static ct_optimizer *make_optimizer(const gpt_args *a, const ct_char_gpt *m) {
  * optimizer state with its step number on the device (the capturable option), and
  * cuBLAS's handles. The second is captured into a private pool and replayed; from then
  * on each step copies its batch into the static inputs and replays. The step's loss is
- * the graph's static output, cloned before the next replay overwrites it.
+ * the graph's static output, cloned before the next replay overwrites it. The learning
+ * rate is not a constant of the graph: AdamW reads it from the device, where each
+ * step's rate is written before the step (Note [Learning-rate schedule]).
  *
  * The evaluation forward (eval mode, no gradients) is a second graph in the same pool,
  * reading the same static inputs: its first batch runs eagerly, its second is captured
@@ -1028,8 +1116,17 @@ static ct_status check_sizes(const gpt_args *a, const gpt_data *d) {
 }
 
 static void describe(const gpt_args *a, const gpt_data *d, const ct_char_gpt *m) {
-    char dev[32];
+    char dev[32], lr[160], warm[48] = "";
     ct_device_str(a->device, dev, sizeof dev);
+    if (a->warmup_steps > 0)
+        snprintf(warm, sizeof warm, "%lld warm-up steps%s", (long long)a->warmup_steps, a->lr_cosine ? ", " : "");
+    if (a->lr_cosine)
+        snprintf(lr, sizeof lr, "%g (%scosine to %g at step %lld)", a->lr, warm, a->min_lr,
+                 (long long)a->lr_decay_steps);
+    else if (a->warmup_steps > 0)
+        snprintf(lr, sizeof lr, "%g (%s)", a->lr, warm);
+    else
+        snprintf(lr, sizeof lr, "%g", a->lr);
     if (d->chars)
         printf("char-gpt (%s): %s, %lld characters, vocabulary %lld, %lld train / %lld val tokens\n", a->preset,
                a->text, (long long)(split_len(d, CT_SPLIT_TRAIN) + split_len(d, CT_SPLIT_VAL)),
@@ -1041,9 +1138,9 @@ static void describe(const gpt_args *a, const gpt_data *d, const ct_char_gpt *m)
                d->vocab > 256 ? "GPT-2 token shard" : "bytes", (long long)d->vocab, (long long)a->cfg.vocab,
                (long long)split_len(d, CT_SPLIT_TRAIN), (long long)split_len(d, CT_SPLIT_VAL));
     printf("model: %lld layers, %lld heads, embd %lld, block %lld, dropout %g: %lld parameters; batch %lld, "
-           "lr %g, %s",
+           "lr %s, %s",
            (long long)a->cfg.n_layer, (long long)a->cfg.n_head, (long long)a->cfg.n_embd, (long long)a->cfg.block,
-           a->cfg.dropout, (long long)ct_char_gpt_num_params(m), (long long)a->batch, a->lr, dev);
+           a->cfg.dropout, (long long)ct_char_gpt_num_params(m), (long long)a->batch, lr, dev);
     if (a->device.type == CT_DEVICE_CPU)
         printf(", %d threads", ct_get_num_threads());
     printf(", %s%s\n", a->amp == CT_BF16 ? "bf16 autocast" : a->amp == CT_F16 ? "fp16 autocast" : "fp32",
@@ -1150,6 +1247,8 @@ static int run(gpt_args *a) {
         ct_scope_begin();
         ct_tensor *x, *y;
         ct_status st = get_batch(a, &d, CT_SPLIT_TRAIN, a->seed, ct_cli_dist_batch_index(&a->dist, step), &x, &y);
+        if (!st) /* Note [Learning-rate schedule]: before the step, outside any capture */
+            st = set_step_lr(a, opt, step);
         ct_tensor *loss = NULL, *sum = NULL;
         if (!st && a->cuda_graphs) { /* Note [Graphed training step] */
             loss = graph_step(a, &m, opt, &gs, x, y);
@@ -1211,8 +1310,11 @@ static int run(gpt_args *a) {
                 rc = fail(a, NULL);
                 break;
             }
-            printf("%sstep %lld: train loss %.4f, val loss %.4f (%.1f s)\n", a->quiet ? "" : "\n", (long long)done,
-                   avg, val, now_s() - t0);
+            char lr[48] = ""; /* the rate of the step just done, when it changes */
+            if (lr_scheduled(a))
+                snprintf(lr, sizeof lr, ", lr %g", lr_at(a, done - 1));
+            printf("%sstep %lld: train loss %.4f, val loss %.4f%s (%.1f s)\n", a->quiet ? "" : "\n", (long long)done,
+                   avg, val, lr, now_s() - t0);
             t_last = now_s(); /* the rate counts training steps only */
         }
     }

@@ -11,7 +11,10 @@
  * rounds once instead of twice; the explicit _rn intrinsics keep every product and sum
  * rounded as the CPU rounds them, and sqrtf and the division are IEEE (no fast-math),
  * so a float32 parameter gets the CPU's bits. The kernel is bound by memory: the fma
- * would save nothing. */
+ * would save nothing. The constants a device step or learning rate gives (Note [Device
+ * step]) are computed in double with the host's formulas, the division IEEE and AdamW's
+ * 1 - lr * weight_decay in two roundings (__dmul_rn, __dsub_rn), so a learning rate in
+ * lr_t gives the constants, and the bits, of the same one passed by value. */
 
 static __device__ __forceinline__ float fa_load(const void *base, int64_t i, int dt) {
     switch (dt) {
@@ -31,15 +34,23 @@ static __device__ __forceinline__ void fa_store(void *base, int64_t i, int dt, f
 
 static __global__ void __launch_bounds__(FA_THREADS)
     fused_adam_kernel(const ct_fa_table t, const ct_fa_consts c, const float *grad_scale, const float *found_inf,
-                      const float *clip_coef, const double *step_t) {
+                      const float *clip_coef, const double *step_t, const double *lr_t) {
     if (found_inf && *found_inf != 0.0f)
         return;
-    float neg_step_size = c.neg_step_size, bc2_sqrt = c.bc2_sqrt;
-    if (step_t) {
-        /* Note [Device step]: ct_adam_consts_of's formulas, in double */
-        const double s = *step_t, bc1 = 1 - pow(c.beta1_d, s), bc2 = 1 - pow(c.beta2_d, s);
-        neg_step_size = (float)(-(c.lr / bc1));
-        bc2_sqrt = (float)sqrt(bc2);
+    float neg_step_size = c.neg_step_size, bc2_sqrt = c.bc2_sqrt, decay = c.decay;
+    if (step_t || lr_t) {
+        /* Note [Device step]: ct_adam_consts_of's formulas, in double, with the step and
+         * the learning rate each from the device when given, else the host's */
+        const double lr = lr_t ? *lr_t : c.lr;
+        if (step_t) {
+            const double s = *step_t, bc1 = 1 - pow(c.beta1_d, s), bc2 = 1 - pow(c.beta2_d, s);
+            neg_step_size = (float)(-(lr / bc1));
+            bc2_sqrt = (float)sqrt(bc2);
+        } else {
+            neg_step_size = (float)(-(lr / c.bc1));
+        }
+        if (lr_t) /* the product rounded before the difference, as the host's (no fma) */
+            decay = (float)__dsub_rn(1.0, __dmul_rn(lr, c.weight_decay_d));
     }
     const int b = blockIdx.x;
     /* the tensor whose blocks include b: the last i with first[i] <= b */
@@ -70,7 +81,7 @@ static __global__ void __launch_bounds__(FA_THREADS)
         float d = c.maximize ? -gj : gj;
         if (c.has_wd && !c.decoupled)
             d = __fadd_rn(d, __fmul_rn(c.wd, pj));
-        const float pd = c.decoupled ? __fmul_rn(pj, c.decay) : pj;
+        const float pd = c.decoupled ? __fmul_rn(pj, decay) : pj;
         const float mi = __fadd_rn(__fmul_rn(fa_load(m, j, sdt), c.beta1), __fmul_rn(c.one_minus_beta1, d));
         const float vi =
             __fadd_rn(__fmul_rn(fa_load(v, j, sdt), c.beta2), __fmul_rn(__fmul_rn(c.one_minus_beta2, d), d));
@@ -92,11 +103,11 @@ static __global__ void __launch_bounds__(FA_THREADS)
 
 extern "C" ct_status ct_cuda_fused_adam_run(const ct_fa_table *t, const ct_fa_consts *c, const float *grad_scale,
                                             const float *found_inf, const float *clip_coef, const double *step_t,
-                                            int device, const char *op) {
+                                            const double *lr_t, int device, const char *op) {
     const int nblocks = t->first[t->n];
     if (nblocks == 0)
         return CT_OK;
     fused_adam_kernel<<<(unsigned)nblocks, FA_THREADS, 0, ct_stream_of(device)>>>(*t, *c, grad_scale, found_inf,
-                                                                                  clip_coef, step_t);
+                                                                                  clip_coef, step_t, lr_t);
     return ct_cuda_check_launch(op);
 }

@@ -37,16 +37,19 @@ typedef struct ct_fa_table {
 typedef struct ct_fa_consts {
     float beta1, one_minus_beta1, beta2, one_minus_beta2, eps, wd, neg_step_size, bc2_sqrt, decay;
     bool has_wd, decoupled, amsgrad, maximize;
-    double lr, beta1_d, beta2_d; /* for the bias corrections of a device step */
+    /* for the constants of a device step or learning rate: bc1 is the host step's */
+    double lr, beta1_d, beta2_d, weight_decay_d, bc1;
 } ct_fa_consts;
 
 /* One launch over table (t->first[t->n] blocks) on device's current stream. grad_scale,
  * found_inf and clip_coef: one float32 each on the device, or NULL. step_t: the step
  * number (one double on the device; Note [Device step] in src/meta/fused_optim.c), from
- * which the kernel computes neg_step_size and bc2_sqrt, or NULL (c's are used). */
+ * which the kernel computes neg_step_size and bc2_sqrt, or NULL (c's are used). lr_t:
+ * the learning rate (one double on the device), from which the kernel computes
+ * neg_step_size and decay, or NULL (c->lr and c's constants are used). */
 ct_status ct_cuda_fused_adam_run(const ct_fa_table *t, const ct_fa_consts *c, const float *grad_scale,
-                                 const float *found_inf, const float *clip_coef, const double *step_t, int device,
-                                 const char *op);
+                                 const float *found_inf, const float *clip_coef, const double *step_t,
+                                 const double *lr_t, int device, const char *op);
 
 #ifdef __cplusplus
 }

@@ -42,8 +42,11 @@ static ct_status cuda_kernel(ct_call *call) {
         .lr = a.lr,
         .beta1_d = a.beta1,
         .beta2_d = a.beta2,
+        .weight_decay_d = a.weight_decay,
+        .bc1 = k.bc1,
     };
     const double *step_t = a.step_t ? (const double *)ct_tensor_ptr(a.step_t) : NULL;
+    const double *lr_t = a.lr_t ? (const double *)ct_tensor_ptr(a.lr_t) : NULL;
     const float *gs = a.grad_scale ? (const float *)ct_tensor_ptr(a.grad_scale) : NULL;
     const float *fi = a.found_inf ? (const float *)ct_tensor_ptr(a.found_inf) : NULL;
     const float *cc = a.clip_coef ? (const float *)ct_tensor_ptr(a.clip_coef) : NULL;
@@ -75,7 +78,7 @@ static ct_status cuda_kernel(ct_call *call) {
         if (st)
             break;
         t->first[cnt] = (int32_t)blocks;
-        st = ct_cuda_fused_adam_run(t, &c, gs, fi, cc, step_t, a.device.index, op);
+        st = ct_cuda_fused_adam_run(t, &c, gs, fi, cc, step_t, lr_t, a.device.index, op);
     }
     free(t);
     if (st)

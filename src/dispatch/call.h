@@ -8,7 +8,8 @@
 
 CT_BACKEND_BEGIN
 
-#define CT_CALL_MAX_IN 4
+/* 5: the fused Adam ops' optional grad_scale, found_inf, clip_coef, step_t and lr_t */
+#define CT_CALL_MAX_IN 5
 #define CT_CALL_MAX_OUT 4
 /* 5: the fused Adam ops' lr, betas, weight_decay and eps (include/ctorch/ops.def) */
 #define CT_CALL_MAX_SCALARS 5

@@ -54,6 +54,7 @@ ct_status ct_fused_adam_args(const ct_call *call, ct_adam_args *a) {
     a->found_inf = call->in[1];
     a->clip_coef = call->in[2];
     a->step_t = call->nin > 3 ? call->in[3] : NULL;
+    a->lr_t = call->nin > 4 ? call->in[4] : NULL;
     const int n = a->n, nlists = 4 + a->amsgrad + has_master;
     if (n < 1 || (int64_t)n * nlists != call->nlist)
         return ct_error(CT_ERROR_VALUE, op, "expected %d lists of %d tensors, got %d tensors", nlists, n, call->nlist);
@@ -114,9 +115,9 @@ ct_status ct_fused_adam_args(const ct_call *call, ct_adam_args *a) {
                 return ct_error(CT_ERROR_TYPE, op, "the states of params[%d] must have one dtype, got %s and %s", i,
                                 ct_dtype_name(a->exp_avgs[i]->dtype), ct_dtype_name(lists[k][i]->dtype));
     }
-    const ct_tensor *opt[4] = {a->grad_scale, a->found_inf, a->clip_coef, a->step_t};
-    static const char *const opt_names[4] = {"grad_scale", "found_inf", "clip_coef", "step_t"};
-    for (int k = 0; k < 4; k++) {
+    const ct_tensor *opt[5] = {a->grad_scale, a->found_inf, a->clip_coef, a->step_t, a->lr_t};
+    static const char *const opt_names[5] = {"grad_scale", "found_inf", "clip_coef", "step_t", "lr_t"};
+    for (int k = 0; k < 5; k++) {
         const ct_tensor *t = opt[k];
         if (!t)
             continue;
@@ -124,7 +125,7 @@ ct_status ct_fused_adam_args(const ct_call *call, ct_adam_args *a) {
         if (!ct_device_equal(t->device, a->device))
             return ct_error(CT_ERROR_DEVICE, op, "%s is on %s, but the params are on %s", opt_names[k],
                             ct_device_str(t->device, d0, sizeof d0), ct_device_str(a->device, d1, sizeof d1));
-        const ct_dtype want = k == 3 ? CT_DTYPE_FLOAT64 : CT_DTYPE_FLOAT32;
+        const ct_dtype want = k >= 3 ? CT_DTYPE_FLOAT64 : CT_DTYPE_FLOAT32;
         if (t->dtype != want || t->numel != 1)
             return ct_error(CT_ERROR_TYPE, op, "%s must be a one-element %s tensor, got %s with %lld elements",
                             opt_names[k], ct_dtype_name(want), ct_dtype_name(t->dtype), (long long)t->numel);
@@ -134,12 +135,23 @@ ct_status ct_fused_adam_args(const ct_call *call, ct_adam_args *a) {
      * value would stay the one of the capture at every replay. step_t holds it in
      * memory instead: the optimizer's capturable mode adds one to it with a kernel before
      * each update (captured with it) and the CUDA kernel computes the bias corrections
-     * from it, in double as ct_adam_consts_of does. On the CPU it is read here. */
+     * from it, in double as ct_adam_consts_of does. On the CPU it is read here.
+     * lr_t does the same for the learning rate (Note [Device learning rate] in
+     * src/optim/optimizer.c): the CUDA kernel computes the two constants that depend
+     * on it, neg_step_size and AdamW's decay, from the double it holds with
+     * ct_adam_consts_of's formulas, so a device lr gives the bits of the same lr passed
+     * by value. On the CPU it is read here, and checked as the optimizers check lr. */
     if (a->step_t && a->device.type == CT_DEVICE_CPU) {
         const double s = *(const double *)ct_tensor_ptr(a->step_t);
         if (!(s >= 1 && s <= 9007199254740992.0))
             return ct_error(CT_ERROR_VALUE, op, "step_t must hold a step of at least 1, got %g", s);
         a->step = (int64_t)s;
+    }
+    if (a->lr_t && a->device.type == CT_DEVICE_CPU) {
+        const double lr = *(const double *)ct_tensor_ptr(a->lr_t);
+        if (!(lr >= 0 && isfinite(lr)))
+            return ct_error(CT_ERROR_VALUE, op, "lr_t must hold a finite learning rate >= 0, got %g", lr);
+        a->lr = lr;
     }
     return CT_OK;
 }
@@ -155,6 +167,7 @@ void ct_adam_consts_of(const ct_adam_args *a, ct_adam_consts *c) {
     c->wd = a->weight_decay;
     c->has_wd = a->weight_decay != 0;
     const double bc1 = 1 - pow(a->beta1, step), bc2 = 1 - pow(a->beta2, step);
+    c->bc1 = bc1;
     c->neg_step_size = -(a->lr / bc1);
     c->bc2_sqrt = sqrt(bc2);
     c->decay = 1 - a->lr * a->weight_decay;

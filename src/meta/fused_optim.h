@@ -20,6 +20,7 @@ typedef struct ct_adam_args {
     const ct_tensor *const *max_exp_avg_sqs, *const *master;
     const ct_tensor *grad_scale, *found_inf, *clip_coef;
     const ct_tensor *step_t; /* Note [Device step]: on a GPU, read by the kernel; else read into step */
+    const ct_tensor *lr_t;   /* the same for the learning rate: on the CPU read into lr */
     ct_device device;
 } ct_adam_args;
 
@@ -32,7 +33,8 @@ ct_status ct_fused_adam_args(const ct_call *call, ct_adam_args *a);
  * arithmetic type. */
 typedef struct ct_adam_consts {
     double beta1, one_minus_beta1, beta2, one_minus_beta2, eps, wd;
-    double neg_step_size; /* -lr / (1 - beta1^step) */
+    double bc1;           /* 1 - beta1^step */
+    double neg_step_size; /* -(lr / bc1) */
     double bc2_sqrt;      /* sqrt(1 - beta2^step) */
     double decay;         /* AdamW: 1 - lr * weight_decay */
     bool has_wd;

@@ -8,8 +8,10 @@
 bool ct_optimizer_has_initial_lr(const ct_optimizer *opt, int group);
 double ct_optimizer_initial_lr(const ct_optimizer *opt, int group);
 void ct_optimizer_set_initial_lr(ct_optimizer *opt, int group, double lr);
-/* Schedulers set lr and momentum without the constructor's checks, as torch's do. */
-void ct_optimizer_put_lr(ct_optimizer *opt, int group, double lr);
+/* Schedulers set lr and momentum without the constructor's checks, as torch's do.
+ * put_lr also writes the group's device lr, when it has one (Note [Device learning
+ * rate] in optimizer.c): that fill may fail. */
+ct_status ct_optimizer_put_lr(ct_optimizer *opt, int group, double lr);
 /* OneCycleLR's momentum: beta1 for Adam/AdamW, momentum for SGD/RMSprop. */
 bool ct_optimizer_has_momentum(const ct_optimizer *opt);
 void ct_optimizer_put_momentum(ct_optimizer *opt, int group, double m);

@@ -50,6 +50,8 @@ typedef struct param_group {
      * holds (the host's count of the steps it went through) */
     ct_tensor *step_t;
     int64_t step_t_value;
+    /* Note [Device learning rate]: o.lr on step_t's device (float64, one element) */
+    ct_tensor *lr_t;
 } param_group;
 
 struct ct_optimizer {
@@ -193,6 +195,8 @@ static void group_release(param_group *g) {
     free(g->state);
     ct_release(g->step_t);
     g->step_t = NULL;
+    ct_release(g->lr_t);
+    g->lr_t = NULL;
 }
 
 void ct_optimizer_free(ct_optimizer *opt) {
@@ -319,6 +323,31 @@ ct_optimizer *ct_optimizer_new(ct_optim_kind kind, ct_tensor *const *params, int
 
 /* ------------------------------------------------------------ accessors */
 
+/* Note [Device learning rate]
+ * A captured graph keeps its kernels' arguments, so a learning rate passed by value to
+ * the fused kernel would stay the one of the capture at every replay, and a scheduler
+ * stepped between replays would change nothing. So with the capturable option a group
+ * whose fused step runs on a CUDA device keeps lr_t beside step_t (Note [Capturable
+ * step]): a float64 tensor on the same device holding o.lr, made, released and made
+ * again after load_state_dict at the same moments as step_t, and the fused call reads
+ * the rate from it (Note [Device step] in src/meta/fused_optim.c), as torch's
+ * capturable Adam takes a Tensor lr that its schedulers fill_. Every change of a
+ * group's lr (ct_optimizer_set_lr, ct_optimizer_set_options, a scheduler's
+ * ct_optimizer_put_lr) writes the new value into lr_t with a fill on the current
+ * stream, ordered before the next replay on that stream. As in PyTorch, a change made
+ * while a capture is under way is itself recorded into the graph, and then every
+ * replay writes that value again: change the lr between replays, not inside the
+ * captured region. o.lr stays the source of truth: state dicts, get_lr and the
+ * by-value paths read it. */
+static ct_status put_device_lr(param_group *g, double lr) {
+    if (!g->lr_t)
+        return CT_OK;
+    ct_scope_begin();
+    ct_status st = ct_fill_(g->lr_t, ct_scalar_float(lr)) ? CT_OK : ct_last_status();
+    ct_scope_end();
+    return st;
+}
+
 static param_group *get_group(const ct_optimizer *opt, int group, const char *op) {
     if (!opt) {
         ct_error(CT_ERROR_NULL_ARGUMENT, op, "optimizer is NULL");
@@ -372,6 +401,9 @@ ct_status ct_optimizer_set_options(ct_optimizer *opt, int group, const ct_optim_
     ct_status st = validate("set_options", opt->kind, o);
     if (st)
         return st;
+    st = put_device_lr(g, o->lr);
+    if (st)
+        return st;
     g->o = *o;
     return CT_OK;
 }
@@ -385,6 +417,9 @@ ct_status ct_optimizer_set_lr(ct_optimizer *opt, int group, double lr) {
         return ct_last_status();
     if (!(0.0 <= lr))
         return ct_error(CT_ERROR_VALUE, "set_lr", "Invalid learning rate: %g", lr);
+    ct_status st = put_device_lr(g, lr);
+    if (st)
+        return st;
     g->o.lr = lr;
     return CT_OK;
 }
@@ -398,8 +433,13 @@ void ct_optimizer_set_initial_lr(ct_optimizer *opt, int group, double lr) {
     opt->groups[group].has_initial_lr = true;
     opt->groups[group].initial_lr = lr;
 }
-void ct_optimizer_put_lr(ct_optimizer *opt, int group, double lr) {
-    opt->groups[group].o.lr = lr;
+ct_status ct_optimizer_put_lr(ct_optimizer *opt, int group, double lr) {
+    param_group *g = &opt->groups[group];
+    ct_status st = put_device_lr(g, lr);
+    if (st)
+        return st;
+    g->o.lr = lr;
+    return CT_OK;
 }
 bool ct_optimizer_has_momentum(const ct_optimizer *opt) {
     return opt->kind != CT_OPTIM_ADAGRAD;
@@ -1008,7 +1048,8 @@ static ct_status fused_group_step(ct_optim_kind kind, param_group *g, bool *done
      * made at the first step from the host's count; the host counts go on as before
      * (eager steps keep them equal; replays advance the tensor alone, so a state dict
      * saved after replays has the count of the capture). Parameters on another device,
-     * or whose count differs from the tensor's, pass their count by value. */
+     * or whose count differs from the tensor's, pass their count by value. The learning
+     * rate goes the same way, in g->lr_t (Note [Device learning rate]). */
     int cap = -1;
     for (int i = 0; i < n && !st && g->o.capturable && cap < 0; i++)
         if (done[i] && ct_tensor_device(g->params[i]).type == CT_DEVICE_CUDA)
@@ -1018,6 +1059,8 @@ static ct_status fused_group_step(ct_optim_kind kind, param_group *g, bool *done
         if (g->step_t && !ct_device_equal(ct_tensor_device(g->step_t), dev)) {
             ct_release(g->step_t);
             g->step_t = NULL;
+            ct_release(g->lr_t);
+            g->lr_t = NULL;
         }
         if (!g->step_t) {
             const int64_t before = (int64_t)g->state[cap].step - 1;
@@ -1027,8 +1070,14 @@ static ct_status fused_group_step(ct_optim_kind kind, param_group *g, bool *done
             ct_scope_end();
             g->step_t_value = before;
         }
+        if (g->step_t && !g->lr_t) { /* Note [Device learning rate]: with step_t, from the host's lr */
+            ct_scope_begin();
+            ct_tensor *t = ct_scalar_tensor(ct_scalar_float(g->o.lr), CT_F64, dev);
+            g->lr_t = t ? ct_retain(t) : NULL;
+            ct_scope_end();
+        }
         ct_scope_begin();
-        if (!g->step_t || !ct_add_scalar_(g->step_t, ct_scalar_float(1.0)))
+        if (!g->step_t || !g->lr_t || !ct_add_scalar_(g->step_t, ct_scalar_float(1.0)))
             st = ct_last_status();
         ct_scope_end();
         g->step_t_value++;
@@ -1063,8 +1112,8 @@ static ct_status fused_group_step(ct_optim_kind kind, param_group *g, bool *done
             st = ct_fused_adam_capturable_(
                 kind == CT_OPTIM_ADAMW, lists, k, lists + n, k, lists + 2 * n, k, lists + 3 * n, k,
                 o->amsgrad ? lists + 4 * n : NULL, o->amsgrad ? k : 0, master ? lists + 5 * n : NULL, master ? k : 0,
-                g->step_t, o->lr, o->beta1, o->beta2, o->weight_decay, o->eps, o->amsgrad, o->maximize, NULL, NULL,
-                clip_coef);
+                g->step_t, g->lr_t, o->lr, o->beta1, o->beta2, o->weight_decay, o->eps, o->amsgrad, o->maximize,
+                NULL, NULL, clip_coef);
         else
             st = (kind == CT_OPTIM_ADAMW ? ct_fused_adamw_ : ct_fused_adam_)(
                 lists, k, lists + n, k, lists + 2 * n, k, lists + 3 * n, k, o->amsgrad ? lists + 4 * n : NULL,
@@ -1649,6 +1698,8 @@ ct_status ct_optimizer_load_state_dict(ct_optimizer *opt, const ct_value *sd) {
             g->initial_lr = inits[gi];
             ct_release(g->step_t); /* made again from the loaded steps */
             g->step_t = NULL;
+            ct_release(g->lr_t); /* and from the loaded lr (Note [Device learning rate]) */
+            g->lr_t = NULL;
             for (int i = 0; i < g->n; i++) {
                 param_state old = g->state[i];
                 g->state[i] = ns[base + i];

@@ -245,11 +245,11 @@ static ct_status base_step(ct_lr_scheduler *s, bool with_epoch, int64_t epoch) {
     for (int g = 0; g < s->ngroups && !st; g++)
         if (!(with_epoch && closed_form(s, g, &vals[g])))
             st = get_lr(s, g, &vals[g]);
-    if (!st)
-        for (int g = 0; g < s->ngroups; g++) {
-            ct_optimizer_put_lr(s->opt, g, vals[g]);
+    for (int g = 0; g < s->ngroups && !st; g++) {
+        st = ct_optimizer_put_lr(s->opt, g, vals[g]);
+        if (!st)
             s->last_lr[g] = vals[g];
-        }
+    }
     free(vals);
     return st;
 }
@@ -317,8 +317,8 @@ ct_status ct_lr_scheduler_step_metric(ct_lr_scheduler *s, double metric) {
         for (int g = 0; g < s->ngroups; g++) {
             double old_lr = group_lr(s, g);
             double new_lr = fmax(old_lr * s->pl.factor, s->pl.min_lr);
-            if (old_lr - new_lr > s->pl.eps)
-                ct_optimizer_put_lr(s->opt, g, new_lr);
+            if (old_lr - new_lr > s->pl.eps && (st = ct_optimizer_put_lr(s->opt, g, new_lr)))
+                return st;
         }
         s->cooldown_counter = s->pl.cooldown;
         s->num_bad_epochs = 0;
@@ -513,7 +513,10 @@ ct_lr_scheduler *ct_sequentiallr_new(ct_optimizer *opt, ct_lr_scheduler *const *
     s->last_epoch = 0;
     for (int g = 0; g < s->ngroups; g++) {
         s->base_lrs[g] = ct_optimizer_initial_lr(opt, g);
-        ct_optimizer_put_lr(opt, g, s->base_lrs[g]);
+        if (ct_optimizer_put_lr(opt, g, s->base_lrs[g])) {
+            ct_lr_scheduler_free(s);
+            return NULL;
+        }
     }
     for (int i = 0; i < n; i++)
         s->children[i]->last_epoch -= 1;

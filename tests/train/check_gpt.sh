@@ -86,4 +86,32 @@ expect 1 "is not a char-gpt training state" train char-gpt "${small[@]}" --steps
 expect 1 "another shape than this model's" train char-gpt "${small[@]}" --embd 32 --steps 8 --resume "$work/half.pt"
 expect 1 "has no tensor 'blocks.1." train char-gpt "${small[@]}" --layers 2 --steps 8 --resume "$work/half.pt"
 expect 1 "No such file\\|cannot open" train char-gpt "${small[@]}" --steps 8 --resume "$work/missing.pt"
+# the learning-rate schedule (Note [Learning-rate schedule] in src/cli/cmd_train_gpt.c):
+# bad arguments are refused; the constant default prints no schedule; nanoGPT's linear
+# warm-up and cosine decay give the rates printed at each validation; a resumed run goes
+# on with the schedule and gives the weights of the run in one go, byte for byte
+expect 2 "unknown --lr-schedule 'linear' (constant or cosine)" train char-gpt --text "$text" --lr-schedule linear
+expect 2 "--warmup-steps must be >= 0, got -1" train char-gpt --text "$text" --warmup-steps -1
+expect 2 "--min-lr (0.1) must not exceed --lr (0.01)" train char-gpt --text "$text" --lr 1e-2 --lr-schedule cosine \
+  --min-lr 0.1
+expect 2 "--min-lr and --lr-decay-steps go with --lr-schedule cosine" train char-gpt --text "$text" --min-lr 1e-4
+expect 2 "--lr-decay-steps (4) must be greater than --warmup-steps (4)" train char-gpt --text "$text" \
+  --lr-schedule cosine --warmup-steps 4 --lr-decay-steps 4
+expect 2 "invalid value 'x' for --warmup-steps" train char-gpt --text "$text" --warmup-steps x
+expect 0 "batch 4, lr 0.0003, cpu" train char-gpt "${small[@]}" --steps 1 --out ""
+sched=(--lr 1e-2 --lr-schedule cosine --warmup-steps 2 --lr-decay-steps 6 --min-lr 1e-3 --eval-interval 1)
+expect 0 "lr 0.01 (2 warm-up steps, cosine to 0.001 at step 6)" train char-gpt "${small[@]}" "${sched[@]}" \
+  --steps 8 --out "$work/sched.safetensors"
+for want in "step 1: .*, lr 0.00333333 " "step 3: .*, lr 0.01 " "step 4: .*, lr 0.00868198 " "step 6: .*, lr 0.00231802 " \
+            "step 7: .*, lr 0.001 " "step 8: .*, lr 0.001 "; do
+  grep -q "$want" <<<"$out" || fail "no '$want' in the scheduled run: $out"
+done
+expect 0 "(2 warm-up steps)" train char-gpt "${small[@]}" --warmup-steps 2 --steps 1 --out ""
+expect 0 "saved" train char-gpt "${small[@]}" "${sched[@]}" --steps 5 --out "$work/sched-half.safetensors"
+expect 0 "resumed from $work/sched-half.pt after step 5" train char-gpt "${small[@]}" "${sched[@]}" --steps 8 \
+  --resume "$work/sched-half.pt" --out "$work/sched-resumed.safetensors"
+grep -q "step 6: .*, lr 0.00231802 " <<<"$out" || fail "the resumed run did not go on with the schedule: $out"
+cmp -s "$work/sched.safetensors" "$work/sched-resumed.safetensors" || fail "resuming did not continue the schedule"
+expect 0 "saved" train char-gpt "${small[@]}" --lr 1e-2 --steps 8 --out "$work/const.safetensors"
+cmp -s "$work/sched.safetensors" "$work/const.safetensors" && fail "the schedule changed nothing"
 echo "train_char_gpt_cli: ok"

@@ -32,6 +32,9 @@ expect 2 "invalid value 'fp8' for --dtype" train gpt2 --synthetic --dtype fp8
 expect 2 "unknown device 'gpu'" train gpt2 --synthetic --device gpu
 expect 2 "--dtype fp16 needs --device cuda" train gpt2 --synthetic --dtype fp16
 expect 2 "unknown option '--text'" train gpt2 --text "$work/text.txt"
+expect 2 "unknown --lr-schedule 'step' (constant or cosine)" train gpt2 --synthetic --lr-schedule step
+expect 2 "--min-lr (1) must not exceed --lr (0.001)" train gpt2 --synthetic --preset tiny --lr-schedule cosine \
+  --min-lr 1
 expect 1 "token shard version 2 is not supported" train gpt2 --train "$work/v2.bin"
 expect 1 "token 60000 at position 5 is outside GPT-2's vocabulary" train gpt2 --train "$work/badid.bin"
 expect 1 "cannot open" train gpt2 --train "$work/missing.bin"
