@@ -162,66 +162,96 @@ static void test_flash_vs_cpu_op(void **state) {
     ct_scope_end();
 }
 
+/* The formula with a flash op's mask, in float64 on the CPU: softmax(q k^T sc, causal)
+ * * Z @ v, Z = the mask's bits / (1 - p); differentiable in q, k and v. */
+static ct_tensor *masked_formula(const ct_tensor *q, const ct_tensor *k, const ct_tensor *v, const ct_tensor *mask,
+                                 bool causal, double sc, double p) {
+    int64_t b = ct_tensor_shape(q)[0], h = ct_tensor_shape(q)[1], lq = ct_tensor_shape(q)[2];
+    int64_t lk = ct_tensor_shape(k)[2], words = ct_tensor_shape(mask)[3];
+    ct_tensor *z = ct_zeros(CT_SHAPE(b, h, lq, lk), CT_F64, CT_CPU);
+    double *zp = ct_tensor_data(z);
+    const uint64_t *w = ct_tensor_data(ct_contiguous(ct_to_device(mask, CT_CPU)));
+    for (int64_t r = 0; r < b * h * lq; r++)
+        for (int64_t j = 0; j < lk; j++)
+            zp[r * lk + j] = (w[r * words + j / 64] >> (j % 64)) & 1 ? 1.0 / (1.0 - p) : 0.0;
+    ct_tensor *s = ct_mul_scalar(ct_matmul(q, ct_transpose(k, -2, -1)), ct_scalar_float(sc));
+    if (causal)
+        s = ct_where_scalar_other(ct_tril(ct_ones(CT_SHAPE(lq, lk), CT_BOOL, CT_CPU), 0), s,
+                                  ct_scalar_float(-INFINITY));
+    return ct_matmul(ct_mul(ct_softmax(s, -1, CT_DTYPE_UNDEFINED), z), v);
+}
+
 /* Note [Flash attention dropout]: the CUDA op with dropout against the CPU's reference
- * op from the same generator state (the same mask bit for bit: Note [Dropout masks]),
- * the generator left where the CPU op leaves it; and through
- * scaled_dot_product_attention against the unfused formula on the GPU in float32,
- * which draws its mask with bernoulli_. S = 45 is odd. */
+ * op from the same generator state (the same mask bit for bit: Note [Flash attention
+ * dropout draws]), the generator left where the CPU op leaves it; and
+ * scaled_dot_product_attention with dropout, which takes the op, against the formula
+ * with the op's mask in float64. S = 45 is odd; 200 keys take four tiles. */
 static void test_flash_dropout(void **state) {
     (void)state;
     ct_scope_begin();
-    int64_t shape[4] = {2, 2, 45, 64};
-    ct_tensor *q = ct_test_values(shape, 4, CT_BF16, -3, 3, 81), *k = ct_test_values(shape, 4, CT_BF16, -3, 3, 82);
-    ct_tensor *v = ct_test_values(shape, 4, CT_BF16, -1, 1, 83), *go = ct_test_values(shape, 4, CT_BF16, -1, 1, 84);
-    ct_tensor *qg = ct_to_device(q, CUDA0), *kg = ct_to_device(k, CUDA0), *vg = ct_to_device(v, CUDA0);
-    ct_tensor *gog = ct_to_device(go, CUDA0);
-    const double p = 0.25;
-    for (int causal = 0; causal < 2; causal++) {
-        double sc = 0.2;
-        ct_tensor *o, *l, *r, *og, *lg, *rg;
-        ct_manual_seed(77);
-        assert_int_equal(ct_flash_attention_forward_dropout(q, k, v, causal, &sc, p, &o, &l, &r), CT_OK);
-        ct_tensor *next_cpu = ct_rand(CT_SHAPE(3), CT_F64, CT_CPU);
-        ct_manual_seed(77);
-        assert_int_equal(ct_flash_attention_forward_dropout(qg, kg, vg, causal, &sc, p, &og, &lg, &rg), CT_OK);
-        ct_tensor *next_gpu = ct_rand(CT_SHAPE(3), CT_F64, CT_CPU);
-        assert_true(ct_tensor_device(rg).type == CT_DEVICE_CUDA);
-        bool same = false;
-        assert_int_equal(ct_equal(ct_to_device(rg, CT_CPU), r, &same), CT_OK);
-        if (!same)
-            fail_msg("dropout masks of the CUDA and CPU ops differ (causal %d)", causal);
-        assert_int_equal(ct_equal(next_cpu, next_gpu, &same), CT_OK);
-        assert_true(same);
-        close_rel(og, o, 1e-2, "dropout output vs CPU op", 45, 64, causal, CT_BF16);
-        close_rel(lg, l, 1e-3, "dropout logsumexp vs CPU op", 45, 64, causal, CT_BF16);
-        ct_tensor *c[3], *gg[3];
-        assert_int_equal(ct_flash_attention_backward_dropout(go, q, k, v, o, l, r, causal, &sc, p, &c[0], &c[1], &c[2]),
-                         CT_OK);
-        assert_int_equal(ct_flash_attention_backward_dropout(gog, qg, kg, vg, og, lg, rg, causal, &sc, p, &gg[0],
-                                                             &gg[1], &gg[2]),
-                         CT_OK);
-        for (int i = 0; i < 3; i++)
-            close_rel(gg[i], c[i], 2e-2, "dropout gradient vs CPU op", 45, 64, causal, CT_BF16);
+    const int64_t lens[2] = {45, 200};
+    for (int li = 0; li < 2; li++) {
+        int64_t shape[4] = {2, 2, lens[li], 64};
+        ct_tensor *q = ct_test_values(shape, 4, CT_BF16, -3, 3, 81), *k = ct_test_values(shape, 4, CT_BF16, -3, 3, 82);
+        ct_tensor *v = ct_test_values(shape, 4, CT_BF16, -1, 1, 83), *go = ct_test_values(shape, 4, CT_BF16, -1, 1, 84);
+        ct_tensor *qg = ct_to_device(q, CUDA0), *kg = ct_to_device(k, CUDA0), *vg = ct_to_device(v, CUDA0);
+        ct_tensor *gog = ct_to_device(go, CUDA0);
+        const double p = 0.25;
+        for (int causal = 0; causal < 2; causal++) {
+            double sc = 0.2;
+            ct_tensor *o, *l, *r, *og, *lg, *rg;
+            ct_manual_seed(77);
+            assert_int_equal(ct_flash_attention_forward_dropout(q, k, v, causal, &sc, p, &o, &l, &r), CT_OK);
+            ct_tensor *next_cpu = ct_rand(CT_SHAPE(3), CT_F64, CT_CPU);
+            ct_manual_seed(77);
+            assert_int_equal(ct_flash_attention_forward_dropout(qg, kg, vg, causal, &sc, p, &og, &lg, &rg), CT_OK);
+            ct_tensor *next_gpu = ct_rand(CT_SHAPE(3), CT_F64, CT_CPU);
+            assert_true(ct_tensor_device(rg).type == CT_DEVICE_CUDA);
+            bool same = false;
+            assert_int_equal(ct_equal(ct_to_device(rg, CT_CPU), r, &same), CT_OK);
+            if (!same)
+                fail_msg("dropout masks of the CUDA and CPU ops differ (T=%lld, causal %d)", (long long)lens[li],
+                         causal);
+            assert_int_equal(ct_equal(next_cpu, next_gpu, &same), CT_OK);
+            assert_true(same);
+            close_rel(og, o, 1e-2, "dropout output vs CPU op", lens[li], 64, causal, CT_BF16);
+            close_rel(lg, l, 1e-3, "dropout logsumexp vs CPU op", lens[li], 64, causal, CT_BF16);
+            ct_tensor *c[3], *gg[3];
+            assert_int_equal(
+                ct_flash_attention_backward_dropout(go, q, k, v, o, l, r, causal, &sc, p, &c[0], &c[1], &c[2]), CT_OK);
+            assert_int_equal(ct_flash_attention_backward_dropout(gog, qg, kg, vg, og, lg, rg, causal, &sc, p, &gg[0],
+                                                                 &gg[1], &gg[2]),
+                             CT_OK);
+            for (int i = 0; i < 3; i++)
+                close_rel(gg[i], c[i], 2e-2, "dropout gradient vs CPU op", lens[li], 64, causal, CT_BF16);
 
-        /* scaled_dot_product_attention: flash (bfloat16) against the formula (float32
-         * copies, which flash does not take), both on the GPU */
-        attn_result a[2];
-        for (int flash = 1; flash >= 0; flash--) {
-            ct_dtype dt = flash ? CT_BF16 : CT_F32;
-            ct_tensor *ql = ct_tensor_set_requires_grad(ct_to_dtype(ct_clone(qg), dt), true);
-            ct_tensor *kl = ct_tensor_set_requires_grad(ct_to_dtype(ct_clone(kg), dt), true);
-            ct_tensor *vl = ct_tensor_set_requires_grad(ct_to_dtype(ct_clone(vg), dt), true);
+            /* scaled_dot_product_attention takes the op: the op's output bit for bit from
+             * the same seed, and the formula's with that mask */
+            ct_tensor *ql = ct_tensor_set_requires_grad(ct_clone(qg), true);
+            ct_tensor *kl = ct_tensor_set_requires_grad(ct_clone(kg), true);
+            ct_tensor *vl = ct_tensor_set_requires_grad(ct_clone(vg), true);
             ct_manual_seed(78);
             ct_tensor *y = ct_scaled_dot_product_attention(ql, kl, vl, NULL, p, causal, &sc);
             assert_non_null(y);
-            assert_true((strstr(ct_tensor_grad_fn_name(y), "FlashAttention") != NULL) == (flash == 1));
-            assert_int_equal(ct_backward(y, ct_to_dtype(gog, dt), false, false), CT_OK);
-            a[flash] = (attn_result){y, ct_tensor_grad(ql), ct_tensor_grad(kl), ct_tensor_grad(vl)};
+            assert_non_null(strstr(ct_tensor_grad_fn_name(y), "FlashAttention"));
+            assert_int_equal(ct_backward(y, gog, false, false), CT_OK);
+            ct_manual_seed(78);
+            assert_int_equal(ct_flash_attention_forward_dropout(qg, kg, vg, causal, &sc, p, &og, &lg, &rg), CT_OK);
+            assert_int_equal(ct_equal(y, og, &same), CT_OK);
+            assert_true(same);
+            ct_tensor *q64 = ct_tensor_set_requires_grad(ct_to_dtype(q, CT_F64), true);
+            ct_tensor *k64 = ct_tensor_set_requires_grad(ct_to_dtype(k, CT_F64), true);
+            ct_tensor *v64 = ct_tensor_set_requires_grad(ct_to_dtype(v, CT_F64), true);
+            ct_tensor *ref = masked_formula(q64, k64, v64, rg, causal, sc, p);
+            assert_int_equal(ct_backward(ref, ct_to_dtype(go, CT_F64), false, false), CT_OK);
+            close_rel(y, ref, 2e-2, "sdpa dropout vs the formula with its mask", lens[li], 64, causal, CT_BF16);
+            close_rel(ct_tensor_grad(ql), ct_tensor_grad(q64), 3e-2, "sdpa dropout grad q", lens[li], 64, causal,
+                      CT_BF16);
+            close_rel(ct_tensor_grad(kl), ct_tensor_grad(k64), 3e-2, "sdpa dropout grad k", lens[li], 64, causal,
+                      CT_BF16);
+            close_rel(ct_tensor_grad(vl), ct_tensor_grad(v64), 3e-2, "sdpa dropout grad v", lens[li], 64, causal,
+                      CT_BF16);
         }
-        close_rel(a[1].y, a[0].y, 2e-2, "sdpa dropout: flash vs formula", 45, 64, causal, CT_BF16);
-        close_rel(a[1].gq, a[0].gq, 3e-2, "sdpa dropout grad q: flash vs formula", 45, 64, causal, CT_BF16);
-        close_rel(a[1].gk, a[0].gk, 3e-2, "sdpa dropout grad k: flash vs formula", 45, 64, causal, CT_BF16);
-        close_rel(a[1].gv, a[0].gv, 3e-2, "sdpa dropout grad v: flash vs formula", 45, 64, causal, CT_BF16);
     }
     ct_scope_end();
 }

@@ -330,10 +330,29 @@ static ct_tensor *f_flash_dropout(ct_tensor *const *in, int n, void *ud) {
                : NULL;
 }
 
-/* Note [Dropout masks]: the flash op with dropout draws the mask that ct_dropout draws
- * over the (B, H, L, S) probabilities of the formula at the same generator state, and
- * leaves the generator where the formula leaves it. S = 7 is odd, so a pair of
- * elements of one Philox block straddles two rows. */
+/* The formula with the op's own mask: softmax(q k^T sc, causal) * Z @ v, Z = the mask's
+ * bits / (1 - p) as a (B, H, L, S) float64 tensor; differentiable in q, k and v. */
+static ct_tensor *masked_formula(const ct_tensor *q, const ct_tensor *k, const ct_tensor *v, const ct_tensor *mask,
+                                 bool causal, double sc, double p) {
+    int64_t b = ct_tensor_shape(q)[0], h = ct_tensor_shape(q)[1], lq = ct_tensor_shape(q)[2];
+    int64_t lk = ct_tensor_shape(k)[2], words = ct_tensor_shape(mask)[3];
+    ct_tensor *z = ct_zeros(CT_SHAPE(b, h, lq, lk), CT_F64, CT_CPU);
+    double *zp = ct_tensor_data(z);
+    const uint64_t *w = ct_tensor_data(ct_contiguous(mask));
+    for (int64_t r = 0; r < b * h * lq; r++)
+        for (int64_t j = 0; j < lk; j++)
+            zp[r * lk + j] = (w[r * words + j / 64] >> (j % 64)) & 1 ? 1.0 / (1.0 - p) : 0.0;
+    ct_tensor *s = ct_mul_scalar(ct_matmul(q, ct_transpose(k, -2, -1)), ct_scalar_float(sc));
+    if (causal)
+        s = ct_where_scalar_other(ct_tril(ct_ones(CT_SHAPE(lq, lk), CT_BOOL, CT_CPU), 0), s,
+                                  ct_scalar_float(-INFINITY));
+    return ct_matmul(ct_mul(ct_softmax(s, -1, CT_DTYPE_UNDEFINED), z), v);
+}
+
+/* Note [Flash attention dropout draws]: the flash op with dropout against the formula
+ * with the mask it returns (output and gradients), the mask's layout (no bits past the
+ * keys a row sees, about 1 - p of them kept), the same mask from the same seed and
+ * another from another seed, gradcheck with a fixed seed; then several 64-key tiles. */
 static void test_flash_attention_dropout_cpu(void **state) {
     (void)state;
     for (int causal = 0; causal < 2; causal++) {
@@ -344,10 +363,9 @@ static void test_flash_attention_dropout_cpu(void **state) {
         ct_tensor *v = ct_tensor_set_requires_grad(ct_randn(CT_SHAPE(2, 3, 7, 4), CT_F64, CT_CPU), true);
         ct_tensor *go = ct_randn(CT_SHAPE(2, 3, 5, 4), CT_F64, CT_CPU);
         double sc = 0.6, p = 0.3;
-        ct_tensor *o, *l, *mask;
+        ct_tensor *o, *l, *mask, *o2, *l2, *mask2;
         ct_manual_seed(99);
         assert_int_equal(ct_flash_attention_forward_dropout(q, k, v, causal, &sc, p, &o, &l, &mask), CT_OK);
-        ct_tensor *after_flash = ct_rand(CT_SHAPE(3), CT_F64, CT_CPU);
         /* the mask's bits: (2, 3, 5, 1) words; about 1 - p of the keys each row sees */
         assert_int_equal(ct_tensor_dtype(mask), CT_U64);
         assert_int_equal(ct_tensor_dim(mask), 4);
@@ -361,12 +379,16 @@ static void test_flash_attention_dropout_cpu(void **state) {
             assert_int_equal(w[r] >> n, 0); /* nothing past the keys the row sees */
         }
         assert_true(kept > seen / 2 && kept < seen);
-        /* the formula (ct_scaled_dot_product_attention's on the CPU) from the same state */
+        bool same = false;
         ct_manual_seed(99);
-        ct_tensor *ref = ct_scaled_dot_product_attention(q, k, v, NULL, p, causal, &sc);
-        ct_tensor *after_ref = ct_rand(CT_SHAPE(3), CT_F64, CT_CPU);
+        assert_int_equal(ct_flash_attention_forward_dropout(q, k, v, causal, &sc, p, &o2, &l2, &mask2), CT_OK);
+        assert_int_equal(ct_equal(mask, mask2, &same), CT_OK);
+        assert_true(same);
+        assert_int_equal(ct_flash_attention_forward_dropout(q, k, v, causal, &sc, p, &o2, &l2, &mask2), CT_OK);
+        assert_int_equal(ct_equal(mask, mask2, &same), CT_OK);
+        assert_false(same); /* the generator moved on */
+        ct_tensor *ref = masked_formula(q, k, v, mask, causal, sc, p);
         assert_true(flash_close(o, ref, 1e-12, 1e-12));
-        assert_true(flash_close(after_flash, after_ref, 0, 0));
         /* dropout did drop: the same call without it differs */
         ct_tensor *o0, *l0;
         assert_int_equal(ct_flash_attention_forward(q, k, v, causal, &sc, &o0, &l0), CT_OK);
@@ -382,6 +404,12 @@ static void test_flash_attention_dropout_cpu(void **state) {
         ct_tensor *in[3] = {q, k, v};
         if (ct_gradcheck(f_flash_dropout, causal ? (void *)1 : NULL, in, 3, 1e-6, 1e-7, 1e-5) != CT_OK)
             fail_msg("flash attention with dropout (causal %d): gradcheck failed: %s", causal, ct_last_error());
+        /* 130 keys: three tiles, the last partial */
+        ct_tensor *qb = ct_randn(CT_SHAPE(1, 2, 66, 8), CT_F64, CT_CPU), *kb = ct_randn(CT_SHAPE(1, 2, 130, 8), CT_F64, CT_CPU);
+        ct_tensor *vb = ct_randn(CT_SHAPE(1, 2, 130, 8), CT_F64, CT_CPU);
+        assert_int_equal(ct_flash_attention_forward_dropout(qb, kb, vb, causal, &sc, 0.5, &o, &l, &mask), CT_OK);
+        assert_int_equal(ct_tensor_shape(mask)[3], 3);
+        assert_true(flash_close(o, masked_formula(qb, kb, vb, mask, causal, sc, 0.5), 1e-12, 1e-12));
         ct_scope_end();
     }
     /* p = 1 drops everything; p = 0 is the plain op, with no mask */

@@ -133,7 +133,8 @@ CT_API ct_tensor *ct_prelu(const ct_tensor *x, const ct_tensor *weight);
  * scale NULL means 1 / sqrt(E). Without dropout it runs a kernel that works on blocks
  * of queries and never holds a whole (L, S) matrix per head; with dropout, flash
  * attention where it applies (dropout inside its kernels), else the formula
- * softmax, ct_dropout, matmul. Both draw the same mask from the same generator state. */
+ * softmax, ct_dropout, matmul (the two lay their draws out differently, so their
+ * masks differ, as PyTorch's flash and math paths do). */
 CT_API ct_tensor *ct_scaled_dot_product_attention(const ct_tensor *query, const ct_tensor *key,
                                                   const ct_tensor *value, const ct_tensor *attn_mask,
                                                   double dropout_p, bool is_causal, const double *scale);
@@ -144,8 +145,8 @@ CT_API ct_tensor *ct_fused_scaled_dot_product_attention(const ct_tensor *query, 
                                                         bool is_causal, const double *scale);
 /* The same with dropout_p in [0, 1]: with dropout_p > 0 only where flash attention
  * applies (ct_backends_cuda_can_use_flash_attention), which drops the probabilities
- * inside its kernels with the mask ct_dropout would draw (ct_flash_attention_forward_dropout);
- * elsewhere CT_ERROR_NOT_IMPLEMENTED. ct_scaled_dot_product_attention calls it when
+ * inside its kernels (ct_flash_attention_forward_dropout); elsewhere
+ * CT_ERROR_NOT_IMPLEMENTED. ct_scaled_dot_product_attention calls it when
  * flash applies and takes the unfused formula otherwise. */
 CT_API ct_tensor *ct_fused_scaled_dot_product_attention_dropout(const ct_tensor *query, const ct_tensor *key,
                                                                 const ct_tensor *value, const ct_tensor *attn_mask,
@@ -183,10 +184,10 @@ CT_API ct_status ct_flash_attention_backward(const ct_tensor *grad_out, const ct
                                              ct_tensor **grad_query, ct_tensor **grad_key, ct_tensor **grad_value);
 /* The same with dropout (PyTorch's dropout_p): each probability is dropped with
  * probability dropout_p in [0, 1] and the kept ones scaled by 1 / (1 - dropout_p),
- * inside the kernels. The mask is the one ct_dropout draws over the (B, H, L, S)
- * probabilities of the unfused formula at the same generator state, and the generator
- * advances by as much (Note [Dropout masks] in src/core/random.h), on the CPU and on
- * CUDA alike. *dropout_mask gets it as bits, which the backward reads: uint64
+ * inside the kernels. The mask is drawn from the default generator in a layout of the
+ * kernels' own (Note [Flash attention dropout draws] in src/core/random.h; keep
+ * probabilities are multiples of 2^-16), the same on the CPU and on CUDA from the same
+ * generator state. *dropout_mask gets it as bits, which the backward reads: uint64
  * (B, H, L, ceil(S / 64)) on the inputs' device, key j of query i kept when bit j % 64
  * of word j / 64 is set (keys a causal row does not see are 0); B H L S / 8 bytes.
  * With dropout_p = 0 it is NULL and may be a NULL pointer. A CUDA graph captures both. */

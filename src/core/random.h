@@ -61,29 +61,35 @@ static inline double ct_uniform_from_bits(uint64_t x, int digits) {
     return (double)(x & ((UINT64_C(1) << digits) - 1)) * (1.0 / (double)(UINT64_C(1) << digits));
 }
 
-/* Note [Dropout masks]
- * dropout draws its keep-mask with bernoulli_(1 - p) over the input's elements:
- * element n is kept when the 53-bit uniform of counter offset + n / 2 (words 2 (n % 2)
- * and 2 (n % 2) + 1, low word first) is below 1 - p, and the call reserves ceil(n / 2)
- * counters. Kernels that fold dropout into their loops (flash attention over the
- * (B, H, L, S) probabilities) decide element n the same way, so their mask is the one
- * the unfused formula would draw at the same generator state, bit for bit, on every
- * backend, and the generator advances by the same amount. u < keep with u = x / 2^53
- * and x an integer is x < ceil(keep 2^53): one integer compare per element. */
-static inline uint64_t ct_dropout_threshold(double keep) {
-    double t = keep * 9007199254740992.0; /* exact: a power of two */
-    uint64_t i = (uint64_t)t;
+/* Note [Flash attention dropout draws]
+ * Flash attention drops the probabilities inside its kernels, where each thread holds
+ * 16 keys of a row in a 64-key tile (Note [Flash attention kernels]), so its draws are
+ * laid out for that: 16-bit uniforms, eight from one Philox block, a thread's 16 from
+ * two blocks it computes alone. For row r of the (B H L) query rows and key j, with
+ * tiles = ceil(S / 64), c = j % 64 = 8 nt + 2 t + e (nt < 8, t < 4, e < 2):
+ *   counter = offset + (r tiles + j / 64) 8 + 2 t + nt / 4, 16-bit half e of word
+ *   nt % 4 (low half first), and the key is kept when that half is below
+ *   ceil((1 - p) 65536).
+ * A call reserves B H L tiles 8 counters. The keep probability is thus a multiple of
+ * 2^-16 (PyTorch's flash kernels round it to 2^-8); one Philox block per 8 elements
+ * instead of dropout's one per 2 (53-bit draws) made the forward's draws 4 times
+ * cheaper. The CPU reference op uses the same layout, so both draw the same mask from
+ * one generator state. */
+static inline uint32_t ct_flash_dropout_threshold(double keep) {
+    double t = keep * 65536.0; /* exact: a power of two */
+    uint32_t i = (uint32_t)t;
     return (double)i < t ? i + 1 : i;
 }
-static inline uint64_t ct_dropout_counters(uint64_t n) { return (n + 1) / 2; }
-/* Whether element n of the mask drawn at (seed, offset) is kept (threshold from
- * ct_dropout_threshold). */
-static inline int ct_dropout_keep(uint64_t seed, uint64_t offset, uint64_t n, uint64_t threshold) {
-    uint32_t r[4];
-    ct_philox_block(seed, offset + n / 2, r);
-    const int h = (int)(n % 2);
-    const uint64_t x = ((uint64_t)r[2 * h] | ((uint64_t)r[2 * h + 1] << 32)) & ((UINT64_C(1) << 53) - 1);
-    return x < threshold;
+static inline uint64_t ct_flash_dropout_counters(int64_t rows, int64_t keys) {
+    return (uint64_t)rows * (uint64_t)((keys + 63) / 64) * 8;
+}
+/* Whether key j of row r is kept. */
+static inline int ct_flash_dropout_keep(uint64_t seed, uint64_t offset, int64_t r, int64_t keys, int64_t j,
+                                        uint32_t threshold) {
+    const int64_t tiles = (keys + 63) / 64, c = j % 64, nt = c / 8, t = (c % 8) / 2, e = c % 2;
+    uint32_t w[4];
+    ct_philox_block(seed, offset + (uint64_t)((r * tiles + j / 64) * 8 + 2 * t + nt / 4), w);
+    return ((w[nt % 4] >> (16 * e)) & 0xffffu) < threshold;
 }
 
 /* PyTorch's default seed (torch.initial_seed() before any manual_seed). */

@@ -8,9 +8,9 @@
  *   lse_i = log sum_j exp(s_ij), p_ij = exp(s_ij - lse_i), o_i = sum_j p_ij v_j;
  *   delta_i = dO_i . o_i, ds_ij = p_ij (dO_i . v_j - delta_i),
  *   dq_i = scale sum_j ds_ij k_j, dk_j = scale sum_i ds_ij q_i, dv_j = sum_i p_ij dO_i.
- * With dropout, z_ij = keep_ij / (1 - p) (keep_ij from Note [Dropout masks] in
- * src/core/random.h, element (b, i, j) of the (B H, L, S) probabilities; the forward
- * draws it into dropout_mask, the backward reads it there):
+ * With dropout, z_ij = keep_ij / (1 - p) (keep_ij from Note [Flash attention dropout
+ * draws] in src/core/random.h, the CUDA kernels' layout; the forward draws it into
+ * dropout_mask, the backward reads it there):
  *   o_i = sum_j z_ij p_ij v_j, ds_ij = p_ij (z_ij dO_i . v_j - delta_i),
  *   dv_j = sum_i z_ij p_ij dO_i, and lse and delta as without. */
 #include <math.h>
@@ -59,18 +59,18 @@ ct_status ct_cpu__flash_attention_forward(ct_keyset ks, ct_call *call, void *ud)
     double scale = ct_scalar_to_double(call->s[0]);
     int64_t bh = q0->shape[0] * q0->shape[1], lq = g.l, lk = g.s, d = g.e;
     ct_scope_begin();
-    /* the mask: drawn as dropout over the (B, H, L, S) probabilities would draw it */
+    /* the mask (Note [Flash attention dropout draws] in src/core/random.h) */
     int64_t mshape[4];
     ct_flash_mask_shape(q0, lk, mshape);
     ct_tensor *bits = dropout > 0 ? ct_zeros_impl(mshape, 4, CT_DTYPE_UINT64, q0->device) : NULL;
     mask z = {.words = mshape[3], .scale = ct_flash_dropout_consts_of(dropout).scale};
     if (bits && bh * lq * lk > 0) {
         uint64_t seed, offset, *w = ct_tensor_data(bits);
-        const uint64_t thr = ct_flash_dropout_consts_of(dropout).threshold;
-        ct_generator_reserve(ct_default_generator(), ct_dropout_counters((uint64_t)(bh * lq * lk)), &seed, &offset);
+        const uint32_t thr = ct_flash_dropout_consts_of(dropout).threshold;
+        ct_generator_reserve(ct_default_generator(), ct_flash_dropout_counters(bh * lq, lk), &seed, &offset);
         for (int64_t r = 0; r < bh * lq; r++) /* bits past a row's keys stay 0 (as the CUDA kernel's) */
             for (int64_t j = 0, n = keys_seen(r % lq, lk, causal); j < n; j++)
-                if (ct_dropout_keep(seed, offset, (uint64_t)(r * lk + j), thr))
+                if (ct_flash_dropout_keep(seed, offset, r, lk, j, thr))
                     w[r * z.words + j / 64] |= UINT64_C(1) << (j % 64);
     }
     z.bits = bits ? ct_tensor_data(bits) : NULL;

@@ -60,19 +60,17 @@ static ct_status flash_forward_kernel(ct_keyset ks, ct_call *call, void *ud) {
         return ct_last_status();
     ct_cuda_flash_geom g = {.b = q0->shape[0], .h = q0->shape[1], .lq = sg.l, .lk = sg.s, .d = sg.e,
                             .causal = call->ints[0] != 0, .scale = ct_scalar_to_double(call->s[0])};
-    /* Note [Flash attention dropout] (flash_attn.cu): the counters dropout over the
-     * (B, H, L, S) probabilities would reserve, read from the graph's words while
-     * capturing */
-    const uint64_t n = (uint64_t)(g.b * g.h * g.lq * g.lk);
+    /* Note [Flash attention dropout] (flash_attn.cu): the counters of Note [Flash
+     * attention dropout draws], read from the graph's words while capturing */
+    const uint64_t n = ct_flash_dropout_counters(g.b * g.h * g.lq, g.lk);
     if (dropout > 0) {
         ct_flash_dropout_consts dc = ct_flash_dropout_consts_of(dropout);
         g.dropout = true;
         g.threshold = dc.threshold;
         g.drop_scale = dc.scale;
         if (n > 0) {
-            ct_generator_reserve(ct_default_generator(), ct_dropout_counters(n), &g.seed, &g.offset);
-            if (ct_cuda_capturing() &&
-                ct_cuda_capture_random(op, g.seed, g.offset, ct_dropout_counters(n), &g.state, &g.offset))
+            ct_generator_reserve(ct_default_generator(), n, &g.seed, &g.offset);
+            if (ct_cuda_capturing() && ct_cuda_capture_random(op, g.seed, g.offset, n, &g.state, &g.offset))
                 return ct_last_status();
         }
     }

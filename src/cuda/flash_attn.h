@@ -19,13 +19,13 @@ typedef struct ct_cuda_flash_geom {
     int64_t q_str[3], k_str[3], v_str[3], o_str[3], go_str[3];
     bool causal;
     double scale;
-    /* Dropout (Note [Dropout masks] in src/core/random.h): element n = (bh L + i) S + j
-     * of the probabilities is kept when its 53-bit draw is below threshold and scaled
-     * by drop_scale. Forward: draws at (seed, offset) by value, or at the graph's words
-     * in state (Note [Random numbers in a graph]), into mask, zeroed by the caller:
+    /* Dropout (Note [Flash attention dropout draws] in src/core/random.h): key j of row
+     * bh L + i is kept when its 16-bit draw is below threshold, and scaled by
+     * drop_scale. Forward: draws at (seed, offset) by value, or at the graph's words in
+     * state (Note [Random numbers in a graph]), into mask, zeroed by the caller:
      * (bh L + i) mask_words + j / 64, bit j % 64. Backward: reads mask. */
     bool dropout;
-    uint64_t threshold;
+    uint32_t threshold;
     double drop_scale;
     uint64_t seed, offset;
     const uint64_t *state;

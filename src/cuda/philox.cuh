@@ -1,7 +1,6 @@
-/* Philox4x32-10 on the device (src/core/random.h's block function, with __umulhi), the
- * graph's random state (Note [Random numbers in a graph] in random.cu) and the dropout
- * keep-test of Note [Dropout masks], shared by random.cu and the kernels that draw
- * inside their loops (flash attention). */
+/* Philox4x32-10 on the device (src/core/random.h's block function, with __umulhi) and
+ * the graph's random state (Note [Random numbers in a graph] in random.cu), shared by
+ * random.cu and the kernels that draw inside their loops (flash attention). */
 #ifndef CT_CUDA_PHILOX_CUH
 #define CT_CUDA_PHILOX_CUH
 
@@ -20,13 +19,12 @@ static __device__ __forceinline__ void philox_block(uint64_t seed, uint64_t coun
             k0 += CT_PHILOX_W0;
             k1 += CT_PHILOX_W1;
         }
-        /* one 32 x 32 -> 64-bit product each (IMAD.WIDE) rather than __umulhi and a
-         * separate low product */
-        const uint64_t p0 = (uint64_t)CT_PHILOX_M0 * c0, p1 = (uint64_t)CT_PHILOX_M1 * c2;
-        uint32_t n0 = (uint32_t)(p1 >> 32) ^ c1 ^ k0;
-        uint32_t n2 = (uint32_t)(p0 >> 32) ^ c3 ^ k1;
-        c1 = (uint32_t)p1;
-        c3 = (uint32_t)p0;
+        uint32_t hi0 = __umulhi(CT_PHILOX_M0, c0), lo0 = CT_PHILOX_M0 * c0;
+        uint32_t hi1 = __umulhi(CT_PHILOX_M1, c2), lo1 = CT_PHILOX_M1 * c2;
+        uint32_t n0 = hi1 ^ c1 ^ k0;
+        uint32_t n2 = hi0 ^ c3 ^ k1;
+        c1 = lo1;
+        c3 = lo0;
         c0 = n0;
         c2 = n2;
     }
@@ -41,32 +39,6 @@ static __device__ __forceinline__ void graph_state(const uint64_t *state, uint64
     if (state) {
         *seed = state[0];
         *offset += state[1];
-    }
-}
-
-/* The 53 low bits of 64-bit word h (0 or 1) of a block. */
-static __device__ __forceinline__ uint64_t philox_word53(const uint32_t r[4], int h) {
-    return ((uint64_t)r[2 * h] | ((uint64_t)r[2 * h + 1] << 32)) & ((1ull << 53) - 1);
-}
-
-/* Note [Dropout masks]: whether element n is kept. */
-static __device__ __forceinline__ bool dropout_keep(uint64_t seed, uint64_t offset, uint64_t n, uint64_t threshold) {
-    uint32_t r[4];
-    philox_block(seed, offset + n / 2, r);
-    return philox_word53(r, (int)(n & 1)) < threshold;
-}
-
-/* Elements n and n + 1 together: one block when n is even. */
-static __device__ __forceinline__ void dropout_keep2(uint64_t seed, uint64_t offset, uint64_t n, uint64_t threshold,
-                                                     bool *k0, bool *k1) {
-    uint32_t r[4];
-    philox_block(seed, offset + n / 2, r);
-    if ((n & 1) == 0) {
-        *k0 = philox_word53(r, 0) < threshold;
-        *k1 = philox_word53(r, 1) < threshold;
-    } else {
-        *k0 = philox_word53(r, 1) < threshold;
-        *k1 = dropout_keep(seed, offset, n + 1, threshold);
     }
 }
 

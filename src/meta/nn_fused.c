@@ -727,7 +727,8 @@ ct_status ct_flash_dropout(const char *op, const ct_call *call, double *p) {
 }
 
 ct_flash_dropout_consts ct_flash_dropout_consts_of(double p) {
-    ct_flash_dropout_consts c = {.threshold = ct_dropout_threshold(1.0 - p), .scale = p < 1 ? 1.0 / (1.0 - p) : 0.0};
+    ct_flash_dropout_consts c = {.threshold = ct_flash_dropout_threshold(1.0 - p),
+                                 .scale = p < 1 ? 1.0 / (1.0 - p) : 0.0};
     return c;
 }
 

@@ -98,11 +98,11 @@ ct_dtype ct_flash_lse_dtype(ct_dtype d);
 void ct_flash_mask_shape(const ct_tensor *q, int64_t lk, int64_t shape[4]);
 /* The dropout probability of a flash call (its s[1]), checked to lie in [0, 1]. */
 ct_status ct_flash_dropout(const char *op, const ct_call *call, double *p);
-/* What a flash kernel with dropout needs: the 53-bit keep threshold (Note [Dropout
- * masks] in src/core/random.h) and the factor 1 / (1 - p) for the kept (0 when p = 1,
- * where nothing is kept). */
+/* What a flash kernel with dropout needs: the 16-bit keep threshold (Note [Flash
+ * attention dropout draws] in src/core/random.h) and the factor 1 / (1 - p) for the
+ * kept (0 when p = 1, where nothing is kept). */
 typedef struct ct_flash_dropout_consts {
-    uint64_t threshold;
+    uint32_t threshold;
     double scale;
 } ct_flash_dropout_consts;
 ct_flash_dropout_consts ct_flash_dropout_consts_of(double p);

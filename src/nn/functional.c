@@ -388,8 +388,8 @@ ct_tensor *ct_scaled_dot_product_attention(const ct_tensor *query, const ct_tens
     }
     if (dropout_p == 0) /* the op checks its arguments */
         return ct_fused_scaled_dot_product_attention(query, key, value, attn_mask, is_causal, scale);
-    /* flash attention drops out inside its kernels, with the mask the formula below
-     * would draw (Note [Dropout masks]) */
+    /* flash attention drops out inside its kernels (Note [Flash attention dropout
+     * draws]); its mask is drawn in its own layout, not the formula's below */
     if (ct_backends_cuda_can_use_flash_attention(query, key, value, attn_mask))
         return ct_fused_scaled_dot_product_attention_dropout(query, key, value, attn_mask, is_causal, scale,
                                                              dropout_p);
