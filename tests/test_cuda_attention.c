@@ -162,25 +162,6 @@ static void test_flash_vs_cpu_op(void **state) {
     ct_scope_end();
 }
 
-/* The formula with a flash op's mask, in float64 on the CPU: softmax(q k^T sc, causal)
- * * Z @ v, Z = the mask's bits / (1 - p); differentiable in q, k and v. */
-static ct_tensor *masked_formula(const ct_tensor *q, const ct_tensor *k, const ct_tensor *v, const ct_tensor *mask,
-                                 bool causal, double sc, double p) {
-    int64_t b = ct_tensor_shape(q)[0], h = ct_tensor_shape(q)[1], lq = ct_tensor_shape(q)[2];
-    int64_t lk = ct_tensor_shape(k)[2], words = ct_tensor_shape(mask)[3];
-    ct_tensor *z = ct_zeros(CT_SHAPE(b, h, lq, lk), CT_F64, CT_CPU);
-    double *zp = ct_tensor_data(z);
-    const uint64_t *w = ct_tensor_data(ct_contiguous(ct_to_device(mask, CT_CPU)));
-    for (int64_t r = 0; r < b * h * lq; r++)
-        for (int64_t j = 0; j < lk; j++)
-            zp[r * lk + j] = (w[r * words + j / 64] >> (j % 64)) & 1 ? 1.0 / (1.0 - p) : 0.0;
-    ct_tensor *s = ct_mul_scalar(ct_matmul(q, ct_transpose(k, -2, -1)), ct_scalar_float(sc));
-    if (causal)
-        s = ct_where_scalar_other(ct_tril(ct_ones(CT_SHAPE(lq, lk), CT_BOOL, CT_CPU), 0), s,
-                                  ct_scalar_float(-INFINITY));
-    return ct_matmul(ct_mul(ct_softmax(s, -1, CT_DTYPE_UNDEFINED), z), v);
-}
-
 /* Note [Flash attention dropout]: the CUDA op with dropout against the CPU's reference
  * op from the same generator state (the same mask bit for bit: Note [Flash attention
  * dropout draws]), the generator left where the CPU op leaves it; and
@@ -242,7 +223,7 @@ static void test_flash_dropout(void **state) {
             ct_tensor *q64 = ct_tensor_set_requires_grad(ct_to_dtype(q, CT_F64), true);
             ct_tensor *k64 = ct_tensor_set_requires_grad(ct_to_dtype(k, CT_F64), true);
             ct_tensor *v64 = ct_tensor_set_requires_grad(ct_to_dtype(v, CT_F64), true);
-            ct_tensor *ref = masked_formula(q64, k64, v64, rg, causal, sc, p);
+            ct_tensor *ref = ct_test_masked_attention(q64, k64, v64, rg, causal, sc, p);
             assert_int_equal(ct_backward(ref, ct_to_dtype(go, CT_F64), false, false), CT_OK);
             close_rel(y, ref, 2e-2, "sdpa dropout vs the formula with its mask", lens[li], 64, causal, CT_BF16);
             close_rel(ct_tensor_grad(ql), ct_tensor_grad(q64), 3e-2, "sdpa dropout grad q", lens[li], 64, causal,

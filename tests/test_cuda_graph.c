@@ -352,16 +352,22 @@ static void test_training_step(void **state) {
 /* The GPT training step's shape: AdamW (fused, capturable: the step number lives on
  * the device, so the bias corrections advance at every replay) with clipping folded
  * in, captured and replayed, against eager steps without the option. */
+/* Two equal MLPs with AdamW: graphed has the capturable option, eager (the reference)
+ * passes the lr and the step by value. */
+static void mlp_adamw_pair(mlp *eager, mlp *graphed) {
+    mlp_init_opt(eager, true);
+    mlp_init_opt(graphed, true);
+    ct_optim_options o;
+    assert_st(ct_optimizer_get_options(eager->opt, 0, &o));
+    o.capturable = 0;
+    assert_st(ct_optimizer_set_options(eager->opt, 0, &o));
+}
+
 static void test_adamw_step_capturable(void **state) {
     (void)state;
     ct_scope_begin();
     mlp eager, graphed;
-    mlp_init_opt(&eager, true);
-    mlp_init_opt(&graphed, true);
-    ct_optim_options o;
-    assert_st(ct_optimizer_get_options(eager.opt, 0, &o));
-    o.capturable = 0; /* the reference passes the step by value */
-    assert_st(ct_optimizer_set_options(eager.opt, 0, &o));
+    mlp_adamw_pair(&eager, &graphed);
     ct_tensor *xs[8], *ys[8];
     for (int i = 0; i < 8; i++) {
         xs[i] = gpu_values(CT_SHAPE(16, 32), 60 + (uint64_t)i);
@@ -420,12 +426,7 @@ static void test_adamw_lr_schedule_capturable(void **state) {
     (void)state;
     ct_scope_begin();
     mlp eager, graphed;
-    mlp_init_opt(&eager, true);
-    mlp_init_opt(&graphed, true);
-    ct_optim_options o;
-    assert_st(ct_optimizer_get_options(eager.opt, 0, &o));
-    o.capturable = 0; /* the reference passes the lr and the step by value */
-    assert_st(ct_optimizer_set_options(eager.opt, 0, &o));
+    mlp_adamw_pair(&eager, &graphed);
     ct_lr_scheduler *se = ct_cosineannealinglr_new(eager.opt, LR_STEPS, 1e-3);
     ct_lr_scheduler *sg = ct_cosineannealinglr_new(graphed.opt, LR_STEPS, 1e-3);
     assert_ct(se);

@@ -330,25 +330,6 @@ static ct_tensor *f_flash_dropout(ct_tensor *const *in, int n, void *ud) {
                : NULL;
 }
 
-/* The formula with the op's own mask: softmax(q k^T sc, causal) * Z @ v, Z = the mask's
- * bits / (1 - p) as a (B, H, L, S) float64 tensor; differentiable in q, k and v. */
-static ct_tensor *masked_formula(const ct_tensor *q, const ct_tensor *k, const ct_tensor *v, const ct_tensor *mask,
-                                 bool causal, double sc, double p) {
-    int64_t b = ct_tensor_shape(q)[0], h = ct_tensor_shape(q)[1], lq = ct_tensor_shape(q)[2];
-    int64_t lk = ct_tensor_shape(k)[2], words = ct_tensor_shape(mask)[3];
-    ct_tensor *z = ct_zeros(CT_SHAPE(b, h, lq, lk), CT_F64, CT_CPU);
-    double *zp = ct_tensor_data(z);
-    const uint64_t *w = ct_tensor_data(ct_contiguous(mask));
-    for (int64_t r = 0; r < b * h * lq; r++)
-        for (int64_t j = 0; j < lk; j++)
-            zp[r * lk + j] = (w[r * words + j / 64] >> (j % 64)) & 1 ? 1.0 / (1.0 - p) : 0.0;
-    ct_tensor *s = ct_mul_scalar(ct_matmul(q, ct_transpose(k, -2, -1)), ct_scalar_float(sc));
-    if (causal)
-        s = ct_where_scalar_other(ct_tril(ct_ones(CT_SHAPE(lq, lk), CT_BOOL, CT_CPU), 0), s,
-                                  ct_scalar_float(-INFINITY));
-    return ct_matmul(ct_mul(ct_softmax(s, -1, CT_DTYPE_UNDEFINED), z), v);
-}
-
 /* Note [Flash attention dropout draws]: the flash op with dropout against the formula
  * with the mask it returns (output and gradients), the mask's layout (no bits past the
  * keys a row sees, about 1 - p of them kept), the same mask from the same seed and
@@ -387,7 +368,7 @@ static void test_flash_attention_dropout_cpu(void **state) {
         assert_int_equal(ct_flash_attention_forward_dropout(q, k, v, causal, &sc, p, &o2, &l2, &mask2), CT_OK);
         assert_int_equal(ct_equal(mask, mask2, &same), CT_OK);
         assert_false(same); /* the generator moved on */
-        ct_tensor *ref = masked_formula(q, k, v, mask, causal, sc, p);
+        ct_tensor *ref = ct_test_masked_attention(q, k, v, mask, causal, sc, p);
         assert_true(flash_close(o, ref, 1e-12, 1e-12));
         /* dropout did drop: the same call without it differs */
         ct_tensor *o0, *l0;
@@ -409,7 +390,7 @@ static void test_flash_attention_dropout_cpu(void **state) {
         ct_tensor *vb = ct_randn(CT_SHAPE(1, 2, 130, 8), CT_F64, CT_CPU);
         assert_int_equal(ct_flash_attention_forward_dropout(qb, kb, vb, causal, &sc, 0.5, &o, &l, &mask), CT_OK);
         assert_int_equal(ct_tensor_shape(mask)[3], 3);
-        assert_true(flash_close(o, masked_formula(qb, kb, vb, mask, causal, sc, 0.5), 1e-12, 1e-12));
+        assert_true(flash_close(o, ct_test_masked_attention(qb, kb, vb, mask, causal, sc, 0.5), 1e-12, 1e-12));
         ct_scope_end();
     }
     /* p = 1 drops everything; p = 0 is the plain op, with no mask */

@@ -1,5 +1,6 @@
 #include "testutil.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -122,4 +123,21 @@ void ct_test_compile_refused(ct_tensor *(*fn)(ct_tensor *const *, int, void *), 
     ct_clear_error();
     ct_compiled_free(c);
     ct_scope_end();
+}
+
+ct_tensor *ct_test_masked_attention(const ct_tensor *q, const ct_tensor *k, const ct_tensor *v,
+                                    const ct_tensor *mask, bool causal, double sc, double p) {
+    int64_t b = ct_tensor_shape(q)[0], h = ct_tensor_shape(q)[1], lq = ct_tensor_shape(q)[2];
+    int64_t lk = ct_tensor_shape(k)[2], words = ct_tensor_shape(mask)[3];
+    ct_tensor *z = ct_zeros(CT_SHAPE(b, h, lq, lk), CT_F64, CT_CPU);
+    double *zp = ct_tensor_data(z);
+    const uint64_t *w = ct_tensor_data(ct_contiguous(ct_to_device(mask, CT_CPU)));
+    for (int64_t r = 0; r < b * h * lq; r++)
+        for (int64_t j = 0; j < lk; j++)
+            zp[r * lk + j] = (w[r * words + j / 64] >> (j % 64)) & 1 ? 1.0 / (1.0 - p) : 0.0;
+    ct_tensor *s = ct_mul_scalar(ct_matmul(q, ct_transpose(k, -2, -1)), ct_scalar_float(sc));
+    if (causal)
+        s = ct_where_scalar_other(ct_tril(ct_ones(CT_SHAPE(lq, lk), CT_BOOL, CT_CPU), 0), s,
+                                  ct_scalar_float(-INFINITY));
+    return ct_matmul(ct_mul(ct_softmax(s, -1, CT_DTYPE_UNDEFINED), z), v);
 }

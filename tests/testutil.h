@@ -25,6 +25,11 @@ double ct_test_at(const ct_tensor *t, int64_t flat);
 /* Asserts the tensor's shape equals shape[0..ndim). */
 void ct_test_assert_shape(const ct_tensor *t, const int64_t *shape, int ndim, const char *file, int line);
 #define CT_ASSERT_SHAPE(t, ...) ct_test_assert_shape((t), CT_SHAPE(__VA_ARGS__), __FILE__, __LINE__)
+/* Attention's formula with a flash op's dropout mask (docs/nn.md), in float64 on the
+ * CPU: softmax(q k^T sc, causal) * Z @ v, Z the mask's bits / (1 - p) (the mask may be on
+ * any device); differentiable in q, k and v. */
+ct_tensor *ct_test_masked_attention(const ct_tensor *q, const ct_tensor *k, const ct_tensor *v,
+                                    const ct_tensor *mask, bool causal, double sc, double p);
 /* Same dtype, shape and values bit for bit (NaN equal to NaN). */
 bool ct_test_same_bits(const ct_tensor *a, const ct_tensor *b);
 /* A sample through ct_compile (docs/compile.md, "Every op's samples"): fn(in) called

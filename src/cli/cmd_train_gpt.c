@@ -1019,6 +1019,36 @@ static ct_tensor *step_body(const gpt_args *a, const ct_char_gpt *m, ct_optimize
     return loss;
 }
 
+/* Note [Graphed training step]: captures the training step (opt given) or the
+ * evaluation forward (opt NULL) on the static inputs into *graph, in g's pool (made at
+ * the first capture); *loss gets the graph's loss (an own reference), and the pool's
+ * reserved bytes after the capture go to *bytes. */
+static ct_status capture_loss(const gpt_args *a, const ct_char_gpt *m, ct_optimizer *opt, graph_state *g,
+                              ct_cuda_graph **graph, ct_tensor **loss, int64_t *bytes) {
+    if ((!g->pool && ct_cuda_mempool_create(g->device, &g->pool)) || ct_cuda_graph_begin(g->stream, g->pool))
+        return ct_last_status();
+    ct_scope_begin();
+    ct_tensor *l = opt ? step_body(a, m, opt, g->x, g->y) : model_loss(a, m, g->x, g->y);
+    *loss = l ? ct_retain(l) : NULL;
+    ct_scope_end();
+    char msg[512] = "";
+    ct_status body = *loss ? CT_OK : ct_last_status();
+    if (body)
+        snprintf(msg, sizeof msg, "%s", ct_last_error());
+    ct_status st = ct_cuda_graph_end(g->stream, graph);
+    if (body && !st) { /* the capture is sound but the work failed: report the work's error */
+        ct_cuda_graph_free(*graph);
+        *graph = NULL;
+        return ct_error(body, a->prog, "%s", msg);
+    }
+    if (st || body)
+        return st ? st : body;
+    ct_cuda_mempool_stats ps;
+    if (ct_cuda_mempool_stats_get(g->pool, &ps) == CT_OK)
+        *bytes = ps.reserved_bytes;
+    return CT_OK;
+}
+
 /* Note [Graphed training step]: the step on batch (x, y); its loss, a new tensor of the
  * caller's scope. */
 static ct_tensor *graph_step(const gpt_args *a, const ct_char_gpt *m, ct_optimizer *opt, graph_state *g,
@@ -1036,28 +1066,9 @@ static ct_tensor *graph_step(const gpt_args *a, const ct_char_gpt *m, ct_optimiz
     if (!ct_copy_(g->x, x) || !ct_copy_(g->y, y))
         return NULL;
     if (!g->graph) {
-        if ((!g->pool && ct_cuda_mempool_create(g->device, &g->pool)) || ct_cuda_graph_begin(g->stream, g->pool))
+        if (capture_loss(a, m, opt, g, &g->graph, &g->loss, &g->train_bytes))
             return NULL;
-        ct_scope_begin();
-        ct_tensor *l = step_body(a, m, opt, g->x, g->y);
-        g->loss = l ? ct_retain(l) : NULL;
-        ct_scope_end();
-        char msg[512] = "";
-        ct_status body = g->loss ? CT_OK : ct_last_status();
-        if (body)
-            snprintf(msg, sizeof msg, "%s", ct_last_error());
-        ct_status st = ct_cuda_graph_end(g->stream, &g->graph);
-        if (body && !st) { /* the capture is sound but the step failed: report the step's error */
-            ct_cuda_graph_free(g->graph);
-            g->graph = NULL;
-            ct_error(body, a->prog, "%s", msg);
-            return NULL;
-        }
-        if (st || body)
-            return NULL;
-        ct_cuda_mempool_stats ps;
-        if (ct_cuda_mempool_stats_get(g->pool, &ps) == CT_OK)
-            g->train_bytes = g->tree_bytes = ps.reserved_bytes;
+        g->tree_bytes = g->train_bytes;
     }
     if (ct_cuda_graph_replay(g->graph))
         return NULL;
@@ -1075,30 +1086,8 @@ static ct_tensor *graph_eval_loss(const gpt_args *a, const ct_char_gpt *m, graph
     }
     if (!ct_copy_(g->x, x) || !ct_copy_(g->y, y))
         return NULL;
-    if (!g->eval_graph) {
-        if (ct_cuda_graph_begin(g->stream, g->pool))
-            return NULL;
-        ct_scope_begin();
-        ct_tensor *l = model_loss(a, m, g->x, g->y);
-        g->eval_loss = l ? ct_retain(l) : NULL;
-        ct_scope_end();
-        char msg[512] = "";
-        ct_status body = g->eval_loss ? CT_OK : ct_last_status();
-        if (body)
-            snprintf(msg, sizeof msg, "%s", ct_last_error());
-        ct_status st = ct_cuda_graph_end(g->stream, &g->eval_graph);
-        if (body && !st) {
-            ct_cuda_graph_free(g->eval_graph);
-            g->eval_graph = NULL;
-            ct_error(body, a->prog, "%s", msg);
-            return NULL;
-        }
-        if (st || body)
-            return NULL;
-        ct_cuda_mempool_stats ps;
-        if (ct_cuda_mempool_stats_get(g->pool, &ps) == CT_OK)
-            g->tree_bytes = ps.reserved_bytes;
-    }
+    if (!g->eval_graph && capture_loss(a, m, NULL, g, &g->eval_graph, &g->eval_loss, &g->tree_bytes))
+        return NULL;
     if (ct_cuda_graph_replay(g->eval_graph))
         return NULL;
     return ct_clone(ct_detach(g->eval_loss)); /* read before the next training replay */
