@@ -286,7 +286,8 @@ static int bench_attention_at(int64_t b, int64_t h, int64_t t, const char *label
 }
 
 static int bench_attention(void) {
-    return bench_attention_at(32, 12, 1024, "b32h12t1024d64", true) | bench_attention_at(64, 6, 256, "b64h6t256d64", false);
+    return bench_attention_at(32, 12, 1024, "b32h12t1024d64", true) |
+           bench_attention_at(64, 6, 256, "b64h6t256d64", false);
 }
 
 static int bench_layer_norm(int64_t rows, int64_t cols, ct_dtype dt, const char *label) {

@@ -2,9 +2,10 @@
  * the eager numbers, replays read static inputs copied in before them, the graph's
  * tensors live in its pool (stats and snapshots show it), two graphs share one pool
  * (graph trees) without growing it, random numbers replay fresh from the generator, a
- * captured AdamW step follows the learning rate set between replays, and what cannot be captured (host copies, item, nonzero, synchronisation,
- * allocations on other streams, a first cuBLAS use, a new seed between random draws)
- * is refused with the op's name. The argument errors run in every build; the rest is
+ * captured AdamW step follows the learning rate set between replays, and what cannot
+ * be captured (host copies, item, nonzero, synchronisation, allocations on other
+ * streams, a first cuBLAS use, a new seed between random draws) is refused with the
+ * op's name. The argument errors run in every build; the rest is
  * skipped (exit code 77) without a GPU. */
 #include <string.h>
 

@@ -386,7 +386,8 @@ static void test_flash_attention_dropout_cpu(void **state) {
         if (ct_gradcheck(f_flash_dropout, causal ? (void *)1 : NULL, in, 3, 1e-6, 1e-7, 1e-5) != CT_OK)
             fail_msg("flash attention with dropout (causal %d): gradcheck failed: %s", causal, ct_last_error());
         /* 130 keys: three tiles, the last partial */
-        ct_tensor *qb = ct_randn(CT_SHAPE(1, 2, 66, 8), CT_F64, CT_CPU), *kb = ct_randn(CT_SHAPE(1, 2, 130, 8), CT_F64, CT_CPU);
+        ct_tensor *qb = ct_randn(CT_SHAPE(1, 2, 66, 8), CT_F64, CT_CPU);
+        ct_tensor *kb = ct_randn(CT_SHAPE(1, 2, 130, 8), CT_F64, CT_CPU);
         ct_tensor *vb = ct_randn(CT_SHAPE(1, 2, 130, 8), CT_F64, CT_CPU);
         assert_int_equal(ct_flash_attention_forward_dropout(qb, kb, vb, causal, &sc, 0.5, &o, &l, &mask), CT_OK);
         assert_int_equal(ct_tensor_shape(mask)[3], 3);

@@ -843,7 +843,8 @@ ct_status ct_meta__flash_attention_forward(ct_keyset ks, ct_call *call, void *ud
         st = ct_flash_dropout("_flash_attention_forward", call, &p);
     if (st)
         return st;
-    if ((st = set_meta(call, 0, q->shape, 4, q->dtype)) || (st = set_meta(call, 1, q->shape, 3, ct_flash_lse_dtype(q->dtype))))
+    if ((st = set_meta(call, 0, q->shape, 4, q->dtype)) ||
+        (st = set_meta(call, 1, q->shape, 3, ct_flash_lse_dtype(q->dtype))))
         return st;
     int64_t mshape[4];
     ct_flash_mask_shape(q, g.s, mshape);
