@@ -260,6 +260,45 @@ static __global__ void embedding_keys_kernel(const char *idx, int is64, int64_t 
         keys[i] = load_index(idx, is64, i) * n + i;
 }
 
+/* Note [Embedding backward loads]
+ * A group is summed in position order, one add after the other, but its loads need
+ * not wait for each other: the sum takes EMB_UNROLL keys at a time, issues their
+ * grad_output loads together, then adds the loaded values in order, so the bits are
+ * those of the plain loop. A key belongs to the group while it is below (row + 1) n
+ * (the keys are sorted), which spares a 64-bit division per position. Measured on an
+ * H200 in the char model's step (65 rows, 16384 positions, 384 columns): the plain
+ * loop, each iteration waiting for its key and then its row, took 2.0 ms a step, the
+ * largest kernel of the step. */
+#define EMB_UNROLL 16
+
+/* The sum at column j of grad_output's rows whose keys, from s on, lie in [base, lim):
+ * position order, one add at a time. */
+template <typename T>
+static __host__ __device__ T embedding_group_sum(const int64_t *keys, const T *gy, int64_t n, int64_t dim, int64_t s,
+                                                 int64_t base, int64_t lim, int64_t j) {
+    T acc = 0;
+    for (int64_t k = s;; k += EMB_UNROLL) {
+        int64_t pos[EMB_UNROLL];
+        T v[EMB_UNROLL];
+        int m = 0; /* the keys of this round in the group: a prefix, the keys being sorted */
+#pragma unroll
+        for (int u = 0; u < EMB_UNROLL; u++) {
+            const int64_t key = k + u < n ? keys[k + u] : lim;
+            pos[u] = key - base;
+            m += key < lim;
+        }
+#pragma unroll
+        for (int u = 0; u < EMB_UNROLL; u++)
+            v[u] = u < m ? gy[pos[u] * dim + j] : T(0);
+#pragma unroll
+        for (int u = 0; u < EMB_UNROLL; u++)
+            if (u < m)
+                acc += v[u];
+        if (m < EMB_UNROLL)
+            return acc;
+    }
+}
+
 /* Block (s, chunk): when sorted key s starts a group, gw[row, j] = the sum of the
  * group's grad_output rows at column j (one thread per column of the chunk). */
 template <typename T>
@@ -267,13 +306,10 @@ static __global__ void embedding_bwd_sorted_kernel(const int64_t *__restrict__ k
                                                    T *__restrict__ gw, int64_t n, int64_t dim, int64_t skip) {
     const int64_t s = blockIdx.x;
     const int64_t j = (int64_t)blockIdx.y * blockDim.x + threadIdx.x;
-    const int64_t row = keys[s] / n;
-    if (j >= dim || (s > 0 && keys[s - 1] / n == row) || row == skip)
+    const int64_t row = keys[s] / n, base = row * n;
+    if (j >= dim || (s > 0 && keys[s - 1] >= base) || row == skip)
         return;
-    T acc = 0;
-    for (int64_t k = s; k < n && keys[k] / n == row; k++)
-        acc += gy[(keys[k] - row * n) * dim + j];
-    gw[row * dim + j] = acc;
+    gw[row * dim + j] = embedding_group_sum(keys, gy, n, dim, s, base, base + n, j); /* Note [Embedding backward loads] */
 }
 
 extern "C" ct_status ct_cuda_embedding_keys(const void *idx, int is64, int64_t n, int64_t *keys, int device) {
