@@ -364,6 +364,19 @@ static void mlp_adamw_pair(mlp *eager, mlp *graphed) {
     assert_st(ct_optimizer_set_options(eager->opt, 0, &o));
 }
 
+/* One clipped step of m on (x, y) captured on g_stream into a private pool; *loss gets
+ * its static loss (an own reference). */
+static ct_cuda_graph *capture_clipped_step(mlp *m, const ct_tensor *x, const ct_tensor *y, ct_tensor **loss) {
+    assert_st(ct_cuda_graph_begin(g_stream, NULL));
+    ct_scope_begin();
+    *loss = ct_retain(mlp_step_clip(m, x, y, 0.5));
+    ct_scope_end();
+    ct_cuda_graph *g = NULL;
+    assert_st(ct_cuda_graph_end(g_stream, &g));
+    assert_ct(*loss);
+    return g;
+}
+
 static void test_adamw_step_capturable(void **state) {
     (void)state;
     ct_scope_begin();
@@ -386,13 +399,8 @@ static void test_adamw_step_capturable(void **state) {
     ct_scope_begin();
     assert_ct(mlp_step_clip(&graphed, x, y, 0.5)); /* warm-up: step 1 */
     ct_scope_end();
-    assert_st(ct_cuda_graph_begin(g_stream, NULL));
-    ct_scope_begin();
-    ct_tensor *loss = ct_retain(mlp_step_clip(&graphed, x, y, 0.5));
-    ct_scope_end();
-    ct_cuda_graph *g = NULL;
-    assert_st(ct_cuda_graph_end(g_stream, &g));
-    assert_ct(loss);
+    ct_tensor *loss = NULL;
+    ct_cuda_graph *g = capture_clipped_step(&graphed, x, y, &loss);
     for (int i = 1; i < 8; i++) {
         assert_ct(ct_copy_(x, xs[i]));
         assert_ct(ct_copy_(y, ys[i]));
@@ -455,13 +463,8 @@ static void test_adamw_lr_schedule_capturable(void **state) {
     ct_scope_end();
     assert_st(ct_lr_scheduler_step(sg));
     /* the capture records the step and runs nothing; the scheduler is not stepped for it */
-    assert_st(ct_cuda_graph_begin(g_stream, NULL));
-    ct_scope_begin();
-    ct_tensor *loss = ct_retain(mlp_step_clip(&graphed, x, y, 0.5));
-    ct_scope_end();
-    ct_cuda_graph *g = NULL;
-    assert_st(ct_cuda_graph_end(g_stream, &g));
-    assert_ct(loss);
+    ct_tensor *loss = NULL;
+    ct_cuda_graph *g = capture_clipped_step(&graphed, x, y, &loss);
     for (int i = 1; i < LR_STEPS; i++) {
         lr_before_step(graphed.opt, i); /* a fill on the current stream (g_stream), before the replay */
         assert_true(ct_optimizer_get_lr(graphed.opt, 0) == lrs[i]);
