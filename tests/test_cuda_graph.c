@@ -302,6 +302,31 @@ static ct_tensor *mlp_step_clip(mlp *m, const ct_tensor *x, const ct_tensor *y, 
 
 static ct_tensor *mlp_step(mlp *m, const ct_tensor *x, const ct_tensor *y) { return mlp_step_clip(m, x, y, 0); }
 
+/* The graphed MLP's weights against the eager one's once the device is done, then both
+ * freed with the graph and its loss. */
+static void finish_pair(mlp *eager, mlp *graphed, ct_tensor *loss, ct_cuda_graph *g) {
+    assert_st(ct_cuda_synchronize(0));
+    ct_test_assert_close(graphed->w1, ct_to_device(eager->w1, CT_CPU), 1e-5, 1e-6, "w1", __FILE__, __LINE__);
+    ct_test_assert_close(graphed->w2, ct_to_device(eager->w2, CT_CPU), 1e-5, 1e-6, "w2", __FILE__, __LINE__);
+    ct_release(loss);
+    ct_cuda_graph_free(g);
+    mlp_free(eager);
+    mlp_free(graphed);
+}
+
+/* One clipped step of m on (x, y) captured on g_stream into a private pool; *loss gets
+ * its static loss (an own reference). */
+static ct_cuda_graph *capture_clipped_step(mlp *m, const ct_tensor *x, const ct_tensor *y, ct_tensor **loss) {
+    assert_st(ct_cuda_graph_begin(g_stream, NULL));
+    ct_scope_begin();
+    *loss = ct_retain(mlp_step_clip(m, x, y, 0.5));
+    ct_scope_end();
+    ct_cuda_graph *g = NULL;
+    assert_st(ct_cuda_graph_end(g_stream, &g));
+    assert_ct(*loss);
+    return g;
+}
+
 static void test_training_step(void **state) {
     (void)state;
     ct_scope_begin();
@@ -340,13 +365,7 @@ static void test_training_step(void **state) {
         assert_ct(ct_copy_(y, ys[i]));
         assert_st(ct_cuda_graph_replay(g));
     }
-    assert_st(ct_cuda_synchronize(0));
-    ct_test_assert_close(graphed.w1, ct_to_device(eager.w1, CT_CPU), 1e-5, 1e-6, "w1", __FILE__, __LINE__);
-    ct_test_assert_close(graphed.w2, ct_to_device(eager.w2, CT_CPU), 1e-5, 1e-6, "w2", __FILE__, __LINE__);
-    ct_release(loss);
-    ct_cuda_graph_free(g);
-    mlp_free(&eager);
-    mlp_free(&graphed);
+    finish_pair(&eager, &graphed, loss, g);
     ct_scope_end();
 }
 
@@ -362,19 +381,6 @@ static void mlp_adamw_pair(mlp *eager, mlp *graphed) {
     assert_st(ct_optimizer_get_options(eager->opt, 0, &o));
     o.capturable = 0;
     assert_st(ct_optimizer_set_options(eager->opt, 0, &o));
-}
-
-/* One clipped step of m on (x, y) captured on g_stream into a private pool; *loss gets
- * its static loss (an own reference). */
-static ct_cuda_graph *capture_clipped_step(mlp *m, const ct_tensor *x, const ct_tensor *y, ct_tensor **loss) {
-    assert_st(ct_cuda_graph_begin(g_stream, NULL));
-    ct_scope_begin();
-    *loss = ct_retain(mlp_step_clip(m, x, y, 0.5));
-    ct_scope_end();
-    ct_cuda_graph *g = NULL;
-    assert_st(ct_cuda_graph_end(g_stream, &g));
-    assert_ct(*loss);
-    return g;
 }
 
 static void test_adamw_step_capturable(void **state) {
@@ -407,13 +413,7 @@ static void test_adamw_step_capturable(void **state) {
         assert_st(ct_cuda_graph_replay(g));
     }
     assert_st(ct_cuda_set_stream(0, NULL));
-    assert_st(ct_cuda_synchronize(0));
-    ct_test_assert_close(graphed.w1, ct_to_device(eager.w1, CT_CPU), 1e-5, 1e-6, "w1", __FILE__, __LINE__);
-    ct_test_assert_close(graphed.w2, ct_to_device(eager.w2, CT_CPU), 1e-5, 1e-6, "w2", __FILE__, __LINE__);
-    ct_release(loss);
-    ct_cuda_graph_free(g);
-    mlp_free(&eager);
-    mlp_free(&graphed);
+    finish_pair(&eager, &graphed, loss, g);
     ct_scope_end();
 }
 
