@@ -46,14 +46,11 @@ static int64_t keys_seen(int64_t i, int64_t lk, bool causal) { return causal ? (
 
 ct_status ct_cpu__flash_attention_forward(ct_keyset ks, ct_call *call, void *ud) {
     (void)ks, (void)ud;
-    const char *op = "_flash_attention_forward";
     const ct_tensor *q0 = call->in[0];
     ct_sdpa_geom g;
-    ct_status st = ct_flash_check(op, q0, call->in[1], call->in[2], &g);
-    if (st)
-        return st;
     double dropout;
-    if ((st = ct_flash_dropout(op, call, &dropout)))
+    ct_status st = ct_flash_forward_check(call, &g, &dropout);
+    if (st)
         return st;
     bool causal = call->ints[0] != 0;
     double scale = ct_scalar_to_double(call->s[0]);
@@ -63,10 +60,11 @@ ct_status ct_cpu__flash_attention_forward(ct_keyset ks, ct_call *call, void *ud)
     int64_t mshape[4];
     ct_flash_mask_shape(q0, lk, mshape);
     ct_tensor *bits = dropout > 0 ? ct_zeros_impl(mshape, 4, CT_DTYPE_UINT64, q0->device) : NULL;
-    mask z = {.words = mshape[3], .scale = ct_flash_dropout_consts_of(dropout).scale};
+    const ct_flash_dropout_consts dc = ct_flash_dropout_consts_of(dropout);
+    mask z = {.words = mshape[3], .scale = dc.scale};
     if (bits && bh * lq * lk > 0) {
         uint64_t seed, offset, *w = ct_tensor_data(bits);
-        const uint32_t thr = ct_flash_dropout_consts_of(dropout).threshold;
+        const uint32_t thr = dc.threshold;
         ct_generator_reserve(ct_default_generator(), ct_flash_dropout_counters(bh * lq, lk), &seed, &offset);
         for (int64_t r = 0; r < bh * lq; r++) /* bits past a row's keys stay 0 (as the CUDA kernel's) */
             for (int64_t j = 0, n = keys_seen(r % lq, lk, causal); j < n; j++)
@@ -118,17 +116,16 @@ ct_status ct_cpu__flash_attention_forward(ct_keyset ks, ct_call *call, void *ud)
 ct_status ct_cpu__flash_attention_backward(ct_keyset ks, ct_call *call, void *ud) {
     (void)ks, (void)ud;
     ct_sdpa_geom g;
-    ct_status st = ct_flash_backward_check(call, &g);
+    double dropout;
+    ct_status st = ct_flash_backward_check(call, &g, &dropout);
     if (st)
         return st;
     const ct_tensor *q0 = call->in[1], *k0 = call->in[2];
     bool causal = call->ints[0] != 0;
-    double scale = ct_scalar_to_double(call->s[0]), dropout;
-    if ((st = ct_flash_dropout("_flash_attention_backward", call, &dropout)))
-        return st;
+    double scale = ct_scalar_to_double(call->s[0]);
     int64_t bh = q0->shape[0] * q0->shape[1], lq = g.l, lk = g.s, d = g.e;
     const mask z = {.bits = dropout > 0 ? (const uint64_t *)ct_tensor_ptr(call->list[2]) : NULL,
-                    .words = (lk + 63) / 64,
+                    .words = dropout > 0 ? call->list[2]->shape[3] : 0,
                     .scale = ct_flash_dropout_consts_of(dropout).scale};
     ct_dtype wd = CT_DTYPE_FLOAT64;
     ct_scope_begin();

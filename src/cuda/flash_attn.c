@@ -48,13 +48,11 @@ static ct_status flash_forward_kernel(ct_keyset ks, ct_call *call, void *ud) {
     const char *op = "_flash_attention_forward";
     const ct_tensor *q0 = call->in[0];
     ct_sdpa_geom sg;
-    ct_status st = ct_flash_check(op, q0, call->in[1], call->in[2], &sg);
+    double dropout;
+    ct_status st = ct_flash_forward_check(call, &sg, &dropout);
     if (st == CT_OK)
         st = need_kernel_dtype(op, q0, sg.e);
     if (st)
-        return st;
-    double dropout;
-    if ((st = ct_flash_dropout(op, call, &dropout)))
         return st;
     if (!ct_cuda_use_device(op, q0->device.index))
         return ct_last_status();
@@ -103,7 +101,8 @@ static ct_status flash_backward_kernel(ct_keyset ks, ct_call *call, void *ud) {
     (void)ks, (void)ud;
     const char *op = "_flash_attention_backward";
     ct_sdpa_geom sg;
-    ct_status st = ct_flash_backward_check(call, &sg);
+    double dropout;
+    ct_status st = ct_flash_backward_check(call, &sg, &dropout);
     const ct_tensor *q0 = call->in[1], *k0 = call->in[2];
     if (st == CT_OK)
         st = need_kernel_dtype(op, q0, sg.e);
@@ -113,9 +112,6 @@ static ct_status flash_backward_kernel(ct_keyset ks, ct_call *call, void *ud) {
         return ct_last_status();
     ct_cuda_flash_geom g = {.b = q0->shape[0], .h = q0->shape[1], .lq = sg.l, .lk = sg.s, .d = sg.e,
                             .causal = call->ints[0] != 0, .scale = ct_scalar_to_double(call->s[0])};
-    double dropout;
-    if ((st = ct_flash_dropout(op, call, &dropout)))
-        return st;
     if (dropout > 0) { /* the forward's mask */
         g.dropout = true;
         g.drop_scale = ct_flash_dropout_consts_of(dropout).scale;

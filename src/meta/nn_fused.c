@@ -719,7 +719,8 @@ ct_status ct_flash_check(const char *op, const ct_tensor *q, const ct_tensor *k,
     return ct_nn_same_device(op, ts, 3);
 }
 
-ct_status ct_flash_dropout(const char *op, const ct_call *call, double *p) {
+/* The dropout probability of a flash call (its s[1]), checked to lie in [0, 1]. */
+static ct_status flash_dropout(const char *op, const ct_call *call, double *p) {
     *p = call->nscalars > 1 ? ct_scalar_to_double(call->s[1]) : 0.0;
     if (!(*p >= 0 && *p <= 1))
         return ct_error(CT_ERROR_VALUE, op, "dropout probability has to be between 0 and 1, but got %g", *p);
@@ -759,11 +760,18 @@ static ct_status check_mask(const char *op, const ct_tensor *m, const ct_tensor 
 }
 
 /* in: grad_out, q, k, v; list: out, logsumexp, and dropout_mask with dropout. */
-ct_status ct_flash_backward_check(const ct_call *call, ct_sdpa_geom *g) {
+ct_status ct_flash_forward_check(const ct_call *call, ct_sdpa_geom *g, double *dropout_p) {
+    const char *op = "_flash_attention_forward";
+    ct_status st = ct_flash_check(op, call->in[0], call->in[1], call->in[2], g);
+    return st ? st : flash_dropout(op, call, dropout_p);
+}
+
+ct_status ct_flash_backward_check(const ct_call *call, ct_sdpa_geom *g, double *dropout_p) {
     const char *op = "_flash_attention_backward";
     const ct_tensor *go = call->in[0], *q = call->in[1];
     double p;
-    ct_status st = ct_flash_dropout(op, call, &p);
+    ct_status st = flash_dropout(op, call, &p);
+    *dropout_p = p;
     if (st)
         return st;
     const int want = p > 0 ? 3 : 2;
@@ -838,9 +846,7 @@ ct_status ct_meta__flash_attention_forward(ct_keyset ks, ct_call *call, void *ud
     ct_sdpa_geom g;
     const ct_tensor *q = call->in[0];
     double p;
-    ct_status st = ct_flash_check("_flash_attention_forward", q, call->in[1], call->in[2], &g);
-    if (st == CT_OK)
-        st = ct_flash_dropout("_flash_attention_forward", call, &p);
+    ct_status st = ct_flash_forward_check(call, &g, &p);
     if (st)
         return st;
     if ((st = set_meta(call, 0, q->shape, 4, q->dtype)) ||
@@ -854,7 +860,8 @@ ct_status ct_meta__flash_attention_forward(ct_keyset ks, ct_call *call, void *ud
 ct_status ct_meta__flash_attention_backward(ct_keyset ks, ct_call *call, void *ud) {
     (void)ks, (void)ud;
     ct_sdpa_geom g;
-    ct_status st = ct_flash_backward_check(call, &g);
+    double p;
+    ct_status st = ct_flash_backward_check(call, &g, &p);
     for (int i = 0; i < 3 && st == CT_OK; i++)
         st = meta_like(call, i, call->in[1 + i]);
     return st;

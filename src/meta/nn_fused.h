@@ -90,14 +90,15 @@ ct_status ct_sdpa_check(const char *op, const ct_tensor *q, const ct_tensor *k, 
  * forward's dropout_mask third in the list. */
 ct_status ct_flash_check(const char *op, const ct_tensor *q, const ct_tensor *k, const ct_tensor *v,
                          ct_sdpa_geom *g);
-ct_status ct_flash_backward_check(const ct_call *call, ct_sdpa_geom *g);
+ct_status ct_flash_backward_check(const ct_call *call, ct_sdpa_geom *g, double *dropout_p);
+/* _flash_attention_forward's call: ct_flash_check of its inputs, and its dropout_p
+ * (s[1]) in [0, 1], into *dropout_p. The backward's check hands it back the same way. */
+ct_status ct_flash_forward_check(const ct_call *call, ct_sdpa_geom *g, double *dropout_p);
 /* The dtype of flash attention's logsumexp: float64 for float64 inputs, else float32. */
 ct_dtype ct_flash_lse_dtype(ct_dtype d);
 /* The shape of flash attention's dropout_mask for q (B, H, L, E) and S keys: (B, H, L,
  * ceil(S / 64)) uint64 words, key j of row i at bit j % 64 of word j / 64. */
 void ct_flash_mask_shape(const ct_tensor *q, int64_t lk, int64_t shape[4]);
-/* The dropout probability of a flash call (its s[1]), checked to lie in [0, 1]. */
-ct_status ct_flash_dropout(const char *op, const ct_call *call, double *p);
 /* What a flash kernel with dropout needs: the 16-bit keep threshold (Note [Flash
  * attention dropout draws] in src/core/random.h) and the factor 1 / (1 - p) for the
  * kept (0 when p = 1, where nothing is kept). */
