@@ -236,6 +236,48 @@ static void test_large(void **state) {
     ct_scope_end();
 }
 
+/* Sums over the rows of (R, n) matrices take the column tile kernel (Note [Column
+ * sums] in src/cuda/reduce.cu): a partial tile of columns, several tiles, one chunk
+ * (R < 64) and many, a sum over the middle dim of a 3-d tensor, the mean, and views
+ * the tiles refuse (columns off a 16-byte boundary, a row stride not a whole number
+ * of vectors); each within rounding of the CPU and the same bits on a second run. */
+static void test_column_sums(void **state) {
+    (void)state;
+    ct_scope_begin();
+    const ct_dtype dts[3] = {CT_BF16, CT_F16, CT_F32};
+    const int64_t shapes[][2] = {{5000, 72}, {4099, 768}, {40, 2304}, {ct_test_size(32768, 3000), 384}, {2, 8}};
+    for (int k = 0; k < 3; k++)
+        for (size_t q = 0; q < sizeof shapes / sizeof shapes[0]; q++) {
+            ct_tensor *a = values(CT_SHAPE(shapes[q][0], shapes[q][1]), dts[k], -2, 2, 200 + q);
+            ct_tensor *ga = ct_to_device(a, CUDA0);
+            ct_tensor *s1 = ct_sum(ga, CT_INDEX(0), 1, false, CT_DTYPE_UNDEFINED);
+            CT_AGREE("column sums", ct_sum(a, CT_INDEX(0), 1, false, CT_DTYPE_UNDEFINED), s1, 4);
+            CT_ASSERT_CLOSE(ct_sum(ga, CT_INDEX(0), 1, false, CT_DTYPE_UNDEFINED), s1, 0, 0, "column sums repeat");
+            CT_AGREE("column means, float32 out", ct_mean(a, CT_INDEX(0), 1, true, CT_F32),
+                     ct_mean(ga, CT_INDEX(0), 1, true, CT_F32), 4);
+            /* the columns of a slice: one vector in (aligned) and one element in (not) */
+            int64_t n = shapes[q][1], v = 16 / (int64_t)ct_dtype_size(dts[k]);
+            if (n > 2 * v) {
+                ct_tensor *sa = ct_narrow(a, 1, v, n - 2 * v), *sg = ct_narrow(ga, 1, v, n - 2 * v);
+                CT_AGREE("column sums of a slice", ct_sum(sa, CT_INDEX(0), 1, false, CT_DTYPE_UNDEFINED),
+                         ct_sum(sg, CT_INDEX(0), 1, false, CT_DTYPE_UNDEFINED), 4);
+                sa = ct_narrow(a, 1, 1, n - v), sg = ct_narrow(ga, 1, 1, n - v);
+                CT_AGREE("column sums off a vector boundary", ct_sum(sa, CT_INDEX(0), 1, false, CT_DTYPE_UNDEFINED),
+                         ct_sum(sg, CT_INDEX(0), 1, false, CT_DTYPE_UNDEFINED), 4);
+            }
+        }
+    /* (4, 700, 64): the middle dim, kept dims outside and inside */
+    ct_tensor *t = values(CT_SHAPE(4, 700, 64), CT_BF16, -2, 2, 230);
+    ct_tensor *gt = ct_to_device(t, CUDA0);
+    CT_AGREE("sum over the middle dim", ct_sum(t, CT_INDEX(1), 1, false, CT_DTYPE_UNDEFINED),
+             ct_sum(gt, CT_INDEX(1), 1, false, CT_DTYPE_UNDEFINED), 4);
+    /* rows of 36 float32 (144 bytes: not a whole number of 16-byte vectors apart) */
+    ct_tensor *u = ct_narrow(values(CT_SHAPE(3000, 36), CT_F32, -2, 2, 231), 1, 0, 32);
+    CT_AGREE("rows 144 bytes apart", ct_sum(u, CT_INDEX(0), 1, false, CT_DTYPE_UNDEFINED),
+             ct_sum(ct_test_to_device_as(u, CUDA0), CT_INDEX(0), 1, false, CT_DTYPE_UNDEFINED), 4);
+    ct_scope_end();
+}
+
 /* cumsum over a few long rows runs chunked in parallel (Note [Parallel cumsum]):
  * integers exact, floats within rounding. */
 static void test_long_cumsum(void **state) {
@@ -451,7 +493,7 @@ int main(void) {
         cmocka_unit_test(test_reductions),  cmocka_unit_test(test_large),
         cmocka_unit_test(test_ties_and_nan), cmocka_unit_test(test_out_and_errors),
         cmocka_unit_test(test_scans),       cmocka_unit_test(test_foreach_powsum),
-        cmocka_unit_test(test_long_cumsum),
+        cmocka_unit_test(test_long_cumsum), cmocka_unit_test(test_column_sums),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
