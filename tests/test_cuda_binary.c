@@ -179,6 +179,37 @@ static void test_inplace(void **state) {
     ct_scope_end();
 }
 
+/* Operands along dense rows of wider matrices move in 16-byte vectors (Note [Strided
+ * rows] in src/cuda/elementwise.cuh): an add into each third of a (rows, 3n) matrix,
+ * as the gradients of q, k and v slices are, a compare with a bool output, mixed
+ * with a broadcast row; and the element path where a slice starts off a vector. The
+ * results are the CPU's exactly. */
+static void test_strided_rows(void **state) {
+    (void)state;
+    ct_scope_begin();
+    const ct_dtype dts[3] = {CT_BF16, CT_F32, CT_F64};
+    for (int k = 0; k < 3; k++) {
+        ct_tensor *p = ct_test_values(CT_SHAPE(300, 3 * 96), dts[k], -3, 3, 40 + k);
+        ct_tensor *g = ct_test_values(CT_SHAPE(300, 96), dts[k], -3, 3, 43 + k);
+        ct_tensor *gp = ct_to_device(p, CUDA0), *gg = ct_to_device(g, CUDA0);
+        for (int i = 0; i < 3; i++) {
+            CT_ASSERT_OK(ct_add_(ct_narrow(p, 1, i * 96, 96), g));
+            CT_ASSERT_OK(ct_add_(ct_narrow(gp, 1, i * 96, 96), gg));
+        }
+        CT_AGREE("add into thirds", p, gp, 0);
+        ct_tensor *row = ct_narrow(g, 0, 7, 1), *grow = ct_narrow(gg, 0, 7, 1);
+        CT_AGREE("mul of slice rows by a broadcast row", ct_mul(ct_narrow(p, 1, 96, 96), row),
+                 ct_mul(ct_narrow(gp, 1, 96, 96), grow), 0);
+        CT_AGREE("lt of slice rows", ct_lt(ct_narrow(p, 1, 0, 96), ct_narrow(p, 1, 192, 96)),
+                 ct_lt(ct_narrow(gp, 1, 0, 96), ct_narrow(gp, 1, 192, 96)), 0);
+        CT_AGREE("add of slices off a vector", ct_add(ct_narrow(p, 1, 1, 95), ct_narrow(p, 1, 97, 95)),
+                 ct_add(ct_narrow(gp, 1, 1, 95), ct_narrow(gp, 1, 97, 95)), 0);
+        CT_AGREE("sub of transposed slices", ct_sub(ct_t(ct_narrow(p, 1, 0, 96)), ct_t(g)),
+                 ct_sub(ct_t(ct_narrow(gp, 1, 0, 96)), ct_t(gg)), 0);
+    }
+    ct_scope_end();
+}
+
 static void test_errors(void **state) {
     (void)state;
     ct_scope_begin();
@@ -215,6 +246,7 @@ int main(void) {
         cmocka_unit_test(test_binary_all_dtypes), cmocka_unit_test(test_mixed_dtypes),
         cmocka_unit_test(test_pow_scalar),        cmocka_unit_test(test_exact),
         cmocka_unit_test(test_inplace),           cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_strided_rows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -83,6 +83,55 @@ static __global__ void __launch_bounds__(CT_CUDA_THREADS) ew_strided(ct_cuda_ite
     }
 }
 
+/* ew_strided over VEC-element vectors: d counts vectors (ew_rows_desc) and fits 32-bit
+ * offsets. */
+template <int NIN, typename OutS, typename InS, int VEC, typename F>
+static __global__ void __launch_bounds__(CT_CUDA_THREADS) ew_strided_rows(ct_cuda_iter_desc d, F f) {
+    typedef typename ct_compute<InS>::type C;
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < d.numel; i += stride) {
+        int64_t off[NIN + 1];
+        ct_offsets32<NIN + 1>(d, (uint32_t)i, off);
+        ct_vec<InS, VEC> va = *(const ct_vec<InS, VEC> *)(d.data[1] + off[1]), vb;
+        if constexpr (NIN == 2)
+            vb = *(const ct_vec<InS, VEC> *)(d.data[2] + off[2]);
+        ct_vec<OutS, VEC> vo;
+#pragma unroll
+        for (int j = 0; j < VEC; j++) {
+            C y = C();
+            if constexpr (NIN == 2)
+                y = ct_load(vb.v[j]);
+            vo.v[j] = ct_store<OutS>(ct_apply<NIN, C>(f, ct_load(va.v[j]), y));
+        }
+        *(ct_vec<OutS, VEC> *)(d.data[0] + off[0]) = vo;
+    }
+}
+
+/* Note [Strided rows]
+ * A strided walk whose operands all run along dense rows (a slice of a wider matrix,
+ * a transposed view's rows) moves VEC elements per operand at a time: d is rewritten
+ * to count vectors when every row length, stride and pointer allows 16-byte vectors
+ * of the wider operand. On an H200 the gradient of GPT-2's q, k and v slices, added
+ * into their (32768, 2304) bfloat16 parent an element at a time, took 144 us a slice
+ * (1 TB/s). */
+static inline bool ew_rows_desc(ct_cuda_iter_desc *d, int nin, int64_t osz, int64_t isz, int vec) {
+    if (d->ndim < 2 || d->shape[0] % vec != 0)
+        return false;
+    for (int k = 0; k <= nin; k++) {
+        int64_t sz = k == 0 ? osz : isz, vb = sz * vec;
+        if (d->strides[0][k] != sz || (uintptr_t)d->data[k] % (uintptr_t)vb != 0)
+            return false;
+        for (int i = 1; i < d->ndim; i++)
+            if (d->strides[i][k] % vb != 0)
+                return false;
+    }
+    d->shape[0] /= vec;
+    d->numel /= vec;
+    for (int k = 0; k <= nin; k++)
+        d->strides[0][k] *= vec;
+    return true;
+}
+
 template <int NIN, typename OutS, typename InS, typename F>
 static ct_status ew_launch(const ct_cuda_iter_desc *d, const F &f, int device, const char *op) {
     if (d->numel == 0)
@@ -112,6 +161,8 @@ static ct_status ew_launch(const ct_cuda_iter_desc *d, const F &f, int device, c
             ew_contig<NIN, OutS, InS, 1><<<grid, CT_CUDA_THREADS, 0, s>>>(
                 (OutS *)d->data[0], (const InS *)d->data[1], b, scalar[0], scalar[1], d->numel, f);
         }
+    } else if (ct_cuda_iter_desc w = *d; VEC > 1 && ct_desc_fits32(d) && ew_rows_desc(&w, NIN, osz, isz, VEC)) {
+        ew_strided_rows<NIN, OutS, InS, VEC><<<ct_grid_for(w.numel, device), CT_CUDA_THREADS, 0, s>>>(w, f);
     } else if (ct_desc_fits32(d)) {
         ew_strided<NIN, OutS, InS, true><<<ct_grid_for(d->numel, device), CT_CUDA_THREADS, 0, s>>>(*d, f);
     } else {
