@@ -129,7 +129,50 @@ static void test_strided_inputs(void **state) {
         /* dq accumulates with atomics in varying order: equal up to float32 rounding */
         for (int i = 0; i < 3; i++)
             close_rel(a[i], c[i], 1e-2, "strided gradient", 77, 64, causal, CT_BF16);
+        /* Note [Flash attention output layout]: the output and the gradients keep the
+         * inputs' (B, T, H, D) memory, so turning them back into rows is a view; from
+         * contiguous inputs they are contiguous */
+        const ct_tensor *outs[4] = {o1, a[0], a[1], a[2]};
+        for (int i = 0; i < 4; i++) {
+            assert_false(ct_tensor_is_contiguous(outs[i]));
+            assert_true(ct_tensor_is_contiguous(ct_transpose(outs[i], 1, 2)));
+        }
+        assert_true(ct_tensor_is_contiguous(o2) && ct_tensor_is_contiguous(c[0]) && ct_tensor_is_contiguous(c[2]));
     }
+    ct_scope_end();
+}
+
+/* A GPT block's attention: q, k and v are thirds of one (B, T, 3C) projection viewed as
+ * heads. The projection's gradient through flash attention agrees with the math path's
+ * (float32 inputs, which take it), and the output comes back as (B, T, C) rows. */
+static void test_projection_gradient(void **state) {
+    (void)state;
+    ct_scope_begin();
+    const int64_t b = 2, t = 50, h = 3, d = 64, c = h * d;
+    ct_tensor *x = ct_test_values(CT_SHAPE(b, t, 3 * c), CT_F32, -1, 1, 61);
+    ct_tensor *gy = ct_test_values(CT_SHAPE(b, t, c), CT_F32, -1, 1, 62);
+    ct_tensor *grads[2], *ys[2];
+    for (int flash = 0; flash < 2; flash++) {
+        ct_tensor *p = ct_tensor_set_requires_grad(
+            flash ? ct_to_dtype(ct_to_device(x, CUDA0), CT_BF16) : ct_to_device(x, CUDA0), true);
+        ct_tensor *heads[3];
+        for (int i = 0; i < 3; i++)
+            heads[i] = ct_transpose(ct_view(ct_narrow(p, 2, i * c, c), CT_SHAPE(b, t, h, d)), 1, 2);
+        ct_tensor *y = ct_scaled_dot_product_attention(heads[0], heads[1], heads[2], NULL, 0.0, true, NULL);
+        assert_non_null(y);
+        ct_tensor *rows = ct_view(ct_transpose(y, 1, 2), CT_SHAPE(b, t, c)); /* a view: no reshape copy */
+        if (flash)
+            assert_non_null(rows);
+        else
+            rows = ct_reshape(ct_transpose(y, 1, 2), CT_SHAPE(b, t, c));
+        ys[flash] = ct_to_dtype(rows, CT_F32);
+        assert_int_equal(ct_backward(rows, ct_to_dtype(ct_to_device(gy, CUDA0), ct_tensor_dtype(rows)), false, false),
+                         CT_OK);
+        grads[flash] = ct_to_dtype(ct_tensor_grad(p), CT_F32);
+        assert_non_null(grads[flash]);
+    }
+    CT_ASSERT_CLOSE(ys[1], ct_to_device(ys[0], CT_CPU), 3e-2, 3e-2, "projection attention output");
+    CT_ASSERT_CLOSE(grads[1], ct_to_device(grads[0], CT_CPU), 5e-2, 5e-2, "projection gradient");
     ct_scope_end();
 }
 
@@ -355,6 +398,7 @@ int main(void) {
         return skip;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_flash_vs_math), cmocka_unit_test(test_strided_inputs),
+        cmocka_unit_test(test_projection_gradient),
         cmocka_unit_test(test_flash_vs_cpu_op), cmocka_unit_test(test_flash_dropout), cmocka_unit_test(test_routing),
         cmocka_unit_test(test_memory),        cmocka_unit_test(test_errors),
     };

@@ -89,9 +89,6 @@ template <> __device__ __forceinline__ uint32_t pack2<__half>(float a, float b) 
 template <typename T> __device__ __forceinline__ float to_f(T x);
 template <> __device__ __forceinline__ float to_f<__nv_bfloat16>(__nv_bfloat16 x) { return __bfloat162float(x); }
 template <> __device__ __forceinline__ float to_f<__half>(__half x) { return __half2float(x); }
-template <typename T> __device__ __forceinline__ T from_f(float x);
-template <> __device__ __forceinline__ __nv_bfloat16 from_f<__nv_bfloat16>(float x) { return __float2bfloat16(x); }
-template <> __device__ __forceinline__ __half from_f<__half>(float x) { return __float2half(x); }
 
 /* c += a b for a 16x16 A (row-major fragment), a 16x8 B (column-major fragment). */
 template <typename T> __device__ __forceinline__ void mma(float *c, const uint32_t *a, const uint32_t *b);
@@ -204,6 +201,7 @@ struct fa_params {
     void *out, *gq, *gk, *gv;
     float *lse, *dq, *delta;
     int64_t q_str[3], k_str[3], v_str[3], o_str[3], go_str[3];
+    int64_t out_w[3], gq_w[3], gk_w[3], gv_w[3];
     int h, lq, lk, d;
     bool causal;
     float scale, scale_log2;
@@ -411,7 +409,7 @@ template <typename T, int D, int MT> __global__ void __launch_bounds__(FA_THREAD
     if (nkv == 0)
         cp_wait<0>();
 
-    T *out = (T *)p.out + (int64_t)bh * p.lq * p.d;
+    T *out = (T *)p.out + b * p.out_w[0] + h * p.out_w[1];
 #pragma unroll
     for (int mt = 0; mt < MT; mt++)
 #pragma unroll
@@ -427,7 +425,7 @@ template <typename T, int D, int MT> __global__ void __launch_bounds__(FA_THREAD
             for (int nt = 0; nt < D / 8; nt++) {
                 int col = nt * 8 + t * 2;
                 if (col < p.d)
-                    *(uint32_t *)(out + (int64_t)row * p.d + col) =
+                    *(uint32_t *)(out + (int64_t)row * p.out_w[2] + col) =
                         pack2<T>(o[mt][nt][2 * r] * inv, o[mt][nt][2 * r + 1] * inv);
             }
             if (t == 0)
@@ -457,9 +455,17 @@ template <typename T> __global__ void fa_bwd_pre(const fa_params p, int64_t rows
         p.delta[w] = acc;
 }
 
-template <typename T> __global__ void fa_bwd_post(const float *dq, T *gq, int64_t n, float scale) {
-    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
-        gq[i] = from_f<T>(dq[i] * scale);
+/* gq = dq scale, a pair of elements a thread: dq (b h lq, d) dense, gq through gq_w.
+ * 32-bit indices (the launch checks that rows * d / 2 fits). */
+template <typename T> __global__ void fa_bwd_post(const fa_params p, uint32_t rows) {
+    const uint32_t half = (uint32_t)p.d / 2, n = rows * half;
+    for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+        const uint32_t r = i / half, c = (i - r * half) * 2, bh = r / (uint32_t)p.lq, row = r - bh * (uint32_t)p.lq;
+        const uint32_t b = bh / (uint32_t)p.h, h = bh - b * (uint32_t)p.h;
+        const float2 v = *(const float2 *)(p.dq + (int64_t)r * p.d + c);
+        *(uint32_t *)((T *)p.gq + b * p.gq_w[0] + h * p.gq_w[1] + row * p.gq_w[2] + c) =
+            pack2<T>(v.x * p.scale, v.y * p.scale);
+    }
 }
 
 template <typename T, int D> __global__ void __launch_bounds__(FA_THREADS) fa_bwd(const fa_params p) {
@@ -618,7 +624,7 @@ template <typename T, int D> __global__ void __launch_bounds__(FA_THREADS) fa_bw
     }
     cp_wait<0>();
 
-    T *gk = (T *)p.gk + (int64_t)bh * p.lk * p.d, *gv = (T *)p.gv + (int64_t)bh * p.lk * p.d;
+    T *gk = (T *)p.gk + b * p.gk_w[0] + h * p.gk_w[1], *gv = (T *)p.gv + b * p.gv_w[0] + h * p.gv_w[1];
 #pragma unroll
     for (int r = 0; r < 2; r++) {
         int row = krow0 + r * 8;
@@ -629,9 +635,9 @@ template <typename T, int D> __global__ void __launch_bounds__(FA_THREADS) fa_bw
             int col = nt * 8 + t * 2;
             if (col >= p.d)
                 continue;
-            *(uint32_t *)(gk + (int64_t)row * p.d + col) =
+            *(uint32_t *)(gk + (int64_t)row * p.gk_w[2] + col) =
                 pack2<T>(dk[nt][2 * r] * p.scale, dk[nt][2 * r + 1] * p.scale);
-            *(uint32_t *)(gv + (int64_t)row * p.d + col) = pack2<T>(dv[nt][2 * r], dv[nt][2 * r + 1]);
+            *(uint32_t *)(gv + (int64_t)row * p.gv_w[2] + col) = pack2<T>(dv[nt][2 * r], dv[nt][2 * r + 1]);
         }
     }
 }
@@ -647,6 +653,10 @@ fa_params make_params(const ct_cuda_flash_geom *g) {
         p.v_str[i] = g->v_str[i];
         p.o_str[i] = g->o_str[i];
         p.go_str[i] = g->go_str[i];
+        p.out_w[i] = g->out_w[i];
+        p.gq_w[i] = g->gq_w[i];
+        p.gk_w[i] = g->gk_w[i];
+        p.gv_w[i] = g->gv_w[i];
     }
     p.h = (int)g->h;
     p.lq = (int)g->lq;
@@ -691,6 +701,10 @@ template <typename T> ct_status fwd_t(const fa_params &p, int64_t bh, cudaStream
 template <typename T> ct_status bwd_t(const fa_params &p, int64_t bh, cudaStream_t s, int device) {
     const char *op = "_flash_attention_backward";
     int64_t rows = bh * p.lq;
+    if (rows * p.d / 2 >= ((int64_t)1 << 32)) /* fa_bwd_post's 32-bit indices */
+        return ct_error(CT_ERROR_NOT_IMPLEMENTED, op,
+                        "flash attention's backward on CUDA takes fewer than 2^33 query elements, but got %lld",
+                        (long long)(rows * p.d));
     if (rows > 0) {
         unsigned blocks = (unsigned)((rows * 32 + 255) / 256);
         fa_bwd_pre<T><<<blocks, 256, 0, s>>>(p, rows);
@@ -703,9 +717,9 @@ template <typename T> ct_status bwd_t(const fa_params &p, int64_t bh, cudaStream
         if (st)
             return st;
     }
-    int64_t n = rows * p.d;
+    const int64_t n = rows * p.d / 2;
     if (n > 0) {
-        fa_bwd_post<T><<<ct_grid_for(n, device), CT_CUDA_THREADS, 0, s>>>(p.dq, (T *)p.gq, n, p.scale);
+        fa_bwd_post<T><<<ct_grid_for(n, device), CT_CUDA_THREADS, 0, s>>>(p, (uint32_t)rows);
         return ct_cuda_check_launch(op);
     }
     return CT_OK;

@@ -17,6 +17,10 @@ extern "C" {
 typedef struct ct_cuda_flash_geom {
     int64_t b, h, lq, lk, d;
     int64_t q_str[3], k_str[3], v_str[3], o_str[3], go_str[3];
+    /* where the outputs are written: out and gq (b, h, lq, d), gk and gv (b, h, lk, d),
+     * element strides over (batch, head, row), the last dim dense (Note [Flash
+     * attention output layout] in flash_attn.c) */
+    int64_t out_w[3], gq_w[3], gk_w[3], gv_w[3];
     bool causal;
     double scale;
     /* Dropout (Note [Flash attention dropout draws] in src/core/random.h): key j of row
@@ -37,11 +41,12 @@ typedef struct ct_cuda_flash_geom {
  * the kernels in place. */
 bool ct_cuda_flash_fits(const void *p, const int64_t *str);
 
-/* Forward: out (b, h, lq, d) contiguous in the inputs' dtype (float16 or bfloat16),
- * lse (b, h, lq) float32, the natural log of each row's sum of exp(scores). */
+/* Forward: out (b, h, lq, d) written through out_w in the inputs' dtype (float16 or
+ * bfloat16), lse (b, h, lq) float32 contiguous, the natural log of each row's sum of exp(scores). */
 ct_status ct_cuda_flash_fwd(ct_dtype dt, const void *q, const void *k, const void *v, void *out, float *lse,
                             const ct_cuda_flash_geom *g, int device);
-/* Backward: gq (b, h, lq, d), gk and gv (b, h, lk, d), contiguous. Scratch: dq_acc
+/* Backward: gq (b, h, lq, d), gk and gv (b, h, lk, d), written through gq_w, gk_w
+ * and gv_w. Scratch: dq_acc
  * (b, h, lq, d) and delta (b, h, lq) float32, overwritten. out is read with o_str,
  * go with go_str. */
 ct_status ct_cuda_flash_bwd(ct_dtype dt, const void *go, const void *q, const void *k, const void *v,
