@@ -2,7 +2,8 @@
  * products, the host cost of launching an op, and the fused nn kernels: layer_norm
  * forward/backward (against the two-pass kernels, CT_CUDA_LAYER_NORM_TWO_PASS), the
  * fused cross_entropy (against log_softmax + nll_loss) and embedding's backward
- * (against index_add's atomics). Prints "name value unit" lines
+ * (against index_add's atomics), and the gradient kernels of a GPT-2 step (column sums,
+ * gelu's backward, an add into a slice). Prints "name value unit" lines
  * (bench/torch_cuda_peer.py prints the same names for PyTorch). Without a GPU it says
  * so and exits 0.
  *
@@ -367,8 +368,64 @@ static int bench_embedding_backward(int64_t n) {
     return rc;
 }
 
+/* The gradient kernels of a GPT-2 bf16 step (B32 T1024): the bias gradients as column
+ * sums of (32768, n), gelu's backward over (32768, 3072), and a q/k/v gradient added
+ * into its third of the (32768, 2304) qkv gradient. GB/s of the bytes each must move. */
+typedef struct {
+    ct_tensor *a, *b, *c;
+    int op; /* 0 column sum, 1 gelu backward, 2 slice add */
+} grad_job;
+
+static bool run_grad(void *ctx) {
+    grad_job *j = ctx;
+    ct_scope_begin();
+    bool ok;
+    int64_t n = ct_tensor_shape(j->b)[1];
+    if (j->op == 0)
+        ok = ct_sum(j->a, CT_INDEX(0), 1, false, CT_DTYPE_UNDEFINED) != NULL;
+    else if (j->op == 1)
+        ok = ct_gelu_backward(j->a, j->b, CT_GELU_APPROXIMATE_TANH) != NULL;
+    else
+        ok = ct_add_(ct_narrow(j->c, 1, n, n), j->b) != NULL;
+    ct_scope_end();
+    return ok;
+}
+
+static int bench_grad_kernels(void) {
+    ct_scope_begin();
+    ct_manual_seed(6);
+    const int64_t rows = 32768, cols[3] = {768, 2304, 3072};
+    int rc = 0;
+    for (int k = 0; k < 3 && !rc; k++) {
+        grad_job j = {ct_randn(CT_SHAPE(rows, cols[k]), CT_BF16, CT_CUDA(0)), NULL, NULL, 0};
+        j.b = j.a;
+        double ms = j.a ? time_ms(run_grad, &j, 3, 30) : -1;
+        rc = check(ms > 0, "column sum timing");
+        if (!rc)
+            printf("column_sum_bf16_%lldx%lld %.1f GB/s (%.3f ms)\n", (long long)rows, (long long)cols[k],
+                   (double)rows * (double)cols[k] * 2 / (ms * 1e6), ms);
+    }
+    grad_job g = {ct_randn(CT_SHAPE(rows, 3072), CT_BF16, CT_CUDA(0)), ct_randn(CT_SHAPE(rows, 3072), CT_BF16, CT_CUDA(0)),
+                  NULL, 1};
+    double ms = !rc && g.a && g.b ? time_ms(run_grad, &g, 3, 30) : -1;
+    rc |= check(ms > 0, "gelu_backward timing");
+    if (!rc)
+        printf("gelu_backward_bf16_%lldx3072 %.1f GB/s (%.3f ms)\n", (long long)rows, 3.0 * rows * 3072 * 2 / (ms * 1e6),
+               ms);
+    grad_job s = {NULL, ct_randn(CT_SHAPE(rows, 768), CT_BF16, CT_CUDA(0)), ct_zeros(CT_SHAPE(rows, 2304), CT_BF16, CT_CUDA(0)),
+                  2};
+    ms = !rc && s.b && s.c ? time_ms(run_grad, &s, 3, 30) : -1;
+    rc |= check(ms > 0, "slice add timing");
+    if (!rc)
+        printf("slice_add_bf16_%lldx768_of_2304 %.1f GB/s (%.3f ms)\n", (long long)rows, 3.0 * rows * 768 * 2 / (ms * 1e6),
+               ms);
+    ct_scope_end();
+    return rc;
+}
+
 static int bench_nn(void) {
     int rc = 0;
+    rc |= bench_grad_kernels();
     rc |= bench_layer_norm(32768, 768, CT_F32, "f32_32768x768");
     rc |= bench_layer_norm(32768, 768, CT_BF16, "bf16_32768x768");
     rc |= bench_cross_entropy(8192);

@@ -5,7 +5,10 @@ attention (its FLASH_ATTENTION backend, with and without dropout) and the host c
 launching an op from Python (PyTorch's Python path: its C++ dispatcher alone is
 cheaper than this). Prints "name value unit" lines.
 
-    python3 bench/torch_cuda_peer.py [--quick | --attention]
+    python3 bench/torch_cuda_peer.py [--quick | --attention | --grad]
+
+--grad: the gradient kernels of a GPT-2 step (bench/cuda_ops --nn's column sums,
+gelu backward, slice add and layer_norm backward).
 """
 import sys
 import time
@@ -22,6 +25,7 @@ if not torch.cuda.is_available():
 
 quick = "--quick" in sys.argv[1:]
 attention_only = "--attention" in sys.argv[1:]
+grad_only = "--grad" in sys.argv[1:]
 
 
 def time_ms(fn, warmup, iters):
@@ -120,7 +124,37 @@ def attention(b, h, t, d, dropout, label):
             print(f"torch_{name}{tag}_bf16_{label}_causal {fwd_flop * mult / (ms * 1e9):.1f} TFLOP/s")
 
 
+def grad_kernels():
+    """bench/cuda_ops' gradient kernels of a GPT-2 bf16 step, under the same names."""
+    import torch.nn.functional as F
+    torch.manual_seed(6)
+    rows = 32768
+    for n in (768, 2304, 3072):
+        a = torch.randn(rows, n, device="cuda", dtype=torch.bfloat16)
+        ms = time_ms(lambda: a.sum(0), 3, 30)
+        print(f"torch_column_sum_bf16_{rows}x{n} {rows * n * 2 / (ms * 1e6):.1f} GB/s ({ms:.3f} ms)")
+    gy, x = (torch.randn(rows, 3072, device="cuda", dtype=torch.bfloat16) for _ in range(2))
+    ms = time_ms(lambda: torch.ops.aten.gelu_backward(gy, x, approximate="tanh"), 3, 30)
+    print(f"torch_gelu_backward_bf16_{rows}x3072 {3.0 * rows * 3072 * 2 / (ms * 1e6):.1f} GB/s ({ms:.3f} ms)")
+    g = torch.randn(rows, 768, device="cuda", dtype=torch.bfloat16)
+    p = torch.zeros(rows, 2304, device="cuda", dtype=torch.bfloat16)
+    ms = time_ms(lambda: p[:, 768:1536].add_(g), 3, 30)
+    print(f"torch_slice_add_bf16_{rows}x768_of_2304 {3.0 * rows * 768 * 2 / (ms * 1e6):.1f} GB/s ({ms:.3f} ms)")
+    for dt, label in ((torch.float32, "f32"), (torch.bfloat16, "bf16")):
+        x = torch.randn(rows, 768, device="cuda", dtype=dt, requires_grad=True)
+        w = torch.randn(768, device="cuda", dtype=dt, requires_grad=True)
+        b = torch.randn(768, device="cuda", dtype=dt, requires_grad=True)
+        gy = torch.randn(rows, 768, device="cuda", dtype=dt)
+        y = F.layer_norm(x, (768,), w, b, 1e-5)
+        ms = time_ms(lambda: torch.autograd.grad(y, (x, w, b), gy, retain_graph=True), 3, 50)
+        nbytes = rows * 768 * x.element_size()
+        print(f"torch_layer_norm_bwd_{label}_{rows}x768 {3 * nbytes / (ms * 1e6):.1f} GB/s ({ms:.3f} ms)")
+
+
 print(f"# torch {torch.__version__} on {torch.cuda.get_device_name(0)}")
+if grad_only:
+    grad_kernels()
+    sys.exit(0)
 if attention_only:
     for p in (0.0, 0.1):
         attention(32, 12, 1024, 64, p, "b32h12t1024d64")
