@@ -311,9 +311,13 @@ struct ln_layout {
 
 /* Note [Layer norm row loads]
  * A lane issues the loads of up to LN_BATCH of its vectors before it stores any of them
- * to the cache: the loop that loaded, converted and stored one vector at a time waited
- * out a memory latency per vector. The backward loads x's and g's rows together. On an
- * H200 the GPT-2 backward ((32768, 768) float32) took 180 us before, 1.7 TB/s. */
+ * to the cache (the loop that loaded, converted and stored one vector at a time waited
+ * out a memory latency per vector), and the backward loads x's and g's rows together.
+ * On an H200 the GPT-2 backward ((32768, 768) float32) takes 0.196 ms, 1.5 TB/s
+ * (PyTorch's 0.224 ms in the same run); bfloat16 0.167 ms against 0.205. That is a
+ * warp's 15 rows at about 12 us each: the per-row arithmetic over the shared-memory
+ * cache and the four warp sums bound it, not the loads. Rows held in registers are the
+ * next step. */
 #define LN_BATCH 8
 
 /* Loads row xr into cache c (float32) and, when gr is given, row gr into gc; returns
@@ -778,9 +782,10 @@ static __device__ __forceinline__ double gelu_d(double x, bool tanh_form) {
  * Each thread moves 16 bytes of gy, x and gx per step (8 bfloat16), as the elementwise
  * engine does; the scalar loop is the tail and the path for misaligned views. The
  * 2-byte loads of the scalar loop took 343 us for a GPT-2 (32768, 3072) bfloat16
- * gradient on an H200 (600 MB moved: 1.75 TB/s); one vector a step, 252 us (PyTorch's
- * kernel: 149 us in the same run). A thread now loads two vectors before it computes
- * either. */
+ * gradient on an H200 (600 MB moved: 1.75 TB/s); these take 252 us, PyTorch's kernel
+ * 149 us in the same run. Loading two vectors before computing either changed nothing
+ * (254 us), so the gap is most likely the arithmetic: the CPU's rounding (no fused
+ * multiply-adds) and two IEEE divisions an element. */
 template <typename S, typename A>
 static __global__ void __launch_bounds__(CT_CUDA_THREADS)
     gelu_bwd_kernel(const S *__restrict__ gy, const S *__restrict__ x, S *__restrict__ gx, int64_t n,
@@ -788,22 +793,12 @@ static __global__ void __launch_bounds__(CT_CUDA_THREADS)
     constexpr int V = 16 / sizeof(S);
     const int64_t stride = (int64_t)gridDim.x * blockDim.x, tid = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     const int64_t nvec = vec ? n / V : 0;
-    /* two vectors a step, both loaded before either is computed */
-    for (int64_t v = tid; v < nvec; v += 2 * stride) {
-        const bool two = v + stride < nvec;
-        ct_vec<S, V> g[2], xv[2], o;
-        g[0] = ((const ct_vec<S, V> *)gy)[v], xv[0] = ((const ct_vec<S, V> *)x)[v];
-        if (two)
-            g[1] = ((const ct_vec<S, V> *)gy)[v + stride], xv[1] = ((const ct_vec<S, V> *)x)[v + stride];
+    for (int64_t v = tid; v < nvec; v += stride) {
+        ct_vec<S, V> g = ((const ct_vec<S, V> *)gy)[v], xv = ((const ct_vec<S, V> *)x)[v], o;
 #pragma unroll
-        for (int u = 0; u < 2; u++) {
-            if (u == 1 && !two)
-                break;
-#pragma unroll
-            for (int j = 0; j < V; j++)
-                o.v[j] = ct_store<S>(mul_rn((A)ct_load<S>(g[u].v[j]), gelu_d((A)ct_load<S>(xv[u].v[j]), tanh_form)));
-            ((ct_vec<S, V> *)gx)[v + u * stride] = o;
-        }
+        for (int j = 0; j < V; j++)
+            o.v[j] = ct_store<S>(mul_rn((A)ct_load<S>(g.v[j]), gelu_d((A)ct_load<S>(xv.v[j]), tanh_form)));
+        ((ct_vec<S, V> *)gx)[v] = o;
     }
     for (int64_t i = nvec * V + tid; i < n; i += stride)
         gx[i] = ct_store<S>(mul_rn((A)ct_load<S>(gy[i]), gelu_d((A)ct_load<S>(x[i]), tanh_form)));
