@@ -113,7 +113,7 @@ static __global__ void __launch_bounds__(CT_CUDA_THREADS) ew_strided_rows(ct_cud
  * to count vectors when every row length, stride and pointer allows 16-byte vectors
  * of the wider operand. On an H200 the gradient of GPT-2's q, k and v slices, added
  * into their (32768, 2304) bfloat16 parent an element at a time, took 144 us a slice
- * (1 TB/s). */
+ * (1 TB/s); in vectors 42 us, 3.6 TB/s (PyTorch's slice add_: 78 us, same run). */
 static inline bool ew_rows_desc(ct_cuda_iter_desc *d, int nin, int64_t osz, int64_t isz, int vec) {
     if (d->ndim < 2 || d->shape[0] % vec != 0)
         return false;

@@ -426,7 +426,9 @@ static __global__ void __launch_bounds__(RED_THREADS)
  *
  * On an H200, GPT-2's 48 bias gradients a bfloat16 step (sums over 32768 rows) took
  * 13.3 ms in red_kernel (0.4 TB/s); a thread per 16-byte vector of outputs over the
- * plan's chunks took 5.2 ms (a block an SM, 8 warps: too few loads in flight). */
+ * plan's chunks took 5.2 ms (a block an SM, 8 warps: too few loads in flight). The
+ * tiles sum (32768, n) bfloat16 at 1.5, 2.8 and 3.2 TB/s for n = 768, 2304 and 3072
+ * (PyTorch's sum(0) 1.2, 2.7 and 3.2 in the same run): about 1.5 ms a step. */
 #define COLS_WARPS 8
 #define COLS_UNROLL 8
 template <typename T>
