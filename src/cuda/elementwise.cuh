@@ -65,7 +65,8 @@ static __global__ void __launch_bounds__(CT_CUDA_THREADS)
     }
 }
 
-template <int NIN, typename OutS, typename InS, bool SMALL, typename F>
+/* The strided walk; with VEC > 1, d counts VEC-element vectors (ew_rows_desc). */
+template <int NIN, typename OutS, typename InS, bool SMALL, int VEC, typename F>
 static __global__ void __launch_bounds__(CT_CUDA_THREADS) ew_strided(ct_cuda_iter_desc d, F f) {
     typedef typename ct_compute<InS>::type C;
     const int64_t stride = (int64_t)gridDim.x * blockDim.x;
@@ -75,23 +76,6 @@ static __global__ void __launch_bounds__(CT_CUDA_THREADS) ew_strided(ct_cuda_ite
             ct_offsets32<NIN + 1>(d, (uint32_t)i, off);
         else
             ct_offsets<NIN + 1>(d, i, off);
-        C x = ct_load(*(const InS *)(d.data[1] + off[1]));
-        C y = C();
-        if constexpr (NIN == 2)
-            y = ct_load(*(const InS *)(d.data[2] + off[2]));
-        *(OutS *)(d.data[0] + off[0]) = ct_store<OutS>(ct_apply<NIN, C>(f, x, y));
-    }
-}
-
-/* ew_strided over VEC-element vectors: d counts vectors (ew_rows_desc) and fits 32-bit
- * offsets. */
-template <int NIN, typename OutS, typename InS, int VEC, typename F>
-static __global__ void __launch_bounds__(CT_CUDA_THREADS) ew_strided_rows(ct_cuda_iter_desc d, F f) {
-    typedef typename ct_compute<InS>::type C;
-    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
-    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < d.numel; i += stride) {
-        int64_t off[NIN + 1];
-        ct_offsets32<NIN + 1>(d, (uint32_t)i, off);
         ct_vec<InS, VEC> va = *(const ct_vec<InS, VEC> *)(d.data[1] + off[1]), vb;
         if constexpr (NIN == 2)
             vb = *(const ct_vec<InS, VEC> *)(d.data[2] + off[2]);
@@ -162,11 +146,11 @@ static ct_status ew_launch(const ct_cuda_iter_desc *d, const F &f, int device, c
                 (OutS *)d->data[0], (const InS *)d->data[1], b, scalar[0], scalar[1], d->numel, f);
         }
     } else if (ct_cuda_iter_desc w = *d; VEC > 1 && ct_desc_fits32(d) && ew_rows_desc(&w, NIN, osz, isz, VEC)) {
-        ew_strided_rows<NIN, OutS, InS, VEC><<<ct_grid_for(w.numel, device), CT_CUDA_THREADS, 0, s>>>(w, f);
+        ew_strided<NIN, OutS, InS, true, VEC><<<ct_grid_for(w.numel, device), CT_CUDA_THREADS, 0, s>>>(w, f);
     } else if (ct_desc_fits32(d)) {
-        ew_strided<NIN, OutS, InS, true><<<ct_grid_for(d->numel, device), CT_CUDA_THREADS, 0, s>>>(*d, f);
+        ew_strided<NIN, OutS, InS, true, 1><<<ct_grid_for(d->numel, device), CT_CUDA_THREADS, 0, s>>>(*d, f);
     } else {
-        ew_strided<NIN, OutS, InS, false><<<ct_grid_for(d->numel, device), CT_CUDA_THREADS, 0, s>>>(*d, f);
+        ew_strided<NIN, OutS, InS, false, 1><<<ct_grid_for(d->numel, device), CT_CUDA_THREADS, 0, s>>>(*d, f);
     }
     return ct_cuda_check_launch(op);
 }
