@@ -1113,6 +1113,39 @@ static void test_random(void **state) {
     ct_compiled_free(c);
 }
 
+/* Two flash attention calls with dropout on the same inputs draw two masks: a graph
+ * must keep both (ops.def flags the op CT_OPF_DRAWS, Note [Pure nodes]). */
+static ct_tensor *two_flash_dropouts(ct_tensor *const *in, int n, void *ud) {
+    (void)n;
+    (void)ud;
+    ct_tensor *o[2], *l, *m;
+    for (int i = 0; i < 2; i++)
+        if (ct_flash_attention_forward_dropout(in[0], in[0], in[0], false, NULL, 0.5, &o[i], &l, &m) != CT_OK)
+            return NULL;
+    return ct_sub(o[0], o[1]);
+}
+
+static void test_flash_dropout_kept(void **state) {
+    (void)state;
+    ct_compiled *c = ct_compile(two_flash_dropouts, NULL, 0);
+    ct_scope_begin();
+    ct_tensor *in[1] = {randn(CT_SHAPE(1, 2, 9, 8), CT_F32)};
+    for (int k = 0; k < 4; k++) {
+        ct_manual_seed(200 + (uint64_t)k);
+        ct_tensor *want = two_flash_dropouts(in, 1, NULL);
+        ct_manual_seed(200 + (uint64_t)k);
+        ct_tensor *got = ct_compiled_call(c, in, 1);
+        assert_same(got, want);
+        /* the two masks differ: the difference is not all zeros */
+        double diff = 0;
+        assert_int_equal(ct_item_double(ct_sum(ct_abs(got), NULL, 0, false, CT_DTYPE_UNDEFINED), &diff), CT_OK);
+        assert_true(diff > 0);
+    }
+    ct_scope_end();
+    assert_int_equal(ct_compiled_stat(c, CT_COMPILE_STAT_REPLAYS), 2);
+    ct_compiled_free(c);
+}
+
 /* Every random op of the public API, flattened into one float64 result. */
 static ct_tensor *every_random(ct_tensor *const *in, int n, void *ud) {
     (void)n;
@@ -1354,6 +1387,7 @@ int main(void) {
         cmocka_unit_test(test_codegen_broadcast),
         cmocka_unit_test(test_cache),
         cmocka_unit_test(test_random),
+        cmocka_unit_test(test_flash_dropout_kept),
         cmocka_unit_test(test_every_random_op),
         cmocka_unit_test(test_input_writes),
         cmocka_unit_test(test_aliased_inputs),

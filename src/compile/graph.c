@@ -8,6 +8,7 @@
 #include "compile/graph.h"
 #include "ctorch/autograd.h"
 #include "dispatch/dispatch_internal.h"
+#include "meta/op_info.h"
 #include "tensor_impl.h"
 
 static const char *const op_family[CT_OP_COUNT] = {
@@ -76,10 +77,10 @@ void ct_graph_analyse(ct_graph *g) {
 
 /* Note [Pure nodes]
  * A node may be removed or merged only when running it has no effect but its results:
- * a functional call with results, not a random op (it advances the generator; flash
- * attention with dropout draws too), not an op over a tensor list that may write its
- * entries (the fused optimizers), not a factory (two empty tensors are two buffers,
- * whatever they hold). */
+ * a functional call with results, not a random op (it advances the generator), nor
+ * one flagged CT_OPF_DRAWS in ops.def (flash attention, whose dropout draws), not an
+ * op over a tensor list that may write its entries (the fused optimizers), not a
+ * factory (two empty tensors are two buffers, whatever they hold). */
 static bool pure(const ct_gnode *n) {
     if (n->host)
         return false;
@@ -88,7 +89,7 @@ static bool pure(const ct_gnode *n) {
     const char *fam = op_family[n->op];
     if (!strcmp(fam, "RANDOM") || !strcmp(fam, "FACTORY"))
         return false;
-    if (n->op == CT_OP__flash_attention_forward && n->nscalars > 1 && ct_scalar_to_double(n->s[1]) != 0)
+    if (ct_op_table[n->op].flags & CT_OPF_DRAWS)
         return false;
     if (n->nlist > 0 && n->op != CT_OP_cat && n->op != CT_OP_stack)
         return false;

@@ -15,6 +15,9 @@ enum {
     CT_OPF_NO_BOOL = 1u << 0,  /* bool inputs are an error */
     CT_OPF_NO_INT = 1u << 1,   /* integer inputs are an error */
     CT_OPF_NONDIFF = 1u << 2,  /* not differentiable (autograd refuses requires_grad inputs) */
+    CT_OPF_DRAWS = 1u << 3,    /* may draw from the generator outside the RANDOM family (flash
+                                  attention's dropout): a compiled graph never removes or
+                                  merges its calls (Note [Pure nodes]) */
 };
 
 typedef enum ct_op_sig {
