@@ -318,6 +318,47 @@ static void test_flash_attention_cpu(void **state) {
     ct_scope_end();
 }
 
+/* Note [Flash attention output layout]: from q, k, v made as (B, L, H, E) and
+ * transposed, the output and the gradients are transposed views of dense (B, L, H, E)
+ * tensors on the CPU and on META alike, with the values of contiguous inputs'; from
+ * contiguous inputs they are contiguous. */
+static void test_flash_attention_layout(void **state) {
+    (void)state;
+    ct_scope_begin();
+    ct_manual_seed(5);
+    ct_tensor *x[4], *m[4];
+    for (int i = 0; i < 4; i++) {
+        x[i] = ct_transpose(ct_randn(CT_SHAPE(2, 6, 3, 8), CT_F64, CT_CPU), 1, 2);
+        m[i] = ct_transpose(ct_empty(CT_SHAPE(2, 6, 3, 8), CT_F64, CT_META), 1, 2);
+    }
+    ct_tensor *r[5], *c[5], *mr[5];
+    for (int causal = 0; causal < 2; causal++) {
+        assert_int_equal(ct_flash_attention_forward(x[0], x[1], x[2], causal, NULL, &r[0], &r[4]), CT_OK);
+        assert_int_equal(ct_flash_attention_backward(x[3], x[0], x[1], x[2], r[0], r[4], causal, NULL, &r[1], &r[2],
+                                                     &r[3]),
+                         CT_OK);
+        ct_tensor *xc[4];
+        for (int i = 0; i < 4; i++)
+            xc[i] = ct_contiguous(x[i]);
+        assert_int_equal(ct_flash_attention_forward(xc[0], xc[1], xc[2], causal, NULL, &c[0], &c[4]), CT_OK);
+        assert_int_equal(ct_flash_attention_backward(xc[3], xc[0], xc[1], xc[2], c[0], c[4], causal, NULL, &c[1],
+                                                     &c[2], &c[3]),
+                         CT_OK);
+        assert_int_equal(ct_flash_attention_forward(m[0], m[1], m[2], causal, NULL, &mr[0], &mr[4]), CT_OK);
+        assert_int_equal(ct_flash_attention_backward(m[3], m[0], m[1], m[2], mr[0], mr[4], causal, NULL, &mr[1],
+                                                     &mr[2], &mr[3]),
+                         CT_OK);
+        for (int i = 0; i < 4; i++) {
+            assert_false(ct_tensor_is_contiguous(r[i]));
+            assert_true(ct_tensor_is_contiguous(ct_transpose(r[i], 1, 2)));
+            assert_memory_equal(ct_tensor_strides(mr[i]), ct_tensor_strides(r[i]), 4 * sizeof(int64_t));
+            assert_true(ct_tensor_is_contiguous(c[i]));
+            assert_true(flash_close(r[i], c[i], 0, 0));
+        }
+    }
+    ct_scope_end();
+}
+
 /* With dropout, one fixed seed per call so that every gradcheck evaluation draws the
  * same mask. */
 static ct_tensor *f_flash_dropout(ct_tensor *const *in, int n, void *ud) {
@@ -486,6 +527,7 @@ int main(void) {
         cmocka_unit_test(test_fused_double_backward),
         cmocka_unit_test(test_gpt_block_trains),
         cmocka_unit_test(test_flash_attention_cpu),
+        cmocka_unit_test(test_flash_attention_layout),
         cmocka_unit_test(test_flash_attention_dropout_cpu),
         cmocka_unit_test(test_flash_attention_errors),
     };

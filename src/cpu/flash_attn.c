@@ -103,7 +103,7 @@ ct_status ct_cpu__flash_attention_forward(ct_keyset ks, ct_call *call, void *ud)
                     oi[c] /= l;
                 lp[b * lq + i] = n > 0 ? m + log(l) : -INFINITY;
             }
-        st = ct_nn_set_out(call, 0, o, q0->dtype);
+        st = ct_flash_set_out(call, 0, q0, o);
         if (st == CT_OK)
             st = ct_nn_set_out(call, 1, lse, ct_flash_lse_dtype(q0->dtype));
         if (st == CT_OK && bits)
@@ -156,11 +156,11 @@ ct_status ct_cpu__flash_attention_backward(ct_keyset ks, ct_call *call, void *ud
                     }
                 }
             }
-        st = ct_nn_set_out(call, 0, gq, q0->dtype);
+        st = ct_flash_set_out(call, 0, q0, gq);
         if (st == CT_OK)
-            st = ct_nn_set_out(call, 1, gk, q0->dtype);
+            st = ct_flash_set_out(call, 1, k0, gk);
         if (st == CT_OK)
-            st = ct_nn_set_out(call, 2, gv, q0->dtype);
+            st = ct_flash_set_out(call, 2, call->in[3], gv);
     }
     ct_scope_end();
     return st;

@@ -4,7 +4,8 @@
  * refuse the rest. Inputs are read in place through their strides (a (B, T, H, E)
  * projection transposed to (B, H, T, E) needs no copy) when each row is dense and the
  * strides and base are 16-byte aligned; otherwise they are made contiguous first.
- * Outputs follow their input's layout (Note [Flash attention output layout]). */
+ * Outputs follow their input's layout (Note [Flash attention output layout] in
+ * src/meta/nn_fused.c). */
 #include <string.h>
 
 #include "core/factory.h"
@@ -43,24 +44,10 @@ static const ct_tensor *readable(const ct_tensor *t, int64_t *str) {
     return c;
 }
 
-/* Note [Flash attention output layout]
- * A (b, h, l, d) output is written in the layout of the input it follows (out and gq
- * q's, gk k's, gv v's): where that input's heads are closer in memory than its rows (a
- * (b, l, h, d) projection transposed, as a transformer makes q, k and v), the output is
- * a transposed view of a dense (b, l, h, d) tensor, else dense (b, h, l, d). A
- * transformer then turns the attention's output back into (b, l, h d) rows, and q, k
- * and v's gradients into their projection's, as views with no copy: on an H200 GPT-2
- * bf16 step those copies were four a layer, 1.3 ms a step. PyTorch's flash attention
- * keeps the query's layout too. w: the element strides over (batch, head, row). */
+/* An output in its input's layout (Note [Flash attention output layout] in
+ * src/meta/nn_fused.c); w: its element strides over (batch, head, row). */
 static ct_tensor *output_like(const ct_tensor *like, const int64_t *shape, int64_t *w) {
-    ct_tensor *t;
-    if (like->strides[1] < like->strides[2] && shape[1] > 1 && shape[2] > 1) {
-        const int64_t blhd[4] = {shape[0], shape[2], shape[1], shape[3]};
-        ct_tensor *d = ct_empty_impl(blhd, 4, like->dtype, like->device);
-        t = d ? ct_transpose_impl(d, 1, 2) : NULL;
-    } else {
-        t = ct_empty_impl(shape, 4, like->dtype, like->device);
-    }
+    ct_tensor *t = ct_flash_output_like(like, shape, like->device);
     if (t)
         memcpy(w, t->strides, 3 * sizeof *w);
     return t;

@@ -96,6 +96,12 @@ ct_status ct_flash_backward_check(const ct_call *call, ct_sdpa_geom *g, double *
 ct_status ct_flash_forward_check(const ct_call *call, ct_sdpa_geom *g, double *dropout_p);
 /* The dtype of flash attention's logsumexp: float64 for float64 inputs, else float32. */
 ct_dtype ct_flash_lse_dtype(ct_dtype d);
+/* An uninitialized output of flash attention of this (b, h, l, d) shape on device, in
+ * like's dtype and in the layout of like (Note [Flash attention output layout]). */
+ct_tensor *ct_flash_output_like(const ct_tensor *like, const int64_t *shape, ct_device device);
+/* Sets output i of call to work (a result computed in a work dtype) in like's dtype
+ * and layout. */
+ct_status ct_flash_set_out(ct_call *call, int i, const ct_tensor *like, const ct_tensor *work);
 /* The shape of flash attention's dropout_mask for q (B, H, L, E) and S keys: (B, H, L,
  * ceil(S / 64)) uint64 words, key j of row i at bit j % 64 of word j / 64. */
 void ct_flash_mask_shape(const ct_tensor *q, int64_t lk, int64_t shape[4]);
