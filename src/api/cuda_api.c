@@ -48,7 +48,6 @@ const ct_cuda_runtime *ct_cuda_runtime_need(const char *op) {
     return d ? (const ct_cuda_runtime *)d->runtime : NULL;
 }
 
-
 int64_t ct_backends_cudnn_version(void) {
     const ct_cuda_runtime *rt = ct_cuda_runtime_get();
     return rt && rt->cudnn_version ? rt->cudnn_version() : 0;
