@@ -345,6 +345,10 @@ static void xent_agree(const char *what, const ct_tensor *x, const ct_tensor *t,
     /* float16's subnormals are 6e-8 apart */
     double atol = dt == CT_F64 ? 1e-15 : dt == CT_F16 ? 1.2e-7 : 1e-9;
     ct_test_assert_close(ggx, cgx, rtol, atol, what, __FILE__, __LINE__);
+    /* out= the logits themselves (the memory autograd reuses): the same bits */
+    ct_tensor *gin = ct_clone(g(x));
+    assert_ptr_equal(ct_cross_entropy_fused_backward_out(g(go), gin, g(t), glse, red, ignore, gin), gin);
+    ct_test_assert_close(gin, ct_to_device(ggx, CT_CPU), 0, 0, what, __FILE__, __LINE__);
 }
 
 static void test_cross_entropy_fused(void **state) {

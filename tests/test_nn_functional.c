@@ -487,6 +487,95 @@ static void test_cross_entropy_fused(void **state) {
             }
 }
 
+typedef struct {
+    const void *data;
+    int calls;
+} seen_grad;
+
+static ct_tensor *note_grad(const ct_tensor *g, void *ud) {
+    seen_grad *s = ud;
+    s->data = ct_tensor_data(g);
+    s->calls++;
+    return NULL;
+}
+
+/* Note [Reusing a saved input's memory]: logits the caller dropped get their gradient
+ * written into their memory; logits the caller keeps, or a graph kept for a second
+ * backward, get a new tensor; the gradients agree with log_softmax + nll_loss's. */
+static void test_cross_entropy_reuses_logits(void **state) {
+    (void)state;
+    ct_dtype dts[] = {CT_F32, CT_BF16};
+    for (int d = 0; d < 2; d++)
+        for (int mode = 0; mode < 3; mode++) { /* 0: dropped, 1: kept, 2: retain_graph */
+            ct_scope_begin();
+            double tol = dts[d] == CT_F32 ? 1e-5 : 3e-2;
+            ct_tensor *h = ct_tensor_set_requires_grad(xent_logits(13, 8, dts[d], 40 + mode), true);
+            ct_tensor *w = ct_tensor_set_requires_grad(xent_logits(8, 37, dts[d], 50 + mode), true);
+            ct_tensor *hr = ct_tensor_set_requires_grad(ct_detach(h), true);
+            ct_tensor *wr = ct_tensor_set_requires_grad(ct_detach(w), true);
+            ct_tensor *t = xent_targets(13, 37, -100, 60 + mode);
+            seen_grad seen = {0};
+            ct_scope_begin();
+            ct_tensor *logits = ct_mm(h, w);
+            const void *mem = ct_tensor_data(logits);
+            assert_true(ct_tensor_register_hook(logits, note_grad, &seen) >= 0);
+            ct_tensor *loss = ct_keep(ct_cross_entropy(logits, t, NULL, CT_REDUCTION_MEAN, -100, 0.0));
+            if (mode == 1)
+                ct_keep(logits);
+            ct_scope_end();
+            assert_int_equal(ct_backward(loss, NULL, mode == 2, false), CT_OK);
+            assert_int_equal(seen.calls, 1);
+            if (mode == 0)
+                assert_ptr_equal(seen.data, mem);
+            else
+                assert_ptr_not_equal(seen.data, mem);
+            ct_tensor *yr = ct_nll_loss(ct_log_softmax(ct_mm(hr, wr), 1, CT_DTYPE_UNDEFINED), t, NULL,
+                                        CT_REDUCTION_MEAN, -100);
+            assert_int_equal(ct_backward(yr, NULL, false, false), CT_OK);
+            assert_close(ct_tensor_grad(h), ct_tensor_grad(hr), tol, tol, "logits reused: h's gradient");
+            assert_close(ct_tensor_grad(w), ct_tensor_grad(wr), tol, tol, "logits reused: w's gradient");
+            if (mode == 2) { /* the kept graph still has its logits: the same gradients again */
+                assert_int_equal(ct_backward(loss, NULL, false, false), CT_OK);
+                assert_ptr_equal(seen.data, mem);
+                assert_close(ct_tensor_grad(h), ct_mul_scalar(ct_tensor_grad(hr), ct_scalar_int(2)), tol, tol,
+                             "second backward: h's gradient");
+            }
+            ct_scope_end();
+        }
+}
+
+/* out= of the backward: into the input itself or another tensor, and its refusals. */
+static void test_cross_entropy_backward_out(void **state) {
+    (void)state;
+    ct_scope_begin();
+    ct_tensor *x = xent_logits(6, 11, CT_F32, 9), *t = xent_targets(6, 11, -100, 3), *lse = NULL;
+    ct_tensor *go = ct_full(NULL, 0, ct_scalar_float(0.5), CT_F32, CT_CPU);
+    assert_non_null(ct_cross_entropy_fused(x, t, CT_REDUCTION_MEAN, -100, &lse));
+    ct_tensor *want = ct_cross_entropy_fused_backward(go, x, t, lse, CT_REDUCTION_MEAN, -100);
+    ct_tensor *o = ct_zeros(CT_SHAPE(6, 11), CT_F32, CT_CPU);
+    assert_ptr_equal(ct_cross_entropy_fused_backward_out(go, x, t, lse, CT_REDUCTION_MEAN, -100, o), o);
+    assert_close(o, want, 0, 0, "backward out=");
+    ct_tensor *xb = ct_to_dtype(x, CT_BF16), *ob = ct_clone(xb);
+    ct_tensor *wantb = ct_cross_entropy_fused_backward(go, xb, t, lse, CT_REDUCTION_MEAN, -100);
+    assert_ptr_equal(ct_cross_entropy_fused_backward_out(go, ob, t, lse, CT_REDUCTION_MEAN, -100, ob), ob);
+    assert_close(ob, wantb, 0, 0, "backward out= into bf16 input");
+    assert_ptr_equal(ct_cross_entropy_fused_backward_out(go, x, t, lse, CT_REDUCTION_MEAN, -100, x), x);
+    assert_close(x, want, 0, 0, "backward out= into the input");
+    const char *op = "cross_entropy_fused_backward";
+    CT_ASSERT_ERR(ct_cross_entropy_fused_backward_out(go, x, t, lse, CT_REDUCTION_MEAN, -100,
+                                                      ct_zeros(CT_SHAPE(6, 10), CT_F32, CT_CPU)) != NULL,
+                  CT_ERROR_VALUE, "out has shape");
+    CT_ASSERT_ERR(ct_cross_entropy_fused_backward_out(go, x, t, lse, CT_REDUCTION_MEAN, -100,
+                                                      ct_zeros(CT_SHAPE(6, 11), CT_F64, CT_CPU)) != NULL,
+                  CT_ERROR_TYPE, "out of scalar type");
+    CT_ASSERT_ERR(ct_cross_entropy_fused_backward_out(go, x, t, lse, CT_REDUCTION_MEAN, -100,
+                                                      ct_t(ct_zeros(CT_SHAPE(11, 6), CT_F32, CT_CPU))) != NULL,
+                  CT_ERROR_VALUE, "contiguous");
+    CT_ASSERT_ERR(ct_cross_entropy_fused_backward_out(go, x, t, lse, CT_REDUCTION_MEAN, -100, NULL) != NULL,
+                  CT_ERROR_NULL_ARGUMENT, op);
+    ct_scope_end();
+}
+
 static ct_tensor *xent_fn(ct_tensor *const *in, int n, void *ud) {
     (void)n;
     const int *mode = ud;
@@ -1213,6 +1302,8 @@ int main(void) {
         cmocka_unit_test(test_sdpa_long_blocks),
         cmocka_unit_test(test_nll_ignored_mean_is_nan),
         cmocka_unit_test(test_cross_entropy_fused),
+        cmocka_unit_test(test_cross_entropy_reuses_logits),
+        cmocka_unit_test(test_cross_entropy_backward_out),
         cmocka_unit_test(test_cross_entropy_fused_gradcheck),
         cmocka_unit_test(test_cross_entropy_fused_errors),
         cmocka_unit_test(test_errors),

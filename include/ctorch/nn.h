@@ -304,6 +304,11 @@ CT_API ct_tensor *ct_cross_entropy_fused(const ct_tensor *input, const ct_tensor
 CT_API ct_tensor *ct_cross_entropy_fused_backward(const ct_tensor *grad_loss, const ct_tensor *input,
                                                   const ct_tensor *target, const ct_tensor *lse,
                                                   ct_reduction reduction, int64_t ignore_index);
+/* The same into out (input's shape and dtype, contiguous); out may be input itself,
+ * whose logits are then overwritten by their gradient. Returns out. */
+CT_API ct_tensor *ct_cross_entropy_fused_backward_out(const ct_tensor *grad_loss, const ct_tensor *input,
+                                                      const ct_tensor *target, const ct_tensor *lse,
+                                                      ct_reduction reduction, int64_t ignore_index, ct_tensor *out);
 CT_API ct_tensor *ct_mse_loss(const ct_tensor *input, const ct_tensor *target, ct_reduction reduction);
 CT_API ct_tensor *ct_l1_loss(const ct_tensor *input, const ct_tensor *target, ct_reduction reduction);
 CT_API ct_tensor *ct_smooth_l1_loss(const ct_tensor *input, const ct_tensor *target, ct_reduction reduction,

@@ -502,6 +502,26 @@ ct_tensor *ct_cross_entropy_fused_backward(const ct_tensor *grad_loss, const ct_
     return ct_dispatch_1(&c);
 }
 
+ct_tensor *ct_cross_entropy_fused_backward_out(const ct_tensor *grad_loss, const ct_tensor *input,
+                                               const ct_tensor *target, const ct_tensor *lse, ct_reduction reduction,
+                                               int64_t ignore_index, ct_tensor *out) {
+    const char *op = "cross_entropy_fused_backward_out";
+    CT_CHECK_ARG(op, grad_loss);
+    CT_CHECK_ARG(op, input);
+    CT_CHECK_ARG(op, target);
+    CT_CHECK_ARG(op, lse);
+    CT_CHECK_ARG(op, out);
+    if (check_reduction(op, reduction, false))
+        return NULL;
+    ct_call c = {.op = CT_OP_cross_entropy_fused_backward, .mode = CT_CALL_OUT, .nin = 4,
+                 .in = {grad_loss, input, target, lse}, .nints = 2, .dtype = CT_DTYPE_UNDEFINED};
+    c.ints[0] = reduction;
+    c.ints[1] = ignore_index;
+    c.out[0] = ct_retain(out);
+    c.nout = 1;
+    return ct_dispatch_1(&c);
+}
+
 ct_tensor *ct_one_hot(const ct_tensor *tensor, int64_t num_classes) {
     CT_CHECK_ARG("one_hot", tensor);
     ct_call c = {.op = CT_OP_one_hot, .nin = 1, .in = {tensor}, .nints = 1, .dtype = CT_DTYPE_UNDEFINED};

@@ -397,6 +397,11 @@ DEF(cross_entropy_fused, CT_SAVE_IN0 | CT_SAVE_IN1 | CT_SAVE_OUT1) {
         if (st)
             return st;
         TRY(gx = ct_sub(gl, ct_mul(ct_softmax(x, 1, CT_DTYPE_UNDEFINED), ct_sum(gl, &one, 1, true, CT_DTYPE_UNDEFINED))));
+    } else if (gout[0] && !(n->nout > 1 && gout[1]) && ct_node_saved_reusable(ctx, 0, 1)) {
+        /* the logits' last holder: their gradient takes their memory (Note [Reusing a
+         * saved input's memory] in node.c), returned without the logits' history */
+        TRY(gx = ct_cross_entropy_fused_backward_out(gout[0], x, t, lse, (ct_reduction)n->ints[0], n->ints[1], x));
+        TRY(gx = ct_detach(gx));
     } else if (gout[0]) {
         TRY(gx = ct_cross_entropy_fused_backward(gout[0], x, t, lse, (ct_reduction)n->ints[0], n->ints[1]));
     }

@@ -468,7 +468,7 @@ static ct_status run_node(task *t, entry *e, nstack *ready) {
         ct_tensor **gin = ct_xcalloc("backward", (size_t)(n->nin > 0 ? n->nin : 1), sizeof *gin);
         if (!gin)
             return ct_last_status();
-        ct_node_ctx ctx = {.node = n, .create_graph = t->create_graph};
+        ct_node_ctx ctx = {.node = n, .create_graph = t->create_graph, .keep_graph = t->keep_graph};
         st = n->backward(&ctx, e->buf, gin);
         if (st == CT_OK && !t->keep_graph)
             ct_node_free_saved(n);

@@ -302,6 +302,36 @@ ct_tensor *ct_saved_unpack(ct_node *n, ct_saved *s, bool create_graph) {
 
 ct_tensor *ct_node_saved(ct_node_ctx *ctx, int i) { return ct_saved_unpack(ctx->node, &ctx->node->saved[i], ctx->create_graph); }
 
+/* Note [Reusing a saved input's memory]
+ * A language model's logits are the largest tensor of its step ((B*T, 50304) in bf16 is
+ * 3.1 GiB for GPT-2 at B32 T1024), and cross_entropy's gradient has their size. Once
+ * the loss is computed nothing else reads the logits, so the caller has usually
+ * dropped them; the saved slot of cross_entropy's node is their last holder, and the
+ * graph frees it right after the node's formula. Writing the gradient into the logits'
+ * memory then saves a second tensor of that size at the step's peak. That is allowed
+ * only when nothing can tell: the graph is freed after this node (no retain_graph, no
+ * create_graph), the saved tensor is held by the slot and the formula alone, each
+ * tensor it views (its base, the base's base) is held by its view alone, and the
+ * storage by those tensors alone (a caller who kept the logits, a view of them or their
+ * storage, makes the formula allocate as before). PyTorch has no such path; its
+ * compiled graphs reuse the buffer through their memory planning. */
+bool ct_node_saved_reusable(const ct_node_ctx *ctx, int i, int held) {
+    if (ctx->keep_graph || ctx->create_graph || i < 0 || i >= CT_NODE_MAX_SAVED)
+        return false;
+    const ct_saved *s = &ctx->node->saved[i];
+    const ct_tensor *t = s->t;
+    if (!t || s->is_output || !t->storage || t->storage->external || t->storage->data == NULL)
+        return false;
+    int tensors = 0;
+    for (const ct_tensor *v = t; v; v = v->base) {
+        int want = v == t ? 1 + held : 1;
+        if (atomic_load(&v->refcount) != want || v->storage != t->storage)
+            return false;
+        tensors++;
+    }
+    return atomic_load(&t->storage->refcount) == tensors;
+}
+
 void ct_node_free_saved(ct_node *n) {
     for (int i = 0; i < CT_NODE_MAX_SAVED; i++) {
         ct_release(n->saved[i].t);

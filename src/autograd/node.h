@@ -106,6 +106,7 @@ struct ct_node {
 struct ct_node_ctx {
     ct_node *node;
     bool create_graph;
+    bool keep_graph; /* the saved tensors outlive this run (retain_graph or create_graph) */
 };
 
 /* Per-tensor autograd data, kept in ct_tensor.grad_fn (released with the tensor). */
@@ -159,6 +160,10 @@ ct_tensor *ct_saved_unpack(ct_node *n, ct_saved *s, bool create_graph);
 /* The saved tensor i for a formula, checking its version; NULL (no error) when the
  * slot is empty, NULL with an error when it was freed or modified. */
 ct_tensor *ct_node_saved(ct_node_ctx *ctx, int i);
+/* Whether the formula may write its result into the memory of saved input i (Note
+ * [Reusing a saved input's memory]); `held`: the references to the saved tensor that
+ * the formula holds itself (1 after ct_node_saved). */
+bool ct_node_saved_reusable(const ct_node_ctx *ctx, int i, int held);
 void ct_node_free_saved(ct_node *n);
 /* Whether `from` holds `target` through strong references (itself, its base, .grad,
  * history, saved tensors, accumulators; Note [Gradients that hold their tensor]): 1 or

@@ -190,7 +190,12 @@ ct_tensor *ct_char_gpt_forward(const ct_char_gpt *m, const ct_tensor *idx) {
     for (int64_t i = 0; i < m->cfg.n_layer && x; i++) {
         char name[24];
         snprintf(name, sizeof name, "%lld", (long long)i);
-        x = block(m, ct_module_child(blocks, name), x);
+        /* a block's temporaries that its backward does not need (layer_norm's float32
+         * output before autocast's cast, the projections' outputs) go at its end, not
+         * at the forward's, so they are not all alive at the step's peak */
+        ct_scope_begin();
+        x = ct_keep(block(m, ct_module_child(blocks, name), x));
+        ct_scope_end();
     }
     ct_tensor *logits = ct_keep(fwd(m->root, "head", fwd(m->root, "lnf", x)));
     ct_scope_end();

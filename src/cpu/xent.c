@@ -148,7 +148,11 @@ ct_status ct_cpu_cross_entropy_fused_backward(ct_keyset ks, ct_call *call, void 
     ct_dtype wd = ct_nn_work_dtype(x0->dtype);
     ct_scope_begin();
     ct_tensor *x = ct_nn_as_work(x0, wd), *gy = ct_nn_as_work(gy0, wd), *t = ct_contiguous_impl(t0);
-    ct_tensor *lse = ct_contiguous_impl(lse0), *gx = ct_empty_impl(x0->shape, 2, wd, CT_CPU);
+    /* out= (contiguous, checked) is written directly when it has the work dtype; it may
+     * be x0 itself: a row's gradient element is written after its logit is read */
+    ct_tensor *out = call->mode == CT_CALL_OUT ? call->out[0] : NULL;
+    ct_tensor *lse = ct_contiguous_impl(lse0);
+    ct_tensor *gx = out && out->dtype == wd ? out : ct_empty_impl(x0->shape, 2, wd, CT_CPU);
     st = x && gy && t && lse && gx ? CT_OK : ct_last_status();
     const int64_t *pt = t ? ct_tensor_data(t) : NULL;
     int64_t bad = st == CT_OK ? first_bad(pt, g.n, g.c, ignore) : -1;
@@ -170,8 +174,10 @@ ct_status ct_cpu_cross_entropy_fused_backward(ct_keyset ks, ct_call *call, void 
             xent_bwd_f32(ct_tensor_data(gy), per_row, scale, ct_tensor_data(x), pt, ct_tensor_data(lse),
                          ct_tensor_data(gx), g.n, g.c, ignore);
     }
-    if (st == CT_OK)
+    if (st == CT_OK && !out)
         st = ct_nn_set_out(call, 0, gx, x0->dtype);
+    else if (st == CT_OK && gx != out && !ct_copy_impl(out, gx))
+        st = ct_last_status();
     ct_scope_end();
     return st;
 }

@@ -171,7 +171,9 @@ static ct_status xent_backward_kernel(ct_keyset ks, ct_call *call, void *ud) {
     ct_dtype wd = ct_nn_work_dtype(x0->dtype);
     ct_scope_begin();
     const ct_tensor *x = ct_contiguous_impl(x0), *t = ct_contiguous_impl(t0), *lse = ct_contiguous_impl(lse0);
-    ct_tensor *gy = ct_nn_as_work(gy0, wd), *gx = ct_empty_impl(x0->shape, 2, x0->dtype, x0->device);
+    const bool out = call->mode == CT_CALL_OUT; /* contiguous, checked; may be x0 itself */
+    ct_tensor *gy = ct_nn_as_work(gy0, wd);
+    ct_tensor *gx = out ? call->out[0] : ct_empty_impl(x0->shape, 2, x0->dtype, x0->device);
     int64_t one = 1;
     ct_tensor *scratch = ct_empty_impl(&one, 1, CT_DTYPE_FLOAT64, x0->device);
     st = x && t && lse && gy && gx && scratch ? xent_targets(t, &g, ignore) : ct_last_status();
@@ -179,7 +181,7 @@ static ct_status xent_backward_kernel(ct_keyset ks, ct_call *call, void *ud) {
         st = ct_cuda_xent_bwd(x0->dtype, ct_tensor_ptr(gy), ct_tensor_ptr(x), (const int64_t *)ct_tensor_ptr(t),
                               ct_tensor_ptr(lse), ct_tensor_ptr(gx), g.n, g.c, red, ignore,
                               (double *)ct_tensor_ptr(scratch), x0->device.index);
-    if (st == CT_OK)
+    if (st == CT_OK && !out)
         st = ct_call_set_output(call, 0, gx);
     ct_scope_end();
     return st;

@@ -177,10 +177,13 @@ static __global__ void __launch_bounds__(XENT_SUM_THREADS)
         *scale = 1.0 / sm[0];
 }
 
+/* gx may be x (the logits' memory reused, Note [Reusing a saved input's memory] in
+ * src/autograd/node.c): each element is read before the same thread writes it, so x
+ * and gx are neither restrict nor read through the read-only cache. */
 template <typename S, typename A>
 static __global__ void __launch_bounds__(XENT_THREADS)
-    xent_bwd_kernel(const A *__restrict__ gy, const S *__restrict__ x, const int64_t *__restrict__ t,
-                    const A *__restrict__ lse, S *__restrict__ gx, int64_t c, int64_t ignore, int mode,
+    xent_bwd_kernel(const A *__restrict__ gy, const S *x, const int64_t *__restrict__ t,
+                    const A *__restrict__ lse, S *gx, int64_t c, int64_t ignore, int mode,
                     const double *__restrict__ scale, bool vec) {
     const int64_t i = blockIdx.x;
     const S *xr = x + i * c;
@@ -198,7 +201,7 @@ static __global__ void __launch_bounds__(XENT_THREADS)
         uint4 *o = (uint4 *)gr;
         for (int64_t k = threadIdx.x; k < nv; k += XENT_THREADS) {
             V v, r;
-            v.raw = __ldg(p + k);
+            v.raw = p[k];
             for (int q = 0; q < V::K; q++) {
                 int64_t j = k * V::K + q;
                 A d = skip ? (A)0 : g * (xexp((A)ct_load<S>(v.e[q]) - l) - (j == ti ? (A)1 : (A)0));

@@ -489,7 +489,26 @@ ct_status ct_xent_backward_check(const ct_call *call, ct_xent_geom *g) {
         return ct_error(CT_ERROR_VALUE, op, "expected lse of shape (%lld), got %s", (long long)g->n,
                         ct_shape_str(lse->shape, lse->ndim, a, sizeof a));
     }
-    return ct_nn_same_device(op, call->in, 4);
+    if ((st = ct_nn_same_device(op, call->in, 4)))
+        return st;
+    if (call->mode == CT_CALL_OUT) {
+        /* written in place by the kernels: the gradient's own shape, dtype and layout */
+        const ct_tensor *o = call->out[0];
+        char a[96], b[96];
+        if (!o)
+            return ct_error_null(op);
+        if (o->ndim != x->ndim || memcmp(o->shape, x->shape, sizeof(int64_t) * (size_t)x->ndim) != 0)
+            return ct_error(CT_ERROR_VALUE, op, "out has shape %s, expected %s",
+                            ct_shape_str(o->shape, o->ndim, a, sizeof a), ct_shape_str(x->shape, x->ndim, b, sizeof b));
+        if (o->dtype != x->dtype)
+            return ct_error(CT_ERROR_TYPE, op, "expected out of scalar type %s but found %s",
+                            ct_dtype_pt_name(x->dtype), ct_dtype_pt_name(o->dtype));
+        if (!ct_device_equal(o->device, x->device))
+            return ct_error(CT_ERROR_DEVICE, op, "out is on another device than input");
+        if (!ct_tensor_is_contiguous(o))
+            return ct_error(CT_ERROR_VALUE, op, "out must be contiguous");
+    }
+    return CT_OK;
 }
 
 /* ------------------------------------------------------------------ conv_transpose2d */
@@ -968,7 +987,7 @@ ct_status ct_meta_cross_entropy_fused_backward(ct_keyset ks, ct_call *call, void
     (void)ks, (void)ud;
     ct_xent_geom g;
     ct_status st = ct_xent_backward_check(call, &g);
-    return st ? st : meta_like(call, 0, call->in[1]);
+    return st || call->mode == CT_CALL_OUT ? st : meta_like(call, 0, call->in[1]);
 }
 
 /* With num_classes given the shape is known (the class values are not checked); with
