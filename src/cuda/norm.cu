@@ -515,6 +515,136 @@ static __global__ void ln_bwd_fast_kernel(const S *__restrict__ gy, const S *__r
     }
 }
 
+/* Note [Layer norm rows in registers]
+ * The backward above keeps a warp's row in shared memory and walks it four times (the
+ * variance, the two sums, the output); each walk costs a shared load and a 64-bit
+ * index per element, and that arithmetic, not the loads, bounded it (Note [Layer norm
+ * row loads]). For rows of up to 32 elements per lane in 16-byte vectors (1024 columns
+ * of float32 or bfloat16, GPT-2's 768 among them) the kernel below holds the lane's
+ * vectors of x and g in registers, its columns' weights and its weight and bias partial
+ * sums too (loaded and zeroed once per warp, not per row), and issues a row's loads all
+ * together. V, the vectors per lane, is a template argument, so every index is a
+ * constant and nothing spills. The partials meet in shared memory at the end and leave
+ * as one row per block, in column order, for ln_bwd_final_kernel; the order of every
+ * sum is fixed, so results repeat from run to run. */
+#define LNR_MAX_ELEMS 32
+/* Warps per block: at about 150 registers a thread (GPT-2's rows), blocks of 8 warps
+ * fit one to an SM, blocks of 4 three. */
+#define LNR_WARPS 4
+
+static __device__ __forceinline__ void warp_sum2(float &a, float &b) {
+    for (int off = 16; off > 0; off >>= 1) {
+        a += __shfl_xor_sync(0xffffffffu, a, off);
+        b += __shfl_xor_sync(0xffffffffu, b, off);
+    }
+}
+
+template <typename S, int V>
+static __global__ void __launch_bounds__(32 * LN_MAX_WARPS)
+    ln_bwd_reg_kernel(const S *__restrict__ gy, const S *__restrict__ x, const S *__restrict__ w,
+                      S *__restrict__ gx, float *__restrict__ partial, int64_t rows, int cols, float eps) {
+    constexpr int K = ln_vec<S>::K;
+    extern __shared__ float ln_sm[];
+    const int warp = threadIdx.x / 32, lane = threadIdx.x & 31, nw = blockDim.x / 32;
+    const int nv = cols / K;
+    float wf[V][K], dw[V][K], db[V][K];
+#pragma unroll
+    for (int u = 0; u < V; u++) {
+        const int k = lane + 32 * u;
+        ln_vec<S> wv;
+        wv.raw = w && k < nv ? ((const uint4 *)w)[k] : make_uint4(0, 0, 0, 0);
+#pragma unroll
+        for (int q = 0; q < K; q++) {
+            wf[u][q] = w ? (float)ct_load<S>(wv.e[q]) : 1.0f;
+            dw[u][q] = 0;
+            db[u][q] = 0;
+        }
+    }
+    for (int64_t r = (int64_t)blockIdx.x * nw + warp; r < rows; r += (int64_t)gridDim.x * nw) {
+        const uint4 *xp = (const uint4 *)(x + r * cols), *gp = (const uint4 *)(gy + r * cols);
+        ln_vec<S> xv[V], gv[V];
+#pragma unroll
+        for (int u = 0; u < V; u++) {
+            const int k = lane + 32 * u;
+            xv[u].raw = k < nv ? xp[k] : make_uint4(0, 0, 0, 0);
+            gv[u].raw = k < nv ? gp[k] : make_uint4(0, 0, 0, 0);
+        }
+        /* lanes past the row's end hold zeros: they add nothing to the sums below, and
+         * the variance and the partials skip them */
+        float xf[V][K], gf[V][K], s = 0;
+#pragma unroll
+        for (int u = 0; u < V; u++)
+#pragma unroll
+            for (int q = 0; q < K; q++) {
+                xf[u][q] = (float)ct_load<S>(xv[u].e[q]);
+                gf[u][q] = (float)ct_load<S>(gv[u].e[q]);
+                s += xf[u][q];
+            }
+        const float mean = warp_sum(s) / (float)cols;
+        float ss = 0;
+#pragma unroll
+        for (int u = 0; u < V; u++)
+            if (lane + 32 * u < nv)
+#pragma unroll
+                for (int q = 0; q < K; q++) {
+                    const float d = xf[u][q] - mean;
+                    ss += d * d;
+                }
+        const float rstd = rsqrtf(warp_sum(ss) / (float)cols + eps);
+        float sg = 0, sgx = 0;
+#pragma unroll
+        for (int u = 0; u < V; u++)
+            if (lane + 32 * u < nv)
+#pragma unroll
+                for (int q = 0; q < K; q++) {
+                    const float xh = (xf[u][q] - mean) * rstd, g = gf[u][q], gh = g * wf[u][q];
+                    sg += gh;
+                    sgx += gh * xh;
+                    dw[u][q] += g * xh;
+                    db[u][q] += g;
+                    xf[u][q] = xh;
+                    gf[u][q] = gh;
+                }
+        warp_sum2(sg, sgx);
+        sg /= (float)cols;
+        sgx /= (float)cols;
+        uint4 *op = (uint4 *)(gx + r * cols);
+#pragma unroll
+        for (int u = 0; u < V; u++) {
+            const int k = lane + 32 * u;
+            if (k < nv) {
+                ln_vec<S> o;
+#pragma unroll
+                for (int q = 0; q < K; q++)
+                    o.e[q] = ct_store<S>(rstd * (gf[u][q] - sg - xf[u][q] * sgx));
+                op[k] = o.raw;
+            }
+        }
+    }
+    float *mine = ln_sm + (int64_t)warp * 2 * cols;
+#pragma unroll
+    for (int u = 0; u < V; u++) {
+        const int k = lane + 32 * u;
+        if (k < nv)
+#pragma unroll
+            for (int q = 0; q < K; q++) {
+                mine[k * K + q] = dw[u][q];
+                mine[cols + k * K + q] = db[u][q];
+            }
+    }
+    __syncthreads();
+    float *pw = partial + (int64_t)blockIdx.x * 2 * cols, *pb = pw + cols;
+    for (int p = threadIdx.x; p < cols; p += blockDim.x) {
+        float sw = 0, sb = 0;
+        for (int v = 0; v < nw; v++) {
+            sw += ln_sm[(int64_t)v * 2 * cols + p];
+            sb += ln_sm[(int64_t)v * 2 * cols + cols + p];
+        }
+        pw[p] = sw;
+        pb[p] = sb;
+    }
+}
+
 /* gw[j], gb[j] = the blocks' partials of column j added in block order (either may be
  * NULL). */
 /* The weight and bias gradients: column p sums the nblocks partials of the one-pass
@@ -591,22 +721,80 @@ static int ln_bwd_blocks(int64_t rows, int nw, int device) {
     return (int)(want < cap ? want : cap);
 }
 
+/* The rows-in-registers backward with V vectors per lane; its blocks, as many as fit
+ * on the GPU at once (at most LN_MAX_BLOCKS), go to *nb. */
+template <typename S, int V>
+static ct_status ln_bwd_reg(const S *gy, const S *x, const S *w, S *gx, float *partial, int64_t rows, int64_t cols,
+                            double eps, int device, int *nb) {
+    size_t smem;
+    int nw = ln_warps(2 * cols, &smem);
+    if (nw > LNR_WARPS) {
+        nw = LNR_WARPS;
+        smem = (size_t)nw * 2 * (size_t)cols * sizeof(float);
+    }
+    if (smem > LN_SMEM_DEFAULT)
+        cudaFuncSetAttribute(ln_bwd_reg_kernel<S, V>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+    int per_sm = 0;
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, ln_bwd_reg_kernel<S, V>, nw * 32, smem) !=
+            cudaSuccess ||
+        per_sm < 1)
+        per_sm = 1;
+    int64_t want = (rows + nw - 1) / nw, cap = (int64_t)ct_cuda_sm_count(device) * per_sm;
+    cap = cap < LN_MAX_BLOCKS ? cap : LN_MAX_BLOCKS;
+    *nb = (int)(want < cap ? want : cap);
+    ln_bwd_reg_kernel<S, V><<<*nb, nw * 32, smem, ct_stream_of(device)>>>(gy, x, w, gx, partial, rows, (int)cols,
+                                                                          (float)eps);
+    return ct_cuda_check_launch("layer_norm_backward");
+}
+
+/* Runs the rows-in-registers kernel when the row takes 16-byte vectors and at most
+ * LNR_MAX_ELEMS elements a lane; false when it does not apply. */
+template <typename S>
+static bool ln_bwd_try_reg(const S *gy, const S *x, const S *w, S *gx, float *partial, int64_t rows, int64_t cols,
+                           double eps, int device, int *nb, ct_status *st) {
+    const int K = ln_vec<S>::K;
+    if (!ln_vec_ok<S>(gy, x, w, gx, cols) || cols > 32 * LNR_MAX_ELEMS)
+        return false;
+    const int64_t v = (cols / K + 31) / 32; /* vectors a lane */
+    if (v <= 1)
+        *st = ln_bwd_reg<S, 1>(gy, x, w, gx, partial, rows, cols, eps, device, nb);
+    else if (v == 2)
+        *st = ln_bwd_reg<S, 2>(gy, x, w, gx, partial, rows, cols, eps, device, nb);
+    else if (v == 3)
+        *st = ln_bwd_reg<S, 3>(gy, x, w, gx, partial, rows, cols, eps, device, nb);
+    else if (v == 4)
+        *st = ln_bwd_reg<S, 4>(gy, x, w, gx, partial, rows, cols, eps, device, nb);
+    else if (v <= 6 && K == 4)
+        *st = ln_bwd_reg<S, (K == 4 ? 6 : 1)>(gy, x, w, gx, partial, rows, cols, eps, device, nb);
+    else if (K == 4)
+        *st = ln_bwd_reg<S, (K == 4 ? 8 : 1)>(gy, x, w, gx, partial, rows, cols, eps, device, nb);
+    else
+        return false;
+    return true;
+}
+
 template <typename S>
 static ct_status ln_bwd_fast(const S *gy, const S *x, const S *w, S *gx, double *gw, double *gb, int64_t rows,
                              int64_t cols, double eps, float *partial, int device) {
     const char *op = "layer_norm_backward";
-    size_t smem;
-    int nw = ln_warps(4 * cols, &smem);
-    if (smem > LN_SMEM_DEFAULT)
-        cudaFuncSetAttribute(ln_bwd_fast_kernel<S>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
-    int nb = ln_bwd_blocks(rows, nw, device);
-    bool vec = ln_vec_ok<S>(gy, x, w, gx, cols);
     cudaStream_t s = ct_stream_of(device);
-    ln_bwd_fast_kernel<S><<<nb, nw * 32, smem, s>>>(gy, x, w, gx, partial, rows, cols, (float)eps, vec);
-    ct_status st = ct_cuda_check_launch(op);
+    int nb;
+    ct_status st = CT_OK;
+    bool vec = ln_vec_ok<S>(gy, x, w, gx, cols);
+    ln_layout L = {vec, ln_vec<S>::K, cols / ln_vec<S>::K, cols};
+    if (ln_bwd_try_reg<S>(gy, x, w, gx, partial, rows, cols, eps, device, &nb, &st)) {
+        L.vec = false; /* its partials are in column order */
+    } else {
+        size_t smem;
+        int nw = ln_warps(4 * cols, &smem);
+        if (smem > LN_SMEM_DEFAULT)
+            cudaFuncSetAttribute(ln_bwd_fast_kernel<S>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+        nb = ln_bwd_blocks(rows, nw, device);
+        ln_bwd_fast_kernel<S><<<nb, nw * 32, smem, s>>>(gy, x, w, gx, partial, rows, cols, (float)eps, vec);
+        st = ct_cuda_check_launch(op);
+    }
     if (st != CT_OK || (!gw && !gb))
         return st;
-    ln_layout L = {vec, ln_vec<S>::K, cols / ln_vec<S>::K, cols};
     ln_bwd_final_kernel<<<(unsigned)((cols + 31) / 32), 32 * LN_FINAL_WARPS, 0, s>>>(partial, gw, gb, nb, cols, L);
     return ct_cuda_check_launch(op);
 }
@@ -747,16 +935,21 @@ extern "C" ct_status ct_cuda_layer_norm_bwd(ct_dtype wd, const void *gy, const v
 /* 1 / sqrt(2 pi), as the CPU computes it (M_2_SQRTPI * M_SQRT1_2 * 0.5) */
 #define GELU_INV_SQRT_2PI (1.12837916709551257390 * GELU_SQRT1_2 * 0.5)
 
+/* Note [GELU backward arithmetic]
+ * The tanh form is the CPU's float32 formula through e = exp(-2u), u = k (x + c x^3):
+ * s = 1 / (1 + e) = (1 + t) / 2 and 1 - s = e / (1 + e) = (1 - t) / 2, neither of which
+ * cancels, and d = s + 2 x s (1 - s) k (1 + 3 c x^2). The CPU's order of operations
+ * (no fused multiply-adds, two IEEE divisions) made the kernel compute-bound: 252 us for
+ * GPT-2's (32768, 3072) bfloat16 gradient on an H200, where PyTorch's takes 149 us.
+ * Here the products may fuse, 1 / (1 + e) is one correctly rounded reciprocal and
+ * 1 - s is e s (clamped to 1, which also turns e = inf's 0 * inf into 1), so the float32
+ * result is a few ulps from the CPU's instead of bit-equal (the tests allow 8). */
 static __device__ __forceinline__ float gelu_d(float x, bool tanh_form) {
     if (tanh_form) {
-        /* the CPU's float32 form through e = exp(-2u): s = 1 / (1 + e) = (1 + t) / 2 and
-         * 1 - s = 1 / (1 + 1/e), neither of which cancels; d = s + 2 x s (1 - s) k (...) */
-        const float k = (float)GELU_K, cc = (float)GELU_C;
-        float e = expf(mul_rn(mul_rn(-2.0f, k), add_rn(x, mul_rn(mul_rn(mul_rn(cc, x), x), x))));
-        float sg = 1.0f / add_rn(1.0f, e), sc = 1.0f / add_rn(1.0f, 1.0f / e);
-        float b = mul_rn(mul_rn(mul_rn(mul_rn(mul_rn(2.0f, x), sg), sc), k),
-                         add_rn(1.0f, mul_rn(mul_rn(mul_rn(3.0f, cc), x), x)));
-        return add_rn(sg, b);
+        const float k = (float)GELU_K, cc = (float)GELU_C, x2 = x * x;
+        const float e = expf(-2.0f * k * (x + cc * x2 * x));
+        const float sg = __frcp_rn(1.0f + e), sc = fminf(e * sg, 1.0f);
+        return 2.0f * x * sg * sc * k * (1.0f + 3.0f * cc * x2) + sg;
     }
     float u = erff(mul_rn(x, (float)GELU_SQRT1_2));
     float e = expf(mul_rn(mul_rn(-0.5f, x), x));
@@ -784,8 +977,7 @@ static __device__ __forceinline__ double gelu_d(double x, bool tanh_form) {
  * 2-byte loads of the scalar loop took 343 us for a GPT-2 (32768, 3072) bfloat16
  * gradient on an H200 (600 MB moved: 1.75 TB/s); these take 252 us, PyTorch's kernel
  * 149 us in the same run. Loading two vectors before computing either changed nothing
- * (254 us), so the gap is most likely the arithmetic: the CPU's rounding (no fused
- * multiply-adds) and two IEEE divisions an element. */
+ * (254 us): the arithmetic bounded it (Note [GELU backward arithmetic]). */
 template <typename S, typename A>
 static __global__ void __launch_bounds__(CT_CUDA_THREADS)
     gelu_bwd_kernel(const S *__restrict__ gy, const S *__restrict__ x, S *__restrict__ gx, int64_t n,
