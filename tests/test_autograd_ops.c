@@ -80,8 +80,8 @@ typedef struct {
     const char *name;
     ct_grad_fn_t fn;
     int n;
-    int nd[3];
-    int64_t shape[3][3];
+    int nd[5];
+    int64_t shape[5][3];
 } sample;
 
 static ct_tensor *f_addmm_relu(ct_tensor *const *in, int n, void *ud) {
@@ -93,7 +93,16 @@ static ct_tensor *f_addmm_gelu(ct_tensor *const *in, int n, void *ud) {
     return ct_addmm_activation(in[0], in[1], in[2], ct_scalar_int(1), ct_scalar_int(1), true);
 }
 
+/* Note [GELU MLP]: with both biases (tanh form), and without them (erf form). */
+static ct_tensor *f_gelu_mlp(ct_tensor *const *in, int n, void *ud) {
+    (void)ud;
+    return n == 5 ? ct_gelu_mlp(in[0], in[1], in[2], in[3], in[4], CT_GELU_APPROXIMATE_TANH)
+                  : ct_gelu_mlp(in[0], in[1], NULL, in[2], NULL, CT_GELU_APPROXIMATE_NONE);
+}
+
 static const sample samples[] = {
+    {"gelu_mlp", f_gelu_mlp, 5, {3, 2, 1, 2, 1}, {{2, 2, 3}, {4, 3}, {4}, {2, 4}, {2}}},
+    {"gelu_mlp_no_bias", f_gelu_mlp, 3, {2, 2, 2}, {{3, 3}, {4, 3}, {2, 4}}},
     {"mm", f_mm, 2, {2, 2}, {{3, 4}, {4, 2}}},
     {"mm_1xk", f_mm, 2, {2, 2}, {{1, 3}, {3, 1}}},
     {"bmm", f_bmm, 2, {3, 3}, {{2, 3, 4}, {2, 4, 2}}},
@@ -113,7 +122,7 @@ static void test_matrix_gradcheck(void **state) {
     for (size_t s = 0; s < sizeof samples / sizeof samples[0]; s++)
         for (int strided = 0; strided < 2; strided++) {
             ct_scope_begin();
-            ct_tensor *in[3];
+            ct_tensor *in[5];
             for (int i = 0; i < samples[s].n; i++)
                 in[i] = rand_leaf(samples[s].shape[i], samples[s].nd[i], strided);
             if (ct_gradcheck(samples[s].fn, NULL, in, samples[s].n, 1e-6, 1e-6, 1e-4) != CT_OK)
@@ -355,7 +364,9 @@ static bool check_compiled(const char *name, ct_grad_fn_t fn, void *ud, ct_tenso
     CT_ASSERT_OK(c);
     const refusal *refused = refused_op(name);
     for (int k = 0; k < 4; k++) {
-        ct_tensor *args[3] = {in[0], n > 1 ? in[1] : NULL, n > 2 ? in[2] : NULL};
+        ct_tensor *args[5] = {NULL};
+        for (int i = 0; i < n; i++)
+            args[i] = in[i];
         if (k == 3)
             for (int i = 0; i < n; i++) {
                 args[i] = ct_copy_(ct_empty_strided(ct_tensor_shape(in[i]), ct_tensor_strides(in[i]),
@@ -377,7 +388,7 @@ static bool check_compiled(const char *name, ct_grad_fn_t fn, void *ud, ct_tenso
         if (!ct_test_same_bits(r, got))
             fail_msg("%s through ct_compile (call %d): result differs from the eager call", name, k + 1);
         if (k == 3) { /* the replay's autograd history gives eager's gradients */
-            ct_tensor *ge[3] = {NULL, NULL, NULL}, *gr[3] = {NULL, NULL, NULL};
+            ct_tensor *ge[5] = {NULL}, *gr[5] = {NULL};
             const ct_tensor *oe[1] = {ct_sum(got, NULL, 0, false, CT_DTYPE_UNDEFINED)};
             const ct_tensor *orr[1] = {ct_sum(r, NULL, 0, false, CT_DTYPE_UNDEFINED)};
             if (ct_autograd_grad(oe, 1, (const ct_tensor *const *)in, n, NULL, false, false, true, ge) != CT_OK ||
@@ -406,7 +417,7 @@ static void test_samples_compiled(void **state) {
     for (size_t s = 0; s < sizeof samples / sizeof samples[0]; s++)
         for (int strided = 0; strided < 2; strided++) {
             ct_scope_begin();
-            ct_tensor *in[3];
+            ct_tensor *in[5];
             for (int i = 0; i < samples[s].n; i++)
                 in[i] = rand_leaf(samples[s].shape[i], samples[s].nd[i], strided);
             replayed += check_compiled(samples[s].name, samples[s].fn, NULL, in, samples[s].n) ? 1 : 0;

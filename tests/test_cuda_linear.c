@@ -14,6 +14,7 @@
 /* A build without CUDA has no blas.c: the reference stays unresolved (NULL) there,
  * and main skips before any test could call it. */
 #pragma weak ct_cuda_bias_epilogue_count
+#pragma weak ct_cuda_gelu_epilogue_count
 
 #define CUDA0 CT_CUDA(0)
 
@@ -365,6 +366,57 @@ static void test_addmm_activation(void **state) {
         }
 }
 
+/* in: input, fc_weight, fc_bias, proj_weight (no proj_bias: four inputs at most here). */
+static ct_tensor *f_gelu_mlp(ct_tensor *const *in, const void *ud) {
+    (void)ud;
+    return ct_gelu_mlp(in[0], in[1], in[2], in[3], NULL, CT_GELU_APPROXIMATE_TANH);
+}
+
+/* Note [GELU MLP]: the op's output on the GPU (3-D input, both biases) is the CPU's, and
+ * so are its gradients, which recompute the GELU's output from the saved hidden; with
+ * CT_CUDA_GELU_EPILOGUE=1 through cuBLASLt's GELU epilogues (Note [GELU epilogues]). */
+static void test_gelu_mlp(void **state) {
+    (void)state;
+    /* the epilogues are off by default; this test runs them (the first gelu_mlp of the
+     * process reads the switch) */
+    setenv("CT_CUDA_GELU_EPILOGUE", "1", 1);
+    for (int d = 0; d < 4; d++) {
+        ct_dtype dt = float_dtypes[d];
+        ct_scope_begin();
+        double rtol, atol;
+        product_tol(dt, 96, &rtol, &atol);
+        ct_tensor *x = ct_test_values(CT_SHAPE(4, 8, 32), dt, -1, 1, 90), *w1 = ct_test_values(CT_SHAPE(96, 32), dt, -1, 1, 91);
+        ct_tensor *b1 = ct_test_values(CT_SHAPE(96), dt, -1, 1, 92), *w2 = ct_test_values(CT_SHAPE(24, 96), dt, -1, 1, 93);
+        ct_tensor *b2 = ct_test_values(CT_SHAPE(24), dt, -1, 1, 94);
+        char what[96];
+        snprintf(what, sizeof what, "gelu_mlp (%s)", ct_dtype_name(dt));
+        uint64_t before = ct_cuda_gelu_epilogue_count();
+        ct_tensor *got = ct_gelu_mlp(ct_to_device(x, CUDA0), ct_to_device(w1, CUDA0), ct_to_device(b1, CUDA0),
+                                     ct_to_device(w2, CUDA0), ct_to_device(b2, CUDA0), CT_GELU_APPROXIMATE_TANH);
+        CT_ASSERT_CLOSE(got, ct_gelu_mlp(x, w1, b1, w2, b2, CT_GELU_APPROXIMATE_TANH), 2 * rtol, 4 * atol, what);
+        /* the middle of the backward, with fc's bias gradient */
+        ct_tensor *g = ct_test_values(CT_SHAPE(32, 24), dt, -1, 1, 97), *hid = ct_test_values(CT_SHAPE(32, 96), dt, -2, 2, 98);
+        ct_tensor *ch, *cb, *gh, *gb;
+        assert_int_equal(ct_gelu_mlp_hidden_backward(g, w2, hid, CT_GELU_APPROXIMATE_TANH, &ch, &cb), CT_OK);
+        assert_int_equal(ct_gelu_mlp_hidden_backward(ct_to_device(g, CUDA0), ct_to_device(w2, CUDA0),
+                                                     ct_to_device(hid, CUDA0), CT_GELU_APPROXIMATE_TANH, &gh, &gb),
+                         CT_OK);
+        CT_ASSERT_CLOSE(gh, ch, 2 * rtol, 4 * atol, what);
+        CT_ASSERT_CLOSE(gb, cb, 2 * rtol, 32 * 4 * atol, what);
+        /* cuBLASLt's GELU epilogues ran both (float64 keeps the ops) */
+        uint64_t ran = ct_cuda_gelu_epilogue_count() - before;
+        print_message("gelu_mlp %s: %llu of 2 products in a GELU epilogue\n", ct_dtype_name(dt), (unsigned long long)ran);
+        if (dt == CT_BF16)
+            assert_int_equal(ran, 2);
+        if (dt == CT_F64)
+            assert_int_equal(ran, 0);
+        ct_tensor *in[4] = {ct_test_values(CT_SHAPE(16, 32), dt, -1, 1, 95), w1, b1, w2};
+        snprintf(what, sizeof what, "gelu_mlp grads (%s)", ct_dtype_name(dt));
+        ct_test_agree_with_grads(what, f_gelu_mlp, NULL, in, 4, dt == CT_F64 ? 100 : 32, 96);
+        ct_scope_end();
+    }
+}
+
 int main(void) {
     int skip = ct_test_require_gpu("test_cuda_linear");
     if (skip)
@@ -375,6 +427,7 @@ int main(void) {
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_linear_grads),
         cmocka_unit_test(test_addmm_activation),
+        cmocka_unit_test(test_gelu_mlp),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

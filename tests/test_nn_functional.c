@@ -576,6 +576,122 @@ static void test_cross_entropy_backward_out(void **state) {
     ct_scope_end();
 }
 
+/* Note [GELU MLP]: gelu_mlp equals linear, gelu, linear, forward and gradients, in every
+ * floating dtype, with and without biases, both forms, on a 3-D input. */
+static void test_gelu_mlp(void **state) {
+    (void)state;
+    ct_dtype dts[] = {CT_F64, CT_F32, CT_BF16, CT_F16};
+    for (int d = 0; d < 4; d++)
+        for (int bias = 0; bias < 2; bias++)
+            for (int ap = 0; ap < 2; ap++) {
+                ct_scope_begin();
+                double tol = dts[d] == CT_F64 ? 1e-12 : dts[d] == CT_F32 ? 1e-5 : dts[d] == CT_F16 ? 4e-3 : 3e-2;
+                ct_tensor *in[5] = {xent_logits(6, 4, dts[d], 70), xent_logits(8, 4, dts[d], 71),
+                                    bias ? xent_logits(1, 8, dts[d], 72) : NULL, xent_logits(3, 8, dts[d], 73),
+                                    bias ? xent_logits(1, 3, dts[d], 74) : NULL};
+                in[0] = ct_reshape(in[0], CT_SHAPE(2, 3, 4));
+                for (int i = 2; i < 5; i += 2)
+                    in[i] = in[i] ? ct_reshape(in[i], CT_SHAPE(ct_tensor_numel(in[i]))) : NULL;
+                ct_tensor *a[5], *r[5];
+                for (int i = 0; i < 5; i++) {
+                    a[i] = in[i] ? ct_tensor_set_requires_grad(ct_detach(in[i]), true) : NULL;
+                    r[i] = in[i] ? ct_tensor_set_requires_grad(ct_detach(in[i]), true) : NULL;
+                }
+                ct_gelu_approximate apx = ap ? CT_GELU_APPROXIMATE_TANH : CT_GELU_APPROXIMATE_NONE;
+                ct_tensor *y = ct_gelu_mlp(a[0], a[1], a[2], a[3], a[4], apx);
+                ct_tensor *yr = ct_linear(ct_gelu(ct_linear(r[0], r[1], r[2]), apx), r[3], r[4]);
+                assert_int_equal(ct_tensor_dtype(y), dts[d]);
+                assert_int_equal(ct_tensor_dim(y), 3);
+                assert_int_equal(ct_tensor_shape(y)[2], 3);
+                assert_close(y, yr, tol, tol, "gelu_mlp forward");
+                assert_non_null(strstr(ct_tensor_grad_fn_name(y), "GeluMlp"));
+                ct_tensor *go = ct_to_dtype(ct_reshape(xent_logits(6, 3, CT_F64, 75), CT_SHAPE(2, 3, 3)), dts[d]);
+                assert_int_equal(ct_backward(y, go, false, false), CT_OK);
+                assert_int_equal(ct_backward(yr, go, false, false), CT_OK);
+                static const char *const names[5] = {"input", "fc_weight", "fc_bias", "proj_weight", "proj_bias"};
+                for (int i = 0; i < 5; i++)
+                    if (a[i])
+                        assert_close(ct_tensor_grad(a[i]), ct_tensor_grad(r[i]), tol, tol, names[i]);
+                ct_scope_end();
+            }
+}
+
+/* The gelu_mlp node keeps hidden and not the GELU's output: after the forward, the
+ * graph holds one (rows, hidden_features) tensor less than linear, gelu, linear's. */
+static void test_gelu_mlp_memory(void **state) {
+    (void)state;
+    ct_scope_begin();
+    ct_tensor *x = ct_tensor_set_requires_grad(xent_logits(256, 32, CT_F32, 80), true);
+    ct_tensor *w1 = ct_tensor_set_requires_grad(xent_logits(128, 32, CT_F32, 81), true);
+    ct_tensor *w2 = ct_tensor_set_requires_grad(xent_logits(32, 128, CT_F32, 82), true);
+    int64_t held[2];
+    for (int k = 0; k < 2; k++) {
+        ct_scope_begin();
+        int64_t before = ct_memory_allocated(CT_CPU);
+        ct_scope_begin(); /* the ops' temporaries go; the result and its graph stay */
+        ct_tensor *y = k == 0 ? ct_gelu_mlp(x, w1, NULL, w2, NULL, CT_GELU_APPROXIMATE_TANH)
+                              : ct_linear(ct_gelu(ct_linear(x, w1, NULL), CT_GELU_APPROXIMATE_TANH), w2, NULL);
+        ct_keep(y);
+        ct_scope_end();
+        held[k] = ct_memory_allocated(CT_CPU) - before;
+        assert_int_equal(ct_backward(y, ct_ones_like(y, CT_DTYPE_UNDEFINED), false, false), CT_OK);
+        ct_scope_end();
+    }
+    const int64_t h = 256 * 128 * (int64_t)sizeof(float);
+    if (held[1] - held[0] < h)
+        fail_msg("gelu_mlp's graph holds %lld bytes, the three ops' %lld: expected %lld fewer", (long long)held[0],
+                 (long long)held[1], (long long)h);
+    ct_scope_end();
+}
+
+static void test_gelu_mlp_errors(void **state) {
+    (void)state;
+    ct_scope_begin();
+    const char *op = "gelu_mlp";
+    ct_tensor *x = xent_logits(5, 4, CT_F32, 90), *w1 = xent_logits(6, 4, CT_F32, 91),
+              *w2 = xent_logits(3, 6, CT_F32, 92), *b1 = ct_zeros(CT_SHAPE(6), CT_F32, CT_CPU);
+    ct_gelu_approximate t = CT_GELU_APPROXIMATE_TANH;
+    CT_ASSERT_ERR(ct_gelu_mlp(x, ct_t(w1), NULL, w2, NULL, t) != NULL, CT_ERROR_VALUE, "fc_weight must have shape");
+    CT_ASSERT_ERR(ct_gelu_mlp(x, w1, NULL, ct_t(w2), NULL, t) != NULL, CT_ERROR_VALUE, "proj_weight must have shape");
+    CT_ASSERT_ERR(ct_gelu_mlp(x, w1, ct_zeros(CT_SHAPE(5), CT_F32, CT_CPU), w2, NULL, t) != NULL, CT_ERROR_VALUE,
+                  "fc_bias must have shape");
+    CT_ASSERT_ERR(ct_gelu_mlp(x, w1, b1, w2, b1, t) != NULL, CT_ERROR_VALUE, "proj_bias must have shape");
+    CT_ASSERT_ERR(ct_gelu_mlp(x, ct_to_dtype(w1, CT_F64), NULL, w2, NULL, t) != NULL, CT_ERROR_TYPE,
+                  "expected fc_weight of scalar type Float but found Double");
+    CT_ASSERT_ERR(ct_gelu_mlp(ct_to_dtype(x, CT_I64), ct_to_dtype(w1, CT_I64), NULL, ct_to_dtype(w2, CT_I64), NULL,
+                              t) != NULL,
+                  CT_ERROR_TYPE, "not implemented for 'Long'");
+    CT_ASSERT_ERR(ct_gelu_mlp(x, w1, NULL, w2, NULL, (ct_gelu_approximate)5) != NULL, CT_ERROR_VALUE,
+                  "approximate must be none or tanh");
+    CT_ASSERT_ERR(ct_gelu_mlp(ct_zeros(NULL, 0, CT_F32, CT_CPU), w1, NULL, w2, NULL, t) != NULL, CT_ERROR_VALUE,
+                  "at least one dimension");
+    CT_ASSERT_ERR(ct_gelu_mlp(NULL, w1, NULL, w2, NULL, t) != NULL, CT_ERROR_NULL_ARGUMENT, op);
+    CT_ASSERT_ERR(ct_gelu_mlp(x, w1, NULL, NULL, NULL, t) != NULL, CT_ERROR_NULL_ARGUMENT, op);
+    /* the backward's middle: (g @ w2) * gelu'(hidden) and its column sums, 2-d */
+    ct_tensor *g = xent_logits(5, 3, CT_F32, 93), *hid = xent_logits(5, 6, CT_F32, 94), *gh = NULL, *gb = NULL;
+    assert_int_equal(ct_gelu_mlp_hidden_backward(g, w2, hid, t, &gh, &gb), CT_OK);
+    ct_tensor *want = ct_gelu_backward(ct_mm(g, w2), hid, t);
+    const int64_t zero = 0;
+    assert_close(gh, want, 0, 0, "gelu_mlp_hidden_backward");
+    assert_close(gb, ct_sum(want, &zero, 1, false, CT_DTYPE_UNDEFINED), 0, 0, "gelu_mlp_hidden_backward bias");
+    CT_ASSERT_ERR(ct_gelu_mlp_hidden_backward(g, ct_t(w2), hid, t, &gh, NULL) == CT_OK, CT_ERROR_VALUE,
+                  "expected grad_output (rows, k) and proj_weight (k, hidden_features)");
+    CT_ASSERT_ERR(ct_gelu_mlp_hidden_backward(g, w2, ct_t(hid), t, &gh, NULL) == CT_OK, CT_ERROR_VALUE,
+                  "hidden must have shape (5, 6)");
+    CT_ASSERT_ERR(ct_gelu_mlp_hidden_backward(g, w2, ct_to_dtype(hid, CT_F64), t, &gh, NULL) == CT_OK, CT_ERROR_TYPE,
+                  "expected proj_weight and hidden of scalar type Float");
+    CT_ASSERT_ERR(ct_gelu_mlp_hidden_backward(g, w2, hid, t, NULL, NULL) == CT_OK, CT_ERROR_NULL_ARGUMENT,
+                  "grad_hidden");
+    /* the meta device: shapes only */
+    ct_tensor *m = ct_gelu_mlp(ct_empty(CT_SHAPE(2, 7, 4), CT_F32, CT_META), ct_empty(CT_SHAPE(6, 4), CT_F32, CT_META),
+                               NULL, ct_empty(CT_SHAPE(3, 6), CT_F32, CT_META), NULL, t);
+    CT_ASSERT_OK(m);
+    assert_int_equal(ct_tensor_dim(m), 3);
+    assert_int_equal(ct_tensor_shape(m)[1], 7);
+    assert_int_equal(ct_tensor_shape(m)[2], 3);
+    ct_scope_end();
+}
+
 static ct_tensor *xent_fn(ct_tensor *const *in, int n, void *ud) {
     (void)n;
     const int *mode = ud;
@@ -1304,6 +1420,9 @@ int main(void) {
         cmocka_unit_test(test_cross_entropy_fused),
         cmocka_unit_test(test_cross_entropy_reuses_logits),
         cmocka_unit_test(test_cross_entropy_backward_out),
+        cmocka_unit_test(test_gelu_mlp),
+        cmocka_unit_test(test_gelu_mlp_memory),
+        cmocka_unit_test(test_gelu_mlp_errors),
         cmocka_unit_test(test_cross_entropy_fused_gradcheck),
         cmocka_unit_test(test_cross_entropy_fused_errors),
         cmocka_unit_test(test_errors),

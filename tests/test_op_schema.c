@@ -909,6 +909,12 @@ static void drive_custom_ops(void) {
     ct_cross_entropy_fused(x, ids, CT_REDUCTION_NONE, 2, NULL);
     ct_cross_entropy_fused_backward(ct_ones(NULL, 0, CT_F32, CT_CPU), x, ids, lse, CT_REDUCTION_MEAN, -100);
     ct_one_hot(ids, 4);
+    ct_tensor *mw1 = f32(CT_SHAPE(4, 3)), *mw2 = f32(CT_SHAPE(3, 4));
+    ct_gelu_mlp(x, mw1, f32(CT_SHAPE(4)), mw2, f32(CT_SHAPE(3)), CT_GELU_APPROXIMATE_TANH);
+    ct_gelu_mlp(x, mw1, NULL, mw2, NULL, CT_GELU_APPROXIMATE_NONE);
+    ct_tensor *mgh = NULL, *mgb = NULL;
+    ct_gelu_mlp_hidden_backward(f32(CT_SHAPE(2, 3)), mw2, f32(CT_SHAPE(2, 4)), CT_GELU_APPROXIMATE_TANH, &mgh, &mgb);
+    ct_gelu_mlp_hidden_backward(f32(CT_SHAPE(2, 3)), mw2, f32(CT_SHAPE(2, 4)), CT_GELU_APPROXIMATE_NONE, &mgh, NULL);
     /* fused optimizer steps: the lists as one list, all optional inputs */
     ct_tensor *fp[1] = {f32(CT_SHAPE(2))}, *fg[1] = {f32(CT_SHAPE(2))}, *fm[1] = {ct_zeros(CT_SHAPE(2), CT_F32, CT_CPU)};
     ct_tensor *fv[1] = {ct_zeros(CT_SHAPE(2), CT_F32, CT_CPU)}, *fx[1] = {ct_zeros(CT_SHAPE(2), CT_F32, CT_CPU)};

@@ -309,6 +309,17 @@ CT_API ct_tensor *ct_cross_entropy_fused_backward(const ct_tensor *grad_loss, co
 CT_API ct_tensor *ct_cross_entropy_fused_backward_out(const ct_tensor *grad_loss, const ct_tensor *input,
                                                       const ct_tensor *target, const ct_tensor *lse,
                                                       ct_reduction reduction, int64_t ignore_index, ct_tensor *out);
+/* proj(gelu(fc(input))) as one op: linear(gelu(linear(input, fc_weight, fc_bias),
+ * approximate), proj_weight, proj_bias), biases optional. Its backward recomputes the
+ * GELU's output instead of keeping it (docs/nn.md, "GELU MLP"), as llm.c does. */
+CT_API ct_tensor *ct_gelu_mlp(const ct_tensor *input, const ct_tensor *fc_weight, const ct_tensor *fc_bias,
+                              const ct_tensor *proj_weight, const ct_tensor *proj_bias,
+                              ct_gelu_approximate approximate);
+/* Its backward's middle, 2-d: grad_hidden = (grad_output @ proj_weight) * gelu'(hidden)
+ * and, when grad_fc_bias is not NULL, its column sums (fc's bias gradient). */
+CT_API ct_status ct_gelu_mlp_hidden_backward(const ct_tensor *grad_output, const ct_tensor *proj_weight,
+                                             const ct_tensor *hidden, ct_gelu_approximate approximate,
+                                             ct_tensor **grad_hidden, ct_tensor **grad_fc_bias);
 CT_API ct_tensor *ct_mse_loss(const ct_tensor *input, const ct_tensor *target, ct_reduction reduction);
 CT_API ct_tensor *ct_l1_loss(const ct_tensor *input, const ct_tensor *target, ct_reduction reduction);
 CT_API ct_tensor *ct_smooth_l1_loss(const ct_tensor *input, const ct_tensor *target, ct_reduction reduction,

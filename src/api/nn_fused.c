@@ -522,6 +522,76 @@ ct_tensor *ct_cross_entropy_fused_backward_out(const ct_tensor *grad_loss, const
     return ct_dispatch_1(&c);
 }
 
+ct_tensor *ct_gelu_mlp(const ct_tensor *input, const ct_tensor *fc_weight, const ct_tensor *fc_bias,
+                       const ct_tensor *proj_weight, const ct_tensor *proj_bias, ct_gelu_approximate approximate) {
+    CT_CHECK_ARG("gelu_mlp", input);
+    CT_CHECK_ARG("gelu_mlp", fc_weight);
+    CT_CHECK_ARG("gelu_mlp", proj_weight);
+    ct_call c = {.op = CT_OP_gelu_mlp, .nin = 5, .in = {input, fc_weight, fc_bias, proj_weight, proj_bias},
+                 .nints = 1, .dtype = CT_DTYPE_UNDEFINED};
+    c.ints[0] = approximate;
+    return ct_dispatch_1(&c);
+}
+
+/* Note [GELU MLP] (src/meta/nn_fused.c): below autograd, so the GELU's output is a
+ * temporary that nothing keeps. */
+ct_status ct_gelu_mlp_kernel(ct_keyset ks, ct_call *call, void *ud) {
+    (void)ks, (void)ud;
+    ct_status st = ct_gelu_mlp_check(call);
+    if (st)
+        return st;
+    ct_scope_begin();
+    ct_tensor *hidden = ct_linear(call->in[0], call->in[1], call->in[2]);
+    ct_tensor *h = hidden ? ct_gelu(hidden, (ct_gelu_approximate)call->ints[0]) : NULL;
+    ct_tensor *y = h ? ct_linear(h, call->in[3], call->in[4]) : NULL;
+    st = y ? ct_call_set_output(call, 0, y) : ct_last_status();
+    if (st == CT_OK)
+        st = ct_call_set_output(call, 1, hidden);
+    ct_scope_end();
+    return st;
+}
+
+ct_status ct_gelu_mlp_hidden_backward(const ct_tensor *grad_output, const ct_tensor *proj_weight,
+                                      const ct_tensor *hidden, ct_gelu_approximate approximate,
+                                      ct_tensor **grad_hidden, ct_tensor **grad_fc_bias) {
+    const char *op = "gelu_mlp_hidden_backward";
+    CT_CHECK_ARG_STATUS(op, grad_output);
+    CT_CHECK_ARG_STATUS(op, proj_weight);
+    CT_CHECK_ARG_STATUS(op, hidden);
+    if (!grad_hidden)
+        return ct_error(CT_ERROR_NULL_ARGUMENT, op, "grad_hidden must not be NULL");
+    ct_call c = {.op = CT_OP_gelu_mlp_hidden_backward, .nin = 3, .in = {grad_output, proj_weight, hidden},
+                 .nints = 2, .dtype = CT_DTYPE_UNDEFINED};
+    c.ints[0] = approximate;
+    c.ints[1] = grad_fc_bias != NULL;
+    ct_status st = ct_dispatch(&c);
+    if (st == CT_OK) {
+        *grad_hidden = ct_call_take_output(&c, 0);
+        if (grad_fc_bias)
+            *grad_fc_bias = ct_call_take_output(&c, 1);
+    }
+    ct_call_clear_outputs(&c);
+    return st;
+}
+
+/* Note [GELU MLP]: mm, gelu_backward, sum, on any device. */
+ct_status ct_gelu_mlp_hidden_backward_kernel(ct_keyset ks, ct_call *call, void *ud) {
+    (void)ks, (void)ud;
+    ct_status st = ct_gelu_mlp_hidden_backward_check(call);
+    if (st)
+        return st;
+    const int64_t zero = 0;
+    ct_scope_begin();
+    ct_tensor *d = ct_gelu_backward(ct_mm(call->in[0], call->in[1]), call->in[2], (ct_gelu_approximate)call->ints[0]);
+    st = d ? ct_call_set_output(call, 0, d) : ct_last_status();
+    if (st == CT_OK && call->ints[1]) {
+        ct_tensor *db = ct_sum(d, &zero, 1, false, CT_DTYPE_UNDEFINED);
+        st = db ? ct_call_set_output(call, 1, db) : ct_last_status();
+    }
+    ct_scope_end();
+    return st;
+}
+
 ct_tensor *ct_one_hot(const ct_tensor *tensor, int64_t num_classes) {
     CT_CHECK_ARG("one_hot", tensor);
     ct_call c = {.op = CT_OP_one_hot, .nin = 1, .in = {tensor}, .nints = 1, .dtype = CT_DTYPE_UNDEFINED};

@@ -414,6 +414,61 @@ DEF(cross_entropy_fused, CT_SAVE_IN0 | CT_SAVE_IN1 | CT_SAVE_OUT1) {
     return CT_OK;
 }
 
+/* in: input, fc_weight, fc_bias, proj_weight, proj_bias; out: output, hidden (fc's
+ * output); ints: approximate. Note [GELU MLP]: the GELU's output is recomputed from
+ * hidden; the rest is linear's backward twice and the GELU's between them. A gradient
+ * reaching hidden itself joins the one through the GELU. */
+DEF(gelu_mlp, CT_SAVE_IN0 | CT_SAVE_IN1 | CT_SAVE_IN3 | CT_SAVE_OUT1) {
+    ct_node *n = ctx->node;
+    const ct_gelu_approximate ap = (ct_gelu_approximate)n->ints[0];
+    ct_tensor *x, *w1, *w2, *pre;
+    TRY(x = saved(ctx, 0));
+    TRY(w1 = saved(ctx, 1));
+    TRY(w2 = saved(ctx, 3));
+    TRY(pre = saved(ctx, CT_SAVED_OUT1));
+    const int64_t f = w1->shape[0], c = w1->shape[1], c2 = w2->shape[0];
+    const int64_t rows = c > 0 ? x->numel / c : 0, zero = 0;
+    ct_tensor *x2, *p2, *dpre = NULL;
+    TRY(x2 = ct_reshape(x, CT_SHAPE(rows, c)));
+    TRY(p2 = ct_reshape(pre, CT_SHAPE(rows, f)));
+    if (gout[0]) {
+        ct_tensor *g2;
+        TRY(g2 = ct_reshape(gout[0], CT_SHAPE(rows, c2)));
+        if (WANT(3))
+            TRY(gin[3] = ct_mm(ct_t(g2), ct_gelu(p2, ap)));
+        if (WANT(4))
+            TRY(gin[4] = ct_sum(g2, &zero, 1, false, CT_DTYPE_UNDEFINED));
+        if ((WANT(0) || WANT(1) || WANT(2)) && !ctx->create_graph) {
+            /* one op, one product on CUDA (Note [GELU epilogues]), fc's bias gradient
+             * with it unless a gradient reaches hidden too */
+            bool bias_here = WANT(2) && !gout[1];
+            ct_status st = ct_gelu_mlp_hidden_backward(g2, w2, p2, ap, &dpre, bias_here ? &gin[2] : NULL);
+            if (st)
+                return st;
+        } else if (WANT(0) || WANT(1) || WANT(2)) {
+            ct_tensor *gh;
+            TRY(gh = ct_mm(g2, w2));
+            ct_status st = gelu_grad(ctx, gh, p2, ap == CT_GELU_APPROXIMATE_TANH, &dpre);
+            if (st)
+                return st;
+        }
+    }
+    if (gout[1] && (WANT(0) || WANT(1) || WANT(2))) {
+        ct_tensor *gp;
+        TRY(gp = ct_reshape(gout[1], CT_SHAPE(rows, f)));
+        TRY(dpre = dpre ? ct_add(dpre, gp) : gp);
+    }
+    if (dpre) {
+        if (WANT(1))
+            TRY(gin[1] = ct_mm(ct_t(dpre), x2));
+        if (WANT(2) && !gin[2])
+            TRY(gin[2] = ct_sum(dpre, &zero, 1, false, CT_DTYPE_UNDEFINED));
+        if (WANT(0))
+            TRY(gin[0] = ct_reshape(ct_mm(dpre, w1), x->shape, x->ndim));
+    }
+    return CT_OK;
+}
+
 NONDIFF(avg_pool2d_backward)
 NONDIFF(adaptive_avg_pool2d_backward)
 NONDIFF(rms_norm_backward)
@@ -426,6 +481,7 @@ NONDIFF(_cudnn_rnn_backward)
 NONDIFF(embedding_backward)
 NONDIFF(nll_loss_backward)
 NONDIFF(cross_entropy_fused_backward)
+NONDIFF(gelu_mlp_hidden_backward)
 NONDIFF(one_hot)
 
 #endif

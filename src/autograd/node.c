@@ -261,7 +261,9 @@ ct_status ct_node_save(ct_node *n, int i, const ct_tensor *t, bool is_output, in
         n->saved_freed = true;
         return CT_OK;
     }
-    return ct_saved_set(n, &n->saved[i], t, is_output ? 0 : -1, version);
+    /* a saved output unpacked under create_graph leads back to its own output of n */
+    int nr = i == CT_SAVED_OUT1 ? 1 : i == CT_SAVED_OUT2 ? 2 : 0;
+    return ct_saved_set(n, &n->saved[i], t, is_output ? nr : -1, version);
 }
 
 ct_tensor *ct_saved_unpack(ct_node *n, ct_saved *s, bool create_graph) {

@@ -163,9 +163,14 @@ static ct_tensor *block(const ct_char_gpt *m, const ct_module *blk, ct_tensor *x
                             : NULL;
     y = y ? ct_reshape(ct_transpose(y, 1, 2), CT_SHAPE(b, t, c)) : NULL;
     ct_tensor *r = y ? ct_add(x, drop(m, fwd(blk, "proj", y))) : NULL;
-    ct_tensor *mlp = fwd(blk, "fc", fwd(blk, "ln2", r));
-    mlp = mlp ? ct_gelu(mlp, CT_GELU_APPROXIMATE_TANH) : NULL;
-    return mlp ? ct_add(r, drop(m, fwd(blk, "fc2", mlp))) : NULL;
+    /* fc, GELU and fc2 as one op, which recomputes the GELU's output in the backward
+     * instead of keeping it (Note [GELU MLP]) */
+    ct_tensor *x2 = r ? fwd(blk, "ln2", r) : NULL;
+    ct_tensor *mlp = x2 ? ct_gelu_mlp(x2, ct_module_param(blk, "fc.weight"), ct_module_param(blk, "fc.bias"),
+                                      ct_module_param(blk, "fc2.weight"), ct_module_param(blk, "fc2.bias"),
+                                      CT_GELU_APPROXIMATE_TANH)
+                        : NULL;
+    return mlp ? ct_add(r, drop(m, mlp)) : NULL;
 }
 
 ct_tensor *ct_char_gpt_forward(const ct_char_gpt *m, const ct_tensor *idx) {

@@ -71,6 +71,12 @@ ct_status ct_cpu_conv_transpose2d(ct_keyset ks, ct_call *call, void *ud) {
     return ct_conv_transpose2d_kernel(ks, call, ud);
 }
 
+/* Note [GELU MLP]: the kernel every device runs. */
+ct_status ct_cpu_gelu_mlp(ct_keyset ks, ct_call *call, void *ud) { return ct_gelu_mlp_kernel(ks, call, ud); }
+ct_status ct_cpu_gelu_mlp_hidden_backward(ct_keyset ks, ct_call *call, void *ud) {
+    return ct_gelu_mlp_hidden_backward_kernel(ks, call, ud);
+}
+
 /* ------------------------------------------------------------------ pooling */
 
 ct_status ct_cpu_avg_pool2d(ct_keyset ks, ct_call *call, void *ud) {

@@ -159,6 +159,7 @@ extern "C" ct_status ct_cuda_gemm_run(const ct_cuda_gemm *g, int device, const c
     if (!b)
         return ct_last_status();
 
+    const bool epi_on = g->bias || g->act == CT_CUDA_ACT_GELU_AUX || g->act == CT_CUDA_ACT_DGELU;
     cublasLtMatmulDesc_t desc = NULL;
     cublasLtMatrixLayout_t ll = NULL, lr = NULL, lc = NULL;
     cublasLtMatmulPreference_t pref = NULL;
@@ -176,27 +177,37 @@ extern "C" ct_status ct_cuda_gemm_run(const ct_cuda_gemm *g, int device, const c
         LT(cublasLtMatmulDescCreate(&desc, ct, scale_dt), "cublasLtMatmulDescCreate");
         LT(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &opl, sizeof opl), "set TRANSA");
         LT(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &opr, sizeof opr), "set TRANSB");
-        if (g->bias) { /* Note [Bias epilogue] */
+        if (epi_on) { /* Note [Bias epilogue], Note [GELU epilogues] */
             if (g->nb != 1 || g->beta != 0) {
                 st = ct_error(CT_ERROR_RUNTIME, op, "the bias epilogue takes one product with beta = 0 (internal)");
                 goto done;
             }
             /* Not every cuBLASLt release lets the heuristic filter for the bias
              * pointer's alignment; a fresh allocation is 512-byte aligned, so asking
-             * for 16 costs the usual bias nothing and keeps odd views off the path. */
-            if ((uintptr_t)g->bias % 16 != 0) {
+             * for 16 costs the usual bias nothing and keeps odd views off the path.
+             * The auxiliary matrix's leading dimension must be a multiple of 8. */
+            if ((uintptr_t)g->bias % 16 != 0 || (g->aux && ((uintptr_t)g->aux % 16 != 0 || g->ldaux % 8 != 0))) {
                 st = no_epilogue(op);
                 goto done;
             }
-            uint32_t epi = g->act == CT_CUDA_ACT_RELU   ? CUBLASLT_EPILOGUE_RELU_BIAS
-                           : g->act == CT_CUDA_ACT_GELU ? CUBLASLT_EPILOGUE_GELU_BIAS
-                                                        : CUBLASLT_EPILOGUE_BIAS;
+            uint32_t epi = g->act == CT_CUDA_ACT_RELU       ? CUBLASLT_EPILOGUE_RELU_BIAS
+                           : g->act == CT_CUDA_ACT_GELU     ? CUBLASLT_EPILOGUE_GELU_BIAS
+                           : g->act == CT_CUDA_ACT_GELU_AUX ? (g->bias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS
+                                                                       : CUBLASLT_EPILOGUE_GELU_AUX)
+                           : g->act == CT_CUDA_ACT_DGELU ? (g->bias ? CUBLASLT_EPILOGUE_DGELU_BGRAD : CUBLASLT_EPILOGUE_DGELU)
+                                                         : CUBLASLT_EPILOGUE_BIAS;
             int32_t bias_dt = (int32_t)dt;
+            int64_t ldaux = g->ldaux;
             s = cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi);
-            if (s == CUBLAS_STATUS_SUCCESS)
+            if (s == CUBLAS_STATUS_SUCCESS && g->bias)
                 s = cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &g->bias, sizeof g->bias);
-            if (s == CUBLAS_STATUS_SUCCESS)
+            if (s == CUBLAS_STATUS_SUCCESS && g->bias)
                 s = cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_dt, sizeof bias_dt);
+            if (s == CUBLAS_STATUS_SUCCESS && g->aux)
+                s = cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &g->aux,
+                                                   sizeof g->aux);
+            if (s == CUBLAS_STATUS_SUCCESS && g->aux)
+                s = cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &ldaux, sizeof ldaux);
             if (s != CUBLAS_STATUS_SUCCESS) {
                 st = no_epilogue(op);
                 goto done;
@@ -210,7 +221,7 @@ extern "C" ct_status ct_cuda_gemm_run(const ct_cuda_gemm *g, int device, const c
         /* cuBLASLt before 12.1 computed wrong 16-bit products with an epilogue when an
          * operand's leading dimension exceeded its rows (a slice of a larger matrix):
          * there, only tight operands take it. */
-        if (g->bias && (g->dtype == CT_DTYPE_FLOAT16 || g->dtype == CT_DTYPE_BFLOAT16) &&
+        if (epi_on && (g->dtype == CT_DTYPE_FLOAT16 || g->dtype == CT_DTYPE_BFLOAT16) &&
             cublasLtGetVersion() < 120100 && ((uint64_t)ldl != lrows || (uint64_t)ldr != rrows)) {
             st = no_epilogue(op);
             goto done;
@@ -245,7 +256,10 @@ extern "C" ct_status ct_cuda_gemm_run(const ct_cuda_gemm *g, int device, const c
         const void *alpha = g->dtype == CT_DTYPE_FLOAT64 ? (const void *)&g->alpha : (const void *)&af;
         const void *beta = g->dtype == CT_DTYPE_FLOAT64 ? (const void *)&g->beta : (const void *)&bf;
         /* The algorithm: cached by the product's key, or TunableOp's (Note [TunableOp]). */
-        static const char *const epi_names[] = {"bias", "relu_bias", "gelu_bias"};
+        static const char *const epi_names[] = {"bias",     "relu_bias",     "gelu_bias",
+                                                "gelu_aux", "dgelu",         "",
+                                                "",         "gelu_aux_bias", "dgelu_bgrad"};
+        const int epi_i = g->act + (g->bias && g->act >= CT_CUDA_ACT_GELU_AUX ? 4 : 0);
         char key[CT_TUNABLE_KEY_MAX];
         int kl = snprintf(key, sizeof key,
                           "GemmLt_%s_%s_%c%c,m%lld_n%lld_k%lld_ldl%lld_ldr%lld_ldc%lld_nb%lld_sl%lld_sr%lld_sc%lld_"
@@ -256,7 +270,7 @@ extern "C" ct_status ct_cuda_gemm_run(const ct_cuda_gemm *g, int device, const c
                           (long long)g->n, (long long)g->k, (long long)ldl, (long long)ldr, (long long)g->ldc,
                           (long long)g->nb, (long long)(g->nb > 1 ? g->b_sb : 0),
                           (long long)(g->nb > 1 ? g->a_sb : 0), (long long)(g->nb > 1 ? g->c_sb : 0),
-                          g->beta != 0, !g->bias ? "plain" : epi_names[g->act], al, ar, ac, ws);
+                          g->beta != 0, !epi_on ? "plain" : epi_names[epi_i], al, ar, ac, ws);
         ct_lt_problem pr;
         memset(&pr, 0, sizeof pr);
         pr.lt = b->lt;
@@ -286,7 +300,7 @@ extern "C" ct_status ct_cuda_gemm_run(const ct_cuda_gemm *g, int device, const c
         cublasLtMatmulAlgo_t algo;
         int found = 0;
         s = ct_lt_algo(&pr, &algo, &found);
-        if (g->bias && (s != CUBLAS_STATUS_SUCCESS || found == 0)) {
+        if (epi_on && (s != CUBLAS_STATUS_SUCCESS || found == 0)) {
             /* Some shapes are refused with INVALID_VALUE rather than NOT_SUPPORTED
              * once an epilogue is set: the plain product still serves them. */
             st = no_epilogue(op);
@@ -303,7 +317,7 @@ extern "C" ct_status ct_cuda_gemm_run(const ct_cuda_gemm *g, int device, const c
         }
         s = cublasLtMatmul(b->lt, desc, alpha, g->b, ll, g->a, lr, beta, g->c, lc, g->c, lc, &algo, b->workspace, ws,
                            pr.stream);
-        if (g->bias && s == CUBLAS_STATUS_NOT_SUPPORTED) {
+        if (epi_on && s == CUBLAS_STATUS_NOT_SUPPORTED) {
             st = no_epilogue(op);
             goto done;
         }

@@ -102,5 +102,7 @@ ct_status ct_cuda_baddbmm(ct_keyset ks, ct_call *call, void *user_data);
 /* How many addmm products have run with cuBLASLt's bias epilogue in this process
  * (Note [Bias epilogue] in blas.cu); for tests. */
 uint64_t ct_cuda_bias_epilogue_count(void);
+/* Products that ran a GELU epilogue of gelu_mlp (Note [GELU epilogues] in blas.c). */
+uint64_t ct_cuda_gelu_epilogue_count(void);
 
 #endif

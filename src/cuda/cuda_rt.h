@@ -452,7 +452,7 @@ ct_status ct_cuda_first_outside_unit(const double *p, int64_t n, uint64_t *first
  * to every row of alpha * A @ B by cuBLASLt's bias epilogue; CT_ERROR_NOT_IMPLEMENTED
  * (C untouched) when cuBLASLt has no algorithm with it, so the caller can add the
  * bias itself. */
-enum { CT_CUDA_ACT_NONE, CT_CUDA_ACT_RELU, CT_CUDA_ACT_GELU };
+enum { CT_CUDA_ACT_NONE, CT_CUDA_ACT_RELU, CT_CUDA_ACT_GELU, CT_CUDA_ACT_GELU_AUX, CT_CUDA_ACT_DGELU };
 typedef struct ct_cuda_gemm {
     ct_dtype dtype;
     int64_t nb, n, m, k;
@@ -465,6 +465,12 @@ typedef struct ct_cuda_gemm {
     double alpha, beta;
     const void *bias;
     int act; /* with bias: CT_CUDA_ACT_RELU or _GELU (tanh form) in the same epilogue */
+    /* Note [GELU epilogues] (nb == 1, beta == 0, bias optional): CT_CUDA_ACT_GELU_AUX
+     * writes C = gelu(A @ B + bias) and the GELU's input into aux; CT_CUDA_ACT_DGELU
+     * writes C = (A @ B) * gelu'(aux) and, when bias is given, C's column sums into
+     * bias (m elements). aux: row-major like C, row stride ldaux (a multiple of 8). */
+    void *aux;
+    int64_t ldaux;
 } ct_cuda_gemm;
 ct_status ct_cuda_gemm_run(const ct_cuda_gemm *g, int device, const char *op);
 /* dot of n elements with element strides sa, sb; result written to out (device). */

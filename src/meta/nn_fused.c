@@ -990,6 +990,105 @@ ct_status ct_meta_cross_entropy_fused_backward(ct_keyset ks, ct_call *call, void
     return st || call->mode == CT_CALL_OUT ? st : meta_like(call, 0, call->in[1]);
 }
 
+/* ------------------------------------------------------------------ gelu_mlp
+ *
+ * Note [GELU MLP]
+ * A GPT block's MLP is proj(gelu(fc(x))). As three ops, autograd keeps fc's output for
+ * the GELU's backward and the GELU's output for proj's weight gradient: two tensors of
+ * (tokens, hidden_features) a block, the step's largest activations after the logits
+ * (GPT-2 at B32 T1024: 192 MiB each in bfloat16, 12 blocks). gelu_mlp keeps fc's
+ * output ("hidden") alone and recomputes the GELU's output in its backward, which is
+ * what llm.c does and what torch.compile's partitioner chooses for a pointwise op: one
+ * elementwise pass more per block in exchange for 2.25 GiB of GPT-2's peak. The op's
+ * kernel is the same on every device: fc and proj are linear's products (the bias in
+ * cuBLASLt's epilogue on CUDA), the GELU's output a temporary of the kernel. Its
+ * derivative (src/autograd/derivatives_nn.h) is linear's and the GELU's, written with
+ * ops, so it runs on any device and twice differentiates; its middle, the gradient at
+ * hidden and fc's bias gradient, is one op (gelu_mlp_hidden_backward), which CUDA can
+ * run as one product (Note [GELU epilogues] in src/cuda/blas.c).
+ * On an H200, GPT-2 124M B32 bf16 (the CLI's GPT, bench/train_gpt2): peak allocated
+ * 15551 MiB to 13248 MiB (torch.compile 15496 MiB in the same call), the step 77.3 ms
+ * (the call before) to 78.7 ms: the recomputation's elementwise pass costs about 1.4
+ * ms a step. */
+ct_status ct_gelu_mlp_check(const ct_call *call) {
+    const char *op = "gelu_mlp";
+    const ct_tensor *x = call->in[0], *w1 = call->in[1], *b1 = call->in[2], *w2 = call->in[3], *b2 = call->in[4];
+    char a[96];
+    if (!x || !w1 || !w2)
+        return ct_error(CT_ERROR_NULL_ARGUMENT, op, "input, fc_weight and proj_weight must not be NULL");
+    if (call->ints[0] != CT_GELU_APPROXIMATE_NONE && call->ints[0] != CT_GELU_APPROXIMATE_TANH)
+        return ct_error(CT_ERROR_VALUE, op, "approximate must be none or tanh, got %lld", (long long)call->ints[0]);
+    if (!ct_dtype_is_floating(x->dtype))
+        return ct_error(CT_ERROR_TYPE, op, "\"gelu_mlp\" not implemented for '%s'", ct_dtype_pt_name(x->dtype));
+    const ct_tensor *ps[4] = {w1, b1, w2, b2};
+    static const char *const names[4] = {"fc_weight", "fc_bias", "proj_weight", "proj_bias"};
+    for (int i = 0; i < 4; i++)
+        if (ps[i] && ps[i]->dtype != x->dtype)
+            return ct_error(CT_ERROR_TYPE, op, "expected %s of scalar type %s but found %s", names[i],
+                            ct_dtype_pt_name(x->dtype), ct_dtype_pt_name(ps[i]->dtype));
+    if (x->ndim < 1)
+        return ct_error(CT_ERROR_VALUE, op, "input must have at least one dimension");
+    int64_t c = x->shape[x->ndim - 1];
+    if (w1->ndim != 2 || w1->shape[1] != c)
+        return ct_error(CT_ERROR_VALUE, op, "fc_weight must have shape (hidden_features, %lld), got %s", (long long)c,
+                        ct_shape_str(w1->shape, w1->ndim, a, sizeof a));
+    int64_t f = w1->shape[0];
+    if (w2->ndim != 2 || w2->shape[1] != f)
+        return ct_error(CT_ERROR_VALUE, op, "proj_weight must have shape (out_features, %lld), got %s", (long long)f,
+                        ct_shape_str(w2->shape, w2->ndim, a, sizeof a));
+    if (b1 && (b1->ndim != 1 || b1->shape[0] != f))
+        return ct_error(CT_ERROR_VALUE, op, "fc_bias must have shape (%lld), got %s", (long long)f,
+                        ct_shape_str(b1->shape, b1->ndim, a, sizeof a));
+    if (b2 && (b2->ndim != 1 || b2->shape[0] != w2->shape[0]))
+        return ct_error(CT_ERROR_VALUE, op, "proj_bias must have shape (%lld), got %s", (long long)w2->shape[0],
+                        ct_shape_str(b2->shape, b2->ndim, a, sizeof a));
+    return ct_nn_same_device(op, call->in, 5);
+}
+
+ct_status ct_meta_gelu_mlp(ct_keyset ks, ct_call *call, void *ud) {
+    (void)ks, (void)ud;
+    ct_status st = ct_gelu_mlp_check(call);
+    if (st)
+        return st;
+    const ct_tensor *x = call->in[0];
+    int64_t shape[CT_MAX_DIMS];
+    memcpy(shape, x->shape, sizeof(int64_t) * (size_t)x->ndim);
+    shape[x->ndim - 1] = call->in[3]->shape[0];
+    if ((st = set_meta(call, 0, shape, x->ndim, x->dtype)))
+        return st;
+    shape[x->ndim - 1] = call->in[1]->shape[0];
+    return set_meta(call, 1, shape, x->ndim, x->dtype);
+}
+
+ct_status ct_gelu_mlp_hidden_backward_check(const ct_call *call) {
+    const char *op = "gelu_mlp_hidden_backward";
+    const ct_tensor *go = call->in[0], *w2 = call->in[1], *hid = call->in[2];
+    char a[96];
+    if (call->ints[0] != CT_GELU_APPROXIMATE_NONE && call->ints[0] != CT_GELU_APPROXIMATE_TANH)
+        return ct_error(CT_ERROR_VALUE, op, "approximate must be none or tanh, got %lld", (long long)call->ints[0]);
+    if (!ct_dtype_is_floating(go->dtype))
+        return ct_error(CT_ERROR_TYPE, op, "\"%s\" not implemented for '%s'", op, ct_dtype_pt_name(go->dtype));
+    if (w2->dtype != go->dtype || hid->dtype != go->dtype)
+        return ct_error(CT_ERROR_TYPE, op, "expected proj_weight and hidden of scalar type %s but found %s and %s",
+                        ct_dtype_pt_name(go->dtype), ct_dtype_pt_name(w2->dtype), ct_dtype_pt_name(hid->dtype));
+    if (go->ndim != 2 || w2->ndim != 2 || w2->shape[0] != go->shape[1])
+        return ct_error(CT_ERROR_VALUE, op, "expected grad_output (rows, k) and proj_weight (k, hidden_features), got %s and %s",
+                        ct_shape_str(go->shape, go->ndim, a, sizeof a),
+                        ct_shape_str(w2->shape, w2->ndim, a + 48, sizeof a - 48));
+    if (hid->ndim != 2 || hid->shape[0] != go->shape[0] || hid->shape[1] != w2->shape[1])
+        return ct_error(CT_ERROR_VALUE, op, "hidden must have shape (%lld, %lld), got %s", (long long)go->shape[0],
+                        (long long)w2->shape[1], ct_shape_str(hid->shape, hid->ndim, a, sizeof a));
+    return ct_nn_same_device(op, call->in, 3);
+}
+
+ct_status ct_meta_gelu_mlp_hidden_backward(ct_keyset ks, ct_call *call, void *ud) {
+    (void)ks, (void)ud;
+    ct_status st = ct_gelu_mlp_hidden_backward_check(call);
+    if (st || (st = meta_like(call, 0, call->in[2])) || !call->ints[1])
+        return st;
+    return set_meta(call, 1, call->in[2]->shape + 1, 1, call->in[2]->dtype);
+}
+
 /* With num_classes given the shape is known (the class values are not checked); with
  * -1 it depends on the data. */
 ct_status ct_meta_one_hot(ct_keyset ks, ct_call *call, void *ud) {
