@@ -280,9 +280,10 @@ static ct_status gelu_mlp_kernel(ct_keyset ks, ct_call *call, void *ud) {
     if (!ct_cuda_use_device("gelu_mlp", x->device.index))
         return ct_last_status();
     ct_scope_begin();
-    const ct_tensor *A = blas_operand(ct_reshape(x, CT_SHAPE(rows, c))), *B = A ? blas_operand(ct_t(w1)) : NULL;
+    const ct_tensor *x2 = ct_reshape(x, CT_SHAPE(rows, c)), *A = x2 ? blas_operand(x2) : NULL;
+    const ct_tensor *w1t = A ? ct_t(w1) : NULL, *B = w1t ? blas_operand(w1t) : NULL;
     const ct_tensor *b1 = B ? packed_bias(call->in[2]) : NULL;
-    ct_tensor *h = ct_empty_impl(CT_SHAPE(rows, f), x->dtype, x->device);
+    ct_tensor *h = B ? ct_empty_impl(CT_SHAPE(rows, f), x->dtype, x->device) : NULL;
     ct_tensor *pre = h ? ct_empty_impl(CT_SHAPE(rows, f), x->dtype, x->device) : NULL;
     st = pre && (b1 || !call->in[2]) ? CT_OK : ct_last_status();
     if (st == CT_OK)
