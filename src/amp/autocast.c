@@ -278,37 +278,44 @@ static ct_status run_below(ct_keyset below, ct_call *call) {
     return st;
 }
 
-static ct_status autocast_kernel(ct_keyset ks, ct_call *call, void *user_data) {
-    ct_autocast_policy policy = (ct_autocast_policy)(intptr_t)user_data;
-    ct_keyset below = ct_keyset_below(ks, CT_KEY_AUTOCAST);
+int ct_autocast_prepare(ct_keyset ks, ct_call *c2, const ct_tensor ***list_out) {
+    ct_autocast_policy policy = ct_autocast_op_policy(c2->op);
     int dev = call_device(ks);
-    if (dev < 0 || !tls_state.enabled[dev] || call->mode != CT_CALL_FUNCTIONAL ||
-        ((policy == CT_AUTOCAST_FP32 || policy == CT_AUTOCAST_FP32_OUT) && call->dtype != CT_DTYPE_UNDEFINED))
-        return ct_redispatch(below, call);
-    ct_dtype to = target_dtype(policy, dev, call->in, call->nin, call->list, call->nlist);
-    ct_call c2 = *call;
+    *list_out = NULL;
+    if (policy == CT_AUTOCAST_NONE || dev < 0 || !tls_state.enabled[dev] || c2->mode != CT_CALL_FUNCTIONAL ||
+        ((policy == CT_AUTOCAST_FP32 || policy == CT_AUTOCAST_FP32_OUT) && c2->dtype != CT_DTYPE_UNDEFINED))
+        return 0;
+    ct_dtype to = target_dtype(policy, dev, c2->in, c2->nin, c2->list, c2->nlist);
     if (policy == CT_AUTOCAST_FP32_OUT) { /* Note [cross_entropy's loss dtype] in src/meta/nn_fused.c */
-        if (eligible(c2.in[0], dev) && c2.in[0]->dtype != CT_F32)
-            c2.dtype = CT_F32;
-    } else if (!cast_all(c2.in, c2.nin, to, dev))
-        return ct_last_status();
-    const ct_tensor *small[16];
-    const ct_tensor **list = NULL;
-    if (c2.nlist > 0 && list_needs_cast(c2.list, c2.nlist, to, dev)) {
-        list = c2.nlist <= 16 ? small : ct_xmalloc("autocast", (size_t)c2.nlist * sizeof *list);
+        if (eligible(c2->in[0], dev) && c2->in[0]->dtype != CT_F32)
+            c2->dtype = CT_F32;
+    } else if (!cast_all(c2->in, c2->nin, to, dev))
+        return -1;
+    if (c2->nlist > 0 && list_needs_cast(c2->list, c2->nlist, to, dev)) {
+        const ct_tensor **list = ct_xmalloc("autocast", (size_t)c2->nlist * sizeof *list);
         if (!list)
-            return ct_last_status();
-        memcpy(list, c2.list, (size_t)c2.nlist * sizeof *list);
-        c2.list = list;
-        if (!cast_all(list, c2.nlist, to, dev)) {
-            if (list != small)
-                free(list);
-            return ct_last_status();
-        }
+            return -1;
+        memcpy(list, c2->list, (size_t)c2->nlist * sizeof *list);
+        c2->list = list;
+        *list_out = list;
+        if (!cast_all(list, c2->nlist, to, dev))
+            return -1;
+    }
+    return 1;
+}
+
+static ct_status autocast_kernel(ct_keyset ks, ct_call *call, void *user_data) {
+    (void)user_data;
+    ct_keyset below = ct_keyset_below(ks, CT_KEY_AUTOCAST);
+    ct_call c2 = *call;
+    const ct_tensor **list = NULL;
+    int r = ct_autocast_prepare(ks, &c2, &list);
+    if (r <= 0) {
+        free(list);
+        return r < 0 ? ct_last_status() : ct_redispatch(below, call);
     }
     ct_status st = run_below(below, &c2);
-    if (list && list != small)
-        free(list);
+    free(list);
     /* the outputs the kernels below made belong to the caller's call */
     for (int i = 0; i < CT_CALL_MAX_OUT; i++) {
         if (c2.out[i] == call->out[i])

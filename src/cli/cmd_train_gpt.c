@@ -395,9 +395,9 @@ static int parse_args(gpt_args *a, int argc, char **argv, bool *done) {
     }
     if (a->amp == CT_F16 && a->device.type != CT_DEVICE_CUDA)
         return usage_error(a, "--dtype fp16 needs --device cuda (on the CPU, use bf16)");
-    if (a->compile && a->amp != CT_F32)
-        return usage_error(a, "--compile does not take --dtype bf16 or fp16 yet (autocast's casts are made below the "
-                              "capture: docs/compile.md)");
+    if (a->compile && a->amp == CT_F16)
+        return usage_error(a, "--compile does not take --dtype fp16 (the gradient scaler reads its scale on the host); "
+                              "use bf16");
     if (a->cuda_graphs && a->device.type != CT_DEVICE_CUDA)
         return usage_error(a, "--cuda-graphs needs --device cuda");
     if (a->cuda_graphs && a->amp == CT_F16)

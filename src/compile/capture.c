@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "amp/amp_internal.h"
 #include "compile/compile_internal.h"
 #include "compile/graph.h"
 #include "ctorch/amp.h"
@@ -260,8 +261,8 @@ static int value_of(capture *c, const ct_tensor *t) {
 /* Note [What cannot be captured]
  * A graph replays op calls; C code that looks at a value (ct_item, printing), an op
  * whose result's shape depends on the data (nonzero, unique, masked_select, a boolean
- * index), host-side results a replay would not update (clip_grad_norm_'s total as a
- * double), and ops under autocast (whose casts are made below TRACE) cannot be in one;
+ * index) and host-side results a replay would not update (clip_grad_norm_'s total as a
+ * double) cannot be in one;
  * library code with host state that can be replayed whole is a host call instead
  * (Note [Host calls] in graph.h). The capture refuses them with an error naming the
  * op, or, with CT_COMPILE_EAGER_FALLBACK, lets the call finish and marks the guard
@@ -305,6 +306,19 @@ static bool capturing_here(void) {
     return tls_capture && !(ct_tls_excluded() & ct_keyset_of(CT_KEY_TRACE));
 }
 
+static ct_status trace_record(capture *c, ct_keyset below, ct_call *call);
+
+/* Note [Autocast under capture]
+ * Under autocast the AUTOCAST kernel, below TRACE, casts an op's inputs: a capture that
+ * recorded the op with its float32 inputs would replay it without those casts, and one
+ * that took the casts as they were would keep the weights' lower-precision copies of
+ * the capturing call as constants, stale once an update changes the weights. So TRACE
+ * makes the casts itself: ct_autocast_prepare runs the kernel's rules from the top,
+ * where each cast (a ct_to_dtype) is an op call that TRACE records as a node of its
+ * own and autograd as a cast node, exactly as the kernel's casts are for an eager call;
+ * the op is then recorded on the cast inputs and runs, now and at every replay, with
+ * AUTOCAST excluded, which would find nothing left to cast. The composites of the
+ * policy table (linear, matmul, ...) cast on entry, from the top already. */
 static ct_status trace_kernel(ct_keyset ks, ct_call *call, void *user_data) {
     (void)user_data;
     capture *c = tls_capture;
@@ -317,18 +331,32 @@ static ct_status trace_kernel(ct_keyset ks, ct_call *call, void *user_data) {
             return st;
         return ct_redispatch(below, call);
     }
-    if (ct_autocast_op_policy(call->op) != CT_AUTOCAST_NONE &&
-        (ct_autocast_is_enabled(CT_DEVICE_CPU) || ct_autocast_is_enabled(CT_DEVICE_CUDA))) {
-        /* Note [What cannot be captured]: the autocast kernel's casts are made below
-         * TRACE, so the casts the backward saves would be constants of the graph, stale
-         * once the weights change */
-        ct_status st = refuse(c, ct_op_name(call->op),
-                              "it runs under autocast, whose casts are made below the capture (a replay's backward "
-                              "would read the weights' casts made at capture)");
-        if (st != CT_OK)
-            return st;
-        return ct_redispatch(below, call);
+    if (!ct_keyset_has(ks, CT_KEY_AUTOCAST))
+        return trace_record(c, below, call);
+    ct_call c2 = *call;
+    const ct_tensor **list = NULL;
+    int r = ct_autocast_prepare(ks, &c2, &list);
+    if (r <= 0) {
+        free(list);
+        return r < 0 ? ct_last_status() : trace_record(c, below, call);
     }
+    const ct_keyset exc = ct_tls_excluded();
+    ct_tls_set_excluded(exc | ct_keyset_of(CT_KEY_AUTOCAST));
+    ct_status st = trace_record(c, below & ~ct_keyset_of(CT_KEY_AUTOCAST), &c2);
+    ct_tls_set_excluded(exc);
+    free(list);
+    for (int i = 0; i < CT_CALL_MAX_OUT; i++) { /* the outputs belong to the caller's call */
+        if (c2.out[i] == call->out[i])
+            continue;
+        ct_release(call->out[i]);
+        call->out[i] = c2.out[i];
+    }
+    call->nout = c2.nout;
+    return st;
+}
+
+/* Records call as a node and runs it below TRACE. */
+static ct_status trace_record(capture *c, ct_keyset below, ct_call *call) {
     /* the inputs' values before the call runs (an in-place call makes a new one) */
     int in[CT_CALL_MAX_IN], tgt[CT_CALL_MAX_OUT];
     int *list = NULL;

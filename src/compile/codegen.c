@@ -178,7 +178,7 @@ static bool fusible(const ct_graph *g, const ct_gnode *n, const vm_fn *vm) {
     if (n->dead || n->host || n->mode != CT_CALL_FUNCTIONAL || n->nout != 1 || n->out[0] < 0 || n->nlist || n->has_device ||
         !op_supported(n, vm))
         return false;
-    if (n->included & ct_keyset_of(CT_KEY_AUTOCAST))
+    if (n->included & ~n->excluded & ct_keyset_of(CT_KEY_AUTOCAST))
         return false;
     const ct_gvalue *o = &g->values[n->out[0]];
     if (o->dtype != CT_F32 || o->device.type != CT_DEVICE_CPU || !is_contig(o) || o->offset != 0)

@@ -86,6 +86,12 @@ expect 1 "is not a char-gpt training state" train char-gpt "${small[@]}" --steps
 expect 1 "another shape than this model's" train char-gpt "${small[@]}" --embd 32 --steps 8 --resume "$work/half.pt"
 expect 1 "has no tensor 'blocks.1." train char-gpt "${small[@]}" --layers 2 --steps 8 --resume "$work/half.pt"
 expect 1 "No such file\\|cannot open" train char-gpt "${small[@]}" --steps 8 --resume "$work/missing.pt"
+# --compile under bf16 autocast (Note [Autocast under capture] in src/compile/capture.c):
+# the replays run what the eager steps run, so the weights are the same byte for byte
+expect 0 "saved" train char-gpt "${small[@]}" --steps 8 --dtype bf16 --out "$work/amp.safetensors"
+expect 0 "saved" train char-gpt "${small[@]}" --steps 8 --dtype bf16 --compile --out "$work/amp-compiled.safetensors"
+cmp -s "$work/amp.safetensors" "$work/amp-compiled.safetensors" || fail "--compile --dtype bf16 trained other weights"
+expect 2 "--compile does not take --dtype fp16" train char-gpt --text "$text" --device cuda --dtype fp16 --compile
 # the learning-rate schedule (Note [Learning-rate schedule] in src/cli/cmd_train_gpt.c):
 # bad arguments are refused; the constant default prints no schedule; nanoGPT's linear
 # warm-up and cosine decay give the rates printed at each validation; a resumed run goes
