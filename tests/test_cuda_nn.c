@@ -279,13 +279,17 @@ static bool same_values(const ct_tensor *a, const ct_tensor *b) {
 
 /* Note [layer_norm on CUDA]: GPT-2's width, widths that are no multiple of the vector
  * (scalar loads), a row that needs the opted-in shared memory and one past it (the
- * two-pass kernels), in float32, bfloat16 and float16; forward and backward against
- * the CPU, and the backward twice, bit for bit. */
+ * two-pass kernels), rows whose vectors do not fill every lane, in float32, bfloat16
+ * and float16; forward and backward against the CPU, and the backward twice, bit for
+ * bit. */
 static void test_layer_norm_one_pass(void **state) {
     (void)state;
     struct {
         int64_t rows, cols;
-    } shapes[] = {{ct_test_size(4096, 64), 768}, {257, 771}, {33, 7}, {70, 3}, {5, 5000}, {3, 7000}};
+    } shapes[] = {{ct_test_size(4096, 64), 768}, {257, 771}, {33, 7}, {70, 3}, {5, 5000}, {3, 7000},
+                  /* rows in registers with lanes past the row's end (Note [Layer norm rows in
+                   * registers]): 200 and 1000 columns, one and several vectors a lane */
+                  {300, 200}, {64, 1000}};
     ct_dtype dts[] = {CT_F32, CT_BF16, CT_F16};
     for (int d = 0; d < 3; d++)
         for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
