@@ -587,15 +587,36 @@ static void step(rd *r) {
         break;
     }
     case 27: { /* nn functional */
-        unsigned k = u8(r) % 4;
+        unsigned k = u8(r) % 7;
+        const ct_gelu_approximate ap = (ct_gelu_approximate)(u8(r) % 3); /* 2: no such form */
         if (k == 0)
             CALL("cross_entropy", ct_cross_entropy(a, b, NULL, (ct_reduction)(u8(r) % 3), -100, pick_double(r) > 0 ? 0.1 : 0.0));
         else if (k == 1)
             CALL("dropout", ct_dropout(a, 0.5, false));
         else if (k == 2)
             CALL("embedding", ct_embedding(a, b, -1));
-        else
+        else if (k == 3)
             CALL("one_hot", ct_one_hot(a, range(r, 0, 6))); /* -1 would size the result by the data */
+        else if (k == 4) /* b's transpose as proj's weight fits whenever b fits fc */
+            CALL("gelu_mlp", ct_gelu_mlp(a, b, u8(r) & 1 ? c : NULL, u8(r) & 1 ? ct_t(b) : c, NULL, ap));
+        else if (k == 5) {
+            ct_tensor *gh = NULL, *gb = NULL;
+            CALL_ST("gelu_mlp_hidden_backward", ct_gelu_mlp_hidden_backward(a, b, c, ap, &gh, u8(r) & 1 ? &gb : NULL));
+            put(r, gh ? checked(gh, "gelu_mlp_hidden_backward") : NULL);
+            put(r, gb ? checked(gb, "gelu_mlp_hidden_backward bias") : NULL);
+        } else { /* the backward into the logits themselves or another tensor */
+            ct_tensor *lse = NULL;
+            ct_reduction red = (ct_reduction)(u8(r) % 3);
+            /* class 0 for every row of a 2-d a, mostly: random slots are rarely targets */
+            ct_tensor *t = a && ct_tensor_dim(a) == 2 && u8(r) < 200
+                               ? ct_zeros((int64_t[]){ct_tensor_size(a, 0)}, 1, CT_I64, ct_tensor_device(a))
+                               : b;
+            ct_tensor *loss = (ct_clear_error(), ct_cross_entropy_fused(a, t, red, -100, &lse));
+            if (loss && lse)
+                CALL("cross_entropy_fused_backward_out",
+                     ct_cross_entropy_fused_backward_out(ct_ones_like(loss, CT_DTYPE_UNDEFINED), a, t, lse, red, -100,
+                                                         u8(r) & 1 ? a : c));
+        }
         break;
     }
     default: /* more of the common ones: make, unary, binary */
