@@ -662,7 +662,7 @@ static void test_gelu_mlp_errors(void **state) {
                               t) != NULL,
                   CT_ERROR_TYPE, "not implemented for 'Long'");
     CT_ASSERT_ERR(ct_gelu_mlp(x, w1, NULL, w2, NULL, (ct_gelu_approximate)5) != NULL, CT_ERROR_VALUE,
-                  "approximate must be none or tanh");
+                  "approximate argument must be either none or tanh");
     CT_ASSERT_ERR(ct_gelu_mlp(ct_zeros(NULL, 0, CT_F32, CT_CPU), w1, NULL, w2, NULL, t) != NULL, CT_ERROR_VALUE,
                   "at least one dimension");
     CT_ASSERT_ERR(ct_gelu_mlp(NULL, w1, NULL, w2, NULL, t) != NULL, CT_ERROR_NULL_ARGUMENT, op);

@@ -316,14 +316,7 @@ static ct_status autocast_kernel(ct_keyset ks, ct_call *call, void *user_data) {
     }
     ct_status st = run_below(below, &c2);
     free(list);
-    /* the outputs the kernels below made belong to the caller's call */
-    for (int i = 0; i < CT_CALL_MAX_OUT; i++) {
-        if (c2.out[i] == call->out[i])
-            continue;
-        ct_release(call->out[i]);
-        call->out[i] = c2.out[i];
-    }
-    call->nout = c2.nout;
+    ct_call_take_outputs_of(call, &c2); /* the outputs belong to the caller's call */
     return st;
 }
 

@@ -538,8 +538,11 @@ ct_tensor *ct_gelu_mlp(const ct_tensor *input, const ct_tensor *fc_weight, const
 ct_status ct_gelu_mlp_kernel(ct_keyset ks, ct_call *call, void *ud) {
     (void)ks, (void)ud;
     ct_status st = ct_gelu_mlp_check(call);
-    if (st)
-        return st;
+    return st ? st : ct_gelu_mlp_ops(call);
+}
+
+ct_status ct_gelu_mlp_ops(ct_call *call) {
+    ct_status st;
     ct_scope_begin();
     ct_tensor *hidden = ct_linear(call->in[0], call->in[1], call->in[2]);
     ct_tensor *h = hidden ? ct_gelu(hidden, (ct_gelu_approximate)call->ints[0]) : NULL;
@@ -578,8 +581,11 @@ ct_status ct_gelu_mlp_hidden_backward(const ct_tensor *grad_output, const ct_ten
 ct_status ct_gelu_mlp_hidden_backward_kernel(ct_keyset ks, ct_call *call, void *ud) {
     (void)ks, (void)ud;
     ct_status st = ct_gelu_mlp_hidden_backward_check(call);
-    if (st)
-        return st;
+    return st ? st : ct_gelu_mlp_hidden_backward_ops(call);
+}
+
+ct_status ct_gelu_mlp_hidden_backward_ops(ct_call *call) {
+    ct_status st;
     const int64_t zero = 0;
     ct_scope_begin();
     ct_tensor *d = ct_gelu_backward(ct_mm(call->in[0], call->in[1]), call->in[2], (ct_gelu_approximate)call->ints[0]);

@@ -428,6 +428,7 @@ DEF(gelu_mlp, CT_SAVE_IN0 | CT_SAVE_IN1 | CT_SAVE_IN3 | CT_SAVE_OUT1) {
     TRY(pre = saved(ctx, CT_SAVED_OUT1));
     const int64_t f = w1->shape[0], c = w1->shape[1], c2 = w2->shape[0];
     const int64_t rows = c > 0 ? x->numel / c : 0, zero = 0;
+    const bool want_pre = WANT(0) || WANT(1) || WANT(2); /* fc's gradients need hidden's */
     ct_tensor *x2, *p2, *dpre = NULL;
     TRY(x2 = ct_reshape(x, CT_SHAPE(rows, c)));
     TRY(p2 = ct_reshape(pre, CT_SHAPE(rows, f)));
@@ -438,14 +439,14 @@ DEF(gelu_mlp, CT_SAVE_IN0 | CT_SAVE_IN1 | CT_SAVE_IN3 | CT_SAVE_OUT1) {
             TRY(gin[3] = ct_mm(ct_t(g2), ct_gelu(p2, ap)));
         if (WANT(4))
             TRY(gin[4] = ct_sum(g2, &zero, 1, false, CT_DTYPE_UNDEFINED));
-        if ((WANT(0) || WANT(1) || WANT(2)) && !ctx->create_graph) {
+        if (want_pre && !ctx->create_graph) {
             /* one op, one product on CUDA (Note [GELU epilogues]), fc's bias gradient
              * with it unless a gradient reaches hidden too */
             bool bias_here = WANT(2) && !gout[1];
             ct_status st = ct_gelu_mlp_hidden_backward(g2, w2, p2, ap, &dpre, bias_here ? &gin[2] : NULL);
             if (st)
                 return st;
-        } else if (WANT(0) || WANT(1) || WANT(2)) {
+        } else if (want_pre) {
             ct_tensor *gh;
             TRY(gh = ct_mm(g2, w2));
             ct_status st = gelu_grad(ctx, gh, p2, ap == CT_GELU_APPROXIMATE_TANH, &dpre);
@@ -453,7 +454,7 @@ DEF(gelu_mlp, CT_SAVE_IN0 | CT_SAVE_IN1 | CT_SAVE_IN3 | CT_SAVE_OUT1) {
                 return st;
         }
     }
-    if (gout[1] && (WANT(0) || WANT(1) || WANT(2))) {
+    if (gout[1] && want_pre) {
         ct_tensor *gp;
         TRY(gp = ct_reshape(gout[1], CT_SHAPE(rows, f)));
         TRY(dpre = dpre ? ct_add(dpre, gp) : gp);

@@ -318,7 +318,7 @@ ct_tensor *ct_node_saved(ct_node_ctx *ctx, int i) { return ct_saved_unpack(ctx->
  * storage, makes the formula allocate as before). PyTorch has no such path; its
  * compiled graphs reuse the buffer through their memory planning. */
 bool ct_node_saved_reusable(const ct_node_ctx *ctx, int i, int held) {
-    if (ctx->keep_graph || ctx->create_graph || i < 0 || i >= CT_NODE_MAX_SAVED)
+    if (ctx->keep_graph || i < 0 || i >= CT_NODE_MAX_SAVED) /* keep_graph: create_graph too */
         return false;
     const ct_saved *s = &ctx->node->saved[i];
     const ct_tensor *t = s->t;

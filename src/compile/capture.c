@@ -345,13 +345,7 @@ static ct_status trace_kernel(ct_keyset ks, ct_call *call, void *user_data) {
     ct_status st = trace_record(c, below & ~ct_keyset_of(CT_KEY_AUTOCAST), &c2);
     ct_tls_set_excluded(exc);
     free(list);
-    for (int i = 0; i < CT_CALL_MAX_OUT; i++) { /* the outputs belong to the caller's call */
-        if (c2.out[i] == call->out[i])
-            continue;
-        ct_release(call->out[i]);
-        call->out[i] = c2.out[i];
-    }
-    call->nout = c2.nout;
+    ct_call_take_outputs_of(call, &c2); /* the outputs belong to the caller's call */
     return st;
 }
 

@@ -52,6 +52,9 @@ ct_status ct_dispatch(ct_call *call);
 ct_tensor *ct_call_take_output(ct_call *call, int i);
 /* Releases every output reference still held by the call. */
 void ct_call_clear_outputs(ct_call *call);
+/* After a kernel ran a modified copy of call below it (other inputs, a dtype): the
+ * outputs the copy holds become call's (references move, not copied). */
+void ct_call_take_outputs_of(ct_call *call, ct_call *copy);
 /* The key set a call gets from its inputs and this thread's include/exclude sets. */
 ct_keyset ct_call_keyset(const ct_call *call);
 

@@ -527,6 +527,16 @@ void ct_call_clear_outputs(ct_call *call) {
     }
 }
 
+void ct_call_take_outputs_of(ct_call *call, ct_call *copy) {
+    for (int i = 0; i < CT_CALL_MAX_OUT; i++) {
+        if (copy->out[i] == call->out[i])
+            continue;
+        ct_release(call->out[i]);
+        call->out[i] = copy->out[i];
+    }
+    call->nout = copy->nout;
+}
+
 /* ------------------------------------------------------------------ accessors */
 
 ct_op ct_call_op(const ct_call *c) { return c ? c->op : -1; }

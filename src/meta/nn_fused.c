@@ -265,11 +265,19 @@ ct_status ct_layernorm_backward_check(const ct_call *call, ct_rmsnorm_geom *g) {
     return norm_backward_check("layer_norm_backward", call, 4, g);
 }
 
-ct_status ct_gelu_backward_check(const ct_tensor *gy, const ct_tensor *x, int64_t approximate) {
-    const char *op = "gelu_backward";
+/* The GELU's form: none (erf) or tanh. */
+static ct_status check_approximate(const char *op, int64_t approximate) {
     if (approximate != CT_GELU_APPROXIMATE_NONE && approximate != CT_GELU_APPROXIMATE_TANH)
         return ct_error(CT_ERROR_VALUE, op, "approximate argument must be either none or tanh, got %lld",
                         (long long)approximate);
+    return CT_OK;
+}
+
+ct_status ct_gelu_backward_check(const ct_tensor *gy, const ct_tensor *x, int64_t approximate) {
+    const char *op = "gelu_backward";
+    ct_status st = check_approximate(op, approximate);
+    if (st)
+        return st;
     if (!ct_dtype_is_floating(x->dtype))
         return ct_error(CT_ERROR_TYPE, op, "\"GeluBackward\" not implemented for '%s'", ct_dtype_name(x->dtype));
     bool same = gy->ndim == x->ndim && gy->dtype == x->dtype;
@@ -1016,8 +1024,9 @@ ct_status ct_gelu_mlp_check(const ct_call *call) {
     char a[96];
     if (!x || !w1 || !w2)
         return ct_error(CT_ERROR_NULL_ARGUMENT, op, "input, fc_weight and proj_weight must not be NULL");
-    if (call->ints[0] != CT_GELU_APPROXIMATE_NONE && call->ints[0] != CT_GELU_APPROXIMATE_TANH)
-        return ct_error(CT_ERROR_VALUE, op, "approximate must be none or tanh, got %lld", (long long)call->ints[0]);
+    ct_status st = check_approximate(op, call->ints[0]);
+    if (st)
+        return st;
     if (!ct_dtype_is_floating(x->dtype))
         return ct_error(CT_ERROR_TYPE, op, "\"gelu_mlp\" not implemented for '%s'", ct_dtype_pt_name(x->dtype));
     const ct_tensor *ps[4] = {w1, b1, w2, b2};
@@ -1064,8 +1073,9 @@ ct_status ct_gelu_mlp_hidden_backward_check(const ct_call *call) {
     const char *op = "gelu_mlp_hidden_backward";
     const ct_tensor *go = call->in[0], *w2 = call->in[1], *hid = call->in[2];
     char a[96];
-    if (call->ints[0] != CT_GELU_APPROXIMATE_NONE && call->ints[0] != CT_GELU_APPROXIMATE_TANH)
-        return ct_error(CT_ERROR_VALUE, op, "approximate must be none or tanh, got %lld", (long long)call->ints[0]);
+    ct_status st = check_approximate(op, call->ints[0]);
+    if (st)
+        return st;
     if (!ct_dtype_is_floating(go->dtype))
         return ct_error(CT_ERROR_TYPE, op, "\"%s\" not implemented for '%s'", op, ct_dtype_pt_name(go->dtype));
     if (w2->dtype != go->dtype || hid->dtype != go->dtype)

@@ -145,12 +145,15 @@ ct_status ct_conv_transpose2d_kernel(ct_keyset ks, ct_call *call, void *ud);
 /* gelu_mlp: in (input, fc_weight, fc_bias or NULL, proj_weight, proj_bias or NULL); ints:
  * approximate (Note [GELU MLP]). */
 ct_status ct_gelu_mlp_check(const ct_call *call);
-/* gelu_mlp's kernel for every device (src/api/nn_fused.c, a composite). */
+/* gelu_mlp's kernel for every device (src/api/nn_fused.c, a composite): the check,
+ * then the ops (which a backend's kernel that checked already may call alone). */
 ct_status ct_gelu_mlp_kernel(ct_keyset ks, ct_call *call, void *ud);
+ct_status ct_gelu_mlp_ops(ct_call *call);
 /* gelu_mlp_hidden_backward: in (grad_output, proj_weight, hidden); ints: approximate,
  * fc_bias; its composite kernel for every device (src/api/nn_fused.c). */
 ct_status ct_gelu_mlp_hidden_backward_check(const ct_call *call);
 ct_status ct_gelu_mlp_hidden_backward_kernel(ct_keyset ks, ct_call *call, void *ud);
+ct_status ct_gelu_mlp_hidden_backward_ops(ct_call *call);
 /* one_hot: in (int64 class indices t); ints: num_classes (-1: max + 1). */
 ct_status ct_one_hot_check(const ct_tensor *t, int64_t num_classes);
 /* one_hot's zero-filled result on t's device, once the smallest and largest class (mn,
